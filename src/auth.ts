@@ -1,0 +1,65 @@
+/**
+ * Where {@link NovaClient} gets its token (and, optionally, its compute endpoint) from.
+ *
+ * The client asks its {@link AuthProvider} for a token before every request, so a provider can renew
+ * tokens (Keystone) without the client knowing. After a 401 the client calls
+ * {@link AuthProvider.invalidate} once, asks for a token again and repeats the request once.
+ *
+ * @module
+ */
+
+/** Options passed to {@link AuthProvider.getToken}. */
+export interface GetTokenOptions {
+  /** Abort the renewal. */
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * A source of tokens for the `X-Auth-Token` header. Implemented by {@link StaticTokenProvider} and by
+ * the Keystone v3 provider.
+ */
+export interface AuthProvider {
+  /** Resolve a token that is valid now (renewing it first if it is about to expire). */
+  getToken(options?: GetTokenOptions): Promise<string>;
+  /**
+   * Called after Nova answered 401 to `token`. Returns true if a later {@link getToken} can return a
+   * different token (then the client repeats the request once); false if not (the 401 becomes an
+   * `AuthError` at once). Default when absent: false.
+   */
+  invalidate?(token: string): boolean;
+  /** The compute endpoint from the service catalog, if this provider knows one. */
+  getEndpoint?(options?: GetTokenOptions): Promise<string>;
+  /**
+   * Every secret this provider holds (passwords, application credential secrets, tokens issued so
+   * far), so that callers and tests can make sure none reaches a log or error.
+   */
+  secrets?(): string[];
+}
+
+/** A fixed token, as given by `{ token }` or `--token`: never renewed; a 401 is final. */
+export class StaticTokenProvider implements AuthProvider {
+  readonly #token: string;
+  /** @param token - The token to send as `X-Auth-Token`. */
+  constructor(token: string) {
+    this.#token = token;
+  }
+  /** Resolves the fixed token. */
+  getToken(): Promise<string> {
+    return Promise.resolve(this.#token);
+  }
+  /** A fixed token cannot be renewed: always false. */
+  invalidate(): boolean {
+    return false;
+  }
+  /** The token itself. */
+  secrets(): string[] {
+    return [this.#token];
+  }
+  /** Never shows the token. */
+  toJSON(): Record<string, string> {
+    return { type: 'static-token', token: '[REDACTED]' };
+  }
+  [Symbol.for('nodejs.util.inspect.custom')](): string {
+    return 'StaticTokenProvider { token: [REDACTED] }';
+  }
+}

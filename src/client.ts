@@ -1,0 +1,557 @@
+/**
+ * `NovaClient`: the compute API v2.1 calls nova-guard needs, over axios, with per-request time limits
+ * (p-timeout), bounded retries of idempotent requests (p-retry), the microversion header, and typed
+ * errors that carry the request id and never a token.
+ *
+ * Sources: Nova API reference sections "Servers" (list, show, create, delete), "Servers - run an
+ * action" (`forceDelete`), "Flavors", "Limits", "Quota sets" (`/detail`); microversion headers per the
+ * api-guide "Microversions"; pagination per the api-guide "Paginated collections".
+ *
+ * @module
+ */
+import https from 'node:https';
+import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
+import pTimeout from 'p-timeout';
+import { StaticTokenProvider, type AuthProvider } from './auth.js';
+import { AbortError, AuthError, NovaApiError, NovaNetworkError, RateLimitError, ValidationError, throwIfAborted } from './errors.js';
+import { withRetry } from './retry.js';
+import { errorFromResponse, isTransient, networkError, requestIdOf, serverDateOf, type RequestContext } from './http.js';
+import { componentLogger, type Logger } from './logger.js';
+import type { AbsoluteLimits, CreateServerBody, Flavor, Limits, QuotaDetailItem, QuotaSetDetail, Server } from './types.js';
+import {
+  deleteServer as deleteServerImpl,
+  deleteServers as deleteServersImpl,
+  type DeleteServerOptions,
+  type DeleteServerResult,
+  type DeleteServersResult,
+} from './deleteServer.js';
+
+/** Retry policy of idempotent requests (GET, DELETE). */
+export interface RetryOptions {
+  /** Retries after the first attempt. Default 4 (5 attempts in all). 0 disables retries. */
+  retries?: number;
+  /** Delay before the first retry, in ms; doubles each retry, randomized by [1, 2). Default 250. */
+  minDelayMs?: number;
+  /** Longest delay between two attempts, in ms. Default 10000. */
+  maxDelayMs?: number;
+  /** Longest total time spent retrying one request, in ms. Default 60000. */
+  maxRetryTimeMs?: number;
+}
+
+/** Options of {@link NovaClient}. */
+export interface NovaClientOptions {
+  /**
+   * Compute endpoint, e.g. `http://127.0.0.1:8774/v2.1` (with or without the project id). Required
+   * unless `auth` provides one through the service catalog.
+   */
+  endpoint?: string;
+  /** A fixed token (`X-Auth-Token`). Give either `token` or `auth`. */
+  token?: string;
+  /** A token provider (Keystone, or your own). Give either `token` or `auth`. */
+  auth?: AuthProvider;
+  /** Project id, used by {@link NovaClient.getQuotaSetDetail} when none is passed. */
+  projectId?: string;
+  /** Compute API microversion sent with every request. Default `'2.1'`. */
+  microversion?: string;
+  /** Time limit of one HTTP request (one attempt), in ms. Default 30000. */
+  requestTimeoutMs?: number;
+  /** Retry policy of idempotent requests. See {@link RetryOptions} for the defaults. */
+  retry?: RetryOptions;
+  /** pino logger; default silent. The client logs method, path, status, request id and timing only. */
+  logger?: Logger;
+  /** Extra CA certificates (PEM), added to Node's defaults (`OS_CACERT`). */
+  caCert?: string | Buffer;
+  /** Turn TLS verification off (`OS_INSECURE`). Default false: verification is on. A warning is logged. */
+  insecure?: boolean;
+  /** HTTP user agent. Default `nova-guard/<version>`. */
+  userAgent?: string;
+}
+
+/** Options every request method takes. */
+export interface RequestOptions {
+  /** Abort the request (and its retries). Rejects with {@link AbortError}. */
+  signal?: AbortSignal | undefined;
+  /** Override the client's `requestTimeoutMs` for this call. */
+  requestTimeoutMs?: number | undefined;
+  /** Override the retry policy for this call; `false` makes exactly one attempt. */
+  retry?: RetryOptions | false | undefined;
+  /** Override which errors are retried (default: see {@link NovaClient.request}). */
+  retryOn?: ((error: unknown) => boolean) | undefined;
+  /** Called before each attempt with its number (1-based), e.g. to count DELETE attempts. */
+  onAttempt?: ((attempt: number) => void) | undefined;
+}
+
+/** Low-level request description for {@link NovaClient.request}. */
+export interface RawRequest extends RequestOptions {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  /** Path below the endpoint, e.g. `/servers/detail`. */
+  path: string;
+  /** Query parameters (undefined values are dropped). */
+  query?: Record<string, string | number | boolean | undefined> | undefined;
+  /** JSON body. */
+  body?: unknown;
+  /** Statuses to resolve with instead of throwing (2xx always resolve). */
+  acceptStatus?: number[] | undefined;
+  /** The server the request is about, recorded in errors. */
+  serverId?: string | undefined;
+}
+
+/** What {@link NovaClient.request} resolves. */
+export interface RawResponse<T = unknown> {
+  status: number;
+  data: T;
+  /** `x-openstack-request-id`. */
+  requestId: string | undefined;
+  /** Nova's `Date` header, epoch ms. */
+  serverDateMs: number | undefined;
+}
+
+/** Query filters of `GET /servers/detail` (Nova API reference, "List Servers Detailed"). */
+export interface ListServersQuery {
+  /** ISO 8601 time: servers changed since then, including recently deleted ones (status DELETED). */
+  'changes-since'?: string;
+  name?: string;
+  status?: string;
+  /** Page size; the client follows `servers_links` until the last page. */
+  limit?: number;
+  marker?: string;
+  [filter: string]: string | number | boolean | undefined;
+}
+
+/** Counters of one client, for summaries and benchmarks. */
+export interface ClientStats {
+  /** HTTP requests sent (every attempt counts). */
+  requests: number;
+  /** Requests by method. */
+  byMethod: Record<string, number>;
+}
+
+const VERSION = '0.1.0';
+
+function validateMs(name: string, value: number | undefined, allowZero = false): void {
+  if (value === undefined) return;
+  if (typeof value !== 'number' || Number.isNaN(value) || value < 0 || (!allowZero && value === 0)) {
+    throw new ValidationError(`${name} must be a ${allowZero ? 'non-negative' : 'positive'} number of milliseconds, got ${String(value)}`);
+  }
+}
+
+function parseLimitValue(v: unknown): number | undefined {
+  if (typeof v !== 'number' || !Number.isFinite(v)) return undefined;
+  return v === -1 ? Number.POSITIVE_INFINITY : v;
+}
+
+/** Parse the `absolute` block of `GET /limits`: -1 → Infinity, missing or non-numeric → undefined. */
+export function parseAbsoluteLimits(absolute: unknown): AbsoluteLimits {
+  const out: AbsoluteLimits = {};
+  if (!absolute || typeof absolute !== 'object') return out;
+  for (const [k, v] of Object.entries(absolute as Record<string, unknown>)) {
+    const parsed = parseLimitValue(v);
+    if (parsed !== undefined) out[k] = parsed;
+  }
+  return out;
+}
+
+/**
+ * A client for the Nova compute API v2.1.
+ *
+ * @example
+ * ```ts
+ * const nova = new NovaClient({ endpoint: 'http://127.0.0.1:8774/v2.1', token });
+ * await nova.deleteServer(id, { wait: true });
+ * ```
+ */
+export class NovaClient {
+  /** The token provider. */
+  readonly auth: AuthProvider;
+  /** Microversion sent with every request. */
+  readonly microversion: string;
+  /** Default per-request time limit, ms. */
+  readonly requestTimeoutMs: number;
+  /** Project id, if known. */
+  readonly projectId: string | undefined;
+  /** The client's logger. */
+  readonly logger: Logger;
+  /** Request counters. */
+  readonly stats: ClientStats = { requests: 0, byMethod: {} };
+  /** `x-openstack-request-id` of the last response. */
+  lastRequestId: string | undefined;
+
+  readonly #endpoint: string | undefined;
+  readonly #retry: Required<RetryOptions>;
+  readonly #http: AxiosInstance;
+  readonly #flavors = new Map<string, Promise<Flavor>>();
+  #resolvedEndpoint: Promise<string> | undefined;
+
+  /**
+   * @throws {@link ValidationError} when neither `token` nor `auth` is given, when neither `endpoint`
+   * nor an `auth` with `getEndpoint` is given, or when a duration is not a positive number.
+   */
+  constructor(options: NovaClientOptions) {
+    if (!options || typeof options !== 'object') throw new ValidationError('NovaClient needs an options object');
+    const { endpoint, token, auth } = options;
+    if (auth && token !== undefined) throw new ValidationError('give either token or auth, not both');
+    if (!auth && (typeof token !== 'string' || token.length === 0)) {
+      throw new ValidationError('NovaClient needs a token (non-empty string) or an auth provider');
+    }
+    if (endpoint !== undefined) {
+      if (typeof endpoint !== 'string' || !/^https?:\/\/[^/]+/i.test(endpoint)) {
+        throw new ValidationError(`endpoint must be an http(s) URL, got ${JSON.stringify(endpoint)}`);
+      }
+    } else if (!auth?.getEndpoint) {
+      throw new ValidationError('NovaClient needs an endpoint (or an auth provider with a service catalog)');
+    }
+    validateMs('requestTimeoutMs', options.requestTimeoutMs);
+    const r = options.retry ?? {};
+    if (r.retries !== undefined && (!Number.isInteger(r.retries) || r.retries < 0)) {
+      throw new ValidationError(`retry.retries must be a non-negative integer, got ${String(r.retries)}`);
+    }
+    validateMs('retry.minDelayMs', r.minDelayMs, true);
+    validateMs('retry.maxDelayMs', r.maxDelayMs, true);
+    validateMs('retry.maxRetryTimeMs', r.maxRetryTimeMs);
+    const mv = options.microversion ?? '2.1';
+    if (!/^(2\.\d+|latest)$/.test(mv)) throw new ValidationError(`microversion must look like "2.79" or "latest", got ${JSON.stringify(mv)}`);
+
+    this.auth = auth ?? new StaticTokenProvider(token!);
+    this.#endpoint = endpoint?.replace(/\/+$/, '');
+    this.microversion = mv;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 30000;
+    this.projectId = options.projectId ?? projectFromNoauthToken(token);
+    this.logger = componentLogger(options.logger, 'nova');
+    this.#retry = {
+      retries: r.retries ?? 4,
+      minDelayMs: r.minDelayMs ?? 250,
+      maxDelayMs: r.maxDelayMs ?? 10000,
+      maxRetryTimeMs: r.maxRetryTimeMs ?? 60000,
+    };
+    let httpsAgent: https.Agent | undefined;
+    if (options.insecure || options.caCert) {
+      httpsAgent = new https.Agent({
+        rejectUnauthorized: !options.insecure,
+        ...(options.caCert ? { ca: options.caCert } : {}),
+      });
+      if (options.insecure) this.logger.warn('TLS verification is turned off (insecure): the server certificate is not checked');
+    }
+    this.#http = axios.create({
+      validateStatus: () => true,
+      // Secrets must never ride on a redirect to another host.
+      maxRedirects: 0,
+      ...(httpsAgent ? { httpsAgent } : {}),
+      headers: {
+        Accept: 'application/json',
+        'User-Agent': options.userAgent ?? `nova-guard/${VERSION}`,
+      },
+    });
+  }
+
+  /** The compute endpoint, from the options or the provider's catalog. */
+  async endpoint(signal?: AbortSignal): Promise<string> {
+    if (this.#endpoint) return this.#endpoint;
+    this.#resolvedEndpoint ??= this.auth.getEndpoint!({ signal }).then((e) => e.replace(/\/+$/, ''));
+    try {
+      return await this.#resolvedEndpoint;
+    } catch (e) {
+      this.#resolvedEndpoint = undefined;
+      throw e;
+    }
+  }
+
+  /**
+   * Send one request with the client's headers, time limit, retries (idempotent methods and rate
+   * limits only) and 401 handling, and turn failures into typed errors.
+   *
+   * Retries: GET and DELETE are retried on no response, request timeout, 502/503/504, 429 and 413
+   * rate limits; POST and PUT only on rate limits and refused connections (nothing reached Nova).
+   * A `Retry-After` header or Nova's `retryAfter` is waited out before the retry's own backoff.
+   *
+   * @throws {@link NovaApiError} subclasses for HTTP errors, {@link NovaNetworkError} without a response,
+   * {@link AbortError} when `signal` aborts.
+   */
+  async request<T = unknown>(req: RawRequest): Promise<RawResponse<T>> {
+    throwIfAborted(req.signal);
+    const idempotent = req.method === 'GET' || req.method === 'DELETE';
+    const policy = req.retry === false ? { ...this.#retry, retries: 0 } : { ...this.#retry, ...(req.retry ?? {}) };
+    const shouldRetry =
+      req.retryOn ??
+      ((error: unknown): boolean => {
+        if (!(error instanceof NovaApiError)) return false;
+        if (idempotent) return isTransient(error);
+        return error instanceof RateLimitError || (error instanceof NovaNetworkError && error.code === 'ECONNREFUSED');
+      });
+    return withRetry(
+      (attempt) => {
+        req.onAttempt?.(attempt);
+        return this.#attempt<T>(req);
+      },
+      {
+        ...policy,
+        shouldRetry,
+        signal: req.signal,
+        onRetry: (error, attempt, retryAfterMs) =>
+          this.logger.debug(
+            { method: req.method, path: req.path, attempt, retryAfterMs, err: (error as Error).message },
+            'retrying request',
+          ),
+      },
+    );
+  }
+
+  async #attempt<T>(req: RawRequest, reauthenticated = false): Promise<RawResponse<T>> {
+    throwIfAborted(req.signal);
+    const base = await this.endpoint(req.signal);
+    const token = await this.auth.getToken({ signal: req.signal });
+    const url = base + req.path;
+    const ctx: RequestContext = { method: req.method, url, serverId: req.serverId };
+    const timeoutMs = req.requestTimeoutMs ?? this.requestTimeoutMs;
+    const controller = new AbortController();
+    const signal = req.signal ? AbortSignal.any([req.signal, controller.signal]) : controller.signal;
+    const headers: Record<string, string> = {
+      'X-Auth-Token': token,
+      'X-OpenStack-Nova-API-Version': this.microversion,
+      'OpenStack-API-Version': `compute ${this.microversion}`,
+    };
+    if (req.body !== undefined) headers['Content-Type'] = 'application/json';
+    const started = performance.now();
+    this.stats.requests++;
+    this.stats.byMethod[req.method] = (this.stats.byMethod[req.method] ?? 0) + 1;
+    let timedOut = false;
+    let res: AxiosResponse;
+    try {
+      res = await pTimeout(
+        this.#http.request({
+          method: req.method,
+          url,
+          params: req.query ? Object.fromEntries(Object.entries(req.query).filter(([, v]) => v !== undefined)) : undefined,
+          data: req.body === undefined ? undefined : JSON.stringify(req.body),
+          headers,
+          signal,
+          responseType: 'text',
+          transformResponse: [(d: unknown) => d],
+        }),
+        {
+          milliseconds: timeoutMs,
+          fallback: () => {
+            timedOut = true;
+            controller.abort();
+            throw networkError('ETIMEDOUT', `no response within ${timeoutMs} ms`, ctx, true);
+          },
+        },
+      );
+    } catch (error) {
+      if (timedOut && error instanceof NovaApiError) throw error;
+      if (req.signal?.aborted) throw new AbortError(undefined, { cause: req.signal.reason });
+      const e = error as { code?: string; message?: string };
+      this.logger.debug({ method: req.method, path: req.path, code: e.code }, 'request failed without a response');
+      // Never rethrow the raw axios error: its config holds the token.
+      throw networkError(e.code, String(e.message ?? 'unknown error'), ctx, false);
+    }
+    const requestId = requestIdOf(res.headers as Record<string, unknown>);
+    this.lastRequestId = requestId ?? this.lastRequestId;
+    const elapsedMs = Math.round(performance.now() - started);
+    this.logger.debug({ method: req.method, path: req.path, status: res.status, requestId, elapsedMs }, 'nova request');
+    let data: unknown = res.data;
+    if (typeof data === 'string' && data.length > 0) {
+      try {
+        data = JSON.parse(data);
+      } catch {
+        // keep text (HTML from a proxy, plain text)
+      }
+    } else if (data === '') {
+      data = undefined;
+    }
+    if ((res.status >= 200 && res.status < 300) || req.acceptStatus?.includes(res.status)) {
+      return { status: res.status, data: data as T, requestId, serverDateMs: serverDateOf(res.headers as Record<string, unknown>) };
+    }
+    const error = errorFromResponse(res.status, res.headers as Record<string, unknown>, data, ctx);
+    if (error instanceof AuthError && !reauthenticated && this.auth.invalidate?.(token)) {
+      this.logger.info({ method: req.method, path: req.path, requestId }, 'token rejected (401): re-authenticating once');
+      return this.#attempt<T>(req, true);
+    }
+    throw error;
+  }
+
+  /**
+   * `GET /servers/{id}` (Nova API reference, "Show Server Details").
+   * @throws {@link NotFoundError} when the server does not exist.
+   */
+  async getServer(id: string, options: RequestOptions = {}): Promise<Server> {
+    validateId('server id', id);
+    const res = await this.request<{ server: Server }>({ method: 'GET', path: `/servers/${encodeURIComponent(id)}`, serverId: id, ...options });
+    return res.data.server;
+  }
+
+  /**
+   * `GET /servers/detail` with query filters (including `changes-since`), following `servers_links`
+   * "next" links until the last page (Nova API reference, "List Servers Detailed").
+   */
+  async listServers(query: ListServersQuery = {}, options: RequestOptions = {}): Promise<Server[]> {
+    return (await this.listServersWithMeta(query, options)).servers;
+  }
+
+  /**
+   * Like {@link listServers}, also returning Nova's `Date` header of the first page (for
+   * `changes-since` polling on Nova's clock) and the number of pages read.
+   */
+  async listServersWithMeta(
+    query: ListServersQuery = {},
+    options: RequestOptions = {},
+  ): Promise<{ servers: Server[]; serverDateMs: number | undefined; pages: number }> {
+    const servers: Server[] = [];
+    let q: Record<string, string | number | boolean | undefined> = { ...query };
+    let serverDateMs: number | undefined;
+    let pages = 0;
+    const seenMarkers = new Set<string>();
+    for (;;) {
+      const res = await this.request<{ servers?: Server[]; servers_links?: Array<{ rel?: string; href?: string }> }>({
+        method: 'GET',
+        path: '/servers/detail',
+        query: q,
+        ...options,
+      });
+      pages++;
+      serverDateMs ??= res.serverDateMs;
+      const page = res.data?.servers ?? [];
+      servers.push(...page);
+      const next = res.data?.servers_links?.find((l) => l.rel === 'next')?.href;
+      if (!next || page.length === 0) break;
+      const nextQuery = Object.fromEntries(new URL(next, 'http://x').searchParams.entries());
+      const marker = nextQuery['marker'];
+      if (!marker || seenMarkers.has(marker)) break;
+      seenMarkers.add(marker);
+      q = { ...q, ...nextQuery };
+    }
+    return { servers, serverDateMs, pages };
+  }
+
+  /**
+   * `POST /servers` with `{ server: body }` (Nova API reference, "Create Server"). Resolves the created
+   * server as Nova returns it (`id`, `links`, `adminPass`, ...). Never retried except on a rate limit
+   * or a refused connection, when the request provably did not reach Nova.
+   * @throws {@link QuotaExceededError} on a quota 403, {@link ForbiddenError} on any other 403,
+   * {@link BadRequestError} on 400.
+   */
+  async createServer(body: CreateServerBody, options: RequestOptions = {}): Promise<Server> {
+    if (!body || typeof body !== 'object') throw new ValidationError('createServer needs the server body');
+    if (typeof body.name !== 'string' || body.name.length === 0) throw new ValidationError('createServer: body.name must be a non-empty string');
+    if (body.flavorRef === undefined || String(body.flavorRef).length === 0) throw new ValidationError('createServer: body.flavorRef is required');
+    const res = await this.request<{ server: Server }>({ method: 'POST', path: '/servers', body: { server: body }, ...options });
+    return res.data.server;
+  }
+
+  /**
+   * One `DELETE /servers/{id}` (Nova API reference, "Delete Server"), retried on transient failures.
+   * Resolves `'delete-requested'` on 204, `'already-gone'` on 404.
+   * @throws {@link ConflictError} on 409 (locked), other {@link NovaApiError}s after the retries.
+   */
+  async requestDelete(id: string, options: RequestOptions = {}): Promise<'delete-requested' | 'already-gone'> {
+    validateId('server id', id);
+    const res = await this.request({
+      method: 'DELETE',
+      path: `/servers/${encodeURIComponent(id)}`,
+      serverId: id,
+      acceptStatus: [404],
+      ...options,
+    });
+    return res.status === 404 ? 'already-gone' : 'delete-requested';
+  }
+
+  /**
+   * Delete a server, optionally waiting until Nova has really deleted it. See
+   * {@link DeleteServerOptions} for the options and `src/deleteServer.ts` for the behaviour.
+   */
+  deleteServer(id: string, options: DeleteServerOptions = {}): Promise<DeleteServerResult> {
+    return deleteServerImpl(this, id, options);
+  }
+
+  /** Delete many servers at bounded concurrency; each settles on its own. See {@link deleteServers}. */
+  deleteServers(ids: readonly string[], options: DeleteServerOptions & { concurrency?: number } = {}): Promise<DeleteServersResult> {
+    return deleteServersImpl(this, ids, options);
+  }
+
+  /**
+   * `POST /servers/{id}/action` with `{"forceDelete": null}` (Nova API reference, "Force-Delete Server
+   * (forceDelete Action)"): hard-deletes a SOFT_DELETED server. Not retried (a POST).
+   * @throws {@link ForbiddenError} when policy forbids it, {@link NotFoundError}, {@link ConflictError}.
+   */
+  async forceDeleteServer(id: string, options: RequestOptions = {}): Promise<void> {
+    validateId('server id', id);
+    await this.request({ method: 'POST', path: `/servers/${encodeURIComponent(id)}/action`, body: { forceDelete: null }, serverId: id, ...options });
+  }
+
+  /**
+   * `GET /flavors/{id}` (Nova API reference, "Show Flavor Details"). Cached per client by id, since a
+   * flavor's vcpus and RAM never change; a failed read is not cached.
+   */
+  getFlavor(id: string, options: RequestOptions = {}): Promise<Flavor> {
+    validateId('flavor id', String(id));
+    const key = String(id);
+    let p = this.#flavors.get(key);
+    if (!p) {
+      p = this.request<{ flavor: Flavor }>({ method: 'GET', path: `/flavors/${encodeURIComponent(key)}`, ...options }).then((r) => r.data.flavor);
+      this.#flavors.set(key, p);
+      p.catch(() => this.#flavors.delete(key));
+    }
+    return p;
+  }
+
+  /**
+   * `GET /limits` (Nova API reference, "Limits"), the `absolute` block parsed: -1 → `Infinity`,
+   * missing or non-numeric → `undefined`, never `NaN`. Never cached.
+   */
+  async getLimits(options: RequestOptions = {}): Promise<Limits> {
+    const res = await this.request<{ limits?: { absolute?: unknown } }>({ method: 'GET', path: '/limits', ...options });
+    return { absolute: parseAbsoluteLimits(res.data?.limits?.absolute), requestId: res.requestId, serverDateMs: res.serverDateMs };
+  }
+
+  /**
+   * `GET /os-quota-sets/{project_id}/detail` (Nova API reference, "Quota Sets", "Show The Detail of
+   * Quota"). Each resource's `limit` -1 becomes `Infinity`.
+   * @param projectId - Defaults to the client's project id.
+   * @throws {@link ValidationError} when no project id is known; {@link ForbiddenError} when policy forbids.
+   */
+  async getQuotaSetDetail(projectId: string | undefined = this.projectId, options: RequestOptions = {}): Promise<QuotaSetDetail> {
+    if (!projectId) throw new ValidationError('getQuotaSetDetail needs a project id (pass one, or set projectId on the client)');
+    const res = await this.request<{ quota_set?: Record<string, unknown> }>({
+      method: 'GET',
+      path: `/os-quota-sets/${encodeURIComponent(projectId)}/detail`,
+      ...options,
+    });
+    const out: QuotaSetDetail = {};
+    for (const [k, v] of Object.entries(res.data?.quota_set ?? {})) {
+      if (v && typeof v === 'object') {
+        const item = v as Record<string, unknown>;
+        const d: QuotaDetailItem = {};
+        const inUse = parseLimitValue(item['in_use']);
+        const limit = parseLimitValue(item['limit']);
+        const reserved = typeof item['reserved'] === 'number' ? item['reserved'] : undefined;
+        if (inUse !== undefined) d.in_use = inUse;
+        if (limit !== undefined) d.limit = limit;
+        if (reserved !== undefined) d.reserved = reserved;
+        out[k] = d;
+      } else if (typeof v === 'string') {
+        out[k] = v;
+      }
+    }
+    return out;
+  }
+
+  /** Never shows the token. */
+  toJSON(): Record<string, unknown> {
+    return { endpoint: this.#endpoint, microversion: this.microversion, projectId: this.projectId };
+  }
+  [Symbol.for('nodejs.util.inspect.custom')](): string {
+    return `NovaClient { endpoint: ${JSON.stringify(this.#endpoint ?? '(from catalog)')}, microversion: '${this.microversion}' }`;
+  }
+}
+
+function validateId(what: string, id: string): void {
+  if (typeof id !== 'string' || id.trim().length === 0 || /[/?#]/.test(id)) {
+    throw new ValidationError(`${what} must be a non-empty string without '/', '?' or '#', got ${JSON.stringify(id)}`);
+  }
+}
+
+/** noauth2 tokens look like `user:project`; their project is the client's default project. */
+function projectFromNoauthToken(token: string | undefined): string | undefined {
+  if (!token) return undefined;
+  const m = /^[^:\s]+:([^:\s]+)$/.exec(token);
+  return m ? m[1] : undefined;
+}

@@ -1,0 +1,230 @@
+/**
+ * `waitForDelete`: poll a server until Nova has deleted it.
+ *
+ * A port of osc-lib's `wait_for_delete` (`osc_lib/utils/__init__.py`; see
+ * `../shared/reference/nova-facts.md` §1), fixed where the field shows it is wrong:
+ * - the timeout is wall-clock time (osc-lib counts only its sleeps);
+ * - status `DELETED` (any case) ends the wait as deleted and `SOFT_DELETED` as soft-deleted (osc-lib
+ *   waits for a 404 only: BUG-03, BUG-06);
+ * - `ERROR` while `OS-EXT-STS:task_state` is `deleting` is a delete in progress, not a failure;
+ * - a transient poll failure (5xx, reset, request timeout, rate limit) is retried with backoff and is
+ *   never taken as "gone" (BUG-01); any other error ends the wait;
+ * - an AbortSignal, jitter, and no timer or request left behind once the promise settles.
+ *
+ * @module
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import pTimeout from 'p-timeout';
+import type { NovaClient } from './client.js';
+import { AbortError, NotFoundError, ValidationError, isAbortError, throwIfAborted } from './errors.js';
+import { isTransient } from './http.js';
+import { withRetry } from './retry.js';
+import type { Server } from './types.js';
+
+/** How a wait ended. */
+export type WaitOutcome = 'deleted' | 'soft-deleted' | 'error' | 'timeout';
+
+/** One observation, passed to {@link WaitForDeleteOptions.onProgress}. */
+export interface DeleteProgress {
+  serverId: string;
+  /** Polls (GET requests) made so far. */
+  polls: number;
+  /** Status seen, or `'NOT_FOUND'` when the GET answered 404. */
+  status: string | undefined;
+  /** `OS-EXT-STS:task_state` seen (`deleting` while Nova works on it). */
+  taskState: string | null | undefined;
+  /** `progress` field, 0 to 100, or 0 when absent (as osc-lib's callback). */
+  progress: number;
+  /** Wall-clock time since the wait started, in ms. */
+  elapsedMs: number;
+}
+
+/** Options of {@link waitForDelete}. */
+export interface WaitForDeleteOptions {
+  /** Time between polls, in ms. Default 5000 (osc-lib's `sleep_time`). */
+  intervalMs?: number;
+  /** Jitter: each interval is multiplied by a random factor in [1 - jitter, 1 + jitter]. Default 0.1. */
+  jitter?: number;
+  /** Wall-clock limit of the whole wait, in ms. Default 300000 (osc-lib's `timeout`). */
+  timeoutMs?: number;
+  /** Abort the wait: it rejects with {@link AbortError} at once. */
+  signal?: AbortSignal | undefined;
+  /** Called with each observation (successful poll). Exceptions thrown by it are ignored. */
+  onProgress?: ((progress: DeleteProgress) => void) | undefined;
+  /** Time limit of each poll request, in ms. Default: the client's `requestTimeoutMs`, capped by the time left. */
+  requestTimeoutMs?: number;
+  /**
+   * Retries of one poll after transient failures (5xx, reset, request timeout, 429) before the wait
+   * rejects with that failure. Default 4. The backoff starts at `intervalMs` and doubles.
+   */
+  pollRetries?: number;
+}
+
+/** What {@link waitForDelete} resolves. */
+export interface WaitForDeleteResult {
+  outcome: WaitOutcome;
+  /** Polls (GET requests) made, failed ones included. */
+  polls: number;
+  /** Wall-clock time spent, in ms. */
+  elapsedMs: number;
+  /** The last server body seen, if any (absent after a 404). */
+  server: Server | undefined;
+  /** Last status seen (`'NOT_FOUND'` after a 404). */
+  lastStatus: string | undefined;
+  /** Last task_state seen. */
+  lastTaskState: string | null | undefined;
+}
+
+/** One look at the server: gone (404), or its current body. */
+export type Observation = { gone: true; server?: undefined } | { gone: false; server: Server };
+
+/** Internal hooks used by `deleteServer` (re-delete) and the coalesced watcher. */
+export interface WaitHooks {
+  /** Replace the per-server GET with another way of observing the server (e.g. a shared listing). */
+  observe?: (signal: AbortSignal, requestTimeoutMs: number) => Promise<Observation>;
+  /** Awaited after each observation that does not end the wait, before the next sleep. */
+  afterObservation?: (obs: Observation, elapsedMs: number, signal: AbortSignal) => Promise<void> | void;
+}
+
+/** Validate a duration option; throws {@link ValidationError}. */
+export function checkMs(name: string, value: unknown, { allowZero = false } = {}): void {
+  if (value === undefined) return;
+  if (typeof value !== 'number' || Number.isNaN(value) || value < 0 || (!allowZero && value === 0)) {
+    throw new ValidationError(`${name} must be a ${allowZero ? 'non-negative' : 'positive'} number of milliseconds, got ${String(value)}`);
+  }
+}
+
+/** Classify one observation into a final outcome, or undefined while the delete is still under way. */
+export function classify(obs: Observation): Exclude<WaitOutcome, 'timeout'> | undefined {
+  if (obs.gone) return 'deleted';
+  const status = String(obs.server.status ?? '').toUpperCase();
+  const taskState = obs.server['OS-EXT-STS:task_state'];
+  if (status === 'DELETED') return 'deleted';
+  if (status === 'SOFT_DELETED') return 'soft-deleted';
+  if (status === 'ERROR' && (taskState === null || taskState === undefined || taskState === '')) return 'error';
+  return undefined;
+}
+
+/**
+ * Poll `GET /servers/{id}` until the server is gone (404 or status DELETED), soft-deleted, in ERROR
+ * with no task in progress, or `timeoutMs` has passed. The first poll is immediate.
+ *
+ * Resolves `{ outcome, polls, elapsedMs, server }`; `'error'` and `'timeout'` are outcomes, not
+ * rejections (see `client.deleteServer` for the throwing variant).
+ *
+ * @throws {@link ValidationError} for bad options (before any request); {@link AbortError} when
+ * `signal` aborts; the poll's {@link NovaApiError} when it is not transient (e.g. 401, 403) or the
+ * transient budget (`pollRetries`) is spent.
+ */
+export function waitForDelete(client: NovaClient, serverId: string, options: WaitForDeleteOptions = {}): Promise<WaitForDeleteResult> {
+  return waitForDeleteWithHooks(client, serverId, options, {});
+}
+
+/** {@link waitForDelete} with internal hooks. */
+export async function waitForDeleteWithHooks(
+  client: NovaClient,
+  serverId: string,
+  options: WaitForDeleteOptions,
+  hooks: WaitHooks,
+): Promise<WaitForDeleteResult> {
+  if (typeof serverId !== 'string' || serverId.trim() === '') throw new ValidationError(`server id must be a non-empty string, got ${JSON.stringify(serverId)}`);
+  checkMs('intervalMs', options.intervalMs);
+  checkMs('timeoutMs', options.timeoutMs);
+  checkMs('requestTimeoutMs', options.requestTimeoutMs);
+  const jitter = options.jitter ?? 0.1;
+  if (typeof jitter !== 'number' || !(jitter >= 0 && jitter < 1)) throw new ValidationError(`jitter must be a number in [0, 1), got ${String(jitter)}`);
+  const pollRetries = options.pollRetries ?? 4;
+  if (!Number.isInteger(pollRetries) || pollRetries < 0) throw new ValidationError(`pollRetries must be a non-negative integer, got ${String(pollRetries)}`);
+  throwIfAborted(options.signal);
+
+  const intervalMs = options.intervalMs ?? 5000;
+  const timeoutMs = options.timeoutMs ?? 300000;
+  const started = performance.now();
+  const elapsed = (): number => Math.round(performance.now() - started);
+  const controller = new AbortController();
+  const onAbort = (): void => controller.abort(options.signal?.reason);
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+
+  const state: WaitForDeleteResult = { outcome: 'timeout', polls: 0, elapsedMs: 0, server: undefined, lastStatus: undefined, lastTaskState: undefined };
+
+  const observeByGet = async (signal: AbortSignal, requestTimeoutMs: number): Promise<Observation> => {
+    try {
+      const server = await client.getServer(serverId, { signal, requestTimeoutMs, retry: false });
+      return { gone: false, server };
+    } catch (e) {
+      if (e instanceof NotFoundError) return { gone: true };
+      throw e;
+    }
+  };
+  const observe = hooks.observe ?? observeByGet;
+
+  const loop = async (): Promise<WaitForDeleteResult> => {
+    const signal = controller.signal;
+    for (;;) {
+      const left = timeoutMs - elapsed();
+      const obs = await withRetry(
+        () => {
+          state.polls++;
+          const perRequest = Math.max(1, Math.min(options.requestTimeoutMs ?? client.requestTimeoutMs, timeoutMs - elapsed()));
+          return observe(signal, perRequest);
+        },
+        {
+          retries: pollRetries,
+          minDelayMs: intervalMs,
+          maxDelayMs: Math.max(intervalMs, 60000),
+          maxRetryTimeMs: Math.max(1, left),
+          shouldRetry: isTransient,
+          signal,
+        },
+      );
+      state.server = obs.gone ? undefined : obs.server;
+      state.lastStatus = obs.gone ? 'NOT_FOUND' : obs.server.status;
+      state.lastTaskState = obs.gone ? null : obs.server['OS-EXT-STS:task_state'];
+      try {
+        options.onProgress?.({
+          serverId,
+          polls: state.polls,
+          status: state.lastStatus,
+          taskState: state.lastTaskState,
+          progress: (obs.gone ? 0 : Number(obs.server.progress)) || 0,
+          elapsedMs: elapsed(),
+        });
+      } catch {
+        // a progress callback must not break the wait
+      }
+      const outcome = classify(obs);
+      if (outcome) {
+        state.outcome = outcome;
+        return state;
+      }
+      await hooks.afterObservation?.(obs, elapsed(), signal);
+      const factor = 1 + (Math.random() * 2 - 1) * jitter;
+      const delay = Math.round(intervalMs * factor);
+      const remaining = timeoutMs - elapsed();
+      if (remaining <= 0) return state;
+      await sleep(Math.min(delay, remaining), undefined, { signal });
+    }
+  };
+
+  try {
+    const result = await pTimeout(loop(), {
+      milliseconds: timeoutMs,
+      fallback: () => {
+        controller.abort(new Error('deadline'));
+        return { ...state, outcome: 'timeout' as const };
+      },
+    });
+    if (result.outcome === 'timeout') throw new TimeoutSignal();
+    return { ...result, elapsedMs: elapsed() };
+  } catch (e) {
+    if (e instanceof TimeoutSignal) return { ...state, outcome: 'timeout', elapsedMs: elapsed() };
+    if (options.signal?.aborted) throw new AbortError(`Wait for deletion of server ${serverId} was aborted`, { cause: options.signal.reason });
+    if (isAbortError(e) && controller.signal.aborted) return { ...state, outcome: 'timeout', elapsedMs: elapsed() };
+    throw e;
+  } finally {
+    options.signal?.removeEventListener('abort', onAbort);
+    if (!controller.signal.aborted) controller.abort(new Error('settled'));
+  }
+}
+
+class TimeoutSignal extends Error {}
