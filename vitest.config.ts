@@ -10,6 +10,8 @@ export default defineConfig({
   },
   test: {
     include: ['test/**/*.test.ts'],
+    // The JSON report is what .ci/run counts its closing "N passed, N failed" line from.
+    reporters: ['default', ['json', { outputFile: 'test-results/unit.json' }]],
     exclude: ['test/integration/**', 'node_modules/**'],
     testTimeout: 20000,
     hookTimeout: 20000,

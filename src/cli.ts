@@ -1,0 +1,68 @@
+#!/usr/bin/env node
+/**
+ * The `nova-guard` command line. Subcommands:
+ * - `server delete <id...> [--wait] [--timeout-ms N] [--force]`
+ * - `server reap --prefix P --older-than 2h [--dry-run] [--json]`
+ * - `limits [--json]`
+ * - `quota audit [--json]`
+ * - `fake-nova [--port 8774] [--cores 20]`
+ *
+ * Connection: `--endpoint`/`--token` (or `NOVA_ENDPOINT`/`NOVA_TOKEN`), or `--os-cloud`/`OS_CLOUD` and
+ * the `OS_*` variables like the `openstack` command. Exit codes: 0 success, 1 failure, 2 bad usage,
+ * 3 drift found (`quota audit`).
+ *
+ * @module
+ */
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Command, CommanderError } from 'commander';
+import type { NovaClient } from './client.js';
+import { ValidationError } from './errors.js';
+import { addGlobalOptions, clientFromOptions, type GlobalOptions } from './cli/common.js';
+import { registerFakeNovaCommand } from './cli/fakeNova.js';
+import { registerLimitsCommand } from './cli/limits.js';
+import { registerServerDeleteCommand } from './cli/serverDelete.js';
+
+/** Build the program (exported for tests). */
+export function buildProgram(): Command {
+  const program = addGlobalOptions(new Command('nova-guard'))
+    .description('Delete-and-wait, quota headroom and quota audit for OpenStack Nova')
+    .version('0.1.0')
+    .exitOverride();
+  const getClient = (): Promise<NovaClient> => clientFromOptions(program.opts<GlobalOptions>());
+  const server = program.command('server').description('server commands');
+  registerServerDeleteCommand(server, getClient);
+  registerLimitsCommand(program, getClient);
+  registerFakeNovaCommand(program);
+  return program;
+}
+
+/** Run the CLI with `argv` (without node and script). Resolves the exit code. */
+export async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+  } catch (e) {
+    if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : 2;
+    if (e instanceof ValidationError) {
+      console.error(`nova-guard: ${e.message}`);
+      return 2;
+    }
+    console.error(`nova-guard: ${(e as Error).message}`);
+    return 1;
+  }
+}
+
+const invokedDirectly = ((): boolean => {
+  try {
+    return realpathSync(process.argv[1] ?? '') === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+})();
+if (invokedDirectly) {
+  main(process.argv.slice(2)).then((code) => {
+    process.exitCode = code;
+  });
+}

@@ -1,0 +1,86 @@
+/**
+ * Shared pieces of the `nova-guard` command line: global connection options and how a client is
+ * built from them, the environment, or clouds.yaml.
+ *
+ * @module
+ */
+import type { Command } from 'commander';
+import { pino } from 'pino';
+import { NovaClient, type NovaClientOptions } from '../client.js';
+import { ValidationError } from '../errors.js';
+import type { Logger } from '../logger.js';
+
+/** Global options every subcommand accepts (like the `openstack` command's `--os-*` options). */
+export interface GlobalOptions {
+  endpoint?: string;
+  token?: string;
+  osCloud?: string;
+  microversion?: string;
+  requestTimeoutMs?: string;
+  insecure?: boolean;
+  osCacert?: string;
+  debug?: boolean;
+}
+
+/** Add the global connection options to the root program. */
+export function addGlobalOptions(program: Command): Command {
+  return program
+    .option('--endpoint <url>', 'compute endpoint, e.g. http://127.0.0.1:8774/v2.1 (env NOVA_ENDPOINT)')
+    .option('--token <token>', 'token sent as X-Auth-Token (env NOVA_TOKEN, OS_TOKEN)')
+    .option('--os-cloud <name>', 'cloud from clouds.yaml (env OS_CLOUD)')
+    .option('--microversion <version>', 'compute API microversion (env OS_COMPUTE_API_VERSION)', undefined)
+    .option('--request-timeout-ms <ms>', 'time limit of each HTTP request in ms', undefined)
+    .option('--insecure', 'turn TLS verification off (env OS_INSECURE)')
+    .option('--os-cacert <file>', 'CA bundle to verify TLS with (env OS_CACERT)')
+    .option('--debug', 'log requests (never tokens) to stderr');
+}
+
+/** Parse a whole, positive number of milliseconds from a CLI flag; throws ValidationError. */
+export function parseMs(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new ValidationError(`${flag} must be a positive number of milliseconds, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+/** The logger of the CLI: silent unless --debug (then pino to stderr). */
+export function cliLogger(opts: GlobalOptions): Logger {
+  return pino({ level: opts.debug ? 'debug' : 'silent' }, pino.destination(2));
+}
+
+/**
+ * Build a client the way the `openstack` command finds its cloud: `--endpoint`/`--token` (or
+ * `NOVA_ENDPOINT`/`NOVA_TOKEN`) when given; else `--os-cloud`/`OS_CLOUD`/`OS_*` through Keystone.
+ */
+export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.ProcessEnv = process.env): Promise<NovaClient> {
+  const logger = cliLogger(opts);
+  const common: Partial<NovaClientOptions> = { logger };
+  const microversion = opts.microversion ?? env['OS_COMPUTE_API_VERSION'];
+  if (microversion) common.microversion = microversion;
+  const rt = parseMs(opts.requestTimeoutMs, '--request-timeout-ms');
+  if (rt) common.requestTimeoutMs = rt;
+  if (opts.insecure) common.insecure = true;
+  const endpoint = opts.endpoint ?? env['NOVA_ENDPOINT'];
+  const token = opts.token ?? env['NOVA_TOKEN'];
+  const cloud = opts.osCloud ?? env['OS_CLOUD'];
+  if (endpoint && token && !opts.osCloud) {
+    return new NovaClient({ ...common, endpoint, token });
+  }
+  const fromConfig = NovaClient as unknown as {
+    fromCloud?: (name?: string, o?: Partial<NovaClientOptions>) => Promise<NovaClient>;
+    fromEnv?: (e?: NodeJS.ProcessEnv, o?: Partial<NovaClientOptions>) => Promise<NovaClient>;
+  };
+  const overrides: Partial<NovaClientOptions> = { ...common, ...(endpoint ? { endpoint } : {}) };
+  if (cloud && fromConfig.fromCloud) return fromConfig.fromCloud(cloud, overrides);
+  if (env['OS_AUTH_URL'] && fromConfig.fromEnv) return fromConfig.fromEnv(env, overrides);
+  if (fromConfig.fromCloud) {
+    try {
+      return await fromConfig.fromCloud(undefined, overrides);
+    } catch {
+      // fall through to the usage message
+    }
+  }
+  throw new ValidationError(
+    'no cloud given: pass --endpoint and --token (or NOVA_ENDPOINT and NOVA_TOKEN), or --os-cloud / OS_CLOUD, or OS_AUTH_URL and the other OS_* variables',
+  );
+}

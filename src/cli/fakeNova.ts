@@ -1,0 +1,55 @@
+/**
+ * `nova-guard fake-nova [--port 8774] [--cores 20] ...`: run the fake Nova standalone, for trying the
+ * CLI and for testing workers written in other languages. Runs until SIGINT or SIGTERM.
+ *
+ * @module
+ */
+import type { Command } from 'commander';
+import { ValidationError } from '../errors.js';
+import { FakeNova, type FakeNovaOptions } from '../testing/index.js';
+
+function int(value: string | undefined, flag: string, min: number): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min) throw new ValidationError(`${flag} must be an integer >= ${min}, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+/** Register `fake-nova` on the root program. */
+export function registerFakeNovaCommand(program: Command): void {
+  program
+    .command('fake-nova')
+    .description('run the fake Nova on 127.0.0.1 (for trying nova-guard and testing workers)')
+    .option('--port <port>', 'port to listen on (0 = any free port)', '8774')
+    .option('--cores <n>', 'core quota (maxTotalCores); -1 = unlimited', '20')
+    .option('--instances <n>', 'instance quota; -1 = unlimited', '10')
+    .option('--ram <mib>', 'RAM quota in MiB; -1 = unlimited', '51200')
+    .option('--build-delay-ms <ms>', 'time a server stays in BUILD', '500')
+    .option('--delete-delay-ms <ms>', 'time a server stays in task_state deleting', '3000')
+    .option('--soft-delete', 'soft-delete servers (reclaim_instance_interval > 0)')
+    .action(async (flags: Record<string, string | boolean | undefined>) => {
+      const options: FakeNovaOptions = {
+        port: int(flags['port'] as string, '--port', 0)!,
+        maxTotalCores: int(flags['cores'] as string, '--cores', -1)!,
+        maxTotalInstances: int(flags['instances'] as string, '--instances', -1)!,
+        maxTotalRAMSize: int(flags['ram'] as string, '--ram', -1)!,
+        buildDelayMs: int(flags['buildDelayMs'] as string, '--build-delay-ms', 0)!,
+        deleteDelayMs: int(flags['deleteDelayMs'] as string, '--delete-delay-ms', 0)!,
+        softDelete: Boolean(flags['softDelete']),
+      };
+      const nova = await FakeNova.start(options);
+      console.log(`fake Nova listening on ${nova.endpoint} (project ${nova.projectId})`);
+      console.log('In another shell:');
+      console.log(`  export NOVA_ENDPOINT=${nova.endpoint} NOVA_TOKEN=fake:${nova.projectId}`);
+      console.log('  nova-guard limits');
+      console.log(`  curl -s -X POST -H 'X-Auth-Token: fake' -H 'Content-Type: application/json' \\`);
+      console.log(`    -d '{"server":{"name":"try","flavorRef":"1","imageRef":"img"}}' ${nova.endpoint}/servers`);
+      console.log('  nova-guard server delete <id> --wait --interval-ms 500');
+      await new Promise<void>((resolve) => {
+        const stop = (): void => resolve();
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+      });
+      await nova.close();
+    });
+}

@@ -1,0 +1,96 @@
+/**
+ * `nova-guard server delete <id...> [--wait] [--timeout-ms N] [--interval-ms N] [--force]`: messages
+ * and exit codes like `openstack server delete --wait` (python-openstackclient `DeleteServer`): each
+ * failure is reported as `Failed to delete server with name or ID '<id>': <error>`, then
+ * `N of M servers failed to delete.` and exit code 1; 0 when all succeeded.
+ *
+ * @module
+ */
+import cliProgress from 'cli-progress';
+import type { Command } from 'commander';
+import type { NovaClient } from '../client.js';
+import type { DeleteServerOptions } from '../deleteServer.js';
+import type { DeleteProgress } from '../waitForDelete.js';
+import { parseMs } from './common.js';
+
+interface DeleteFlags {
+  wait?: boolean;
+  timeoutMs?: string;
+  intervalMs?: string;
+  force?: boolean;
+  forceSoftDeleted?: boolean;
+  concurrency?: string;
+}
+
+/** Register `delete` under the `server` command. */
+export function registerServerDeleteCommand(server: Command, getClient: () => Promise<NovaClient>): void {
+  server
+    .command('delete')
+    .description('delete servers; with --wait, wait until Nova has really deleted them')
+    .argument('<id...>', 'server ids')
+    .option('--wait', 'wait until each server is gone (404, DELETED) or SOFT_DELETED')
+    .option('--timeout-ms <ms>', 'give up waiting after this many ms (default 300000)')
+    .option('--interval-ms <ms>', 'time between polls in ms (default 5000)')
+    .option('--force', 'force-delete (forceDelete action) instead of DELETE')
+    .option('--force-soft-deleted', 'with --wait: force-delete servers that end SOFT_DELETED')
+    .option('--concurrency <n>', 'deletions at once (default 10)')
+    .action(async (ids: string[], flags: DeleteFlags) => {
+      const client = await getClient();
+      const options: DeleteServerOptions & { concurrency?: number } = {
+        wait: Boolean(flags.wait),
+        force: Boolean(flags.force),
+        forceSoftDeleted: Boolean(flags.forceSoftDeleted),
+      };
+      const timeoutMs = parseMs(flags.timeoutMs, '--timeout-ms');
+      const intervalMs = parseMs(flags.intervalMs, '--interval-ms');
+      if (timeoutMs) options.timeoutMs = timeoutMs;
+      if (intervalMs) options.intervalMs = intervalMs;
+      if (flags.concurrency) options.concurrency = Number(flags.concurrency);
+      const unique = [...new Set(ids)];
+      const tty = Boolean(process.stderr.isTTY) && options.wait;
+      const bar = tty
+        ? new cliProgress.SingleBar(
+            { format: 'Deleting {bar} {value}/{total} gone | {detail}', stream: process.stderr, hideCursor: true, clearOnComplete: false },
+            cliProgress.Presets.shades_classic,
+          )
+        : undefined;
+      const latest = new Map<string, DeleteProgress>();
+      const detail = (): string => {
+        const counts = new Map<string, number>();
+        for (const p of latest.values()) {
+          const key = `${p.status ?? '?'}${p.taskState ? `/${p.taskState}` : ''}`;
+          counts.set(key, (counts.get(key) ?? 0) + 1);
+        }
+        return [...counts].map(([k, n]) => `${n} ${k}`).join(', ') || 'starting';
+      };
+      bar?.start(unique.length, 0, { detail: 'starting' });
+      let done = 0;
+      options.onProgress = (p) => {
+        latest.set(p.serverId, p);
+        bar?.update(done, { detail: detail() });
+      };
+      const result = await Promise.all(
+        unique.map(async (id) => {
+          try {
+            const r = await client.deleteServer(id, options);
+            done++;
+            latest.delete(id);
+            bar?.update(done, { detail: detail() });
+            if (!bar) console.log(`${id}: ${r.outcome} (${r.polls} polls, ${r.elapsedMs} ms)`);
+            for (const w of r.warnings) console.error(`Warning: ${w}`);
+            return undefined;
+          } catch (e) {
+            latest.delete(id);
+            return { id, error: e as Error };
+          }
+        }),
+      );
+      bar?.stop();
+      const failures = result.filter((r): r is { id: string; error: Error } => r !== undefined);
+      for (const f of failures) console.error(`Failed to delete server with name or ID '${f.id}': ${f.error.message}`);
+      if (failures.length > 0) {
+        console.error(`${failures.length} of ${unique.length} servers failed to delete.`);
+        process.exitCode = 1;
+      }
+    });
+}
