@@ -1,0 +1,124 @@
+/**
+ * `nova-guard quota audit [--json]`: Nova's reported usage (before and after listing), the count of
+ * the listed servers, limit and drift per resource; the suspects and ghosts; the verdict in words.
+ *
+ * Exit codes (for cron alerts): 0 consistent, 3 drift found (over- or under-reported), 4 inconclusive
+ * (usage kept changing during every attempt, or could not be compared), 1 error (from the CLI's main).
+ *
+ * @module
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Command } from 'commander';
+import type { NovaClient } from '../client.js';
+import { ValidationError } from '../errors.js';
+import { auditQuota, type QuotaAudit, type ResourceAudit } from '../quotaAudit.js';
+import { AUDIT_RESOURCES, type AuditResource } from '../quotaCount.js';
+import { formatDuration, parseDuration } from './duration.js';
+import { jsonReplacer, renderTable } from './table.js';
+
+/** Exit code of each verdict. */
+export const AUDIT_EXIT_CODES = { consistent: 0, 'over-reported': 3, 'under-reported': 3, inconclusive: 4 } as const;
+
+interface AuditFlags {
+  json?: boolean;
+  ghosts?: boolean;
+  ghostConcurrency?: string;
+  attempts?: string;
+  retryDelay?: string;
+}
+
+const LABEL: Record<AuditResource, string> = { cores: 'cores', ram: 'ram (MiB)', instances: 'instances' };
+
+function num(n: number | undefined): string {
+  if (n === undefined) return '-';
+  return n === Number.POSITIVE_INFINITY ? 'unlimited' : String(n);
+}
+
+function drift(r: ResourceAudit): string {
+  if (r.drift === null) return '?';
+  return r.drift > 0 ? `+${r.drift}` : String(r.drift);
+}
+
+/** The human report of an audit (what `quota audit` prints without `--json`). */
+export function formatAudit(audit: QuotaAudit): string {
+  const out: string[] = [];
+  const pages = audit.pages === 1 ? '1 page' : `${audit.pages} pages`;
+  out.push(`Quota audit: ${audit.servers.length} servers listed (${pages}), ${audit.stable ? 'readings stable' : 'readings CHANGED during the audit'}`);
+  out.push('');
+  out.push(
+    renderTable([
+      ['resource', 'reported before', 'counted', 'reported after', 'limit', 'drift', 'verdict'],
+      ...AUDIT_RESOURCES.map((res) => {
+        const r = audit.resources[res];
+        return [LABEL[res], num(r.reportedBefore), String(r.counted), num(r.reportedAfter), num(r.limit), drift(r), r.verdict];
+      }),
+    ]),
+  );
+  out.push('');
+  const statuses = Object.entries(audit.byStatus);
+  out.push(`Servers by status: ${statuses.length ? statuses.map(([s, n]) => `${s} ${n}`).join(', ') : 'none'}`);
+  out.push('');
+  out.push(`Suspects (not ACTIVE or ERROR, or a task in progress): ${audit.suspects.length || 'none'}`);
+  if (audit.suspects.length) {
+    out.push(
+      renderTable(
+        [
+          ['id', 'name', 'status', 'task_state', 'age', 'counted', 'why'],
+          ...audit.suspects.map((s) => [s.id, s.name ?? '-', s.status, s.taskState ?? '-', formatDuration(s.ageMs), s.counted ? 'yes' : 'no', s.reasons.join(', ')]),
+        ],
+        '  ',
+      ),
+    );
+  }
+  out.push(`Ghosts (listed, but GET answers 404): ${audit.ghostsChecked ? audit.ghosts.length || 'none' : 'not checked'}`);
+  if (audit.ghosts.length) {
+    out.push(
+      renderTable(
+        [
+          ['id', 'name', 'status', 'vcpus', 'ram (MiB)', 'request id'],
+          ...audit.ghosts.map((g) => [g.id, g.name ?? '-', g.status, num(g.vcpus), num(g.ram), g.requestId ?? '-']),
+        ],
+        '  ',
+      ),
+    );
+  }
+  for (const u of audit.uncounted) out.push(`Not counted: server ${u.serverId}: ${u.reason}`);
+  for (const n of audit.notes) out.push(`Note: ${n}`);
+  out.push('');
+  out.push(`Verdict: ${audit.verdict}. ${audit.summary}`);
+  return out.join('\n');
+}
+
+/** Register `audit` under the `quota` command. */
+export function registerQuotaAuditCommand(quota: Command, getClient: () => Promise<NovaClient>): void {
+  quota
+    .command('audit')
+    .description(
+      "compare the usage Nova reports (/limits, quota-set detail) with the servers it lists; exit 0 consistent, 3 drift, 4 inconclusive, 1 error",
+    )
+    .option('--json', 'print the audit as JSON (unlimited = -1)')
+    .option('--no-ghosts', 'skip the GET of each listed server that finds ghosts')
+    .option('--ghost-concurrency <n>', 'ghost-check GETs at once (default 8)')
+    .option('--attempts <n>', 'audit up to n times while reported usage changes during the audit (default 3)')
+    .option('--retry-delay <duration>', 'pause before another attempt, e.g. 5s (default 5s)')
+    .action(async (flags: AuditFlags) => {
+      const attempts = flags.attempts === undefined ? 3 : Number(flags.attempts);
+      if (!Number.isInteger(attempts) || attempts < 1) throw new ValidationError(`--attempts must be a positive integer, got ${JSON.stringify(flags.attempts)}`);
+      const concurrency = flags.ghostConcurrency === undefined ? undefined : Number(flags.ghostConcurrency);
+      if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1)) {
+        throw new ValidationError(`--ghost-concurrency must be a positive integer, got ${JSON.stringify(flags.ghostConcurrency)}`);
+      }
+      const retryDelayMs = flags.retryDelay === undefined ? 5000 : parseDuration(flags.retryDelay, '--retry-delay');
+      const client = await getClient();
+      let audit: QuotaAudit | undefined;
+      for (let attempt = 1; attempt <= attempts; attempt++) {
+        audit = await auditQuota(client, { checkGhosts: flags.ghosts !== false, ...(concurrency ? { ghostCheckConcurrency: concurrency } : {}) });
+        if (audit.stable || attempt === attempts) break;
+        console.error(`Reported usage changed during attempt ${attempt} of ${attempts}; auditing again in ${formatDuration(retryDelayMs)}.`);
+        await sleep(retryDelayMs);
+      }
+      const result = audit!;
+      console.log(flags.json ? JSON.stringify(result, jsonReplacer, 2) : formatAudit(result));
+      process.exitCode = AUDIT_EXIT_CODES[result.verdict];
+    });
+}
