@@ -1,0 +1,259 @@
+/**
+ * The fake's "compute side": server life cycles (build, delete, soft delete, terminate failure,
+ * conductor's quota recheck) over the {@link ServerStore}, with every timer in one {@link TimerSet}.
+ *
+ * Delete timeline (`nova/compute/manager.py` `_delete_instance`, observed in REPORT.md): DELETE sets
+ * `task_state` `deleting` with the status unchanged; after `deleteDelayMs` `vm_state` `deleted` /
+ * status `DELETED` / `task_state` null; after `deletedWindowMs` `instance.destroy()`: GET answers 404
+ * and usage drops in the same step.
+ *
+ * @module
+ */
+import { randomUUID } from 'node:crypto';
+import { QuotaBook, recheckMessage } from './quota.js';
+import { ServerStore, statusForVmState, vmStateForStatus, type ServerRecord } from './state.js';
+import { TimerSet } from './timers.js';
+import type { FakeDeleteBehavior, FakeFlavor, FakeServerInit, FakeUsage } from './types.js';
+
+/** Default fault message of the `error` delete behaviour (`InstanceTerminationFailure`). */
+export const DEFAULT_TERMINATE_FAULT = 'Failed to terminate instance: fake compute driver error';
+
+/** Resolved timing options of the compute side. */
+export interface ComputeTiming {
+  buildDelayMs: number;
+  deleteDelayMs: number;
+  deletedWindowMs: number;
+  softDelete: boolean;
+}
+
+/** What a create asks for, already validated. */
+export interface CreateRequest {
+  name: string;
+  flavor: FakeFlavor;
+  imageRef: string;
+  metadata: Record<string, string>;
+  count: number;
+  userId: string;
+  keyName: string | null;
+  description: string | null;
+}
+
+/** Server life cycles of the fake. */
+export class Compute {
+  /** Delete behaviour of servers without their own. */
+  defaultBehavior: FakeDeleteBehavior = 'normal';
+  private recheckLeft = 0;
+  private recheckText: string | undefined;
+  private readonly terminateFault = new Map<string, string>();
+
+  constructor(
+    readonly store: ServerStore,
+    readonly quota: QuotaBook,
+    readonly timers: TimerSet,
+    readonly timing: ComputeTiming,
+    readonly projectId: string,
+  ) {}
+
+  /** Make the next `n` accepted creates fail conductor's quota recheck. */
+  failRecheck(n: number, message: string | undefined): void {
+    this.recheckLeft = n;
+    this.recheckText = message;
+  }
+
+  /** Set a server's delete behaviour (and the fault text of `error`). */
+  setBehavior(r: ServerRecord, b: FakeDeleteBehavior, faultMessage?: string): void {
+    r.deleteBehavior = b;
+    if (faultMessage !== undefined) this.terminateFault.set(r.id, faultMessage);
+  }
+
+  /** Create `req.count` servers in BUILD and start their builds. Quota was checked by the caller. */
+  create(req: CreateRequest, nowMs = Date.now()): ServerRecord[] {
+    let recheck: string | undefined;
+    if (this.recheckLeft > 0) {
+      this.recheckLeft--;
+      recheck = this.recheckText ?? recheckMessage(req.flavor, req.count, this.quota.limits);
+    }
+    const reservationId = 'r-' + randomUUID().replace(/-/g, '').slice(0, 8);
+    const out: ServerRecord[] = [];
+    for (let i = 0; i < req.count; i++) {
+      const r = this.newRecord(
+        {
+          name: req.count > 1 ? `${req.name}-${i + 1}` : req.name,
+          flavor: req.flavor,
+          imageRef: req.imageRef,
+          metadata: { ...req.metadata },
+          status: 'BUILD',
+          vmState: 'building',
+          taskState: this.timing.buildDelayMs > 0 ? 'spawning' : null,
+          userId: req.userId,
+          reservationId,
+          launchIndex: i,
+          keyName: req.keyName,
+          description: req.description,
+        },
+        nowMs,
+      );
+      this.store.insert(r);
+      out.push(r);
+    }
+    for (const r of out) this.timers.after(this.timing.buildDelayMs, () => this.finishBuild(r, recheck));
+    return out;
+  }
+
+  /** Seed a server directly (no quota check), as {@link FakeNova.addServer}. */
+  seed(init: Partial<FakeServerInit>, flavor: FakeFlavor, nowMs = Date.now()): ServerRecord {
+    const status = (init.status ?? (init.vmState ? statusForVmState(init.vmState) : 'ACTIVE')).toUpperCase();
+    const vmState = init.vmState ?? vmStateForStatus(status);
+    const launched = !['BUILD', 'ERROR'].includes(status);
+    const createdMs = init.createdMs ?? nowMs;
+    const r = this.newRecord(
+      {
+        id: init.id ?? randomUUID(),
+        name: init.name ?? 'server',
+        flavor,
+        imageRef: '',
+        metadata: { ...(init.metadata ?? {}) },
+        status,
+        vmState,
+        taskState: init.taskState ?? null,
+        powerState: vmState === 'active' ? 1 : vmState === 'stopped' || vmState === 'soft-delete' ? 4 : 0,
+        launchedMs: launched ? createdMs : null,
+        terminatedMs: vmState === 'deleted' ? nowMs : null,
+        fault: init.faultMessage ? { code: 500, message: init.faultMessage, createdMs: nowMs } : null,
+        userId: 'admin',
+        createdMs,
+      },
+      nowMs,
+    );
+    this.store.insert(r);
+    return r;
+  }
+
+  /**
+   * A DELETE (or `forceDelete` with `force`) accepted by the API: start the compute-side delete
+   * according to the server's behaviour. The caller has already answered or will answer 204/202.
+   */
+  requestDelete(r: ServerRecord, force: boolean, nowMs = Date.now()): void {
+    if (r.destroyed || r.vmState === 'deleted') return;
+    if (r.deletePhase === 'running') return; // a repeated DELETE while the first is on its way
+    const behavior = r.deleteBehavior ?? this.defaultBehavior;
+    if (behavior === 'ignore') {
+      r.deleteBehavior = undefined; // the message was lost; a re-issued DELETE works
+      return;
+    }
+    const soft = !force && this.timing.softDelete && r.launchedMs !== null;
+    if (soft && r.vmState === 'soft-delete') return; // already soft-deleted: stays so
+    this.store.update(r, { taskState: soft ? 'soft-deleting' : 'deleting', deletePhase: 'running' }, nowMs);
+    if (behavior === 'never') {
+      r.deletePhase = 'stuck';
+      return;
+    }
+    if (behavior === 'error') {
+      r.deleteBehavior = undefined;
+      this.timers.after(this.timing.deleteDelayMs, () => this.failTerminate(r));
+      return;
+    }
+    if (soft) this.timers.after(this.timing.deleteDelayMs, () => this.finishSoftDelete(r));
+    else this.timers.after(this.timing.deleteDelayMs, () => this.markDeleted(r));
+  }
+
+  /** `restore` of a SOFT_DELETED server (quota was checked by the caller). */
+  restore(r: ServerRecord): void {
+    this.store.update(r, { vmState: 'active', status: 'ACTIVE', taskState: null, powerState: 1, deletePhase: 'none' });
+  }
+
+  /** `instance.destroy()`: GET answers 404 from now on; usage drops in the same step. */
+  destroy(r: ServerRecord, nowMs = Date.now()): void {
+    if (r.destroyed) return;
+    const released: FakeUsage | undefined = this.store.counts(r)
+      ? { cores: r.flavor.vcpus, instances: 1, ram: r.flavor.ram }
+      : undefined;
+    this.store.update(
+      r,
+      { destroyed: true, vmState: 'deleted', status: 'DELETED', taskState: null, powerState: 0, deletePhase: 'none' },
+      nowMs,
+    );
+    if (r.terminatedMs === null) r.terminatedMs = nowMs;
+    if (released) this.quota.released(released, nowMs);
+  }
+
+  private newRecord(
+    f: Partial<ServerRecord> & Pick<ServerRecord, 'name' | 'flavor' | 'status' | 'vmState'>,
+    nowMs: number,
+  ): ServerRecord {
+    return {
+      id: randomUUID(),
+      imageRef: '',
+      taskState: null,
+      powerState: 0,
+      metadata: {},
+      createdMs: nowMs,
+      updatedMs: nowMs,
+      launchedMs: null,
+      terminatedMs: null,
+      fault: null,
+      locked: false,
+      lockedReason: null,
+      ghost: false,
+      destroyed: false,
+      deleteBehavior: undefined,
+      deletePhase: 'none',
+      seq: this.store.nextSeq(),
+      userId: 'admin',
+      reservationId: 'r-' + randomUUID().replace(/-/g, '').slice(0, 8),
+      launchIndex: 0,
+      keyName: null,
+      description: null,
+      ...f,
+    };
+  }
+
+  private finishBuild(r: ServerRecord, recheck: string | undefined): void {
+    if (r.destroyed || r.vmState !== 'building' || r.deletePhase !== 'none') return;
+    const now = Date.now();
+    if (recheck !== undefined) {
+      this.store.update(
+        r,
+        { vmState: 'error', status: 'ERROR', taskState: null, fault: { code: 413, message: recheck, createdMs: now } },
+        now,
+      );
+      return;
+    }
+    this.store.update(r, { vmState: 'active', status: 'ACTIVE', taskState: null, powerState: 1, launchedMs: now }, now);
+  }
+
+  private failTerminate(r: ServerRecord): void {
+    if (r.destroyed) return;
+    const now = Date.now();
+    const message = this.terminateFault.get(r.id) ?? DEFAULT_TERMINATE_FAULT;
+    this.store.update(
+      r,
+      {
+        vmState: 'error',
+        status: 'ERROR',
+        taskState: null,
+        deletePhase: 'none',
+        fault: { code: 500, message, createdMs: now },
+      },
+      now,
+    );
+  }
+
+  private finishSoftDelete(r: ServerRecord): void {
+    if (r.destroyed) return;
+    this.store.update(r, {
+      vmState: 'soft-delete',
+      status: 'SOFT_DELETED',
+      taskState: null,
+      powerState: 4,
+      deletePhase: 'none',
+    });
+  }
+
+  private markDeleted(r: ServerRecord): void {
+    if (r.destroyed) return;
+    const now = Date.now();
+    this.store.update(r, { vmState: 'deleted', status: 'DELETED', taskState: null, powerState: 0, terminatedMs: now }, now);
+    this.timers.after(this.timing.deletedWindowMs, () => this.destroy(r));
+  }
+}

@@ -1,0 +1,189 @@
+/**
+ * The fake's server table: every server by id (O(1)), destroyed rows kept for `changes-since`, and
+ * usage totals kept incrementally so a quota check never scans the table.
+ *
+ * Counting follows Nova's legacy counting (`_instances_cores_ram_count_legacy`,
+ * `nova/objects/instance.py` `get_counts`): rows not destroyed and `vm_state != soft-delete` count;
+ * ERROR counts; BUILD counts unless switched off (a BUILD server counts once it has a cell row).
+ *
+ * @module
+ */
+import type { FakeDeleteBehavior, FakeFlavor, FakeServerView, FakeUsage } from './types.js';
+
+/** A fault recorded on a server (`instance_faults`). */
+export interface ServerFault {
+  code: number;
+  message: string;
+  createdMs: number;
+}
+
+/** One server row. Mutate only through {@link ServerStore.update}, which keeps the totals right. */
+export interface ServerRecord {
+  id: string;
+  name: string;
+  flavor: FakeFlavor;
+  imageRef: string;
+  status: string;
+  vmState: string;
+  taskState: string | null;
+  powerState: number;
+  metadata: Record<string, string>;
+  createdMs: number;
+  updatedMs: number;
+  launchedMs: number | null;
+  terminatedMs: number | null;
+  fault: ServerFault | null;
+  locked: boolean;
+  lockedReason: string | null;
+  ghost: boolean;
+  /** `instance.destroy()` happened: GET answers 404, usage no longer counts it. */
+  destroyed: boolean;
+  /** Per-server delete behaviour; undefined = the fake's default. */
+  deleteBehavior: FakeDeleteBehavior | undefined;
+  /** Compute-side delete: none, running (timers pending) or stuck (behaviour `never`). */
+  deletePhase: 'none' | 'running' | 'stuck';
+  seq: number;
+  userId: string;
+  reservationId: string;
+  launchIndex: number;
+  keyName: string | null;
+  description: string | null;
+}
+
+/** Nova's `vm_state` to status (`nova/api/openstack/common.py` `_STATE_MAP`, default entries). */
+const VM_STATE_TO_STATUS: Record<string, string> = {
+  active: 'ACTIVE',
+  building: 'BUILD',
+  stopped: 'SHUTOFF',
+  resized: 'VERIFY_RESIZE',
+  paused: 'PAUSED',
+  suspended: 'SUSPENDED',
+  rescued: 'RESCUE',
+  error: 'ERROR',
+  deleted: 'DELETED',
+  'soft-delete': 'SOFT_DELETED',
+  shelved: 'SHELVED',
+  shelved_offloaded: 'SHELVED_OFFLOADED',
+};
+
+/** Status for a `vm_state`; unknown states map to `UNKNOWN`, as Nova does. */
+export function statusForVmState(vmState: string): string {
+  return VM_STATE_TO_STATUS[vmState] ?? 'UNKNOWN';
+}
+
+/** The `vm_state` behind a status (inverse of {@link statusForVmState}); `REBOOT` etc. map to `active`. */
+export function vmStateForStatus(status: string): string {
+  const upper = status.toUpperCase();
+  for (const [vm, st] of Object.entries(VM_STATE_TO_STATUS)) if (st === upper) return vm;
+  return 'active';
+}
+
+type Bucket = 'none' | 'build' | 'counted';
+
+function bucketOf(r: ServerRecord): Bucket {
+  if (r.destroyed || r.vmState === 'soft-delete' || r.status === 'SOFT_DELETED') return 'none';
+  if (r.status === 'BUILD') return 'build';
+  return 'counted';
+}
+
+function zero(): FakeUsage {
+  return { cores: 0, instances: 0, ram: 0 };
+}
+
+/** The server table and its usage totals. */
+export class ServerStore {
+  private readonly byId = new Map<string, ServerRecord>();
+  private readonly rows: ServerRecord[] = [];
+  private readonly counted = zero();
+  private readonly building = zero();
+  private seq = 0;
+  /** Whether BUILD servers count toward usage (legacy counting: yes). */
+  countBuild = true;
+
+  /** Next insertion sequence number. */
+  nextSeq(): number {
+    return ++this.seq;
+  }
+
+  /** Add a row. Throws if the id is taken (even by a destroyed row). */
+  insert(r: ServerRecord): void {
+    if (this.byId.has(r.id)) throw new Error(`server id ${r.id} already exists`);
+    this.byId.set(r.id, r);
+    this.rows.push(r);
+    this.add(r, 1);
+  }
+
+  /** The row, destroyed or not. */
+  get(id: string): ServerRecord | undefined {
+    return this.byId.get(id);
+  }
+
+  /** The row if it is not destroyed. */
+  live(id: string): ServerRecord | undefined {
+    const r = this.byId.get(id);
+    return r && !r.destroyed ? r : undefined;
+  }
+
+  /** Every row in insertion order (destroyed ones too). Do not mutate. */
+  all(): readonly ServerRecord[] {
+    return this.rows;
+  }
+
+  /** Apply `patch` to the row, stamp `updatedMs` and keep the usage totals right. */
+  update(r: ServerRecord, patch: Partial<ServerRecord>, nowMs: number = Date.now()): void {
+    this.add(r, -1);
+    Object.assign(r, patch);
+    r.updatedMs = nowMs;
+    this.add(r, 1);
+  }
+
+  /** TRUE usage by Nova's legacy counting rules. */
+  usage(): FakeUsage {
+    const u = { ...this.counted };
+    if (this.countBuild) {
+      u.cores += this.building.cores;
+      u.instances += this.building.instances;
+      u.ram += this.building.ram;
+    }
+    return u;
+  }
+
+  /** Whether this row counts toward the TRUE usage now. */
+  counts(r: ServerRecord): boolean {
+    const b = bucketOf(r);
+    return b === 'counted' || (b === 'build' && this.countBuild);
+  }
+
+  private add(r: ServerRecord, sign: 1 | -1): void {
+    const b = bucketOf(r);
+    if (b === 'none') return;
+    const t = b === 'build' ? this.building : this.counted;
+    t.cores += sign * r.flavor.vcpus;
+    t.ram += sign * r.flavor.ram;
+    t.instances += sign;
+  }
+}
+
+/** A copy of the row for test code. */
+export function viewOf(r: ServerRecord, counted: boolean): FakeServerView {
+  return {
+    id: r.id,
+    name: r.name,
+    flavorId: r.flavor.id,
+    vcpus: r.flavor.vcpus,
+    ram: r.flavor.ram,
+    status: r.status,
+    vmState: r.vmState,
+    taskState: r.taskState,
+    powerState: r.powerState,
+    metadata: { ...r.metadata },
+    createdMs: r.createdMs,
+    updatedMs: r.updatedMs,
+    launchedMs: r.launchedMs,
+    terminatedMs: r.terminatedMs,
+    faultMessage: r.fault?.message ?? null,
+    locked: r.locked,
+    ghost: r.ghost,
+    counted,
+  };
+}

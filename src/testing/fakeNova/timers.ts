@@ -1,0 +1,53 @@
+/**
+ * The one place every timer of a {@link FakeNova} goes through, so `close()` can clear them all.
+ * Timers are `unref()`'d: a fake that was never closed does not keep the process alive.
+ *
+ * @module
+ */
+
+/** A set of pending timers that can be cleared at once. */
+export class TimerSet {
+  private readonly pending = new Set<NodeJS.Timeout>();
+  private closed = false;
+
+  /**
+   * Run `fn` after `delayMs` milliseconds. With `delayMs <= 0` it runs synchronously, so a fake with
+   * zero delays is deterministic. After {@link TimerSet.clear} nothing runs any more.
+   */
+  after(delayMs: number, fn: () => void): void {
+    if (this.closed) return;
+    if (delayMs <= 0) {
+      fn();
+      return;
+    }
+    const t = setTimeout(() => {
+      this.pending.delete(t);
+      if (!this.closed) fn();
+    }, delayMs);
+    t.unref();
+    this.pending.add(t);
+  }
+
+  /** Like {@link TimerSet.after}, but always asynchronous (at least one event-loop turn). */
+  later(delayMs: number, fn: () => void): void {
+    if (this.closed) return;
+    const t = setTimeout(() => {
+      this.pending.delete(t);
+      if (!this.closed) fn();
+    }, Math.max(0, delayMs));
+    t.unref();
+    this.pending.add(t);
+  }
+
+  /** Number of pending timers. */
+  get size(): number {
+    return this.pending.size;
+  }
+
+  /** Clear every pending timer and refuse new ones. */
+  clear(): void {
+    this.closed = true;
+    for (const t of this.pending) clearTimeout(t);
+    this.pending.clear();
+  }
+}

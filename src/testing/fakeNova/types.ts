@@ -1,0 +1,163 @@
+/**
+ * Public option and data types of {@link FakeNova}, the in-process fake of the Nova compute API v2.1.
+ *
+ * Behaviour is modelled on a real Nova 26 (Zed) with the legacy `DbQuotaDriver` and legacy usage
+ * counting (`[quota]count_usage_from_placement=False`), as observed in `shared/realnova/REPORT.md`.
+ *
+ * @module
+ */
+
+/** A flavor the fake knows. RAM in MiB, disk in GiB (Nova API reference, "Flavors"). */
+export interface FakeFlavor {
+  /** Flavor id, e.g. `'1'`. */
+  id: string;
+  /** Flavor name, e.g. `'m1.tiny'`. */
+  name: string;
+  /** Number of vCPUs; counts toward the `cores` quota. */
+  vcpus: number;
+  /** RAM in MiB; counts toward the `ram` quota. */
+  ram: number;
+  /** Root disk in GiB. */
+  disk: number;
+}
+
+/** What a server does when it is deleted (Nova's terminate path on the compute host). */
+export type FakeDeleteBehavior =
+  /** `task_state` `deleting`, then the optional `DELETED` window, then 404. */
+  | 'normal'
+  /** `task_state` `deleting`, then `ERROR` with a fault (Nova's terminate exception path). One-shot. */
+  | 'error'
+  /** `task_state` `deleting` forever (a stuck compute host). Sticky until changed. */
+  | 'never'
+  /** The DELETE is answered 204 and then lost: nothing changes. One-shot. */
+  | 'ignore';
+
+/** Options of {@link FakeNova.start}. Every duration is in milliseconds. */
+export interface FakeNovaOptions {
+  /** TCP port on 127.0.0.1. Default `0`: a free port. */
+  port?: number;
+  /** The project (tenant) id. Default `'demo'`. */
+  projectId?: string;
+  /** `cores` quota. Default 20; `-1` = unlimited (Nova `[quota] cores`). */
+  maxTotalCores?: number;
+  /** `instances` quota. Default 10; `-1` = unlimited. */
+  maxTotalInstances?: number;
+  /** `ram` quota in MiB. Default 51200; `-1` = unlimited. */
+  maxTotalRAMSize?: number;
+  /** Flavors. Default `'1'` m1.tiny (1 vCPU, 512 MiB), `'2'` m1.small (2, 2048), `'3'` m1.medium (4, 4096). */
+  flavors?: FakeFlavor[];
+  /** BUILD -> ACTIVE after this. Default 0 (ACTIVE before the POST is answered). While building, GET shows `BUILD` / `spawning`. */
+  buildDelayMs?: number;
+  /** DELETE sets `task_state` `deleting` (status unchanged) and the compute side finishes after this. Default 0. */
+  deleteDelayMs?: number;
+  /** How long GET shows `status` `DELETED` (`vm_state` `deleted`, `task_state` null) before the 404. Default 0. */
+  deletedWindowMs?: number;
+  /** Model `reclaim_instance_interval > 0`: DELETE soft-deletes (`SOFT_DELETED`); a server never ACTIVE is hard-deleted. Default false. */
+  softDelete?: boolean;
+  /** Reported usage (`/limits`, quota detail) keeps counting a destroyed server for this long. Default 0. */
+  quotaLagMs?: number;
+  /**
+   * When set, a request whose `X-Auth-Token` is missing or fails gets keystonemiddleware's 401
+   * (`{"error": {...}}` plus `WWW-Authenticate`). Without it any token (or none) is accepted, as noauth2.
+   */
+  validateToken?: (token: string) => boolean;
+  /** The `uri` of the `WWW-Authenticate: Keystone uri="..."` header on a 401. Default `'http://127.0.0.1:5000/'`. */
+  keystoneUri?: string;
+  /** Nova's `[api] max_limit`: the largest page of a listing. Default 1000. */
+  pageSize?: number;
+  /** Lowest accepted microversion, `'2.1'` form. Default `'2.1'`. */
+  minMicroversion?: string;
+  /** Highest accepted microversion. Default `'2.93'` (Zed). */
+  maxMicroversion?: string;
+}
+
+/** One request the fake received, in arrival order. */
+export interface RecordedRequest {
+  /** HTTP method, upper case. */
+  method: string;
+  /** Path without the `/v2.1` prefix (and without a project id segment), e.g. `/servers/abc`, `/limits`. */
+  path: string;
+  /** Query parameters (the last value wins for repeated names). */
+  query: Record<string, string>;
+  /** Arrival time, epoch milliseconds. */
+  timeMs: number;
+  /** Status sent; 0 while pending, for a hung request or a reset socket. */
+  status: number;
+  /** The server the request was about (path id, or the created server of a POST /servers). */
+  serverId?: string;
+}
+
+/** A fault to inject (see {@link FakeNova.inject}). */
+export interface FaultSpec {
+  /** HTTP method to match, any case. Default: any method. */
+  method?: string;
+  /** Matched against the path without `/v2.1`: a string must be equal, a RegExp must match. */
+  path: string | RegExp;
+  /** Answer with this status instead of the real handler. Without it the request passes through (after `delayMs`). */
+  status?: number;
+  /** Body: an object is sent as JSON, a string as is. Default for an error status: Nova's fault envelope. */
+  body?: unknown;
+  /** Extra response headers (override the defaults, e.g. `Content-Type`, `Retry-After`). */
+  headers?: Record<string, string>;
+  /** Wait this long before answering (or before passing through). */
+  delayMs?: number;
+  /** Never answer: the socket stays open until the client gives up or {@link FakeNova.close}. */
+  hang?: boolean;
+  /** Destroy the socket without an answer (the client sees ECONNRESET / "socket hang up"). */
+  reset?: boolean;
+  /** How many matching requests it applies to. Default 1; `Infinity` allowed. */
+  times?: number;
+}
+
+/** A snapshot of one server's state inside the fake (a copy; changing it changes nothing). */
+export interface FakeServerView {
+  id: string;
+  name: string;
+  flavorId: string;
+  /** vCPUs of its flavor. */
+  vcpus: number;
+  /** RAM of its flavor, MiB. */
+  ram: number;
+  /** Nova status: `BUILD`, `ACTIVE`, `ERROR`, `DELETED`, `SOFT_DELETED`, `SHUTOFF`, ... */
+  status: string;
+  /** `OS-EXT-STS:vm_state`. */
+  vmState: string;
+  /** `OS-EXT-STS:task_state`. */
+  taskState: string | null;
+  /** `OS-EXT-STS:power_state` (0 NOSTATE, 1 RUNNING, 4 SHUTDOWN). */
+  powerState: number;
+  metadata: Record<string, string>;
+  createdMs: number;
+  updatedMs: number;
+  /** When it first became ACTIVE, or null. */
+  launchedMs: number | null;
+  /** When the compute side finished deleting it, or null. */
+  terminatedMs: number | null;
+  /** `fault.message`, or null. */
+  faultMessage: string | null;
+  locked: boolean;
+  /** See {@link FakeNova.makeGhost}. */
+  ghost: boolean;
+  /** Whether the server counts toward the TRUE usage right now. */
+  counted: boolean;
+}
+
+/** Fields {@link FakeNova.addServer} accepts. */
+export interface FakeServerInit {
+  id: string;
+  name: string;
+  flavorId: string;
+  status: string;
+  vmState: string;
+  taskState: string | null;
+  metadata: Record<string, string>;
+  createdMs: number;
+  faultMessage: string;
+}
+
+/** Quota and usage numbers for `cores`, `instances` and `ram` (MiB). */
+export interface FakeUsage {
+  cores: number;
+  instances: number;
+  ram: number;
+}
