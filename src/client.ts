@@ -13,6 +13,7 @@ import https from 'node:https';
 import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
 import pTimeout from 'p-timeout';
 import { StaticTokenProvider, type AuthProvider } from './auth.js';
+import { loadCloudConfig, resolveClientOptions, type CloudClientOptions } from './config.js';
 import { AbortError, AuthError, NovaApiError, NovaNetworkError, RateLimitError, ValidationError, throwIfAborted } from './errors.js';
 import { withRetry } from './retry.js';
 import { errorFromResponse, isTransient, networkError, requestIdOf, serverDateOf, type RequestContext } from './http.js';
@@ -540,6 +541,25 @@ export class NovaClient {
   }
   [Symbol.for('nodejs.util.inspect.custom')](): string {
     return `NovaClient { endpoint: ${JSON.stringify(this.#endpoint ?? '(from catalog)')}, microversion: '${this.microversion}' }`;
+  }
+
+  /**
+   * A client for a cloud of `clouds.yaml` (merged with `secure.yaml`), found like the `openstack`
+   * command does: `name`, else `OS_CLOUD`, else the `OS_*` variables, else the file's only cloud.
+   * Authenticates once (Keystone v3), so bad credentials fail here and `projectId` is the token's.
+   * See `src/config.ts` (`loadCloudConfig`, `resolveClientOptions`); `options` win over the cloud's.
+   * @throws {@link ConfigError} naming the file and key; {@link AuthError} when Keystone rejects the credentials.
+   */
+  static async fromCloud(name?: string, options?: CloudClientOptions): Promise<NovaClient> {
+    return new NovaClient(await resolveClientOptions(loadCloudConfig({ cloud: name }), options));
+  }
+
+  /**
+   * A client from the environment `env` (default `process.env`): `OS_CLOUD` and clouds.yaml, or the
+   * `OS_*` variables alone. Same behaviour and errors as {@link NovaClient.fromCloud}.
+   */
+  static async fromEnv(env: Record<string, string | undefined> = process.env, options?: CloudClientOptions): Promise<NovaClient> {
+    return new NovaClient(await resolveClientOptions(loadCloudConfig({ env }), options));
   }
 }
 

@@ -1,0 +1,66 @@
+/**
+ * The shape of one resolved cloud: plain data, keys as in `clouds.yaml`.
+ *
+ * @module
+ */
+
+/** Auth types nova-guard supports (keystoneauth plugin names; `v3password` → `password`, `v3token` → `token`). */
+export type CloudAuthType = 'password' | 'v3applicationcredential' | 'token';
+
+/** The `auth:` block of a cloud (keystoneauth option names). Secrets: `password`, `application_credential_secret`, `token`. */
+export interface CloudAuth {
+  auth_url?: string;
+  username?: string;
+  user_id?: string;
+  password?: string;
+  project_name?: string;
+  project_id?: string;
+  user_domain_name?: string;
+  user_domain_id?: string;
+  project_domain_name?: string;
+  project_domain_id?: string;
+  domain_name?: string;
+  domain_id?: string;
+  application_credential_id?: string;
+  application_credential_name?: string;
+  application_credential_secret?: string;
+  token?: string;
+}
+
+/** Where a cloud came from. */
+export interface CloudSource {
+  /** clouds.yaml (or .yml/.json) the cloud was read from; undefined for the environment cloud. */
+  file: string | undefined;
+  /** secure.yaml merged over it, if any. */
+  secureFile: string | undefined;
+  /** True for the cloud built from `OS_*` variables. */
+  env: boolean;
+}
+
+/**
+ * One cloud, resolved: defaults applied (`auth_type: password`, `interface: public`, `verify: true`),
+ * region chosen, legacy names mapped. `util.inspect` and `JSON.stringify` show `[REDACTED]` for the
+ * secrets of `auth`.
+ */
+export interface CloudConfig {
+  /** Cloud name (`envvars`, or `OS_CLOUD_NAME`, for the environment cloud). */
+  name: string;
+  auth_type: CloudAuthType;
+  auth: CloudAuth;
+  /** Region (`OS_REGION_NAME` > `region_name` > first of `regions`), if any. */
+  region_name: string | undefined;
+  /** Endpoint interface. */
+  interface: 'public' | 'internal' | 'admin';
+  /** CA bundle path (`~` expanded), if any. Ignored when `verify` is false. */
+  cacert: string | undefined;
+  /** TLS verification. False when `verify: false` or `insecure: true`. */
+  verify: boolean;
+  /** `!verify`, for convenience (`OS_INSECURE`). */
+  insecure: boolean;
+  /** Compute API microversion (`OS_COMPUTE_API_VERSION`), if set. */
+  compute_api_version: string | undefined;
+  /** Compute endpoint to use instead of the catalog's (`compute_endpoint_override`, `OS_COMPUTE_ENDPOINT_OVERRIDE`). */
+  compute_endpoint_override: string | undefined;
+  /** Where the cloud came from. */
+  source: CloudSource;
+}
