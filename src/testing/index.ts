@@ -14,3 +14,4 @@ export type {
   FaultSpec,
   RecordedRequest,
 } from './fakeNova.js';
+export * from './fakeKeystone.js';
