@@ -23,3 +23,8 @@ export { parseQuotaMessage } from './quotaMessage.js';
 export type { ParsedQuotaMessage } from './quotaMessage.js';
 export type * from './types.js';
 export type { Logger } from './logger.js';
+export { auditQuota } from './quotaAudit.js';
+export type { AuditQuotaOptions, QuotaAudit, ResourceAudit, AuditVerdict, AuditedServer, SuspectServer, GhostServer, UsageReading, AuditResource, Usage } from './quotaAudit.js';
+export { Reaper, reapServers } from './reaper.js';
+export type { ReaperOptions, ReapServersOptions, ReapResult, ReapPassResult, ReapDeleted, ReapFailure, ReapEvent, ReapCandidate, ReapSkip, ReapSkipReason, ReaperState, SeenCandidate, FleetSelector } from './reaper.js';
+export { readReaperState, writeReaperState } from './reaperState.js';
