@@ -28,3 +28,20 @@ export type { AuditQuotaOptions, QuotaAudit, ResourceAudit, AuditVerdict, Audite
 export { Reaper, reapServers } from './reaper.js';
 export type { ReaperOptions, ReapServersOptions, ReapResult, ReapPassResult, ReapDeleted, ReapFailure, ReapEvent, ReapCandidate, ReapSkip, ReapSkipReason, ReaperState, SeenCandidate, FleetSelector } from './reaper.js';
 export { readReaperState, writeReaperState } from './reaperState.js';
+export { QuotaGuard, quotaGuard, QUOTA_GUARD_DEFAULTS } from './quotaGuard.js';
+export type {
+  QuotaGuardOptions,
+  QuotaGuardStats,
+  QuotaWaitInfo,
+  QuotaRetryInfo,
+  QuotaRetryReason,
+  GuardedCallOptions,
+  GuardedCreateOptions,
+  QuotaNeedsSpec,
+} from './quotaGuard.js';
+export { computeHeadroom, checkFit, describeShortfalls } from './headroom.js';
+export type { QuotaNeeds, Headroom, ResourceHeadroom, Shortfall, FitVerdict, QuotaResourceName } from './headroom.js';
+export { backoffDelayMs } from './quotaBackoff.js';
+export type { BackoffPolicy } from './quotaBackoff.js';
+export { waitForActive } from './waitForActive.js';
+export type { WaitForActiveOptions, WaitForActiveResult, ActiveOutcome } from './waitForActive.js';

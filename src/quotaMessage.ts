@@ -123,8 +123,9 @@ export function parseQuotaMessage(message: string | undefined | null): ParsedQuo
   if (/^\s*Quota exceeded\b/i.test(message) || /\bQuota exceeded\b/i.test(message)) {
     return { shape: 'bare', resources: [], permanent: false };
   }
-  if (/\bexceeds?\b.*\bquota\b|\bquota\b.*\bexceed/i.test(message)) {
-    // Build-aborted faults naming another service's quota, e.g. "... exceeds volume quota".
+  if (/\bexceed(?:s|ed)?\b.*\bquota\b|\bquota\b.*\bexceed/i.test(message)) {
+    // Build-aborted faults naming another service's quota, e.g. "... exceeds allowed gigabytes
+    // quota" (nodepool's 'exceeds' + 'quota' rule) or Cinder's "... exceeded for quota 'volumes'".
     return { shape: 'other-quota', resources: [], permanent: false };
   }
   return undefined;

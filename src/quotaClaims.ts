@@ -1,0 +1,112 @@
+/**
+ * In-flight claims of one `QuotaGuard`: what its own creates have taken from the headroom that
+ * Nova's `GET /limits` may not show yet.
+ *
+ * Why: 20 callers in one process that read the same `/limits` would otherwise all see the same
+ * headroom and all POST (field case BUG-14). The check and the claim happen in the same tick after
+ * the `/limits` answer, so no two callers of one guard can pass on the same headroom.
+ *
+ * When a claim ends (see `QuotaGuard` for the whole story):
+ * - `'not-created'`: the POST failed, or the guard deleted the server again: Nova does not count it.
+ *   The claim is dropped at once.
+ * - `'counted'`: the server left BUILD (ACTIVE): by then Nova counts it (legacy counting: the
+ *   instance row exists in its cell; placement counting: its allocations exist). A `/limits` read
+ *   that was *sent before* that moment may still miss it, so the claim keeps counting for reads that
+ *   started before its release and stops counting for reads that start after.
+ *
+ * While a server is in BUILD the claim and Nova's own count may both include it: the guard then
+ * under-estimates headroom (waits a little more), never over-estimates it.
+ *
+ * @module
+ */
+import { NO_NEEDS, addNeeds, type QuotaNeeds } from './headroom.js';
+
+/** One claim. */
+export interface Claim {
+  readonly id: number;
+  readonly needs: QuotaNeeds;
+  /** When the claim was taken, `performance.now()` ms. */
+  readonly claimedAtMs: number;
+  /** The created server, once the POST answered 202. */
+  serverId: string | undefined;
+  /** True when nobody waits for the server to leave BUILD (`waitForActive: false`). */
+  unwatched: boolean;
+}
+
+interface Released {
+  needs: QuotaNeeds;
+  releasedAtMs: number;
+}
+
+/** The claims of one guard. `nowMs` is injectable for tests; default `performance.now()`. */
+export class ClaimLedger {
+  readonly #active = new Map<number, Claim>();
+  #released: Released[] = [];
+  readonly #openReads = new Map<number, number>();
+  #nextId = 1;
+  readonly #now: () => number;
+
+  constructor(nowMs: () => number = () => performance.now()) {
+    this.#now = nowMs;
+  }
+
+  /** Note the start of a `/limits` read; pass the token to {@link inFlight} and {@link endRead}. */
+  beginRead(): number {
+    const token = this.#nextId++;
+    this.#openReads.set(token, this.#now());
+    return token;
+  }
+
+  /** The read is over (answered or failed). */
+  endRead(token: number): void {
+    this.#openReads.delete(token);
+    this.#prune();
+  }
+
+  /**
+   * What this guard has in flight for a read begun with `token`: every active claim, plus claims
+   * released as `'counted'` after that read was sent.
+   */
+  inFlight(token?: number): QuotaNeeds {
+    let total: QuotaNeeds = { ...NO_NEEDS };
+    for (const c of this.#active.values()) total = addNeeds(total, c.needs);
+    const startedAt = token === undefined ? undefined : this.#openReads.get(token);
+    if (startedAt !== undefined) {
+      for (const r of this.#released) if (r.releasedAtMs >= startedAt) total = addNeeds(total, r.needs);
+    }
+    return total;
+  }
+
+  /** Take a claim. */
+  claim(needs: QuotaNeeds): Claim {
+    const c: Claim = { id: this.#nextId++, needs: { ...needs }, claimedAtMs: this.#now(), serverId: undefined, unwatched: false };
+    this.#active.set(c.id, c);
+    return c;
+  }
+
+  /** End a claim (idempotent). See the module description for the two kinds. */
+  release(claim: Claim, kind: 'not-created' | 'counted'): void {
+    if (!this.#active.delete(claim.id)) return;
+    if (kind === 'counted' && this.#openReads.size > 0) this.#released.push({ needs: claim.needs, releasedAtMs: this.#now() });
+  }
+
+  /** Active claims whose server nobody watches (for the lazy BUILD check). */
+  unwatched(): Claim[] {
+    return [...this.#active.values()].filter((c) => c.unwatched && c.serverId !== undefined);
+  }
+
+  /** Number of active claims. */
+  get size(): number {
+    return this.#active.size;
+  }
+
+  #prune(): void {
+    if (this.#released.length === 0) return;
+    if (this.#openReads.size === 0) {
+      this.#released = [];
+      return;
+    }
+    const oldest = Math.min(...this.#openReads.values());
+    this.#released = this.#released.filter((r) => r.releasedAtMs >= oldest);
+  }
+}
