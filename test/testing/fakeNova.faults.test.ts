@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeNova, type FakeNovaOptions } from '../../src/testing/index.js';
-import { call, createServer } from './helpers.js';
+import { call, createServer } from './fakeNovaFetch.js';
 
 let nova: FakeNova | undefined;
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeNova, type FakeNovaOptions } from '../../src/testing/index.js';
-import { call, createServer, until } from './helpers.js';
+import { call, createServer, until } from './fakeNovaFetch.js';
 
 let nova: FakeNova | undefined;
 
@@ -76,6 +76,25 @@ describe('servers', () => {
     expect(n.usage()).toEqual({ cores: 0, instances: 0, ram: 0 });
     await until(() => n.getServerState(id)?.status === 'ACTIVE');
     expect(n.usage()).toEqual({ cores: 2, instances: 1, ram: 2048 });
+  });
+
+  it('server view depends on microversion and role', async () => {
+    const n = await start();
+    const id = (await createServer(n, '1', 'probe-0')).json.server.id as string;
+    const v21 = (await call(n, 'GET', `/servers/${id}`, { microversion: '' })).json.server;
+    expect(v21.flavor).toEqual({ id: '1', links: [{ href: `${n.url}/flavors/1`, rel: 'bookmark' }] });
+    expect(v21).not.toHaveProperty('locked');
+    expect(v21).not.toHaveProperty('OS-EXT-SRV-ATTR:hostname');
+    expect(v21['OS-EXT-SRV-ATTR:host']).toBe('fake-compute-1');
+    const member = (await call(n, 'GET', `/servers/${id}`, { token: 'alice:demo' })).json.server;
+    expect(Object.keys(member).filter((k) => k.startsWith('OS-EXT-SRV-ATTR'))).toEqual([]);
+    expect(member).not.toHaveProperty('host_status');
+    expect(member.locked).toBe(false);
+    expect(member.user_id).toBe('admin');
+    expect(member.tenant_id).toBe('demo');
+    const viaProject = await call(n, 'GET', `/demo/servers/${id}`);
+    expect(viaProject.json.server.id).toBe(id);
+    expect(n.requestsTo('GET', `/servers/${id}`)).toHaveLength(3);
   });
 
   it('validates the create body like Nova', async () => {
