@@ -86,6 +86,26 @@ describe('deleteServer with wait on a real Nova', () => {
     expect(await usage(p.member)).toEqual(before);
   });
 
+  it("resolves 'deleted' in the DELETED window, while Nova still counts the cores until its 404", async () => {
+    const before = await usage(p.member);
+    const server = await createActiveServer(p, 'window');
+
+    const result = await p.member.deleteServer(server.id, FAST);
+    const atReturn = await usage(p.member);
+
+    expect(result.outcome).toBe('deleted');
+    // Polling every 25 ms, the wait ends on the transient `status: DELETED` (vm_state deleted) or on the 404.
+    if (result.server) {
+      expect(result.server.status).toBe('DELETED');
+      expect(result.server['OS-EXT-STS:vm_state']).toBe('deleted');
+      expect(atReturn.cores).toBeLessThanOrEqual(before.cores + 1);
+    } else {
+      expect(atReturn).toEqual(before);
+    }
+    await expectGoneSoon(server.id);
+    expect(await usage(p.member)).toEqual(before);
+  });
+
   it('resolves already-gone for a server that no longer exists', async () => {
     const server = await createActiveServer(p, 'gone');
     await p.member.deleteServer(server.id, FAST);
