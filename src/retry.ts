@@ -14,9 +14,9 @@ export interface RetryPolicy {
   retries: number;
   /** Delay before the first retry; doubles each retry and is multiplied by a random factor in [1, 2). */
   minDelayMs: number;
-  /** Longest backoff delay, and longest `Retry-After` honoured. */
+  /** Longest backoff delay. */
   maxDelayMs: number;
-  /** Longest total time spent retrying. */
+  /** Longest total time spent retrying; also the longest `Retry-After` honoured. */
   maxRetryTimeMs: number;
 }
 
@@ -48,7 +48,7 @@ export async function withRetry<T>(fn: (attempt: number) => Promise<T>, options:
       shouldRetry: ({ error }) => options.shouldRetry(error),
       onFailedAttempt: async ({ error, attemptNumber, retriesLeft }) => {
         if (retriesLeft <= 0 || !options.shouldRetry(error)) return;
-        const retryAfterMs = error instanceof NovaApiError ? Math.min(error.retryAfterMs ?? 0, options.maxDelayMs) : 0;
+        const retryAfterMs = error instanceof NovaApiError ? Math.min(error.retryAfterMs ?? 0, options.maxRetryTimeMs) : 0;
         options.onRetry?.(error, attemptNumber, retryAfterMs);
         if (retryAfterMs > 0) await sleep(retryAfterMs, undefined, signal ? { signal } : undefined);
       },

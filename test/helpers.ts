@@ -1,0 +1,40 @@
+/** Shared test helpers: a fake Nova per test and a client aimed at it with millisecond retry delays. */
+import { afterEach } from 'vitest';
+import { NovaClient, type NovaClientOptions } from '../src/index.js';
+import { FakeNova, type FakeNovaOptions } from '../src/testing/index.js';
+
+const started: FakeNova[] = [];
+
+/** Start a FakeNova that is closed after the current test. */
+export async function startNova(options: FakeNovaOptions = {}): Promise<FakeNova> {
+  const nova = await FakeNova.start(options);
+  started.push(nova);
+  return nova;
+}
+
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((n) => n.close()));
+});
+
+/** A client for `nova` with fast retries (ms) so that retry paths run for real but quickly. */
+export function clientFor(nova: FakeNova, options: Partial<NovaClientOptions> = {}): NovaClient {
+  return new NovaClient({
+    endpoint: nova.endpoint,
+    token: `admin:${nova.projectId}`,
+    retry: { minDelayMs: 2, maxDelayMs: 20, maxRetryTimeMs: 2000 },
+    ...options,
+  });
+}
+
+/** Create a server through the fake's API and wait until it is ACTIVE. */
+export async function activeServer(client: NovaClient, nova: FakeNova, flavorRef = '1'): Promise<string> {
+  const s = await client.createServer({ name: `t-${Math.random().toString(36).slice(2, 8)}`, flavorRef, imageRef: 'img', networks: 'none' });
+  for (let i = 0; i < 200; i++) {
+    if (nova.getServerState(s.id)?.status === 'ACTIVE') return s.id;
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  throw new Error(`server ${s.id} never became ACTIVE`);
+}
+
+/** The path of a server's own URL, as FakeNova records it. */
+export const serverPath = (id: string): string => `/servers/${id}`;
