@@ -154,7 +154,7 @@ describe('Reaper: failures settle one by one', () => {
   it('with concurrency 1 a stuck server first in line still lets the rest through', async () => {
     const nova = await startNova();
     const old = Date.now() - 3 * HOUR;
-    const ids = [1, 2, 3].map((i) => nova.addServer({ name: `ci-${i}`, createdMs: old - i * 1000 }).id);
+    for (const i of [1, 2, 3]) nova.addServer({ name: `ci-${i}`, createdMs: old - i * 1000 });
     const reaper = new Reaper(clientFor(nova), { prefix: 'ci-', olderThanMs: HOUR, ...FAST, deleteTimeoutMs: 150, concurrency: 1 });
     await reaper.pass();
     // whichever the reaper takes first is the stuck one
