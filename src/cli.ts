@@ -9,7 +9,7 @@
  *
  * Connection: `--endpoint`/`--token` (or `NOVA_ENDPOINT`/`NOVA_TOKEN`), or `--os-cloud`/`OS_CLOUD` and
  * the `OS_*` variables like the `openstack` command. Exit codes: 0 success, 1 failure, 2 bad usage,
- * 3 drift found (`quota audit`).
+ * 3 drift found and 4 inconclusive (`quota audit`).
  *
  * @module
  */
@@ -21,6 +21,8 @@ import { ValidationError } from './errors.js';
 import { addGlobalOptions, clientFromOptions, type GlobalOptions } from './cli/common.js';
 import { registerFakeNovaCommand } from './cli/fakeNova.js';
 import { registerLimitsCommand } from './cli/limits.js';
+import { registerQuotaAuditCommand } from './cli/quotaAudit.js';
+import { registerReapCommand } from './cli/reap.js';
 import { registerServerDeleteCommand } from './cli/serverDelete.js';
 
 /** Build the program (exported for tests). */
@@ -32,7 +34,10 @@ export function buildProgram(): Command {
   const getClient = (): Promise<NovaClient> => clientFromOptions(program.opts<GlobalOptions>());
   const server = program.command('server').description('server commands');
   registerServerDeleteCommand(server, getClient);
+  registerReapCommand(server, getClient);
   registerLimitsCommand(program, getClient);
+  const quota = program.command('quota').description('quota commands');
+  registerQuotaAuditCommand(quota, getClient);
   registerFakeNovaCommand(program);
   return program;
 }

@@ -4,6 +4,8 @@
  *
  * @module
  */
+import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import type { Command } from 'commander';
 import { pino } from 'pino';
 import { NovaClient, type NovaClientOptions } from '../client.js';
@@ -26,7 +28,7 @@ export interface GlobalOptions {
 export function addGlobalOptions(program: Command): Command {
   return program
     .option('--endpoint <url>', 'compute endpoint, e.g. http://127.0.0.1:8774/v2.1 (env NOVA_ENDPOINT)')
-    .option('--token <token>', 'token sent as X-Auth-Token (env NOVA_TOKEN, OS_TOKEN)')
+    .option('--token <token>', 'token sent as X-Auth-Token (env NOVA_TOKEN)')
     .option('--os-cloud <name>', 'cloud from clouds.yaml (env OS_CLOUD)')
     .option('--microversion <version>', 'compute API microversion (env OS_COMPUTE_API_VERSION)', undefined)
     .option('--request-timeout-ms <ms>', 'time limit of each HTTP request in ms', undefined)
@@ -59,7 +61,9 @@ export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.Process
   if (microversion) common.microversion = microversion;
   const rt = parseMs(opts.requestTimeoutMs, '--request-timeout-ms');
   if (rt) common.requestTimeoutMs = rt;
-  if (opts.insecure) common.insecure = true;
+  if (opts.insecure || /^true$/i.test(env['OS_INSECURE'] ?? '')) common.insecure = true;
+  const cacert = opts.osCacert ?? env['OS_CACERT'];
+  if (cacert) common.caCert = readFileSync(cacert.replace(/^~(?=\/)/, homedir()));
   const endpoint = opts.endpoint ?? env['NOVA_ENDPOINT'];
   const token = opts.token ?? env['NOVA_TOKEN'];
   const cloud = opts.osCloud ?? env['OS_CLOUD'];
