@@ -1,0 +1,106 @@
+/** TLS options: verification on by default, cacert (path or PEM) adds trust, insecure turns it off with a warning. */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { NovaClient } from '../src/client.js';
+import { clientOptionsFromCloud, loadCloudConfig } from '../src/config.js';
+import { NovaNetworkError } from '../src/errors.js';
+import { KeystoneAuth, httpsAgentFor } from '../src/keystone.js';
+import { FakeKeystone } from '../src/testing/index.js';
+
+let dir: string;
+let certPath: string;
+let cert: string;
+let key: string;
+
+/** A self-signed certificate for 127.0.0.1, made with the openssl command. */
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'nova-guard-tls-'));
+  certPath = join(dir, 'cert.pem');
+  execFileSync('openssl', [
+    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
+    '-keyout', join(dir, 'key.pem'), '-out', certPath, '-days', '2', '-subj', '/CN=127.0.0.1',
+    '-addext', 'subjectAltName=IP:127.0.0.1',
+  ], { stdio: 'ignore' });
+  cert = readFileSync(certPath, 'utf8');
+  key = readFileSync(join(dir, 'key.pem'), 'utf8');
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const started: FakeKeystone[] = [];
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((k) => k.stop()));
+});
+
+async function httpsKeystone(): Promise<FakeKeystone> {
+  const k = await FakeKeystone.start({ tls: { key, cert }, computeUrl: 'https://127.0.0.1:1/v2.1' });
+  started.push(k);
+  return k;
+}
+
+function capture(): { logger: pino.Logger; lines: () => Array<Record<string, unknown>> } {
+  const chunks: string[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, cb) {
+      chunks.push(String(chunk));
+      cb();
+    },
+  });
+  const logger = pino({ level: 'trace' }, stream);
+  return { logger, lines: () => chunks.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>) };
+}
+
+const creds = { username: 'ci-bot', password: 'ci-bot-password', projectName: 'ci' };
+
+describe('TLS', () => {
+  it('insecure gives an agent with rejectUnauthorized false and logs a warning', () => {
+    const { logger, lines } = capture();
+    const agent = httpsAgentFor({ insecure: true }, logger);
+    expect(agent?.options.rejectUnauthorized).toBe(false);
+    expect(lines().map((l) => [l['level'], l['msg']])).toEqual([[40, 'TLS verification is turned off (insecure) for Keystone: the server certificate is not checked']]);
+    expect(httpsAgentFor({})).toBeUndefined();
+    const withCa = httpsAgentFor({ caCert: cert });
+    expect(withCa?.options.rejectUnauthorized).toBeUndefined();
+    expect((withCa?.options.ca as string[]).at(-1)).toBe(cert);
+  });
+
+  it('verification is on by default: a self-signed Keystone is a NovaNetworkError', async () => {
+    const k = await httpsKeystone();
+    const auth = new KeystoneAuth({ authUrl: k.url, ...creds });
+    const e = (await auth.getToken().catch((x: unknown) => x)) as NovaNetworkError;
+    expect(e).toBeInstanceOf(NovaNetworkError);
+    expect(e.code).toBe('DEPTH_ZERO_SELF_SIGNED_CERT');
+    expect(e.message).toBe(`Keystone POST ${k.authUrl}/auth/tokens failed without a response: DEPTH_ZERO_SELF_SIGNED_CERT (self-signed certificate)`);
+    expect(k.tokenRequests).toBe(0);
+  });
+
+  it('caCert (a path or PEM text) makes the certificate trusted', async () => {
+    const k = await httpsKeystone();
+    expect(k.isValid(await new KeystoneAuth({ authUrl: k.url, ...creds, caCert: certPath }).getToken())).toBe(true);
+    expect(k.isValid(await new KeystoneAuth({ authUrl: k.url, ...creds, caCert: cert }).getToken())).toBe(true);
+  });
+
+  it('insecure (OS_INSECURE=true) connects anyway and warns, for Keystone and for Nova', async () => {
+    const k = await httpsKeystone();
+    const { logger, lines } = capture();
+    const config = loadCloudConfig({
+      env: { OS_AUTH_URL: k.url, OS_USERNAME: 'ci-bot', OS_PASSWORD: 'ci-bot-password', OS_PROJECT_NAME: 'ci', OS_INSECURE: 'true' },
+      cwd: dir,
+      homeDir: dir,
+      systemDirs: [],
+    });
+    const options = clientOptionsFromCloud(config, { logger });
+    expect(options.insecure).toBe(true);
+    expect(k.isValid(await options.auth!.getToken())).toBe(true);
+    new NovaClient(options);
+    const warnings = lines().filter((l) => l['level'] === 40).map((l) => [l['component'], l['msg']]);
+    expect(warnings).toEqual([
+      ['keystone', 'TLS verification is turned off (insecure) for Keystone: the server certificate is not checked'],
+      ['nova', 'TLS verification is turned off (insecure): the server certificate is not checked'],
+    ]);
+  });
+});
