@@ -183,6 +183,7 @@ export class FakeNova {
         deleteDelayMs: nonNegative('deleteDelayMs', options.deleteDelayMs, 0),
         deletedWindowMs: nonNegative('deletedWindowMs', options.deletedWindowMs, 0),
         softDelete: options.softDelete ?? false,
+        reclaimIntervalMs: nonNegative('reclaimIntervalMs', options.reclaimIntervalMs, 0),
       },
       projectId,
     );

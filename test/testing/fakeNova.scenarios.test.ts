@@ -35,6 +35,15 @@ describe('soft delete (reclaim_instance_interval > 0)', () => {
     expect((await call(n, 'GET', `/servers/${id}`)).status).toBe(404);
   });
 
+  it('reclaimIntervalMs: a SOFT_DELETED server is destroyed after the interval', async () => {
+    const n = await start({ softDelete: true, reclaimIntervalMs: 30 });
+    const id = await newServer(n, '1');
+    await call(n, 'DELETE', `/servers/${id}`);
+    expect((await call(n, 'GET', `/servers/${id}`)).json.server.status).toBe('SOFT_DELETED');
+    await until(() => n.getServerState(id) === undefined);
+    expect((await call(n, 'GET', `/servers/${id}`)).status).toBe(404);
+  });
+
   it('a server never ACTIVE is hard-deleted', async () => {
     const n = await start({ softDelete: true, buildDelayMs: 1000 });
     const id = await newServer(n);

@@ -24,6 +24,8 @@ export interface ComputeTiming {
   deleteDelayMs: number;
   deletedWindowMs: number;
   softDelete: boolean;
+  /** 0 = SOFT_DELETED servers are never reclaimed. */
+  reclaimIntervalMs: number;
 }
 
 /** What a create asks for, already validated. */
@@ -248,6 +250,11 @@ export class Compute {
       powerState: 4,
       deletePhase: 'none',
     });
+    if (this.timing.reclaimIntervalMs > 0) {
+      this.timers.after(this.timing.reclaimIntervalMs, () => {
+        if (r.vmState === 'soft-delete' && r.deletePhase === 'none') this.destroy(r);
+      });
+    }
   }
 
   private markDeleted(r: ServerRecord): void {

@@ -54,6 +54,11 @@ export interface FakeNovaOptions {
   deletedWindowMs?: number;
   /** Model `reclaim_instance_interval > 0`: DELETE soft-deletes (`SOFT_DELETED`); a server never ACTIVE is hard-deleted. Default false. */
   softDelete?: boolean;
+  /**
+   * With `softDelete`: a SOFT_DELETED server is reclaimed (destroyed, GET 404) this long after its soft
+   * delete, as Nova's `_reclaim_queued_deletes` periodic task does. Default 0 = never reclaimed.
+   */
+  reclaimIntervalMs?: number;
   /** Reported usage (`/limits`, quota detail) keeps counting a destroyed server for this long. Default 0. */
   quotaLagMs?: number;
   /**
