@@ -51,6 +51,10 @@ function servers(n: number): string {
   return `${n} listed ${n === 1 ? 'server' : 'servers'}`;
 }
 
+function hold(n: number): string {
+  return `${servers(n)} ${n === 1 ? 'holds' : 'hold'}`;
+}
+
 /**
  * Fill in each resource's `drift` and `verdict` (mutates `input.resources`) and return the overall
  * verdict with a sentence. Overall: `inconclusive` when the readings differ; else `over-reported` when
@@ -86,7 +90,7 @@ export function describeAudit(input: VerdictInput): { verdict: AuditVerdict; sum
     return {
       verdict: 'over-reported',
       summary:
-        `Nova reports ${extra} more than the ${servers(input.serverCount)} hold (${over.map(diff).join('; ')}): ` +
+        `Nova reports ${extra} more than the ${hold(input.serverCount)} (${over.map(diff).join('; ')}): ` +
         `that quota is held by nothing the listing shows, and blocks creates until the usage is corrected.` +
         (under.length > 0 ? ` It also reports less ${list(under)} than counted.` : '') +
         ghostNote,
@@ -97,7 +101,7 @@ export function describeAudit(input: VerdictInput): { verdict: AuditVerdict; sum
     return {
       verdict: 'under-reported',
       summary:
-        `Nova reports ${missing} less than the ${servers(input.serverCount)} hold (${under.map(diff).join('; ')}): ` +
+        `Nova reports ${missing} less than the ${hold(input.serverCount)} (${under.map(diff).join('; ')}): ` +
         `servers it does not count (a cell that is down, placement counting) make room appear that the cloud may not have.` +
         ghostNote,
     };

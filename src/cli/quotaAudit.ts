@@ -3,7 +3,7 @@
  * the listed servers, limit and drift per resource; the suspects and ghosts; the verdict in words.
  *
  * Exit codes (for cron alerts): 0 consistent, 3 drift found (over- or under-reported), 4 inconclusive
- * (usage kept changing during every attempt, or could not be compared), 1 error (from the CLI's main).
+ * (usage kept changing during every attempt, or could not be compared), 1 error (the message on stderr).
  *
  * @module
  */
@@ -111,11 +111,18 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
       const retryDelayMs = flags.retryDelay === undefined ? 5000 : parseDuration(flags.retryDelay, '--retry-delay');
       const client = await getClient();
       let audit: QuotaAudit | undefined;
-      for (let attempt = 1; attempt <= attempts; attempt++) {
-        audit = await auditQuota(client, { checkGhosts: flags.ghosts !== false, ...(concurrency ? { ghostCheckConcurrency: concurrency } : {}) });
-        if (audit.stable || attempt === attempts) break;
-        console.error(`Reported usage changed during attempt ${attempt} of ${attempts}; auditing again in ${formatDuration(retryDelayMs)}.`);
-        await sleep(retryDelayMs);
+      try {
+        for (let attempt = 1; attempt <= attempts; attempt++) {
+          audit = await auditQuota(client, { checkGhosts: flags.ghosts !== false, ...(concurrency ? { ghostCheckConcurrency: concurrency } : {}) });
+          if (audit.stable || attempt === attempts) break;
+          console.error(`Reported usage changed during attempt ${attempt} of ${attempts}; auditing again in ${formatDuration(retryDelayMs)}.`);
+          await sleep(retryDelayMs);
+        }
+      } catch (e) {
+        if (e instanceof ValidationError) throw e;
+        console.error(`nova-guard quota audit: ${(e as Error).name}: ${(e as Error).message}`);
+        process.exitCode = 1;
+        return;
       }
       const result = audit!;
       console.log(flags.json ? JSON.stringify(result, jsonReplacer, 2) : formatAudit(result));

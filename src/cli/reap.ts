@@ -147,6 +147,12 @@ export function registerReapCommand(server: Command, getClient: () => Promise<No
         } else {
           result = await reapServers(client, options);
         }
+      } catch (e) {
+        if (e instanceof ValidationError) throw e;
+        progress.stop();
+        console.error(`nova-guard server reap: ${(e as Error).name}: ${(e as Error).message}`);
+        process.exitCode = 1;
+        return;
       } finally {
         progress.stop();
       }

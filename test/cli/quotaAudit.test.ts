@@ -1,0 +1,112 @@
+import { describe, expect, it } from 'vitest';
+import { registerQuotaAuditCommand } from '../../src/cli/quotaAudit.js';
+import { ValidationError } from '../../src/index.js';
+import { clientFor, startNova } from '../helpers.js';
+import { runCli } from './run.js';
+
+const audit = (client: Parameters<typeof runCli>[2], argv: string[]): ReturnType<typeof runCli> => runCli('quota', registerQuotaAuditCommand, client, ['audit', ...argv]);
+
+describe('nova-guard quota audit', () => {
+  it('consistent: prints the readings and the count as a table, the verdict, and exits 0', async () => {
+    const nova = await startNova();
+    nova.addServer({ name: 'ci-1', flavorId: '2' });
+    nova.addServer({ name: 'ci-2', flavorId: '1', status: 'BUILD', taskState: 'spawning' });
+    const r = await audit(clientFor(nova), []);
+    expect(r.exitCode).toBe(0);
+    const lines = r.stdout.split('\n');
+    expect(lines[0]).toBe('Quota audit: 2 servers listed (1 page), readings stable');
+    expect(lines.slice(2, 6)).toEqual([
+      'resource   reported before  counted  reported after  limit  drift  verdict',
+      'cores      3                3        3               20     0      consistent',
+      'ram (MiB)  2560             2560     2560            51200  0      consistent',
+      'instances  2                2        2               10     0      consistent',
+    ]);
+    expect(r.stdout).toContain('Servers by status: ACTIVE 1, BUILD 1');
+    expect(r.stdout).toContain('Suspects (not ACTIVE or ERROR, or a task in progress): 1');
+    expect(r.stdout).toMatch(/ {2}[0-9a-f-]{36} {2}ci-2 {2}BUILD {3}spawning {4}\S+ +yes {6}status BUILD, task_state spawning/);
+    expect(r.stdout).toContain('Ghosts (listed, but GET answers 404): none');
+    expect(lines[lines.length - 1]).toBe('Verdict: consistent. Reported usage matches the 2 listed servers: 3 cores, 2560 MiB RAM and 2 instances.');
+  });
+
+  it('drift: exits 3 and says over-reported; ghosts are listed', async () => {
+    const nova = await startNova();
+    const ghost = nova.addServer({ name: 'lost', flavorId: '1' }).id;
+    nova.makeGhost(ghost);
+    nova.setUsageDrift({ cores: 4 });
+    const r = await audit(clientFor(nova), []);
+    expect(r.exitCode).toBe(3);
+    expect(r.stdout).toContain('cores      5                1        5               20     +4     over-reported');
+    expect(r.stdout).toContain('Ghosts (listed, but GET answers 404): 1');
+    expect(r.stdout).toContain(`  ${ghost}  lost  ACTIVE  1      512`);
+    expect(r.stdout).toMatch(/\nVerdict: over-reported\. Nova reports 4 cores more than the 1 listed server holds \(5 cores reported, 1 counted\)/);
+  });
+
+  it('under-reported also exits 3', async () => {
+    const nova = await startNova();
+    nova.addServer({ flavorId: '2' });
+    nova.setUsageDrift({ instances: -1 });
+    const r = await audit(clientFor(nova), ['--no-ghosts']);
+    expect(r.exitCode).toBe(3);
+    expect(r.stdout).toContain('Ghosts (listed, but GET answers 404): not checked');
+    expect(r.stdout).toContain('instances  0                1        0               10     -1     under-reported');
+  });
+
+  it('--json prints the audit as JSON, unlimited as -1', async () => {
+    const nova = await startNova({ maxTotalCores: -1 });
+    nova.addServer({ flavorId: '3' });
+    const r = await audit(clientFor(nova), ['--json']);
+    expect(r.exitCode).toBe(0);
+    const json = JSON.parse(r.stdout) as { verdict: string; stable: boolean; resources: Record<string, Record<string, unknown>>; ghosts: unknown[] };
+    expect(json.verdict).toBe('consistent');
+    expect(json.stable).toBe(true);
+    expect(json.resources['cores']).toEqual({ reportedBefore: 4, counted: 4, countedInBuild: 0, countedInGhosts: 0, reportedAfter: 4, limit: -1, drift: 0, verdict: 'consistent' });
+    expect(json.ghosts).toEqual([]);
+  });
+
+  it('unstable readings: audits again (up to --attempts); still unstable exits 4', async () => {
+    const nova = await startNova();
+    const a = nova.addServer({ flavorId: '1' }).id;
+    nova.addServer({ flavorId: '1' });
+    nova.inject({ method: 'GET', path: '/servers/detail', delayMs: 30 });
+    const client = clientFor(nova);
+    const running = audit(client, ['--attempts', '1', '--no-ghosts']);
+    while (nova.requestsTo('GET', '/servers/detail').length === 0) await new Promise((r) => setTimeout(r, 1));
+    nova.destroyServer(a);
+    const r = await running;
+    expect(r.exitCode).toBe(4);
+    expect(r.stdout).toContain('readings CHANGED during the audit');
+    expect(r.stdout).toContain('cores      2                1        1               20     ?      inconclusive');
+    expect(r.stdout).toMatch(/\nVerdict: inconclusive\. Reported usage changed while the servers were listed \(cores 2 → 1, ram 1024 → 512, instances 2 → 1\)/);
+  });
+
+  it('unstable on the first attempt, stable on the second: exits 0', async () => {
+    const nova = await startNova();
+    nova.addServer({ flavorId: '1' });
+    nova.inject({ method: 'GET', path: '/servers/detail', delayMs: 30 });
+    const running = audit(clientFor(nova), ['--attempts', '2', '--retry-delay', '1ms', '--no-ghosts']);
+    while (nova.requestsTo('GET', '/servers/detail').length === 0) await new Promise((r) => setTimeout(r, 1));
+    nova.addServer({ flavorId: '1' });
+    const r = await running;
+    expect(r.stderr).toBe('Reported usage changed during attempt 1 of 2; auditing again in 1ms.');
+    expect(r.exitCode).toBe(0);
+    expect(nova.requestsTo('GET', '/servers/detail')).toHaveLength(2);
+    expect(nova.requestsTo('GET', '/limits')).toHaveLength(4);
+  });
+
+  it('an error exits 1 with the message on stderr', async () => {
+    const nova = await startNova();
+    nova.inject({ method: 'GET', path: '/limits', status: 401, body: { error: { code: 401, message: 'The request you have made requires authentication.' } }, times: Infinity });
+    const r = await audit(clientFor(nova), []);
+    expect(r.exitCode).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe('nova-guard quota audit: AuthError: The request you have made requires authentication.');
+  });
+
+  it('bad usage throws ValidationError before any request', async () => {
+    const nova = await startNova();
+    await expect(audit(clientFor(nova), ['--attempts', '0'])).rejects.toThrow(ValidationError);
+    await expect(audit(clientFor(nova), ['--retry-delay', '5'])).rejects.toThrow(/--retry-delay must be a duration/);
+    await expect(audit(clientFor(nova), ['--ghost-concurrency', 'x'])).rejects.toThrow(ValidationError);
+    expect(nova.requests).toHaveLength(0);
+  });
+});
