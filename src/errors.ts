@@ -284,7 +284,7 @@ export interface QuotaWaitTimeoutInit extends QuotaExceededInit {
  * `QuotaGuard` waited `maxWaitMs` for quota headroom and the request still did not fit in what
  * `GET /limits` reports. Not permanent (`permanent` is false): the numbers may be stale or wrong
  * (field case BUG-13), so an operator may want to check Nova's usage. The message carries the last
- * numbers in Nova's `/limits` terms, e.g. `maxTotalCores=10 totalCoresUsed=8 inFlight=0 requested=4`.
+ * numbers in Nova's `/limits` terms, e.g. `maxTotalCores=10 totalCoresUsed=8 requested=4 inFlight=0`.
  * `status` is 0 (the guard's verdict, not an HTTP answer); `requestId` is the last `/limits` read's.
  */
 export class QuotaWaitTimeoutError extends QuotaExceededError {

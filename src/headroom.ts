@@ -141,14 +141,14 @@ function num(n: number | undefined): string {
 }
 
 /**
- * Shortfalls in Nova's `/limits` terms, e.g. `cores: maxTotalCores=10 totalCoresUsed=8 inFlight=0
- * requested=4`; several resources are joined with `'; '`.
+ * Shortfalls in Nova's `/limits` terms, e.g. `cores: maxTotalCores=10 totalCoresUsed=8 requested=4
+ * inFlight=0`; several resources are joined with `'; '`.
  */
 export function describeShortfalls(shortfalls: readonly Shortfall[]): string {
   return shortfalls
     .map((s) => {
       const keys = LIMIT_KEYS[s.resource];
-      return `${s.resource}: ${keys.max}=${num(s.max)} ${keys.used}=${num(s.used)} inFlight=${s.inFlight} requested=${s.needed}`;
+      return `${s.resource}: ${keys.max}=${num(s.max)} ${keys.used}=${num(s.used)} requested=${s.needed} inFlight=${s.inFlight}`;
     })
     .join('; ');
 }

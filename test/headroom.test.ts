@@ -79,7 +79,7 @@ describe('describeShortfalls / shortfallResources', () => {
   it("13b: the message names Nova's /limits keys and the numbers", () => {
     const h = computeHeadroom(parseAbsoluteLimits({ maxTotalCores: 10, totalCoresUsed: 8 }), NO_NEEDS, meta);
     const fit = checkFit({ cores: 4, ramMiB: 0, instances: 0 }, h);
-    expect(describeShortfalls(fit.shortfalls)).toBe('cores: maxTotalCores=10 totalCoresUsed=8 inFlight=0 requested=4');
+    expect(describeShortfalls(fit.shortfalls)).toBe('cores: maxTotalCores=10 totalCoresUsed=8 requested=4 inFlight=0');
     expect(shortfallResources(fit.shortfalls)).toEqual([{ name: 'cores', requested: 4, used: 8, allowed: 10 }]);
   });
 
@@ -87,7 +87,7 @@ describe('describeShortfalls / shortfallResources', () => {
     const abs = parseAbsoluteLimits({ maxTotalRAMSize: 4096, totalRAMUsed: 4096, maxTotalInstances: 2, totalInstancesUsed: 2 });
     const fit = checkFit({ cores: 0, ramMiB: 512, instances: 1 }, computeHeadroom(abs, { cores: 0, ramMiB: 0, instances: 0 }, meta));
     expect(describeShortfalls(fit.shortfalls)).toBe(
-      'instances: maxTotalInstances=2 totalInstancesUsed=2 inFlight=0 requested=1; ram: maxTotalRAMSize=4096 totalRAMUsed=4096 inFlight=0 requested=512',
+      'instances: maxTotalInstances=2 totalInstancesUsed=2 requested=1 inFlight=0; ram: maxTotalRAMSize=4096 totalRAMUsed=4096 requested=512 inFlight=0',
     );
   });
 });
