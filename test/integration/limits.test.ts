@@ -4,6 +4,7 @@
  * 2.57), how the library parses them (-1 becomes Infinity), and how usage moves with a server.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LIMITS_2_57, NETWORK_LIMITS, NETWORK_QUOTAS, PERSONALITY_LIMITS, PERSONALITY_QUOTAS, QUOTA_2_57 } from './support/novaFacts.js';
 import { createActiveServer, memberClient, project, waitForGone } from './support/realNova.js';
 
 const p = project('limits');
@@ -11,39 +12,19 @@ const p = project('limits');
 beforeAll(() => p.cleanup());
 afterAll(() => p.cleanup());
 
-const LIMITS_2_79 = [
-  'maxServerGroupMembers',
-  'maxServerGroups',
-  'maxServerMeta',
-  'maxTotalCores',
-  'maxTotalInstances',
-  'maxTotalKeypairs',
-  'maxTotalRAMSize',
-  'totalCoresUsed',
-  'totalInstancesUsed',
-  'totalRAMUsed',
-  'totalServerGroupsUsed',
-];
-const NETWORK_LIMITS = ['maxSecurityGroupRules', 'maxSecurityGroups', 'maxTotalFloatingIps', 'totalFloatingIpsUsed', 'totalSecurityGroupsUsed'];
-const PERSONALITY_LIMITS = ['maxPersonality', 'maxPersonalitySize'];
-
-const QUOTA_2_79 = ['cores', 'id', 'instances', 'key_pairs', 'metadata_items', 'ram', 'server_group_members', 'server_groups'];
-const NETWORK_QUOTAS = ['fixed_ips', 'floating_ips', 'security_group_rules', 'security_groups'];
-const PERSONALITY_QUOTAS = ['injected_file_content_bytes', 'injected_file_path_bytes', 'injected_files'];
-
 const sorted = (keys: string[]): string[] => [...keys].sort();
 
 describe('GET /limits keys by microversion', () => {
   it.each([
-    ['2.1', [...LIMITS_2_79, ...NETWORK_LIMITS, ...PERSONALITY_LIMITS, 'maxImageMeta']],
-    ['2.35', [...LIMITS_2_79, ...NETWORK_LIMITS, ...PERSONALITY_LIMITS, 'maxImageMeta']],
-    ['2.36', [...LIMITS_2_79, ...PERSONALITY_LIMITS, 'maxImageMeta']],
-    ['2.38', [...LIMITS_2_79, ...PERSONALITY_LIMITS, 'maxImageMeta']],
-    ['2.39', [...LIMITS_2_79, ...PERSONALITY_LIMITS]],
-    ['2.56', [...LIMITS_2_79, ...PERSONALITY_LIMITS]],
-    ['2.57', LIMITS_2_79],
-    ['2.79', LIMITS_2_79],
-    ['2.93', LIMITS_2_79],
+    ['2.1', [...LIMITS_2_57, ...NETWORK_LIMITS, ...PERSONALITY_LIMITS, 'maxImageMeta']],
+    ['2.35', [...LIMITS_2_57, ...NETWORK_LIMITS, ...PERSONALITY_LIMITS, 'maxImageMeta']],
+    ['2.36', [...LIMITS_2_57, ...PERSONALITY_LIMITS, 'maxImageMeta']],
+    ['2.38', [...LIMITS_2_57, ...PERSONALITY_LIMITS, 'maxImageMeta']],
+    ['2.39', [...LIMITS_2_57, ...PERSONALITY_LIMITS]],
+    ['2.56', [...LIMITS_2_57, ...PERSONALITY_LIMITS]],
+    ['2.57', LIMITS_2_57],
+    ['2.79', LIMITS_2_57],
+    ['2.93', LIMITS_2_57],
   ])('at %s', async (microversion, keys) => {
     const { absolute, requestId } = await memberClient(p.nova, microversion).getLimits();
     expect(Object.keys(absolute).sort()).toEqual(sorted(keys));
@@ -89,12 +70,12 @@ describe('GET /limits keys by microversion', () => {
 
 describe('GET /os-quota-sets/{project}/detail keys by microversion', () => {
   it.each([
-    ['2.1', [...QUOTA_2_79, ...NETWORK_QUOTAS, ...PERSONALITY_QUOTAS]],
-    ['2.35', [...QUOTA_2_79, ...NETWORK_QUOTAS, ...PERSONALITY_QUOTAS]],
-    ['2.36', [...QUOTA_2_79, ...PERSONALITY_QUOTAS]],
-    ['2.56', [...QUOTA_2_79, ...PERSONALITY_QUOTAS]],
-    ['2.57', QUOTA_2_79],
-    ['2.79', QUOTA_2_79],
+    ['2.1', [...QUOTA_2_57, ...NETWORK_QUOTAS, ...PERSONALITY_QUOTAS]],
+    ['2.35', [...QUOTA_2_57, ...NETWORK_QUOTAS, ...PERSONALITY_QUOTAS]],
+    ['2.36', [...QUOTA_2_57, ...PERSONALITY_QUOTAS]],
+    ['2.56', [...QUOTA_2_57, ...PERSONALITY_QUOTAS]],
+    ['2.57', QUOTA_2_57],
+    ['2.79', QUOTA_2_57],
   ])('at %s', async (microversion, keys) => {
     const detail = await memberClient(p.nova, microversion).getQuotaSetDetail(p.nova.project);
     expect(Object.keys(detail).sort()).toEqual(sorted(keys));

@@ -1,0 +1,100 @@
+/**
+ * The two targets of the fidelity suite: FakeNova and the real Nova, behind one shape, plus a raw HTTP
+ * helper that keeps the exact bytes of each answer (the library's client parses them away).
+ */
+import { FakeNova } from '../../../src/testing/index.js';
+import { project } from './realNova.js';
+
+/** A Nova to run the fidelity scenarios against. */
+export interface Target {
+  name: string;
+  endpoint: string;
+  project: string;
+  /** Admin token: quota changes. */
+  adminToken: string;
+  /** Non-admin token of {@link Target.project}: everything else. */
+  memberToken: string;
+  imageId: string;
+  flavors: { vcpus1: string; vcpus2: string };
+  /** Delete what the scenarios left, restore the quota, stop what was started. */
+  close(): Promise<void>;
+}
+
+/**
+ * FakeNova with timings close to what the real stack shows on this kind of machine (create to ACTIVE
+ * 0.3-0.7 s, delete to 404 0.2-0.4 s with a DELETED window of 20-50 ms before the 404).
+ */
+export async function fakeTarget(): Promise<Target> {
+  const fake = await FakeNova.start({ projectId: 'nova-guard-fidelity', buildDelayMs: 300, deleteDelayMs: 200, deletedWindowMs: 30 });
+  return {
+    name: 'FakeNova',
+    endpoint: fake.endpoint,
+    project: fake.projectId,
+    adminToken: `admin:${fake.projectId}`,
+    memberToken: `ci-bot:${fake.projectId}`,
+    imageId: '155d900f-4e14-4e4c-a73d-069cbf4541e6',
+    flavors: { vcpus1: '1', vcpus2: '2' },
+    close: () => fake.close(),
+  };
+}
+
+/** The real Nova of this run, in a project of its own (under noauth2). */
+export async function realTarget(): Promise<Target> {
+  const p = project('fidelity');
+  await p.cleanup();
+  return {
+    name: 'real Nova',
+    endpoint: p.nova.endpoint,
+    project: p.nova.project,
+    adminToken: p.nova.adminToken,
+    memberToken: p.nova.memberToken,
+    imageId: p.nova.imageId,
+    flavors: { vcpus1: p.nova.flavors.vcpus1, vcpus2: p.nova.flavors.vcpus2 },
+    close: () => p.cleanup(),
+  };
+}
+
+/** One HTTP exchange, bytes kept. */
+export interface RawAnswer {
+  status: number;
+  /** The body exactly as sent. */
+  text: string;
+  /** The body parsed as JSON, or undefined when empty or not JSON. */
+  json: unknown;
+  contentType: string | null;
+  /** Nova's `Date` header, epoch ms. */
+  dateMs: number;
+}
+
+/** Options of {@link raw}. */
+export interface RawOptions {
+  /** Default: the member token. */
+  token?: string;
+  body?: unknown;
+  /** `OpenStack-API-Version: compute <microversion>`; default 2.79. */
+  microversion?: string;
+}
+
+/** Send one request to a target with Node's fetch and keep the answer's bytes. */
+export async function raw(target: Target, method: string, path: string, options: RawOptions = {}): Promise<RawAnswer> {
+  const headers: Record<string, string> = {
+    'X-Auth-Token': options.token ?? target.memberToken,
+    'OpenStack-API-Version': `compute ${options.microversion ?? '2.79'}`,
+    Accept: 'application/json',
+  };
+  if (options.body !== undefined) headers['Content-Type'] = 'application/json';
+  const res = await fetch(target.endpoint + path, {
+    method,
+    headers,
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, text, json, contentType: res.headers.get('content-type'), dateMs: Date.parse(res.headers.get('date') ?? '') };
+}
