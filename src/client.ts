@@ -66,6 +66,24 @@ export interface NovaClientOptions {
   insecure?: boolean;
   /** HTTP user agent. Default `nova-guard/<version>`. */
   userAgent?: string;
+  /**
+   * Coalesce the delete-waits of this client (`waitForDelete`, `deleteServer(id, { wait: true })`):
+   * while two or more servers are pending, one `GET /servers/detail?changes-since=...` per tick
+   * answers for all of them (see `src/coalesce/deleteWatcher.ts`); a single pending wait polls its
+   * own `GET /servers/{id}` as before. Default true; false polls one GET per server (osc-lib's way).
+   */
+  coalesce?: boolean;
+  /**
+   * Cap on the requests per second of coalesced delete-waiting while two or more servers are pending
+   * (listings, confirming and fallback GETs), like nodepool's provider `rate`. A single pending wait
+   * is never slowed. Other requests (DELETE, create, ...) are not capped. Default 10; `Infinity` = no cap.
+   */
+  maxRequestsPerSecond?: number;
+  /**
+   * Time between coalesced ticks while two or more servers are pending, in ms. Default: half the
+   * smallest pending `intervalMs` (so detection is faster than per-server polling at a fraction of its requests).
+   */
+  watchIntervalMs?: number;
 }
 
 /** Options every request method takes. */
@@ -176,6 +194,12 @@ export class NovaClient {
   readonly stats: ClientStats = { requests: 0, byMethod: {} };
   /** `x-openstack-request-id` of the last response. */
   lastRequestId: string | undefined;
+  /** Whether delete-waits are coalesced (option `coalesce`). */
+  readonly coalesce: boolean;
+  /** Requests-per-second cap of coalesced delete-waiting (option `maxRequestsPerSecond`). */
+  readonly maxRequestsPerSecond: number;
+  /** Tick interval of coalesced delete-waiting, ms (option `watchIntervalMs`), or undefined for the default. */
+  readonly watchIntervalMs: number | undefined;
 
   readonly #endpoint: string | undefined;
   readonly #retry: Required<RetryOptions>;
@@ -202,6 +226,14 @@ export class NovaClient {
       throw new ValidationError('NovaClient needs an endpoint (or an auth provider with a service catalog)');
     }
     validateMs('requestTimeoutMs', options.requestTimeoutMs);
+    validateMs('watchIntervalMs', options.watchIntervalMs);
+    const rps = options.maxRequestsPerSecond;
+    if (rps !== undefined && (typeof rps !== 'number' || Number.isNaN(rps) || rps <= 0)) {
+      throw new ValidationError(`maxRequestsPerSecond must be a positive number (or Infinity), got ${String(rps)}`);
+    }
+    if (options.coalesce !== undefined && typeof options.coalesce !== 'boolean') {
+      throw new ValidationError(`coalesce must be a boolean, got ${String(options.coalesce)}`);
+    }
     const r = options.retry ?? {};
     if (r.retries !== undefined && (!Number.isInteger(r.retries) || r.retries < 0)) {
       throw new ValidationError(`retry.retries must be a non-negative integer, got ${String(r.retries)}`);
@@ -216,6 +248,9 @@ export class NovaClient {
     this.#endpoint = endpoint?.replace(/\/+$/, '');
     this.microversion = mv;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30000;
+    this.coalesce = options.coalesce ?? true;
+    this.maxRequestsPerSecond = rps ?? 10;
+    this.watchIntervalMs = options.watchIntervalMs;
     this.projectId = options.projectId ?? projectFromNoauthToken(token);
     this.logger = componentLogger(options.logger, 'nova');
     this.#retry = {

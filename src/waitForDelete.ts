@@ -19,6 +19,7 @@ import type { NovaClient } from './client.js';
 import { AbortError, NotFoundError, ValidationError, isAbortError, throwIfAborted } from './errors.js';
 import { isTransient } from './http.js';
 import { withRetry } from './retry.js';
+import { deleteWatcherOf } from './coalesce/deleteWatcher.js';
 import type { Server } from './types.js';
 
 /** How a wait ended. */
@@ -84,6 +85,8 @@ export interface WaitHooks {
   observe?: (signal: AbortSignal, requestTimeoutMs: number) => Promise<Observation>;
   /** Awaited after each observation that does not end the wait, before the next sleep. */
   afterObservation?: (obs: Observation, elapsedMs: number, signal: AbortSignal) => Promise<void> | void;
+  /** Replace the sleep between observations (the coalesced watcher ends it at its next tick). Rejects with an AbortError when `signal` aborts. */
+  sleep?: (delayMs: number, signal: AbortSignal) => Promise<void>;
 }
 
 /** Validate a duration option; throws {@link ValidationError}. */
@@ -108,6 +111,10 @@ export function classify(obs: Observation): Exclude<WaitOutcome, 'timeout'> | un
 /**
  * Poll `GET /servers/{id}` until the server is gone (404 or status DELETED), soft-deleted, in ERROR
  * with no task in progress, or `timeoutMs` has passed. The first poll is immediate.
+ *
+ * On a client with `coalesce` on (the default), the waits pending on that client share one
+ * `changes-since` listing per tick when two or more servers are pending (`polls` then counts the
+ * observations the wait received); see `src/coalesce/deleteWatcher.ts`. Outcomes are the same.
  *
  * Resolves `{ outcome, polls, elapsedMs, server }`; `'error'` and `'timeout'` are outcomes, not
  * rejections (see `client.deleteServer` for the throwing variant).
@@ -156,7 +163,13 @@ export async function waitForDeleteWithHooks(
       throw e;
     }
   };
-  const observe = hooks.observe ?? observeByGet;
+  // With no observe hook of its own, a coalescing client's watcher serves the wait (src/coalesce/deleteWatcher.ts).
+  const coalesced =
+    hooks.observe === undefined && client.coalesce === true
+      ? deleteWatcherOf(client).watch(serverId, { intervalMs, jitter, requestTimeoutMs: options.requestTimeoutMs, deadlineAt: started + timeoutMs })
+      : undefined;
+  const observe = hooks.observe ?? coalesced?.observe ?? observeByGet;
+  const pause = hooks.sleep ?? coalesced?.sleep ?? ((ms: number, signal: AbortSignal) => sleep(ms, undefined, { signal }));
 
   const loop = async (): Promise<WaitForDeleteResult> => {
     const signal = controller.signal;
@@ -202,7 +215,7 @@ export async function waitForDeleteWithHooks(
       const delay = Math.round(intervalMs * factor);
       const remaining = timeoutMs - elapsed();
       if (remaining <= 0) return state;
-      await sleep(Math.min(delay, remaining), undefined, { signal });
+      await pause(Math.min(delay, remaining), signal);
     }
   };
 

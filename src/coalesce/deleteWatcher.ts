@@ -1,0 +1,491 @@
+/**
+ * `DeleteWatcher`: coalesced delete-waiting. One watcher per {@link NovaClient}; every pending
+ * `waitForDelete` / `deleteServer(id, { wait: true })` of that client is served by it, so one
+ * request per tick answers for all of them instead of one GET per server.
+ *
+ * Source: nodepool's delete state machine (`nodepool/driver/openstack/adapter.py`, a cached server
+ * list with a 1 s TTL shared by every pending delete, absent or status `deleted` = gone; its provider
+ * `rate`), and Nova's `changes-since` filter (Nova API reference, "List Servers Detailed": servers
+ * changed since a time, deleted ones included with status `DELETED`; observed on a real Nova in
+ * `../shared/realnova/REPORT.md`). See `../shared/reference/field-cases.md` A.3.
+ *
+ * How a tick works:
+ * - **One server pending**: a plain `GET /servers/{id}`, at the wait's own schedule: exactly the
+ *   single waiter's requests, never slowed by the rate cap.
+ * - **Two or more servers pending**: one `GET /servers/detail?changes-since=T` (all pages), where T
+ *   is the earliest pending server's first observation on Nova's clock (its `Date` header) minus
+ *   {@link CHANGES_SINCE_MARGIN_MS}. A server in the listing is observed with that body (status
+ *   `DELETED` ends the wait as deleted, `SOFT_DELETED`, ERROR and `task_state` as the single waiter
+ *   classifies them). A server absent from the listing has not changed since T: if it was already
+ *   observed since T, that observation still holds (no request); otherwise (new, or present in the
+ *   previous listing and gone from this one) it is confirmed with its own GET (404 = deleted).
+ *   When the `Date` header shows Nova's clock is behind the time sent, the listing is repeated
+ *   once with the corrected time.
+ * - Ticks are `watchIntervalMs` apart (default: half the smallest pending `intervalMs`, jittered),
+ *   and never faster than the client's `maxRequestsPerSecond` allows.
+ * - A failed listing is never taken as "gone": a transient failure (5xx 502/503/504, no response,
+ *   request timeout, rate limit) or a 401 is delivered to every pending wait, which retries it with
+ *   its own backoff and budget exactly as it would a failed GET. Any other failure (400, 403, 404,
+ *   500, ...) means the listing cannot answer: every wait falls back to its own GET (at one tick per
+ *   `intervalMs`, rate-capped) and the listing is tried again after {@link LISTING_RETRY_MS}.
+ * - A wait that settles or aborts leaves at once; when none is left, the tick timer is cleared and
+ *   an in-flight request is aborted.
+ *
+ * @module
+ */
+import pLimit from 'p-limit';
+import type { NovaClient } from '../client.js';
+import { AbortError, AuthError, NotFoundError } from '../errors.js';
+import { isTransient } from '../http.js';
+import type { Server } from '../types.js';
+import type { Observation } from '../waitForDelete.js';
+import { CHANGES_SINCE_MARGIN_MS, NovaClock, isoSeconds } from './novaClock.js';
+import { TokenBucket } from './rateLimiter.js';
+
+/** After a listing answers with a non-transient error, per-server GETs are used for this long, in ms. */
+export const LISTING_RETRY_MS = 60000;
+/** Concurrent confirming or fallback GETs of one tick. */
+export const CONFIRM_CONCURRENCY = 8;
+/** The listing is repeated when the time sent turns out to be this much later than needed, in ms. */
+const RELIST_TOLERANCE_MS = 1000;
+
+/** Options of one coalesced wait (taken from {@link WaitForDeleteOptions}). */
+export interface CoalescedWaitOptions {
+  /** The wait's poll interval, in ms. */
+  intervalMs: number;
+  /** The wait's jitter factor, in [0, 1). */
+  jitter: number;
+  /** The wait's per-request time limit, in ms; undefined = the client's `requestTimeoutMs`. */
+  requestTimeoutMs: number | undefined;
+  /** `performance.now()` time at which the wait times out. */
+  deadlineAt: number;
+}
+
+/** What a coalesced wait plugs into `waitForDeleteWithHooks` (its `observe` and `sleep` hooks). */
+export interface CoalescedWait {
+  /** The next observation of the server: the freshest delivered one, or the next tick's. */
+  observe(signal: AbortSignal, requestTimeoutMs: number): Promise<Observation>;
+  /** Wait up to `delayMs` for the next tick that observes the server (ends early on any tick). */
+  sleep(delayMs: number, signal: AbortSignal): Promise<void>;
+}
+
+/** Counters of one watcher (all since it was created). */
+export interface DeleteWatcherStats {
+  /** Ticks run. */
+  ticks: number;
+  /** `GET /servers/{id}` of ticks with a single server pending. */
+  singleGets: number;
+  /** `changes-since` listings (each may have several pages). */
+  listings: number;
+  /** Pages read by the listings. */
+  listingPages: number;
+  /** Listings repeated after learning Nova's clock. */
+  relistings: number;
+  /** GETs confirming a server absent from a listing. */
+  confirmGets: number;
+  /** GETs made because the listing could not answer. */
+  fallbackGets: number;
+  /** Listings that failed. */
+  listingFailures: number;
+  /** Observations answered from an earlier one because the server was unchanged (no request). */
+  unchanged: number;
+}
+
+type Delivery = { obs: Observation; error?: undefined } | { error: unknown; obs?: undefined };
+
+interface Entry {
+  readonly serverId: string;
+  readonly waits: Set<Wait>;
+  /** Local wall-clock time the first wait for it subscribed. */
+  readonly subscribedWallMs: number;
+  /** Nova time (a `Date` header) of its first observation by a listing tick; a lower bound of that observation's time. */
+  anchorNovaMs: number | undefined;
+  /** Last body seen. */
+  last: Server | undefined;
+  /** Present in the last listing. */
+  inLastListing: boolean;
+}
+
+interface Wait extends CoalescedWaitOptions {
+  readonly entry: Entry;
+  /** `performance.now()` time it wants its next observation, or undefined while it has one to use. */
+  wantsAt: number | undefined;
+  /** An observation (or error) delivered and not yet taken. */
+  fresh: Delivery | undefined;
+  /** Wakes a blocked observe/sleep. */
+  wake: (() => void) | undefined;
+}
+
+/** Options of {@link DeleteWatcher}. */
+export interface DeleteWatcherOptions {
+  /** Cap on the watcher's requests per second while two or more servers are pending; `Infinity` = none. Default 10. */
+  maxRequestsPerSecond?: number;
+  /** Time between ticks while two or more servers are pending, in ms. Default: half the smallest pending `intervalMs`. */
+  watchIntervalMs?: number | undefined;
+  /** Margin subtracted from `changes-since` times, in ms. Default {@link CHANGES_SINCE_MARGIN_MS}. */
+  marginMs?: number;
+}
+
+const now = (): number => performance.now();
+
+function abortError(signal: AbortSignal): AbortError {
+  return new AbortError(undefined, { cause: signal.reason });
+}
+
+/** The coalescing delete watcher of one client. Get it with {@link deleteWatcherOf}. */
+export class DeleteWatcher {
+  /** Counters, for tests and benchmarks. */
+  readonly stats: DeleteWatcherStats = {
+    ticks: 0,
+    singleGets: 0,
+    listings: 0,
+    listingPages: 0,
+    relistings: 0,
+    confirmGets: 0,
+    fallbackGets: 0,
+    listingFailures: 0,
+    unchanged: 0,
+  };
+  readonly #client: NovaClient;
+  readonly #entries = new Map<string, Entry>();
+  readonly #bucket: TokenBucket;
+  readonly #clock = new NovaClock();
+  readonly #watchIntervalMs: number | undefined;
+  readonly #marginMs: number;
+  #timer: NodeJS.Timeout | undefined;
+  #timerAt = 0;
+  #tickAbort: AbortController | undefined;
+  #lastTickAt = Number.NEGATIVE_INFINITY;
+  #jitterDraw = 0;
+  #listingOffUntil = Number.NEGATIVE_INFINITY;
+
+  constructor(client: NovaClient, options: DeleteWatcherOptions = {}) {
+    this.#client = client;
+    this.#bucket = new TokenBucket(options.maxRequestsPerSecond ?? 10);
+    this.#watchIntervalMs = options.watchIntervalMs;
+    this.#marginMs = options.marginMs ?? CHANGES_SINCE_MARGIN_MS;
+  }
+
+  /** Pending waits. */
+  get pendingWaits(): number {
+    let n = 0;
+    for (const e of this.#entries.values()) n += e.waits.size;
+    return n;
+  }
+
+  /** Servers with at least one pending wait. */
+  get pendingServers(): number {
+    return this.#entries.size;
+  }
+
+  /** True when nothing is pending, no timer is set and no request is in flight. */
+  get idle(): boolean {
+    return this.#entries.size === 0 && this.#timer === undefined && this.#tickAbort === undefined;
+  }
+
+  /** Nova's clock offset (Nova minus local), in ms, once a listing has told it. */
+  get novaClockOffsetMs(): number | undefined {
+    return this.#clock.offsetMs;
+  }
+
+  /**
+   * A wait for `serverId`, to plug into `waitForDeleteWithHooks` as its `observe` and `sleep`
+   * hooks. It subscribes on its first call and leaves when the signal passed to it aborts (the
+   * waiter aborts it when it settles).
+   */
+  watch(serverId: string, options: CoalescedWaitOptions): CoalescedWait {
+    let me: Wait | undefined;
+    const attach = (signal: AbortSignal): Wait => {
+      if (me) return me;
+      if (signal.aborted) throw abortError(signal);
+      let entry = this.#entries.get(serverId);
+      if (!entry) {
+        entry = { serverId, waits: new Set(), subscribedWallMs: Date.now(), anchorNovaMs: undefined, last: undefined, inLastListing: false };
+        this.#entries.set(serverId, entry);
+      }
+      const w: Wait = { ...options, entry, wantsAt: undefined, fresh: undefined, wake: undefined };
+      me = w;
+      entry.waits.add(w);
+      signal.addEventListener('abort', () => this.#leave(w), { once: true });
+      return w;
+    };
+    return {
+      observe: async (signal) => {
+        const w = attach(signal);
+        if (!w.fresh) {
+          w.wantsAt = now();
+          this.#schedule();
+          await this.#nextDelivery(w, signal);
+        }
+        const d = w.fresh!;
+        w.fresh = undefined;
+        if (d.obs) return d.obs;
+        throw d.error;
+      },
+      sleep: async (delayMs, signal) => {
+        const w = attach(signal);
+        if (w.fresh) return;
+        w.wantsAt = now() + delayMs;
+        this.#schedule();
+        await this.#nextDelivery(w, signal);
+      },
+    };
+  }
+
+  #nextDelivery(w: Wait, signal: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (signal.aborted) {
+        reject(abortError(signal));
+        return;
+      }
+      const onAbort = (): void => {
+        w.wake = undefined;
+        reject(abortError(signal));
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      w.wake = () => {
+        signal.removeEventListener('abort', onAbort);
+        w.wake = undefined;
+        resolve();
+      };
+    });
+  }
+
+  #leave(w: Wait): void {
+    const entry = w.entry;
+    entry.waits.delete(w);
+    if (entry.waits.size === 0 && this.#entries.get(entry.serverId) === entry) this.#entries.delete(entry.serverId);
+    if (this.#entries.size === 0) {
+      this.#clearTimer();
+      this.#tickAbort?.abort(new Error('no wait pending'));
+      return;
+    }
+    this.#schedule();
+  }
+
+  #deliver(entry: Entry, d: Delivery): void {
+    for (const w of entry.waits) {
+      w.fresh = d;
+      w.wantsAt = undefined;
+      w.wake?.();
+    }
+  }
+
+  #clearTimer(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** Time between fleet ticks: `watchIntervalMs`, or half the smallest pending interval (the whole interval while listing is off), jittered. */
+  #fleetGapMs(): number {
+    let interval = Number.POSITIVE_INFINITY;
+    let jitter = 1;
+    for (const e of this.#entries.values()) {
+      for (const w of e.waits) {
+        interval = Math.min(interval, w.intervalMs);
+        jitter = Math.min(jitter, w.jitter);
+      }
+    }
+    const listing = now() >= this.#listingOffUntil;
+    const base = listing ? (this.#watchIntervalMs ?? interval / 2) : interval;
+    return base * (1 + this.#jitterDraw * jitter);
+  }
+
+  #schedule(): void {
+    if (this.#tickAbort) return; // the running tick reschedules when it ends
+    if (this.#entries.size === 0) {
+      this.#clearTimer();
+      return;
+    }
+    const t = now();
+    let at: number;
+    if (this.#entries.size === 1) {
+      at = Number.POSITIVE_INFINITY;
+      // A wait that wants its next look at or after its deadline gets none: it times out (no doomed request).
+      for (const e of this.#entries.values()) for (const w of e.waits) if (w.wantsAt !== undefined && w.wantsAt < w.deadlineAt) at = Math.min(at, w.wantsAt);
+      if (at === Number.POSITIVE_INFINITY) {
+        this.#clearTimer();
+        return;
+      }
+    } else {
+      at = Math.max(this.#lastTickAt + this.#fleetGapMs(), t + this.#bucket.delayFor(1));
+    }
+    if (this.#timer !== undefined && Math.abs(this.#timerAt - at) < 0.5) return;
+    this.#clearTimer();
+    this.#timerAt = at;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      void this.#tick();
+    }, Math.max(0, at - t));
+  }
+
+  async #tick(): Promise<void> {
+    const entries = [...this.#entries.values()];
+    if (entries.length === 0) return;
+    const ac = new AbortController();
+    this.#tickAbort = ac;
+    this.#lastTickAt = now();
+    this.#jitterDraw = Math.random() * 2 - 1;
+    this.stats.ticks++;
+    try {
+      if (entries.length === 1) {
+        this.stats.singleGets++;
+        const entry = entries[0]!;
+        const d = await this.#get(entry, ac.signal);
+        if (d) this.#deliver(entry, d);
+      } else {
+        await this.#fleetTick(entries, ac.signal);
+      }
+    } catch (e) {
+      // Unexpected (a bug, not a Nova answer): every wait sees it rather than hanging.
+      if (!ac.signal.aborted) for (const entry of entries) this.#deliver(entry, { error: e });
+    } finally {
+      this.#tickAbort = undefined;
+      this.#schedule();
+    }
+  }
+
+  /** The request time limit for an entry: its waits' smallest, capped by the time left to their deadlines. */
+  #requestTimeoutFor(entry: Entry): number {
+    const t = now();
+    let ms = Number.POSITIVE_INFINITY;
+    for (const w of entry.waits) ms = Math.min(ms, w.requestTimeoutMs ?? this.#client.requestTimeoutMs, w.deadlineAt - t);
+    return Math.max(1, Number.isFinite(ms) ? ms : this.#client.requestTimeoutMs);
+  }
+
+  async #get(entry: Entry, signal: AbortSignal): Promise<Delivery | undefined> {
+    try {
+      const server = await this.#client.getServer(entry.serverId, { signal, requestTimeoutMs: this.#requestTimeoutFor(entry), retry: false });
+      return { obs: { gone: false, server } };
+    } catch (e) {
+      if (signal.aborted) return undefined;
+      if (e instanceof NotFoundError) return { obs: { gone: true } };
+      return { error: e };
+    }
+  }
+
+  /** `changes-since` time for these entries: the earliest anchor (or estimated subscription time on Nova's clock) minus the margin. */
+  #sinceMs(entries: readonly Entry[]): number {
+    let min = Number.POSITIVE_INFINITY;
+    for (const e of entries) min = Math.min(min, e.anchorNovaMs ?? this.#clock.toNova(e.subscribedWallMs));
+    return min - this.#marginMs;
+  }
+
+  async #fleetTick(entries: Entry[], signal: AbortSignal): Promise<void> {
+    if (now() >= this.#listingOffUntil) {
+      const listed = await this.#list(entries, signal);
+      if (listed === 'done') return;
+      if (listed !== 'unusable') {
+        await this.#answerFromListing(entries, listed.servers, listed.novaDateMs, signal);
+        return;
+      }
+    }
+    this.stats.fallbackGets += entries.length;
+    await this.#getEach(entries, signal, undefined);
+  }
+
+  async #list(entries: Entry[], signal: AbortSignal): Promise<'done' | 'unusable' | { servers: Server[]; novaDateMs: number | undefined }> {
+    let requestTimeoutMs = Number.POSITIVE_INFINITY;
+    for (const e of entries) for (const w of e.waits) requestTimeoutMs = Math.min(requestTimeoutMs, w.requestTimeoutMs ?? this.#client.requestTimeoutMs);
+    if (!Number.isFinite(requestTimeoutMs)) requestTimeoutMs = this.#client.requestTimeoutMs;
+    let since = this.#sinceMs(entries);
+    for (let attempt = 0; ; attempt++) {
+      this.#bucket.take(1);
+      this.stats.listings++;
+      if (attempt > 0) this.stats.relistings++;
+      let res: Awaited<ReturnType<NovaClient['listServersWithMeta']>>;
+      try {
+        res = await this.#client.listServersWithMeta({ 'changes-since': isoSeconds(since) }, { signal, requestTimeoutMs, retry: false });
+      } catch (e) {
+        if (signal.aborted) return 'done';
+        this.stats.listingFailures++;
+        if (isTransient(e) || e instanceof AuthError) {
+          for (const entry of entries) this.#deliver(entry, { error: e });
+          return 'done';
+        }
+        this.#listingOffUntil = now() + LISTING_RETRY_MS;
+        this.#client.logger.warn(
+          { err: (e as Error).message, status: (e as { status?: number }).status, retryAfterMs: LISTING_RETRY_MS },
+          'changes-since listing cannot answer: pending deletes fall back to per-server GETs',
+        );
+        return 'unusable';
+      }
+      this.#bucket.take(res.pages - 1);
+      this.stats.listingPages += res.pages;
+      this.#clock.learn(res.serverDateMs, Date.now());
+      const needed = this.#sinceMs(entries);
+      if (attempt === 0 && since - needed > RELIST_TOLERANCE_MS) {
+        since = needed; // Nova's clock is behind ours: ask again with the time on its clock
+        continue;
+      }
+      return { servers: res.servers, novaDateMs: res.serverDateMs };
+    }
+  }
+
+  async #answerFromListing(entries: Entry[], servers: Server[], novaDateMs: number | undefined, signal: AbortSignal): Promise<void> {
+    const byId = new Map<string, Server>();
+    for (const s of servers) if (s && typeof s.id === 'string') byId.set(s.id, s);
+    const confirm: Entry[] = [];
+    for (const entry of entries) {
+      if (entry.waits.size === 0) continue;
+      const server = byId.get(entry.serverId);
+      if (server) {
+        entry.inLastListing = true;
+        entry.last = server;
+        if (novaDateMs !== undefined) entry.anchorNovaMs ??= novaDateMs;
+        this.#deliver(entry, { obs: { gone: false, server } });
+      } else if (entry.anchorNovaMs !== undefined && !entry.inLastListing && entry.last) {
+        // Absent: not updated since `since` <= anchor - margin, and it was observed after its anchor.
+        this.stats.unchanged++;
+        this.#deliver(entry, { obs: { gone: false, server: entry.last } });
+      } else {
+        confirm.push(entry);
+      }
+    }
+    this.stats.confirmGets += confirm.length;
+    await this.#getEach(confirm, signal, novaDateMs);
+  }
+
+  /** GET each entry (rate-capped, bounded concurrency) and deliver; `anchorNovaMs` anchors entries first seen this way. */
+  async #getEach(entries: Entry[], signal: AbortSignal, anchorNovaMs: number | undefined): Promise<void> {
+    if (entries.length === 0) return;
+    const limit = pLimit(CONFIRM_CONCURRENCY);
+    await Promise.all(
+      entries.map((entry) =>
+        limit(async () => {
+          if (signal.aborted || entry.waits.size === 0) return;
+          try {
+            await this.#bucket.acquire(signal);
+          } catch {
+            return; // aborted
+          }
+          const d = await this.#get(entry, signal);
+          if (!d) return;
+          if (d.obs) {
+            entry.inLastListing = false;
+            if (!d.obs.gone) {
+              entry.last = d.obs.server;
+              if (anchorNovaMs !== undefined) entry.anchorNovaMs ??= anchorNovaMs;
+            }
+          }
+          this.#deliver(entry, d);
+        }),
+      ),
+    );
+  }
+}
+
+const watchers = new WeakMap<NovaClient, DeleteWatcher>();
+
+/**
+ * The delete watcher of `client` (created on first use with the client's `maxRequestsPerSecond`
+ * and `watchIntervalMs`). It holds no timer while nothing is pending.
+ */
+export function deleteWatcherOf(client: NovaClient): DeleteWatcher {
+  let w = watchers.get(client);
+  if (!w) {
+    w = new DeleteWatcher(client, { maxRequestsPerSecond: client.maxRequestsPerSecond, watchIntervalMs: client.watchIntervalMs });
+    watchers.set(client, w);
+  }
+  return w;
+}
