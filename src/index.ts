@@ -45,3 +45,7 @@ export { backoffDelayMs } from './quotaBackoff.js';
 export type { BackoffPolicy } from './quotaBackoff.js';
 export { waitForActive } from './waitForActive.js';
 export type { WaitForActiveOptions, WaitForActiveResult, ActiveOutcome } from './waitForActive.js';
+export { KeystoneAuth, MIN_TOKEN_LIFE_MS, EndpointNotFoundError } from './keystone.js';
+export type { KeystoneAuthOptions, KeystoneCredentials, KeystoneMethod, CatalogEntry, CatalogEndpoint, EndpointFilter } from './keystone.js';
+export { loadCloudConfig, clientOptionsFromCloud, resolveClientOptions } from './config.js';
+export type { CloudConfig, CloudAuth, CloudAuthType, LoadCloudConfigOptions, CloudClientOptions } from './config.js';

@@ -1,0 +1,160 @@
+/**
+ * The main job: several autopkgtest-style workers, spread over two worker hosts (two processes' worth
+ * of clients and guards), share one project whose core quota is smaller than what they would use at
+ * once, and Nova deletes asynchronously. Every create goes through a QuotaGuard; every delete waits
+ * until Nova has really deleted the server. The guards of the two hosts do not know each other's
+ * claims, so they race and meet real quota 403s, which they absorb. The summary shows the waits and
+ * 403s absorbed and no job failed; the run ends with a quota audit.
+ *
+ * `npm run demo` runs it on an embedded fake Nova behind a fake Keystone (password auth, token
+ * renewal, catalog lookup). Against a real cloud:
+ * `npm run demo -- --endpoint http://127.0.0.1:8774/v2.1 --token admin:demo --image <id> --flavor <id>`.
+ */
+import { Command } from 'commander';
+import { KeystoneAuth, NovaClient, QuotaGuard, auditQuota } from 'nova-guard';
+import { FakeKeystone, FakeNova } from 'nova-guard/testing';
+import { runWorker, type WorkerStats } from './worker.js';
+
+interface DemoFlags {
+  endpoint?: string;
+  token?: string;
+  osCloud?: string;
+  image?: string;
+  flavor?: string;
+  workers: string;
+  hosts: string;
+  jobs: string;
+  cores: string;
+  testMs: string;
+  deleteDelayMs: string;
+  latencyMs: string;
+  quiet?: boolean;
+}
+
+const program = new Command('demo')
+  .option('--endpoint <url>', 'compute endpoint of a real cloud (default: an embedded fake Nova)')
+  .option('--token <token>', 'token for --endpoint')
+  .option('--os-cloud <name>', 'cloud from clouds.yaml (a real cloud)')
+  .option('--image <id>', 'image id (real cloud; env NOVA_IMAGE_ID)')
+  .option('--flavor <id>', 'flavor id of a 2-vCPU flavor (real cloud; env NOVA_FLAVOR_ID)')
+  .option('--workers <n>', 'workers', '8')
+  .option('--hosts <n>', 'worker hosts the workers are spread over (each with its own client and guard)', '2')
+  .option('--jobs <n>', 'jobs per worker', '3')
+  .option('--cores <n>', 'core quota of the fake Nova', '10')
+  .option('--test-ms <ms>', 'how long each "test" runs, in ms', '150')
+  .option('--delete-delay-ms <ms>', 'how long the fake Nova takes to delete a server, in ms', '400')
+  .option('--latency-ms <ms>', 'API latency of the fake Nova, in ms (makes the hosts race)', '15')
+  .option('--quiet', 'print only the summary')
+  .parse();
+const flags = program.opts<DemoFlags>();
+
+async function main(): Promise<number> {
+  const started = performance.now();
+  const real = Boolean(flags.endpoint || flags.osCloud);
+  const hosts = Math.max(1, Number(flags.hosts));
+  let fake: FakeNova | undefined;
+  let keystone: FakeKeystone | undefined;
+  const clients: NovaClient[] = [];
+  for (let h = 0; h < hosts; h++) {
+    if (flags.endpoint && flags.token) {
+      clients.push(new NovaClient({ endpoint: flags.endpoint, token: flags.token, microversion: '2.79' }));
+    } else if (real) {
+      clients.push(await NovaClient.fromCloud(flags.osCloud, { microversion: '2.79' }));
+    } else {
+      if (!fake) {
+        fake = await FakeNova.start({
+          projectId: 'demo',
+          maxTotalCores: Number(flags.cores),
+          buildDelayMs: 100,
+          deleteDelayMs: Number(flags.deleteDelayMs),
+          deletedWindowMs: 30,
+          validateToken: (t) => keystone?.isValid(t) ?? false,
+        });
+        if (Number(flags.latencyMs) > 0) fake.inject({ path: /.*/, delayMs: Number(flags.latencyMs), times: Infinity });
+        keystone = await FakeKeystone.start({
+          computeUrl: fake.endpoint,
+          projects: [{ id: 'demo', name: 'ci' }],
+          users: [{ name: 'ci-bot', password: 'ci-bot-password', projects: ['demo'] }],
+        });
+      }
+      const auth = new KeystoneAuth({
+        authUrl: keystone!.authUrl,
+        username: 'ci-bot',
+        password: 'ci-bot-password',
+        userDomainName: 'Default',
+        projectName: 'ci',
+        projectDomainName: 'Default',
+      });
+      clients.push(new NovaClient({ auth, projectId: 'demo', microversion: '2.79' }));
+    }
+  }
+  const client = clients[0]!;
+  const imageRef = flags.image ?? process.env['NOVA_IMAGE_ID'] ?? 'cirros';
+  const flavorRef = flags.flavor ?? process.env['NOVA_FLAVOR_ID'] ?? '2';
+  let waits = 0;
+  let quotaRetries = 0;
+  const guards = clients.map((c) => new QuotaGuard(c, {
+    baseDelayMs: 100,
+    minDelayMs: 50,
+    maxDelayMs: 1000,
+    maxWaitMs: 60000,
+    activeIntervalMs: 100,
+    onWait: () => {
+      waits++;
+    },
+    onRetry: () => {
+      quotaRetries++;
+    },
+  }));
+  const workers = Number(flags.workers);
+  const jobs = Number(flags.jobs);
+  const results: WorkerStats[] = await Promise.all(
+    Array.from({ length: workers }, (_, i) =>
+      runWorker(clients[i % hosts]!, guards[i % hosts]!, {
+        name: `demo-w${i + 1}`,
+        jobs,
+        flavorRef,
+        imageRef,
+        testDurationMs: Number(flags.testMs),
+        deleteIntervalMs: 100,
+        onJob: flags.quiet ? undefined : (w, j, ok, detail) => console.log(`${w} job ${j}: ${ok ? 'done' : `FAILED ${detail}`}`),
+      }),
+    ),
+  );
+  const quota403s = fake ? fake.requestsTo('POST', '/servers').filter((r) => r.status === 403).length : quotaRetries;
+  const requests = clients.reduce((n, c) => n + c.stats.requests, 0);
+  const limits = await client.getLimits();
+  const sum = (k: keyof WorkerStats): number => results.reduce((n, r) => n + (r[k] as number), 0);
+  const rows: Array<[string, string | number]> = [
+    ['cloud', real ? (flags.endpoint ?? flags.osCloud ?? '') : `fake Nova behind fake Keystone, ${flags.cores}-core quota, ${flags.deleteDelayMs} ms deletes`],
+    ['workers x jobs', `${workers} x ${jobs} (2-core servers) on ${hosts} hosts`],
+    ['jobs done', sum('jobsDone')],
+    ['jobs failed', sum('jobsFailed')],
+    ['quota waits (guard)', waits],
+    ['quota 403s met (absorbed)', quota403s],
+    ['quota retries (guard)', quotaRetries],
+    ['requests made', requests],
+    ['deletes confirmed', sum('deletesConfirmed')],
+    ['cores in use at the end', limits.absolute.totalCoresUsed ?? 'unknown'],
+    ['elapsed', `${((performance.now() - started) / 1000).toFixed(1)} s`],
+  ];
+  console.log('\n| nova-guard demo | |\n|---|---|');
+  for (const [k, v] of rows) console.log(`| ${k} | ${v} |`);
+  for (const r of results) for (const e of r.errors) console.log(`  ${r.worker}: ${e}`);
+
+  const audit = await auditQuota(client);
+  console.log(`\nQuota audit: ${audit.verdict} — ${audit.summary}`);
+  await fake?.close();
+  await keystone?.stop();
+  return sum('jobsFailed') === 0 && sum('deletesConfirmed') === workers * jobs ? 0 : 1;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (e: unknown) => {
+    console.error(`demo failed: ${(e as Error).message}`);
+    process.exitCode = 1;
+  },
+);
