@@ -44,180 +44,43 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pRetry from 'p-retry';
 import type { NovaClient } from './client.js';
-import type { DeleteServerOptions } from './deleteServer.js';
-import {
-  AbortError,
-  ForbiddenError,
-  NotFoundError,
-  NovaApiError,
-  NovaNetworkError,
-  QuotaExceededError,
-  QuotaWaitTimeoutError,
-  RateLimitError,
-  ServerBuildError,
-  ValidationError,
-  isAbortError,
-  throwIfAborted,
-} from './errors.js';
-import {
-  checkFit,
-  computeHeadroom,
-  describeShortfalls,
-  shortfallResources,
-  type Headroom,
-  type QuotaNeeds,
-  type Shortfall,
-} from './headroom.js';
+import { AbortError, NotFoundError, NovaApiError, QuotaExceededError, QuotaWaitTimeoutError, ServerBuildError, ValidationError, isAbortError, throwIfAborted } from './errors.js';
+import { createAttempt, type CreateContext } from './guardedCreate.js';
+import { checkFit, computeHeadroom, describeShortfalls, shortfallResources, type Headroom, type QuotaNeeds } from './headroom.js';
 import { componentLogger, type Logger } from './logger.js';
 import { Backoff } from './quotaBackoff.js';
 import { ClaimLedger, type Claim } from './quotaClaims.js';
+import {
+  flavorIdOf,
+  isFullNeeds,
+  validateNeeds,
+  validateOptions,
+  type GuardedCallOptions,
+  type GuardedCreateOptions,
+  type QuotaGuardOptions,
+  type QuotaGuardStats,
+  type QuotaNeedsSpec,
+  type QuotaRetryInfo,
+  type QuotaRetryReason,
+  type QuotaWaitInfo,
+  type ResolvedOptions,
+} from './quotaGuardOptions.js';
 import { parseQuotaMessage } from './quotaMessage.js';
-import { withRetry } from './retry.js';
 import type { CreateServerBody, Server } from './types.js';
-import { checkMs } from './waitForDelete.js';
-import { waitForActive } from './waitForActive.js';
 
 export type { QuotaNeeds, Headroom, ResourceHeadroom, Shortfall } from './headroom.js';
-
-/** One wait for headroom, passed to {@link QuotaGuardOptions.onWait}. */
-export interface QuotaWaitInfo {
-  /** What the create needs. */
-  needs: QuotaNeeds;
-  /** The resources that do not fit, each with needed, max, used, inFlight and headroom. */
-  shortfalls: Shortfall[];
-  /** The headroom just read. */
-  headroom: Headroom;
-  /** How long the guard waits before the next `/limits` read, in ms. */
-  delayMs: number;
-  /** Waits of this call so far, this one included. */
-  waits: number;
-  /** POSTs this call has made so far. */
-  posts: number;
-  /** Time since the call started, in ms. */
-  elapsedMs: number;
-}
-
-/** Why the guard retries. */
-export type QuotaRetryReason =
-  /** Nova answered the POST with a quota 403 (or legacy 413 quota). */
-  | 'quota'
-  /** The server went to ERROR with a quota fault; the guard deleted it. */
-  | 'late-quota-fault'
-  /** A rate limit (413 overLimit with Retry-After, 429): re-POST without using an attempt. */
-  | 'rate-limit';
-
-/** One retry, passed to {@link QuotaGuardOptions.onRetry}. */
-export interface QuotaRetryInfo {
-  reason: QuotaRetryReason;
-  /** The error that caused the retry. */
-  error: Error;
-  /** Attempts (quota-counted POSTs) made so far. */
-  attempt: number;
-  /** Attempts left after this retry's. */
-  attemptsLeft: number;
-  /** Delay before the retry, in ms (for `'rate-limit'`: the Retry-After part; p-retry adds its backoff). */
-  delayMs: number;
-  /** Time since the call started, in ms. */
-  elapsedMs: number;
-  /** For `'late-quota-fault'`: the deleted server. */
-  serverId?: string | undefined;
-}
-
-/** Options of {@link QuotaGuard}. Every duration is in milliseconds. */
-export interface QuotaGuardOptions {
-  /**
-   * Longest time one guarded create may spend waiting for headroom and retrying quota errors, in
-   * ms, from the call's start. Default 600000 (10 min). 0: never wait.
-   */
-  maxWaitMs?: number;
-  /** Most POSTs that count as attempts (rate-limited POSTs do not count). Default 8. */
-  maxAttempts?: number;
-  /** Floor of every backoff delay, in ms, also when Nova sends `Retry-After: 0`. Default 1000. */
-  minDelayMs?: number;
-  /** First backoff delay before jitter, in ms; doubles with every wait of the call. Default 2000. */
-  baseDelayMs?: number;
-  /** Ceiling of every backoff delay, in ms. Default 60000. */
-  maxDelayMs?: number;
-  /** Jitter: each delay is multiplied by a random factor in [1 - jitter, 1 + jitter]. Default 0.2. */
-  jitter?: number;
-  /** Called before each wait for headroom. Exceptions are logged and ignored. */
-  onWait?: ((info: QuotaWaitInfo) => void) | undefined;
-  /** Called before each retry; returning `false` vetoes it (the error is thrown). Exceptions are logged and ignored. */
-  onRetry?: ((info: QuotaRetryInfo) => boolean | void) | undefined;
-  /**
-   * What to do when `maxWaitMs` runs out and `/limits` still says the create does not fit:
-   * `'throw'` a {@link QuotaWaitTimeoutError} (default), or `'attempt'` the create anyway and let
-   * Nova's own check decide (reported usage can be wrong: BUG-13; nodepool `ignore-provider-quota`).
-   */
-  onStaleLimits?: 'throw' | 'attempt';
-  /** Wait for a created server to leave BUILD (late quota faults, cleanup). Default true. */
-  waitForActive?: boolean;
-  /** How long a server may stay in BUILD, in ms. Default 600000. */
-  activeTimeoutMs?: number;
-  /** Time between polls of a building server, in ms. Default 2000. */
-  activeIntervalMs?: number;
-  /**
-   * Options of the guard's own deletes of servers it created and gave up on (always with `wait`).
-   * Default `{ intervalMs: activeIntervalMs }` and `deleteServer`'s other defaults.
-   */
-  deleteOptions?: Omit<DeleteServerOptions, 'wait' | 'signal'>;
-  /** pino logger; default silent. Logs waits (info), retries and cleanups (warn), never request bodies. */
-  logger?: Logger;
-}
-
-/** Options of one guarded call. */
-export interface GuardedCallOptions {
-  /** Abort at any point: rejects with {@link AbortError}; a server already created is deleted first. */
-  signal?: AbortSignal | undefined;
-}
-
-/** Options of {@link QuotaGuard.createServer}. */
-export interface GuardedCreateOptions extends GuardedCallOptions {
-  /** Needs to use instead of the flavor's (missing fields come from the flavor). */
-  needs?: Partial<QuotaNeeds> | undefined;
-}
-
-/** What {@link QuotaGuard.withQuotaGuard} accepts as needs: numbers, or a flavor and a server count. */
-export type QuotaNeedsSpec = QuotaNeeds | { flavorRef: string; count?: number };
-
-/** Counters of one guard, for summaries (e.g. the demo). */
-export interface QuotaGuardStats {
-  /** Guarded calls that resolved. */
-  succeeded: number;
-  /** Guarded calls that rejected. */
-  failed: number;
-  /** Waits for headroom. */
-  waits: number;
-  /** POSTs (or `fn` calls) that counted as attempts. */
-  attempts: number;
-  /** Quota 403s (and legacy 413 quotas) answered to the guard's POSTs. */
-  quota403s: number;
-  /** Retries after a quota error. */
-  quotaRetries: number;
-  /** Servers that went to ERROR with a quota fault and were deleted. */
-  lateQuotaFaults: number;
-  /** Rate-limited POSTs re-sent. */
-  rateLimitRetries: number;
-  /** Servers the guard deleted because it gave up on them. */
-  cleanups: number;
-}
-
-/** Defaults of {@link QuotaGuardOptions}. */
-export const QUOTA_GUARD_DEFAULTS = Object.freeze({
-  maxWaitMs: 600000,
-  maxAttempts: 8,
-  minDelayMs: 1000,
-  baseDelayMs: 2000,
-  maxDelayMs: 60000,
-  jitter: 0.2,
-  onStaleLimits: 'throw' as const,
-  waitForActive: true,
-  activeTimeoutMs: 600000,
-  activeIntervalMs: 2000,
-});
-
-type ResolvedOptions = Required<Omit<QuotaGuardOptions, 'onWait' | 'onRetry' | 'logger' | 'deleteOptions'>> &
-  Pick<QuotaGuardOptions, 'onWait' | 'onRetry' | 'deleteOptions'>;
+export type {
+  QuotaWaitInfo,
+  QuotaRetryReason,
+  QuotaRetryInfo,
+  QuotaGuardOptions,
+  GuardedCallOptions,
+  GuardedCreateOptions,
+  QuotaNeedsSpec,
+  QuotaGuardStats,
+  ResolvedOptions,
+} from './quotaGuardOptions.js';
+export { QUOTA_GUARD_DEFAULTS } from './quotaGuardOptions.js';
 
 /** State of one guarded call. */
 class CallState {
@@ -240,51 +103,6 @@ class CallState {
   remainingMs(): number {
     return this.deadlineMs - performance.now();
   }
-}
-
-function validateOptions(o: QuotaGuardOptions): ResolvedOptions {
-  if (o === null || typeof o !== 'object') throw new ValidationError('QuotaGuard options must be an object');
-  checkMs('maxWaitMs', o.maxWaitMs, { allowZero: true });
-  checkMs('minDelayMs', o.minDelayMs, { allowZero: true });
-  checkMs('baseDelayMs', o.baseDelayMs, { allowZero: true });
-  checkMs('maxDelayMs', o.maxDelayMs, { allowZero: true });
-  checkMs('activeTimeoutMs', o.activeTimeoutMs);
-  checkMs('activeIntervalMs', o.activeIntervalMs);
-  const r: ResolvedOptions = {
-    ...QUOTA_GUARD_DEFAULTS,
-    ...Object.fromEntries(Object.entries(o).filter(([k, v]) => v !== undefined && k !== 'logger')),
-  } as ResolvedOptions;
-  if (!Number.isInteger(r.maxAttempts) || r.maxAttempts < 1) throw new ValidationError(`maxAttempts must be a positive integer, got ${String(r.maxAttempts)}`);
-  if (typeof r.jitter !== 'number' || !(r.jitter >= 0 && r.jitter < 1)) throw new ValidationError(`jitter must be a number in [0, 1), got ${String(r.jitter)}`);
-  if (r.maxDelayMs < r.minDelayMs) throw new ValidationError(`maxDelayMs (${r.maxDelayMs}) must not be below minDelayMs (${r.minDelayMs})`);
-  if (r.onStaleLimits !== 'throw' && r.onStaleLimits !== 'attempt') {
-    throw new ValidationError(`onStaleLimits must be 'throw' or 'attempt', got ${JSON.stringify(r.onStaleLimits)}`);
-  }
-  if (typeof r.waitForActive !== 'boolean') throw new ValidationError('waitForActive must be a boolean');
-  for (const hook of ['onWait', 'onRetry'] as const) {
-    if (r[hook] !== undefined && typeof r[hook] !== 'function') throw new ValidationError(`${hook} must be a function`);
-  }
-  return r;
-}
-
-function validateNeeds(n: Partial<QuotaNeeds>, what: string): void {
-  for (const k of ['cores', 'ramMiB', 'instances'] as const) {
-    const v = n[k];
-    if (v === undefined) continue;
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new ValidationError(`${what}.${k} must be a non-negative number, got ${String(v)}`);
-  }
-  if (n.instances !== undefined && !Number.isInteger(n.instances)) throw new ValidationError(`${what}.instances must be an integer, got ${n.instances}`);
-}
-
-function isFullNeeds(n: Partial<QuotaNeeds> | undefined): n is QuotaNeeds {
-  return !!n && n.cores !== undefined && n.ramMiB !== undefined && n.instances !== undefined;
-}
-
-/** `flavorRef` may be an id or a URL (`.../flavors/{id}`): the id. */
-function flavorIdOf(ref: string): string {
-  const s = String(ref);
-  if (/^https?:\/\//i.test(s)) return decodeURIComponent(s.replace(/\/+$/, '').split('/').pop() ?? s);
-  return s;
 }
 
 /** Why an attempt's error is retried, or undefined when it is not. */
@@ -331,6 +149,7 @@ export class QuotaGuard {
   readonly #opts: ResolvedOptions;
   readonly #log: Logger;
   readonly #ledger = new ClaimLedger();
+  readonly #createContext: CreateContext;
 
   /**
    * @throws {@link ValidationError} when `client` is missing or an option is out of range (a
@@ -341,6 +160,14 @@ export class QuotaGuard {
     this.client = client;
     this.#opts = validateOptions(options);
     this.#log = componentLogger(options.logger, 'quota-guard');
+    this.#createContext = {
+      client,
+      opts: this.#opts,
+      ledger: this.#ledger,
+      log: this.#log,
+      stats: this.stats,
+      onRetry: (info) => this.#callOnRetry(info),
+    };
   }
 
   /** The resolved options (defaults filled in). */
@@ -397,7 +224,7 @@ export class QuotaGuard {
       const flavor = await this.client.getFlavor(flavorIdOf(body.flavorRef), { signal: options.signal });
       needs = { cores: given?.cores ?? flavor.vcpus, ramMiB: given?.ramMiB ?? flavor.ram, instances: given?.instances ?? 1 };
     }
-    return this.#guarded(needs, (claim, signal, call) => this.#createAttempt(body, claim, signal, call), options.signal);
+    return this.#guarded(needs, (claim, signal, call) => createAttempt(this.#createContext, body, claim, signal, call), options.signal);
   }
 
   /**
@@ -626,140 +453,6 @@ export class QuotaGuard {
         }
       }),
     );
-  }
-
-  /** One POST; rate limits (and refused connections) re-sent by withRetry without using an attempt. */
-  async #createAttempt(body: CreateServerBody, claim: Claim, signal: AbortSignal | undefined, call: CallState): Promise<Server> {
-    let created: Server | undefined;
-    try {
-      await withRetry(
-        async () => {
-          // The POST itself never takes the signal: an abort must not hide a server Nova created.
-          created = await this.client.createServer(body, { retry: false });
-          return created;
-        },
-        {
-          retries: Number.POSITIVE_INFINITY,
-          minDelayMs: this.#opts.minDelayMs,
-          maxDelayMs: this.#opts.maxDelayMs,
-          maxRetryTimeMs: Math.max(1, call.remainingMs()),
-          signal,
-          shouldRetry: (e) => e instanceof RateLimitError || (e instanceof NovaNetworkError && e.code === 'ECONNREFUSED'),
-          onRetry: (error, _attempt, retryAfterMs) => {
-            if (!(error instanceof RateLimitError)) return;
-            const info: QuotaRetryInfo = {
-              reason: 'rate-limit',
-              error,
-              attempt: call.posts,
-              attemptsLeft: this.#opts.maxAttempts - call.posts,
-              delayMs: retryAfterMs,
-              elapsedMs: call.elapsedMs(),
-            };
-            if (this.#callOnRetry(info) === false) throw error;
-            this.stats.rateLimitRetries++;
-            this.#log.warn({ retryAfterMs, requestId: error.requestId }, 'create rate-limited: re-sending after Retry-After (no attempt used)');
-          },
-        },
-      );
-    } catch (e) {
-      if (created) return this.#abandon(created, claim, e, call);
-      this.#ledger.release(claim, 'not-created');
-      if (e instanceof QuotaExceededError) {
-        this.stats.quota403s++;
-        if (e.permanent) this.#log.warn({ requestId: e.requestId, resources: e.resources }, 'permanent quota error: the request exceeds the limit itself');
-      } else if (e instanceof ForbiddenError) {
-        this.#log.warn({ requestId: e.requestId, status: e.status }, 'create forbidden (not a quota error): not retried');
-      }
-      throw e;
-    }
-    const server = created!;
-    claim.serverId = server.id;
-    if (signal?.aborted) return this.#abandon(server, claim, new AbortError(undefined, { cause: signal.reason }), call);
-    if (!this.#opts.waitForActive) {
-      claim.unwatched = true;
-      return server;
-    }
-    return this.#settle(server, claim, signal, call);
-  }
-
-  /** Wait for the new server to leave BUILD; delete it when the guard gives up on it. */
-  async #settle(created: Server, claim: Claim, signal: AbortSignal | undefined, call: CallState): Promise<Server> {
-    const id = created.id;
-    let res;
-    try {
-      res = await waitForActive(this.client, id, {
-        timeoutMs: this.#opts.activeTimeoutMs,
-        intervalMs: this.#opts.activeIntervalMs,
-        signal,
-      });
-    } catch (e) {
-      return this.#abandon(created, claim, e, call);
-    }
-    if (res.outcome === 'active') {
-      this.#ledger.release(claim, 'counted');
-      return { ...created, ...res.server } as Server;
-    }
-    if (res.outcome === 'gone') {
-      this.#ledger.release(claim, 'not-created');
-      throw new ServerBuildError({ serverId: id, reason: 'gone', lastStatus: res.lastStatus, elapsedMs: res.elapsedMs, deleted: true });
-    }
-    const fault = res.server?.fault;
-    const cleanup = await this.#cleanup(id, claim);
-    const buildError = new ServerBuildError({
-      serverId: id,
-      reason: res.outcome,
-      lastStatus: res.lastStatus,
-      faultMessage: fault?.message,
-      faultCode: fault?.code,
-      elapsedMs: res.elapsedMs,
-      deleted: cleanup === undefined,
-      cleanupError: cleanup,
-    });
-    const parsed = res.outcome === 'error' ? parseQuotaMessage(fault?.message) : undefined;
-    if (parsed && cleanup === undefined) {
-      this.stats.lateQuotaFaults++;
-      this.#log.warn({ serverId: id, fault: fault?.message }, 'server went to ERROR with a quota fault: deleted it');
-      throw new QuotaExceededError({
-        status: 0,
-        message: `Server ${id} went to ERROR with a quota fault and was deleted: ${fault?.message ?? ''}`,
-        serverId: id,
-        resources: parsed.resources,
-        permanent: parsed.permanent,
-        cause: buildError,
-      });
-    }
-    this.#log.warn({ serverId: id, outcome: res.outcome, fault: fault?.message, deleted: cleanup === undefined }, 'server did not become ACTIVE');
-    throw buildError;
-  }
-
-  /** The guard gives up on a created server (abort, failed poll): delete it, then throw. */
-  async #abandon(created: Server, claim: Claim, error: unknown, call: CallState): Promise<never> {
-    const id = created.id;
-    const cleanup = await this.#cleanup(id, claim);
-    this.#log.warn({ serverId: id, deleted: cleanup === undefined, posts: call.posts }, 'giving up on a created server');
-    if (isAbortError(error) || error instanceof AbortError) {
-      throw new AbortError(
-        cleanup === undefined
-          ? `The operation was aborted; server ${id} was deleted`
-          : `The operation was aborted; server ${id} could NOT be deleted: ${cleanup.message}`,
-        { cause: (error as Error).cause ?? error },
-      );
-    }
-    throw error;
-  }
-
-  /** Delete a server the guard created, with wait, ignoring the caller's signal. Returns the failure, if any. */
-  async #cleanup(id: string, claim: Claim): Promise<Error | undefined> {
-    this.stats.cleanups++;
-    try {
-      await this.client.deleteServer(id, { intervalMs: this.#opts.activeIntervalMs, ...this.#opts.deleteOptions, wait: true });
-      this.#ledger.release(claim, 'not-created');
-      return undefined;
-    } catch (e) {
-      this.#ledger.release(claim, 'counted');
-      this.#log.error({ serverId: id, err: (e as Error)?.message }, 'could not delete a server the guard created: it is left behind');
-      return e instanceof Error ? e : new Error(String(e));
-    }
   }
 }
 
