@@ -31,5 +31,6 @@ def application(kind):
 
 
 if __name__ == "__main__":
-    app = application(sys.argv[1])
-    make_server("127.0.0.1", int(sys.argv[2]), app, ThreadingServer, QuietHandler).serve_forever()
+    kind, port = sys.argv[1], int(sys.argv[2])
+    sys.argv[1:] = []  # keystone's application parses the command line as oslo.config options
+    make_server("127.0.0.1", port, application(kind), ThreadingServer, QuietHandler).serve_forever()
