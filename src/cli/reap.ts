@@ -109,11 +109,14 @@ function progressReporter(tty: boolean): { onEvent: (e: ReapEvent) => void; stop
 }
 
 /** The human report of a reap (what `server reap` prints without `--json`). */
-export function formatReap(r: Pick<ReapResult, 'dryRun' | 'deleted' | 'skipped' | 'failed' | 'candidates'>): string {
+export function formatReap(r: Pick<ReapResult, 'dryRun' | 'deleted' | 'skipped' | 'failed' | 'candidates'>, olderThanMs?: number): string {
   const rows: string[][] = [['result', 'id', 'name', 'age', 'detail']];
   for (const d of r.deleted) rows.push([d.outcome, d.serverId, d.name ?? '-', formatDuration(d.ageMs), `in ${formatDuration(d.elapsedMs)}`]);
   for (const f of r.failed) rows.push(['failed', f.serverId, f.name ?? '-', formatDuration(f.ageMs), `${f.error.name}: ${f.error.message}`]);
-  for (const s of r.skipped) rows.push([s.reason === 'dry-run' ? 'would delete' : `skipped (${s.reason})`, s.serverId, s.name ?? '-', formatDuration(s.ageMs), s.detail]);
+  for (const s of r.skipped) {
+    const detail = s.reason === 'too-young' && olderThanMs !== undefined ? `younger than ${formatDuration(olderThanMs)}` : s.detail;
+    rows.push([s.reason === 'dry-run' ? 'would delete' : `skipped (${s.reason})`, s.serverId, s.name ?? '-', formatDuration(s.ageMs), detail]);
+  }
   const head = `${r.dryRun ? 'Dry run: ' : ''}${r.deleted.length} deleted, ${r.failed.length} failed, ${r.skipped.length} skipped, ${r.candidates.length} candidates.`;
   return rows.length > 1 ? `${head}\n${renderTable(rows)}` : head;
 }
@@ -157,7 +160,7 @@ export function registerReapCommand(server: Command, getClient: () => Promise<No
         progress.stop();
       }
       const { dryRun, deleted, skipped, failed, candidates } = result;
-      console.log(flags.json ? JSON.stringify({ dryRun, deleted, failed, skipped, candidates }, jsonReplacer, 2) : formatReap(result));
+      console.log(flags.json ? JSON.stringify({ dryRun, deleted, failed, skipped, candidates }, jsonReplacer, 2) : formatReap(result, options.olderThanMs));
       if (failed.length > 0) {
         console.error(`${failed.length} of ${deleted.length + failed.length} servers failed to delete.`);
         process.exitCode = 1;
