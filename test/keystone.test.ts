@@ -237,13 +237,13 @@ describe('KeystoneAuth: catalog', () => {
 
 describe('KeystoneAuth: renewal', () => {
   it('renews a token that has less than minTokenLifeMs left, before use', async () => {
-    const k = await keystone({ tokenLifetimeMs: 300 });
-    const auth = password(k, { minTokenLifeMs: 200 });
+    const k = await keystone({ tokenLifetimeMs: 1000 });
+    const auth = password(k, { minTokenLifeMs: 900 });
     const first = await auth.getToken();
     expect(await auth.getToken()).toBe(first);
     expect(k.tokenRequests).toBe(1);
     await sleep(130);
-    expect(k.isValid(first)).toBe(true); // still valid, but less than 200 ms left
+    expect(k.isValid(first)).toBe(true); // still valid, but less than 900 ms left
     const second = await auth.getToken();
     expect(second).not.toBe(first);
     expect(k.tokenRequests).toBe(2);
