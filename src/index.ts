@@ -49,3 +49,4 @@ export { KeystoneAuth, MIN_TOKEN_LIFE_MS, EndpointNotFoundError } from './keysto
 export type { KeystoneAuthOptions, KeystoneCredentials, KeystoneMethod, CatalogEntry, CatalogEndpoint, EndpointFilter } from './keystone.js';
 export { loadCloudConfig, clientOptionsFromCloud, resolveClientOptions } from './config.js';
 export type { CloudConfig, CloudAuth, CloudAuthType, LoadCloudConfigOptions, CloudClientOptions } from './config.js';
+export { formatAudit } from './quotaAuditFormat.js';
