@@ -18,6 +18,7 @@ import { AbortError, AuthError, NovaApiError, NovaNetworkError, RateLimitError, 
 import { withRetry } from './retry.js';
 import { errorFromResponse, isTransient, networkError, requestIdOf, serverDateOf, type RequestContext } from './http.js';
 import { componentLogger, type Logger } from './logger.js';
+import { unconfirmedDeletes, type UnconfirmedDelete } from './deleteLedger.js';
 import type { AbsoluteLimits, CreateServerBody, Flavor, Limits, QuotaDetailItem, QuotaSetDetail, Server } from './types.js';
 import {
   deleteServer as deleteServerImpl,
@@ -501,6 +502,15 @@ export class NovaClient {
   /** Delete many servers at bounded concurrency; each settles on its own. See {@link deleteServers}. */
   deleteServers(ids: readonly string[], options: DeleteServerOptions & { concurrency?: number } = {}): Promise<DeleteServersResult> {
     return deleteServersImpl(this, ids, options);
+  }
+
+  /**
+   * Servers this client was asked to delete whose deletion is not confirmed yet (no 404, DELETED or
+   * SOFT_DELETED seen): deletes requested without `wait`, and waits that timed out, failed or were
+   * aborted, with the last error. A confirmed deletion leaves the list. Oldest first.
+   */
+  unconfirmedDeletes(): UnconfirmedDelete[] {
+    return unconfirmedDeletes(this);
   }
 
   /**

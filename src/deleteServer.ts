@@ -13,6 +13,8 @@
  *   "verified delete").
  * - `forceSoftDeleted`: a SOFT_DELETED server is force-deleted (`forceDelete` action) and waited for
  *   until 404; a 403 on the force-delete resolves `'soft-deleted'` with a warning.
+ * - Nothing is forgotten: every server passed to `deleteServer` stays in the client's ledger
+ *   (`client.unconfirmedDeletes()`, `src/deleteLedger.ts`) until its deletion is confirmed.
  *
  * @module
  */
@@ -29,6 +31,7 @@ import {
   ValidationError,
   throwIfAborted,
 } from './errors.js';
+import { settleDelete, trackDelete } from './deleteLedger.js';
 import type { Server } from './types.js';
 import { checkMs, waitForDeleteWithHooks, type Observation, type WaitForDeleteOptions, type WaitHooks } from './waitForDelete.js';
 
@@ -81,6 +84,19 @@ export interface DeleteServerResult {
  * other {@link NovaApiError}s (401, 403) as they come.
  */
 export async function deleteServer(client: NovaClient, serverId: string, options: DeleteServerOptions = {}): Promise<DeleteServerResult> {
+  validateDelete(serverId, options);
+  trackDelete(client, serverId);
+  try {
+    const r = await deleteOne(client, serverId, options);
+    settleDelete(client, serverId, r.outcome === 'delete-requested' ? 'delete-requested' : 'confirmed');
+    return r;
+  } catch (error) {
+    settleDelete(client, serverId, { error });
+    throw error;
+  }
+}
+
+function validateDelete(serverId: string, options: DeleteServerOptions): void {
   if (typeof serverId !== 'string' || serverId.trim() === '' || /[/?#]/.test(serverId)) {
     throw new ValidationError(`server id must be a non-empty string without '/', '?' or '#', got ${JSON.stringify(serverId)}`);
   }
@@ -90,6 +106,10 @@ export async function deleteServer(client: NovaClient, serverId: string, options
   const deleteRetries = options.deleteRetries ?? 3;
   if (!Number.isInteger(deleteRetries) || deleteRetries < 0) throw new ValidationError(`deleteRetries must be a non-negative integer, got ${String(deleteRetries)}`);
   throwIfAborted(options.signal);
+}
+
+async function deleteOne(client: NovaClient, serverId: string, options: DeleteServerOptions): Promise<DeleteServerResult> {
+  const deleteRetries = options.deleteRetries ?? 3;
 
   const started = performance.now();
   const elapsed = (): number => Math.round(performance.now() - started);

@@ -10,6 +10,7 @@ export type { AuthProvider, GetTokenOptions } from './auth.js';
 export { waitForDelete } from './waitForDelete.js';
 export type { WaitForDeleteOptions, WaitForDeleteResult, WaitOutcome, DeleteProgress } from './waitForDelete.js';
 export { deleteServer, deleteServers } from './deleteServer.js';
+export type { UnconfirmedDelete } from './deleteLedger.js';
 export type {
   DeleteServerOptions,
   DeleteServerResult,

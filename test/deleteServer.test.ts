@@ -195,6 +195,42 @@ describe('client.deleteServer', () => {
   });
 });
 
+describe('client.unconfirmedDeletes: nothing is forgotten', () => {
+  it('keeps a server whose wait timed out, with the error, until a later call confirms it', async () => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    const stuck = nova.addServer({ status: 'ACTIVE' }).id;
+    const fine = nova.addServer({ status: 'ACTIVE' }).id;
+    nova.setServerBehavior(stuck, { onDelete: 'never' });
+    await expect(client.deleteServer(stuck, { wait: true, ...FAST, timeoutMs: 40 })).rejects.toBeInstanceOf(DeleteTimeoutError);
+    await client.deleteServer(fine, { wait: true, ...FAST });
+    const left = client.unconfirmedDeletes();
+    expect(left).toHaveLength(1);
+    expect(left[0]).toMatchObject({ serverId: stuck, calls: 1, state: 'failed' });
+    expect(left[0]!.lastError).toMatch(/^DeleteTimeoutError: Timed out/);
+    nova.setServerBehavior(stuck, { onDelete: 'normal' });
+    const r = await client.deleteServer(stuck, { wait: true, ...FAST });
+    expect(r.outcome).toBe('deleted');
+    expect(client.unconfirmedDeletes()).toEqual([]);
+  });
+
+  it('a delete without wait stays unconfirmed; already-gone is confirmed', async () => {
+    const nova = await startNova({ deleteDelayMs: 5000 });
+    const client = clientFor(nova);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    await client.deleteServer(id);
+    await client.deleteServer('gone-already');
+    expect(client.unconfirmedDeletes().map((u) => [u.serverId, u.state])).toEqual([[id, 'delete-requested']]);
+  });
+
+  it('bad input never enters the ledger', async () => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    await expect(client.deleteServer('a/b')).rejects.toBeInstanceOf(ValidationError);
+    expect(client.unconfirmedDeletes()).toEqual([]);
+  });
+});
+
 describe('client.deleteServers', () => {
   it('BUG-05 5b: each settles on its own; a stuck one times out without hiding the others', async () => {
     const nova = await startNova({ deleteDelayMs: 20 });
