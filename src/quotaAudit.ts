@@ -283,7 +283,8 @@ export async function auditQuota(client: NovaClient, options: AuditQuotaOptions 
     const qq = quotaSetBefore?.used[res];
     if (lq !== undefined && qq !== undefined && lq !== qq) notes.push(`/limits and the quota-set detail disagree on ${res}: ${lq} vs ${qq}`);
   }
-  const quotaSetStable = AUDIT_RESOURCES.every((r) => quotaSetBefore?.used[r] === quotaSetAfter?.used[r]);
+  // Compared only when both were read (a 403 on the second read alone is not a change of usage).
+  const quotaSetStable = !quotaSetBefore || !quotaSetAfter || AUDIT_RESOURCES.every((r) => quotaSetBefore.used[r] === quotaSetAfter.used[r]);
   const stable = quotaSetStable && AUDIT_RESOURCES.every((r) => resources[r].reportedBefore === resources[r].reportedAfter);
   if (!quotaSetStable) notes.push('the quota-set detail changed between the two readings');
 

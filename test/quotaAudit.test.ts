@@ -238,6 +238,22 @@ describe('auditQuota', () => {
     expect(nova.requestsTo('GET', /^\/os-quota-sets\//)).toHaveLength(1);
   });
 
+  it('a 403 on the second quota-set read only is noted and does not make the readings unstable', async () => {
+    const nova = await startNova();
+    nova.addServer({ flavorId: '1' });
+    nova.inject({ method: 'GET', path: '/servers/detail', delayMs: 20 });
+    const audit = auditQuota(clientFor(nova), { checkGhosts: false });
+    await whenListing(nova);
+    nova.inject({ method: 'GET', path: /^\/os-quota-sets\//, status: 403 });
+    const a = await audit;
+    expect(a.stable).toBe(true);
+    expect(a.verdict).toBe('consistent');
+    expect(a.readings.quotaSetBefore?.used).toEqual({ cores: 1, ram: 512, instances: 1 });
+    expect(a.readings.quotaSetAfter).toBeUndefined();
+    expect(a.notes).toHaveLength(1);
+    expect(a.notes[0]).toMatch(/^quota-set detail not readable \(403\): /);
+  });
+
   it('an unreadable flavor leaves cores and RAM inconclusive but still judges instances', async () => {
     const nova = await startNova();
     const id = nova.addServer({ flavorId: '2' }).id;
