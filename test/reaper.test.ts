@@ -182,6 +182,29 @@ describe('Reaper: failures settle one by one', () => {
     expect(order).toHaveLength(3);
   });
 
+  it('abort during a stuck deletion ends the pass at once with AbortError', async () => {
+    const nova = await startNova();
+    const id = nova.addServer({ name: 'ci-x', createdMs: Date.now() - 3 * HOUR }).id;
+    nova.setServerBehavior(id, { onDelete: 'never' });
+    const controller = new AbortController();
+    const reaper = new Reaper(clientFor(nova), {
+      prefix: 'ci-',
+      olderThanMs: HOUR,
+      ...FAST,
+      deleteTimeoutMs: 60_000,
+      signal: controller.signal,
+      onEvent: (e) => {
+        if (e.type === 'delete-started') setTimeout(() => controller.abort(), 30);
+      },
+    });
+    await reaper.pass();
+    const t0 = performance.now();
+    const err = await reaper.pass().catch((e: unknown) => e);
+    expect((err as Error).name).toBe('AbortError');
+    expect(performance.now() - t0).toBeLessThan(1000);
+    expect(reaper.state.candidates[id]?.deleteAttempted).toBe(true);
+  });
+
   it('a locked server fails with ConflictError; the others are deleted', async () => {
     const nova = await startNova();
     const old = Date.now() - 3 * HOUR;
