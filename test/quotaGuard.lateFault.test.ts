@@ -182,7 +182,9 @@ describe('abort, at every stage', () => {
     const guard = guardFor(nova);
     const ac = new AbortController();
     const run = guard.createServer(body('x'), { signal: ac.signal });
-    await sleep(40);
+    // Abort while the POST is pending at the fake (recorded with status 0 until answered).
+    for (let i = 0; i < 500 && posts(nova).length === 0; i++) await sleep(2);
+    expect(posts(nova).map((p) => p.status)).toEqual([0]);
     ac.abort();
     const err = await rejection(run);
     expect(err).toBeInstanceOf(AbortError);
