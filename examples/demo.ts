@@ -11,7 +11,7 @@
  * `npm run demo -- --endpoint http://127.0.0.1:8774/v2.1 --token admin:demo --image <id> --flavor <id>`.
  */
 import { Command } from 'commander';
-import { KeystoneAuth, NovaClient, QuotaGuard, auditQuota } from 'nova-guard';
+import { KeystoneAuth, NovaClient, QuotaGuard, auditQuota, formatAudit } from 'nova-guard';
 import { FakeKeystone, FakeNova } from 'nova-guard/testing';
 import { runWorker, type WorkerStats } from './worker.js';
 
@@ -143,7 +143,7 @@ async function main(): Promise<number> {
   for (const r of results) for (const e of r.errors) console.log(`  ${r.worker}: ${e}`);
 
   const audit = await auditQuota(client);
-  console.log(`\nQuota audit: ${audit.verdict} — ${audit.summary}`);
+  console.log(`\n${formatAudit(audit)}`);
   await fake?.close();
   await keystone?.stop();
   return sum('jobsFailed') === 0 && sum('deletesConfirmed') === workers * jobs ? 0 : 1;
