@@ -65,13 +65,16 @@ export interface QuotaGuardOptions {
    * ms, from the call's start. Default 600000 (10 min). 0: never wait.
    */
   maxWaitMs?: number;
-  /** Most POSTs that count as attempts (rate-limited POSTs do not count). Default 8. */
+  /**
+   * Most POSTs that count as attempts, the first included (rate-limited POSTs do not count; a server
+   * deleted after a late quota fault does). Default 8.
+   */
   maxAttempts?: number;
   /** Floor of every backoff delay, in ms, also when Nova sends `Retry-After: 0`. Default 1000. */
   minDelayMs?: number;
   /** First backoff delay before jitter, in ms; doubles with every wait of the call. Default 2000. */
   baseDelayMs?: number;
-  /** Ceiling of every backoff delay, in ms. Default 60000. */
+  /** Ceiling of every backoff delay (after jitter), in ms; also caps a quota 403's Retry-After. Default 60000. */
   maxDelayMs?: number;
   /** Jitter: each delay is multiplied by a random factor in [1 - jitter, 1 + jitter]. Default 0.2. */
   jitter?: number;
@@ -83,6 +86,7 @@ export interface QuotaGuardOptions {
    * What to do when `maxWaitMs` runs out and `/limits` still says the create does not fit:
    * `'throw'` a {@link QuotaWaitTimeoutError} (default), or `'attempt'` the create anyway and let
    * Nova's own check decide (reported usage can be wrong: BUG-13; nodepool `ignore-provider-quota`).
+   * With `'attempt'`, a quota 403 on that last POST is thrown as Nova's {@link QuotaExceededError}.
    */
   onStaleLimits?: 'throw' | 'attempt';
   /** Wait for a created server to leave BUILD (late quota faults, cleanup). Default true. */
