@@ -193,13 +193,11 @@ for d in $DATABASES; do sql "CREATE DATABASE $d"; done
 # ---------------------------------------------------------------- schemas, in parallel
 log "creating the database schemas"
 q() { printf '%q ' "$@"; } # shell-quote words for a bash -c script
-NOVA_MANAGE=$(q "$PY" "$HARNESS_DIR/py/run.py" nova.cmd.manage nova-manage $NOVA_CONF)
-setup_job nova-db-sync bash -c "set -e
-  $NOVA_MANAGE api_db sync
-  $NOVA_MANAGE cell_v2 map_cell0 --database_connection $(q "$(db nova_cell0)")
-  $NOVA_MANAGE cell_v2 create_cell --name cell1
-  $NOVA_MANAGE db sync"
-JOB_NOVA=$!
+# API database, cell mappings and cell0 in one process; cell1 in parallel (py/nova_db_setup.py).
+setup_job nova-db-api "$PY" "$HARNESS_DIR/py/nova_db_setup.py" api "$STATE/etc/nova/nova.conf" "$(db nova_cell0)"
+JOB_NOVA_API=$!
+setup_job nova-db-cell1 "$PY" "$HARNESS_DIR/py/nova_db_setup.py" cell "$STATE/etc/nova/nova.conf"
+JOB_NOVA_CELL=$!
 setup_job placement-db-sync "$PY" "$HARNESS_DIR/py/run.py" placement.cmd.manage placement-manage \
   --config-file "$STATE/etc/placement/placement.conf" db sync
 JOB_PLACEMENT=$!
@@ -260,7 +258,8 @@ if [ "$AUTH_MODE" = keystone ]; then
 fi
 
 # ---------------------------------------------------------------- Nova
-wait_job $JOB_NOVA "nova db sync" "$LOGS/nova-db-sync.log"
+wait_job $JOB_NOVA_API "Nova's API database and cell0" "$LOGS/nova-db-api.log"
+wait_job $JOB_NOVA_CELL "Nova's cell1 database" "$LOGS/nova-db-cell1.log"
 wait_until rabbitmq 60 port_open "$RABBIT_PORT"
 log "starting Nova (conductor, scheduler, compute, api)"
 start nova-conductor "$PY" "$HARNESS_DIR/py/run.py" nova.cmd.conductor nova-conductor $NOVA_CONF

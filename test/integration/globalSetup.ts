@@ -11,7 +11,9 @@ export default async function setup(): Promise<void> {
     const res = await fetch(`${nova.endpoint.replace(/\/+$/, '')}/`, { signal: AbortSignal.timeout(10_000) });
     version = (await res.json()) as typeof version;
   } catch (error) {
-    throw new Error(`No Nova answers at NOVA_ENDPOINT=${nova.endpoint}: ${String(error)}. Start one with scripts/real-nova/start.sh.`);
+    throw new Error(`No Nova answers at NOVA_ENDPOINT=${nova.endpoint}: ${String(error)}. Start one with scripts/real-nova/start.sh.`, {
+      cause: error,
+    });
   }
   const v = version.version;
   console.log(

@@ -2,7 +2,8 @@
  * Access to the real Nova the integration suites run against, as described by the environment that
  * `scripts/real-nova/run-tests.sh` (or `. .real-nova/env`) sets:
  *
- * - `NOVA_ENDPOINT`, `NOVA_TOKEN` (an admin token), `NOVA_PROJECT`: required;
+ * - `NOVA_ENDPOINT`, `NOVA_TOKEN` (an admin token): required; `NOVA_PROJECT`: required unless the token
+ *   is a noauth2 `admin:<project>`;
  * - `NOVA_MEMBER_TOKEN`: a non-admin token of `NOVA_PROJECT` (under noauth2 derived from the project);
  * - `NOVA_IMAGE_ID`, `NOVA_FLAVOR_ID` (1 vCPU), `NOVA_FLAVOR_ID_2VCPU`, `NOVA_FLAVOR_ID_4VCPU`,
  *   `NOVA_FLAVOR_ID_NO_VALID_HOST` (a flavor no host can take: its servers go ERROR);
@@ -47,8 +48,9 @@ const NOAUTH = /^([^:\s]+):([^:\s]+)$/;
  */
 export function realNova(name?: string): RealNova {
   const endpoint = required('NOVA_ENDPOINT');
-  const baseProject = required('NOVA_PROJECT');
   const adminToken = required('NOVA_TOKEN');
+  // A noauth2 token names its project: NOVA_PROJECT may be left out then.
+  const baseProject = process.env['NOVA_PROJECT'] || NOAUTH.exec(adminToken)?.[2] || required('NOVA_PROJECT');
   const auth = process.env['REALNOVA_AUTH'] === 'keystone' ? 'keystone' : 'noauth';
   const imageId = process.env['NOVA_IMAGE_ID'] ?? '155d900f-4e14-4e4c-a73d-069cbf4541e6';
   const flavors = {
