@@ -1,6 +1,8 @@
+/* global process, console */
 // Prints CI's closing line "N passed, N failed" (and skipped) from vitest JSON reports.
 // Usage: node scripts/count-results.mjs test-results/unit.json [more.json ...]
-// A missing or unreadable report counts as one failure, so a crashed run can never look green.
+// A test file that failed without a failed test (an import error, a crash in a hook) counts as one
+// failure, and so does a missing or unreadable report, so a crashed run can never look green.
 import { readFileSync } from 'node:fs';
 
 let passed = 0;
@@ -8,10 +10,18 @@ let failed = 0;
 let skipped = 0;
 for (const file of process.argv.slice(2)) {
   try {
-    const r = JSON.parse(readFileSync(file, 'utf8'));
-    passed += r.numPassedTests ?? 0;
-    failed += (r.numFailedTests ?? 0) + (r.numFailedTestSuites ?? 0) - countSuitesWithFailedTests(r);
-    skipped += (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
+    const report = JSON.parse(readFileSync(file, 'utf8'));
+    for (const suite of report.testResults ?? []) {
+      const tests = suite.assertionResults ?? [];
+      const failedTests = tests.filter((t) => t.status === 'failed').length;
+      passed += tests.filter((t) => t.status === 'passed').length;
+      skipped += tests.filter((t) => t.status === 'pending' || t.status === 'skipped' || t.status === 'todo').length;
+      failed += failedTests > 0 ? failedTests : suite.status === 'failed' ? 1 : 0;
+    }
+    if ((report.testResults ?? []).length === 0) {
+      console.error(`count-results: ${file} holds no test results`);
+      failed += 1;
+    }
   } catch (e) {
     console.error(`count-results: cannot read ${file}: ${e.message}`);
     failed += 1;
@@ -19,11 +29,3 @@ for (const file of process.argv.slice(2)) {
 }
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exitCode = failed > 0 ? 1 : 0;
-
-// A suite counts as failed when it has failed tests; only suites that failed without a failed test
-// (an import error, a crash in a hook) add to the failure count on their own.
-function countSuitesWithFailedTests(r) {
-  return (r.testResults ?? []).filter(
-    (s) => s.status === 'failed' && (s.assertionResults ?? []).some((a) => a.status === 'failed'),
-  ).length;
-}

@@ -61,7 +61,7 @@ describe('waitForDelete (port of osc-lib wait_for_delete)', () => {
   });
 
   it('BUG-01 1b: 503 and a reset are retried, never taken as gone', async () => {
-    const nova = await startNova({ deleteDelayMs: 80 });
+    const nova = await startNova({ deleteDelayMs: 400 });
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
     await client.requestDelete(id);
@@ -94,13 +94,14 @@ describe('waitForDelete (port of osc-lib wait_for_delete)', () => {
     nova.setServerBehavior(id, { onDelete: 'never' });
     await client.requestDelete(id);
     const t0 = performance.now();
-    const r = await waitForDelete(client, id, { intervalMs: 10, timeoutMs: 120, jitter: 0 });
+    const r = await waitForDelete(client, id, { intervalMs: 10, timeoutMs: 200, jitter: 0 });
     const took = performance.now() - t0;
     expect(r).toMatchObject({ outcome: 'timeout', lastStatus: 'ACTIVE', lastTaskState: 'deleting' });
-    expect(took).toBeGreaterThanOrEqual(115);
-    expect(took).toBeLessThan(400);
-    expect(r.polls).toBeGreaterThanOrEqual(8);
-    expect(r.polls).toBeLessThanOrEqual(14);
+    expect(took).toBeGreaterThanOrEqual(195);
+    expect(took).toBeLessThan(600);
+    // first poll at once, then one per 10 ms: at most 21 in 200 ms; a loaded machine makes fewer
+    expect(r.polls).toBeGreaterThanOrEqual(4);
+    expect(r.polls).toBeLessThanOrEqual(21);
     const count = nova.requests.length;
     await new Promise((res) => setTimeout(res, 60));
     expect(nova.requests.length).toBe(count);
