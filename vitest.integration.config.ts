@@ -21,6 +21,7 @@ export default defineConfig({
     // Real creates and deletes take about a second each; a quota test makes several.
     testTimeout: 120_000,
     hookTimeout: 120_000,
-    reporters: ['default'],
+    // .ci/run counts its closing "N passed, N failed" line from this report (scripts/count-results.mjs).
+    reporters: ['default', ['json', { outputFile: 'test-results/integration.json' }]],
   },
 });

@@ -25,6 +25,7 @@ report() {
   exit $rc
 }
 trap report EXIT
+trap 'exit 130' INT TERM # an interrupt runs the EXIT trap too
 
 t=$(now)
 if [ -n "${NOVA_ENDPOINT:-}" ] && [ -n "${NOVA_TOKEN:-}" ]; then

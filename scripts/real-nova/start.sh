@@ -58,6 +58,7 @@ on_exit() {
   fi
 }
 trap on_exit EXIT
+trap 'exit 130' INT TERM # an interrupt runs the EXIT trap too
 # CURRENT_LOG names the log of the step under way, shown when a command fails unexpectedly.
 CURRENT_LOG=
 trap 'die "command failed at start.sh line $LINENO: $BASH_COMMAND" ${CURRENT_LOG:+"$LOGS/$CURRENT_LOG"}' ERR
