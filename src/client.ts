@@ -17,6 +17,7 @@ import { loadCloudConfig, resolveClientOptions, type CloudClientOptions } from '
 import { AbortError, AuthError, NovaApiError, NovaNetworkError, RateLimitError, ValidationError, throwIfAborted } from './errors.js';
 import { withRetry } from './retry.js';
 import { errorFromResponse, isTransient, networkError, requestIdOf, serverDateOf, type RequestContext } from './http.js';
+import { objectListMember, objectMember, optionalObjectListMember, type ShapeContext } from './responseShape.js';
 import { componentLogger, type Logger } from './logger.js';
 import { unconfirmedDeletes, type UnconfirmedDelete } from './deleteLedger.js';
 import type { AbsoluteLimits, CreateServerBody, Flavor, Limits, QuotaDetailItem, QuotaSetDetail, Server } from './types.js';
@@ -124,6 +125,8 @@ export interface RawResponse<T = unknown> {
   requestId: string | undefined;
   /** Nova's `Date` header, epoch ms. */
   serverDateMs: number | undefined;
+  /** The request URL (endpoint + path, without the query). */
+  url?: string | undefined;
 }
 
 /** Query filters of `GET /servers/detail` (Nova API reference, "List Servers Detailed"). */
@@ -396,7 +399,7 @@ export class NovaClient {
       data = undefined;
     }
     if ((res.status >= 200 && res.status < 300) || req.acceptStatus?.includes(res.status)) {
-      return { status: res.status, data: data as T, requestId, serverDateMs: serverDateOf(res.headers as Record<string, unknown>) };
+      return { status: res.status, data: data as T, requestId, serverDateMs: serverDateOf(res.headers as Record<string, unknown>), url };
     }
     const error = errorFromResponse(res.status, res.headers as Record<string, unknown>, data, ctx);
     if (error instanceof AuthError && !reauthenticated && this.auth.invalidate?.(token)) {
@@ -408,17 +411,20 @@ export class NovaClient {
 
   /**
    * `GET /servers/{id}` (Nova API reference, "Show Server Details").
-   * @throws {@link NotFoundError} when the server does not exist.
+   * @throws {@link NotFoundError} when the server does not exist; {@link InvalidResponseError} when a
+   * 2xx body has no `server` object.
    */
   async getServer(id: string, options: RequestOptions = {}): Promise<Server> {
     validateId('server id', id);
-    const res = await this.request<{ server: Server }>({ method: 'GET', path: `/servers/${encodeURIComponent(id)}`, serverId: id, ...options });
-    return res.data.server;
+    const res = await this.request({ method: 'GET', path: `/servers/${encodeURIComponent(id)}`, serverId: id, ...options });
+    return objectMember<Server>(res.data, 'server', shapeContext('GET', res, id));
   }
 
   /**
    * `GET /servers/detail` with query filters (including `changes-since`), following `servers_links`
    * "next" links until the last page (Nova API reference, "List Servers Detailed").
+   * @throws {@link InvalidResponseError} when a page has no `servers` list of objects (a proxy page is
+   * never taken as an empty listing).
    */
   async listServers(query: ListServersQuery = {}, options: RequestOptions = {}): Promise<Server[]> {
     return (await this.listServersWithMeta(query, options)).servers;
@@ -438,7 +444,7 @@ export class NovaClient {
     let pages = 0;
     const seenMarkers = new Set<string>();
     for (;;) {
-      const res = await this.request<{ servers?: Server[]; servers_links?: Array<{ rel?: string; href?: string }> }>({
+      const res = await this.request({
         method: 'GET',
         path: '/servers/detail',
         query: q,
@@ -446,9 +452,11 @@ export class NovaClient {
       });
       pages++;
       serverDateMs ??= res.serverDateMs;
-      const page = res.data?.servers ?? [];
+      const page = objectListMember<Server>(res.data, 'servers', shapeContext('GET', res));
       servers.push(...page);
-      const next = res.data?.servers_links?.find((l) => l.rel === 'next')?.href;
+      const links = optionalObjectListMember<{ rel?: unknown; href?: unknown }>(res.data, 'servers_links', shapeContext('GET', res));
+      const href = links.find((l) => l.rel === 'next')?.href;
+      const next = typeof href === 'string' ? href : undefined;
       if (!next || page.length === 0) break;
       const nextQuery = Object.fromEntries(new URL(next, 'http://x').searchParams.entries());
       const marker = nextQuery['marker'];
@@ -464,14 +472,18 @@ export class NovaClient {
    * server as Nova returns it (`id`, `links`, `adminPass`, ...). Never retried except on a rate limit
    * or a refused connection, when the request provably did not reach Nova.
    * @throws {@link QuotaExceededError} on a quota 403, {@link ForbiddenError} on any other 403,
-   * {@link BadRequestError} on 400.
+   * {@link BadRequestError} on 400; {@link InvalidResponseError} when the 2xx body has no `server`
+   * object (a server may have been created all the same).
    */
   async createServer(body: CreateServerBody, options: RequestOptions = {}): Promise<Server> {
     if (!body || typeof body !== 'object') throw new ValidationError('createServer needs the server body');
     if (typeof body.name !== 'string' || body.name.length === 0) throw new ValidationError('createServer: body.name must be a non-empty string');
     if (body.flavorRef === undefined || String(body.flavorRef).length === 0) throw new ValidationError('createServer: body.flavorRef is required');
-    const res = await this.request<{ server: Server }>({ method: 'POST', path: '/servers', body: { server: body }, ...options });
-    return res.data.server;
+    const res = await this.request({ method: 'POST', path: '/servers', body: { server: body }, ...options });
+    return objectMember<Server>(res.data, 'server', {
+      ...shapeContext('POST', res),
+      note: 'Nova accepted the request, so a server may have been created: look for it by name',
+    });
   }
 
   /**
@@ -526,13 +538,16 @@ export class NovaClient {
   /**
    * `GET /flavors/{id}` (Nova API reference, "Show Flavor Details"). Cached per client by id, since a
    * flavor's vcpus and RAM never change; a failed read is not cached.
+   * @throws {@link InvalidResponseError} when a 2xx body has no `flavor` object.
    */
   getFlavor(id: string, options: RequestOptions = {}): Promise<Flavor> {
     validateId('flavor id', String(id));
     const key = String(id);
     let p = this.#flavors.get(key);
     if (!p) {
-      p = this.request<{ flavor: Flavor }>({ method: 'GET', path: `/flavors/${encodeURIComponent(key)}`, ...options }).then((r) => r.data.flavor);
+      p = this.request({ method: 'GET', path: `/flavors/${encodeURIComponent(key)}`, ...options }).then((r) =>
+        objectMember<Flavor>(r.data, 'flavor', shapeContext('GET', r)),
+      );
       this.#flavors.set(key, p);
       p.catch(() => this.#flavors.delete(key));
     }
@@ -542,27 +557,31 @@ export class NovaClient {
   /**
    * `GET /limits` (Nova API reference, "Limits"), the `absolute` block parsed: -1 → `Infinity`,
    * missing or non-numeric → `undefined`, never `NaN`. Never cached.
+   * @throws {@link InvalidResponseError} when a 2xx body has no `limits.absolute` object.
    */
   async getLimits(options: RequestOptions = {}): Promise<Limits> {
-    const res = await this.request<{ limits?: { absolute?: unknown } }>({ method: 'GET', path: '/limits', ...options });
-    return { absolute: parseAbsoluteLimits(res.data?.limits?.absolute), requestId: res.requestId, serverDateMs: res.serverDateMs };
+    const res = await this.request({ method: 'GET', path: '/limits', ...options });
+    const limits = objectMember<Record<string, unknown>>(res.data, 'limits', shapeContext('GET', res));
+    const absolute = objectMember<Record<string, unknown>>(limits, 'absolute', shapeContext('GET', res));
+    return { absolute: parseAbsoluteLimits(absolute), requestId: res.requestId, serverDateMs: res.serverDateMs };
   }
 
   /**
    * `GET /os-quota-sets/{project_id}/detail` (Nova API reference, "Quota Sets", "Show The Detail of
    * Quota"). Each resource's `limit` -1 becomes `Infinity`.
    * @param projectId - Defaults to the client's project id.
-   * @throws {@link ValidationError} when no project id is known; {@link ForbiddenError} when policy forbids.
+   * @throws {@link ValidationError} when no project id is known; {@link ForbiddenError} when policy
+   * forbids; {@link InvalidResponseError} when a 2xx body has no `quota_set` object.
    */
   async getQuotaSetDetail(projectId: string | undefined = this.projectId, options: RequestOptions = {}): Promise<QuotaSetDetail> {
     if (!projectId) throw new ValidationError('getQuotaSetDetail needs a project id (pass one, or set projectId on the client)');
-    const res = await this.request<{ quota_set?: Record<string, unknown> }>({
+    const res = await this.request({
       method: 'GET',
       path: `/os-quota-sets/${encodeURIComponent(projectId)}/detail`,
       ...options,
     });
     const out: QuotaSetDetail = {};
-    for (const [k, v] of Object.entries(res.data?.quota_set ?? {})) {
+    for (const [k, v] of Object.entries(objectMember<Record<string, unknown>>(res.data, 'quota_set', shapeContext('GET', res)))) {
       if (v && typeof v === 'object') {
         const item = v as Record<string, unknown>;
         const d: QuotaDetailItem = {};
@@ -606,6 +625,11 @@ export class NovaClient {
   static async fromEnv(env: Record<string, string | undefined> = process.env, options?: CloudClientOptions): Promise<NovaClient> {
     return new NovaClient(await resolveClientOptions(loadCloudConfig({ env }), options));
   }
+}
+
+/** The context of a shape error for `res` (see `src/responseShape.ts`). */
+function shapeContext(method: string, res: RawResponse, serverId?: string): ShapeContext {
+  return { method, url: res.url ?? '', status: res.status, requestId: res.requestId, serverId };
 }
 
 function validateId(what: string, id: string): void {

@@ -99,6 +99,17 @@ export class RequestTooLargeError extends NovaApiError {}
 export class ServerError extends NovaApiError {}
 
 /**
+ * Nova answered 2xx, but the body is not what the Nova API reference says it is: not JSON (an HTML
+ * page from a proxy or captive portal), JSON `null`, or without the expected member (`server`,
+ * `servers`, `flavor`, `limits.absolute`, `quota_set`) of the expected type. Usually a wrong
+ * endpoint (e.g. the version document instead of `/v2.1`) or a proxy in front of Nova. `status` is
+ * the 2xx status. Never retried, and never taken as an empty answer (an empty server list would make
+ * an audit report drift and a reaper see nothing). After a `POST /servers` the server may have been
+ * created even though its id is unknown.
+ */
+export class InvalidResponseError extends NovaApiError {}
+
+/**
  * No response: connection refused or reset, DNS failure, or the request timed out
  * (`requestTimeoutMs`). `status` is 0; `code` is the system or axios code.
  */

@@ -94,7 +94,8 @@ export function parseFaultBody(data: unknown): { fault?: string; message?: strin
   return {};
 }
 
-function textSnippet(data: unknown): string {
+/** A short, tag-stripped excerpt of a body for an error message (`empty body` when there is none). */
+export function textSnippet(data: unknown): string {
   if (data === undefined || data === null || data === '') return 'empty body';
   const s = typeof data === 'string' ? data : Buffer.isBuffer(data) ? data.toString('utf8') : JSON.stringify(data);
   const text = s.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim();
