@@ -33,9 +33,10 @@
  *
  * @module
  */
+import { setMaxListeners } from 'node:events';
 import pLimit from 'p-limit';
 import type { NovaClient } from '../client.js';
-import { AbortError, AuthError, NotFoundError } from '../errors.js';
+import { AbortError, AuthError, NotFoundError, NovaNetworkError } from '../errors.js';
 import { isTransient } from '../http.js';
 import type { Server } from '../types.js';
 import type { Observation } from '../waitForDelete.js';
@@ -112,8 +113,32 @@ interface Wait extends CoalescedWaitOptions {
   wantsAt: number | undefined;
   /** An observation (or error) delivered and not yet taken. */
   fresh: Delivery | undefined;
-  /** Wakes a blocked observe/sleep. */
-  wake: (() => void) | undefined;
+  /** Settles a blocked observe/sleep: resolve on delivery, reject on abort. */
+  resolve: (() => void) | undefined;
+  reject: ((e: Error) => void) | undefined;
+}
+
+/** A multiset of numbers with its minimum (few distinct values: one per distinct option). */
+class MinCounter {
+  readonly #counts = new Map<number, number>();
+  #min = Number.POSITIVE_INFINITY;
+  add(v: number): void {
+    this.#counts.set(v, (this.#counts.get(v) ?? 0) + 1);
+    if (v < this.#min) this.#min = v;
+  }
+  remove(v: number): void {
+    const n = (this.#counts.get(v) ?? 0) - 1;
+    if (n > 0) {
+      this.#counts.set(v, n);
+      return;
+    }
+    this.#counts.delete(v);
+    if (v === this.#min) this.#min = Math.min(...this.#counts.keys());
+  }
+  /** The smallest value, Infinity when empty. */
+  get min(): number {
+    return this.#min;
+  }
 }
 
 /** Options of {@link DeleteWatcher}. */
@@ -158,6 +183,9 @@ export class DeleteWatcher {
   #lastTickAt = Number.NEGATIVE_INFINITY;
   #jitterDraw = 0;
   #listingOffUntil = Number.NEGATIVE_INFINITY;
+  #waitCount = 0;
+  readonly #intervals = new MinCounter();
+  readonly #jitters = new MinCounter();
 
   constructor(client: NovaClient, options: DeleteWatcherOptions = {}) {
     this.#client = client;
@@ -168,9 +196,7 @@ export class DeleteWatcher {
 
   /** Pending waits. */
   get pendingWaits(): number {
-    let n = 0;
-    for (const e of this.#entries.values()) n += e.waits.size;
-    return n;
+    return this.#waitCount;
   }
 
   /** Servers with at least one pending wait. */
@@ -203,10 +229,23 @@ export class DeleteWatcher {
         entry = { serverId, waits: new Set(), subscribedWallMs: Date.now(), anchorNovaMs: undefined, last: undefined, inLastListing: false };
         this.#entries.set(serverId, entry);
       }
-      const w: Wait = { ...options, entry, wantsAt: undefined, fresh: undefined, wake: undefined };
+      const w: Wait = { ...options, entry, wantsAt: undefined, fresh: undefined, resolve: undefined, reject: undefined };
       me = w;
       entry.waits.add(w);
-      signal.addEventListener('abort', () => this.#leave(w), { once: true });
+      this.#waitCount++;
+      this.#intervals.add(w.intervalMs);
+      this.#jitters.add(w.jitter);
+      // One listener for the wait's whole life: it leaves, and a blocked observe/sleep rejects.
+      signal.addEventListener(
+        'abort',
+        () => {
+          this.#leave(w);
+          const reject = w.reject;
+          w.resolve = w.reject = undefined;
+          reject?.(abortError(signal));
+        },
+        { once: true },
+      );
       return w;
     };
     return {
@@ -215,7 +254,7 @@ export class DeleteWatcher {
         if (!w.fresh) {
           w.wantsAt = now();
           this.#schedule();
-          await this.#nextDelivery(w, signal);
+          await this.#nextDelivery(w);
         }
         const d = w.fresh!;
         w.fresh = undefined;
@@ -227,33 +266,24 @@ export class DeleteWatcher {
         if (w.fresh) return;
         w.wantsAt = now() + delayMs;
         this.#schedule();
-        await this.#nextDelivery(w, signal);
+        await this.#nextDelivery(w);
       },
     };
   }
 
-  #nextDelivery(w: Wait, signal: AbortSignal): Promise<void> {
+  #nextDelivery(w: Wait): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      if (signal.aborted) {
-        reject(abortError(signal));
-        return;
-      }
-      const onAbort = (): void => {
-        w.wake = undefined;
-        reject(abortError(signal));
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-      w.wake = () => {
-        signal.removeEventListener('abort', onAbort);
-        w.wake = undefined;
-        resolve();
-      };
+      w.resolve = resolve;
+      w.reject = reject;
     });
   }
 
   #leave(w: Wait): void {
     const entry = w.entry;
-    entry.waits.delete(w);
+    if (!entry.waits.delete(w)) return;
+    this.#waitCount--;
+    this.#intervals.remove(w.intervalMs);
+    this.#jitters.remove(w.jitter);
     if (entry.waits.size === 0 && this.#entries.get(entry.serverId) === entry) this.#entries.delete(entry.serverId);
     if (this.#entries.size === 0) {
       this.#clearTimer();
@@ -267,7 +297,9 @@ export class DeleteWatcher {
     for (const w of entry.waits) {
       w.fresh = d;
       w.wantsAt = undefined;
-      w.wake?.();
+      const resolve = w.resolve;
+      w.resolve = w.reject = undefined;
+      resolve?.();
     }
   }
 
@@ -278,14 +310,8 @@ export class DeleteWatcher {
 
   /** Time between fleet ticks: `watchIntervalMs`, or half the smallest pending interval (the whole interval while listing is off), jittered. */
   #fleetGapMs(): number {
-    let interval = Number.POSITIVE_INFINITY;
-    let jitter = 1;
-    for (const e of this.#entries.values()) {
-      for (const w of e.waits) {
-        interval = Math.min(interval, w.intervalMs);
-        jitter = Math.min(jitter, w.jitter);
-      }
-    }
+    const interval = this.#intervals.min;
+    const jitter = Math.min(1, this.#jitters.min);
     const listing = now() >= this.#listingOffUntil;
     const base = listing ? (this.#watchIntervalMs ?? interval / 2) : interval;
     return base * (1 + this.#jitterDraw * jitter);
@@ -302,7 +328,7 @@ export class DeleteWatcher {
     if (this.#entries.size === 1) {
       at = Number.POSITIVE_INFINITY;
       // A wait that wants its next look at or after its deadline gets none: it times out (no doomed request).
-      for (const e of this.#entries.values()) for (const w of e.waits) if (w.wantsAt !== undefined && w.wantsAt < w.deadlineAt) at = Math.min(at, w.wantsAt);
+      for (const e of this.#entries.values()) for (const w of e.waits) if (w.wantsAt !== undefined && w.wantsAt < w.deadlineAt && t < w.deadlineAt) at = Math.min(at, w.wantsAt);
       if (at === Number.POSITIVE_INFINITY) {
         this.#clearTimer();
         return;
@@ -323,6 +349,7 @@ export class DeleteWatcher {
     const entries = [...this.#entries.values()];
     if (entries.length === 0) return;
     const ac = new AbortController();
+    setMaxListeners(0, ac.signal); // every request of the tick (pages, confirming GETs) listens to it
     this.#tickAbort = ac;
     this.#lastTickAt = now();
     this.#jitterDraw = Math.random() * 2 - 1;
@@ -345,21 +372,32 @@ export class DeleteWatcher {
     }
   }
 
-  /** The request time limit for an entry: its waits' smallest, capped by the time left to their deadlines. */
-  #requestTimeoutFor(entry: Entry): number {
+  /**
+   * The request time limit for an entry: its waits' smallest, capped by the time left to their
+   * deadlines; `capped` when the deadline is what limits it.
+   */
+  #requestTimeoutFor(entry: Entry): { ms: number; capped: boolean } {
     const t = now();
-    let ms = Number.POSITIVE_INFINITY;
-    for (const w of entry.waits) ms = Math.min(ms, w.requestTimeoutMs ?? this.#client.requestTimeoutMs, w.deadlineAt - t);
-    return Math.max(1, Number.isFinite(ms) ? ms : this.#client.requestTimeoutMs);
+    let configured = Number.POSITIVE_INFINITY;
+    let left = Number.POSITIVE_INFINITY;
+    for (const w of entry.waits) {
+      configured = Math.min(configured, w.requestTimeoutMs ?? this.#client.requestTimeoutMs);
+      left = Math.min(left, w.deadlineAt - t);
+    }
+    if (!Number.isFinite(configured)) configured = this.#client.requestTimeoutMs;
+    return { ms: Math.max(1, Math.min(configured, left)), capped: left < configured };
   }
 
   async #get(entry: Entry, signal: AbortSignal): Promise<Delivery | undefined> {
+    const limit = this.#requestTimeoutFor(entry);
     try {
-      const server = await this.#client.getServer(entry.serverId, { signal, requestTimeoutMs: this.#requestTimeoutFor(entry), retry: false });
+      const server = await this.#client.getServer(entry.serverId, { signal, requestTimeoutMs: limit.ms, retry: false });
       return { obs: { gone: false, server } };
     } catch (e) {
       if (signal.aborted) return undefined;
       if (e instanceof NotFoundError) return { obs: { gone: true } };
+      // Cut off by the wait's own deadline: nothing to deliver, the wait is timing out.
+      if (limit.capped && e instanceof NovaNetworkError && e.timedOut) return undefined;
       return { error: e };
     }
   }
