@@ -17,6 +17,7 @@ import { loadCloudConfig, resolveClientOptions, type CloudClientOptions } from '
 import { AbortError, AuthError, NovaApiError, NovaNetworkError, RateLimitError, ValidationError, throwIfAborted } from './errors.js';
 import { withRetry } from './retry.js';
 import { errorFromResponse, isTransient, networkError, requestIdOf, serverDateOf, type RequestContext } from './http.js';
+import { checkDurationMs, checkPathId, checkRetryPolicy } from './validate.js';
 import { objectListMember, objectMember, optionalObjectListMember, type ShapeContext } from './responseShape.js';
 import { componentLogger, type Logger } from './logger.js';
 import { unconfirmedDeletes, type UnconfirmedDelete } from './deleteLedger.js';
@@ -239,12 +240,7 @@ export class NovaClient {
       throw new ValidationError(`coalesce must be a boolean, got ${String(options.coalesce)}`);
     }
     const r = options.retry ?? {};
-    if (r.retries !== undefined && (!Number.isInteger(r.retries) || r.retries < 0)) {
-      throw new ValidationError(`retry.retries must be a non-negative integer, got ${String(r.retries)}`);
-    }
-    validateMs('retry.minDelayMs', r.minDelayMs, true);
-    validateMs('retry.maxDelayMs', r.maxDelayMs, true);
-    validateMs('retry.maxRetryTimeMs', r.maxRetryTimeMs);
+    checkRetryPolicy('retry', r);
     const mv = options.microversion ?? '2.1';
     if (!/^(2\.\d+|latest)$/.test(mv)) throw new ValidationError(`microversion must look like "2.79" or "latest", got ${JSON.stringify(mv)}`);
 
@@ -304,9 +300,12 @@ export class NovaClient {
    * A `Retry-After` header or Nova's `retryAfter` is waited out before the retry's own backoff.
    *
    * @throws {@link NovaApiError} subclasses for HTTP errors, {@link NovaNetworkError} without a response,
-   * {@link AbortError} when `signal` aborts.
+   * {@link AbortError} when `signal` aborts, {@link ValidationError} (before any request) for a bad
+   * `requestTimeoutMs` or `retry`.
    */
   async request<T = unknown>(req: RawRequest): Promise<RawResponse<T>> {
+    checkDurationMs('requestTimeoutMs', req.requestTimeoutMs);
+    if (req.retry !== false) checkRetryPolicy('retry', req.retry);
     throwIfAborted(req.signal);
     const idempotent = req.method === 'GET' || req.method === 'DELETE';
     const policy = req.retry === false ? { ...this.#retry, retries: 0 } : { ...this.#retry, ...(req.retry ?? {}) };
@@ -538,10 +537,15 @@ export class NovaClient {
   /**
    * `GET /flavors/{id}` (Nova API reference, "Show Flavor Details"). Cached per client by id, since a
    * flavor's vcpus and RAM never change; a failed read is not cached.
-   * @throws {@link InvalidResponseError} when a 2xx body has no `flavor` object.
+   * @throws {@link InvalidResponseError} when a 2xx body has no `flavor` object; {@link ValidationError}
+   * (as a rejection) for a bad id.
    */
   getFlavor(id: string, options: RequestOptions = {}): Promise<Flavor> {
-    validateId('flavor id', String(id));
+    try {
+      validateId('flavor id', String(id));
+    } catch (e) {
+      return Promise.reject(e as Error); // a Promise-returning method never throws synchronously
+    }
     const key = String(id);
     let p = this.#flavors.get(key);
     if (!p) {
@@ -633,9 +637,7 @@ function shapeContext(method: string, res: RawResponse, serverId?: string): Shap
 }
 
 function validateId(what: string, id: string): void {
-  if (typeof id !== 'string' || id.trim().length === 0 || /[/?#]/.test(id)) {
-    throw new ValidationError(`${what} must be a non-empty string without '/', '?' or '#', got ${JSON.stringify(id)}`);
-  }
+  checkPathId(what, id);
 }
 
 /** noauth2 tokens look like `user:project`; their project is the client's default project. */

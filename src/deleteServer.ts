@@ -33,7 +33,8 @@ import {
 } from './errors.js';
 import { settleDelete, trackDelete } from './deleteLedger.js';
 import type { Server } from './types.js';
-import { checkMs, waitForDeleteWithHooks, type Observation, type WaitForDeleteOptions, type WaitHooks } from './waitForDelete.js';
+import { checkPathId } from './validate.js';
+import { checkMs, validateWaitOptions, waitForDeleteWithHooks, type Observation, type WaitForDeleteOptions, type WaitHooks } from './waitForDelete.js';
 
 /** Options of {@link deleteServer}. */
 export interface DeleteServerOptions extends WaitForDeleteOptions {
@@ -96,13 +97,11 @@ export async function deleteServer(client: NovaClient, serverId: string, options
   }
 }
 
+/** Everything `deleteServer` checks before its DELETE: the id, its own options and the wait's. */
 function validateDelete(serverId: string, options: DeleteServerOptions): void {
-  if (typeof serverId !== 'string' || serverId.trim() === '' || /[/?#]/.test(serverId)) {
-    throw new ValidationError(`server id must be a non-empty string without '/', '?' or '#', got ${JSON.stringify(serverId)}`);
-  }
+  checkPathId('server id', serverId);
+  validateWaitOptions(options);
   checkMs('redeleteAfterMs', options.redeleteAfterMs, { allowZero: true });
-  checkMs('intervalMs', options.intervalMs);
-  checkMs('timeoutMs', options.timeoutMs);
   const deleteRetries = options.deleteRetries ?? 3;
   if (!Number.isInteger(deleteRetries) || deleteRetries < 0) throw new ValidationError(`deleteRetries must be a non-negative integer, got ${String(deleteRetries)}`);
   throwIfAborted(options.signal);
@@ -242,9 +241,8 @@ export interface DeleteServersResult {
  */
 export async function deleteServers(client: NovaClient, ids: readonly string[], options: DeleteServersOptions = {}): Promise<DeleteServersResult> {
   if (!Array.isArray(ids)) throw new ValidationError('deleteServers needs an array of server ids');
-  for (const id of ids) {
-    if (typeof id !== 'string' || id.trim() === '') throw new ValidationError(`server id must be a non-empty string, got ${JSON.stringify(id)}`);
-  }
+  // Every id and option is checked before the first DELETE: a bad one never leaves the others half done.
+  for (const id of ids) validateDelete(id, options);
   const concurrency = options.concurrency ?? 10;
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new ValidationError(`concurrency must be a positive integer, got ${String(concurrency)}`);
   const unique = [...new Set(ids)];

@@ -21,6 +21,7 @@ import { isTransient } from './http.js';
 import { withRetry } from './retry.js';
 import { deleteWatcherOf } from './coalesce/deleteWatcher.js';
 import type { Server } from './types.js';
+import { checkDurationMs, checkPathId } from './validate.js';
 
 /** How a wait ended. */
 export type WaitOutcome = 'deleted' | 'soft-deleted' | 'error' | 'timeout';
@@ -97,6 +98,23 @@ export function checkMs(name: string, value: unknown, { allowZero = false } = {}
   }
 }
 
+/**
+ * Check the options of {@link waitForDelete} (also used by `deleteServer` before its DELETE):
+ * `intervalMs` positive and finite, `timeoutMs` and `requestTimeoutMs` positive (`Infinity` allowed),
+ * `jitter` in [0, 1), `pollRetries` a non-negative integer.
+ * @throws {@link ValidationError}
+ */
+export function validateWaitOptions(options: WaitForDeleteOptions): void {
+  if (!options || typeof options !== 'object') throw new ValidationError('options must be an object');
+  checkDurationMs('intervalMs', options.intervalMs, { allowInfinity: false });
+  checkDurationMs('timeoutMs', options.timeoutMs);
+  checkDurationMs('requestTimeoutMs', options.requestTimeoutMs);
+  const jitter = options.jitter ?? 0.1;
+  if (typeof jitter !== 'number' || !(jitter >= 0 && jitter < 1)) throw new ValidationError(`jitter must be a number in [0, 1), got ${String(jitter)}`);
+  const pollRetries = options.pollRetries ?? 4;
+  if (!Number.isInteger(pollRetries) || pollRetries < 0) throw new ValidationError(`pollRetries must be a non-negative integer, got ${String(pollRetries)}`);
+}
+
 /** Classify one observation into a final outcome, or undefined while the delete is still under way. */
 export function classify(obs: Observation): Exclude<WaitOutcome, 'timeout'> | undefined {
   if (obs.gone) return 'deleted';
@@ -134,14 +152,10 @@ export async function waitForDeleteWithHooks(
   options: WaitForDeleteOptions,
   hooks: WaitHooks,
 ): Promise<WaitForDeleteResult> {
-  if (typeof serverId !== 'string' || serverId.trim() === '') throw new ValidationError(`server id must be a non-empty string, got ${JSON.stringify(serverId)}`);
-  checkMs('intervalMs', options.intervalMs);
-  checkMs('timeoutMs', options.timeoutMs);
-  checkMs('requestTimeoutMs', options.requestTimeoutMs);
+  checkPathId('server id', serverId);
+  validateWaitOptions(options);
   const jitter = options.jitter ?? 0.1;
-  if (typeof jitter !== 'number' || !(jitter >= 0 && jitter < 1)) throw new ValidationError(`jitter must be a number in [0, 1), got ${String(jitter)}`);
   const pollRetries = options.pollRetries ?? 4;
-  if (!Number.isInteger(pollRetries) || pollRetries < 0) throw new ValidationError(`pollRetries must be a non-negative integer, got ${String(pollRetries)}`);
   throwIfAborted(options.signal);
 
   const intervalMs = options.intervalMs ?? 5000;

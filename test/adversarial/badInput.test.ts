@@ -1,0 +1,92 @@
+/**
+ * Bad ids and options: a ValidationError before any request, never a DELETE followed by an error,
+ * never a misclassified network error that is retried.
+ */
+import { describe, expect, it } from 'vitest';
+import { NovaClient, ValidationError, waitForDelete } from '../../src/index.js';
+import { clientFor, startNova } from '../helpers.js';
+
+async function rejection(p: Promise<unknown>): Promise<Error> {
+  try {
+    await p;
+  } catch (e) {
+    return e as Error;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('dot-segment ids', () => {
+  it.each(['.', '..'])("deleteServer(%j) is refused: it would DELETE another URL and read its 404 as 'already-gone'", async (id) => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    const e = await rejection(client.deleteServer(id));
+    expect(e).toBeInstanceOf(ValidationError);
+    expect(e.message).toBe(`server id must be a non-empty string without '/', '?' or '#' (and not '.' or '..'), got ${JSON.stringify(id)}`);
+    await expect(client.getServer(id)).rejects.toThrow(ValidationError);
+    await expect(client.requestDelete(id)).rejects.toThrow(ValidationError);
+    await expect(client.forceDeleteServer(id)).rejects.toThrow(ValidationError);
+    await expect(client.getFlavor(id)).rejects.toThrow(ValidationError);
+    await expect(waitForDelete(client, id)).rejects.toThrow(ValidationError);
+    expect(nova.requests).toHaveLength(0);
+  });
+
+  it('ids with dots inside, unicode or 1000 characters are sent encoded', async () => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    for (const id of ['a..b', '...', 'ünï-çødé', 'x'.repeat(1000)]) {
+      expect(await client.deleteServer(id)).toMatchObject({ outcome: 'already-gone', deleteAttempts: 1 });
+    }
+    expect(nova.requests.map((r) => r.path)).toEqual(['/servers/a..b', '/servers/...', `/servers/${encodeURIComponent('ünï-çødé')}`, `/servers/${'x'.repeat(1000)}`]);
+  });
+});
+
+describe('per-call request options', () => {
+  it.each([
+    [{ requestTimeoutMs: Number.NaN }, 'requestTimeoutMs must be a positive number of milliseconds, got NaN'],
+    [{ requestTimeoutMs: -5 }, 'requestTimeoutMs must be a positive number of milliseconds, got -5'],
+    [{ retry: { retries: -1 } }, 'retry.retries must be a non-negative integer, got -1'],
+    [{ retry: { minDelayMs: Number.POSITIVE_INFINITY } }, 'retry.minDelayMs must be a non-negative, finite number of milliseconds, got Infinity'],
+  ])('getServer(id, %j) rejects with ValidationError before any request', async (opts, message) => {
+    const nova = await startNova();
+    const e = await rejection(clientFor(nova).getServer('abc', opts as never));
+    expect(e).toBeInstanceOf(ValidationError);
+    expect(e.message).toBe(message);
+    expect(nova.requests).toHaveLength(0);
+  });
+
+  it('the client refuses a retry policy whose first delay is infinite', () => {
+    expect(() => new NovaClient({ endpoint: 'http://127.0.0.1:1/v2.1', token: 't', retry: { minDelayMs: Number.POSITIVE_INFINITY } })).toThrow(
+      'retry.minDelayMs must be a non-negative, finite number of milliseconds, got Infinity',
+    );
+  });
+});
+
+describe('deleteServer checks the wait options before its DELETE', () => {
+  it.each([
+    [{ pollRetries: -1 }, 'pollRetries must be a non-negative integer, got -1'],
+    [{ jitter: 5 }, 'jitter must be a number in [0, 1), got 5'],
+    [{ intervalMs: Number.POSITIVE_INFINITY }, 'intervalMs must be a positive, finite number of milliseconds, got Infinity'],
+    [{ requestTimeoutMs: -1 }, 'requestTimeoutMs must be a positive number of milliseconds, got -1'],
+    [{ timeoutMs: 'abc' }, 'timeoutMs must be a positive number of milliseconds, got abc'],
+  ])('deleteServer(id, { wait: true, ...%j }): ValidationError and no DELETE', async (opts, message) => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    const id = nova.addServer().id;
+    const e = await rejection(client.deleteServer(id, { wait: true, ...(opts as object) }));
+    expect(e).toBeInstanceOf(ValidationError);
+    expect(e.message).toBe(message);
+    expect(nova.requests).toHaveLength(0);
+    expect(nova.getServerState(id)?.status).toBe('ACTIVE');
+    expect(client.unconfirmedDeletes()).toEqual([]);
+  });
+
+  it('deleteServers with one bad id deletes nothing', async () => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    const id = nova.addServer().id;
+    await expect(client.deleteServers([id, 'a/b'])).rejects.toThrow(ValidationError);
+    await expect(client.deleteServers([id, '..'])).rejects.toThrow(ValidationError);
+    await expect(client.deleteServers([id], { timeoutMs: -1 })).rejects.toThrow('timeoutMs must be a positive number of milliseconds, got -1');
+    expect(nova.requests).toHaveLength(0);
+  });
+});
