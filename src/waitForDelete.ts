@@ -190,7 +190,14 @@ export async function waitForDeleteWithHooks(
     for (;;) {
       const left = timeoutMs - elapsed();
       const obs = await withRetry(
-        () => {
+        async () => {
+          // A poll that cannot finish before the deadline is not started: it would reach Nova after the
+          // wait has settled (the deadline timer and the last sleep's timer fire together).
+          const leftMs = timeoutMs - (performance.now() - started);
+          if (state.polls > 0 && leftMs < LAST_POLL_MARGIN_MS) {
+            if (leftMs > 0) await sleep(leftMs, undefined, { signal });
+            throw new TimeoutSignal();
+          }
           state.polls++;
           const perRequest = Math.max(1, Math.min(options.requestTimeoutMs ?? client.requestTimeoutMs, timeoutMs - elapsed()));
           return observe(signal, perRequest);
@@ -227,9 +234,12 @@ export async function waitForDeleteWithHooks(
       await hooks.afterObservation?.(obs, elapsed(), signal);
       const factor = 1 + (Math.random() * 2 - 1) * jitter;
       const delay = Math.round(intervalMs * factor);
-      const remaining = timeoutMs - elapsed();
+      const remaining = timeoutMs - (performance.now() - started);
       if (remaining <= 0) return state;
-      await pause(Math.min(delay, remaining), signal);
+      // The last look comes at least LAST_POLL_MARGIN_MS before the deadline. A sleep that would end
+      // later ends after the deadline instead, so the deadline ends the wait without a doomed poll
+      // (a coalescing watcher asked for a look at or after the deadline schedules none).
+      await pause(delay < remaining - LAST_POLL_MARGIN_MS ? delay : remaining + LAST_POLL_MARGIN_MS, signal);
     }
   };
 
@@ -255,3 +265,6 @@ export async function waitForDeleteWithHooks(
 }
 
 class TimeoutSignal extends Error {}
+
+/** No poll (after the first) starts with less than this many ms left before `timeoutMs`. */
+const LAST_POLL_MARGIN_MS = 10;
