@@ -46,6 +46,7 @@ SERVICES="epmd rabbitmq mariadb keystone placement glance-api neutron-stub nova-
 
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 unset PYTHONPATH PYTHONHOME VIRTUAL_ENV 2>/dev/null || true
+export PYTHONDONTWRITEBYTECODE=1 # no __pycache__ in scripts/real-nova/py
 
 T0=${T0:-$(date +%s%N)}
 # log MESSAGE: timestamped progress line (seconds since the script started) on stderr.
