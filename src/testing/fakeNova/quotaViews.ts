@@ -9,7 +9,10 @@ import type { Microversion } from './microversion.js';
 import type { FakeUsage } from './types.js';
 import { atLeast } from './views.js';
 
-/** Nova's defaults for the quotas the fake does not model (`nova/conf/quota.py`). */
+/**
+ * Nova's defaults for the quotas the fake does not model (`nova/conf/quota.py`). The network quotas
+ * are -1 on Nova 26 (Zed): nova-network is gone and Neutron owns them (observed on a real Nova 26.2).
+ */
 const FIXED = {
   metadata_items: 128,
   injected_files: 5,
@@ -19,9 +22,9 @@ const FIXED = {
   server_groups: 10,
   server_group_members: 10,
   fixed_ips: -1,
-  floating_ips: 10,
-  security_groups: 10,
-  security_group_rules: 20,
+  floating_ips: -1,
+  security_groups: -1,
+  security_group_rules: -1,
 } as const;
 
 const NETWORK_KEYS = new Set(['fixed_ips', 'floating_ips', 'security_groups', 'security_group_rules', 'networks']);

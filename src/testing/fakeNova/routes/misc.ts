@@ -70,6 +70,8 @@ const SETTABLE = new Set([
  * ignored. A limit below what is used is 400 unless `force` (`quota_sets.py` `_validate_quota_limit`).
  */
 export function updateQuotaSet(e: Engine, ctx: Ctx, projectId: string): Reply {
+  // os_compute_api:os-quota-sets:update is admin-only, even for the caller's own project.
+  if (!ctx.admin) return fault(403, "Policy doesn't allow os_compute_api:os-quota-sets:update to be performed.");
   const denied = checkProject(e, ctx, projectId, 'update');
   if (denied) return denied;
   if (ctx.bodyMalformed) return fault(400, 'Malformed request body');
@@ -102,6 +104,8 @@ export function updateQuotaSet(e: Engine, ctx: Ctx, projectId: string): Reply {
 
 /** `DELETE /os-quota-sets/{p}`: back to the defaults, 202 with no body. */
 export function revertQuotaSet(e: Engine, ctx: Ctx, projectId: string): Reply {
+  // os_compute_api:os-quota-sets:delete is admin-only, even for the caller's own project.
+  if (!ctx.admin) return fault(403, "Policy doesn't allow os_compute_api:os-quota-sets:delete to be performed.");
   const denied = checkProject(e, ctx, projectId, 'delete');
   if (denied) return denied;
   e.quota.limits = { ...e.quota.defaults };
