@@ -18,6 +18,7 @@ import { AbortError, AuthError, NovaApiError, NovaNetworkError, RateLimitError, 
 import { withRetry } from './retry.js';
 import { errorFromResponse, isTransient, networkError, requestIdOf, serverDateOf, type RequestContext } from './http.js';
 import { checkDurationMs, checkPathId, checkRetryPolicy } from './validate.js';
+import { redactSecrets } from './redact.js';
 import { objectListMember, objectMember, optionalObjectListMember, type ShapeContext } from './responseShape.js';
 import { componentLogger, type Logger } from './logger.js';
 import { unconfirmedDeletes, type UnconfirmedDelete } from './deleteLedger.js';
@@ -45,8 +46,8 @@ export interface RetryOptions {
 /** Options of {@link NovaClient}. */
 export interface NovaClientOptions {
   /**
-   * Compute endpoint, e.g. `http://127.0.0.1:8774/v2.1` (with or without the project id). Required
-   * unless `auth` provides one through the service catalog.
+   * Compute endpoint, e.g. `http://127.0.0.1:8774/v2.1` (with or without the project id), without
+   * user info, query or fragment. Required unless `auth` provides one through the service catalog.
    */
   endpoint?: string;
   /** A fixed token (`X-Auth-Token`). Give either `token` or `auth`. */
@@ -214,7 +215,8 @@ export class NovaClient {
 
   /**
    * @throws {@link ValidationError} when neither `token` nor `auth` is given, when neither `endpoint`
-   * nor an `auth` with `getEndpoint` is given, or when a duration is not a positive number.
+   * nor an `auth` with `getEndpoint` is given, when `endpoint` is not an http(s) URL or has user
+   * info, a query or a fragment, or when a duration is not a positive number.
    */
   constructor(options: NovaClientOptions) {
     if (!options || typeof options !== 'object') throw new ValidationError('NovaClient needs an options object');
@@ -224,9 +226,7 @@ export class NovaClient {
       throw new ValidationError('NovaClient needs a token (non-empty string) or an auth provider');
     }
     if (endpoint !== undefined) {
-      if (typeof endpoint !== 'string' || !/^https?:\/\/[^/]+/i.test(endpoint)) {
-        throw new ValidationError(`endpoint must be an http(s) URL, got ${JSON.stringify(endpoint)}`);
-      }
+      checkEndpoint(endpoint);
     } else if (!auth?.getEndpoint) {
       throw new ValidationError('NovaClient needs an endpoint (or an auth provider with a service catalog)');
     }
@@ -381,7 +381,7 @@ export class NovaClient {
       const e = error as { code?: string; message?: string };
       this.logger.debug({ method: req.method, path: req.path, code: e.code }, 'request failed without a response');
       // Never rethrow the raw axios error: its config holds the token.
-      throw networkError(e.code, String(e.message ?? 'unknown error'), ctx, false);
+      throw this.#redacted(networkError(e.code, String(e.message ?? 'unknown error'), ctx, false));
     }
     const requestId = requestIdOf(res.headers as Record<string, unknown>);
     this.lastRequestId = requestId ?? this.lastRequestId;
@@ -400,12 +400,20 @@ export class NovaClient {
     if ((res.status >= 200 && res.status < 300) || req.acceptStatus?.includes(res.status)) {
       return { status: res.status, data: data as T, requestId, serverDateMs: serverDateOf(res.headers as Record<string, unknown>), url };
     }
-    const error = errorFromResponse(res.status, res.headers as Record<string, unknown>, data, ctx);
+    // A body may echo the request (a debugging proxy, an echo service at the wrong URL): no secret in the message.
+    const error = this.#redacted(errorFromResponse(res.status, res.headers as Record<string, unknown>, data, ctx));
     if (error instanceof AuthError && !reauthenticated && this.auth.invalidate?.(token)) {
       this.logger.info({ method: req.method, path: req.path, requestId }, 'token rejected (401): re-authenticating once');
       return this.#attempt<T>(req, true);
     }
     throw error;
+  }
+
+  /** `error` with every secret of the auth provider (token, password, ...) removed from its message. */
+  #redacted<E extends Error>(error: E): E {
+    const secrets = this.auth.secrets?.() ?? [];
+    if (secrets.length > 0) error.message = redactSecrets(error.message, secrets);
+    return error;
   }
 
   /**
@@ -634,6 +642,25 @@ export class NovaClient {
 /** The context of a shape error for `res` (see `src/responseShape.ts`). */
 function shapeContext(method: string, res: RawResponse, serverId?: string): ShapeContext {
   return { method, url: res.url ?? '', status: res.status, requestId: res.requestId, serverId };
+}
+
+/**
+ * An http(s) URL without user info (it would reach error messages and logs), query or fragment (the
+ * client appends paths to it). The message never repeats a password.
+ */
+function checkEndpoint(endpoint: unknown): void {
+  let url: URL | undefined;
+  try {
+    url = typeof endpoint === 'string' && /^https?:\/\/[^/]+/i.test(endpoint) ? new URL(endpoint) : undefined;
+  } catch {
+    url = undefined;
+  }
+  const shown = typeof endpoint === 'string' ? JSON.stringify(endpoint.replace(/\/\/[^@/]*@/, '//')) : String(endpoint);
+  if (!url) throw new ValidationError(`endpoint must be an http(s) URL, got ${shown}`);
+  if (url.username !== '' || url.password !== '') throw new ValidationError('endpoint must not contain user info (user:password@): give the token as token or auth');
+  if (url.search !== '' || url.hash !== '' || /[?#]/.test(endpoint as string)) {
+    throw new ValidationError(`endpoint must not have a query or fragment, got ${shown}`);
+  }
 }
 
 function validateId(what: string, id: string): void {

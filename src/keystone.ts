@@ -33,6 +33,7 @@ import {
 import { normaliseInterface, selectEndpoint, type EndpointInterface } from './keystone/catalog.js';
 import { httpsAgentFor, type TlsOptions } from './keystone/tls.js';
 import { parseTokenBody, type KeystoneTokenInfo } from './keystone/token.js';
+import { redactSecrets } from './redact.js';
 
 export type { KeystoneCredentials, KeystoneMethod } from './keystone/authBody.js';
 export { authRequestBody, DEFAULT_DOMAIN_ID } from './keystone/authBody.js';
@@ -102,12 +103,7 @@ export function normaliseAuthUrl(authUrl: string): string {
   return /\/v3$/i.test(trimmed) ? trimmed : `${trimmed}/v3`;
 }
 
-/** Replace every occurrence of a secret in `text` by `[REDACTED]`. */
-export function redactSecrets(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) if (s.length >= 4) out = out.split(s).join(REDACTED);
-  return out;
-}
+export { redactSecrets } from './redact.js';
 
 /** Wait for `promise`, but reject with {@link AbortError} as soon as `signal` aborts (the promise keeps running). */
 function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {

@@ -1,0 +1,85 @@
+/**
+ * Secrets in places the no-secrets sweep did not look: an error body that echoes the request's
+ * token, a Keystone error that echoes the password JSON-escaped (by Python, non-ASCII as \uXXXX),
+ * an endpoint URL with a password in it.
+ */
+import { inspect } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { BadRequestError, KeystoneAuth, NovaClient, ServerError, ValidationError } from '../../src/index.js';
+import { redactSecrets } from '../../src/keystone.js';
+import { reply, scripted } from './scripted.js';
+
+const TOKEN = 'gAAAAA-super-secret-token-123456';
+
+async function rejection(p: Promise<unknown>): Promise<Error> {
+  try {
+    await p;
+  } catch (e) {
+    return e as Error;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('NovaClient error messages', () => {
+  it('a 400 page that echoes the X-Auth-Token never puts the token in the error', async () => {
+    const s = await scripted((q, res) => reply(res, 400, `<html>bad request; x-auth-token=${String(q.headers['x-auth-token'])}</html>`, { 'Content-Type': 'text/html' }));
+    const e = await rejection(new NovaClient({ endpoint: s.endpoint, token: TOKEN }).getServer('abc'));
+    expect(e).toBeInstanceOf(BadRequestError);
+    expect(e.message).toBe(`HTTP 400 Bad Request from GET ${s.endpoint}/servers/abc (body: "bad request; x-auth-token=[REDACTED]")`);
+    expect(inspect(e)).not.toContain(TOKEN);
+    expect(JSON.stringify(e)).not.toContain(TOKEN);
+  });
+
+  it("a Nova-style fault message that echoes the token (JSON-escaped) is redacted too", async () => {
+    const token = 'tok/with"quote-and-é';
+    const s = await scripted((q, res) =>
+      reply(res, 500, `{"computeFault": {"code": 500, "message": "bad token ${JSON.stringify(String(q.headers['x-auth-token'])).slice(1, -1)}"}}`),
+    );
+    const e = await rejection(new NovaClient({ endpoint: s.endpoint, token, retry: { retries: 0 } }).getServer('abc'));
+    expect(e).toBeInstanceOf(ServerError);
+    expect(e.message).toBe('bad token [REDACTED]');
+  });
+
+  it('an endpoint with user:password@ is refused, without repeating the password', () => {
+    let err: unknown;
+    try {
+      new NovaClient({ endpoint: 'http://user:hunter2secret@127.0.0.1:8774/v2.1', token: TOKEN });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ValidationError);
+    expect((err as Error).message).toBe('endpoint must not contain user info (user:password@): give the token as token or auth');
+  });
+
+  it.each(['http://127.0.0.1:8774/v2.1?x=1', 'http://127.0.0.1:8774/v2.1#frag', 'http://[::1/v2.1'])('endpoint %s is refused', (endpoint) => {
+    expect(() => new NovaClient({ endpoint, token: TOKEN })).toThrow(ValidationError);
+  });
+});
+
+describe('Keystone errors that echo the request body', () => {
+  it.each([
+    ['a password with quotes and backslashes', 'p"a\\ss-word'],
+    ['a password with non-ASCII characters', 'pässwörd-ü'],
+  ])('%s is redacted whether echoed raw, JSON-escaped or \\u-escaped', async (_what, password) => {
+    // Echo the body three ways: as received (JSON, JavaScript escaping), Python json.dumps (ASCII), and raw.
+    const s = await scripted((_q, res, body) => {
+      const ascii = body.replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+      reply(res, 400, `{"error": {"code": 400, "title": "Bad Request", "message": ${JSON.stringify(`Invalid input ${body} ${ascii} ${password}`)}}}`);
+    });
+    const auth = new KeystoneAuth({ authUrl: s.url, username: 'ci', password, userDomainName: 'Default', projectName: 'p', projectDomainName: 'Default' });
+    const e = await rejection(auth.getToken());
+    expect(e).toBeInstanceOf(BadRequestError);
+    expect(e.message).toContain('"password":"[REDACTED]"');
+    const js = JSON.stringify(password).slice(1, -1);
+    const py = js.replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+    for (const form of [password, js, py]) expect(e.message).not.toContain(form);
+    expect(e.message.split('[REDACTED]')).toHaveLength(4); // in the body, Python's copy of it, and the raw copy
+  });
+
+  it('redactSecrets handles every form and leaves short secrets alone', () => {
+    expect(redactSecrets('a "x\\"y" b x%22y c', ['x"y!'])).toBe('a "x\\"y" b x%22y c');
+    expect(redactSecrets('a x\\"y! b x%22y! c x"y!', ['x"y!'])).toBe('a [REDACTED] b [REDACTED] c [REDACTED]');
+    expect(redactSecrets('caf\\u00e9-secret', ['café-secret'])).toBe('[REDACTED]');
+    expect(redactSecrets('abc', ['abc'])).toBe('abc');
+  });
+});
