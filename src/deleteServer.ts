@@ -6,7 +6,8 @@
  * - `DELETE /servers/{id}` (Nova API reference, "Delete Server"): 404 means already gone; 409 (locked)
  *   throws {@link ConflictError} at once; 5xx and no response are retried a bounded number of times,
  *   then {@link DeleteFailedError} with no polling.
- * - With `wait`, {@link waitForDelete}; `timeout` becomes {@link DeleteTimeoutError}; `error` re-issues
+ * - With `wait`, {@link waitForDelete}; after a `DELETED` status, up to `confirmGoneMs` more of
+ *   50 ms polls until the 404, when Nova's usage drops; `timeout` becomes {@link DeleteTimeoutError}; `error` re-issues
  *   the DELETE once, then {@link DeleteFailedError} with Nova's fault message.
  * - If no poll shows the delete under way (task_state `deleting`, DELETED, 404) within
  *   `redeleteAfterMs`, the DELETE is re-issued once: Nova's 204 is a promise, not a delete (otter's
@@ -18,6 +19,7 @@
  *
  * @module
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import pLimit from 'p-limit';
 import type { NovaClient, RequestOptions } from './client.js';
 import {
@@ -26,6 +28,7 @@ import {
   DeleteFailedError,
   DeleteTimeoutError,
   ForbiddenError,
+  NotFoundError,
   NovaApiError,
   NovaNetworkError,
   ValidationError,
@@ -47,6 +50,14 @@ export interface DeleteServerOptions extends WaitForDeleteOptions {
   redeleteAfterMs?: number;
   /** With `wait`: force-delete a SOFT_DELETED server and wait for its 404. Default false. */
   forceSoftDeleted?: boolean;
+  /**
+   * With `wait`: after a poll shows status `DELETED`, keep polling `GET /servers/{id}` every 50 ms for
+   * at most this long, in ms, until it answers 404, then resolve `'deleted'` either way. Nova frees the
+   * server's cores, RAM and instance only at the 404 (observed on Nova 26.2: the `DELETED` window
+   * lasts 20–105 ms and a create in it can get a quota 403), so by default the next create fits.
+   * Default 2000; 0 resolves at the first `DELETED`.
+   */
+  confirmGoneMs?: number;
   /** Retries of the DELETE request after 5xx or no response. Default 3. */
   deleteRetries?: number;
   /** Send `forceDelete` instead of `DELETE` (hard delete even with soft-delete configured). Default false. */
@@ -102,6 +113,7 @@ function validateDelete(serverId: string, options: DeleteServerOptions): void {
   checkPathId('server id', serverId);
   validateWaitOptions(options);
   checkMs('redeleteAfterMs', options.redeleteAfterMs, { allowZero: true });
+  checkMs('confirmGoneMs', options.confirmGoneMs, { allowZero: true });
   const deleteRetries = options.deleteRetries ?? 3;
   if (!Number.isInteger(deleteRetries) || deleteRetries < 0) throw new ValidationError(`deleteRetries must be a non-negative integer, got ${String(deleteRetries)}`);
   throwIfAborted(options.signal);
@@ -173,7 +185,10 @@ async function deleteOne(client: NovaClient, serverId: string, options: DeleteSe
   let errorRedeleted = false;
   for (;;) {
     const waited = await wait();
-    if (waited.outcome === 'deleted') return { ...result, outcome: 'deleted', elapsedMs: elapsed() };
+    if (waited.outcome === 'deleted') {
+      if (waited.server) await confirmGone(client, serverId, options, result, Math.min(options.confirmGoneMs ?? 2000, timeoutMs - elapsed()));
+      return { ...result, outcome: 'deleted', elapsedMs: elapsed() };
+    }
     if (waited.outcome === 'timeout') {
       throw new DeleteTimeoutError({
         serverId,
@@ -212,6 +227,34 @@ async function deleteOne(client: NovaClient, serverId: string, options: DeleteSe
     underway = false;
   }
 }
+
+/**
+ * After status DELETED: poll every 50 ms, for at most `budgetMs`, until the GET answers 404 (the
+ * moment Nova's usage drops). Transient failures only end this early; it never throws for them.
+ */
+async function confirmGone(client: NovaClient, serverId: string, options: DeleteServerOptions, result: DeleteServerResult, budgetMs: number): Promise<void> {
+  const end = performance.now() + budgetMs;
+  while (performance.now() + CONFIRM_INTERVAL_MS <= end) {
+    await sleep(CONFIRM_INTERVAL_MS, undefined, options.signal ? { signal: options.signal } : undefined).catch(() => {
+      throw new AbortError(`Wait for deletion of server ${serverId} was aborted`, { cause: options.signal?.reason });
+    });
+    result.polls++;
+    try {
+      const server = await client.getServer(serverId, { signal: options.signal, retry: false, requestTimeoutMs: Math.max(1, end - performance.now()) });
+      result.server = server;
+      if (String(server.status ?? '').toUpperCase() !== 'DELETED') return;
+    } catch (e) {
+      if (e instanceof NotFoundError) {
+        result.server = undefined;
+        return;
+      }
+      if (e instanceof AbortError) throw e;
+      return;
+    }
+  }
+}
+
+const CONFIRM_INTERVAL_MS = 50;
 
 /** Options of {@link deleteServers}. */
 export interface DeleteServersOptions extends DeleteServerOptions {

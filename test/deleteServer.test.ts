@@ -35,14 +35,33 @@ describe('client.deleteServer', () => {
     expect((await client.getLimits()).absolute.totalCoresUsed).toBe(0);
   });
 
-  it('with wait: status DELETED (the brief window before 404) also ends the wait', async () => {
-    const nova = await startNova({ deleteDelayMs: 30, deletedWindowMs: 2000 });
+  it('with wait: after status DELETED it confirms the 404, when Nova frees the cores (real Nova 26.2 timeline)', async () => {
+    const nova = await startNova({ deleteDelayMs: 30, deletedWindowMs: 120 });
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE', flavorId: '2' }).id;
     const r = await client.deleteServer(id, { wait: true, ...FAST });
     expect(r.outcome).toBe('deleted');
+    expect(r.server).toBeUndefined();
+    const gets = nova.requestsTo('GET', serverPath(id));
+    expect(gets.at(-1)!.status).toBe(404);
+    expect((await client.getLimits()).absolute.totalCoresUsed).toBe(0);
+  });
+
+  it('with wait: status DELETED ends the wait at once with confirmGoneMs 0, and after confirmGoneMs at most', async () => {
+    const nova = await startNova({ deleteDelayMs: 30, deletedWindowMs: 5000 });
+    const client = clientFor(nova);
+    const a = nova.addServer({ status: 'ACTIVE', flavorId: '2' }).id;
+    const r = await client.deleteServer(a, { wait: true, ...FAST, confirmGoneMs: 0 });
+    expect(r.outcome).toBe('deleted');
     expect(r.server?.status).toBe('DELETED');
-    expect(nova.requestsTo('GET', serverPath(id)).at(-1)!.status).toBe(200);
+    expect(nova.requestsTo('GET', serverPath(a)).at(-1)!.status).toBe(200);
+    const b = nova.addServer({ status: 'ACTIVE', flavorId: '2' }).id;
+    const t0 = performance.now();
+    const r2 = await client.deleteServer(b, { wait: true, ...FAST, confirmGoneMs: 200 });
+    expect(r2.outcome).toBe('deleted');
+    expect(r2.server?.status).toBe('DELETED');
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(180);
+    expect(performance.now() - t0).toBeLessThan(1500);
   });
 
   it('BUG-03 3c: 404 on DELETE resolves already-gone with no polls', async () => {
