@@ -11,6 +11,10 @@
  * skipped. Unlike openstacksdk, a file that does not parse is an error (openstacksdk skips it with a
  * warning, which hides a typo behind "cloud not found").
  *
+ * YAML is read as YAML 1.1, like openstacksdk's PyYAML `safe_load`: `yes`/`no`/`on`/`off` are
+ * booleans (so `verify: yes` keeps TLS verification on; read as YAML 1.2 it was the string "yes",
+ * which `get_boolean` takes as false) and `<<: *anchor` merge keys work.
+ *
  * @module
  */
 import { readFileSync, statSync } from 'node:fs';
@@ -73,7 +77,7 @@ function keyOnLine(text: string, line: number): string | undefined {
 export function parseConfigText(path: string, text: string): Record<string, unknown> {
   let data: unknown;
   try {
-    data = path.endsWith('.json') ? JSON.parse(text) : parseYaml(text, { prettyErrors: false, logLevel: 'error' });
+    data = path.endsWith('.json') ? JSON.parse(text) : parseYaml(text, { version: '1.1', merge: true, prettyErrors: false, logLevel: 'error' });
   } catch (error) {
     let where: { line: number; col: number } | undefined;
     if (error instanceof YAMLParseError && error.linePos?.[0]) where = error.linePos[0];
