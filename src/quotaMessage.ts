@@ -42,16 +42,23 @@ const UNIFIED_NAMES: Record<string, string> = {
   servers: 'instances',
 };
 
-function splitNumbers(text: string): number[] {
-  return text
+/**
+ * The whole numbers of a comma-separated list (`"2, 2048"`, `"1-3"` for min-max instance counts,
+ * whose upper bound is what Nova checks first); undefined when any item is not one (`"1 000"`,
+ * `"2.5"`, `"-2"`): a message nova-guard cannot read never yields NaN numbers.
+ */
+function splitNumbers(text: string): number[] | undefined {
+  const items = text
     .split(',')
     .map((s) => s.trim())
-    .filter((s) => s.length > 0)
-    .map((s) => {
-      // "1-3" (min-max instance counts): the upper bound is what Nova checks first.
-      const parts = s.split('-').map((p) => Number(p));
-      return parts[parts.length - 1] ?? Number.NaN;
-    });
+    .filter((s) => s.length > 0);
+  const out: number[] = [];
+  for (const item of items) {
+    const m = /^(?:\d+-)?(\d+)$/.exec(item);
+    if (!m) return undefined;
+    out.push(Number(m[1]));
+  }
+  return out;
 }
 
 function isPermanent(resources: QuotaResource[]): boolean {
@@ -75,11 +82,11 @@ export function parseQuotaMessage(message: string | undefined | null): ParsedQuo
   if (!message) return undefined;
   const legacy = LEGACY.exec(message);
   if (legacy) {
-    const names = legacy[1]!.split(',').map((s) => s.trim()).filter(Boolean);
-    const req = splitNumbers(legacy[2]!);
-    const used = splitNumbers(legacy[3]!);
-    const allowed = splitNumbers(legacy[4]!);
-    if (names.length > 1 && req.length === 1 && used.length === 1) {
+    const names = legacy[1]!.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+    const req = splitNumbers(legacy[2]!) ?? [];
+    const used = splitNumbers(legacy[3]!) ?? [];
+    const allowed = splitNumbers(legacy[4]!) ?? [];
+    if (names.length > 1 && req.length === 1 && used.length === 1 && allowed.length >= 1) {
       // Pre-Liberty: several names joined by ',' but only the first resource's numbers.
       const resources = [{ name: names[0]!, requested: req[0]!, used: used[0]!, allowed: allowed[0]! }];
       return { shape: 'pre-liberty', resources, permanent: isPermanent(resources) };
@@ -97,7 +104,7 @@ export function parseQuotaMessage(message: string | undefined | null): ParsedQuo
   const pre = PRE_LIBERTY.exec(message);
   if (pre) {
     const resources = [
-      { name: pre[1]!.split(',')[0]!.trim(), requested: Number(pre[2]), used: Number(pre[3]), allowed: Number(pre[4]) },
+      { name: pre[1]!.split(',')[0]!.trim().toLowerCase(), requested: Number(pre[2]), used: Number(pre[3]), allowed: Number(pre[4]) },
     ];
     return { shape: 'pre-liberty', resources, permanent: isPermanent(resources) };
   }
