@@ -8,7 +8,8 @@
  * - `fake-nova [--port 8774] [--cores 20]`
  *
  * Connection: `--endpoint`/`--token` (or `NOVA_ENDPOINT`/`NOVA_TOKEN`), or `--os-cloud`/`OS_CLOUD` and
- * the `OS_*` variables like the `openstack` command. Exit codes: 0 success, 1 failure, 2 bad usage,
+ * the `OS_*` variables like the `openstack` command. Exit codes: 0 success, 1 failure, 2 bad usage
+ * or configuration (a bad flag, no or an unknown cloud, a broken clouds.yaml, an unreadable CA file),
  * 3 drift found and 4 inconclusive (`quota audit`).
  *
  * @module
@@ -17,7 +18,7 @@ import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError } from 'commander';
 import type { NovaClient } from './client.js';
-import { ValidationError } from './errors.js';
+import { ConfigError, ValidationError } from './errors.js';
 import { addGlobalOptions, clientFromOptions, type GlobalOptions } from './cli/common.js';
 import { registerFakeNovaCommand } from './cli/fakeNova.js';
 import { registerLimitsCommand } from './cli/limits.js';
@@ -50,7 +51,8 @@ export async function main(argv: string[]): Promise<number> {
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (e) {
     if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : 2;
-    if (e instanceof ValidationError) {
+    if (e instanceof ValidationError || e instanceof ConfigError) {
+      // Bad usage or configuration: the message says what to change; no stack trace.
       console.error(`nova-guard: ${e.message}`);
       return 2;
     }

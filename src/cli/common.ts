@@ -4,12 +4,12 @@
  *
  * @module
  */
-import { readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import type { Command } from 'commander';
 import { pino } from 'pino';
 import { NovaClient, type NovaClientOptions } from '../client.js';
-import { ValidationError } from '../errors.js';
+import { loadCloudConfig, resolveClientOptions, type CloudConfig } from '../config.js';
+import { ConfigError, ValidationError } from '../errors.js';
+import { loadCaCert } from '../keystone/tls.js';
 import type { Logger } from '../logger.js';
 
 /** Global options every subcommand accepts (like the `openstack` command's `--os-*` options). */
@@ -52,7 +52,11 @@ export function cliLogger(opts: GlobalOptions): Logger {
 
 /**
  * Build a client the way the `openstack` command finds its cloud: `--endpoint`/`--token` (or
- * `NOVA_ENDPOINT`/`NOVA_TOKEN`) when given; else `--os-cloud`/`OS_CLOUD`/`OS_*` through Keystone.
+ * `NOVA_ENDPOINT`/`NOVA_TOKEN`) when given; else `--os-cloud`/`OS_CLOUD`/`OS_*`/the only cloud of
+ * clouds.yaml through Keystone (`loadCloudConfig`).
+ * @throws {@link ValidationError} when no cloud is configured at all or a flag is bad;
+ * {@link ConfigError} for a broken clouds.yaml, an unknown cloud or an unreadable CA file;
+ * {@link AuthError} when Keystone rejects the credentials.
  */
 export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.ProcessEnv = process.env): Promise<NovaClient> {
   const logger = cliLogger(opts);
@@ -63,28 +67,26 @@ export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.Process
   if (rt) common.requestTimeoutMs = rt;
   if (opts.insecure || /^true$/i.test(env['OS_INSECURE'] ?? '')) common.insecure = true;
   const cacert = opts.osCacert ?? env['OS_CACERT'];
-  if (cacert) common.caCert = readFileSync(cacert.replace(/^~(?=\/)/, homedir()));
+  // A missing or unreadable file is a ConfigError naming it (key cacert), not a raw ENOENT.
+  if (cacert) common.caCert = loadCaCert(cacert);
   const endpoint = opts.endpoint ?? env['NOVA_ENDPOINT'];
   const token = opts.token ?? env['NOVA_TOKEN'];
-  const cloud = opts.osCloud ?? env['OS_CLOUD'];
   if (endpoint && token && !opts.osCloud) {
     return new NovaClient({ ...common, endpoint, token });
   }
-  const fromConfig = NovaClient as unknown as {
-    fromCloud?: (name?: string, o?: Partial<NovaClientOptions>) => Promise<NovaClient>;
-    fromEnv?: (e?: NodeJS.ProcessEnv, o?: Partial<NovaClientOptions>) => Promise<NovaClient>;
-  };
   const overrides: Partial<NovaClientOptions> = { ...common, ...(endpoint ? { endpoint } : {}) };
-  if (cloud && fromConfig.fromCloud) return fromConfig.fromCloud(cloud, overrides);
-  if (env['OS_AUTH_URL'] && fromConfig.fromEnv) return fromConfig.fromEnv(env, overrides);
-  if (fromConfig.fromCloud) {
-    try {
-      return await fromConfig.fromCloud(undefined, overrides);
-    } catch {
-      // fall through to the usage message
+  let config: CloudConfig;
+  try {
+    config = loadCloudConfig({ cloud: opts.osCloud, env });
+  } catch (e) {
+    // Only "nothing configured at all" becomes the usage message; a broken clouds.yaml, a missing
+    // cloud or field is reported as it is (it used to be hidden behind "no cloud given").
+    if (e instanceof ConfigError && e.file === undefined && e.key === undefined) {
+      throw new ValidationError(
+        'no cloud given: pass --endpoint and --token (or NOVA_ENDPOINT and NOVA_TOKEN), or --os-cloud / OS_CLOUD, or OS_AUTH_URL and the other OS_* variables',
+      );
     }
+    throw e;
   }
-  throw new ValidationError(
-    'no cloud given: pass --endpoint and --token (or NOVA_ENDPOINT and NOVA_TOKEN), or --os-cloud / OS_CLOUD, or OS_AUTH_URL and the other OS_* variables',
-  );
+  return new NovaClient(await resolveClientOptions(config, overrides));
 }

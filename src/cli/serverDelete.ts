@@ -2,12 +2,15 @@
  * `nova-guard server delete <id...> [--wait] [--timeout-ms N] [--interval-ms N] [--force]`: messages
  * and exit codes like `openstack server delete --wait` (python-openstackclient `DeleteServer`): each
  * failure is reported as `Failed to delete server with name or ID '<id>': <error>`, then
- * `N of M servers failed to delete.` and exit code 1; 0 when all succeeded.
+ * `N of M servers failed to delete.` and exit code 1; 0 when all succeeded. At most `--concurrency`
+ * (default 10) deletions run at once.
  *
  * @module
  */
 import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
+import pLimit from 'p-limit';
+import { ValidationError } from '../errors.js';
 import type { NovaClient } from '../client.js';
 import type { DeleteServerOptions } from '../deleteServer.js';
 import type { DeleteProgress } from '../waitForDelete.js';
@@ -35,8 +38,8 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
     .option('--force-soft-deleted', 'with --wait: force-delete servers that end SOFT_DELETED')
     .option('--concurrency <n>', 'deletions at once (default 10)')
     .action(async (ids: string[], flags: DeleteFlags) => {
-      const client = await getClient();
-      const options: DeleteServerOptions & { concurrency?: number } = {
+      // Flags first: a bad flag is reported as such, before any connection or cloud lookup.
+      const options: DeleteServerOptions = {
         wait: Boolean(flags.wait),
         force: Boolean(flags.force),
         forceSoftDeleted: Boolean(flags.forceSoftDeleted),
@@ -45,7 +48,12 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
       const intervalMs = parseMs(flags.intervalMs, '--interval-ms');
       if (timeoutMs) options.timeoutMs = timeoutMs;
       if (intervalMs) options.intervalMs = intervalMs;
-      if (flags.concurrency) options.concurrency = Number(flags.concurrency);
+      const concurrency = flags.concurrency === undefined ? 10 : Number(flags.concurrency);
+      if (!Number.isInteger(concurrency) || concurrency < 1) {
+        throw new ValidationError(`--concurrency must be a positive integer, got ${JSON.stringify(flags.concurrency)}`);
+      }
+      const limit = pLimit(concurrency);
+      const client = await getClient();
       const unique = [...new Set(ids)];
       const tty = Boolean(process.stderr.isTTY) && options.wait;
       const bar = tty
@@ -69,22 +77,22 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
         latest.set(p.serverId, p);
         bar?.update(done, { detail: detail() });
       };
-      const result = await Promise.all(
-        unique.map(async (id) => {
-          try {
-            const r = await client.deleteServer(id, options);
-            done++;
-            latest.delete(id);
-            bar?.update(done, { detail: detail() });
-            if (!bar) console.log(`${id}: ${r.outcome} (${r.polls} polls, ${r.elapsedMs} ms)`);
-            for (const w of r.warnings) console.error(`Warning: ${w}`);
-            return undefined;
-          } catch (e) {
-            latest.delete(id);
-            return { id, error: e as Error };
-          }
-        }),
-      );
+      const deleteOne = async (id: string): Promise<{ id: string; error: Error } | undefined> => {
+        try {
+          const r = await client.deleteServer(id, options);
+          done++;
+          latest.delete(id);
+          bar?.update(done, { detail: detail() });
+          if (!bar) console.log(`${id}: ${r.outcome} (${r.polls} polls, ${r.elapsedMs} ms)`);
+          for (const w of r.warnings) console.error(`Warning: ${w}`);
+          return undefined;
+        } catch (e) {
+          latest.delete(id);
+          return { id, error: e as Error };
+        }
+      };
+      // At most --concurrency deletions at once (each still settles on its own).
+      const result = await Promise.all(unique.map((id) => limit(() => deleteOne(id))));
       bar?.stop();
       const failures = result.filter((r): r is { id: string; error: Error } => r !== undefined);
       for (const f of failures) console.error(`Failed to delete server with name or ID '${f.id}': ${f.error.message}`);

@@ -1,0 +1,116 @@
+/**
+ * CLI misuse: every bad flag or configuration exits 2 with one clear line (no stack trace), before
+ * any request; `server delete --concurrency` is validated and honoured.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { main } from '../../src/cli.js';
+import { startNova } from '../helpers.js';
+
+interface Run {
+  code: number;
+  out: string;
+  err: string;
+}
+
+const savedEnv = { ...process.env };
+afterEach(() => {
+  process.env = { ...savedEnv };
+  process.exitCode = undefined;
+});
+
+/** Run the CLI in-process with only `env` among the OS_* / NOVA_* variables. */
+async function run(argv: string[], env: Record<string, string> = {}): Promise<Run> {
+  for (const k of Object.keys(process.env)) if (k.startsWith('OS_') || k.startsWith('NOVA_')) delete process.env[k];
+  const dir = mkdtempSync(join(tmpdir(), 'nova-guard-cli-'));
+  Object.assign(process.env, { XDG_CONFIG_HOME: dir, XDG_CONFIG_DIRS: dir }, env);
+  const out: string[] = [];
+  const err: string[] = [];
+  const spies = [
+    vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void out.push(a.join(' '))),
+    vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void err.push(a.join(' '))),
+    vi.spyOn(process.stderr, 'write').mockImplementation((s: unknown) => (err.push(String(s)), true)),
+  ];
+  process.exitCode = undefined;
+  try {
+    const code = await main(argv);
+    return { code, out: out.join('\n'), err: err.join('\n') };
+  } finally {
+    for (const s of spies) s.mockRestore();
+    process.exitCode = undefined;
+  }
+}
+
+function cloudsFile(text: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'nova-guard-cli-')), 'clouds.yaml');
+  writeFileSync(file, text);
+  return file;
+}
+
+describe('nova-guard misuse', () => {
+  it('server delete --concurrency abc: exit 2, no request', async () => {
+    const nova = await startNova();
+    const r = await run(['server', 'delete', 'x', '--concurrency', 'abc'], { NOVA_ENDPOINT: nova.endpoint, NOVA_TOKEN: 'admin:demo' });
+    expect(r).toEqual({ code: 2, out: '', err: 'nova-guard: --concurrency must be a positive integer, got "abc"' });
+    expect(nova.requests).toHaveLength(0);
+  });
+
+  it('a bad flag is reported as such even when no cloud is configured', async () => {
+    const r = await run(['server', 'delete', 'x', '--timeout-ms', 'abc']);
+    expect(r).toEqual({ code: 2, out: '', err: 'nova-guard: --timeout-ms must be a positive number of milliseconds, got "abc"' });
+  });
+
+  it('--os-cacert naming a missing file: exit 2 and the file, not a raw ENOENT', async () => {
+    const nova = await startNova();
+    const r = await run(['limits', '--os-cacert', '/nonexistent/ca.pem'], { NOVA_ENDPOINT: nova.endpoint, NOVA_TOKEN: 'admin:demo' });
+    expect(r).toEqual({ code: 2, out: '', err: 'nova-guard: cannot read the CA certificate file /nonexistent/ca.pem (cacert): ENOENT' });
+  });
+
+  it('--os-cloud naming a cloud that is not there: exit 2, naming the file and its clouds', async () => {
+    const file = cloudsFile('clouds:\n  a:\n    auth: {auth_url: "http://127.0.0.1:1", username: u, password: pw-secret}\n');
+    const r = await run(['limits', '--os-cloud', 'nope'], { OS_CLIENT_CONFIG_FILE: file });
+    expect(r).toEqual({ code: 2, out: '', err: `nova-guard: cloud "nope" not found in ${file} (clouds: a)` });
+  });
+
+  it('a broken clouds.yaml is reported, not hidden behind "no cloud given"', async () => {
+    const file = cloudsFile('clouds:\n  a:\n    auth:\n      password: "pw-secret\n      username: u\n');
+    const r = await run(['limits'], { OS_CLIENT_CONFIG_FILE: file });
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(new RegExp(`^nova-guard: cannot parse ${file} at line \\d+, column \\d+: not valid YAML \\(\\w+\\)$`));
+    expect(r.err).not.toContain('pw-secret');
+  });
+
+  it('a single cloud whose Keystone refuses the connection says so (exit 1), not "no cloud given"', async () => {
+    const file = cloudsFile('clouds:\n  a:\n    auth: {auth_url: "http://127.0.0.1:1", username: u, password: pw-secret, project_name: p}\n');
+    const r = await run(['limits'], { OS_CLIENT_CONFIG_FILE: file });
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/^nova-guard: Keystone POST http:\/\/127\.0\.0\.1:1\/v3\/auth\/tokens failed without a response: ECONNREFUSED/);
+  });
+
+  it('nothing configured at all: the usage message, exit 2', async () => {
+    const r = await run(['limits']);
+    expect(r.code).toBe(2);
+    expect(r.err).toBe(
+      'nova-guard: no cloud given: pass --endpoint and --token (or NOVA_ENDPOINT and NOVA_TOKEN), or --os-cloud / OS_CLOUD, or OS_AUTH_URL and the other OS_* variables',
+    );
+  });
+});
+
+describe('server delete --concurrency', () => {
+  it('at most N DELETEs are in flight', async () => {
+    const nova = await startNova();
+    const ids = [1, 2, 3, 4, 5, 6].map(() => nova.addServer().id);
+    nova.inject({ method: 'DELETE', path: /^\/servers\//, delayMs: 40, times: Number.POSITIVE_INFINITY });
+    const r = await run(['server', 'delete', ...ids, '--concurrency', '2'], { NOVA_ENDPOINT: nova.endpoint, NOVA_TOKEN: 'admin:demo' });
+    expect(r.code).toBe(0);
+    const lines = r.out.split('\n');
+    expect(lines.map((l) => l.replace(/\d+ ms\)$/, 'N ms)')).sort()).toEqual(ids.map((id) => `${id}: delete-requested (0 polls, N ms)`).sort());
+    const arrivals = nova.requestsTo('DELETE', /^\/servers\//).map((q) => q.timeMs);
+    expect(arrivals).toHaveLength(6);
+    // Two at a time: the third DELETE is sent only after one of the first two was answered (40 ms).
+    expect(arrivals[2]! - arrivals[0]!).toBeGreaterThanOrEqual(35);
+    expect(arrivals[4]! - arrivals[0]!).toBeGreaterThanOrEqual(75);
+  });
+});
