@@ -13,6 +13,8 @@
 import { ValidationError } from '../errors.js';
 import { Compute } from './fakeNova/compute.js';
 import { FaultQueue } from './fakeNova/faults.js';
+import { checkFaultSpec } from './fakeNova/faultSpec.js';
+import { checkPathId } from '../validate.js';
 import { parseMicroversion, compareMicroversion, type Microversion } from './fakeNova/microversion.js';
 import { QuotaBook } from './fakeNova/quota.js';
 import type { Engine } from './fakeNova/routes/context.js';
@@ -149,6 +151,7 @@ export class FakeNova {
     const projectId = options.projectId ?? 'demo';
     if (!projectId || /[/?#\s]/.test(projectId)) throw new ValidationError(`FakeNova projectId is invalid: ${projectId}`);
     const port = nonNegative('port', options.port, 0);
+    if (!Number.isInteger(port) || port > 65535) throw new ValidationError(`FakeNova option port must be an integer from 0 to 65535 (got ${String(port)})`);
     const pageSize = options.pageSize ?? 1000;
     if (!Number.isInteger(pageSize) || pageSize < 1) {
       throw new ValidationError(`FakeNova option pageSize must be an integer >= 1 (got ${String(pageSize)})`);
@@ -238,14 +241,13 @@ export class FakeNova {
   /**
    * Queue a fault; the first queued fault matching a request applies, before auth and the real handler.
    *
-   * @throws {@link ValidationError} when `times` is not positive or `delayMs` is negative.
+   * @throws {@link ValidationError} for a spec the fake could not apply: no `path` (string or RegExp),
+   * a `status` outside 100-999, invalid header names or values, `times` not a positive integer (or
+   * `Infinity`), a negative `delayMs` (see `src/testing/fakeNova/faultSpec.ts`).
    */
   inject(fault: FaultSpec): void {
-    if (fault.times !== undefined && !(fault.times > 0)) {
-      throw new ValidationError(`FaultSpec.times must be > 0 or Infinity (got ${String(fault.times)})`);
-    }
-    nonNegative('FaultSpec.delayMs', fault.delayMs, 0);
-    this.faults.add(fault);
+    checkFaultSpec(fault);
+    this.faults.add({ ...fault, ...(fault.headers ? { headers: { ...fault.headers } } : {}) });
   }
 
   /** Drop every queued fault. */
@@ -258,9 +260,11 @@ export class FakeNova {
    * the first flavor, status `ACTIVE`. It counts toward usage as Nova counts it (ERROR counts).
    * `faultMessage` becomes `fault.message` (code 500) shown while the status is ERROR.
    *
-   * @throws {@link ValidationError} for an unknown flavor or an id already used.
+   * @throws {@link ValidationError} for an unknown flavor, an id already used, or an id a client could
+   * not ask for (empty, or with `/`, `?`, `#`, or `.`/`..`).
    */
   addServer(init: Partial<FakeServerInit> = {}): FakeServerView {
+    if (init.id !== undefined) checkPathId('FakeNova.addServer: id', init.id);
     const flavorId = init.flavorId ?? this.firstFlavorId();
     const flavor = this.flavors.get(flavorId);
     if (!flavor) throw new ValidationError(`FakeNova.addServer: unknown flavor '${flavorId}'`);
@@ -352,9 +356,15 @@ export class FakeNova {
    * Phantom usage added to what Nova counts (the quota check, `/limits`, quota detail in_use) but not
    * to {@link FakeNova.usage}. Negative values model under-counting. Replaces the previous drift;
    * omitted resources become 0.
+   *
+   * @throws {@link ValidationError} for a value that is not an integer (NaN would reach `/limits`).
    */
   setUsageDrift(d: Partial<FakeUsage>): void {
-    this.quota.drift = { cores: d.cores ?? 0, instances: d.instances ?? 0, ram: d.ram ?? 0 };
+    const drift = { cores: d.cores ?? 0, instances: d.instances ?? 0, ram: d.ram ?? 0 };
+    for (const [k, v] of Object.entries(drift)) {
+      if (!Number.isInteger(v)) throw new ValidationError(`FakeNova.setUsageDrift: ${k} must be an integer, got ${String(v)}`);
+    }
+    this.quota.drift = drift;
   }
 
   /**

@@ -41,7 +41,7 @@ export class HttpFront {
   private readonly sockets = new Set<Socket>();
 
   constructor(private readonly deps: FrontDeps) {
-    this.server = createServer((req, res) => this.handle(req, res));
+    this.server = createServer((req, res) => this.guard(res, () => this.handle(req, res)));
     this.server.keepAliveTimeout = 5000;
     this.server.on('connection', (socket) => {
       this.sockets.add(socket);
@@ -70,6 +70,25 @@ export class HttpFront {
     });
   }
 
+  /**
+   * Run `fn`; an exception (a bug of the fake, or a fault it cannot send) becomes Nova's 500 instead of
+   * an uncaught exception that kills the test process and leaves the request hanging.
+   */
+  private guard(res: ServerResponse, fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      if (res.destroyed) return;
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      const body = pyJson(fault(500, `Unexpected API Error. ${(err as Error).message}`).body);
+      res.writeHead(500, { 'Content-Type': 'application/json; charset=UTF-8', 'Content-Length': String(Buffer.byteLength(body)) });
+      res.end(body);
+    }
+  }
+
   private handle(req: IncomingMessage, res: ServerResponse): void {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const method = (req.method ?? 'GET').toUpperCase();
@@ -84,11 +103,13 @@ export class HttpFront {
 
     const spec = this.deps.faults.take(method, path);
     const proceed = (): void => {
-      void bodyPromise.then((raw) => {
-        if (res.destroyed) return;
-        const reply = this.answer(req, method, path, url, raw, projectInPath, versioned);
-        this.write(res, rec, reply.reply, reply.extraHeaders);
-      });
+      void bodyPromise.then((raw) =>
+        this.guard(res, () => {
+          if (res.destroyed) return;
+          const reply = this.answer(req, method, path, url, raw, projectInPath, versioned);
+          this.write(res, rec, reply.reply, reply.extraHeaders);
+        }),
+      );
     };
     if (!spec) return proceed();
     if (spec.reset) {
@@ -100,7 +121,7 @@ export class HttpFront {
       return;
     }
     if (spec.hang) return; // the socket stays open until the client gives up or close()
-    const act = spec.status === undefined ? proceed : () => this.writeFault(res, rec, spec);
+    const act = spec.status === undefined ? proceed : () => this.guard(res, () => this.writeFault(res, rec, spec));
     if (spec.delayMs && spec.delayMs > 0) this.deps.timers.later(spec.delayMs, act);
     else act();
   }

@@ -1,0 +1,48 @@
+/**
+ * Checking a {@link FaultSpec} when it is queued (`FakeNova.inject`), so a mistake in a test is a
+ * {@link ValidationError} at the call, not an exception inside the fake's request handler (which
+ * crashed the test process and left the request hanging).
+ *
+ * @module
+ */
+import { validateHeaderName, validateHeaderValue } from 'node:http';
+import { ValidationError } from '../../errors.js';
+import type { FaultSpec } from './types.js';
+
+/**
+ * @throws {@link ValidationError} for a spec that is not an object, a `path` that is neither a
+ * string nor a RegExp, a `method` that is not a string, a `status` that is not an integer from 100
+ * to 999 (what node:http can send), `headers` that are not valid HTTP header names and values,
+ * `times` that is not a positive integer or `Infinity`, a negative or non-finite `delayMs`, or
+ * `hang`/`reset` that are not booleans.
+ */
+export function checkFaultSpec(spec: FaultSpec): void {
+  if (!spec || typeof spec !== 'object') throw new ValidationError('FakeNova.inject needs a FaultSpec object');
+  const bad = (what: string): ValidationError => new ValidationError(`FaultSpec.${what}`);
+  if (typeof spec.path !== 'string' && !(spec.path instanceof RegExp)) throw bad(`path must be a string or a RegExp (got ${String(spec.path)})`);
+  if (spec.method !== undefined && typeof spec.method !== 'string') throw bad(`method must be a string (got ${String(spec.method)})`);
+  if (spec.status !== undefined && !(Number.isInteger(spec.status) && spec.status >= 100 && spec.status <= 999)) {
+    throw bad(`status must be an integer from 100 to 999 (got ${String(spec.status)})`);
+  }
+  if (spec.times !== undefined && !(spec.times === Number.POSITIVE_INFINITY || (Number.isInteger(spec.times) && spec.times > 0))) {
+    throw bad(`times must be a positive integer or Infinity (got ${String(spec.times)})`);
+  }
+  if (spec.delayMs !== undefined && !(typeof spec.delayMs === 'number' && Number.isFinite(spec.delayMs) && spec.delayMs >= 0)) {
+    throw bad(`delayMs must be a finite number >= 0 (got ${String(spec.delayMs)})`);
+  }
+  for (const flag of ['hang', 'reset'] as const) {
+    if (spec[flag] !== undefined && typeof spec[flag] !== 'boolean') throw bad(`${flag} must be a boolean (got ${String(spec[flag])})`);
+  }
+  if (spec.headers !== undefined) {
+    if (!spec.headers || typeof spec.headers !== 'object') throw bad('headers must be an object of strings');
+    for (const [name, value] of Object.entries(spec.headers)) {
+      try {
+        validateHeaderName(name);
+        if (typeof value !== 'string') throw new TypeError('not a string');
+        validateHeaderValue(name, value);
+      } catch (e) {
+        throw bad(`headers: ${JSON.stringify(name)} is not a valid header (${(e as Error).message})`);
+      }
+    }
+  }
+}
