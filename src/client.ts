@@ -39,7 +39,10 @@ export interface RetryOptions {
   minDelayMs?: number;
   /** Longest delay between two attempts, in ms. Default 10000. */
   maxDelayMs?: number;
-  /** Longest total time spent retrying one request, in ms. Default 60000. */
+  /**
+   * Longest total time spent retrying one request, in ms. Default 60000. A `Retry-After` at least as
+   * long as what is left of it ends the retries at once.
+   */
   maxRetryTimeMs?: number;
 }
 
@@ -297,7 +300,9 @@ export class NovaClient {
    *
    * Retries: GET and DELETE are retried on no response, request timeout, 502/503/504, 429 and 413
    * rate limits; POST and PUT only on rate limits and refused connections (nothing reached Nova).
-   * A `Retry-After` header or Nova's `retryAfter` is waited out before the retry's own backoff.
+   * A `Retry-After` header or Nova's `retryAfter` is waited out before the retry's own backoff; one
+   * that is not shorter than what is left of `retry.maxRetryTimeMs` ends the retries at once (the
+   * error carries `retryAfterMs`).
    *
    * @throws {@link NovaApiError} subclasses for HTTP errors, {@link NovaNetworkError} without a response,
    * {@link AbortError} when `signal` aborts, {@link ValidationError} (before any request) for a bad
@@ -316,6 +321,7 @@ export class NovaClient {
         if (idempotent) return isTransient(error);
         return error instanceof RateLimitError || (error instanceof NovaNetworkError && error.code === 'ECONNREFUSED');
       });
+    const startedAt = performance.now();
     return withRetry(
       (attempt) => {
         req.onAttempt?.(attempt);
@@ -325,11 +331,20 @@ export class NovaClient {
         ...policy,
         shouldRetry,
         signal: req.signal,
-        onRetry: (error, attempt, retryAfterMs) =>
+        onRetry: (error, attempt, retryAfterMs) => {
+          // Nova asks for a pause longer than the retry budget has left: waiting it out would spend the
+          // whole budget and then fail without another attempt. Fail now, with Nova's retryAfterMs.
+          const askedMs = error instanceof NovaApiError ? (error.retryAfterMs ?? 0) : 0;
+          const leftMs = policy.maxRetryTimeMs - (performance.now() - startedAt);
+          if (askedMs > 0 && askedMs >= leftMs) {
+            this.logger.debug({ method: req.method, path: req.path, attempt, retryAfterMs: askedMs, leftMs: Math.round(leftMs) }, 'Retry-After beyond the retry budget: not retrying');
+            throw error;
+          }
           this.logger.debug(
             { method: req.method, path: req.path, attempt, retryAfterMs, err: (error as Error).message },
             'retrying request',
-          ),
+          );
+        },
       },
     );
   }
