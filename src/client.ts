@@ -10,12 +10,14 @@
  * @module
  */
 import https from 'node:https';
+import { rootCertificates } from 'node:tls';
 import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
 import pTimeout from 'p-timeout';
 import { StaticTokenProvider, type AuthProvider } from './auth.js';
 import { loadCloudConfig, resolveClientOptions, type CloudClientOptions } from './config.js';
 import { AbortError, AuthError, NovaApiError, NovaNetworkError, RateLimitError, ValidationError, throwIfAborted } from './errors.js';
 import { withRetry } from './retry.js';
+import { loadCaCert } from './keystone/tls.js';
 import { errorFromResponse, isTransient, networkError, requestIdOf, serverDateOf, type RequestContext } from './http.js';
 import { checkDurationMs, checkPathId, checkRetryPolicy } from './validate.js';
 import { redactSecrets } from './redact.js';
@@ -67,7 +69,10 @@ export interface NovaClientOptions {
   retry?: RetryOptions;
   /** pino logger; default silent. The client logs method, path, status, request id and timing only. */
   logger?: Logger;
-  /** Extra CA certificates (PEM), added to Node's defaults (`OS_CACERT`). */
+  /**
+   * Extra CA certificates, added to Node's defaults (`OS_CACERT`): PEM text, a Buffer, or the path of
+   * a PEM file (`~/` expanded). `insecure` beats it.
+   */
   caCert?: string | Buffer;
   /** Turn TLS verification off (`OS_INSECURE`). Default false: verification is on. A warning is logged. */
   insecure?: boolean;
@@ -219,7 +224,8 @@ export class NovaClient {
   /**
    * @throws {@link ValidationError} when neither `token` nor `auth` is given, when neither `endpoint`
    * nor an `auth` with `getEndpoint` is given, when `endpoint` is not an http(s) URL or has user
-   * info, a query or a fragment, or when a duration is not a positive number.
+   * info, a query or a fragment, or when a duration is not a positive number; {@link ConfigError}
+   * when `caCert` names a file that cannot be read.
    */
   constructor(options: NovaClientOptions) {
     if (!options || typeof options !== 'object') throw new ValidationError('NovaClient needs an options object');
@@ -263,12 +269,13 @@ export class NovaClient {
       maxRetryTimeMs: r.maxRetryTimeMs ?? 60000,
     };
     let httpsAgent: https.Agent | undefined;
-    if (options.insecure || options.caCert) {
-      httpsAgent = new https.Agent({
-        rejectUnauthorized: !options.insecure,
-        ...(options.caCert ? { ca: options.caCert } : {}),
-      });
-      if (options.insecure) this.logger.warn('TLS verification is turned off (insecure): the server certificate is not checked');
+    if (options.insecure) {
+      httpsAgent = new https.Agent({ rejectUnauthorized: false });
+      this.logger.warn('TLS verification is turned off (insecure): the server certificate is not checked');
+    } else if (options.caCert) {
+      // Added to Node's CAs, not instead of them (an https.Agent's `ca` replaces the defaults).
+      const pem = loadCaCert(options.caCert);
+      httpsAgent = new https.Agent({ ca: [...rootCertificates, typeof pem === 'string' ? pem : pem.toString('utf8')] });
     }
     this.#http = axios.create({
       validateStatus: () => true,
