@@ -21,7 +21,7 @@ import { loadCaCert } from './keystone/tls.js';
 import { errorFromResponse, isTransient, networkError, requestIdOf, serverDateOf, type RequestContext } from './http.js';
 import { checkDurationMs, checkPathId, checkRetryPolicy } from './validate.js';
 import { redactSecrets } from './redact.js';
-import { objectListMember, objectMember, optionalObjectListMember, type ShapeContext } from './responseShape.js';
+import { invalidResponse, objectListMember, objectMember, optionalObjectListMember, type ShapeContext } from './responseShape.js';
 import { componentLogger, type Logger } from './logger.js';
 import { unconfirmedDeletes, type UnconfirmedDelete } from './deleteLedger.js';
 import type { AbsoluteLimits, CreateServerBody, Flavor, Limits, QuotaDetailItem, QuotaSetDetail, Server } from './types.js';
@@ -452,8 +452,10 @@ export class NovaClient {
   /**
    * `GET /servers/detail` with query filters (including `changes-since`), following `servers_links`
    * "next" links until the last page (Nova API reference, "List Servers Detailed").
+   * A server listed on two pages is returned once.
    * @throws {@link InvalidResponseError} when a page has no `servers` list of objects (a proxy page is
-   * never taken as an empty listing).
+   * never taken as an empty listing), or when the next link is not a URL or asks for a marker already
+   * followed (a loop: the listing would be truncated).
    */
   async listServers(query: ListServersQuery = {}, options: RequestOptions = {}): Promise<Server[]> {
     return (await this.listServersWithMeta(query, options)).servers;
@@ -472,6 +474,7 @@ export class NovaClient {
     let serverDateMs: number | undefined;
     let pages = 0;
     const seenMarkers = new Set<string>();
+    const seenIds = new Set<unknown>();
     for (;;) {
       const res = await this.request({
         method: 'GET',
@@ -482,14 +485,29 @@ export class NovaClient {
       pages++;
       serverDateMs ??= res.serverDateMs;
       const page = objectListMember<Server>(res.data, 'servers', shapeContext('GET', res));
-      servers.push(...page);
+      for (const server of page) {
+        if (server.id !== undefined && seenIds.has(server.id)) continue; // never the same server twice
+        seenIds.add(server.id);
+        servers.push(server);
+      }
       const links = optionalObjectListMember<{ rel?: unknown; href?: unknown }>(res.data, 'servers_links', shapeContext('GET', res));
       const href = links.find((l) => l.rel === 'next')?.href;
       const next = typeof href === 'string' ? href : undefined;
       if (!next || page.length === 0) break;
-      const nextQuery = Object.fromEntries(new URL(next, 'http://x').searchParams.entries());
+      let nextQuery: Record<string, string>;
+      try {
+        // Only the query of the link is used: the next page is read from this client's endpoint, never another host.
+        nextQuery = Object.fromEntries(new URL(next, 'http://x').searchParams.entries());
+      } catch {
+        throw invalidResponse(shapeContext('GET', res), `the servers_links next link ${JSON.stringify(next.slice(0, 200))} is not a URL`);
+      }
       const marker = nextQuery['marker'];
-      if (!marker || seenMarkers.has(marker)) break;
+      if (!marker) break;
+      if (seenMarkers.has(marker)) {
+        // A next link that points back (a proxy that drops the query, a pagination bug): a silently
+        // truncated listing would make an audit report drift and a reaper miss servers.
+        throw invalidResponse(shapeContext('GET', res), `the servers_links next link asks again for marker ${JSON.stringify(marker)}: the pagination loops`);
+      }
       seenMarkers.add(marker);
       q = { ...q, ...nextQuery };
     }

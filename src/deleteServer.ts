@@ -111,6 +111,15 @@ export async function deleteServer(client: NovaClient, serverId: string, options
 /** Everything `deleteServer` checks before its DELETE: the id, its own options and the wait's. */
 function validateDelete(serverId: string, options: DeleteServerOptions): void {
   checkPathId('server id', serverId);
+  checkDeleteOptions(options);
+}
+
+/**
+ * Check the options of {@link deleteServer} (the wait's too) without an id: what the reaper checks
+ * before its first listing.
+ * @throws {@link ValidationError}; {@link AbortError} when `signal` is already aborted.
+ */
+export function checkDeleteOptions(options: DeleteServerOptions): void {
   validateWaitOptions(options);
   checkMs('redeleteAfterMs', options.redeleteAfterMs, { allowZero: true });
   checkMs('confirmGoneMs', options.confirmGoneMs, { allowZero: true });

@@ -24,7 +24,7 @@ import pLimit from 'p-limit';
 import pTimeout from 'p-timeout';
 import type { NovaClient } from './client.js';
 import type { DeleteOutcome, DeleteServerOptions } from './deleteServer.js';
-import { deleteServer } from './deleteServer.js';
+import { checkDeleteOptions, deleteServer } from './deleteServer.js';
 import { AbortError, DeleteTimeoutError, ValidationError, throwIfAborted } from './errors.js';
 import { componentLogger, type Logger } from './logger.js';
 import {
@@ -150,6 +150,8 @@ function checkOptions(options: ReaperOptions): void {
   const p = options.pageSize;
   if (p !== undefined && (!Number.isInteger(p) || p < 1)) throw new ValidationError(`pageSize must be a positive integer, got ${String(p)}`);
   if (options.state !== undefined) checkState(options.state);
+  // deleteOptions reach every deleteServer call: a bad one is refused before the listing, not once per server.
+  if (options.deleteOptions !== undefined) checkDeleteOptions(options.deleteOptions);
 }
 
 /** Throws {@link ValidationError} unless `state` is a {@link ReaperState}. */

@@ -42,6 +42,18 @@ function invalid(ctx: ShapeContext, expected: string, body: unknown): InvalidRes
   });
 }
 
+/** An {@link InvalidResponseError} for a body whose shape is right but whose content cannot be used (`problem`). */
+export function invalidResponse(ctx: ShapeContext, problem: string): InvalidResponseError {
+  return new InvalidResponseError({
+    status: ctx.status,
+    message: `Nova answered ${ctx.status} to ${ctx.method} ${ctx.url} with an unexpected body: ${problem}`,
+    requestId: ctx.requestId,
+    method: ctx.method,
+    url: ctx.url,
+    serverId: ctx.serverId,
+  });
+}
+
 /**
  * `body[key]` when `body` is a JSON object whose `key` is a JSON object.
  * @throws {@link InvalidResponseError} otherwise.
