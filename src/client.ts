@@ -289,10 +289,17 @@ export class NovaClient {
     });
   }
 
-  /** The compute endpoint, from the options or the provider's catalog. */
+  /**
+   * The compute endpoint, from the options or the provider's catalog (or `compute_endpoint_override`).
+   * @throws {@link ValidationError} when the provider's endpoint is not an http(s) URL or has user
+   * info, a query or a fragment (checked like the `endpoint` option).
+   */
   async endpoint(signal?: AbortSignal): Promise<string> {
     if (this.#endpoint) return this.#endpoint;
-    this.#resolvedEndpoint ??= this.auth.getEndpoint!({ signal }).then((e) => e.replace(/\/+$/, ''));
+    this.#resolvedEndpoint ??= this.auth.getEndpoint!({ signal }).then((e) => {
+      checkEndpoint(e);
+      return e.replace(/\/+$/, '');
+    });
     try {
       return await this.#resolvedEndpoint;
     } catch (e) {

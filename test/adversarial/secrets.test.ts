@@ -83,3 +83,17 @@ describe('Keystone errors that echo the request body', () => {
     expect(redactSecrets('abc', ['abc'])).toBe('abc');
   });
 });
+
+describe('an endpoint from the auth provider', () => {
+  it('with user:password@ is refused before any request, without repeating the password', async () => {
+    const s = await scripted((_q, res) => reply(res, 500, 'boom'));
+    const auth = {
+      getToken: () => Promise.resolve(TOKEN),
+      getEndpoint: () => Promise.resolve(s.endpoint.replace('http://', 'http://user:hunter2secret@')),
+    };
+    const e = await rejection(new NovaClient({ auth }).getLimits());
+    expect(e).toBeInstanceOf(ValidationError);
+    expect(e.message).not.toContain('hunter2secret');
+    expect(s.seen).toHaveLength(0);
+  });
+});
