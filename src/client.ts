@@ -21,7 +21,7 @@ import { loadCaCert } from './keystone/tls.js';
 import { errorFromResponse, isTransient, networkError, requestIdOf, serverDateOf, type RequestContext } from './http.js';
 import { checkDurationMs, checkPathId, checkRetryPolicy } from './validate.js';
 import { redactSecrets } from './redact.js';
-import { invalidResponse, objectListMember, objectMember, optionalObjectListMember, type ShapeContext } from './responseShape.js';
+import { idObjectListMember, idObjectMember, invalidResponse, objectMember, optionalObjectListMember, type ShapeContext } from './responseShape.js';
 import { componentLogger, type Logger } from './logger.js';
 import { unconfirmedDeletes, type UnconfirmedDelete } from './deleteLedger.js';
 import type { AbsoluteLimits, CreateServerBody, Flavor, Limits, QuotaDetailItem, QuotaSetDetail, Server } from './types.js';
@@ -448,19 +448,19 @@ export class NovaClient {
   /**
    * `GET /servers/{id}` (Nova API reference, "Show Server Details").
    * @throws {@link NotFoundError} when the server does not exist; {@link InvalidResponseError} when a
-   * 2xx body has no `server` object.
+   * 2xx body has no `server` object with an `id`.
    */
   async getServer(id: string, options: RequestOptions = {}): Promise<Server> {
     validateId('server id', id);
     const res = await this.request({ method: 'GET', path: `/servers/${encodeURIComponent(id)}`, serverId: id, ...options });
-    return objectMember<Server>(res.data, 'server', shapeContext('GET', res, id));
+    return idObjectMember<Server>(res.data, 'server', shapeContext('GET', res, id));
   }
 
   /**
    * `GET /servers/detail` with query filters (including `changes-since`), following `servers_links`
    * "next" links until the last page (Nova API reference, "List Servers Detailed").
    * A server listed on two pages is returned once.
-   * @throws {@link InvalidResponseError} when a page has no `servers` list of objects (a proxy page is
+   * @throws {@link InvalidResponseError} when a page has no `servers` list of objects with ids (a proxy page is
    * never taken as an empty listing), or when the next link is not a URL or asks for a marker already
    * followed (a loop: the listing would be truncated).
    */
@@ -491,7 +491,7 @@ export class NovaClient {
       });
       pages++;
       serverDateMs ??= res.serverDateMs;
-      const page = objectListMember<Server>(res.data, 'servers', shapeContext('GET', res));
+      const page = idObjectListMember<Server>(res.data, 'servers', shapeContext('GET', res));
       for (const server of page) {
         if (server.id !== undefined && seenIds.has(server.id)) continue; // never the same server twice
         seenIds.add(server.id);
@@ -527,14 +527,14 @@ export class NovaClient {
    * or a refused connection, when the request provably did not reach Nova.
    * @throws {@link QuotaExceededError} on a quota 403, {@link ForbiddenError} on any other 403,
    * {@link BadRequestError} on 400; {@link InvalidResponseError} when the 2xx body has no `server`
-   * object (a server may have been created all the same).
+   * object with an `id` (e.g. `{"reservation_id": ...}`; a server may have been created all the same).
    */
   async createServer(body: CreateServerBody, options: RequestOptions = {}): Promise<Server> {
     if (!body || typeof body !== 'object') throw new ValidationError('createServer needs the server body');
     if (typeof body.name !== 'string' || body.name.length === 0) throw new ValidationError('createServer: body.name must be a non-empty string');
     if (body.flavorRef === undefined || String(body.flavorRef).length === 0) throw new ValidationError('createServer: body.flavorRef is required');
     const res = await this.request({ method: 'POST', path: '/servers', body: { server: body }, ...options });
-    return objectMember<Server>(res.data, 'server', {
+    return idObjectMember<Server>(res.data, 'server', {
       ...shapeContext('POST', res),
       note: 'Nova accepted the request, so a server may have been created: look for it by name',
     });

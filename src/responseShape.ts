@@ -65,6 +65,26 @@ export function objectMember<T>(body: unknown, key: string, ctx: ShapeContext): 
 }
 
 /**
+ * `body[key]` when it is a JSON object with a non-empty string `id` (a server as Nova shows it).
+ * @throws {@link InvalidResponseError} otherwise.
+ */
+export function idObjectMember<T>(body: unknown, key: string, ctx: ShapeContext): T {
+  const v = objectMember<Record<string, unknown>>(body, key, ctx);
+  if (typeof v['id'] !== 'string' || v['id'] === '') throw invalid(ctx, `a JSON object with a "${key}" object that has an "id"`, body);
+  return v as T;
+}
+
+/**
+ * `body[key]` when it is a list of JSON objects, each with a non-empty string `id`.
+ * @throws {@link InvalidResponseError} otherwise.
+ */
+export function idObjectListMember<T>(body: unknown, key: string, ctx: ShapeContext): T[] {
+  const v = objectListMember<Record<string, unknown>>(body, key, ctx);
+  if (!v.every((o) => typeof o['id'] === 'string' && o['id'] !== '')) throw invalid(ctx, `a JSON object with a "${key}" list of objects that have an "id"`, body);
+  return v as T[];
+}
+
+/**
  * `body[key]` when `body` is a JSON object whose `key` is a list of JSON objects.
  * @throws {@link InvalidResponseError} otherwise.
  */

@@ -99,6 +99,17 @@ describe('2xx bodies that are not what Nova promises', () => {
     expect(e.message).toContain(`expected a JSON object with a ${expected}`);
   });
 
+  it.each([
+    ['getServer', (c: NovaClient) => c.getServer('abc'), '{"server": {"status": "ACTIVE"}}', '"server" object that has an "id"'],
+    ['listServers', (c: NovaClient) => c.listServers(), '{"servers": [{"id": "a"}, {"name": "no-id"}]}', '"servers" list of objects that have an "id"'],
+    ['createServer', (c: NovaClient) => c.createServer({ name: 'x', flavorRef: '1' }), '{"reservation_id": "r-3fhpjulh"}', '"server" object'],
+  ])('%s with a server without an id (%s) rejects with InvalidResponseError', async (_m, call, body, expected) => {
+    const s = await scripted((_q, res) => reply(res, 200, body));
+    const e = await rejection(call(client(s.endpoint)));
+    expect(e).toBeInstanceOf(InvalidResponseError);
+    expect(e.message).toContain(`expected a JSON object with a ${expected}`);
+  });
+
   it('a flavor read that got garbage is not cached', async () => {
     let n = 0;
     const s = await scripted((_q, res) => (++n === 1 ? reply(res, 200, 'null') : reply(res, 200, { flavor: { id: '1', vcpus: 1, ram: 512 } })));
