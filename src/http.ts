@@ -126,9 +126,26 @@ export interface RequestContext {
 
 /**
  * Build the typed error for a non-2xx response. Classification reads the body, not only the status:
- * a 403 is a {@link QuotaExceededError} only when its message is a quota message.
+ * a 403 is a {@link QuotaExceededError} only when its message is a quota message. A 3xx (never
+ * followed) is a {@link NovaApiError} naming its `Location`, e.g. an http endpoint redirected to https.
  */
 export function errorFromResponse(status: number, headers: HeaderBag, data: unknown, ctx: RequestContext): NovaApiError {
+  if (status >= 300 && status < 400) {
+    // Redirects are never followed (the token or password would go along): say where to point instead.
+    const location = header(headers, 'location');
+    return new NovaApiError({
+      status,
+      message:
+        `HTTP ${status} from ${ctx.method} ${ctx.url}: ` +
+        (location
+          ? `redirected to ${location.length > 300 ? `${location.slice(0, 300)}...` : location}; nova-guard does not follow redirects (credentials would go along): use that URL`
+          : 'a redirect, which nova-guard does not follow'),
+      requestId: requestIdOf(headers),
+      method: ctx.method,
+      url: ctx.url,
+      serverId: ctx.serverId,
+    });
+  }
   const { fault, message: novaMessage, body } = parseFaultBody(data);
   const message =
     novaMessage ??
