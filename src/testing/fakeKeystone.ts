@@ -27,6 +27,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { ValidationError } from '../errors.js';
 
 /** A user of the fake. */
 export interface FakeKeystoneUser {
@@ -188,8 +189,20 @@ export class FakeKeystone {
     }
   }
 
-  /** Start a fake Keystone on 127.0.0.1 (HTTPS when `options.tls` is given). */
+  /**
+   * Start a fake Keystone on 127.0.0.1 (HTTPS when `options.tls` is given).
+   * @throws {@link ValidationError} for a `tokenLifetimeMs` that is not a finite number >= 0 (NaN made
+   * every token request a 500) or a port outside 0-65535.
+   */
   static async start(options: FakeKeystoneOptions = {}): Promise<FakeKeystone> {
+    const life = options.tokenLifetimeMs;
+    if (life !== undefined && !(typeof life === 'number' && Number.isFinite(life) && life >= 0)) {
+      throw new ValidationError(`FakeKeystone option tokenLifetimeMs must be a finite number >= 0 (got ${String(life)})`);
+    }
+    const listenPort = options.port ?? 0;
+    if (!Number.isInteger(listenPort) || listenPort < 0 || listenPort > 65535) {
+      throw new ValidationError(`FakeKeystone option port must be an integer from 0 to 65535 (got ${String(listenPort)})`);
+    }
     const ref: { self?: FakeKeystone } = {};
     const handler: http.RequestListener = (req, res) => {
       ref.self!.#handle(req, res).catch((e: unknown) => {
@@ -202,7 +215,7 @@ export class FakeKeystone {
       : http.createServer(handler);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
+      server.listen(listenPort, '127.0.0.1', () => resolve());
     });
     const { port } = server.address() as AddressInfo;
     ref.self = new FakeKeystone(server, `${options.tls ? 'https' : 'http'}://127.0.0.1:${port}`, options);

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ServerError, ValidationError } from '../../src/index.js';
-import { FakeNova, type FaultSpec } from '../../src/testing/index.js';
+import { FakeKeystone, FakeNova, type FaultSpec } from '../../src/testing/index.js';
 import { clientFor, startNova } from '../helpers.js';
 
 describe('FakeNova.inject refuses specs it cannot apply', () => {
@@ -64,4 +64,13 @@ describe('FakeNova seeds and options', () => {
     await nova.close();
     expect(nova.pendingTimers()).toBe(0);
   });
+});
+
+describe('FakeKeystone options', () => {
+  it.each([[{ tokenLifetimeMs: Number.NaN }], [{ tokenLifetimeMs: -1 }], [{ tokenLifetimeMs: Number.POSITIVE_INFINITY }], [{ port: 70000 }]])(
+    '%j is a ValidationError at start',
+    async (options) => {
+      await expect(FakeKeystone.start(options)).rejects.toBeInstanceOf(ValidationError);
+    },
+  );
 });
