@@ -50,7 +50,12 @@ async function sql(statement: string): Promise<string> {
 }
 
 beforeAll(async () => {
-  await run('npm', ['run', 'build', '--silent'], { cwd: REPO, timeout: 180_000 });
+  try {
+    await run('npm', ['run', 'build', '--silent'], { cwd: REPO, timeout: 180_000 });
+  } catch (e) {
+    const x = e as { stdout?: string; stderr?: string };
+    throw new Error(`npm run build failed, so dist/cli.js cannot be tested:\n${x.stdout ?? ''}${x.stderr ?? ''}`, { cause: e });
+  }
   await p.cleanup();
 }, 240_000);
 afterAll(() => p.cleanup());
