@@ -25,6 +25,7 @@ import { registerLimitsCommand } from './cli/limits.js';
 import { registerQuotaAuditCommand } from './cli/quotaAudit.js';
 import { registerReapCommand } from './cli/reap.js';
 import { registerServerDeleteCommand } from './cli/serverDelete.js';
+import { terminalSafe } from './cli/table.js';
 
 /** Build the program (exported for tests). */
 export function buildProgram(): Command {
@@ -56,7 +57,7 @@ export async function main(argv: string[]): Promise<number> {
       console.error(`nova-guard: ${e.message}`);
       return 2;
     }
-    console.error(`nova-guard: ${(e as Error).message}`);
+    console.error(terminalSafe(`nova-guard: ${(e as Error).message}`, true));
     return 1;
   }
 }

@@ -6,7 +6,7 @@
  * @module
  */
 import { formatDuration } from './cli/duration.js';
-import { renderTable } from './cli/table.js';
+import { renderTable, terminalSafe } from './cli/table.js';
 import type { QuotaAudit, ResourceAudit } from './quotaAudit.js';
 import { AUDIT_RESOURCES, type AuditResource } from './quotaCount.js';
 
@@ -22,7 +22,10 @@ function drift(r: ResourceAudit): string {
   return r.drift > 0 ? `+${r.drift}` : String(r.drift);
 }
 
-/** The human report of an audit (what `quota audit` prints without `--json`), lines joined with `\n`. */
+/**
+ * The human report of an audit (what `quota audit` prints without `--json`), lines joined with `\n`.
+ * Control characters in text from Nova (server names, statuses, messages) are shown as `\\u001b`.
+ */
 export function formatAudit(audit: QuotaAudit): string {
   const out: string[] = [];
   const pages = audit.pages === 1 ? '1 page' : `${audit.pages} pages`;
@@ -69,6 +72,7 @@ export function formatAudit(audit: QuotaAudit): string {
   for (const n of audit.notes) out.push(`Note: ${n}`);
   out.push('');
   out.push(`Verdict: ${audit.verdict}. ${audit.summary}`);
-  return out.join('\n');
+  // Statuses, reasons and notes come from Nova: no control character reaches the terminal.
+  return out.map((line) => terminalSafe(line, true)).join('\n');
 }
 

@@ -14,7 +14,7 @@ import { ValidationError } from '../errors.js';
 import { auditQuota, type QuotaAudit } from '../quotaAudit.js';
 import { formatAudit } from '../quotaAuditFormat.js';
 import { formatDuration, parseDuration } from './duration.js';
-import { jsonReplacer } from './table.js';
+import { jsonReplacer, terminalSafe } from './table.js';
 
 export { formatAudit } from '../quotaAuditFormat.js';
 
@@ -60,7 +60,7 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
         }
       } catch (e) {
         if (e instanceof ValidationError) throw e;
-        console.error(`nova-guard quota audit: ${(e as Error).name}: ${(e as Error).message}`);
+        console.error(terminalSafe(`nova-guard quota audit: ${(e as Error).name}: ${(e as Error).message}`, true));
         process.exitCode = 1;
         return;
       }

@@ -19,7 +19,7 @@ import { ValidationError } from '../errors.js';
 import { Reaper, reapServers, type ReapEvent, type ReapResult, type ReaperOptions } from '../reaper.js';
 import { readReaperState, writeReaperState } from '../reaperState.js';
 import { formatDuration, parseDuration } from './duration.js';
-import { jsonReplacer, renderTable } from './table.js';
+import { jsonReplacer, renderTable, terminalSafe } from './table.js';
 
 interface ReapFlags {
   prefix?: string;
@@ -70,7 +70,7 @@ function progressReporter(tty: boolean): { onEvent: (e: ReapEvent) => void; stop
     bar = undefined;
   };
   const line = (text: string): void => {
-    if (!bar) console.error(text);
+    if (!bar) console.error(terminalSafe(text, true));
   };
   const onEvent = (e: ReapEvent): void => {
     switch (e.type) {
@@ -90,12 +90,12 @@ function progressReporter(tty: boolean): { onEvent: (e: ReapEvent) => void; stop
         line(`deleting ${e.serverId} (${e.name ?? '-'})`);
         break;
       case 'deleted':
-        bar?.update(++done, { last: `${e.name ?? e.serverId} ${e.outcome}` });
+        bar?.update(++done, { last: terminalSafe(`${e.name ?? e.serverId} ${e.outcome}`, true) });
         line(`${e.outcome} ${e.serverId} (${e.name ?? '-'}) in ${formatDuration(e.elapsedMs)}`);
         if (bar && done === bar.getTotal()) stop();
         break;
       case 'delete-failed':
-        bar?.update(++done, { last: `${e.name ?? e.serverId} FAILED` });
+        bar?.update(++done, { last: terminalSafe(`${e.name ?? e.serverId} FAILED`, true) });
         line(`failed ${e.serverId} (${e.name ?? '-'}): ${e.error.message}`);
         if (bar && done === bar.getTotal()) stop();
         break;
@@ -153,7 +153,7 @@ export function registerReapCommand(server: Command, getClient: () => Promise<No
       } catch (e) {
         if (e instanceof ValidationError) throw e;
         progress.stop();
-        console.error(`nova-guard server reap: ${(e as Error).name}: ${(e as Error).message}`);
+        console.error(terminalSafe(`nova-guard server reap: ${(e as Error).name}: ${(e as Error).message}`, true));
         process.exitCode = 1;
         return;
       } finally {

@@ -15,6 +15,7 @@ import type { NovaClient } from '../client.js';
 import type { DeleteServerOptions } from '../deleteServer.js';
 import type { DeleteProgress } from '../waitForDelete.js';
 import { parseMs } from './common.js';
+import { terminalSafe } from './table.js';
 
 interface DeleteFlags {
   wait?: boolean;
@@ -84,7 +85,7 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
           latest.delete(id);
           bar?.update(done, { detail: detail() });
           if (!bar) console.log(`${id}: ${r.outcome} (${r.polls} polls, ${r.elapsedMs} ms)`);
-          for (const w of r.warnings) console.error(`Warning: ${w}`);
+          for (const w of r.warnings) console.error(terminalSafe(`Warning: ${w}`, true));
           return undefined;
         } catch (e) {
           latest.delete(id);
@@ -95,7 +96,7 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
       const result = await Promise.all(unique.map((id) => limit(() => deleteOne(id))));
       bar?.stop();
       const failures = result.filter((r): r is { id: string; error: Error } => r !== undefined);
-      for (const f of failures) console.error(`Failed to delete server with name or ID '${f.id}': ${f.error.message}`);
+      for (const f of failures) console.error(terminalSafe(`Failed to delete server with name or ID '${f.id}': ${f.error.message}`, true));
       if (failures.length > 0) {
         console.error(`${failures.length} of ${unique.length} servers failed to delete.`);
         process.exitCode = 1;
