@@ -73,6 +73,6 @@ export function formatAudit(audit: QuotaAudit): string {
   out.push('');
   out.push(`Verdict: ${audit.verdict}. ${audit.summary}`);
   // Statuses, reasons and notes come from Nova: no control character reaches the terminal.
-  return out.map((line) => terminalSafe(line, true)).join('\n');
+  return terminalSafe(out.join('\n'));
 }
 
