@@ -15,7 +15,7 @@ import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
 import pTimeout from 'p-timeout';
 import { StaticTokenProvider, type AuthProvider } from './auth.js';
 import { loadCloudConfig, resolveClientOptions, type CloudClientOptions } from './config.js';
-import { AbortError, AuthError, NovaApiError, NovaNetworkError, RateLimitError, ValidationError, throwIfAborted } from './errors.js';
+import { AbortError, AuthError, InvalidResponseError, NovaApiError, NovaNetworkError, RateLimitError, ValidationError, throwIfAborted } from './errors.js';
 import { withRetry } from './retry.js';
 import { loadCaCert } from './keystone/tls.js';
 import { errorFromResponse, isTransient, networkError, requestIdOf, serverDateOf, type RequestContext } from './http.js';
@@ -78,6 +78,12 @@ export interface NovaClientOptions {
   insecure?: boolean;
   /** HTTP user agent. Default `nova-guard/<version>`. */
   userAgent?: string;
+  /**
+   * Largest response body read, in bytes. Default 67108864 (64 MiB; a full page of 1000 servers is a
+   * few MiB). A larger body is cut off as it arrives and the request fails with
+   * {@link InvalidResponseError}: a runaway proxy or a wrong endpoint cannot exhaust the worker's memory.
+   */
+  maxResponseBytes?: number;
   /**
    * Coalesce the delete-waits of this client (`waitForDelete`, `deleteServer(id, { wait: true })`):
    * while two or more servers are pending, one `GET /servers/detail?changes-since=...` per tick
@@ -160,6 +166,9 @@ export interface ClientStats {
 }
 
 const VERSION = '0.1.0';
+
+/** Default of {@link NovaClientOptions.maxResponseBytes}: 64 MiB. */
+const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 
 function validateMs(name: string, value: number | undefined, allowZero = false): void {
   if (value === undefined) return;
@@ -250,6 +259,10 @@ export class NovaClient {
     }
     const r = options.retry ?? {};
     checkRetryPolicy('retry', r);
+    const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    if (!Number.isInteger(maxResponseBytes) || maxResponseBytes < 1) {
+      throw new ValidationError(`maxResponseBytes must be a positive integer, got ${String(options.maxResponseBytes)}`);
+    }
     const mv = options.microversion ?? '2.1';
     if (!/^(2\.\d+|latest)$/.test(mv)) throw new ValidationError(`microversion must look like "2.79" or "latest", got ${JSON.stringify(mv)}`);
 
@@ -281,6 +294,7 @@ export class NovaClient {
       validateStatus: () => true,
       // Secrets must never ride on a redirect to another host.
       maxRedirects: 0,
+      maxContentLength: maxResponseBytes,
       ...(httpsAgent ? { httpsAgent } : {}),
       headers: {
         Accept: 'application/json',
@@ -408,6 +422,15 @@ export class NovaClient {
       if (timedOut && error instanceof NovaApiError) throw error;
       if (req.signal?.aborted) throw new AbortError(undefined, { cause: req.signal.reason });
       const e = error as { code?: string; message?: string };
+      if (e.code === 'ERR_BAD_RESPONSE' && /^maxContentLength size of \d+ exceeded/.test(String(e.message))) {
+        throw new InvalidResponseError({
+          status: 0,
+          message: `${req.method} ${url}: the response body is larger than maxResponseBytes (${String(e.message).replace(/\D+/g, ' ').trim()} bytes); it was not read`,
+          method: req.method,
+          url,
+          serverId: req.serverId,
+        });
+      }
       this.logger.debug({ method: req.method, path: req.path, code: e.code }, 'request failed without a response');
       // Never rethrow the raw axios error: its config holds the token.
       throw this.#redacted(networkError(e.code, String(e.message ?? 'unknown error'), ctx, false));
