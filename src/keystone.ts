@@ -91,13 +91,15 @@ const REDACTED = '[REDACTED]';
 
 /**
  * Normalise a Keystone URL: trailing slashes removed, `/v3` appended when absent.
- * @throws {@link ValidationError} for a non-http(s) URL, a URL with user info, or a v2.0 URL.
+ * @throws {@link ValidationError} for a non-http(s) URL, a URL with user info, a query or a
+ * fragment, or a v2.0 URL.
  */
 export function normaliseAuthUrl(authUrl: string): string {
   if (typeof authUrl !== 'string' || !/^https?:\/\/[^/]+/i.test(authUrl)) {
     throw new ValidationError(`authUrl must be an http(s) URL, got ${JSON.stringify(typeof authUrl === 'string' ? authUrl.replace(/\/\/[^@/]*@/, '//') : authUrl)}`);
   }
   if (/^https?:\/\/[^/]*@/i.test(authUrl)) throw new ValidationError('authUrl must not contain user info (user:password@)');
+  if (/[?#]/.test(authUrl)) throw new ValidationError(`authUrl must not have a query or fragment (/v3/auth/tokens is appended to it), got ${JSON.stringify(authUrl)}`);
   const trimmed = authUrl.replace(/\/+$/, '');
   if (/\/v2\.0$/i.test(trimmed)) throw new ValidationError(`Keystone v2.0 is not supported: use the v3 URL instead of ${trimmed}`);
   return /\/v3$/i.test(trimmed) ? trimmed : `${trimmed}/v3`;

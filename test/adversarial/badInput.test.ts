@@ -3,7 +3,7 @@
  * never a misclassified network error that is retried.
  */
 import { describe, expect, it } from 'vitest';
-import { NovaClient, ValidationError, waitForDelete } from '../../src/index.js';
+import { KeystoneAuth, NovaClient, ValidationError, waitForDelete } from '../../src/index.js';
 import { clientFor, startNova } from '../helpers.js';
 
 async function rejection(p: Promise<unknown>): Promise<Error> {
@@ -88,5 +88,13 @@ describe('deleteServer checks the wait options before its DELETE', () => {
     await expect(client.deleteServers([id, '..'])).rejects.toThrow(ValidationError);
     await expect(client.deleteServers([id], { timeoutMs: -1 })).rejects.toThrow('timeoutMs must be a positive number of milliseconds, got -1');
     expect(nova.requests).toHaveLength(0);
+  });
+});
+
+describe('Keystone URLs', () => {
+  it.each(['http://keystone:5000?x=1', 'http://keystone:5000/v3#top'])('authUrl %s is refused (a path appended after a query goes nowhere)', (authUrl) => {
+    expect(() => new KeystoneAuth({ authUrl, username: 'u', password: 'pw-secret', projectName: 'p' })).toThrow(
+      `authUrl must not have a query or fragment (/v3/auth/tokens is appended to it), got ${JSON.stringify(authUrl)}`,
+    );
   });
 });
