@@ -88,6 +88,8 @@ interface TokenState {
 
 const VERSION = '0.1.0';
 const REDACTED = '[REDACTED]';
+/** Largest Keystone response body read (16 MiB). */
+const KEYSTONE_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
 /**
  * Normalise a Keystone URL: trailing slashes removed, `/v3` appended when absent.
@@ -221,6 +223,8 @@ export class KeystoneAuth implements AuthProvider {
       validateStatus: () => true,
       // The body holds the password: never follow a redirect to another host.
       maxRedirects: 0,
+      // A token body with a large catalog is well under 1 MiB: an endless body is cut off, not buffered.
+      maxContentLength: KEYSTONE_MAX_RESPONSE_BYTES,
       ...(httpsAgent ? { httpsAgent } : {}),
       headers: {
         Accept: 'application/json',

@@ -4,7 +4,7 @@
  */
 import http from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { InvalidResponseError, NovaClient, ValidationError } from '../../src/index.js';
+import { InvalidResponseError, KeystoneAuth, NovaClient, NovaNetworkError, ValidationError } from '../../src/index.js';
 import { reply, scripted } from './scripted.js';
 
 const endless: http.Server[] = [];
@@ -52,5 +52,27 @@ describe('maxResponseBytes', () => {
     const servers = Array.from({ length: 1000 }, (_, i) => ({ id: `s-${i}`, name: 'x'.repeat(3000) }));
     const s = await scripted((_q, res) => reply(res, 200, { servers }));
     expect(await new NovaClient({ endpoint: s.endpoint, token: 'admin:demo' }).listServers()).toHaveLength(1000);
+  });
+});
+
+describe('Keystone bodies', () => {
+  it('an endless token response is cut off (16 MiB) and fails as a NovaNetworkError', async () => {
+    let written = 0;
+    const chunk = 'x'.repeat(1024 * 1024);
+    const server = http.createServer((_req, res) => {
+      res.writeHead(201, { 'Content-Type': 'application/json', 'X-Subject-Token': 'tok-1234567' });
+      const pump = (): void => {
+        while (!res.destroyed && written < 64 * 1024 * 1024 && res.write(chunk)) written += chunk.length;
+        if (!res.destroyed && written < 64 * 1024 * 1024) res.once('drain', pump);
+      };
+      pump();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    endless.push(server);
+    const auth = new KeystoneAuth({ authUrl: `http://127.0.0.1:${(server.address() as { port: number }).port}`, username: 'u', password: 'pw-secret', projectName: 'p' });
+    const e = await auth.getToken().catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(NovaNetworkError);
+    expect((e as Error).message).toMatch(/maxContentLength size of 16777216 exceeded/);
+    expect(written).toBeLessThan(40 * 1024 * 1024);
   });
 });
