@@ -16,11 +16,13 @@
  *   is the earliest pending server's first observation on Nova's clock (its `Date` header) minus
  *   {@link CHANGES_SINCE_MARGIN_MS}. A server in the listing is observed with that body (status
  *   `DELETED` ends the wait as deleted, `SOFT_DELETED`, ERROR and `task_state` as the single waiter
- *   classifies them). A server absent from the listing has not changed since T: if it was already
- *   observed since T, that observation still holds (no request); otherwise (new, or present in the
- *   previous listing and gone from this one) it is confirmed with its own GET (404 = deleted).
- *   When the `Date` header shows Nova's clock is behind the time sent, the listing is repeated
- *   once with the corrected time.
+ *   classifies them). A server absent from the listing has not changed since T (Nova bumps
+ *   `updated_at` on every state change, the last save before `destroy()` included): if it was
+ *   observed before, at or after its anchor (>= T + margin), that observation still holds (no
+ *   request); a server never observed yet is confirmed with its own GET (404 = deleted). When the
+ *   `Date` header shows Nova's clock is behind the time sent, the listing is repeated once with the
+ *   corrected time. (Not covered: a row deleted and archived by `nova-manage db
+ *   archive_deleted_rows` between two ticks, which no listing would show.)
  * - Ticks are `watchIntervalMs` apart (default: half the smallest pending `intervalMs`, jittered),
  *   and never faster than the client's `maxRequestsPerSecond` allows.
  * - A failed listing is never taken as "gone": a transient failure (5xx 502/503/504, no response,
@@ -103,8 +105,6 @@ interface Entry {
   anchorNovaMs: number | undefined;
   /** Last body seen. */
   last: Server | undefined;
-  /** Present in the last listing. */
-  inLastListing: boolean;
 }
 
 interface Wait extends CoalescedWaitOptions {
@@ -226,7 +226,7 @@ export class DeleteWatcher {
       if (signal.aborted) throw abortError(signal);
       let entry = this.#entries.get(serverId);
       if (!entry) {
-        entry = { serverId, waits: new Set(), subscribedWallMs: Date.now(), anchorNovaMs: undefined, last: undefined, inLastListing: false };
+        entry = { serverId, waits: new Set(), subscribedWallMs: Date.now(), anchorNovaMs: undefined, last: undefined };
         this.#entries.set(serverId, entry);
       }
       const w: Wait = { ...options, entry, wantsAt: undefined, fresh: undefined, resolve: undefined, reject: undefined };
@@ -468,12 +468,11 @@ export class DeleteWatcher {
       if (entry.waits.size === 0) continue;
       const server = byId.get(entry.serverId);
       if (server) {
-        entry.inLastListing = true;
         entry.last = server;
         if (novaDateMs !== undefined) entry.anchorNovaMs ??= novaDateMs;
         this.#deliver(entry, { obs: { gone: false, server } });
-      } else if (entry.anchorNovaMs !== undefined && !entry.inLastListing && entry.last) {
-        // Absent: not updated since `since` <= anchor - margin, and it was observed after its anchor.
+      } else if (entry.anchorNovaMs !== undefined && entry.last) {
+        // Absent: not updated since `since` <= anchor - margin, and it was observed at or after its anchor.
         this.stats.unchanged++;
         this.#deliver(entry, { obs: { gone: false, server: entry.last } });
       } else {
@@ -499,12 +498,9 @@ export class DeleteWatcher {
           }
           const d = await this.#get(entry, signal);
           if (!d) return;
-          if (d.obs) {
-            entry.inLastListing = false;
-            if (!d.obs.gone) {
-              entry.last = d.obs.server;
-              if (anchorNovaMs !== undefined) entry.anchorNovaMs ??= anchorNovaMs;
-            }
+          if (d.obs && !d.obs.gone) {
+            entry.last = d.obs.server;
+            if (anchorNovaMs !== undefined) entry.anchorNovaMs ??= anchorNovaMs;
           }
           this.#deliver(entry, d);
         }),
