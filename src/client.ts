@@ -170,13 +170,6 @@ const VERSION = '0.1.0';
 /** Default of {@link NovaClientOptions.maxResponseBytes}: 64 MiB. */
 const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 
-function validateMs(name: string, value: number | undefined, allowZero = false): void {
-  if (value === undefined) return;
-  if (typeof value !== 'number' || Number.isNaN(value) || value < 0 || (!allowZero && value === 0)) {
-    throw new ValidationError(`${name} must be a ${allowZero ? 'non-negative' : 'positive'} number of milliseconds, got ${String(value)}`);
-  }
-}
-
 function parseLimitValue(v: unknown): number | undefined {
   if (typeof v !== 'number' || !Number.isFinite(v)) return undefined;
   return v === -1 ? Number.POSITIVE_INFINITY : v;
@@ -248,8 +241,8 @@ export class NovaClient {
     } else if (!auth?.getEndpoint) {
       throw new ValidationError('NovaClient needs an endpoint (or an auth provider with a service catalog)');
     }
-    validateMs('requestTimeoutMs', options.requestTimeoutMs);
-    validateMs('watchIntervalMs', options.watchIntervalMs);
+    checkDurationMs('requestTimeoutMs', options.requestTimeoutMs, { timer: true });
+    checkDurationMs('watchIntervalMs', options.watchIntervalMs, { timer: true });
     const rps = options.maxRequestsPerSecond;
     if (rps !== undefined && (typeof rps !== 'number' || Number.isNaN(rps) || rps <= 0)) {
       throw new ValidationError(`maxRequestsPerSecond must be a positive number (or Infinity), got ${String(rps)}`);
@@ -337,7 +330,7 @@ export class NovaClient {
    * `requestTimeoutMs` or `retry`.
    */
   async request<T = unknown>(req: RawRequest): Promise<RawResponse<T>> {
-    checkDurationMs('requestTimeoutMs', req.requestTimeoutMs);
+    checkDurationMs('requestTimeoutMs', req.requestTimeoutMs, { timer: true });
     if (req.retry !== false) checkRetryPolicy('retry', req.retry);
     throwIfAborted(req.signal);
     const idempotent = req.method === 'GET' || req.method === 'DELETE';

@@ -34,6 +34,7 @@ import { normaliseInterface, selectEndpoint, type EndpointInterface } from './ke
 import { httpsAgentFor, type TlsOptions } from './keystone/tls.js';
 import { parseTokenBody, type KeystoneTokenInfo } from './keystone/token.js';
 import { redactSecrets } from './redact.js';
+import { MAX_TIMER_MS } from './validate.js';
 
 export type { KeystoneCredentials, KeystoneMethod } from './keystone/authBody.js';
 export { authRequestBody, DEFAULT_DOMAIN_ID } from './keystone/authBody.js';
@@ -211,7 +212,7 @@ export class KeystoneAuth implements AuthProvider {
       ['minTokenLifeMs', options.minTokenLifeMs, true],
       ['requestTimeoutMs', options.requestTimeoutMs, false],
     ] as const) {
-      if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || (!zeroOk && v === 0))) {
+      if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || (!zeroOk && v === 0) || (name === 'requestTimeoutMs' && v > MAX_TIMER_MS))) {
         throw new ValidationError(`${name} must be a ${zeroOk ? 'non-negative' : 'positive'} number of milliseconds, got ${String(v)}`);
       }
     }

@@ -37,6 +37,7 @@ import {
   type ReapSkip,
 } from './reaperPlan.js';
 import { checkMs } from './waitForDelete.js';
+import { MAX_TIMER_MS, checkDurationMs } from './validate.js';
 
 export type { FleetSelector, ReapCandidate, ReaperState, ReapSkip, ReapSkipReason, SeenCandidate } from './reaperPlan.js';
 
@@ -143,8 +144,9 @@ function checkOptions(options: ReaperOptions): void {
   checkSelector(options);
   if (options.olderThanMs === undefined) throw new ValidationError('olderThanMs is required (ms; 0 means any age)');
   checkMs('olderThanMs', options.olderThanMs, { allowZero: true });
-  checkMs('deleteTimeoutMs', options.deleteTimeoutMs);
-  checkMs('deleteIntervalMs', options.deleteIntervalMs);
+  // Both feed timers: a finite value above MAX_TIMER_MS would fire at once.
+  checkDurationMs('deleteTimeoutMs', options.deleteTimeoutMs, { timer: true });
+  checkDurationMs('deleteIntervalMs', options.deleteIntervalMs, { allowInfinity: false, timer: true });
   const c = options.concurrency;
   if (c !== undefined && (!Number.isInteger(c) || c < 1)) throw new ValidationError(`concurrency must be a positive integer, got ${String(c)}`);
   const p = options.pageSize;
@@ -300,7 +302,7 @@ export class Reaper {
           signal,
         }),
         {
-          milliseconds: timeoutMs + graceMs,
+          milliseconds: Math.min(timeoutMs + graceMs, Number.isFinite(timeoutMs) ? MAX_TIMER_MS : Number.POSITIVE_INFINITY),
           fallback: () => {
             controller.abort(new Error('deleteTimeoutMs'));
             throw new DeleteTimeoutError({
@@ -330,7 +332,7 @@ export class Reaper {
     onPass?: (result: ReapPassResult) => void;
     onError?: (error: Error) => void;
   }): Promise<number> {
-    checkMs('intervalMs', options.intervalMs);
+    checkDurationMs('intervalMs', options.intervalMs, { allowInfinity: false, timer: true });
     let passes = 0;
     const { signal } = options;
     const outer = this.#options.signal;
@@ -375,7 +377,7 @@ export class Reaper {
  * {@link NovaApiError}; {@link AbortError} when `signal` aborts. Deletion failures are in `failed`.
  */
 export async function reapServers(client: NovaClient, options: ReapServersOptions): Promise<ReapResult> {
-  checkMs('passIntervalMs', options.passIntervalMs, { allowZero: true });
+  checkDurationMs('passIntervalMs', options.passIntervalMs, { allowZero: true, allowInfinity: false, timer: true });
   const reaper = new Reaper(client, options);
   const passes: ReapPassResult[] = [await reaper.pass()];
   const first = passes[0]!;

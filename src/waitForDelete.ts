@@ -21,7 +21,7 @@ import { isTransient } from './http.js';
 import { withRetry } from './retry.js';
 import { deleteWatcherOf } from './coalesce/deleteWatcher.js';
 import type { Server } from './types.js';
-import { checkDurationMs, checkPathId } from './validate.js';
+import { MAX_TIMER_MS, checkDurationMs, checkPathId } from './validate.js';
 
 /** How a wait ended. */
 export type WaitOutcome = 'deleted' | 'soft-deleted' | 'error' | 'timeout';
@@ -101,14 +101,15 @@ export function checkMs(name: string, value: unknown, { allowZero = false } = {}
 /**
  * Check the options of {@link waitForDelete} (also used by `deleteServer` before its DELETE):
  * `intervalMs` positive and finite, `timeoutMs` and `requestTimeoutMs` positive (`Infinity` allowed),
+ * finite ones at most `MAX_TIMER_MS` (24.8 days: a longer timer fires at once),
  * `jitter` in [0, 1), `pollRetries` a non-negative integer.
  * @throws {@link ValidationError}
  */
 export function validateWaitOptions(options: WaitForDeleteOptions): void {
   if (!options || typeof options !== 'object') throw new ValidationError('options must be an object');
-  checkDurationMs('intervalMs', options.intervalMs, { allowInfinity: false });
-  checkDurationMs('timeoutMs', options.timeoutMs);
-  checkDurationMs('requestTimeoutMs', options.requestTimeoutMs);
+  checkDurationMs('intervalMs', options.intervalMs, { allowInfinity: false, timer: true });
+  checkDurationMs('timeoutMs', options.timeoutMs, { timer: true });
+  checkDurationMs('requestTimeoutMs', options.requestTimeoutMs, { timer: true });
   const jitter = options.jitter ?? 0.1;
   if (typeof jitter !== 'number' || !(jitter >= 0 && jitter < 1)) throw new ValidationError(`jitter must be a number in [0, 1), got ${String(jitter)}`);
   const pollRetries = options.pollRetries ?? 4;
@@ -239,7 +240,7 @@ export async function waitForDeleteWithHooks(
       // The last look comes at least LAST_POLL_MARGIN_MS before the deadline. A sleep that would end
       // later ends after the deadline instead, so the deadline ends the wait without a doomed poll
       // (a coalescing watcher asked for a look at or after the deadline schedules none).
-      await pause(delay < remaining - LAST_POLL_MARGIN_MS ? delay : remaining + LAST_POLL_MARGIN_MS, signal);
+      await pause(Math.min(delay < remaining - LAST_POLL_MARGIN_MS ? delay : remaining + LAST_POLL_MARGIN_MS, MAX_TIMER_MS), signal);
     }
   };
 

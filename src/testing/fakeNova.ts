@@ -14,7 +14,7 @@ import { ValidationError } from '../errors.js';
 import { Compute } from './fakeNova/compute.js';
 import { FaultQueue } from './fakeNova/faults.js';
 import { checkFaultSpec } from './fakeNova/faultSpec.js';
-import { checkPathId } from '../validate.js';
+import { MAX_TIMER_MS, checkPathId } from '../validate.js';
 import { parseMicroversion, compareMicroversion, type Microversion } from './fakeNova/microversion.js';
 import { QuotaBook } from './fakeNova/quota.js';
 import type { Engine } from './fakeNova/routes/context.js';
@@ -54,8 +54,8 @@ const BEHAVIORS: readonly FakeDeleteBehavior[] = ['normal', 'error', 'never', 'i
 
 function nonNegative(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-    throw new ValidationError(`FakeNova option ${name} must be a finite number >= 0 (got ${String(value)})`);
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > MAX_TIMER_MS) {
+    throw new ValidationError(`FakeNova option ${name} must be a finite number from 0 to ${MAX_TIMER_MS} (got ${String(value)})`);
   }
   return value;
 }

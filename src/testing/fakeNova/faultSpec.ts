@@ -7,13 +7,15 @@
  */
 import { validateHeaderName, validateHeaderValue } from 'node:http';
 import { ValidationError } from '../../errors.js';
+import { MAX_TIMER_MS } from '../../validate.js';
 import type { FaultSpec } from './types.js';
 
 /**
  * @throws {@link ValidationError} for a spec that is not an object, a `path` that is neither a
  * string nor a RegExp, a `method` that is not a string, a `status` that is not an integer from 100
  * to 999 (what node:http can send), `headers` that are not valid HTTP header names and values,
- * `times` that is not a positive integer or `Infinity`, a negative or non-finite `delayMs`, or
+ * `times` that is not a positive integer or `Infinity`, a `delayMs` outside 0 to 2147483647 (a longer
+ * timer fires at once), or
  * `hang`/`reset` that are not booleans.
  */
 export function checkFaultSpec(spec: FaultSpec): void {
@@ -27,8 +29,8 @@ export function checkFaultSpec(spec: FaultSpec): void {
   if (spec.times !== undefined && !(spec.times === Number.POSITIVE_INFINITY || (Number.isInteger(spec.times) && spec.times > 0))) {
     throw bad(`times must be a positive integer or Infinity (got ${String(spec.times)})`);
   }
-  if (spec.delayMs !== undefined && !(typeof spec.delayMs === 'number' && Number.isFinite(spec.delayMs) && spec.delayMs >= 0)) {
-    throw bad(`delayMs must be a finite number >= 0 (got ${String(spec.delayMs)})`);
+  if (spec.delayMs !== undefined && !(typeof spec.delayMs === 'number' && Number.isFinite(spec.delayMs) && spec.delayMs >= 0 && spec.delayMs <= MAX_TIMER_MS)) {
+    throw bad(`delayMs must be a finite number from 0 to ${MAX_TIMER_MS} (got ${String(spec.delayMs)})`);
   }
   for (const flag of ['hang', 'reset'] as const) {
     if (spec[flag] !== undefined && typeof spec[flag] !== 'boolean') throw bad(`${flag} must be a boolean (got ${String(spec[flag])})`);
