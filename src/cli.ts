@@ -44,9 +44,14 @@ export function buildProgram(): Command {
   return program;
 }
 
-/** Run the CLI with `argv` (without node and script). Resolves the exit code. */
+/**
+ * Run the CLI with `argv` (without node and script). Resolves the exit code; `process.exitCode` is
+ * left as it was (the commands set it while they run), so a second call never inherits the first's.
+ */
 export async function main(argv: string[]): Promise<number> {
   const program = buildProgram();
+  const before = process.exitCode;
+  process.exitCode = undefined;
   try {
     await program.parseAsync(argv, { from: 'user' });
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
@@ -59,6 +64,8 @@ export async function main(argv: string[]): Promise<number> {
     }
     console.error(terminalSafe(`nova-guard: ${(e as Error).message}`, true));
     return 1;
+  } finally {
+    process.exitCode = before;
   }
 }
 

@@ -114,3 +114,21 @@ describe('server delete --concurrency', () => {
     expect(arrivals[4]! - arrivals[0]!).toBeGreaterThanOrEqual(75);
   });
 });
+
+describe('main() called twice in one process', () => {
+  it('the second call does not inherit the first one\'s exit code, and process.exitCode is left alone', async () => {
+    const nova = await startNova();
+    const env = { NOVA_ENDPOINT: nova.endpoint, NOVA_TOKEN: 'admin:demo' };
+    const spies = [vi.spyOn(console, 'log').mockImplementation(() => undefined), vi.spyOn(console, 'error').mockImplementation(() => undefined)];
+    try {
+      for (const k of Object.keys(process.env)) if (k.startsWith('OS_') || k.startsWith('NOVA_')) delete process.env[k];
+      Object.assign(process.env, env);
+      process.exitCode = undefined;
+      expect(await main(['server', 'delete', 'a/b'])).toBe(1);
+      expect(process.exitCode).toBeUndefined();
+      expect(await main(['limits'])).toBe(0);
+    } finally {
+      for (const s of spies) s.mockRestore();
+    }
+  });
+});
