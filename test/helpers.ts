@@ -16,11 +16,15 @@ afterEach(async () => {
   await Promise.all(started.splice(0).map((n) => n.close()));
 });
 
-/** A client for `nova` with fast retries (ms) so that retry paths run for real but quickly. */
+/**
+ * A client for `nova` with fast retries (ms) so that retry paths run for real but quickly, at
+ * microversion 2.79 like a current worker (so `networks: 'none'` is valid, as on real Nova).
+ */
 export function clientFor(nova: FakeNova, options: Partial<NovaClientOptions> = {}): NovaClient {
   return new NovaClient({
     endpoint: nova.endpoint,
     token: `admin:${nova.projectId}`,
+    microversion: '2.79',
     retry: { minDelayMs: 2, maxDelayMs: 20, maxRetryTimeMs: 2000 },
     ...options,
   });

@@ -41,6 +41,7 @@ function client(s: Stack, auth: Partial<KeystoneAuthOptions> = {}, options: Part
       projectDomainName: 'Default',
       ...auth,
     }),
+    microversion: '2.79',
     retry: { minDelayMs: 1, maxDelayMs: 5, maxRetryTimeMs: 2000 },
     ...options,
   });

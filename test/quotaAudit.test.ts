@@ -16,7 +16,7 @@ async function whenListing(nova: FakeNova): Promise<void> {
 describe('auditQuota', () => {
   it('consistent: reported usage equals the count of the listed servers; reads limits twice, lists once, ghost-checks each', async () => {
     const nova = await startNova();
-    const client = clientFor(nova);
+    const client = clientFor(nova, { microversion: '2.1' }) // flavors by GET before 2.47;
     const ids = ['1', '2', '3'].map((flavorId, i) => nova.addServer({ name: `ci-${i}`, flavorId, createdMs: T0 }).id);
     const a = await auditQuota(client, { now });
     expect(a.verdict).toBe('consistent');
@@ -43,7 +43,7 @@ describe('auditQuota', () => {
   it('reads the limits before and after the listing, in that order', async () => {
     const nova = await startNova();
     nova.addServer({ flavorId: '1' });
-    await auditQuota(clientFor(nova), { checkGhosts: false, readQuotaSetDetail: false });
+    await auditQuota(clientFor(nova, { microversion: '2.1' }), { checkGhosts: false, readQuotaSetDetail: false });
     expect(nova.requests.map((r) => r.path)).toEqual(['/limits', '/servers/detail', '/limits', '/flavors/1']);
   });
 
@@ -260,7 +260,7 @@ describe('auditQuota', () => {
     nova.addServer({ flavorId: '1' });
     nova.setUsageDrift({ instances: 1 });
     nova.inject({ method: 'GET', path: '/flavors/2', status: 404, times: Infinity });
-    const a = await auditQuota(clientFor(nova), { checkGhosts: false });
+    const a = await auditQuota(clientFor(nova, { microversion: '2.1' }), { checkGhosts: false });
     expect(a.uncounted).toEqual([{ serverId: id, reason: expect.stringMatching(/^flavor 2 could not be read: /) }]);
     expect(a.resources.cores).toMatchObject({ counted: 1, drift: null, verdict: 'inconclusive' });
     expect(a.resources.instances).toMatchObject({ counted: 2, reportedBefore: 3, drift: 1, verdict: 'over-reported' });

@@ -19,7 +19,7 @@ export async function startNova(options: FakeNovaOptions = {}): Promise<FakeNova
 
 /** A client with millisecond retry delays. */
 export function clientFor(nova: FakeNova): NovaClient {
-  return new NovaClient({ endpoint: nova.endpoint, token: `admin:${nova.projectId}`, retry: { minDelayMs: 2, maxDelayMs: 20, maxRetryTimeMs: 2000 } });
+  return new NovaClient({ endpoint: nova.endpoint, token: `admin:${nova.projectId}`, microversion: '2.79', retry: { minDelayMs: 2, maxDelayMs: 20, maxRetryTimeMs: 2000 } });
 }
 
 /** Guard options scaled to milliseconds. */

@@ -89,7 +89,7 @@ function provider(options: KeystoneAuthOptions): KeystoneAuth {
 }
 
 function clientOf(auth: KeystoneAuth, extra: Partial<NovaClientOptions> = {}): NovaClient {
-  const c = new NovaClient({ auth, logger, retry: { retries: 1, minDelayMs: 1, maxDelayMs: 2, maxRetryTimeMs: 500 }, ...extra });
+  const c = new NovaClient({ auth, logger, microversion: '2.79', retry: { retries: 1, minDelayMs: 1, maxDelayMs: 2, maxRetryTimeMs: 500 }, ...extra });
   outputs.push(inspect(c, { depth: Infinity }), JSON.stringify(c));
   return c;
 }

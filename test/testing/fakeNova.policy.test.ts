@@ -31,3 +31,16 @@ describe('FakeNova quota-set policy and fixed quotas, as real Nova 26.2 answers'
     expect([qs.fixed_ips, qs.floating_ips, qs.security_groups, qs.security_group_rules]).toEqual([-1, -1, -1, -1]);
   });
 });
+
+describe('FakeNova create body validation per microversion, as Nova\'s schema', () => {
+  it('networks "none" needs microversion 2.37; before it networks must be a list', async () => {
+    nova = await FakeNova.start();
+    const old = await call(nova, 'POST', '/servers', { microversion: '2.1', body: { server: { name: 'a', flavorRef: '1', networks: 'none' } } });
+    expect(old.status).toBe(400);
+    expect(old.json.badRequest.message).toBe("Invalid input for field/attribute networks. Value: none. 'none' is not of type 'array'");
+    const list = await call(nova, 'POST', '/servers', { microversion: '2.1', body: { server: { name: 'b', flavorRef: '1', networks: [] } } });
+    expect(list.status).toBe(202);
+    const recent = await call(nova, 'POST', '/servers', { microversion: '2.37', body: { server: { name: 'c', flavorRef: '1', networks: 'none' } } });
+    expect(recent.status).toBe(202);
+  });
+});

@@ -131,7 +131,8 @@ export function showServer(e: Engine, ctx: Ctx, id: string): Reply {
 }
 
 function validationError(field: string, value: unknown, message: string): Reply {
-  return fault(400, `Invalid input for field/attribute ${field}. Value: ${pyRepr(value)}. ${message}`);
+  // Nova formats the value with Python's %s: str() of a string is the string itself, of anything else its repr().
+  return fault(400, `Invalid input for field/attribute ${field}. Value: ${typeof value === 'string' ? value : pyRepr(value)}. ${message}`);
 }
 
 function countParam(value: unknown, field: string): number | Reply | undefined {
@@ -180,6 +181,9 @@ export function createServer(e: Engine, ctx: Ctx): Reply {
     if (!Array.isArray(s.networks) && s.networks !== 'none' && s.networks !== 'auto') {
       return validationError('networks', s.networks, `${pyRepr(s.networks)} is not valid under any of the given schemas`);
     }
+  } else if (s.networks !== undefined && !Array.isArray(s.networks)) {
+    // Before 2.37 `networks` is a list only; "none" and "auto" arrived with 2.37 (servers.py schema base_create).
+    return validationError('networks', s.networks, `${pyRepr(s.networks)} is not of type 'array'`);
   }
   const metadata = s.metadata ?? {};
   if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) {
