@@ -91,20 +91,12 @@ async function main(): Promise<number> {
   const client = clients[0]!;
   const imageRef = flags.image ?? process.env['NOVA_IMAGE_ID'] ?? 'cirros';
   const flavorRef = flags.flavor ?? process.env['NOVA_FLAVOR_ID'] ?? '2';
-  let waits = 0;
-  let quotaRetries = 0;
   const guards = clients.map((c) => new QuotaGuard(c, {
     baseDelayMs: 100,
     minDelayMs: 50,
     maxDelayMs: 1000,
     maxWaitMs: 60000,
     activeIntervalMs: 100,
-    onWait: () => {
-      waits++;
-    },
-    onRetry: () => {
-      quotaRetries++;
-    },
   }));
   const workers = Number(flags.workers);
   const jobs = Number(flags.jobs);
@@ -121,7 +113,7 @@ async function main(): Promise<number> {
       }),
     ),
   );
-  const quota403s = fake ? fake.requestsTo('POST', '/servers').filter((r) => r.status === 403).length : quotaRetries;
+  const guardSum = (k: 'waits' | 'quota403s' | 'lateQuotaFaults' | 'quotaRetries'): number => guards.reduce((n, g) => n + g.stats[k], 0);
   const requests = clients.reduce((n, c) => n + c.stats.requests, 0);
   const limits = await client.getLimits();
   const sum = (k: keyof WorkerStats): number => results.reduce((n, r) => n + (r[k] as number), 0);
@@ -130,9 +122,10 @@ async function main(): Promise<number> {
     ['workers x jobs', `${workers} x ${jobs} (2-core servers) on ${hosts} hosts`],
     ['jobs done', sum('jobsDone')],
     ['jobs failed', sum('jobsFailed')],
-    ['quota waits (guard)', waits],
-    ['quota 403s met (absorbed)', quota403s],
-    ['quota retries (guard)', quotaRetries],
+    ['waits for headroom', guardSum('waits')],
+    ['quota 403s met (absorbed)', guardSum('quota403s')],
+    ['late quota faults (ERROR after 202, deleted, retried)', guardSum('lateQuotaFaults')],
+    ['quota retries', guardSum('quotaRetries')],
     ['requests made', requests],
     ['deletes confirmed', sum('deletesConfirmed')],
     ['cores in use at the end', limits.absolute.totalCoresUsed ?? 'unknown'],
