@@ -83,7 +83,11 @@ export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.Process
     // cloud or field is reported as it is (it used to be hidden behind "no cloud given").
     if (e instanceof ConfigError && e.file === undefined && e.key === undefined) {
       throw new ValidationError(
-        'no cloud given: pass --endpoint and --token (or NOVA_ENDPOINT and NOVA_TOKEN), or --os-cloud / OS_CLOUD, or OS_AUTH_URL and the other OS_* variables',
+        endpoint && !token
+          ? 'an endpoint without a token: pass --token (or NOVA_TOKEN) with --endpoint, or use --os-cloud / OS_CLOUD'
+          : token && !endpoint
+            ? 'a token without an endpoint: pass --endpoint (or NOVA_ENDPOINT), e.g. http://127.0.0.1:8774/v2.1'
+            : 'no cloud given: pass --endpoint and --token (or NOVA_ENDPOINT and NOVA_TOKEN), or --os-cloud / OS_CLOUD, or OS_AUTH_URL and the other OS_* variables',
       );
     }
     throw e;

@@ -2,7 +2,9 @@
  * `nova-guard server delete <id...> [--wait] [--timeout-ms N] [--interval-ms N] [--force]`: messages
  * and exit codes like `openstack server delete --wait` (python-openstackclient `DeleteServer`): each
  * failure is reported as `Failed to delete server with name or ID '<id>': <error>`, then
- * `N of M servers failed to delete.` and exit code 1; 0 when all succeeded. At most `--concurrency`
+ * `N of M servers failed to delete.` and exit code 1; 0 when all succeeded. It takes ids, not names;
+ * an id Nova does not know (404 on DELETE) counts as already gone (exit 0), so that a worker that
+ * repeats a delete never fails, where `openstack server delete` looks names up first and fails. At most `--concurrency`
  * (default 10) deletions run at once.
  *
  * @module
@@ -64,16 +66,16 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
           )
         : undefined;
       const latest = new Map<string, DeleteProgress>();
+      let done = 0;
       const detail = (): string => {
         const counts = new Map<string, number>();
         for (const p of latest.values()) {
           const key = `${p.status ?? '?'}${p.taskState ? `/${p.taskState}` : ''}`;
           counts.set(key, (counts.get(key) ?? 0) + 1);
         }
-        return [...counts].map(([k, n]) => `${n} ${k}`).join(', ') || 'starting';
+        return [...counts].map(([k, n]) => `${n} ${k}`).join(', ') || (done >= unique.length ? 'done' : 'starting');
       };
       bar?.start(unique.length, 0, { detail: 'starting' });
-      let done = 0;
       options.onProgress = (p) => {
         latest.set(p.serverId, p);
         bar?.update(done, { detail: detail() });
