@@ -224,8 +224,14 @@ export class FakeKeystone {
 
   /** Stop the server and close open connections. */
   async stop(): Promise<void> {
+    if (!this.#server.listening) return;
     this.#server.closeAllConnections();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  /** Same as {@link FakeKeystone.stop}, named like `FakeNova.close()`. Idempotent. */
+  close(): Promise<void> {
+    return this.stop();
   }
 
   /** Add a project; returns its id. */
