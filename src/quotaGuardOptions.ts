@@ -12,7 +12,7 @@ import type { DeleteServerOptions } from './deleteServer.js';
 import { ValidationError } from './errors.js';
 import type { Headroom, QuotaNeeds, Shortfall } from './headroom.js';
 import type { Logger } from './logger.js';
-import { checkMs } from './waitForDelete.js';
+import { checkDurationMs } from './validate.js';
 
 /** One wait for headroom, passed to {@link QuotaGuardOptions.onWait}. */
 export interface QuotaWaitInfo {
@@ -166,12 +166,13 @@ export type ResolvedOptions = Required<Omit<QuotaGuardOptions, 'onWait' | 'onRet
  */
 export function validateOptions(o: QuotaGuardOptions): ResolvedOptions {
   if (o === null || typeof o !== 'object') throw new ValidationError('QuotaGuard options must be an object');
-  checkMs('maxWaitMs', o.maxWaitMs, { allowZero: true });
-  checkMs('minDelayMs', o.minDelayMs, { allowZero: true });
-  checkMs('baseDelayMs', o.baseDelayMs, { allowZero: true });
-  checkMs('maxDelayMs', o.maxDelayMs, { allowZero: true });
-  checkMs('activeTimeoutMs', o.activeTimeoutMs);
-  checkMs('activeIntervalMs', o.activeIntervalMs);
+  // Delays are timers: finite and at most 2^31-1 ms (a longer Node timer fires at once).
+  checkDurationMs('maxWaitMs', o.maxWaitMs, { allowZero: true, timer: true });
+  checkDurationMs('minDelayMs', o.minDelayMs, { allowZero: true, allowInfinity: false, timer: true });
+  checkDurationMs('baseDelayMs', o.baseDelayMs, { allowZero: true, allowInfinity: false, timer: true });
+  checkDurationMs('maxDelayMs', o.maxDelayMs, { allowZero: true, allowInfinity: false, timer: true });
+  checkDurationMs('activeTimeoutMs', o.activeTimeoutMs, { timer: true });
+  checkDurationMs('activeIntervalMs', o.activeIntervalMs, { allowInfinity: false, timer: true });
   const r: ResolvedOptions = {
     ...QUOTA_GUARD_DEFAULTS,
     ...Object.fromEntries(Object.entries(o).filter(([k, v]) => v !== undefined && k !== 'logger')),

@@ -166,3 +166,13 @@ describe('quotaGuard() and options', () => {
     expect((err as QuotaExceededError).resources).toEqual([{ name: 'cores', requested: 5, used: 4, allowed: 4 }]);
   });
 });
+
+describe('QuotaGuard option limits (found by the adversarial pass)', () => {
+  it('refuses delays a Node timer cannot wait (over 2^31-1 ms, or Infinity), before any request', () => {
+    const c = new NovaClient({ endpoint: 'http://127.0.0.1:1/v2.1', token: 't' });
+    expect(() => new QuotaGuard(c, { minDelayMs: 3e9, maxDelayMs: 3e9, maxWaitMs: 4e9 })).toThrow(ValidationError);
+    expect(() => new QuotaGuard(c, { minDelayMs: Number.POSITIVE_INFINITY })).toThrow(/minDelayMs must be a non-negative, finite number/);
+    expect(() => new QuotaGuard(c, { activeIntervalMs: 2 ** 31 })).toThrow(/at most 2147483647 ms/);
+    expect(() => new QuotaGuard(c, { maxWaitMs: 600000, minDelayMs: 0 })).not.toThrow();
+  });
+});
