@@ -98,7 +98,8 @@ type Delivery = { obs: Observation; error?: undefined } | { error: unknown; obs?
 
 interface Entry {
   readonly serverId: string;
-  readonly waits: Set<Wait>;
+  /** Its pending waits (usually one). */
+  readonly waits: Wait[];
   /** Local wall-clock time the first wait for it subscribed. */
   readonly subscribedWallMs: number;
   /** Nova time (a `Date` header) of its first observation by a listing tick; a lower bound of that observation's time. */
@@ -108,14 +109,17 @@ interface Entry {
 }
 
 interface Wait extends CoalescedWaitOptions {
-  readonly entry: Entry;
+  readonly serverId: string;
+  /** Set when it subscribes (its first observe or sleep). */
+  entry: Entry | undefined;
   /** `performance.now()` time it wants its next observation, or undefined while it has one to use. */
   wantsAt: number | undefined;
   /** An observation (or error) delivered and not yet taken. */
   fresh: Delivery | undefined;
-  /** Settles a blocked observe/sleep: resolve on delivery, reject on abort. */
-  resolve: (() => void) | undefined;
-  reject: ((e: Error) => void) | undefined;
+  /** What a blocked call waits for: `'observe'` takes the delivery, `'sleep'` only ends. */
+  blocked: 'observe' | 'sleep' | undefined;
+  resolve: ((value: Observation | undefined) => void) | undefined;
+  reject: ((e: unknown) => void) | undefined;
 }
 
 /** A multiset of numbers with its minimum (few distinct values: one per distinct option). */
@@ -220,71 +224,90 @@ export class DeleteWatcher {
    * waiter aborts it when it settles).
    */
   watch(serverId: string, options: CoalescedWaitOptions): CoalescedWait {
-    let me: Wait | undefined;
-    const attach = (signal: AbortSignal): Wait => {
-      if (me) return me;
-      if (signal.aborted) throw abortError(signal);
-      let entry = this.#entries.get(serverId);
-      if (!entry) {
-        entry = { serverId, waits: new Set(), subscribedWallMs: Date.now(), anchorNovaMs: undefined, last: undefined };
-        this.#entries.set(serverId, entry);
-      }
-      const w: Wait = { ...options, entry, wantsAt: undefined, fresh: undefined, resolve: undefined, reject: undefined };
-      me = w;
-      entry.waits.add(w);
-      this.#waitCount++;
-      this.#intervals.add(w.intervalMs);
-      this.#jitters.add(w.jitter);
-      // One listener for the wait's whole life: it leaves, and a blocked observe/sleep rejects.
-      signal.addEventListener(
-        'abort',
-        () => {
-          this.#leave(w);
-          const reject = w.reject;
-          w.resolve = w.reject = undefined;
-          reject?.(abortError(signal));
-        },
-        { once: true },
-      );
-      return w;
+    // A literal with every field (no spread): all waits share one hidden class.
+    const w: Wait = {
+      serverId,
+      intervalMs: options.intervalMs,
+      jitter: options.jitter,
+      requestTimeoutMs: options.requestTimeoutMs,
+      deadlineAt: options.deadlineAt,
+      entry: undefined,
+      wantsAt: undefined,
+      fresh: undefined,
+      blocked: undefined,
+      resolve: undefined,
+      reject: undefined,
     };
     return {
-      observe: async (signal) => {
-        const w = attach(signal);
-        if (!w.fresh) {
-          w.wantsAt = now();
-          this.#schedule();
-          await this.#nextDelivery(w);
-        }
-        const d = w.fresh!;
-        w.fresh = undefined;
-        if (d.obs) return d.obs;
-        throw d.error;
-      },
-      sleep: async (delayMs, signal) => {
-        const w = attach(signal);
-        if (w.fresh) return;
-        w.wantsAt = now() + delayMs;
-        this.#schedule();
-        await this.#nextDelivery(w);
-      },
+      observe: (signal) => this.#observe(w, signal),
+      sleep: (delayMs, signal) => this.#sleep(w, delayMs, signal),
     };
   }
 
-  #nextDelivery(w: Wait): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
+  /** Subscribe on the first call; false when the signal is already aborted. */
+  #attach(w: Wait, signal: AbortSignal): boolean {
+    if (w.entry) return true;
+    if (signal.aborted) return false;
+    let entry = this.#entries.get(w.serverId);
+    if (entry) {
+      entry.waits.push(w);
+    } else {
+      entry = { serverId: w.serverId, waits: [w], subscribedWallMs: Date.now(), anchorNovaMs: undefined, last: undefined };
+      this.#entries.set(w.serverId, entry);
+    }
+    w.entry = entry;
+    this.#waitCount++;
+    this.#intervals.add(w.intervalMs);
+    this.#jitters.add(w.jitter);
+    // One listener for the wait's whole life: it leaves, and a blocked observe/sleep rejects.
+    signal.addEventListener('abort', () => this.#abort(w, signal), { once: true });
+    return true;
+  }
+
+  #abort(w: Wait, signal: AbortSignal): void {
+    this.#leave(w);
+    const reject = w.reject;
+    w.resolve = w.reject = w.blocked = undefined;
+    reject?.(abortError(signal));
+  }
+
+  #observe(w: Wait, signal: AbortSignal): Promise<Observation> {
+    if (!this.#attach(w, signal)) return Promise.reject(abortError(signal));
+    const d = w.fresh;
+    if (d) {
+      w.fresh = undefined;
+      return d.obs ? Promise.resolve(d.obs) : Promise.reject(d.error);
+    }
+    w.wantsAt = now();
+    this.#schedule();
+    return new Promise<Observation | undefined>((resolve, reject) => {
+      w.blocked = 'observe';
       w.resolve = resolve;
       w.reject = reject;
-    });
+    }) as Promise<Observation>;
+  }
+
+  #sleep(w: Wait, delayMs: number, signal: AbortSignal): Promise<void> {
+    if (!this.#attach(w, signal)) return Promise.reject(abortError(signal));
+    if (w.fresh) return Promise.resolve();
+    w.wantsAt = now() + delayMs;
+    this.#schedule();
+    return new Promise<Observation | undefined>((resolve, reject) => {
+      w.blocked = 'sleep';
+      w.resolve = resolve;
+      w.reject = reject;
+    }) as Promise<unknown> as Promise<void>;
   }
 
   #leave(w: Wait): void {
     const entry = w.entry;
-    if (!entry.waits.delete(w)) return;
+    const i = entry ? entry.waits.indexOf(w) : -1;
+    if (!entry || i < 0) return;
+    entry.waits.splice(i, 1);
     this.#waitCount--;
     this.#intervals.remove(w.intervalMs);
     this.#jitters.remove(w.jitter);
-    if (entry.waits.size === 0 && this.#entries.get(entry.serverId) === entry) this.#entries.delete(entry.serverId);
+    if (entry.waits.length === 0 && this.#entries.get(entry.serverId) === entry) this.#entries.delete(entry.serverId);
     if (this.#entries.size === 0) {
       this.#clearTimer();
       this.#tickAbort?.abort(new Error('no wait pending'));
@@ -295,11 +318,17 @@ export class DeleteWatcher {
 
   #deliver(entry: Entry, d: Delivery): void {
     for (const w of entry.waits) {
-      w.fresh = d;
       w.wantsAt = undefined;
-      const resolve = w.resolve;
-      w.resolve = w.reject = undefined;
-      resolve?.();
+      const { blocked, resolve, reject } = w;
+      w.resolve = w.reject = w.blocked = undefined;
+      if (blocked === 'observe') {
+        w.fresh = undefined;
+        if (d.obs) resolve!(d.obs);
+        else reject!(d.error);
+      } else {
+        w.fresh = d; // taken by the next observe
+        resolve?.(undefined);
+      }
     }
   }
 
@@ -465,7 +494,7 @@ export class DeleteWatcher {
     for (const s of servers) if (s && typeof s.id === 'string') byId.set(s.id, s);
     const confirm: Entry[] = [];
     for (const entry of entries) {
-      if (entry.waits.size === 0) continue;
+      if (entry.waits.length === 0) continue;
       const server = byId.get(entry.serverId);
       if (server) {
         entry.last = server;
@@ -490,7 +519,7 @@ export class DeleteWatcher {
     await Promise.all(
       entries.map((entry) =>
         limit(async () => {
-          if (signal.aborted || entry.waits.size === 0) return;
+          if (signal.aborted || entry.waits.length === 0) return;
           try {
             await this.#bucket.acquire(signal);
           } catch {
