@@ -1,0 +1,239 @@
+/**
+ * `npm run bench`: the fleet-wait, churn and overhead benchmarks of nova-guard against a FakeNova on
+ * loopback (in a child process), each printed as a markdown table with its targets (held/missed)
+ * and written as JSON under `bench/results/`. `npm run bench -- --smoke` runs tiny sizes (for CI).
+ * `--only fleet,churn,overhead` picks benchmarks.
+ *
+ * @module
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { Command } from 'commander';
+import { runChurn, type ChurnConfig, type ChurnRow } from './churn.js';
+import { FakeNovaProcess } from './fakeProcess.js';
+import { runFleet, type FleetConfig, type FleetRow } from './fleetWait.js';
+import { runOverhead, type OverheadConfig, type OverheadResult } from './overhead.js';
+import { formatTargets, markdownTable, type TargetResult } from './table.js';
+
+const flags = new Command('bench')
+  .option('--smoke', 'tiny sizes, for CI (< 30 s)')
+  .option('--only <names>', 'comma-separated: fleet,churn,overhead', 'fleet,churn,overhead')
+  .parse()
+  .opts<{ smoke?: boolean; only: string }>();
+const smoke = Boolean(flags.smoke);
+const only = new Set(flags.only.split(',').map((s) => s.trim()));
+
+/** osc-lib's 5 s interval is `INTERVAL_MS` here: fleet times are scaled by 5000 / INTERVAL_MS (more in the smoke run). */
+const INTERVAL_MS = smoke ? 200 : 500;
+const SCALE = 5000 / INTERVAL_MS;
+
+const fleetCfg: FleetConfig = {
+  sizes: smoke ? [1, 10] : [1, 10, 100, 1000],
+  intervalMs: INTERVAL_MS,
+  latencyMedianMs: 2 * INTERVAL_MS,
+  latencySigma: 0.5,
+  samples: smoke ? 10 : 200,
+  groupSpreadMs: 25,
+  maxRequestsPerSecond: 10 * SCALE,
+  seed: 20261130,
+};
+
+/** Churn runs on its own scale (jobs of minutes): real seconds / CHURN_SCALE. */
+const CHURN_SCALE = 100;
+const churnCfg: ChurnConfig = {
+  workers: smoke ? 3 : 8,
+  jobsPerWorker: smoke ? 2 : 3,
+  quotaCores: smoke ? 4 : 12,
+  buildDelayMs: 30000 / CHURN_SCALE,
+  runMs: (smoke ? 30000 : 180000) / CHURN_SCALE,
+  deleteDelayMs: 10000 / CHURN_SCALE,
+  deletedWindowMs: 2,
+  pollIntervalMs: 5000 / CHURN_SCALE,
+  autopkgtestSleepMs: (smoke ? 100000 : 300000) / CHURN_SCALE,
+  scale: CHURN_SCALE,
+};
+
+const overheadCfg: OverheadConfig = {
+  pendingWaits: smoke ? 1000 : 10000,
+  intervalMs: smoke ? 500 : 4000,
+  ticks: smoke ? 2 : 5,
+};
+
+function fleetTable(rows: FleetRow[]): string {
+  return markdownTable(
+    ['N', 'osc-lib req/deletion', 'nova-guard req/deletion', 'x fewer requests', 'osc-lib mean lag ms', 'nova-guard mean lag ms', 'mean lag ratio', 'osc-lib p95 lag ms', 'nova-guard p95 lag ms', 'p95 lag ratio'],
+    rows.map((r) => [
+      r.n,
+      r.baseline.pollRequestsPerDeletion,
+      r.novaGuard.pollRequestsPerDeletion,
+      r.requestRatio,
+      r.baseline.meanLagMs,
+      r.novaGuard.meanLagMs,
+      r.meanLagRatio,
+      r.baseline.p95LagMs,
+      r.novaGuard.p95LagMs,
+      r.p95LagRatio,
+    ]),
+  );
+}
+
+function deleteServerTable(rows: FleetRow[]): string {
+  return markdownTable(
+    ['N', 'poll req/deletion', 'x fewer than osc-lib', 'mean lag ms', 'p95 lag ms', 'mean lag ratio'],
+    rows.map((r) => [
+      r.n,
+      r.deleteServer.pollRequestsPerDeletion,
+      Math.round((r.baseline.pollRequestsPerDeletion / r.deleteServer.pollRequestsPerDeletion) * 100) / 100,
+      r.deleteServer.meanLagMs,
+      r.deleteServer.p95LagMs,
+      Math.round((r.deleteServer.meanLagMs / r.baseline.meanLagMs) * 1000) / 1000,
+    ]),
+  );
+}
+
+function fleetTargets(rows: FleetRow[]): TargetResult[] {
+  const out: TargetResult[] = [];
+  const at = (n: number): FleetRow | undefined => rows.find((r) => r.n === n);
+  const r100 = at(100);
+  if (r100) {
+    out.push({
+      target: 'N=100: at least 20x fewer poll requests than per-server polling',
+      measured: `${r100.requestRatio}x`,
+      held: r100.requestRatio >= 20,
+      reason: 'one listing per tick costs more per deletion when deletions are few or short-lived',
+    });
+    out.push({
+      target: 'N=100: mean detection lag equal or lower',
+      measured: `${r100.novaGuard.meanLagMs} ms vs ${r100.baseline.meanLagMs} ms (ratio ${r100.meanLagRatio})`,
+      held: r100.meanLagRatio <= 1,
+    });
+  }
+  const r1 = at(1);
+  if (r1) {
+    out.push({
+      target: 'N=1: no worse than per-server polling (requests per deletion, mean lag; 5 % measurement tolerance)',
+      measured: `${r1.novaGuard.pollRequestsPerDeletion} vs ${r1.baseline.pollRequestsPerDeletion} req/deletion, ${r1.novaGuard.meanLagMs} vs ${r1.baseline.meanLagMs} ms`,
+      held: r1.novaGuard.pollRequestsPerDeletion <= r1.baseline.pollRequestsPerDeletion * 1.05 && r1.meanLagRatio <= 1.05,
+    });
+  }
+  const failures = rows.reduce((n, r) => n + r.baseline.failures + r.novaGuard.failures + r.deleteServer.failures, 0);
+  out.push({ target: 'every wait ends deleted, never before the destroy', measured: `${failures} failures`, held: failures === 0 });
+  return out;
+}
+
+function churnTable(rows: ChurnRow[]): string {
+  return markdownTable(
+    ['policy', 'jobs', 'failed jobs', 'quota 403s/job', 'requests/job', 'makespan ms', 'lower bound ms', 'makespan / lower bound'],
+    rows.map((r) => [r.policy, r.jobs, r.failedJobs, r.quota403sPerJob, r.requestsPerJob, r.makespanMs, r.lowerBoundMs, r.makespanOverLowerBound]),
+  );
+}
+
+function churnTargets(rows: ChurnRow[]): TargetResult[] {
+  const g = rows.find((r) => r.policy === 'nova-guard');
+  if (!g) return [];
+  return [
+    { target: 'churn, nova-guard: 0 failed jobs', measured: String(g.failedJobs), held: g.failedJobs === 0 },
+    { target: 'churn, nova-guard: at most 0.2 quota 403s per job', measured: String(g.quota403sPerJob), held: g.quota403sPerJob <= 0.2 },
+    {
+      target: 'churn, nova-guard: makespan at most 1.10x the lower bound',
+      measured: `${g.makespanOverLowerBound}x`,
+      held: g.makespanOverLowerBound <= 1.1,
+      reason: 'idle quota between a destroy and the next create: detection lag of waiting workers (guard backoff, BUILD polling)',
+    },
+  ];
+}
+
+function overheadTable(r: OverheadResult): string {
+  return markdownTable(
+    ['mode', 'pending waits', 'heap MB', 'heap per wait KB', 'of which server body KB', 'listing pages per tick', 'CPU per tick ms', 'CPU per tick per wait us'],
+    [
+      ['nova-guard (coalesced)', r.pendingWaits, r.coalesced.heapMB, r.coalesced.heapPerWaitKB, r.bodiesPerWaitKB, r.pagesPerTick, r.cpuPerTickMs, r.cpuPerTickPerWaitUs],
+      ['per-server (coalesce: false)', r.perServer.waits, r.perServer.heapMB, r.perServer.heapPerWaitKB, r.bodiesPerWaitKB, '-', '-', '-'],
+    ],
+  );
+}
+
+function overheadTargets(r: OverheadResult): TargetResult[] {
+  const limitMB = (50 * r.pendingWaits) / 10000;
+  return [
+    {
+      target: `${r.pendingWaits} pending waits in under ${limitMB} MB of heap (50 MB per 10,000)`,
+      measured: `${r.coalesced.heapMB} MB (${r.coalesced.heapPerWaitKB} KB per wait, ${r.bodiesPerWaitKB} KB of it the server body)`,
+      held: r.coalesced.heapMB < limitMB,
+      reason: 'most of a pending wait is the waitForDelete machinery every wait has (async frames, AbortController, p-timeout timer and its eagerly built TimeoutError stack) plus the last server body it keeps',
+    },
+  ];
+}
+
+async function main(): Promise<void> {
+  // build/bench/run.js -> bench/results/ in the repository
+  const resultsDir = new URL('../../bench/results/', import.meta.url);
+  mkdirSync(resultsDir, { recursive: true });
+  const write = (name: string, data: unknown): void => {
+    const suffix = smoke ? '.smoke' : '';
+    writeFileSync(new URL(`${name}${suffix}.json`, resultsDir), JSON.stringify(data, null, 2) + '\n');
+  };
+  const fake = FakeNovaProcess.spawn();
+  const targets: TargetResult[] = [];
+  const started = performance.now();
+  try {
+    console.log(`# nova-guard benchmarks${smoke ? ' (smoke)' : ''}\n`);
+    console.log(`Time is scaled: ${INTERVAL_MS} ms here = osc-lib's 5 s poll interval (x${SCALE}). FakeNova runs in a child process on loopback.\n`);
+    if (only.has('fleet')) {
+      const rows = await runFleet(fake, fleetCfg);
+      const t = fleetTargets(rows);
+      targets.push(...t);
+      console.log(`## Fleet wait: N concurrent delete-waits on one client\n`);
+      console.log(
+        `Deletion latency log-normal (median ${fleetCfg.latencyMedianMs} ms, sigma ${fleetCfg.latencySigma}, seed ${fleetCfg.seed}); poll interval ${fleetCfg.intervalMs} ms for both; ` +
+          `lag = promise resolved - server destroyed. Requests: GET /servers/{id} + listing pages per deletion (the DELETE itself excluded). ` +
+          `${fleetCfg.samples} samples per N (independent clients at once when N is small).\n`,
+      );
+      console.log(fleetTable(rows) + '\n');
+      console.log(
+        `The same deletions through \`client.deleteServer(id, { wait: true })\` with its defaults: after a DELETED status it polls ` +
+          `GET /servers/{id} every 50 ms until the 404 (confirmGoneMs), one more request per deletion the listing cannot save:\n`,
+      );
+      console.log(deleteServerTable(rows) + '\n');
+      console.log(formatTargets(t) + '\n');
+      write('fleet', { config: fleetCfg, rows, targets: t });
+    }
+    if (only.has('churn')) {
+      const rows = await runChurn(fake, churnCfg);
+      const t = churnTargets(rows);
+      targets.push(...t);
+      console.log(`## Churn: ${churnCfg.workers} workers x ${churnCfg.jobsPerWorker} jobs of 2-core servers, core quota ${churnCfg.quotaCores}\n`);
+      console.log(
+        `Scaled x${CHURN_SCALE} (1 ms here = ${CHURN_SCALE} ms): build ${churnCfg.buildDelayMs} ms, test ${churnCfg.runMs} ms, asynchronous delete ${churnCfg.deleteDelayMs} ms ` +
+          `(+${churnCfg.deletedWindowMs} ms DELETED window), polls every ${churnCfg.pollIntervalMs} ms, autopkgtest sleep ${churnCfg.autopkgtestSleepMs} ms, QuotaGuard defaults scaled. ` +
+          `Lower bound = max(total core-time / quota, one worker's jobs back to back).\n`,
+      );
+      console.log(churnTable(rows) + '\n');
+      console.log(formatTargets(t) + '\n');
+      for (const r of rows) if (r.errors.length > 0) console.log(`${r.policy} errors: ${r.errors.join('; ')}\n`);
+      write('churn', { config: churnCfg, rows, targets: t });
+    }
+    if (only.has('overhead')) {
+      const r = await runOverhead(fake, overheadCfg);
+      const t = overheadTargets(r);
+      targets.push(...t);
+      console.log(`## Overhead: ${r.pendingWaits} pending waits on one client\n`);
+      console.log(
+        `Servers held in task_state deleting; waits with intervalMs ${overheadCfg.intervalMs} (coalesced ticks every ${overheadCfg.intervalMs / 2} ms), default maxRequestsPerSecond 10. ` +
+          `Heap = this process's heapUsed after GC with the waits pending minus before; CPU = this process's user+system per tick (FakeNova runs in the child).\n`,
+      );
+      console.log(overheadTable(r) + '\n');
+      console.log(formatTargets(t) + '\n');
+      write('overhead', { config: overheadCfg, result: r, targets: t });
+    }
+    const missed = targets.filter((t) => !t.held).length;
+    console.log(`## Targets: ${targets.length - missed} held, ${missed} missed (${Math.round((performance.now() - started) / 1000)} s)\n`);
+    console.log(formatTargets(targets));
+  } finally {
+    await fake.close();
+  }
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exitCode = 1;
+});
