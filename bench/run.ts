@@ -137,7 +137,9 @@ function churnTargets(rows: ChurnRow[]): TargetResult[] {
       target: 'churn, nova-guard: makespan at most 1.10x the lower bound',
       measured: `${g.makespanOverLowerBound}x`,
       held: g.makespanOverLowerBound <= 1.1,
-      reason: 'idle quota between a destroy and the next create: detection lag of waiting workers (guard backoff, BUILD polling)',
+      reason:
+        'QuotaGuard is not fair: the worker that just freed cores re-takes them at once while the others sleep in backoff (up to maxDelayMs), ' +
+        'so some workers starve, then run their jobs alone at the end',
     },
   ];
 }
