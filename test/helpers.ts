@@ -42,3 +42,13 @@ export async function activeServer(client: NovaClient, nova: FakeNova, flavorRef
 
 /** The path of a server's own URL, as FakeNova records it. */
 export const serverPath = (id: string): string => `/servers/${id}`;
+
+/** The error `p` rejects with; fails the test when `p` resolves. */
+export async function rejection(p: Promise<unknown>): Promise<Error> {
+  try {
+    await p;
+  } catch (e) {
+    return e as Error;
+  }
+  throw new Error('expected a rejection');
+}

@@ -6,18 +6,10 @@ import { describe, expect, it } from 'vitest';
 import { ForbiddenError, QuotaExceededError, QuotaWaitTimeoutError, RequestTooLargeError } from '../src/errors.js';
 import type { QuotaRetryInfo, QuotaWaitInfo } from '../src/quotaGuard.js';
 import { body, guardFor, limitsAndPosts, limitsBody, liveServers, posts, quota403, startNova } from './quotaGuardFixtures.js';
+import { rejection } from './helpers.js';
 
 const MSG_9A = 'Quota exceeded for cores: Requested 2, but already used 514 of 515 cores';
 const CORES2 = { cores: 2, ramMiB: 2048, instances: 1 };
-
-async function rejection(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('expected a rejection');
-}
 
 describe('BUG-14a: deterministic single worker', () => {
   it('GET /limits, POST 403, GET /limits (short), GET /limits, POST 202; delays grow ±20 %', async () => {

@@ -6,15 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { AbortError, QuotaExceededError, ServerBuildError } from '../src/errors.js';
 import type { QuotaRetryInfo } from '../src/quotaGuard.js';
 import { body, guardFor, limitsAndPosts, liveServers, posts, startNova } from './quotaGuardFixtures.js';
-
-async function rejection(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('expected a rejection');
-}
+import { rejection } from './helpers.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

@@ -8,15 +8,7 @@ import { ForbiddenError, QuotaExceededError, ValidationError } from '../src/erro
 import { QuotaGuard, quotaGuard, QUOTA_GUARD_DEFAULTS, type QuotaRetryInfo } from '../src/quotaGuard.js';
 import type { Server } from '../src/types.js';
 import { body, clientFor, guardFor, limitsAndPosts, posts, quota403, startNova } from './quotaGuardFixtures.js';
-
-async function rejection(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('expected a rejection');
-}
+import { rejection } from './helpers.js';
 
 describe('withQuotaGuard', () => {
   it('{ flavorRef, count }: needs from the flavor × count; fn gets a signal; resolves fn\'s value', async () => {

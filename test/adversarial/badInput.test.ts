@@ -4,16 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { KeystoneAuth, NovaClient, ValidationError, waitForDelete } from '../../src/index.js';
-import { clientFor, startNova } from '../helpers.js';
-
-async function rejection(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('expected a rejection');
-}
+import { clientFor, startNova, rejection } from '../helpers.js';
 
 describe('dot-segment ids', () => {
   it.each(['.', '..'])("deleteServer(%j) is refused: it would DELETE another URL and read its 404 as 'already-gone'", async (id) => {

@@ -5,18 +5,10 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidResponseError, NovaClient, auditQuota, waitForDelete } from '../../src/index.js';
 import { reply, scripted } from './scripted.js';
+import { rejection } from '../helpers.js';
 
 const client = (endpoint: string): NovaClient =>
   new NovaClient({ endpoint, token: 'admin:demo', retry: { minDelayMs: 1, maxDelayMs: 2, maxRetryTimeMs: 100 }, coalesce: false });
-
-async function rejection(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('expected a rejection');
-}
 
 const HTML = '<html><body>Welcome to the proxy</body></html>';
 

@@ -8,17 +8,9 @@ import { describe, expect, it } from 'vitest';
 import { BadRequestError, KeystoneAuth, NovaClient, ServerError, ValidationError } from '../../src/index.js';
 import { redactSecrets } from '../../src/keystone.js';
 import { reply, scripted } from './scripted.js';
+import { rejection } from '../helpers.js';
 
 const TOKEN = 'gAAAAA-super-secret-token-123456';
-
-async function rejection(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('expected a rejection');
-}
 
 describe('NovaClient error messages', () => {
   it('a 400 page that echoes the X-Auth-Token never puts the token in the error', async () => {
