@@ -16,7 +16,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pTimeout from 'p-timeout';
 import type { NovaClient } from './client.js';
-import { AbortError, NotFoundError, ValidationError, isAbortError, throwIfAborted } from './errors.js';
+import { AbortError, NotFoundError, NovaNetworkError, ValidationError, isAbortError, throwIfAborted } from './errors.js';
 import { isTransient } from './http.js';
 import { withRetry } from './retry.js';
 import { deleteWatcherOf } from './coalesce/deleteWatcher.js';
@@ -122,7 +122,8 @@ export function classify(obs: Observation): Exclude<WaitOutcome, 'timeout'> | un
   const status = String(obs.server.status ?? '').toUpperCase();
   const taskState = obs.server['OS-EXT-STS:task_state'];
   if (status === 'DELETED') return 'deleted';
-  if (status === 'SOFT_DELETED') return 'soft-deleted';
+  // SOFT_DELETED with task_state deleting: a force-delete of it is under way (Nova keeps the status).
+  if (status === 'SOFT_DELETED') return taskState === 'deleting' ? undefined : 'soft-deleted';
   if (status === 'ERROR' && (taskState === null || taskState === undefined || taskState === '')) return 'error';
   return undefined;
 }
@@ -258,6 +259,10 @@ export async function waitForDeleteWithHooks(
     if (e instanceof TimeoutSignal) return { ...state, outcome: 'timeout', elapsedMs: elapsed() };
     if (options.signal?.aborted) throw new AbortError(`Wait for deletion of server ${serverId} was aborted`, { cause: options.signal.reason });
     if (isAbortError(e) && controller.signal.aborted) return { ...state, outcome: 'timeout', elapsedMs: elapsed() };
+    // A poll whose time limit the deadline shortened, and that failed for that reason, is the timeout.
+    if (e instanceof NovaNetworkError && e.timedOut && elapsed() >= timeoutMs - DEADLINE_SLACK_MS) {
+      return { ...state, outcome: 'timeout', elapsedMs: elapsed() };
+    }
     throw e;
   } finally {
     options.signal?.removeEventListener('abort', onAbort);
@@ -266,6 +271,9 @@ export async function waitForDeleteWithHooks(
 }
 
 class TimeoutSignal extends Error {}
+
+/** A request that timed out this close to the wait's deadline was cut by the deadline. */
+const DEADLINE_SLACK_MS = 20;
 
 /** No poll (after the first) starts with less than this many ms left before `timeoutMs`. */
 const LAST_POLL_MARGIN_MS = 10;

@@ -177,6 +177,16 @@ describe('client.deleteServer', () => {
     expect(nova.getServerState(id)).toBeUndefined();
   });
 
+  it('BUG-06 6b: a SOFT_DELETED server being force-deleted (task_state deleting) is waited for, not force-deleted again', async () => {
+    const nova = await startNova({ softDelete: true, deleteDelayMs: 60 });
+    const client = clientFor(nova);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    const r = await client.deleteServer(id, { wait: true, ...FAST, forceSoftDeleted: true });
+    expect(r.outcome).toBe('deleted');
+    expect(nova.requestsTo('POST', `/servers/${id}/action`)).toHaveLength(1);
+    expect(nova.getServerState(id)).toBeUndefined();
+  });
+
   it('BUG-06 6b variant: a 403 on force-delete resolves soft-deleted with a warning', async () => {
     const nova = await startNova({ softDelete: true });
     const client = clientFor(nova);
