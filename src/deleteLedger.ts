@@ -25,6 +25,21 @@ export interface UnconfirmedDelete {
 }
 
 const ledgers = new WeakMap<NovaClient, Map<string, UnconfirmedDelete>>();
+const confirmedListeners = new WeakMap<NovaClient, Set<(serverId: string) => void>>();
+
+/**
+ * Call `listener` whenever this client confirms a deletion (Nova has freed the server's quota).
+ * Used by QuotaGuard to wake its waiters at once. Returns the function that unsubscribes.
+ */
+export function onDeleteConfirmed(client: NovaClient, listener: (serverId: string) => void): () => void {
+  let set = confirmedListeners.get(client);
+  if (!set) {
+    set = new Set();
+    confirmedListeners.set(client, set);
+  }
+  set.add(listener);
+  return () => set.delete(listener);
+}
 
 function ledgerOf(client: NovaClient): Map<string, UnconfirmedDelete> {
   let l = ledgers.get(client);
@@ -52,6 +67,13 @@ export function settleDelete(client: NovaClient, serverId: string, how: 'confirm
   const l = ledgerOf(client);
   if (how === 'confirmed') {
     l.delete(serverId);
+    for (const listener of [...(confirmedListeners.get(client) ?? [])]) {
+      try {
+        listener(serverId);
+      } catch {
+        // a listener must not break the deletion
+      }
+    }
     return;
   }
   const e = l.get(serverId);

@@ -28,6 +28,10 @@
  *    Any other ERROR, BUILD past `activeTimeoutMs`, or an abort while waiting: delete it with wait
  *    and throw.
  *
+ * Fairness: the calls of one guard that wait for headroom are served first come, first served (a call
+ * takes headroom only if what is left still serves every call queued before it), and a deletion
+ * confirmed by the guard's own client wakes them at once instead of after their backoff.
+ *
  * In-flight claims (one {@link ClaimLedger} per guard): a claim is taken in the same tick as the
  * check that passed, and ends
  * - when the POST fails (nothing was created), or when the guard has deleted the server again;
@@ -50,6 +54,7 @@ import { checkFit, computeHeadroom, describeShortfalls, shortfallResources, type
 import { componentLogger, type Logger } from './logger.js';
 import { Backoff } from './quotaBackoff.js';
 import { ClaimLedger, type Claim } from './quotaClaims.js';
+import { onDeleteConfirmed } from './deleteLedger.js';
 import {
   flavorIdOf,
   isFullNeeds,
@@ -150,6 +155,12 @@ export class QuotaGuard {
   readonly #log: Logger;
   readonly #ledger = new ClaimLedger();
   readonly #createContext: CreateContext;
+  /**
+   * Calls of this guard that are waiting for headroom, oldest first (FIFO fairness): a call may
+   * only take headroom that is left after the needs of every call queued before it, so a worker
+   * that just freed cores cannot take them again ahead of workers that were already waiting.
+   */
+  readonly #queue: Array<{ needs: QuotaNeeds }> = [];
 
   /**
    * @throws {@link ValidationError} when `client` is missing or an option is out of range (a
@@ -358,8 +369,31 @@ export class QuotaGuard {
 
   /** Read `/limits`, check, and claim in one tick; wait while short. Resolves the claim. */
   async #waitForHeadroom(needs: QuotaNeeds, call: CallState, signal: AbortSignal | undefined): Promise<Claim> {
+    const place = { needs };
+    try {
+      return await this.#waitInQueue(place, call, signal);
+    } finally {
+      const i = this.#queue.indexOf(place);
+      if (i >= 0) this.#queue.splice(i, 1);
+    }
+  }
+
+  /** Needs of the calls queued before `place` (all queued calls when `place` is not queued yet). */
+  #aheadOf(place: { needs: QuotaNeeds }): QuotaNeeds {
+    const ahead: QuotaNeeds = { cores: 0, ramMiB: 0, instances: 0 };
+    for (const q of this.#queue) {
+      if (q === place) break;
+      ahead.cores += q.needs.cores;
+      ahead.ramMiB += q.needs.ramMiB;
+      ahead.instances += q.needs.instances;
+    }
+    return ahead;
+  }
+
+  async #waitInQueue(place: { needs: QuotaNeeds }, call: CallState, signal: AbortSignal | undefined): Promise<Claim> {
+    const { needs } = place;
     for (;;) {
-      const { headroom, claim, fit } = await this.#readHeadroom(signal, needs);
+      const { headroom, claim, fit } = await this.#readHeadroom(signal, needs, this.#aheadOf(place));
       call.limitsReads++;
       if (claim) return claim;
       const shortfalls = fit!.shortfalls;
@@ -407,8 +441,29 @@ export class QuotaGuard {
         { needs, shortfalls: describeShortfalls(shortfalls), delayMs, waits: call.waits, requestId: headroom.requestId },
         'not enough quota headroom: waiting',
       );
-      await sleep(delayMs, undefined, signal ? { signal } : undefined);
+      if (!this.#queue.includes(place)) this.#queue.push(place);
+      await this.#sleepUntilFreed(delayMs, signal);
     }
+  }
+
+  /**
+   * Sleep `delayMs`, or less: a deletion confirmed by this guard's client (Nova has freed quota)
+   * ends the sleep at once. Rejects when `signal` aborts.
+   */
+  async #sleepUntilFreed(delayMs: number, signal: AbortSignal | undefined): Promise<void> {
+    const wake = new AbortController();
+    const onAbort = (): void => wake.abort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const unsubscribe = onDeleteConfirmed(this.client, () => wake.abort());
+    try {
+      await sleep(delayMs, undefined, { signal: wake.signal });
+    } catch (e) {
+      if (signal?.aborted || !wake.signal.aborted) throw e;
+    } finally {
+      unsubscribe();
+      signal?.removeEventListener('abort', onAbort);
+    }
+    throwIfAborted(signal);
   }
 
   /**
@@ -418,6 +473,7 @@ export class QuotaGuard {
   async #readHeadroom(
     signal: AbortSignal | undefined,
     needs: QuotaNeeds | undefined,
+    ahead: QuotaNeeds = { cores: 0, ramMiB: 0, instances: 0 },
   ): Promise<{ headroom: Headroom; claim?: Claim | undefined; fit?: ReturnType<typeof checkFit> | undefined }> {
     await this.#refreshUnwatched(signal);
     const token = this.#ledger.beginRead();
@@ -427,7 +483,16 @@ export class QuotaGuard {
       const headroom = computeHeadroom(limits.absolute, this.#ledger.inFlight(token), { requestId: limits.requestId, readAtMs: Date.now() });
       if (!needs) return { headroom };
       const fit = checkFit(needs, headroom);
-      return { headroom, fit, claim: fit.verdict === 'fits' ? this.#ledger.claim(needs) : undefined };
+      if (fit.verdict !== 'fits') return { headroom, fit };
+      // It fits; it may take the headroom only if what is left still serves the calls queued before it.
+      const withAhead = checkFit(
+        { cores: needs.cores + ahead.cores, ramMiB: needs.ramMiB + ahead.ramMiB, instances: needs.instances + ahead.instances },
+        headroom,
+      );
+      if (withAhead.verdict !== 'fits' && (ahead.cores > 0 || ahead.ramMiB > 0 || ahead.instances > 0)) {
+        return { headroom, fit: { verdict: 'short', shortfalls: withAhead.shortfalls } };
+      }
+      return { headroom, fit, claim: this.#ledger.claim(needs) };
     } finally {
       this.#ledger.endRead(token);
     }
