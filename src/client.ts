@@ -486,11 +486,12 @@ export class NovaClient {
 
   /**
    * Like {@link listServers}, also returning Nova's `Date` header of the first page (for
-   * `changes-since` polling on Nova's clock) and the number of pages read.
+   * `changes-since` polling on Nova's clock) and the number of pages read. With `brief: true` it
+   * reads `GET /servers` (id, name and links only: Nova API reference, "List Servers") instead.
    */
   async listServersWithMeta(
     query: ListServersQuery = {},
-    options: RequestOptions = {},
+    options: RequestOptions & { brief?: boolean } = {},
   ): Promise<{ servers: Server[]; serverDateMs: number | undefined; pages: number }> {
     const servers: Server[] = [];
     let q: Record<string, string | number | boolean | undefined> = { ...query };
@@ -501,7 +502,7 @@ export class NovaClient {
     for (;;) {
       const res = await this.request({
         method: 'GET',
-        path: '/servers/detail',
+        path: options.brief ? '/servers' : '/servers/detail',
         query: q,
         ...options,
       });

@@ -34,6 +34,7 @@ import {
   ValidationError,
   throwIfAborted,
 } from './errors.js';
+import { goneConfirmerOf } from './coalesce/goneConfirmer.js';
 import { settleDelete, trackDelete } from './deleteLedger.js';
 import type { Server } from './types.js';
 import { checkPathId } from './validate.js';
@@ -240,8 +241,16 @@ async function deleteOne(client: NovaClient, serverId: string, options: DeleteSe
 /**
  * After status DELETED: poll every 50 ms, for at most `budgetMs`, until the GET answers 404 (the
  * moment Nova's usage drops). Transient failures only end this early; it never throws for them.
+ * On a coalescing client the confirmations of all pending deletions share one listing per tick
+ * (`src/coalesce/goneConfirmer.ts`).
  */
 async function confirmGone(client: NovaClient, serverId: string, options: DeleteServerOptions, result: DeleteServerResult, budgetMs: number): Promise<void> {
+  if (client.coalesce) {
+    // Shared with every other confirmation pending on this client: one plain listing per tick.
+    result.polls++;
+    if (await goneConfirmerOf(client).confirm(serverId, budgetMs, options.signal)) result.server = undefined;
+    return;
+  }
   const end = performance.now() + budgetMs;
   while (performance.now() + CONFIRM_INTERVAL_MS <= end) {
     await sleep(CONFIRM_INTERVAL_MS, undefined, options.signal ? { signal: options.signal } : undefined).catch(() => {

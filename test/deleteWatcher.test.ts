@@ -344,3 +344,26 @@ describe('DeleteWatcher: leaving, timers, rate cap, interval', () => {
     expect(c.watchIntervalMs).toBeUndefined();
   });
 });
+
+describe('coalesced 404 confirmation after DELETED (confirmGoneMs)', () => {
+  it('many deletions in their DELETED window are confirmed gone by shared listings, not a GET each', async () => {
+    const { NovaClient } = await import('../src/index.js');
+    const { FakeNova } = await import('../src/testing/index.js');
+    const nova = await FakeNova.start({ deleteDelayMs: 20, deletedWindowMs: 150, maxTotalInstances: -1, maxTotalCores: -1, maxTotalRAMSize: -1 });
+    try {
+      const client = new NovaClient({ endpoint: nova.endpoint, token: 'admin:demo', microversion: '2.79', maxRequestsPerSecond: Number.POSITIVE_INFINITY });
+      const ids = Array.from({ length: 20 }, () => nova.addServer({ status: 'ACTIVE', flavorId: '1' }).id);
+      const r = await client.deleteServers(ids, { wait: true, intervalMs: 10, jitter: 0, concurrency: 20 });
+      expect(r.failed).toEqual([]);
+      for (const x of r.results) if (x.status === 'fulfilled') expect(x.value.server).toBeUndefined();
+      expect(nova.usage()).toEqual({ cores: 0, instances: 0, ram: 0 });
+      const plainListings = nova.requests.filter((q) => q.method === 'GET' && q.path === '/servers');
+      const ownGets = nova.requests.filter((q) => q.method === 'GET' && /^\/servers\/[^/]+$/.test(q.path) && q.path !== '/servers/detail');
+      expect(plainListings.length).toBeGreaterThan(0);
+      // without sharing, each of the 20 deletions would make at least one confirming GET after its DELETED
+      expect(ownGets.length).toBeLessThan(20);
+    } finally {
+      await nova.close();
+    }
+  });
+});
