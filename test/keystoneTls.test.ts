@@ -1,35 +1,24 @@
 /** TLS options: verification on by default, cacert (path or PEM) adds trust, insecure turns it off with a warning. */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { makeTestCert, type TestCert } from './tlsCert.js';
 import { NovaClient } from '../src/client.js';
 import { clientOptionsFromCloud, loadCloudConfig } from '../src/config.js';
 import { NovaNetworkError } from '../src/errors.js';
 import { KeystoneAuth, httpsAgentFor } from '../src/keystone.js';
 import { FakeKeystone } from '../src/testing/index.js';
 
-let dir: string;
 let certPath: string;
 let cert: string;
 let key: string;
 
-/** A self-signed certificate for 127.0.0.1, made with the openssl command. */
+let made: TestCert;
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'nova-guard-tls-'));
-  certPath = join(dir, 'cert.pem');
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-    '-keyout', join(dir, 'key.pem'), '-out', certPath, '-days', '2', '-subj', '/CN=127.0.0.1',
-    '-addext', 'subjectAltName=IP:127.0.0.1',
-  ], { stdio: 'ignore' });
-  cert = readFileSync(certPath, 'utf8');
-  key = readFileSync(join(dir, 'key.pem'), 'utf8');
+  made = makeTestCert('nova-guard-tls-');
+  ({ certPath, cert, key } = made);
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterAll(() => made.remove());
 
 const started: FakeKeystone[] = [];
 afterEach(async () => {
@@ -89,8 +78,8 @@ describe('TLS', () => {
     const { logger, lines } = capture();
     const config = loadCloudConfig({
       env: { OS_AUTH_URL: k.url, OS_USERNAME: 'ci-bot', OS_PASSWORD: 'ci-bot-password', OS_PROJECT_NAME: 'ci', OS_INSECURE: 'true' },
-      cwd: dir,
-      homeDir: dir,
+      cwd: made.dir,
+      homeDir: made.dir,
       systemDirs: [],
     });
     const options = clientOptionsFromCloud(config, { logger });

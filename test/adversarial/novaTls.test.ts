@@ -2,33 +2,23 @@
  * NovaClient's caCert adds trust like OS_CACERT does (a path or PEM, on top of Node's CAs): it used
  * to replace Node's CAs (a public-CA Nova failed) and to take a path for PEM text.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import https from 'node:https';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { rootCertificates } from 'node:tls';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { makeTestCert, type TestCert } from '../tlsCert.js';
 import { ConfigError, NovaClient, NovaNetworkError } from '../../src/index.js';
 
-let dir: string;
 let certPath: string;
 let cert: string;
 let key: string;
 const servers: https.Server[] = [];
 
+let made: TestCert;
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'nova-guard-adv-tls-'));
-  certPath = join(dir, 'cert.pem');
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-    '-keyout', join(dir, 'key.pem'), '-out', certPath, '-days', '2', '-subj', '/CN=127.0.0.1',
-    '-addext', 'subjectAltName=IP:127.0.0.1',
-  ], { stdio: 'ignore' });
-  cert = readFileSync(certPath, 'utf8');
-  key = readFileSync(join(dir, 'key.pem'), 'utf8');
+  made = makeTestCert('nova-guard-adv-tls-');
+  ({ certPath, cert, key } = made);
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterAll(() => made.remove());
 afterEach(async () => {
   vi.restoreAllMocks();
   for (const s of servers.splice(0)) {
