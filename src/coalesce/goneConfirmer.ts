@@ -80,8 +80,8 @@ export class GoneConfirmer {
     }
     if (this.#timer || this.#ticking) return;
     const delay = this.#pending.size > 1 ? Math.max(CONFIRM_TICK_MS, this.#bucket.delayFor(1)) : CONFIRM_TICK_MS;
+    // Not unref'd: a pending confirmation is work the caller awaits, and must keep a CLI process alive.
     this.#timer = setTimeout(() => void this.#tick(), delay);
-    this.#timer.unref?.();
   }
 
   async #tick(): Promise<void> {
