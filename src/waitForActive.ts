@@ -8,12 +8,8 @@
  *
  * @module
  */
-import { setTimeout as sleep } from 'node:timers/promises';
-import pTimeout from 'p-timeout';
 import type { NovaClient } from './client.js';
-import { AbortError, NotFoundError, throwIfAborted } from './errors.js';
-import { isTransient } from './http.js';
-import { withRetry } from './retry.js';
+import { observeByGet, pollUntil } from './poll.js';
 import type { Server } from './types.js';
 
 /** How the wait ended. */
@@ -60,68 +56,25 @@ export interface WaitForActiveResult {
  * transient (401, 403) or keeps failing.
  */
 export async function waitForActive(client: NovaClient, serverId: string, options: WaitForActiveOptions = {}): Promise<WaitForActiveResult> {
-  throwIfAborted(options.signal);
-  const timeoutMs = options.timeoutMs ?? 600000;
-  const intervalMs = options.intervalMs ?? 2000;
-  const jitter = options.jitter ?? 0.1;
-  const started = performance.now();
-  const elapsed = (): number => Math.round(performance.now() - started);
-  const controller = new AbortController();
-  const onAbort = (): void => controller.abort(options.signal?.reason);
-  options.signal?.addEventListener('abort', onAbort, { once: true });
-  const state: WaitForActiveResult = { outcome: 'timeout', server: undefined, lastStatus: undefined, polls: 0, elapsedMs: 0 };
-
-  const loop = async (): Promise<WaitForActiveResult> => {
-    const signal = controller.signal;
-    for (;;) {
-      const server = await withRetry(
-        async () => {
-          state.polls++;
-          const perRequest = Math.max(1, Math.min(client.requestTimeoutMs, timeoutMs - elapsed()));
-          try {
-            return await client.getServer(serverId, { signal, requestTimeoutMs: perRequest, retry: false });
-          } catch (e) {
-            if (e instanceof NotFoundError) return undefined;
-            throw e;
-          }
-        },
-        {
-          retries: 4,
-          minDelayMs: intervalMs,
-          maxDelayMs: Math.max(intervalMs, 60000),
-          maxRetryTimeMs: Math.max(1, timeoutMs - elapsed()),
-          shouldRetry: isTransient,
-          signal,
-        },
-      );
-      state.server = server;
-      const status = server === undefined ? 'NOT_FOUND' : String(server.status ?? '').toUpperCase();
-      state.lastStatus = server === undefined ? 'NOT_FOUND' : server.status;
-      if (status === 'NOT_FOUND' || status === 'DELETED') return { ...state, outcome: 'gone' };
-      if (status === 'ERROR') return { ...state, outcome: 'error' };
-      if (status !== 'BUILD' && status !== '') return { ...state, outcome: 'active' };
-      const remaining = timeoutMs - elapsed();
-      if (remaining <= 0) return { ...state, outcome: 'timeout' };
-      const delay = Math.round(intervalMs * (1 + (Math.random() * 2 - 1) * jitter));
-      await sleep(Math.min(delay, remaining), undefined, { signal });
-    }
-  };
-
-  try {
-    const result = await pTimeout(loop(), {
-      milliseconds: timeoutMs,
-      fallback: () => {
-        controller.abort(new Error('deadline'));
-        return { ...state, outcome: 'timeout' as const };
-      },
-    });
-    return { ...result, elapsedMs: elapsed() };
-  } catch (e) {
-    if (options.signal?.aborted) throw new AbortError(`Wait for server ${serverId} to leave BUILD was aborted`, { cause: options.signal.reason });
-    if (controller.signal.aborted) return { ...state, outcome: 'timeout', elapsedMs: elapsed() };
-    throw e;
-  } finally {
-    options.signal?.removeEventListener('abort', onAbort);
-    if (!controller.signal.aborted) controller.abort(new Error('settled'));
-  }
+  const state: Omit<WaitForActiveResult, 'outcome' | 'polls' | 'elapsedMs'> = { server: undefined, lastStatus: undefined };
+  const end = await pollUntil<Exclude<ActiveOutcome, 'timeout'>>({
+    timeoutMs: options.timeoutMs ?? 600000,
+    intervalMs: options.intervalMs ?? 2000,
+    jitter: options.jitter ?? 0.1,
+    pollRetries: 4,
+    requestTimeoutMs: client.requestTimeoutMs,
+    signal: options.signal,
+    abortMessage: `Wait for server ${serverId} to leave BUILD was aborted`,
+    observe: observeByGet(client, serverId),
+    onObservation: (obs) => {
+      state.server = obs.server;
+      state.lastStatus = obs.gone ? 'NOT_FOUND' : obs.server.status;
+      const status = obs.gone ? 'NOT_FOUND' : String(obs.server.status ?? '').toUpperCase();
+      if (status === 'NOT_FOUND' || status === 'DELETED') return 'gone';
+      if (status === 'ERROR') return 'error';
+      if (status !== 'BUILD' && status !== '') return 'active';
+      return undefined;
+    },
+  });
+  return { ...state, outcome: end.result ?? 'timeout', polls: end.polls, elapsedMs: end.elapsedMs };
 }

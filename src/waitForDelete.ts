@@ -13,15 +13,12 @@
  *
  * @module
  */
-import { setTimeout as sleep } from 'node:timers/promises';
-import pTimeout from 'p-timeout';
 import type { NovaClient } from './client.js';
-import { AbortError, NotFoundError, NovaNetworkError, ValidationError, isAbortError, throwIfAborted } from './errors.js';
-import { isTransient } from './http.js';
-import { withRetry } from './retry.js';
+import { ValidationError, throwIfAborted } from './errors.js';
 import { deleteWatcherOf } from './coalesce/deleteWatcher.js';
+import { observeByGet, pollUntil, type Observation } from './poll.js';
 import type { Server } from './types.js';
-import { MAX_TIMER_MS, checkDurationMs, checkPathId } from './validate.js';
+import { checkDurationMs, checkPathId } from './validate.js';
 
 /** How a wait ended. */
 export type WaitOutcome = 'deleted' | 'soft-deleted' | 'error' | 'timeout';
@@ -78,7 +75,7 @@ export interface WaitForDeleteResult {
 }
 
 /** One look at the server: gone (404), or its current body. */
-export type Observation = { gone: true; server?: undefined } | { gone: false; server: Server };
+export type { Observation } from './poll.js';
 
 /** Internal hooks used by `deleteServer` (re-delete) and the coalesced watcher. */
 export interface WaitHooks {
@@ -162,135 +159,43 @@ export async function waitForDeleteWithHooks(
 
   const intervalMs = options.intervalMs ?? 5000;
   const timeoutMs = options.timeoutMs ?? 300000;
-  const started = performance.now();
-  const elapsed = (): number => Math.round(performance.now() - started);
-  const controller = new AbortController();
-  const onAbort = (): void => controller.abort(options.signal?.reason);
-  options.signal?.addEventListener('abort', onAbort, { once: true });
-
   const state: WaitForDeleteResult = { outcome: 'timeout', polls: 0, elapsedMs: 0, server: undefined, lastStatus: undefined, lastTaskState: undefined };
-
-  const observeByGet = async (signal: AbortSignal, requestTimeoutMs: number): Promise<Observation> => {
-    try {
-      const server = await client.getServer(serverId, { signal, requestTimeoutMs, retry: false });
-      return { gone: false, server };
-    } catch (e) {
-      if (e instanceof NotFoundError) return { gone: true };
-      throw e;
-    }
-  };
   // With no observe hook of its own, a coalescing client's watcher serves the wait (src/coalesce/deleteWatcher.ts).
   const coalesced =
     hooks.observe === undefined && client.coalesce === true
-      ? deleteWatcherOf(client).watch(serverId, { intervalMs, jitter, requestTimeoutMs: options.requestTimeoutMs, deadlineAt: started + timeoutMs })
+      ? deleteWatcherOf(client).watch(serverId, { intervalMs, jitter, requestTimeoutMs: options.requestTimeoutMs, deadlineAt: performance.now() + timeoutMs })
       : undefined;
-  const observe = hooks.observe ?? coalesced?.observe ?? observeByGet;
-  const pause = hooks.sleep ?? coalesced?.sleep ?? ((ms: number, signal: AbortSignal) => sleep(ms, undefined, { signal }));
 
-  const loop = async (): Promise<WaitForDeleteResult> => {
-    const signal = controller.signal;
-    for (;;) {
-      const left = timeoutMs - elapsed();
-      const obs = await withRetry(
-        async () => {
-          // A poll that cannot finish before the deadline is not started: it would reach Nova after the
-          // wait has settled (the deadline timer and the last sleep's timer fire together).
-          const leftMs = timeoutMs - (performance.now() - started);
-          if (state.polls > 0 && leftMs < LAST_POLL_MARGIN_MS) {
-            if (leftMs > 0) await sleep(leftMs, undefined, { signal });
-            throw new TimeoutSignal();
-          }
-          state.polls++;
-          const perRequest = Math.max(1, Math.min(options.requestTimeoutMs ?? client.requestTimeoutMs, timeoutMs - elapsed()));
-          return observe(signal, perRequest);
-        },
-        {
-          retries: pollRetries,
-          minDelayMs: intervalMs,
-          maxDelayMs: Math.max(intervalMs, 60000),
-          maxRetryTimeMs: Math.max(1, left),
-          shouldRetry: isTransient,
-          signal,
-        },
-      );
+  const end = await pollUntil<Exclude<WaitOutcome, 'timeout'>>({
+    timeoutMs,
+    intervalMs,
+    jitter,
+    pollRetries,
+    requestTimeoutMs: options.requestTimeoutMs ?? client.requestTimeoutMs,
+    signal: options.signal,
+    abortMessage: `Wait for deletion of server ${serverId} was aborted`,
+    observe: hooks.observe ?? coalesced?.observe ?? observeByGet(client, serverId),
+    pause: hooks.sleep ?? coalesced?.sleep,
+    afterObservation: hooks.afterObservation,
+    onObservation: (obs, polls, elapsedMs) => {
       state.server = obs.gone ? undefined : obs.server;
       state.lastStatus = obs.gone ? 'NOT_FOUND' : obs.server.status;
       state.lastTaskState = obs.gone ? null : obs.server['OS-EXT-STS:task_state'];
       try {
         options.onProgress?.({
           serverId,
-          polls: state.polls,
+          polls,
           status: state.lastStatus,
           taskState: state.lastTaskState,
           progress: (obs.gone ? 0 : Number(obs.server.progress)) || 0,
-          elapsedMs: elapsed(),
+          elapsedMs,
         });
       } catch {
         // a progress callback must not break the wait
       }
-      const outcome = classify(obs);
-      if (outcome) {
-        state.outcome = outcome;
-        return state;
-      }
-      await hooks.afterObservation?.(obs, elapsed(), signal);
-      const factor = 1 + (Math.random() * 2 - 1) * jitter;
-      const delay = Math.round(intervalMs * factor);
-      const remaining = timeoutMs - (performance.now() - started);
-      if (remaining <= 0) return state;
-      // The last look comes at least LAST_POLL_MARGIN_MS before the deadline. A sleep that would end
-      // later ends after the deadline instead, so the deadline ends the wait without a doomed poll
-      // (a coalescing watcher asked for a look at or after the deadline schedules none).
-      await pause(Math.min(delay < remaining - LAST_POLL_MARGIN_MS ? delay : remaining + LAST_POLL_MARGIN_MS, MAX_TIMER_MS), signal);
-    }
-  };
-
-  try {
-    const result = await withoutStackTraces(() =>
-      pTimeout(loop(), {
-        milliseconds: timeoutMs,
-        fallback: () => {
-          controller.abort(new Error('deadline'));
-          return { ...state, outcome: 'timeout' as const };
-        },
-      }),
-    );
-    if (result.outcome === 'timeout') throw new TimeoutSignal();
-    return { ...result, elapsedMs: elapsed() };
-  } catch (e) {
-    if (e instanceof TimeoutSignal) return { ...state, outcome: 'timeout', elapsedMs: elapsed() };
-    if (options.signal?.aborted) throw new AbortError(`Wait for deletion of server ${serverId} was aborted`, { cause: options.signal.reason });
-    if (isAbortError(e) && controller.signal.aborted) return { ...state, outcome: 'timeout', elapsedMs: elapsed() };
-    // A poll whose time limit the deadline shortened, and that failed for that reason, is the timeout.
-    if (e instanceof NovaNetworkError && e.timedOut && elapsed() >= timeoutMs - DEADLINE_SLACK_MS) {
-      return { ...state, outcome: 'timeout', elapsedMs: elapsed() };
-    }
-    throw e;
-  } finally {
-    options.signal?.removeEventListener('abort', onAbort);
-    if (!controller.signal.aborted) controller.abort(new Error('settled'));
-  }
+      return classify(obs);
+    },
+  });
+  return { ...state, outcome: end.result ?? 'timeout', polls: end.polls, elapsedMs: end.elapsedMs };
 }
 
-class TimeoutSignal extends Error {}
-
-/**
- * Run `start` (which must create its promise synchronously) with stack traces off. p-timeout builds
- * its TimeoutError, stack included, when it starts, although with `fallback` that error is never
- * thrown: with 10,000 pending waits those unused stacks were a quarter of their heap (bench/overhead).
- */
-function withoutStackTraces<T>(start: () => T): T {
-  const limit = Error.stackTraceLimit;
-  Error.stackTraceLimit = 0;
-  try {
-    return start();
-  } finally {
-    Error.stackTraceLimit = limit;
-  }
-}
-
-/** A request that timed out this close to the wait's deadline was cut by the deadline. */
-const DEADLINE_SLACK_MS = 20;
-
-/** No poll (after the first) starts with less than this many ms left before `timeoutMs`. */
-const LAST_POLL_MARGIN_MS = 10;
