@@ -18,7 +18,7 @@ import { loadCloudConfig, resolveClientOptions, type CloudClientOptions } from '
 import { AbortError, AuthError, InvalidResponseError, NovaApiError, NovaNetworkError, RateLimitError, ValidationError, throwIfAborted } from './errors.js';
 import { withRetry } from './retry.js';
 import { loadCaCert } from './keystone/tls.js';
-import { errorFromResponse, isTransient, networkError, requestIdOf, serverDateOf, type RequestContext } from './http.js';
+import { errorFromResponse, isServerNotFound, isTransient, networkError, requestIdOf, serverDateOf, type RequestContext } from './http.js';
 import { checkDurationMs, checkPathId, checkRetryPolicy } from './validate.js';
 import { redactSecrets } from './redact.js';
 import { idObjectListMember, idObjectMember, invalidResponse, objectMember, optionalObjectListMember, type ShapeContext } from './responseShape.js';
@@ -559,19 +559,21 @@ export class NovaClient {
 
   /**
    * One `DELETE /servers/{id}` (Nova API reference, "Delete Server"), retried on transient failures.
-   * Resolves `'delete-requested'` on 204, `'already-gone'` on 404.
-   * @throws {@link ConflictError} on 409 (locked), other {@link NovaApiError}s after the retries.
+   * Resolves `'delete-requested'` on 204, `'already-gone'` on Nova's 404 for this server
+   * (`Instance <id> could not be found.`).
+   * @throws {@link ConflictError} on 409 (locked); {@link NotFoundError} on a 404 that does not name
+   * the server (a wrong endpoint: never taken as "already gone"); other {@link NovaApiError}s after
+   * the retries.
    */
   async requestDelete(id: string, options: RequestOptions = {}): Promise<'delete-requested' | 'already-gone'> {
     validateId('server id', id);
-    const res = await this.request({
-      method: 'DELETE',
-      path: `/servers/${encodeURIComponent(id)}`,
-      serverId: id,
-      acceptStatus: [404],
-      ...options,
-    });
-    return res.status === 404 ? 'already-gone' : 'delete-requested';
+    try {
+      await this.request({ method: 'DELETE', path: `/servers/${encodeURIComponent(id)}`, serverId: id, ...options });
+      return 'delete-requested';
+    } catch (e) {
+      if (isServerNotFound(e, id)) return 'already-gone';
+      throw e;
+    }
   }
 
   /**

@@ -28,7 +28,6 @@ import {
   DeleteFailedError,
   DeleteTimeoutError,
   ForbiddenError,
-  NotFoundError,
   NovaApiError,
   NovaNetworkError,
   ValidationError,
@@ -39,6 +38,7 @@ import { settleDelete, trackDelete } from './deleteLedger.js';
 import type { Server } from './types.js';
 import { checkPathId } from './validate.js';
 import { checkMs, validateWaitOptions, waitForDeleteWithHooks, type Observation, type WaitForDeleteOptions, type WaitHooks } from './waitForDelete.js';
+import { isServerNotFound } from './http.js';
 
 /** Options of {@link deleteServer}. */
 export interface DeleteServerOptions extends WaitForDeleteOptions {
@@ -155,7 +155,7 @@ async function deleteOne(client: NovaClient, serverId: string, options: DeleteSe
       }
       return await client.requestDelete(serverId, reqOpts);
     } catch (e) {
-      if (e instanceof NovaApiError && e.status === 404) return 'already-gone';
+      if (isServerNotFound(e, serverId)) return 'already-gone';
       if (e instanceof ConflictError || e instanceof ForbiddenError || e instanceof AbortError || (e instanceof Error && e.name === 'AuthError')) throw e;
       if (e instanceof NovaApiError) {
         throw new DeleteFailedError({ serverId, faultMessage: e.message, deleteAttempts: result.deleteAttempts, cause: e });
@@ -262,7 +262,7 @@ async function confirmGone(client: NovaClient, serverId: string, options: Delete
       result.server = server;
       if (String(server.status ?? '').toUpperCase() !== 'DELETED') return;
     } catch (e) {
-      if (e instanceof NotFoundError) {
+      if (isServerNotFound(e, serverId)) {
         result.server = undefined;
         return;
       }

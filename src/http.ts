@@ -205,3 +205,13 @@ export function isTransient(error: unknown): boolean {
   if (error instanceof ServerError) return error.status === 502 || error.status === 503 || error.status === 504;
   return false;
 }
+
+/**
+ * True when a 404 says that this server does not exist: Nova answers `Instance <id> could not be
+ * found.` (`InstanceNotFound`). A 404 that does not name the server (a wrong endpoint such as Nova's
+ * unversioned root, a proxy page) is no evidence that the server is gone, so a delete or a wait must
+ * never end on it (it would leak the server while reporting it deleted).
+ */
+export function isServerNotFound(error: unknown, serverId: string): boolean {
+  return error instanceof NotFoundError && error.message.includes(serverId);
+}

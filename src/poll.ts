@@ -8,8 +8,8 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import pTimeout from 'p-timeout';
-import { AbortError, NotFoundError, NovaNetworkError, isAbortError, throwIfAborted } from './errors.js';
-import { isTransient } from './http.js';
+import { AbortError, NovaNetworkError, isAbortError, throwIfAborted } from './errors.js';
+import { isServerNotFound, isTransient } from './http.js';
 import { withRetry } from './retry.js';
 import type { NovaClient } from './client.js';
 import type { Server } from './types.js';
@@ -54,7 +54,7 @@ export function observeByGet(client: NovaClient, serverId: string): PollSpec<unk
     try {
       return { gone: false, server: await client.getServer(serverId, { signal, requestTimeoutMs, retry: false }) };
     } catch (e) {
-      if (e instanceof NotFoundError) return { gone: true };
+      if (isServerNotFound(e, serverId)) return { gone: true };
       throw e;
     }
   };

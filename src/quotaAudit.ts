@@ -37,6 +37,7 @@ import {
 } from './quotaCount.js';
 import type { QuotaSetDetail, Server } from './types.js';
 import { describeAudit } from './quotaVerdict.js';
+import { isServerNotFound } from './http.js';
 
 export type { AuditResource, Usage } from './quotaCount.js';
 
@@ -355,7 +356,7 @@ async function findGhosts(
           await client.getServer(s.id, { signal });
           return undefined;
         } catch (e) {
-          if (e instanceof NotFoundError) return { ...audited[i]!, requestId: e.requestId };
+          if (isServerNotFound(e, s.id)) return { ...audited[i]!, requestId: (e as NotFoundError).requestId };
           if (isAbortError(e) || (e instanceof NovaApiError && e.name === 'AuthError')) throw e;
           notes.push(`ghost check of server ${s.id} failed: ${(e as Error).message}`);
           return undefined;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   ConflictError,
+  NotFoundError,
   DeleteFailedError,
   DeleteTimeoutError,
   ValidationError,
@@ -221,6 +222,29 @@ describe('client.deleteServer', () => {
     await expect(client.deleteServer('x', { deleteRetries: 1.5 })).rejects.toBeInstanceOf(ValidationError);
     await expect(client.deleteServers(['ok', ''])).rejects.toBeInstanceOf(ValidationError);
     expect(nova.requests).toHaveLength(0);
+  });
+});
+
+describe('a 404 that does not name the server is not "gone" (wrong endpoint, proxy)', () => {
+  it('deleteServer against the unversioned root fails instead of reporting already-gone', async () => {
+    const nova = await startNova();
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    const client = clientFor(nova, { endpoint: nova.url }); // missing /v2.1
+    const err = await client.deleteServer(id, { wait: true, ...FAST }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DeleteFailedError);
+    expect((err as DeleteFailedError).status).toBe(404);
+    expect(nova.getServerState(id)?.status).toBe('ACTIVE');
+    expect(client.unconfirmedDeletes().map((u) => u.serverId)).toEqual([id]);
+  });
+
+  it('a poll answered by a generic 404 ends the wait with that error, not as deleted', async () => {
+    const nova = await startNova({ deleteDelayMs: 5000 });
+    const client = clientFor(nova);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    nova.inject({ method: 'GET', path: SERVER_PATH, status: 404, body: { itemNotFound: { code: 404, message: 'The resource could not be found.' } } });
+    const err = await client.deleteServer(id, { wait: true, ...FAST }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(NotFoundError);
+    expect((err as NotFoundError).message).toBe('The resource could not be found.');
   });
 });
 

@@ -38,8 +38,8 @@
 import { setMaxListeners } from 'node:events';
 import pLimit from 'p-limit';
 import type { NovaClient } from '../client.js';
-import { AbortError, AuthError, NotFoundError, NovaNetworkError } from '../errors.js';
-import { isTransient } from '../http.js';
+import { AbortError, AuthError, NovaNetworkError } from '../errors.js';
+import { isServerNotFound, isTransient } from '../http.js';
 import type { Server } from '../types.js';
 import type { Observation } from '../waitForDelete.js';
 import { CHANGES_SINCE_MARGIN_MS, NovaClock, isoSeconds } from './novaClock.js';
@@ -424,7 +424,7 @@ export class DeleteWatcher {
       return { obs: { gone: false, server } };
     } catch (e) {
       if (signal.aborted) return undefined;
-      if (e instanceof NotFoundError) return { obs: { gone: true } };
+      if (isServerNotFound(e, entry.serverId)) return { obs: { gone: true } };
       // Cut off by the wait's own deadline: nothing to deliver, the wait is timing out.
       if (limit.capped && e instanceof NovaNetworkError && e.timedOut) return undefined;
       return { error: e };

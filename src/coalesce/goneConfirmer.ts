@@ -12,8 +12,9 @@
  * @module
  */
 import type { NovaClient } from '../client.js';
-import { AbortError, NotFoundError } from '../errors.js';
+import { AbortError } from '../errors.js';
 import { TokenBucket } from './rateLimiter.js';
+import { isServerNotFound } from '../http.js';
 
 interface Pending {
   serverId: string;
@@ -114,7 +115,7 @@ export class GoneConfirmer {
       const server = await this.#client.getServer(p.serverId, { retry: false, requestTimeoutMs });
       if (String(server.status ?? '').toUpperCase() !== 'DELETED') p.settle(false);
     } catch (e) {
-      if (e instanceof NotFoundError) p.settle(true);
+      if (isServerNotFound(e, p.serverId)) p.settle(true);
     }
   }
 }
