@@ -18,8 +18,8 @@ import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError } from 'commander';
 import type { NovaClient } from './client.js';
-import { ConfigError, NovaApiError, ValidationError } from './errors.js';
-import { addGlobalOptions, clientFromOptions, type GlobalOptions } from './cli/common.js';
+import { ConfigError, ValidationError } from './errors.js';
+import { addGlobalOptions, clientFromOptions, describeFailure, type GlobalOptions } from './cli/common.js';
 import { registerFakeNovaCommand } from './cli/fakeNova.js';
 import { registerLimitsCommand } from './cli/limits.js';
 import { registerQuotaAuditCommand } from './cli/quotaAudit.js';
@@ -67,15 +67,6 @@ export async function main(argv: string[]): Promise<number> {
   } finally {
     process.exitCode = before;
   }
-}
-
-/** An error as one line: for HTTP errors also the request, the request id and, on a 404, a hint. */
-function describeFailure(e: unknown): string {
-  if (!(e instanceof NovaApiError)) return (e as Error).message;
-  const where = e.method && e.url ? ` (${e.method} ${e.url}${e.requestId ? `, request ${e.requestId}` : ''})` : '';
-  const hint =
-    e.status === 404 && e.url && !/\/v2(\.1)?(\/|$)/.test(e.url) ? '; the compute endpoint usually ends in /v2.1' : '';
-  return `${e.message}${where}${hint}`;
 }
 
 const invokedDirectly = ((): boolean => {

@@ -257,7 +257,7 @@ export class NovaClient {
       throw new ValidationError(`maxResponseBytes must be a positive integer, got ${String(options.maxResponseBytes)}`);
     }
     const mv = options.microversion ?? '2.1';
-    if (!/^(2\.\d+|latest)$/.test(mv)) throw new ValidationError(`microversion must look like "2.79" or "latest", got ${JSON.stringify(mv)}`);
+    if (!/^(2\.\d+|latest)$/.test(mv)) throw new ValidationError(`microversion must be "2.<minor>" (e.g. "2.79") or "latest", got ${JSON.stringify(mv)}`);
 
     this.auth = auth ?? new StaticTokenProvider(token!);
     this.#endpoint = endpoint?.replace(/\/+$/, '');

@@ -8,7 +8,7 @@ import type { Command } from 'commander';
 import { pino } from 'pino';
 import { NovaClient, type NovaClientOptions } from '../client.js';
 import { loadCloudConfig, resolveClientOptions, type CloudConfig } from '../config.js';
-import { ConfigError, ValidationError } from '../errors.js';
+import { ConfigError, NovaApiError, ValidationError } from '../errors.js';
 import { loadCaCert } from '../keystone/tls.js';
 import type { Logger } from '../logger.js';
 
@@ -93,4 +93,13 @@ export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.Process
     throw e;
   }
   return new NovaClient(await resolveClientOptions(config, overrides));
+}
+
+/** An error as one line: for HTTP errors also the request, the request id and, on a 404, a hint. */
+export function describeFailure(e: unknown): string {
+  if (!(e instanceof NovaApiError)) return (e as Error).message;
+  const where = e.method && e.url ? ` (${e.method} ${e.url}${e.requestId ? `, request ${e.requestId}` : ''})` : '';
+  const hint =
+    e.status === 404 && e.url && !/\/v2(\.1)?(\/|$)/.test(e.url) ? '; the compute endpoint usually ends in /v2.1' : '';
+  return `${e.message}${where}${hint}`;
 }

@@ -15,6 +15,7 @@ import { auditQuota, type QuotaAudit } from '../quotaAudit.js';
 import { formatAudit } from '../quotaAuditFormat.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { jsonReplacer, terminalSafe } from './table.js';
+import { describeFailure } from './common.js';
 
 export { formatAudit } from '../quotaAuditFormat.js';
 
@@ -60,7 +61,7 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
         }
       } catch (e) {
         if (e instanceof ValidationError) throw e;
-        console.error(terminalSafe(`nova-guard quota audit: ${(e as Error).name}: ${(e as Error).message}`, true));
+        console.error(terminalSafe(`nova-guard quota audit: ${(e as Error).name}: ${describeFailure(e)}`, true));
         process.exitCode = 1;
         return;
       }

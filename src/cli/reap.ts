@@ -20,6 +20,7 @@ import { Reaper, reapServers, type ReapEvent, type ReapResult, type ReaperOption
 import { readReaperState, writeReaperState } from '../reaperState.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { jsonReplacer, renderTable, terminalSafe } from './table.js';
+import { describeFailure } from './common.js';
 
 interface ReapFlags {
   prefix?: string;
@@ -153,7 +154,7 @@ export function registerReapCommand(server: Command, getClient: () => Promise<No
       } catch (e) {
         if (e instanceof ValidationError) throw e;
         progress.stop();
-        console.error(terminalSafe(`nova-guard server reap: ${(e as Error).name}: ${(e as Error).message}`, true));
+        console.error(terminalSafe(`nova-guard server reap: ${(e as Error).name}: ${describeFailure(e)}`, true));
         process.exitCode = 1;
         return;
       } finally {

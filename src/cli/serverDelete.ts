@@ -28,6 +28,8 @@ interface DeleteFlags {
   concurrency?: string;
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /** Register `delete` under the `server` command. */
 export function registerServerDeleteCommand(server: Command, getClient: () => Promise<NovaClient>): void {
   server
@@ -80,13 +82,20 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
         latest.set(p.serverId, p);
         bar?.update(done, { detail: detail() });
       };
+      const held: string[] = [];
       const deleteOne = async (id: string): Promise<{ id: string; error: Error } | undefined> => {
         try {
           const r = await client.deleteServer(id, options);
           done++;
           latest.delete(id);
           bar?.update(done, { detail: detail() });
-          if (!bar) console.log(`${id}: ${r.outcome} (${r.polls} polls, ${r.elapsedMs} ms)`);
+          const line = `${id}: ${r.outcome} (${r.polls} polls, ${r.elapsedMs} ms)`;
+          if (r.outcome === 'already-gone' && !UUID.test(id)) {
+            console.error(terminalSafe(`Warning: '${id}' is not a server id and Nova knows no server by it (nova-guard takes ids, not names)`, true));
+          }
+          // Under a progress bar the results are printed once it stops, so stdout always has them.
+          if (bar) held.push(line);
+          else console.log(line);
           for (const w of r.warnings) console.error(terminalSafe(`Warning: ${w}`, true));
           return undefined;
         } catch (e) {
@@ -97,6 +106,7 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
       // At most --concurrency deletions at once (each still settles on its own).
       const result = await Promise.all(unique.map((id) => limit(() => deleteOne(id))));
       bar?.stop();
+      for (const line of held) console.log(line);
       const failures = result.filter((r): r is { id: string; error: Error } => r !== undefined);
       for (const f of failures) console.error(terminalSafe(`Failed to delete server with name or ID '${f.id}': ${f.error.message}`, true));
       if (failures.length > 0) {

@@ -99,7 +99,9 @@ describe('nova-guard quota audit', () => {
     const r = await audit(clientFor(nova), []);
     expect(r.exitCode).toBe(1);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toBe('nova-guard quota audit: AuthError: The request you have made requires authentication.');
+    expect(r.stderr).toMatch(
+      /^nova-guard quota audit: AuthError: The request you have made requires authentication\. \(GET http:\/\/127\.0\.0\.1:\d+\/v2\.1\/limits, request req-[0-9a-f-]+\)$/,
+    );
   });
 
   it('bad usage throws ValidationError before any request', async () => {

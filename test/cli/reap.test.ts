@@ -109,7 +109,9 @@ describe('nova-guard server reap', () => {
     nova.inject({ method: 'GET', path: '/servers/detail', status: 403, body: { forbidden: { code: 403, message: 'Policy says no.' } }, times: Infinity });
     const r = await reap(nova, ['--prefix', 'adt-', '--older-than', '2h']);
     expect(r.exitCode).toBe(1);
-    expect(r.stderr.split('\n').at(-1)).toBe('nova-guard server reap: ForbiddenError: Policy says no.');
+    expect(r.stderr.split('\n').at(-1)).toMatch(
+      /^nova-guard server reap: ForbiddenError: Policy says no\. \(GET http:\/\/127\.0\.0\.1:\d+\/v2\.1\/servers\/detail, request req-[0-9a-f-]+\)$/,
+    );
   });
 
   it('bad usage throws ValidationError before any request', async () => {
