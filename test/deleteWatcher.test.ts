@@ -304,7 +304,7 @@ describe('DeleteWatcher: leaving, timers, rate cap, interval', () => {
 
     nova.clearRequests();
     const single = await waitForDelete(c, ids[0]!, { intervalMs: 5, jitter: 0, timeoutMs: 150 });
-    expect(single.polls).toBeGreaterThanOrEqual(10); // 1 request/s would allow 1
+    expect(single.polls).toBeGreaterThanOrEqual(5); // the 10/s cap would allow 2 in 150 ms; a loaded machine polls less often than every 5 ms
     // one GET per poll (plus at most one cut off on the wire at the deadline)
     expect(nova.requestsTo('GET', SERVER_PATH).length - single.polls).toBeGreaterThanOrEqual(0);
     expect(nova.requestsTo('GET', SERVER_PATH).length - single.polls).toBeLessThanOrEqual(1);
