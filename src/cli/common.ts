@@ -98,7 +98,14 @@ export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.Process
 /** An error as one line: for HTTP errors also the request, the request id and, on a 404, a hint. */
 export function describeFailure(e: unknown): string {
   if (!(e instanceof NovaApiError)) return (e as Error).message;
-  const where = e.method && e.url ? ` (${e.method} ${e.url}${e.requestId ? `, request ${e.requestId}` : ''})` : '';
+  // Network errors already name the request in their message.
+  const named = e.url !== undefined && e.message.includes(e.url);
+  const where =
+    e.method && e.url && !named
+      ? ` (${e.method} ${e.url}${e.requestId ? `, request ${e.requestId}` : ''})`
+      : e.requestId
+        ? ` (request ${e.requestId})`
+        : '';
   const hint =
     e.status === 404 && e.url && !/\/v2(\.1)?(\/|$)/.test(e.url) ? '; the compute endpoint usually ends in /v2.1' : '';
   return `${e.message}${where}${hint}`;
