@@ -1,18 +1,6 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { FakeNova, type FakeNovaOptions } from '../../src/testing/index.js';
+import { describe, expect, it } from 'vitest';
+import { startNova as start } from '../helpers.js';
 import { call, createServer } from './fakeNovaFetch.js';
-
-let nova: FakeNova | undefined;
-
-async function start(options: FakeNovaOptions = {}): Promise<FakeNova> {
-  nova = await FakeNova.start(options);
-  return nova;
-}
-
-afterEach(async () => {
-  await nova?.close();
-  nova = undefined;
-});
 
 describe('fault injection', () => {
   it('status + body applies once by default, then the real handler answers', async () => {

@@ -1,18 +1,7 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { FakeNova, type FakeNovaOptions } from '../../src/testing/index.js';
+import { describe, expect, it } from 'vitest';
+import type { FakeNova } from '../../src/testing/index.js';
+import { startNova as start } from '../helpers.js';
 import { call, createServer, until } from './fakeNovaFetch.js';
-
-let nova: FakeNova | undefined;
-
-async function start(options: FakeNovaOptions = {}): Promise<FakeNova> {
-  nova = await FakeNova.start(options);
-  return nova;
-}
-
-afterEach(async () => {
-  await nova?.close();
-  nova = undefined;
-});
 
 async function newServer(n: FakeNova, flavor = '1', name = 'ci'): Promise<string> {
   const r = await createServer(n, flavor, name);

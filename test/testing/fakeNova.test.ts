@@ -1,18 +1,7 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { FakeNova, type FakeNovaOptions } from '../../src/testing/index.js';
+import { describe, expect, it } from 'vitest';
+import { FakeNova } from '../../src/testing/index.js';
+import { startNova as start } from '../helpers.js';
 import { call, createServer, until } from './fakeNovaFetch.js';
-
-let nova: FakeNova | undefined;
-
-async function start(options: FakeNovaOptions = {}): Promise<FakeNova> {
-  nova = await FakeNova.start(options);
-  return nova;
-}
-
-afterEach(async () => {
-  await nova?.close();
-  nova = undefined;
-});
 
 describe('FakeNova start/close', () => {
   it('listens on 127.0.0.1 with /v2.1 endpoint and closes idempotently', async () => {
@@ -23,7 +12,6 @@ describe('FakeNova start/close', () => {
     await n.close();
     await n.close();
     await expect(fetch(n.endpoint + '/limits')).rejects.toThrow();
-    nova = undefined;
   });
 
   it('rejects bad options before listening', async () => {
