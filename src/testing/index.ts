@@ -3,15 +3,5 @@
  *
  * @module
  */
-export { FakeNova, DEFAULT_FLAVORS } from './fakeNova.js';
-export type {
-  FakeDeleteBehavior,
-  FakeFlavor,
-  FakeNovaOptions,
-  FakeServerInit,
-  FakeServerView,
-  FakeUsage,
-  FaultSpec,
-  RecordedRequest,
-} from './fakeNova.js';
+export * from './fakeNova.js';
 export * from './fakeKeystone.js';
