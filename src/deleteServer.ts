@@ -36,8 +36,8 @@ import {
 import { goneConfirmerOf } from './coalesce/goneConfirmer.js';
 import { settleDelete, trackDelete } from './deleteLedger.js';
 import type { Server } from './types.js';
-import { checkPathId } from './validate.js';
-import { checkMs, validateWaitOptions, waitForDeleteWithHooks, type Observation, type WaitForDeleteOptions, type WaitHooks } from './waitForDelete.js';
+import { checkDurationMs, checkPathId } from './validate.js';
+import { validateWaitOptions, waitForDeleteWithHooks, type Observation, type WaitForDeleteOptions, type WaitHooks } from './waitForDelete.js';
 import { isServerNotFound } from './http.js';
 
 /** Options of {@link deleteServer}. */
@@ -122,8 +122,8 @@ function validateDelete(serverId: string, options: DeleteServerOptions): void {
  */
 export function checkDeleteOptions(options: DeleteServerOptions): void {
   validateWaitOptions(options);
-  checkMs('redeleteAfterMs', options.redeleteAfterMs, { allowZero: true });
-  checkMs('confirmGoneMs', options.confirmGoneMs, { allowZero: true });
+  checkDurationMs('redeleteAfterMs', options.redeleteAfterMs, { allowZero: true });
+  checkDurationMs('confirmGoneMs', options.confirmGoneMs, { allowZero: true });
   const deleteRetries = options.deleteRetries ?? 3;
   if (!Number.isInteger(deleteRetries) || deleteRetries < 0) throw new ValidationError(`deleteRetries must be a non-negative integer, got ${String(deleteRetries)}`);
   throwIfAborted(options.signal);

@@ -36,7 +36,6 @@ import {
   type ReaperState,
   type ReapSkip,
 } from './reaperPlan.js';
-import { checkMs } from './waitForDelete.js';
 import { MAX_TIMER_MS, checkDurationMs } from './validate.js';
 
 export type { FleetSelector, ReapCandidate, ReaperState, ReapSkip, ReapSkipReason, SeenCandidate } from './reaperPlan.js';
@@ -143,7 +142,7 @@ function checkOptions(options: ReaperOptions): void {
   if (!options || typeof options !== 'object') throw new ValidationError('the reaper needs options');
   checkSelector(options);
   if (options.olderThanMs === undefined) throw new ValidationError('olderThanMs is required (ms; 0 means any age)');
-  checkMs('olderThanMs', options.olderThanMs, { allowZero: true });
+  checkDurationMs('olderThanMs', options.olderThanMs, { allowZero: true });
   // Both feed timers: a finite value above MAX_TIMER_MS would fire at once.
   checkDurationMs('deleteTimeoutMs', options.deleteTimeoutMs, { timer: true });
   checkDurationMs('deleteIntervalMs', options.deleteIntervalMs, { allowInfinity: false, timer: true });

@@ -87,14 +87,6 @@ export interface WaitHooks {
   sleep?: (delayMs: number, signal: AbortSignal) => Promise<void>;
 }
 
-/** Validate a duration option; throws {@link ValidationError}. */
-export function checkMs(name: string, value: unknown, { allowZero = false } = {}): void {
-  if (value === undefined) return;
-  if (typeof value !== 'number' || Number.isNaN(value) || value < 0 || (!allowZero && value === 0)) {
-    throw new ValidationError(`${name} must be a ${allowZero ? 'non-negative' : 'positive'} number of milliseconds, got ${String(value)}`);
-  }
-}
-
 /**
  * Check the options of {@link waitForDelete} (also used by `deleteServer` before its DELETE):
  * `intervalMs` positive and finite, `timeoutMs` and `requestTimeoutMs` positive (`Infinity` allowed),
