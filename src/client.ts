@@ -467,7 +467,7 @@ export class NovaClient {
    * 2xx body has no `server` object with an `id`.
    */
   async getServer(id: string, options: RequestOptions = {}): Promise<Server> {
-    validateId('server id', id);
+    checkPathId('server id', id);
     const res = await this.request({ method: 'GET', path: `/servers/${encodeURIComponent(id)}`, serverId: id, ...options });
     return idObjectMember<Server>(res.data, 'server', shapeContext('GET', res, id));
   }
@@ -566,7 +566,7 @@ export class NovaClient {
    * the retries.
    */
   async requestDelete(id: string, options: RequestOptions = {}): Promise<'delete-requested' | 'already-gone'> {
-    validateId('server id', id);
+    checkPathId('server id', id);
     try {
       await this.request({ method: 'DELETE', path: `/servers/${encodeURIComponent(id)}`, serverId: id, ...options });
       return 'delete-requested';
@@ -604,7 +604,7 @@ export class NovaClient {
    * @throws {@link ForbiddenError} when policy forbids it, {@link NotFoundError}, {@link ConflictError}.
    */
   async forceDeleteServer(id: string, options: RequestOptions = {}): Promise<void> {
-    validateId('server id', id);
+    checkPathId('server id', id);
     await this.request({ method: 'POST', path: `/servers/${encodeURIComponent(id)}/action`, body: { forceDelete: null }, serverId: id, ...options });
   }
 
@@ -616,7 +616,7 @@ export class NovaClient {
    */
   getFlavor(id: string, options: RequestOptions = {}): Promise<Flavor> {
     try {
-      validateId('flavor id', String(id));
+      checkPathId('flavor id', String(id));
     } catch (e) {
       return Promise.reject(e as Error); // a Promise-returning method never throws synchronously
     }
@@ -727,10 +727,6 @@ function checkEndpoint(endpoint: unknown): void {
   if (url.search !== '' || url.hash !== '' || /[?#]/.test(endpoint as string)) {
     throw new ValidationError(`endpoint must not have a query or fragment, got ${shown}`);
   }
-}
-
-function validateId(what: string, id: string): void {
-  checkPathId(what, id);
 }
 
 /** noauth2 tokens look like `user:project`; their project is the client's default project. */
