@@ -15,9 +15,9 @@ import { Writable } from 'node:stream';
 import { inspect } from 'node:util';
 import { pino, type Logger } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NovaClient, type NovaClientOptions } from '../src/client.js';
-import { clientOptionsFromCloud, loadCloudConfig } from '../src/config.js';
-import { KeystoneAuth, type KeystoneAuthOptions } from '../src/keystone.js';
+import { NovaClient, type NovaClientOptions } from '../src/nova/client.js';
+import { clientOptionsFromCloud, loadCloudConfig } from '../src/config/load.js';
+import { KeystoneAuth, type KeystoneAuthOptions } from '../src/auth/keystone.js';
 import { FakeKeystone, FakeNova } from '../src/testing/index.js';
 
 const PASSWORD = 'pw-Secret-0123456789';

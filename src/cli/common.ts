@@ -6,11 +6,11 @@
  */
 import type { Command } from 'commander';
 import { pino } from 'pino';
-import { NovaClient, type NovaClientOptions } from '../client.js';
-import { loadCloudConfig, resolveClientOptions, type CloudConfig } from '../config.js';
-import { ConfigError, NovaApiError, ValidationError } from '../errors.js';
-import { loadCaCert } from '../keystone/tls.js';
-import type { Logger } from '../logger.js';
+import { NovaClient, type NovaClientOptions } from '../nova/client.js';
+import { loadCloudConfig, resolveClientOptions, type CloudConfig } from '../config/load.js';
+import { ConfigError, NovaApiError, ValidationError } from '../errors/index.js';
+import { loadCaCert } from '../transport/tls.js';
+import type { Logger } from '../core/logger.js';
 
 /** Global options every subcommand accepts (like the `openstack` command's `--os-*` options). */
 export interface GlobalOptions {

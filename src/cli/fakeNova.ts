@@ -5,7 +5,7 @@
  * @module
  */
 import type { Command } from 'commander';
-import { ValidationError } from '../errors.js';
+import { ValidationError } from '../errors/index.js';
 import { FakeNova, type FakeNovaOptions } from '../testing/index.js';
 
 function int(value: string | undefined, flag: string, min: number): number | undefined {
@@ -41,7 +41,7 @@ export function registerFakeNovaCommand(program: Command): void {
       console.log(`fake Nova listening on ${nova.endpoint} (project ${nova.projectId})`);
       console.log('In another shell:');
       console.log(`  export NOVA_ENDPOINT=${nova.endpoint} NOVA_TOKEN=fake:${nova.projectId}`);
-      console.log('  nova-guard limits            # or: node dist/cli.js limits, in a clone of nova-guard');
+      console.log('  nova-guard limits            # or: node dist/cli/main.js limits, in a clone of nova-guard');
       console.log(`  curl -s -X POST -H 'X-Auth-Token: fake:${nova.projectId}' -H 'Content-Type: application/json' \\`);
       console.log(`    -d '{"server":{"name":"try","flavorRef":"1","imageRef":"img"}}' ${nova.endpoint}/servers`);
       console.log('  nova-guard server delete <id> --wait --interval-ms 500');

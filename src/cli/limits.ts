@@ -5,7 +5,7 @@
  * @module
  */
 import type { Command } from 'commander';
-import type { NovaClient } from '../client.js';
+import type { NovaClient } from '../nova/client.js';
 
 function fmt(n: number | undefined): string {
   if (n === undefined) return '-';

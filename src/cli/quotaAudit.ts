@@ -9,15 +9,15 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
-import type { NovaClient } from '../client.js';
-import { ValidationError } from '../errors.js';
-import { auditQuota, type QuotaAudit } from '../quotaAudit.js';
-import { formatAudit } from '../quotaAuditFormat.js';
-import { formatDuration, parseDuration } from './duration.js';
-import { jsonReplacer, terminalSafe } from './table.js';
+import type { NovaClient } from '../nova/client.js';
+import { ValidationError } from '../errors/index.js';
+import { auditQuota, type QuotaAudit } from '../audit/audit.js';
+import { formatAudit } from '../audit/format.js';
+import { formatDuration, parseDuration } from '../core/duration.js';
+import { jsonReplacer, terminalSafe } from '../core/table.js';
 import { describeFailure } from './common.js';
 
-export { formatAudit } from '../quotaAuditFormat.js';
+export { formatAudit } from '../audit/format.js';
 
 /** Exit code of each verdict. */
 export const AUDIT_EXIT_CODES = { consistent: 0, 'over-reported': 3, 'under-reported': 3, inconclusive: 4 } as const;

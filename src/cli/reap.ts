@@ -14,12 +14,12 @@
  */
 import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
-import type { NovaClient } from '../client.js';
-import { ValidationError } from '../errors.js';
-import { Reaper, reapServers, type ReapEvent, type ReapResult, type ReaperOptions } from '../reaper.js';
-import { readReaperState, writeReaperState } from '../reaperState.js';
-import { formatDuration, parseDuration } from './duration.js';
-import { jsonReplacer, renderTable, terminalSafe } from './table.js';
+import type { NovaClient } from '../nova/client.js';
+import { ValidationError } from '../errors/index.js';
+import { Reaper, reapServers, type ReapEvent, type ReapResult, type ReaperOptions } from '../reaper/reaper.js';
+import { readReaperState, writeReaperState } from '../reaper/state.js';
+import { formatDuration, parseDuration } from '../core/duration.js';
+import { jsonReplacer, renderTable, terminalSafe } from '../core/table.js';
 import { describeFailure } from './common.js';
 
 interface ReapFlags {

@@ -12,12 +12,12 @@
 import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
 import pLimit from 'p-limit';
-import { ValidationError } from '../errors.js';
-import type { NovaClient } from '../client.js';
-import type { DeleteServerOptions } from '../deleteServer.js';
-import type { DeleteProgress } from '../waitForDelete.js';
+import { ValidationError } from '../errors/index.js';
+import type { NovaClient } from '../nova/client.js';
+import type { DeleteServerOptions } from '../delete/deleteServer.js';
+import type { DeleteProgress } from '../delete/waitForDelete.js';
 import { parseMs } from './common.js';
-import { terminalSafe } from './table.js';
+import { terminalSafe } from '../core/table.js';
 
 interface DeleteFlags {
   wait?: boolean;

@@ -20,7 +20,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
-import { ConfigError } from '../errors.js';
+import { ConfigError } from '../errors/index.js';
 
 /** Where to look for files. */
 export interface SearchOptions {

@@ -12,7 +12,7 @@
  */
 import { homedir } from 'node:os';
 import { inspect } from 'node:util';
-import { ConfigError } from '../errors.js';
+import { ConfigError } from '../errors/index.js';
 import { envVarFor } from './env.js';
 import type { CloudAuth, CloudAuthType, CloudConfig, CloudSource } from './types.js';
 

@@ -27,7 +27,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { ValidationError } from '../errors.js';
+import { ValidationError } from '../errors/index.js';
 
 /** A user of the fake. */
 export interface FakeKeystoneUser {

@@ -10,11 +10,11 @@
  *
  * @module
  */
-import { ValidationError } from '../errors.js';
+import { ValidationError } from '../errors/index.js';
 import { Compute } from './fakeNova/compute.js';
 import { FaultQueue } from './fakeNova/faults.js';
 import { checkFaultSpec } from './fakeNova/faultSpec.js';
-import { MAX_TIMER_MS, checkPathId } from '../validate.js';
+import { MAX_TIMER_MS, checkPathId } from '../core/validate.js';
 import { parseMicroversion, compareMicroversion, type Microversion } from './fakeNova/microversion.js';
 import { QuotaBook } from './fakeNova/quota.js';
 import type { Engine } from './fakeNova/routes/context.js';

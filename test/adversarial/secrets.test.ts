@@ -6,7 +6,7 @@
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { BadRequestError, KeystoneAuth, NovaClient, ServerError, ValidationError } from '../../src/index.js';
-import { redactSecrets } from '../../src/keystone.js';
+import { redactSecrets } from '../../src/auth/keystone.js';
 import { reply, scripted } from './scripted.js';
 import { rejection } from '../helpers.js';
 

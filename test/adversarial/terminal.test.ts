@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { registerQuotaAuditCommand } from '../../src/cli/quotaAudit.js';
 import { registerReapCommand } from '../../src/cli/reap.js';
-import { renderTable, terminalSafe } from '../../src/cli/table.js';
+import { renderTable, terminalSafe } from '../../src/core/table.js';
 import { runCli } from '../cli/run.js';
 import { clientFor, startNova } from '../helpers.js';
 

@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { startNova } from '../helpers.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
-const CLI = `${REPO}dist/cli.js`;
+const CLI = `${REPO}dist/cli/main.js`;
 
 beforeAll(() => {
   if (!existsSync(CLI)) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: REPO, stdio: 'ignore' });

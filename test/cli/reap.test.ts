@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { formatDuration, parseDuration } from '../../src/cli/duration.js';
+import { formatDuration, parseDuration } from '../../src/core/duration.js';
 import { registerReapCommand } from '../../src/cli/reap.js';
 import { ValidationError } from '../../src/index.js';
 import type { FakeNova, RecordedRequest } from '../../src/testing/index.js';

@@ -1,5 +1,5 @@
 /**
- * The `nova-guard` command line (dist/cli.js, built in beforeAll) as a child process against a real
+ * The `nova-guard` command line (dist/cli/main.js, built in beforeAll) as a child process against a real
  * Nova 26.2, connected through NOVA_ENDPOINT and NOVA_TOKEN (the member token): `limits [--json]`,
  * `server delete --wait` (success, a locked server, an unknown id), `quota audit` and its exit codes
  * (0 consistent, 3 drift, 2 bad usage, 1 error), `server reap`.
@@ -20,7 +20,7 @@ import { createActiveServer, project, usage, waitForServer } from './support/rea
 const run = promisify(execFile);
 const p = project('cli');
 const REPO = join(import.meta.dirname, '..', '..');
-const CLI = join(REPO, 'dist', 'cli.js');
+const CLI = join(REPO, 'dist', 'cli', 'main.js');
 const SOCKET = join(process.env['REALNOVA_STATE'] ?? join(REPO, '.real-nova'), 'mysql', 'mysqld.sock');
 
 interface CliResult {
@@ -29,7 +29,7 @@ interface CliResult {
   stderr: string;
 }
 
-/** Run `node dist/cli.js ...args` with NOVA_ENDPOINT and NOVA_TOKEN (member) in its environment. */
+/** Run `node dist/cli/main.js ...args` with NOVA_ENDPOINT and NOVA_TOKEN (member) in its environment. */
 async function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
   const childEnv: NodeJS.ProcessEnv = { ...process.env, NOVA_ENDPOINT: p.nova.endpoint, NOVA_TOKEN: p.nova.memberToken, ...env };
   for (const k of Object.keys(childEnv)) if (k.startsWith('OS_')) delete childEnv[k];
@@ -54,7 +54,7 @@ beforeAll(async () => {
     await run('npm', ['run', 'build', '--silent'], { cwd: REPO, timeout: 180_000 });
   } catch (e) {
     const x = e as { stdout?: string; stderr?: string };
-    throw new Error(`npm run build failed, so dist/cli.js cannot be tested:\n${x.stdout ?? ''}${x.stderr ?? ''}`, { cause: e });
+    throw new Error(`npm run build failed, so dist/cli/main.js cannot be tested:\n${x.stdout ?? ''}${x.stderr ?? ''}`, { cause: e });
   }
   await p.cleanup();
 }, 240_000);

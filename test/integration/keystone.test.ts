@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { AuthError, BadRequestError, ForbiddenError, NovaClient } from '../../src/index.js';
-import { KeystoneAuth } from '../../src/keystone.js';
+import { KeystoneAuth } from '../../src/auth/keystone.js';
 import { project, waitForGone } from './support/realNova.js';
 
 const keystone = process.env['REALNOVA_AUTH'] === 'keystone';

@@ -6,8 +6,8 @@
  * @module
  */
 import { validateHeaderName, validateHeaderValue } from 'node:http';
-import { ValidationError } from '../../errors.js';
-import { MAX_TIMER_MS } from '../../validate.js';
+import { ValidationError } from '../../errors/index.js';
+import { MAX_TIMER_MS } from '../../core/validate.js';
 import type { FaultSpec } from './types.js';
 
 /**

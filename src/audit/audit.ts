@@ -1,0 +1,368 @@
+/**
+ * `auditQuota(client, options)`: where did the quota go? Compares the usage Nova reports with the
+ * usage of the servers it lists, the way the field's first diagnostic script did: reported usage,
+ * then every server, then reported usage again.
+ *
+ * Steps (all reads, no writes):
+ * 1. `GET /limits` (Nova API reference, "Limits") and, when a project id is known,
+ *    `GET /os-quota-sets/{project_id}/detail` ("Quota Sets", "Show The Detail of Quota"); a 403 or 404
+ *    on the quota-set detail is noted, not fatal.
+ * 2. `GET /servers/detail`, every page ("List Servers Detailed"); flavors from the server (2.47+) or
+ *    `GET /flavors/{id}` (cached).
+ * 3. `GET /limits` (and the quota-set detail) again.
+ * 4. Optionally `GET /servers/{id}` for every listed server at bounded concurrency: a 404 marks a ghost.
+ *
+ * Counting follows Nova (`../shared/reference/nova-facts.md` §6.4): SOFT_DELETED and DELETED do not
+ * count, ERROR does, BUILD counts once it has an instance row in a cell (so a BUILD server may or may
+ * not be in Nova's number: both are consistent).
+ *
+ * @module
+ */
+import pLimit from 'p-limit';
+import type { NovaClient } from '../nova/client.js';
+import { ForbiddenError, NotFoundError, NovaApiError, ValidationError, isAbortError, throwIfAborted } from '../errors/index.js';
+import { componentLogger, type Logger } from '../core/logger.js';
+import {
+  AUDIT_RESOURCES,
+  addUsage,
+  countsTowardUsage,
+  resolveFlavorSizes,
+  statusOf,
+  suspectReasons,
+  taskStateOf,
+  usageOf,
+  zeroUsage,
+  type AuditResource,
+  type Usage,
+} from './count.js';
+import type { QuotaSetDetail, Server } from '../core/types.js';
+import { describeAudit } from './verdict.js';
+import { isServerNotFound } from '../transport/http.js';
+
+export type { AuditResource, Usage } from './count.js';
+
+/** Options of {@link auditQuota}. */
+export interface AuditQuotaOptions {
+  /** Abort the audit: it rejects with {@link AbortError}. */
+  signal?: AbortSignal | undefined;
+  /** GET every listed server to find ghosts (listed, but its own GET answers 404). Default true. */
+  checkGhosts?: boolean;
+  /** How many ghost-check GETs run at once. Default 8. */
+  ghostCheckConcurrency?: number;
+  /** Clock for server ages, epoch ms. Default `Date.now`. */
+  now?: () => number;
+  /** pino logger. Default: the client's logger. */
+  logger?: Logger | undefined;
+  /** Project whose quota-set detail is read. Default: the client's `projectId`; without one it is skipped. */
+  projectId?: string | undefined;
+  /** Read `GET /os-quota-sets/{project_id}/detail` as well as `/limits`. Default true. */
+  readQuotaSetDetail?: boolean;
+  /** Page size (`limit`) of the server listing; every page is read. Default: Nova's own (`max_limit`, 1000). */
+  pageSize?: number | undefined;
+}
+
+/** One reading of reported usage and limits. Missing values are undefined; unlimited is `Infinity`. */
+export interface UsageReading {
+  /** Where it came from. */
+  source: 'limits' | 'quota-set-detail';
+  /** Usage Nova reports (`totalCoresUsed`, `totalRAMUsed`, `totalInstancesUsed`, or `in_use`). */
+  used: Partial<Usage>;
+  /** Limits (`maxTotalCores`, `maxTotalRAMSize`, `maxTotalInstances`, or `limit`). */
+  limit: Partial<Usage>;
+  /** `x-openstack-request-id` of the response, when known. */
+  requestId?: string | undefined;
+}
+
+/** How reported usage compares with the count. */
+export type AuditVerdict = 'consistent' | 'over-reported' | 'under-reported' | 'inconclusive';
+
+/** The audit of one resource. `ram` values are MiB. */
+export interface ResourceAudit {
+  /** Usage Nova reported before the listing (`/limits`, else the quota-set detail). */
+  reportedBefore: number | undefined;
+  /** Usage of the listed servers, counted the way Nova counts it (BUILD servers included). */
+  counted: number;
+  /** The part of `counted` held by servers in BUILD (Nova may not count them yet). */
+  countedInBuild: number;
+  /** The part of `counted` held by ghosts (listed servers whose GET answers 404). */
+  countedInGhosts: number;
+  /** Usage Nova reported after the listing. */
+  reportedAfter: number | undefined;
+  /** The quota limit; `Infinity` when unlimited (-1), undefined when not reported. */
+  limit: number | undefined;
+  /**
+   * `reported − counted`: positive when Nova reports more than the servers hold. `null` when the two
+   * readings differ, a reading is missing, or the count is incomplete (unknown flavors).
+   */
+  drift: number | null;
+  /** This resource's verdict. */
+  verdict: AuditVerdict;
+}
+
+/** One listed server as the audit saw it. */
+export interface AuditedServer {
+  id: string;
+  name: string | undefined;
+  status: string;
+  taskState: string | undefined;
+  vmState: string | undefined;
+  /** Flavor vCPUs, undefined when the flavor could not be read. */
+  vcpus: number | undefined;
+  /** Flavor RAM in MiB, undefined when the flavor could not be read. */
+  ram: number | undefined;
+  /** True when Nova counts the server toward usage (not SOFT_DELETED or DELETED). */
+  counted: boolean;
+  /** Time since `created`, in ms (0 when in the future); undefined without a valid `created`. */
+  ageMs: number | undefined;
+}
+
+/** A server that is neither ACTIVE nor ERROR, or has a task in progress. */
+export interface SuspectServer extends AuditedServer {
+  /** Why it is suspect, e.g. `status BUILD`, `task_state deleting`. */
+  reasons: string[];
+}
+
+/** A listed server whose own `GET /servers/{id}` answered 404. */
+export interface GhostServer extends AuditedServer {
+  /** `x-openstack-request-id` of the 404, for the operator's ticket. */
+  requestId: string | undefined;
+}
+
+/** What {@link auditQuota} resolves. */
+export interface QuotaAudit {
+  /** Overall verdict; see {@link describeAudit} for the rules. */
+  verdict: AuditVerdict;
+  /** The verdict in words, one or two sentences. */
+  summary: string;
+  /** False when reported usage changed between the two readings: the comparison is inconclusive. */
+  stable: boolean;
+  /** Per resource: reported before, counted, reported after, limit, drift. */
+  resources: Record<AuditResource, ResourceAudit>;
+  /** The raw readings. The quota-set ones are absent when not read (no project id, 403, ...). */
+  readings: {
+    limitsBefore: UsageReading;
+    limitsAfter: UsageReading;
+    quotaSetBefore?: UsageReading | undefined;
+    quotaSetAfter?: UsageReading | undefined;
+  };
+  /** Every listed server. */
+  servers: AuditedServer[];
+  /** Number of listed servers by status. */
+  byStatus: Record<string, number>;
+  /** Servers not ACTIVE or ERROR, or with a task_state, oldest first. */
+  suspects: SuspectServer[];
+  /** Listed servers whose GET answered 404. Empty when the check is off. */
+  ghosts: GhostServer[];
+  /** Whether the ghost check ran. */
+  ghostsChecked: boolean;
+  /** Servers whose flavor could not be read: their cores and RAM are missing from `counted`. */
+  uncounted: Array<{ serverId: string; reason: string }>;
+  /** Things worth knowing that did not stop the audit (a 403 on the quota-set detail, ...). */
+  notes: string[];
+  /** Pages of the server listing read. */
+  pages: number;
+  /** When the audit started (the `now` clock), epoch ms. */
+  startedAtMs: number;
+  /** Wall-clock time of the audit, ms. */
+  elapsedMs: number;
+}
+
+function fromLimits(absolute: Record<string, number | undefined>, requestId: string | undefined): UsageReading {
+  return {
+    source: 'limits',
+    used: { cores: absolute['totalCoresUsed'], ram: absolute['totalRAMUsed'], instances: absolute['totalInstancesUsed'] },
+    limit: { cores: absolute['maxTotalCores'], ram: absolute['maxTotalRAMSize'], instances: absolute['maxTotalInstances'] },
+    requestId,
+  };
+}
+
+function fromQuotaSet(detail: QuotaSetDetail): UsageReading {
+  const item = (r: AuditResource): { in_use?: number; limit?: number } => {
+    const v = detail[r];
+    return v && typeof v === 'object' ? v : {};
+  };
+  return {
+    source: 'quota-set-detail',
+    used: { cores: item('cores').in_use, ram: item('ram').in_use, instances: item('instances').in_use },
+    limit: { cores: item('cores').limit, ram: item('ram').limit, instances: item('instances').limit },
+  };
+}
+
+function checkOptions(options: AuditQuotaOptions): void {
+  const c = options.ghostCheckConcurrency;
+  if (c !== undefined && (!Number.isInteger(c) || c < 1)) throw new ValidationError(`ghostCheckConcurrency must be a positive integer, got ${String(c)}`);
+  const p = options.pageSize;
+  if (p !== undefined && (!Number.isInteger(p) || p < 1)) throw new ValidationError(`pageSize must be a positive integer, got ${String(p)}`);
+  if (options.now !== undefined && typeof options.now !== 'function') throw new ValidationError('now must be a function returning epoch milliseconds');
+}
+
+/**
+ * Audit the project's quota usage: reported (twice) against counted. Read-only.
+ *
+ * @example
+ * ```ts
+ * const audit = await auditQuota(nova);
+ * if (audit.verdict !== 'consistent') console.log(audit.summary);
+ * ```
+ * @throws {@link ValidationError} for bad options (before any request); the {@link NovaApiError} of
+ * `/limits` or the listing (the audit cannot go on without them); {@link AbortError} when `signal`
+ * aborts. A 403/404 on the quota-set detail, an unreadable flavor and a failed ghost GET are noted.
+ */
+export async function auditQuota(client: NovaClient, options: AuditQuotaOptions = {}): Promise<QuotaAudit> {
+  checkOptions(options);
+  throwIfAborted(options.signal);
+  const { signal } = options;
+  const now = options.now ?? Date.now;
+  const log = componentLogger(options.logger ?? client.logger, 'quota-audit');
+  const started = performance.now();
+  const startedAtMs = now();
+  const notes: string[] = [];
+  const projectId = options.projectId ?? client.projectId;
+  let readDetail = options.readQuotaSetDetail ?? true;
+  if (readDetail && !projectId) {
+    notes.push('quota-set detail not read: no project id known');
+    readDetail = false;
+  }
+
+  const readQuotaSet = async (): Promise<UsageReading | undefined> => {
+    if (!readDetail) return undefined;
+    try {
+      return fromQuotaSet(await client.getQuotaSetDetail(projectId, { signal }));
+    } catch (e) {
+      if (e instanceof ForbiddenError || e instanceof NotFoundError) {
+        readDetail = false;
+        notes.push(`quota-set detail not readable (${e.status}): ${e.message}`);
+        log.info({ status: e.status, requestId: e.requestId }, 'quota-set detail not readable');
+        return undefined;
+      }
+      throw e;
+    }
+  };
+  const readBoth = async (): Promise<[UsageReading, UsageReading | undefined]> => {
+    const [limits, quotaSet] = await Promise.all([client.getLimits({ signal }), readQuotaSet()]);
+    return [fromLimits(limits.absolute, limits.requestId), quotaSet];
+  };
+
+  const [limitsBefore, quotaSetBefore] = await readBoth();
+  const listing = await client.listServersWithMeta(options.pageSize ? { limit: options.pageSize } : {}, { signal });
+  const [limitsAfter, quotaSetAfter] = await readBoth();
+  log.debug({ servers: listing.servers.length, pages: listing.pages }, 'servers listed');
+
+  const flavors = await resolveFlavorSizes(client, listing.servers, signal);
+  const audited = listing.servers.map((s) => toAudited(s, flavors.sizes.get(s.id), now()));
+
+  const ghostsChecked = options.checkGhosts ?? true;
+  const ghosts = ghostsChecked ? await findGhosts(client, listing.servers, audited, options.ghostCheckConcurrency ?? 8, notes, signal) : [];
+
+  const counted = zeroUsage();
+  const inBuild = zeroUsage();
+  const inGhosts = zeroUsage();
+  const ghostIds = new Set(ghosts.map((g) => g.id));
+  for (const s of listing.servers) {
+    const u = usageOf(s, flavors.sizes.get(s.id));
+    addUsage(counted, u);
+    if (statusOf(s) === 'BUILD') addUsage(inBuild, u);
+    if (ghostIds.has(s.id)) addUsage(inGhosts, u);
+  }
+
+  const reported = (r: UsageReading, q: UsageReading | undefined, res: AuditResource): number | undefined => r.used[res] ?? q?.used[res];
+  const resources = {} as Record<AuditResource, ResourceAudit>;
+  for (const res of AUDIT_RESOURCES) {
+    resources[res] = {
+      reportedBefore: reported(limitsBefore, quotaSetBefore, res),
+      counted: counted[res],
+      countedInBuild: inBuild[res],
+      countedInGhosts: inGhosts[res],
+      reportedAfter: reported(limitsAfter, quotaSetAfter, res),
+      limit: limitsBefore.limit[res] ?? quotaSetBefore?.limit[res],
+      drift: null,
+      verdict: 'inconclusive',
+    };
+  }
+  for (const res of AUDIT_RESOURCES) {
+    const lq = limitsBefore.used[res];
+    const qq = quotaSetBefore?.used[res];
+    if (lq !== undefined && qq !== undefined && lq !== qq) notes.push(`/limits and the quota-set detail disagree on ${res}: ${lq} vs ${qq}`);
+  }
+  // Compared only when both were read (a 403 on the second read alone is not a change of usage).
+  const quotaSetStable = !quotaSetBefore || !quotaSetAfter || AUDIT_RESOURCES.every((r) => quotaSetBefore.used[r] === quotaSetAfter.used[r]);
+  const stable = quotaSetStable && AUDIT_RESOURCES.every((r) => resources[r].reportedBefore === resources[r].reportedAfter);
+  if (!quotaSetStable) notes.push('the quota-set detail changed between the two readings');
+
+  const suspects: SuspectServer[] = listing.servers
+    .map((s, i) => ({ ...audited[i]!, reasons: suspectReasons(s) }))
+    .filter((s) => s.reasons.length > 0)
+    .sort((a, b) => (b.ageMs ?? -1) - (a.ageMs ?? -1));
+  const byStatus: Record<string, number> = {};
+  for (const s of audited) byStatus[s.status] = (byStatus[s.status] ?? 0) + 1;
+
+  const { verdict, summary } = describeAudit({
+    resources,
+    stable,
+    serverCount: audited.length,
+    countIncomplete: flavors.unknown.length > 0,
+    ghosts: ghosts.length,
+  });
+  const result: QuotaAudit = {
+    verdict,
+    summary,
+    stable,
+    resources,
+    readings: { limitsBefore, limitsAfter, quotaSetBefore, quotaSetAfter },
+    servers: audited,
+    byStatus: Object.fromEntries(Object.entries(byStatus).sort(([a], [b]) => a.localeCompare(b))),
+    suspects,
+    ghosts,
+    ghostsChecked,
+    uncounted: flavors.unknown,
+    notes,
+    pages: listing.pages,
+    startedAtMs,
+    elapsedMs: Math.round(performance.now() - started),
+  };
+  log.info({ verdict, stable, servers: audited.length, ghosts: ghosts.length, suspects: suspects.length }, 'quota audit done');
+  return result;
+}
+
+function toAudited(s: Server, size: { vcpus: number; ram: number } | undefined, nowMs: number): AuditedServer {
+  const created = typeof s.created === 'string' ? Date.parse(s.created) : Number.NaN;
+  const vmState = s['OS-EXT-STS:vm_state'];
+  return {
+    id: s.id,
+    name: s.name,
+    status: statusOf(s) || 'UNKNOWN',
+    taskState: taskStateOf(s),
+    vmState: typeof vmState === 'string' ? vmState : undefined,
+    vcpus: size?.vcpus,
+    ram: size?.ram,
+    counted: countsTowardUsage(s),
+    ageMs: Number.isFinite(created) ? Math.max(0, nowMs - created) : undefined,
+  };
+}
+
+async function findGhosts(
+  client: NovaClient,
+  servers: readonly Server[],
+  audited: readonly AuditedServer[],
+  concurrency: number,
+  notes: string[],
+  signal: AbortSignal | undefined,
+): Promise<GhostServer[]> {
+  const limit = pLimit(concurrency);
+  const found = await Promise.all(
+    servers.map((s, i) =>
+      limit(async (): Promise<GhostServer | undefined> => {
+        try {
+          await client.getServer(s.id, { signal });
+          return undefined;
+        } catch (e) {
+          if (isServerNotFound(e, s.id)) return { ...audited[i]!, requestId: (e as NotFoundError).requestId };
+          if (isAbortError(e) || (e instanceof NovaApiError && e.name === 'AuthError')) throw e;
+          notes.push(`ghost check of server ${s.id} failed: ${(e as Error).message}`);
+          return undefined;
+        }
+      }),
+    ),
+  );
+  return found.filter((g): g is GhostServer => g !== undefined);
+}

@@ -1,0 +1,138 @@
+/**
+ * Nova's counting rules for the `cores`, `ram` and `instances` quota, applied to listed servers:
+ * plain functions on plain data, used by {@link auditQuota}.
+ *
+ * Sources: `nova/quota.py` `_instances_cores_ram_count_legacy` → `InstanceList.get_counts`
+ * (`nova/objects/instance.py`): rows not deleted and `vm_state != SOFT_DELETED` count, summing the
+ * flavor's `vcpus` and `memory_mb`; ERROR servers count. A BUILD server counts once the conductor has
+ * created its instance row in a cell (legacy counting), or at once for instances under placement
+ * counting. See `../shared/reference/nova-facts.md` §6.3-6.4. The flavor is embedded in the server from
+ * microversion 2.47 (Nova API reference, "Show Server Details", `flavor`), else read with
+ * `GET /flavors/{id}` (cached by the client).
+ *
+ * @module
+ */
+import type { NovaClient } from '../nova/client.js';
+import { NovaApiError, isAbortError } from '../errors/index.js';
+import type { Server } from '../core/types.js';
+
+/** The three resources an audit compares. `ram` is in MiB. */
+export type AuditResource = 'cores' | 'ram' | 'instances';
+
+/** The audited resources, in display order. */
+export const AUDIT_RESOURCES: readonly AuditResource[] = ['cores', 'ram', 'instances'];
+
+/** Usage of one resource set: cores (vCPUs), RAM (MiB), instances. */
+export type Usage = Record<AuditResource, number>;
+
+/** A zero {@link Usage}. */
+export function zeroUsage(): Usage {
+  return { cores: 0, ram: 0, instances: 0 };
+}
+
+/** The vCPUs and RAM (MiB) of one server's flavor. */
+export interface FlavorSize {
+  vcpus: number;
+  ram: number;
+}
+
+/** Nova status of a server, upper-cased (`''` when absent). */
+export function statusOf(server: Server): string {
+  return String(server.status ?? '').toUpperCase();
+}
+
+/**
+ * True when Nova counts the server toward usage: every server except status `SOFT_DELETED` or
+ * `DELETED` (vm_state `soft-delete` or `deleted`). ERROR, SHUTOFF, BUILD and the rest count.
+ */
+export function countsTowardUsage(server: Server): boolean {
+  const status = statusOf(server);
+  const vmState = String(server['OS-EXT-STS:vm_state'] ?? '').toLowerCase();
+  if (status === 'SOFT_DELETED' || status === 'DELETED') return false;
+  if (vmState === 'soft-delete' || vmState === 'soft_deleted' || vmState === 'deleted') return false;
+  return true;
+}
+
+/** `OS-EXT-STS:task_state` as a string, or undefined when null, empty or absent. */
+export function taskStateOf(server: Server): string | undefined {
+  const t = server['OS-EXT-STS:task_state'];
+  return typeof t === 'string' && t !== '' ? t : undefined;
+}
+
+/**
+ * Why a server is suspect (worth a look when usage drifts): its status is neither ACTIVE nor ERROR,
+ * or a task is in progress (`task_state` set). Returns the reasons, empty when not suspect.
+ */
+export function suspectReasons(server: Server): string[] {
+  const reasons: string[] = [];
+  const status = statusOf(server);
+  if (status !== 'ACTIVE' && status !== 'ERROR') reasons.push(`status ${status || 'unknown'}`);
+  const task = taskStateOf(server);
+  if (task) reasons.push(`task_state ${task}`);
+  return reasons;
+}
+
+/** The flavor embedded in the server (microversion 2.47 or later), if it carries vcpus and ram. */
+export function embeddedFlavor(server: Server): FlavorSize | undefined {
+  const f = server.flavor;
+  if (f && typeof f.vcpus === 'number' && typeof f.ram === 'number') return { vcpus: f.vcpus, ram: f.ram };
+  return undefined;
+}
+
+/** Result of {@link resolveFlavorSizes}: each server id's flavor size, or why it is unknown. */
+export interface FlavorResolution {
+  sizes: Map<string, FlavorSize>;
+  /** Servers whose flavor could not be read, with the reason. */
+  unknown: Array<{ serverId: string; reason: string }>;
+}
+
+/**
+ * The flavor size of every server: embedded (2.47+) or from `GET /flavors/{id}` (client-cached, each
+ * distinct flavor read once). A flavor that cannot be read (deleted flavor, 403) leaves its servers in
+ * `unknown`; aborts and authentication failures are rethrown.
+ */
+export async function resolveFlavorSizes(client: NovaClient, servers: readonly Server[], signal?: AbortSignal): Promise<FlavorResolution> {
+  const sizes = new Map<string, FlavorSize>();
+  const unknown: FlavorResolution['unknown'] = [];
+  const byFlavor = new Map<string, string[]>();
+  for (const s of servers) {
+    const embedded = embeddedFlavor(s);
+    if (embedded) {
+      sizes.set(s.id, embedded);
+      continue;
+    }
+    const flavorId = s.flavor?.id;
+    if (flavorId === undefined || String(flavorId) === '') {
+      unknown.push({ serverId: s.id, reason: 'the server has no flavor id' });
+      continue;
+    }
+    const ids = byFlavor.get(String(flavorId)) ?? [];
+    ids.push(s.id);
+    byFlavor.set(String(flavorId), ids);
+  }
+  await Promise.all(
+    [...byFlavor.entries()].map(async ([flavorId, serverIds]) => {
+      try {
+        const flavor = await client.getFlavor(flavorId, { signal });
+        for (const id of serverIds) sizes.set(id, { vcpus: Number(flavor.vcpus) || 0, ram: Number(flavor.ram) || 0 });
+      } catch (e) {
+        if (isAbortError(e) || (e instanceof NovaApiError && e.name === 'AuthError')) throw e;
+        const reason = `flavor ${flavorId} could not be read: ${(e as Error).message}`;
+        for (const id of serverIds) unknown.push({ serverId: id, reason });
+      }
+    }),
+  );
+  return { sizes, unknown };
+}
+
+/** One server's share of usage, or zero when Nova does not count it. */
+export function usageOf(server: Server, size: FlavorSize | undefined): Usage {
+  if (!countsTowardUsage(server)) return zeroUsage();
+  return { cores: size?.vcpus ?? 0, ram: size?.ram ?? 0, instances: 1 };
+}
+
+/** Add `b` into `a` (mutates and returns `a`). */
+export function addUsage(a: Usage, b: Usage): Usage {
+  for (const r of AUDIT_RESOURCES) a[r] += b[r];
+  return a;
+}

@@ -1,0 +1,78 @@
+/**
+ * `formatAudit(audit)`: a {@link QuotaAudit} as the plain-text report `nova-guard quota audit`
+ * prints: the three readings and the count per resource as a table, servers by status, suspects,
+ * ghosts, notes, and the verdict in words. For logs, demos and cron mail.
+ *
+ * @module
+ */
+import { formatDuration } from '../core/duration.js';
+import { renderTable, terminalSafe } from '../core/table.js';
+import type { QuotaAudit, ResourceAudit } from './audit.js';
+import { AUDIT_RESOURCES, type AuditResource } from './count.js';
+
+const LABEL: Record<AuditResource, string> = { cores: 'cores', ram: 'ram (MiB)', instances: 'instances' };
+
+function num(n: number | undefined): string {
+  if (n === undefined) return '-';
+  return n === Number.POSITIVE_INFINITY ? 'unlimited' : String(n);
+}
+
+function drift(r: ResourceAudit): string {
+  if (r.drift === null) return '?';
+  return r.drift > 0 ? `+${r.drift}` : String(r.drift);
+}
+
+/**
+ * The human report of an audit (what `quota audit` prints without `--json`), lines joined with `\n`.
+ * Control characters in text from Nova (server names, statuses, messages) are shown as `\\u001b`.
+ */
+export function formatAudit(audit: QuotaAudit): string {
+  const out: string[] = [];
+  const pages = audit.pages === 1 ? '1 page' : `${audit.pages} pages`;
+  out.push(`Quota audit: ${audit.servers.length} servers listed (${pages}), ${audit.stable ? 'readings stable' : 'readings CHANGED during the audit'}`);
+  out.push('');
+  out.push(
+    renderTable([
+      ['resource', 'reported before', 'counted', 'reported after', 'limit', 'drift', 'verdict'],
+      ...AUDIT_RESOURCES.map((res) => {
+        const r = audit.resources[res];
+        return [LABEL[res], num(r.reportedBefore), String(r.counted), num(r.reportedAfter), num(r.limit), drift(r), r.verdict];
+      }),
+    ]),
+  );
+  out.push('');
+  const statuses = Object.entries(audit.byStatus);
+  out.push(`Servers by status: ${statuses.length ? statuses.map(([s, n]) => `${s} ${n}`).join(', ') : 'none'}`);
+  out.push('');
+  out.push(`Suspects (not ACTIVE or ERROR, or a task in progress): ${audit.suspects.length || 'none'}`);
+  if (audit.suspects.length) {
+    out.push(
+      renderTable(
+        [
+          ['id', 'name', 'status', 'task_state', 'age', 'counted', 'why'],
+          ...audit.suspects.map((s) => [s.id, s.name ?? '-', s.status, s.taskState ?? '-', formatDuration(s.ageMs), s.counted ? 'yes' : 'no', s.reasons.join(', ')]),
+        ],
+        '  ',
+      ),
+    );
+  }
+  out.push(`Ghosts (listed, but GET answers 404): ${audit.ghostsChecked ? audit.ghosts.length || 'none' : 'not checked'}`);
+  if (audit.ghosts.length) {
+    out.push(
+      renderTable(
+        [
+          ['id', 'name', 'status', 'vcpus', 'ram (MiB)', 'request id'],
+          ...audit.ghosts.map((g) => [g.id, g.name ?? '-', g.status, num(g.vcpus), num(g.ram), g.requestId ?? '-']),
+        ],
+        '  ',
+      ),
+    );
+  }
+  for (const u of audit.uncounted) out.push(`Not counted: server ${u.serverId}: ${u.reason}`);
+  for (const n of audit.notes) out.push(`Note: ${n}`);
+  out.push('');
+  out.push(`Verdict: ${audit.verdict}. ${audit.summary}`);
+  // Statuses, reasons and notes come from Nova: no control character reaches the terminal.
+  return terminalSafe(out.join('\n'));
+}
+

@@ -1,0 +1,9 @@
+/**
+ * The quota audit: Nova's reported usage against a count of the listed servers, with suspects,
+ * ghosts and a verdict.
+ *
+ * @module
+ */
+export { auditQuota } from './audit.js';
+export type { AuditQuotaOptions, QuotaAudit, ResourceAudit, AuditVerdict, AuditedServer, SuspectServer, GhostServer, UsageReading, AuditResource, Usage } from './audit.js';
+export { formatAudit } from './format.js';

@@ -1,0 +1,451 @@
+/**
+ * `KeystoneAuth`: an {@link AuthProvider} that gets tokens from Keystone v3 (password, application
+ * credential or an existing token), renews them before they expire, and picks the compute endpoint
+ * from the service catalog.
+ *
+ * Behaviour ported from keystoneauth1 (not its code):
+ * - `identity/base.py` `BaseIdentityPlugin.get_access`: a token with less than
+ *   `MIN_TOKEN_LIFE_SECONDS = 120` s left is renewed before use (here {@link KeystoneAuthOptions.minTokenLifeMs});
+ * - `session.py` `Session.request`: after a 401 the plugin is invalidated and the request repeated once
+ *   (here {@link KeystoneAuth.invalidate}, driven by `NovaClient`);
+ * - `access/service_catalog.py`: endpoint by service type, interface and region.
+ *
+ * Facts: `../shared/reference/nova-facts.md` §7; real Keystone answers in
+ * `../shared/realnova/observed/keystone-smoke.out`.
+ *
+ * @module
+ */
+import { inspect } from 'node:util';
+import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
+import pTimeout from 'p-timeout';
+import type { AuthProvider, GetTokenOptions } from './provider.js';
+import { AbortError, NovaApiError, NovaNetworkError, ValidationError, throwIfAborted, type NovaErrorInit } from '../errors/index.js';
+import { errorFromResponse, requestIdOf } from '../transport/http.js';
+import { componentLogger, type Logger } from '../core/logger.js';
+import {
+  authRequestBody,
+  credentialSecrets,
+  describeCredentials,
+  validateCredentials,
+  type KeystoneCredentials,
+  type KeystoneMethod,
+} from './authBody.js';
+import { normaliseInterface, selectEndpoint, type EndpointInterface } from './catalog.js';
+import { httpsAgentFor, type TlsOptions } from '../transport/tls.js';
+import { parseTokenBody, type KeystoneTokenInfo } from './token.js';
+import { redactSecrets } from '../core/redact.js';
+import { MAX_TIMER_MS } from '../core/validate.js';
+
+export type { KeystoneCredentials, KeystoneMethod } from './authBody.js';
+export { authRequestBody, DEFAULT_DOMAIN_ID } from './authBody.js';
+export { EndpointNotFoundError, normaliseInterface, selectEndpoint } from './catalog.js';
+export type { CatalogEndpoint, CatalogEntry, EndpointFilter, EndpointInterface } from './catalog.js';
+export { httpsAgentFor, loadCaCert } from '../transport/tls.js';
+export type { TlsOptions } from '../transport/tls.js';
+export { parseKeystoneTime, parseTokenBody } from './token.js';
+export type { KeystoneTokenInfo } from './token.js';
+
+/** keystoneauth1's `MIN_TOKEN_LIFE_SECONDS` (120 s), in ms. */
+export const MIN_TOKEN_LIFE_MS = 120_000;
+
+/** Options of {@link KeystoneAuth}: credentials, where Keystone is, how to pick the endpoint, TLS. */
+export interface KeystoneAuthOptions extends KeystoneCredentials, TlsOptions {
+  /**
+   * Keystone's URL, e.g. `https://keystone.example.org:5000` or `.../v3`. `/v3` is appended when the
+   * URL does not end with it. Required, except for `method: 'token'` with an `endpointOverride`
+   * (the token is then used as it is, never renewed).
+   */
+  authUrl?: string;
+  /** Endpoint interface: `public` (default), `internal` or `admin` (`OS_INTERFACE`). */
+  interface?: string;
+  /** Region of the endpoint (`OS_REGION_NAME`); any region when absent. */
+  regionName?: string;
+  /** Service type looked for in the catalog. Default `compute`. */
+  serviceType?: string;
+  /** Use this compute endpoint instead of the catalog's (`compute_endpoint_override`). */
+  endpointOverride?: string;
+  /**
+   * Renew a token that has less than this much time left, in ms. Default 120000 (keystoneauth's
+   * `MIN_TOKEN_LIFE_SECONDS`). 0 renews only expired tokens.
+   */
+  minTokenLifeMs?: number;
+  /** Time limit of one `POST /v3/auth/tokens`, in ms. Default 30000. */
+  requestTimeoutMs?: number;
+  /** pino logger; default silent. Logs method, project, expiry and timing: never a secret. */
+  logger?: Logger;
+  /** HTTP user agent. Default `nova-guard/<version>`. */
+  userAgent?: string;
+}
+
+/** The token in use and what came with it. */
+interface TokenState {
+  token: string;
+  info: KeystoneTokenInfo;
+  /** Local clock time (epoch ms) at which the token expires; undefined: never. */
+  expiresAtLocalMs: number | undefined;
+  /** Set by {@link KeystoneAuth.invalidate}: renew on the next use. */
+  invalidated: boolean;
+}
+
+const VERSION = '0.1.0';
+const REDACTED = '[REDACTED]';
+/** Largest Keystone response body read (16 MiB). */
+const KEYSTONE_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Normalise a Keystone URL: trailing slashes removed, `/v3` appended when absent.
+ * @throws {@link ValidationError} for a non-http(s) URL, a URL with user info, a query or a
+ * fragment, or a v2.0 URL.
+ */
+export function normaliseAuthUrl(authUrl: string): string {
+  if (typeof authUrl !== 'string' || !/^https?:\/\/[^/]+/i.test(authUrl)) {
+    throw new ValidationError(`authUrl must be an http(s) URL, got ${JSON.stringify(typeof authUrl === 'string' ? authUrl.replace(/\/\/[^@/]*@/, '//') : authUrl)}`);
+  }
+  if (/^https?:\/\/[^/]*@/i.test(authUrl)) throw new ValidationError('authUrl must not contain user info (user:password@)');
+  if (/[?#]/.test(authUrl)) throw new ValidationError(`authUrl must not have a query or fragment (/v3/auth/tokens is appended to it), got ${JSON.stringify(authUrl)}`);
+  const trimmed = authUrl.replace(/\/+$/, '');
+  if (/\/v2\.0$/i.test(trimmed)) throw new ValidationError(`Keystone v2.0 is not supported: use the v3 URL instead of ${trimmed}`);
+  return /\/v3$/i.test(trimmed) ? trimmed : `${trimmed}/v3`;
+}
+
+export { redactSecrets } from '../core/redact.js';
+
+/** Wait for `promise`, but reject with {@link AbortError} as soon as `signal` aborts (the promise keeps running). */
+function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  throwIfAborted(signal);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(new AbortError(undefined, { cause: signal.reason }));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+/**
+ * Keystone v3 authentication for {@link NovaClient}.
+ *
+ * - `getToken()` returns the current token, renewing it first when it has less than
+ *   `minTokenLifeMs` left or was invalidated; concurrent calls share one renewal (single flight).
+ * - `invalidate(token)` (called by the client after a 401) returns true and makes the next
+ *   `getToken()` fetch a new token, so the client repeats the request once.
+ * - `getEndpoint()` returns `endpointOverride`, or the catalog's `compute` endpoint for the interface
+ *   and region.
+ * - Errors: {@link AuthError} (Keystone's 401, with Keystone's message), other {@link NovaApiError}s
+ *   for other statuses, {@link NovaNetworkError} without a response (refused, TLS failure, timeout).
+ *   Never a raw axios error (its config holds the password).
+ * - `toJSON()` and `util.inspect` show no secret.
+ *
+ * @example
+ * ```ts
+ * const auth = new KeystoneAuth({ authUrl: 'https://keystone:5000', username: 'ci', password,
+ *   userDomainName: 'Default', projectName: 'ci', projectDomainName: 'Default' });
+ * const nova = new NovaClient({ auth });
+ * ```
+ */
+export class KeystoneAuth implements AuthProvider {
+  /** The auth method in use. */
+  readonly method: KeystoneMethod;
+  /** Normalised Keystone URL (ending in `/v3`), or undefined for a token used as it is. */
+  readonly authUrl: string | undefined;
+  /** Endpoint interface. */
+  readonly interface: EndpointInterface;
+  /** Endpoint region, if one was asked for. */
+  readonly regionName: string | undefined;
+  /** Catalog service type. */
+  readonly serviceType: string;
+  /** Renewal margin, ms. */
+  readonly minTokenLifeMs: number;
+  /** Time limit of one token request, ms. */
+  readonly requestTimeoutMs: number;
+  /** Token requests sent so far (every attempt counts). */
+  tokenRequests = 0;
+
+  readonly #creds: KeystoneCredentials;
+  readonly #endpointOverride: string | undefined;
+  readonly #direct: boolean;
+  readonly #http: AxiosInstance;
+  readonly #logger: Logger;
+  readonly #issued: string[] = [];
+  #current: TokenState | undefined;
+  #renewal: Promise<TokenState> | undefined;
+  #warnedShortLifetime = false;
+
+  /**
+   * @throws {@link ValidationError} for missing or contradictory credentials, a bad URL, interface or
+   * duration (before any request); {@link ConfigError} when the CA file cannot be read.
+   */
+  constructor(options: KeystoneAuthOptions) {
+    if (!options || typeof options !== 'object') throw new ValidationError('KeystoneAuth needs an options object');
+    const creds: KeystoneCredentials = {};
+    for (const key of CREDENTIAL_KEYS) {
+      const v = options[key];
+      if (v !== undefined) (creds as Record<string, unknown>)[key] = v;
+    }
+    this.method = validateCredentials(creds);
+    this.#creds = creds;
+    if (options.endpointOverride !== undefined && (typeof options.endpointOverride !== 'string' || !/^https?:\/\/[^/]+/i.test(options.endpointOverride))) {
+      throw new ValidationError(`endpointOverride must be an http(s) URL, got ${JSON.stringify(options.endpointOverride)}`);
+    }
+    this.#endpointOverride = options.endpointOverride?.replace(/\/+$/, '');
+    this.#direct = this.method === 'token' && options.authUrl === undefined;
+    if (this.#direct && this.#endpointOverride === undefined) {
+      throw new ValidationError('token auth needs authUrl (to exchange the token for a catalog) or endpointOverride (to use it as it is)');
+    }
+    if (!this.#direct && options.authUrl === undefined) throw new ValidationError(`${this.method} auth needs authUrl`);
+    this.authUrl = options.authUrl === undefined ? undefined : normaliseAuthUrl(options.authUrl);
+    this.interface = normaliseInterface(options.interface);
+    if (options.regionName !== undefined && (typeof options.regionName !== 'string' || options.regionName === '')) {
+      throw new ValidationError('regionName must be a non-empty string');
+    }
+    this.regionName = options.regionName;
+    this.serviceType = options.serviceType ?? 'compute';
+    for (const [name, v, zeroOk] of [
+      ['minTokenLifeMs', options.minTokenLifeMs, true],
+      ['requestTimeoutMs', options.requestTimeoutMs, false],
+    ] as const) {
+      if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || (!zeroOk && v === 0) || (name === 'requestTimeoutMs' && v > MAX_TIMER_MS))) {
+        throw new ValidationError(`${name} must be a ${zeroOk ? 'non-negative' : 'positive'} number of milliseconds, got ${String(v)}`);
+      }
+    }
+    this.minTokenLifeMs = options.minTokenLifeMs ?? MIN_TOKEN_LIFE_MS;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+    this.#logger = componentLogger(options.logger, 'keystone');
+    const httpsAgent = httpsAgentFor({ caCert: options.caCert, insecure: options.insecure }, this.#logger, 'Keystone');
+    this.#http = axios.create({
+      validateStatus: () => true,
+      // The body holds the password: never follow a redirect to another host.
+      maxRedirects: 0,
+      // A token body with a large catalog is well under 1 MiB: an endless body is cut off, not buffered.
+      maxContentLength: KEYSTONE_MAX_RESPONSE_BYTES,
+      ...(httpsAgent ? { httpsAgent } : {}),
+      headers: {
+        Accept: 'application/json',
+        'Content-Type': 'application/json',
+        'User-Agent': options.userAgent ?? `nova-guard/${VERSION}`,
+      },
+    });
+  }
+
+  /**
+   * A token valid for at least `minTokenLifeMs` more (or one that never expires). Renews through
+   * Keystone when needed; concurrent callers share one renewal. Aborting `signal` rejects this call
+   * with {@link AbortError} but lets a shared renewal finish for the others.
+   * @throws {@link AuthError} when Keystone rejects the credentials; {@link NovaApiError} for other
+   * Keystone statuses; {@link NovaNetworkError} when Keystone does not answer.
+   */
+  async getToken(options: GetTokenOptions = {}): Promise<string> {
+    throwIfAborted(options.signal);
+    if (this.#direct) return this.#creds.token!;
+    const cur = this.#current;
+    if (cur && !this.#needsRenewal(cur)) return cur.token;
+    return (await this.#renew(options.signal)).token;
+  }
+
+  /**
+   * Called by the client after a 401 for `token`. Marks that token as spent so the next
+   * {@link getToken} fetches a new one, and returns true (the client repeats the request once).
+   * Returns false for a token used as it is (no Keystone to ask).
+   */
+  invalidate(token: string): boolean {
+    if (this.#direct) return false;
+    const cur = this.#current;
+    if (cur && cur.token === token && !cur.invalidated) {
+      cur.invalidated = true;
+      this.#logger.info({ projectId: cur.info.projectId }, 'token rejected by the service (401): the next request re-authenticates');
+    }
+    return true;
+  }
+
+  /**
+   * The compute endpoint: `endpointOverride`, else the catalog's endpoint of `serviceType` for
+   * `interface` and `regionName` (authenticating first if needed).
+   * @throws {@link EndpointNotFoundError} (a ConfigError) when the catalog has none; the errors of {@link getToken}.
+   */
+  async getEndpoint(options: GetTokenOptions = {}): Promise<string> {
+    if (this.#endpointOverride !== undefined) return this.#endpointOverride;
+    await this.getToken(options);
+    return selectEndpoint(this.#current?.info.catalog, { serviceType: this.serviceType, interface: this.interface, region: this.regionName });
+  }
+
+  /** The project of the current token, else the configured `projectId`; undefined before the first token of an application credential. */
+  getProjectId(): string | undefined {
+    return this.#current?.info.projectId ?? this.#creds.projectId;
+  }
+
+  /** What came with the current token (expiry, project, user, roles, catalog), without the token itself. */
+  tokenInfo(): KeystoneTokenInfo | undefined {
+    const info = this.#current?.info;
+    return info ? { ...info, catalog: [...info.catalog] } : undefined;
+  }
+
+  /** Every secret this provider holds: password, application credential secret, given token, every token issued. */
+  secrets(): string[] {
+    return [...credentialSecrets(this.#creds), ...this.#issued];
+  }
+
+  /** A description without secrets. */
+  toJSON(): Record<string, unknown> {
+    const c = this.#creds;
+    const out: Record<string, unknown> = {
+      type: 'keystone',
+      method: this.method,
+      authUrl: this.authUrl,
+      interface: this.interface,
+      regionName: this.regionName,
+      endpointOverride: this.#endpointOverride,
+      username: c.username,
+      userId: c.userId,
+      projectName: c.projectName,
+      projectId: this.getProjectId(),
+      applicationCredentialId: c.applicationCredentialId,
+      applicationCredentialName: c.applicationCredentialName,
+      expiresAt: this.#current?.info.expiresAtMs === undefined ? undefined : new Date(this.#current.info.expiresAtMs).toISOString(),
+    };
+    for (const k of ['password', 'applicationCredentialSecret', 'token'] as const) if (c[k] !== undefined) out[k] = REDACTED;
+    return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined));
+  }
+
+  [inspect.custom](): string {
+    return `KeystoneAuth ${inspect(this.toJSON())}`;
+  }
+
+  #needsRenewal(cur: TokenState): boolean {
+    if (cur.invalidated) return true;
+    if (cur.expiresAtLocalMs === undefined) return false;
+    return cur.expiresAtLocalMs - Date.now() < this.minTokenLifeMs;
+  }
+
+  #renew(signal: AbortSignal | undefined): Promise<TokenState> {
+    if (!this.#renewal) {
+      const p = this.#authenticate().finally(() => {
+        this.#renewal = undefined;
+      });
+      p.catch(() => undefined); // a caller that aborted must not leave an unhandled rejection
+      this.#renewal = p;
+    }
+    return abortable(this.#renewal, signal);
+  }
+
+  async #authenticate(): Promise<TokenState> {
+    const url = `${this.authUrl!}/auth/tokens`;
+    const body = JSON.stringify(authRequestBody(this.#creds));
+    const controller = new AbortController();
+    const who = describeCredentials(this.#creds);
+    const started = performance.now();
+    this.tokenRequests++;
+    let timedOut = false;
+    let res: AxiosResponse<string>;
+    try {
+      res = await pTimeout(
+        this.#http.post<string>(url, body, { signal: controller.signal, responseType: 'text', transformResponse: [(d: unknown) => d] }),
+        {
+          milliseconds: this.requestTimeoutMs,
+          fallback: () => {
+            timedOut = true;
+            controller.abort();
+            throw this.#networkError('ETIMEDOUT', `no response within ${this.requestTimeoutMs} ms`, url, true);
+          },
+        },
+      );
+    } catch (error) {
+      if (timedOut && error instanceof NovaApiError) throw error;
+      // Never rethrow the axios error: its config holds the password.
+      const e = error as { code?: string; message?: string };
+      this.#logger.warn({ url, code: e.code }, 'keystone token request failed without a response');
+      throw this.#networkError(e.code, String(e.message ?? 'unknown error'), url, false);
+    }
+    const elapsedMs = Math.round(performance.now() - started);
+    const headers = res.headers as Record<string, unknown>;
+    const requestId = requestIdOf(headers);
+    let data: unknown = res.data;
+    if (typeof data === 'string' && data !== '') {
+      try {
+        data = JSON.parse(data);
+      } catch {
+        // keep the text (an HTML page from a proxy)
+      }
+    }
+    if (res.status !== 201 && res.status !== 200) {
+      this.#logger.warn({ url, status: res.status, requestId, elapsedMs }, 'keystone rejected the token request');
+      throw this.#httpError(res.status, headers, data, url, who);
+    }
+    const subject = headers['x-subject-token'];
+    const token = Array.isArray(subject) ? String(subject[0]) : typeof subject === 'string' ? subject : undefined;
+    if (!token) {
+      throw new NovaApiError({ status: res.status, message: `Keystone answered ${res.status} without an X-Subject-Token header (POST ${url})`, method: 'POST', url, requestId });
+    }
+    this.#issued.push(token);
+    const info = parseTokenBody(data);
+    const receivedAt = Date.now();
+    const expiresAtLocalMs =
+      info.expiresAtMs === undefined ? undefined : info.lifetimeMs !== undefined ? receivedAt + info.lifetimeMs : info.expiresAtMs;
+    const state: TokenState = { token, info, expiresAtLocalMs, invalidated: false };
+    this.#current = state;
+    this.#logger.info(
+      {
+        method: info.methods.join(',') || this.method,
+        projectId: info.projectId,
+        expiresAt: info.expiresAtMs === undefined ? null : new Date(info.expiresAtMs).toISOString(),
+        lifetimeMs: info.lifetimeMs,
+        requestId,
+        elapsedMs,
+      },
+      'keystone token issued',
+    );
+    if (info.lifetimeMs !== undefined && info.lifetimeMs <= this.minTokenLifeMs && !this.#warnedShortLifetime) {
+      this.#warnedShortLifetime = true;
+      this.#logger.warn({ lifetimeMs: info.lifetimeMs, minTokenLifeMs: this.minTokenLifeMs }, 'token lifetime is not longer than minTokenLifeMs: every request renews it');
+    }
+    return state;
+  }
+
+  #networkError(code: string | undefined, detail: string, url: string, timed: boolean): NovaNetworkError {
+    const message = timed
+      ? `Keystone POST ${url} timed out (${detail})`
+      : `Keystone POST ${url} failed without a response: ${code ? `${code} (${detail})` : detail}`;
+    return new NovaNetworkError({ status: 0, message: redactSecrets(message, this.secrets()), method: 'POST', url, code, timedOut: timed });
+  }
+
+  #httpError(status: number, headers: Record<string, unknown>, data: unknown, url: string, who: string): NovaApiError {
+    const base = errorFromResponse(status, headers, data, { method: 'POST', url });
+    const init: NovaErrorInit = {
+      status,
+      fault: base.fault,
+      message: redactSecrets(`Keystone authentication failed (${this.method}, ${who}): HTTP ${status}: ${base.message}`, this.secrets()),
+      requestId: base.requestId,
+      method: 'POST',
+      url,
+      retryAfterMs: base.retryAfterMs,
+    };
+    const Cls = base.constructor as new (init: NovaErrorInit) => NovaApiError;
+    return new Cls(init);
+  }
+}
+
+const CREDENTIAL_KEYS = [
+  'method',
+  'username',
+  'userId',
+  'userDomainName',
+  'userDomainId',
+  'password',
+  'projectName',
+  'projectId',
+  'projectDomainName',
+  'projectDomainId',
+  'domainName',
+  'domainId',
+  'applicationCredentialId',
+  'applicationCredentialName',
+  'applicationCredentialSecret',
+  'token',
+] as const satisfies ReadonlyArray<keyof KeystoneCredentials>;

@@ -1,0 +1,83 @@
+#!/usr/bin/env node
+/**
+ * The `nova-guard` command line. Subcommands:
+ * - `server delete <id...> [--wait] [--timeout-ms N] [--force]`
+ * - `server reap --prefix P --older-than 2h [--dry-run] [--json]`
+ * - `limits [--json]`
+ * - `quota audit [--json]`
+ * - `fake-nova [--port 8774] [--cores 20]`
+ *
+ * Connection: `--endpoint`/`--token` (or `NOVA_ENDPOINT`/`NOVA_TOKEN`), or `--os-cloud`/`OS_CLOUD` and
+ * the `OS_*` variables like the `openstack` command. Exit codes: 0 success, 1 failure, 2 bad usage
+ * or configuration (a bad flag, no or an unknown cloud, a broken clouds.yaml, an unreadable CA file),
+ * 3 drift found and 4 inconclusive (`quota audit`).
+ *
+ * @module
+ */
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Command, CommanderError } from 'commander';
+import type { NovaClient } from '../nova/client.js';
+import { ConfigError, ValidationError } from '../errors/index.js';
+import { addGlobalOptions, clientFromOptions, describeFailure, type GlobalOptions } from './common.js';
+import { registerFakeNovaCommand } from './fakeNova.js';
+import { registerLimitsCommand } from './limits.js';
+import { registerQuotaAuditCommand } from './quotaAudit.js';
+import { registerReapCommand } from './reap.js';
+import { registerServerDeleteCommand } from './serverDelete.js';
+import { terminalSafe } from '../core/table.js';
+
+/** Build the program (exported for tests). */
+export function buildProgram(): Command {
+  const program = addGlobalOptions(new Command('nova-guard'))
+    .description('Delete-and-wait, quota headroom and quota audit for OpenStack Nova')
+    .version('0.1.0')
+    .exitOverride();
+  const getClient = (): Promise<NovaClient> => clientFromOptions(program.opts<GlobalOptions>());
+  const server = program.command('server').description('server commands');
+  registerServerDeleteCommand(server, getClient);
+  registerReapCommand(server, getClient);
+  registerLimitsCommand(program, getClient);
+  const quota = program.command('quota').description('quota commands');
+  registerQuotaAuditCommand(quota, getClient);
+  registerFakeNovaCommand(program);
+  return program;
+}
+
+/**
+ * Run the CLI with `argv` (without node and script). Resolves the exit code; `process.exitCode` is
+ * left as it was (the commands set it while they run), so a second call never inherits the first's.
+ */
+export async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  const before = process.exitCode;
+  process.exitCode = undefined;
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+  } catch (e) {
+    if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : 2;
+    if (e instanceof ValidationError || e instanceof ConfigError) {
+      // Bad usage or configuration: the message says what to change; no stack trace.
+      console.error(`nova-guard: ${e.message}`);
+      return 2;
+    }
+    console.error(terminalSafe(`nova-guard: ${describeFailure(e)}`, true));
+    return 1;
+  } finally {
+    process.exitCode = before;
+  }
+}
+
+const invokedDirectly = ((): boolean => {
+  try {
+    return realpathSync(process.argv[1] ?? '') === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+})();
+if (invokedDirectly) {
+  main(process.argv.slice(2)).then((code) => {
+    process.exitCode = code;
+  });
+}

@@ -1,0 +1,211 @@
+/**
+ * Finding a cloud the way `openstack` and openstacksdk do: `clouds.yaml` merged with `secure.yaml`,
+ * `OS_CLOUD`, and the `OS_*` variables; then building {@link NovaClientOptions} with a
+ * {@link KeystoneAuth} from it.
+ *
+ * Precedence (openstacksdk `OpenStackConfig.__init__`/`get_one`, plus python-openstackclient's
+ * overrides):
+ * 1. the cloud named by the `cloud` option, else `OS_CLOUD`;
+ * 2. else the environment cloud (`envvars`, or `OS_CLOUD_NAME`), when any `OS_*` variable other than
+ *    the selectors `OS_CLOUD`, `OS_REGION_NAME`, `OS_CLIENT_CONFIG_FILE`, `OS_CLIENT_SECURE_FILE`,
+ *    `OS_CLOUD_NAME` is set;
+ * 3. else the only cloud of the file.
+ *
+ * The environment is not merged into a file cloud (openstacksdk), except `OS_REGION_NAME`,
+ * `OS_INTERFACE` and `OS_COMPUTE_API_VERSION`, which override the file's values like the
+ * `openstack` command's `--os-region-name`, `--os-interface` and `--os-compute-api-version`
+ * defaults do.
+ *
+ * Variables (each `OS_FOO` is key `foo`; auth keys go into `auth:`): `OS_AUTH_URL`, `OS_AUTH_TYPE`
+ * (`password`, `v3password`, `v3applicationcredential`, `token`, `v3token`), `OS_USERNAME`,
+ * `OS_USER_ID`, `OS_PASSWORD`, `OS_PROJECT_NAME`, `OS_PROJECT_ID`, `OS_USER_DOMAIN_NAME`/`_ID`,
+ * `OS_PROJECT_DOMAIN_NAME`/`_ID`, `OS_DOMAIN_NAME`/`_ID`, `OS_APPLICATION_CREDENTIAL_ID`/`_NAME`/`_SECRET`,
+ * `OS_TOKEN`, `OS_REGION_NAME`, `OS_INTERFACE`, `OS_CACERT`, `OS_INSECURE`, `OS_COMPUTE_API_VERSION`,
+ * and `OS_COMPUTE_ENDPOINT_OVERRIDE` (key `compute_endpoint_override`: the compute endpoint to use
+ * instead of the catalog's, openstacksdk's `<service>_endpoint_override`; `OS_ENDPOINT` /
+ * `auth.endpoint` is accepted as an alias).
+ *
+ * @module
+ */
+import { homedir } from 'node:os';
+import type { NovaClientOptions } from '../nova/client.js';
+import { ConfigError } from '../errors/index.js';
+import { KeystoneAuth, loadCaCert, type KeystoneAuthOptions } from '../auth/keystone.js';
+import { envCloud } from './env.js';
+import { candidateFiles, cloudsOf, loadFirstFile, mergeDeep, searchDirs, type SearchOptions } from './files.js';
+import { resolveCloud } from './normalise.js';
+import type { CloudConfig } from './types.js';
+
+export type { CloudAuth, CloudAuthType, CloudConfig, CloudSource } from './types.js';
+export { candidateFiles, mergeDeep, parseConfigText, searchDirs } from './files.js';
+export { envCloud, SELECTOR_VARS } from './env.js';
+export { getBoolean, resolveCloud } from './normalise.js';
+
+/** Options of {@link loadCloudConfig}. */
+export interface LoadCloudConfigOptions {
+  /** Cloud name; default `OS_CLOUD`, then the environment cloud, then the file's only cloud. */
+  cloud?: string | undefined;
+  /** Environment to read. Default `process.env`. */
+  env?: Record<string, string | undefined>;
+  /** Current directory (first search directory). Default `process.cwd()`. */
+  cwd?: string;
+  /** Home directory (for `~/.config/openstack`). Default `os.homedir()`. */
+  homeDir?: string;
+  /**
+   * System directories searched after the user's. Default: the XDG site directory
+   * (`$XDG_CONFIG_DIRS`'s first entry or `/etc/xdg`, + `/openstack`), then `/etc/openstack`.
+   */
+  systemDirs?: string[];
+  /** Region, overriding `OS_REGION_NAME` and the cloud's. */
+  regionName?: string;
+  /** Interface, overriding `OS_INTERFACE` and the cloud's. */
+  interface?: string;
+}
+
+/**
+ * Find and resolve one cloud.
+ *
+ * @returns plain data; `util.inspect` and `JSON.stringify` of it show `[REDACTED]` for secrets.
+ * @throws {@link ConfigError} naming the file and key: a file that does not parse, a cloud that is
+ * not there, several clouds and none chosen, no configuration at all, a missing required field
+ * (`auth.auth_url`, `auth.password`, ...), an unknown `auth_type`, `interface` or region. Never a secret.
+ */
+export function loadCloudConfig(options: LoadCloudConfigOptions = {}): CloudConfig {
+  const env = options.env ?? process.env;
+  const search: SearchOptions = { env, cwd: options.cwd ?? process.cwd(), homeDir: options.homeDir ?? homedir(), systemDirs: options.systemDirs };
+  const cloudsFile = loadFirstFile(candidateFiles('clouds', search));
+  const secureFile = loadFirstFile(candidateFiles('secure', search));
+  const fileClouds = cloudsOf(cloudsFile);
+  const secureClouds = cloudsOf(secureFile);
+  const merged = mergeDeep(fileClouds, secureClouds);
+
+  const envName = env['OS_CLOUD_NAME'] || 'envvars';
+  const fromEnv = envCloud(env);
+  if (fromEnv && Object.hasOwn(merged, envName)) {
+    throw new ConfigError(
+      `${cloudsFile?.path ?? secureFile?.path} defines a cloud named "${envName}", which is also the name of the cloud built from the OS_* variables: ` +
+        'rename one of them (OS_CLOUD_NAME names the environment cloud)',
+      { file: cloudsFile?.path ?? secureFile?.path, key: `clouds.${envName}` },
+    );
+  }
+  const requested = options.cloud || env['OS_CLOUD'] || undefined;
+  const fileNames = Object.keys(merged);
+  let name: string;
+  if (requested !== undefined) name = requested;
+  else if (fromEnv) name = envName;
+  else if (fileNames.length === 1) name = fileNames[0]!;
+  else if (fileNames.length > 1) {
+    throw new ConfigError(`${cloudsFile?.path ?? secureFile?.path} has several clouds (${fileNames.join(', ')}): choose one with OS_CLOUD or --os-cloud`, {
+      file: cloudsFile?.path ?? secureFile?.path,
+      key: 'clouds',
+    });
+  } else {
+    throw new ConfigError(
+      'no cloud configured: set OS_CLOUD and write a clouds.yaml, or set OS_AUTH_URL and credentials ' +
+        `(searched: ${searchDirs(search).join(', ')}${env['OS_CLIENT_CONFIG_FILE'] ? `, ${env['OS_CLIENT_CONFIG_FILE']}` : ''})`,
+    );
+  }
+
+  const overrides = { region_name: options.regionName || env['OS_REGION_NAME'], interface: options.interface || env['OS_INTERFACE'], compute_api_version: env['OS_COMPUTE_API_VERSION'] };
+  if (name === envName && fromEnv) {
+    return resolveCloud(name, fromEnv, { file: undefined, secureFile: undefined, env: true }, overrides);
+  }
+  if (!Object.hasOwn(merged, name)) {
+    const file = cloudsFile?.path ?? secureFile?.path;
+    throw new ConfigError(
+      file
+        ? `cloud "${name}" not found in ${file}${secureFile && cloudsFile ? ` or ${secureFile.path}` : ''} (clouds: ${fileNames.join(', ') || 'none'})`
+        : `cloud "${name}" requested but no clouds.yaml found (searched: ${searchDirs(search).join(', ')})`,
+      { ...(file ? { file } : {}), key: `clouds.${name}` },
+    );
+  }
+  const source = {
+    file: Object.hasOwn(fileClouds, name) ? cloudsFile?.path : undefined,
+    secureFile: Object.hasOwn(secureClouds, name) ? secureFile?.path : undefined,
+    env: false,
+  };
+  return resolveCloud(name, merged[name], source, overrides);
+}
+
+/** Extra options of {@link clientOptionsFromCloud}, `NovaClient.fromCloud` and `NovaClient.fromEnv`. */
+export interface CloudClientOptions extends Partial<NovaClientOptions> {
+  /** Options of the {@link KeystoneAuth} built from the cloud (renewal margin, time limit). */
+  keystone?: Pick<KeystoneAuthOptions, 'minTokenLifeMs' | 'requestTimeoutMs' | 'userAgent'>;
+}
+
+/**
+ * The {@link KeystoneAuthOptions} of a cloud. Options the auth type does not use are dropped, like
+ * keystoneauth's loader does (e.g. `project_name` left over in the environment of an application
+ * credential, which is pre-scoped).
+ */
+export function keystoneOptionsFromCloud(config: CloudConfig): KeystoneAuthOptions {
+  const a = config.auth;
+  const out: KeystoneAuthOptions = {
+    interface: config.interface,
+    ...(a.auth_url !== undefined ? { authUrl: a.auth_url } : {}),
+    ...(config.region_name !== undefined ? { regionName: config.region_name } : {}),
+    ...(config.compute_endpoint_override !== undefined ? { endpointOverride: config.compute_endpoint_override } : {}),
+    ...(config.insecure ? { insecure: true } : config.cacert !== undefined ? { caCert: config.cacert } : {}),
+  };
+  const user = {
+    ...(a.user_id !== undefined ? { userId: a.user_id } : { username: a.username }),
+    userDomainName: a.user_domain_name,
+    userDomainId: a.user_domain_id,
+    domainName: a.domain_name,
+    domainId: a.domain_id,
+  };
+  const project = {
+    ...(a.project_id !== undefined ? { projectId: a.project_id } : { projectName: a.project_name }),
+    projectDomainName: a.project_domain_name,
+    projectDomainId: a.project_domain_id,
+  };
+  let creds: Partial<KeystoneAuthOptions>;
+  if (config.auth_type === 'password') creds = { method: 'password', ...user, ...project, password: a.password };
+  else if (config.auth_type === 'token') creds = { method: 'token', ...project, domainName: a.domain_name, domainId: a.domain_id, token: a.token };
+  else {
+    creds = {
+      method: 'application_credential',
+      applicationCredentialSecret: a.application_credential_secret,
+      ...(a.application_credential_id !== undefined ? { applicationCredentialId: a.application_credential_id } : { applicationCredentialName: a.application_credential_name, ...user }),
+    };
+  }
+  for (const [k, v] of Object.entries(creds)) if (v !== undefined) (out as Record<string, unknown>)[k] = v;
+  return out;
+}
+
+/**
+ * {@link NovaClientOptions} for a cloud: a {@link KeystoneAuth}, the microversion
+ * (`compute_api_version`), TLS options (`cacert` read from its file, `insecure`) and the project id
+ * when the cloud names one by id. `extra` wins over all of these.
+ * @throws {@link ConfigError} when the CA file cannot be read; ValidationError from {@link KeystoneAuth}.
+ */
+export function clientOptionsFromCloud(config: CloudConfig, extra: CloudClientOptions = {}): NovaClientOptions {
+  const { keystone, ...clientExtra } = extra;
+  const auth = new KeystoneAuth({ ...keystoneOptionsFromCloud(config), ...(keystone ?? {}), ...(extra.logger ? { logger: extra.logger } : {}) });
+  const out: NovaClientOptions = { auth };
+  if (config.compute_api_version !== undefined) out.microversion = config.compute_api_version;
+  if (config.insecure) out.insecure = true;
+  else if (config.cacert !== undefined) out.caCert = loadCaCert(config.cacert);
+  const projectId = auth.getProjectId();
+  if (projectId !== undefined) out.projectId = projectId;
+  return { ...out, ...clientExtra };
+}
+
+/**
+ * Like {@link clientOptionsFromCloud}, but authenticates once first (unless the token is used as it
+ * is), so that bad credentials fail here and the project id of the token (application credentials,
+ * projects given by name) becomes the client's `projectId`.
+ * @throws the errors of {@link clientOptionsFromCloud} and of {@link KeystoneAuth.getToken}.
+ */
+export async function resolveClientOptions(config: CloudConfig, extra: CloudClientOptions = {}): Promise<NovaClientOptions> {
+  const options = clientOptionsFromCloud(config, extra);
+  const auth = options.auth;
+  if (auth instanceof KeystoneAuth && auth.authUrl !== undefined) {
+    await auth.getToken();
+    if (extra.projectId === undefined) {
+      const projectId = auth.getProjectId();
+      if (projectId !== undefined) options.projectId = projectId;
+    }
+  }
+  return options;
+}

@@ -1,0 +1,73 @@
+/**
+ * Checks of caller input shared by the client, the delete-waiter and `deleteServer`: bad input gets
+ * a {@link ValidationError} before any request is sent.
+ *
+ * @module
+ */
+import { ValidationError } from '../errors/index.js';
+
+/**
+ * Check an id that goes into a URL path segment (`/servers/{id}`, `/flavors/{id}`): a non-empty
+ * string without `/`, `?` or `#`, and not `.` or `..`. A dot segment is removed by URL
+ * normalisation (WHATWG URL, and so axios), even when percent-encoded: `DELETE /servers/..` would
+ * become `DELETE /v2.1/`, whose 404 would read as "already gone".
+ * @throws {@link ValidationError}
+ */
+export function checkPathId(what: string, id: unknown): asserts id is string {
+  if (typeof id !== 'string' || id.trim().length === 0 || /[/?#]/.test(id) || id === '.' || id === '..') {
+    throw new ValidationError(`${what} must be a non-empty string without '/', '?' or '#' (and not '.' or '..'), got ${JSON.stringify(id)}`);
+  }
+}
+
+/**
+ * The longest delay a Node timer can wait: 2147483647 ms (about 24.8 days). A longer `setTimeout`
+ * fires after 1 ms (with a TimeoutOverflowWarning), so a longer finite timeout would end at once.
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * Check a duration in milliseconds: a number, not NaN, not negative, not 0 unless `allowZero`, and
+ * finite unless `allowInfinity` (e.g. a timeout, where `Infinity` means none). With `timer` (the
+ * value feeds a timer: a timeout, an interval, a delay) a finite value must be at most
+ * {@link MAX_TIMER_MS}.
+ * @throws {@link ValidationError}
+ */
+export function checkDurationMs(name: string, value: unknown, { allowZero = false, allowInfinity = true, timer = false } = {}): void {
+  if (value === undefined) return;
+  if (typeof value !== 'number' || Number.isNaN(value) || value < 0 || (!allowZero && value === 0) || (!allowInfinity && !Number.isFinite(value))) {
+    throw new ValidationError(
+      `${name} must be a ${allowZero ? 'non-negative' : 'positive'}${allowInfinity ? '' : ', finite'} number of milliseconds, got ${String(value)}`,
+    );
+  }
+  if (timer && Number.isFinite(value) && value > MAX_TIMER_MS) {
+    throw new ValidationError(
+      `${name} must be at most ${MAX_TIMER_MS} ms (about 24.8 days, the longest a timer can wait)${allowInfinity ? ', or Infinity for no limit' : ''}, got ${String(value)}`,
+    );
+  }
+}
+
+/** The parts of a retry policy {@link checkRetryPolicy} checks (see `RetryOptions` in `client.ts`). */
+export interface RetryPolicyInput {
+  retries?: number | undefined;
+  minDelayMs?: number | undefined;
+  maxDelayMs?: number | undefined;
+  maxRetryTimeMs?: number | undefined;
+}
+
+/**
+ * Check a retry policy: `retries` a non-negative integer, `minDelayMs` a finite non-negative
+ * duration, `maxDelayMs` a non-negative duration (both at most {@link MAX_TIMER_MS}),
+ * `maxRetryTimeMs` a positive duration.
+ * @param where - Prefix of the option names in messages, e.g. `retry`.
+ * @throws {@link ValidationError}
+ */
+export function checkRetryPolicy(where: string, r: RetryPolicyInput | undefined): void {
+  if (r === undefined) return;
+  if (r === null || typeof r !== 'object') throw new ValidationError(`${where} must be an object (or false), got ${String(r)}`);
+  if (r.retries !== undefined && (!Number.isInteger(r.retries) || r.retries < 0)) {
+    throw new ValidationError(`${where}.retries must be a non-negative integer, got ${String(r.retries)}`);
+  }
+  checkDurationMs(`${where}.minDelayMs`, r.minDelayMs, { allowZero: true, allowInfinity: false, timer: true });
+  checkDurationMs(`${where}.maxDelayMs`, r.maxDelayMs, { allowZero: true, timer: true });
+  checkDurationMs(`${where}.maxRetryTimeMs`, r.maxRetryTimeMs);
+}

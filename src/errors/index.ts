@@ -1,0 +1,385 @@
+/**
+ * Typed errors of nova-guard. Every HTTP error carries the status, Nova's fault key and message, the
+ * `x-openstack-request-id`, the method and URL (never a token) and, where known, the server id.
+ *
+ * Source for the envelope: `nova/api/openstack/wsgi.py` `Fault` (`{"<faultKey>": {"code", "message"}}`),
+ * keystonemiddleware's `{"error": {...}}` for 401. See `../shared/reference/nova-facts.md` §6.2, §7.
+ *
+ * @module
+ */
+import { inspect } from 'node:util';
+import { parseQuotaMessage, type QuotaResource } from './quotaMessage.js';
+import type { Headroom, QuotaNeeds } from '../guard/headroom.js';
+
+export type { QuotaResource } from './quotaMessage.js';
+
+/** What every nova-guard HTTP error knows about the request that failed. */
+export interface NovaErrorInit {
+  /** HTTP status; 0 when no response came (connection error, request timeout, abort). */
+  status: number;
+  /** Nova's fault key (`itemNotFound`, `forbidden`, `conflictingRequest`, `overLimit`, ...), if the body had one. */
+  fault?: string;
+  /** Nova's message, or a description of what happened. */
+  message: string;
+  /** `x-openstack-request-id` (or `x-compute-request-id`) of the response. */
+  requestId?: string;
+  /** HTTP method. */
+  method?: string;
+  /** Request URL, without query secrets; never a token. */
+  url?: string;
+  /** The server the request was about, where there is one. */
+  serverId?: string;
+  /** Retry-After in milliseconds, from the header or Nova's `retryAfter` body field. */
+  retryAfterMs?: number;
+  /** The underlying error (a redacted description, never a raw axios error). */
+  cause?: unknown;
+}
+
+/**
+ * Base class of every error nova-guard throws for an HTTP exchange with Nova or Keystone.
+ * `name` is the class name. Never holds a token or password: the request's headers are not kept.
+ */
+export class NovaApiError extends Error {
+  /** HTTP status; 0 when no response came. */
+  readonly status: number;
+  /** Nova's fault key, e.g. `itemNotFound`, `forbidden`, `conflictingRequest`, `overLimit`. */
+  readonly fault: string | undefined;
+  /** `x-openstack-request-id` of the response, for the operator's logs. */
+  readonly requestId: string | undefined;
+  /** HTTP method of the failed request. */
+  readonly method: string | undefined;
+  /** URL of the failed request (never with a token). */
+  readonly url: string | undefined;
+  /** The server this request was about, if any. */
+  readonly serverId: string | undefined;
+  /** Suggested delay before a retry, in milliseconds, from `Retry-After` or Nova's `retryAfter`. */
+  readonly retryAfterMs: number | undefined;
+
+  constructor(init: NovaErrorInit) {
+    super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
+    this.name = new.target.name;
+    this.status = init.status;
+    this.fault = init.fault;
+    this.requestId = init.requestId;
+    this.method = init.method;
+    this.url = init.url;
+    this.serverId = init.serverId;
+    this.retryAfterMs = init.retryAfterMs;
+  }
+}
+
+/** 404 `itemNotFound`: the server (or flavor, ...) does not exist. */
+export class NotFoundError extends NovaApiError {}
+
+/** 409 `conflictingRequest`: e.g. the server is locked, or in a state that forbids the action. */
+export class ConflictError extends NovaApiError {}
+
+/** 400 `badRequest`: Nova rejected the request's content. Never retried. */
+export class BadRequestError extends NovaApiError {}
+
+/**
+ * 403 that is not a quota error: a policy denial (`Policy doesn't allow ... to be performed.`) or an
+ * opaque proxy page. Never retried.
+ */
+export class ForbiddenError extends NovaApiError {}
+
+/** 401 from Nova or Keystone: the token is missing, invalid or expired, or the credentials are wrong. */
+export class AuthError extends NovaApiError {}
+
+/**
+ * 429, or 413 `overLimit` that is a rate limit ("This request was rate-limited."): retry after
+ * {@link NovaApiError.retryAfterMs}.
+ */
+export class RateLimitError extends NovaApiError {}
+
+/** 413 that is neither a rate limit nor a quota: the request body is too large. Never retried. */
+export class RequestTooLargeError extends NovaApiError {}
+
+/** 5xx from Nova or a proxy in front of it. */
+export class ServerError extends NovaApiError {}
+
+/**
+ * Nova answered 2xx, but the body is not what the Nova API reference says it is: not JSON (an HTML
+ * page from a proxy or captive portal), JSON `null`, or without the expected member (`server`,
+ * `servers`, `flavor`, `limits.absolute`, `quota_set`) of the expected type. Usually a wrong
+ * endpoint (e.g. the version document instead of `/v2.1`) or a proxy in front of Nova. `status` is
+ * the 2xx status. Never retried, and never taken as an empty answer (an empty server list would make
+ * an audit report drift and a reaper see nothing). After a `POST /servers` the server may have been
+ * created even though its id is unknown.
+ */
+export class InvalidResponseError extends NovaApiError {}
+
+/**
+ * No response: connection refused or reset, DNS failure, or the request timed out
+ * (`requestTimeoutMs`). `status` is 0; `code` is the system or axios code.
+ */
+export class NovaNetworkError extends NovaApiError {
+  /** `ECONNRESET`, `ECONNREFUSED`, `ETIMEDOUT` (request timeout), ... */
+  readonly code: string | undefined;
+  /** True when the request was ended by `requestTimeoutMs`. */
+  readonly timedOut: boolean;
+  constructor(init: NovaErrorInit & { code?: string; timedOut?: boolean }) {
+    super(init);
+    this.code = init.code;
+    this.timedOut = init.timedOut ?? false;
+  }
+}
+
+/** Options of {@link QuotaExceededError} beyond {@link NovaErrorInit}. */
+export interface QuotaExceededInit extends NovaErrorInit {
+  /** The parsed over-quota resources; parsed from `message` when omitted. */
+  resources?: QuotaResource[];
+  /** True when waiting cannot help (requested above the limit itself). Derived from `resources` when omitted. */
+  permanent?: boolean;
+}
+
+/**
+ * A quota error: 403 (or legacy 413) whose message is a quota message (see {@link parseQuotaMessage}),
+ * a server that went to ERROR with a quota fault, or the guard's own verdict that a request can never fit.
+ */
+export class QuotaExceededError extends NovaApiError {
+  /** Parsed resources: name (`cores`, `ram`, `instances`), requested, used, allowed. */
+  readonly resources: QuotaResource[];
+  /** True when some resource's request exceeds its limit: no amount of waiting helps. */
+  readonly permanent: boolean;
+  constructor(init: QuotaExceededInit) {
+    super(init);
+    const parsed = parseQuotaMessage(init.message);
+    this.resources = init.resources ?? parsed?.resources ?? [];
+    this.permanent = init.permanent ?? parsed?.permanent ?? false;
+  }
+}
+
+/** Why a delete-wait ended without the server being gone. */
+export interface DeleteTimeoutInit {
+  serverId: string;
+  /** Status seen on the last successful poll. */
+  lastStatus: string | undefined;
+  /** `OS-EXT-STS:task_state` seen on the last successful poll. */
+  lastTaskState: string | null | undefined;
+  /** Number of polls made. */
+  polls: number;
+  /** Wall-clock time spent, in milliseconds. */
+  elapsedMs: number;
+  /** The wait's timeout, in milliseconds. */
+  timeoutMs: number;
+}
+
+/** The server did not reach 404, DELETED or SOFT_DELETED within `timeoutMs`. */
+export class DeleteTimeoutError extends Error {
+  readonly serverId: string;
+  readonly lastStatus: string | undefined;
+  readonly lastTaskState: string | null | undefined;
+  readonly polls: number;
+  readonly elapsedMs: number;
+  readonly timeoutMs: number;
+  constructor(init: DeleteTimeoutInit) {
+    super(
+      `Timed out after ${init.elapsedMs} ms waiting for server ${init.serverId} to be deleted ` +
+        `(last status ${init.lastStatus ?? 'unknown'}, task_state ${init.lastTaskState ?? 'null'}, ${init.polls} polls)`,
+    );
+    this.name = new.target.name;
+    this.serverId = init.serverId;
+    this.lastStatus = init.lastStatus;
+    this.lastTaskState = init.lastTaskState;
+    this.polls = init.polls;
+    this.elapsedMs = init.elapsedMs;
+    this.timeoutMs = init.timeoutMs;
+  }
+}
+
+/** Options of {@link DeleteFailedError}. */
+export interface DeleteFailedInit {
+  serverId: string;
+  /** Nova's fault message of the server in ERROR, or the last DELETE's error message. */
+  faultMessage: string | undefined;
+  /** Number of DELETE requests issued. */
+  deleteAttempts: number;
+  /** Last observed status. */
+  lastStatus?: string | undefined;
+  /** The HTTP error that ended the attempts, if any. */
+  cause?: unknown;
+}
+
+/** Nova did not delete the server: the DELETE kept failing, or the server went to ERROR twice. */
+export class DeleteFailedError extends Error {
+  readonly serverId: string;
+  readonly faultMessage: string | undefined;
+  readonly deleteAttempts: number;
+  readonly lastStatus: string | undefined;
+  /** HTTP status of the last failed DELETE, if that is what ended it. */
+  readonly status: number | undefined;
+  /** `x-openstack-request-id` of the last failed request, if any. */
+  readonly requestId: string | undefined;
+  constructor(init: DeleteFailedInit) {
+    super(
+      `Failed to delete server ${init.serverId} after ${init.deleteAttempts} DELETE request(s)` +
+        (init.faultMessage ? `: ${init.faultMessage}` : ''),
+      init.cause === undefined ? undefined : { cause: init.cause },
+    );
+    this.name = new.target.name;
+    this.serverId = init.serverId;
+    this.faultMessage = init.faultMessage;
+    this.deleteAttempts = init.deleteAttempts;
+    this.lastStatus = init.lastStatus;
+    this.status = init.cause instanceof NovaApiError ? init.cause.status : undefined;
+    this.requestId = init.cause instanceof NovaApiError ? init.cause.requestId : undefined;
+  }
+}
+
+/** The operation was aborted through its AbortSignal. `cause` is the signal's reason. */
+export class AbortError extends Error {
+  constructor(message = 'The operation was aborted', options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'AbortError';
+  }
+}
+
+/** Bad input caught before any request: a missing option, a negative duration, an empty id. */
+export class ValidationError extends TypeError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ValidationError';
+  }
+}
+
+/** Configuration could not be loaded: names the file and the key, never a secret value. */
+export class ConfigError extends Error {
+  /** The file that was being read, if any. */
+  readonly file: string | undefined;
+  /** The key that is missing or wrong, if any. */
+  readonly key: string | undefined;
+  constructor(message: string, options?: { file?: string; key?: string; cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'ConfigError';
+    this.file = options?.file;
+    this.key = options?.key;
+  }
+}
+
+/** Throws {@link AbortError} when `signal` is aborted. */
+export function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new AbortError(undefined, { cause: signal.reason });
+}
+
+/** True for an abort: ours, p-retry's or the platform's `AbortError`/`ERR_CANCELED`. */
+export function isAbortError(error: unknown): boolean {
+  return error instanceof Error && (error.name === 'AbortError' || (error as { code?: string }).code === 'ERR_CANCELED');
+}
+
+// Keep util.inspect of errors free of anything but their own fields (no nested axios config).
+for (const cls of [NovaApiError]) {
+  Object.defineProperty(cls.prototype, inspect.custom, {
+    value: function (this: NovaApiError) {
+      const { name, message, status, fault, requestId, method, url, serverId } = this;
+      return `${name}: ${message} ${inspect({ status, fault, requestId, method, url, serverId })}`;
+    },
+  });
+}
+
+/** What {@link QuotaWaitTimeoutError} carries beyond {@link QuotaExceededInit}. */
+export interface QuotaWaitTimeoutInit extends QuotaExceededInit {
+  /** Wall-clock time spent waiting for headroom, in ms. */
+  waitedMs: number;
+  /** The guard's `maxWaitMs`. */
+  maxWaitMs: number;
+  /** `GET /limits` reads made while waiting. */
+  limitsReads: number;
+  /** The last headroom the guard computed (see `QuotaGuard.headroom()`). */
+  headroom: Headroom;
+  /** What the request needed. */
+  needs: QuotaNeeds;
+}
+
+/**
+ * `QuotaGuard` waited `maxWaitMs` for quota headroom and the request still did not fit in what
+ * `GET /limits` reports. Not permanent (`permanent` is false): the numbers may be stale or wrong
+ * (field case BUG-13), so an operator may want to check Nova's usage. The message carries the last
+ * numbers in Nova's `/limits` terms, e.g. `maxTotalCores=10 totalCoresUsed=8 requested=4 inFlight=0`.
+ * `status` is 0 (the guard's verdict, not an HTTP answer); `requestId` is the last `/limits` read's.
+ */
+export class QuotaWaitTimeoutError extends QuotaExceededError {
+  /** Wall-clock time spent waiting, in ms. */
+  readonly waitedMs: number;
+  /** The `maxWaitMs` that ran out, in ms. */
+  readonly maxWaitMs: number;
+  /** `GET /limits` reads made. */
+  readonly limitsReads: number;
+  /** The last headroom computed. */
+  readonly headroom: Headroom;
+  /** What the request needed. */
+  readonly needs: QuotaNeeds;
+  constructor(init: QuotaWaitTimeoutInit) {
+    super({ ...init, permanent: false });
+    this.waitedMs = init.waitedMs;
+    this.maxWaitMs = init.maxWaitMs;
+    this.limitsReads = init.limitsReads;
+    this.headroom = init.headroom;
+    this.needs = init.needs;
+  }
+}
+
+/** How a server created by `QuotaGuard` failed to become usable. */
+export type ServerBuildFailure = 'error' | 'timeout' | 'gone';
+
+/** Options of {@link ServerBuildError}. */
+export interface ServerBuildInit {
+  serverId: string;
+  /** `'error'`: status ERROR; `'timeout'`: still BUILD after `activeTimeoutMs`; `'gone'`: 404 or DELETED while building. */
+  reason: ServerBuildFailure;
+  /** Last status seen. */
+  lastStatus: string | undefined;
+  /** Nova's `fault.message` of the server, if any. */
+  faultMessage?: string | undefined;
+  /** Nova's `fault.code` of the server, if any. */
+  faultCode?: number | undefined;
+  /** Time spent waiting for the server to leave BUILD, in ms. */
+  elapsedMs: number;
+  /** True when the guard deleted the server (and waited for the deletion); false when that failed. */
+  deleted: boolean;
+  /** Why the deletion failed, when `deleted` is false. */
+  cleanupError?: Error | undefined;
+  cause?: unknown;
+}
+
+/**
+ * A server that `QuotaGuard.createServer` created did not become usable: it went to ERROR with a
+ * fault that is not a quota fault, stayed in BUILD past `activeTimeoutMs`, or disappeared. The guard
+ * has already deleted it (with wait) unless `deleted` is false, in which case `cleanupError` says
+ * why and the server is left in the project.
+ */
+export class ServerBuildError extends Error {
+  readonly serverId: string;
+  readonly reason: ServerBuildFailure;
+  readonly lastStatus: string | undefined;
+  /** Nova's `fault.message`. */
+  readonly faultMessage: string | undefined;
+  /** Nova's `fault.code`. */
+  readonly faultCode: number | undefined;
+  readonly elapsedMs: number;
+  /** True when the guard deleted the server. */
+  readonly deleted: boolean;
+  /** Why the guard could not delete it. */
+  readonly cleanupError: Error | undefined;
+  constructor(init: ServerBuildInit) {
+    const what =
+      init.reason === 'error'
+        ? `went to ERROR${init.faultMessage ? `: ${init.faultMessage}` : ' (no fault message)'}`
+        : init.reason === 'timeout'
+          ? `was still ${init.lastStatus ?? 'BUILD'} after ${init.elapsedMs} ms`
+          : 'disappeared while building';
+    const cleanup = init.deleted
+      ? ' (the server was deleted)'
+      : `; the server could NOT be deleted and is left behind: ${init.cleanupError?.message ?? 'unknown error'}`;
+    super(`Server ${init.serverId} ${what}${cleanup}`, init.cause === undefined ? undefined : { cause: init.cause });
+    this.name = new.target.name;
+    this.serverId = init.serverId;
+    this.reason = init.reason;
+    this.lastStatus = init.lastStatus;
+    this.faultMessage = init.faultMessage;
+    this.faultCode = init.faultCode;
+    this.elapsedMs = init.elapsedMs;
+    this.deleted = init.deleted;
+    this.cleanupError = init.cleanupError;
+  }
+}

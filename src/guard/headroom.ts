@@ -1,0 +1,172 @@
+/**
+ * Quota headroom from `GET /limits`: plain data in, plain data out.
+ *
+ * Rules (Nova API reference, "Limits"; `nova/quota.py` `DbQuotaDriver`; field cases BUG-11, BUG-13
+ * in `../shared/reference/field-cases.md`):
+ * - headroom = max - used - inFlight per resource, where inFlight is what this process has claimed
+ *   but Nova may not count yet;
+ * - `-1` (parsed to `Infinity` by the client) means unlimited: headroom `Infinity`;
+ * - used above max (a lowered quota) means headroom 0, never negative or `NaN`;
+ * - a missing max or used means unknown (`undefined`): the guard then lets Nova decide;
+ * - a request fits iff `needed <= headroom` (Nova: `used + requested <= limit`), and can never fit
+ *   iff `needed > max` (nodepool's `hasProviderQuota`).
+ *
+ * @module
+ */
+import type { AbsoluteLimits } from '../core/types.js';
+
+/** What one create needs: vCPUs (`cores`), RAM in MiB and servers (`instances`), Nova's quota names. */
+export interface QuotaNeeds {
+  /** vCPUs: flavor `vcpus` × server count. */
+  cores: number;
+  /** RAM in MiB: flavor `ram` × server count. */
+  ramMiB: number;
+  /** Number of servers. */
+  instances: number;
+}
+
+/** The three resources Nova checks on create, in Nova's (alphabetical) order. */
+export const QUOTA_RESOURCES = ['cores', 'instances', 'ram'] as const;
+/** One of {@link QUOTA_RESOURCES}. */
+export type QuotaResourceName = (typeof QUOTA_RESOURCES)[number];
+
+/** One resource's numbers. */
+export interface ResourceHeadroom {
+  /** The limit (`maxTotalCores`, ...): `Infinity` for -1, `undefined` when `/limits` did not say. */
+  max: number | undefined;
+  /** What Nova reports as used (`totalCoresUsed`, ...), `undefined` when `/limits` did not say. */
+  used: number | undefined;
+  /** Claimed by this guard's creates that Nova may not count yet. */
+  inFlight: number;
+  /**
+   * `max - used - inFlight`, clamped at 0; `Infinity` when unlimited; `undefined` when max or used is
+   * unknown.
+   */
+  headroom: number | undefined;
+}
+
+/** Headroom of `cores`, `ram` (MiB) and `instances`, with where the numbers came from. */
+export interface Headroom {
+  cores: ResourceHeadroom;
+  /** RAM, in MiB. */
+  ram: ResourceHeadroom;
+  instances: ResourceHeadroom;
+  /** Always `'limits'`: Nova's `GET /limits` absolute block. */
+  source: 'limits';
+  /** `x-openstack-request-id` of the `/limits` response. */
+  requestId: string | undefined;
+  /** When the `/limits` response arrived (epoch ms, local clock). */
+  readAtMs: number;
+}
+
+/** `/limits` keys of each resource (Nova's `views/limits.py`). */
+export const LIMIT_KEYS: Record<QuotaResourceName, { max: string; used: string }> = {
+  cores: { max: 'maxTotalCores', used: 'totalCoresUsed' },
+  instances: { max: 'maxTotalInstances', used: 'totalInstancesUsed' },
+  ram: { max: 'maxTotalRAMSize', used: 'totalRAMUsed' },
+};
+
+/** The {@link QuotaNeeds} field of each resource. */
+export function neededOf(needs: QuotaNeeds, resource: QuotaResourceName): number {
+  return resource === 'ram' ? needs.ramMiB : needs[resource];
+}
+
+function resourceHeadroom(max: number | undefined, used: number | undefined, inFlight: number): ResourceHeadroom {
+  let headroom: number | undefined;
+  if (max === undefined || used === undefined) headroom = undefined;
+  else if (max === Number.POSITIVE_INFINITY) headroom = Number.POSITIVE_INFINITY;
+  else headroom = Math.max(0, max - used - inFlight);
+  return { max, used, inFlight, headroom };
+}
+
+/**
+ * Compute headroom from the parsed `absolute` block of `GET /limits` and this process's in-flight
+ * claims.
+ *
+ * @param absolute - `NovaClient.getLimits().absolute` (-1 already `Infinity`, missing `undefined`).
+ * @param inFlight - Claimed but possibly not yet counted by Nova; zeros when none.
+ */
+export function computeHeadroom(
+  absolute: AbsoluteLimits,
+  inFlight: QuotaNeeds,
+  meta: { requestId?: string | undefined; readAtMs: number },
+): Headroom {
+  return {
+    cores: resourceHeadroom(absolute.maxTotalCores, absolute.totalCoresUsed, inFlight.cores),
+    instances: resourceHeadroom(absolute.maxTotalInstances, absolute.totalInstancesUsed, inFlight.instances),
+    ram: resourceHeadroom(absolute.maxTotalRAMSize, absolute.totalRAMUsed, inFlight.ramMiB),
+    source: 'limits',
+    requestId: meta.requestId,
+    readAtMs: meta.readAtMs,
+  };
+}
+
+/** One resource that does not fit, with its numbers. */
+export interface Shortfall extends ResourceHeadroom {
+  resource: QuotaResourceName;
+  /** What the request needs of it. */
+  needed: number;
+}
+
+/** Verdict of {@link checkFit}. */
+export interface FitVerdict {
+  /** `'fits'`, `'short'` (wait: others may free it) or `'never'` (needed above the limit itself). */
+  verdict: 'fits' | 'short' | 'never';
+  /** Resources where needed > headroom (with `'never'`: where needed > max). */
+  shortfalls: Shortfall[];
+}
+
+/**
+ * Does `needs` fit in `headroom`? A resource with unknown headroom, or needed 0, never blocks.
+ * `'never'` wins over `'short'`: when some resource needs more than its limit, waiting cannot help.
+ */
+export function checkFit(needs: QuotaNeeds, headroom: Headroom): FitVerdict {
+  const never: Shortfall[] = [];
+  const short: Shortfall[] = [];
+  for (const resource of QUOTA_RESOURCES) {
+    const needed = neededOf(needs, resource);
+    const h = headroom[resource];
+    if (needed <= 0) continue;
+    if (h.max !== undefined && needed > h.max) never.push({ resource, needed, ...h });
+    else if (h.headroom !== undefined && needed > h.headroom) short.push({ resource, needed, ...h });
+  }
+  if (never.length > 0) return { verdict: 'never', shortfalls: never };
+  if (short.length > 0) return { verdict: 'short', shortfalls: short };
+  return { verdict: 'fits', shortfalls: [] };
+}
+
+function num(n: number | undefined): string {
+  if (n === undefined) return 'unknown';
+  return n === Number.POSITIVE_INFINITY ? '-1' : String(n);
+}
+
+/**
+ * Shortfalls in Nova's `/limits` terms, e.g. `cores: maxTotalCores=10 totalCoresUsed=8 requested=4
+ * inFlight=0`; several resources are joined with `'; '`.
+ */
+export function describeShortfalls(shortfalls: readonly Shortfall[]): string {
+  return shortfalls
+    .map((s) => {
+      const keys = LIMIT_KEYS[s.resource];
+      return `${s.resource}: ${keys.max}=${num(s.max)} ${keys.used}=${num(s.used)} requested=${s.needed} inFlight=${s.inFlight}`;
+    })
+    .join('; ');
+}
+
+/** Shortfalls as `QuotaExceededError` resources (`allowed` is the limit, `used` Nova's count). */
+export function shortfallResources(shortfalls: readonly Shortfall[]): Array<{ name: string; requested: number; used: number; allowed: number }> {
+  return shortfalls.map((s) => ({
+    name: s.resource,
+    requested: s.needed,
+    used: s.used ?? 0,
+    allowed: s.max === Number.POSITIVE_INFINITY ? -1 : (s.max ?? -1),
+  }));
+}
+
+/** Sum of several needs. */
+export function addNeeds(a: QuotaNeeds, b: QuotaNeeds): QuotaNeeds {
+  return { cores: a.cores + b.cores, ramMiB: a.ramMiB + b.ramMiB, instances: a.instances + b.instances };
+}
+
+/** Needs of nothing. */
+export const NO_NEEDS: Readonly<QuotaNeeds> = Object.freeze({ cores: 0, ramMiB: 0, instances: 0 });

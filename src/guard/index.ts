@@ -1,0 +1,23 @@
+/**
+ * The quota guard: headroom before a create, claims, backoff on transient quota 403s, and the
+ * settling of late quota faults.
+ *
+ * @module
+ */
+export { QuotaGuard, quotaGuard, QUOTA_GUARD_DEFAULTS } from './quotaGuard.js';
+export type {
+  QuotaGuardOptions,
+  QuotaGuardStats,
+  QuotaWaitInfo,
+  QuotaRetryInfo,
+  QuotaRetryReason,
+  GuardedCallOptions,
+  GuardedCreateOptions,
+  QuotaNeedsSpec,
+} from './quotaGuard.js';
+export { computeHeadroom, checkFit, describeShortfalls } from './headroom.js';
+export type { QuotaNeeds, Headroom, ResourceHeadroom, Shortfall, FitVerdict, QuotaResourceName } from './headroom.js';
+export { backoffDelayMs } from './backoff.js';
+export type { BackoffPolicy } from './backoff.js';
+export { waitForActive } from './waitForActive.js';
+export type { WaitForActiveOptions, WaitForActiveResult, ActiveOutcome } from './waitForActive.js';

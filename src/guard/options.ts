@@ -1,0 +1,213 @@
+/**
+ * Options, hook payloads and counters of `QuotaGuard`, their defaults, and input validation (every
+ * check runs before any request).
+ *
+ * Defaults follow `../shared/reference/field-cases.md` ("Assumed defaults": base 2000 ms, ×2 per
+ * step, cap 60000 ms, ±20 % jitter, minimum 1000 ms, 8 attempts, 600000 ms) and osc-lib's
+ * `wait_for_status` for the BUILD wait.
+ *
+ * @module
+ */
+import type { DeleteServerOptions } from '../delete/deleteServer.js';
+import { ValidationError } from '../errors/index.js';
+import type { Headroom, QuotaNeeds, Shortfall } from './headroom.js';
+import type { Logger } from '../core/logger.js';
+import { checkDurationMs } from '../core/validate.js';
+
+/** One wait for headroom, passed to {@link QuotaGuardOptions.onWait}. */
+export interface QuotaWaitInfo {
+  /** What the create needs. */
+  needs: QuotaNeeds;
+  /** The resources that do not fit, each with needed, max, used, inFlight and headroom. */
+  shortfalls: Shortfall[];
+  /** The headroom just read. */
+  headroom: Headroom;
+  /** How long the guard waits before the next `/limits` read, in ms. */
+  delayMs: number;
+  /** Waits of this call so far, this one included. */
+  waits: number;
+  /** POSTs this call has made so far. */
+  posts: number;
+  /** Time since the call started, in ms. */
+  elapsedMs: number;
+}
+
+/** Why the guard retries. */
+export type QuotaRetryReason =
+  /** Nova answered the POST with a quota 403 (or legacy 413 quota). */
+  | 'quota'
+  /** The server went to ERROR with a quota fault; the guard deleted it. */
+  | 'late-quota-fault'
+  /** A rate limit (413 overLimit with Retry-After, 429): re-POST without using an attempt. */
+  | 'rate-limit';
+
+/** One retry, passed to {@link QuotaGuardOptions.onRetry}. */
+export interface QuotaRetryInfo {
+  reason: QuotaRetryReason;
+  /** The error that caused the retry. */
+  error: Error;
+  /** Attempts (quota-counted POSTs) made so far. */
+  attempt: number;
+  /** Attempts left after this retry's. */
+  attemptsLeft: number;
+  /** Delay before the retry, in ms (for `'rate-limit'`: the Retry-After part; p-retry adds its backoff). */
+  delayMs: number;
+  /** Time since the call started, in ms. */
+  elapsedMs: number;
+  /** For `'late-quota-fault'`: the deleted server. */
+  serverId?: string | undefined;
+}
+
+/** Options of {@link QuotaGuard}. Every duration is in milliseconds. */
+export interface QuotaGuardOptions {
+  /**
+   * Longest time one guarded create may spend waiting for headroom and retrying quota errors, in
+   * ms, from the call's start. Default 600000 (10 min). 0: never wait.
+   */
+  maxWaitMs?: number;
+  /**
+   * Most POSTs that count as attempts, the first included (rate-limited POSTs do not count; a server
+   * deleted after a late quota fault does). Default 8.
+   */
+  maxAttempts?: number;
+  /** Floor of every backoff delay, in ms, also when Nova sends `Retry-After: 0`. Default 1000. */
+  minDelayMs?: number;
+  /** First backoff delay before jitter, in ms; doubles with every wait of the call. Default 2000. */
+  baseDelayMs?: number;
+  /** Ceiling of every backoff delay (after jitter), in ms; also caps a quota 403's Retry-After. Default 60000. */
+  maxDelayMs?: number;
+  /** Jitter: each delay is multiplied by a random factor in [1 - jitter, 1 + jitter]. Default 0.2. */
+  jitter?: number;
+  /** Called before each wait for headroom. Exceptions are logged and ignored. */
+  onWait?: ((info: QuotaWaitInfo) => void) | undefined;
+  /** Called before each retry; returning `false` vetoes it (the error is thrown). Exceptions are logged and ignored. */
+  onRetry?: ((info: QuotaRetryInfo) => boolean | void) | undefined;
+  /**
+   * What to do when `maxWaitMs` runs out and `/limits` still says the create does not fit:
+   * `'throw'` a {@link QuotaWaitTimeoutError} (default), or `'attempt'` the create anyway and let
+   * Nova's own check decide (reported usage can be wrong: BUG-13; nodepool `ignore-provider-quota`).
+   * With `'attempt'`, a quota 403 on that last POST is thrown as Nova's {@link QuotaExceededError}.
+   */
+  onStaleLimits?: 'throw' | 'attempt';
+  /** Wait for a created server to leave BUILD (late quota faults, cleanup). Default true. */
+  waitForActive?: boolean;
+  /** How long a server may stay in BUILD, in ms. Default 600000. */
+  activeTimeoutMs?: number;
+  /** Time between polls of a building server, in ms. Default 2000. */
+  activeIntervalMs?: number;
+  /**
+   * Options of the guard's own deletes of servers it created and gave up on (always with `wait`).
+   * Default `{ intervalMs: activeIntervalMs }` and `deleteServer`'s other defaults.
+   */
+  deleteOptions?: Omit<DeleteServerOptions, 'wait' | 'signal'>;
+  /** pino logger; default silent. Logs waits (info), retries and cleanups (warn), never request bodies. */
+  logger?: Logger;
+}
+
+/** Options of one guarded call. */
+export interface GuardedCallOptions {
+  /** Abort at any point: rejects with {@link AbortError}; a server already created is deleted first. */
+  signal?: AbortSignal | undefined;
+}
+
+/** Options of {@link QuotaGuard.createServer}. */
+export interface GuardedCreateOptions extends GuardedCallOptions {
+  /** Needs to use instead of the flavor's (missing fields come from the flavor). */
+  needs?: Partial<QuotaNeeds> | undefined;
+}
+
+/** What {@link QuotaGuard.withQuotaGuard} accepts as needs: numbers, or a flavor and a server count. */
+export type QuotaNeedsSpec = QuotaNeeds | { flavorRef: string; count?: number };
+
+/** Counters of one guard, for summaries (e.g. the demo). */
+export interface QuotaGuardStats {
+  /** Guarded calls that resolved. */
+  succeeded: number;
+  /** Guarded calls that rejected. */
+  failed: number;
+  /** Waits for headroom. */
+  waits: number;
+  /** POSTs (or `fn` calls) that counted as attempts. */
+  attempts: number;
+  /** Quota 403s (and legacy 413 quotas) answered to the guard's POSTs. */
+  quota403s: number;
+  /** Retries after a quota error. */
+  quotaRetries: number;
+  /** Servers that went to ERROR with a quota fault and were deleted. */
+  lateQuotaFaults: number;
+  /** Rate-limited POSTs re-sent. */
+  rateLimitRetries: number;
+  /** Servers the guard deleted because it gave up on them. */
+  cleanups: number;
+}
+
+/** Defaults of {@link QuotaGuardOptions}. */
+export const QUOTA_GUARD_DEFAULTS = Object.freeze({
+  maxWaitMs: 600000,
+  maxAttempts: 8,
+  minDelayMs: 1000,
+  baseDelayMs: 2000,
+  maxDelayMs: 60000,
+  jitter: 0.2,
+  onStaleLimits: 'throw' as const,
+  waitForActive: true,
+  activeTimeoutMs: 600000,
+  activeIntervalMs: 2000,
+});
+
+/** {@link QuotaGuardOptions} with the defaults filled in. */
+export type ResolvedOptions = Required<Omit<QuotaGuardOptions, 'onWait' | 'onRetry' | 'logger' | 'deleteOptions'>> &
+  Pick<QuotaGuardOptions, 'onWait' | 'onRetry' | 'deleteOptions'>;
+
+/**
+ * Validate options and fill in {@link QUOTA_GUARD_DEFAULTS}.
+ * @throws {@link ValidationError} for a negative duration, `maxAttempts` < 1, `jitter` outside [0, 1),
+ * `maxDelayMs` < `minDelayMs`, an unknown `onStaleLimits`, or a hook that is not a function.
+ */
+export function validateOptions(o: QuotaGuardOptions): ResolvedOptions {
+  if (o === null || typeof o !== 'object') throw new ValidationError('QuotaGuard options must be an object');
+  // Delays are timers: finite and at most 2^31-1 ms (a longer Node timer fires at once).
+  checkDurationMs('maxWaitMs', o.maxWaitMs, { allowZero: true, timer: true });
+  checkDurationMs('minDelayMs', o.minDelayMs, { allowZero: true, allowInfinity: false, timer: true });
+  checkDurationMs('baseDelayMs', o.baseDelayMs, { allowZero: true, allowInfinity: false, timer: true });
+  checkDurationMs('maxDelayMs', o.maxDelayMs, { allowZero: true, allowInfinity: false, timer: true });
+  checkDurationMs('activeTimeoutMs', o.activeTimeoutMs, { timer: true });
+  checkDurationMs('activeIntervalMs', o.activeIntervalMs, { allowInfinity: false, timer: true });
+  const r: ResolvedOptions = {
+    ...QUOTA_GUARD_DEFAULTS,
+    ...Object.fromEntries(Object.entries(o).filter(([k, v]) => v !== undefined && k !== 'logger')),
+  } as ResolvedOptions;
+  if (!Number.isInteger(r.maxAttempts) || r.maxAttempts < 1) throw new ValidationError(`maxAttempts must be a positive integer, got ${String(r.maxAttempts)}`);
+  if (typeof r.jitter !== 'number' || !(r.jitter >= 0 && r.jitter < 1)) throw new ValidationError(`jitter must be a number in [0, 1), got ${String(r.jitter)}`);
+  if (r.maxDelayMs < r.minDelayMs) throw new ValidationError(`maxDelayMs (${r.maxDelayMs}) must not be below minDelayMs (${r.minDelayMs})`);
+  if (r.onStaleLimits !== 'throw' && r.onStaleLimits !== 'attempt') {
+    throw new ValidationError(`onStaleLimits must be 'throw' or 'attempt', got ${JSON.stringify(r.onStaleLimits)}`);
+  }
+  if (typeof r.waitForActive !== 'boolean') throw new ValidationError('waitForActive must be a boolean');
+  for (const hook of ['onWait', 'onRetry'] as const) {
+    if (r[hook] !== undefined && typeof r[hook] !== 'function') throw new ValidationError(`${hook} must be a function`);
+  }
+  return r;
+}
+
+/** @throws {@link ValidationError} when a given field is negative, not finite, or `instances` is not an integer. */
+export function validateNeeds(n: Partial<QuotaNeeds>, what: string): void {
+  for (const k of ['cores', 'ramMiB', 'instances'] as const) {
+    const v = n[k];
+    if (v === undefined) continue;
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new ValidationError(`${what}.${k} must be a non-negative number, got ${String(v)}`);
+  }
+  if (n.instances !== undefined && !Number.isInteger(n.instances)) throw new ValidationError(`${what}.instances must be an integer, got ${n.instances}`);
+}
+
+/** True when all three fields are given. */
+export function isFullNeeds(n: Partial<QuotaNeeds> | undefined): n is QuotaNeeds {
+  return !!n && n.cores !== undefined && n.ramMiB !== undefined && n.instances !== undefined;
+}
+
+/** `flavorRef` may be an id or a URL (`.../flavors/{id}`): the id. */
+export function flavorIdOf(ref: string): string {
+  const s = String(ref);
+  if (/^https?:\/\//i.test(s)) return decodeURIComponent(s.replace(/\/+$/, '').split('/').pop() ?? s);
+  return s;
+}

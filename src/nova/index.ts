@@ -1,0 +1,7 @@
+/**
+ * Nova: `NovaClient`, the typed compute API calls (servers, flavors, limits, quota sets).
+ *
+ * @module
+ */
+export { NovaClient, parseAbsoluteLimits } from './client.js';
+export type { NovaClientOptions, RequestOptions, RetryOptions, RawRequest, RawResponse, ListServersQuery, ClientStats } from './client.js';

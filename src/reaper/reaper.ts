@@ -1,0 +1,410 @@
+/**
+ * The leak reaper: find the fleet's servers that a dead worker left behind and delete them, without
+ * racing a worker that is just creating one.
+ *
+ * - **Fleet**: a name prefix and/or a metadata key (and value); never every server of a project.
+ * - **Age**: only servers older than `olderThanMs` (from `created`).
+ * - **Two passes**: a server is deleted only when it was a candidate on two consecutive passes and did
+ *   not change in between (nodepool's leak cleanup, `../shared/reference/field-cases.md` A.3 §9).
+ * - **Time-boxed, one at a time per server**: each deletion is `deleteServer(id, { wait: true })`
+ *   bounded by `deleteTimeoutMs`, and settles on its own; one stuck server never stops the others
+ *   (autopkgtest-cloud's janitor, A.2; BUG-05).
+ *
+ * Three ways to run it:
+ * - {@link reapServers}: two passes `passIntervalMs` apart, then return (a one-shot command).
+ * - A cron job: `new Reaper(client, { ...options, state: await readReaperState(file) })`, one
+ *   `pass()` per run, then `writeReaperState(file, reaper.state)`. The second run deletes what the
+ *   first saw.
+ * - A daemon: `reaper.run({ intervalMs, signal })`, a pass every `intervalMs` until aborted.
+ *
+ * @module
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import pLimit from 'p-limit';
+import pTimeout from 'p-timeout';
+import type { NovaClient } from '../nova/client.js';
+import type { DeleteOutcome, DeleteServerOptions } from '../delete/deleteServer.js';
+import { checkDeleteOptions, deleteServer } from '../delete/deleteServer.js';
+import { AbortError, DeleteTimeoutError, ValidationError, throwIfAborted } from '../errors/index.js';
+import { componentLogger, type Logger } from '../core/logger.js';
+import {
+  checkSelector,
+  emptyReaperState,
+  planPass,
+  type FleetSelector,
+  type ReapCandidate,
+  type ReaperState,
+  type ReapSkip,
+} from './plan.js';
+import { MAX_TIMER_MS, checkDurationMs } from '../core/validate.js';
+
+export type { FleetSelector, ReapCandidate, ReaperState, ReapSkip, ReapSkipReason, SeenCandidate } from './plan.js';
+
+/** Options of {@link Reaper} and {@link reapServers}. */
+export interface ReaperOptions extends FleetSelector {
+  /** Only servers older than this (time since `created`), in ms. Required; 0 means any age. */
+  olderThanMs: number;
+  /** List what would be deleted (skip reason `dry-run`) without sending a single DELETE. Default false. */
+  dryRun?: boolean;
+  /** Time box of each deletion (DELETE plus wait), in ms. Default 300000 (5 min). */
+  deleteTimeoutMs?: number;
+  /** Poll interval while waiting for a deletion, in ms. Default 5000. */
+  deleteIntervalMs?: number;
+  /** Deletions running at once. Default 10. */
+  concurrency?: number;
+  /** More options for each `deleteServer` call (e.g. `forceSoftDeleted`, `redeleteAfterMs`). `wait`, `timeoutMs`, `intervalMs` and `signal` are the reaper's. */
+  deleteOptions?: Omit<DeleteServerOptions, 'wait' | 'timeoutMs' | 'intervalMs' | 'signal'>;
+  /** State of earlier passes (e.g. read from a file by a cron job). Default: none. */
+  state?: ReaperState | undefined;
+  /** Clock for ages and the state, epoch ms. Default `Date.now`. */
+  now?: () => number;
+  /** Abort: the current pass stops its deletions and rejects with {@link AbortError}. */
+  signal?: AbortSignal | undefined;
+  /** pino logger. Default: the client's logger. */
+  logger?: Logger | undefined;
+  /** Called with each step of a pass (for progress displays). Exceptions thrown by it are ignored. */
+  onEvent?: ((event: ReapEvent) => void) | undefined;
+  /** Page size (`limit`) of the server listing; every page is read. Default: Nova's own. */
+  pageSize?: number | undefined;
+}
+
+/** Options of {@link reapServers}: a {@link Reaper}'s, plus the time between its two passes. */
+export interface ReapServersOptions extends ReaperOptions {
+  /** Time between the two passes, in ms. Default 60000 (nodepool's cleanup interval). */
+  passIntervalMs?: number;
+}
+
+/** A server the reaper deleted. */
+export interface ReapDeleted {
+  serverId: string;
+  name: string | undefined;
+  ageMs: number;
+  /** `'deleted'`, `'soft-deleted'` or `'already-gone'` (see `deleteServer`). */
+  outcome: DeleteOutcome;
+  /** Time the deletion took, ms. */
+  elapsedMs: number;
+}
+
+/** A server the reaper tried and failed to delete; the next pass tries again. */
+export interface ReapFailure {
+  serverId: string;
+  name: string | undefined;
+  ageMs: number;
+  /** {@link DeleteTimeoutError}, {@link DeleteFailedError}, {@link ConflictError} (locked), ... */
+  error: Error;
+}
+
+/** A step of a pass, for {@link ReaperOptions.onEvent}. */
+export type ReapEvent =
+  | { type: 'listed'; pass: number; listed: number; candidates: number; toDelete: number }
+  | { type: 'delete-started'; serverId: string; name: string | undefined }
+  | { type: 'deleted'; serverId: string; name: string | undefined; outcome: DeleteOutcome; elapsedMs: number }
+  | { type: 'delete-failed'; serverId: string; name: string | undefined; error: Error }
+  | { type: 'waiting'; nextPassInMs: number };
+
+/** What one {@link Reaper.pass} resolves. */
+export interface ReapPassResult {
+  /** Pass number (1-based, counting passes in the state). */
+  pass: number;
+  dryRun: boolean;
+  /** Servers listed (all of the project's, not only the fleet's). */
+  listed: number;
+  /** Fleet servers older than `olderThanMs`, confirmed or not. */
+  candidates: ReapCandidate[];
+  deleted: ReapDeleted[];
+  /** Fleet servers not deleted, with the reason. */
+  skipped: ReapSkip[];
+  failed: ReapFailure[];
+  /** When the pass listed the servers, epoch ms (the reaper's clock). */
+  startedAtMs: number;
+  /** Wall-clock time of the pass, ms. */
+  elapsedMs: number;
+}
+
+/** What {@link reapServers} resolves: both passes, and the totals. */
+export interface ReapResult {
+  dryRun: boolean;
+  /** Deleted in either pass. */
+  deleted: ReapDeleted[];
+  /** The last pass's skipped servers. */
+  skipped: ReapSkip[];
+  /** Failures not made good by a later pass. */
+  failed: ReapFailure[];
+  /** The last pass's candidates. */
+  candidates: ReapCandidate[];
+  /** Each pass's own result (one when the first pass found no candidate: a second could not delete anything). */
+  passes: ReapPassResult[];
+  /** The state after the last pass. */
+  state: ReaperState;
+}
+
+function checkOptions(options: ReaperOptions): void {
+  if (!options || typeof options !== 'object') throw new ValidationError('the reaper needs options');
+  checkSelector(options);
+  if (options.olderThanMs === undefined) throw new ValidationError('olderThanMs is required (ms; 0 means any age)');
+  checkDurationMs('olderThanMs', options.olderThanMs, { allowZero: true });
+  // Both feed timers: a finite value above MAX_TIMER_MS would fire at once.
+  checkDurationMs('deleteTimeoutMs', options.deleteTimeoutMs, { timer: true });
+  checkDurationMs('deleteIntervalMs', options.deleteIntervalMs, { allowInfinity: false, timer: true });
+  const c = options.concurrency;
+  if (c !== undefined && (!Number.isInteger(c) || c < 1)) throw new ValidationError(`concurrency must be a positive integer, got ${String(c)}`);
+  const p = options.pageSize;
+  if (p !== undefined && (!Number.isInteger(p) || p < 1)) throw new ValidationError(`pageSize must be a positive integer, got ${String(p)}`);
+  if (options.state !== undefined) checkState(options.state);
+  // deleteOptions reach every deleteServer call: a bad one is refused before the listing, not once per server.
+  if (options.deleteOptions !== undefined) checkDeleteOptions(options.deleteOptions);
+}
+
+/** Throws {@link ValidationError} unless `state` is a {@link ReaperState}. */
+export function checkState(state: unknown): asserts state is ReaperState {
+  const s = state as ReaperState;
+  if (!s || typeof s !== 'object' || s.version !== 1 || !Number.isInteger(s.passes) || typeof s.candidates !== 'object' || s.candidates === null) {
+    throw new ValidationError('reaper state must be {version: 1, passes, lastPassMs, candidates}');
+  }
+  for (const [id, c] of Object.entries(s.candidates)) {
+    if (!c || typeof c.fingerprint !== 'string' || typeof c.firstSeenMs !== 'number') throw new ValidationError(`reaper state: bad entry for server ${id}`);
+  }
+}
+
+/**
+ * A reaper that keeps its state between passes. See the module description for cron and daemon use.
+ *
+ * @example
+ * ```ts
+ * const reaper = new Reaper(nova, { prefix: 'adt-', olderThanMs: 2 * 3600_000 });
+ * await reaper.pass();            // sees the leaks
+ * const r = await reaper.pass();  // deletes those still there, unchanged
+ * ```
+ */
+export class Reaper {
+  readonly #client: NovaClient;
+  readonly #options: ReaperOptions;
+  readonly #log: Logger;
+  #state: ReaperState;
+  #running = false;
+
+  /** @throws {@link ValidationError} for bad options (no fleet, no `olderThanMs`, bad durations or state). */
+  constructor(client: NovaClient, options: ReaperOptions) {
+    checkOptions(options);
+    this.#client = client;
+    this.#options = { ...options };
+    this.#log = componentLogger(options.logger ?? client.logger, 'reaper');
+    this.#state = structuredClone(options.state ?? emptyReaperState());
+  }
+
+  /** A copy of the state after the last pass: plain JSON, for a cron job's state file. */
+  get state(): ReaperState {
+    return structuredClone(this.#state);
+  }
+
+  #emit(event: ReapEvent): void {
+    try {
+      this.#options.onEvent?.(event);
+    } catch {
+      // a progress display must not break the reaper
+    }
+  }
+
+  /**
+   * One pass: list every server (all pages), decide (see `planPass`), delete the confirmed
+   * candidates at bounded concurrency, each time-boxed, and remember this pass's candidates.
+   *
+   * @throws {@link ValidationError} when another pass of this reaper is running; the listing's
+   * {@link NovaApiError} (the state is then unchanged); {@link AbortError} when `signal` aborts.
+   * Deletion failures never throw: they are in `failed`.
+   */
+  async pass(): Promise<ReapPassResult> {
+    if (this.#running) throw new ValidationError('a pass of this reaper is already running');
+    this.#running = true;
+    try {
+      return await this.#pass();
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  async #pass(): Promise<ReapPassResult> {
+    const o = this.#options;
+    const { signal } = o;
+    throwIfAborted(signal);
+    const started = performance.now();
+    const now = o.now ?? Date.now;
+    const servers = await this.#client.listServers(o.pageSize ? { limit: o.pageSize } : {}, { signal });
+    const startedAtMs = now();
+    const plan = planPass({ servers, previous: this.#state, selector: o, olderThanMs: o.olderThanMs, dryRun: o.dryRun ?? false, nowMs: startedAtMs });
+    const next = plan.next;
+    for (const { server } of plan.toDelete) next.candidates[server.id]!.deleteAttempted = true;
+    this.#state = next;
+    this.#emit({ type: 'listed', pass: next.passes, listed: servers.length, candidates: plan.candidates.length, toDelete: plan.toDelete.length });
+    this.#log.info(
+      { pass: next.passes, listed: servers.length, candidates: plan.candidates.length, toDelete: plan.toDelete.length, dryRun: o.dryRun ?? false },
+      'reaper pass',
+    );
+
+    const deleted: ReapDeleted[] = [];
+    const failed: ReapFailure[] = [];
+    const limit = pLimit(o.concurrency ?? 10);
+    await Promise.all(
+      plan.toDelete.map(({ server, candidate }) =>
+        limit(async () => {
+          if (signal?.aborted) return;
+          this.#emit({ type: 'delete-started', serverId: server.id, name: server.name });
+          const t0 = performance.now();
+          try {
+            const r = await this.#deleteOne(server.id);
+            const item: ReapDeleted = { serverId: server.id, name: server.name, ageMs: candidate.ageMs, outcome: r.outcome, elapsedMs: Math.round(performance.now() - t0) };
+            deleted.push(item);
+            delete this.#state.candidates[server.id];
+            this.#log.info({ serverId: server.id, outcome: r.outcome, elapsedMs: item.elapsedMs }, 'reaped');
+            this.#emit({ type: 'deleted', serverId: server.id, name: server.name, outcome: r.outcome, elapsedMs: item.elapsedMs });
+          } catch (e) {
+            const error = e instanceof Error ? e : new Error(String(e));
+            failed.push({ serverId: server.id, name: server.name, ageMs: candidate.ageMs, error });
+            this.#log.warn({ serverId: server.id, err: error.message }, 'reap failed: the next pass tries again');
+            this.#emit({ type: 'delete-failed', serverId: server.id, name: server.name, error });
+          }
+        }),
+      ),
+    );
+    if (signal?.aborted) throw new AbortError('The reaper pass was aborted', { cause: signal.reason });
+    const order = new Map(plan.toDelete.map(({ server }, i) => [server.id, i]));
+    const byOrder = (a: { serverId: string }, b: { serverId: string }): number => (order.get(a.serverId) ?? 0) - (order.get(b.serverId) ?? 0);
+    return {
+      pass: next.passes,
+      dryRun: o.dryRun ?? false,
+      listed: servers.length,
+      candidates: plan.candidates,
+      deleted: deleted.sort(byOrder),
+      skipped: plan.skipped,
+      failed: failed.sort(byOrder),
+      startedAtMs,
+      elapsedMs: Math.round(performance.now() - started),
+    };
+  }
+
+  /** `deleteServer` with wait, hard-bounded: at `deleteTimeoutMs` (plus up to 1 s for the last request) it is aborted. */
+  async #deleteOne(serverId: string): ReturnType<typeof deleteServer> {
+    const o = this.#options;
+    const timeoutMs = o.deleteTimeoutMs ?? 300000;
+    const graceMs = Math.min(1000, timeoutMs);
+    const controller = new AbortController();
+    const signal = o.signal ? AbortSignal.any([o.signal, controller.signal]) : controller.signal;
+    const started = performance.now();
+    try {
+      return await pTimeout(
+        deleteServer(this.#client, serverId, {
+          ...o.deleteOptions,
+          wait: true,
+          timeoutMs,
+          intervalMs: o.deleteIntervalMs ?? 5000,
+          requestTimeoutMs: Math.min(o.deleteOptions?.requestTimeoutMs ?? this.#client.requestTimeoutMs, timeoutMs),
+          signal,
+        }),
+        {
+          milliseconds: Math.min(timeoutMs + graceMs, Number.isFinite(timeoutMs) ? MAX_TIMER_MS : Number.POSITIVE_INFINITY),
+          fallback: () => {
+            controller.abort(new Error('deleteTimeoutMs'));
+            throw new DeleteTimeoutError({
+              serverId,
+              lastStatus: undefined,
+              lastTaskState: undefined,
+              polls: 0,
+              elapsedMs: Math.round(performance.now() - started),
+              timeoutMs,
+            });
+          },
+        },
+      );
+    } finally {
+      if (!controller.signal.aborted) controller.abort(new Error('settled'));
+    }
+  }
+
+  /**
+   * Run a pass every `intervalMs` until `signal` aborts (a daemon). Resolves with the number of passes
+   * when aborted between or during passes; a pass whose listing fails is logged, given to `onError`
+   * and retried at the next interval.
+   */
+  async run(options: {
+    intervalMs: number;
+    signal: AbortSignal;
+    onPass?: (result: ReapPassResult) => void;
+    onError?: (error: Error) => void;
+  }): Promise<number> {
+    checkDurationMs('intervalMs', options.intervalMs, { allowInfinity: false, timer: true });
+    let passes = 0;
+    const { signal } = options;
+    const outer = this.#options.signal;
+    const both = outer ? AbortSignal.any([outer, signal]) : signal;
+    const saved = this.#options.signal;
+    this.#options.signal = both;
+    try {
+      while (!both.aborted) {
+        try {
+          const r = await this.pass();
+          passes++;
+          options.onPass?.(r);
+        } catch (e) {
+          if (both.aborted) break;
+          this.#log.warn({ err: (e as Error).message }, 'reaper pass failed');
+          options.onError?.(e as Error);
+        }
+        this.#emit({ type: 'waiting', nextPassInMs: options.intervalMs });
+        try {
+          await sleep(options.intervalMs, undefined, { signal: both });
+        } catch {
+          break;
+        }
+      }
+    } finally {
+      this.#options.signal = saved;
+    }
+    return passes;
+  }
+}
+
+/**
+ * Find and delete the fleet's leaked servers: two passes `passIntervalMs` apart (see {@link Reaper}).
+ * When the first pass finds no candidate it returns at once: a second pass could not delete anything.
+ *
+ * @example
+ * ```ts
+ * const r = await reapServers(nova, { prefix: 'adt-', olderThanMs: 7_200_000 });
+ * console.log(`${r.deleted.length} deleted, ${r.failed.length} failed`);
+ * ```
+ * @throws {@link ValidationError} for bad options (before any request); a listing's
+ * {@link NovaApiError}; {@link AbortError} when `signal` aborts. Deletion failures are in `failed`.
+ */
+export async function reapServers(client: NovaClient, options: ReapServersOptions): Promise<ReapResult> {
+  checkDurationMs('passIntervalMs', options.passIntervalMs, { allowZero: true, allowInfinity: false, timer: true });
+  const reaper = new Reaper(client, options);
+  const passes: ReapPassResult[] = [await reaper.pass()];
+  const first = passes[0]!;
+  const needSecond = first.candidates.some((c) => !c.confirmed) || first.failed.length > 0;
+  if (needSecond) {
+    const waitMs = options.passIntervalMs ?? 60000;
+    try {
+      options.onEvent?.({ type: 'waiting', nextPassInMs: waitMs });
+    } catch {
+      // ignored, as every event
+    }
+    await sleep(waitMs, undefined, options.signal ? { signal: options.signal } : undefined).catch((e: unknown) => {
+      throw new AbortError('reapServers was aborted between passes', { cause: e });
+    });
+    passes.push(await reaper.pass());
+  }
+  const last = passes[passes.length - 1]!;
+  const deleted = passes.flatMap((p) => p.deleted);
+  const deletedIds = new Set(deleted.map((d) => d.serverId));
+  const failedById = new Map<string, ReapFailure>();
+  for (const p of passes) for (const f of p.failed) failedById.set(f.serverId, f);
+  return {
+    dryRun: options.dryRun ?? false,
+    deleted,
+    skipped: last.skipped,
+    failed: [...failedById.values()].filter((f) => !deletedIds.has(f.serverId)),
+    candidates: last.candidates,
+    passes,
+    state: reaper.state,
+  };
+}

@@ -1,0 +1,217 @@
+/**
+ * Turning an HTTP response (or the lack of one) into nova-guard's typed errors, and reading the
+ * headers nova-guard cares about (`x-openstack-request-id`, `Retry-After`, `Date`).
+ *
+ * Sources: Nova's fault envelope (`nova/api/openstack/wsgi.py` `Fault`), keystonemiddleware's 401 body,
+ * field case BUG-08 (413 rate limit, 413 quota, 413 body too large, 429 without a hint).
+ *
+ * @module
+ */
+import {
+  AuthError,
+  BadRequestError,
+  ConflictError,
+  ForbiddenError,
+  NotFoundError,
+  NovaApiError,
+  NovaNetworkError,
+  QuotaExceededError,
+  RateLimitError,
+  RequestTooLargeError,
+  ServerError,
+  type NovaErrorInit,
+} from '../errors/index.js';
+import { parseQuotaMessage } from '../errors/quotaMessage.js';
+
+/** Response headers as axios gives them (lower-case names). */
+export type HeaderBag = Record<string, unknown>;
+
+function header(headers: HeaderBag, name: string): string | undefined {
+  const v = headers[name] ?? headers[name.toLowerCase()];
+  if (Array.isArray(v)) return v[0] === undefined ? undefined : String(v[0]);
+  return v === undefined || v === null ? undefined : String(v);
+}
+
+/** `x-openstack-request-id`, else `x-compute-request-id`. */
+export function requestIdOf(headers: HeaderBag): string | undefined {
+  return header(headers, 'x-openstack-request-id') ?? header(headers, 'x-compute-request-id');
+}
+
+/** Nova's `Date` header as epoch milliseconds (one-second resolution), or undefined. */
+export function serverDateOf(headers: HeaderBag): number | undefined {
+  const d = header(headers, 'date');
+  if (!d) return undefined;
+  const ms = Date.parse(d);
+  return Number.isFinite(ms) ? ms : undefined;
+}
+
+/**
+ * A retry delay in milliseconds from a `Retry-After` header (seconds or an HTTP date), Nova's body
+ * `retryAfter` (seconds) or `retryAt` (an absolute time). Negative values become 0.
+ */
+export function retryAfterMsOf(headers: HeaderBag, faultBody: Record<string, unknown> | undefined, nowMs = Date.now()): number | undefined {
+  const candidates: Array<string | undefined> = [header(headers, 'retry-after')];
+  const bodyAfter = faultBody?.['retryAfter'];
+  if (bodyAfter !== undefined && bodyAfter !== null) candidates.push(String(bodyAfter));
+  for (const c of candidates) {
+    if (c === undefined || c.trim() === '') continue;
+    const n = Number(c);
+    if (Number.isFinite(n)) return Math.max(0, n * 1000);
+    const at = Date.parse(c);
+    if (Number.isFinite(at)) return Math.max(0, at - nowMs);
+  }
+  const retryAt = faultBody?.['retryAt'];
+  if (typeof retryAt === 'string') {
+    const at = Date.parse(retryAt.replace(/UTC$/, 'Z'));
+    if (Number.isFinite(at)) return Math.max(0, at - nowMs);
+  }
+  return undefined;
+}
+
+/** Nova's `{"<fault>": {"code", "message"}}` envelope, or keystone's `{"error": {...}}`, taken apart. */
+export function parseFaultBody(data: unknown): { fault?: string; message?: string; body?: Record<string, unknown> } {
+  let obj = data;
+  if (typeof obj === 'string') {
+    try {
+      obj = JSON.parse(obj);
+    } catch {
+      return {};
+    }
+  }
+  if (!obj || typeof obj !== 'object' || Array.isArray(obj)) return {};
+  const keys = Object.keys(obj as object);
+  if (keys.length >= 1) {
+    const key = keys[0]!;
+    const inner = (obj as Record<string, unknown>)[key];
+    if (inner && typeof inner === 'object' && !Array.isArray(inner)) {
+      const msg = (inner as Record<string, unknown>)['message'];
+      return { fault: key, message: typeof msg === 'string' ? msg : undefined, body: inner as Record<string, unknown> };
+    }
+    if (typeof (obj as Record<string, unknown>)['message'] === 'string') {
+      return { message: (obj as Record<string, string>)['message'] };
+    }
+  }
+  return {};
+}
+
+/** A short, tag-stripped excerpt of a body for an error message (`empty body` when there is none). */
+export function textSnippet(data: unknown): string {
+  if (data === undefined || data === null || data === '') return 'empty body';
+  const s = typeof data === 'string' ? data : Buffer.isBuffer(data) ? data.toString('utf8') : JSON.stringify(data);
+  const text = s.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim();
+  if (!text) return 'empty body';
+  return `body: "${text.length > 200 ? `${text.slice(0, 200)}...` : text}"`;
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  409: 'Conflict',
+  413: 'Request Entity Too Large',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+  504: 'Gateway Timeout',
+};
+
+/** Context of the request an error is built for. */
+export interface RequestContext {
+  method: string;
+  url: string;
+  serverId?: string | undefined;
+}
+
+/**
+ * Build the typed error for a non-2xx response. Classification reads the body, not only the status:
+ * a 403 is a {@link QuotaExceededError} only when its message is a quota message. A 3xx (never
+ * followed) is a {@link NovaApiError} naming its `Location`, e.g. an http endpoint redirected to https.
+ */
+export function errorFromResponse(status: number, headers: HeaderBag, data: unknown, ctx: RequestContext): NovaApiError {
+  if (status >= 300 && status < 400) {
+    // Redirects are never followed (the token or password would go along): say where to point instead.
+    const location = header(headers, 'location');
+    return new NovaApiError({
+      status,
+      message:
+        `HTTP ${status} from ${ctx.method} ${ctx.url}: ` +
+        (location
+          ? `redirected to ${location.length > 300 ? `${location.slice(0, 300)}...` : location}; nova-guard does not follow redirects (credentials would go along): use that URL`
+          : 'a redirect, which nova-guard does not follow'),
+      requestId: requestIdOf(headers),
+      method: ctx.method,
+      url: ctx.url,
+      serverId: ctx.serverId,
+    });
+  }
+  const { fault, message: novaMessage, body } = parseFaultBody(data);
+  const message =
+    novaMessage ??
+    `HTTP ${status} ${STATUS_TEXT[status] ?? ''}`.trim() + ` from ${ctx.method} ${ctx.url} (${textSnippet(data)})`;
+  const init: NovaErrorInit = {
+    status,
+    fault,
+    message,
+    requestId: requestIdOf(headers),
+    method: ctx.method,
+    url: ctx.url,
+    serverId: ctx.serverId,
+    retryAfterMs: retryAfterMsOf(headers, body),
+  };
+  if (status === 400) return new BadRequestError(init);
+  if (status === 401) return new AuthError(init);
+  if (status === 403) {
+    return novaMessage && parseQuotaMessage(novaMessage) ? new QuotaExceededError(init) : new ForbiddenError(init);
+  }
+  if (status === 404) return new NotFoundError(init);
+  if (status === 409) return new ConflictError(init);
+  if (status === 413) {
+    if (novaMessage && parseQuotaMessage(novaMessage)) return new QuotaExceededError({ ...init, retryAfterMs: undefined });
+    const rateLimited =
+      (fault === 'overLimit' && /rate.?limit/i.test(novaMessage ?? '')) ||
+      (init.retryAfterMs !== undefined && fault === 'overLimit') ||
+      (body !== undefined && body['retryAt'] !== undefined);
+    return rateLimited ? new RateLimitError(init) : new RequestTooLargeError(init);
+  }
+  if (status === 429) return new RateLimitError(init);
+  if (status >= 500) return new ServerError(init);
+  return new NovaApiError(init);
+}
+
+/** Build the typed error for a request that got no response. */
+export function networkError(code: string | undefined, detail: string, ctx: RequestContext, timedOut: boolean): NovaNetworkError {
+  return new NovaNetworkError({
+    status: 0,
+    message: timedOut
+      ? `${ctx.method} ${ctx.url} timed out (${detail})`
+      : `${ctx.method} ${ctx.url} failed without a response: ${code ?? detail}`,
+    method: ctx.method,
+    url: ctx.url,
+    serverId: ctx.serverId,
+    code,
+    timedOut,
+  });
+}
+
+/**
+ * True for errors an idempotent request may repeat: no response (reset, refused, request timeout),
+ * 502/503/504, and rate limits (429, 413 rate-limited).
+ */
+export function isTransient(error: unknown): boolean {
+  if (error instanceof NovaNetworkError) return true;
+  if (error instanceof RateLimitError) return true;
+  if (error instanceof ServerError) return error.status === 502 || error.status === 503 || error.status === 504;
+  return false;
+}
+
+/**
+ * True when a 404 says that this server does not exist: Nova answers `Instance <id> could not be
+ * found.` (`InstanceNotFound`). A 404 that does not name the server (a wrong endpoint such as Nova's
+ * unversioned root, a proxy page) is no evidence that the server is gone, so a delete or a wait must
+ * never end on it (it would leak the server while reporting it deleted).
+ */
+export function isServerNotFound(error: unknown, serverId: string): boolean {
+  return error instanceof NotFoundError && error.message.includes(serverId);
+}

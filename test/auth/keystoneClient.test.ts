@@ -1,0 +1,177 @@
+/**
+ * NovaClient + KeystoneAuth against FakeNova requiring FakeKeystone tokens: the catalog endpoint,
+ * re-authentication after a 401, a second 401, single flight across requests, a token expiring in
+ * the middle of a delete-wait, and NovaClient.fromEnv.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { NovaClient, type NovaClientOptions } from '../../src/nova/client.js';
+import { AuthError } from '../../src/errors/index.js';
+import { KeystoneAuth, type KeystoneAuthOptions } from '../../src/auth/keystone.js';
+import { FakeKeystone, FakeNova, type FakeKeystoneOptions, type FakeNovaOptions } from '../../src/testing/index.js';
+
+const cleanup: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  await Promise.all(cleanup.splice(0).map((f) => f()));
+});
+
+interface Stack {
+  nova: FakeNova;
+  keystone: FakeKeystone;
+}
+
+/** A FakeNova that accepts only valid FakeKeystone tokens, and that FakeKeystone (catalog → FakeNova). */
+async function stack(novaOptions: FakeNovaOptions = {}, keystoneOptions: FakeKeystoneOptions = {}, validate?: (t: string) => boolean): Promise<Stack> {
+  const ref: { keystone?: FakeKeystone } = {};
+  const nova = await FakeNova.start({ validateToken: validate ?? ((t) => ref.keystone!.isValid(t)), ...novaOptions });
+  cleanup.push(() => nova.close());
+  const keystone = await FakeKeystone.start({ computeUrl: nova.endpoint, projects: [{ id: nova.projectId, name: 'ci' }], ...keystoneOptions });
+  cleanup.push(() => keystone.stop());
+  ref.keystone = keystone;
+  return { nova, keystone };
+}
+
+function client(s: Stack, auth: Partial<KeystoneAuthOptions> = {}, options: Partial<NovaClientOptions> = {}): NovaClient {
+  return new NovaClient({
+    auth: new KeystoneAuth({
+      authUrl: s.keystone.url,
+      username: 'ci-bot',
+      password: 'ci-bot-password',
+      userDomainName: 'Default',
+      projectName: 'ci',
+      projectDomainName: 'Default',
+      ...auth,
+    }),
+    microversion: '2.79',
+    retry: { minDelayMs: 1, maxDelayMs: 5, maxRetryTimeMs: 2000 },
+    ...options,
+  });
+}
+
+async function activeServer(c: NovaClient, nova: FakeNova): Promise<string> {
+  const s = await c.createServer({ name: 'kt', flavorRef: '1', imageRef: 'img', networks: 'none' });
+  for (let i = 0; i < 500 && nova.getServerState(s.id)?.status !== 'ACTIVE'; i++) await new Promise((r) => setTimeout(r, 2));
+  return s.id;
+}
+
+describe('NovaClient with KeystoneAuth', () => {
+  it('finds the compute endpoint in the catalog and works with password and application credential tokens', async () => {
+    const s = await stack();
+    const c = client(s);
+    const id = await activeServer(c, s.nova);
+    expect((await c.getServer(id)).status).toBe('ACTIVE');
+    expect(await c.endpoint()).toBe(s.nova.endpoint);
+    const ac = client(s, {
+      username: undefined,
+      password: undefined,
+      userDomainName: undefined,
+      projectName: undefined,
+      projectDomainName: undefined,
+      applicationCredentialId: s.keystone.applicationCredentialId('ci-appcred'),
+      applicationCredentialSecret: 'ci-appcred-secret',
+    });
+    expect((await ac.getServer(id)).id).toBe(id);
+    expect((ac.auth as KeystoneAuth).getProjectId()).toBe(s.nova.projectId);
+    expect(s.keystone.tokenRequests).toBe(2);
+  });
+
+  it('a 401 from Nova (token expired early) triggers exactly one re-authentication and one repeat', async () => {
+    const s = await stack();
+    const c = client(s);
+    const id = await activeServer(c, s.nova);
+    expect(s.keystone.tokenRequests).toBe(1);
+    s.keystone.expireAllTokens();
+    const before = s.nova.requests.length;
+    expect((await c.getServer(id)).id).toBe(id);
+    expect(s.nova.requests.slice(before).map((r) => [r.method, r.path, r.status])).toEqual([
+      ['GET', `/servers/${id}`, 401],
+      ['GET', `/servers/${id}`, 200],
+    ]);
+    expect(s.keystone.tokenRequests).toBe(2);
+  });
+
+  it('a second 401 is an AuthError (no loop)', async () => {
+    const s = await stack({}, {}, () => false);
+    const c = client(s);
+    const error = await c.getLimits().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AuthError);
+    expect((error as AuthError).status).toBe(401);
+    expect((error as AuthError).message).toBe('The request you have made requires authentication.');
+    expect(s.nova.requests.map((r) => [r.path, r.status])).toEqual([
+      ['/limits', 401],
+      ['/limits', 401],
+    ]);
+    expect(s.keystone.tokenRequests).toBe(2);
+  });
+
+  it('N concurrent requests share one token request (single flight)', async () => {
+    const s = await stack();
+    const c = client(s);
+    await Promise.all(Array.from({ length: 25 }, () => c.getLimits()));
+    expect(s.keystone.tokenRequests).toBe(1);
+    s.keystone.expireAllTokens();
+    await Promise.all(Array.from({ length: 25 }, () => c.getLimits()));
+    expect(s.keystone.tokenRequests).toBe(2);
+    expect(s.nova.requests.filter((r) => r.status === 200)).toHaveLength(50);
+  });
+
+  it('renews before expiry: with short lifetimes Nova never sees an expired token', async () => {
+    const s = await stack({}, { tokenLifetimeMs: 120 });
+    const c = client(s, { minTokenLifeMs: 80 });
+    const started = Date.now();
+    while (Date.now() - started < 300) {
+      await c.getLimits();
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const elapsed = Date.now() - started;
+    expect(s.nova.requests.filter((r) => r.status !== 200)).toEqual([]);
+    // No token lives longer than 120 ms and Nova never refused one, so there were renewals before
+    // expiry; each token is used for about 40 ms (renewed with 80 ms of its 120 ms left).
+    expect(s.keystone.tokenRequests).toBeGreaterThanOrEqual(Math.floor(elapsed / 120));
+    expect(s.keystone.tokenRequests).toBeLessThanOrEqual(Math.ceil(elapsed / 35) + 1);
+  });
+
+  it('a delete-wait that outlives its tokens keeps going and succeeds', async () => {
+    const s = await stack({ deleteDelayMs: 400 }, { tokenLifetimeMs: 120 });
+    const c = client(s, { minTokenLifeMs: 60 });
+    const id = await activeServer(c, s.nova);
+    const tokensBefore = s.keystone.tokenRequests;
+    const result = await c.deleteServer(id, { wait: true, intervalMs: 10, timeoutMs: 5000 });
+    expect(result.outcome).toBe('deleted');
+    expect(result.elapsedMs).toBeGreaterThanOrEqual(400);
+    // The wait spanned several token lifetimes: tokens were renewed while it ran.
+    expect(s.keystone.tokenRequests - tokensBefore).toBeGreaterThanOrEqual(3);
+    // Renewed before expiry (60 ms margin); a 401 under heavy load would only add a re-auth.
+    expect(s.nova.requests.filter((r) => r.status === 401).length).toBeLessThanOrEqual(1);
+  });
+
+  it('a delete-wait whose token is revoked midway re-authenticates once and succeeds', async () => {
+    const s = await stack({ deleteDelayMs: 200 });
+    const c = client(s);
+    const id = await activeServer(c, s.nova);
+    setTimeout(() => s.keystone.expireAllTokens(), 60);
+    const result = await c.deleteServer(id, { wait: true, intervalMs: 10, timeoutMs: 5000 });
+    expect(result.outcome).toBe('deleted');
+    expect(s.nova.requests.filter((r) => r.status === 401)).toHaveLength(1);
+    expect(s.keystone.tokenRequests).toBe(2);
+  });
+
+  it('NovaClient.fromEnv authenticates once and takes the project id of the token', async () => {
+    const s = await stack();
+    const env = {
+      OS_AUTH_URL: s.keystone.authUrl,
+      OS_AUTH_TYPE: 'v3applicationcredential',
+      OS_APPLICATION_CREDENTIAL_ID: s.keystone.applicationCredentialId('ci-appcred'),
+      OS_APPLICATION_CREDENTIAL_SECRET: 'ci-appcred-secret',
+      OS_REGION_NAME: 'RegionOne',
+      OS_INTERFACE: 'internal',
+      OS_COMPUTE_API_VERSION: '2.79',
+    };
+    const c = await NovaClient.fromEnv(env, { retry: { retries: 0 } });
+    expect(s.keystone.tokenRequests).toBe(1);
+    expect(c.projectId).toBe(s.nova.projectId);
+    expect(c.microversion).toBe('2.79');
+    expect((await c.getQuotaSetDetail())['cores']).toMatchObject({ in_use: 0 });
+    expect(s.keystone.tokenRequests).toBe(1);
+    await expect(NovaClient.fromEnv({ ...env, OS_APPLICATION_CREDENTIAL_SECRET: 'wrong-secret' })).rejects.toBeInstanceOf(AuthError);
+  });
+});

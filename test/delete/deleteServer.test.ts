@@ -1,0 +1,316 @@
+import { describe, expect, it } from 'vitest';
+import {
+  ConflictError,
+  NotFoundError,
+  DeleteFailedError,
+  DeleteTimeoutError,
+  ValidationError,
+  type DeleteServerResult,
+} from '../../src/index.js';
+import { clientFor, serverPath, startNova } from '../helpers.js';
+
+const SERVER_PATH = /^\/servers\/[^/]+$/;
+const FAST = { intervalMs: 5, jitter: 0 } as const;
+
+describe('client.deleteServer', () => {
+  it('without wait: one DELETE, resolves delete-requested, no polling', async () => {
+    const nova = await startNova({ deleteDelayMs: 5000 });
+    const client = clientFor(nova);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    const r = await client.deleteServer(id);
+    expect(r).toMatchObject({ outcome: 'delete-requested', deleteAttempts: 1, polls: 0 });
+    expect(nova.requestsTo('GET', serverPath(id))).toHaveLength(0);
+    expect(nova.getServerState(id)?.taskState).toBe('deleting');
+  });
+
+  it('with wait: resolves deleted once GET answers 404, and the cores are free', async () => {
+    const nova = await startNova({ deleteDelayMs: 40 });
+    const client = clientFor(nova);
+    const id = nova.addServer({ status: 'ACTIVE', flavorId: '2' }).id;
+    expect(nova.usage().cores).toBe(2);
+    const r = await client.deleteServer(id, { wait: true, ...FAST });
+    expect(r.outcome).toBe('deleted');
+    expect(r.deleteAttempts).toBe(1);
+    expect(nova.requestsTo('GET', serverPath(id)).at(-1)!.status).toBe(404);
+    expect(nova.usage().cores).toBe(0);
+    expect((await client.getLimits()).absolute.totalCoresUsed).toBe(0);
+  });
+
+  it('with wait: after status DELETED it confirms the 404, when Nova frees the cores (real Nova 26.2 timeline)', async () => {
+    const nova = await startNova({ deleteDelayMs: 30, deletedWindowMs: 120 });
+    const client = clientFor(nova);
+    const id = nova.addServer({ status: 'ACTIVE', flavorId: '2' }).id;
+    const r = await client.deleteServer(id, { wait: true, ...FAST });
+    expect(r.outcome).toBe('deleted');
+    expect(r.server).toBeUndefined();
+    const gets = nova.requestsTo('GET', serverPath(id));
+    expect(gets.at(-1)!.status).toBe(404);
+    expect((await client.getLimits()).absolute.totalCoresUsed).toBe(0);
+  });
+
+  it('with wait: status DELETED ends the wait at once with confirmGoneMs 0, and after confirmGoneMs at most', async () => {
+    const nova = await startNova({ deleteDelayMs: 30, deletedWindowMs: 5000 });
+    const client = clientFor(nova);
+    const a = nova.addServer({ status: 'ACTIVE', flavorId: '2' }).id;
+    const r = await client.deleteServer(a, { wait: true, ...FAST, confirmGoneMs: 0 });
+    expect(r.outcome).toBe('deleted');
+    expect(r.server?.status).toBe('DELETED');
+    expect(nova.requestsTo('GET', serverPath(a)).at(-1)!.status).toBe(200);
+    const b = nova.addServer({ status: 'ACTIVE', flavorId: '2' }).id;
+    const t0 = performance.now();
+    const r2 = await client.deleteServer(b, { wait: true, ...FAST, confirmGoneMs: 200 });
+    expect(r2.outcome).toBe('deleted');
+    expect(r2.server?.status).toBe('DELETED');
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(180);
+    expect(performance.now() - t0).toBeLessThan(1500);
+  });
+
+  it('BUG-03 3c: 404 on DELETE resolves already-gone with no polls', async () => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    const r = await client.deleteServer('11111111-aaaa-4bbb-8ccc-000000000003', { wait: true, ...FAST });
+    expect(r).toMatchObject({ outcome: 'already-gone', polls: 0, deleteAttempts: 1 });
+    expect(nova.requests.filter((q) => q.method === 'GET')).toHaveLength(0);
+  });
+
+  it('BUG-04 4b: 409 (locked) throws ConflictError at once, zero GETs', async () => {
+    const nova = await startNova();
+    const client = clientFor(nova, { token: `member:${nova.projectId}` }); // admin tokens bypass locks, as in Nova
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    nova.lock(id);
+    const err = await client.deleteServer(id, { wait: true, ...FAST }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConflictError);
+    expect((err as ConflictError).status).toBe(409);
+    expect((err as ConflictError).serverId).toBe(id);
+    expect((err as ConflictError).requestId).toMatch(/^req-/);
+    expect(nova.requestsTo('DELETE', serverPath(id))).toHaveLength(1);
+    expect(nova.requestsTo('GET', serverPath(id))).toHaveLength(0);
+  });
+
+  it('BUG-01 1c: DELETE 500 is retried (bounded), then DeleteFailedError with zero GETs', async () => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    nova.inject({ method: 'DELETE', path: SERVER_PATH, status: 500, body: { computeFault: { code: 500, message: 'Unexpected API Error.' } }, times: Infinity });
+    const err = await client.deleteServer(id, { wait: true, ...FAST, deleteRetries: 3 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DeleteFailedError);
+    expect(err).toMatchObject({ serverId: id, deleteAttempts: 4, status: 500, faultMessage: 'Unexpected API Error.' });
+    expect(nova.requestsTo('DELETE', serverPath(id))).toHaveLength(4);
+    expect(nova.requestsTo('GET', serverPath(id))).toHaveLength(0);
+  });
+
+  it('DELETE 503 once, then 204: retried and waited for', async () => {
+    const nova = await startNova({ deleteDelayMs: 20 });
+    const client = clientFor(nova);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    nova.inject({ method: 'DELETE', path: SERVER_PATH, status: 503, body: { computeFault: { code: 503, message: 'busy' } } });
+    const r = await client.deleteServer(id, { wait: true, ...FAST });
+    expect(r).toMatchObject({ outcome: 'deleted', deleteAttempts: 2 });
+  });
+
+  it('BUG-04 4a: no sign of deletion within redeleteAfterMs re-issues the DELETE exactly once', async () => {
+    const nova = await startNova({ deleteDelayMs: 20 });
+    const client = clientFor(nova);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    nova.setServerBehavior(id, { onDelete: 'ignore' });
+    const r = await client.deleteServer(id, { wait: true, ...FAST, redeleteAfterMs: 40 });
+    expect(r.outcome).toBe('deleted');
+    expect(r.deleteAttempts).toBe(2);
+    expect(nova.requestsTo('DELETE', serverPath(id))).toHaveLength(2);
+    const del2 = nova.requestsTo('DELETE', serverPath(id))[1]!;
+    const del1 = nova.requestsTo('DELETE', serverPath(id))[0]!;
+    expect(del2.timeMs - del1.timeMs).toBeGreaterThanOrEqual(35);
+  });
+
+  it('BUG-04 4a control: a poll showing task_state deleting means no second DELETE', async () => {
+    const nova = await startNova({ deleteDelayMs: 120 });
+    const client = clientFor(nova);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    const r = await client.deleteServer(id, { wait: true, ...FAST, redeleteAfterMs: 30 });
+    expect(r.outcome).toBe('deleted');
+    expect(nova.requestsTo('DELETE', serverPath(id))).toHaveLength(1);
+  });
+
+  it('BUG-01 1a: a server stuck in deleting throws DeleteTimeoutError with the last state', async () => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    nova.setServerBehavior(id, { onDelete: 'never' });
+    const err = await client.deleteServer(id, { wait: true, ...FAST, timeoutMs: 80 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DeleteTimeoutError);
+    expect(err).toMatchObject({ serverId: id, lastStatus: 'ACTIVE', lastTaskState: 'deleting', timeoutMs: 80 });
+    expect((err as DeleteTimeoutError).polls).toBeGreaterThanOrEqual(2);
+    expect((err as DeleteTimeoutError).elapsedMs).toBeGreaterThanOrEqual(75);
+  });
+
+  it('a delete that fails into ERROR is re-issued once, then succeeds', async () => {
+    const nova = await startNova({ deleteDelayMs: 10 });
+    const client = clientFor(nova);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    nova.setServerBehavior(id, { onDelete: 'error' });
+    const r = await client.deleteServer(id, { wait: true, ...FAST });
+    expect(r).toMatchObject({ outcome: 'deleted', deleteAttempts: 2 });
+  });
+
+  it('ERROR twice: DeleteFailedError carrying Nova\'s fault message', async () => {
+    const nova = await startNova({ deleteDelayMs: 10 });
+    const client = clientFor(nova);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    nova.setDefaultDeleteBehavior('error');
+    const err = await client.deleteServer(id, { wait: true, ...FAST }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DeleteFailedError);
+    const e = err as DeleteFailedError;
+    expect(e.serverId).toBe(id);
+    expect(e.deleteAttempts).toBe(2);
+    expect(e.lastStatus).toBe('ERROR');
+    expect(e.faultMessage).toBe(nova.getServerState(id)?.faultMessage);
+    expect(e.faultMessage).toBeTruthy();
+  });
+
+  it('BUG-06 6b: forceSoftDeleted force-deletes a SOFT_DELETED server and waits for 404', async () => {
+    const nova = await startNova({ softDelete: true });
+    const client = clientFor(nova);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    const r = await client.deleteServer(id, { wait: true, ...FAST, forceSoftDeleted: true });
+    expect(r.outcome).toBe('deleted');
+    const actions = nova.requestsTo('POST', `/servers/${id}/action`);
+    expect(actions).toHaveLength(1);
+    expect(nova.getServerState(id)).toBeUndefined();
+  });
+
+  it('BUG-06 6b: a SOFT_DELETED server being force-deleted (task_state deleting) is waited for, not force-deleted again', async () => {
+    const nova = await startNova({ softDelete: true, deleteDelayMs: 60 });
+    const client = clientFor(nova);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    const r = await client.deleteServer(id, { wait: true, ...FAST, forceSoftDeleted: true });
+    expect(r.outcome).toBe('deleted');
+    expect(nova.requestsTo('POST', `/servers/${id}/action`)).toHaveLength(1);
+    expect(nova.getServerState(id)).toBeUndefined();
+  });
+
+  it('BUG-06 6b variant: a 403 on force-delete resolves soft-deleted with a warning', async () => {
+    const nova = await startNova({ softDelete: true });
+    const client = clientFor(nova);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    nova.inject({
+      method: 'POST',
+      path: /\/action$/,
+      status: 403,
+      body: { forbidden: { code: 403, message: "Policy doesn't allow os_compute_api:os-deferred-delete:force to be performed." } },
+    });
+    const r: DeleteServerResult = await client.deleteServer(id, { wait: true, ...FAST, forceSoftDeleted: true });
+    expect(r.outcome).toBe('soft-deleted');
+    expect(r.warnings).toHaveLength(1);
+    expect(r.warnings[0]).toContain('os-deferred-delete:force');
+  });
+
+  it('BUG-06 6a: without forceSoftDeleted a SOFT_DELETED server resolves soft-deleted after one poll', async () => {
+    const nova = await startNova({ softDelete: true });
+    const client = clientFor(nova);
+    const id = nova.addServer({ status: 'ACTIVE', flavorId: '2' }).id;
+    const r = await client.deleteServer(id, { wait: true, ...FAST });
+    expect(r).toMatchObject({ outcome: 'soft-deleted', polls: 1 });
+    expect((await client.getLimits()).absolute.totalCoresUsed).toBe(0);
+  });
+
+  it('rejects bad input before any request', async () => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    await expect(client.deleteServer('')).rejects.toBeInstanceOf(ValidationError);
+    await expect(client.deleteServer('a/b')).rejects.toBeInstanceOf(ValidationError);
+    await expect(client.deleteServer('x', { redeleteAfterMs: -5 })).rejects.toBeInstanceOf(ValidationError);
+    await expect(client.deleteServer('x', { deleteRetries: 1.5 })).rejects.toBeInstanceOf(ValidationError);
+    await expect(client.deleteServers(['ok', ''])).rejects.toBeInstanceOf(ValidationError);
+    expect(nova.requests).toHaveLength(0);
+  });
+});
+
+describe('a 404 that does not name the server is not "gone" (wrong endpoint, proxy)', () => {
+  it('deleteServer against the unversioned root fails instead of reporting already-gone', async () => {
+    const nova = await startNova();
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    const client = clientFor(nova, { endpoint: nova.url }); // missing /v2.1
+    const err = await client.deleteServer(id, { wait: true, ...FAST }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DeleteFailedError);
+    expect((err as DeleteFailedError).status).toBe(404);
+    expect(nova.getServerState(id)?.status).toBe('ACTIVE');
+    expect(client.unconfirmedDeletes().map((u) => u.serverId)).toEqual([id]);
+  });
+
+  it('a poll answered by a generic 404 ends the wait with that error, not as deleted', async () => {
+    const nova = await startNova({ deleteDelayMs: 5000 });
+    const client = clientFor(nova);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    nova.inject({ method: 'GET', path: SERVER_PATH, status: 404, body: { itemNotFound: { code: 404, message: 'The resource could not be found.' } } });
+    const err = await client.deleteServer(id, { wait: true, ...FAST }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(NotFoundError);
+    expect((err as NotFoundError).message).toBe('The resource could not be found.');
+  });
+});
+
+describe('client.unconfirmedDeletes: nothing is forgotten', () => {
+  it('keeps a server whose wait timed out, with the error, until a later call confirms it', async () => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    const stuck = nova.addServer({ status: 'ACTIVE' }).id;
+    const fine = nova.addServer({ status: 'ACTIVE' }).id;
+    nova.setServerBehavior(stuck, { onDelete: 'never' });
+    await expect(client.deleteServer(stuck, { wait: true, ...FAST, timeoutMs: 40 })).rejects.toBeInstanceOf(DeleteTimeoutError);
+    await client.deleteServer(fine, { wait: true, ...FAST });
+    const left = client.unconfirmedDeletes();
+    expect(left).toHaveLength(1);
+    expect(left[0]).toMatchObject({ serverId: stuck, calls: 1, state: 'failed' });
+    expect(left[0]!.lastError).toMatch(/^DeleteTimeoutError: Timed out/);
+    nova.setServerBehavior(stuck, { onDelete: 'normal' });
+    const r = await client.deleteServer(stuck, { wait: true, ...FAST });
+    expect(r.outcome).toBe('deleted');
+    expect(client.unconfirmedDeletes()).toEqual([]);
+  });
+
+  it('a delete without wait stays unconfirmed; already-gone is confirmed', async () => {
+    const nova = await startNova({ deleteDelayMs: 5000 });
+    const client = clientFor(nova);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    await client.deleteServer(id);
+    await client.deleteServer('gone-already');
+    expect(client.unconfirmedDeletes().map((u) => [u.serverId, u.state])).toEqual([[id, 'delete-requested']]);
+  });
+
+  it('bad input never enters the ledger', async () => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    await expect(client.deleteServer('a/b')).rejects.toBeInstanceOf(ValidationError);
+    expect(client.unconfirmedDeletes()).toEqual([]);
+  });
+});
+
+describe('client.deleteServers', () => {
+  it('BUG-05 5b: each settles on its own; a stuck one times out without hiding the others', async () => {
+    const nova = await startNova({ deleteDelayMs: 20 });
+    const client = clientFor(nova);
+    const stuck = nova.addServer({ status: 'ACTIVE' }).id;
+    const slow = nova.addServer({ status: 'ACTIVE' }).id;
+    const fast = nova.addServer({ status: 'ACTIVE' }).id;
+    nova.setServerBehavior(stuck, { onDelete: 'never' });
+    const t0 = performance.now();
+    const r = await client.deleteServers([stuck, slow, fast, fast], { wait: true, ...FAST, timeoutMs: 150 });
+    const took = performance.now() - t0;
+    expect(r.succeeded.sort()).toEqual([slow, fast].sort());
+    expect(r.failed).toHaveLength(1);
+    expect(r.failed[0]!.serverId).toBe(stuck);
+    expect(r.failed[0]!.error).toBeInstanceOf(DeleteTimeoutError);
+    expect(r.results.map((x) => x.serverId)).toEqual([stuck, slow, fast]);
+    expect(took).toBeLessThan(400);
+  });
+
+  it('bounded concurrency: never more DELETEs in flight than asked', async () => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    const ids = Array.from({ length: 6 }, () => nova.addServer({ status: 'ACTIVE' }).id);
+    nova.inject({ method: 'DELETE', path: SERVER_PATH, delayMs: 30, times: Infinity });
+    const t0 = performance.now();
+    const r = await client.deleteServers(ids, { concurrency: 2 });
+    expect(r.succeeded).toHaveLength(6);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(85);
+  });
+});

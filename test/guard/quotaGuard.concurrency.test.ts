@@ -1,0 +1,86 @@
+/**
+ * Contention in one process: 20 callers of one guard (in-flight claims: no 403 at all), and 20
+ * callers spread over 4 guards (no shared claims: Nova's 403s happen and are absorbed). Every job
+ * creates, works, and deletes with wait, as a CI worker does.
+ */
+import { describe, expect, it } from 'vitest';
+import type { NovaClient } from '../../src/nova/client.js';
+import type { QuotaGuard } from '../../src/guard/quotaGuard.js';
+import type { FakeNova } from '../../src/testing/index.js';
+import { body, clientFor, guardFor, liveServers, posts, startNova } from './fixtures.js';
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Sample the fake's true usage every ms; returns a stop function giving the peak cores. */
+function watchPeak(nova: FakeNova): () => number {
+  let peak = 0;
+  const t = setInterval(() => {
+    peak = Math.max(peak, nova.usage().cores);
+  }, 1);
+  return () => {
+    clearInterval(t);
+    return Math.max(peak, nova.usage().cores);
+  };
+}
+
+async function job(guard: QuotaGuard, client: NovaClient, name: string): Promise<number> {
+  const s = await guard.createServer(body(name));
+  await sleep(10); // the job's work
+  await client.deleteServer(s.id, { wait: true, intervalMs: 3, timeoutMs: 5000, redeleteAfterMs: 0 });
+  return guard.stats.attempts;
+}
+
+describe('20 concurrent callers', () => {
+  it('one guard: in-flight claims keep them from passing the same check: 20 POSTs, 0 quota 403s, peak ≤ quota', async () => {
+    const nova = await startNova({ maxTotalCores: 10, buildDelayMs: 10, deleteDelayMs: 10 });
+    const guard = guardFor(nova, { maxWaitMs: 20000, maxAttempts: 8, baseDelayMs: 5, maxDelayMs: 40 });
+    const client = clientFor(nova);
+    const stop = watchPeak(nova);
+    const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => job(guard, client, `job-${i}`)));
+    const peak = stop();
+    expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
+    expect(posts(nova).map((p) => p.status)).toEqual(Array(20).fill(202));
+    expect(guard.stats).toMatchObject({ succeeded: 20, failed: 0, attempts: 20, quota403s: 0, quotaRetries: 0, cleanups: 0 });
+    expect(guard.stats.waits).toBeGreaterThan(0);
+    expect(peak).toBeLessThanOrEqual(10);
+    expect(peak).toBeGreaterThanOrEqual(4);
+    expect(guard.inFlightClaims).toBe(0);
+    expect(liveServers(nova)).toEqual([]);
+    expect(nova.usage()).toEqual({ cores: 0, instances: 0, ram: 0 });
+  });
+
+  it('four guards × five callers: cross-guard races give 403s that are absorbed; every job done, nothing leaked', async () => {
+    const nova = await startNova({ maxTotalCores: 10, buildDelayMs: 10, deleteDelayMs: 10 });
+    const guards = [0, 1, 2, 3].map(() => guardFor(nova, { maxWaitMs: 20000, maxAttempts: 30, baseDelayMs: 5, maxDelayMs: 40 }));
+    const client = clientFor(nova);
+    const stop = watchPeak(nova);
+    const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => job(guards[i % 4]!, client, `job-${i}`)));
+    const peak = stop();
+    expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
+    const statuses = posts(nova).map((p) => p.status);
+    expect(statuses.filter((s) => s === 202)).toHaveLength(20);
+    expect(statuses.filter((s) => s !== 202 && s !== 403)).toEqual([]);
+    const total403 = statuses.filter((s) => s === 403).length;
+    expect(guards.reduce((n, g) => n + g.stats.quota403s, 0)).toBe(total403);
+    expect(guards.reduce((n, g) => n + g.stats.attempts, 0)).toBe(20 + total403);
+    expect(guards.reduce((n, g) => n + g.stats.succeeded, 0)).toBe(20);
+    expect(peak).toBeLessThanOrEqual(10);
+    expect(liveServers(nova)).toEqual([]);
+    expect(nova.usage()).toEqual({ cores: 0, instances: 0, ram: 0 });
+  });
+
+  it('headroom() shows the claims of creates in flight', async () => {
+    const nova = await startNova({ maxTotalCores: 10, buildDelayMs: 100 });
+    const guard = guardFor(nova);
+    const runs = [guard.createServer(body('a')), guard.createServer(body('b', '3'))];
+    for (let i = 0; i < 500 && posts(nova).filter((p) => p.status === 202).length < 2; i++) await sleep(2);
+    const h = await guard.headroom();
+    // Both servers are BUILD: Nova counts them (6 cores) and so do the claims.
+    expect(h.cores).toEqual({ max: 10, used: 6, inFlight: 6, headroom: 0 });
+    expect(h.ram).toEqual({ max: 51200, used: 6144, inFlight: 6144, headroom: 51200 - 12288 });
+    expect(h.instances).toEqual({ max: 10, used: 2, inFlight: 2, headroom: 6 });
+    await Promise.all(runs);
+    const after = await guard.headroom();
+    expect(after.cores).toEqual({ max: 10, used: 6, inFlight: 0, headroom: 4 });
+  });
+});

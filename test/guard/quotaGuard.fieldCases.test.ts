@@ -1,0 +1,478 @@
+/**
+ * QuotaGuard over real HTTP to FakeNova: field cases BUG-08, 09, 10, 11, 13, 14 of
+ * `shared/reference/field-cases.md`, scaled to milliseconds (the guard's delays are options).
+ */
+import { describe, expect, it } from 'vitest';
+import { ForbiddenError, QuotaExceededError, QuotaWaitTimeoutError, RequestTooLargeError } from '../../src/errors/index.js';
+import type { QuotaRetryInfo, QuotaWaitInfo } from '../../src/guard/quotaGuard.js';
+import { body, guardFor, limitsAndPosts, limitsBody, liveServers, posts, quota403, startNova } from './fixtures.js';
+import { rejection } from '../helpers.js';
+
+const MSG_9A = 'Quota exceeded for cores: Requested 2, but already used 514 of 515 cores';
+const CORES2 = { cores: 2, ramMiB: 2048, instances: 1 };
+
+describe('BUG-14a: deterministic single worker', () => {
+  it('GET /limits, POST 403, GET /limits (short), GET /limits, POST 202; delays grow ±20 %', async () => {
+    const nova = await startNova();
+    nova.inject({ method: 'GET', path: '/limits', status: 200, body: limitsBody({ maxTotalCores: 515, totalCoresUsed: 512 }) });
+    nova.inject({ method: 'POST', path: '/servers', status: 403, body: quota403(MSG_9A) });
+    nova.inject({ method: 'GET', path: '/limits', status: 200, body: limitsBody({ maxTotalCores: 515, totalCoresUsed: 514 }) });
+    nova.inject({ method: 'GET', path: '/limits', status: 200, body: limitsBody({ maxTotalCores: 515, totalCoresUsed: 512 }) });
+    const waits: QuotaWaitInfo[] = [];
+    const retries: QuotaRetryInfo[] = [];
+    const guard = guardFor(nova, {
+      baseDelayMs: 100,
+      minDelayMs: 10,
+      maxDelayMs: 1000,
+      jitter: 0.2,
+      waitForActive: false,
+      onWait: (i) => waits.push(i),
+      onRetry: (i) => {
+        retries.push(i);
+      },
+    });
+    const server = await guard.createServer(body('w14'), { needs: CORES2 });
+
+    expect(limitsAndPosts(nova)).toEqual(['GET /limits', 'POST /servers', 'GET /limits', 'GET /limits', 'POST /servers']);
+    const seq = nova.requests.filter((r) => r.path === '/limits' || (r.method === 'POST' && r.path === '/servers'));
+    const gap1 = seq[2]!.timeMs - seq[1]!.timeMs;
+    const gap2 = seq[3]!.timeMs - seq[2]!.timeMs;
+    // Recorded arrival times: never earlier than the chosen delay (±20 % of 100, then of 200 ms);
+    // the upper bounds leave room for a loaded test machine; the exact draws are checked below.
+    expect(gap1).toBeGreaterThanOrEqual(80 - 1);
+    expect(gap1).toBeLessThanOrEqual(120 + 100);
+    expect(gap2).toBeGreaterThanOrEqual(160 - 1);
+    expect(gap2).toBeLessThanOrEqual(240 + 100);
+    expect(gap2).toBeGreaterThan(gap1);
+    expect(retries.map((r) => [r.reason, r.attempt, r.attemptsLeft])).toEqual([['quota', 1, 7]]);
+    expect(retries[0]!.delayMs).toBeGreaterThanOrEqual(80);
+    expect(retries[0]!.delayMs).toBeLessThanOrEqual(120);
+    expect(waits).toHaveLength(1);
+    expect(waits[0]!.shortfalls).toEqual([{ resource: 'cores', needed: 2, max: 515, used: 514, inFlight: 0, headroom: 1 }]);
+    expect(waits[0]!.delayMs).toBeGreaterThanOrEqual(160);
+    expect(waits[0]!.delayMs).toBeLessThanOrEqual(240);
+    expect(posts(nova).map((r) => r.status)).toEqual([403, 202]);
+    expect(server.id).toBe(posts(nova)[1]!.serverId);
+    expect(guard.stats).toMatchObject({ succeeded: 1, failed: 0, waits: 1, attempts: 2, quota403s: 1, quotaRetries: 1 });
+  });
+});
+
+describe('onRetry veto', () => {
+  it('returning false on a quota 403 throws it after exactly 1 POST', async () => {
+    const nova = await startNova();
+    nova.inject({ method: 'POST', path: '/servers', status: 403, body: quota403(MSG_9A) });
+    const seen: QuotaRetryInfo[] = [];
+    const guard = guardFor(nova, { onRetry: (i) => (seen.push(i), false) });
+    const err = await rejection(guard.createServer(body('x'), { needs: CORES2 }));
+    expect(err).toBeInstanceOf(QuotaExceededError);
+    expect(err.message).toBe(MSG_9A);
+    expect(seen.map((i) => [i.reason, i.attempt, i.attemptsLeft])).toEqual([['quota', 1, 7]]);
+    expect(limitsAndPosts(nova)).toEqual(['GET /limits', 'POST /servers']);
+  });
+
+  it('returning false on a rate limit throws the RateLimitError after exactly 1 POST', async () => {
+    const nova = await startNova();
+    nova.inject({ method: 'POST', path: '/servers', status: 413, headers: { 'Retry-After': '0.05' }, body: { overLimit: { code: 413, message: 'This request was rate-limited.', retryAfter: '0.05' } } });
+    const guard = guardFor(nova, { onRetry: (i) => i.reason !== 'rate-limit' });
+    const err = await rejection(guard.createServer(body('x'), { needs: CORES2 }));
+    expect(err.name).toBe('RateLimitError');
+    expect(posts(nova)).toHaveLength(1);
+  });
+
+  it('a hook that throws is ignored (logged): the retry goes ahead', async () => {
+    const nova = await startNova();
+    nova.inject({ method: 'POST', path: '/servers', status: 403, body: quota403(MSG_9A) });
+    const guard = guardFor(nova, {
+      waitForActive: false,
+      onRetry: () => {
+        throw new Error('hook bug');
+      },
+    });
+    await guard.createServer(body('x'), { needs: CORES2 });
+    expect(posts(nova).map((p) => p.status)).toEqual([403, 202]);
+  });
+});
+
+describe('BUG-14b: three workers (separate guards) share one project', () => {
+  it('no POST while short, jittered retries, one wins per freed slot, all done within maxAttempts', async () => {
+    const nova = await startNova({ maxTotalCores: 6, deleteDelayMs: 5 });
+    const seedA = nova.addServer({ flavorId: '2', name: 'seed-a' }).id;
+    const seedB = nova.addServer({ flavorId: '2', name: 'seed-b' }).id;
+    // All three read the same headroom (2 of 6 free) before any POST lands: the race of the case.
+    nova.inject({ method: 'GET', path: '/limits', status: 200, body: limitsBody({ maxTotalCores: 6, totalCoresUsed: 4 }), times: 3 });
+    const delays: number[][] = [[], [], []];
+    const postsPerWorker = [0, 0, 0];
+    const guards = [0, 1, 2].map((w) =>
+      guardFor(nova, {
+        baseDelayMs: 40,
+        minDelayMs: 5,
+        maxDelayMs: 120,
+        maxAttempts: 8,
+        onRetry: (i) => {
+          delays[w]!.push(i.delayMs);
+        },
+        onWait: (i) => delays[w]!.push(i.delayMs),
+      }),
+    );
+    const runs = guards.map((g, w) =>
+      g.createServer(body(`w${w}`), { needs: CORES2 }).then((s) => {
+        postsPerWorker[w] = g.stats.attempts;
+        return s;
+      }),
+    );
+    const settled = Promise.allSettled(runs); // nothing left unhandled if an assertion fails
+    // Let the three first POSTs be answered, hold 150 ms with nothing freed (the losers must only
+    // re-read /limits, never POST), then free one slot, later the other.
+    for (let i = 0; i < 500 && posts(nova).filter((p) => p.status !== 0).length < 3; i++) await new Promise((r) => setTimeout(r, 2));
+    await new Promise((r) => setTimeout(r, 150));
+    const freedAtMs = Date.now();
+    expect(posts(nova).filter((p) => p.timeMs < freedAtMs)).toHaveLength(3);
+    expect(nova.requestsTo('GET', '/limits').length).toBeGreaterThan(3);
+    expect(posts(nova).map((p) => p.status).sort()).toEqual([202, 403, 403]);
+    nova.destroyServer(seedA);
+    await new Promise((r) => setTimeout(r, 400));
+    nova.destroyServer(seedB);
+    const results = await settled;
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
+    const servers = await Promise.all(runs);
+
+    expect(new Set(servers.map((s) => s.id)).size).toBe(3);
+    expect(postsPerWorker.every((n) => n >= 1 && n <= 8)).toBe(true);
+    // The two losers backed off with jitter: their delay sequences are not identical.
+    const losers = [0, 1, 2].filter((w) => postsPerWorker[w]! > 1 || delays[w]!.length > 0);
+    expect(losers.length).toBe(2);
+    expect(JSON.stringify(delays[losers[0]!])).not.toBe(JSON.stringify(delays[losers[1]!]));
+    expect(liveServers(nova).sort()).toEqual(servers.map((s) => s.id).sort());
+    expect(nova.usage().cores).toBe(6);
+  });
+
+  it('attempts exhausted: QuotaExceededError permanent:false after exactly maxAttempts POSTs', async () => {
+    const nova = await startNova();
+    nova.inject({ method: 'GET', path: '/limits', status: 200, body: limitsBody({ maxTotalCores: 515, totalCoresUsed: 0 }), times: Infinity });
+    nova.inject({ method: 'POST', path: '/servers', status: 403, body: quota403(MSG_9A), times: Infinity });
+    const guard = guardFor(nova, { maxAttempts: 3 });
+    const err = await rejection(guard.createServer(body('x'), { needs: CORES2 }));
+    expect(err).toBeInstanceOf(QuotaExceededError);
+    expect((err as QuotaExceededError).permanent).toBe(false);
+    expect((err as QuotaExceededError).resources).toEqual([{ name: 'cores', requested: 2, used: 514, allowed: 515 }]);
+    expect(posts(nova)).toHaveLength(3);
+    expect(limitsAndPosts(nova)).toEqual(['GET /limits', 'POST /servers', 'GET /limits', 'POST /servers', 'GET /limits', 'POST /servers']);
+  });
+});
+
+describe('BUG-13: reported usage wrong or stale', () => {
+  it('13a: re-reads /limits before every attempt (8, 8, 4 of 10 → 3 reads, 1 POST)', async () => {
+    const nova = await startNova();
+    for (const used of [8, 8, 4]) nova.inject({ method: 'GET', path: '/limits', status: 200, body: limitsBody({ maxTotalCores: 10, totalCoresUsed: used }) });
+    const guard = guardFor(nova, { waitForActive: false });
+    await guard.createServer(body('x', '3'));
+    expect(limitsAndPosts(nova)).toEqual(['GET /limits', 'GET /limits', 'GET /limits', 'POST /servers']);
+    expect(nova.requestsTo('GET', '/flavors/3')).toHaveLength(1);
+  });
+
+  it('13b: stuck over-count (phantom usage, two 2-core servers) → QuotaWaitTimeoutError with the numbers, 0 POSTs', async () => {
+    const nova = await startNova({ maxTotalCores: 10 });
+    nova.addServer({ flavorId: '2' });
+    nova.addServer({ flavorId: '2' });
+    nova.setUsageDrift({ cores: 4 });
+    const guard = guardFor(nova, { maxWaitMs: 300, baseDelayMs: 20, maxDelayMs: 60 });
+    const started = performance.now();
+    const err = await rejection(guard.createServer(body('x', '3')));
+    const elapsed = performance.now() - started;
+    expect(err).toBeInstanceOf(QuotaWaitTimeoutError);
+    expect(err).toBeInstanceOf(QuotaExceededError);
+    const e = err as QuotaWaitTimeoutError;
+    expect(e.permanent).toBe(false);
+    expect(e.message).toContain('maxTotalCores=10 totalCoresUsed=8 requested=4');
+    expect(e.resources).toEqual([{ name: 'cores', requested: 4, used: 8, allowed: 10 }]);
+    expect(e.needs).toEqual({ cores: 4, ramMiB: 4096, instances: 1 });
+    expect(e.headroom.cores).toEqual({ max: 10, used: 8, inFlight: 0, headroom: 2 });
+    expect(e.maxWaitMs).toBe(300);
+    expect(e.limitsReads).toBe(nova.requestsTo('GET', '/limits').length);
+    expect(e.limitsReads).toBeGreaterThanOrEqual(3);
+    expect(posts(nova)).toHaveLength(0);
+    expect(elapsed).toBeGreaterThanOrEqual(300);
+    expect(elapsed).toBeLessThan(300 + 200);
+  });
+
+  it("13c: onStaleLimits 'attempt' with maxWaitMs 0 → 1 /limits read, 1 POST that Nova accepts, warning logged", async () => {
+    // /limits keeps counting two destroyed servers (quota lag); Nova's own check does not.
+    const nova = await startNova({ maxTotalCores: 10, quotaLagMs: 60000 });
+    const ids = [0, 1, 2, 3].map(() => nova.addServer({ flavorId: '2' }).id);
+    nova.destroyServer(ids[0]!);
+    nova.destroyServer(ids[1]!);
+    expect(nova.reportedUsage().cores).toBe(8);
+    expect(nova.usage().cores).toBe(4);
+    const lines: string[] = [];
+    const { pino } = await import('pino');
+    const logger = pino({ level: 'warn' }, { write: (l: string) => lines.push(l) });
+    const guard = guardFor(nova, { maxWaitMs: 0, onStaleLimits: 'attempt', logger });
+    const server = await guard.createServer(body('x', '3'));
+    expect(limitsAndPosts(nova)).toEqual(['GET /limits', 'POST /servers']);
+    expect(server.status).toBe('ACTIVE');
+    expect(lines.some((l) => /attempting the create anyway/.test(l) && /maxTotalCores=10 totalCoresUsed=8 requested=4/.test(l))).toBe(true);
+  });
+
+  it("drift escape after waiting: onStaleLimits 'attempt' waits maxWaitMs, then POSTs once", async () => {
+    const nova = await startNova({ maxTotalCores: 10, quotaLagMs: 60000 });
+    const ids = [0, 1, 2, 3].map(() => nova.addServer({ flavorId: '2' }).id);
+    nova.destroyServer(ids[0]!);
+    nova.destroyServer(ids[1]!);
+    const waits: QuotaWaitInfo[] = [];
+    const guard = guardFor(nova, { maxWaitMs: 150, baseDelayMs: 20, onStaleLimits: 'attempt', onWait: (w) => waits.push(w) });
+    const started = performance.now();
+    await guard.createServer(body('x', '3'));
+    expect(performance.now() - started).toBeGreaterThanOrEqual(150);
+    expect(waits.length).toBeGreaterThanOrEqual(2);
+    expect(posts(nova).map((p) => p.status)).toEqual([202]);
+    expect(nova.requestsTo('GET', '/limits')).toHaveLength(waits.length + 1);
+  });
+});
+
+describe('BUG-11: -1, 0 and used > max', () => {
+  it('11a: unlimited → POST at once, no wait', async () => {
+    const nova = await startNova();
+    nova.inject({
+      method: 'GET',
+      path: '/limits',
+      status: 200,
+      body: limitsBody({ maxTotalCores: -1, totalCoresUsed: 514, maxTotalInstances: -1, totalInstancesUsed: 257, maxTotalRAMSize: -1, totalRAMUsed: 1052672 }),
+    });
+    const waits: QuotaWaitInfo[] = [];
+    const guard = guardFor(nova, { onWait: (w) => waits.push(w), waitForActive: false });
+    await guard.createServer(body('x'));
+    expect(limitsAndPosts(nova)).toEqual(['GET /limits', 'POST /servers']);
+    expect(waits).toEqual([]);
+  });
+
+  it('11a: headroom() reports Infinity for -1', async () => {
+    const nova = await startNova({ maxTotalCores: -1, maxTotalInstances: -1, maxTotalRAMSize: -1 });
+    nova.addServer({ flavorId: '3' });
+    const h = await guardFor(nova).headroom();
+    expect(h.cores).toEqual({ max: Infinity, used: 4, inFlight: 0, headroom: Infinity });
+    expect(h.ram).toEqual({ max: Infinity, used: 4096, inFlight: 0, headroom: Infinity });
+    expect(h.instances).toEqual({ max: Infinity, used: 1, inFlight: 0, headroom: Infinity });
+    expect(h.source).toBe('limits');
+    expect(typeof h.requestId).toBe('string');
+    expect(Math.abs(h.readAtMs - Date.now())).toBeLessThan(1000);
+  });
+
+  it('11b: maxTotalCores 0 → permanent QuotaExceededError at once, 0 POSTs', async () => {
+    const nova = await startNova({ maxTotalCores: 0 });
+    const guard = guardFor(nova);
+    const err = await rejection(guard.createServer(body('x')));
+    expect(err).toBeInstanceOf(QuotaExceededError);
+    expect(err).not.toBeInstanceOf(QuotaWaitTimeoutError);
+    expect((err as QuotaExceededError).permanent).toBe(true);
+    expect((err as QuotaExceededError).resources).toEqual([{ name: 'cores', requested: 2, used: 0, allowed: 0 }]);
+    expect(err.message).toContain('maxTotalCores=0 totalCoresUsed=0 requested=2');
+    expect(limitsAndPosts(nova)).toEqual(['GET /limits']);
+  });
+
+  it('11c: used > max → headroom 0, waits (positive delay ≥ minDelayMs) and re-reads', async () => {
+    const nova = await startNova();
+    nova.inject({ method: 'GET', path: '/limits', status: 200, body: limitsBody({ maxTotalCores: 400, totalCoresUsed: 514 }) });
+    nova.inject({ method: 'GET', path: '/limits', status: 200, body: limitsBody({ maxTotalCores: 400, totalCoresUsed: 398 }) });
+    const waits: QuotaWaitInfo[] = [];
+    const guard = guardFor(nova, { minDelayMs: 60, baseDelayMs: 1, onWait: (w) => waits.push(w), waitForActive: false });
+    await guard.createServer(body('x'), { needs: CORES2 });
+    expect(waits.map((w) => [w.shortfalls[0]!.headroom, w.delayMs])).toEqual([[0, 60]]);
+    const reads = nova.requestsTo('GET', '/limits');
+    expect(reads).toHaveLength(2);
+    expect(reads[1]!.timeMs - reads[0]!.timeMs).toBeGreaterThanOrEqual(59);
+    expect(posts(nova)).toHaveLength(1);
+  });
+});
+
+describe('BUG-09: quota shapes and permanence', () => {
+  it('9b pre-check: 32 cores needed, maxTotalCores 20 → permanent, 0 POSTs', async () => {
+    const nova = await startNova({ maxTotalCores: 20 });
+    const err = await rejection(guardFor(nova).createServer(body('big'), { needs: { cores: 32, ramMiB: 98304, instances: 1 } }));
+    expect(err).toBeInstanceOf(QuotaExceededError);
+    expect((err as QuotaExceededError).permanent).toBe(true);
+    expect((err as QuotaExceededError).resources).toEqual([
+      { name: 'cores', requested: 32, used: 0, allowed: 20 },
+      { name: 'ram', requested: 98304, used: 0, allowed: 51200 },
+    ]);
+    expect(posts(nova)).toHaveLength(0);
+  });
+
+  it('9b without pre-check numbers: Nova says permanent → exactly 1 POST, 0 retries', async () => {
+    const nova = await startNova();
+    nova.inject({ method: 'GET', path: '/limits', status: 200, body: limitsBody({}) });
+    nova.inject({
+      method: 'POST',
+      path: '/servers',
+      status: 403,
+      body: quota403('Quota exceeded for cores, ram: Requested 32, 98304, but already used 0, 0 of 20, 51200 cores, ram'),
+    });
+    const retries: QuotaRetryInfo[] = [];
+    const guard = guardFor(nova, { onRetry: (r) => void retries.push(r) });
+    const err = await rejection(guard.createServer(body('big'), { needs: { cores: 32, ramMiB: 98304, instances: 1 } }));
+    expect(err).toBeInstanceOf(QuotaExceededError);
+    expect((err as QuotaExceededError).permanent).toBe(true);
+    expect((err as QuotaExceededError).status).toBe(403);
+    expect((err as QuotaExceededError).resources).toEqual([
+      { name: 'cores', requested: 32, used: 0, allowed: 20 },
+      { name: 'ram', requested: 98304, used: 0, allowed: 51200 },
+    ]);
+    expect(limitsAndPosts(nova)).toEqual(['GET /limits', 'POST /servers']);
+    expect(retries).toEqual([]);
+  });
+
+  it.each([
+    ['9a legacy single', MSG_9A],
+    ['9c instances', 'Quota exceeded for instances: Requested 1, but already used 10 of 10 instances'],
+    ['9d ports', 'Maximum number of ports exceeded'],
+    ['9e bare', 'Quota exceeded: code=InstanceLimitExceeded'],
+    ['pre-Liberty', 'Quota exceeded for cores,instances: Requested 2, but already used 9 of 10 cores'],
+    ['unified limits', 'Project demo is over a limit for [Resource class:VCPU is over limit of 515 due to current usage 514 and delta 2]'],
+    ['server group', 'Quota exceeded, too many servers in group'],
+  ])('%s: transient quota 403 → re-read /limits, retry, 202', async (_name, message) => {
+    const nova = await startNova();
+    nova.inject({ method: 'POST', path: '/servers', status: 403, body: quota403(message) });
+    const retries: QuotaRetryInfo[] = [];
+    const guard = guardFor(nova, { waitForActive: false, onRetry: (r) => void retries.push(r) });
+    await guard.createServer(body('x'));
+    expect(limitsAndPosts(nova)).toEqual(['GET /limits', 'POST /servers', 'GET /limits', 'POST /servers']);
+    expect(posts(nova).map((p) => p.status)).toEqual([403, 202]);
+    expect(retries.map((r) => r.reason)).toEqual(['quota']);
+  });
+
+  it('9f: Retry-After: 0 on a quota 403 → next request ≥ minDelayMs later', async () => {
+    const nova = await startNova();
+    nova.inject({ method: 'POST', path: '/servers', status: 403, body: quota403(MSG_9A), headers: { 'Retry-After': '0' } });
+    const guard = guardFor(nova, { minDelayMs: 80, baseDelayMs: 1, waitForActive: false });
+    await guard.createServer(body('x'));
+    const seq = nova.requests.filter((r) => r.path === '/limits' || (r.method === 'POST' && r.path === '/servers'));
+    expect(seq.map((r) => `${r.method} ${r.path}`)).toEqual(['GET /limits', 'POST /servers', 'GET /limits', 'POST /servers']);
+    expect(seq[2]!.timeMs - seq[1]!.timeMs).toBeGreaterThanOrEqual(79);
+  });
+});
+
+describe('BUG-10: a 403 that is not a quota is thrown at once', () => {
+  it('10a policy denial → ForbiddenError, exactly 1 POST, no /limits loop', async () => {
+    const nova = await startNova();
+    nova.inject({
+      method: 'POST',
+      path: '/servers',
+      status: 403,
+      body: { forbidden: { code: 403, message: "Policy doesn't allow os_compute_api:servers:create to be performed." } },
+    });
+    const err = await rejection(guardFor(nova).createServer(body('x')));
+    expect(err).toBeInstanceOf(ForbiddenError);
+    expect(err).not.toBeInstanceOf(QuotaExceededError);
+    expect(err.message).toBe("Policy doesn't allow os_compute_api:servers:create to be performed.");
+    expect(limitsAndPosts(nova)).toEqual(['GET /limits', 'POST /servers']);
+  });
+
+  it('10b opaque proxy HTML 403 → ForbiddenError, exactly 1 POST', async () => {
+    const nova = await startNova();
+    nova.inject({
+      method: 'POST',
+      path: '/servers',
+      status: 403,
+      headers: { 'Content-Type': 'text/html' },
+      body: '<html><body><h1>403 Forbidden</h1>Request forbidden by administrative rules.</body></html>',
+    });
+    const err = await rejection(guardFor(nova).createServer(body('x')));
+    expect(err).toBeInstanceOf(ForbiddenError);
+    expect((err as ForbiddenError).status).toBe(403);
+    expect(limitsAndPosts(nova)).toEqual(['GET /limits', 'POST /servers']);
+    expect(liveServers(nova)).toEqual([]);
+  });
+
+  it('10c control: a quota 403 takes the retry path', async () => {
+    const nova = await startNova();
+    nova.inject({ method: 'POST', path: '/servers', status: 403, body: quota403(MSG_9A) });
+    const s = await guardFor(nova).createServer(body('x'));
+    expect(posts(nova).map((p) => p.status)).toEqual([403, 202]);
+    expect(liveServers(nova)).toEqual([s.id]);
+  });
+});
+
+describe('BUG-08: 413 rate limit, legacy 413 quota, 413 too large', () => {
+  const RATE_BODY = (retryAfter?: string) => ({
+    overLimit: {
+      code: 413,
+      message: 'This request was rate-limited.',
+      ...(retryAfter === undefined ? {} : { retryAfter }),
+      details: 'Only 10 POST request(s) can be made to * every minute.',
+    },
+  });
+
+  it('8a Retry-After header (+ body retryAfter): second POST after it, no quota attempt used', async () => {
+    const nova = await startNova();
+    // Retry-After in seconds; 0.1 s keeps the test fast (the parser takes fractional seconds).
+    nova.inject({ method: 'POST', path: '/servers', status: 413, headers: { 'Retry-After': '0.1' }, body: RATE_BODY('0.1') });
+    const retries: QuotaRetryInfo[] = [];
+    const guard = guardFor(nova, { maxAttempts: 1, waitForActive: false, onRetry: (r) => void retries.push(r) });
+    await guard.createServer(body('x'));
+    const p = posts(nova);
+    expect(p.map((r) => r.status)).toEqual([413, 202]);
+    expect(p[1]!.timeMs - p[0]!.timeMs).toBeGreaterThanOrEqual(100);
+    expect(retries.map((r) => [r.reason, r.delayMs])).toEqual([['rate-limit', 100]]);
+    expect(guard.stats).toMatchObject({ attempts: 1, rateLimitRetries: 1, quota403s: 0, quotaRetries: 0 });
+    expect(nova.requestsTo('GET', '/limits')).toHaveLength(1);
+  });
+
+  it('8a body retryAfter only, and retryAt only', async () => {
+    const nova = await startNova();
+    nova.inject({ method: 'POST', path: '/servers', status: 413, body: RATE_BODY('0.1') });
+    const g1 = guardFor(nova, { maxAttempts: 1, waitForActive: false });
+    await g1.createServer(body('a'));
+    let p = posts(nova);
+    expect(p.map((r) => r.status)).toEqual([413, 202]);
+    expect(p[1]!.timeMs - p[0]!.timeMs).toBeGreaterThanOrEqual(100);
+
+    nova.clearRequests();
+    const at = new Date(Date.now() + 150).toISOString();
+    nova.inject({ method: 'POST', path: '/servers', status: 413, body: { overLimit: { code: 413, message: 'This request was rate-limited.', retryAt: at } } });
+    await g1.createServer(body('b'));
+    p = posts(nova);
+    expect(p.map((r) => r.status)).toEqual([413, 202]);
+    expect(p[1]!.timeMs).toBeGreaterThanOrEqual(Date.parse(at) - 5);
+  });
+
+  it("8a retryAfter '-1' → treated as 0, then at least minDelayMs", async () => {
+    const nova = await startNova();
+    nova.inject({ method: 'POST', path: '/servers', status: 413, headers: { 'Retry-After': '-1' }, body: RATE_BODY('-1') });
+    const guard = guardFor(nova, { minDelayMs: 60, waitForActive: false });
+    await guard.createServer(body('x'));
+    const p = posts(nova);
+    expect(p.map((r) => r.status)).toEqual([413, 202]);
+    expect(p[1]!.timeMs - p[0]!.timeMs).toBeGreaterThanOrEqual(59);
+  });
+
+  it("8b legacy 413 overLimit quota with retryAfter '0' → handled as quota: re-read /limits after ≥ minDelayMs", async () => {
+    const nova = await startNova();
+    nova.inject({
+      method: 'POST',
+      path: '/servers',
+      status: 413,
+      headers: { 'Retry-After': '0' },
+      body: { overLimit: { code: 413, message: 'Quota exceeded for cores: Requested 2, but already used 10 of 10 cores', retryAfter: '0' } },
+    });
+    const retries: QuotaRetryInfo[] = [];
+    const guard = guardFor(nova, { minDelayMs: 60, baseDelayMs: 1, waitForActive: false, onRetry: (r) => void retries.push(r) });
+    await guard.createServer(body('x'));
+    const seq = nova.requests.filter((r) => r.path === '/limits' || (r.method === 'POST' && r.path === '/servers'));
+    expect(seq.map((r) => `${r.method} ${r.path} ${r.status}`)).toEqual(['GET /limits 200', 'POST /servers 413', 'GET /limits 200', 'POST /servers 202']);
+    expect(seq[2]!.timeMs - seq[1]!.timeMs).toBeGreaterThanOrEqual(59);
+    expect(retries.map((r) => [r.reason, (r.error as QuotaExceededError).status])).toEqual([['quota', 413]]);
+  });
+
+  it('8c 413 that is neither → RequestTooLargeError, exactly 1 POST', async () => {
+    const nova = await startNova();
+    nova.inject({
+      method: 'POST',
+      path: '/servers',
+      status: 413,
+      headers: { 'Content-Type': 'text/plain' },
+      body: '413 Request Entity Too Large\n\nRequest is too large.',
+    });
+    const err = await rejection(guardFor(nova).createServer(body('x')));
+    expect(err).toBeInstanceOf(RequestTooLargeError);
+    expect(posts(nova)).toHaveLength(1);
+  });
+});
