@@ -5,3 +5,6 @@
  */
 export type * from './types.js';
 export type { Logger } from './logger.js';
+export { systemClock, sleep, timeoutSignal } from './clock.js';
+export type { Clock, TimerHandle } from './clock.js';
+export { jitteredMs } from './jitter.js';

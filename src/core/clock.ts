@@ -1,0 +1,68 @@
+/**
+ * The one clock every timer and every "now" of nova-guard goes through.
+ *
+ * The default, {@link systemClock}, reads the global timers, `performance.now()` and `Date.now()`
+ * each time it is called, so a test that fakes the globals (vitest's `vi.useFakeTimers()`, which
+ * fakes `performance` and `Date` too, or `@sinonjs/fake-timers`) drives nova-guard's schedule,
+ * p-retry's backoff and p-timeout's limits alike. A client option `clock` takes another
+ * implementation (for example one that runs faster, or one that records the timers it was asked
+ * for); p-retry schedules its own backoff delays with the global `setTimeout`, so such a clock
+ * should fake the globals too.
+ *
+ * @module
+ */
+
+/** A timer handle as {@link Clock.setTimeout} returns it. */
+export type TimerHandle = ReturnType<typeof globalThis.setTimeout>;
+
+/** Timers and time, in milliseconds. */
+export interface Clock {
+  /** Monotonic time in ms (`performance.now()`): for durations, deadlines and schedules. */
+  now(): number;
+  /** Wall-clock time in ms since the epoch (`Date.now()`): for what is compared with Nova's `Date` header. */
+  wallNow(): number;
+  /** Run `fn` after `delayMs` ms. */
+  setTimeout(fn: () => void, delayMs: number): TimerHandle;
+  /** Cancel a timer from {@link Clock.setTimeout}. */
+  clearTimeout(handle: TimerHandle | undefined): void;
+}
+
+/** The real clock: the global timers, `performance.now()` and `Date.now()`, read at each call. */
+export const systemClock: Clock = {
+  now: () => performance.now(),
+  wallNow: () => Date.now(),
+  setTimeout: (fn, delayMs) => globalThis.setTimeout(fn, delayMs),
+  clearTimeout: (handle) => globalThis.clearTimeout(handle),
+};
+
+/**
+ * Resolve after `delayMs` ms on `clock`; reject with `signal.reason` as soon as `signal` aborts (the
+ * timer is cleared). The timer keeps the process alive: it is work a caller awaits.
+ */
+export function sleep(clock: Clock, delayMs: number, signal?: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = (): void => {
+      clock.clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = clock.setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, Math.max(0, delayMs));
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * An AbortSignal that aborts after `delayMs` ms on `clock` (like `AbortSignal.timeout`, which always
+ * uses the real timers), with `reason`. `dispose()` clears the timer once it is no longer needed.
+ */
+export function timeoutSignal(clock: Clock, delayMs: number, reason: () => unknown): { signal: AbortSignal; dispose: () => void } {
+  const controller = new AbortController();
+  const timer = clock.setTimeout(() => controller.abort(reason()), Math.max(0, delayMs));
+  return { signal: controller.signal, dispose: () => clock.clearTimeout(timer) };
+}
