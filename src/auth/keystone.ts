@@ -16,7 +16,7 @@
  * @module
  */
 import { inspect } from 'node:util';
-import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
+import axios, { type AxiosInstance, type AxiosResponse, type AxiosAdapter } from 'axios';
 import pTimeout from 'p-timeout';
 import type { AuthProvider, GetTokenOptions } from './provider.js';
 import { AbortError, NovaApiError, NovaNetworkError, ValidationError, throwIfAborted, type NovaErrorInit } from '../errors/index.js';
@@ -75,6 +75,8 @@ export interface KeystoneAuthOptions extends KeystoneCredentials, TlsOptions {
   logger?: Logger;
   /** HTTP user agent. Default `nova-guard/<version>`. */
   userAgent?: string;
+  /** The axios adapter that sends requests. Default: axios's own. For tests: a `FakeKeystone`'s in-process adapter. */
+  adapter?: AxiosAdapter;
 }
 
 /** The token in use and what came with it. */
@@ -226,6 +228,7 @@ export class KeystoneAuth implements AuthProvider {
       maxRedirects: 0,
       // A token body with a large catalog is well under 1 MiB: an endless body is cut off, not buffered.
       maxContentLength: KEYSTONE_MAX_RESPONSE_BYTES,
+      ...(options.adapter ? { adapter: options.adapter } : {}),
       ...(httpsAgent ? { httpsAgent } : {}),
       headers: {
         Accept: 'application/json',

@@ -11,7 +11,8 @@
  */
 import https from 'node:https';
 import { rootCertificates } from 'node:tls';
-import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
+import axios, { type AxiosAdapter, type AxiosInstance, type AxiosResponse } from 'axios';
+import { systemClock, type Clock } from '../core/clock.js';
 import pTimeout from 'p-timeout';
 import { StaticTokenProvider, type AuthProvider } from '../auth/provider.js';
 import { loadCloudConfig, resolveClientOptions, type CloudClientOptions } from '../config/load.js';
@@ -84,6 +85,14 @@ export interface NovaClientOptions {
    * {@link InvalidResponseError}: a runaway proxy or a wrong endpoint cannot exhaust the worker's memory.
    */
   maxResponseBytes?: number;
+  /**
+   * The axios adapter that sends requests. Default: axios's own (node:http). For tests: a
+   * `FakeNova`'s in-process `adapter` serves the same answers without a socket, so a suite can run
+   * on fake timers.
+   */
+  adapter?: AxiosAdapter;
+  /** The clock of every timer and time reading of this client and its delete engine. Default {@link systemClock}. */
+  clock?: Clock;
   /**
    * Coalesce the delete-waits of this client (`waitForDelete`, `deleteServer(id, { wait: true })`):
    * while two or more servers are pending, one `GET /servers/detail?changes-since=...` per tick
@@ -206,6 +215,8 @@ export class NovaClient {
   readonly projectId: string | undefined;
   /** The client's logger. */
   readonly logger: Logger;
+  /** The clock of the client's timers (option `clock`). */
+  readonly clock: Clock;
   /** Request counters. */
   readonly stats: ClientStats = { requests: 0, byMethod: {} };
   /** `x-openstack-request-id` of the last response. */
@@ -268,6 +279,7 @@ export class NovaClient {
     this.watchIntervalMs = options.watchIntervalMs;
     this.projectId = options.projectId ?? projectFromNoauthToken(token);
     this.logger = componentLogger(options.logger, 'nova');
+    this.clock = options.clock ?? systemClock;
     this.#retry = {
       retries: r.retries ?? 4,
       minDelayMs: r.minDelayMs ?? 250,
@@ -288,6 +300,7 @@ export class NovaClient {
       // Secrets must never ride on a redirect to another host.
       maxRedirects: 0,
       maxContentLength: maxResponseBytes,
+      ...(options.adapter ? { adapter: options.adapter } : {}),
       ...(httpsAgent ? { httpsAgent } : {}),
       headers: {
         Accept: 'application/json',
