@@ -14,8 +14,8 @@ import type { Command } from 'commander';
 import pLimit from 'p-limit';
 import { ValidationError } from '../errors/index.js';
 import type { NovaClient } from '../nova/client.js';
-import type { DeleteServerOptions } from '../delete/deleteServer.js';
-import type { DeleteProgress } from '../delete/waitForDelete.js';
+import type { DeleteServerOptions } from '../delete/index.js';
+import type { DeleteProgress } from '../delete/index.js';
 import { parseMs } from './common.js';
 import { terminalSafe } from '../core/table.js';
 

@@ -1,11 +1,37 @@
 /**
  * Deleting servers and waiting until Nova has deleted them: `deleteServer`, `deleteServers`,
- * `waitForDelete`, and the ledger of deletions not yet confirmed.
+ * `waitForDelete`, the per-client delete engine under them, and the ledger of deletions not yet
+ * confirmed.
  *
  * @module
  */
 export { waitForDelete } from './waitForDelete.js';
-export type { WaitForDeleteOptions, WaitForDeleteResult, WaitOutcome, DeleteProgress } from './waitForDelete.js';
+export type { DeleteCapable } from './waitForDelete.js';
 export { deleteServer, deleteServers } from './deleteServer.js';
-export type { UnconfirmedDelete } from './ledger.js';
-export type { DeleteServerOptions, DeleteServerResult, DeleteOutcome, DeleteServersOptions, DeleteServersResult, DeleteSettled } from './deleteServer.js';
+export { DeleteEngine } from './engine.js';
+export type { DeleteEngineOptions } from './engine.js';
+export { DELETE_DEFAULTS, checkDeleteOptions } from './options.js';
+export type {
+  WaitForDeleteOptions,
+  WaitForDeleteResult,
+  WaitOutcome,
+  DeleteProgress,
+  DeleteServerOptions,
+  DeleteServerResult,
+  DeleteOutcome,
+  DeleteServersOptions,
+  DeleteServersResult,
+  DeleteSettled,
+  UnconfirmedDelete,
+  DeleteEngineStats,
+  ServerApi,
+} from './types.js';
+import type { DeleteCapable } from './waitForDelete.js';
+
+/**
+ * Call `listener` whenever `client` confirms a deletion (Nova's 404: the server's quota is free).
+ * Returns the function that unsubscribes. The quota guard wakes its waiters with it.
+ */
+export function onDeleteConfirmed(client: DeleteCapable, listener: (serverId: string) => void): () => void {
+  return client.deleteEngine.ledger.onConfirmed(listener);
+}

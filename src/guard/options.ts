@@ -8,7 +8,7 @@
  *
  * @module
  */
-import type { DeleteServerOptions } from '../delete/deleteServer.js';
+import type { DeleteServerOptions } from '../delete/index.js';
 import { ValidationError } from '../errors/index.js';
 import type { Headroom, QuotaNeeds, Shortfall } from './headroom.js';
 import type { Logger } from '../core/logger.js';

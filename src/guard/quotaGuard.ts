@@ -54,7 +54,7 @@ import { checkFit, computeHeadroom, describeShortfalls, shortfallResources, type
 import { componentLogger, type Logger } from '../core/logger.js';
 import { Backoff } from './backoff.js';
 import { ClaimLedger, type Claim } from './claims.js';
-import { onDeleteConfirmed } from '../delete/ledger.js';
+import { onDeleteConfirmed } from '../delete/index.js';
 import {
   flavorIdOf,
   isFullNeeds,

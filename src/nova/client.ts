@@ -24,15 +24,18 @@ import { checkDurationMs, checkPathId, checkRetryPolicy } from '../core/validate
 import { redactSecrets } from '../core/redact.js';
 import { idObjectListMember, idObjectMember, invalidResponse, objectMember, optionalObjectListMember, type ShapeContext } from '../transport/responseShape.js';
 import { componentLogger, type Logger } from '../core/logger.js';
-import { unconfirmedDeletes, type UnconfirmedDelete } from '../delete/ledger.js';
+
 import type { AbsoluteLimits, CreateServerBody, Flavor, Limits, QuotaDetailItem, QuotaSetDetail, Server } from '../core/types.js';
 import {
+  DeleteEngine,
   deleteServer as deleteServerImpl,
   deleteServers as deleteServersImpl,
   type DeleteServerOptions,
   type DeleteServerResult,
+  type DeleteServersOptions,
   type DeleteServersResult,
-} from '../delete/deleteServer.js';
+  type UnconfirmedDelete,
+} from '../delete/index.js';
 
 /** Retry policy of idempotent requests (GET, DELETE). */
 export interface RetryOptions {
@@ -94,21 +97,23 @@ export interface NovaClientOptions {
   /** The clock of every timer and time reading of this client and its delete engine. Default {@link systemClock}. */
   clock?: Clock;
   /**
-   * Coalesce the delete-waits of this client (`waitForDelete`, `deleteServer(id, { wait: true })`):
-   * while two or more servers are pending, one `GET /servers/detail?changes-since=...` per tick
-   * answers for all of them (see `src/coalesce/deleteWatcher.ts`); a single pending wait polls its
-   * own `GET /servers/{id}` as before. Default true; false polls one GET per server (osc-lib's way).
+   * Share the delete-waits of this client (`waitForDelete`, `deleteServer(id, { wait: true })`):
+   * while two or more servers are pending, one `GET /servers/detail?changes-since=...` and one brief
+   * `GET /servers` per tick answer for all of them (see `src/delete/engine.ts`); a single pending
+   * wait looks with its own `GET /servers/{id}`. False looks with one GET a server (osc-lib's way).
+   * @default true
    */
   coalesce?: boolean;
   /**
-   * Cap on the requests per second of coalesced delete-waiting while two or more servers are pending
-   * (listings, confirming and fallback GETs), like nodepool's provider `rate`. A single pending wait
-   * is never slowed. Other requests (DELETE, create, ...) are not capped. Default 10; `Infinity` = no cap.
+   * Cap on the requests per second of the client's delete engine: every DELETE, force-delete,
+   * listing and GET that `deleteServer`, `deleteServers` and `waitForDelete` send, under one limiter
+   * (like nodepool's provider `rate`). Other requests (create, limits, ...) are not capped.
+   * `Infinity` for no cap. @default 10
    */
   maxRequestsPerSecond?: number;
   /**
-   * Time between coalesced ticks while two or more servers are pending, in ms. Default: half the
-   * smallest pending `intervalMs` (so detection is faster than per-server polling at a fraction of its requests).
+   * Shortest time between shared ticks while two or more servers are pending, in ms.
+   * @default half the smallest pending `intervalMs` (shorter while a server shows `DELETED`: its `confirmIntervalMs`)
    */
   watchIntervalMs?: number;
 }
@@ -227,6 +232,8 @@ export class NovaClient {
   readonly maxRequestsPerSecond: number;
   /** Tick interval of coalesced delete-waiting, ms (option `watchIntervalMs`), or undefined for the default. */
   readonly watchIntervalMs: number | undefined;
+  /** The client's delete engine: its pending delete-waits, rate limit and unconfirmed deletions. */
+  readonly deleteEngine: DeleteEngine;
 
   readonly #endpoint: string | undefined;
   readonly #retry: Required<RetryOptions>;
@@ -280,6 +287,7 @@ export class NovaClient {
     this.projectId = options.projectId ?? projectFromNoauthToken(token);
     this.logger = componentLogger(options.logger, 'nova');
     this.clock = options.clock ?? systemClock;
+    this.deleteEngine = new DeleteEngine(this, { coalesce: this.coalesce, maxRequestsPerSecond: this.maxRequestsPerSecond, watchIntervalMs: this.watchIntervalMs });
     this.#retry = {
       retries: r.retries ?? 4,
       minDelayMs: r.minDelayMs ?? 250,
@@ -598,7 +606,7 @@ export class NovaClient {
   }
 
   /** Delete many servers at bounded concurrency; each settles on its own. See {@link deleteServers}. */
-  deleteServers(ids: readonly string[], options: DeleteServerOptions & { concurrency?: number } = {}): Promise<DeleteServersResult> {
+  deleteServers(ids: readonly string[], options: DeleteServersOptions = {}): Promise<DeleteServersResult> {
     return deleteServersImpl(this, ids, options);
   }
 
@@ -608,7 +616,7 @@ export class NovaClient {
    * aborted, with the last error. A confirmed deletion leaves the list. Oldest first.
    */
   unconfirmedDeletes(): UnconfirmedDelete[] {
-    return unconfirmedDeletes(this);
+    return this.deleteEngine.ledger.list();
   }
 
   /**

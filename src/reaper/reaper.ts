@@ -23,8 +23,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pLimit from 'p-limit';
 import pTimeout from 'p-timeout';
 import type { NovaClient } from '../nova/client.js';
-import type { DeleteOutcome, DeleteServerOptions } from '../delete/deleteServer.js';
-import { checkDeleteOptions, deleteServer } from '../delete/deleteServer.js';
+import type { DeleteOutcome, DeleteServerOptions } from '../delete/index.js';
+import { checkDeleteOptions, deleteServer } from '../delete/index.js';
 import { AbortError, DeleteTimeoutError, ValidationError, throwIfAborted } from '../errors/index.js';
 import { componentLogger, type Logger } from '../core/logger.js';
 import {

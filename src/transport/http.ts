@@ -213,5 +213,7 @@ export function isTransient(error: unknown): boolean {
  * never end on it (it would leak the server while reporting it deleted).
  */
 export function isServerNotFound(error: unknown, serverId: string): boolean {
-  return error instanceof NotFoundError && error.message.includes(serverId);
+  // Only Nova's own fault envelope counts: a message made up from an HTML or empty body quotes the
+  // request URL, which holds the id too.
+  return error instanceof NotFoundError && error.fault === 'itemNotFound' && error.message.includes(serverId);
 }

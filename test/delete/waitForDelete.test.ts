@@ -21,15 +21,28 @@ describe('waitForDelete (port of osc-lib wait_for_delete)', () => {
     expect(gets.at(-1)!.status).toBe(404);
   });
 
-  it('BUG-03 3a: status DELETED (any case) ends the wait as deleted with no further GET', async () => {
+  it('BUG-03 3a: status DELETED (any case) is not the end: the wait goes on to the 404', async () => {
     const nova = await startNova();
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
+    await client.requestDelete(id);
     nova.inject({ method: 'GET', path: SERVER_PATH, status: 200, body: { server: { id, status: 'ACTIVE', 'OS-EXT-STS:task_state': 'deleting' } } });
     nova.inject({ method: 'GET', path: SERVER_PATH, status: 200, body: { server: { id, status: 'deleted', 'OS-EXT-STS:vm_state': 'deleted', 'OS-EXT-STS:task_state': null } } });
     const r = await waitForDelete(client, id, { intervalMs: 5 });
-    expect(r).toMatchObject({ outcome: 'deleted', polls: 2 });
-    expect(nova.requestsTo('GET', serverPath(id))).toHaveLength(2);
+    expect(r).toMatchObject({ outcome: 'deleted', polls: 3, lastStatus: 'NOT_FOUND', server: undefined });
+    const gets = nova.requestsTo('GET', serverPath(id));
+    expect(gets).toHaveLength(3);
+    expect(gets.at(-1)!.status).toBe(404);
+  });
+
+  it('BUG-03 3a: a server that stays DELETED past timeoutMs times out with last status DELETED, never deleted', async () => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    nova.inject({ method: 'GET', path: SERVER_PATH, status: 200, body: { server: { id, status: 'DELETED', 'OS-EXT-STS:task_state': null } }, times: Infinity });
+    const r = await waitForDelete(client, id, { intervalMs: 5, timeoutMs: 200 });
+    expect(r).toMatchObject({ outcome: 'timeout', lastStatus: 'DELETED' });
+    expect(r.polls).toBeGreaterThanOrEqual(2);
   });
 
   it('BUG-03 3b: an immediate 404 resolves deleted after one poll', async () => {

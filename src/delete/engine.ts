@@ -1,0 +1,370 @@
+/**
+ * The delete engine: one per client. It owns every pending delete-wait of the client (a small record
+ * per server and per wait), one timer, one tick loop that decides which requests to send, one
+ * request-rate limiter (p-throttle) for all of them and the DELETEs, and the ledger of unconfirmed
+ * deletions with its "deletion confirmed" event. `waitForDelete`, `deleteServer` and `deleteServers`
+ * are thin views over it.
+ *
+ * A tick, read top to bottom:
+ * 1. Waits past their deadline end as `timeout` (the timer is set for the earliest deadline too, so
+ *    a slow request never holds a wait past it).
+ * 2. One server pending (or `coalesce: false`): each due server gets its own `GET /servers/{id}`.
+ * 3. Two or more pending: one `changes-since` listing answers the servers not yet seen `DELETED`;
+ *    one brief `GET /servers` tells which of those seen `DELETED` Nova no longer lists; every server
+ *    the listings could not answer (absent, not anchored, listing failed or slow) and every server
+ *    about to be confirmed gets its own GET. A failed listing is never a failed wait.
+ * 4. Each answer goes to the waits of its server: Nova's 404 ends them as `deleted`; `SOFT_DELETED`
+ *    and `ERROR` with no task end them; anything else (`DELETED` included) schedules the next look.
+ *
+ * Source: osc-lib `utils.wait_for_delete` (one wait), nodepool's shared server list (many waits),
+ * Nova API reference "List Servers Detailed" (`changes-since`), tempest's `wait_for_server_termination`.
+ *
+ * @module
+ */
+import pThrottle from 'p-throttle';
+import type { Clock, TimerHandle } from '../core/clock.js';
+import { jitteredMs } from '../core/jitter.js';
+import type { Server } from '../core/types.js';
+import { AbortError } from '../errors/index.js';
+import { DeleteLedger } from './ledger.js';
+import { runTick, type TickEntry } from './tick.js';
+import { classify, isFatalLookFailure, showsDeleted, type Observation } from './observe.js';
+import type { DeleteEngineStats, ServerApi, WaitOutcome } from './types.js';
+
+export type { DeleteEngineStats } from './types.js';
+
+/** Options of a {@link DeleteEngine} (the client's `coalesce`, `maxRequestsPerSecond`, `watchIntervalMs`). */
+export interface DeleteEngineOptions {
+  /** Answer two or more pending waits with shared listings. @default true */
+  coalesce?: boolean;
+  /** Cap on the engine's requests per second (observations, DELETEs, force-deletes); `Infinity` for none. @default 10 */
+  maxRequestsPerSecond?: number;
+  /** Time between shared ticks, in ms. @default half the smallest pending `intervalMs` */
+  watchIntervalMs?: number | undefined;
+}
+
+/** One wait, as `waitForDelete` and `deleteServer` describe it (durations in ms, times on the engine's clock). */
+export interface WatchSpec {
+  intervalMs: number;
+  confirmIntervalMs: number;
+  jitter: number;
+  /** Clock time at which the wait ends as `timeout`. */
+  deadlineAt: number;
+  requestTimeoutMs: number | undefined;
+  pollRetries: number;
+  signal?: AbortSignal | undefined;
+  /** Called after each observation of the server, with the observations so far. */
+  onObservation?: ((obs: Observation, polls: number) => void) | undefined;
+}
+
+/** How a wait ended. */
+export interface WatchEnd {
+  outcome: WaitOutcome;
+  polls: number;
+  server: Server | undefined;
+  lastStatus: string | undefined;
+  lastTaskState: string | null | undefined;
+}
+
+interface Watch extends WatchSpec {
+  readonly entry: Entry;
+  nextAt: number;
+  polls: number;
+  failures: number;
+  end: WatchEnd;
+  resolve: (end: WatchEnd) => void;
+  reject: (error: unknown) => void;
+  onAbort: (() => void) | undefined;
+}
+
+interface Entry extends TickEntry {
+  readonly watches: Watch[];
+}
+
+/** No look starts this close to its wait's deadline, in ms: it would reach Nova after the wait has ended. */
+const LAST_LOOK_MARGIN_MS = 10;
+
+/** Widest extra window taken off `changes-since` after servers were missing from listings, in ms. */
+const MAX_WIDEN_MS = 600_000;
+
+/** The delete engine of one client. */
+export class DeleteEngine {
+  /** Unconfirmed deletions and the "deletion confirmed" event. */
+  readonly ledger: DeleteLedger;
+  /** The client calls the engine sends its requests through. */
+  readonly api: ServerApi;
+  /** The clock of the engine's timers (the client's). */
+  readonly clock: Clock;
+  /** Counters. */
+  readonly stats: DeleteEngineStats = { ticks: 0, gets: 0, listings: 0, briefListings: 0, listingFailures: 0, fallbackGets: 0 };
+  readonly #coalesce: boolean;
+  readonly #watchIntervalMs: number | undefined;
+  readonly #throttle: <T>(fn: () => Promise<T>) => Promise<T>;
+  readonly #entries = new Map<string, Entry>();
+  /** Nova's `Date` of accepted DELETEs, by server: the time before which the deletion had not started. */
+  readonly #deleteDates = new Map<string, number>();
+  #offsetMs: number | undefined;
+  #widenMs = 0;
+  #waits = 0;
+  #timer: TimerHandle | undefined;
+  #timerAt = Number.POSITIVE_INFINITY;
+  #ticking: AbortController | undefined;
+  #lastTickAt = Number.NEGATIVE_INFINITY;
+
+  constructor(api: ServerApi, options: DeleteEngineOptions = {}) {
+    this.api = api;
+    this.clock = api.clock;
+    this.#coalesce = options.coalesce ?? true;
+    this.#watchIntervalMs = options.watchIntervalMs;
+    this.ledger = new DeleteLedger(() => this.clock.wallNow());
+    const rps = options.maxRequestsPerSecond ?? 10;
+    if (Number.isFinite(rps)) {
+      const limit = Math.max(1, Math.floor(rps));
+      const throttled = pThrottle({ limit, interval: Math.round((1000 * limit) / rps), strict: true })(<T>(fn: () => Promise<T>) => fn());
+      this.#throttle = <T>(fn: () => Promise<T>) => throttled(fn) as Promise<T>;
+    } else {
+      this.#throttle = (fn) => fn();
+    }
+  }
+
+  /** Pending waits. */
+  get pendingWaits(): number {
+    return this.#waits;
+  }
+
+  /** Servers with at least one pending wait. */
+  get pendingServers(): number {
+    return this.#entries.size;
+  }
+
+  /** True when nothing is pending, no timer is set and no tick runs. */
+  get idle(): boolean {
+    return this.#entries.size === 0 && this.#timer === undefined && this.#ticking === undefined;
+  }
+
+  /** Nova's clock minus the local wall clock, in ms, once a `Date` header has told it. */
+  get novaClockOffsetMs(): number | undefined {
+    return this.#offsetMs;
+  }
+
+  /**
+   * Send one request under the engine's rate limit. `fn` is not called when `signal` aborted while it
+   * waited for its turn (nothing is sent after a call settles).
+   */
+  send<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    return this.#throttle(async () => {
+      if (signal?.aborted) throw new AbortError(undefined, { cause: signal.reason });
+      return fn();
+    });
+  }
+
+  /** Record a Nova `Date` header (epoch ms) received now; with `serverId`, the date its DELETE was accepted. */
+  noteNovaDate(serverDateMs: number | undefined, serverId?: string): void {
+    if (serverDateMs === undefined || !Number.isFinite(serverDateMs)) return;
+    this.#offsetMs = serverDateMs - this.clock.wallNow();
+    if (serverId === undefined) return;
+    this.#deleteDates.delete(serverId);
+    this.#deleteDates.set(serverId, serverDateMs);
+    if (this.#deleteDates.size > 10_000) this.#deleteDates.delete(this.#deleteDates.keys().next().value!);
+    const entry = this.#entries.get(serverId);
+    if (entry) entry.anchorNovaMs = serverDateMs;
+  }
+
+  /**
+   * Wait until `serverId` is gone (Nova's 404), soft-deleted, in ERROR with no task, or its deadline.
+   * @throws {@link AbortError} when `spec.signal` aborts; the last failure when `pollRetries` failed
+   * looks in a row were exceeded, or a failure no later look can mend (401, 403).
+   */
+  watch(serverId: string, spec: WatchSpec): Promise<WatchEnd> {
+    if (spec.signal?.aborted) return Promise.reject(new AbortError(undefined, { cause: spec.signal.reason }));
+    return new Promise<WatchEnd>((resolve, reject) => {
+      let entry = this.#entries.get(serverId);
+      if (!entry) {
+        entry = { serverId, watches: [], anchorNovaMs: this.#deleteDates.get(serverId), createdWallMs: this.clock.wallNow(), seenDeleted: false, controller: new AbortController() };
+        this.#entries.set(serverId, entry);
+      }
+      const now = this.clock.now();
+      const w: Watch = {
+        ...spec,
+        entry,
+        nextAt: now,
+        polls: 0,
+        failures: 0,
+        end: { outcome: 'timeout', polls: 0, server: undefined, lastStatus: undefined, lastTaskState: undefined },
+        resolve,
+        reject,
+        onAbort: undefined,
+      };
+      if (spec.signal) {
+        const signal = spec.signal;
+        w.onAbort = () => this.#settle(w, new AbortError(undefined, { cause: signal.reason }));
+        signal.addEventListener('abort', w.onAbort, { once: true });
+      }
+      entry.watches.push(w);
+      this.#waits++;
+      const fleet = this.#coalesce && this.#entries.size >= 2;
+      const tickAt = fleet ? Math.max(now, this.#lastTickAt + this.#gapMs(w.intervalMs)) : now;
+      this.#wantTimer(Math.min(tickAt, w.deadlineAt));
+    });
+  }
+
+  /** End `w` with `end` (or reject it with an error), and forget it; its server's requests stop when no wait is left. */
+  #settle(w: Watch, end: WatchEnd | Error): void {
+    const entry = w.entry;
+    const i = entry.watches.indexOf(w);
+    if (i < 0) return;
+    entry.watches.splice(i, 1);
+    this.#waits--;
+    if (w.onAbort) w.signal?.removeEventListener('abort', w.onAbort);
+    if (entry.watches.length === 0 && this.#entries.get(entry.serverId) === entry) {
+      this.#entries.delete(entry.serverId);
+      entry.controller.abort(new Error('no wait left for this server'));
+      if (this.#entries.size === 0) this.#ticking?.abort(new Error('no wait left'));
+    }
+    if (end instanceof Error) w.reject(end);
+    else w.resolve(end);
+    if (this.#entries.size === 0) this.#clearTimer();
+  }
+
+  /** Time between shared ticks: `watchIntervalMs`, or half the smallest interval, shorter while a server shows DELETED. */
+  #gapMs(intervalMs: number, confirmIntervalMs = Number.POSITIVE_INFINITY): number {
+    return Math.min(this.#watchIntervalMs ?? intervalMs / 2, confirmIntervalMs);
+  }
+
+  #wantTimer(at: number): void {
+    if (this.#timer !== undefined && at >= this.#timerAt - 0.5) return;
+    this.#clearTimer();
+    this.#timerAt = at;
+    this.#timer = this.clock.setTimeout(() => this.#onTimer(), Math.max(0, at - this.clock.now()));
+  }
+
+  #clearTimer(): void {
+    if (this.#timer !== undefined) this.clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#timerAt = Number.POSITIVE_INFINITY;
+  }
+
+  /** Every pending wait, in order. */
+  *#allWaits(): Generator<Watch> {
+    for (const e of this.#entries.values()) yield* e.watches;
+  }
+
+  /** Set the timer for the earliest deadline or (no tick running) the next tick. */
+  #reschedule(): void {
+    this.#clearTimer();
+    if (this.#entries.size === 0) return;
+    let deadline = Number.POSITIVE_INFINITY;
+    let next = Number.POSITIVE_INFINITY;
+    let interval = Number.POSITIVE_INFINITY;
+    let confirm = Number.POSITIVE_INFINITY;
+    for (const w of this.#allWaits()) {
+      deadline = Math.min(deadline, w.deadlineAt);
+      if (w.nextAt < w.deadlineAt - LAST_LOOK_MARGIN_MS) next = Math.min(next, w.nextAt);
+      interval = Math.min(interval, w.intervalMs);
+      if (w.entry.seenDeleted) confirm = Math.min(confirm, w.confirmIntervalMs);
+    }
+    // A look due at or after the deadline of its wait is never sent: the deadline ends the wait first.
+    const fleet = this.#coalesce && this.#entries.size >= 2;
+    const tickAt = this.#ticking ? Number.POSITIVE_INFINITY : fleet ? Math.max(next, this.#lastTickAt + this.#gapMs(interval, confirm)) : next;
+    this.#wantTimer(Math.min(deadline, tickAt));
+  }
+
+  #onTimer(): void {
+    this.#timer = undefined;
+    this.#timerAt = Number.POSITIVE_INFINITY;
+    const now = this.clock.now();
+    for (const w of [...this.#allWaits()]) if (w.deadlineAt <= now) this.#settle(w, w.end);
+    if (!this.#ticking && this.#entries.size > 0) this.#startTick(now);
+    this.#reschedule();
+  }
+
+  #startTick(now: number): void {
+    const fleet = this.#coalesce && this.#entries.size >= 2;
+    const entries = [...this.#entries.values()];
+    const due = entries.filter((e) => e.watches.some((w) => w.nextAt <= now && now < w.deadlineAt - LAST_LOOK_MARGIN_MS));
+    if (due.length === 0) return;
+    const controller = new AbortController();
+    this.#ticking = controller;
+    this.#lastTickAt = now;
+    this.stats.ticks++;
+    let interval = Number.POSITIVE_INFINITY;
+    let deadline = Number.NEGATIVE_INFINITY;
+    for (const w of this.#allWaits()) {
+      interval = Math.min(interval, w.intervalMs);
+      deadline = Math.max(deadline, w.deadlineAt);
+    }
+    void runTick({
+      api: this.api,
+      send: (fn, signal) => this.send(fn, signal),
+      stats: this.stats,
+      signal: controller.signal,
+      fleet,
+      // Shared listings answer every pending server; single looks go only to servers that are due.
+      entries: fleet ? entries : due,
+      due: new Set(due),
+      novaNowMs: this.#offsetMs === undefined ? undefined : this.clock.wallNow() + this.#offsetMs,
+      offsetMs: this.#offsetMs,
+      widenMs: this.#widenMs,
+      listingTimeoutMs: Math.max(5000, 2 * this.#gapMs(interval)),
+      timeLeftMs: () => Math.max(1, deadline - this.clock.now()),
+      requestTimeoutMs: (e) => this.#requestTimeoutMs(e as Entry),
+      onListingDate: (d) => this.noteNovaDate(d),
+      onMissing: () => {
+        this.#widenMs = Math.min(MAX_WIDEN_MS, Math.max(2000, this.#widenMs * 2));
+      },
+      deliver: (e, obs) => this.#deliver(e as Entry, obs),
+      fail: (e, error) => this.#fail(e as Entry, error),
+    }).finally(() => {
+      if (this.#ticking === controller) this.#ticking = undefined;
+      this.#reschedule();
+    });
+  }
+
+  /** The time limit of a look at `entry`: its waits' `requestTimeoutMs` (or the client's), capped by the latest deadline. */
+  #requestTimeoutMs(entry: Entry): number {
+    let limit = 0;
+    let deadline = 0;
+    for (const w of entry.watches) {
+      limit = Math.max(limit, w.requestTimeoutMs ?? this.api.requestTimeoutMs);
+      deadline = Math.max(deadline, w.deadlineAt);
+    }
+    return Math.max(1, Math.min(limit, deadline - this.clock.now()));
+  }
+
+  #deliver(entry: Entry, obs: Observation): void {
+    if (showsDeleted(obs)) entry.seenDeleted = true;
+    const end = classify(obs);
+    const now = this.clock.now();
+    for (const w of [...entry.watches]) {
+      w.polls++;
+      w.failures = 0;
+      w.end = {
+        outcome: end ?? 'timeout',
+        polls: w.polls,
+        server: obs.gone ? undefined : obs.server,
+        lastStatus: obs.gone ? 'NOT_FOUND' : obs.server.status,
+        lastTaskState: obs.gone ? null : obs.server['OS-EXT-STS:task_state'],
+      };
+      try {
+        w.onObservation?.(obs, w.polls);
+      } catch {
+        // a callback must not break the wait
+      }
+      if (!entry.watches.includes(w)) continue; // the callback settled it (an abort)
+      if (end !== undefined) this.#settle(w, w.end);
+      else w.nextAt = now + jitteredMs(entry.seenDeleted ? Math.min(w.intervalMs, w.confirmIntervalMs) : w.intervalMs, w.jitter);
+    }
+    if (obs.gone) this.#deleteDates.delete(entry.serverId);
+  }
+
+  #fail(entry: Entry, error: unknown): void {
+    const now = this.clock.now();
+    for (const w of [...entry.watches]) {
+      w.polls++;
+      w.failures++;
+      w.end = { ...w.end, polls: w.polls };
+      if (isFatalLookFailure(error) || w.failures > w.pollRetries) this.#settle(w, error instanceof Error ? error : new Error(String(error)));
+      else w.nextAt = now + jitteredMs(w.intervalMs, w.jitter);
+    }
+  }
+}

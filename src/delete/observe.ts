@@ -1,0 +1,105 @@
+/**
+ * One look at servers being deleted: the requests the delete engine sends, and how an answer is read.
+ *
+ * - `GET /servers/{id}` (Nova API reference, "Show Server Details"): a body for this very id is an
+ *   observation; Nova's `itemNotFound` 404 naming the server is the proof that it is gone. A 404
+ *   that is not Nova's answer for this server (a proxy page, a wrong endpoint), a body for another
+ *   id or a garbled body is a failed look, never "gone".
+ * - `GET /servers/detail?changes-since=T` (Nova API reference, "List Servers Detailed"): every server
+ *   of the project changed since `T` on Nova's clock, deleted ones included (status `DELETED`, both
+ *   while Nova destroys them and after). A server absent from it is only "not seen": it is looked
+ *   at by its own GET, never taken as unchanged or gone.
+ * - `GET /servers` (Nova API reference, "List Servers"; ids only): lists a server until Nova destroys
+ *   it, its `DELETED` window included. A server that showed `DELETED` and is absent from it is about
+ *   to be confirmed by its own GET (the 404).
+ *
+ * @module
+ */
+import { InvalidResponseError } from '../errors/index.js';
+import { isServerNotFound, isTransient } from '../transport/http.js';
+import type { Server } from '../core/types.js';
+import type { ServerApi, WaitOutcome } from './types.js';
+
+/** One look at a server: gone (Nova's 404 for it), or its current body. */
+export type Observation = { gone: true; server?: undefined } | { gone: false; server: Server };
+
+/** Margin taken off every `changes-since` time, in ms: the `Date` header's one-second resolution, rounding of `updated_at` and latency. */
+export const CHANGES_SINCE_MARGIN_MS = 2000;
+
+/** Nova's `utils.isotime` form of a time, floored to the second: `2026-11-30T14:03:09Z`. */
+export function isoSeconds(ms: number): string {
+  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+/**
+ * The end a look means for a wait, or undefined while the deletion goes on. Status is compared in
+ * upper case (Nova spells it so; some proxies and fakes do not). `DELETED` is not an end: Nova frees
+ * the server's cores only at its 404.
+ */
+export function classify(obs: Observation): Exclude<WaitOutcome, 'timeout'> | undefined {
+  if (obs.gone) return 'deleted';
+  const status = String(obs.server.status ?? '').toUpperCase();
+  const taskState = obs.server['OS-EXT-STS:task_state'];
+  const idle = taskState === null || taskState === undefined || taskState === '';
+  // SOFT_DELETED with task_state deleting: a force-delete of it is under way (Nova keeps the status).
+  if (status === 'SOFT_DELETED') return idle ? 'soft-deleted' : undefined;
+  if (status === 'ERROR' && idle) return 'error';
+  return undefined;
+}
+
+/** True when the server shows status `DELETED` (Nova is destroying it; its 404 follows). */
+export function showsDeleted(obs: Observation): boolean {
+  return !obs.gone && String(obs.server.status ?? '').toUpperCase() === 'DELETED';
+}
+
+/**
+ * A failure that ends a wait at once: anything but a transient failure (5xx, no response, request
+ * timeout, rate limit). A 401 after the client's re-authentication, a 403, a 404 that is not Nova's
+ * answer for this server (a wrong endpoint, a proxy page) or a garbled body will not mend by looking
+ * again, and is never taken as "gone": the server stays in the client's unconfirmed deletions.
+ */
+export function isFatalLookFailure(error: unknown): boolean {
+  return !isTransient(error);
+}
+
+/**
+ * `GET /servers/{id}` as one look (one attempt: the engine's schedule is the retry).
+ * @throws the request's error when it is not Nova's 404 for this server; {@link InvalidResponseError} for a body of another server.
+ */
+export async function lookById(api: ServerApi, serverId: string, signal: AbortSignal, requestTimeoutMs: number): Promise<Observation> {
+  let server: Server;
+  try {
+    server = await api.getServer(serverId, { signal, requestTimeoutMs, retry: false });
+  } catch (e) {
+    if (isServerNotFound(e, serverId)) return { gone: true };
+    throw e;
+  }
+  if (server.id !== serverId) {
+    throw new InvalidResponseError({
+      status: 200,
+      message: `GET /servers/${serverId} answered with the body of server ${JSON.stringify(String(server.id))}`,
+      method: 'GET',
+      serverId,
+    });
+  }
+  return { gone: false, server };
+}
+
+/** `GET /servers/detail?changes-since=<sinceNovaMs>`: the bodies by id, and Nova's `Date` of the answer. */
+export async function listChangedSince(
+  api: ServerApi,
+  sinceNovaMs: number,
+  signal: AbortSignal,
+  requestTimeoutMs: number,
+): Promise<{ byId: Map<string, Server>; serverDateMs: number | undefined; pages: number }> {
+  const { servers, serverDateMs, pages } = await api.listServersWithMeta({ 'changes-since': isoSeconds(sinceNovaMs) }, { signal, requestTimeoutMs, retry: false });
+  const byId = new Map<string, Server>();
+  for (const s of servers) if (typeof s.id === 'string') byId.set(s.id, s);
+  return { byId, serverDateMs, pages };
+}
+
+/** `GET /servers` (ids only, every page): the ids Nova lists. */
+export async function listIds(api: ServerApi, signal: AbortSignal, requestTimeoutMs: number): Promise<{ ids: Set<string>; pages: number }> {
+  const { servers, pages } = await api.listServersWithMeta({}, { signal, requestTimeoutMs, retry: false, brief: true });
+  return { ids: new Set(servers.map((s) => String(s.id))), pages };
+}

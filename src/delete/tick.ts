@@ -1,0 +1,156 @@
+/**
+ * One tick of the delete engine: which requests to send for the pending servers, and what each
+ * answer means for them. Plain data in, calls to `deliver`/`fail` out; the engine owns the state.
+ *
+ * @module
+ */
+import { AbortError } from '../errors/index.js';
+import { CHANGES_SINCE_MARGIN_MS, listChangedSince, listIds, lookById, type Observation } from './observe.js';
+import type { DeleteEngineStats, ServerApi } from './types.js';
+
+/** What a tick knows of one pending server. */
+export interface TickEntry {
+  readonly serverId: string;
+  /** Nova time (a `Date` header) before which its deletion had not started, if known. */
+  anchorNovaMs: number | undefined;
+  /** Local wall-clock time its first wait started. */
+  readonly createdWallMs: number;
+  /** It has shown status `DELETED`: only its 404 is awaited. */
+  seenDeleted: boolean;
+  /** Aborted when its last wait ends: its own requests stop. */
+  readonly controller: AbortController;
+  readonly watches: readonly unknown[];
+}
+
+/** Everything one tick needs (durations in ms). */
+export interface TickContext {
+  api: ServerApi;
+  /** Send one request under the engine's rate limit (skipped when `signal` aborted meanwhile). */
+  send: <T>(fn: () => Promise<T>, signal: AbortSignal) => Promise<T>;
+  stats: DeleteEngineStats;
+  /** Aborted when no wait is left at all. */
+  signal: AbortSignal;
+  /** Shared listings (two or more pending, `coalesce` on) or one GET a server. */
+  fleet: boolean;
+  entries: TickEntry[];
+  /** The entries whose waits want a look now (the others are answered only by shared listings). */
+  due: ReadonlySet<TickEntry>;
+  /** Nova's clock now, when an offset is known. */
+  novaNowMs: number | undefined;
+  offsetMs: number | undefined;
+  /** Extra window taken off `changes-since` after servers were missing from a listing. */
+  widenMs: number;
+  /** Time limit of a listing. */
+  listingTimeoutMs: number;
+  /** Time until the latest pending deadline. */
+  timeLeftMs: () => number;
+  requestTimeoutMs: (entry: TickEntry) => number;
+  onListingDate: (serverDateMs: number | undefined) => void;
+  /** A server whose DELETE date was known was missing from a `changes-since` listing. */
+  onMissing: () => void;
+  deliver: (entry: TickEntry, obs: Observation) => void;
+  fail: (entry: TickEntry, error: unknown) => void;
+}
+
+/** When Nova's clock is not known yet, `changes-since` reaches this far back, in ms (clocks minutes apart still meet). */
+const UNKNOWN_OFFSET_WINDOW_MS = 600_000;
+
+const live = (e: TickEntry): boolean => e.watches.length > 0 && !e.controller.signal.aborted;
+
+/** Look at `entries` one by one (rate-limited; each GET stops when its server's last wait ends). */
+async function lookEach(ctx: TickContext, entries: Iterable<TickEntry>): Promise<void> {
+  await Promise.all(
+    [...entries].map(async (e) => {
+      if (!live(e)) return;
+      const signal = e.controller.signal;
+      try {
+        const obs = await ctx.send(() => {
+          ctx.stats.gets++;
+          return lookById(ctx.api, e.serverId, signal, ctx.requestTimeoutMs(e));
+        }, signal);
+        if (live(e)) ctx.deliver(e, obs);
+      } catch (error) {
+        if (live(e) && !(error instanceof AbortError)) ctx.fail(e, error);
+      }
+    }),
+  );
+}
+
+/**
+ * The `changes-since` listing for the servers not yet seen `DELETED`: delivers the bodies it shows
+ * and returns the servers it could not answer.
+ */
+async function statusListing(ctx: TickContext, wanted: TickEntry[]): Promise<TickEntry[]> {
+  if (wanted.length === 0) return [];
+  const since = Math.min(
+    ...wanted.map((e) => e.anchorNovaMs ?? (ctx.offsetMs === undefined ? e.createdWallMs - UNKNOWN_OFFSET_WINDOW_MS : e.createdWallMs + ctx.offsetMs)),
+  );
+  let listed: Awaited<ReturnType<typeof listChangedSince>>;
+  try {
+    listed = await ctx.send(() => {
+      ctx.stats.listings++;
+      return listChangedSince(ctx.api, since - CHANGES_SINCE_MARGIN_MS - ctx.widenMs, ctx.signal, Math.min(ctx.listingTimeoutMs, ctx.timeLeftMs()));
+    }, ctx.signal);
+  } catch (error) {
+    if (error instanceof AbortError && ctx.signal.aborted) return [];
+    ctx.stats.listingFailures++;
+    return wanted;
+  }
+  ctx.onListingDate(listed.serverDateMs);
+  const missing: TickEntry[] = [];
+  let missingAnchored = false;
+  for (const e of wanted) {
+    const server = listed.byId.get(e.serverId);
+    if (server && live(e)) {
+      ctx.deliver(e, { gone: false, server });
+      // An absent server is only "not seen": its own GET answers for it.
+    } else if (live(e)) {
+      missing.push(e);
+      if (e.anchorNovaMs !== undefined) missingAnchored = true;
+    }
+  }
+  if (missingAnchored) ctx.onMissing();
+  // The DELETE's own Date anchors a server; one never anchored is anchored by this listing's date
+  // once its own GET has looked at it (any later change of it comes after that date).
+  if (listed.serverDateMs !== undefined) for (const e of missing) e.anchorNovaMs ??= listed.serverDateMs;
+  ctx.stats.fallbackGets += missing.filter((e) => ctx.due.has(e)).length;
+  return missing.filter((e) => ctx.due.has(e));
+}
+
+/**
+ * The brief listing for the servers seen `DELETED`: returns those Nova no longer lists (to be
+ * confirmed by their 404) or, when the listing failed, all of them.
+ */
+async function goneListing(ctx: TickContext, deleted: TickEntry[]): Promise<TickEntry[]> {
+  if (deleted.length <= 1) return deleted;
+  try {
+    const { ids } = await ctx.send(() => {
+      ctx.stats.briefListings++;
+      return listIds(ctx.api, ctx.signal, Math.min(ctx.listingTimeoutMs, ctx.timeLeftMs()));
+    }, ctx.signal);
+    return deleted.filter((e) => !ids.has(e.serverId));
+  } catch (error) {
+    if (error instanceof AbortError && ctx.signal.aborted) return [];
+    ctx.stats.listingFailures++;
+    return deleted.filter((e) => ctx.due.has(e));
+  }
+}
+
+/** Run one tick. Never rejects: every failure is delivered to the waits it concerns. */
+export async function runTick(ctx: TickContext): Promise<void> {
+  try {
+    if (!ctx.fleet) {
+      await lookEach(ctx, ctx.entries);
+      return;
+    }
+    const needStatus = ctx.entries.filter((e) => live(e) && !e.seenDeleted);
+    const single = await statusListing(ctx, needStatus);
+    // Servers the status listing has just shown DELETED are checked by the brief listing at once.
+    const deleted = ctx.entries.filter((e) => live(e) && e.seenDeleted);
+    const confirm = await goneListing(ctx, deleted);
+    await lookEach(ctx, new Set([...single, ...confirm]));
+  } catch (error) {
+    // Not expected (each step catches its own); a tick must never reject.
+    for (const e of ctx.entries) if (live(e)) ctx.fail(e, error);
+  }
+}
