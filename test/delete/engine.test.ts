@@ -1,0 +1,223 @@
+/**
+ * The delete engine on fake timers: which request goes out at which time, and what each answer
+ * means. A scripted Nova answers through an axios adapter under a real NovaClient.
+ */
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { AbortError, DeleteTimeoutError, InvalidResponseError, NotFoundError, NovaClient, waitForDelete, type NovaClientOptions } from '../../src/index.js';
+import { ScriptedNova, type Seen } from './support/scriptedNova.js';
+
+const T0 = Date.UTC(2026, 11, 1, 12, 0, 0);
+
+beforeEach(() => {
+  vi.useFakeTimers({ now: T0 });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+function setup(options: Partial<NovaClientOptions> = {}): { nova: ScriptedNova; client: NovaClient } {
+  const nova = new ScriptedNova();
+  const client = new NovaClient({ endpoint: 'http://nova.test/v2.1', token: 'admin:p', adapter: nova.adapter, maxRequestsPerSecond: Number.POSITIVE_INFINITY, ...options });
+  return { nova, client };
+}
+
+const ids = (n: number): string[] => Array.from({ length: n }, (_, i) => `s${i + 1}`);
+const at = (q: Seen): number => q.at - T0;
+const describeSeen = (seen: Seen[]): string[] => seen.map((q) => `${at(q)} ${q.method} ${q.path}${q.query['changes-since'] ? '?changes-since' : ''} ${q.status}`);
+
+/** Settle `p` while advancing the fake clock in steps; returns its outcome and the fake time it settled. */
+async function run<T>(p: Promise<T>, maxMs = 600_000): Promise<{ value?: T; error?: unknown; settledAt: number }> {
+  let settled: { value?: T; error?: unknown; settledAt: number } | undefined;
+  p.then(
+    (value) => (settled = { value, settledAt: Date.now() - T0 }),
+    (error: unknown) => (settled = { error, settledAt: Date.now() - T0 }),
+  );
+  for (let t = 0; t < maxMs && !settled; t += 10) await vi.advanceTimersByTimeAsync(10);
+  if (!settled) throw new Error('did not settle');
+  return settled;
+}
+
+describe('one pending wait: its own GET on its own schedule', () => {
+  it('looks at 0, then every intervalMs; once DELETED every confirmIntervalMs; deleted at the first 404', async () => {
+    const { nova, client } = setup();
+    nova.add('s1', { deletedAfterMs: 2500, goneAfterMs: 4200 });
+    await client.requestDelete('s1');
+    const r = await run(waitForDelete(client, 's1', { intervalMs: 1000, confirmIntervalMs: 300, jitter: 0 }));
+    expect(r.value).toMatchObject({ outcome: 'deleted', lastStatus: 'NOT_FOUND' });
+    expect(describeSeen(nova.seen)).toEqual([
+      '0 DELETE /servers/s1 204',
+      '0 GET /servers/s1 200',
+      '1000 GET /servers/s1 200',
+      '2000 GET /servers/s1 200',
+      '3000 GET /servers/s1 200', // DELETED: from now on every 300 ms
+      '3300 GET /servers/s1 200',
+      '3600 GET /servers/s1 200',
+      '3900 GET /servers/s1 200',
+      '4200 GET /servers/s1 404',
+    ]);
+    expect(r.settledAt).toBe(4200);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('a stuck server times out exactly at timeoutMs; no request after, no timer left', async () => {
+    const { nova, client } = setup();
+    nova.add('s1', {});
+    await client.requestDelete('s1');
+    const r = await run(waitForDelete(client, 's1', { intervalMs: 1000, timeoutMs: 3500, jitter: 0 }));
+    expect(r.value).toMatchObject({ outcome: 'timeout', lastStatus: 'ACTIVE', lastTaskState: 'deleting', polls: 4 });
+    expect(r.settledAt).toBe(3500);
+    const count = nova.seen.length;
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(nova.seen.length).toBe(count);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('an abort rejects at once and cancels the look in flight', async () => {
+    const { nova, client } = setup();
+    nova.add('s1', {});
+    await client.requestDelete('s1');
+    nova.fault = ({ method }) => (method === 'GET' ? { kind: 'hang' } : undefined);
+    const controller = new AbortController();
+    const p = waitForDelete(client, 's1', { intervalMs: 1000, signal: controller.signal });
+    setTimeout(() => controller.abort(new Error('stop')), 250);
+    const r = await run(p);
+    expect(r.error).toBeInstanceOf(AbortError);
+    expect(r.settledAt).toBe(250);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(nova.seen.filter((q) => q.method === 'GET')).toHaveLength(1);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("a 404 that is not Nova's answer for this server is never deleted", async () => {
+    const { nova, client } = setup();
+    nova.add('s1', {});
+    await client.requestDelete('s1');
+    nova.fault = ({ method }) => (method === 'GET' ? { kind: 'proxy404' } : undefined);
+    const r = await run(waitForDelete(client, 's1', { intervalMs: 1000 }));
+    expect(r.error).toBeInstanceOf(NotFoundError);
+    expect(client.deleteEngine.idle).toBe(true);
+  });
+
+  it("a 200 with another server's body is a failed look, not an observation of this one", async () => {
+    const { nova, client } = setup();
+    nova.add('s1', { deletedAfterMs: 0 });
+    await client.requestDelete('s1');
+    nova.fault = ({ method }) => (method === 'GET' ? { kind: 'otherServer' } : undefined);
+    const r = await run(waitForDelete(client, 's1', { intervalMs: 1000 }));
+    expect(r.error).toBeInstanceOf(InvalidResponseError);
+  });
+
+  it('5xx and resets are failed looks: retried on the next tick, the wait ends deleted', async () => {
+    const { nova, client } = setup();
+    nova.add('s1', { deletedAfterMs: 1500, goneAfterMs: 2500 });
+    await client.requestDelete('s1');
+    let n = 0;
+    nova.fault = ({ method }) => (method === 'GET' && n++ < 3 ? [{ kind: 'status', status: 500 } as const, { kind: 'reset' } as const, { kind: 'status', status: 503 } as const][n - 1] : undefined);
+    const r = await run(waitForDelete(client, 's1', { intervalMs: 1000, jitter: 0, pollRetries: 3 }));
+    expect(r.value).toMatchObject({ outcome: 'deleted' });
+    expect(r.settledAt).toBeGreaterThanOrEqual(2500);
+  });
+});
+
+describe('many pending waits: shared listings', () => {
+  it('one changes-since listing a tick while deleting, one brief listing a tick while DELETED, then one GET each for the 404', async () => {
+    const { nova, client } = setup();
+    for (const id of ids(20)) nova.add(id, { deletedAfterMs: 1200, goneAfterMs: 2600 });
+    for (const id of ids(20)) await client.requestDelete(id);
+    const waits = ids(20).map((id) => run(waitForDelete(client, id, { intervalMs: 1000, confirmIntervalMs: 500, jitter: 0 })));
+    const results = await Promise.all(waits);
+    for (const r of results) {
+      expect(r.value).toMatchObject({ outcome: 'deleted' });
+      expect(r.settledAt).toBeGreaterThanOrEqual(2600);
+      expect(r.settledAt).toBeLessThanOrEqual(3100);
+    }
+    const gets = nova.seen.filter((q) => q.method === 'GET');
+    const listings = gets.filter((q) => q.path === '/servers/detail');
+    const brief = gets.filter((q) => q.path === '/servers');
+    const single = gets.filter((q) => q.serverId !== undefined);
+    expect(listings.length).toBeLessThanOrEqual(4);
+    expect(brief.length).toBeLessThanOrEqual(4);
+    // Each server is looked at by its own GET once: for its 404.
+    expect(single).toHaveLength(20);
+    expect(single.every((q) => q.status === 404)).toBe(true);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('a listing that fails or hangs is one failed look: every server is answered by its own GET, no wait fails', async () => {
+    for (const fault of [{ kind: 'status', status: 503 } as const, { kind: 'hang' } as const]) {
+      const { nova, client } = setup({ requestTimeoutMs: 2000 });
+      for (const id of ids(5)) nova.add(id, { deletedAfterMs: 500, goneAfterMs: 1500 });
+      for (const id of ids(5)) await client.requestDelete(id);
+      nova.fault = ({ listing }) => (listing ? fault : undefined);
+      const results = await Promise.all(ids(5).map((id) => run(waitForDelete(client, id, { intervalMs: 1000, jitter: 0, pollRetries: 0 }))));
+      for (const r of results) expect(r.value).toMatchObject({ outcome: 'deleted' });
+      expect(client.deleteEngine.stats.listingFailures).toBeGreaterThan(0);
+    }
+  });
+
+  it.each([-300_000, -3000, 3000, 300_000])('a Nova clock %i ms off the client ends every wait at its 404 all the same', async (skewMs) => {
+    const { nova, client } = setup();
+    nova.skewMs = skewMs;
+    for (const id of ids(6)) nova.add(id, { deletedAfterMs: 2000, goneAfterMs: 3000 });
+    for (const id of ids(6)) await client.requestDelete(id);
+    const results = await Promise.all(ids(6).map((id) => run(waitForDelete(client, id, { intervalMs: 1000, jitter: 0 }))));
+    for (const r of results) {
+      expect(r.value).toMatchObject({ outcome: 'deleted' });
+      expect(r.settledAt).toBeLessThanOrEqual(4000);
+    }
+  });
+
+  it('coalesce: false never lists', async () => {
+    const { nova, client } = setup({ coalesce: false });
+    for (const id of ids(4)) nova.add(id, { goneAfterMs: 1500 });
+    for (const id of ids(4)) await client.requestDelete(id);
+    await Promise.all(ids(4).map((id) => run(waitForDelete(client, id, { intervalMs: 1000, jitter: 0 }))));
+    expect(nova.seen.filter((q) => q.method === 'GET' && q.serverId === undefined)).toHaveLength(0);
+  });
+});
+
+describe('one rate limit for everything the engine sends', () => {
+  it('maxRequestsPerSecond bounds DELETEs and looks together in every one-second window', async () => {
+    const { nova, client } = setup({ maxRequestsPerSecond: 5, coalesce: false });
+    for (const id of ids(12)) nova.add(id, { goneAfterMs: 1000 });
+    const r = await run(client.deleteServers(ids(12), { wait: true, intervalMs: 1000, jitter: 0 }));
+    expect(r.value?.failed).toEqual([]);
+    const times = nova.seen.map(at).sort((a, b) => a - b);
+    for (const t of times) expect(times.filter((x) => x >= t && x < t + 1000).length).toBeLessThanOrEqual(5);
+  });
+});
+
+describe('deleteServer: timeoutMs bounds the whole call', () => {
+  it('a DELETE that hangs ends as DeleteTimeoutError at timeoutMs, and nothing is sent after', async () => {
+    const { nova, client } = setup({ requestTimeoutMs: 30_000 });
+    nova.add('s1', { goneAfterMs: 100 });
+    nova.fault = ({ method }) => (method === 'DELETE' ? { kind: 'hang' } : undefined);
+    const r = await run(client.deleteServer('s1', { wait: true, timeoutMs: 500 }));
+    expect(r.error).toBeInstanceOf(DeleteTimeoutError);
+    expect(r.settledAt).toBe(500);
+    await vi.advanceTimersByTimeAsync(120_000);
+    expect(nova.seen).toHaveLength(1);
+    expect(client.unconfirmedDeletes()).toMatchObject([{ serverId: 's1', state: 'failed' }]);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('the re-DELETE of a call that timed out is never sent', async () => {
+    const { nova, client } = setup({ maxRequestsPerSecond: 1 });
+    nova.add('s1', { ignoresDelete: true }); // 204, then no sign of deletion at all
+    const r = await run(client.deleteServer('s1', { wait: true, intervalMs: 1000, timeoutMs: 1500, redeleteAfterMs: 900, jitter: 0 }));
+    expect(r.error).toBeInstanceOf(DeleteTimeoutError);
+    expect(r.settledAt).toBe(1500);
+    await vi.advanceTimersByTimeAsync(60_000);
+    // The re-DELETE waited for its turn under the rate limit past the deadline: never sent.
+    expect(nova.seen.filter((q) => q.method === 'DELETE')).toHaveLength(1);
+    expect(nova.seen.every((q) => at(q) <= 1500)).toBe(true);
+  });
+
+  it('with no sign of deletion within redeleteAfterMs the DELETE is sent once more', async () => {
+    const { nova, client } = setup();
+    nova.add('s1', { ignoresDelete: true });
+    const r = await run(client.deleteServer('s1', { wait: true, intervalMs: 1000, timeoutMs: 5500, redeleteAfterMs: 2000, jitter: 0 }));
+    expect(r.error).toBeInstanceOf(DeleteTimeoutError);
+    expect(nova.seen.filter((q) => q.method === 'DELETE').map(at)).toEqual([0, 2000]);
+  });
+});
