@@ -84,6 +84,12 @@ interface Entry extends TickEntry {
 /** No look starts this close to its wait's deadline, in ms: it would reach Nova after the wait has ended. */
 const LAST_LOOK_MARGIN_MS = 10;
 
+/** Shortest time limit of a shared listing, in ms. */
+const MIN_LISTING_TIMEOUT_MS = 1000;
+
+/** Longest pause of shared listings after listings failed in a row, in ms (the servers get their own GETs meanwhile). */
+const MAX_LISTING_BACKOFF_MS = 60_000;
+
 /** Widest extra window taken off `changes-since` after servers were missing from listings, in ms. */
 const MAX_WIDEN_MS = 600_000;
 
@@ -110,6 +116,8 @@ export class DeleteEngine {
   #timerAt = Number.POSITIVE_INFINITY;
   #ticking: AbortController | undefined;
   #lastTickAt = Number.NEGATIVE_INFINITY;
+  #listingOffUntil = Number.NEGATIVE_INFINITY;
+  #listingBackoffMs = 0;
 
   constructor(api: ServerApi, options: DeleteEngineOptions = {}) {
     this.api = api;
@@ -279,7 +287,8 @@ export class DeleteEngine {
   }
 
   #startTick(now: number): void {
-    const fleet = this.#coalesce && this.#entries.size >= 2;
+    // Shared listings while two or more are pending, unless a listing failed lately (back-off).
+    const fleet = this.#coalesce && this.#entries.size >= 2 && now >= this.#listingOffUntil;
     const entries = [...this.#entries.values()];
     const due = entries.filter((e) => e.watches.some((w) => w.nextAt <= now && now < w.deadlineAt - LAST_LOOK_MARGIN_MS));
     if (due.length === 0) return;
@@ -302,13 +311,21 @@ export class DeleteEngine {
       // Shared listings answer every pending server; single looks go only to servers that are due.
       entries: fleet ? entries : due,
       due: new Set(due),
-      novaNowMs: this.#offsetMs === undefined ? undefined : this.clock.wallNow() + this.#offsetMs,
       offsetMs: this.#offsetMs,
       widenMs: this.#widenMs,
-      listingTimeoutMs: Math.max(5000, 2 * this.#gapMs(interval)),
+      // A listing slower than the interval is a failed look: the servers get their own GETs.
+      listingTimeoutMs: Math.min(this.api.requestTimeoutMs, Math.max(interval, MIN_LISTING_TIMEOUT_MS)),
       timeLeftMs: () => Math.max(1, deadline - this.clock.now()),
       requestTimeoutMs: (e) => this.#requestTimeoutMs(e as Entry),
-      onListingDate: (d) => this.noteNovaDate(d),
+      onListing: (ok, serverDateMs) => {
+        if (ok) {
+          this.noteNovaDate(serverDateMs);
+          this.#listingBackoffMs = 0;
+          return;
+        }
+        this.#listingBackoffMs = Math.min(MAX_LISTING_BACKOFF_MS, Math.max(interval, this.#listingBackoffMs * 2));
+        this.#listingOffUntil = this.clock.now() + this.#listingBackoffMs;
+      },
       onMissing: () => {
         this.#widenMs = Math.min(MAX_WIDEN_MS, Math.max(2000, this.#widenMs * 2));
       },
@@ -333,6 +350,9 @@ export class DeleteEngine {
 
   #deliver(entry: Entry, obs: Observation): void {
     if (showsDeleted(obs)) entry.seenDeleted = true;
+    // The server's own `updated` is on the clock `changes-since` is compared with: the best anchor.
+    const updated = obs.gone ? Number.NaN : Date.parse(String(obs.server.updated ?? ''));
+    if (Number.isFinite(updated)) entry.anchorNovaMs = updated;
     const end = classify(obs);
     const now = this.clock.now();
     for (const w of [...entry.watches]) {

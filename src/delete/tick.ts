@@ -11,7 +11,10 @@ import type { DeleteEngineStats, ServerApi } from './types.js';
 /** What a tick knows of one pending server. */
 export interface TickEntry {
   readonly serverId: string;
-  /** Nova time (a `Date` header) before which its deletion had not started, if known. */
+  /**
+   * Nova time from which its changes show in `changes-since`: its own last `updated`, or before any
+   * look the `Date` of its accepted DELETE; undefined when neither is known.
+   */
   anchorNovaMs: number | undefined;
   /** Local wall-clock time its first wait started. */
   readonly createdWallMs: number;
@@ -35,8 +38,7 @@ export interface TickContext {
   entries: TickEntry[];
   /** The entries whose waits want a look now (the others are answered only by shared listings). */
   due: ReadonlySet<TickEntry>;
-  /** Nova's clock now, when an offset is known. */
-  novaNowMs: number | undefined;
+  /** Nova's clock minus the local wall clock, when a `Date` header has told it. */
   offsetMs: number | undefined;
   /** Extra window taken off `changes-since` after servers were missing from a listing. */
   widenMs: number;
@@ -45,7 +47,8 @@ export interface TickContext {
   /** Time until the latest pending deadline. */
   timeLeftMs: () => number;
   requestTimeoutMs: (entry: TickEntry) => number;
-  onListingDate: (serverDateMs: number | undefined) => void;
+  /** A shared listing answered (with its `Date`) or failed. */
+  onListing: (ok: boolean, serverDateMs?: number | undefined) => void;
   /** A server whose DELETE date was known was missing from a `changes-since` listing. */
   onMissing: () => void;
   deliver: (entry: TickEntry, obs: Observation) => void;
@@ -94,9 +97,10 @@ async function statusListing(ctx: TickContext, wanted: TickEntry[]): Promise<Tic
   } catch (error) {
     if (error instanceof AbortError && ctx.signal.aborted) return [];
     ctx.stats.listingFailures++;
-    return wanted;
+    ctx.onListing(false);
+    return wanted.filter((e) => ctx.due.has(e));
   }
-  ctx.onListingDate(listed.serverDateMs);
+  ctx.onListing(true, listed.serverDateMs);
   const missing: TickEntry[] = [];
   let missingAnchored = false;
   for (const e of wanted) {
@@ -110,9 +114,6 @@ async function statusListing(ctx: TickContext, wanted: TickEntry[]): Promise<Tic
     }
   }
   if (missingAnchored) ctx.onMissing();
-  // The DELETE's own Date anchors a server; one never anchored is anchored by this listing's date
-  // once its own GET has looked at it (any later change of it comes after that date).
-  if (listed.serverDateMs !== undefined) for (const e of missing) e.anchorNovaMs ??= listed.serverDateMs;
   ctx.stats.fallbackGets += missing.filter((e) => ctx.due.has(e)).length;
   return missing.filter((e) => ctx.due.has(e));
 }
@@ -128,10 +129,12 @@ async function goneListing(ctx: TickContext, deleted: TickEntry[]): Promise<Tick
       ctx.stats.briefListings++;
       return listIds(ctx.api, ctx.signal, Math.min(ctx.listingTimeoutMs, ctx.timeLeftMs()));
     }, ctx.signal);
+    ctx.onListing(true);
     return deleted.filter((e) => !ids.has(e.serverId));
   } catch (error) {
     if (error instanceof AbortError && ctx.signal.aborted) return [];
     ctx.stats.listingFailures++;
+    ctx.onListing(false);
     return deleted.filter((e) => ctx.due.has(e));
   }
 }
