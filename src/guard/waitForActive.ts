@@ -58,6 +58,7 @@ export interface WaitForActiveResult {
 export async function waitForActive(client: NovaClient, serverId: string, options: WaitForActiveOptions = {}): Promise<WaitForActiveResult> {
   const state: Omit<WaitForActiveResult, 'outcome' | 'polls' | 'elapsedMs'> = { server: undefined, lastStatus: undefined };
   const end = await pollUntil<Exclude<ActiveOutcome, 'timeout'>>({
+    clock: client.clock,
     timeoutMs: options.timeoutMs ?? 600000,
     intervalMs: options.intervalMs ?? 2000,
     jitter: options.jitter ?? 0.1,
