@@ -3,7 +3,8 @@
  * `shared/reference/field-cases.md`, scaled to milliseconds (the guard's delays are options).
  */
 import { describe, expect, it } from 'vitest';
-import { ForbiddenError, QuotaExceededError, QuotaWaitTimeoutError, RequestTooLargeError } from '../../src/errors/index.js';
+import { ForbiddenError, NovaApiError, NovaGuardError, QuotaExceededError, RateLimitError, RequestTooLargeError } from '../../src/errors/index.js';
+import { QuotaWaitTimeoutError } from '../../src/guard/index.js';
 import type { QuotaRetryInfo, QuotaWaitInfo } from '../../src/guard/quotaGuard.js';
 import { body, guardFor, limitsAndPosts, limitsBody, liveServers, posts, quota403, startNova } from './fixtures.js';
 import { rejection } from '../helpers.js';
@@ -75,6 +76,7 @@ describe('onRetry veto', () => {
     nova.inject({ method: 'POST', path: '/servers', status: 413, headers: { 'Retry-After': '0.05' }, body: { overLimit: { code: 413, message: 'This request was rate-limited.', retryAfter: '0.05' } } });
     const guard = guardFor(nova, { onRetry: (i) => i.reason !== 'rate-limit' });
     const err = await rejection(guard.createServer(body('x'), { needs: CORES2 }));
+    expect(err).toBeInstanceOf(RateLimitError);
     expect(err.name).toBe('RateLimitError');
     expect(posts(nova)).toHaveLength(1);
   });
@@ -180,7 +182,11 @@ describe('BUG-13: reported usage wrong or stale', () => {
     const err = await rejection(guard.createServer(body('x', '3')));
     const elapsed = performance.now() - started;
     expect(err).toBeInstanceOf(QuotaWaitTimeoutError);
-    expect(err).toBeInstanceOf(QuotaExceededError);
+    // The guard's verdict, not an HTTP error: no status, not a QuotaExceededError.
+    expect(err).toBeInstanceOf(NovaGuardError);
+    expect(err).not.toBeInstanceOf(NovaApiError);
+    expect(err).not.toBeInstanceOf(QuotaExceededError);
+    expect(err).not.toHaveProperty('status');
     const e = err as QuotaWaitTimeoutError;
     expect(e.permanent).toBe(false);
     expect(e.message).toContain('maxTotalCores=10 totalCoresUsed=8 requested=4');

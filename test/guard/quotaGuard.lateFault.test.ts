@@ -3,7 +3,8 @@
  * aborts at every stage, and no server the guard created left behind.
  */
 import { describe, expect, it } from 'vitest';
-import { AbortError, QuotaExceededError, ServerBuildError } from '../../src/errors/index.js';
+import { AbortError, ConflictError, NovaApiError, NovaGuardError, QuotaExceededError } from '../../src/errors/index.js';
+import { ServerBuildError } from '../../src/guard/index.js';
 import type { QuotaRetryInfo } from '../../src/guard/quotaGuard.js';
 import { body, guardFor, limitsAndPosts, liveServers, posts, startNova } from './fixtures.js';
 import { rejection } from '../helpers.js';
@@ -79,6 +80,9 @@ describe('late quota fault (202, then ERROR)', () => {
     const guard = guardFor(nova);
     const err = await rejection(guard.createServer(body('bad')));
     expect(err).toBeInstanceOf(ServerBuildError);
+    // The guard's verdict, not an HTTP error.
+    expect(err).toBeInstanceOf(NovaGuardError);
+    expect(err).not.toBeInstanceOf(NovaApiError);
     const e = err as ServerBuildError;
     const id = posts(nova)[0]!.serverId!;
     expect(e).toMatchObject({ serverId: id, reason: 'error', lastStatus: 'ERROR', faultMessage: fault, deleted: true, cleanupError: undefined });
@@ -96,6 +100,7 @@ describe('late quota fault (202, then ERROR)', () => {
     const err = await rejection(guard.createServer(body('stuck')));
     expect(err).toBeInstanceOf(ServerBuildError);
     expect((err as ServerBuildError).deleted).toBe(false);
+    expect((err as ServerBuildError).cleanupError).toBeInstanceOf(ConflictError);
     expect((err as ServerBuildError).cleanupError?.name).toBe('ConflictError');
     expect(err.message).toContain('could NOT be deleted and is left behind');
     expect(posts(nova)).toHaveLength(1);
@@ -120,6 +125,7 @@ describe('late quota fault (202, then ERROR)', () => {
     for (let i = 0; i < 500 && posts(nova).filter((p) => p.status === 202).length === 0; i++) await sleep(2);
     nova.destroyServer(posts(nova)[0]!.serverId!);
     const err = await rejection(run);
+    expect(err).toBeInstanceOf(ServerBuildError);
     expect(err).toMatchObject({ name: 'ServerBuildError', reason: 'gone', lastStatus: 'NOT_FOUND' });
     expect(posts(nova)).toHaveLength(1);
   });
