@@ -1,6 +1,7 @@
 /**
  * Headroom computation, the fit verdict, the claim ledger and the backoff delays: plain functions,
- * exact values (field cases BUG-11, BUG-13, BUG-14a).
+ * exact values (docs/field-cases.md: "Unlimited, zero, and usage above the limit", "Reported usage is
+ * wrong or stale", "Workers race past the headroom check").
  */
 import { describe, expect, it } from 'vitest';
 import { parseAbsoluteLimits } from '../../src/nova/client.js';
@@ -155,7 +156,7 @@ describe('backoffDelayMs', () => {
       ownWaitMs: 6000,
     });
   });
-  it('14a: with jitter 0.2 every draw stays within ±20 % of 2 s, then 4 s', () => {
+  it('with jitter 0.2 every draw stays within ±20 % of 2 s, then 4 s', () => {
     for (let i = 0; i < 200; i++) {
       const random = Math.random();
       const d0 = backoffDelayMs(0, policy, random);
