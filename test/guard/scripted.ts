@@ -85,7 +85,10 @@ export class ScriptedNova {
       data,
       status: reply.status,
       statusText: String(reply.status),
-      headers: { 'content-type': 'application/json', 'x-openstack-request-id': `req-${this.sent.length}`, ...(reply.headers ?? {}) },
+      // Lower-case names, as Node's HTTP parser gives them to axios.
+      headers: Object.fromEntries(
+        Object.entries({ 'content-type': 'application/json', 'x-openstack-request-id': `req-${this.sent.length}`, ...(reply.headers ?? {}) }).map(([k, v]) => [k.toLowerCase(), v]),
+      ),
       config,
       request: {},
     };
