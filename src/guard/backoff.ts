@@ -66,10 +66,10 @@ export interface RetrySchedule {
 
 /**
  * p-retry's backoff options for one guarded call: retry `n + 1` comes
- * {@link backoffDelayMs}`(n, policy, random)` ms after attempt `n + 1` failed.
+ * {@link stepDelayMs}`(firstMs, n, maxDelayMs)` ms after attempt `n + 1` failed.
  *
- * @param random - The call's draw, in [0, 1).
+ * @param firstMs - The call's first delay ({@link firstDelayMs}).
  */
-export function retrySchedule(policy: BackoffPolicy, random: number): RetrySchedule {
-  return { factor: 2, minTimeout: firstDelayMs(policy, random), maxTimeout: policy.maxDelayMs, randomize: false };
+export function retrySchedule(firstMs: number, maxDelayMs: number): RetrySchedule {
+  return { factor: 2, minTimeout: firstMs, maxTimeout: maxDelayMs, randomize: false };
 }

@@ -21,6 +21,7 @@
  * @module
  */
 import type { ResourceAmounts } from '../core/types.js';
+import { systemClock } from '../core/clock.js';
 import { NO_NEEDS, addNeeds } from './headroom.js';
 
 /** One claim. */
@@ -40,7 +41,7 @@ interface Released {
   releasedAtMs: number;
 }
 
-/** The claims of one guard. `nowMs` is the guard's clock (`client.clock.now`); default `performance.now()`. */
+/** The claims of one guard. `nowMs` is the guard's clock (`client.clock.now`); default {@link systemClock}'s. */
 export class ClaimLedger {
   readonly #active = new Map<number, Claim>();
   #released: Released[] = [];
@@ -48,7 +49,7 @@ export class ClaimLedger {
   #nextId = 1;
   readonly #now: () => number;
 
-  constructor(nowMs: () => number = () => performance.now()) {
+  constructor(nowMs: () => number = () => systemClock.now()) {
     this.#now = nowMs;
   }
 

@@ -55,6 +55,7 @@ import { componentLogger } from '../core/logger.js';
 import { sleep } from '../core/clock.js';
 import type { CreateServerBody, ResourceAmounts, Server } from '../core/types.js';
 import { createAttempt } from './guardedCreate.js';
+import { retrySchedule } from './backoff.js';
 import type { Headroom, QuotaNeeds } from './headroom.js';
 import { ClaimLedger, type Claim } from './claims.js';
 import { readHeadroom, waitForHeadroom } from './headroomWait.js';
@@ -287,10 +288,7 @@ export class QuotaGuard {
         },
         {
           retries: Number.POSITIVE_INFINITY,
-          factor: 2,
-          minTimeout: call.firstDelayMs,
-          maxTimeout: g.opts.maxDelayMs,
-          randomize: false,
+          ...retrySchedule(call.firstDelayMs, g.opts.maxDelayMs),
           maxRetryTime: g.opts.maxWaitMs,
           signal: between.signal,
           onFailedAttempt: (ctx) => this.#onFailedAttempt(ctx, call, signal),

@@ -172,7 +172,7 @@ describe('backoffDelayMs', () => {
     }
   });
   it('is the delay p-retry waits with the options of retrySchedule', () => {
-    const s = retrySchedule(policy, 0.25);
+    const s = retrySchedule(firstDelayMs(policy, 0.25), policy.maxDelayMs);
     expect(s).toEqual({ factor: 2, minTimeout: 1800, maxTimeout: 60000, randomize: false });
     // p-retry: round(minTimeout × factor^n), at most maxTimeout.
     for (let n = 0; n < 8; n++) expect(backoffDelayMs(n, policy, 0.25)).toBe(Math.min(s.maxTimeout, Math.round(s.minTimeout * s.factor ** n)));
