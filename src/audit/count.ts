@@ -14,10 +14,10 @@
  */
 import type { NovaClient } from '../nova/client.js';
 import { NovaApiError, isAbortError } from '../errors/index.js';
-import type { Server } from '../core/types.js';
+import type { QuotaResourceName, Server } from '../core/types.js';
 
-/** The three resources an audit compares. `ram` is in MiB. */
-export type AuditResource = 'cores' | 'ram' | 'instances';
+/** The three resources an audit compares, by Nova's quota resource names. `ram` is in MiB. */
+export type AuditResource = QuotaResourceName;
 
 /** The audited resources, in display order. */
 export const AUDIT_RESOURCES: readonly AuditResource[] = ['cores', 'ram', 'instances'];

@@ -127,3 +127,25 @@ export interface QuotaSetDetail {
   ram?: QuotaDetailItem;
   [resource: string]: QuotaDetailItem | string | undefined;
 }
+
+/**
+ * Nova's names of the three quota resources a server create is checked against, in Nova's
+ * (alphabetical) order: the keys of `GET /os-quota-sets/{project_id}/detail` and the names in a quota
+ * message (Nova API reference, "Quota Sets"). Records *per resource* (headroom, an audit's resources,
+ * a `QuotaExceededError`'s resources) are keyed or named by these.
+ */
+export type QuotaResourceName = 'cores' | 'instances' | 'ram';
+
+/**
+ * Amounts of the three quota resources: what a create needs, what servers use, what is claimed.
+ * One vocabulary across the guard and the audit: `cores` (vCPUs), `ramMiB` (RAM in MiB, Nova's
+ * `ram` resource) and `instances` (servers).
+ */
+export interface ResourceAmounts {
+  /** vCPUs (Nova's `cores` quota; a flavor's `vcpus`). */
+  cores: number;
+  /** RAM in MiB (Nova's `ram` quota; a flavor's `ram`). */
+  ramMiB: number;
+  /** Servers (Nova's `instances` quota). */
+  instances: number;
+}

@@ -9,9 +9,9 @@
  */
 import { inspect } from 'node:util';
 import { parseQuotaMessage, type QuotaResource } from './quotaMessage.js';
-import type { Headroom, QuotaNeeds } from '../guard/headroom.js';
 
 export type { QuotaResource } from './quotaMessage.js';
+export { NovaGuardError } from './base.js';
 
 /** What every nova-guard HTTP error knows about the request that failed. */
 export interface NovaErrorInit {
@@ -275,111 +275,4 @@ for (const cls of [NovaApiError]) {
       return `${name}: ${message} ${inspect({ status, fault, requestId, method, url, serverId })}`;
     },
   });
-}
-
-/** What {@link QuotaWaitTimeoutError} carries beyond {@link QuotaExceededInit}. */
-export interface QuotaWaitTimeoutInit extends QuotaExceededInit {
-  /** Wall-clock time spent waiting for headroom, in ms. */
-  waitedMs: number;
-  /** The guard's `maxWaitMs`. */
-  maxWaitMs: number;
-  /** `GET /limits` reads made while waiting. */
-  limitsReads: number;
-  /** The last headroom the guard computed (see `QuotaGuard.headroom()`). */
-  headroom: Headroom;
-  /** What the request needed. */
-  needs: QuotaNeeds;
-}
-
-/**
- * `QuotaGuard` waited `maxWaitMs` for quota headroom and the request still did not fit in what
- * `GET /limits` reports. Not permanent (`permanent` is false): the numbers may be stale or wrong
- * (field case BUG-13), so an operator may want to check Nova's usage. The message carries the last
- * numbers in Nova's `/limits` terms, e.g. `maxTotalCores=10 totalCoresUsed=8 requested=4 inFlight=0`.
- * `status` is 0 (the guard's verdict, not an HTTP answer); `requestId` is the last `/limits` read's.
- */
-export class QuotaWaitTimeoutError extends QuotaExceededError {
-  /** Wall-clock time spent waiting, in ms. */
-  readonly waitedMs: number;
-  /** The `maxWaitMs` that ran out, in ms. */
-  readonly maxWaitMs: number;
-  /** `GET /limits` reads made. */
-  readonly limitsReads: number;
-  /** The last headroom computed. */
-  readonly headroom: Headroom;
-  /** What the request needed. */
-  readonly needs: QuotaNeeds;
-  constructor(init: QuotaWaitTimeoutInit) {
-    super({ ...init, permanent: false });
-    this.waitedMs = init.waitedMs;
-    this.maxWaitMs = init.maxWaitMs;
-    this.limitsReads = init.limitsReads;
-    this.headroom = init.headroom;
-    this.needs = init.needs;
-  }
-}
-
-/** How a server created by `QuotaGuard` failed to become usable. */
-export type ServerBuildFailure = 'error' | 'timeout' | 'gone';
-
-/** Options of {@link ServerBuildError}. */
-export interface ServerBuildInit {
-  serverId: string;
-  /** `'error'`: status ERROR; `'timeout'`: still BUILD after `activeTimeoutMs`; `'gone'`: 404 or DELETED while building. */
-  reason: ServerBuildFailure;
-  /** Last status seen. */
-  lastStatus: string | undefined;
-  /** Nova's `fault.message` of the server, if any. */
-  faultMessage?: string | undefined;
-  /** Nova's `fault.code` of the server, if any. */
-  faultCode?: number | undefined;
-  /** Time spent waiting for the server to leave BUILD, in ms. */
-  elapsedMs: number;
-  /** True when the guard deleted the server (and waited for the deletion); false when that failed. */
-  deleted: boolean;
-  /** Why the deletion failed, when `deleted` is false. */
-  cleanupError?: Error | undefined;
-  cause?: unknown;
-}
-
-/**
- * A server that `QuotaGuard.createServer` created did not become usable: it went to ERROR with a
- * fault that is not a quota fault, stayed in BUILD past `activeTimeoutMs`, or disappeared. The guard
- * has already deleted it (with wait) unless `deleted` is false, in which case `cleanupError` says
- * why and the server is left in the project.
- */
-export class ServerBuildError extends Error {
-  readonly serverId: string;
-  readonly reason: ServerBuildFailure;
-  readonly lastStatus: string | undefined;
-  /** Nova's `fault.message`. */
-  readonly faultMessage: string | undefined;
-  /** Nova's `fault.code`. */
-  readonly faultCode: number | undefined;
-  readonly elapsedMs: number;
-  /** True when the guard deleted the server. */
-  readonly deleted: boolean;
-  /** Why the guard could not delete it. */
-  readonly cleanupError: Error | undefined;
-  constructor(init: ServerBuildInit) {
-    const what =
-      init.reason === 'error'
-        ? `went to ERROR${init.faultMessage ? `: ${init.faultMessage}` : ' (no fault message)'}`
-        : init.reason === 'timeout'
-          ? `was still ${init.lastStatus ?? 'BUILD'} after ${init.elapsedMs} ms`
-          : 'disappeared while building';
-    const cleanup = init.deleted
-      ? ' (the server was deleted)'
-      : `; the server could NOT be deleted and is left behind: ${init.cleanupError?.message ?? 'unknown error'}`;
-    super(`Server ${init.serverId} ${what}${cleanup}`, init.cause === undefined ? undefined : { cause: init.cause });
-    this.name = new.target.name;
-    this.serverId = init.serverId;
-    this.reason = init.reason;
-    this.lastStatus = init.lastStatus;
-    this.faultMessage = init.faultMessage;
-    this.faultCode = init.faultCode;
-    this.elapsedMs = init.elapsedMs;
-    this.deleted = init.deleted;
-    this.cleanupError = init.cleanupError;
-  }
 }

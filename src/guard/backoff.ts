@@ -1,50 +1,75 @@
 /**
- * The guard's backoff delays: exponential with symmetric jitter and a floor.
+ * The guard's backoff: p-retry's exponential schedule, with the documented ±jitter.
  *
- * p-retry drives the guard's attempts, but its `randomize` multiplies by a factor in [1, 2), which
- * cannot give the ±20 % spread the field cases ask for (BUG-14a: delays within ±20 % of 2 s, then
- * 4 s). So p-retry runs with `minTimeout: 0` and the guard sleeps the delay computed here.
+ * p-retry waits `round(minTimeout × factor^n)`, at most `maxTimeout`, before retry `n + 1` (with
+ * `randomize: false`). The guard gives it `factor` 2, `maxTimeout` = `maxDelayMs` and, as
+ * `minTimeout`, the call's first delay: `baseDelayMs` spread by `jitter` ({@link jitteredMs}, the one
+ * jitter formula), at least `minDelayMs`, drawn once per guarded call. Every delay of a call is then
+ * within ±`jitter` of `baseDelayMs × 2^n`, the calls of different workers are spread apart, and the
+ * delays of one call grow (docs/field-cases.md, "Workers race past the headroom check", "Default
+ * timings"). p-retry's own `randomize` (a factor in [1, 2)) is not used: it cannot give that ±spread.
+ *
+ * {@link backoffDelayMs} is the same formula as a plain function, for the guard's waits p-retry does
+ * not schedule (waiting for headroom, the pause after a rate limit) and for callers.
  *
  * @module
  */
+import { jitteredMs } from '../core/jitter.js';
 
 /** Backoff parameters (all durations in milliseconds). */
 export interface BackoffPolicy {
   /** Delay of the first wait before jitter. */
   baseDelayMs: number;
-  /** Floor of every delay, applied after jitter (also when Nova sends `Retry-After: 0`). */
+  /** Floor of every delay (also when Nova sends `Retry-After: 0`). */
   minDelayMs: number;
-  /** Ceiling of every delay, applied after jitter. */
+  /** Ceiling of every delay. */
   maxDelayMs: number;
-  /** Random spread: the delay is multiplied by a factor in [1 - jitter, 1 + jitter]. */
+  /** Random spread: the first delay is `baseDelayMs` times a factor in [1 - jitter, 1 + jitter]. */
   jitter: number;
 }
 
 /**
- * Delay of wait number `step` (0-based): `baseDelayMs × 2^step`, times a random factor in
- * [1 - jitter, 1 + jitter], clamped to [minDelayMs, maxDelayMs], rounded to whole ms.
+ * The first delay of a call: `baseDelayMs` times a random factor in [1 - jitter, 1 + jitter]
+ * ({@link jitteredMs}), clamped to [minDelayMs, maxDelayMs]. Not rounded.
  *
  * @param random - A number in [0, 1); default `Math.random()`.
  */
-export function backoffDelayMs(step: number, policy: BackoffPolicy, random: number = Math.random()): number {
-  const exp = policy.baseDelayMs * 2 ** Math.min(step, 52);
-  const jittered = Math.min(exp, Number.MAX_SAFE_INTEGER) * (1 + policy.jitter * (2 * random - 1));
-  return Math.round(Math.min(policy.maxDelayMs, Math.max(policy.minDelayMs, jittered)));
+export function firstDelayMs(policy: BackoffPolicy, random: number = Math.random()): number {
+  return Math.min(policy.maxDelayMs, Math.max(policy.minDelayMs, jitteredMs(policy.baseDelayMs, policy.jitter, random)));
 }
 
-/** A per-call backoff sequence shared by every kind of wait of one guarded create. */
-export class Backoff {
-  #step = 0;
-  constructor(readonly policy: BackoffPolicy) {}
+/**
+ * Delay of wait number `step` (0-based), as p-retry computes it from the options of
+ * {@link retrySchedule}: `round(first × 2^step)`, at most `maxDelayMs`, where `first` is
+ * {@link firstDelayMs}`(policy, random)`. So the delays are within ±jitter of `baseDelayMs × 2^step`,
+ * never below `minDelayMs` nor above `maxDelayMs`, rounded to whole ms.
+ *
+ * @param step - 0 for the first wait.
+ * @param random - A number in [0, 1); default `Math.random()`. One call uses one draw for all its steps.
+ */
+export function backoffDelayMs(step: number, policy: BackoffPolicy, random: number = Math.random()): number {
+  return stepDelayMs(firstDelayMs(policy, random), step, policy.maxDelayMs);
+}
 
-  /** The next delay, at least `floorMs` (e.g. a Retry-After) but never above `maxDelayMs`. */
-  next(floorMs = 0): number {
-    const d = backoffDelayMs(this.#step++, this.policy);
-    return Math.max(d, Math.min(floorMs, this.policy.maxDelayMs));
-  }
+/** p-retry's delay before retry `step + 1` for `minTimeout` = `firstMs`, factor 2, `maxTimeout` = `maxDelayMs`. */
+export function stepDelayMs(firstMs: number, step: number, maxDelayMs: number): number {
+  return Math.min(maxDelayMs, Math.round(firstMs * 2 ** Math.min(Math.max(0, step), 52)));
+}
 
-  /** Waits computed so far. */
-  get steps(): number {
-    return this.#step;
-  }
+/** The p-retry options of a call's schedule (see the module description). */
+export interface RetrySchedule {
+  factor: number;
+  minTimeout: number;
+  maxTimeout: number;
+  randomize: false;
+}
+
+/**
+ * p-retry's backoff options for one guarded call: retry `n + 1` comes
+ * {@link stepDelayMs}`(firstMs, n, maxDelayMs)` ms after attempt `n + 1` failed.
+ *
+ * @param firstMs - The call's first delay ({@link firstDelayMs}).
+ */
+export function retrySchedule(firstMs: number, maxDelayMs: number): RetrySchedule {
+  return { factor: 2, minTimeout: firstMs, maxTimeout: maxDelayMs, randomize: false };
 }

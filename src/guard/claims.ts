@@ -3,8 +3,9 @@
  * Nova's `GET /limits` may not show yet.
  *
  * Why: 20 callers in one process that read the same `/limits` would otherwise all see the same
- * headroom and all POST (field case BUG-14). The check and the claim happen in the same tick after
- * the `/limits` answer, so no two callers of one guard can pass on the same headroom.
+ * headroom and all POST (docs/field-cases.md, "Workers race past the headroom check"). The check
+ * and the claim happen in the same tick after the `/limits` answer, so no two callers of one guard
+ * can pass on the same headroom.
  *
  * When a claim ends (see `QuotaGuard` for the whole story):
  * - `'not-created'`: the POST failed, or the guard deleted the server again: Nova does not count it.
@@ -19,13 +20,15 @@
  *
  * @module
  */
-import { NO_NEEDS, addNeeds, type QuotaNeeds } from './headroom.js';
+import type { ResourceAmounts } from '../core/types.js';
+import { systemClock } from '../core/clock.js';
+import { NO_NEEDS, addNeeds } from './headroom.js';
 
 /** One claim. */
 export interface Claim {
   readonly id: number;
-  readonly needs: QuotaNeeds;
-  /** When the claim was taken, `performance.now()` ms. */
+  readonly needs: ResourceAmounts;
+  /** When the claim was taken, on the ledger's clock (monotonic ms). */
   readonly claimedAtMs: number;
   /** The created server, once the POST answered 202. */
   serverId: string | undefined;
@@ -34,11 +37,11 @@ export interface Claim {
 }
 
 interface Released {
-  needs: QuotaNeeds;
+  needs: ResourceAmounts;
   releasedAtMs: number;
 }
 
-/** The claims of one guard. `nowMs` is injectable for tests; default `performance.now()`. */
+/** The claims of one guard. `nowMs` is the guard's clock (`client.clock.now`); default {@link systemClock}'s. */
 export class ClaimLedger {
   readonly #active = new Map<number, Claim>();
   #released: Released[] = [];
@@ -46,7 +49,7 @@ export class ClaimLedger {
   #nextId = 1;
   readonly #now: () => number;
 
-  constructor(nowMs: () => number = () => performance.now()) {
+  constructor(nowMs: () => number = () => systemClock.now()) {
     this.#now = nowMs;
   }
 
@@ -67,8 +70,8 @@ export class ClaimLedger {
    * What this guard has in flight for a read begun with `token`: every active claim, plus claims
    * released as `'counted'` after that read was sent.
    */
-  inFlight(token?: number): QuotaNeeds {
-    let total: QuotaNeeds = { ...NO_NEEDS };
+  inFlight(token?: number): ResourceAmounts {
+    let total: ResourceAmounts = { ...NO_NEEDS };
     for (const c of this.#active.values()) total = addNeeds(total, c.needs);
     const startedAt = token === undefined ? undefined : this.#openReads.get(token);
     if (startedAt !== undefined) {
@@ -78,7 +81,7 @@ export class ClaimLedger {
   }
 
   /** Take a claim. */
-  claim(needs: QuotaNeeds): Claim {
+  claim(needs: ResourceAmounts): Claim {
     const c: Claim = { id: this.#nextId++, needs: { ...needs }, claimedAtMs: this.#now(), serverId: undefined, unwatched: false };
     this.#active.set(c.id, c);
     return c;

@@ -3,10 +3,10 @@
  * the POST, the wait for the server to leave BUILD, and the deletion of a server the guard gives up
  * on.
  *
- * - `POST /servers` (Nova API reference, "Create Server") never takes the caller's AbortSignal: an
- *   abort must not hide a server Nova created. A rate limit (413 `overLimit` with Retry-After, 429)
- *   or a refused connection is re-sent through `withRetry` (p-retry + Retry-After, floor
- *   `minDelayMs`) without using a guard attempt (field case BUG-08a).
+ * - `POST /servers` (Nova API reference, "Create Server") is sent once per attempt, never with the
+ *   caller's AbortSignal (an abort must not hide a server Nova created) and without the client's own
+ *   retries: the guard's retry policy decides (`retryPolicy.ts`). A rate limit or a refused
+ *   connection keeps the claim for the re-send (`call.heldClaim`).
  * - With `waitForActive`: poll until the server leaves BUILD ({@link waitForActive}). ERROR with a
  *   quota fault ({@link parseQuotaMessage} on `fault.message`: Nova's recheck text, or a
  *   build-aborted fault naming another quota) → delete with wait, then a retryable
@@ -17,116 +17,80 @@
  *
  * @module
  */
-import type { NovaClient } from '../nova/client.js';
-import { AbortError, ForbiddenError, NovaNetworkError, QuotaExceededError, RateLimitError, ServerBuildError, isAbortError } from '../errors/index.js';
-import type { Logger } from '../core/logger.js';
-import type { Claim, ClaimLedger } from './claims.js';
-import type { QuotaGuardStats, QuotaRetryInfo, ResolvedOptions } from './options.js';
+import { AbortError, ForbiddenError, NovaNetworkError, QuotaExceededError, RateLimitError, isAbortError } from '../errors/index.js';
 import { parseQuotaMessage } from '../errors/quotaMessage.js';
-import { withRetry } from '../transport/retry.js';
 import type { CreateServerBody, Server } from '../core/types.js';
+import type { Claim } from './claims.js';
+import { ServerBuildError } from './errors.js';
 import { waitForActive } from './waitForActive.js';
+import type { GuardState, GuardedCall } from './state.js';
 
-/** What a create attempt needs from its guard. */
-export interface CreateContext {
-  client: NovaClient;
-  opts: ResolvedOptions;
-  ledger: ClaimLedger;
-  log: Logger;
-  stats: QuotaGuardStats;
-  /** The guard's `onRetry` hook, exceptions already caught; `false` vetoes. */
-  onRetry: (info: QuotaRetryInfo) => boolean | void;
-}
-
-/** The calling guarded call's clock and counters. */
-export interface CallClock {
-  /** Attempts (quota-counted POSTs) made so far, this one included. */
-  readonly posts: number;
-  elapsedMs(): number;
-  /** Time left until `maxWaitMs` runs out, in ms (may be negative). */
-  remainingMs(): number;
+/** True when the POST did not reach Nova or Nova refused it for its rate: nothing was created. */
+function refusalOf(error: unknown): GuardedCall['refusal'] {
+  if (error instanceof RateLimitError) return 'rate-limited';
+  if (error instanceof NovaNetworkError && error.code === 'ECONNREFUSED') return 'refused';
+  return undefined;
 }
 
 /**
- * POST, then (with `waitForActive`) wait for the server to leave BUILD. Ends `claim` on every path.
- * See the module description.
+ * POST, then (with `waitForActive`) wait for the server to leave BUILD. Ends `claim` on every path,
+ * except after a refused POST, where `call.heldClaim` keeps it for the re-send. See the module
+ * description.
  */
-export async function createAttempt(ctx: CreateContext, body: CreateServerBody, claim: Claim, signal: AbortSignal | undefined, call: CallClock): Promise<Server> {
-  let created: Server | undefined;
+export async function createAttempt(g: GuardState, call: GuardedCall, body: CreateServerBody, claim: Claim, signal: AbortSignal | undefined): Promise<Server> {
+  let server: Server;
   try {
-    await withRetry(
-      async () => {
-        // The POST itself never takes the signal: an abort must not hide a server Nova created.
-        created = await ctx.client.createServer(body, { retry: false });
-        return created;
-      },
-      {
-        retries: Number.POSITIVE_INFINITY,
-        minDelayMs: ctx.opts.minDelayMs,
-        maxDelayMs: ctx.opts.maxDelayMs,
-        maxRetryTimeMs: Math.max(1, call.remainingMs()),
-        signal,
-        shouldRetry: (e) => e instanceof RateLimitError || (e instanceof NovaNetworkError && e.code === 'ECONNREFUSED'),
-        onRetry: (error, _attempt, retryAfterMs) => {
-          if (!(error instanceof RateLimitError)) return;
-          const info: QuotaRetryInfo = {
-            reason: 'rate-limit',
-            error,
-            attempt: call.posts,
-            attemptsLeft: ctx.opts.maxAttempts - call.posts,
-            delayMs: retryAfterMs,
-            elapsedMs: call.elapsedMs(),
-          };
-          if (ctx.onRetry(info) === false) throw error;
-          ctx.stats.rateLimitRetries++;
-          ctx.log.warn({ retryAfterMs, requestId: error.requestId }, 'create rate-limited: re-sending after Retry-After (no attempt used)');
-        },
-      },
-    );
+    // The POST itself never takes the signal: an abort must not hide a server Nova created.
+    server = await g.client.createServer(body, { retry: false });
   } catch (e) {
-    if (created) return abandon(ctx, created, claim, e, call);
-    ctx.ledger.release(claim, 'not-created');
+    const refusal = refusalOf(e);
+    if (refusal) {
+      call.refusal = refusal;
+      call.heldClaim = claim;
+      throw e;
+    }
+    g.ledger.release(claim, 'not-created');
     if (e instanceof QuotaExceededError) {
-      ctx.stats.quota403s++;
-      if (e.permanent) ctx.log.warn({ requestId: e.requestId, resources: e.resources }, 'permanent quota error: the request exceeds the limit itself');
+      g.stats.quota403s++;
+      call.lastQuotaMessage = e.message;
+      if (e.permanent) g.log.warn({ requestId: e.requestId, resources: e.resources }, 'permanent quota error: the request exceeds the limit itself');
     } else if (e instanceof ForbiddenError) {
-      ctx.log.warn({ requestId: e.requestId, status: e.status }, 'create forbidden (not a quota error): not retried');
+      g.log.warn({ requestId: e.requestId, status: e.status }, 'create forbidden (not a quota error): not retried');
     }
     throw e;
   }
-  const server = created!;
   claim.serverId = server.id;
-  if (signal?.aborted) return abandon(ctx, server, claim, new AbortError(undefined, { cause: signal.reason }), call);
-  if (!ctx.opts.waitForActive) {
+  if (signal?.aborted) return abandon(g, call, server, claim, new AbortError(undefined, { cause: signal.reason }));
+  if (!g.opts.waitForActive) {
     claim.unwatched = true;
     return server;
   }
-  return settle(ctx, server, claim, signal, call);
+  return settle(g, call, server, claim, signal);
 }
 
 /** Wait for the new server to leave BUILD; delete it when the guard gives up on it. */
-async function settle(ctx: CreateContext, created: Server, claim: Claim, signal: AbortSignal | undefined, call: CallClock): Promise<Server> {
+async function settle(g: GuardState, call: GuardedCall, created: Server, claim: Claim, signal: AbortSignal | undefined): Promise<Server> {
   const id = created.id;
   let res;
   try {
-    res = await waitForActive(ctx.client, id, {
-      timeoutMs: ctx.opts.activeTimeoutMs,
-      intervalMs: ctx.opts.activeIntervalMs,
+    res = await waitForActive(g.client, id, {
+      timeoutMs: g.opts.activeTimeoutMs,
+      intervalMs: g.opts.activeIntervalMs,
       signal,
     });
   } catch (e) {
-    return abandon(ctx, created, claim, e, call);
+    return abandon(g, call, created, claim, e);
   }
   if (res.outcome === 'active') {
-    ctx.ledger.release(claim, 'counted');
+    g.ledger.release(claim, 'counted');
     return { ...created, ...res.server } as Server;
   }
   if (res.outcome === 'gone') {
-    ctx.ledger.release(claim, 'not-created');
+    g.ledger.release(claim, 'not-created');
     throw new ServerBuildError({ serverId: id, reason: 'gone', lastStatus: res.lastStatus, elapsedMs: res.elapsedMs, deleted: true });
   }
   const fault = res.server?.fault;
-  const cleanupError = await deleteCreated(ctx, id, claim);
+  const cleanupError = await deleteCreated(g, id, claim);
   const buildError = new ServerBuildError({
     serverId: id,
     reason: res.outcome,
@@ -139,8 +103,9 @@ async function settle(ctx: CreateContext, created: Server, claim: Claim, signal:
   });
   const parsed = res.outcome === 'error' ? parseQuotaMessage(fault?.message) : undefined;
   if (parsed && cleanupError === undefined) {
-    ctx.stats.lateQuotaFaults++;
-    ctx.log.warn({ serverId: id, fault: fault?.message }, 'server went to ERROR with a quota fault: deleted it');
+    g.stats.lateQuotaFaults++;
+    call.lastQuotaMessage = fault?.message;
+    g.log.warn({ serverId: id, fault: fault?.message }, 'server went to ERROR with a quota fault: deleted it');
     throw new QuotaExceededError({
       status: 0,
       message: `Server ${id} went to ERROR with a quota fault and was deleted: ${fault?.message ?? ''}`,
@@ -150,15 +115,15 @@ async function settle(ctx: CreateContext, created: Server, claim: Claim, signal:
       cause: buildError,
     });
   }
-  ctx.log.warn({ serverId: id, outcome: res.outcome, fault: fault?.message, deleted: cleanupError === undefined }, 'server did not become ACTIVE');
+  g.log.warn({ serverId: id, outcome: res.outcome, fault: fault?.message, deleted: cleanupError === undefined }, 'server did not become ACTIVE');
   throw buildError;
 }
 
 /** The guard gives up on a created server (abort, failed poll): delete it, then throw. */
-async function abandon(ctx: CreateContext, created: Server, claim: Claim, error: unknown, call: CallClock): Promise<never> {
+async function abandon(g: GuardState, call: GuardedCall, created: Server, claim: Claim, error: unknown): Promise<never> {
   const id = created.id;
-  const cleanupError = await deleteCreated(ctx, id, claim);
-  ctx.log.warn({ serverId: id, deleted: cleanupError === undefined, posts: call.posts }, 'giving up on a created server');
+  const cleanupError = await deleteCreated(g, id, claim);
+  g.log.warn({ serverId: id, deleted: cleanupError === undefined, posts: call.posts }, 'giving up on a created server');
   if (isAbortError(error) || error instanceof AbortError) {
     throw new AbortError(
       cleanupError === undefined
@@ -171,15 +136,15 @@ async function abandon(ctx: CreateContext, created: Server, claim: Claim, error:
 }
 
 /** Delete a server the guard created, with wait, ignoring the caller's signal. Returns the failure, if any. */
-async function deleteCreated(ctx: CreateContext, id: string, claim: Claim): Promise<Error | undefined> {
-  ctx.stats.cleanups++;
+async function deleteCreated(g: GuardState, id: string, claim: Claim): Promise<Error | undefined> {
+  g.stats.cleanups++;
   try {
-    await ctx.client.deleteServer(id, { intervalMs: ctx.opts.activeIntervalMs, ...ctx.opts.deleteOptions, wait: true });
-    ctx.ledger.release(claim, 'not-created');
+    await g.client.deleteServer(id, { intervalMs: g.opts.activeIntervalMs, ...g.opts.deleteOptions, wait: true });
+    g.ledger.release(claim, 'not-created');
     return undefined;
   } catch (e) {
-    ctx.ledger.release(claim, 'counted');
-    ctx.log.error({ serverId: id, err: (e as Error)?.message }, 'could not delete a server the guard created: it is left behind');
+    g.ledger.release(claim, 'counted');
+    g.log.error({ serverId: id, err: (e as Error)?.message }, 'could not delete a server the guard created: it is left behind');
     return e instanceof Error ? e : new Error(String(e));
   }
 }

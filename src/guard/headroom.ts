@@ -1,8 +1,8 @@
 /**
  * Quota headroom from `GET /limits`: plain data in, plain data out.
  *
- * Rules (Nova API reference, "Limits"; `nova/quota.py` `DbQuotaDriver`; field cases BUG-11, BUG-13
- * in `../shared/reference/field-cases.md`):
+ * Rules (Nova API reference, "Limits"; `nova/quota.py` `DbQuotaDriver`; docs/field-cases.md,
+ * "-1, 0 and used above max" and "Reported usage wrong or stale"):
  * - headroom = max - used - inFlight per resource, where inFlight is what this process has claimed
  *   but Nova may not count yet;
  * - `-1` (parsed to `Infinity` by the client) means unlimited: headroom `Infinity`;
@@ -11,24 +11,27 @@
  * - a request fits iff `needed <= headroom` (Nova: `used + requested <= limit`), and can never fit
  *   iff `needed > max` (nodepool's `hasProviderQuota`).
  *
+ * Vocabulary: amounts are {@link ResourceAmounts} (`cores`, `ramMiB`, `instances`); records per
+ * resource ({@link Headroom}, {@link Shortfall}) are keyed or named by Nova's quota resource names
+ * (`cores`, `ram`, `instances`), as `GET /os-quota-sets/{project_id}/detail` keys them.
+ *
  * @module
  */
-import type { AbsoluteLimits } from '../core/types.js';
+import type { AbsoluteLimits, QuotaResourceName, ResourceAmounts } from '../core/types.js';
 
-/** What one create needs: vCPUs (`cores`), RAM in MiB and servers (`instances`), Nova's quota names. */
-export interface QuotaNeeds {
-  /** vCPUs: flavor `vcpus` × server count. */
-  cores: number;
-  /** RAM in MiB: flavor `ram` × server count. */
-  ramMiB: number;
-  /** Number of servers. */
-  instances: number;
-}
+export type { QuotaResourceName } from '../core/types.js';
+
+/**
+ * What one create needs: vCPUs (`cores`: flavor `vcpus` × server count), RAM in MiB (`ramMiB`:
+ * flavor `ram` × server count) and servers (`instances`). The guard's name for {@link ResourceAmounts}.
+ */
+export type QuotaNeeds = ResourceAmounts;
 
 /** The three resources Nova checks on create, in Nova's (alphabetical) order. */
-export const QUOTA_RESOURCES = ['cores', 'instances', 'ram'] as const;
-/** One of {@link QUOTA_RESOURCES}. */
-export type QuotaResourceName = (typeof QUOTA_RESOURCES)[number];
+export const QUOTA_RESOURCES: readonly QuotaResourceName[] = ['cores', 'instances', 'ram'];
+
+/** The {@link ResourceAmounts} field of each of Nova's quota resources (`ram` is `ramMiB`). */
+export const AMOUNT_FIELD: Readonly<Record<QuotaResourceName, keyof ResourceAmounts>> = Object.freeze({ cores: 'cores', instances: 'instances', ram: 'ramMiB' });
 
 /** One resource's numbers. */
 export interface ResourceHeadroom {
@@ -66,9 +69,9 @@ export const LIMIT_KEYS: Record<QuotaResourceName, { max: string; used: string }
   ram: { max: 'maxTotalRAMSize', used: 'totalRAMUsed' },
 };
 
-/** The {@link QuotaNeeds} field of each resource. */
-export function neededOf(needs: QuotaNeeds, resource: QuotaResourceName): number {
-  return resource === 'ram' ? needs.ramMiB : needs[resource];
+/** The amount of one of Nova's quota resources in `amounts`. */
+export function neededOf(amounts: ResourceAmounts, resource: QuotaResourceName): number {
+  return amounts[AMOUNT_FIELD[resource]];
 }
 
 function resourceHeadroom(max: number | undefined, used: number | undefined, inFlight: number): ResourceHeadroom {
@@ -88,7 +91,7 @@ function resourceHeadroom(max: number | undefined, used: number | undefined, inF
  */
 export function computeHeadroom(
   absolute: AbsoluteLimits,
-  inFlight: QuotaNeeds,
+  inFlight: ResourceAmounts,
   meta: { requestId?: string | undefined; readAtMs: number },
 ): Headroom {
   return {
@@ -163,10 +166,15 @@ export function shortfallResources(shortfalls: readonly Shortfall[]): Array<{ na
   }));
 }
 
-/** Sum of several needs. */
-export function addNeeds(a: QuotaNeeds, b: QuotaNeeds): QuotaNeeds {
+/** Sum of two amounts. */
+export function addNeeds(a: ResourceAmounts, b: ResourceAmounts): ResourceAmounts {
   return { cores: a.cores + b.cores, ramMiB: a.ramMiB + b.ramMiB, instances: a.instances + b.instances };
 }
 
-/** Needs of nothing. */
-export const NO_NEEDS: Readonly<QuotaNeeds> = Object.freeze({ cores: 0, ramMiB: 0, instances: 0 });
+/** Amounts of nothing. */
+export const NO_NEEDS: Readonly<ResourceAmounts> = Object.freeze({ cores: 0, ramMiB: 0, instances: 0 });
+
+/** True when any amount is above 0. */
+export function isAnything(a: ResourceAmounts): boolean {
+  return a.cores > 0 || a.ramMiB > 0 || a.instances > 0;
+}

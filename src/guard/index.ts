@@ -15,6 +15,8 @@ export type {
   GuardedCreateOptions,
   QuotaNeedsSpec,
 } from './quotaGuard.js';
+export { QuotaWaitTimeoutError, ServerBuildError } from './errors.js';
+export type { QuotaWaitTimeoutInit, ServerBuildInit, ServerBuildFailure } from './errors.js';
 export { computeHeadroom, checkFit, describeShortfalls } from './headroom.js';
 export type { QuotaNeeds, Headroom, ResourceHeadroom, Shortfall, FitVerdict, QuotaResourceName } from './headroom.js';
 export { backoffDelayMs } from './backoff.js';

@@ -2,15 +2,16 @@
  * Options, hook payloads and counters of `QuotaGuard`, their defaults, and input validation (every
  * check runs before any request).
  *
- * Defaults follow `../shared/reference/field-cases.md` ("Assumed defaults": base 2000 ms, ×2 per
- * step, cap 60000 ms, ±20 % jitter, minimum 1000 ms, 8 attempts, 600000 ms) and osc-lib's
- * `wait_for_status` for the BUILD wait.
+ * Defaults ({@link QUOTA_GUARD_DEFAULTS}, the one defaults object of the guard) follow
+ * docs/field-cases.md, "Default timings" (backoff 2000 ms doubling, ±20 % jitter, at least 1000 ms,
+ * at most 60000 ms; 8 attempts; 600000 ms), and osc-lib's `wait_for_status` for the BUILD wait.
  *
  * @module
  */
 import type { DeleteServerOptions } from '../delete/index.js';
 import { ValidationError } from '../errors/index.js';
 import type { Headroom, QuotaNeeds, Shortfall } from './headroom.js';
+import type { ResourceAmounts } from '../core/types.js';
 import type { Logger } from '../core/logger.js';
 import { checkDurationMs } from '../core/validate.js';
 
@@ -50,7 +51,11 @@ export interface QuotaRetryInfo {
   attempt: number;
   /** Attempts left after this retry's. */
   attemptsLeft: number;
-  /** Delay before the retry, in ms (for `'rate-limit'`: the Retry-After part; p-retry adds its backoff). */
+  /**
+   * Delay before the retry, in ms: for `'quota'` and `'late-quota-fault'` p-retry's backoff (or a
+   * quota 403's Retry-After, at most `maxDelayMs`, when longer); for `'rate-limit'` Nova's Retry-After
+   * (or the backoff when longer, so at least `minDelayMs`). At most the time left of `maxWaitMs`.
+   */
   delayMs: number;
   /** Time since the call started, in ms. */
   elapsedMs: number;
@@ -66,17 +71,25 @@ export interface QuotaGuardOptions {
    */
   maxWaitMs?: number;
   /**
-   * Most POSTs that count as attempts, the first included (rate-limited POSTs do not count; a server
-   * deleted after a late quota fault does). Default 8.
+   * Most POSTs that count as attempts, the first included (rate-limited POSTs and refused
+   * connections do not count; a server deleted after a late quota fault does). Default 8.
    */
   maxAttempts?: number;
   /** Floor of every backoff delay, in ms, also when Nova sends `Retry-After: 0`. Default 1000. */
   minDelayMs?: number;
-  /** First backoff delay before jitter, in ms; doubles with every wait of the call. Default 2000. */
+  /**
+   * First backoff delay before jitter, in ms (p-retry's `minTimeout`); doubles with every retry of
+   * the call (p-retry's `factor` 2), and a wait for headroom doubles with every wait or retry before
+   * it. Default 2000.
+   */
   baseDelayMs?: number;
-  /** Ceiling of every backoff delay (after jitter), in ms; also caps a quota 403's Retry-After. Default 60000. */
+  /** Ceiling of every backoff delay (after jitter), in ms (p-retry's `maxTimeout`); also caps a quota 403's Retry-After. Default 60000. */
   maxDelayMs?: number;
-  /** Jitter: each delay is multiplied by a random factor in [1 - jitter, 1 + jitter]. Default 0.2. */
+  /**
+   * Jitter: each delay is within ±jitter of `baseDelayMs × 2^n`. The random factor in
+   * [1 - jitter, 1 + jitter] is drawn once per guarded call, so the calls of different workers
+   * spread apart while the delays of one call keep doubling. Default 0.2.
+   */
   jitter?: number;
   /** Called before each wait for headroom. Exceptions are logged and ignored. */
   onWait?: ((info: QuotaWaitInfo) => void) | undefined;
@@ -85,7 +98,8 @@ export interface QuotaGuardOptions {
   /**
    * What to do when `maxWaitMs` runs out and `/limits` still says the create does not fit:
    * `'throw'` a {@link QuotaWaitTimeoutError} (default), or `'attempt'` the create anyway and let
-   * Nova's own check decide (reported usage can be wrong: BUG-13; nodepool `ignore-provider-quota`).
+   * Nova's own check decide (reported usage can be wrong: docs/field-cases.md, "Reported usage is
+   * wrong or stale"; nodepool `ignore-provider-quota`).
    * With `'attempt'`, a quota 403 on that last POST is thrown as Nova's {@link QuotaExceededError}.
    */
   onStaleLimits?: 'throw' | 'attempt';
@@ -106,7 +120,10 @@ export interface QuotaGuardOptions {
 
 /** Options of one guarded call. */
 export interface GuardedCallOptions {
-  /** Abort at any point: rejects with {@link AbortError}; a server already created is deleted first. */
+  /**
+   * Abort at any point: rejects with {@link AbortError}; a server already created is deleted first.
+   * A create that has already finished when the abort lands is returned.
+   */
   signal?: AbortSignal | undefined;
 }
 
@@ -141,7 +158,7 @@ export interface QuotaGuardStats {
   cleanups: number;
 }
 
-/** Defaults of {@link QuotaGuardOptions}. */
+/** Defaults of {@link QuotaGuardOptions}: the one place they are written. */
 export const QUOTA_GUARD_DEFAULTS = Object.freeze({
   maxWaitMs: 600000,
   maxAttempts: 8,
@@ -191,7 +208,7 @@ export function validateOptions(o: QuotaGuardOptions): ResolvedOptions {
 }
 
 /** @throws {@link ValidationError} when a given field is negative, not finite, or `instances` is not an integer. */
-export function validateNeeds(n: Partial<QuotaNeeds>, what: string): void {
+export function validateNeeds(n: Partial<ResourceAmounts>, what: string): void {
   for (const k of ['cores', 'ramMiB', 'instances'] as const) {
     const v = n[k];
     if (v === undefined) continue;
@@ -201,7 +218,7 @@ export function validateNeeds(n: Partial<QuotaNeeds>, what: string): void {
 }
 
 /** True when all three fields are given. */
-export function isFullNeeds(n: Partial<QuotaNeeds> | undefined): n is QuotaNeeds {
+export function isFullNeeds(n: Partial<ResourceAmounts> | undefined): n is ResourceAmounts {
   return !!n && n.cores !== undefined && n.ramMiB !== undefined && n.instances !== undefined;
 }
 

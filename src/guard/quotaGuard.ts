@@ -2,8 +2,9 @@
  * `QuotaGuard`: create servers only when they fit in the quota, wait while they do not, absorb
  * transient quota 403s and late quota faults, and never leave a server it created behind.
  *
- * What one guarded create does (field cases BUG-08, 09, 10, 11, 13, 14 in
- * `../shared/reference/field-cases.md`; Nova facts §6.2–6.4 in `../shared/reference/nova-facts.md`):
+ * What one guarded create does (docs/field-cases.md: "Rate limits and the other 413s", "Quota
+ * messages come in several shapes", "A 403 that is not a quota", "Unlimited, zero, and usage above
+ * the limit", "Reported usage is wrong or stale", "Workers race past the headroom check"):
  *
  * 1. Needs: vCPUs, RAM (MiB) and instances from the flavor (`GET /flavors/{id}`, cached by the
  *    client) or as given.
@@ -11,26 +12,24 @@
  *    used - in-flight claims of this guard (see {@link ClaimLedger}), -1 = unlimited, used above max
  *    = 0, missing = unknown (Nova decides). Needed above the limit itself: permanent
  *    {@link QuotaExceededError} at once, 0 POSTs (nodepool's `hasProviderQuota`).
- * 3. While short: wait with exponential backoff and jitter, re-reading `/limits`, reporting each wait
- *    through `onWait` and the logger, up to `maxWaitMs`; then {@link QuotaWaitTimeoutError}, or with
+ * 3. While short: wait (`headroomWait.ts`: the call's backoff, first come first served, woken by a
+ *    deletion the guard's client confirms), re-reading `/limits`, reporting each wait through
+ *    `onWait` and the logger, up to `maxWaitMs`; then {@link QuotaWaitTimeoutError}, or with
  *    `onStaleLimits: 'attempt'` the create is tried anyway and Nova's own check decides.
- * 4. `POST /servers` (Nova API reference, "Create Server"): a quota 403 (or the legacy 413 quota,
- *    every shape of {@link parseQuotaMessage}) is retried by p-retry after a backoff of at least
- *    `minDelayMs` (also on `Retry-After: 0`), re-reading `/limits` first, bounded by `maxAttempts`
- *    POSTs and `maxWaitMs`; `onRetry` may veto. A permanent quota 403 (requested above the limit)
- *    is thrown at once. Any other 403 ({@link ForbiddenError}: policy, proxy page) and a 413 that is
- *    too large ({@link RequestTooLargeError}) are thrown at once after exactly one POST. A rate
- *    limit (413 `overLimit` with Retry-After, 429) waits Retry-After and re-POSTs without using an
- *    attempt.
+ * 4. `POST /servers` (Nova API reference, "Create Server"). Retries follow the one policy of
+ *    `retryPolicy.ts`, run by p-retry: a transient quota 403 (or legacy 413 quota) is retried after
+ *    p-retry's backoff (`backoff.ts`; at least `minDelayMs`, also on `Retry-After: 0`), re-reading
+ *    `/limits` first, bounded by `maxAttempts` POSTs and `maxWaitMs` (p-retry's `maxRetryTime`);
+ *    `onRetry` may veto. A permanent quota 403 is thrown at once. Any other 403
+ *    ({@link ForbiddenError}: policy, proxy page) and a 413 that is too large
+ *    ({@link RequestTooLargeError}) are thrown at once after exactly one POST. A rate limit (413
+ *    `overLimit` with Retry-After, 429) waits Retry-After and re-POSTs without using an attempt
+ *    (p-retry's `shouldConsumeRetry`).
  * 5. With `waitForActive`, poll the server until it leaves BUILD (osc-lib `wait_for_status`). ERROR
  *    with a quota fault (Nova's recheck race, or a build-aborted fault naming another service's
  *    quota: nodepool's "exceeds" + "quota" rule): delete it with wait (it holds quota too) and retry.
  *    Any other ERROR, BUILD past `activeTimeoutMs`, or an abort while waiting: delete it with wait
  *    and throw.
- *
- * Fairness: the calls of one guard that wait for headroom are served first come, first served (a call
- * takes headroom only if what is left still serves every call queued before it), and a deletion
- * confirmed by the guard's own client wakes them at once instead of after their backoff.
  *
  * In-flight claims (one {@link ClaimLedger} per guard): a claim is taken in the same tick as the
  * check that passed, and ends
@@ -43,18 +42,25 @@
  * A server in BUILD may be counted both by Nova and by its claim: the guard then waits a little
  * more than needed, never less.
  *
+ * Time: every timer and "now" of the guard is on the client's clock (`client.clock`); p-retry and
+ * its `maxRetryTime` read the global timers and `performance.now()`, which the default clock reads
+ * too (fake timers drive both).
+ *
  * @module
  */
-import { setTimeout as sleep } from 'node:timers/promises';
-import pRetry from 'p-retry';
+import pRetry, { type RetryContext } from 'p-retry';
 import type { NovaClient } from '../nova/client.js';
-import { AbortError, NotFoundError, NovaApiError, QuotaExceededError, QuotaWaitTimeoutError, ServerBuildError, ValidationError, isAbortError, throwIfAborted } from '../errors/index.js';
-import { createAttempt, type CreateContext } from './guardedCreate.js';
-import { checkFit, computeHeadroom, describeShortfalls, shortfallResources, type Headroom, type QuotaNeeds } from './headroom.js';
-import { componentLogger, type Logger } from '../core/logger.js';
-import { Backoff } from './backoff.js';
+import { AbortError, NovaApiError, QuotaExceededError, ValidationError, throwIfAborted } from '../errors/index.js';
+import { componentLogger } from '../core/logger.js';
+import { sleep } from '../core/clock.js';
+import type { CreateServerBody, ResourceAmounts, Server } from '../core/types.js';
+import { createAttempt } from './guardedCreate.js';
+import { retrySchedule } from './backoff.js';
+import type { Headroom, QuotaNeeds } from './headroom.js';
 import { ClaimLedger, type Claim } from './claims.js';
-import { onDeleteConfirmed } from '../delete/index.js';
+import { readHeadroom, waitForHeadroom } from './headroomWait.js';
+import { planRetry, quotaRetryReasonOf } from './retryPolicy.js';
+import { elapsedMs, newCall, remainingMs, type GuardState, type GuardedCall } from './state.js';
 import {
   flavorIdOf,
   isFullNeeds,
@@ -66,12 +72,8 @@ import {
   type QuotaGuardStats,
   type QuotaNeedsSpec,
   type QuotaRetryInfo,
-  type QuotaRetryReason,
-  type QuotaWaitInfo,
   type ResolvedOptions,
 } from './options.js';
-import { parseQuotaMessage } from '../errors/quotaMessage.js';
-import type { CreateServerBody, Server } from '../core/types.js';
 
 export type { QuotaNeeds, Headroom, ResourceHeadroom, Shortfall } from './headroom.js';
 export type {
@@ -87,43 +89,8 @@ export type {
 } from './options.js';
 export { QUOTA_GUARD_DEFAULTS } from './options.js';
 
-/** State of one guarded call. */
-class CallState {
-  readonly startedMs = performance.now();
-  readonly deadlineMs: number;
-  readonly backoff: Backoff;
-  /** The last wait ran up to the deadline: the next short read ends the wait. */
-  deadlineReached = false;
-  pendingDelayMs = 0;
-  waits = 0;
-  posts = 0;
-  limitsReads = 0;
-  constructor(opts: ResolvedOptions) {
-    this.deadlineMs = this.startedMs + opts.maxWaitMs;
-    this.backoff = new Backoff(opts);
-  }
-  elapsedMs(): number {
-    return Math.round(performance.now() - this.startedMs);
-  }
-  remainingMs(): number {
-    return this.deadlineMs - performance.now();
-  }
-}
-
-/** Why an attempt's error is retried, or undefined when it is not. */
-function retryReasonOf(error: unknown): Exclude<QuotaRetryReason, 'rate-limit'> | undefined {
-  if (error instanceof QuotaWaitTimeoutError) return undefined;
-  if (error instanceof QuotaExceededError) {
-    if (error.permanent) return undefined;
-    return error.cause instanceof ServerBuildError ? 'late-quota-fault' : 'quota';
-  }
-  // A plain Error from a caller's own create (withQuotaGuard) whose text is a quota message.
-  if (error instanceof Error && !(error instanceof NovaApiError) && !(error instanceof ServerBuildError) && !(error instanceof TypeError) && !isAbortError(error)) {
-    const parsed = parseQuotaMessage(error.message);
-    if (parsed && !parsed.permanent) return 'quota';
-  }
-  return undefined;
-}
+/** One attempt of a guarded call, given the claim it may use. */
+type Attempt<T> = (claim: Claim, signal: AbortSignal | undefined, call: GuardedCall) => Promise<T>;
 
 /**
  * Guards server creation against the project's quota. One guard per process (or per worker pool)
@@ -151,16 +118,7 @@ export class QuotaGuard {
     rateLimitRetries: 0,
     cleanups: 0,
   };
-  readonly #opts: ResolvedOptions;
-  readonly #log: Logger;
-  readonly #ledger = new ClaimLedger();
-  readonly #createContext: CreateContext;
-  /**
-   * Calls of this guard that are waiting for headroom, oldest first (FIFO fairness): a call may
-   * only take headroom that is left after the needs of every call queued before it, so a worker
-   * that just freed cores cannot take them again ahead of workers that were already waiting.
-   */
-  readonly #queue: Array<{ needs: QuotaNeeds }> = [];
+  readonly #state: GuardState;
 
   /**
    * @throws {@link ValidationError} when `client` is missing or an option is out of range (a
@@ -169,26 +127,36 @@ export class QuotaGuard {
   constructor(client: NovaClient, options: QuotaGuardOptions = {}) {
     if (!client || typeof client.getLimits !== 'function') throw new ValidationError('QuotaGuard needs a NovaClient');
     this.client = client;
-    this.#opts = validateOptions(options);
-    this.#log = componentLogger(options.logger, 'quota-guard');
-    this.#createContext = {
+    const opts = validateOptions(options);
+    const log = componentLogger(options.logger, 'quota-guard');
+    const clock = client.clock;
+    this.#state = {
       client,
-      opts: this.#opts,
-      ledger: this.#ledger,
-      log: this.#log,
+      clock,
+      opts,
+      ledger: new ClaimLedger(() => clock.now()),
+      log,
       stats: this.stats,
-      onRetry: (info) => this.#callOnRetry(info),
+      queue: [],
+      onRetry: (info) => {
+        try {
+          return opts.onRetry?.(info);
+        } catch (e) {
+          log.warn({ err: (e as Error)?.message }, 'onRetry hook threw (ignored)');
+          return undefined;
+        }
+      },
     };
   }
 
   /** The resolved options (defaults filled in). */
   get options(): Readonly<ResolvedOptions> {
-    return this.#opts;
+    return this.#state.opts;
   }
 
   /** Claims currently held by this guard's creates. */
   get inFlightClaims(): number {
-    return this.#ledger.size;
+    return this.#state.ledger.size;
   }
 
   /**
@@ -198,7 +166,7 @@ export class QuotaGuard {
    * @throws the client's {@link NovaApiError} when `/limits` cannot be read; {@link AbortError}.
    */
   async headroom(options: GuardedCallOptions = {}): Promise<Headroom> {
-    const { headroom } = await this.#readHeadroom(options.signal, undefined);
+    const { headroom } = await readHeadroom(this.#state, options.signal);
     return headroom;
   }
 
@@ -211,8 +179,9 @@ export class QuotaGuard {
    * @throws {@link ValidationError} for a bad body or needs (before any request);
    * {@link QuotaExceededError} `permanent: true` when the request can never fit (0 POSTs when the
    * guard sees it first, 1 POST when Nova does), `permanent: false` when `maxAttempts` or `maxWaitMs`
-   * ran out after quota errors; {@link QuotaWaitTimeoutError} when `maxWaitMs` ran out while
-   * `/limits` said it does not fit; {@link ForbiddenError} (policy, proxy), {@link RequestTooLargeError},
+   * ran out after quota errors; {@link QuotaWaitTimeoutError} (the guard's verdict, not an HTTP
+   * error) when `maxWaitMs` ran out while `/limits` said it does not fit; {@link RateLimitError} when
+   * Nova's Retry-After is not shorter than what is left of `maxWaitMs`; {@link ForbiddenError} (policy, proxy), {@link RequestTooLargeError},
    * {@link BadRequestError} at once; {@link ServerBuildError} when the server went to ERROR (not a
    * quota fault), stayed in BUILD past `activeTimeoutMs` or disappeared; {@link AbortError}.
    */
@@ -235,7 +204,7 @@ export class QuotaGuard {
       const flavor = await this.client.getFlavor(flavorIdOf(body.flavorRef), { signal: options.signal });
       needs = { cores: given?.cores ?? flavor.vcpus, ramMiB: given?.ramMiB ?? flavor.ram, instances: given?.instances ?? 1 };
     }
-    return this.#guarded(needs, (claim, signal, call) => createAttempt(this.#createContext, body, claim, signal, call), options.signal);
+    return this.#guarded(needs, (claim, signal, call) => createAttempt(this.#state, call, body, claim, signal), options.signal);
   }
 
   /**
@@ -268,14 +237,17 @@ export class QuotaGuard {
     const fnSignal = options.signal ?? new AbortController().signal;
     return this.#guarded(
       resolved,
-      async (claim) => {
+      async (claim, _signal, call) => {
         try {
           const result = await fn(fnSignal);
-          this.#ledger.release(claim, 'counted');
+          this.#state.ledger.release(claim, 'counted');
           return result;
         } catch (e) {
-          this.#ledger.release(claim, 'not-created');
-          if (retryReasonOf(e) === 'quota') this.stats.quota403s++;
+          this.#state.ledger.release(claim, 'not-created');
+          if (quotaRetryReasonOf(e) === 'quota') {
+            this.stats.quota403s++;
+            call.lastQuotaMessage = (e as Error).message;
+          }
           throw e;
         }
       },
@@ -283,37 +255,45 @@ export class QuotaGuard {
     );
   }
 
-  /** The attempt loop shared by createServer and withQuotaGuard (p-retry, one attempt = one POST). */
-  async #guarded<T>(
-    needs: QuotaNeeds,
-    attempt: (claim: Claim, signal: AbortSignal | undefined, call: CallState) => Promise<T>,
-    signal: AbortSignal | undefined,
-  ): Promise<T> {
-    const call = new CallState(this.#opts);
-    const sleepOpts = signal ? { signal } : undefined;
+  /**
+   * The attempts of one guarded call under p-retry: one attempt = the headroom wait (or the claim
+   * kept from a rate-limited POST) and one POST (or `fn` call). p-retry schedules the backoff, asks
+   * `retryPolicy.ts` what to retry (`shouldRetry`) and what uses an attempt (`shouldConsumeRetry`),
+   * and bounds the call by `maxWaitMs` (`maxRetryTime`). `retries` is `Infinity` because p-retry 7
+   * refuses a retry that uses no attempt once `retries` is spent; the plan enforces `maxAttempts`.
+   */
+  async #guarded<T>(needs: ResourceAmounts, attempt: Attempt<T>, signal: AbortSignal | undefined): Promise<T> {
+    const g = this.#state;
+    const call = newCall(g);
+    // p-retry's signal ends its backoff delays. It follows the caller's abort only between attempts:
+    // an attempt handles the abort itself (deleting a server it created), and a result an attempt
+    // has resolved is never dropped.
+    const between = new AbortController();
+    const onAbort = (): void => {
+      if (!call.inAttempt && !call.settled) between.abort(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      // No `signal` for p-retry: it would drop a created server when the abort lands just after the
-      // POST; every sleep and request below takes the signal instead. minTimeout 0: the guard
-      // sleeps its own jittered delay (see quotaBackoff.ts).
       const result = await pRetry(
         async () => {
-          if (call.pendingDelayMs > 0) {
-            const d = call.pendingDelayMs;
-            call.pendingDelayMs = 0;
-            await sleep(d, undefined, sleepOpts);
-          }
           throwIfAborted(signal);
-          const claim = await this.#waitForHeadroom(needs, call, signal);
-          call.posts++;
-          this.stats.attempts++;
-          return attempt(claim, signal, call);
+          call.inAttempt = true;
+          try {
+            const r = await this.#attempt(needs, attempt, signal, call);
+            call.settled = true;
+            return r;
+          } finally {
+            call.inAttempt = false;
+          }
         },
         {
-          retries: this.#opts.maxAttempts - 1,
-          minTimeout: 0,
-          maxTimeout: 0,
-          randomize: false,
-          shouldRetry: ({ error, retriesLeft }) => this.#shouldRetry(error, call, retriesLeft, signal),
+          retries: Number.POSITIVE_INFINITY,
+          ...retrySchedule(call.firstDelayMs, g.opts.maxDelayMs),
+          maxRetryTime: g.opts.maxWaitMs,
+          signal: between.signal,
+          onFailedAttempt: (ctx) => this.#onFailedAttempt(ctx, call, signal),
+          shouldConsumeRetry: () => call.plan?.consume ?? true,
+          shouldRetry: () => call.plan?.retry ?? false,
         },
       );
       this.stats.succeeded++;
@@ -322,202 +302,73 @@ export class QuotaGuard {
       this.stats.failed++;
       if (signal?.aborted && !(e instanceof AbortError)) throw new AbortError(undefined, { cause: signal.reason });
       throw e;
-    }
-  }
-
-  #shouldRetry(error: unknown, call: CallState, retriesLeft: number, signal: AbortSignal | undefined): boolean {
-    const reason = retryReasonOf(error);
-    if (!reason || signal?.aborted) return false;
-    const remaining = call.remainingMs();
-    if (remaining <= 0) {
-      this.#log.warn({ elapsedMs: call.elapsedMs(), posts: call.posts }, 'quota error and maxWaitMs spent: giving up');
-      return false;
-    }
-    const floor = error instanceof NovaApiError ? (error.retryAfterMs ?? 0) : 0;
-    const delayMs = Math.max(0, Math.min(call.backoff.next(floor), Math.ceil(remaining)));
-    const info: QuotaRetryInfo = {
-      reason,
-      error: error as Error,
-      attempt: call.posts,
-      attemptsLeft: retriesLeft,
-      delayMs,
-      elapsedMs: call.elapsedMs(),
-      serverId: reason === 'late-quota-fault' ? (error as QuotaExceededError).serverId : undefined,
-    };
-    if (this.#callOnRetry(info) === false) {
-      this.#log.warn({ reason, attempt: call.posts }, 'retry vetoed by onRetry');
-      return false;
-    }
-    if (delayMs >= remaining) call.deadlineReached = true;
-    if (reason === 'quota') this.stats.quotaRetries++;
-    this.#log.warn(
-      { reason, attempt: call.posts, attemptsLeft: retriesLeft, delayMs, requestId: error instanceof NovaApiError ? error.requestId : undefined },
-      `quota error (${(error as Error).message}): retrying after backoff`,
-    );
-    call.pendingDelayMs = delayMs;
-    return true;
-  }
-
-  #callOnRetry(info: QuotaRetryInfo): boolean | void {
-    try {
-      return this.#opts.onRetry?.(info);
-    } catch (e) {
-      this.#log.warn({ err: (e as Error)?.message }, 'onRetry hook threw (ignored)');
-      return undefined;
-    }
-  }
-
-  /** Read `/limits`, check, and claim in one tick; wait while short. Resolves the claim. */
-  async #waitForHeadroom(needs: QuotaNeeds, call: CallState, signal: AbortSignal | undefined): Promise<Claim> {
-    const place = { needs };
-    try {
-      return await this.#waitInQueue(place, call, signal);
     } finally {
-      const i = this.#queue.indexOf(place);
-      if (i >= 0) this.#queue.splice(i, 1);
-    }
-  }
-
-  /** Needs of the calls queued before `place` (all queued calls when `place` is not queued yet). */
-  #aheadOf(place: { needs: QuotaNeeds }): QuotaNeeds {
-    const ahead: QuotaNeeds = { cores: 0, ramMiB: 0, instances: 0 };
-    for (const q of this.#queue) {
-      if (q === place) break;
-      ahead.cores += q.needs.cores;
-      ahead.ramMiB += q.needs.ramMiB;
-      ahead.instances += q.needs.instances;
-    }
-    return ahead;
-  }
-
-  async #waitInQueue(place: { needs: QuotaNeeds }, call: CallState, signal: AbortSignal | undefined): Promise<Claim> {
-    const { needs } = place;
-    for (;;) {
-      const { headroom, claim, fit } = await this.#readHeadroom(signal, needs, this.#aheadOf(place));
-      call.limitsReads++;
-      if (claim) return claim;
-      const shortfalls = fit!.shortfalls;
-      if (fit!.verdict === 'never') {
-        throw new QuotaExceededError({
-          status: 0,
-          message: `Quota can never fit this request (needed above the limit itself): ${describeShortfalls(shortfalls)}`,
-          requestId: headroom.requestId,
-          resources: shortfallResources(shortfalls),
-          permanent: true,
-        });
-      }
-      const remaining = call.remainingMs();
-      if (call.deadlineReached || remaining <= 0) {
-        if (this.#opts.onStaleLimits === 'attempt') {
-          this.#log.warn(
-            { shortfalls: describeShortfalls(shortfalls), elapsedMs: call.elapsedMs() },
-            'maxWaitMs spent and /limits still reports too little headroom: attempting the create anyway (onStaleLimits: attempt)',
-          );
-          return this.#ledger.claim(needs);
-        }
-        throw new QuotaWaitTimeoutError({
-          status: 0,
-          message: `No quota headroom after waiting ${call.elapsedMs()} ms (maxWaitMs ${this.#opts.maxWaitMs}): ${describeShortfalls(shortfalls)}`,
-          requestId: headroom.requestId,
-          resources: shortfallResources(shortfalls),
-          waitedMs: call.elapsedMs(),
-          maxWaitMs: this.#opts.maxWaitMs,
-          limitsReads: call.limitsReads,
-          headroom,
-          needs,
-        });
-      }
-      const delayMs = Math.max(0, Math.min(call.backoff.next(), Math.ceil(remaining)));
-      if (delayMs >= remaining) call.deadlineReached = true;
-      call.waits++;
-      this.stats.waits++;
-      const info: QuotaWaitInfo = { needs, shortfalls, headroom, delayMs, waits: call.waits, posts: call.posts, elapsedMs: call.elapsedMs() };
-      try {
-        this.#opts.onWait?.(info);
-      } catch (e) {
-        this.#log.warn({ err: (e as Error)?.message }, 'onWait hook threw (ignored)');
-      }
-      this.#log.info(
-        { needs, shortfalls: describeShortfalls(shortfalls), delayMs, waits: call.waits, requestId: headroom.requestId },
-        'not enough quota headroom: waiting',
-      );
-      if (!this.#queue.includes(place)) this.#queue.push(place);
-      await this.#sleepUntilFreed(delayMs, signal);
-    }
-  }
-
-  /**
-   * Sleep `delayMs`, or less: a deletion confirmed by this guard's client (Nova has freed quota)
-   * ends the sleep at once. Rejects when `signal` aborts.
-   */
-  async #sleepUntilFreed(delayMs: number, signal: AbortSignal | undefined): Promise<void> {
-    const wake = new AbortController();
-    const onAbort = (): void => wake.abort();
-    signal?.addEventListener('abort', onAbort, { once: true });
-    const unsubscribe = onDeleteConfirmed(this.client, () => wake.abort());
-    try {
-      await sleep(delayMs, undefined, { signal: wake.signal });
-    } catch (e) {
-      if (signal?.aborted || !wake.signal.aborted) throw e;
-    } finally {
-      unsubscribe();
       signal?.removeEventListener('abort', onAbort);
+      if (call.heldClaim) g.ledger.release(call.heldClaim, 'not-created');
     }
-    throwIfAborted(signal);
+  }
+
+  /** One attempt: a claim (fresh, or kept from a refused POST), then `attempt`. */
+  async #attempt<T>(needs: ResourceAmounts, attempt: Attempt<T>, signal: AbortSignal | undefined, call: GuardedCall): Promise<T> {
+    const held = call.heldClaim;
+    call.heldClaim = undefined;
+    call.refusal = undefined;
+    const claim = held ?? (await waitForHeadroom(this.#state, call, needs, signal));
+    if (!held) {
+      call.posts++;
+      this.stats.attempts++;
+    }
+    return attempt(claim, signal, call);
   }
 
   /**
-   * Fresh `/limits` → headroom; when `needs` is given, check and (if it fits) claim, all in the same
-   * tick as the computation so no other caller of this guard can pass on the same numbers.
+   * p-retry's `onFailedAttempt`: plan the retry (read back by `shouldConsumeRetry` and
+   * `shouldRetry`), let `onRetry` veto it, count and log it, and wait what p-retry does not: a
+   * quota 403's Retry-After beyond the backoff, or the pause before a re-POST that uses no attempt.
    */
-  async #readHeadroom(
-    signal: AbortSignal | undefined,
-    needs: QuotaNeeds | undefined,
-    ahead: QuotaNeeds = { cores: 0, ramMiB: 0, instances: 0 },
-  ): Promise<{ headroom: Headroom; claim?: Claim | undefined; fit?: ReturnType<typeof checkFit> | undefined }> {
-    await this.#refreshUnwatched(signal);
-    const token = this.#ledger.beginRead();
-    try {
-      const limits = await this.client.getLimits({ signal });
-      // Synchronous from here to the claim.
-      const headroom = computeHeadroom(limits.absolute, this.#ledger.inFlight(token), { requestId: limits.requestId, readAtMs: Date.now() });
-      if (!needs) return { headroom };
-      const fit = checkFit(needs, headroom);
-      if (fit.verdict !== 'fits') return { headroom, fit };
-      // It fits; it may take the headroom only if what is left still serves the calls queued before it.
-      const withAhead = checkFit(
-        { cores: needs.cores + ahead.cores, ramMiB: needs.ramMiB + ahead.ramMiB, instances: needs.instances + ahead.instances },
-        headroom,
-      );
-      if (withAhead.verdict !== 'fits' && (ahead.cores > 0 || ahead.ramMiB > 0 || ahead.instances > 0)) {
-        return { headroom, fit: { verdict: 'short', shortfalls: withAhead.shortfalls } };
-      }
-      return { headroom, fit, claim: this.#ledger.claim(needs) };
-    } finally {
-      this.#ledger.endRead(token);
-    }
-  }
-
-  /** With `waitForActive: false`: end the claims of servers that have left BUILD (or are gone). */
-  async #refreshUnwatched(signal: AbortSignal | undefined): Promise<void> {
-    const claims = this.#ledger.unwatched();
-    if (claims.length === 0) return;
-    await Promise.all(
-      claims.map(async (c) => {
-        if (performance.now() - c.claimedAtMs > this.#opts.activeTimeoutMs) {
-          this.#ledger.release(c, 'counted');
-          return;
-        }
-        try {
-          const s = await this.client.getServer(c.serverId!, { signal });
-          if (String(s.status ?? '').toUpperCase() !== 'BUILD') this.#ledger.release(c, 'counted');
-        } catch (e) {
-          if (e instanceof NotFoundError) this.#ledger.release(c, 'not-created');
-          else if (signal?.aborted) throw e;
-          // otherwise keep the claim: it errs on the side of waiting
-        }
-      }),
+  async #onFailedAttempt(ctx: RetryContext, call: GuardedCall, signal: AbortSignal | undefined): Promise<void> {
+    const g = this.#state;
+    const error = ctx.error;
+    const plan = planRetry(
+      { error, refusal: call.refusal, retriesConsumed: ctx.retriesConsumed, freeRetries: call.freeRetries, remainingMs: remainingMs(g, call), aborted: signal?.aborted === true },
+      { maxAttempts: g.opts.maxAttempts, maxDelayMs: g.opts.maxDelayMs, firstDelayMs: call.firstDelayMs },
     );
+    call.plan = plan;
+    const requestId = error instanceof NovaApiError ? error.requestId : undefined;
+    if (!plan.retry) {
+      if (plan.reason && plan.why) g.log.warn({ reason: plan.reason, why: plan.why, elapsedMs: elapsedMs(g, call), posts: call.posts, requestId }, `not retrying: ${plan.why}`);
+      return;
+    }
+    if (plan.reason) {
+      const info: QuotaRetryInfo = {
+        reason: plan.reason,
+        error,
+        attempt: plan.attempt,
+        attemptsLeft: plan.attemptsLeft,
+        delayMs: plan.delayMs,
+        elapsedMs: elapsedMs(g, call),
+        serverId: plan.reason === 'late-quota-fault' ? (error as QuotaExceededError).serverId : undefined,
+      };
+      if (g.onRetry(info) === false) {
+        call.plan = { ...plan, retry: false, consume: true };
+        g.log.warn({ reason: plan.reason, attempt: plan.attempt }, 'retry vetoed by onRetry');
+        return;
+      }
+    }
+    if (plan.consume) {
+      call.retriesConsumed = ctx.retriesConsumed + 1;
+      if (plan.delayMs >= remainingMs(g, call)) call.deadlineReached = true;
+      if (plan.reason === 'quota') this.stats.quotaRetries++;
+      g.log.warn(
+        { reason: plan.reason, attempt: plan.attempt, attemptsLeft: plan.attemptsLeft, delayMs: plan.delayMs, requestId },
+        `quota error (${error.message}): retrying after backoff`,
+      );
+    } else {
+      call.freeRetries++;
+      if (plan.reason === 'rate-limit') this.stats.rateLimitRetries++;
+      g.log.warn({ refusal: call.refusal, delayMs: plan.delayMs, requestId }, 'create rate-limited or refused: re-sending after the pause (no attempt used)');
+    }
+    if (plan.ownWaitMs > 0) await sleep(g.clock, plan.ownWaitMs, signal);
   }
 }
 

@@ -1,15 +1,21 @@
 /**
  * `waitForActive`: poll a new server until it leaves BUILD.
  *
- * A port of osc-lib's `wait_for_status` (`osc_lib/utils/__init__.py`, success `['active']`, error
- * `['error']`; `../shared/reference/nova-facts.md` §1) with a wall-clock timeout, jitter, an
- * AbortSignal, transient poll failures retried with backoff (never taken as an answer), and 404 or
- * status DELETED reported as `'gone'`.
+ * A port of osc-lib's `wait_for_status` (`osc_lib/utils/__init__.py`: success `['active']`, error
+ * `['error']`, first look at once, then one every interval) with a wall-clock timeout, jitter
+ * ({@link jitteredMs}), an AbortSignal, and 404 (Nova's `Instance <id> could not be found.`) or
+ * status DELETED reported as `'gone'`. Each look is one `GET /servers/{id}` (Nova API reference,
+ * "Show Server Details") with the client's own retries of transient failures (no response, 502, 503,
+ * 504, rate limits): a failure is never taken as an answer. Every timer is on the client's clock; the
+ * deadline is an AbortSignal that also cuts the look in flight.
  *
  * @module
  */
 import type { NovaClient } from '../nova/client.js';
-import { observeByGet, pollUntil } from '../delete/poll.js';
+import { AbortError, NovaNetworkError, isAbortError } from '../errors/index.js';
+import { isServerNotFound } from '../transport/index.js';
+import { sleep, timeoutSignal } from '../core/clock.js';
+import { jitteredMs } from '../core/jitter.js';
 import type { Server } from '../core/types.js';
 
 /** How the wait ended. */
@@ -42,10 +48,19 @@ export interface WaitForActiveResult {
   server: Server | undefined;
   /** Last status seen (`'NOT_FOUND'` after a 404). */
   lastStatus: string | undefined;
-  /** GET requests made (retries of transient failures included). */
+  /** GET requests made (the client's retries of transient failures included). */
   polls: number;
   /** Wall-clock time spent, in ms. */
   elapsedMs: number;
+}
+
+/** The outcome a server body means, or undefined while it is still building. */
+function outcomeOf(server: Server): Exclude<ActiveOutcome, 'timeout'> | undefined {
+  const status = String(server.status ?? '').toUpperCase();
+  if (status === 'DELETED') return 'gone';
+  if (status === 'ERROR') return 'error';
+  if (status !== 'BUILD' && status !== '') return 'active';
+  return undefined;
 }
 
 /**
@@ -53,29 +68,50 @@ export interface WaitForActiveResult {
  * resolved, not thrown.
  *
  * @throws {@link AbortError} when `signal` aborts; a poll's {@link NovaApiError} when it is not
- * transient (401, 403) or keeps failing.
+ * transient (401, 403) or keeps failing past the client's retries.
  */
 export async function waitForActive(client: NovaClient, serverId: string, options: WaitForActiveOptions = {}): Promise<WaitForActiveResult> {
-  const state: Omit<WaitForActiveResult, 'outcome' | 'polls' | 'elapsedMs'> = { server: undefined, lastStatus: undefined };
-  const end = await pollUntil<Exclude<ActiveOutcome, 'timeout'>>({
-    clock: client.clock,
-    timeoutMs: options.timeoutMs ?? 600000,
-    intervalMs: options.intervalMs ?? 2000,
-    jitter: options.jitter ?? 0.1,
-    pollRetries: 4,
-    requestTimeoutMs: client.requestTimeoutMs,
-    signal: options.signal,
-    abortMessage: `Wait for server ${serverId} to leave BUILD was aborted`,
-    observe: observeByGet(client, serverId),
-    onObservation: (obs) => {
-      state.server = obs.server;
-      state.lastStatus = obs.gone ? 'NOT_FOUND' : obs.server.status;
-      const status = obs.gone ? 'NOT_FOUND' : String(obs.server.status ?? '').toUpperCase();
-      if (status === 'NOT_FOUND' || status === 'DELETED') return 'gone';
-      if (status === 'ERROR') return 'error';
-      if (status !== 'BUILD' && status !== '') return 'active';
-      return undefined;
-    },
-  });
-  return { ...state, outcome: end.result ?? 'timeout', polls: end.polls, elapsedMs: end.elapsedMs };
+  const timeoutMs = options.timeoutMs ?? 600000;
+  const intervalMs = options.intervalMs ?? 2000;
+  const jitter = options.jitter ?? 0.1;
+  const clock = client.clock;
+  const aborted = (): AbortError => new AbortError(`Wait for server ${serverId} to leave BUILD was aborted`, { cause: options.signal?.reason });
+  if (options.signal?.aborted) throw aborted();
+  const startedMs = clock.now();
+  const leftMs = (): number => timeoutMs - (clock.now() - startedMs);
+  const deadline = timeoutSignal(clock, timeoutMs, () => new AbortError(`waitForActive: ${timeoutMs} ms passed`));
+  const signal = options.signal ? AbortSignal.any([options.signal, deadline.signal]) : deadline.signal;
+  let polls = 0;
+  let server: Server | undefined;
+  let lastStatus: string | undefined;
+  const end = (outcome: ActiveOutcome): WaitForActiveResult => ({ outcome, server, lastStatus, polls, elapsedMs: Math.round(clock.now() - startedMs) });
+  try {
+    for (;;) {
+      try {
+        server = await client.getServer(serverId, {
+          signal,
+          requestTimeoutMs: Math.max(1, Math.min(client.requestTimeoutMs, Math.ceil(leftMs()))),
+          onAttempt: () => void polls++,
+        });
+      } catch (e) {
+        if (!isServerNotFound(e, serverId)) throw e;
+        server = undefined;
+        lastStatus = 'NOT_FOUND';
+        return end('gone');
+      }
+      lastStatus = server.status;
+      const outcome = outcomeOf(server);
+      if (outcome) return end(outcome);
+      if (leftMs() <= 0) return end('timeout');
+      await sleep(clock, Math.min(jitteredMs(intervalMs, jitter), leftMs()), signal);
+    }
+  } catch (e) {
+    if (options.signal?.aborted) throw aborted();
+    // The deadline ended a pause or cut the look in flight (the look's time limit was the time left).
+    if (deadline.signal.aborted && (isAbortError(e) || (e instanceof NovaNetworkError && e.timedOut))) return end('timeout');
+    if (e instanceof NovaNetworkError && e.timedOut && leftMs() <= 0) return end('timeout');
+    throw e;
+  } finally {
+    deadline.dispose();
+  }
 }

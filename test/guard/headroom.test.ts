@@ -1,11 +1,14 @@
 /**
  * Headroom computation, the fit verdict, the claim ledger and the backoff delays: plain functions,
- * exact values (field cases BUG-11, BUG-13, BUG-14a).
+ * exact values (docs/field-cases.md: "Unlimited, zero, and usage above the limit", "Reported usage is
+ * wrong or stale", "Workers race past the headroom check").
  */
 import { describe, expect, it } from 'vitest';
 import { parseAbsoluteLimits } from '../../src/nova/client.js';
 import { checkFit, computeHeadroom, describeShortfalls, shortfallResources, NO_NEEDS } from '../../src/guard/headroom.js';
-import { Backoff, backoffDelayMs } from '../../src/guard/backoff.js';
+import { backoffDelayMs, firstDelayMs, retrySchedule } from '../../src/guard/backoff.js';
+import { planRetry } from '../../src/guard/retryPolicy.js';
+import { QuotaExceededError } from '../../src/errors/index.js';
 import { ClaimLedger } from '../../src/guard/claims.js';
 
 const meta = { requestId: 'req-1', readAtMs: 1000 };
@@ -136,22 +139,42 @@ describe('backoffDelayMs', () => {
     expect(backoffDelayMs(0, { ...policy, baseDelayMs: 0 }, 0.5)).toBe(1000);
     expect(backoffDelayMs(2000, policy, 0.5)).toBe(60000);
   });
-  it('Backoff.next honours a floor (Retry-After) but not above maxDelayMs', () => {
-    const b = new Backoff({ ...policy, jitter: 0 });
-    expect(b.next()).toBe(2000);
-    expect(b.next(10000)).toBe(10000);
-    expect(b.next(120000)).toBe(60000);
-    expect(b.steps).toBe(3);
+  it("a quota 403's Retry-After is a floor of the retry's delay, but not above maxDelayMs", () => {
+    const limits = { maxAttempts: 8, maxDelayMs: 60000, firstDelayMs: firstDelayMs({ ...policy, jitter: 0 }) };
+    const quota = (retryAfterMs?: number): QuotaExceededError =>
+      new QuotaExceededError({ status: 403, message: 'Quota exceeded for cores: Requested 2, but already used 514 of 515 cores', ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
+    const plan = (retriesConsumed: number, error: QuotaExceededError): number =>
+      planRetry({ error, refusal: undefined, retriesConsumed, freeRetries: 0, remainingMs: 600000, aborted: false }, limits).delayMs;
+    expect(plan(0, quota())).toBe(2000);
+    expect(plan(1, quota(10000))).toBe(10000);
+    expect(plan(2, quota(120000))).toBe(60000);
+    // p-retry waits its backoff; the guard waits only the part of Retry-After beyond it.
+    expect(planRetry({ error: quota(10000), refusal: undefined, retriesConsumed: 1, freeRetries: 0, remainingMs: 600000, aborted: false }, limits)).toMatchObject({
+      retry: true,
+      consume: true,
+      delayMs: 10000,
+      ownWaitMs: 6000,
+    });
   });
-  it('14a: with jitter 0.2 every draw stays within ±20 % of 2 s, then 4 s', () => {
+  it('with jitter 0.2 every draw stays within ±20 % of 2 s, then 4 s', () => {
     for (let i = 0; i < 200; i++) {
-      const b = new Backoff(policy);
-      const d0 = b.next();
-      const d1 = b.next();
+      const random = Math.random();
+      const d0 = backoffDelayMs(0, policy, random);
+      const d1 = backoffDelayMs(1, policy, random);
       expect(d0).toBeGreaterThanOrEqual(1600);
       expect(d0).toBeLessThanOrEqual(2400);
       expect(d1).toBeGreaterThanOrEqual(3200);
       expect(d1).toBeLessThanOrEqual(4800);
+      expect(d1).toBeGreaterThan(d0);
+      // Independent draws stay in the same ranges.
+      expect(backoffDelayMs(0, policy)).toBeGreaterThanOrEqual(1600);
+      expect(backoffDelayMs(0, policy)).toBeLessThanOrEqual(2400);
     }
+  });
+  it('is the delay p-retry waits with the options of retrySchedule', () => {
+    const s = retrySchedule(firstDelayMs(policy, 0.25), policy.maxDelayMs);
+    expect(s).toEqual({ factor: 2, minTimeout: 1800, maxTimeout: 60000, randomize: false });
+    // p-retry: round(minTimeout × factor^n), at most maxTimeout.
+    for (let n = 0; n < 8; n++) expect(backoffDelayMs(n, policy, 0.25)).toBe(Math.min(s.maxTimeout, Math.round(s.minTimeout * s.factor ** n)));
   });
 });

@@ -1,26 +1,44 @@
 /**
- * QuotaGuard over real HTTP to FakeNova: field cases BUG-08, 09, 10, 11, 13, 14 of
- * `shared/reference/field-cases.md`, scaled to milliseconds (the guard's delays are options).
+ * QuotaGuard and the field cases of docs/field-cases.md ("Rate limits and the other 413s", "Quota
+ * messages come in several shapes", "A 403 that is not a quota", "Unlimited, zero, and usage above
+ * the limit", "Reported usage is wrong or stale", "Workers race past the headroom check"), scaled to
+ * milliseconds (the guard's delays are options).
+ *
+ * Tests that assert when requests go out run on fake timers against a scripted Nova behind the
+ * client's axios adapter ({@link ScriptedNova}) and assert the exact schedule; the others run over
+ * real HTTP to FakeNova and assert outcomes.
  */
-import { describe, expect, it } from 'vitest';
-import { ForbiddenError, QuotaExceededError, QuotaWaitTimeoutError, RequestTooLargeError } from '../../src/errors/index.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ForbiddenError, NovaApiError, NovaGuardError, QuotaExceededError, RateLimitError, RequestTooLargeError } from '../../src/errors/index.js';
+import { QuotaWaitTimeoutError } from '../../src/guard/index.js';
 import type { QuotaRetryInfo, QuotaWaitInfo } from '../../src/guard/quotaGuard.js';
 import { body, guardFor, limitsAndPosts, limitsBody, liveServers, posts, quota403, startNova } from './fixtures.js';
 import { rejection } from '../helpers.js';
+import { QuotaGuard } from '../../src/guard/quotaGuard.js';
+import { FAST } from './fixtures.js';
+import { ScriptedNova, limitsReply, onFakeTimers, quota403Reply } from './scripted.js';
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+/** A guard on a scripted Nova, on fake timers. */
+function scriptedGuard(nova: ScriptedNova, options: ConstructorParameters<typeof QuotaGuard>[1] = {}): QuotaGuard {
+  return new QuotaGuard(nova.client(), { ...FAST, ...options });
+}
 
 const MSG_9A = 'Quota exceeded for cores: Requested 2, but already used 514 of 515 cores';
 const CORES2 = { cores: 2, ramMiB: 2048, instances: 1 };
 
-describe('BUG-14a: deterministic single worker', () => {
+describe('Workers race past the headroom check: deterministic single worker', () => {
   it('GET /limits, POST 403, GET /limits (short), GET /limits, POST 202; delays grow ±20 %', async () => {
-    const nova = await startNova();
-    nova.inject({ method: 'GET', path: '/limits', status: 200, body: limitsBody({ maxTotalCores: 515, totalCoresUsed: 512 }) });
-    nova.inject({ method: 'POST', path: '/servers', status: 403, body: quota403(MSG_9A) });
-    nova.inject({ method: 'GET', path: '/limits', status: 200, body: limitsBody({ maxTotalCores: 515, totalCoresUsed: 514 }) });
-    nova.inject({ method: 'GET', path: '/limits', status: 200, body: limitsBody({ maxTotalCores: 515, totalCoresUsed: 512 }) });
+    vi.useFakeTimers();
+    const nova = new ScriptedNova();
+    nova.reply('GET /limits', limitsReply({ maxTotalCores: 515, totalCoresUsed: 512 }), limitsReply({ maxTotalCores: 515, totalCoresUsed: 514 }), limitsReply({ maxTotalCores: 515, totalCoresUsed: 512 }));
+    nova.reply('POST /servers', quota403Reply(MSG_9A));
     const waits: QuotaWaitInfo[] = [];
     const retries: QuotaRetryInfo[] = [];
-    const guard = guardFor(nova, {
+    const guard = scriptedGuard(nova, {
       baseDelayMs: 100,
       minDelayMs: 10,
       maxDelayMs: 1000,
@@ -31,19 +49,26 @@ describe('BUG-14a: deterministic single worker', () => {
         retries.push(i);
       },
     });
-    const server = await guard.createServer(body('w14'), { needs: CORES2 });
+    const server = await onFakeTimers(guard.createServer(body('w14'), { needs: CORES2 }));
 
-    expect(limitsAndPosts(nova)).toEqual(['GET /limits', 'POST /servers', 'GET /limits', 'GET /limits', 'POST /servers']);
-    const seq = nova.requests.filter((r) => r.path === '/limits' || (r.method === 'POST' && r.path === '/servers'));
-    const gap1 = seq[2]!.timeMs - seq[1]!.timeMs;
-    const gap2 = seq[3]!.timeMs - seq[2]!.timeMs;
-    // Recorded arrival times: never earlier than the chosen delay (±20 % of 100, then of 200 ms);
-    // the upper bounds leave room for a loaded test machine; the exact draws are checked below.
+    expect(nova.limitsAndPosts()).toEqual(['GET /limits', 'POST /servers', 'GET /limits', 'GET /limits', 'POST /servers']);
+    const seq = nova.schedule().map(([, atMs]) => atMs);
+    const gap1 = seq[2]! - seq[1]!;
+    const gap2 = seq[3]! - seq[2]!;
+    // Never earlier than the chosen delay (±20 % of 100, then of 200 ms), and on fake timers exactly it.
     expect(gap1).toBeGreaterThanOrEqual(80 - 1);
     expect(gap1).toBeLessThanOrEqual(120 + 100);
     expect(gap2).toBeGreaterThanOrEqual(160 - 1);
     expect(gap2).toBeLessThanOrEqual(240 + 100);
     expect(gap2).toBeGreaterThan(gap1);
+    // The schedule: read and POST at 0, the re-read after the retry's delay, the next read after the
+    // wait's delay (twice the first: one draw per call), and the POST at once after it.
+    expect(seq[0]).toBe(0);
+    expect(seq[1]).toBe(0);
+    expect(gap1).toBe(retries[0]!.delayMs);
+    expect(gap2).toBe(waits[0]!.delayMs);
+    expect(Math.abs(waits[0]!.delayMs - 2 * retries[0]!.delayMs)).toBeLessThanOrEqual(1);
+    expect(seq[4]).toBe(seq[3]);
     expect(retries.map((r) => [r.reason, r.attempt, r.attemptsLeft])).toEqual([['quota', 1, 7]]);
     expect(retries[0]!.delayMs).toBeGreaterThanOrEqual(80);
     expect(retries[0]!.delayMs).toBeLessThanOrEqual(120);
@@ -51,8 +76,8 @@ describe('BUG-14a: deterministic single worker', () => {
     expect(waits[0]!.shortfalls).toEqual([{ resource: 'cores', needed: 2, max: 515, used: 514, inFlight: 0, headroom: 1 }]);
     expect(waits[0]!.delayMs).toBeGreaterThanOrEqual(160);
     expect(waits[0]!.delayMs).toBeLessThanOrEqual(240);
-    expect(posts(nova).map((r) => r.status)).toEqual([403, 202]);
-    expect(server.id).toBe(posts(nova)[1]!.serverId);
+    expect(nova.posts().map((r) => r.status)).toEqual([403, 202]);
+    expect(server.id).toBe(nova.posts()[1]!.serverId);
     expect(guard.stats).toMatchObject({ succeeded: 1, failed: 0, waits: 1, attempts: 2, quota403s: 1, quotaRetries: 1 });
   });
 });
@@ -75,6 +100,7 @@ describe('onRetry veto', () => {
     nova.inject({ method: 'POST', path: '/servers', status: 413, headers: { 'Retry-After': '0.05' }, body: { overLimit: { code: 413, message: 'This request was rate-limited.', retryAfter: '0.05' } } });
     const guard = guardFor(nova, { onRetry: (i) => i.reason !== 'rate-limit' });
     const err = await rejection(guard.createServer(body('x'), { needs: CORES2 }));
+    expect(err).toBeInstanceOf(RateLimitError);
     expect(err.name).toBe('RateLimitError');
     expect(posts(nova)).toHaveLength(1);
   });
@@ -93,7 +119,7 @@ describe('onRetry veto', () => {
   });
 });
 
-describe('BUG-14b: three workers (separate guards) share one project', () => {
+describe('Workers race past the headroom check: three workers (separate guards) share one project', () => {
   it('no POST while short, jittered retries, one wins per freed slot, all done within maxAttempts', async () => {
     const nova = await startNova({ maxTotalCores: 6, deleteDelayMs: 5 });
     const seedA = nova.addServer({ flavorId: '2', name: 'seed-a' }).id;
@@ -160,7 +186,7 @@ describe('BUG-14b: three workers (separate guards) share one project', () => {
   });
 });
 
-describe('BUG-13: reported usage wrong or stale', () => {
+describe('Reported usage is wrong or stale', () => {
   it('13a: re-reads /limits before every attempt (8, 8, 4 of 10 → 3 reads, 1 POST)', async () => {
     const nova = await startNova();
     for (const used of [8, 8, 4]) nova.inject({ method: 'GET', path: '/limits', status: 200, body: limitsBody({ maxTotalCores: 10, totalCoresUsed: used }) });
@@ -171,16 +197,20 @@ describe('BUG-13: reported usage wrong or stale', () => {
   });
 
   it('13b: stuck over-count (phantom usage, two 2-core servers) → QuotaWaitTimeoutError with the numbers, 0 POSTs', async () => {
-    const nova = await startNova({ maxTotalCores: 10 });
-    nova.addServer({ flavorId: '2' });
-    nova.addServer({ flavorId: '2' });
-    nova.setUsageDrift({ cores: 4 });
-    const guard = guardFor(nova, { maxWaitMs: 300, baseDelayMs: 20, maxDelayMs: 60 });
+    vi.useFakeTimers();
+    // Two 2-core servers, but /limits reports 8 of 10 cores used (phantom usage of 4).
+    const nova = new ScriptedNova();
+    nova.absolute = { maxTotalCores: 10, totalCoresUsed: 8, maxTotalInstances: 10, totalInstancesUsed: 2, maxTotalRAMSize: 51200, totalRAMUsed: 4096 };
+    const guard = scriptedGuard(nova, { maxWaitMs: 300, baseDelayMs: 20, maxDelayMs: 60 });
     const started = performance.now();
-    const err = await rejection(guard.createServer(body('x', '3')));
+    const err = await rejection(onFakeTimers(guard.createServer(body('x', '3'))));
     const elapsed = performance.now() - started;
     expect(err).toBeInstanceOf(QuotaWaitTimeoutError);
-    expect(err).toBeInstanceOf(QuotaExceededError);
+    // The guard's verdict, not an HTTP error: no status, not a QuotaExceededError.
+    expect(err).toBeInstanceOf(NovaGuardError);
+    expect(err).not.toBeInstanceOf(NovaApiError);
+    expect(err).not.toBeInstanceOf(QuotaExceededError);
+    expect(err).not.toHaveProperty('status');
     const e = err as QuotaWaitTimeoutError;
     expect(e.permanent).toBe(false);
     expect(e.message).toContain('maxTotalCores=10 totalCoresUsed=8 requested=4');
@@ -188,11 +218,26 @@ describe('BUG-13: reported usage wrong or stale', () => {
     expect(e.needs).toEqual({ cores: 4, ramMiB: 4096, instances: 1 });
     expect(e.headroom.cores).toEqual({ max: 10, used: 8, inFlight: 0, headroom: 2 });
     expect(e.maxWaitMs).toBe(300);
-    expect(e.limitsReads).toBe(nova.requestsTo('GET', '/limits').length);
+    expect(e.waitedMs).toBe(300);
+    expect(e.lastQuotaMessage).toBeUndefined();
+    const reads = nova.sent.filter((r) => r.path === '/limits');
+    expect(e.limitsReads).toBe(reads.length);
     expect(e.limitsReads).toBeGreaterThanOrEqual(3);
-    expect(posts(nova)).toHaveLength(0);
+    expect(nova.posts()).toHaveLength(0);
     expect(elapsed).toBeGreaterThanOrEqual(300);
     expect(elapsed).toBeLessThan(300 + 200);
+    // The schedule: delays double from the call's first (20 ms ±20 %) up to maxDelayMs, the last
+    // wait is cut at maxWaitMs, and the read at 300 ms ends the wait.
+    const times = reads.map((r) => r.atMs);
+    expect(times[0]).toBe(0);
+    expect(times.at(-1)).toBe(300);
+    const gaps = times.slice(1).map((t, i) => t - times[i]!);
+    expect(gaps[0]).toBeGreaterThanOrEqual(16);
+    expect(gaps[0]).toBeLessThanOrEqual(24);
+    // Each wait but the last doubles the one before (±1 ms of rounding), capped at maxDelayMs 60.
+    for (let i = 1; i < gaps.length - 1; i++) expect(Math.abs(gaps[i]! - Math.min(60, 2 * gaps[i - 1]!))).toBeLessThanOrEqual(1);
+    expect(gaps.at(-2)).toBe(60);
+    expect(gaps.at(-1)).toBeLessThanOrEqual(60);
   });
 
   it("13c: onStaleLimits 'attempt' with maxWaitMs 0 → 1 /limits read, 1 POST that Nova accepts, warning logged", async () => {
@@ -214,22 +259,27 @@ describe('BUG-13: reported usage wrong or stale', () => {
   });
 
   it("drift escape after waiting: onStaleLimits 'attempt' waits maxWaitMs, then POSTs once", async () => {
-    const nova = await startNova({ maxTotalCores: 10, quotaLagMs: 60000 });
-    const ids = [0, 1, 2, 3].map(() => nova.addServer({ flavorId: '2' }).id);
-    nova.destroyServer(ids[0]!);
-    nova.destroyServer(ids[1]!);
+    vi.useFakeTimers();
+    // /limits keeps counting two destroyed servers (quota lag); Nova's own check does not.
+    const nova = new ScriptedNova();
+    nova.absolute = { maxTotalCores: 10, totalCoresUsed: 8 };
     const waits: QuotaWaitInfo[] = [];
-    const guard = guardFor(nova, { maxWaitMs: 150, baseDelayMs: 20, onStaleLimits: 'attempt', onWait: (w) => waits.push(w) });
+    const guard = scriptedGuard(nova, { maxWaitMs: 150, baseDelayMs: 20, onStaleLimits: 'attempt', onWait: (w) => waits.push(w) });
     const started = performance.now();
-    await guard.createServer(body('x', '3'));
+    await onFakeTimers(guard.createServer(body('x', '3')));
     expect(performance.now() - started).toBeGreaterThanOrEqual(150);
     expect(waits.length).toBeGreaterThanOrEqual(2);
-    expect(posts(nova).map((p) => p.status)).toEqual([202]);
-    expect(nova.requestsTo('GET', '/limits')).toHaveLength(waits.length + 1);
+    expect(nova.posts().map((p) => p.status)).toEqual([202]);
+    expect(nova.sent.filter((r) => r.path === '/limits')).toHaveLength(waits.length + 1);
+    // The last read is at maxWaitMs and the POST follows it at once.
+    expect(nova.schedule().slice(-2)).toEqual([
+      ['GET /limits', 150],
+      ['POST /servers', 150],
+    ]);
   });
 });
 
-describe('BUG-11: -1, 0 and used > max', () => {
+describe('-1, 0 and used > max', () => {
   it('11a: unlimited → POST at once, no wait', async () => {
     const nova = await startNova();
     nova.inject({
@@ -270,21 +320,26 @@ describe('BUG-11: -1, 0 and used > max', () => {
   });
 
   it('11c: used > max → headroom 0, waits (positive delay ≥ minDelayMs) and re-reads', async () => {
-    const nova = await startNova();
-    nova.inject({ method: 'GET', path: '/limits', status: 200, body: limitsBody({ maxTotalCores: 400, totalCoresUsed: 514 }) });
-    nova.inject({ method: 'GET', path: '/limits', status: 200, body: limitsBody({ maxTotalCores: 400, totalCoresUsed: 398 }) });
+    vi.useFakeTimers();
+    const nova = new ScriptedNova();
+    nova.reply('GET /limits', limitsReply({ maxTotalCores: 400, totalCoresUsed: 514 }), limitsReply({ maxTotalCores: 400, totalCoresUsed: 398 }));
     const waits: QuotaWaitInfo[] = [];
-    const guard = guardFor(nova, { minDelayMs: 60, baseDelayMs: 1, onWait: (w) => waits.push(w), waitForActive: false });
-    await guard.createServer(body('x'), { needs: CORES2 });
+    const guard = scriptedGuard(nova, { minDelayMs: 60, baseDelayMs: 1, onWait: (w) => waits.push(w), waitForActive: false });
+    await onFakeTimers(guard.createServer(body('x'), { needs: CORES2 }));
     expect(waits.map((w) => [w.shortfalls[0]!.headroom, w.delayMs])).toEqual([[0, 60]]);
-    const reads = nova.requestsTo('GET', '/limits');
+    const reads = nova.sent.filter((r) => r.path === '/limits');
     expect(reads).toHaveLength(2);
-    expect(reads[1]!.timeMs - reads[0]!.timeMs).toBeGreaterThanOrEqual(59);
-    expect(posts(nova)).toHaveLength(1);
+    expect(reads[1]!.atMs - reads[0]!.atMs).toBeGreaterThanOrEqual(59);
+    expect(nova.schedule()).toEqual([
+      ['GET /limits', 0],
+      ['GET /limits', 60],
+      ['POST /servers', 60],
+    ]);
+    expect(nova.posts()).toHaveLength(1);
   });
 });
 
-describe('BUG-09: quota shapes and permanence', () => {
+describe('quota shapes and permanence', () => {
   it('9b pre-check: 32 cores needed, maxTotalCores 20 → permanent, 0 POSTs', async () => {
     const nova = await startNova({ maxTotalCores: 20 });
     const err = await rejection(guardFor(nova).createServer(body('big'), { needs: { cores: 32, ramMiB: 98304, instances: 1 } }));
@@ -340,17 +395,19 @@ describe('BUG-09: quota shapes and permanence', () => {
   });
 
   it('9f: Retry-After: 0 on a quota 403 → next request ≥ minDelayMs later', async () => {
-    const nova = await startNova();
-    nova.inject({ method: 'POST', path: '/servers', status: 403, body: quota403(MSG_9A), headers: { 'Retry-After': '0' } });
-    const guard = guardFor(nova, { minDelayMs: 80, baseDelayMs: 1, waitForActive: false });
-    await guard.createServer(body('x'));
-    const seq = nova.requests.filter((r) => r.path === '/limits' || (r.method === 'POST' && r.path === '/servers'));
-    expect(seq.map((r) => `${r.method} ${r.path}`)).toEqual(['GET /limits', 'POST /servers', 'GET /limits', 'POST /servers']);
-    expect(seq[2]!.timeMs - seq[1]!.timeMs).toBeGreaterThanOrEqual(79);
+    vi.useFakeTimers();
+    const nova = new ScriptedNova();
+    nova.reply('POST /servers', quota403Reply(MSG_9A, { 'Retry-After': '0' }));
+    const guard = scriptedGuard(nova, { minDelayMs: 80, baseDelayMs: 1, waitForActive: false });
+    await onFakeTimers(guard.createServer(body('x')));
+    const seq = nova.schedule();
+    expect(seq.map(([r]) => r)).toEqual(['GET /limits', 'POST /servers', 'GET /limits', 'POST /servers']);
+    expect(seq[2]![1] - seq[1]![1]).toBeGreaterThanOrEqual(79);
+    expect(seq.map(([, t]) => t)).toEqual([0, 0, 80, 80]);
   });
 });
 
-describe('BUG-10: a 403 that is not a quota is thrown at once', () => {
+describe('A 403 that is not a quota is thrown at once', () => {
   it('10a policy denial → ForbiddenError, exactly 1 POST, no /limits loop', async () => {
     const nova = await startNova();
     nova.inject({
@@ -391,7 +448,7 @@ describe('BUG-10: a 403 that is not a quota is thrown at once', () => {
   });
 });
 
-describe('BUG-08: 413 rate limit, legacy 413 quota, 413 too large', () => {
+describe('413 rate limit, legacy 413 quota, 413 too large', () => {
   const RATE_BODY = (retryAfter?: string) => ({
     overLimit: {
       code: 413,
@@ -402,63 +459,73 @@ describe('BUG-08: 413 rate limit, legacy 413 quota, 413 too large', () => {
   });
 
   it('8a Retry-After header (+ body retryAfter): second POST after it, no quota attempt used', async () => {
-    const nova = await startNova();
+    vi.useFakeTimers();
+    const nova = new ScriptedNova();
     // Retry-After in seconds; 0.1 s keeps the test fast (the parser takes fractional seconds).
-    nova.inject({ method: 'POST', path: '/servers', status: 413, headers: { 'Retry-After': '0.1' }, body: RATE_BODY('0.1') });
+    nova.reply('POST /servers', { status: 413, headers: { 'Retry-After': '0.1' }, body: RATE_BODY('0.1') });
     const retries: QuotaRetryInfo[] = [];
-    const guard = guardFor(nova, { maxAttempts: 1, waitForActive: false, onRetry: (r) => void retries.push(r) });
-    await guard.createServer(body('x'));
-    const p = posts(nova);
+    const guard = scriptedGuard(nova, { maxAttempts: 1, waitForActive: false, onRetry: (r) => void retries.push(r) });
+    await onFakeTimers(guard.createServer(body('x')));
+    const p = nova.posts();
     expect(p.map((r) => r.status)).toEqual([413, 202]);
-    expect(p[1]!.timeMs - p[0]!.timeMs).toBeGreaterThanOrEqual(100);
+    expect(p[1]!.atMs - p[0]!.atMs).toBeGreaterThanOrEqual(100);
+    expect(nova.schedule()).toEqual([
+      ['GET /limits', 0],
+      ['POST /servers', 0],
+      ['POST /servers', 100],
+    ]);
     expect(retries.map((r) => [r.reason, r.delayMs])).toEqual([['rate-limit', 100]]);
     expect(guard.stats).toMatchObject({ attempts: 1, rateLimitRetries: 1, quota403s: 0, quotaRetries: 0 });
-    expect(nova.requestsTo('GET', '/limits')).toHaveLength(1);
+    expect(nova.sent.filter((r) => r.path === '/limits')).toHaveLength(1);
   });
 
   it('8a body retryAfter only, and retryAt only', async () => {
-    const nova = await startNova();
-    nova.inject({ method: 'POST', path: '/servers', status: 413, body: RATE_BODY('0.1') });
-    const g1 = guardFor(nova, { maxAttempts: 1, waitForActive: false });
-    await g1.createServer(body('a'));
-    let p = posts(nova);
+    vi.useFakeTimers();
+    const nova = new ScriptedNova();
+    nova.reply('POST /servers', { status: 413, body: RATE_BODY('0.1') });
+    const g1 = scriptedGuard(nova, { maxAttempts: 1, waitForActive: false });
+    await onFakeTimers(g1.createServer(body('a')));
+    let p = nova.posts();
     expect(p.map((r) => r.status)).toEqual([413, 202]);
-    expect(p[1]!.timeMs - p[0]!.timeMs).toBeGreaterThanOrEqual(100);
+    expect(p[1]!.atMs - p[0]!.atMs).toBeGreaterThanOrEqual(100);
+    expect(p[1]!.atMs - p[0]!.atMs).toBe(100);
 
-    nova.clearRequests();
+    nova.sent.length = 0;
     const at = new Date(Date.now() + 150).toISOString();
-    nova.inject({ method: 'POST', path: '/servers', status: 413, body: { overLimit: { code: 413, message: 'This request was rate-limited.', retryAt: at } } });
-    await g1.createServer(body('b'));
-    p = posts(nova);
+    nova.reply('POST /servers', { status: 413, body: { overLimit: { code: 413, message: 'This request was rate-limited.', retryAt: at } } });
+    await onFakeTimers(g1.createServer(body('b')));
+    p = nova.posts();
     expect(p.map((r) => r.status)).toEqual([413, 202]);
-    expect(p[1]!.timeMs).toBeGreaterThanOrEqual(Date.parse(at) - 5);
+    expect(p[1]!.wallMs).toBeGreaterThanOrEqual(Date.parse(at) - 5);
   });
 
   it("8a retryAfter '-1' → treated as 0, then at least minDelayMs", async () => {
-    const nova = await startNova();
-    nova.inject({ method: 'POST', path: '/servers', status: 413, headers: { 'Retry-After': '-1' }, body: RATE_BODY('-1') });
-    const guard = guardFor(nova, { minDelayMs: 60, waitForActive: false });
-    await guard.createServer(body('x'));
-    const p = posts(nova);
+    vi.useFakeTimers();
+    const nova = new ScriptedNova();
+    nova.reply('POST /servers', { status: 413, headers: { 'Retry-After': '-1' }, body: RATE_BODY('-1') });
+    const guard = scriptedGuard(nova, { minDelayMs: 60, waitForActive: false });
+    await onFakeTimers(guard.createServer(body('x')));
+    const p = nova.posts();
     expect(p.map((r) => r.status)).toEqual([413, 202]);
-    expect(p[1]!.timeMs - p[0]!.timeMs).toBeGreaterThanOrEqual(59);
+    expect(p[1]!.atMs - p[0]!.atMs).toBeGreaterThanOrEqual(59);
+    expect(p[1]!.atMs - p[0]!.atMs).toBe(60);
   });
 
   it("8b legacy 413 overLimit quota with retryAfter '0' → handled as quota: re-read /limits after ≥ minDelayMs", async () => {
-    const nova = await startNova();
-    nova.inject({
-      method: 'POST',
-      path: '/servers',
+    vi.useFakeTimers();
+    const nova = new ScriptedNova();
+    nova.reply('POST /servers', {
       status: 413,
       headers: { 'Retry-After': '0' },
       body: { overLimit: { code: 413, message: 'Quota exceeded for cores: Requested 2, but already used 10 of 10 cores', retryAfter: '0' } },
     });
     const retries: QuotaRetryInfo[] = [];
-    const guard = guardFor(nova, { minDelayMs: 60, baseDelayMs: 1, waitForActive: false, onRetry: (r) => void retries.push(r) });
-    await guard.createServer(body('x'));
-    const seq = nova.requests.filter((r) => r.path === '/limits' || (r.method === 'POST' && r.path === '/servers'));
+    const guard = scriptedGuard(nova, { minDelayMs: 60, baseDelayMs: 1, waitForActive: false, onRetry: (r) => void retries.push(r) });
+    await onFakeTimers(guard.createServer(body('x')));
+    const seq = nova.sent.filter((r) => r.path === '/limits' || (r.method === 'POST' && r.path === '/servers'));
     expect(seq.map((r) => `${r.method} ${r.path} ${r.status}`)).toEqual(['GET /limits 200', 'POST /servers 413', 'GET /limits 200', 'POST /servers 202']);
-    expect(seq[2]!.timeMs - seq[1]!.timeMs).toBeGreaterThanOrEqual(59);
+    expect(seq[2]!.atMs - seq[1]!.atMs).toBeGreaterThanOrEqual(59);
+    expect(seq.map((r) => r.atMs)).toEqual([0, 0, 60, 60]);
     expect(retries.map((r) => [r.reason, (r.error as QuotaExceededError).status])).toEqual([['quota', 413]]);
   });
 

@@ -2,11 +2,19 @@
  * QuotaGuard after the 202: late quota faults (Nova's recheck race), other ERRORs, BUILD timeouts,
  * aborts at every stage, and no server the guard created left behind.
  */
-import { describe, expect, it } from 'vitest';
-import { AbortError, QuotaExceededError, ServerBuildError } from '../../src/errors/index.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { AbortError, ConflictError, NovaApiError, NovaGuardError, QuotaExceededError } from '../../src/errors/index.js';
+import { ServerBuildError } from '../../src/guard/index.js';
 import type { QuotaRetryInfo } from '../../src/guard/quotaGuard.js';
 import { body, guardFor, limitsAndPosts, liveServers, posts, startNova } from './fixtures.js';
 import { rejection } from '../helpers.js';
+import { QuotaGuard } from '../../src/guard/quotaGuard.js';
+import { FAST } from './fixtures.js';
+import { ScriptedNova } from './scripted.js';
+
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -79,6 +87,9 @@ describe('late quota fault (202, then ERROR)', () => {
     const guard = guardFor(nova);
     const err = await rejection(guard.createServer(body('bad')));
     expect(err).toBeInstanceOf(ServerBuildError);
+    // The guard's verdict, not an HTTP error.
+    expect(err).toBeInstanceOf(NovaGuardError);
+    expect(err).not.toBeInstanceOf(NovaApiError);
     const e = err as ServerBuildError;
     const id = posts(nova)[0]!.serverId!;
     expect(e).toMatchObject({ serverId: id, reason: 'error', lastStatus: 'ERROR', faultMessage: fault, deleted: true, cleanupError: undefined });
@@ -96,6 +107,7 @@ describe('late quota fault (202, then ERROR)', () => {
     const err = await rejection(guard.createServer(body('stuck')));
     expect(err).toBeInstanceOf(ServerBuildError);
     expect((err as ServerBuildError).deleted).toBe(false);
+    expect((err as ServerBuildError).cleanupError).toBeInstanceOf(ConflictError);
     expect((err as ServerBuildError).cleanupError?.name).toBe('ConflictError');
     expect(err.message).toContain('could NOT be deleted and is left behind');
     expect(posts(nova)).toHaveLength(1);
@@ -120,6 +132,7 @@ describe('late quota fault (202, then ERROR)', () => {
     for (let i = 0; i < 500 && posts(nova).filter((p) => p.status === 202).length === 0; i++) await sleep(2);
     nova.destroyServer(posts(nova)[0]!.serverId!);
     const err = await rejection(run);
+    expect(err).toBeInstanceOf(ServerBuildError);
     expect(err).toMatchObject({ name: 'ServerBuildError', reason: 'gone', lastStatus: 'NOT_FOUND' });
     expect(posts(nova)).toHaveLength(1);
   });
@@ -127,20 +140,25 @@ describe('late quota fault (202, then ERROR)', () => {
 
 describe('abort, at every stage', () => {
   it('while waiting for headroom: AbortError at once, 0 POSTs', async () => {
-    const nova = await startNova({ maxTotalCores: 2 });
-    nova.addServer({ flavorId: '2' });
-    const guard = guardFor(nova, { baseDelayMs: 5000, minDelayMs: 5000, maxDelayMs: 5000 });
+    vi.useFakeTimers();
+    const nova = new ScriptedNova();
+    nova.absolute = { maxTotalCores: 2, totalCoresUsed: 2 };
+    const guard = new QuotaGuard(nova.client(), { ...FAST, baseDelayMs: 5000, minDelayMs: 5000, maxDelayMs: 5000 });
     const ac = new AbortController();
     const run = guard.createServer(body('x'), { signal: ac.signal });
-    await sleep(50);
+    const settled = rejection(run);
+    await vi.advanceTimersByTimeAsync(50);
     const t = performance.now();
     ac.abort(new Error('job cancelled'));
-    const err = await rejection(run);
+    const err = await settled;
     expect(performance.now() - t).toBeLessThan(100);
+    expect(performance.now() - t).toBe(0);
     expect(err).toBeInstanceOf(AbortError);
     expect((err as AbortError).cause).toEqual(new Error('job cancelled'));
-    expect(posts(nova)).toHaveLength(0);
+    expect(nova.posts()).toHaveLength(0);
+    expect(nova.schedule()).toEqual([['GET /limits', 0]]);
     expect(guard.inFlightClaims).toBe(0);
+    expect(vi.getTimerCount()).toBe(0);
   });
 
   it('before the call: AbortError, no request', async () => {

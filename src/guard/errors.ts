@@ -1,0 +1,142 @@
+/**
+ * The quota guard's own verdicts. They are not HTTP answers, so they derive from
+ * {@link NovaGuardError} and not from `NovaApiError` (they have no `status`):
+ * - {@link QuotaWaitTimeoutError}: `maxWaitMs` ran out while `GET /limits` said the create does not fit;
+ * - {@link ServerBuildError}: a server the guard created did not become usable.
+ *
+ * @module
+ */
+import { NovaGuardError } from '../errors/base.js';
+import type { QuotaResource } from '../errors/quotaMessage.js';
+import type { ResourceAmounts } from '../core/types.js';
+import type { Headroom } from './headroom.js';
+
+/** What {@link QuotaWaitTimeoutError} carries. */
+export interface QuotaWaitTimeoutInit {
+  /** The verdict in words, with the last numbers in Nova's `/limits` terms. */
+  message: string;
+  /** `x-openstack-request-id` of the last `GET /limits` read. */
+  requestId?: string | undefined;
+  /** The resources that did not fit: name (Nova's: `cores`, `ram`, `instances`), requested, used, allowed (the limit). */
+  resources: QuotaResource[];
+  /** Wall-clock time spent waiting for headroom, in ms. */
+  waitedMs: number;
+  /** The guard's `maxWaitMs`. */
+  maxWaitMs: number;
+  /** `GET /limits` reads made while waiting. */
+  limitsReads: number;
+  /** The last headroom the guard computed (see `QuotaGuard.headroom()`). */
+  headroom: Headroom;
+  /** What the request needed. */
+  needs: ResourceAmounts;
+  /** Nova's message of the last quota error answered to this call (a quota 403 before the wait), if any. */
+  lastQuotaMessage?: string | undefined;
+}
+
+/**
+ * `QuotaGuard` waited `maxWaitMs` for quota headroom and the request still did not fit in what
+ * `GET /limits` reports. Not permanent (`permanent` is false): the numbers may be stale or wrong
+ * (docs/field-cases.md, "Reported usage wrong or stale"), so an operator may want to check Nova's
+ * usage. The message carries the last numbers in Nova's `/limits` terms, e.g.
+ * `maxTotalCores=10 totalCoresUsed=8 requested=4 inFlight=0`.
+ *
+ * The guard's verdict, not an HTTP answer: a {@link NovaGuardError}, not a `NovaApiError` or
+ * `QuotaExceededError` (it has no `status`).
+ */
+export class QuotaWaitTimeoutError extends NovaGuardError {
+  /** `x-openstack-request-id` of the last `GET /limits` read. */
+  readonly requestId: string | undefined;
+  /** The resources that did not fit, as in a `QuotaExceededError`. */
+  readonly resources: QuotaResource[];
+  /** Always false: waiting longer (or correcting Nova's usage) may help. */
+  readonly permanent = false;
+  /** Wall-clock time spent waiting, in ms. */
+  readonly waitedMs: number;
+  /** The `maxWaitMs` that ran out, in ms. */
+  readonly maxWaitMs: number;
+  /** `GET /limits` reads made. */
+  readonly limitsReads: number;
+  /** The last headroom computed. */
+  readonly headroom: Headroom;
+  /** What the request needed. */
+  readonly needs: ResourceAmounts;
+  /** Nova's message of the last quota error answered to this call, if any. */
+  readonly lastQuotaMessage: string | undefined;
+  /** @param init - See {@link QuotaWaitTimeoutInit}. */
+  constructor(init: QuotaWaitTimeoutInit) {
+    super(init.message);
+    this.requestId = init.requestId;
+    this.resources = init.resources;
+    this.waitedMs = init.waitedMs;
+    this.maxWaitMs = init.maxWaitMs;
+    this.limitsReads = init.limitsReads;
+    this.headroom = init.headroom;
+    this.needs = init.needs;
+    this.lastQuotaMessage = init.lastQuotaMessage;
+  }
+}
+
+/** How a server created by `QuotaGuard` failed to become usable. */
+export type ServerBuildFailure = 'error' | 'timeout' | 'gone';
+
+/** Options of {@link ServerBuildError}. */
+export interface ServerBuildInit {
+  serverId: string;
+  /** `'error'`: status ERROR; `'timeout'`: still BUILD after `activeTimeoutMs`; `'gone'`: 404 or DELETED while building. */
+  reason: ServerBuildFailure;
+  /** Last status seen. */
+  lastStatus: string | undefined;
+  /** Nova's `fault.message` of the server, if any. */
+  faultMessage?: string | undefined;
+  /** Nova's `fault.code` of the server, if any. */
+  faultCode?: number | undefined;
+  /** Time spent waiting for the server to leave BUILD, in ms. */
+  elapsedMs: number;
+  /** True when the guard deleted the server (and waited for the deletion); false when that failed. */
+  deleted: boolean;
+  /** Why the deletion failed, when `deleted` is false. */
+  cleanupError?: Error | undefined;
+  cause?: unknown;
+}
+
+/**
+ * A server that `QuotaGuard.createServer` created did not become usable: it went to ERROR with a
+ * fault that is not a quota fault, stayed in BUILD past `activeTimeoutMs`, or disappeared. The guard
+ * has already deleted it (with wait) unless `deleted` is false, in which case `cleanupError` says
+ * why and the server is left in the project.
+ */
+export class ServerBuildError extends NovaGuardError {
+  readonly serverId: string;
+  readonly reason: ServerBuildFailure;
+  readonly lastStatus: string | undefined;
+  /** Nova's `fault.message`. */
+  readonly faultMessage: string | undefined;
+  /** Nova's `fault.code`. */
+  readonly faultCode: number | undefined;
+  readonly elapsedMs: number;
+  /** True when the guard deleted the server. */
+  readonly deleted: boolean;
+  /** Why the guard could not delete it. */
+  readonly cleanupError: Error | undefined;
+  /** @param init - See {@link ServerBuildInit}. */
+  constructor(init: ServerBuildInit) {
+    const what =
+      init.reason === 'error'
+        ? `went to ERROR${init.faultMessage ? `: ${init.faultMessage}` : ' (no fault message)'}`
+        : init.reason === 'timeout'
+          ? `was still ${init.lastStatus ?? 'BUILD'} after ${init.elapsedMs} ms`
+          : 'disappeared while building';
+    const cleanup = init.deleted
+      ? ' (the server was deleted)'
+      : `; the server could NOT be deleted and is left behind: ${init.cleanupError?.message ?? 'unknown error'}`;
+    super(`Server ${init.serverId} ${what}${cleanup}`, { cause: init.cause });
+    this.serverId = init.serverId;
+    this.reason = init.reason;
+    this.lastStatus = init.lastStatus;
+    this.faultMessage = init.faultMessage;
+    this.faultCode = init.faultCode;
+    this.elapsedMs = init.elapsedMs;
+    this.deleted = init.deleted;
+    this.cleanupError = init.cleanupError;
+  }
+}

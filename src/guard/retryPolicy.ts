@@ -1,0 +1,123 @@
+/**
+ * The guard's one retry policy, as plain data in and out: what a failed attempt of a guarded call
+ * means for the next one. p-retry asks it through its callbacks (`onFailedAttempt`, then
+ * `shouldConsumeRetry`, then `shouldRetry`; see `quotaGuard.ts`), and schedules the backoff itself.
+ *
+ * - A transient quota error (a quota 403 or legacy 413 quota that is not permanent, in every shape of
+ *   `parseQuotaMessage`), or a server that went to ERROR with a quota fault: retried after p-retry's
+ *   backoff (at least a quota 403's Retry-After, at most `maxDelayMs`), using an attempt, while
+ *   `maxAttempts` and `maxWaitMs` allow (docs/field-cases.md, "Workers race past the headroom check").
+ * - The guard's own POST answered by a rate limit (413 `overLimit` with Retry-After, 429) or refused
+ *   (nothing reached Nova): re-sent after Retry-After, at least the backoff, without using an attempt
+ *   (p-retry's `shouldConsumeRetry` false) and without re-reading `/limits` (the claim is kept);
+ *   given up at once when Retry-After is not shorter than what is left of `maxWaitMs`
+ *   (docs/field-cases.md, "Rate limits and the other 413s").
+ * - Anything else (a permanent quota error, a policy 403, a verdict of the guard, an abort): thrown.
+ *
+ * @module
+ */
+import { NovaApiError, QuotaExceededError, isAbortError } from '../errors/index.js';
+import { NovaGuardError } from '../errors/base.js';
+import { parseQuotaMessage } from '../errors/quotaMessage.js';
+import { stepDelayMs } from './backoff.js';
+import { ServerBuildError } from './errors.js';
+import type { QuotaRetryReason } from './options.js';
+
+/** How the guard's own POST failed without creating a server, when it did. */
+export type PostRefusal = 'rate-limited' | 'refused';
+
+/** A failed attempt, as the retry policy sees it. */
+export interface FailedAttempt {
+  error: unknown;
+  /** Set when the guard's own POST was rate-limited or refused (nothing created, claim kept). */
+  refusal: PostRefusal | undefined;
+  /** Retries that used an attempt before this failure (p-retry's `retriesConsumed`). */
+  retriesConsumed: number;
+  /** Retries of this call that used no attempt, before this failure. */
+  freeRetries: number;
+  /** Time left of `maxWaitMs`, in ms. */
+  remainingMs: number;
+  /** The caller's signal has aborted. */
+  aborted: boolean;
+}
+
+/** The parts of the guard's options the policy reads. */
+export interface RetryLimits {
+  maxAttempts: number;
+  maxDelayMs: number;
+  /** The call's first backoff delay (p-retry's `minTimeout`), in ms. */
+  firstDelayMs: number;
+}
+
+/** What to do after a failed attempt. */
+export interface RetryPlan {
+  /** Retry (p-retry's `shouldRetry`). */
+  retry: boolean;
+  /** The retry uses an attempt (p-retry's `shouldConsumeRetry`). */
+  consume: boolean;
+  /** Why it retries, for `onRetry` (undefined for a refused connection, which is not reported). */
+  reason: QuotaRetryReason | undefined;
+  /** The attempt that failed (1-based, counting only attempts that count). */
+  attempt: number;
+  /** Attempts left after the retry's. */
+  attemptsLeft: number;
+  /** Delay before the next attempt, in ms. */
+  delayMs: number;
+  /**
+   * The part of `delayMs` the guard waits itself before p-retry's own delay: Retry-After beyond
+   * p-retry's backoff, or the whole pause of a retry that uses no attempt (p-retry adds none).
+   */
+  ownWaitMs: number;
+  /** Why there is no retry, for the log. */
+  why?: string | undefined;
+}
+
+/** Why an error of an attempt is retried using an attempt, or undefined when it is not. */
+export function quotaRetryReasonOf(error: unknown): 'quota' | 'late-quota-fault' | undefined {
+  if (error instanceof QuotaExceededError) {
+    if (error.permanent) return undefined;
+    return error.cause instanceof ServerBuildError ? 'late-quota-fault' : 'quota';
+  }
+  // A plain Error from a caller's own create (withQuotaGuard) whose text is a quota message.
+  if (error instanceof Error && !(error instanceof NovaGuardError) && !(error instanceof NovaApiError) && !(error instanceof TypeError) && !isAbortError(error)) {
+    const parsed = parseQuotaMessage(error.message);
+    if (parsed && !parsed.permanent) return 'quota';
+  }
+  return undefined;
+}
+
+/** The plan for one failed attempt. See the module description. */
+export function planRetry(f: FailedAttempt, limits: RetryLimits): RetryPlan {
+  const attempt = f.retriesConsumed + 1;
+  const attemptsLeft = limits.maxAttempts - attempt;
+  const remaining = Math.max(0, f.remainingMs);
+  const retryAfterMs = f.error instanceof NovaApiError ? (f.error.retryAfterMs ?? 0) : 0;
+  // No retry: `consume` true, so that p-retry never re-runs a failure it would not ask shouldRetry about.
+  const none = (reason: QuotaRetryReason | undefined, why: string | undefined): RetryPlan => ({
+    retry: false,
+    consume: true,
+    reason,
+    attempt,
+    attemptsLeft,
+    delayMs: 0,
+    ownWaitMs: 0,
+    why,
+  });
+  if (f.refusal) {
+    const reason = f.refusal === 'rate-limited' ? 'rate-limit' : undefined;
+    if (f.aborted) return none(reason, 'aborted');
+    if (remaining <= 0) return none(reason, 'maxWaitMs spent');
+    if (retryAfterMs >= remaining) return none(reason, 'Retry-After beyond maxWaitMs');
+    const delayMs = Math.min(Math.max(retryAfterMs, stepDelayMs(limits.firstDelayMs, f.freeRetries, limits.maxDelayMs)), Math.ceil(remaining));
+    return { retry: true, consume: false, reason, attempt, attemptsLeft, delayMs, ownWaitMs: delayMs };
+  }
+  const reason = quotaRetryReasonOf(f.error);
+  if (!reason) return none(undefined, undefined);
+  if (f.aborted) return none(reason, 'aborted');
+  if (attemptsLeft <= 0) return none(reason, 'maxAttempts spent');
+  if (remaining <= 0) return none(reason, 'maxWaitMs spent');
+  const backoffMs = stepDelayMs(limits.firstDelayMs, f.retriesConsumed, limits.maxDelayMs);
+  const floorMs = reason === 'quota' ? Math.min(retryAfterMs, limits.maxDelayMs) : 0;
+  const delayMs = Math.min(Math.max(backoffMs, floorMs), Math.ceil(remaining));
+  return { retry: true, consume: true, reason, attempt, attemptsLeft, delayMs, ownWaitMs: Math.max(0, delayMs - backoffMs) };
+}

@@ -1,0 +1,97 @@
+/**
+ * Plain data of a guard and of one guarded call, shared by the functions of the guard's files.
+ *
+ * @module
+ */
+import type { NovaClient } from '../nova/client.js';
+import type { Clock } from '../core/clock.js';
+import type { Logger } from '../core/logger.js';
+import type { ResourceAmounts } from '../core/types.js';
+import type { Claim, ClaimLedger } from './claims.js';
+import type { QuotaGuardStats, QuotaRetryInfo, ResolvedOptions } from './options.js';
+import type { PostRefusal, RetryPlan } from './retryPolicy.js';
+import { firstDelayMs } from './backoff.js';
+
+/** What the functions of one guard share. */
+export interface GuardState {
+  client: NovaClient;
+  /** The client's clock: every timer and "now" of the guard. */
+  clock: Clock;
+  opts: ResolvedOptions;
+  ledger: ClaimLedger;
+  log: Logger;
+  stats: QuotaGuardStats;
+  /**
+   * Calls of this guard that are waiting for headroom, oldest first (FIFO fairness): a call may only
+   * take headroom that is left after the needs of every call queued before it.
+   */
+  queue: Array<{ needs: ResourceAmounts }>;
+  /** The guard's `onRetry` hook, exceptions already caught; `false` vetoes. */
+  onRetry: (info: QuotaRetryInfo) => boolean | void;
+}
+
+/** State of one guarded call (`createServer` or `withQuotaGuard`). */
+export interface GuardedCall {
+  /** Start, on the clock (monotonic ms). */
+  readonly startedMs: number;
+  /** `startedMs + maxWaitMs`. */
+  readonly deadlineMs: number;
+  /** The call's first backoff delay (p-retry's `minTimeout`): see `backoff.ts`. */
+  readonly firstDelayMs: number;
+  /** Waits for headroom so far. */
+  waits: number;
+  /** Attempts (POSTs, or `fn` calls) that counted so far. */
+  posts: number;
+  /** `GET /limits` reads so far. */
+  limitsReads: number;
+  /** Retries that used an attempt so far (p-retry's `retriesConsumed` after the last plan). */
+  retriesConsumed: number;
+  /** Retries that used no attempt so far (rate limits, refused connections). */
+  freeRetries: number;
+  /** The last wait ran up to the deadline: the next short `/limits` read ends the wait. */
+  deadlineReached: boolean;
+  /** A claim kept across a rate-limited or refused POST: the next attempt re-sends it at once. */
+  heldClaim: Claim | undefined;
+  /** How the last attempt's own POST was refused, if it was. */
+  refusal: PostRefusal | undefined;
+  /** Nova's message of the last quota error of this call. */
+  lastQuotaMessage: string | undefined;
+  /** The plan for the last failed attempt (read by p-retry's callbacks). */
+  plan: RetryPlan | undefined;
+  /** True while an attempt runs. */
+  inAttempt: boolean;
+  /** True once an attempt has resolved: an abort can no longer take its result away. */
+  settled: boolean;
+}
+
+/** A new call starting now. */
+export function newCall(g: Pick<GuardState, 'clock' | 'opts'>, random: number = Math.random()): GuardedCall {
+  const startedMs = g.clock.now();
+  return {
+    startedMs,
+    deadlineMs: startedMs + g.opts.maxWaitMs,
+    firstDelayMs: firstDelayMs(g.opts, random),
+    waits: 0,
+    posts: 0,
+    limitsReads: 0,
+    retriesConsumed: 0,
+    freeRetries: 0,
+    deadlineReached: false,
+    heldClaim: undefined,
+    refusal: undefined,
+    lastQuotaMessage: undefined,
+    plan: undefined,
+    inAttempt: false,
+    settled: false,
+  };
+}
+
+/** Time since the call started, in whole ms. */
+export function elapsedMs(g: Pick<GuardState, 'clock'>, call: GuardedCall): number {
+  return Math.round(g.clock.now() - call.startedMs);
+}
+
+/** Time left until `maxWaitMs` runs out, in ms (may be negative). */
+export function remainingMs(g: Pick<GuardState, 'clock'>, call: GuardedCall): number {
+  return call.deadlineMs - g.clock.now();
+}
