@@ -1,5 +1,25 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import importX from 'eslint-plugin-import-x';
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
+
+/**
+ * The layers of src/, low to high. A folder may import its own layer and the layers below it, never
+ * one above (testing/ stands apart: it may import only core/ and errors/).
+ */
+const LAYERS = [['core', 'errors'], ['transport'], ['auth'], ['config'], ['delete'], ['nova'], ['guard', 'audit', 'reaper'], ['cli']];
+const zones = LAYERS.flatMap((layer, i) =>
+  layer.map((folder) => ({
+    target: `./src/${folder}`,
+    from: [...LAYERS.slice(i + 1).flat(), 'testing'].filter((f) => !(folder === 'cli' && f === 'testing')).map((f) => `./src/${f}`),
+    message: `src/${folder} must not import a higher layer (see LAYERS in eslint.config.js)`,
+  })),
+).filter((zone) => zone.from.length > 0);
+zones.push({
+  target: './src/testing',
+  from: LAYERS.flat().filter((f) => f !== 'core' && f !== 'errors').map((f) => `./src/${f}`),
+  message: 'src/testing may import only src/core and src/errors',
+});
 
 export default tseslint.config(
   { ignores: ['dist/**', 'build/**', 'node_modules/**', 'bench/results/**', 'coverage/**'] },
@@ -9,6 +29,20 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-console': 'off',
+    },
+  },
+  {
+    files: ['src/**/*.ts'],
+    plugins: { 'import-x': importX },
+    settings: {
+      ...importX.flatConfigs.typescript.settings,
+      'import-x/resolver-next': [createTypeScriptImportResolver({ project: './tsconfig.json' })],
+    },
+    rules: {
+      // No import cycles, type-only imports included: the folders are layers.
+      'import-x/no-cycle': ['error', { ignoreExternal: true }],
+      'import-x/no-restricted-paths': ['error', { zones }],
+      'max-lines': ['error', { max: 400, skipBlankLines: false, skipComments: false }],
     },
   },
 );

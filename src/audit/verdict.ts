@@ -4,7 +4,8 @@
  *
  * @module
  */
-import type { AuditResource, AuditVerdict, ResourceAudit } from './audit.js';
+import type { AuditResource } from './count.js';
+import type { AuditVerdict, ResourceAudit } from './types.js';
 import { AUDIT_RESOURCES } from './count.js';
 
 /** What {@link describeAudit} needs. Each resource's `drift` and `verdict` are filled in by it. */
