@@ -48,7 +48,7 @@ export interface AuditQuotaOptions {
   checkGhosts?: boolean;
   /** How many ghost-check GETs run at once. Default 8. */
   ghostCheckConcurrency?: number;
-  /** Clock for server ages, epoch ms. Default `Date.now`. */
+  /** Clock for server ages, epoch ms. Default the client's clock (`wallNow`). */
   now?: () => number;
   /** pino logger. Default: the client's logger. */
   logger?: Logger | undefined;
@@ -176,9 +176,9 @@ export async function auditQuota(client: NovaClient, options: AuditQuotaOptions 
   checkOptions(options);
   throwIfAborted(options.signal);
   const { signal } = options;
-  const now = options.now ?? Date.now;
+  const now = options.now ?? (() => client.clock.wallNow());
   const log = componentLogger(options.logger ?? client.logger, 'quota-audit');
-  const started = performance.now();
+  const started = client.clock.now();
   const startedAtMs = now();
   const notes: string[] = [];
   const projectId = options.projectId ?? client.projectId;
@@ -282,7 +282,7 @@ export async function auditQuota(client: NovaClient, options: AuditQuotaOptions 
     notes,
     pages: listing.pages,
     startedAtMs,
-    elapsedMs: Math.round(performance.now() - started),
+    elapsedMs: Math.round(client.clock.now() - started),
   };
   log.info({ verdict, stable, servers: audited.length, ghosts: ghosts.length, suspects: suspects.length }, 'quota audit done');
   return result;

@@ -19,14 +19,13 @@
  *
  * @module
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import pLimit from 'p-limit';
-import pTimeout from 'p-timeout';
 import type { NovaClient } from '../nova/client.js';
 import type { DeleteOutcome, DeleteServerOptions } from '../delete/index.js';
 import { checkDeleteOptions, deleteServer } from '../delete/index.js';
-import { AbortError, DeleteTimeoutError, ValidationError, throwIfAborted } from '../errors/index.js';
+import { AbortError, ValidationError, throwIfAborted } from '../errors/index.js';
 import { componentLogger, type Logger } from '../core/logger.js';
+import { sleep } from '../core/clock.js';
 import {
   checkSelector,
   emptyReaperState,
@@ -36,7 +35,7 @@ import {
   type ReaperState,
   type ReapSkip,
 } from './plan.js';
-import { MAX_TIMER_MS, checkDurationMs } from '../core/validate.js';
+import { checkDurationMs } from '../core/validate.js';
 
 export type { FleetSelector, ReapCandidate, ReaperState, ReapSkip, ReapSkipReason, SeenCandidate } from './plan.js';
 
@@ -56,7 +55,7 @@ export interface ReaperOptions extends FleetSelector {
   deleteOptions?: Omit<DeleteServerOptions, 'wait' | 'timeoutMs' | 'intervalMs' | 'signal'>;
   /** State of earlier passes (e.g. read from a file by a cron job). Default: none. */
   state?: ReaperState | undefined;
-  /** Clock for ages and the state, epoch ms. Default `Date.now`. */
+  /** Clock for ages and the state, epoch ms. Default the client's clock (`wallNow`). */
   now?: () => number;
   /** Abort: the current pass stops its deletions and rejects with {@link AbortError}. */
   signal?: AbortSignal | undefined;
@@ -227,8 +226,8 @@ export class Reaper {
     const o = this.#options;
     const { signal } = o;
     throwIfAborted(signal);
-    const started = performance.now();
-    const now = o.now ?? Date.now;
+    const started = this.#client.clock.now();
+    const now = o.now ?? (() => this.#client.clock.wallNow());
     const servers = await this.#client.listServers(o.pageSize ? { limit: o.pageSize } : {}, { signal });
     const startedAtMs = now();
     const plan = planPass({ servers, previous: this.#state, selector: o, olderThanMs: o.olderThanMs, dryRun: o.dryRun ?? false, nowMs: startedAtMs });
@@ -249,10 +248,10 @@ export class Reaper {
         limit(async () => {
           if (signal?.aborted) return;
           this.#emit({ type: 'delete-started', serverId: server.id, name: server.name });
-          const t0 = performance.now();
+          const t0 = this.#client.clock.now();
           try {
             const r = await this.#deleteOne(server.id);
-            const item: ReapDeleted = { serverId: server.id, name: server.name, ageMs: candidate.ageMs, outcome: r.outcome, elapsedMs: Math.round(performance.now() - t0) };
+            const item: ReapDeleted = { serverId: server.id, name: server.name, ageMs: candidate.ageMs, outcome: r.outcome, elapsedMs: Math.round(this.#client.clock.now() - t0) };
             deleted.push(item);
             delete this.#state.candidates[server.id];
             this.#log.info({ serverId: server.id, outcome: r.outcome, elapsedMs: item.elapsedMs }, 'reaped');
@@ -278,46 +277,22 @@ export class Reaper {
       skipped: plan.skipped,
       failed: failed.sort(byOrder),
       startedAtMs,
-      elapsedMs: Math.round(performance.now() - started),
+      elapsedMs: Math.round(this.#client.clock.now() - started),
     };
   }
 
-  /** `deleteServer` with wait, hard-bounded: at `deleteTimeoutMs` (plus up to 1 s for the last request) it is aborted. */
-  async #deleteOne(serverId: string): ReturnType<typeof deleteServer> {
+  /** `deleteServer` with wait, bounded by `deleteTimeoutMs` (its `timeoutMs` covers the DELETE and the wait). */
+  #deleteOne(serverId: string): ReturnType<typeof deleteServer> {
     const o = this.#options;
     const timeoutMs = o.deleteTimeoutMs ?? 300000;
-    const graceMs = Math.min(1000, timeoutMs);
-    const controller = new AbortController();
-    const signal = o.signal ? AbortSignal.any([o.signal, controller.signal]) : controller.signal;
-    const started = performance.now();
-    try {
-      return await pTimeout(
-        deleteServer(this.#client, serverId, {
-          ...o.deleteOptions,
-          wait: true,
-          timeoutMs,
-          intervalMs: o.deleteIntervalMs ?? 5000,
-          requestTimeoutMs: Math.min(o.deleteOptions?.requestTimeoutMs ?? this.#client.requestTimeoutMs, timeoutMs),
-          signal,
-        }),
-        {
-          milliseconds: Math.min(timeoutMs + graceMs, Number.isFinite(timeoutMs) ? MAX_TIMER_MS : Number.POSITIVE_INFINITY),
-          fallback: () => {
-            controller.abort(new Error('deleteTimeoutMs'));
-            throw new DeleteTimeoutError({
-              serverId,
-              lastStatus: undefined,
-              lastTaskState: undefined,
-              polls: 0,
-              elapsedMs: Math.round(performance.now() - started),
-              timeoutMs,
-            });
-          },
-        },
-      );
-    } finally {
-      if (!controller.signal.aborted) controller.abort(new Error('settled'));
-    }
+    return deleteServer(this.#client, serverId, {
+      ...o.deleteOptions,
+      wait: true,
+      timeoutMs,
+      intervalMs: o.deleteIntervalMs ?? 5000,
+      requestTimeoutMs: Math.min(o.deleteOptions?.requestTimeoutMs ?? this.#client.requestTimeoutMs, timeoutMs),
+      signal: o.signal,
+    });
   }
 
   /**
@@ -351,7 +326,7 @@ export class Reaper {
         }
         this.#emit({ type: 'waiting', nextPassInMs: options.intervalMs });
         try {
-          await sleep(options.intervalMs, undefined, { signal: both });
+          await sleep(this.#client.clock, options.intervalMs, both);
         } catch {
           break;
         }
@@ -388,7 +363,7 @@ export async function reapServers(client: NovaClient, options: ReapServersOption
     } catch {
       // ignored, as every event
     }
-    await sleep(waitMs, undefined, options.signal ? { signal: options.signal } : undefined).catch((e: unknown) => {
+    await sleep(client.clock, waitMs, options.signal).catch((e: unknown) => {
       throw new AbortError('reapServers was aborted between passes', { cause: e });
     });
     passes.push(await reaper.pass());
