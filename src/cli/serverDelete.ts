@@ -11,13 +11,13 @@
  */
 import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
-import pLimit from 'p-limit';
 import { ValidationError } from '../errors/index.js';
 import type { NovaClient } from '../nova/client.js';
 import type { DeleteServerOptions } from '../delete/index.js';
 import type { DeleteProgress } from '../delete/index.js';
 import { parseMs } from './common.js';
 import { terminalSafe } from '../core/table.js';
+import { checkPathId } from '../core/validate.js';
 
 interface DeleteFlags {
   wait?: boolean;
@@ -36,12 +36,12 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
     .command('delete')
     .description('delete servers; with --wait, wait until Nova has really deleted them')
     .argument('<id...>', 'server ids')
-    .option('--wait', 'wait until each server is gone (404, DELETED) or SOFT_DELETED')
+    .option('--wait', 'wait until Nova has deleted each server (its 404) or it is SOFT_DELETED')
     .option('--timeout-ms <ms>', 'give up waiting after this many ms (default 300000)')
     .option('--interval-ms <ms>', 'time between polls in ms (default 5000)')
     .option('--force', 'force-delete (forceDelete action) instead of DELETE')
     .option('--force-soft-deleted', 'with --wait: force-delete servers that end SOFT_DELETED')
-    .option('--concurrency <n>', 'deletions at once (default 10)')
+    .option('--concurrency <n>', 'DELETE requests in flight at once (default 10); the waits are shared')
     .action(async (ids: string[], flags: DeleteFlags) => {
       // Flags first: a bad flag is reported as such, before any connection or cloud lookup.
       const options: DeleteServerOptions = {
@@ -57,7 +57,6 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
       if (!Number.isInteger(concurrency) || concurrency < 1) {
         throw new ValidationError(`--concurrency must be a positive integer, got ${JSON.stringify(flags.concurrency)}`);
       }
-      const limit = pLimit(concurrency);
       const client = await getClient();
       const unique = [...new Set(ids)];
       const tty = Boolean(process.stderr.isTTY) && options.wait;
@@ -83,31 +82,42 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
         bar?.update(done, { detail: detail() });
       };
       const held: string[] = [];
-      const deleteOne = async (id: string): Promise<{ id: string; error: Error } | undefined> => {
+      const failures: Array<{ id: string; error: Error }> = [];
+      // An id that cannot be one fails on its own (as `openstack server delete` does), the others go ahead.
+      const valid = unique.filter((id) => {
         try {
-          const r = await client.deleteServer(id, options);
+          checkPathId('server id', id);
+          return true;
+        } catch (error) {
+          failures.push({ id, error: error as Error });
+          return false;
+        }
+      });
+      // All DELETEs first (paced, at most --concurrency in flight), then every wait together.
+      await client.deleteServers(valid, {
+        ...options,
+        concurrency,
+        onSettled: (s) => {
+          latest.delete(s.serverId);
+          if (s.status === 'rejected') {
+            failures.push({ id: s.serverId, error: s.reason });
+            return;
+          }
+          const r = s.value;
           done++;
-          latest.delete(id);
           bar?.update(done, { detail: detail() });
-          const line = `${id}: ${r.outcome} (${r.polls} polls, ${r.elapsedMs} ms)`;
-          if (r.outcome === 'already-gone' && !UUID.test(id)) {
-            console.error(terminalSafe(`Warning: '${id}' is not a server id and Nova knows no server by it (nova-guard takes ids, not names)`, true));
+          const line = `${r.serverId}: ${r.outcome} (${r.polls} polls, ${r.elapsedMs} ms)`;
+          if (r.outcome === 'already-gone' && !UUID.test(r.serverId)) {
+            console.error(terminalSafe(`Warning: '${r.serverId}' is not a server id and Nova knows no server by it (nova-guard takes ids, not names)`, true));
           }
           // Under a progress bar the results are printed once it stops, so stdout always has them.
           if (bar) held.push(line);
           else console.log(line);
           for (const w of r.warnings) console.error(terminalSafe(`Warning: ${w}`, true));
-          return undefined;
-        } catch (e) {
-          latest.delete(id);
-          return { id, error: e as Error };
-        }
-      };
-      // At most --concurrency deletions at once (each still settles on its own).
-      const result = await Promise.all(unique.map((id) => limit(() => deleteOne(id))));
+        },
+      });
       bar?.stop();
       for (const line of held) console.log(line);
-      const failures = result.filter((r): r is { id: string; error: Error } => r !== undefined);
       for (const f of failures) console.error(terminalSafe(`Failed to delete server with name or ID '${f.id}': ${f.error.message}`, true));
       if (failures.length > 0) {
         console.error(`${failures.length} of ${unique.length} servers failed to delete.`);

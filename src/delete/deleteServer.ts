@@ -249,14 +249,23 @@ async function sendDelete(
  */
 export async function deleteServers(client: DeleteCapable, ids: readonly string[], options: DeleteServersOptions = {}): Promise<DeleteServersResult> {
   checkDeleteManyOptions(ids, options);
-  const { concurrency, ...one } = options;
+  const { concurrency, onSettled, ...one } = options;
   const unique = [...new Set(ids)];
   const limit = pLimit(concurrency ?? DELETE_DEFAULTS.concurrency);
-  const settled = await Promise.allSettled(unique.map((id) => deleteChecked(client.deleteEngine, id, one, (fn) => limit(fn))));
-  const results: DeleteSettled[] = settled.map((s, i) =>
-    s.status === 'fulfilled'
-      ? { serverId: unique[i]!, status: 'fulfilled', value: s.value }
-      : { serverId: unique[i]!, status: 'rejected', reason: s.reason instanceof Error ? s.reason : new Error(String(s.reason)) },
+  const results: DeleteSettled[] = await Promise.all(
+    unique.map((serverId) =>
+      deleteChecked(client.deleteEngine, serverId, one, (fn) => limit(fn)).then(
+        (value): DeleteSettled => ({ serverId, status: 'fulfilled', value }),
+        (reason: unknown): DeleteSettled => ({ serverId, status: 'rejected', reason: reason instanceof Error ? reason : new Error(String(reason)) }),
+      ).then((settled) => {
+        try {
+          onSettled?.(settled);
+        } catch {
+          // a callback must not break the others
+        }
+        return settled;
+      }),
+    ),
   );
   return {
     results,

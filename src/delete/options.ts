@@ -25,7 +25,7 @@ export const DELETE_DEFAULTS = Object.freeze({
 
 const WAIT_KEYS = ['intervalMs', 'confirmIntervalMs', 'jitter', 'timeoutMs', 'signal', 'onProgress', 'requestTimeoutMs', 'pollRetries'] as const;
 const DELETE_KEYS = [...WAIT_KEYS, 'wait', 'redeleteAfterMs', 'forceSoftDeleted', 'confirmGoneMs', 'deleteRetries', 'force'] as const;
-const DELETE_MANY_KEYS = [...DELETE_KEYS, 'concurrency'] as const;
+const DELETE_MANY_KEYS = [...DELETE_KEYS, 'concurrency', 'onSettled'] as const;
 
 function checkNonNegativeInteger(name: string, value: unknown): void {
   if (value !== undefined && (typeof value !== 'number' || !Number.isInteger(value) || value < 0)) {
@@ -83,4 +83,5 @@ export function checkDeleteManyOptions(ids: unknown, options: DeleteServersOptio
   for (const id of ids) checkPathId('server id', id);
   const c = options.concurrency;
   if (c !== undefined && (typeof c !== 'number' || !Number.isInteger(c) || c < 1)) throw new ValidationError(`concurrency must be a positive integer, got ${String(c)}`);
+  if (options.onSettled !== undefined && typeof options.onSettled !== 'function') throw new ValidationError('onSettled must be a function');
 }

@@ -159,6 +159,8 @@ export interface DeleteServerResult {
 export interface DeleteServersOptions extends DeleteServerOptions {
   /** DELETE requests in flight at once (the waits that follow are shared and not bounded). @default 10 */
   concurrency?: number;
+  /** Called as each server settles, before the whole call resolves; an exception thrown by it is ignored. */
+  onSettled?: ((settled: DeleteSettled) => void) | undefined;
 }
 
 /** One server's settled result. */
