@@ -3,7 +3,7 @@
  * it, delete it) against a core quota below 2W, with Nova deleting asynchronously, under three
  * policies:
  * - **naive**: create; a quota 403 fails the job; delete without waiting.
- * - **autopkgtest**: `ssh-setup/nova`'s create loop (`../shared/reference/field-cases.md` A.1): up to
+ * - **autopkgtest**: `ssh-setup/nova`'s create loop (`docs/field-cases.md#what-autopkgtest-does`): up to
  *   3 attempts with a fixed sleep (300 s, scaled) whatever the error; delete without waiting.
  * - **nova-guard**: `QuotaGuard.createServer` (headroom from `/limits` minus in-flight claims,
  *   waits with backoff, quota 403s retried) and `client.deleteServer(id, { wait: true })`.

@@ -12,7 +12,7 @@
  * 3. `GET /limits` (and the quota-set detail) again.
  * 4. Optionally `GET /servers/{id}` for every listed server at bounded concurrency: a 404 marks a ghost.
  *
- * Counting follows Nova (`../shared/reference/nova-facts.md` §6.4): SOFT_DELETED and DELETED do not
+ * Counting follows Nova (`nova/quota.py` `_instances_cores_ram_count`; `docs/nova-behaviour.md#how-usage-is-counted`): SOFT_DELETED and DELETED do not
  * count, ERROR does, BUILD counts once it has an instance row in a cell (so a BUILD server may or may
  * not be in Nova's number: both are consistent).
  *

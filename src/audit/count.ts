@@ -6,7 +6,7 @@
  * (`nova/objects/instance.py`): rows not deleted and `vm_state != SOFT_DELETED` count, summing the
  * flavor's `vcpus` and `memory_mb`; ERROR servers count. A BUILD server counts once the conductor has
  * created its instance row in a cell (legacy counting), or at once for instances under placement
- * counting. See `../shared/reference/nova-facts.md` §6.3-6.4. The flavor is embedded in the server from
+ * counting. See `docs/nova-behaviour.md#how-usage-is-counted`. The flavor is embedded in the server from
  * microversion 2.47 (Nova API reference, "Show Server Details", `flavor`), else read with
  * `GET /flavors/{id}` (cached by the client).
  *

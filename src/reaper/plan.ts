@@ -5,7 +5,7 @@
  *
  * The two-pass rule is nodepool's leak cleanup (`nodepool/driver/statemachine.py`
  * `cleanupLeakedResources`: "We've seen this twice now, so it's not a race condition"; see
- * `../shared/reference/field-cases.md` A.3 §9).
+ * `docs/field-cases.md#what-nodepool-does`).
  *
  * @module
  */

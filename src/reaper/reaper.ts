@@ -5,10 +5,10 @@
  * - **Fleet**: a name prefix and/or a metadata key (and value); never every server of a project.
  * - **Age**: only servers older than `olderThanMs` (from `created`).
  * - **Two passes**: a server is deleted only when it was a candidate on two consecutive passes and did
- *   not change in between (nodepool's leak cleanup, `../shared/reference/field-cases.md` A.3 §9).
+ *   not change in between (nodepool's leak cleanup, `cleanupLeakedResources`; `docs/field-cases.md#what-nodepool-does`).
  * - **Time-boxed, one at a time per server**: each deletion is `deleteServer(id, { wait: true })`
  *   bounded by `deleteTimeoutMs`, and settles on its own; one stuck server never stops the others
- *   (autopkgtest-cloud's janitor, A.2; BUG-05).
+ *   (autopkgtest-cloud's janitor; `docs/field-cases.md#servers-stuck-in-deleting`).
  *
  * Three ways to run it:
  * - {@link reapServers}: two passes `passIntervalMs` apart, then return (a one-shot command).

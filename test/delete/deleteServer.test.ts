@@ -64,7 +64,7 @@ describe('client.deleteServer', () => {
     }
   });
 
-  it('BUG-03 3c: 404 on DELETE resolves already-gone with no polls', async () => {
+  it('Gone comes in several forms: 404 on DELETE resolves already-gone with no polls', async () => {
     const nova = await startNova();
     const client = clientFor(nova);
     const r = await client.deleteServer('11111111-aaaa-4bbb-8ccc-000000000003', { wait: true, ...FAST });
@@ -72,7 +72,7 @@ describe('client.deleteServer', () => {
     expect(nova.requests.filter((q) => q.method === 'GET')).toHaveLength(0);
   });
 
-  it('BUG-04 4b: 409 (locked) throws ConflictError at once, zero GETs', async () => {
+  it('A DELETE accepted but never carried out: 409 (locked) throws ConflictError at once, zero GETs', async () => {
     const nova = await startNova();
     const client = clientFor(nova, { token: `member:${nova.projectId}` }); // admin tokens bypass locks, as in Nova
     const id = nova.addServer({ status: 'ACTIVE' }).id;
@@ -86,7 +86,7 @@ describe('client.deleteServer', () => {
     expect(nova.requestsTo('GET', serverPath(id))).toHaveLength(0);
   });
 
-  it('BUG-01 1c: DELETE 500 is retried (bounded), then DeleteFailedError with zero GETs', async () => {
+  it('The wait loop that hangs or gives up early: DELETE 500 is retried (bounded), then DeleteFailedError with zero GETs', async () => {
     const nova = await startNova();
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
@@ -107,7 +107,7 @@ describe('client.deleteServer', () => {
     expect(r).toMatchObject({ outcome: 'deleted', deleteAttempts: 2 });
   });
 
-  it('BUG-04 4a: no sign of deletion within redeleteAfterMs re-issues the DELETE exactly once', async () => {
+  it('A DELETE accepted but never carried out: no sign of deletion within redeleteAfterMs re-issues the DELETE exactly once', async () => {
     const nova = await startNova({ deleteDelayMs: 20 });
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
@@ -121,7 +121,7 @@ describe('client.deleteServer', () => {
     expect(del2.timeMs - del1.timeMs).toBeGreaterThanOrEqual(35);
   });
 
-  it('BUG-04 4a control: a poll showing task_state deleting means no second DELETE', async () => {
+  it('A DELETE accepted but never carried out (control): a poll showing task_state deleting means no second DELETE', async () => {
     const nova = await startNova({ deleteDelayMs: 120 });
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
@@ -130,7 +130,7 @@ describe('client.deleteServer', () => {
     expect(nova.requestsTo('DELETE', serverPath(id))).toHaveLength(1);
   });
 
-  it('BUG-01 1a: a server stuck in deleting throws DeleteTimeoutError with the last state', async () => {
+  it('The wait loop that hangs or gives up early: a server stuck in deleting throws DeleteTimeoutError with the last state', async () => {
     const nova = await startNova();
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
@@ -166,7 +166,7 @@ describe('client.deleteServer', () => {
     expect(e.faultMessage).toBeTruthy();
   });
 
-  it('BUG-06 6b: forceSoftDeleted force-deletes a SOFT_DELETED server and waits for 404', async () => {
+  it('Soft-delete clouds: forceSoftDeleted force-deletes a SOFT_DELETED server and waits for 404', async () => {
     const nova = await startNova({ softDelete: true });
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
@@ -177,7 +177,7 @@ describe('client.deleteServer', () => {
     expect(nova.getServerState(id)).toBeUndefined();
   });
 
-  it('BUG-06 6b: a SOFT_DELETED server being force-deleted (task_state deleting) is waited for, not force-deleted again', async () => {
+  it('Soft-delete clouds: a SOFT_DELETED server being force-deleted (task_state deleting) is waited for, not force-deleted again', async () => {
     const nova = await startNova({ softDelete: true, deleteDelayMs: 60 });
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
@@ -187,7 +187,7 @@ describe('client.deleteServer', () => {
     expect(nova.getServerState(id)).toBeUndefined();
   });
 
-  it('BUG-06 6b variant: a 403 on force-delete resolves soft-deleted with a warning', async () => {
+  it('Soft-delete clouds (variant): a 403 on force-delete resolves soft-deleted with a warning', async () => {
     const nova = await startNova({ softDelete: true });
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
@@ -203,7 +203,7 @@ describe('client.deleteServer', () => {
     expect(r.warnings[0]).toContain('os-deferred-delete:force');
   });
 
-  it('BUG-06 6a: without forceSoftDeleted a SOFT_DELETED server resolves soft-deleted after one poll', async () => {
+  it('Soft-delete clouds: without forceSoftDeleted a SOFT_DELETED server resolves soft-deleted after one poll', async () => {
     const nova = await startNova({ softDelete: true });
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE', flavorId: '2' }).id;
@@ -284,7 +284,7 @@ describe('client.unconfirmedDeletes: nothing is forgotten', () => {
 });
 
 describe('client.deleteServers', () => {
-  it('BUG-05 5b: each settles on its own; a stuck one times out without hiding the others', async () => {
+  it('Servers stuck in deleting: each settles on its own; a stuck one times out without hiding the others', async () => {
     const nova = await startNova({ deleteDelayMs: 20 });
     const client = clientFor(nova);
     const stuck = nova.addServer({ status: 'ACTIVE' }).id;

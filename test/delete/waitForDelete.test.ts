@@ -21,7 +21,7 @@ describe('waitForDelete (port of osc-lib wait_for_delete)', () => {
     expect(gets.at(-1)!.status).toBe(404);
   });
 
-  it('BUG-03 3a: status DELETED (any case) is not the end: the wait goes on to the 404', async () => {
+  it('Gone comes in several forms: status DELETED (any case) is not the end: the wait goes on to the 404', async () => {
     const nova = await startNova();
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
@@ -35,7 +35,7 @@ describe('waitForDelete (port of osc-lib wait_for_delete)', () => {
     expect(gets.at(-1)!.status).toBe(404);
   });
 
-  it('BUG-03 3a: a server that stays DELETED past timeoutMs times out with last status DELETED, never deleted', async () => {
+  it('Gone comes in several forms: a server that stays DELETED past timeoutMs times out with last status DELETED, never deleted', async () => {
     const nova = await startNova();
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
@@ -45,14 +45,14 @@ describe('waitForDelete (port of osc-lib wait_for_delete)', () => {
     expect(r.polls).toBeGreaterThanOrEqual(2);
   });
 
-  it('BUG-03 3b: an immediate 404 resolves deleted after one poll', async () => {
+  it('Gone comes in several forms: an immediate 404 resolves deleted after one poll', async () => {
     const nova = await startNova();
     const client = clientFor(nova);
     const r = await waitForDelete(client, '11111111-aaaa-4bbb-8ccc-000000000003', { intervalMs: 5 });
     expect(r).toMatchObject({ outcome: 'deleted', polls: 1, lastStatus: 'NOT_FOUND' });
   });
 
-  it('BUG-06 6a: SOFT_DELETED ends the wait as soft-deleted', async () => {
+  it('Soft-delete clouds: SOFT_DELETED ends the wait as soft-deleted', async () => {
     const nova = await startNova({ softDelete: true });
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
@@ -73,7 +73,7 @@ describe('waitForDelete (port of osc-lib wait_for_delete)', () => {
     expect(r.server?.fault?.message).toBe('boom');
   });
 
-  it('BUG-01 1b: 503 and a reset are retried, never taken as gone', async () => {
+  it('The wait loop that hangs or gives up early: 503 and a reset are retried, never taken as gone', async () => {
     const nova = await startNova({ deleteDelayMs: 400 });
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
@@ -89,7 +89,7 @@ describe('waitForDelete (port of osc-lib wait_for_delete)', () => {
     expect(r.polls).toBe(gets.length);
   });
 
-  it('BUG-01 1b variant: when the transient budget is spent it rejects with the transport error', async () => {
+  it('The wait loop that hangs or gives up early (variant): when the transient budget is spent it rejects with the transport error', async () => {
     const nova = await startNova();
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
@@ -100,7 +100,7 @@ describe('waitForDelete (port of osc-lib wait_for_delete)', () => {
     expect(nova.requestsTo('GET', serverPath(id))).toHaveLength(5);
   });
 
-  it('BUG-01 1a: the timeout ends the wait (wall clock), and nothing polls afterwards', async () => {
+  it('The wait loop that hangs or gives up early: the timeout ends the wait (wall clock), and nothing polls afterwards', async () => {
     const nova = await startNova();
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
@@ -120,7 +120,7 @@ describe('waitForDelete (port of osc-lib wait_for_delete)', () => {
     expect(nova.requests.length).toBe(count);
   });
 
-  it('BUG-05 5a: a hung poll is cut by requestTimeoutMs and counted as one transient error', async () => {
+  it('Servers stuck in deleting: a hung poll is cut by requestTimeoutMs and counted as one transient error', async () => {
     const nova = await startNova();
     const client = clientFor(nova);
     nova.inject({ method: 'GET', path: SERVER_PATH, hang: true });

@@ -14,7 +14,7 @@ import { ClaimLedger } from '../../src/guard/claims.js';
 const meta = { requestId: 'req-1', readAtMs: 1000 };
 
 describe('computeHeadroom', () => {
-  it('11a: -1 (unlimited) gives Infinity, never negative or NaN', () => {
+  it('-1 (unlimited) gives Infinity, never negative or NaN', () => {
     const abs = parseAbsoluteLimits({
       maxTotalCores: -1,
       totalCoresUsed: 514,
@@ -35,7 +35,7 @@ describe('computeHeadroom', () => {
     expect(checkFit({ cores: 2, ramMiB: 2048, instances: 1 }, h)).toEqual({ verdict: 'fits', shortfalls: [] });
   });
 
-  it('11b: a limit of 0 is a real limit: needing 2 cores can never fit', () => {
+  it('a limit of 0 is a real limit: needing 2 cores can never fit', () => {
     const h = computeHeadroom(parseAbsoluteLimits({ maxTotalCores: 0, totalCoresUsed: 0 }), NO_NEEDS, meta);
     expect(h.cores).toEqual({ max: 0, used: 0, inFlight: 0, headroom: 0 });
     const fit = checkFit({ cores: 2, ramMiB: 0, instances: 0 }, h);
@@ -43,7 +43,7 @@ describe('computeHeadroom', () => {
     expect(fit.shortfalls).toEqual([{ resource: 'cores', needed: 2, max: 0, used: 0, inFlight: 0, headroom: 0 }]);
   });
 
-  it('11c: used above max (quota lowered) clamps headroom to 0 and is short, not permanent', () => {
+  it('used above max (quota lowered) clamps headroom to 0 and is short, not permanent', () => {
     const h = computeHeadroom(parseAbsoluteLimits({ maxTotalCores: 400, totalCoresUsed: 514 }), NO_NEEDS, meta);
     expect(h.cores.headroom).toBe(0);
     expect(checkFit({ cores: 2, ramMiB: 0, instances: 0 }, h).verdict).toBe('short');
@@ -79,7 +79,7 @@ describe('computeHeadroom', () => {
 });
 
 describe('describeShortfalls / shortfallResources', () => {
-  it("13b: the message names Nova's /limits keys and the numbers", () => {
+  it("the message names Nova's /limits keys and the numbers", () => {
     const h = computeHeadroom(parseAbsoluteLimits({ maxTotalCores: 10, totalCoresUsed: 8 }), NO_NEEDS, meta);
     const fit = checkFit({ cores: 4, ramMiB: 0, instances: 0 }, h);
     expect(describeShortfalls(fit.shortfalls)).toBe('cores: maxTotalCores=10 totalCoresUsed=8 requested=4 inFlight=0');

@@ -187,7 +187,7 @@ describe('Workers race past the headroom check: three workers (separate guards) 
 });
 
 describe('Reported usage is wrong or stale', () => {
-  it('13a: re-reads /limits before every attempt (8, 8, 4 of 10 → 3 reads, 1 POST)', async () => {
+  it('re-reads /limits before every attempt (8, 8, 4 of 10 → 3 reads, 1 POST)', async () => {
     const nova = await startNova();
     for (const used of [8, 8, 4]) nova.inject({ method: 'GET', path: '/limits', status: 200, body: limitsBody({ maxTotalCores: 10, totalCoresUsed: used }) });
     const guard = guardFor(nova, { waitForActive: false });
@@ -196,7 +196,7 @@ describe('Reported usage is wrong or stale', () => {
     expect(nova.requestsTo('GET', '/flavors/3')).toHaveLength(1);
   });
 
-  it('13b: stuck over-count (phantom usage, two 2-core servers) → QuotaWaitTimeoutError with the numbers, 0 POSTs', async () => {
+  it('stuck over-count (phantom usage, two 2-core servers) → QuotaWaitTimeoutError with the numbers, 0 POSTs', async () => {
     vi.useFakeTimers();
     // Two 2-core servers, but /limits reports 8 of 10 cores used (phantom usage of 4).
     const nova = new ScriptedNova();
@@ -240,7 +240,7 @@ describe('Reported usage is wrong or stale', () => {
     expect(gaps.at(-1)).toBeLessThanOrEqual(60);
   });
 
-  it("13c: onStaleLimits 'attempt' with maxWaitMs 0 → 1 /limits read, 1 POST that Nova accepts, warning logged", async () => {
+  it("onStaleLimits 'attempt' with maxWaitMs 0 → 1 /limits read, 1 POST that Nova accepts, warning logged", async () => {
     // /limits keeps counting two destroyed servers (quota lag); Nova's own check does not.
     const nova = await startNova({ maxTotalCores: 10, quotaLagMs: 60000 });
     const ids = [0, 1, 2, 3].map(() => nova.addServer({ flavorId: '2' }).id);
@@ -307,7 +307,7 @@ describe('-1, 0 and used > max', () => {
     expect(Math.abs(h.readAtMs - Date.now())).toBeLessThan(1000);
   });
 
-  it('11b: maxTotalCores 0 → permanent QuotaExceededError at once, 0 POSTs', async () => {
+  it('maxTotalCores 0 → permanent QuotaExceededError at once, 0 POSTs', async () => {
     const nova = await startNova({ maxTotalCores: 0 });
     const guard = guardFor(nova);
     const err = await rejection(guard.createServer(body('x')));
@@ -319,7 +319,7 @@ describe('-1, 0 and used > max', () => {
     expect(limitsAndPosts(nova)).toEqual(['GET /limits']);
   });
 
-  it('11c: used > max → headroom 0, waits (positive delay ≥ minDelayMs) and re-reads', async () => {
+  it('used > max → headroom 0, waits (positive delay ≥ minDelayMs) and re-reads', async () => {
     vi.useFakeTimers();
     const nova = new ScriptedNova();
     nova.reply('GET /limits', limitsReply({ maxTotalCores: 400, totalCoresUsed: 514 }), limitsReply({ maxTotalCores: 400, totalCoresUsed: 398 }));
@@ -340,7 +340,7 @@ describe('-1, 0 and used > max', () => {
 });
 
 describe('quota shapes and permanence', () => {
-  it('9b pre-check: 32 cores needed, maxTotalCores 20 → permanent, 0 POSTs', async () => {
+  it('pre-check: 32 cores needed, maxTotalCores 20 → permanent, 0 POSTs', async () => {
     const nova = await startNova({ maxTotalCores: 20 });
     const err = await rejection(guardFor(nova).createServer(body('big'), { needs: { cores: 32, ramMiB: 98304, instances: 1 } }));
     expect(err).toBeInstanceOf(QuotaExceededError);
@@ -352,7 +352,7 @@ describe('quota shapes and permanence', () => {
     expect(posts(nova)).toHaveLength(0);
   });
 
-  it('9b without pre-check numbers: Nova says permanent → exactly 1 POST, 0 retries', async () => {
+  it('without pre-check numbers: Nova says permanent → exactly 1 POST, 0 retries', async () => {
     const nova = await startNova();
     nova.inject({ method: 'GET', path: '/limits', status: 200, body: limitsBody({}) });
     nova.inject({
@@ -376,10 +376,10 @@ describe('quota shapes and permanence', () => {
   });
 
   it.each([
-    ['9a legacy single', MSG_9A],
-    ['9c instances', 'Quota exceeded for instances: Requested 1, but already used 10 of 10 instances'],
-    ['9d ports', 'Maximum number of ports exceeded'],
-    ['9e bare', 'Quota exceeded: code=InstanceLimitExceeded'],
+    ['legacy single', MSG_9A],
+    ['instances', 'Quota exceeded for instances: Requested 1, but already used 10 of 10 instances'],
+    ['ports', 'Maximum number of ports exceeded'],
+    ['bare', 'Quota exceeded: code=InstanceLimitExceeded'],
     ['pre-Liberty', 'Quota exceeded for cores,instances: Requested 2, but already used 9 of 10 cores'],
     ['unified limits', 'Project demo is over a limit for [Resource class:VCPU is over limit of 515 due to current usage 514 and delta 2]'],
     ['server group', 'Quota exceeded, too many servers in group'],
@@ -394,7 +394,7 @@ describe('quota shapes and permanence', () => {
     expect(retries.map((r) => r.reason)).toEqual(['quota']);
   });
 
-  it('9f: Retry-After: 0 on a quota 403 → next request ≥ minDelayMs later', async () => {
+  it('Retry-After: 0 on a quota 403 → next request ≥ minDelayMs later', async () => {
     vi.useFakeTimers();
     const nova = new ScriptedNova();
     nova.reply('POST /servers', quota403Reply(MSG_9A, { 'Retry-After': '0' }));
@@ -408,7 +408,7 @@ describe('quota shapes and permanence', () => {
 });
 
 describe('A 403 that is not a quota is thrown at once', () => {
-  it('10a policy denial → ForbiddenError, exactly 1 POST, no /limits loop', async () => {
+  it('policy denial → ForbiddenError, exactly 1 POST, no /limits loop', async () => {
     const nova = await startNova();
     nova.inject({
       method: 'POST',
@@ -423,7 +423,7 @@ describe('A 403 that is not a quota is thrown at once', () => {
     expect(limitsAndPosts(nova)).toEqual(['GET /limits', 'POST /servers']);
   });
 
-  it('10b opaque proxy HTML 403 → ForbiddenError, exactly 1 POST', async () => {
+  it('opaque proxy HTML 403 → ForbiddenError, exactly 1 POST', async () => {
     const nova = await startNova();
     nova.inject({
       method: 'POST',
@@ -439,7 +439,7 @@ describe('A 403 that is not a quota is thrown at once', () => {
     expect(liveServers(nova)).toEqual([]);
   });
 
-  it('10c control: a quota 403 takes the retry path', async () => {
+  it('control: a quota 403 takes the retry path', async () => {
     const nova = await startNova();
     nova.inject({ method: 'POST', path: '/servers', status: 403, body: quota403(MSG_9A) });
     const s = await guardFor(nova).createServer(body('x'));
@@ -458,7 +458,7 @@ describe('413 rate limit, legacy 413 quota, 413 too large', () => {
     },
   });
 
-  it('8a Retry-After header (+ body retryAfter): second POST after it, no quota attempt used', async () => {
+  it('Retry-After header (+ body retryAfter): second POST after it, no quota attempt used', async () => {
     vi.useFakeTimers();
     const nova = new ScriptedNova();
     // Retry-After in seconds; 0.1 s keeps the test fast (the parser takes fractional seconds).
@@ -479,7 +479,7 @@ describe('413 rate limit, legacy 413 quota, 413 too large', () => {
     expect(nova.sent.filter((r) => r.path === '/limits')).toHaveLength(1);
   });
 
-  it('8a body retryAfter only, and retryAt only', async () => {
+  it('body retryAfter only, and retryAt only', async () => {
     vi.useFakeTimers();
     const nova = new ScriptedNova();
     nova.reply('POST /servers', { status: 413, body: RATE_BODY('0.1') });
@@ -499,7 +499,7 @@ describe('413 rate limit, legacy 413 quota, 413 too large', () => {
     expect(p[1]!.wallMs).toBeGreaterThanOrEqual(Date.parse(at) - 5);
   });
 
-  it("8a retryAfter '-1' → treated as 0, then at least minDelayMs", async () => {
+  it("retryAfter '-1' → treated as 0, then at least minDelayMs", async () => {
     vi.useFakeTimers();
     const nova = new ScriptedNova();
     nova.reply('POST /servers', { status: 413, headers: { 'Retry-After': '-1' }, body: RATE_BODY('-1') });
@@ -511,7 +511,7 @@ describe('413 rate limit, legacy 413 quota, 413 too large', () => {
     expect(p[1]!.atMs - p[0]!.atMs).toBe(60);
   });
 
-  it("8b legacy 413 overLimit quota with retryAfter '0' → handled as quota: re-read /limits after ≥ minDelayMs", async () => {
+  it("legacy 413 overLimit quota with retryAfter '0' → handled as quota: re-read /limits after ≥ minDelayMs", async () => {
     vi.useFakeTimers();
     const nova = new ScriptedNova();
     nova.reply('POST /servers', {
@@ -529,7 +529,7 @@ describe('413 rate limit, legacy 413 quota, 413 too large', () => {
     expect(retries.map((r) => [r.reason, (r.error as QuotaExceededError).status])).toEqual([['quota', 413]]);
   });
 
-  it('8c 413 that is neither → RequestTooLargeError, exactly 1 POST', async () => {
+  it('413 that is neither → RequestTooLargeError, exactly 1 POST', async () => {
     const nova = await startNova();
     nova.inject({
       method: 'POST',

@@ -1,6 +1,6 @@
 /**
  * The coalesced waiter gives the same outcomes as the per-server waiter on every delete field case
- * (`shared/reference/field-cases.md` BUG-01, 03, 04, 05, 06), with several deletes pending at once so
+ * (the delete field cases of `docs/field-cases.md`), with several deletes pending at once so
  * the coalesced path really serves them from `changes-since` listings. Each case runs both ways.
  */
 import { describe, expect, it } from 'vitest';
@@ -37,7 +37,7 @@ function expectPathUsed(nova: FakeNova, coalesce: boolean): void {
 describe.each([true, false])('delete field cases with coalesce: %s', (coalesce) => {
   const client = (nova: FakeNova): NovaClient => clientFor(nova, { coalesce, maxRequestsPerSecond: Number.POSITIVE_INFINITY });
 
-  it('BUG-03: 404 after the DELETED window ends every wait as deleted, cores freed', async () => {
+  it('Gone comes in several forms: 404 after the DELETED window ends every wait as deleted, cores freed', async () => {
     const nova = await startNova({ deleteDelayMs: 30, deletedWindowMs: 10, maxTotalInstances: -1 });
     const c = client(nova);
     const ids = servers(nova, 6, '2');
@@ -50,7 +50,7 @@ describe.each([true, false])('delete field cases with coalesce: %s', (coalesce) 
     expectPathUsed(nova, coalesce);
   });
 
-  it('BUG-03 3a: status DELETED is not deleted: every wait goes on to the 404, when the cores are free', async () => {
+  it('Gone comes in several forms: status DELETED is not deleted: every wait goes on to the 404, when the cores are free', async () => {
     // GET shows DELETED for 400 ms after the delete: no wait may end in that window.
     const nova = await startNova({ deleteDelayMs: 20, deletedWindowMs: 400, maxTotalInstances: -1 });
     const c = client(nova);
@@ -64,7 +64,7 @@ describe.each([true, false])('delete field cases with coalesce: %s', (coalesce) 
     expectPathUsed(nova, coalesce);
   });
 
-  it('BUG-03 3a: a DELETED window longer than timeoutMs ends as DeleteTimeoutError with last status DELETED', async () => {
+  it('Gone comes in several forms: a DELETED window longer than timeoutMs ends as DeleteTimeoutError with last status DELETED', async () => {
     const nova = await startNova({ deleteDelayMs: 20, deletedWindowMs: 60000, maxTotalInstances: -1 });
     const c = client(nova);
     const ids = servers(nova, 3);
@@ -78,7 +78,7 @@ describe.each([true, false])('delete field cases with coalesce: %s', (coalesce) 
     expect(c.unconfirmedDeletes().map((u) => u.serverId).sort()).toEqual([...ids].sort());
   });
 
-  it('BUG-03 3c: a 404 on DELETE is already-gone with no polls, next to servers that are waited for', async () => {
+  it('Gone comes in several forms: a 404 on DELETE is already-gone with no polls, next to servers that are waited for', async () => {
     const nova = await startNova({ deleteDelayMs: 20 });
     const c = client(nova);
     const ids = servers(nova, 3);
@@ -90,7 +90,7 @@ describe.each([true, false])('delete field cases with coalesce: %s', (coalesce) 
     expect(nova.requestsTo('GET', serverPath(gone))).toHaveLength(0);
   });
 
-  it('BUG-03: waitForDelete on ids that never existed resolves deleted (confirmed by a 404)', async () => {
+  it('Gone comes in several forms: waitForDelete on ids that never existed resolves deleted (confirmed by a 404)', async () => {
     const nova = await startNova();
     const c = client(nova);
     const ids = ['no-such-1', 'no-such-2', 'no-such-3'];
@@ -99,7 +99,7 @@ describe.each([true, false])('delete field cases with coalesce: %s', (coalesce) 
     for (const id of ids) expect(nova.requestsTo('GET', serverPath(id)).at(-1)?.status).toBe(404);
   });
 
-  it('BUG-04 4a: a lost DELETE is re-issued once for that server only', async () => {
+  it('A DELETE accepted but never carried out: a lost DELETE is re-issued once for that server only', async () => {
     const nova = await startNova({ deleteDelayMs: 20 });
     const c = client(nova);
     const ids = servers(nova, 4);
@@ -112,7 +112,7 @@ describe.each([true, false])('delete field cases with coalesce: %s', (coalesce) 
     expectPathUsed(nova, coalesce);
   });
 
-  it('BUG-04 4a control: servers seen in task_state deleting get no second DELETE', async () => {
+  it('A DELETE accepted but never carried out (control): servers seen in task_state deleting get no second DELETE', async () => {
     const nova = await startNova({ deleteDelayMs: 150 });
     const c = client(nova);
     const ids = servers(nova, 3);
@@ -121,7 +121,7 @@ describe.each([true, false])('delete field cases with coalesce: %s', (coalesce) 
     for (const id of ids) expect(nova.requestsTo('DELETE', serverPath(id))).toHaveLength(1);
   });
 
-  it('BUG-04 4b: a locked server throws ConflictError at once while the others are deleted', async () => {
+  it('A DELETE accepted but never carried out: a locked server throws ConflictError at once while the others are deleted', async () => {
     const nova = await startNova({ deleteDelayMs: 20 });
     const c = clientFor(nova, { coalesce, token: `member:${nova.projectId}` });
     const ids = servers(nova, 3);
@@ -133,7 +133,7 @@ describe.each([true, false])('delete field cases with coalesce: %s', (coalesce) 
     expect(nova.requestsTo('GET', serverPath(ids[1]!))).toHaveLength(0);
   });
 
-  it('BUG-05 5b: stuck servers time out with their last state; the others are deleted; the batch settles at the timeout', async () => {
+  it('Servers stuck in deleting: stuck servers time out with their last state; the others are deleted; the batch settles at the timeout', async () => {
     const nova = await startNova({ deleteDelayMs: 30 });
     const c = client(nova);
     const ids = servers(nova, 5);
@@ -158,7 +158,7 @@ describe.each([true, false])('delete field cases with coalesce: %s', (coalesce) 
     expectPathUsed(nova, coalesce);
   });
 
-  it('BUG-05 5a: a hung poll is cut by requestTimeoutMs, counted as a transient failure, and the waits end deleted', async () => {
+  it('Servers stuck in deleting: a hung poll is cut by requestTimeoutMs, counted as a transient failure, and the waits end deleted', async () => {
     const nova = await startNova({ deleteDelayMs: 20 });
     const c = client(nova);
     const ids = servers(nova, 3);
@@ -168,7 +168,7 @@ describe.each([true, false])('delete field cases with coalesce: %s', (coalesce) 
     expect(nova.requestsTo('GET', pollPath(coalesce)).some((q) => q.status === 0)).toBe(true);
   });
 
-  it('BUG-01 1b: 503 and a reset on the polls are never taken as gone', async () => {
+  it('The wait loop that hangs or gives up early: 503 and a reset on the polls are never taken as gone', async () => {
     const nova = await startNova({ deleteDelayMs: 80 });
     const c = client(nova);
     const ids = servers(nova, 4);
@@ -191,7 +191,7 @@ describe.each([true, false])('delete field cases with coalesce: %s', (coalesce) 
     expectPathUsed(nova, coalesce);
   });
 
-  it('BUG-01 1b variant: persistent 503 on every look rejects every wait with the 503 once its budget is spent', async () => {
+  it('The wait loop that hangs or gives up early (variant): persistent 503 on every look rejects every wait with the 503 once its budget is spent', async () => {
     const nova = await startNova();
     const c = client(nova);
     const ids = servers(nova, 3);
@@ -218,7 +218,7 @@ describe.each([true, false])('delete field cases with coalesce: %s', (coalesce) 
     for (const id of ids) expect(nova.requestsTo('GET', serverPath(id)).length).toBeGreaterThan(0);
   });
 
-  it('BUG-01 1a: stuck servers time out (wall clock), and nothing polls afterwards', async () => {
+  it('The wait loop that hangs or gives up early: stuck servers time out (wall clock), and nothing polls afterwards', async () => {
     const nova = await startNova();
     const c = client(nova);
     const ids = servers(nova, 4);
@@ -239,7 +239,7 @@ describe.each([true, false])('delete field cases with coalesce: %s', (coalesce) 
     expect(nova.requests.length).toBe(count);
   });
 
-  it('BUG-06 6a: SOFT_DELETED ends every wait as soft-deleted, and the cores are released', async () => {
+  it('Soft-delete clouds: SOFT_DELETED ends every wait as soft-deleted, and the cores are released', async () => {
     const nova = await startNova({ softDelete: true, deleteDelayMs: 20 });
     const c = client(nova);
     const ids = servers(nova, 4, '2');
@@ -249,7 +249,7 @@ describe.each([true, false])('delete field cases with coalesce: %s', (coalesce) 
     expectPathUsed(nova, coalesce);
   });
 
-  it('BUG-06 6b: forceSoftDeleted force-deletes and waits for each 404', async () => {
+  it('Soft-delete clouds: forceSoftDeleted force-deletes and waits for each 404', async () => {
     const nova = await startNova({ softDelete: true });
     const c = client(nova);
     const ids = servers(nova, 3);
