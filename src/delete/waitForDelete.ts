@@ -67,13 +67,17 @@ export function progressReporter(serverId: string, options: WaitForDeleteOptions
  * when `signal` aborts; the last failure when more than `pollRetries` looks in a row failed, or a
  * failure no later look can mend (401 after re-authentication, 403).
  */
-export async function waitForDelete(client: DeleteCapable, serverId: string, options: WaitForDeleteOptions = {}): Promise<WaitForDeleteResult> {
-  checkPathId('server id', serverId);
-  checkWaitOptions(options);
+export function waitForDelete(client: DeleteCapable, serverId: string, options: WaitForDeleteOptions = {}): Promise<WaitForDeleteResult> {
+  try {
+    checkPathId('server id', serverId);
+    checkWaitOptions(options);
+  } catch (error) {
+    return Promise.reject(error as Error);
+  }
+  // A plain view: no async frame stays suspended per pending wait, only the engine's record.
   const engine = client.deleteEngine;
   const clock = engine.clock;
   const startedAt = clock.now();
   const elapsedMs = (): number => Math.round(clock.now() - startedAt);
-  const end = await engine.watch(serverId, watchSpec(engine, options, startedAt, progressReporter(serverId, options, elapsedMs)));
-  return { ...end, elapsedMs: elapsedMs() };
+  return engine.watch(serverId, watchSpec(engine, options, startedAt, progressReporter(serverId, options, elapsedMs))).then((end) => ({ ...end, elapsedMs: elapsedMs() }));
 }
