@@ -38,7 +38,7 @@
 import { setMaxListeners } from 'node:events';
 import pLimit from 'p-limit';
 import type { NovaClient } from '../nova/client.js';
-import { AbortError, AuthError, NovaNetworkError } from '../errors/index.js';
+import { AbortError, AuthError, NovaNetworkError, ServerError } from '../errors/index.js';
 import { isServerNotFound, isTransient } from '../transport/http.js';
 import type { Server } from '../core/types.js';
 import type { Observation } from './waitForDelete.js';
@@ -466,7 +466,8 @@ export class DeleteWatcher {
       } catch (e) {
         if (signal.aborted) return 'done';
         this.stats.listingFailures++;
-        if (isTransient(e) || e instanceof AuthError) {
+        // A listing's 500 keeps falling back as before 500 became transient (the engine rewrite replaces this).
+        if ((isTransient(e) && !(e instanceof ServerError && e.status === 500)) || e instanceof AuthError) {
           for (const entry of entries) this.#deliver(entry, { error: e });
           return 'done';
         }

@@ -160,12 +160,26 @@ describe('retries', () => {
     expect(client.stats.requests).toBe(3);
   });
 
-  it('GET is not retried on 500, 403 or 404', async () => {
+  it('GET is retried on 500 (the README: 5xx is retried), not on 403 or 404', async () => {
     const nova = await startNova();
     const client = clientFor(nova);
     nova.inject({ method: 'GET', path: '/limits', status: 500, body: { computeFault: { code: 500, message: 'x' } } });
-    await expect(client.getLimits()).rejects.toBeInstanceOf(ServerError);
+    await client.getLimits();
+    expect(nova.requestsTo('GET', '/limits').map((r) => r.status)).toEqual([500, 200]);
+    nova.inject({ method: 'GET', path: '/limits', status: 500, body: { computeFault: { code: 500, message: 'x' } }, times: Infinity });
+    await expect(clientFor(nova, { retry: { retries: 1, minDelayMs: 1, maxDelayMs: 1 } }).getLimits()).rejects.toBeInstanceOf(ServerError);
+    expect(nova.requestsTo('GET', '/limits')).toHaveLength(4);
+    nova.clearFaults();
+  });
+
+  it('GET is not retried on 403 or 404', async () => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    nova.inject({ method: 'GET', path: '/limits', status: 403, body: { forbidden: { code: 403, message: 'Policy does not allow it.' } } });
+    await expect(client.getLimits()).rejects.toBeInstanceOf(ForbiddenError);
     expect(nova.requestsTo('GET', '/limits')).toHaveLength(1);
+    await expect(client.getServer('nope')).rejects.toBeInstanceOf(NotFoundError);
+    expect(nova.requestsTo('GET', '/servers/nope')).toHaveLength(1);
   });
 
   it('retries are bounded', async () => {
