@@ -4,8 +4,9 @@
  * `Retry-After` (header, or the `retryAfter` of a 413 `overLimit` body) waited out first.
  *
  * A rate limit that names its pause (429, 413 rate limit, with `Retry-After`) does not use one of
- * the `retries` (p-retry's `shouldConsumeRetry`): the pause is Nova's, not a failure; only
- * `maxRetryTimeMs` bounds how long such pauses go on. A `Retry-After` at least as long as what is
+ * the `retries` (p-retry's `shouldConsumeRetry`): the pause is Nova's (at least `minDelayMs`), not
+ * a failure; only `maxRetryTimeMs` bounds how long such pauses go on (with an infinite
+ * `maxRetryTimeMs` they use retries like any other failure). A `Retry-After` at least as long as what is
  * left of `maxRetryTimeMs` ends the retries at once, with that error.
  *
  * Source: keystoneauth1 `Session._send_request` (`connect_retries`, `status_code_retries`: the
@@ -106,7 +107,9 @@ export async function withRetry<T>(fn: (attempt: number) => Promise<T>, options:
         // the whole budget and then fail without another attempt. Fail now, with Nova's retryAfterMs.
         if (retryAfterMs > 0 && retryAfterMs >= maxRetryTimeMs - (clock.now() - startedAt)) throw error;
         options.onRetry?.(error, attemptNumber, retryAfterMs);
-        if (retryAfterMs > 0) await pause(clock, retryAfterMs, signal, unref);
+        // A named pause that uses no retry gets no backoff from p-retry: `minDelayMs` stays its floor.
+        const pauseMs = pausesWithoutRetry(error, maxRetryTimeMs) ? Math.max(retryAfterMs, options.minDelayMs) : retryAfterMs;
+        if (pauseMs > 0) await pause(clock, pauseMs, signal, unref);
       },
     });
   } catch (error) {
