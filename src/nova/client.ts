@@ -11,7 +11,7 @@
  */
 import { systemClock, type Clock } from '../core/clock.js';
 import { StaticTokenProvider, type AuthProvider } from '../auth/provider.js';
-import { loadCloudConfig, resolveClientOptions, type CloudClientOptions } from '../config/load.js';
+import { loadCloudConfig, resolveClientOptions } from '../config/load.js';
 import { ValidationError } from '../errors/index.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../transport/retry.js';
 import { Transport } from '../transport/transport.js';
@@ -33,6 +33,7 @@ import {
   checkNovaClientOptions,
   projectFromNoauthToken,
   type ClientStats,
+  type CloudClientOptions,
   type ListServersQuery,
   type NovaClientOptions,
   type RawRequest,
@@ -42,7 +43,7 @@ import {
 import { NovaRequester } from './request.js';
 import { parseAbsoluteLimits, parseQuotaSetDetail } from './parse.js';
 
-export type { ClientStats, ListServersQuery, NovaClientOptions, RawRequest, RawResponse, RequestOptions, RetryOptions } from './options.js';
+export type { ClientStats, CloudClientOptions, ListServersQuery, NovaClientOptions, RawRequest, RawResponse, RequestOptions, RetryOptions } from './options.js';
 export { parseAbsoluteLimits } from './parse.js';
 
 const VERSION = '0.1.0';

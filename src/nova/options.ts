@@ -7,6 +7,7 @@ import type { AxiosAdapter } from 'axios';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import type { AuthProvider } from '../auth/provider.js';
+import type { CloudClientExtras } from '../config/load.js';
 import { ValidationError } from '../errors/index.js';
 import { checkDurationMs, checkRetryPolicy } from '../core/validate.js';
 
@@ -97,6 +98,13 @@ export interface NovaClientOptions {
    */
   watchIntervalMs?: number;
 }
+
+/**
+ * Options of `NovaClient.fromCloud`, `NovaClient.fromEnv` and `clientOptionsFromCloud`: any
+ * {@link NovaClientOptions} (they win over the cloud's), and `keystone`, the options of the
+ * `KeystoneAuth` built from the cloud.
+ */
+export interface CloudClientOptions extends CloudClientExtras, Partial<NovaClientOptions> {}
 
 /** Options every request method takes. */
 export interface RequestOptions {
