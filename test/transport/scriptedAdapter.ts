@@ -50,7 +50,9 @@ export function scriptedAdapter(script: (req: SentRequest, n: number) => Scripte
         return;
       }
       const text = reply.body === undefined ? '' : typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body);
-      resolve({ status: reply.status, statusText: '', headers: { 'content-type': 'application/json', ...(reply.headers ?? {}) }, data: text, config, request: {} });
+      // Header names in lower case, as node:http gives them.
+      const headers = Object.fromEntries(Object.entries({ 'content-type': 'application/json', ...(reply.headers ?? {}) }).map(([k, v]) => [k.toLowerCase(), v]));
+      resolve({ status: reply.status, statusText: '', headers, data: text, config, request: {} });
     });
   };
   return { adapter, sent };
