@@ -83,6 +83,7 @@ export class NovaClient {
 
   readonly #endpoint: string | undefined;
   readonly #requester: NovaRequester;
+  readonly #redactText: (text: string) => string;
   readonly #flavors = new Map<string, Promise<Flavor>>();
 
   /**
@@ -116,6 +117,7 @@ export class NovaClient {
       logger: this.logger,
       secrets: () => this.auth.secrets?.() ?? [],
     });
+    this.#redactText = transport.redactText;
     this.#requester = new NovaRequester({
       transport,
       auth: this.auth,
@@ -170,7 +172,7 @@ export class NovaClient {
   async getServer(id: string, options: RequestOptions = {}): Promise<Server> {
     checkPathId('server id', id);
     const res = await this.request({ method: 'GET', path: `/servers/${encodeURIComponent(id)}`, serverId: id, ...options });
-    return idObjectMember<Server>(res.data, 'server', shapeContext('GET', res, id));
+    return idObjectMember<Server>(res.data, 'server', this.#shape('GET', res, id));
   }
 
   /**
@@ -209,13 +211,13 @@ export class NovaClient {
       });
       pages++;
       serverDateMs ??= res.serverDateMs;
-      const page = idObjectListMember<Server>(res.data, 'servers', shapeContext('GET', res));
+      const page = idObjectListMember<Server>(res.data, 'servers', this.#shape('GET', res));
       for (const server of page) {
         if (server.id !== undefined && seenIds.has(server.id)) continue; // never the same server twice
         seenIds.add(server.id);
         servers.push(server);
       }
-      const links = optionalObjectListMember<{ rel?: unknown; href?: unknown }>(res.data, 'servers_links', shapeContext('GET', res));
+      const links = optionalObjectListMember<{ rel?: unknown; href?: unknown }>(res.data, 'servers_links', this.#shape('GET', res));
       const href = links.find((l) => l.rel === 'next')?.href;
       const next = typeof href === 'string' ? href : undefined;
       if (!next || page.length === 0) break;
@@ -224,14 +226,14 @@ export class NovaClient {
         // Only the query of the link is used: the next page is read from this client's endpoint, never another host.
         nextQuery = Object.fromEntries(new URL(next, 'http://x').searchParams.entries());
       } catch {
-        throw invalidResponse(shapeContext('GET', res), `the servers_links next link ${JSON.stringify(next.slice(0, 200))} is not a URL`);
+        throw invalidResponse(this.#shape('GET', res), `the servers_links next link ${JSON.stringify(next.slice(0, 200))} is not a URL`);
       }
       const marker = nextQuery['marker'];
       if (!marker) break;
       if (seenMarkers.has(marker)) {
         // A next link that points back (a proxy that drops the query, a pagination bug): a silently
         // truncated listing would make an audit report drift and a reaper miss servers.
-        throw invalidResponse(shapeContext('GET', res), `the servers_links next link asks again for marker ${JSON.stringify(marker)}: the pagination loops`);
+        throw invalidResponse(this.#shape('GET', res), `the servers_links next link asks again for marker ${JSON.stringify(marker)}: the pagination loops`);
       }
       seenMarkers.add(marker);
       q = { ...q, ...nextQuery };
@@ -253,7 +255,7 @@ export class NovaClient {
     if (body.flavorRef === undefined || String(body.flavorRef).length === 0) throw new ValidationError('createServer: body.flavorRef is required');
     const res = await this.request({ method: 'POST', path: '/servers', body: { server: body }, ...options });
     return idObjectMember<Server>(res.data, 'server', {
-      ...shapeContext('POST', res),
+      ...this.#shape('POST', res),
       note: 'Nova accepted the request, so a server may have been created: look for it by name',
     });
   }
@@ -325,7 +327,7 @@ export class NovaClient {
     let p = this.#flavors.get(key);
     if (!p) {
       p = this.request({ method: 'GET', path: `/flavors/${encodeURIComponent(key)}`, ...options }).then((r) =>
-        objectMember<Flavor>(r.data, 'flavor', shapeContext('GET', r)),
+        objectMember<Flavor>(r.data, 'flavor', this.#shape('GET', r)),
       );
       this.#flavors.set(key, p);
       p.catch(() => this.#flavors.delete(key));
@@ -340,8 +342,8 @@ export class NovaClient {
    */
   async getLimits(options: RequestOptions = {}): Promise<Limits> {
     const res = await this.request({ method: 'GET', path: '/limits', ...options });
-    const limits = objectMember<Record<string, unknown>>(res.data, 'limits', shapeContext('GET', res));
-    const absolute = objectMember<Record<string, unknown>>(limits, 'absolute', shapeContext('GET', res));
+    const limits = objectMember<Record<string, unknown>>(res.data, 'limits', this.#shape('GET', res));
+    const absolute = objectMember<Record<string, unknown>>(limits, 'absolute', this.#shape('GET', res));
     return { absolute: parseAbsoluteLimits(absolute), requestId: res.requestId, serverDateMs: res.serverDateMs };
   }
 
@@ -359,7 +361,12 @@ export class NovaClient {
       path: `/os-quota-sets/${encodeURIComponent(projectId)}/detail`,
       ...options,
     });
-    return parseQuotaSetDetail(objectMember<Record<string, unknown>>(res.data, 'quota_set', shapeContext('GET', res)));
+    return parseQuotaSetDetail(objectMember<Record<string, unknown>>(res.data, 'quota_set', this.#shape('GET', res)));
+  }
+
+  /** The context of a shape error for `res` (see `src/transport/responseShape.ts`): secrets are redacted from it. */
+  #shape(method: string, res: RawResponse, serverId?: string): ShapeContext {
+    return { method, url: res.url ?? '', status: res.status, requestId: res.requestId, serverId, redact: this.#redactText };
   }
 
   /** Never shows the token. */
@@ -390,7 +397,3 @@ export class NovaClient {
   }
 }
 
-/** The context of a shape error for `res` (see `src/transport/responseShape.ts`). */
-function shapeContext(method: string, res: RawResponse, serverId?: string): ShapeContext {
-  return { method, url: res.url ?? '', status: res.status, requestId: res.requestId, serverId };
-}

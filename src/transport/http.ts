@@ -96,10 +96,33 @@ export function parseFaultBody(data: unknown): { fault?: string; message?: strin
   return {};
 }
 
-/** A short, tag-stripped excerpt of a body for an error message (`empty body` when there is none). */
-export function textSnippet(data: unknown): string {
+/** Removes secrets from a text (see `redactSecrets`). */
+export type Redactor = (text: string) => string;
+
+/**
+ * `data` with every secret removed, before anything is read from it: a string as it is, any
+ * other JSON value through its JSON text (so Nova's message and fault key are free of secrets too).
+ */
+export function redactedBody(data: unknown, redact: Redactor | undefined): unknown {
+  if (!redact || data === undefined || data === null) return data;
+  if (typeof data === 'string') return redact(data);
+  if (Buffer.isBuffer(data)) return redact(data.toString('utf8'));
+  try {
+    return JSON.parse(redact(JSON.stringify(data))) as unknown;
+  } catch {
+    return '(body withheld: it could not be redacted)';
+  }
+}
+
+/**
+ * A short, tag-stripped excerpt of a body for an error message (`empty body` when there is none).
+ * With `redact`, secrets are removed from the whole body first, before tags are stripped and the
+ * excerpt is cut (a cut or a stripped tag could leave part of a secret unrecognised).
+ */
+export function textSnippet(data: unknown, redact?: Redactor): string {
   if (data === undefined || data === null || data === '') return 'empty body';
-  const s = typeof data === 'string' ? data : Buffer.isBuffer(data) ? data.toString('utf8') : JSON.stringify(data);
+  const raw = typeof data === 'string' ? data : Buffer.isBuffer(data) ? data.toString('utf8') : JSON.stringify(data);
+  const s = redact ? redact(raw) : raw;
   const text = s.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim();
   if (!text) return 'empty body';
   return `body: "${text.length > 200 ? `${text.slice(0, 200)}...` : text}"`;
@@ -129,6 +152,8 @@ export interface RequestContext {
    * connection, which then carry the system's message too.
    */
   label?: string | undefined;
+  /** Removes the caller's secrets from a body before any of it reaches a message. */
+  redact?: Redactor | undefined;
 }
 
 /**
@@ -154,10 +179,12 @@ export function errorFromResponse(status: number, headers: HeaderBag, data: unkn
       serverId: ctx.serverId,
     });
   }
-  const { fault, message: novaMessage, body } = parseFaultBody(data);
+  // A body may echo the request (a debugging proxy, an echo service at the wrong URL): secrets out first.
+  const safe = redactedBody(data, ctx.redact);
+  const { fault, message: novaMessage, body } = parseFaultBody(safe);
   const message =
     novaMessage ??
-    `HTTP ${status} ${STATUS_TEXT[status] ?? ''}`.trim() + ` from ${ctx.method} ${ctx.url} (${textSnippet(data)})`;
+    `HTTP ${status} ${STATUS_TEXT[status] ?? ''}`.trim() + ` from ${ctx.method} ${ctx.url} (${textSnippet(safe)})`;
   const init: NovaErrorInit = {
     status,
     fault,

@@ -114,16 +114,21 @@ export class Transport {
     });
   }
 
+  /** `text` with every secret (in any of its echoed forms) replaced by `[REDACTED]`. */
+  readonly redactText = (text: string): string => {
+    const secrets = this.#secrets();
+    return secrets.length > 0 ? redactSecrets(text, secrets) : text;
+  };
+
   /** `error` with every secret (in any of its echoed forms) removed from its message. */
   redact<E extends Error>(error: E): E {
-    const secrets = this.#secrets();
-    if (secrets.length > 0) error.message = redactSecrets(error.message, secrets);
+    error.message = this.redactText(error.message);
     return error;
   }
 
-  /** The context errors of an exchange are built with (the label prefixed to the method). */
+  /** The context errors of an exchange are built with (the label, and the redaction of bodies). */
   context(method: string, url: string, serverId?: string): RequestContext {
-    return { method, url, serverId, ...(this.#label ? { label: this.#label } : {}) };
+    return { method, url, serverId, redact: this.redactText, ...(this.#label ? { label: this.#label } : {}) };
   }
 
   /**
@@ -197,9 +202,12 @@ export class Transport {
     return { status: res.status, headers, data: parseBody(res.data), requestId, serverDateMs: serverDateOf(headers), url: req.url, elapsedMs };
   }
 
-  /** The typed error for a response the caller does not accept, without secrets (a body may echo the request). */
+  /**
+   * The typed error for a response the caller does not accept, without secrets: the body is
+   * redacted before anything is read from it (a body may echo the request), the message after.
+   */
   errorFor(res: TransportResponse, ctx: RequestContext): NovaApiError {
-    return this.redact(errorFromResponse(res.status, res.headers, res.data, ctx, this.clock.wallNow()));
+    return this.redact(errorFromResponse(res.status, res.headers, res.data, { ...ctx, redact: this.redactText }, this.clock.wallNow()));
   }
 
   #noResponse(error: unknown, ctx: RequestContext): Error {
