@@ -17,7 +17,7 @@ import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../transport/retry.js';
 import { Transport } from '../transport/transport.js';
 import { isServerNotFound } from '../transport/http.js';
 import { checkPathId } from '../core/validate.js';
-import { idObjectListMember, idObjectMember, invalidResponse, objectMember, optionalObjectListMember, type ShapeContext } from '../transport/responseShape.js';
+import { idObjectListMember, idObjectMember, objectMember, type ShapeContext } from '../transport/responseShape.js';
 import { componentLogger, type Logger } from '../core/logger.js';
 import { unconfirmedDeletes, type UnconfirmedDelete } from '../delete/ledger.js';
 import type { CreateServerBody, Flavor, Limits, QuotaSetDetail, Server } from '../core/types.js';
@@ -30,6 +30,7 @@ import {
 } from '../delete/deleteServer.js';
 import {
   NOVA_CLIENT_DEFAULTS,
+  checkCreateServerBody,
   checkNovaClientOptions,
   projectFromNoauthToken,
   type ClientStats,
@@ -41,7 +42,7 @@ import {
   type RequestOptions,
 } from './options.js';
 import { NovaRequester } from './request.js';
-import { parseAbsoluteLimits, parseQuotaSetDetail } from './parse.js';
+import { nextPageQuery, parseAbsoluteLimits, parseQuotaSetDetail } from './parse.js';
 
 export type { ClientStats, CloudClientOptions, ListServersQuery, NovaClientOptions, RawRequest, RawResponse, RequestOptions, RetryOptions } from './options.js';
 export { parseAbsoluteLimits } from './parse.js';
@@ -217,25 +218,8 @@ export class NovaClient {
         seenIds.add(server.id);
         servers.push(server);
       }
-      const links = optionalObjectListMember<{ rel?: unknown; href?: unknown }>(res.data, 'servers_links', this.#shape('GET', res));
-      const href = links.find((l) => l.rel === 'next')?.href;
-      const next = typeof href === 'string' ? href : undefined;
-      if (!next || page.length === 0) break;
-      let nextQuery: Record<string, string>;
-      try {
-        // Only the query of the link is used: the next page is read from this client's endpoint, never another host.
-        nextQuery = Object.fromEntries(new URL(next, 'http://x').searchParams.entries());
-      } catch {
-        throw invalidResponse(this.#shape('GET', res), `the servers_links next link ${JSON.stringify(next.slice(0, 200))} is not a URL`);
-      }
-      const marker = nextQuery['marker'];
-      if (!marker) break;
-      if (seenMarkers.has(marker)) {
-        // A next link that points back (a proxy that drops the query, a pagination bug): a silently
-        // truncated listing would make an audit report drift and a reaper miss servers.
-        throw invalidResponse(this.#shape('GET', res), `the servers_links next link asks again for marker ${JSON.stringify(marker)}: the pagination loops`);
-      }
-      seenMarkers.add(marker);
+      const nextQuery = nextPageQuery(res.data, this.#shape('GET', res), seenMarkers, page.length === 0);
+      if (!nextQuery) break;
       q = { ...q, ...nextQuery };
     }
     return { servers, serverDateMs, pages };
@@ -250,9 +234,7 @@ export class NovaClient {
    * object with an `id` (e.g. `{"reservation_id": ...}`; a server may have been created all the same).
    */
   async createServer(body: CreateServerBody, options: RequestOptions = {}): Promise<Server> {
-    if (!body || typeof body !== 'object') throw new ValidationError('createServer needs the server body');
-    if (typeof body.name !== 'string' || body.name.length === 0) throw new ValidationError('createServer: body.name must be a non-empty string');
-    if (body.flavorRef === undefined || String(body.flavorRef).length === 0) throw new ValidationError('createServer: body.flavorRef is required');
+    checkCreateServerBody(body);
     const res = await this.request({ method: 'POST', path: '/servers', body: { server: body }, ...options });
     return idObjectMember<Server>(res.data, 'server', {
       ...this.#shape('POST', res),

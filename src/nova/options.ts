@@ -239,3 +239,15 @@ export function checkNovaClientOptions(options: NovaClientOptions): void {
   const mv = options.microversion ?? '2.1';
   if (!/^(2\.\d+|latest)$/.test(mv)) throw new ValidationError(`microversion must be "2.<minor>" (e.g. "2.79") or "latest", got ${JSON.stringify(mv)}`);
 }
+
+/**
+ * Check the body of `createServer` (the `server` member of `POST /servers`): an object with a
+ * non-empty `name` and a `flavorRef`.
+ * @throws {@link ValidationError}
+ */
+export function checkCreateServerBody(body: unknown): void {
+  if (!body || typeof body !== 'object') throw new ValidationError('createServer needs the server body');
+  const { name, flavorRef } = body as { name?: unknown; flavorRef?: unknown };
+  if (typeof name !== 'string' || name.length === 0) throw new ValidationError('createServer: body.name must be a non-empty string');
+  if (flavorRef === undefined || String(flavorRef).length === 0) throw new ValidationError('createServer: body.flavorRef is required');
+}
