@@ -166,3 +166,18 @@ describe('time limit of an attempt (requestTimeoutMs) and abort', () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 });
+
+describe('the one definition of transient, in a delete-wait', () => {
+  it('a GET 500 while waiting for a delete is retried, and the wait ends deleted at the 404', async () => {
+    const { waitForDelete } = await import('../../src/index.js');
+    const deleting: ScriptedReply = { status: 200, body: { server: { id: 's1', status: 'ACTIVE', 'OS-EXT-STS:task_state': 'deleting' } } };
+    const gone: ScriptedReply = { status: 404, body: { itemNotFound: { code: 404, message: 'Instance s1 could not be found.' } } };
+    // The delete-wait's pauses are not on the injectable clock yet (the delete engine's part): real
+    // timers here, with short intervals and an outcome, not a schedule.
+    vi.useRealTimers();
+    const { c, sent } = client([deleting, FAULT(500), gone], { coalesce: false });
+    const r = await waitForDelete(c, 's1', { intervalMs: 5, jitter: 0, timeoutMs: 20_000 });
+    expect(r).toMatchObject({ outcome: 'deleted' });
+    expect(sent.map((s) => s.method)).toEqual(['GET', 'GET', 'GET']);
+  });
+});
