@@ -20,7 +20,7 @@
  */
 import pLimit from 'p-limit';
 import type { NovaClient } from '../nova/client.js';
-import { ForbiddenError, NotFoundError, NovaApiError, ValidationError, isAbortError, throwIfAborted } from '../errors/index.js';
+import { AuthError, ForbiddenError, NotFoundError, ValidationError, isAbortError, throwIfAborted } from '../errors/index.js';
 import { componentLogger, type Logger } from '../core/logger.js';
 import {
   AUDIT_RESOURCES,
@@ -321,7 +321,7 @@ async function findGhosts(
           return undefined;
         } catch (e) {
           if (isServerNotFound(e, s.id)) return { ...audited[i]!, requestId: (e as NotFoundError).requestId };
-          if (isAbortError(e) || (e instanceof NovaApiError && e.name === 'AuthError')) throw e;
+          if (isAbortError(e) || e instanceof AuthError) throw e;
           notes.push(`ghost check of server ${s.id} failed: ${(e as Error).message}`);
           return undefined;
         }

@@ -13,7 +13,7 @@
  * @module
  */
 import type { NovaClient } from '../nova/client.js';
-import { NovaApiError, isAbortError } from '../errors/index.js';
+import { AuthError, isAbortError } from '../errors/index.js';
 import type { QuotaResourceName, Server } from '../core/types.js';
 
 /** The three resources an audit compares, by Nova's quota resource names. `ram` is in MiB. */
@@ -116,7 +116,7 @@ export async function resolveFlavorSizes(client: NovaClient, servers: readonly S
         const flavor = await client.getFlavor(flavorId, { signal });
         for (const id of serverIds) sizes.set(id, { vcpus: Number(flavor.vcpus) || 0, ram: Number(flavor.ram) || 0 });
       } catch (e) {
-        if (isAbortError(e) || (e instanceof NovaApiError && e.name === 'AuthError')) throw e;
+        if (isAbortError(e) || e instanceof AuthError) throw e;
         const reason = `flavor ${flavorId} could not be read: ${(e as Error).message}`;
         for (const id of serverIds) unknown.push({ serverId: id, reason });
       }

@@ -74,7 +74,6 @@ export class EndpointNotFoundError extends ConfigError {
         `(catalog has: ${available || 'nothing'})`,
       { key: region ? 'region_name' : 'interface' },
     );
-    this.name = 'EndpointNotFoundError';
     this.serviceType = serviceType;
     this.interface = iface;
     this.region = region;

@@ -10,17 +10,17 @@
  *   (here {@link KeystoneAuth.invalidate}, driven by `NovaClient`);
  * - `access/service_catalog.py`: endpoint by service type, interface and region.
  *
- * Facts: `../shared/reference/nova-facts.md` §7; real Keystone answers in
- * `../shared/realnova/observed/keystone-smoke.out`.
+ * Keystone API reference: "Password authentication with scoped authorization", "Application
+ * credential authentication", "Token authentication" (`POST /v3/auth/tokens`, `X-Subject-Token`).
  *
  * @module
  */
 import { inspect } from 'node:util';
-import axios, { type AxiosInstance, type AxiosResponse, type AxiosAdapter } from 'axios';
 import pTimeout from 'p-timeout';
 import type { AuthProvider, GetTokenOptions } from './provider.js';
-import { AbortError, NovaApiError, NovaNetworkError, ValidationError, throwIfAborted, type NovaErrorInit } from '../errors/index.js';
-import { errorFromResponse, requestIdOf } from '../transport/http.js';
+import { AbortError, InvalidResponseError, NovaApiError, NovaNetworkError, ValidationError, throwIfAborted, type NovaErrorInit } from '../errors/index.js';
+import { Transport, type TransportResponse } from '../transport/transport.js';
+import { systemClock, type Clock } from '../core/clock.js';
 import { componentLogger, type Logger } from '../core/logger.js';
 import {
   authRequestBody,
@@ -31,12 +31,12 @@ import {
   type KeystoneMethod,
 } from './authBody.js';
 import { normaliseInterface, selectEndpoint, type EndpointInterface } from './catalog.js';
-import { httpsAgentFor, type TlsOptions } from '../transport/tls.js';
 import { parseTokenBody, type KeystoneTokenInfo } from './token.js';
-import { redactSecrets } from '../core/redact.js';
-import { MAX_TIMER_MS } from '../core/validate.js';
+import { CREDENTIAL_KEYS, MIN_TOKEN_LIFE_MS, checkKeystoneDurations, normaliseAuthUrl, type KeystoneAuthOptions } from './options.js';
 
 export type { KeystoneCredentials, KeystoneMethod } from './authBody.js';
+export { MIN_TOKEN_LIFE_MS, normaliseAuthUrl } from './options.js';
+export type { KeystoneAuthOptions } from './options.js';
 export { authRequestBody, DEFAULT_DOMAIN_ID } from './authBody.js';
 export { EndpointNotFoundError, normaliseInterface, selectEndpoint } from './catalog.js';
 export type { CatalogEndpoint, CatalogEntry, EndpointFilter, EndpointInterface } from './catalog.js';
@@ -45,38 +45,13 @@ export type { TlsOptions } from '../transport/tls.js';
 export { parseKeystoneTime, parseTokenBody } from './token.js';
 export type { KeystoneTokenInfo } from './token.js';
 
-/** keystoneauth1's `MIN_TOKEN_LIFE_SECONDS` (120 s), in ms. */
-export const MIN_TOKEN_LIFE_MS = 120_000;
-
-/** Options of {@link KeystoneAuth}: credentials, where Keystone is, how to pick the endpoint, TLS. */
-export interface KeystoneAuthOptions extends KeystoneCredentials, TlsOptions {
-  /**
-   * Keystone's URL, e.g. `https://keystone.example.org:5000` or `.../v3`. `/v3` is appended when the
-   * URL does not end with it. Required, except for `method: 'token'` with an `endpointOverride`
-   * (the token is then used as it is, never renewed).
-   */
-  authUrl?: string;
-  /** Endpoint interface: `public` (default), `internal` or `admin` (`OS_INTERFACE`). */
-  interface?: string;
-  /** Region of the endpoint (`OS_REGION_NAME`); any region when absent. */
-  regionName?: string;
-  /** Service type looked for in the catalog. Default `compute`. */
-  serviceType?: string;
-  /** Use this compute endpoint instead of the catalog's (`compute_endpoint_override`). */
-  endpointOverride?: string;
-  /**
-   * Renew a token that has less than this much time left, in ms. Default 120000 (keystoneauth's
-   * `MIN_TOKEN_LIFE_SECONDS`). 0 renews only expired tokens.
-   */
-  minTokenLifeMs?: number;
-  /** Time limit of one `POST /v3/auth/tokens`, in ms. Default 30000. */
-  requestTimeoutMs?: number;
-  /** pino logger; default silent. Logs method, project, expiry and timing: never a secret. */
-  logger?: Logger;
-  /** HTTP user agent. Default `nova-guard/<version>`. */
-  userAgent?: string;
-  /** The axios adapter that sends requests. Default: axios's own. For tests: a `FakeKeystone`'s in-process adapter. */
-  adapter?: AxiosAdapter;
+/** A token request under way, shared by every caller waiting for it. */
+interface Renewal {
+  promise: Promise<TokenState>;
+  /** Aborts the request (when no caller waits any more). */
+  controller: AbortController;
+  /** Callers waiting now. */
+  waiters: number;
 }
 
 /** The token in use and what came with it. */
@@ -94,43 +69,7 @@ const REDACTED = '[REDACTED]';
 /** Largest Keystone response body read (16 MiB). */
 const KEYSTONE_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
-/**
- * Normalise a Keystone URL: trailing slashes removed, `/v3` appended when absent.
- * @throws {@link ValidationError} for a non-http(s) URL, a URL with user info, a query or a
- * fragment, or a v2.0 URL.
- */
-export function normaliseAuthUrl(authUrl: string): string {
-  if (typeof authUrl !== 'string' || !/^https?:\/\/[^/]+/i.test(authUrl)) {
-    throw new ValidationError(`authUrl must be an http(s) URL, got ${JSON.stringify(typeof authUrl === 'string' ? authUrl.replace(/\/\/[^@/]*@/, '//') : authUrl)}`);
-  }
-  if (/^https?:\/\/[^/]*@/i.test(authUrl)) throw new ValidationError('authUrl must not contain user info (user:password@)');
-  if (/[?#]/.test(authUrl)) throw new ValidationError(`authUrl must not have a query or fragment (/v3/auth/tokens is appended to it), got ${JSON.stringify(authUrl)}`);
-  const trimmed = authUrl.replace(/\/+$/, '');
-  if (/\/v2\.0$/i.test(trimmed)) throw new ValidationError(`Keystone v2.0 is not supported: use the v3 URL instead of ${trimmed}`);
-  return /\/v3$/i.test(trimmed) ? trimmed : `${trimmed}/v3`;
-}
-
 export { redactSecrets } from '../core/redact.js';
-
-/** Wait for `promise`, but reject with {@link AbortError} as soon as `signal` aborts (the promise keeps running). */
-function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise;
-  throwIfAborted(signal);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(new AbortError(undefined, { cause: signal.reason }));
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
-  });
-}
 
 /**
  * Keystone v3 authentication for {@link NovaClient}.
@@ -168,17 +107,19 @@ export class KeystoneAuth implements AuthProvider {
   readonly minTokenLifeMs: number;
   /** Time limit of one token request, ms. */
   readonly requestTimeoutMs: number;
+  /** The clock of the time limit, of token expiry and of timings (option `clock`). */
+  readonly clock: Clock;
   /** Token requests sent so far (every attempt counts). */
   tokenRequests = 0;
 
   readonly #creds: KeystoneCredentials;
   readonly #endpointOverride: string | undefined;
   readonly #direct: boolean;
-  readonly #http: AxiosInstance;
+  readonly #transport: Transport;
   readonly #logger: Logger;
   readonly #issued: string[] = [];
   #current: TokenState | undefined;
-  #renewal: Promise<TokenState> | undefined;
+  #renewal: Renewal | undefined;
   #warnedShortLifetime = false;
 
   /**
@@ -210,38 +151,32 @@ export class KeystoneAuth implements AuthProvider {
     }
     this.regionName = options.regionName;
     this.serviceType = options.serviceType ?? 'compute';
-    for (const [name, v, zeroOk] of [
-      ['minTokenLifeMs', options.minTokenLifeMs, true],
-      ['requestTimeoutMs', options.requestTimeoutMs, false],
-    ] as const) {
-      if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || (!zeroOk && v === 0) || (name === 'requestTimeoutMs' && v > MAX_TIMER_MS))) {
-        throw new ValidationError(`${name} must be a ${zeroOk ? 'non-negative' : 'positive'} number of milliseconds, got ${String(v)}`);
-      }
-    }
+    checkKeystoneDurations(options);
     this.minTokenLifeMs = options.minTokenLifeMs ?? MIN_TOKEN_LIFE_MS;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     this.#logger = componentLogger(options.logger, 'keystone');
-    const httpsAgent = httpsAgentFor({ caCert: options.caCert, insecure: options.insecure }, this.#logger, 'Keystone');
-    this.#http = axios.create({
-      validateStatus: () => true,
-      // The body holds the password: never follow a redirect to another host.
-      maxRedirects: 0,
+    this.clock = options.clock ?? systemClock;
+    this.#transport = new Transport({
+      label: 'Keystone',
+      tlsWhat: 'Keystone',
+      headers: { Accept: 'application/json', 'User-Agent': options.userAgent ?? `nova-guard/${VERSION}` },
       // A token body with a large catalog is well under 1 MiB: an endless body is cut off, not buffered.
-      maxContentLength: KEYSTONE_MAX_RESPONSE_BYTES,
-      ...(options.adapter ? { adapter: options.adapter } : {}),
-      ...(httpsAgent ? { httpsAgent } : {}),
-      headers: {
-        Accept: 'application/json',
-        'Content-Type': 'application/json',
-        'User-Agent': options.userAgent ?? `nova-guard/${VERSION}`,
-      },
+      maxResponseBytes: KEYSTONE_MAX_RESPONSE_BYTES,
+      adapter: options.adapter,
+      caCert: options.caCert,
+      insecure: options.insecure,
+      clock: this.clock,
+      logger: this.#logger,
+      secrets: () => this.secrets(),
     });
   }
 
   /**
    * A token valid for at least `minTokenLifeMs` more (or one that never expires). Renews through
-   * Keystone when needed; concurrent callers share one renewal. Aborting `signal` rejects this call
-   * with {@link AbortError} but lets a shared renewal finish for the others.
+   * Keystone when needed; concurrent callers share one renewal (single flight), bounded by
+   * `requestTimeoutMs`. Aborting `signal` rejects this call at once with {@link AbortError}; the
+   * shared renewal goes on for the callers still waiting, and is cancelled (its socket released)
+   * when none is left.
    * @throws {@link AuthError} when Keystone rejects the credentials; {@link NovaApiError} for other
    * Keystone statuses; {@link NovaNetworkError} when Keystone does not answer.
    */
@@ -324,62 +259,61 @@ export class KeystoneAuth implements AuthProvider {
   #needsRenewal(cur: TokenState): boolean {
     if (cur.invalidated) return true;
     if (cur.expiresAtLocalMs === undefined) return false;
-    return cur.expiresAtLocalMs - Date.now() < this.minTokenLifeMs;
+    return cur.expiresAtLocalMs - this.clock.wallNow() < this.minTokenLifeMs;
   }
 
-  #renew(signal: AbortSignal | undefined): Promise<TokenState> {
-    if (!this.#renewal) {
-      const p = this.#authenticate().finally(() => {
-        this.#renewal = undefined;
-      });
-      p.catch(() => undefined); // a caller that aborted must not leave an unhandled rejection
-      this.#renewal = p;
+  /**
+   * Join the renewal under way, or start one; wait for it under `signal`. The last waiter to leave
+   * (its signal aborted: the caller's abort or its request's time limit) cancels it.
+   */
+  async #renew(signal: AbortSignal | undefined): Promise<TokenState> {
+    let renewal = this.#renewal;
+    if (!renewal) {
+      const controller = new AbortController();
+      const started: Renewal = {
+        controller,
+        waiters: 0,
+        promise: this.#authenticate(controller.signal).finally(() => {
+          if (this.#renewal === started) this.#renewal = undefined;
+        }),
+      };
+      started.promise.catch(() => undefined); // a renewal whose callers all left must not leave an unhandled rejection
+      this.#renewal = renewal = started;
     }
-    return abortable(this.#renewal, signal);
-  }
-
-  async #authenticate(): Promise<TokenState> {
-    const url = `${this.authUrl!}/auth/tokens`;
-    const body = JSON.stringify(authRequestBody(this.#creds));
-    const controller = new AbortController();
-    const who = describeCredentials(this.#creds);
-    const started = performance.now();
-    this.tokenRequests++;
-    let timedOut = false;
-    let res: AxiosResponse<string>;
+    renewal.waiters++;
     try {
-      res = await pTimeout(
-        this.#http.post<string>(url, body, { signal: controller.signal, responseType: 'text', transformResponse: [(d: unknown) => d] }),
-        {
-          milliseconds: this.requestTimeoutMs,
-          fallback: () => {
-            timedOut = true;
-            controller.abort();
-            throw this.#networkError('ETIMEDOUT', `no response within ${this.requestTimeoutMs} ms`, url, true);
-          },
-        },
-      );
+      // p-timeout without a time limit: only the caller's signal ends this wait early.
+      return await pTimeout(renewal.promise, { milliseconds: Number.POSITIVE_INFINITY, ...(signal ? { signal } : {}) });
     } catch (error) {
-      if (timedOut && error instanceof NovaApiError) throw error;
-      // Never rethrow the axios error: its config holds the password.
-      const e = error as { code?: string; message?: string };
-      this.#logger.warn({ url, code: e.code }, 'keystone token request failed without a response');
-      throw this.#networkError(e.code, String(e.message ?? 'unknown error'), url, false);
-    }
-    const elapsedMs = Math.round(performance.now() - started);
-    const headers = res.headers as Record<string, unknown>;
-    const requestId = requestIdOf(headers);
-    let data: unknown = res.data;
-    if (typeof data === 'string' && data !== '') {
-      try {
-        data = JSON.parse(data);
-      } catch {
-        // keep the text (an HTML page from a proxy)
+      if (signal?.aborted) throw new AbortError(undefined, { cause: signal.reason });
+      throw error;
+    } finally {
+      renewal.waiters--;
+      if (renewal.waiters === 0 && signal?.aborted) {
+        // Nobody waits for it any more: release its socket, and let the next caller start afresh.
+        if (this.#renewal === renewal) this.#renewal = undefined;
+        renewal.controller.abort();
       }
     }
+  }
+
+  async #authenticate(signal: AbortSignal): Promise<TokenState> {
+    const url = `${this.authUrl!}/auth/tokens`;
+    const who = describeCredentials(this.#creds);
+    this.tokenRequests++;
+    let res: TransportResponse;
+    try {
+      res = await this.#transport.send({ method: 'POST', url, body: JSON.stringify(authRequestBody(this.#creds)), signal, timeoutMs: this.requestTimeoutMs });
+    } catch (error) {
+      if (error instanceof NovaNetworkError || error instanceof InvalidResponseError) {
+        this.#logger.warn({ url, code: error instanceof NovaNetworkError ? error.code : undefined }, 'keystone token request failed without a response');
+      }
+      throw error;
+    }
+    const { headers, requestId, elapsedMs, data } = res;
     if (res.status !== 201 && res.status !== 200) {
       this.#logger.warn({ url, status: res.status, requestId, elapsedMs }, 'keystone rejected the token request');
-      throw this.#httpError(res.status, headers, data, url, who);
+      throw this.#httpError(res, url, who);
     }
     const subject = headers['x-subject-token'];
     const token = Array.isArray(subject) ? String(subject[0]) : typeof subject === 'string' ? subject : undefined;
@@ -388,7 +322,7 @@ export class KeystoneAuth implements AuthProvider {
     }
     this.#issued.push(token);
     const info = parseTokenBody(data);
-    const receivedAt = Date.now();
+    const receivedAt = this.clock.wallNow();
     const expiresAtLocalMs =
       info.expiresAtMs === undefined ? undefined : info.lifetimeMs !== undefined ? receivedAt + info.lifetimeMs : info.expiresAtMs;
     const state: TokenState = { token, info, expiresAtLocalMs, invalidated: false };
@@ -411,44 +345,19 @@ export class KeystoneAuth implements AuthProvider {
     return state;
   }
 
-  #networkError(code: string | undefined, detail: string, url: string, timed: boolean): NovaNetworkError {
-    const message = timed
-      ? `Keystone POST ${url} timed out (${detail})`
-      : `Keystone POST ${url} failed without a response: ${code ? `${code} (${detail})` : detail}`;
-    return new NovaNetworkError({ status: 0, message: redactSecrets(message, this.secrets()), method: 'POST', url, code, timedOut: timed });
-  }
-
-  #httpError(status: number, headers: Record<string, unknown>, data: unknown, url: string, who: string): NovaApiError {
-    const base = errorFromResponse(status, headers, data, { method: 'POST', url });
+  #httpError(res: TransportResponse, url: string, who: string): NovaApiError {
+    const base = this.#transport.errorFor(res, { method: 'POST', url });
+    const status = res.status;
     const init: NovaErrorInit = {
       status,
       fault: base.fault,
-      message: redactSecrets(`Keystone authentication failed (${this.method}, ${who}): HTTP ${status}: ${base.message}`, this.secrets()),
+      message: `Keystone authentication failed (${this.method}, ${who}): HTTP ${status}: ${base.message}`,
       requestId: base.requestId,
       method: 'POST',
       url,
       retryAfterMs: base.retryAfterMs,
     };
     const Cls = base.constructor as new (init: NovaErrorInit) => NovaApiError;
-    return new Cls(init);
+    return this.#transport.redact(new Cls(init));
   }
 }
-
-const CREDENTIAL_KEYS = [
-  'method',
-  'username',
-  'userId',
-  'userDomainName',
-  'userDomainId',
-  'password',
-  'projectName',
-  'projectId',
-  'projectDomainName',
-  'projectDomainId',
-  'domainName',
-  'domainId',
-  'applicationCredentialId',
-  'applicationCredentialName',
-  'applicationCredentialSecret',
-  'token',
-] as const satisfies ReadonlyArray<keyof KeystoneCredentials>;

@@ -10,7 +10,11 @@
 
 /** Options passed to {@link AuthProvider.getToken}. */
 export interface GetTokenOptions {
-  /** Abort the renewal. */
+  /**
+   * Stop waiting: the call rejects with `AbortError` at once. A renewal shared with other callers
+   * goes on for them; one that no caller waits for any more is cancelled. `NovaClient` passes a
+   * signal that also ends at its `requestTimeoutMs`.
+   */
   signal?: AbortSignal | undefined;
 }
 

@@ -28,7 +28,7 @@
  * @module
  */
 import { homedir } from 'node:os';
-import type { NovaClientOptions } from '../nova/client.js';
+import type { Logger } from '../core/logger.js';
 import { ConfigError } from '../errors/index.js';
 import { KeystoneAuth, loadCaCert, type KeystoneAuthOptions } from '../auth/keystone.js';
 import { envCloud } from './env.js';
@@ -127,11 +127,40 @@ export function loadCloudConfig(options: LoadCloudConfigOptions = {}): CloudConf
   return resolveCloud(name, merged[name], source, overrides);
 }
 
-/** Extra options of {@link clientOptionsFromCloud}, `NovaClient.fromCloud` and `NovaClient.fromEnv`. */
-export interface CloudClientOptions extends Partial<NovaClientOptions> {
+/**
+ * What configuration reads of the extra options of {@link clientOptionsFromCloud} (and of
+ * `NovaClient.fromCloud` / `fromEnv`, whose `CloudClientOptions` add every `NovaClientOptions`
+ * field). Every other field is passed through to the result as it is.
+ */
+export interface CloudClientExtras {
   /** Options of the {@link KeystoneAuth} built from the cloud (renewal margin, time limit). */
-  keystone?: Pick<KeystoneAuthOptions, 'minTokenLifeMs' | 'requestTimeoutMs' | 'userAgent'>;
+  keystone?: Pick<KeystoneAuthOptions, 'minTokenLifeMs' | 'requestTimeoutMs' | 'userAgent'> | undefined;
+  /** pino logger, given to the {@link KeystoneAuth} too. */
+  logger?: Logger | undefined;
+  /** Project id; wins over the cloud's and the token's. */
+  projectId?: string | undefined;
 }
+
+/**
+ * The client options a cloud gives (structurally part of `NovaClientOptions`): a
+ * {@link KeystoneAuth}, the microversion (`compute_api_version`), TLS (`cacert` read from its
+ * file, `insecure`) and the project id when known.
+ */
+export interface CloudClientSettings {
+  /** The Keystone provider of the cloud's credentials. */
+  auth: KeystoneAuth;
+  /** `compute_api_version`, if set. */
+  microversion?: string;
+  /** `verify: false` / `OS_INSECURE`. */
+  insecure?: boolean;
+  /** The CA bundle's content (`cacert`). */
+  caCert?: string | Buffer;
+  /** The cloud's project id (by id), else the token's once authenticated. */
+  projectId?: string;
+}
+
+/** The result of {@link clientOptionsFromCloud}: the cloud's settings, with the extra options (less `keystone`) over them. */
+export type CloudClientResult<E extends CloudClientExtras> = CloudClientSettings & Omit<E, 'keystone'>;
 
 /**
  * The {@link KeystoneAuthOptions} of a cloud. Options the auth type does not use are dropped, like
@@ -174,21 +203,21 @@ export function keystoneOptionsFromCloud(config: CloudConfig): KeystoneAuthOptio
 }
 
 /**
- * {@link NovaClientOptions} for a cloud: a {@link KeystoneAuth}, the microversion
- * (`compute_api_version`), TLS options (`cacert` read from its file, `insecure`) and the project id
- * when the cloud names one by id. `extra` wins over all of these.
+ * Client options for a cloud ({@link CloudClientSettings}): a {@link KeystoneAuth}, the
+ * microversion (`compute_api_version`), TLS options (`cacert` read from its file, `insecure`) and
+ * the project id when the cloud names one by id. `extra` wins over all of these.
  * @throws {@link ConfigError} when the CA file cannot be read; ValidationError from {@link KeystoneAuth}.
  */
-export function clientOptionsFromCloud(config: CloudConfig, extra: CloudClientOptions = {}): NovaClientOptions {
+export function clientOptionsFromCloud<E extends CloudClientExtras = CloudClientExtras>(config: CloudConfig, extra: E = {} as E): CloudClientResult<E> {
   const { keystone, ...clientExtra } = extra;
   const auth = new KeystoneAuth({ ...keystoneOptionsFromCloud(config), ...(keystone ?? {}), ...(extra.logger ? { logger: extra.logger } : {}) });
-  const out: NovaClientOptions = { auth };
+  const out: CloudClientSettings = { auth };
   if (config.compute_api_version !== undefined) out.microversion = config.compute_api_version;
   if (config.insecure) out.insecure = true;
   else if (config.cacert !== undefined) out.caCert = loadCaCert(config.cacert);
   const projectId = auth.getProjectId();
   if (projectId !== undefined) out.projectId = projectId;
-  return { ...out, ...clientExtra };
+  return { ...out, ...clientExtra } as CloudClientResult<E>;
 }
 
 /**
@@ -197,10 +226,10 @@ export function clientOptionsFromCloud(config: CloudConfig, extra: CloudClientOp
  * projects given by name) becomes the client's `projectId`.
  * @throws the errors of {@link clientOptionsFromCloud} and of {@link KeystoneAuth.getToken}.
  */
-export async function resolveClientOptions(config: CloudConfig, extra: CloudClientOptions = {}): Promise<NovaClientOptions> {
+export async function resolveClientOptions<E extends CloudClientExtras = CloudClientExtras>(config: CloudConfig, extra: E = {} as E): Promise<CloudClientResult<E>> {
   const options = clientOptionsFromCloud(config, extra);
   const auth = options.auth;
-  if (auth instanceof KeystoneAuth && auth.authUrl !== undefined) {
+  if (auth.authUrl !== undefined) {
     await auth.getToken();
     if (extra.projectId === undefined) {
       const projectId = auth.getProjectId();

@@ -3,7 +3,7 @@
  *
  * Sources: `nova/exception.py` (`TooManyInstances`, `QuotaError`, `PortLimitExceeded`),
  * `nova/compute/utils.py` `get_over_quota_detail`, oslo.limit `ProjectOverLimit`, and the pre-Liberty
- * form (before nova commit 79fe4d8e07). See `../shared/reference/nova-facts.md` §6.2.
+ * form (before nova commit 79fe4d8e07).
  *
  * @module
  */

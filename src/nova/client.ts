@@ -1,7 +1,7 @@
 /**
- * `NovaClient`: the compute API v2.1 calls nova-guard needs, over axios, with per-request time limits
- * (p-timeout), bounded retries of idempotent requests (p-retry), the microversion header, and typed
- * errors that carry the request id and never a token.
+ * `NovaClient`: the compute API v2.1 calls nova-guard needs (servers, flavors, limits, quota sets),
+ * typed, over the one {@link Transport} (time limits, retries of idempotent requests, typed errors
+ * that carry the request id and never a token).
  *
  * Sources: Nova API reference sections "Servers" (list, show, create, delete), "Servers - run an
  * action" (`forceDelete`), "Flavors", "Limits", "Quota sets" (`/detail`); microversion headers per the
@@ -9,23 +9,17 @@
  *
  * @module
  */
-import https from 'node:https';
-import { rootCertificates } from 'node:tls';
-import axios, { type AxiosAdapter, type AxiosInstance, type AxiosResponse } from 'axios';
 import { systemClock, type Clock } from '../core/clock.js';
-import pTimeout from 'p-timeout';
 import { StaticTokenProvider, type AuthProvider } from '../auth/provider.js';
-import { loadCloudConfig, resolveClientOptions, type CloudClientOptions } from '../config/load.js';
-import { AbortError, AuthError, InvalidResponseError, NovaApiError, NovaNetworkError, RateLimitError, ValidationError, throwIfAborted } from '../errors/index.js';
-import { withRetry } from '../transport/retry.js';
-import { loadCaCert } from '../transport/tls.js';
-import { errorFromResponse, isServerNotFound, isTransient, networkError, requestIdOf, serverDateOf, type RequestContext } from '../transport/http.js';
-import { checkDurationMs, checkPathId, checkRetryPolicy } from '../core/validate.js';
-import { redactSecrets } from '../core/redact.js';
-import { idObjectListMember, idObjectMember, invalidResponse, objectMember, optionalObjectListMember, type ShapeContext } from '../transport/responseShape.js';
+import { loadCloudConfig, resolveClientOptions } from '../config/load.js';
+import { ValidationError } from '../errors/index.js';
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../transport/retry.js';
+import { Transport } from '../transport/transport.js';
+import { isServerNotFound } from '../transport/http.js';
+import { checkPathId } from '../core/validate.js';
+import { idObjectListMember, idObjectMember, objectMember, type ShapeContext } from '../transport/responseShape.js';
 import { componentLogger, type Logger } from '../core/logger.js';
-
-import type { AbsoluteLimits, CreateServerBody, Flavor, Limits, QuotaDetailItem, QuotaSetDetail, Server } from '../core/types.js';
+import type { CreateServerBody, Flavor, Limits, QuotaSetDetail, Server } from '../core/types.js';
 import {
   DeleteEngine,
   deleteServer as deleteServerImpl,
@@ -36,169 +30,26 @@ import {
   type DeleteServersResult,
   type UnconfirmedDelete,
 } from '../delete/index.js';
+import {
+  NOVA_CLIENT_DEFAULTS,
+  checkCreateServerBody,
+  checkNovaClientOptions,
+  projectFromNoauthToken,
+  type ClientStats,
+  type CloudClientOptions,
+  type ListServersQuery,
+  type NovaClientOptions,
+  type RawRequest,
+  type RawResponse,
+  type RequestOptions,
+} from './options.js';
+import { NovaRequester } from './request.js';
+import { nextPageQuery, parseAbsoluteLimits, parseQuotaSetDetail } from './parse.js';
 
-/** Retry policy of idempotent requests (GET, DELETE). */
-export interface RetryOptions {
-  /** Retries after the first attempt. Default 4 (5 attempts in all). 0 disables retries. */
-  retries?: number;
-  /** Delay before the first retry, in ms; doubles each retry, randomized by [1, 2). Default 250. */
-  minDelayMs?: number;
-  /** Longest delay between two attempts, in ms. Default 10000. */
-  maxDelayMs?: number;
-  /**
-   * Longest total time spent retrying one request, in ms. Default 60000. A `Retry-After` at least as
-   * long as what is left of it ends the retries at once.
-   */
-  maxRetryTimeMs?: number;
-}
-
-/** Options of {@link NovaClient}. */
-export interface NovaClientOptions {
-  /**
-   * Compute endpoint, e.g. `http://127.0.0.1:8774/v2.1` (with or without the project id), without
-   * user info, query or fragment. Required unless `auth` provides one through the service catalog.
-   */
-  endpoint?: string;
-  /** A fixed token (`X-Auth-Token`). Give either `token` or `auth`. */
-  token?: string;
-  /** A token provider (Keystone, or your own). Give either `token` or `auth`. */
-  auth?: AuthProvider;
-  /** Project id, used by {@link NovaClient.getQuotaSetDetail} when none is passed. */
-  projectId?: string;
-  /** Compute API microversion sent with every request. Default `'2.1'`. */
-  microversion?: string;
-  /** Time limit of one HTTP request (one attempt), in ms. Default 30000. */
-  requestTimeoutMs?: number;
-  /** Retry policy of idempotent requests. See {@link RetryOptions} for the defaults. */
-  retry?: RetryOptions;
-  /** pino logger; default silent. The client logs method, path, status, request id and timing only. */
-  logger?: Logger;
-  /**
-   * Extra CA certificates, added to Node's defaults (`OS_CACERT`): PEM text, a Buffer, or the path of
-   * a PEM file (`~/` expanded). `insecure` beats it.
-   */
-  caCert?: string | Buffer;
-  /** Turn TLS verification off (`OS_INSECURE`). Default false: verification is on. A warning is logged. */
-  insecure?: boolean;
-  /** HTTP user agent. Default `nova-guard/<version>`. */
-  userAgent?: string;
-  /**
-   * Largest response body read, in bytes. Default 67108864 (64 MiB; a full page of 1000 servers is a
-   * few MiB). A larger body is cut off as it arrives and the request fails with
-   * {@link InvalidResponseError}: a runaway proxy or a wrong endpoint cannot exhaust the worker's memory.
-   */
-  maxResponseBytes?: number;
-  /**
-   * The axios adapter that sends requests. Default: axios's own (node:http). For tests: a
-   * `FakeNova`'s in-process `adapter` serves the same answers without a socket, so a suite can run
-   * on fake timers.
-   */
-  adapter?: AxiosAdapter;
-  /** The clock of every timer and time reading of this client and its delete engine. Default {@link systemClock}. */
-  clock?: Clock;
-  /**
-   * Share the delete-waits of this client (`waitForDelete`, `deleteServer(id, { wait: true })`):
-   * while two or more servers are pending, one `GET /servers/detail?changes-since=...` and one brief
-   * `GET /servers` per tick answer for all of them (see `src/delete/engine.ts`); a single pending
-   * wait looks with its own `GET /servers/{id}`. False looks with one GET a server (osc-lib's way).
-   * @default true
-   */
-  coalesce?: boolean;
-  /**
-   * Cap on the requests per second of the client's delete engine: every DELETE, force-delete,
-   * listing and GET that `deleteServer`, `deleteServers` and `waitForDelete` send, under one limiter
-   * (like nodepool's provider `rate`). Other requests (create, limits, ...) are not capped.
-   * `Infinity` for no cap. @default 10
-   */
-  maxRequestsPerSecond?: number;
-  /**
-   * Shortest time between shared ticks while two or more servers are pending, in ms.
-   * @default half the smallest pending `intervalMs` (shorter while a server shows `DELETED`: its `confirmIntervalMs`)
-   */
-  watchIntervalMs?: number;
-}
-
-/** Options every request method takes. */
-export interface RequestOptions {
-  /** Abort the request (and its retries). Rejects with {@link AbortError}. */
-  signal?: AbortSignal | undefined;
-  /** Override the client's `requestTimeoutMs` for this call. */
-  requestTimeoutMs?: number | undefined;
-  /** Override the retry policy for this call; `false` makes exactly one attempt. */
-  retry?: RetryOptions | false | undefined;
-  /** Override which errors are retried (default: see {@link NovaClient.request}). */
-  retryOn?: ((error: unknown) => boolean) | undefined;
-  /** Called before each attempt with its number (1-based), e.g. to count DELETE attempts. */
-  onAttempt?: ((attempt: number) => void) | undefined;
-}
-
-/** Low-level request description for {@link NovaClient.request}. */
-export interface RawRequest extends RequestOptions {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
-  /** Path below the endpoint, e.g. `/servers/detail`. */
-  path: string;
-  /** Query parameters (undefined values are dropped). */
-  query?: Record<string, string | number | boolean | undefined> | undefined;
-  /** JSON body. */
-  body?: unknown;
-  /** Statuses to resolve with instead of throwing (2xx always resolve). */
-  acceptStatus?: number[] | undefined;
-  /** The server the request is about, recorded in errors. */
-  serverId?: string | undefined;
-}
-
-/** What {@link NovaClient.request} resolves. */
-export interface RawResponse<T = unknown> {
-  status: number;
-  data: T;
-  /** `x-openstack-request-id`. */
-  requestId: string | undefined;
-  /** Nova's `Date` header, epoch ms. */
-  serverDateMs: number | undefined;
-  /** The request URL (endpoint + path, without the query). */
-  url?: string | undefined;
-}
-
-/** Query filters of `GET /servers/detail` (Nova API reference, "List Servers Detailed"). */
-export interface ListServersQuery {
-  /** ISO 8601 time: servers changed since then, including recently deleted ones (status DELETED). */
-  'changes-since'?: string;
-  name?: string;
-  status?: string;
-  /** Page size; the client follows `servers_links` until the last page. */
-  limit?: number;
-  marker?: string;
-  [filter: string]: string | number | boolean | undefined;
-}
-
-/** Counters of one client, for summaries and benchmarks. */
-export interface ClientStats {
-  /** HTTP requests sent (every attempt counts). */
-  requests: number;
-  /** Requests by method. */
-  byMethod: Record<string, number>;
-}
+export type { ClientStats, CloudClientOptions, ListServersQuery, NovaClientOptions, RawRequest, RawResponse, RequestOptions, RetryOptions } from './options.js';
+export { parseAbsoluteLimits } from './parse.js';
 
 const VERSION = '0.1.0';
-
-/** Default of {@link NovaClientOptions.maxResponseBytes}: 64 MiB. */
-const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
-
-function parseLimitValue(v: unknown): number | undefined {
-  if (typeof v !== 'number' || !Number.isFinite(v)) return undefined;
-  return v === -1 ? Number.POSITIVE_INFINITY : v;
-}
-
-/** Parse the `absolute` block of `GET /limits`: -1 → Infinity, missing or non-numeric → undefined. */
-export function parseAbsoluteLimits(absolute: unknown): AbsoluteLimits {
-  const out: AbsoluteLimits = {};
-  if (!absolute || typeof absolute !== 'object') return out;
-  for (const [k, v] of Object.entries(absolute as Record<string, unknown>)) {
-    const parsed = parseLimitValue(v);
-    if (parsed !== undefined) out[k] = parsed;
-  }
-  return out;
-}
 
 /**
  * A client for the Nova compute API v2.1.
@@ -236,10 +87,9 @@ export class NovaClient {
   readonly deleteEngine: DeleteEngine;
 
   readonly #endpoint: string | undefined;
-  readonly #retry: Required<RetryOptions>;
-  readonly #http: AxiosInstance;
+  readonly #requester: NovaRequester;
+  readonly #redactText: (text: string) => string;
   readonly #flavors = new Map<string, Promise<Flavor>>();
-  #resolvedEndpoint: Promise<string> | undefined;
 
   /**
    * @throws {@link ValidationError} when neither `token` nor `auth` is given, when neither `endpoint`
@@ -248,71 +98,43 @@ export class NovaClient {
    * when `caCert` names a file that cannot be read.
    */
   constructor(options: NovaClientOptions) {
-    if (!options || typeof options !== 'object') throw new ValidationError('NovaClient needs an options object');
+    checkNovaClientOptions(options);
     const { endpoint, token, auth } = options;
-    if (auth && token !== undefined) throw new ValidationError('give either token or auth, not both');
-    if (!auth && (typeof token !== 'string' || token.length === 0)) {
-      throw new ValidationError('NovaClient needs a token (non-empty string) or an auth provider');
-    }
-    if (endpoint !== undefined) {
-      checkEndpoint(endpoint);
-    } else if (!auth?.getEndpoint) {
-      throw new ValidationError('NovaClient needs an endpoint (or an auth provider with a service catalog)');
-    }
-    checkDurationMs('requestTimeoutMs', options.requestTimeoutMs, { timer: true });
-    checkDurationMs('watchIntervalMs', options.watchIntervalMs, { timer: true });
-    const rps = options.maxRequestsPerSecond;
-    if (rps !== undefined && (typeof rps !== 'number' || Number.isNaN(rps) || rps <= 0)) {
-      throw new ValidationError(`maxRequestsPerSecond must be a positive number (or Infinity), got ${String(rps)}`);
-    }
-    if (options.coalesce !== undefined && typeof options.coalesce !== 'boolean') {
-      throw new ValidationError(`coalesce must be a boolean, got ${String(options.coalesce)}`);
-    }
-    const r = options.retry ?? {};
-    checkRetryPolicy('retry', r);
-    const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
-    if (!Number.isInteger(maxResponseBytes) || maxResponseBytes < 1) {
-      throw new ValidationError(`maxResponseBytes must be a positive integer, got ${String(options.maxResponseBytes)}`);
-    }
-    const mv = options.microversion ?? '2.1';
-    if (!/^(2\.\d+|latest)$/.test(mv)) throw new ValidationError(`microversion must be "2.<minor>" (e.g. "2.79") or "latest", got ${JSON.stringify(mv)}`);
-
+    const d = NOVA_CLIENT_DEFAULTS;
     this.auth = auth ?? new StaticTokenProvider(token!);
     this.#endpoint = endpoint?.replace(/\/+$/, '');
-    this.microversion = mv;
-    this.requestTimeoutMs = options.requestTimeoutMs ?? 30000;
-    this.coalesce = options.coalesce ?? true;
-    this.maxRequestsPerSecond = rps ?? 10;
+    this.microversion = options.microversion ?? d.microversion;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? d.requestTimeoutMs;
+    this.coalesce = options.coalesce ?? d.coalesce;
+    this.maxRequestsPerSecond = options.maxRequestsPerSecond ?? d.maxRequestsPerSecond;
     this.watchIntervalMs = options.watchIntervalMs;
     this.projectId = options.projectId ?? projectFromNoauthToken(token);
     this.logger = componentLogger(options.logger, 'nova');
     this.clock = options.clock ?? systemClock;
     this.deleteEngine = new DeleteEngine(this, { coalesce: this.coalesce, maxRequestsPerSecond: this.maxRequestsPerSecond, watchIntervalMs: this.watchIntervalMs });
-    this.#retry = {
-      retries: r.retries ?? 4,
-      minDelayMs: r.minDelayMs ?? 250,
-      maxDelayMs: r.maxDelayMs ?? 10000,
-      maxRetryTimeMs: r.maxRetryTimeMs ?? 60000,
-    };
-    let httpsAgent: https.Agent | undefined;
-    if (options.insecure) {
-      httpsAgent = new https.Agent({ rejectUnauthorized: false });
-      this.logger.warn('TLS verification is turned off (insecure): the server certificate is not checked');
-    } else if (options.caCert) {
-      // Added to Node's CAs, not instead of them (an https.Agent's `ca` replaces the defaults).
-      const pem = loadCaCert(options.caCert);
-      httpsAgent = new https.Agent({ ca: [...rootCertificates, typeof pem === 'string' ? pem : pem.toString('utf8')] });
-    }
-    this.#http = axios.create({
-      validateStatus: () => true,
-      // Secrets must never ride on a redirect to another host.
-      maxRedirects: 0,
-      maxContentLength: maxResponseBytes,
-      ...(options.adapter ? { adapter: options.adapter } : {}),
-      ...(httpsAgent ? { httpsAgent } : {}),
-      headers: {
-        Accept: 'application/json',
-        'User-Agent': options.userAgent ?? `nova-guard/${VERSION}`,
+    const retry = Object.fromEntries(Object.entries(options.retry ?? {}).filter(([, v]) => v !== undefined));
+    const transport = new Transport({
+      headers: { Accept: 'application/json', 'User-Agent': options.userAgent ?? `nova-guard/${VERSION}` },
+      maxResponseBytes: options.maxResponseBytes ?? d.maxResponseBytes,
+      adapter: options.adapter,
+      caCert: options.caCert,
+      insecure: options.insecure,
+      clock: this.clock,
+      logger: this.logger,
+      secrets: () => this.auth.secrets?.() ?? [],
+    });
+    this.#redactText = transport.redactText;
+    this.#requester = new NovaRequester({
+      transport,
+      auth: this.auth,
+      endpoint: this.#endpoint,
+      microversion: this.microversion,
+      requestTimeoutMs: this.requestTimeoutMs,
+      retry: { ...DEFAULT_RETRY_POLICY, ...retry } as RetryPolicy,
+      logger: this.logger,
+      stats: this.stats,
+      onRequestId: (id) => {
+        this.lastRequestId = id;
       },
     });
   }
@@ -322,164 +144,30 @@ export class NovaClient {
    * @throws {@link ValidationError} when the provider's endpoint is not an http(s) URL or has user
    * info, a query or a fragment (checked like the `endpoint` option).
    */
-  async endpoint(signal?: AbortSignal): Promise<string> {
-    if (this.#endpoint) return this.#endpoint;
-    this.#resolvedEndpoint ??= this.auth.getEndpoint!({ signal }).then((e) => {
-      checkEndpoint(e);
-      return e.replace(/\/+$/, '');
-    });
-    try {
-      return await this.#resolvedEndpoint;
-    } catch (e) {
-      this.#resolvedEndpoint = undefined;
-      throw e;
-    }
+  endpoint(signal?: AbortSignal): Promise<string> {
+    return this.#requester.endpoint(signal);
   }
 
   /**
    * Send one request with the client's headers, time limit, retries (idempotent methods and rate
    * limits only) and 401 handling, and turn failures into typed errors.
    *
-   * Retries: GET and DELETE are retried on no response, request timeout, 502/503/504, 429 and 413
-   * rate limits; POST and PUT only on rate limits and refused connections (nothing reached Nova).
-   * A `Retry-After` header or Nova's `retryAfter` is waited out before the retry's own backoff; one
-   * that is not shorter than what is left of `retry.maxRetryTimeMs` ends the retries at once (the
-   * error carries `retryAfterMs`).
+   * Time limit: `requestTimeoutMs` bounds each attempt, the token included (a Keystone renewal that
+   * hangs ends the attempt at its limit, and the attempt's abort releases the renewal).
+   *
+   * Retries (`isRetryable`, the one policy of `src/transport/retry.ts`): GET and DELETE are retried
+   * on no response, request timeout, 500/502/503/504, 429 and 413 rate limits; POST and PUT only on
+   * rate limits and refused connections (nothing reached Nova). A `Retry-After` header or Nova's
+   * `retryAfter` is waited out (at least `retry.minDelayMs`); a rate limit that names one does not
+   * use a retry. One that is not shorter than what is left of `retry.maxRetryTimeMs` ends the
+   * retries at once (the error carries `retryAfterMs`).
    *
    * @throws {@link NovaApiError} subclasses for HTTP errors, {@link NovaNetworkError} without a response,
    * {@link AbortError} when `signal` aborts, {@link ValidationError} (before any request) for a bad
    * `requestTimeoutMs` or `retry`.
    */
-  async request<T = unknown>(req: RawRequest): Promise<RawResponse<T>> {
-    checkDurationMs('requestTimeoutMs', req.requestTimeoutMs, { timer: true });
-    if (req.retry !== false) checkRetryPolicy('retry', req.retry);
-    throwIfAborted(req.signal);
-    const idempotent = req.method === 'GET' || req.method === 'DELETE';
-    const policy = req.retry === false ? { ...this.#retry, retries: 0 } : { ...this.#retry, ...(req.retry ?? {}) };
-    const shouldRetry =
-      req.retryOn ??
-      ((error: unknown): boolean => {
-        if (!(error instanceof NovaApiError)) return false;
-        if (idempotent) return isTransient(error);
-        return error instanceof RateLimitError || (error instanceof NovaNetworkError && error.code === 'ECONNREFUSED');
-      });
-    const startedAt = performance.now();
-    return withRetry(
-      (attempt) => {
-        req.onAttempt?.(attempt);
-        return this.#attempt<T>(req);
-      },
-      {
-        ...policy,
-        shouldRetry,
-        signal: req.signal,
-        onRetry: (error, attempt, retryAfterMs) => {
-          // Nova asks for a pause longer than the retry budget has left: waiting it out would spend the
-          // whole budget and then fail without another attempt. Fail now, with Nova's retryAfterMs.
-          const askedMs = error instanceof NovaApiError ? (error.retryAfterMs ?? 0) : 0;
-          const leftMs = policy.maxRetryTimeMs - (performance.now() - startedAt);
-          if (askedMs > 0 && askedMs >= leftMs) {
-            this.logger.debug({ method: req.method, path: req.path, attempt, retryAfterMs: askedMs, leftMs: Math.round(leftMs) }, 'Retry-After beyond the retry budget: not retrying');
-            throw error;
-          }
-          this.logger.debug(
-            { method: req.method, path: req.path, attempt, retryAfterMs, err: (error as Error).message },
-            'retrying request',
-          );
-        },
-      },
-    );
-  }
-
-  async #attempt<T>(req: RawRequest, reauthenticated = false): Promise<RawResponse<T>> {
-    throwIfAborted(req.signal);
-    const base = await this.endpoint(req.signal);
-    const token = await this.auth.getToken({ signal: req.signal });
-    const url = base + req.path;
-    const ctx: RequestContext = { method: req.method, url, serverId: req.serverId };
-    const timeoutMs = req.requestTimeoutMs ?? this.requestTimeoutMs;
-    const controller = new AbortController();
-    const signal = req.signal ? AbortSignal.any([req.signal, controller.signal]) : controller.signal;
-    const headers: Record<string, string> = {
-      'X-Auth-Token': token,
-      'X-OpenStack-Nova-API-Version': this.microversion,
-      'OpenStack-API-Version': `compute ${this.microversion}`,
-    };
-    if (req.body !== undefined) headers['Content-Type'] = 'application/json';
-    const started = performance.now();
-    this.stats.requests++;
-    this.stats.byMethod[req.method] = (this.stats.byMethod[req.method] ?? 0) + 1;
-    let timedOut = false;
-    let res: AxiosResponse;
-    try {
-      res = await pTimeout(
-        this.#http.request({
-          method: req.method,
-          url,
-          params: req.query ? Object.fromEntries(Object.entries(req.query).filter(([, v]) => v !== undefined)) : undefined,
-          data: req.body === undefined ? undefined : JSON.stringify(req.body),
-          headers,
-          signal,
-          responseType: 'text',
-          transformResponse: [(d: unknown) => d],
-        }),
-        {
-          milliseconds: timeoutMs,
-          fallback: () => {
-            timedOut = true;
-            controller.abort();
-            throw networkError('ETIMEDOUT', `no response within ${timeoutMs} ms`, ctx, true);
-          },
-        },
-      );
-    } catch (error) {
-      if (timedOut && error instanceof NovaApiError) throw error;
-      if (req.signal?.aborted) throw new AbortError(undefined, { cause: req.signal.reason });
-      const e = error as { code?: string; message?: string };
-      if (e.code === 'ERR_BAD_RESPONSE' && /^maxContentLength size of \d+ exceeded/.test(String(e.message))) {
-        throw new InvalidResponseError({
-          status: 0,
-          message: `${req.method} ${url}: the response body is larger than maxResponseBytes (${String(e.message).replace(/\D+/g, ' ').trim()} bytes); it was not read`,
-          method: req.method,
-          url,
-          serverId: req.serverId,
-        });
-      }
-      this.logger.debug({ method: req.method, path: req.path, code: e.code }, 'request failed without a response');
-      // Never rethrow the raw axios error: its config holds the token.
-      throw this.#redacted(networkError(e.code, String(e.message ?? 'unknown error'), ctx, false));
-    }
-    const requestId = requestIdOf(res.headers as Record<string, unknown>);
-    this.lastRequestId = requestId ?? this.lastRequestId;
-    const elapsedMs = Math.round(performance.now() - started);
-    this.logger.debug({ method: req.method, path: req.path, status: res.status, requestId, elapsedMs }, 'nova request');
-    let data: unknown = res.data;
-    if (typeof data === 'string' && data.length > 0) {
-      try {
-        data = JSON.parse(data);
-      } catch {
-        // keep text (HTML from a proxy, plain text)
-      }
-    } else if (data === '') {
-      data = undefined;
-    }
-    if ((res.status >= 200 && res.status < 300) || req.acceptStatus?.includes(res.status)) {
-      return { status: res.status, data: data as T, requestId, serverDateMs: serverDateOf(res.headers as Record<string, unknown>), url };
-    }
-    // A body may echo the request (a debugging proxy, an echo service at the wrong URL): no secret in the message.
-    const error = this.#redacted(errorFromResponse(res.status, res.headers as Record<string, unknown>, data, ctx));
-    if (error instanceof AuthError && !reauthenticated && this.auth.invalidate?.(token)) {
-      this.logger.info({ method: req.method, path: req.path, requestId }, 'token rejected (401): re-authenticating once');
-      return this.#attempt<T>(req, true);
-    }
-    throw error;
-  }
-
-  /** `error` with every secret of the auth provider (token, password, ...) removed from its message. */
-  #redacted<E extends Error>(error: E): E {
-    const secrets = this.auth.secrets?.() ?? [];
-    if (secrets.length > 0) error.message = redactSecrets(error.message, secrets);
-    return error;
+  request<T = unknown>(req: RawRequest): Promise<RawResponse<T>> {
+    return this.#requester.request<T>(req);
   }
 
   /**
@@ -490,7 +178,7 @@ export class NovaClient {
   async getServer(id: string, options: RequestOptions = {}): Promise<Server> {
     checkPathId('server id', id);
     const res = await this.request({ method: 'GET', path: `/servers/${encodeURIComponent(id)}`, serverId: id, ...options });
-    return idObjectMember<Server>(res.data, 'server', shapeContext('GET', res, id));
+    return idObjectMember<Server>(res.data, 'server', this.#shape('GET', res, id));
   }
 
   /**
@@ -529,31 +217,14 @@ export class NovaClient {
       });
       pages++;
       serverDateMs ??= res.serverDateMs;
-      const page = idObjectListMember<Server>(res.data, 'servers', shapeContext('GET', res));
+      const page = idObjectListMember<Server>(res.data, 'servers', this.#shape('GET', res));
       for (const server of page) {
         if (server.id !== undefined && seenIds.has(server.id)) continue; // never the same server twice
         seenIds.add(server.id);
         servers.push(server);
       }
-      const links = optionalObjectListMember<{ rel?: unknown; href?: unknown }>(res.data, 'servers_links', shapeContext('GET', res));
-      const href = links.find((l) => l.rel === 'next')?.href;
-      const next = typeof href === 'string' ? href : undefined;
-      if (!next || page.length === 0) break;
-      let nextQuery: Record<string, string>;
-      try {
-        // Only the query of the link is used: the next page is read from this client's endpoint, never another host.
-        nextQuery = Object.fromEntries(new URL(next, 'http://x').searchParams.entries());
-      } catch {
-        throw invalidResponse(shapeContext('GET', res), `the servers_links next link ${JSON.stringify(next.slice(0, 200))} is not a URL`);
-      }
-      const marker = nextQuery['marker'];
-      if (!marker) break;
-      if (seenMarkers.has(marker)) {
-        // A next link that points back (a proxy that drops the query, a pagination bug): a silently
-        // truncated listing would make an audit report drift and a reaper miss servers.
-        throw invalidResponse(shapeContext('GET', res), `the servers_links next link asks again for marker ${JSON.stringify(marker)}: the pagination loops`);
-      }
-      seenMarkers.add(marker);
+      const nextQuery = nextPageQuery(res.data, this.#shape('GET', res), seenMarkers, page.length === 0);
+      if (!nextQuery) break;
       q = { ...q, ...nextQuery };
     }
     return { servers, serverDateMs, pages };
@@ -568,12 +239,10 @@ export class NovaClient {
    * object with an `id` (e.g. `{"reservation_id": ...}`; a server may have been created all the same).
    */
   async createServer(body: CreateServerBody, options: RequestOptions = {}): Promise<Server> {
-    if (!body || typeof body !== 'object') throw new ValidationError('createServer needs the server body');
-    if (typeof body.name !== 'string' || body.name.length === 0) throw new ValidationError('createServer: body.name must be a non-empty string');
-    if (body.flavorRef === undefined || String(body.flavorRef).length === 0) throw new ValidationError('createServer: body.flavorRef is required');
+    checkCreateServerBody(body);
     const res = await this.request({ method: 'POST', path: '/servers', body: { server: body }, ...options });
     return idObjectMember<Server>(res.data, 'server', {
-      ...shapeContext('POST', res),
+      ...this.#shape('POST', res),
       note: 'Nova accepted the request, so a server may have been created: look for it by name',
     });
   }
@@ -599,7 +268,7 @@ export class NovaClient {
 
   /**
    * Delete a server, optionally waiting until Nova has really deleted it. See
-   * {@link DeleteServerOptions} for the options and `src/deleteServer.ts` for the behaviour.
+   * {@link DeleteServerOptions} for the options and `src/delete/` for the behaviour.
    */
   deleteServer(id: string, options: DeleteServerOptions = {}): Promise<DeleteServerResult> {
     return deleteServerImpl(this, id, options);
@@ -645,7 +314,7 @@ export class NovaClient {
     let p = this.#flavors.get(key);
     if (!p) {
       p = this.request({ method: 'GET', path: `/flavors/${encodeURIComponent(key)}`, ...options }).then((r) =>
-        objectMember<Flavor>(r.data, 'flavor', shapeContext('GET', r)),
+        objectMember<Flavor>(r.data, 'flavor', this.#shape('GET', r)),
       );
       this.#flavors.set(key, p);
       p.catch(() => this.#flavors.delete(key));
@@ -660,8 +329,8 @@ export class NovaClient {
    */
   async getLimits(options: RequestOptions = {}): Promise<Limits> {
     const res = await this.request({ method: 'GET', path: '/limits', ...options });
-    const limits = objectMember<Record<string, unknown>>(res.data, 'limits', shapeContext('GET', res));
-    const absolute = objectMember<Record<string, unknown>>(limits, 'absolute', shapeContext('GET', res));
+    const limits = objectMember<Record<string, unknown>>(res.data, 'limits', this.#shape('GET', res));
+    const absolute = objectMember<Record<string, unknown>>(limits, 'absolute', this.#shape('GET', res));
     return { absolute: parseAbsoluteLimits(absolute), requestId: res.requestId, serverDateMs: res.serverDateMs };
   }
 
@@ -679,23 +348,12 @@ export class NovaClient {
       path: `/os-quota-sets/${encodeURIComponent(projectId)}/detail`,
       ...options,
     });
-    const out: QuotaSetDetail = {};
-    for (const [k, v] of Object.entries(objectMember<Record<string, unknown>>(res.data, 'quota_set', shapeContext('GET', res)))) {
-      if (v && typeof v === 'object') {
-        const item = v as Record<string, unknown>;
-        const d: QuotaDetailItem = {};
-        const inUse = parseLimitValue(item['in_use']);
-        const limit = parseLimitValue(item['limit']);
-        const reserved = typeof item['reserved'] === 'number' ? item['reserved'] : undefined;
-        if (inUse !== undefined) d.in_use = inUse;
-        if (limit !== undefined) d.limit = limit;
-        if (reserved !== undefined) d.reserved = reserved;
-        out[k] = d;
-      } else if (typeof v === 'string') {
-        out[k] = v;
-      }
-    }
-    return out;
+    return parseQuotaSetDetail(objectMember<Record<string, unknown>>(res.data, 'quota_set', this.#shape('GET', res)));
+  }
+
+  /** The context of a shape error for `res` (see `src/transport/responseShape.ts`): secrets are redacted from it. */
+  #shape(method: string, res: RawResponse, serverId?: string): ShapeContext {
+    return { method, url: res.url ?? '', status: res.status, requestId: res.requestId, serverId, redact: this.#redactText };
   }
 
   /** Never shows the token. */
@@ -710,7 +368,7 @@ export class NovaClient {
    * A client for a cloud of `clouds.yaml` (merged with `secure.yaml`), found like the `openstack`
    * command does: `name`, else `OS_CLOUD`, else the `OS_*` variables, else the file's only cloud.
    * Authenticates once (Keystone v3), so bad credentials fail here and `projectId` is the token's.
-   * See `src/config.ts` (`loadCloudConfig`, `resolveClientOptions`); `options` win over the cloud's.
+   * See `src/config/` (`loadCloudConfig`, `resolveClientOptions`); `options` win over the cloud's.
    * @throws {@link ConfigError} naming the file and key; {@link AuthError} when Keystone rejects the credentials.
    */
   static async fromCloud(name?: string, options?: CloudClientOptions): Promise<NovaClient> {
@@ -726,33 +384,3 @@ export class NovaClient {
   }
 }
 
-/** The context of a shape error for `res` (see `src/responseShape.ts`). */
-function shapeContext(method: string, res: RawResponse, serverId?: string): ShapeContext {
-  return { method, url: res.url ?? '', status: res.status, requestId: res.requestId, serverId };
-}
-
-/**
- * An http(s) URL without user info (it would reach error messages and logs), query or fragment (the
- * client appends paths to it). The message never repeats a password.
- */
-function checkEndpoint(endpoint: unknown): void {
-  let url: URL | undefined;
-  try {
-    url = typeof endpoint === 'string' && /^https?:\/\/[^/]+/i.test(endpoint) ? new URL(endpoint) : undefined;
-  } catch {
-    url = undefined;
-  }
-  const shown = typeof endpoint === 'string' ? JSON.stringify(endpoint.replace(/\/\/[^@/]*@/, '//')) : String(endpoint);
-  if (!url) throw new ValidationError(`endpoint must be an http(s) URL, got ${shown}`);
-  if (url.username !== '' || url.password !== '') throw new ValidationError('endpoint must not contain user info (user:password@): give the token as token or auth');
-  if (url.search !== '' || url.hash !== '' || /[?#]/.test(endpoint as string)) {
-    throw new ValidationError(`endpoint must not have a query or fragment, got ${shown}`);
-  }
-}
-
-/** noauth2 tokens look like `user:project`; their project is the client's default project. */
-function projectFromNoauthToken(token: string | undefined): string | undefined {
-  if (!token) return undefined;
-  const m = /^[^:\s]+:([^:\s]+)$/.exec(token);
-  return m ? m[1] : undefined;
-}

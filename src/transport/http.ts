@@ -2,8 +2,9 @@
  * Turning an HTTP response (or the lack of one) into nova-guard's typed errors, and reading the
  * headers nova-guard cares about (`x-openstack-request-id`, `Retry-After`, `Date`).
  *
- * Sources: Nova's fault envelope (`nova/api/openstack/wsgi.py` `Fault`), keystonemiddleware's 401 body,
- * field case BUG-08 (413 rate limit, 413 quota, 413 body too large, 429 without a hint).
+ * Sources: Nova API reference, "Faults" (the `{"<fault>": {"code", "message"}}` envelope, 413
+ * `overLimit` with `retryAfter`); keystonemiddleware's 401 body. A 413 may be a rate limit, a quota
+ * (older Nova) or a proxy's "body too large"; a 429 may come without any hint.
  *
  * @module
  */
@@ -22,6 +23,7 @@ import {
   type NovaErrorInit,
 } from '../errors/index.js';
 import { parseQuotaMessage } from '../errors/quotaMessage.js';
+import { systemClock } from '../core/clock.js';
 
 /** Response headers as axios gives them (lower-case names). */
 export type HeaderBag = Record<string, unknown>;
@@ -49,7 +51,7 @@ export function serverDateOf(headers: HeaderBag): number | undefined {
  * A retry delay in milliseconds from a `Retry-After` header (seconds or an HTTP date), Nova's body
  * `retryAfter` (seconds) or `retryAt` (an absolute time). Negative values become 0.
  */
-export function retryAfterMsOf(headers: HeaderBag, faultBody: Record<string, unknown> | undefined, nowMs = Date.now()): number | undefined {
+export function retryAfterMsOf(headers: HeaderBag, faultBody: Record<string, unknown> | undefined, nowMs = systemClock.wallNow()): number | undefined {
   const candidates: Array<string | undefined> = [header(headers, 'retry-after')];
   const bodyAfter = faultBody?.['retryAfter'];
   if (bodyAfter !== undefined && bodyAfter !== null) candidates.push(String(bodyAfter));
@@ -94,10 +96,33 @@ export function parseFaultBody(data: unknown): { fault?: string; message?: strin
   return {};
 }
 
-/** A short, tag-stripped excerpt of a body for an error message (`empty body` when there is none). */
-export function textSnippet(data: unknown): string {
+/** Removes secrets from a text (see `redactSecrets`). */
+export type Redactor = (text: string) => string;
+
+/**
+ * `data` with every secret removed, before anything is read from it: a string as it is, any
+ * other JSON value through its JSON text (so Nova's message and fault key are free of secrets too).
+ */
+export function redactedBody(data: unknown, redact: Redactor | undefined): unknown {
+  if (!redact || data === undefined || data === null) return data;
+  if (typeof data === 'string') return redact(data);
+  if (Buffer.isBuffer(data)) return redact(data.toString('utf8'));
+  try {
+    return JSON.parse(redact(JSON.stringify(data))) as unknown;
+  } catch {
+    return '(body withheld: it could not be redacted)';
+  }
+}
+
+/**
+ * A short, tag-stripped excerpt of a body for an error message (`empty body` when there is none).
+ * With `redact`, secrets are removed from the whole body first, before tags are stripped and the
+ * excerpt is cut (a cut or a stripped tag could leave part of a secret unrecognised).
+ */
+export function textSnippet(data: unknown, redact?: Redactor): string {
   if (data === undefined || data === null || data === '') return 'empty body';
-  const s = typeof data === 'string' ? data : Buffer.isBuffer(data) ? data.toString('utf8') : JSON.stringify(data);
+  const raw = typeof data === 'string' ? data : Buffer.isBuffer(data) ? data.toString('utf8') : JSON.stringify(data);
+  const s = redact ? redact(raw) : raw;
   const text = s.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim();
   if (!text) return 'empty body';
   return `body: "${text.length > 200 ? `${text.slice(0, 200)}...` : text}"`;
@@ -122,14 +147,22 @@ export interface RequestContext {
   method: string;
   url: string;
   serverId?: string | undefined;
+  /**
+   * Who was called, when it is not Nova (`'Keystone'`): prefixed to messages of a failed
+   * connection, which then carry the system's message too.
+   */
+  label?: string | undefined;
+  /** Removes the caller's secrets from a body before any of it reaches a message. */
+  redact?: Redactor | undefined;
 }
 
 /**
  * Build the typed error for a non-2xx response. Classification reads the body, not only the status:
  * a 403 is a {@link QuotaExceededError} only when its message is a quota message. A 3xx (never
  * followed) is a {@link NovaApiError} naming its `Location`, e.g. an http endpoint redirected to https.
+ * @param nowMs - Wall-clock time (epoch ms) an HTTP-date `Retry-After` is counted from.
  */
-export function errorFromResponse(status: number, headers: HeaderBag, data: unknown, ctx: RequestContext): NovaApiError {
+export function errorFromResponse(status: number, headers: HeaderBag, data: unknown, ctx: RequestContext, nowMs = systemClock.wallNow()): NovaApiError {
   if (status >= 300 && status < 400) {
     // Redirects are never followed (the token or password would go along): say where to point instead.
     const location = header(headers, 'location');
@@ -146,10 +179,12 @@ export function errorFromResponse(status: number, headers: HeaderBag, data: unkn
       serverId: ctx.serverId,
     });
   }
-  const { fault, message: novaMessage, body } = parseFaultBody(data);
+  // A body may echo the request (a debugging proxy, an echo service at the wrong URL): secrets out first.
+  const safe = redactedBody(data, ctx.redact);
+  const { fault, message: novaMessage, body } = parseFaultBody(safe);
   const message =
     novaMessage ??
-    `HTTP ${status} ${STATUS_TEXT[status] ?? ''}`.trim() + ` from ${ctx.method} ${ctx.url} (${textSnippet(data)})`;
+    `HTTP ${status} ${STATUS_TEXT[status] ?? ''}`.trim() + ` from ${ctx.method} ${ctx.url} (${textSnippet(safe)})`;
   const init: NovaErrorInit = {
     status,
     fault,
@@ -158,7 +193,7 @@ export function errorFromResponse(status: number, headers: HeaderBag, data: unkn
     method: ctx.method,
     url: ctx.url,
     serverId: ctx.serverId,
-    retryAfterMs: retryAfterMsOf(headers, body),
+    retryAfterMs: retryAfterMsOf(headers, body, nowMs),
   };
   if (status === 400) return new BadRequestError(init);
   if (status === 401) return new AuthError(init);
@@ -182,11 +217,11 @@ export function errorFromResponse(status: number, headers: HeaderBag, data: unkn
 
 /** Build the typed error for a request that got no response. */
 export function networkError(code: string | undefined, detail: string, ctx: RequestContext, timedOut: boolean): NovaNetworkError {
+  const what = `${ctx.label ? `${ctx.label} ` : ''}${ctx.method} ${ctx.url}`;
+  const why = ctx.label ? (code ? `${code} (${detail})` : detail) : (code ?? detail);
   return new NovaNetworkError({
     status: 0,
-    message: timedOut
-      ? `${ctx.method} ${ctx.url} timed out (${detail})`
-      : `${ctx.method} ${ctx.url} failed without a response: ${code ?? detail}`,
+    message: timedOut ? `${what} timed out (${detail})` : `${what} failed without a response: ${why}`,
     method: ctx.method,
     url: ctx.url,
     serverId: ctx.serverId,
@@ -195,15 +230,31 @@ export function networkError(code: string | undefined, detail: string, ctx: Requ
   });
 }
 
+/** The 5xx statuses a GET or DELETE is repeated after (Nova's 500, a proxy's 502/503/504). */
+export const TRANSIENT_STATUSES: ReadonlySet<number> = new Set([500, 502, 503, 504]);
+
 /**
- * True for errors an idempotent request may repeat: no response (reset, refused, request timeout),
- * 502/503/504, and rate limits (429, 413 rate-limited).
+ * The one definition of "transient": true for the errors after which an idempotent request (GET,
+ * DELETE) may be sent again: no response ({@link NovaNetworkError}: reset, refused, request
+ * timeout), 500/502/503/504 ({@link ServerError}), and rate limits ({@link RateLimitError}: 429, 413
+ * `overLimit` that is a rate limit). Never a 4xx other than the rate limits, never an
+ * {@link InvalidResponseError}, never an abort.
  */
 export function isTransient(error: unknown): boolean {
   if (error instanceof NovaNetworkError) return true;
   if (error instanceof RateLimitError) return true;
-  if (error instanceof ServerError) return error.status === 502 || error.status === 503 || error.status === 504;
+  if (error instanceof ServerError) return TRANSIENT_STATUSES.has(error.status);
   return false;
+}
+
+/**
+ * True for the errors after which a request of `method` may be sent again: {@link isTransient} for
+ * GET and DELETE; for POST and PUT (which may have reached Nova: a create) only rate limits and a
+ * refused connection, when the request provably did not reach the service.
+ */
+export function isRetryable(method: string, error: unknown): boolean {
+  if (method === 'GET' || method === 'DELETE') return isTransient(error);
+  return error instanceof RateLimitError || (error instanceof NovaNetworkError && error.code === 'ECONNREFUSED');
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
- * Transport: the one HTTP layer under Nova and Keystone (error mapping, retries of idempotent
- * requests, request ids, response shapes, TLS, the request-rate limiter).
+ * Transport: the one HTTP layer under Nova and Keystone (`Transport`: time limits, TLS, redaction,
+ * request ids), error mapping and the one definition of "transient" (`isTransient`), the one retry
+ * policy (`withRetry`), response shapes, and the request-rate limiter.
  *
  * @module
  */
@@ -9,3 +10,4 @@ export * from './retry.js';
 export * from './responseShape.js';
 export * from './rateLimiter.js';
 export * from './tls.js';
+export * from './transport.js';

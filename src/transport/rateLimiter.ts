@@ -2,15 +2,15 @@
  * A token bucket: the client-wide cap on the requests per second of coalesced delete-waiting.
  *
  * Source: nodepool's provider `rate` (seconds between API operations, passed to openstacksdk as
- * `rate_limit = 1 / rate`; `../shared/reference/field-cases.md` A.3 §10). Here the cap is a rate with
+ * `rate_limit = 1 / rate`). Here the cap is a rate with
  * a burst of one second's worth of requests, so a short burst is not slowed and a fleet on average
  * never exceeds `ratePerSecond`.
  *
  * @module
  */
-import { setTimeout as sleep } from 'node:timers/promises';
+import { sleep, systemClock, type Clock } from '../core/clock.js';
 
-/** A token bucket. Time is `performance.now()` milliseconds. */
+/** A token bucket. Time is the clock's `now()` (monotonic ms). */
 export class TokenBucket {
   /** Requests per second; `Infinity` disables the cap. */
   readonly ratePerSecond: number;
@@ -18,22 +18,22 @@ export class TokenBucket {
   readonly burst: number;
   #tokens: number;
   #refilledAt: number;
-  readonly #now: () => number;
+  readonly #clock: Clock;
 
   /**
    * @param ratePerSecond - Positive number of requests per second, or `Infinity` for no cap.
-   * @param now - Clock in ms (default `performance.now`), for tests.
+   * @param clock - The clock (default {@link systemClock}), or just its `now()` in ms.
    */
-  constructor(ratePerSecond: number, now: () => number = () => performance.now()) {
+  constructor(ratePerSecond: number, clock: Clock | (() => number) = systemClock) {
     this.ratePerSecond = ratePerSecond;
     this.burst = Number.isFinite(ratePerSecond) ? Math.max(1, ratePerSecond) : Number.POSITIVE_INFINITY;
     this.#tokens = this.burst;
-    this.#now = now;
-    this.#refilledAt = now();
+    this.#clock = typeof clock === 'function' ? { ...systemClock, now: clock } : clock;
+    this.#refilledAt = this.#clock.now();
   }
 
   #refill(): void {
-    const t = this.#now();
+    const t = this.#clock.now();
     if (Number.isFinite(this.burst)) {
       this.#tokens = Math.min(this.burst, this.#tokens + ((t - this.#refilledAt) * this.ratePerSecond) / 1000);
     }
@@ -63,7 +63,7 @@ export class TokenBucket {
 
   /**
    * Wait until one token is available, then spend it.
-   * @throws the signal's `AbortError` when `signal` aborts while waiting.
+   * @throws the signal's reason when `signal` aborts while waiting.
    */
   async acquire(signal?: AbortSignal): Promise<void> {
     for (;;) {
@@ -72,7 +72,7 @@ export class TokenBucket {
         this.take(1);
         return;
       }
-      await sleep(delay, undefined, signal ? { signal } : undefined);
+      await sleep(this.#clock, delay, signal);
     }
   }
 }

@@ -11,7 +11,7 @@
  * @module
  */
 import { InvalidResponseError } from '../errors/index.js';
-import { textSnippet } from './http.js';
+import { textSnippet, type Redactor } from './http.js';
 
 /** What the error needs to know about the exchange. */
 export interface ShapeContext {
@@ -23,6 +23,8 @@ export interface ShapeContext {
   serverId?: string | undefined;
   /** Extra sentence for the message, e.g. that a POST may have created a server. */
   note?: string | undefined;
+  /** Removes the caller's secrets (a body may echo the request) before any of it reaches a message. */
+  redact?: Redactor | undefined;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -34,7 +36,7 @@ function invalid(ctx: ShapeContext, expected: string, body: unknown): InvalidRes
     status: ctx.status,
     message:
       `Nova answered ${ctx.status} to ${ctx.method} ${ctx.url} with an unexpected body: expected ${expected} ` +
-      `(${textSnippet(body)})${ctx.note ? `. ${ctx.note}` : ''}`,
+      `(${textSnippet(body, ctx.redact)})${ctx.note ? `. ${ctx.note}` : ''}`,
     requestId: ctx.requestId,
     method: ctx.method,
     url: ctx.url,
@@ -46,7 +48,7 @@ function invalid(ctx: ShapeContext, expected: string, body: unknown): InvalidRes
 export function invalidResponse(ctx: ShapeContext, problem: string): InvalidResponseError {
   return new InvalidResponseError({
     status: ctx.status,
-    message: `Nova answered ${ctx.status} to ${ctx.method} ${ctx.url} with an unexpected body: ${problem}`,
+    message: `Nova answered ${ctx.status} to ${ctx.method} ${ctx.url} with an unexpected body: ${ctx.redact ? ctx.redact(problem) : problem}`,
     requestId: ctx.requestId,
     method: ctx.method,
     url: ctx.url,

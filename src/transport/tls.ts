@@ -46,8 +46,16 @@ export function loadCaCert(caCert: string | Buffer): string | Buffer {
  * @throws {@link ConfigError} when the CA file cannot be read.
  */
 export function httpsAgentFor(options: TlsOptions, logger?: Logger, what = 'Keystone'): https.Agent | undefined {
+  return tlsAgent(options, logger, what);
+}
+
+/**
+ * Like {@link httpsAgentFor}; the warning names `what` when given (`... (insecure) for Keystone: ...`),
+ * else no service.
+ */
+export function tlsAgent(options: TlsOptions, logger?: Logger, what?: string): https.Agent | undefined {
   if (options.insecure) {
-    logger?.warn(`TLS verification is turned off (insecure) for ${what}: the server certificate is not checked`);
+    logger?.warn(`TLS verification is turned off (insecure)${what ? ` for ${what}` : ''}: the server certificate is not checked`);
     return new https.Agent({ rejectUnauthorized: false });
   }
   if (options.caCert !== undefined && options.caCert !== '') {

@@ -4,7 +4,7 @@
  * timeoutMs: 3e9 timed out at once. They are refused; Infinity still means "no limit".
  */
 import { describe, expect, it } from 'vitest';
-import { KeystoneAuth, NovaClient, ValidationError, reapServers, waitForDelete } from '../../src/index.js';
+import { AbortError, KeystoneAuth, NovaClient, ValidationError, reapServers, waitForDelete } from '../../src/index.js';
 import { FakeNova } from '../../src/testing/index.js';
 import { clientFor, startNova } from '../helpers.js';
 
@@ -38,8 +38,17 @@ describe('durations beyond a timer', () => {
     const id = nova.addServer().id;
     nova.setServerBehavior(id, { onDelete: 'never' });
     await client.requestDelete(id);
-    const r = await waitForDelete(client, id, { timeoutMs: Number.POSITIVE_INFINITY, intervalMs: 5, signal: AbortSignal.timeout(80) }).catch((e: unknown) => e);
+    // Outcome, not a count in a time window: abort once Nova has seen 4 polls (or after a generous 20 s).
+    const ac = new AbortController();
+    const watch = setInterval(() => {
+      if (nova.requestsTo('GET', `/servers/${id}`).length > 3) ac.abort();
+    }, 5);
+    const r = await waitForDelete(client, id, { timeoutMs: Number.POSITIVE_INFINITY, intervalMs: 5, signal: AbortSignal.any([ac.signal, AbortSignal.timeout(20_000)]) })
+      .catch((e: unknown) => e)
+      .finally(() => clearInterval(watch));
     expect((r as Error).name).toBe('AbortError');
+    expect(r).toBeInstanceOf(AbortError);
+    expect(ac.signal.aborted).toBe(true); // it waited past 3 polls: the timeout was not what ended it
     expect(nova.requestsTo('GET', `/servers/${id}`).length).toBeGreaterThan(3);
   });
 

@@ -1,9 +1,9 @@
 /** KeystoneAuth against FakeKeystone: both auth methods, catalog selection, renewal, invalidation, single flight. */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AuthError, ConfigError, NovaNetworkError, ValidationError } from '../../src/errors/index.js';
 import { EndpointNotFoundError, KeystoneAuth, authRequestBody, normaliseAuthUrl, redactSecrets, type KeystoneAuthOptions } from '../../src/auth/keystone.js';
 import { FakeKeystone, type FakeKeystoneOptions } from '../../src/testing/fakeKeystone.js';
+import { systemClock, type Clock } from '../../src/core/clock.js';
 
 const started: FakeKeystone[] = [];
 
@@ -238,11 +238,15 @@ describe('KeystoneAuth: catalog', () => {
 describe('KeystoneAuth: renewal', () => {
   it('renews a token that has less than minTokenLifeMs left, before use', async () => {
     const k = await keystone({ tokenLifetimeMs: 1000 });
-    const auth = password(k, { minTokenLifeMs: 900 });
+    // The provider's clock stands still unless moved: no real time window to miss on a busy machine.
+    const startMs = Date.now();
+    let passedMs = 0;
+    const clock: Clock = { ...systemClock, wallNow: () => startMs + passedMs };
+    const auth = password(k, { minTokenLifeMs: 900, clock });
     const first = await auth.getToken();
     expect(await auth.getToken()).toBe(first);
     expect(k.tokenRequests).toBe(1);
-    await sleep(130);
+    passedMs = 130; // 870 ms left on the provider's clock
     expect(k.isValid(first)).toBe(true); // still valid, but less than 900 ms left
     const second = await auth.getToken();
     expect(second).not.toBe(first);

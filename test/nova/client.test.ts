@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { inspect } from 'node:util';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   AbortError,
   BadRequestError,
@@ -17,6 +17,7 @@ import {
   parseAbsoluteLimits,
 } from '../../src/index.js';
 import { clientFor, startNova } from '../helpers.js';
+import { scriptedAdapter, type ScriptedReply } from '../transport/scriptedAdapter.js';
 
 const TOKEN = 'gAAAAAsecret-token-value';
 
@@ -32,8 +33,35 @@ async function scripted(handler: (req: http.IncomingMessage, res: http.ServerRes
   servers.push(server);
   return { endpoint: `http://127.0.0.1:${port}/v2.1`, seen };
 }
+const LIMITS_OK: ScriptedReply = { status: 200, body: { limits: { absolute: { maxTotalCores: 20 } } } };
+
+/**
+ * A client (with the test helper's fast retries) whose requests a scripted adapter answers: `first`
+ * in turn, then `then`. The test runs on fake timers from here on, without jitter.
+ */
+function scriptedClient(first: ScriptedReply[], then: ScriptedReply = LIMITS_OK, options: Partial<ConstructorParameters<typeof NovaClient>[0]> = {}) {
+  vi.useFakeTimers();
+  vi.spyOn(Math, 'random').mockReturnValue(0); // p-retry's jitter factor is exactly 1
+  const { adapter, sent } = scriptedAdapter((_r, n) => first[n - 1] ?? then);
+  const client = new NovaClient({ endpoint: 'http://nova.test/v2.1', token: TOKEN, adapter, retry: { minDelayMs: 2, maxDelayMs: 20, maxRetryTimeMs: 2000 }, ...options });
+  return { client, sent };
+}
+
+/** Settle `p`, running the fake clock timer by timer. */
+async function onFakeClock<T>(p: Promise<T>): Promise<T> {
+  let settled = false;
+  p.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  for (let i = 0; i < 1000 && !settled; i++) await vi.advanceTimersToNextTimerAsync();
+  return p;
+}
+
 const servers: http.Server[] = [];
 afterEach(async () => {
+  vi.restoreAllMocks();
+  vi.useRealTimers();
   for (const s of servers.splice(0)) {
     s.closeAllConnections();
     await new Promise((r) => s.close(r));
@@ -160,12 +188,26 @@ describe('retries', () => {
     expect(client.stats.requests).toBe(3);
   });
 
-  it('GET is not retried on 500, 403 or 404', async () => {
+  it('GET is retried on 500 (the README: 5xx is retried), not on 403 or 404', async () => {
     const nova = await startNova();
     const client = clientFor(nova);
     nova.inject({ method: 'GET', path: '/limits', status: 500, body: { computeFault: { code: 500, message: 'x' } } });
-    await expect(client.getLimits()).rejects.toBeInstanceOf(ServerError);
+    await client.getLimits();
+    expect(nova.requestsTo('GET', '/limits').map((r) => r.status)).toEqual([500, 200]);
+    nova.inject({ method: 'GET', path: '/limits', status: 500, body: { computeFault: { code: 500, message: 'x' } }, times: Infinity });
+    await expect(clientFor(nova, { retry: { retries: 1, minDelayMs: 1, maxDelayMs: 1 } }).getLimits()).rejects.toBeInstanceOf(ServerError);
+    expect(nova.requestsTo('GET', '/limits')).toHaveLength(4);
+    nova.clearFaults();
+  });
+
+  it('GET is not retried on 403 or 404', async () => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    nova.inject({ method: 'GET', path: '/limits', status: 403, body: { forbidden: { code: 403, message: 'Policy does not allow it.' } } });
+    await expect(client.getLimits()).rejects.toBeInstanceOf(ForbiddenError);
     expect(nova.requestsTo('GET', '/limits')).toHaveLength(1);
+    await expect(client.getServer('nope')).rejects.toBeInstanceOf(NotFoundError);
+    expect(nova.requestsTo('GET', '/servers/nope')).toHaveLength(1);
   });
 
   it('retries are bounded', async () => {
@@ -177,29 +219,29 @@ describe('retries', () => {
   });
 
   it('honours Retry-After on 429 before retrying', async () => {
-    const nova = await startNova();
-    const client = clientFor(nova);
-    nova.inject({ method: 'GET', path: '/limits', status: 429, headers: { 'Retry-After': '0.1' }, body: { error: { status: '429 Too Many Requests', message: 'Too Many Requests' } } });
-    await client.getLimits();
-    const [a, b] = nova.requestsTo('GET', '/limits');
-    expect(b!.timeMs - a!.timeMs).toBeGreaterThanOrEqual(95);
+    const { client, sent } = scriptedClient([{ status: 429, headers: { 'Retry-After': '0.1' }, body: { error: { status: '429 Too Many Requests', message: 'Too Many Requests' } } }]);
+    await onFakeClock(client.getLimits());
+    const [a, b] = sent;
+    expect(b!.atMs - a!.atMs).toBeGreaterThanOrEqual(95);
+    expect(b!.atMs - a!.atMs).toBe(100); // the fake clock: exactly Retry-After
   });
 
   it('BUG-08 8a: a rate-limited POST (413 overLimit with retryAfter) is retried once', async () => {
-    const nova = await startNova();
-    const client = clientFor(nova);
-    nova.inject({
-      method: 'POST',
-      path: '/servers',
-      status: 413,
-      headers: { 'Retry-After': '0.05' },
-      body: { overLimit: { code: 413, message: 'This request was rate-limited.', retryAfter: '0.05', details: 'Only 10 POST request(s) can be made to * every minute.' } },
-    });
-    const s = await client.createServer({ name: 'x', flavorRef: '1', imageRef: 'i', networks: 'none' });
+    const { client, sent } = scriptedClient(
+      [
+        {
+          status: 413,
+          headers: { 'Retry-After': '0.05' },
+          body: { overLimit: { code: 413, message: 'This request was rate-limited.', retryAfter: '0.05', details: 'Only 10 POST request(s) can be made to * every minute.' } },
+        },
+      ],
+      { status: 202, body: { server: { id: 'new-1' } } },
+    );
+    const s = await onFakeClock(client.createServer({ name: 'x', flavorRef: '1', imageRef: 'i', networks: 'none' }));
     expect(s.id).toBeTruthy();
-    const posts = nova.requestsTo('POST', '/servers');
-    expect(posts.map((p) => p.status)).toEqual([413, 202]);
-    expect(posts[1]!.timeMs - posts[0]!.timeMs).toBeGreaterThanOrEqual(45);
+    expect(sent.map((p) => p.method)).toEqual(['POST', 'POST']);
+    expect(sent[1]!.atMs - sent[0]!.atMs).toBeGreaterThanOrEqual(45);
+    expect(sent[1]!.atMs - sent[0]!.atMs).toBe(50);
   });
 
   it('a create is never retried on 503 or a timeout', async () => {
@@ -215,27 +257,26 @@ describe('retries', () => {
   });
 
   it('a hung GET is cut at requestTimeoutMs and retried', async () => {
-    const nova = await startNova();
-    const client = clientFor(nova, { requestTimeoutMs: 40 });
-    nova.inject({ method: 'GET', path: '/limits', hang: true });
+    const { client, sent } = scriptedClient([{ hang: true }], LIMITS_OK, { requestTimeoutMs: 40 });
     const t0 = performance.now();
-    await client.getLimits();
+    await onFakeClock(client.getLimits());
     expect(performance.now() - t0).toBeGreaterThanOrEqual(38);
-    expect(nova.requestsTo('GET', '/limits')).toHaveLength(2);
+    expect(sent).toHaveLength(2);
+    expect(sent[0]!.aborted).toBe(true);
+    expect(sent[1]!.atMs - sent[0]!.atMs).toBe(42); // 40 ms limit, then the 2 ms backoff
   });
 
   it('abort rejects with AbortError and stops retrying', async () => {
-    const nova = await startNova();
-    const client = clientFor(nova, { retry: { minDelayMs: 200, maxDelayMs: 200 } });
-    nova.inject({ method: 'GET', path: '/limits', status: 503, body: 'x', times: Infinity });
+    const { client, sent } = scriptedClient(Array(100).fill({ status: 503, body: 'x' }), LIMITS_OK, { retry: { minDelayMs: 200, maxDelayMs: 200 } });
     const ac = new AbortController();
     setTimeout(() => ac.abort(), 30);
-    await expect(client.getLimits({ signal: ac.signal })).rejects.toBeInstanceOf(AbortError);
-    // the first attempt may or may not have reached the fake before the abort; no retry ever does
-    const count = nova.requestsTo('GET', '/limits').length;
+    await expect(onFakeClock(client.getLimits({ signal: ac.signal }))).rejects.toBeInstanceOf(AbortError);
+    // the first attempt reached Nova before the abort; no retry ever does
+    const count = sent.length;
     expect(count).toBeLessThanOrEqual(1);
-    await new Promise((r) => setTimeout(r, 250));
-    expect(nova.requestsTo('GET', '/limits')).toHaveLength(count);
+    await vi.advanceTimersByTimeAsync(250);
+    expect(sent).toHaveLength(count);
+    expect(count).toBe(1);
   });
 });
 

@@ -1,0 +1,84 @@
+/**
+ * The errors of a delete that did not end with the server gone: it timed out
+ * ({@link DeleteTimeoutError}) or Nova did not delete it ({@link DeleteFailedError}).
+ *
+ * @module
+ */
+import { NovaGuardError } from './base.js';
+import { NovaApiError } from './api.js';
+
+/** Why a delete-wait ended without the server being gone. */
+export interface DeleteTimeoutInit {
+  serverId: string;
+  /** Status seen on the last successful poll. */
+  lastStatus: string | undefined;
+  /** `OS-EXT-STS:task_state` seen on the last successful poll. */
+  lastTaskState: string | null | undefined;
+  /** Number of polls made. */
+  polls: number;
+  /** Wall-clock time spent, in milliseconds. */
+  elapsedMs: number;
+  /** The wait's timeout, in milliseconds. */
+  timeoutMs: number;
+}
+
+/** The server did not reach 404, DELETED or SOFT_DELETED within `timeoutMs`. */
+export class DeleteTimeoutError extends NovaGuardError {
+  readonly serverId: string;
+  readonly lastStatus: string | undefined;
+  readonly lastTaskState: string | null | undefined;
+  readonly polls: number;
+  readonly elapsedMs: number;
+  readonly timeoutMs: number;
+  constructor(init: DeleteTimeoutInit) {
+    super(
+      `Timed out after ${init.elapsedMs} ms waiting for server ${init.serverId} to be deleted ` +
+        `(last status ${init.lastStatus ?? 'unknown'}, task_state ${init.lastTaskState ?? 'null'}, ${init.polls} polls)`,
+    );
+    this.serverId = init.serverId;
+    this.lastStatus = init.lastStatus;
+    this.lastTaskState = init.lastTaskState;
+    this.polls = init.polls;
+    this.elapsedMs = init.elapsedMs;
+    this.timeoutMs = init.timeoutMs;
+  }
+}
+
+/** Options of {@link DeleteFailedError}. */
+export interface DeleteFailedInit {
+  serverId: string;
+  /** Nova's fault message of the server in ERROR, or the last DELETE's error message. */
+  faultMessage: string | undefined;
+  /** Number of DELETE requests issued. */
+  deleteAttempts: number;
+  /** Last observed status. */
+  lastStatus?: string | undefined;
+  /** The HTTP error that ended the attempts, if any. */
+  cause?: unknown;
+}
+
+/** Nova did not delete the server: the DELETE kept failing, or the server went to ERROR twice. */
+export class DeleteFailedError extends NovaGuardError {
+  readonly serverId: string;
+  readonly faultMessage: string | undefined;
+  readonly deleteAttempts: number;
+  readonly lastStatus: string | undefined;
+  /** HTTP status of the last failed DELETE, if that is what ended it. */
+  readonly status: number | undefined;
+  /** `x-openstack-request-id` of the last failed request, if any. */
+  readonly requestId: string | undefined;
+  constructor(init: DeleteFailedInit) {
+    super(
+      `Failed to delete server ${init.serverId} after ${init.deleteAttempts} DELETE request(s)` +
+        (init.faultMessage ? `: ${init.faultMessage}` : ''),
+      { cause: init.cause },
+    );
+    this.serverId = init.serverId;
+    this.faultMessage = init.faultMessage;
+    this.deleteAttempts = init.deleteAttempts;
+    this.lastStatus = init.lastStatus;
+    this.status = init.cause instanceof NovaApiError ? init.cause.status : undefined;
+    this.requestId = init.cause instanceof NovaApiError ? init.cause.requestId : undefined;
+  }
+}
+

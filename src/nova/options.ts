@@ -1,0 +1,253 @@
+/**
+ * The option and request shapes of `NovaClient`, and the checks of its options.
+ *
+ * @module
+ */
+import type { AxiosAdapter } from 'axios';
+import type { Clock } from '../core/clock.js';
+import type { Logger } from '../core/logger.js';
+import type { AuthProvider } from '../auth/provider.js';
+import type { CloudClientExtras } from '../config/load.js';
+import { ValidationError } from '../errors/index.js';
+import { checkDurationMs, checkRetryPolicy } from '../core/validate.js';
+
+/** Retry policy of idempotent requests (GET, DELETE). */
+export interface RetryOptions {
+  /**
+   * Retries after the first attempt. Default 4 (5 attempts in all). 0 disables retries. A rate
+   * limit with a `Retry-After` does not use a retry: only `maxRetryTimeMs` bounds its pauses.
+   */
+  retries?: number;
+  /**
+   * Delay before the first retry, in ms; doubles each retry, randomized by [1, 2). Default 250.
+   * Also the shortest pause after a rate limit's `Retry-After`.
+   */
+  minDelayMs?: number;
+  /** Longest delay between two attempts, in ms. Default 10000. */
+  maxDelayMs?: number;
+  /**
+   * Longest total time spent retrying one request, in ms. Default 60000. A `Retry-After` at least as
+   * long as what is left of it ends the retries at once.
+   */
+  maxRetryTimeMs?: number;
+}
+
+/** Options of {@link NovaClient}. */
+export interface NovaClientOptions {
+  /**
+   * Compute endpoint, e.g. `http://127.0.0.1:8774/v2.1` (with or without the project id), without
+   * user info, query or fragment. Required unless `auth` provides one through the service catalog.
+   */
+  endpoint?: string;
+  /** A fixed token (`X-Auth-Token`). Give either `token` or `auth`. */
+  token?: string;
+  /** A token provider (Keystone, or your own). Give either `token` or `auth`. */
+  auth?: AuthProvider;
+  /** Project id, used by {@link NovaClient.getQuotaSetDetail} when none is passed. */
+  projectId?: string;
+  /** Compute API microversion sent with every request. Default `'2.1'`. */
+  microversion?: string;
+  /**
+   * Time limit of one attempt of a request, in ms: the token (a Keystone renewal included) and
+   * the HTTP exchange. `Infinity`: none. Default 30000.
+   */
+  requestTimeoutMs?: number;
+  /** Retry policy of idempotent requests. See {@link RetryOptions} for the defaults. */
+  retry?: RetryOptions;
+  /** pino logger; default silent. The client logs method, path, status, request id and timing only. */
+  logger?: Logger;
+  /**
+   * Extra CA certificates, added to Node's defaults (`OS_CACERT`): PEM text, a Buffer, or the path of
+   * a PEM file (`~/` expanded). `insecure` beats it.
+   */
+  caCert?: string | Buffer;
+  /** Turn TLS verification off (`OS_INSECURE`). Default false: verification is on. A warning is logged. */
+  insecure?: boolean;
+  /** HTTP user agent. Default `nova-guard/<version>`. */
+  userAgent?: string;
+  /**
+   * Largest response body read, in bytes. Default 67108864 (64 MiB; a full page of 1000 servers is a
+   * few MiB). A larger body is cut off as it arrives and the request fails with
+   * {@link InvalidResponseError}: a runaway proxy or a wrong endpoint cannot exhaust the worker's memory.
+   */
+  maxResponseBytes?: number;
+  /**
+   * The axios adapter that sends requests. Default: axios's own (node:http). For tests: a
+   * `FakeNova`'s in-process `adapter` serves the same answers without a socket, so a suite can run
+   * on fake timers.
+   */
+  adapter?: AxiosAdapter;
+  /** The clock of every timer and time reading of this client and its delete engine. Default {@link systemClock}. */
+  clock?: Clock;
+  /**
+   * Coalesce the delete-waits of this client (`waitForDelete`, `deleteServer(id, { wait: true })`):
+   * while two or more servers are pending, one `GET /servers/detail?changes-since=...` per tick
+   * answers for all of them (the delete engine of `src/delete/`); a single pending wait polls its
+   * own `GET /servers/{id}` as before. Default true; false polls one GET per server (osc-lib's way).
+   */
+  coalesce?: boolean;
+  /**
+   * Cap on the requests per second of coalesced delete-waiting while two or more servers are pending
+   * (listings, confirming and fallback GETs), like nodepool's provider `rate`. A single pending wait
+   * is never slowed. Other requests (DELETE, create, ...) are not capped. Default 10; `Infinity` = no cap.
+   */
+  maxRequestsPerSecond?: number;
+  /**
+   * Time between coalesced ticks while two or more servers are pending, in ms. Default: half the
+   * smallest pending `intervalMs` (so detection is faster than per-server polling at a fraction of its requests).
+   */
+  watchIntervalMs?: number;
+}
+
+/**
+ * Options of `NovaClient.fromCloud`, `NovaClient.fromEnv` and `clientOptionsFromCloud`: any
+ * {@link NovaClientOptions} (they win over the cloud's), and `keystone`, the options of the
+ * `KeystoneAuth` built from the cloud.
+ */
+export interface CloudClientOptions extends CloudClientExtras, Partial<NovaClientOptions> {}
+
+/** Options every request method takes. */
+export interface RequestOptions {
+  /** Abort the request (and its retries). Rejects with {@link AbortError}. */
+  signal?: AbortSignal | undefined;
+  /** Override the client's `requestTimeoutMs` for this call. */
+  requestTimeoutMs?: number | undefined;
+  /** Override the retry policy for this call; `false` makes exactly one attempt. */
+  retry?: RetryOptions | false | undefined;
+  /** Override which errors are retried (default: see {@link NovaClient.request}). */
+  retryOn?: ((error: unknown) => boolean) | undefined;
+  /** Called before each attempt with its number (1-based), e.g. to count DELETE attempts. */
+  onAttempt?: ((attempt: number) => void) | undefined;
+}
+
+/** Low-level request description for {@link NovaClient.request}. */
+export interface RawRequest extends RequestOptions {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  /** Path below the endpoint, e.g. `/servers/detail`. */
+  path: string;
+  /** Query parameters (undefined values are dropped). */
+  query?: Record<string, string | number | boolean | undefined> | undefined;
+  /** JSON body. */
+  body?: unknown;
+  /** Statuses to resolve with instead of throwing (2xx always resolve). */
+  acceptStatus?: number[] | undefined;
+  /** The server the request is about, recorded in errors. */
+  serverId?: string | undefined;
+}
+
+/** What {@link NovaClient.request} resolves. */
+export interface RawResponse<T = unknown> {
+  status: number;
+  data: T;
+  /** `x-openstack-request-id`. */
+  requestId: string | undefined;
+  /** Nova's `Date` header, epoch ms. */
+  serverDateMs: number | undefined;
+  /** The request URL (endpoint + path, without the query). */
+  url?: string | undefined;
+}
+
+/** Query filters of `GET /servers/detail` (Nova API reference, "List Servers Detailed"). */
+export interface ListServersQuery {
+  /** ISO 8601 time: servers changed since then, including recently deleted ones (status DELETED). */
+  'changes-since'?: string;
+  name?: string;
+  status?: string;
+  /** Page size; the client follows `servers_links` until the last page. */
+  limit?: number;
+  marker?: string;
+  [filter: string]: string | number | boolean | undefined;
+}
+
+/** Counters of one client, for summaries and benchmarks. */
+export interface ClientStats {
+  /** HTTP requests sent (every attempt counts). */
+  requests: number;
+  /** Requests by method. */
+  byMethod: Record<string, number>;
+}
+
+/**
+ * An http(s) URL without user info (it would reach error messages and logs), query or fragment (the
+ * client appends paths to it). The message never repeats a password.
+ * @throws {@link ValidationError}
+ */
+export function checkEndpoint(endpoint: unknown): void {
+  let url: URL | undefined;
+  try {
+    url = typeof endpoint === 'string' && /^https?:\/\/[^/]+/i.test(endpoint) ? new URL(endpoint) : undefined;
+  } catch {
+    url = undefined;
+  }
+  const shown = typeof endpoint === 'string' ? JSON.stringify(endpoint.replace(/\/\/[^@/]*@/, '//')) : String(endpoint);
+  if (!url) throw new ValidationError(`endpoint must be an http(s) URL, got ${shown}`);
+  if (url.username !== '' || url.password !== '') throw new ValidationError('endpoint must not contain user info (user:password@): give the token as token or auth');
+  if (url.search !== '' || url.hash !== '' || /[?#]/.test(endpoint as string)) {
+    throw new ValidationError(`endpoint must not have a query or fragment, got ${shown}`);
+  }
+}
+
+/** noauth2 tokens look like `user:project`; their project is the client's default project. */
+export function projectFromNoauthToken(token: string | undefined): string | undefined {
+  if (!token) return undefined;
+  const m = /^[^:\s]+:([^:\s]+)$/.exec(token);
+  return m ? m[1] : undefined;
+}
+
+/** Default of {@link NovaClientOptions.maxResponseBytes}: 64 MiB. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
+
+/** The defaults of {@link NovaClientOptions}. */
+export const NOVA_CLIENT_DEFAULTS = Object.freeze({
+  microversion: '2.1',
+  requestTimeoutMs: 30_000,
+  coalesce: true,
+  maxRequestsPerSecond: 10,
+  maxResponseBytes: DEFAULT_MAX_RESPONSE_BYTES,
+});
+
+/**
+ * Check the options of `NovaClient` before anything is built.
+ * @throws {@link ValidationError} naming the option.
+ */
+export function checkNovaClientOptions(options: NovaClientOptions): void {
+  if (!options || typeof options !== 'object') throw new ValidationError('NovaClient needs an options object');
+  const { endpoint, token, auth } = options;
+  if (auth && token !== undefined) throw new ValidationError('give either token or auth, not both');
+  if (!auth && (typeof token !== 'string' || token.length === 0)) {
+    throw new ValidationError('NovaClient needs a token (non-empty string) or an auth provider');
+  }
+  if (endpoint !== undefined) {
+    checkEndpoint(endpoint);
+  } else if (!auth?.getEndpoint) {
+    throw new ValidationError('NovaClient needs an endpoint (or an auth provider with a service catalog)');
+  }
+  checkDurationMs('requestTimeoutMs', options.requestTimeoutMs, { timer: true });
+  checkDurationMs('watchIntervalMs', options.watchIntervalMs, { timer: true });
+  const rps = options.maxRequestsPerSecond;
+  if (rps !== undefined && (typeof rps !== 'number' || Number.isNaN(rps) || rps <= 0)) {
+    throw new ValidationError(`maxRequestsPerSecond must be a positive number (or Infinity), got ${String(rps)}`);
+  }
+  if (options.coalesce !== undefined && typeof options.coalesce !== 'boolean') {
+    throw new ValidationError(`coalesce must be a boolean, got ${String(options.coalesce)}`);
+  }
+  checkRetryPolicy('retry', options.retry ?? {});
+  const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  if (!Number.isInteger(maxResponseBytes) || maxResponseBytes < 1) {
+    throw new ValidationError(`maxResponseBytes must be a positive integer, got ${String(options.maxResponseBytes)}`);
+  }
+  const mv = options.microversion ?? '2.1';
+  if (!/^(2\.\d+|latest)$/.test(mv)) throw new ValidationError(`microversion must be "2.<minor>" (e.g. "2.79") or "latest", got ${JSON.stringify(mv)}`);
+}
+
+/**
+ * Check the body of `createServer` (the `server` member of `POST /servers`): an object with a
+ * non-empty `name` and a `flavorRef`.
+ * @throws {@link ValidationError}
+ */
+export function checkCreateServerBody(body: unknown): void {
+  if (!body || typeof body !== 'object') throw new ValidationError('createServer needs the server body');
+  const { name, flavorRef } = body as { name?: unknown; flavorRef?: unknown };
+  if (typeof name !== 'string' || name.length === 0) throw new ValidationError('createServer: body.name must be a non-empty string');
+  if (flavorRef === undefined || String(flavorRef).length === 0) throw new ValidationError('createServer: body.flavorRef is required');
+}

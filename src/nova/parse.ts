@@ -1,0 +1,72 @@
+/**
+ * Reading the numbers of Nova's `GET /limits` and `GET /os-quota-sets/{project_id}/detail` bodies
+ * (Nova API reference, "Limits" and "Quota Sets": -1 means unlimited), and the next-page link of a
+ * listing (api-guide "Paginated collections").
+ *
+ * @module
+ */
+import type { AbsoluteLimits, QuotaDetailItem, QuotaSetDetail } from '../core/types.js';
+import { invalidResponse, optionalObjectListMember, type ShapeContext } from '../transport/responseShape.js';
+
+/** A limit value: -1 → `Infinity`, a finite number as it is, anything else → undefined. */
+export function parseLimitValue(v: unknown): number | undefined {
+  if (typeof v !== 'number' || !Number.isFinite(v)) return undefined;
+  return v === -1 ? Number.POSITIVE_INFINITY : v;
+}
+
+/** Parse the `absolute` block of `GET /limits`: -1 → Infinity, missing or non-numeric → undefined. */
+export function parseAbsoluteLimits(absolute: unknown): AbsoluteLimits {
+  const out: AbsoluteLimits = {};
+  if (!absolute || typeof absolute !== 'object') return out;
+  for (const [k, v] of Object.entries(absolute as Record<string, unknown>)) {
+    const parsed = parseLimitValue(v);
+    if (parsed !== undefined) out[k] = parsed;
+  }
+  return out;
+}
+
+/** Parse the `quota_set` object of `GET /os-quota-sets/{project_id}/detail`: each `limit` -1 → `Infinity`. */
+export function parseQuotaSetDetail(quotaSet: Record<string, unknown>): QuotaSetDetail {
+  const out: QuotaSetDetail = {};
+  for (const [k, v] of Object.entries(quotaSet)) {
+    if (v && typeof v === 'object') {
+      const item = v as Record<string, unknown>;
+      const d: QuotaDetailItem = {};
+      const inUse = parseLimitValue(item['in_use']);
+      const limit = parseLimitValue(item['limit']);
+      const reserved = typeof item['reserved'] === 'number' ? item['reserved'] : undefined;
+      if (inUse !== undefined) d.in_use = inUse;
+      if (limit !== undefined) d.limit = limit;
+      if (reserved !== undefined) d.reserved = reserved;
+      out[k] = d;
+    } else if (typeof v === 'string') {
+      out[k] = v;
+    }
+  }
+  return out;
+}
+
+/**
+ * The query of the next page of a `GET /servers/detail` listing: the `servers_links` "next" link's
+ * query (only its query: the next page is read from the client's endpoint, never another host), or
+ * undefined on the last page (no next link, one without a marker, or `pageEmpty`). Records the marker in `seenMarkers`.
+ * @throws {@link InvalidResponseError} when the link is not a URL, or asks for a marker already
+ * followed (a proxy that drops the query, a pagination bug: a silently truncated listing would make
+ * an audit drift and a reaper miss servers).
+ */
+export function nextPageQuery(body: unknown, ctx: ShapeContext, seenMarkers: Set<string>, pageEmpty: boolean): Record<string, string> | undefined {
+  const links = optionalObjectListMember<{ rel?: unknown; href?: unknown }>(body, 'servers_links', ctx);
+  const href = links.find((l) => l.rel === 'next')?.href;
+  if (typeof href !== 'string' || href === '' || pageEmpty) return undefined;
+  let query: Record<string, string>;
+  try {
+    query = Object.fromEntries(new URL(href, 'http://x').searchParams.entries());
+  } catch {
+    throw invalidResponse(ctx, `the servers_links next link ${JSON.stringify(href.slice(0, 200))} is not a URL`);
+  }
+  const marker = query['marker'];
+  if (!marker) return undefined;
+  if (seenMarkers.has(marker)) throw invalidResponse(ctx, `the servers_links next link asks again for marker ${JSON.stringify(marker)}: the pagination loops`);
+  seenMarkers.add(marker);
+  return query;
+}

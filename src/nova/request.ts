@@ -1,0 +1,145 @@
+/**
+ * How `NovaClient` sends one request over the {@link Transport}: the compute endpoint (given, or
+ * from the provider's catalog), the token, the microversion headers, the time limit of an attempt
+ * (token and exchange together), the 401 handling (invalidate the token, repeat once), and the
+ * retries of the one retry policy (`withRetry`, `isRetryable`).
+ *
+ * Sources: keystoneauth1 `Session.request` (a 401 invalidates the plugin and the request is
+ * repeated once); microversion headers per the Nova api-guide "Microversions".
+ *
+ * @module
+ */
+import type { AuthProvider } from '../auth/provider.js';
+import type { Logger } from '../core/logger.js';
+import { checkDurationMs, checkRetryPolicy } from '../core/validate.js';
+import { AuthError, throwIfAborted } from '../errors/index.js';
+import { isRetryable, networkError, type RequestContext } from '../transport/http.js';
+import { withRetry, type RetryPolicy } from '../transport/retry.js';
+import type { Transport } from '../transport/transport.js';
+import { checkEndpoint, type ClientStats, type RawRequest, type RawResponse } from './options.js';
+
+/** What a {@link NovaRequester} works with. */
+export interface RequesterInit {
+  transport: Transport;
+  auth: AuthProvider;
+  /** The compute endpoint, or undefined to take the provider's. */
+  endpoint: string | undefined;
+  microversion: string;
+  requestTimeoutMs: number;
+  retry: RetryPolicy;
+  logger: Logger;
+  stats: ClientStats;
+  /** Called with the `x-openstack-request-id` of every response that has one. */
+  onRequestId: (requestId: string) => void;
+}
+
+/** A repeat after a 401, outside the time limit of the attempt that got it. */
+const REAUTHENTICATE = Symbol('reauthenticate');
+
+/** Sends `NovaClient`'s requests: see the module. */
+export class NovaRequester {
+  readonly #init: RequesterInit;
+  #endpoint: string | undefined;
+
+  constructor(init: RequesterInit) {
+    this.#init = init;
+    this.#endpoint = init.endpoint;
+  }
+
+  /**
+   * The compute endpoint, from the options or the provider's catalog. The provider's answer is
+   * kept once it came; each caller asks under its own signal until then (one caller's abort never
+   * fails another's request).
+   * @throws {@link ValidationError} when the provider's endpoint is not an http(s) URL or has user
+   * info, a query or a fragment.
+   */
+  async endpoint(signal?: AbortSignal): Promise<string> {
+    if (this.#endpoint !== undefined) return this.#endpoint;
+    const e = await this.#init.auth.getEndpoint!({ signal });
+    checkEndpoint(e);
+    this.#endpoint ??= e.replace(/\/+$/, '');
+    return this.#endpoint;
+  }
+
+  /** See `NovaClient.request`. */
+  async request<T>(req: RawRequest): Promise<RawResponse<T>> {
+    checkDurationMs('requestTimeoutMs', req.requestTimeoutMs, { timer: true });
+    if (req.retry !== false) checkRetryPolicy('retry', req.retry);
+    throwIfAborted(req.signal);
+    const overrides = req.retry ? Object.fromEntries(Object.entries(req.retry).filter(([, v]) => v !== undefined)) : {};
+    const policy: RetryPolicy = req.retry === false ? { ...this.#init.retry, retries: 0 } : { ...this.#init.retry, ...overrides };
+    const shouldRetry = req.retryOn ?? ((error: unknown): boolean => isRetryable(req.method, error));
+    const { logger, transport } = this.#init;
+    return withRetry(
+      (attempt) => {
+        req.onAttempt?.(attempt);
+        return this.#attempt<T>(req);
+      },
+      {
+        ...policy,
+        shouldRetry,
+        signal: req.signal,
+        clock: transport.clock,
+        onRetry: (error, attempt, retryAfterMs) => {
+          logger.debug({ method: req.method, path: req.path, attempt, retryAfterMs, err: (error as Error).message }, 'retrying request');
+        },
+      },
+    );
+  }
+
+  async #attempt<T>(req: RawRequest): Promise<RawResponse<T>> {
+    const first = await this.#limited<T>(req, false);
+    if (first !== REAUTHENTICATE) return first;
+    // The repeat has its own time limit; a second 401 is thrown, never answered REAUTHENTICATE.
+    return (await this.#limited<T>(req, true)) as RawResponse<T>;
+  }
+
+  /** One exchange, the token included, under the request's time limit and signal. */
+  #limited<T>(req: RawRequest, reauthenticated: boolean): Promise<RawResponse<T> | typeof REAUTHENTICATE> {
+    const { transport } = this.#init;
+    const timeoutMs = req.requestTimeoutMs ?? this.#init.requestTimeoutMs;
+    let ctx: RequestContext = transport.context(req.method, req.path, req.serverId);
+    return transport.withTimeLimit(
+      timeoutMs,
+      req.signal,
+      async (signal) => {
+        const base = await this.endpoint(signal);
+        ctx = transport.context(req.method, base + req.path, req.serverId);
+        const token = await this.#init.auth.getToken({ signal });
+        return this.#exchange<T>(req, ctx, token, signal, reauthenticated);
+      },
+      () => transport.redact(networkError('ETIMEDOUT', `no response within ${timeoutMs} ms`, ctx, true)),
+    );
+  }
+
+  async #exchange<T>(req: RawRequest, ctx: RequestContext, token: string, signal: AbortSignal, reauthenticated: boolean): Promise<RawResponse<T> | typeof REAUTHENTICATE> {
+    const { transport, stats, logger, microversion } = this.#init;
+    stats.requests++;
+    stats.byMethod[req.method] = (stats.byMethod[req.method] ?? 0) + 1;
+    const res = await transport.send({
+      method: req.method,
+      url: ctx.url,
+      query: req.query,
+      body: req.body,
+      headers: {
+        'X-Auth-Token': token,
+        'X-OpenStack-Nova-API-Version': microversion,
+        'OpenStack-API-Version': `compute ${microversion}`,
+      },
+      signal,
+      serverId: req.serverId,
+    });
+    const { requestId } = res;
+    if (requestId !== undefined) this.#init.onRequestId(requestId);
+    logger.debug({ method: req.method, path: req.path, status: res.status, requestId, elapsedMs: res.elapsedMs }, 'nova request');
+    if ((res.status >= 200 && res.status < 300) || req.acceptStatus?.includes(res.status)) {
+      return { status: res.status, data: res.data as T, requestId, serverDateMs: res.serverDateMs, url: ctx.url };
+    }
+    const error = transport.errorFor(res, ctx);
+    if (error instanceof AuthError && !reauthenticated && this.#init.auth.invalidate?.(token)) {
+      logger.info({ method: req.method, path: req.path, requestId }, 'token rejected (401): re-authenticating once');
+      return REAUTHENTICATE;
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,239 @@
+/**
+ * `Transport`: the one HTTP layer under `NovaClient` and `KeystoneAuth`, on axios. One exchange at a
+ * time: redirects never followed (a token or password would go along), TLS options (`caCert`,
+ * `insecure`), a cap on the body read (`maxResponseBytes`), the axios `adapter`, a time limit on
+ * the clock, the request id and `Date` headers read, and every error typed and free of secrets.
+ * Retries are the caller's, through `withRetry` (`retry.ts`), around one or more exchanges.
+ *
+ * Sources: keystoneauth1 `Session.request` (one session for identity and services, redirects
+ * handled by the caller, `X-OpenStack-Request-Id` logged), openstacksdk `CloudRegion.get_requests_verify_args`
+ * for TLS.
+ *
+ * @module
+ */
+import axios, { type AxiosAdapter, type AxiosInstance, type AxiosResponse } from 'axios';
+import pTimeout from 'p-timeout';
+import { systemClock, type Clock } from '../core/clock.js';
+import { silentLogger, type Logger } from '../core/logger.js';
+import { redactSecrets } from '../core/redact.js';
+import { AbortError, InvalidResponseError, type NovaApiError } from '../errors/index.js';
+import { errorFromResponse, networkError, requestIdOf, serverDateOf, type HeaderBag, type RequestContext } from './http.js';
+import { tlsAgent, type TlsOptions } from './tls.js';
+
+/** The HTTP methods nova-guard sends. */
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+/** Options of {@link Transport}. */
+export interface TransportOptions extends TlsOptions {
+  /**
+   * Who is called, as error messages name it: `'Keystone'` makes `Keystone POST <url> ...`, and
+   * its messages of a failed connection carry the system's own message as well (a TLS failure
+   * needs it). Default: none (`GET <url> ...`).
+   */
+  label?: string | undefined;
+  /** Headers sent with every request (e.g. `Accept`, `User-Agent`). */
+  headers?: Record<string, string> | undefined;
+  /** Largest response body read, in bytes; a larger body is cut off as it arrives. Positive integer. */
+  maxResponseBytes: number;
+  /** The axios adapter that sends requests. Default: axios's own (node:http). */
+  adapter?: AxiosAdapter | undefined;
+  /** The clock of the time limits. Default {@link systemClock}. */
+  clock?: Clock | undefined;
+  /** pino logger (curated fields only: method, URL, status, request id, timing). Default silent. */
+  logger?: Logger | undefined;
+  /**
+   * Every secret that must never reach an error message (tokens, passwords), read at each use.
+   * Default: none.
+   */
+  secrets?: (() => readonly string[]) | undefined;
+  /** Name of the service in the TLS warning (`... (insecure) for Keystone: ...`). Default: none. */
+  tlsWhat?: string | undefined;
+}
+
+/** One HTTP exchange for {@link Transport.send}. */
+export interface TransportRequest {
+  method: HttpMethod;
+  /** Full URL, without the query. */
+  url: string;
+  /** Query parameters; undefined values are dropped. */
+  query?: Record<string, string | number | boolean | undefined> | undefined;
+  /** Body: a string is sent as it is, anything else as JSON. */
+  body?: unknown;
+  /** Headers of this request (beside {@link TransportOptions.headers}). */
+  headers?: Record<string, string> | undefined;
+  /** Abort the exchange: rejects with {@link AbortError} and releases the socket. */
+  signal?: AbortSignal | undefined;
+  /** Time limit of the exchange, in ms (`Infinity`: none). Default: none (the caller bounds it). */
+  timeoutMs?: number | undefined;
+  /** The server the request is about, recorded in errors. */
+  serverId?: string | undefined;
+}
+
+/** What {@link Transport.send} resolves: any status (the caller decides what is an error). */
+export interface TransportResponse {
+  status: number;
+  headers: HeaderBag;
+  /** The body: parsed JSON, else the text (an HTML page from a proxy); `undefined` when empty. */
+  data: unknown;
+  /** `x-openstack-request-id` (or `x-compute-request-id`). */
+  requestId: string | undefined;
+  /** The `Date` header, epoch ms. */
+  serverDateMs: number | undefined;
+  /** The request URL (without the query). */
+  url: string;
+  /** Time from sending to the whole body, ms (on the clock). */
+  elapsedMs: number;
+}
+
+/** One HTTP client for one service: see the module. */
+export class Transport {
+  /** The clock of the time limits. */
+  readonly clock: Clock;
+  readonly #http: AxiosInstance;
+  readonly #label: string | undefined;
+  readonly #secrets: () => readonly string[];
+  readonly #logger: Logger;
+
+  /**
+   * @throws {@link ConfigError} when `caCert` names a file that cannot be read.
+   */
+  constructor(options: TransportOptions) {
+    this.clock = options.clock ?? systemClock;
+    this.#label = options.label;
+    this.#secrets = options.secrets ?? (() => []);
+    this.#logger = options.logger ?? silentLogger;
+    const httpsAgent = tlsAgent({ caCert: options.caCert, insecure: options.insecure }, this.#logger, options.tlsWhat);
+    this.#http = axios.create({
+      validateStatus: () => true,
+      // Secrets must never ride on a redirect to another host: a 3xx is answered as an error naming its Location.
+      maxRedirects: 0,
+      maxContentLength: options.maxResponseBytes,
+      ...(options.adapter ? { adapter: options.adapter } : {}),
+      ...(httpsAgent ? { httpsAgent } : {}),
+      headers: { ...(options.headers ?? {}) },
+    });
+  }
+
+  /** `text` with every secret (in any of its echoed forms) replaced by `[REDACTED]`. */
+  readonly redactText = (text: string): string => {
+    const secrets = this.#secrets();
+    return secrets.length > 0 ? redactSecrets(text, secrets) : text;
+  };
+
+  /** `error` with every secret (in any of its echoed forms) removed from its message. */
+  redact<E extends Error>(error: E): E {
+    error.message = this.redactText(error.message);
+    return error;
+  }
+
+  /** The context errors of an exchange are built with (the label, and the redaction of bodies). */
+  context(method: string, url: string, serverId?: string): RequestContext {
+    return { method, url, serverId, redact: this.redactText, ...(this.#label ? { label: this.#label } : {}) };
+  }
+
+  /**
+   * Run `work` under a time limit of `timeoutMs` on the clock and the caller's `signal`. `work`
+   * gets a signal that aborts when either ends (so its sockets are released), and this call settles
+   * at once then, whether or not `work` listens: with `timeoutError()` when the time is up, with
+   * {@link AbortError} (cause: the signal's reason) when `signal` aborts. `timeoutMs` `Infinity`:
+   * only the signal bounds it.
+   */
+  async withTimeLimit<T>(timeoutMs: number, signal: AbortSignal | undefined, work: (signal: AbortSignal) => Promise<T>, timeoutError: () => Error): Promise<T> {
+    if (signal?.aborted) throw new AbortError(undefined, { cause: signal.reason });
+    const controller = new AbortController();
+    const inner = signal ? AbortSignal.any([signal, controller.signal]) : controller.signal;
+    const clock = this.clock;
+    try {
+      return await pTimeout(work(inner), {
+        milliseconds: timeoutMs,
+        ...(signal ? { signal } : {}),
+        customTimers: {
+          setTimeout: ((fn: () => void, ms: number) => clock.setTimeout(fn, ms)) as typeof globalThis.setTimeout,
+          clearTimeout: ((handle: ReturnType<typeof globalThis.setTimeout> | undefined) => clock.clearTimeout(handle)) as typeof globalThis.clearTimeout,
+        },
+        fallback: () => {
+          throw timeoutError();
+        },
+      });
+    } catch (error) {
+      if (signal?.aborted) throw new AbortError(undefined, { cause: signal.reason });
+      throw error;
+    } finally {
+      // Ends whatever `work` left open (a hung socket after the time limit, a renewal nobody awaits).
+      controller.abort();
+    }
+  }
+
+  /**
+   * Send one request and read the whole response (any status). Never follows a redirect.
+   * @throws {@link AbortError} when `signal` aborts; {@link NovaNetworkError} when no response came
+   * (`timedOut` when `timeoutMs` passed); {@link InvalidResponseError} when the body is larger than
+   * `maxResponseBytes`. Never a raw axios error (its config holds the token or the password).
+   */
+  async send(req: TransportRequest): Promise<TransportResponse> {
+    const ctx = this.context(req.method, req.url, req.serverId);
+    if (req.timeoutMs !== undefined && req.timeoutMs !== Number.POSITIVE_INFINITY) {
+      const ms = req.timeoutMs;
+      return this.withTimeLimit(ms, req.signal, (signal) => this.send({ ...req, timeoutMs: undefined, signal }), () =>
+        this.redact(networkError('ETIMEDOUT', `no response within ${ms} ms`, ctx, true)),
+      );
+    }
+    if (req.signal?.aborted) throw new AbortError(undefined, { cause: req.signal.reason });
+    const started = this.clock.now();
+    let res: AxiosResponse<string>;
+    try {
+      res = await this.#http.request<string>({
+        method: req.method,
+        url: req.url,
+        params: req.query ? Object.fromEntries(Object.entries(req.query).filter(([, v]) => v !== undefined)) : undefined,
+        data: req.body === undefined ? undefined : typeof req.body === 'string' ? req.body : JSON.stringify(req.body),
+        headers: { ...(req.body !== undefined ? { 'Content-Type': 'application/json' } : {}), ...(req.headers ?? {}) },
+        ...(req.signal ? { signal: req.signal } : {}),
+        responseType: 'text',
+        transformResponse: [(d: unknown) => d],
+      });
+    } catch (error) {
+      if (req.signal?.aborted) throw new AbortError(undefined, { cause: req.signal.reason });
+      throw this.#noResponse(error, ctx);
+    }
+    const headers = res.headers as HeaderBag;
+    const requestId = requestIdOf(headers);
+    const elapsedMs = Math.round(this.clock.now() - started);
+    return { status: res.status, headers, data: parseBody(res.data), requestId, serverDateMs: serverDateOf(headers), url: req.url, elapsedMs };
+  }
+
+  /**
+   * The typed error for a response the caller does not accept, without secrets: the body is
+   * redacted before anything is read from it (a body may echo the request), the message after.
+   */
+  errorFor(res: TransportResponse, ctx: RequestContext): NovaApiError {
+    return this.redact(errorFromResponse(res.status, res.headers, res.data, { ...ctx, redact: this.redactText }, this.clock.wallNow()));
+  }
+
+  #noResponse(error: unknown, ctx: RequestContext): Error {
+    const e = error as { code?: string; message?: string };
+    const message = String(e.message ?? 'unknown error');
+    this.#logger.debug({ method: ctx.method, url: ctx.url, code: e.code }, 'request failed without a response');
+    if (e.code === 'ERR_BAD_RESPONSE' && /^maxContentLength size of \d+ exceeded/.test(message)) {
+      return new InvalidResponseError({
+        status: 0,
+        message: `${ctx.label ? `${ctx.label} ` : ''}${ctx.method} ${ctx.url}: the response body is larger than maxResponseBytes (${message.replace(/\D+/g, ' ').trim()} bytes); it was not read`,
+        method: ctx.method,
+        url: ctx.url,
+        serverId: ctx.serverId,
+      });
+    }
+    return this.redact(networkError(e.code, message, ctx, false));
+  }
+}
+
+/** A body as read: parsed JSON, else the text; `undefined` when empty. */
+function parseBody(text: unknown): unknown {
+  if (typeof text !== 'string') return text;
+  if (text === '') return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text; // HTML from a proxy, plain text
+  }
+}
