@@ -171,7 +171,7 @@ describe('DeleteWatcher: when the listing cannot answer', () => {
     [400, { badRequest: { code: 400, message: "Invalid input for query parameters changes-since." } }],
     [500, { computeFault: { code: 500, message: 'Unexpected API Error.' } }],
   ])('a %s on the listing falls back to per-server GETs (and no more listings for a while)', async (status, body) => {
-    const nova = await startNova({ deleteDelayMs: 50 });
+    const nova = await startNova({ deleteDelayMs: 50, deletedWindowMs: 0 });
     const c = clientFor(nova, NO_CAP);
     const ids = await deleting(nova, c, 5);
     nova.clearRequests();

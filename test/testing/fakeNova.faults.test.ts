@@ -43,7 +43,7 @@ describe('fault injection', () => {
   });
 
   it('RegExp path, method filter and times', async () => {
-    const n = await start();
+    const n = await start({ deletedWindowMs: 0 });
     const id = (await createServer(n, '1')).json.server.id as string;
     n.inject({ method: 'GET', path: /^\/servers\/[^/]+$/, status: 429, times: 2 });
     expect((await call(n, 'DELETE', `/servers/${id}`, { token: 'x:demo' })).status).toBe(204); // DELETE not matched

@@ -309,7 +309,7 @@ describe('delete timeline', () => {
   });
 
   it('with zero delays the server is gone when the 204 arrives', async () => {
-    const n = await start();
+    const n = await start({ deletedWindowMs: 0 });
     const id = (await createServer(n, '1')).json.server.id as string;
     expect((await call(n, 'DELETE', `/servers/${id}`)).status).toBe(204);
     expect((await call(n, 'GET', `/servers/${id}`)).status).toBe(404);
@@ -327,7 +327,7 @@ describe('delete timeline', () => {
   });
 
   it('forceDelete: 202, destroys; 404 for unknown', async () => {
-    const n = await start();
+    const n = await start({ deletedWindowMs: 0 });
     const id = (await createServer(n, '1')).json.server.id as string;
     const r = await call(n, 'POST', `/servers/${id}/action`, { body: { forceDelete: null } });
     expect([r.status, r.text]).toEqual([202, '']);

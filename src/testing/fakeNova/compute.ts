@@ -2,10 +2,11 @@
  * The fake's "compute side": server life cycles (build, delete, soft delete, terminate failure,
  * conductor's quota recheck) over the {@link ServerStore}, with every timer in one {@link TimerSet}.
  *
- * Delete timeline (`nova/compute/manager.py` `_delete_instance`, observed in REPORT.md): DELETE sets
- * `task_state` `deleting` with the status unchanged; after `deleteDelayMs` `vm_state` `deleted` /
- * status `DELETED` / `task_state` null; after `deletedWindowMs` `instance.destroy()`: GET answers 404
- * and usage drops in the same step.
+ * Delete timeline (`nova/compute/manager.py` `_delete_instance`, as observed on a real Nova 26.2):
+ * DELETE sets `task_state` `deleting` with the status unchanged; after `deleteDelayMs` `vm_state`
+ * `deleted` / status `DELETED` / `task_state` null; after the `DELETED` window (a function of the
+ * deletes in flight, see `deleteLoad.ts`) `instance.destroy()`: GET answers 404 and usage drops in the
+ * same step.
  *
  * @module
  */
@@ -22,7 +23,8 @@ export const DEFAULT_TERMINATE_FAULT = 'Failed to terminate instance: fake compu
 export interface ComputeTiming {
   buildDelayMs: number;
   deleteDelayMs: number;
-  deletedWindowMs: number;
+  /** The `DELETED` window in ms for the number of deletes in flight (this one included). */
+  deletedWindowMs: (inFlightDeletes: number) => number;
   softDelete: boolean;
   /** 0 = SOFT_DELETED servers are never reclaimed. */
   reclaimIntervalMs: number;
@@ -145,11 +147,9 @@ export class Compute {
     }
     const soft = !force && this.timing.softDelete && r.launchedMs !== null;
     if (soft && r.vmState === 'soft-delete') return; // already soft-deleted: stays so
-    this.store.update(r, { taskState: soft ? 'soft-deleting' : 'deleting', deletePhase: 'running' }, nowMs);
-    if (behavior === 'never') {
-      r.deletePhase = 'stuck';
-      return;
-    }
+    const stuck = behavior === 'never';
+    this.store.update(r, { taskState: soft ? 'soft-deleting' : 'deleting', deletePhase: stuck ? 'stuck' : 'running' }, nowMs);
+    if (stuck) return;
     if (behavior === 'error') {
       r.deleteBehavior = undefined;
       this.timers.after(this.timing.deleteDelayMs, () => this.failTerminate(r));
@@ -261,6 +261,6 @@ export class Compute {
     if (r.destroyed) return;
     const now = Date.now();
     this.store.update(r, { vmState: 'deleted', status: 'DELETED', taskState: null, powerState: 0, terminatedMs: now }, now);
-    this.timers.after(this.timing.deletedWindowMs, () => this.destroy(r));
+    this.timers.after(this.timing.deletedWindowMs(this.store.deletesInFlight), () => this.destroy(r));
   }
 }

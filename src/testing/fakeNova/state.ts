@@ -97,6 +97,7 @@ export class ServerStore {
   private readonly counted = zero();
   private readonly building = zero();
   private seq = 0;
+  private running = 0;
   /** Whether BUILD servers count toward usage (legacy counting: yes). */
   countBuild = true;
 
@@ -137,6 +138,14 @@ export class ServerStore {
     this.add(r, 1);
   }
 
+  /**
+   * Deletes the compute side is working on: accepted, not yet destroyed, failed or soft-deleted
+   * (`deleting` and the `DELETED` window). A stuck delete (behaviour `never`) is not counted.
+   */
+  get deletesInFlight(): number {
+    return this.running;
+  }
+
   /** TRUE usage by Nova's legacy counting rules. */
   usage(): FakeUsage {
     const u = { ...this.counted };
@@ -155,6 +164,7 @@ export class ServerStore {
   }
 
   private add(r: ServerRecord, sign: 1 | -1): void {
+    if (r.deletePhase === 'running' && !r.destroyed) this.running += sign;
     const b = bucketOf(r);
     if (b === 'none') return;
     const t = b === 'build' ? this.building : this.counted;
