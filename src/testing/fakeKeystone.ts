@@ -28,26 +28,12 @@ import { randomUUID } from 'node:crypto';
 import type { AxiosAdapter } from 'axios';
 import { ValidationError } from '../errors/index.js';
 import { AuthFailure, hexId, obj, TokenIssuer, UNAUTHORIZED, type StoredUser } from './fakeKeystone/tokens.js';
-import type {
-  FakeKeystoneAppCred,
-  FakeKeystoneEndpoint,
-  FakeKeystoneOptions,
-  FakeKeystoneProject,
-  FakeKeystoneRequest,
-  FakeKeystoneUser,
-} from './fakeKeystone/types.js';
+import type { FakeKeystoneAppCred, FakeKeystoneEndpoint, FakeKeystoneOptions, FakeKeystoneProject, FakeKeystoneRequest, FakeKeystoneUser } from './fakeKeystone/types.js';
 import { AdapterBinding } from './wire/adapterBinding.js';
 import { HttpBinding } from './wire/httpBinding.js';
 import type { WireReply, WireRequest } from './wire/types.js';
 
-export type {
-  FakeKeystoneAppCred,
-  FakeKeystoneEndpoint,
-  FakeKeystoneOptions,
-  FakeKeystoneProject,
-  FakeKeystoneRequest,
-  FakeKeystoneUser,
-} from './fakeKeystone/types.js';
+export type * from './fakeKeystone/types.js';
 
 /**
  * A fake Keystone v3 on a real `node:http` server on 127.0.0.1. Start with {@link FakeKeystone.start},

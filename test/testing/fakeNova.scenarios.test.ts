@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { FakeNova } from '../../src/testing/index.js';
 import { startNova as start } from '../helpers.js';
-import { call, createServer, until } from './fakeNovaFetch.js';
+import { FRONTS, call, createServer, until, via } from './fakeNovaFetch.js';
 
 async function newServer(n: FakeNova, flavor = '1', name = 'ci'): Promise<string> {
   const r = await createServer(n, flavor, name);
@@ -54,7 +54,9 @@ describe('soft delete (reclaim_instance_interval > 0)', () => {
   });
 });
 
-describe('listing', () => {
+describe.each(FRONTS)('listing (%s front)', (front) => {
+  const { call } = via(front);
+
   it('changes-since includes destroyed servers as DELETED; plain listing hides them', async () => {
     const n = await start({ deletedWindowMs: 0 });
     const since = new Date(Date.now() - 2000).toISOString();
