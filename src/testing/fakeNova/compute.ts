@@ -26,6 +26,8 @@ export interface ComputeTiming {
   /** The `DELETED` window in ms for the number of deletes in flight (this one included). */
   deletedWindowMs: (inFlightDeletes: number) => number;
   softDelete: boolean;
+  /** `task_state` of a server whose terminate failed (see `FakeNovaOptions.terminateErrorTaskState`). */
+  terminateErrorTaskState: 'deleting' | null;
   /** 0 = SOFT_DELETED servers are never reclaimed. */
   reclaimIntervalMs: number;
 }
@@ -140,6 +142,16 @@ export class Compute {
   requestDelete(r: ServerRecord, force: boolean, nowMs = Date.now()): void {
     if (r.destroyed || r.vmState === 'deleted') return;
     if (r.deletePhase === 'running') return; // a repeated DELETE while the first is on its way
+    // `nova/compute/api.py` `_delete`: with the host up, a DELETE of an instance whose task_state is
+    // already `deleting` is ignored ("already in deleting state"), so an ERROR left by a failed
+    // terminate (task_state `deleting`) is not retried by another DELETE.
+    if (r.vmState === 'error' && r.taskState === 'deleting') return;
+    // A SHELVED_OFFLOADED server has no host: the API deletes it locally (`_local_delete`), so GET
+    // answers 404 right after the 204, with no `deleting` and no `DELETED` window.
+    if (r.vmState === 'shelved_offloaded') {
+      this.destroy(r, nowMs);
+      return;
+    }
     const behavior = r.deleteBehavior ?? this.defaultBehavior;
     if (behavior === 'ignore') {
       r.deleteBehavior = undefined; // the message was lost; a re-issued DELETE works
@@ -233,7 +245,7 @@ export class Compute {
       {
         vmState: 'error',
         status: 'ERROR',
-        taskState: null,
+        taskState: this.timing.terminateErrorTaskState,
         deletePhase: 'none',
         fault: { code: 500, message, createdMs: now },
       },

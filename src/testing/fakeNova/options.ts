@@ -65,9 +65,16 @@ function deletedWindow(options: FakeNovaOptions): ComputeTiming['deletedWindowMs
   return windowFunction(nonNegative('deletedWindowMs', w, 0));
 }
 
+function terminateErrorTaskState(value: FakeNovaOptions['terminateErrorTaskState']): 'deleting' | null {
+  if (value === undefined || value === null) return null;
+  if (value !== 'deleting') throw new ValidationError(`FakeNova option terminateErrorTaskState must be 'deleting' or null (got ${String(value)})`);
+  return value;
+}
+
 /**
  * @throws {@link ValidationError} for a negative duration, a quota below -1, a malformed
- *   microversion, duplicate or invalid flavors, or a non-positive page size.
+ *   microversion, duplicate or invalid flavors, a non-positive page size, or a
+ *   `terminateErrorTaskState` other than `'deleting'` or null.
  */
 export function resolveOptions(options: FakeNovaOptions): ResolvedOptions {
   const projectId = options.projectId ?? 'demo';
@@ -109,6 +116,7 @@ export function resolveOptions(options: FakeNovaOptions): ResolvedOptions {
       deleteDelayMs: nonNegative('deleteDelayMs', options.deleteDelayMs, 0),
       deletedWindowMs: deletedWindow(options),
       softDelete: options.softDelete ?? false,
+      terminateErrorTaskState: terminateErrorTaskState(options.terminateErrorTaskState),
       reclaimIntervalMs: nonNegative('reclaimIntervalMs', options.reclaimIntervalMs, 0),
     },
     validateToken: options.validateToken,

@@ -65,6 +65,16 @@ export interface FakeNovaOptions {
    *   the 204 arrives).
    */
   deletedWindowMs?: number | ((inFlightDeletes: number) => number);
+  /**
+   * `OS-EXT-STS:task_state` of a server whose delete failed into `ERROR` (delete behaviour `error`).
+   * Real Nova leaves `deleting`: `terminate_instance` is not wrapped in `reverts_task_state` and its
+   * failure path sets only `vm_state` ERROR (`nova/compute/manager.py`
+   * `_set_instance_obj_error_state` without `clean_task_state`), so a waiter that keeps waiting
+   * while `task_state` is `deleting` never sees the failure. `null` clears it.
+   *
+   * @default null
+   */
+  terminateErrorTaskState?: 'deleting' | null;
   /** Model `reclaim_instance_interval > 0`: DELETE soft-deletes (`SOFT_DELETED`); a server never ACTIVE is hard-deleted. Default false. */
   softDelete?: boolean;
   /**
