@@ -12,16 +12,15 @@
  * @module
  */
 import { ValidationError } from '../errors/index.js';
-import { Compute } from './fakeNova/compute.js';
-import { FaultQueue } from './fakeNova/faults.js';
+import type { Compute } from './fakeNova/compute.js';
+import type { FaultQueue } from './fakeNova/faults.js';
+import { assemble } from './fakeNova/assemble.js';
 import { checkFaultSpec } from './fakeNova/faultSpec.js';
 import { checkPathId } from '../core/validate.js';
-import { NovaFront } from './fakeNova/front.js';
 import { BEHAVIORS, quotaValue, resolveOptions } from './fakeNova/options.js';
-import { QuotaBook } from './fakeNova/quota.js';
-import type { Engine } from './fakeNova/routes/context.js';
-import { ServerStore, viewOf, type ServerRecord } from './fakeNova/state.js';
-import { TimerSet } from './fakeNova/timers.js';
+import type { QuotaBook } from './fakeNova/quota.js';
+import { viewOf, type ServerRecord, type ServerStore } from './fakeNova/state.js';
+import type { TimerSet } from './fakeNova/timers.js';
 import type { FakeDeleteBehavior, FakeFlavor, FakeNovaOptions, FakeServerInit, FakeServerView, FakeUsage, FaultSpec, RecordedRequest } from './fakeNova/types.js';
 import { AdapterBinding } from './wire/adapterBinding.js';
 import { HttpBinding } from './wire/httpBinding.js';
@@ -151,38 +150,12 @@ export class FakeNova {
    */
   static async start(options: FakeNovaOptions = {}): Promise<FakeNova> {
     const o = resolveOptions(options);
-    const timers = new TimerSet();
-    const store = new ServerStore();
-    const quota = new QuotaBook(o.quota, o.quotaLagMs);
-    const compute = new Compute(store, quota, timers, o.timing, o.projectId);
-    const engine: Engine = {
-      store,
-      compute,
-      quota,
-      flavors: o.flavors,
-      projectId: o.projectId,
-      pageSize: o.pageSize,
-      baseUrl: '',
-      countedUsage: () => quota.counted(store.usage()),
-      reportedUsage: () => quota.reported(store.usage(), Date.now()),
-    };
-    const faults = new FaultQueue();
-    const requests: RecordedRequest[] = [];
-    const front = new NovaFront({
-      engine,
-      faults,
-      timers,
-      requests,
-      minVersion: o.minVersion,
-      maxVersion: o.maxVersion,
-      validateToken: o.validateToken,
-      keystoneUri: o.keystoneUri,
-    });
-    const http = new HttpBinding(front.handle);
+    const p = assemble(o);
+    const http = new HttpBinding(p.front.handle);
     const url = `http://127.0.0.1:${await http.listen(o.port)}`;
-    engine.baseUrl = url;
-    const inProcess = new AdapterBinding(url, front.handle);
-    return new FakeNova({ url, projectId: o.projectId, requests, store, quota, compute, timers, faults, http, inProcess, flavors: o.flavors });
+    p.engine.baseUrl = url;
+    const inProcess = new AdapterBinding(url, p.front.handle);
+    return new FakeNova({ ...p, url, projectId: o.projectId, http, inProcess, flavors: o.flavors });
   }
 
   /** Forget the recorded requests. */

@@ -17,25 +17,28 @@ export interface ServerFault {
   createdMs: number;
 }
 
+/** The fields a row shares with its {@link FakeServerView} (same names, same meaning). */
+type ViewFields =
+  | 'id'
+  | 'name'
+  | 'status'
+  | 'vmState'
+  | 'taskState'
+  | 'powerState'
+  | 'metadata'
+  | 'createdMs'
+  | 'updatedMs'
+  | 'launchedMs'
+  | 'terminatedMs'
+  | 'locked'
+  | 'ghost';
+
 /** One server row. Mutate only through {@link ServerStore.update}, which keeps the totals right. */
-export interface ServerRecord {
-  id: string;
-  name: string;
+export interface ServerRecord extends Pick<FakeServerView, ViewFields> {
   flavor: FakeFlavor;
   imageRef: string;
-  status: string;
-  vmState: string;
-  taskState: string | null;
-  powerState: number;
-  metadata: Record<string, string>;
-  createdMs: number;
-  updatedMs: number;
-  launchedMs: number | null;
-  terminatedMs: number | null;
   fault: ServerFault | null;
-  locked: boolean;
   lockedReason: string | null;
-  ghost: boolean;
   /** `instance.destroy()` happened: GET answers 404, usage no longer counts it. */
   destroyed: boolean;
   /** Per-server delete behaviour; undefined = the fake's default. */
