@@ -83,7 +83,7 @@ describe('DeleteWatcher: requests per tick', () => {
   });
 
   it('follows the listing\'s pagination (servers_links next, marker)', async () => {
-    const nova = await startNova({ pageSize: 4, deleteDelayMs: 60, maxTotalInstances: -1 });
+    const nova = await startNova({ pageSize: 4, deleteDelayMs: 60, deletedWindowMs: 0, maxTotalInstances: -1 });
     const c = clientFor(nova, NO_CAP);
     const ids = await deleting(nova, c, 10);
     nova.clearRequests();
