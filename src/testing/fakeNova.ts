@@ -2,35 +2,29 @@
  * `FakeNova`: a faithful, in-process fake of the OpenStack Nova compute API v2.1 on 127.0.0.1, for
  * testing CI workers (and nova-guard itself) without a cloud. Exported as `nova-guard/testing`.
  *
- * Modelled on a real Nova 26 (Zed) with the legacy `DbQuotaDriver` and legacy usage counting, as
- * recorded in `shared/realnova/REPORT.md` and `observed/*.out`: Nova's error envelope and messages
- * byte for byte (Python `json.dumps` spacing), the delete timeline (`deleting` with the status
- * unchanged, a `DELETED` window, then 404 with usage dropping in the same step), `changes-since`
- * listings that keep deleted servers, soft delete, microversion-dependent bodies, and fault injection.
+ * Modelled on a real Nova 26.2 (Zed) with the legacy `DbQuotaDriver` and legacy usage counting, as
+ * observed with the fake virt driver: Nova's error envelope and messages byte for byte (Python
+ * `json.dumps` spacing), the delete timeline (`deleting` with the status unchanged, a `DELETED`
+ * window that grows with the deletes in flight, then 404 with usage dropping in the same step),
+ * `changes-since` listings that keep deleted servers, soft delete, microversion-dependent bodies,
+ * and fault injection. Served on a socket and, without one, through {@link FakeNova.adapter}.
  *
  * @module
  */
 import { ValidationError } from '../errors/index.js';
-import { Compute } from './fakeNova/compute.js';
-import { FaultQueue } from './fakeNova/faults.js';
+import type { Compute } from './fakeNova/compute.js';
+import type { FaultQueue } from './fakeNova/faults.js';
+import { assemble } from './fakeNova/assemble.js';
 import { checkFaultSpec } from './fakeNova/faultSpec.js';
-import { MAX_TIMER_MS, checkPathId } from '../core/validate.js';
-import { parseMicroversion, compareMicroversion, type Microversion } from './fakeNova/microversion.js';
-import { QuotaBook } from './fakeNova/quota.js';
-import type { Engine } from './fakeNova/routes/context.js';
-import { HttpFront } from './fakeNova/server.js';
-import { ServerStore, viewOf, type ServerRecord } from './fakeNova/state.js';
-import { TimerSet } from './fakeNova/timers.js';
-import type {
-  FakeDeleteBehavior,
-  FakeFlavor,
-  FakeNovaOptions,
-  FakeServerInit,
-  FakeServerView,
-  FakeUsage,
-  FaultSpec,
-  RecordedRequest,
-} from './fakeNova/types.js';
+import { checkPathId } from '../core/validate.js';
+import { BEHAVIORS, quotaValue, resolveOptions } from './fakeNova/options.js';
+import type { QuotaBook } from './fakeNova/quota.js';
+import { viewOf, type ServerRecord, type ServerStore } from './fakeNova/state.js';
+import type { TimerSet } from './fakeNova/timers.js';
+import type { FakeDeleteBehavior, FakeFlavor, FakeNovaOptions, FakeServerInit, FakeServerView, FakeUsage, FaultSpec, RecordedRequest } from './fakeNova/types.js';
+import { AdapterBinding } from './wire/adapterBinding.js';
+import { HttpBinding } from './wire/httpBinding.js';
+import type { AxiosAdapter } from 'axios';
 
 export type {
   FakeDeleteBehavior,
@@ -42,37 +36,13 @@ export type {
   FaultSpec,
   RecordedRequest,
 } from './fakeNova/types.js';
-
-/** The default flavors: `'1'` m1.tiny, `'2'` m1.small, `'3'` m1.medium (as the real-Nova test stack). */
-export const DEFAULT_FLAVORS: readonly FakeFlavor[] = Object.freeze([
-  { id: '1', name: 'm1.tiny', vcpus: 1, ram: 512, disk: 1 },
-  { id: '2', name: 'm1.small', vcpus: 2, ram: 2048, disk: 20 },
-  { id: '3', name: 'm1.medium', vcpus: 4, ram: 4096, disk: 40 },
-]);
-
-const BEHAVIORS: readonly FakeDeleteBehavior[] = ['normal', 'error', 'never', 'ignore'];
-
-function nonNegative(name: string, value: number | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > MAX_TIMER_MS) {
-    throw new ValidationError(`FakeNova option ${name} must be a finite number from 0 to ${MAX_TIMER_MS} (got ${String(value)})`);
-  }
-  return value;
-}
-
-function quotaValue(name: string, value: number | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (!Number.isInteger(value) || value < -1) {
-    throw new ValidationError(`FakeNova ${name} must be an integer >= -1 (-1 = unlimited), got ${String(value)}`);
-  }
-  return value;
-}
-
-function version(name: string, text: string | undefined, fallback: string): Microversion {
-  const v = parseMicroversion(text ?? fallback);
-  if (!v) throw new ValidationError(`FakeNova option ${name} must look like '2.37' (got ${String(text)})`);
-  return v;
-}
+export { DEFAULT_FLAVORS } from './fakeNova/options.js';
+export {
+  realNovaDeletedWindowMs,
+  REAL_NOVA_DELETED_WINDOW_BASE_MS,
+  REAL_NOVA_DELETED_WINDOW_PER_DELETE_MS,
+} from './fakeNova/deleteLoad.js';
+export type { InProcessRequest } from './wire/adapterBinding.js';
 
 /**
  * A fake Nova on `http://127.0.0.1:PORT/v2.1`. Start with {@link FakeNova.start}, point the client at
@@ -87,11 +57,21 @@ function version(name: string, text: string | undefined, fallback: string): Micr
  * Roles: a noauth2-style token `admin:<project>` is admin; any other token (or none) is a project
  * member (no `OS-EXT-SRV-ATTR:*` fields, subject to locks, may not list `status=DELETED`).
  *
+ * Two fronts serve the same answers (one pipeline records, applies faults and routes for both): the
+ * socket at {@link FakeNova.endpoint}, and {@link FakeNova.adapter}, an axios adapter that needs no
+ * socket, so a suite can run under `vi.useFakeTimers()`.
+ *
  * @example
  * ```ts
  * const nova = await FakeNova.start({ maxTotalCores: 4, deleteDelayMs: 20 });
  * try { ... new NovaClient({ endpoint: nova.endpoint, token: 'admin:demo' }) ... }
  * finally { await nova.close(); }
+ * ```
+ * @example In process, on fake timers:
+ * ```ts
+ * const nova = await FakeNova.start();
+ * vi.useFakeTimers();
+ * const client = new NovaClient({ endpoint: nova.endpoint, token: 'admin:demo', adapter: nova.adapter });
  * ```
  */
 export class FakeNova {
@@ -109,7 +89,8 @@ export class FakeNova {
   private readonly compute: Compute;
   private readonly timers: TimerSet;
   private readonly faults: FaultQueue;
-  private readonly front: HttpFront;
+  private readonly http: HttpBinding;
+  private readonly inProcess: AdapterBinding;
   private readonly flavors: Map<string, FakeFlavor>;
   private closing: Promise<void> | undefined;
 
@@ -122,7 +103,8 @@ export class FakeNova {
     compute: Compute;
     timers: TimerSet;
     faults: FaultQueue;
-    front: HttpFront;
+    http: HttpBinding;
+    inProcess: AdapterBinding;
     flavors: Map<string, FakeFlavor>;
   }) {
     this.url = parts.url;
@@ -134,8 +116,27 @@ export class FakeNova {
     this.compute = parts.compute;
     this.timers = parts.timers;
     this.faults = parts.faults;
-    this.front = parts.front;
+    this.http = parts.http;
+    this.inProcess = parts.inProcess;
     this.flavors = parts.flavors;
+  }
+
+  /**
+   * An axios adapter that serves this fake in process: the same answers as {@link FakeNova.endpoint}
+   * (same routes, headers including `Date` and `x-openstack-request-id`, recorded requests and
+   * injected faults) without a socket. Give it to a client aimed at {@link FakeNova.endpoint}, e.g.
+   * `new NovaClient({ endpoint: nova.endpoint, token, adapter: nova.adapter })`; a request to another
+   * host is refused (`ECONNREFUSED`).
+   *
+   * It settles as axios's own `node:http` adapter does: a `reset` fault rejects with an `AxiosError`
+   * of code `ECONNRESET`; a `hang` fault never settles until the request's `signal` aborts (then
+   * axios's `CanceledError`, code `ERR_CANCELED`) or {@link FakeNova.close} (`ECONNRESET`); a delay
+   * waits on the global timers, so `vi.useFakeTimers()` drives it; `maxContentLength`,
+   * `maxBodyLength`, `timeout` and `validateStatus` apply as axios applies them. After `close()` every
+   * request is refused (`ECONNREFUSED`).
+   */
+  get adapter(): AxiosAdapter {
+    return this.inProcess.adapter;
   }
 
   /**
@@ -148,75 +149,13 @@ export class FakeNova {
    * @throws the listen error (e.g. `EADDRINUSE`) when the port is taken.
    */
   static async start(options: FakeNovaOptions = {}): Promise<FakeNova> {
-    const projectId = options.projectId ?? 'demo';
-    if (!projectId || /[/?#\s]/.test(projectId)) throw new ValidationError(`FakeNova projectId is invalid: ${projectId}`);
-    const port = nonNegative('port', options.port, 0);
-    if (!Number.isInteger(port) || port > 65535) throw new ValidationError(`FakeNova option port must be an integer from 0 to 65535 (got ${String(port)})`);
-    const pageSize = options.pageSize ?? 1000;
-    if (!Number.isInteger(pageSize) || pageSize < 1) {
-      throw new ValidationError(`FakeNova option pageSize must be an integer >= 1 (got ${String(pageSize)})`);
-    }
-    const minVersion = version('minMicroversion', options.minMicroversion, '2.1');
-    const maxVersion = version('maxMicroversion', options.maxMicroversion, '2.93');
-    if (compareMicroversion(minVersion, maxVersion) > 0) {
-      throw new ValidationError('FakeNova minMicroversion must not be above maxMicroversion');
-    }
-    const flavors = new Map<string, FakeFlavor>();
-    for (const f of options.flavors ?? DEFAULT_FLAVORS) {
-      if (!f.id || flavors.has(f.id)) throw new ValidationError(`FakeNova flavor id missing or duplicated: '${f.id}'`);
-      if (!Number.isInteger(f.vcpus) || f.vcpus < 0 || !Number.isInteger(f.ram) || f.ram < 0) {
-        throw new ValidationError(`FakeNova flavor ${f.id}: vcpus and ram must be integers >= 0`);
-      }
-      flavors.set(f.id, { ...f });
-    }
-    const defaults: FakeUsage = {
-      cores: quotaValue('maxTotalCores', options.maxTotalCores, 20),
-      instances: quotaValue('maxTotalInstances', options.maxTotalInstances, 10),
-      ram: quotaValue('maxTotalRAMSize', options.maxTotalRAMSize, 51200),
-    };
-    const timers = new TimerSet();
-    const store = new ServerStore();
-    const quota = new QuotaBook(defaults, nonNegative('quotaLagMs', options.quotaLagMs, 0));
-    const compute = new Compute(
-      store,
-      quota,
-      timers,
-      {
-        buildDelayMs: nonNegative('buildDelayMs', options.buildDelayMs, 0),
-        deleteDelayMs: nonNegative('deleteDelayMs', options.deleteDelayMs, 0),
-        deletedWindowMs: nonNegative('deletedWindowMs', options.deletedWindowMs, 0),
-        softDelete: options.softDelete ?? false,
-        reclaimIntervalMs: nonNegative('reclaimIntervalMs', options.reclaimIntervalMs, 0),
-      },
-      projectId,
-    );
-    const engine: Engine = {
-      store,
-      compute,
-      quota,
-      flavors,
-      projectId,
-      pageSize,
-      baseUrl: '',
-      countedUsage: () => quota.counted(store.usage()),
-      reportedUsage: () => quota.reported(store.usage(), Date.now()),
-    };
-    const faults = new FaultQueue();
-    const requests: RecordedRequest[] = [];
-    const front = new HttpFront({
-      engine,
-      faults,
-      timers,
-      requests,
-      minVersion,
-      maxVersion,
-      validateToken: options.validateToken,
-      keystoneUri: options.keystoneUri ?? 'http://127.0.0.1:5000/',
-    });
-    const actualPort = await front.listen(port);
-    const url = `http://127.0.0.1:${actualPort}`;
-    engine.baseUrl = url;
-    return new FakeNova({ url, projectId, requests, store, quota, compute, timers, faults, front, flavors });
+    const o = resolveOptions(options);
+    const p = assemble(o);
+    const http = new HttpBinding(p.front.handle);
+    const url = `http://127.0.0.1:${await http.listen(o.port)}`;
+    p.engine.baseUrl = url;
+    const inProcess = new AdapterBinding(url, p.front.handle);
+    return new FakeNova({ ...p, url, projectId: o.projectId, http, inProcess, flavors: o.flavors });
   }
 
   /** Forget the recorded requests. */
@@ -405,12 +344,16 @@ export class FakeNova {
     return this.timers.size;
   }
 
-  /** Stop the server, destroy every socket (hung ones too) and clear every timer. Idempotent. */
+  /**
+   * Stop the server, destroy every socket (hung ones too), reset every open request of
+   * {@link FakeNova.adapter} (`ECONNRESET`) and clear every timer. Idempotent.
+   */
   close(): Promise<void> {
     if (!this.closing) {
       this.timers.clear();
       this.faults.clear();
-      this.closing = this.front.close();
+      this.inProcess.close();
+      this.closing = this.http.close();
     }
     return this.closing;
   }

@@ -6,7 +6,7 @@ const SERVER_PATH = /^\/servers\/[^/]+$/;
 
 describe('waitForDelete (port of osc-lib wait_for_delete)', () => {
   it('polls at once, then every intervalMs, until GET answers 404', async () => {
-    const nova = await startNova({ deleteDelayMs: 60 });
+    const nova = await startNova({ deleteDelayMs: 60, deletedWindowMs: 0 });
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
     await client.requestDelete(id);

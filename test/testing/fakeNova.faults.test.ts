@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { startNova as start } from '../helpers.js';
-import { call, createServer } from './fakeNovaFetch.js';
+import { FRONTS, via } from './fakeNovaFetch.js';
 
-describe('fault injection', () => {
+describe.each(FRONTS)('fault injection (%s front)', (front) => {
+  const { call, createServer } = via(front);
+
   it('status + body applies once by default, then the real handler answers', async () => {
     const n = await start();
     n.inject({ method: 'GET', path: '/limits', status: 503, body: { computeFault: { code: 503, message: 'down' } } });
@@ -43,7 +45,7 @@ describe('fault injection', () => {
   });
 
   it('RegExp path, method filter and times', async () => {
-    const n = await start();
+    const n = await start({ deletedWindowMs: 0 });
     const id = (await createServer(n, '1')).json.server.id as string;
     n.inject({ method: 'GET', path: /^\/servers\/[^/]+$/, status: 429, times: 2 });
     expect((await call(n, 'DELETE', `/servers/${id}`, { token: 'x:demo' })).status).toBe(204); // DELETE not matched
@@ -101,7 +103,9 @@ describe('fault injection', () => {
   });
 });
 
-describe('auth and microversions', () => {
+describe.each(FRONTS)('auth and microversions (%s front)', (front) => {
+  const { call } = via(front);
+
   it('validateToken: keystonemiddleware 401 body and WWW-Authenticate; version doc needs no token', async () => {
     const n = await start({ validateToken: (t) => t === 'good' });
     for (const token of [null, 'bad']) {
@@ -116,9 +120,9 @@ describe('auth and microversions', () => {
       expect(r.headers.get('x-openstack-request-id')).toMatch(/^req-/);
     }
     expect((await call(n, 'GET', '/limits', { token: 'good' })).status).toBe(200);
-    const doc = await fetch(n.endpoint + '/');
+    const doc = await call(n, 'GET', '/', { token: null, microversion: '' });
     expect(doc.status).toBe(200);
-    const body = (await doc.json()) as { version: { id: string; version: string; min_version: string } };
+    const body = doc.json as { version: { id: string; version: string; min_version: string } };
     expect([body.version.id, body.version.min_version, body.version.version]).toEqual(['v2.1', '2.1', '2.93']);
   });
 

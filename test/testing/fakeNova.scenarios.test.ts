@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { FakeNova } from '../../src/testing/index.js';
 import { startNova as start } from '../helpers.js';
-import { call, createServer, until } from './fakeNovaFetch.js';
+import { FRONTS, call, createServer, until, via } from './fakeNovaFetch.js';
 
 async function newServer(n: FakeNova, flavor = '1', name = 'ci'): Promise<string> {
   const r = await createServer(n, flavor, name);
@@ -11,7 +11,7 @@ async function newServer(n: FakeNova, flavor = '1', name = 'ci'): Promise<string
 
 describe('soft delete (reclaim_instance_interval > 0)', () => {
   it('DELETE -> SOFT_DELETED, GET 200, not counted, hidden from plain listing; forceDelete destroys', async () => {
-    const n = await start({ softDelete: true });
+    const n = await start({ deletedWindowMs: 0, softDelete: true });
     const id = await newServer(n, '2');
     expect((await call(n, 'DELETE', `/servers/${id}`)).status).toBe(204);
     const g = (await call(n, 'GET', `/servers/${id}`)).json.server;
@@ -34,7 +34,7 @@ describe('soft delete (reclaim_instance_interval > 0)', () => {
   });
 
   it('a server never ACTIVE is hard-deleted', async () => {
-    const n = await start({ softDelete: true, buildDelayMs: 1000 });
+    const n = await start({ deletedWindowMs: 0, softDelete: true, buildDelayMs: 1000 });
     const id = await newServer(n);
     await call(n, 'DELETE', `/servers/${id}`);
     expect((await call(n, 'GET', `/servers/${id}`)).status).toBe(404);
@@ -54,9 +54,11 @@ describe('soft delete (reclaim_instance_interval > 0)', () => {
   });
 });
 
-describe('listing', () => {
+describe.each(FRONTS)('listing (%s front)', (front) => {
+  const { call } = via(front);
+
   it('changes-since includes destroyed servers as DELETED; plain listing hides them', async () => {
-    const n = await start();
+    const n = await start({ deletedWindowMs: 0 });
     const since = new Date(Date.now() - 2000).toISOString();
     const keep = await newServer(n, '1', 'cs-2');
     const gone = await newServer(n, '1', 'cs-1');
@@ -120,7 +122,7 @@ describe('listing', () => {
 
 describe('failure scenarios', () => {
   it('quota recheck race: 202, then ERROR with the quota fault; still counted until deleted', async () => {
-    const n = await start({ maxTotalCores: 10 });
+    const n = await start({ deletedWindowMs: 0, maxTotalCores: 10 });
     n.failCreatesWithQuotaRecheck(1);
     const id = await newServer(n, '2');
     const g = (await call(n, 'GET', `/servers/${id}`)).json.server;
@@ -152,7 +154,7 @@ describe('failure scenarios', () => {
   });
 
   it('quotaLagMs: /limits keeps a destroyed server for the lag, the truth drops at once', async () => {
-    const n = await start({ quotaLagMs: 80 });
+    const n = await start({ deletedWindowMs: 0, quotaLagMs: 80 });
     const id = await newServer(n, '2');
     await call(n, 'DELETE', `/servers/${id}`);
     expect(n.usage().cores).toBe(0);
@@ -187,7 +189,7 @@ describe('failure scenarios', () => {
   });
 
   it("onDelete 'never' stays deleting; 'ignore' loses one DELETE", async () => {
-    const n = await start();
+    const n = await start({ deletedWindowMs: 0 });
     const stuck = await newServer(n);
     const lost = await newServer(n);
     n.setServerBehavior(stuck, { onDelete: 'never' });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FakeNova } from '../../src/testing/index.js';
 import { startNova as start } from '../helpers.js';
-import { call, createServer, until } from './fakeNovaFetch.js';
+import { FRONTS, until, via } from './fakeNovaFetch.js';
 
 describe('FakeNova start/close', () => {
   it('listens on 127.0.0.1 with /v2.1 endpoint and closes idempotently', async () => {
@@ -21,7 +21,9 @@ describe('FakeNova start/close', () => {
   });
 });
 
-describe('servers', () => {
+describe.each(FRONTS)('servers (%s front)', (front) => {
+  const { call, createServer } = via(front);
+
   it('creates with 202 and Nova create body, then GET shows ACTIVE', async () => {
     const n = await start();
     const r = await createServer(n, '1', 'probe-0');
@@ -134,7 +136,9 @@ describe('servers', () => {
   });
 });
 
-describe('quota 403 on create (legacy DbQuotaDriver)', () => {
+describe.each(FRONTS)('quota 403 on create (legacy DbQuotaDriver) (%s front)', (front) => {
+  const { call, createServer } = via(front);
+
   it('single resource, byte-exact with Content-Length 111 as real Nova', async () => {
     const n = await start({ maxTotalCores: 2 });
     expect((await createServer(n, '2')).status).toBe(202);
@@ -197,7 +201,9 @@ describe('quota 403 on create (legacy DbQuotaDriver)', () => {
   });
 });
 
-describe('limits and quota sets', () => {
+describe.each(FRONTS)('limits and quota sets (%s front)', (front) => {
+  const { call, createServer } = via(front);
+
   it('limits keys depend on the microversion like observed/probe-*.out', async () => {
     const n = await start();
     await createServer(n, '1');
@@ -280,7 +286,9 @@ describe('limits and quota sets', () => {
   });
 });
 
-describe('delete timeline', () => {
+describe.each(FRONTS)('delete timeline (%s front)', (front) => {
+  const { call, createServer } = via(front);
+
   it('deleting (status unchanged) -> DELETED window -> 404, usage drops at the 404', async () => {
     const n = await start({ deleteDelayMs: 60, deletedWindowMs: 60 });
     const id = (await createServer(n, '2')).json.server.id as string;
@@ -309,7 +317,7 @@ describe('delete timeline', () => {
   });
 
   it('with zero delays the server is gone when the 204 arrives', async () => {
-    const n = await start();
+    const n = await start({ deletedWindowMs: 0 });
     const id = (await createServer(n, '1')).json.server.id as string;
     expect((await call(n, 'DELETE', `/servers/${id}`)).status).toBe(204);
     expect((await call(n, 'GET', `/servers/${id}`)).status).toBe(404);
@@ -327,7 +335,7 @@ describe('delete timeline', () => {
   });
 
   it('forceDelete: 202, destroys; 404 for unknown', async () => {
-    const n = await start();
+    const n = await start({ deletedWindowMs: 0 });
     const id = (await createServer(n, '1')).json.server.id as string;
     const r = await call(n, 'POST', `/servers/${id}/action`, { body: { forceDelete: null } });
     expect([r.status, r.text]).toEqual([202, '']);

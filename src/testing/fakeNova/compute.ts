@@ -2,10 +2,11 @@
  * The fake's "compute side": server life cycles (build, delete, soft delete, terminate failure,
  * conductor's quota recheck) over the {@link ServerStore}, with every timer in one {@link TimerSet}.
  *
- * Delete timeline (`nova/compute/manager.py` `_delete_instance`, observed in REPORT.md): DELETE sets
- * `task_state` `deleting` with the status unchanged; after `deleteDelayMs` `vm_state` `deleted` /
- * status `DELETED` / `task_state` null; after `deletedWindowMs` `instance.destroy()`: GET answers 404
- * and usage drops in the same step.
+ * Delete timeline (`nova/compute/manager.py` `_delete_instance`, as observed on a real Nova 26.2):
+ * DELETE sets `task_state` `deleting` with the status unchanged; after `deleteDelayMs` `vm_state`
+ * `deleted` / status `DELETED` / `task_state` null; after the `DELETED` window (a function of the
+ * deletes in flight, see `deleteLoad.ts`) `instance.destroy()`: GET answers 404 and usage drops in the
+ * same step.
  *
  * @module
  */
@@ -22,8 +23,11 @@ export const DEFAULT_TERMINATE_FAULT = 'Failed to terminate instance: fake compu
 export interface ComputeTiming {
   buildDelayMs: number;
   deleteDelayMs: number;
-  deletedWindowMs: number;
+  /** The `DELETED` window in ms for the number of deletes in flight (this one included). */
+  deletedWindowMs: (inFlightDeletes: number) => number;
   softDelete: boolean;
+  /** `task_state` of a server whose terminate failed (see `FakeNovaOptions.terminateErrorTaskState`). */
+  terminateErrorTaskState: 'deleting' | null;
   /** 0 = SOFT_DELETED servers are never reclaimed. */
   reclaimIntervalMs: number;
 }
@@ -138,6 +142,16 @@ export class Compute {
   requestDelete(r: ServerRecord, force: boolean, nowMs = Date.now()): void {
     if (r.destroyed || r.vmState === 'deleted') return;
     if (r.deletePhase === 'running') return; // a repeated DELETE while the first is on its way
+    // `nova/compute/api.py` `_delete`: with the host up, a DELETE of an instance whose task_state is
+    // already `deleting` is ignored ("already in deleting state"), so an ERROR left by a failed
+    // terminate (task_state `deleting`) is not retried by another DELETE.
+    if (r.vmState === 'error' && r.taskState === 'deleting') return;
+    // A SHELVED_OFFLOADED server has no host: the API deletes it locally (`_local_delete`), so GET
+    // answers 404 right after the 204, with no `deleting` and no `DELETED` window.
+    if (r.vmState === 'shelved_offloaded') {
+      this.destroy(r, nowMs);
+      return;
+    }
     const behavior = r.deleteBehavior ?? this.defaultBehavior;
     if (behavior === 'ignore') {
       r.deleteBehavior = undefined; // the message was lost; a re-issued DELETE works
@@ -145,11 +159,9 @@ export class Compute {
     }
     const soft = !force && this.timing.softDelete && r.launchedMs !== null;
     if (soft && r.vmState === 'soft-delete') return; // already soft-deleted: stays so
-    this.store.update(r, { taskState: soft ? 'soft-deleting' : 'deleting', deletePhase: 'running' }, nowMs);
-    if (behavior === 'never') {
-      r.deletePhase = 'stuck';
-      return;
-    }
+    const stuck = behavior === 'never';
+    this.store.update(r, { taskState: soft ? 'soft-deleting' : 'deleting', deletePhase: stuck ? 'stuck' : 'running' }, nowMs);
+    if (stuck) return;
     if (behavior === 'error') {
       r.deleteBehavior = undefined;
       this.timers.after(this.timing.deleteDelayMs, () => this.failTerminate(r));
@@ -233,7 +245,7 @@ export class Compute {
       {
         vmState: 'error',
         status: 'ERROR',
-        taskState: null,
+        taskState: this.timing.terminateErrorTaskState,
         deletePhase: 'none',
         fault: { code: 500, message, createdMs: now },
       },
@@ -261,6 +273,6 @@ export class Compute {
     if (r.destroyed) return;
     const now = Date.now();
     this.store.update(r, { vmState: 'deleted', status: 'DELETED', taskState: null, powerState: 0, terminatedMs: now }, now);
-    this.timers.after(this.timing.deletedWindowMs, () => this.destroy(r));
+    this.timers.after(this.timing.deletedWindowMs(this.store.deletesInFlight), () => this.destroy(r));
   }
 }

@@ -37,33 +37,36 @@ function filtered(version: Microversion): Set<string> {
   return out;
 }
 
+/**
+ * The `absolute` keys of `GET /limits` in the order of Nova's sample, as `quota resource:key`; keys
+ * starting `total` are usage, the others limits.
+ */
+const LIMIT_KEYS = (
+  'metadata_items:maxImageMeta injected_files:maxPersonality injected_file_content_bytes:maxPersonalitySize ' +
+  'security_group_rules:maxSecurityGroupRules security_groups:maxSecurityGroups server_group_members:maxServerGroupMembers ' +
+  'server_groups:maxServerGroups metadata_items:maxServerMeta cores:maxTotalCores floating_ips:maxTotalFloatingIps ' +
+  'instances:maxTotalInstances key_pairs:maxTotalKeypairs ram:maxTotalRAMSize cores:totalCoresUsed ' +
+  'floating_ips:totalFloatingIpsUsed instances:totalInstancesUsed ram:totalRAMUsed security_groups:totalSecurityGroupsUsed ' +
+  'server_groups:totalServerGroupsUsed'
+)
+  .split(' ')
+  .map((pair) => pair.split(':') as [string, string]);
+
+function isModelled(resource: string): resource is keyof FakeUsage {
+  return resource === 'cores' || resource === 'instances' || resource === 'ram';
+}
+
 /** The `GET /limits` body: `{"limits": {"rate": [], "absolute": {...}}}`, keys sorted as Nova's sample. */
 export function limitsBody(limits: FakeUsage, used: FakeUsage, version: Microversion): Record<string, unknown> {
   const skip = filtered(version);
+  if (atLeast(version, 39)) skip.add('maxImageMeta');
   const abs: Record<string, number> = {};
-  const put = (resource: string, key: string, value: number): void => {
-    if (!skip.has(resource)) abs[key] = value;
-  };
-  put('metadata_items', 'maxImageMeta', FIXED.metadata_items);
-  if (atLeast(version, 39)) delete abs.maxImageMeta;
-  put('injected_files', 'maxPersonality', FIXED.injected_files);
-  put('injected_file_content_bytes', 'maxPersonalitySize', FIXED.injected_file_content_bytes);
-  put('security_group_rules', 'maxSecurityGroupRules', FIXED.security_group_rules);
-  put('security_groups', 'maxSecurityGroups', FIXED.security_groups);
-  put('server_group_members', 'maxServerGroupMembers', FIXED.server_group_members);
-  put('server_groups', 'maxServerGroups', FIXED.server_groups);
-  put('metadata_items', 'maxServerMeta', FIXED.metadata_items);
-  put('cores', 'maxTotalCores', limits.cores);
-  put('floating_ips', 'maxTotalFloatingIps', FIXED.floating_ips);
-  put('instances', 'maxTotalInstances', limits.instances);
-  put('key_pairs', 'maxTotalKeypairs', FIXED.key_pairs);
-  put('ram', 'maxTotalRAMSize', limits.ram);
-  put('cores', 'totalCoresUsed', used.cores);
-  put('floating_ips', 'totalFloatingIpsUsed', 0);
-  put('instances', 'totalInstancesUsed', used.instances);
-  put('ram', 'totalRAMUsed', used.ram);
-  put('security_groups', 'totalSecurityGroupsUsed', 0);
-  put('server_groups', 'totalServerGroupsUsed', 0);
+  for (const [resource, key] of LIMIT_KEYS) {
+    if (skip.has(resource) || skip.has(key)) continue;
+    const usage = key.startsWith('total');
+    if (isModelled(resource)) abs[key] = usage ? used[resource] : limits[resource];
+    else abs[key] = usage ? 0 : FIXED[resource as keyof typeof FIXED];
+  }
   return { limits: { absolute: abs, rate: [] } };
 }
 

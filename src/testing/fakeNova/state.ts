@@ -17,25 +17,28 @@ export interface ServerFault {
   createdMs: number;
 }
 
+/** The fields a row shares with its {@link FakeServerView} (same names, same meaning). */
+type ViewFields =
+  | 'id'
+  | 'name'
+  | 'status'
+  | 'vmState'
+  | 'taskState'
+  | 'powerState'
+  | 'metadata'
+  | 'createdMs'
+  | 'updatedMs'
+  | 'launchedMs'
+  | 'terminatedMs'
+  | 'locked'
+  | 'ghost';
+
 /** One server row. Mutate only through {@link ServerStore.update}, which keeps the totals right. */
-export interface ServerRecord {
-  id: string;
-  name: string;
+export interface ServerRecord extends Pick<FakeServerView, ViewFields> {
   flavor: FakeFlavor;
   imageRef: string;
-  status: string;
-  vmState: string;
-  taskState: string | null;
-  powerState: number;
-  metadata: Record<string, string>;
-  createdMs: number;
-  updatedMs: number;
-  launchedMs: number | null;
-  terminatedMs: number | null;
   fault: ServerFault | null;
-  locked: boolean;
   lockedReason: string | null;
-  ghost: boolean;
   /** `instance.destroy()` happened: GET answers 404, usage no longer counts it. */
   destroyed: boolean;
   /** Per-server delete behaviour; undefined = the fake's default. */
@@ -97,6 +100,7 @@ export class ServerStore {
   private readonly counted = zero();
   private readonly building = zero();
   private seq = 0;
+  private running = 0;
   /** Whether BUILD servers count toward usage (legacy counting: yes). */
   countBuild = true;
 
@@ -137,6 +141,14 @@ export class ServerStore {
     this.add(r, 1);
   }
 
+  /**
+   * Deletes the compute side is working on: accepted, not yet destroyed, failed or soft-deleted
+   * (`deleting` and the `DELETED` window). A stuck delete (behaviour `never`) is not counted.
+   */
+  get deletesInFlight(): number {
+    return this.running;
+  }
+
   /** TRUE usage by Nova's legacy counting rules. */
   usage(): FakeUsage {
     const u = { ...this.counted };
@@ -155,6 +167,7 @@ export class ServerStore {
   }
 
   private add(r: ServerRecord, sign: 1 | -1): void {
+    if (r.deletePhase === 'running' && !r.destroyed) this.running += sign;
     const b = bucketOf(r);
     if (b === 'none') return;
     const t = b === 'build' ? this.building : this.counted;

@@ -2,7 +2,8 @@
  * Public option and data types of {@link FakeNova}, the in-process fake of the Nova compute API v2.1.
  *
  * Behaviour is modelled on a real Nova 26 (Zed) with the legacy `DbQuotaDriver` and legacy usage
- * counting (`[quota]count_usage_from_placement=False`), as observed in `shared/realnova/REPORT.md`.
+ * counting (`[quota]count_usage_from_placement=False`), as observed on a real Nova 26.2 (Zed) with the
+ * fake virt driver.
  *
  * @module
  */
@@ -50,8 +51,30 @@ export interface FakeNovaOptions {
   buildDelayMs?: number;
   /** DELETE sets `task_state` `deleting` (status unchanged) and the compute side finishes after this. Default 0. */
   deleteDelayMs?: number;
-  /** How long GET shows `status` `DELETED` (`vm_state` `deleted`, `task_state` null) before the 404. Default 0. */
-  deletedWindowMs?: number;
+  /**
+   * How long GET shows `status` `DELETED` (`vm_state` `deleted`, `task_state` null) before the 404,
+   * in ms: a fixed number, or a function of the number of deletes in flight when the server reaches
+   * `DELETED` (this one included; `deleting` and `DELETED` servers not yet destroyed). During the
+   * window the server still counts in usage (`/limits`, quota-set `in_use`, the create check) and
+   * still appears in plain listings; `changes-since` listings keep showing it as `DELETED` after the
+   * 404 too. A function's result is kept within 0 to 2147483647 (NaN or negative = 0).
+   *
+   * @default {@link realNovaDeletedWindowMs}: `50 + 300 * (inFlightDeletes - 1)` ms, as real Nova
+   *   (20 to 100 ms for one delete; median 7 s, up to 12 s, for 40 at once). Pass `0` for a fake
+   *   whose deletes finish in the same step as the DELETE (with `deleteDelayMs` 0: 404 as soon as
+   *   the 204 arrives).
+   */
+  deletedWindowMs?: number | ((inFlightDeletes: number) => number);
+  /**
+   * `OS-EXT-STS:task_state` of a server whose delete failed into `ERROR` (delete behaviour `error`).
+   * Real Nova leaves `deleting`: `terminate_instance` is not wrapped in `reverts_task_state` and its
+   * failure path sets only `vm_state` ERROR (`nova/compute/manager.py`
+   * `_set_instance_obj_error_state` without `clean_task_state`), so a waiter that keeps waiting
+   * while `task_state` is `deleting` never sees the failure. `null` clears it.
+   *
+   * @default null
+   */
+  terminateErrorTaskState?: 'deleting' | null;
   /** Model `reclaim_instance_interval > 0`: DELETE soft-deletes (`SOFT_DELETED`); a server never ACTIVE is hard-deleted. Default false. */
   softDelete?: boolean;
   /**

@@ -1,6 +1,6 @@
 /**
  * JSON views of servers and flavors, shaped like Nova's (`nova/api/openstack/compute/views/servers.py`,
- * `views/flavors.py`) and the bodies recorded from a real Nova 26 in `shared/realnova/observed/`.
+ * `views/flavors.py`) and the bodies recorded from a real Nova 26.2 (Zed).
  *
  * @module
  */

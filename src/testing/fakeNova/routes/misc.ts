@@ -1,7 +1,7 @@
 /**
  * Flavor, limits, quota-set and version-document routes of the fake. Sources:
- * `nova/api/openstack/compute/{flavors,limits,quota_sets,versionsV21}.py` and the bodies in
- * `shared/realnova/observed/probe-admin.out`.
+ * `nova/api/openstack/compute/{flavors,limits,quota_sets,versionsV21}.py` and the bodies a real
+ * Nova 26.2 (Zed) answered an admin.
  *
  * @module
  */

@@ -1,14 +1,13 @@
 /**
- * The HTTP front of the fake (node:http only): records every request, applies injected faults,
- * checks the token (keystonemiddleware's 401), negotiates the microversion, routes, and writes the
- * reply with Nova's headers (`x-openstack-request-id` / `x-compute-request-id` `req-<uuid>`, `Date`,
- * microversion echo and `Vary`).
+ * The request pipeline of one fake, shared by its socket front and its in-process axios adapter:
+ * records every request, applies injected faults (status, delay, hang, reset), checks the token
+ * (keystonemiddleware's 401), negotiates the microversion, routes, and writes the reply with Nova's
+ * headers (`x-openstack-request-id` / `x-compute-request-id` `req-<uuid>`, `Date`, microversion
+ * echo and `Vary`).
  *
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
 import type { FaultQueue } from './faults.js';
 import { formatMicroversion, negotiateMicroversion, type Microversion } from './microversion.js';
 import { pyJson } from './pyjson.js';
@@ -18,8 +17,9 @@ import { route, serverIdOf } from './routes/index.js';
 import { versionEntry, versionList } from './routes/misc.js';
 import type { TimerSet } from './timers.js';
 import type { FaultSpec, RecordedRequest } from './types.js';
+import type { WireReply, WireRequest } from '../wire/types.js';
 
-/** What the HTTP front needs from its owner. */
+/** What the pipeline needs from its owner. */
 export interface FrontDeps {
   engine: Engine;
   faults: FaultQueue;
@@ -35,63 +35,32 @@ const UNAUTHORIZED = {
   error: { code: 401, title: 'Unauthorized', message: 'The request you have made requires authentication.' },
 };
 
-/** The node:http server of one fake. */
-export class HttpFront {
-  readonly server: Server;
-  private readonly sockets = new Set<Socket>();
-
-  constructor(private readonly deps: FrontDeps) {
-    this.server = createServer((req, res) => this.guard(res, () => this.handle(req, res)));
-    this.server.keepAliveTimeout = 5000;
-    this.server.on('connection', (socket) => {
-      this.sockets.add(socket);
-      socket.on('close', () => this.sockets.delete(socket));
-    });
-  }
-
-  /** Listen on 127.0.0.1:`port`; resolves with the port. */
-  listen(port: number): Promise<number> {
-    return new Promise((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(port, '127.0.0.1', () => {
-        this.server.off('error', reject);
-        const addr = this.server.address();
-        resolve(typeof addr === 'object' && addr ? addr.port : port);
-      });
-    });
-  }
-
-  /** Stop listening and destroy every socket (hung requests too). */
-  close(): Promise<void> {
-    return new Promise((resolve) => {
-      this.server.close(() => resolve());
-      for (const s of this.sockets) s.destroy();
-      this.sockets.clear();
-    });
-  }
+/** The request pipeline of one fake: {@link NovaFront.handle} is the `WireHandler` of both fronts. */
+export class NovaFront {
+  constructor(private readonly deps: FrontDeps) {}
 
   /**
    * Run `fn`; an exception (a bug of the fake, or a fault it cannot send) becomes Nova's 500 instead of
    * an uncaught exception that kills the test process and leaves the request hanging.
    */
-  private guard(res: ServerResponse, fn: () => void): void {
+  private guard(reply: WireReply, fn: () => void): void {
     try {
       fn();
     } catch (err) {
-      if (res.destroyed) return;
-      if (res.headersSent) {
-        res.destroy();
-        return;
-      }
-      const body = pyJson(fault(500, `Unexpected API Error. ${(err as Error).message}`).body);
-      res.writeHead(500, { 'Content-Type': 'application/json; charset=UTF-8', 'Content-Length': String(Buffer.byteLength(body)) });
-      res.end(body);
+      if (reply.gone) return;
+      const body = Buffer.from(pyJson(fault(500, `Unexpected API Error. ${(err as Error).message}`).body), 'utf8');
+      reply.send(500, { 'Content-Type': 'application/json; charset=UTF-8', 'Content-Length': String(body.length), Date: new Date().toUTCString() }, body);
     }
   }
 
-  private handle(req: IncomingMessage, res: ServerResponse): void {
-    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    const method = (req.method ?? 'GET').toUpperCase();
+  /** Serve one request (the `WireHandler`). */
+  readonly handle = (req: WireRequest, reply: WireReply): void => {
+    this.guard(reply, () => this.dispatch(req, reply));
+  };
+
+  private dispatch(req: WireRequest, reply: WireReply): void {
+    const url = new URL(req.url, 'http://127.0.0.1');
+    const method = req.method;
     const { path, projectInPath, versioned } = this.splitPath(url.pathname);
     const query: Record<string, string> = {};
     for (const [k, v] of url.searchParams) query[k] = v;
@@ -99,29 +68,25 @@ export class HttpFront {
     const sid = serverIdOf(path);
     if (sid !== undefined) rec.serverId = sid;
     this.deps.requests.push(rec);
-    const bodyPromise = readBody(req);
 
     const spec = this.deps.faults.take(method, path);
     const proceed = (): void => {
-      void bodyPromise.then((raw) =>
-        this.guard(res, () => {
-          if (res.destroyed) return;
-          const reply = this.answer(req, method, path, url, raw, projectInPath, versioned);
-          this.write(res, rec, reply.reply, reply.extraHeaders);
+      void req.body.then((raw) =>
+        this.guard(reply, () => {
+          if (reply.gone) return;
+          const answer = this.answer(req, method, path, url, raw, projectInPath, versioned);
+          this.write(reply, rec, answer.reply, answer.extraHeaders);
         }),
       );
     };
     if (!spec) return proceed();
     if (spec.reset) {
-      const destroy = (): void => {
-        req.socket.destroy();
-      };
-      if (spec.delayMs && spec.delayMs > 0) this.deps.timers.later(spec.delayMs, destroy);
-      else destroy();
+      if (spec.delayMs && spec.delayMs > 0) this.deps.timers.later(spec.delayMs, () => reply.reset());
+      else reply.reset();
       return;
     }
-    if (spec.hang) return; // the socket stays open until the client gives up or close()
-    const act = spec.status === undefined ? proceed : () => this.guard(res, () => this.writeFault(res, rec, spec));
+    if (spec.hang) return; // no answer until the client gives up or close()
+    const act = spec.status === undefined ? proceed : () => this.guard(reply, () => this.writeFault(reply, rec, spec));
     if (spec.delayMs && spec.delayMs > 0) this.deps.timers.later(spec.delayMs, act);
     else act();
   }
@@ -140,7 +105,7 @@ export class HttpFront {
   }
 
   private answer(
-    req: IncomingMessage,
+    req: WireRequest,
     method: string,
     path: string,
     url: URL,
@@ -209,12 +174,13 @@ export class HttpFront {
     return { reply, extraHeaders: mvHeaders };
   }
 
-  private write(res: ServerResponse, rec: RecordedRequest, reply: Reply, extra: Record<string, string>): void {
-    if (res.destroyed || res.headersSent) return;
+  private write(out: WireReply, rec: RecordedRequest, reply: Reply, extra: Record<string, string>): void {
+    if (out.gone) return;
     const requestId = 'req-' + randomUUID();
     const headers: Record<string, string> = {
       'x-openstack-request-id': requestId,
       'x-compute-request-id': requestId,
+      Date: new Date().toUTCString(),
       ...extra,
     };
     let payload: string | undefined;
@@ -234,16 +200,15 @@ export class HttpFront {
     headers['Content-Length'] = String(bytes?.length ?? 0);
     rec.status = reply.status;
     if (reply.serverId !== undefined) rec.serverId = reply.serverId;
-    res.writeHead(reply.status, headers);
-    res.end(bytes);
+    out.send(reply.status, headers, bytes);
   }
 
-  private writeFault(res: ServerResponse, rec: RecordedRequest, spec: FaultSpec): void {
+  private writeFault(out: WireReply, rec: RecordedRequest, spec: FaultSpec): void {
     const status = spec.status!;
     let body = spec.body;
     if (body === undefined && status >= 400) body = fault(status, defaultMessage(status)).body;
     const headers: Record<string, string> = { ...(spec.headers ?? {}) };
-    this.write(res, rec, { status, body, headers }, {});
+    this.write(out, rec, { status, body, headers }, {});
   }
 }
 
@@ -256,14 +221,4 @@ function mergeHeaders(headers: Record<string, string>, extra: Record<string, str
     }
     headers[name] = value;
   }
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', () => resolve(''));
-    req.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
-  });
 }

@@ -1,0 +1,125 @@
+/**
+ * Checking and resolving {@link FakeNovaOptions}: every default in one place.
+ *
+ * @module
+ */
+import { ValidationError } from '../../errors/index.js';
+import { MAX_TIMER_MS } from '../../core/validate.js';
+import type { ComputeTiming } from './compute.js';
+import { realNovaDeletedWindowMs, windowFunction } from './deleteLoad.js';
+import { compareMicroversion, parseMicroversion, type Microversion } from './microversion.js';
+import type { FakeDeleteBehavior, FakeFlavor, FakeNovaOptions, FakeUsage } from './types.js';
+
+/** The default flavors: `'1'` m1.tiny, `'2'` m1.small, `'3'` m1.medium (as the real-Nova test stack). */
+export const DEFAULT_FLAVORS: readonly FakeFlavor[] = Object.freeze([
+  { id: '1', name: 'm1.tiny', vcpus: 1, ram: 512, disk: 1 },
+  { id: '2', name: 'm1.small', vcpus: 2, ram: 2048, disk: 20 },
+  { id: '3', name: 'm1.medium', vcpus: 4, ram: 4096, disk: 40 },
+]);
+
+/** Every {@link FakeDeleteBehavior}. */
+export const BEHAVIORS: readonly FakeDeleteBehavior[] = ['normal', 'error', 'never', 'ignore'];
+
+/** {@link FakeNovaOptions} checked, with every default filled in. */
+export interface ResolvedOptions {
+  projectId: string;
+  port: number;
+  pageSize: number;
+  minVersion: Microversion;
+  maxVersion: Microversion;
+  flavors: Map<string, FakeFlavor>;
+  quota: FakeUsage;
+  quotaLagMs: number;
+  timing: ComputeTiming;
+  validateToken: ((token: string) => boolean) | undefined;
+  keystoneUri: string;
+}
+
+function nonNegative(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > MAX_TIMER_MS) {
+    throw new ValidationError(`FakeNova option ${name} must be a finite number from 0 to ${MAX_TIMER_MS} (got ${String(value)})`);
+  }
+  return value;
+}
+
+/** A quota value: an integer >= -1 (-1 = unlimited). */
+export function quotaValue(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < -1) {
+    throw new ValidationError(`FakeNova ${name} must be an integer >= -1 (-1 = unlimited), got ${String(value)}`);
+  }
+  return value;
+}
+
+function version(name: string, text: string | undefined, fallback: string): Microversion {
+  const v = parseMicroversion(text ?? fallback);
+  if (!v) throw new ValidationError(`FakeNova option ${name} must look like '2.37' (got ${String(text)})`);
+  return v;
+}
+
+function deletedWindow(options: FakeNovaOptions): ComputeTiming['deletedWindowMs'] {
+  const w = options.deletedWindowMs;
+  if (typeof w === 'function') return windowFunction(w);
+  if (w === undefined) return windowFunction(realNovaDeletedWindowMs);
+  return windowFunction(nonNegative('deletedWindowMs', w, 0));
+}
+
+function terminateErrorTaskState(value: FakeNovaOptions['terminateErrorTaskState']): 'deleting' | null {
+  if (value === undefined || value === null) return null;
+  if (value !== 'deleting') throw new ValidationError(`FakeNova option terminateErrorTaskState must be 'deleting' or null (got ${String(value)})`);
+  return value;
+}
+
+/**
+ * @throws {@link ValidationError} for a negative duration, a quota below -1, a malformed
+ *   microversion, duplicate or invalid flavors, a non-positive page size, or a
+ *   `terminateErrorTaskState` other than `'deleting'` or null.
+ */
+export function resolveOptions(options: FakeNovaOptions): ResolvedOptions {
+  const projectId = options.projectId ?? 'demo';
+  if (!projectId || /[/?#\s]/.test(projectId)) throw new ValidationError(`FakeNova projectId is invalid: ${projectId}`);
+  const port = nonNegative('port', options.port, 0);
+  if (!Number.isInteger(port) || port > 65535) throw new ValidationError(`FakeNova option port must be an integer from 0 to 65535 (got ${String(port)})`);
+  const pageSize = options.pageSize ?? 1000;
+  if (!Number.isInteger(pageSize) || pageSize < 1) {
+    throw new ValidationError(`FakeNova option pageSize must be an integer >= 1 (got ${String(pageSize)})`);
+  }
+  const minVersion = version('minMicroversion', options.minMicroversion, '2.1');
+  const maxVersion = version('maxMicroversion', options.maxMicroversion, '2.93');
+  if (compareMicroversion(minVersion, maxVersion) > 0) {
+    throw new ValidationError('FakeNova minMicroversion must not be above maxMicroversion');
+  }
+  const flavors = new Map<string, FakeFlavor>();
+  for (const f of options.flavors ?? DEFAULT_FLAVORS) {
+    if (!f.id || flavors.has(f.id)) throw new ValidationError(`FakeNova flavor id missing or duplicated: '${f.id}'`);
+    if (!Number.isInteger(f.vcpus) || f.vcpus < 0 || !Number.isInteger(f.ram) || f.ram < 0) {
+      throw new ValidationError(`FakeNova flavor ${f.id}: vcpus and ram must be integers >= 0`);
+    }
+    flavors.set(f.id, { ...f });
+  }
+  return {
+    projectId,
+    port,
+    pageSize,
+    minVersion,
+    maxVersion,
+    flavors,
+    quota: {
+      cores: quotaValue('maxTotalCores', options.maxTotalCores, 20),
+      instances: quotaValue('maxTotalInstances', options.maxTotalInstances, 10),
+      ram: quotaValue('maxTotalRAMSize', options.maxTotalRAMSize, 51200),
+    },
+    quotaLagMs: nonNegative('quotaLagMs', options.quotaLagMs, 0),
+    timing: {
+      buildDelayMs: nonNegative('buildDelayMs', options.buildDelayMs, 0),
+      deleteDelayMs: nonNegative('deleteDelayMs', options.deleteDelayMs, 0),
+      deletedWindowMs: deletedWindow(options),
+      softDelete: options.softDelete ?? false,
+      terminateErrorTaskState: terminateErrorTaskState(options.terminateErrorTaskState),
+      reclaimIntervalMs: nonNegative('reclaimIntervalMs', options.reclaimIntervalMs, 0),
+    },
+    validateToken: options.validateToken,
+    keystoneUri: options.keystoneUri ?? 'http://127.0.0.1:5000/',
+  };
+}
