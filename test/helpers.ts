@@ -5,9 +5,18 @@ import { FakeNova, type FakeNovaOptions } from '../src/testing/index.js';
 
 const started: FakeNova[] = [];
 
-/** Start a FakeNova that is closed after the current test. */
-export async function startNova(options: FakeNovaOptions = {}): Promise<FakeNova> {
+/** Start a FakeNova with FakeNova's own defaults (the realistic DELETED window), closed after the current test. */
+export async function startNovaAsShipped(options: FakeNovaOptions = {}): Promise<FakeNova> {
   const nova = await FakeNova.start(options);
+  started.push(nova);
+  return nova;
+}
+
+/** Start a FakeNova that is closed after the current test (no DELETED window unless `deletedWindowMs` is given). */
+export async function startNova(options: FakeNovaOptions = {}): Promise<FakeNova> {
+  // On the real clock a realistic DELETED window (seconds with several deletes in flight) would make
+  // every suite slow; tests that are about the window set it, and the fake-clock suites keep the default.
+  const nova = await FakeNova.start({ deletedWindowMs: 0, ...options });
   started.push(nova);
   return nova;
 }

@@ -8,7 +8,7 @@ import axios, { type AxiosError } from 'axios';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { KeystoneAuth, NotFoundError, NovaClient } from '../../src/index.js';
 import { FakeKeystone, FakeNova, realNovaDeletedWindowMs } from '../../src/testing/index.js';
-import { rejection, startNova as start } from '../helpers.js';
+import { rejection, startNovaAsShipped as start } from '../helpers.js';
 import { call } from './fakeNovaFetch.js';
 
 afterEach(() => {

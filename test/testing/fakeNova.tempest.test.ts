@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { FakeNova, FakeNovaOptions } from '../../src/testing/index.js';
-import { startNova } from '../helpers.js';
+import { startNovaAsShipped as startNova } from '../helpers.js';
 import { via } from './fakeNovaFetch.js';
 
 const { call } = via('adapter');
