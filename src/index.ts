@@ -10,6 +10,7 @@ export * from './errors/index.js';
 export { parseQuotaMessage } from './errors/quotaMessage.js';
 export type { ParsedQuotaMessage } from './errors/quotaMessage.js';
 export type * from './core/index.js';
+export { systemClock } from './core/clock.js';
 export * from './audit/index.js';
 export * from './reaper/index.js';
 export * from './guard/index.js';
