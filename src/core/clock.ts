@@ -37,9 +37,9 @@ export const systemClock: Clock = {
 
 /**
  * Resolve after `delayMs` ms on `clock`; reject with `signal.reason` as soon as `signal` aborts (the
- * timer is cleared). The timer keeps the process alive: it is work a caller awaits.
+ * timer is cleared). The timer keeps the process alive (work a caller awaits) unless `unref`.
  */
-export function sleep(clock: Clock, delayMs: number, signal?: AbortSignal): Promise<void> {
+export function sleep(clock: Clock, delayMs: number, signal?: AbortSignal, { unref = false }: { unref?: boolean } = {}): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     if (signal?.aborted) {
       reject(signal.reason);
@@ -53,6 +53,7 @@ export function sleep(clock: Clock, delayMs: number, signal?: AbortSignal): Prom
       signal?.removeEventListener('abort', onAbort);
       resolve();
     }, Math.max(0, delayMs));
+    if (unref) (timer as { unref?: () => void }).unref?.();
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }

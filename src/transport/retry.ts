@@ -15,7 +15,7 @@
  * @module
  */
 import pRetry from 'p-retry';
-import { systemClock, type Clock } from '../core/clock.js';
+import { sleep, systemClock, type Clock } from '../core/clock.js';
 import { AbortError, NovaApiError, RateLimitError } from '../errors/index.js';
 
 /** A retry policy (all durations in milliseconds). */
@@ -58,25 +58,6 @@ function pausesWithoutRetry(error: unknown, maxRetryTimeMs: number): boolean {
   return error instanceof RateLimitError && (error.retryAfterMs ?? 0) > 0 && Number.isFinite(maxRetryTimeMs);
 }
 
-/** Resolve after `ms` on `clock`, reject with the signal's reason when it aborts. */
-function pause(clock: Clock, ms: number, signal: AbortSignal | undefined, unref: boolean): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = (): void => {
-      clock.clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    const timer = clock.setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    if (unref) (timer as { unref?: () => void }).unref?.();
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
 
 /**
  * Run `fn(attempt)`, retrying with p-retry while `shouldRetry` says so and the policy allows.
@@ -109,7 +90,7 @@ export async function withRetry<T>(fn: (attempt: number) => Promise<T>, options:
         options.onRetry?.(error, attemptNumber, retryAfterMs);
         // A named pause that uses no retry gets no backoff from p-retry: `minDelayMs` stays its floor.
         const pauseMs = pausesWithoutRetry(error, maxRetryTimeMs) ? Math.max(retryAfterMs, options.minDelayMs) : retryAfterMs;
-        if (pauseMs > 0) await pause(clock, pauseMs, signal, unref);
+        if (pauseMs > 0) await sleep(clock, pauseMs, signal, { unref });
       },
     });
   } catch (error) {
