@@ -24,47 +24,13 @@
 import pThrottle from 'p-throttle';
 import type { Clock, TimerHandle } from '../core/clock.js';
 import { jitteredMs } from '../core/jitter.js';
-import type { Server } from '../core/types.js';
 import { AbortError } from '../errors/index.js';
 import { DeleteLedger } from './ledger.js';
 import { runTick, type TickEntry } from './tick.js';
 import { classify, isFatalLookFailure, showsDeleted, type Observation } from './observe.js';
-import type { DeleteEngineStats, ServerApi, WaitOutcome } from './types.js';
+import type { DeleteEngineOptions, DeleteEngineStats, ServerApi, WatchEnd, WatchSpec } from './types.js';
 
-export type { DeleteEngineStats } from './types.js';
-
-/** Options of a {@link DeleteEngine} (the client's `coalesce`, `maxRequestsPerSecond`, `watchIntervalMs`). */
-export interface DeleteEngineOptions {
-  /** Answer two or more pending waits with shared listings. @default true */
-  coalesce?: boolean;
-  /** Cap on the engine's requests per second (observations, DELETEs, force-deletes); `Infinity` for none. @default 10 */
-  maxRequestsPerSecond?: number;
-  /** Time between shared ticks, in ms. @default half the smallest pending `intervalMs` */
-  watchIntervalMs?: number | undefined;
-}
-
-/** One wait, as `waitForDelete` and `deleteServer` describe it (durations in ms, times on the engine's clock). */
-export interface WatchSpec {
-  intervalMs: number;
-  confirmIntervalMs: number;
-  jitter: number;
-  /** Clock time at which the wait ends as `timeout`. */
-  deadlineAt: number;
-  requestTimeoutMs: number | undefined;
-  pollRetries: number;
-  signal?: AbortSignal | undefined;
-  /** Called after each observation of the server, with the observations so far. */
-  onObservation?: ((obs: Observation, polls: number) => void) | undefined;
-}
-
-/** How a wait ended. */
-export interface WatchEnd {
-  outcome: WaitOutcome;
-  polls: number;
-  server: Server | undefined;
-  lastStatus: string | undefined;
-  lastTaskState: string | null | undefined;
-}
+export type { DeleteEngineOptions, DeleteEngineStats, WatchEnd, WatchSpec } from './types.js';
 
 interface Watch extends WatchSpec {
   readonly entry: Entry;
@@ -83,6 +49,9 @@ interface Entry extends TickEntry {
 
 /** No look starts this close to its wait's deadline, in ms: it would reach Nova after the wait has ended. */
 const LAST_LOOK_MARGIN_MS = 10;
+
+/** A server under way is listed with its status again after this many intervals (an ERROR shows only in its status). */
+const STATUS_REFRESH_INTERVALS = 5;
 
 /** Shortest time limit of a shared listing, in ms. */
 const MIN_LISTING_TIMEOUT_MS = 1000;
@@ -188,7 +157,17 @@ export class DeleteEngine {
     return new Promise<WatchEnd>((resolve, reject) => {
       let entry = this.#entries.get(serverId);
       if (!entry) {
-        entry = { serverId, watches: [], anchorNovaMs: this.#deleteDates.get(serverId), createdWallMs: this.clock.wallNow(), seenDeleted: false, controller: new AbortController() };
+        entry = {
+          serverId,
+          watches: [],
+          anchorNovaMs: this.#deleteDates.get(serverId),
+          createdWallMs: this.clock.wallNow(),
+          seenDeleted: false,
+          underway: false,
+          statusAt: Number.NEGATIVE_INFINITY,
+          listed: false,
+          controller: new AbortController(),
+        };
         this.#entries.set(serverId, entry);
       }
       const now = this.clock.now();
@@ -315,6 +294,8 @@ export class DeleteEngine {
       widenMs: this.#widenMs,
       // A listing slower than the interval is a failed look: the servers get their own GETs.
       listingTimeoutMs: Math.min(this.api.requestTimeoutMs, Math.max(interval, MIN_LISTING_TIMEOUT_MS)),
+      now,
+      statusRefreshMs: STATUS_REFRESH_INTERVALS * interval,
       timeLeftMs: () => Math.max(1, deadline - this.clock.now()),
       requestTimeoutMs: (e) => this.#requestTimeoutMs(e as Entry),
       onListing: (ok, serverDateMs) => {
@@ -350,6 +331,10 @@ export class DeleteEngine {
 
   #deliver(entry: Entry, obs: Observation): void {
     if (showsDeleted(obs)) entry.seenDeleted = true;
+    if (!obs.gone) {
+      entry.statusAt = this.clock.now();
+      if (entry.seenDeleted || obs.server['OS-EXT-STS:task_state'] === 'deleting') entry.underway = true;
+    }
     // The server's own `updated` is on the clock `changes-since` is compared with: the best anchor.
     const updated = obs.gone ? Number.NaN : Date.parse(String(obs.server.updated ?? ''));
     if (Number.isFinite(updated)) entry.anchorNovaMs = updated;

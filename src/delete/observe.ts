@@ -18,10 +18,9 @@
 import { InvalidResponseError } from '../errors/index.js';
 import { isServerNotFound, isTransient } from '../transport/http.js';
 import type { Server } from '../core/types.js';
-import type { ServerApi, WaitOutcome } from './types.js';
+import type { Observation, ServerApi, WaitOutcome } from './types.js';
 
-/** One look at a server: gone (Nova's 404 for it), or its current body. */
-export type Observation = { gone: true; server?: undefined } | { gone: false; server: Server };
+export type { Observation } from './types.js';
 
 /** Margin taken off every `changes-since` time, in ms: the `Date` header's one-second resolution, rounding of `updated_at` and latency. */
 export const CHANGES_SINCE_MARGIN_MS = 2000;

@@ -20,6 +20,12 @@ export interface TickEntry {
   readonly createdWallMs: number;
   /** It has shown status `DELETED`: only its 404 is awaited. */
   seenDeleted: boolean;
+  /** Its deletion is under way: it has shown task_state `deleting` or status `DELETED`. */
+  underway: boolean;
+  /** Clock time of its last status (a body from a GET or a `changes-since` listing). */
+  statusAt: number;
+  /** A successful brief listing has shown it: from then on, a successful listing without it means it is gone. */
+  listed: boolean;
   /** Aborted when its last wait ends: its own requests stop. */
   readonly controller: AbortController;
   readonly watches: readonly unknown[];
@@ -44,6 +50,9 @@ export interface TickContext {
   widenMs: number;
   /** Time limit of a listing. */
   listingTimeoutMs: number;
+  /** Clock time now, and how old a status may get before a server under way is listed again, in ms. */
+  now: number;
+  statusRefreshMs: number;
   /** Time until the latest pending deadline. */
   timeLeftMs: () => number;
   requestTimeoutMs: (entry: TickEntry) => number;
@@ -119,23 +128,32 @@ async function statusListing(ctx: TickContext, wanted: TickEntry[]): Promise<Tic
 }
 
 /**
- * The brief listing for the servers seen `DELETED`: returns those Nova no longer lists (to be
- * confirmed by their 404) or, when the listing failed, all of them.
+ * The brief listing for the servers under way. A server it no longer has, that an earlier listing
+ * had, is gone (Nova lists a server until it destroys it, its `DELETED` window included). A server it
+ * never had (another project's, seen through an admin token), or any server when the listing is
+ * empty, is looked at by its own GET for the 404. When the listing fails, the due ones are looked at.
  */
-async function goneListing(ctx: TickContext, deleted: TickEntry[]): Promise<TickEntry[]> {
-  if (deleted.length <= 1) return deleted;
+async function presenceListing(ctx: TickContext, underway: TickEntry[]): Promise<{ gone: TickEntry[]; look: TickEntry[] }> {
+  if (underway.length <= 1) return { gone: [], look: underway.filter((e) => e.seenDeleted || ctx.due.has(e)) };
   try {
     const { ids } = await ctx.send(() => {
       ctx.stats.briefListings++;
       return listIds(ctx.api, ctx.signal, Math.min(ctx.listingTimeoutMs, ctx.timeLeftMs()));
     }, ctx.signal);
     ctx.onListing(true);
-    return deleted.filter((e) => !ids.has(e.serverId));
+    const gone: TickEntry[] = [];
+    const look: TickEntry[] = [];
+    for (const e of underway) {
+      if (ids.has(e.serverId)) e.listed = true;
+      else if (e.listed && ids.size > 0) gone.push(e);
+      else look.push(e);
+    }
+    return { gone, look };
   } catch (error) {
-    if (error instanceof AbortError && ctx.signal.aborted) return [];
+    if (error instanceof AbortError && ctx.signal.aborted) return { gone: [], look: [] };
     ctx.stats.listingFailures++;
     ctx.onListing(false);
-    return deleted.filter((e) => ctx.due.has(e));
+    return { gone: [], look: underway.filter((e) => ctx.due.has(e)) };
   }
 }
 
@@ -146,12 +164,13 @@ export async function runTick(ctx: TickContext): Promise<void> {
       await lookEach(ctx, ctx.entries);
       return;
     }
-    const needStatus = ctx.entries.filter((e) => live(e) && !e.seenDeleted);
+    // Status for the servers not yet under way (and now and then for the others: an ERROR shows only so).
+    const needStatus = ctx.entries.filter((e) => live(e) && (!e.underway || ctx.now - e.statusAt >= ctx.statusRefreshMs));
     const single = await statusListing(ctx, needStatus);
-    // Servers the status listing has just shown DELETED are checked by the brief listing at once.
-    const deleted = ctx.entries.filter((e) => live(e) && e.seenDeleted);
-    const confirm = await goneListing(ctx, deleted);
-    await lookEach(ctx, new Set([...single, ...confirm]));
+    // Presence for the servers under way, those the status listing has just shown so included.
+    const { gone, look } = await presenceListing(ctx, ctx.entries.filter((e) => live(e) && e.underway && !single.includes(e)));
+    for (const e of gone) if (live(e)) ctx.deliver(e, { gone: true });
+    await lookEach(ctx, new Set([...single, ...look]));
   } catch (error) {
     // Not expected (each step catches its own); a tick must never reject.
     for (const e of ctx.entries) if (live(e)) ctx.fail(e, error);

@@ -46,6 +46,9 @@ export interface ServerApi {
   request(req: EngineRequestOptions & { method: 'DELETE' | 'POST'; path: string; body?: unknown; serverId?: string | undefined }): Promise<EngineResponse>;
 }
 
+/** One look at a server: gone (Nova's 404 for it, or no longer in a listing that had it), or its current body. */
+export type Observation = { gone: true; server?: undefined } | { gone: false; server: Server };
+
 /** How a wait ended. */
 export type WaitOutcome = 'deleted' | 'soft-deleted' | 'error' | 'timeout';
 
@@ -203,5 +206,39 @@ export interface DeleteEngineStats {
   listingFailures: number;
   /** Servers a `changes-since` listing did not show, looked at by their own GET. */
   fallbackGets: number;
+}
+
+
+/** Options of a the delete engine (the client's `coalesce`, `maxRequestsPerSecond`, `watchIntervalMs`). */
+export interface DeleteEngineOptions {
+  /** Answer two or more pending waits with shared listings. @default true */
+  coalesce?: boolean;
+  /** Cap on the engine's requests per second (observations, DELETEs, force-deletes); `Infinity` for none. @default 10 */
+  maxRequestsPerSecond?: number;
+  /** Time between shared ticks, in ms. @default half the smallest pending `intervalMs` */
+  watchIntervalMs?: number | undefined;
+}
+
+/** One wait, as `waitForDelete` and `deleteServer` describe it (durations in ms, times on the engine's clock). */
+export interface WatchSpec {
+  intervalMs: number;
+  confirmIntervalMs: number;
+  jitter: number;
+  /** Clock time at which the wait ends as `timeout`. */
+  deadlineAt: number;
+  requestTimeoutMs: number | undefined;
+  pollRetries: number;
+  signal?: AbortSignal | undefined;
+  /** Called after each observation of the server, with the observations so far. */
+  onObservation?: ((obs: Observation, polls: number) => void) | undefined;
+}
+
+/** How a wait ended. */
+export interface WatchEnd {
+  outcome: WaitOutcome;
+  polls: number;
+  server: Server | undefined;
+  lastStatus: string | undefined;
+  lastTaskState: string | null | undefined;
 }
 

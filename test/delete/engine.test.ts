@@ -120,7 +120,7 @@ describe('one pending wait: its own GET on its own schedule', () => {
 });
 
 describe('many pending waits: shared listings', () => {
-  it('one changes-since listing a tick while deleting, one brief listing a tick while DELETED, then one GET each for the 404', async () => {
+  it('one changes-since listing to see them under way, then one brief listing a tick; the last ones confirmed by their own 404', async () => {
     const { nova, client } = setup();
     for (const id of ids(20)) nova.add(id, { deletedAfterMs: 1200, goneAfterMs: 2600 });
     for (const id of ids(20)) await client.requestDelete(id);
@@ -128,19 +128,34 @@ describe('many pending waits: shared listings', () => {
     const results = await Promise.all(waits);
     for (const r of results) {
       expect(r.value).toMatchObject({ outcome: 'deleted' });
-      expect(r.settledAt).toBeGreaterThanOrEqual(2600);
-      expect(r.settledAt).toBeLessThanOrEqual(3100);
+      expect(r.settledAt).toBe(3000);
     }
     const gets = nova.seen.filter((q) => q.method === 'GET');
-    const listings = gets.filter((q) => q.path === '/servers/detail');
-    const brief = gets.filter((q) => q.path === '/servers');
+    expect(describeSeen(gets.filter((q) => q.serverId === undefined))).toEqual([
+      '0 GET /servers/detail?changes-since 200', // all 20 under way (task_state deleting)
+      '0 GET /servers 200', // all 20 listed
+      '1000 GET /servers 200',
+      '1500 GET /servers 200', // DELETED since 1200: a tick every confirmIntervalMs
+      '2000 GET /servers 200',
+      '2500 GET /servers 200',
+      '3000 GET /servers 200', // empty: Nova lists nothing any more
+    ]);
+    // An empty listing proves nothing: each server's own GET shows its 404.
     const single = gets.filter((q) => q.serverId !== undefined);
-    expect(listings.length).toBeLessThanOrEqual(4);
-    expect(brief.length).toBeLessThanOrEqual(4);
-    // Each server is looked at by its own GET once: for its 404.
     expect(single).toHaveLength(20);
-    expect(single.every((q) => q.status === 404)).toBe(true);
+    expect(single.every((q) => q.status === 404 && at(q) === 3000)).toBe(true);
     expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('a server a listing had and no longer has is gone, with no GET of its own; one it never had is confirmed by its 404', async () => {
+    const { nova, client } = setup();
+    nova.add('bystander', {}); // another server of the project, never deleted
+    for (const id of ids(6)) nova.add(id, { deletedAfterMs: 500, goneAfterMs: 1500 });
+    for (const id of ids(6)) await client.requestDelete(id);
+    const results = await Promise.all(ids(6).map((id) => run(waitForDelete(client, id, { intervalMs: 1000, confirmIntervalMs: 500, jitter: 0 }))));
+    for (const r of results) expect(r.value).toMatchObject({ outcome: 'deleted', lastStatus: 'NOT_FOUND' });
+    expect(nova.seen.filter((q) => q.method === 'GET' && q.serverId !== undefined)).toHaveLength(0);
+    for (const r of results) expect(r.settledAt).toBeGreaterThanOrEqual(1500);
   });
 
   it('a listing that fails or hangs is one failed look: every server is answered by its own GET, no wait fails', async () => {
