@@ -82,20 +82,32 @@ function startCall(engine: DeleteEngine, options: DeleteServerOptions): Call {
 export async function deleteServer(client: DeleteCapable, serverId: string, options: DeleteServerOptions = {}): Promise<DeleteServerResult> {
   checkPathId('server id', serverId);
   checkDeleteOptions(options);
-  return deleteChecked(client.deleteEngine, serverId, options, (fn) => fn());
+  return deleteChecked(client.deleteEngine, serverId, options, alone);
 }
 
-/** {@link deleteServer} after its checks; `gate` bounds the first DELETE (the concurrency of `deleteServers`). */
+/**
+ * How one deletion of a batch goes through its first DELETE: `gate` bounds the DELETEs in flight (the
+ * concurrency of `deleteServers`); `waitAfter` settles when the batch's DELETEs have all been
+ * answered, so the waits start together.
+ */
+interface Batch {
+  gate: (fn: () => Promise<'accepted' | 'already-gone'>) => Promise<'accepted' | 'already-gone'>;
+  waitAfter?: Promise<unknown> | undefined;
+}
+
+const alone: Batch = { gate: (fn) => fn() };
+
+/** {@link deleteServer} after its checks, as part of `batch`. */
 async function deleteChecked(
   engine: DeleteEngine,
   serverId: string,
   options: DeleteServerOptions,
-  gate: (fn: () => Promise<'accepted' | 'already-gone'>) => Promise<'accepted' | 'already-gone'>,
+  batch: Batch,
 ): Promise<DeleteServerResult> {
   engine.ledger.track(serverId);
   const call = startCall(engine, options);
   try {
-    const r = await deleteOne(engine, serverId, options, call, gate);
+    const r = await deleteOne(engine, serverId, options, call, batch);
     engine.ledger.settle(serverId, r.outcome === 'delete-requested' ? 'delete-requested' : 'confirmed');
     return r;
   } catch (error) {
@@ -111,7 +123,7 @@ async function deleteOne(
   serverId: string,
   options: DeleteServerOptions,
   call: Call,
-  gate: (fn: () => Promise<'accepted' | 'already-gone'>) => Promise<'accepted' | 'already-gone'>,
+  batch: Batch,
 ): Promise<DeleteServerResult> {
   const log = engine.api.logger.child({ serverId });
   const result: DeleteServerResult = { serverId, outcome: 'delete-requested', deleteAttempts: 0, polls: 0, elapsedMs: 0, warnings: [] };
@@ -134,10 +146,17 @@ async function deleteOne(
       throw e;
     });
 
-  const first = await gate(() => send(options.force ? 'force' : 'delete'));
+  const first = await batch.gate(() => send(options.force ? 'force' : 'delete'));
   log.debug({ outcome: first, attempts: result.deleteAttempts }, 'delete requested');
   if (first === 'already-gone') return done('already-gone');
   if (!options.wait) return done('delete-requested');
+  if (batch.waitAfter) {
+    // The other DELETEs of the batch first: no listing competes with them, and all waits start together.
+    await untilSettledOrAborted(batch.waitAfter, call.signal).catch((e: unknown) => {
+      if (call.timedOut()) throw timeout();
+      throw new AbortError(`Deletion of server ${serverId} was aborted`, { cause: e });
+    });
+  }
 
   const redeleteAfterMs = options.redeleteAfterMs ?? DELETE_DEFAULTS.redeleteAfterMs;
   let underway = false;
@@ -190,6 +209,23 @@ async function deleteOne(
     if ((await send('delete')) === 'already-gone') return done('deleted');
     underway = false;
   }
+}
+
+/** Resolve once `promise` settles (either way); reject with the signal's reason when `signal` aborts first. */
+function untilSettledOrAborted(promise: Promise<unknown>, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (signal.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    const done = (): void => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    };
+    promise.then(done, done);
+  });
 }
 
 /**
@@ -252,9 +288,20 @@ export async function deleteServers(client: DeleteCapable, ids: readonly string[
   const { concurrency, onSettled, ...one } = options;
   const unique = [...new Set(ids)];
   const limit = pLimit(concurrency ?? DELETE_DEFAULTS.concurrency);
+  const firstDeletes: Array<Promise<unknown>> = [];
+  let releaseWaits: () => void = () => undefined;
+  const batch: Batch = {
+    gate: (fn) => {
+      const p = limit(fn);
+      firstDeletes.push(p);
+      if (firstDeletes.length === unique.length) void Promise.allSettled(firstDeletes).then(() => releaseWaits());
+      return p;
+    },
+    waitAfter: new Promise<void>((resolve) => (releaseWaits = resolve)),
+  };
   const results: DeleteSettled[] = await Promise.all(
     unique.map((serverId) =>
-      deleteChecked(client.deleteEngine, serverId, one, (fn) => limit(fn)).then(
+      deleteChecked(client.deleteEngine, serverId, one, batch).then(
         (value): DeleteSettled => ({ serverId, status: 'fulfilled', value }),
         (reason: unknown): DeleteSettled => ({ serverId, status: 'rejected', reason: reason instanceof Error ? reason : new Error(String(reason)) }),
       ).then((settled) => {

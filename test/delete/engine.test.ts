@@ -202,6 +202,24 @@ describe('one rate limit for everything the engine sends', () => {
   });
 });
 
+describe('deleteServers: the DELETEs first, then one wait for all', () => {
+  it('sends every DELETE (paced by the rate limit) before the first look, then waits for all together', async () => {
+    const { nova, client } = setup({ maxRequestsPerSecond: 10 });
+    for (const id of ids(25)) nova.add(id, { deletedAfterMs: 800, goneAfterMs: 2000 });
+    nova.add('bystander', {});
+    const r = await run(client.deleteServers(ids(25), { wait: true, intervalMs: 1000, jitter: 0 }));
+    expect(r.value?.succeeded).toHaveLength(25);
+    const deletes = nova.seen.filter((q) => q.method === 'DELETE').map(at);
+    const looks = nova.seen.filter((q) => q.method === 'GET').map(at);
+    expect(Math.min(...looks)).toBeGreaterThanOrEqual(Math.max(...deletes));
+    // 10 a second: 25 DELETEs take 2 s and more.
+    expect(Math.max(...deletes)).toBeGreaterThanOrEqual(2000);
+    // One changes-since listing, a brief listing a tick, and a GET for each server already destroyed
+    // before any listing had it (its 404 is the only proof): 15, where waiting on each in turn takes 27.
+    expect(looks.length).toBeLessThanOrEqual(15);
+  });
+});
+
 describe('deleteServer: timeoutMs bounds the whole call', () => {
   it('a DELETE that hangs ends as DeleteTimeoutError at timeoutMs, and nothing is sent after', async () => {
     const { nova, client } = setup({ requestTimeoutMs: 30_000 });
