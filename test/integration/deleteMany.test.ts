@@ -339,7 +339,9 @@ function printTable(): void {
     `${m.early.length}/${FLEET}${m.early.length ? `, up to ${(Math.max(...m.early.map((e) => e.lastPresentSentMs - e.reportedMs)) / 1000).toFixed(1)} s early` : ''}`,
     String(m.presentAfterReturn.length),
     m.createAfter,
-    `${(m.deletedWindowMs.median / 1000).toFixed(2)}/${(m.deletedWindowMs.max / 1000).toFixed(2)} (${m.deletedWindowMs.servers} servers)`,
+    m.deletedWindowMs.servers === 0
+      ? '?'
+      : `${(m.deletedWindowMs.median / 1000).toFixed(2)}/${(m.deletedWindowMs.max / 1000).toFixed(2)} (${m.deletedWindowMs.servers} servers)`,
   ]);
   const table = [header, ...body].map((r) => `| ${r.join(' | ')} |`);
   table.splice(1, 0, `|${header.map(() => '---').join('|')}|`);

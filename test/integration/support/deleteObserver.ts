@@ -18,9 +18,9 @@
  * polling can only miss an early report, never invent one. No tolerance is needed.
  *
  * Why not poll every server's GET every 50 ms: nova-api runs one worker here and serves a few dozen
- * GETs a second; 40 servers at 50 ms would be 800 a second. Measured with 4 GETs always open, the
- * observer alone stretched the `DELETED` window of 40 deletes from about 8 s to 15-35 s and slowed
- * every client under test. The database query costs Nova nothing.
+ * GETs a second; 40 servers at 50 ms would be 800 a second. Tried with 4 GETs always open, it served
+ * about 16 a second, so each server was seen only every ~3 s, and the load fell on the very Nova the
+ * clients under test were measured on. The database query costs Nova nothing.
  */
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -232,6 +232,7 @@ export class NovaDbWatcher {
   readonly #lines: AsyncIterator<string>;
   #running = false;
   #loop: Promise<void> | undefined;
+  #failure: Error | undefined;
   #stderr = '';
 
   constructor(socket: string, ids: readonly string[], options: NovaDbWatcherOptions = {}) {
@@ -244,24 +245,25 @@ export class NovaDbWatcher {
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     this.#child.stderr.setEncoding('utf8').on('data', (chunk: string) => (this.#stderr += chunk));
+    this.#child.on('error', (error) => (this.#stderr += `${error.message}\n`)); // e.g. no mariadb client: stdout ends, #run fails
     this.#lines = createInterface({ input: this.#child.stdout })[Symbol.asyncIterator]();
   }
 
   /** Start polling (returns at once). */
   start(): void {
     this.#running = true;
-    this.#loop = this.#run();
+    this.#loop = this.#run().catch((error: unknown) => {
+      this.#running = false;
+      this.#failure = error instanceof Error ? error : new Error(String(error));
+    });
   }
 
   /** Stop polling and end the database client. */
   async stop(): Promise<void> {
     this.#running = false;
-    try {
-      await this.#loop;
-    } finally {
-      this.#child.stdin.end();
-      if (this.#child.exitCode === null) await new Promise((resolve) => this.#child.once('exit', resolve));
-    }
+    await this.#loop;
+    this.#child.stdin.end();
+    if (this.#child.exitCode === null && this.#child.signalCode === null) await new Promise((resolve) => this.#child.once('close', resolve));
   }
 
   /** Ids whose row was present (not deleted) on a query sent after `atMs`. */
@@ -275,7 +277,7 @@ export class NovaDbWatcher {
     for (;;) {
       const left = [...this.traces.values()].filter((t) => t.firstGoneSentMs === undefined);
       if (left.length === 0) return;
-      if (!this.#running) throw new Error(`Nova DB watcher stopped: ${this.#stderr}`);
+      if (!this.#running) throw new Error(`the Nova database watcher stopped: ${this.#failure?.message ?? 'stop() was called'}`);
       if (performance.now() > deadline) {
         throw new Error(`${left.length} server row(s) not deleted after ${timeoutMs} ms: ${left.map((t) => `${t.id} (${describeSequence(t)})`).join('; ')}`);
       }
@@ -292,10 +294,7 @@ export class NovaDbWatcher {
       const rows = new Map<string, string>();
       for (;;) {
         const next = await this.#lines.next();
-        if (next.done) {
-          this.#running = false;
-          throw new Error(`the mariadb client ended: ${this.#stderr}`);
-        }
+        if (next.done) throw new Error(`the mariadb client ended: ${this.#stderr.trim() || 'no message'}`);
         if (next.value === 'END') break;
         const [uuid, deleted, vmState, taskState] = next.value.split('\t');
         if (!uuid) continue;
