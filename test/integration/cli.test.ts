@@ -14,13 +14,12 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { NotFoundError } from '../../src/index.js';
+import { buildCli, CLI, cliEnv, REPO } from './support/cli.js';
 import { LIMITS_2_1, LIMITS_2_57 } from './support/novaFacts.js';
 import { createActiveServer, project, usage, waitForServer } from './support/realNova.js';
 
 const run = promisify(execFile);
 const p = project('cli');
-const REPO = join(import.meta.dirname, '..', '..');
-const CLI = join(REPO, 'dist', 'cli', 'main.js');
 const SOCKET = join(process.env['REALNOVA_STATE'] ?? join(REPO, '.real-nova'), 'mysql', 'mysqld.sock');
 
 interface CliResult {
@@ -31,8 +30,7 @@ interface CliResult {
 
 /** Run `node dist/cli/main.js ...args` with NOVA_ENDPOINT and NOVA_TOKEN (member) in its environment. */
 async function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
-  const childEnv: NodeJS.ProcessEnv = { ...process.env, NOVA_ENDPOINT: p.nova.endpoint, NOVA_TOKEN: p.nova.memberToken, ...env };
-  for (const k of Object.keys(childEnv)) if (k.startsWith('OS_')) delete childEnv[k];
+  const childEnv = cliEnv(p.nova.endpoint, p.nova.memberToken, env);
   try {
     const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { env: childEnv, cwd: REPO, timeout: 90_000 });
     return { code: 0, stdout, stderr };
@@ -50,12 +48,7 @@ async function sql(statement: string): Promise<string> {
 }
 
 beforeAll(async () => {
-  try {
-    await run('npm', ['run', 'build', '--silent'], { cwd: REPO, timeout: 180_000 });
-  } catch (e) {
-    const x = e as { stdout?: string; stderr?: string };
-    throw new Error(`npm run build failed, so dist/cli/main.js cannot be tested:\n${x.stdout ?? ''}${x.stderr ?? ''}`, { cause: e });
-  }
+  await buildCli();
   await p.cleanup();
 }, 240_000);
 afterAll(() => p.cleanup());
