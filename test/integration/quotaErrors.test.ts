@@ -100,7 +100,7 @@ describe('quota 403s of a real Nova, as QuotaExceededError', () => {
 
   it('a request larger than the whole limit is permanent', async () => {
     await p.member.deleteServer(held.id, { wait: true, intervalMs: 25 });
-    // 'deleted' may come from the short status DELETED window, while Nova still counts the cores.
+    // 'deleted' comes at the 404: the cores are already free.
     await waitForGone(p.member, held.id);
     await p.resetQuota();
     await p.setQuota({ cores: 2 });
