@@ -39,7 +39,7 @@ export interface FleetConfig {
 
 /** One policy at one size. */
 export interface FleetPolicyResult {
-  /** `nova-guard` = `waitForDelete` after the DELETE; `nova-guard-delete` = `client.deleteServer(id, { wait: true })` (defaults, confirmGoneMs included). */
+  /** `nova-guard` = `waitForDelete` after the DELETE; `nova-guard-delete` = `client.deleteServer(id, { wait: true })` (defaults: it resolves at the 404). */
   policy: 'osc-lib' | 'nova-guard' | 'nova-guard-delete';
   n: number;
   clients: number;

@@ -12,6 +12,7 @@ import { runChurn, type ChurnConfig, type ChurnRow } from './churn.js';
 import { FakeNovaProcess } from './fakeProcess.js';
 import { runFleet, type FleetConfig, type FleetRow } from './fleetWait.js';
 import { runOverhead, type OverheadConfig, type OverheadResult } from './overhead.js';
+import { drawResults } from './plot.js';
 import { formatTargets, markdownTable, type TargetResult } from './table.js';
 
 const flags = new Command('bench')
@@ -166,7 +167,7 @@ function overheadTargets(r: OverheadResult): TargetResult[] {
       target: `${r.pendingWaits} pending waits in under ${limitMB} MB of heap (50 MB per 10,000)`,
       measured: `${r.coalesced.heapMB} MB (${r.coalesced.heapPerWaitKB} KB per wait, ${r.bodiesPerWaitKB} KB of it the server body)`,
       held: r.coalesced.heapMB < limitMB,
-      reason: 'most of a pending wait is the waitForDelete machinery every wait has (async frames and their closures, an AbortController, the p-timeout timer) plus the last server body it keeps; the unused TimeoutError stacks p-timeout built (6 MB) are gone',
+      reason: 'a pending wait is a record in the engine, its promise and abort listener, and the last server body it keeps',
     },
   ];
 }
@@ -181,6 +182,7 @@ async function main(): Promise<void> {
   };
   const fake = FakeNovaProcess.spawn();
   const targets: TargetResult[] = [];
+  const measured: Parameters<typeof drawResults>[2] = {};
   const started = performance.now();
   try {
     console.log(`# nova-guard benchmarks${smoke ? ' (smoke)' : ''}\n`);
@@ -197,12 +199,13 @@ async function main(): Promise<void> {
       );
       console.log(fleetTable(rows) + '\n');
       console.log(
-        `The same deletions through \`client.deleteServer(id, { wait: true })\` with its defaults: after a DELETED status it polls ` +
-          `GET /servers/{id} every 50 ms until the 404 (confirmGoneMs), one more request per deletion the listing cannot save:\n`,
+        `The same deletions through \`client.deleteServer(id, { wait: true })\` with its defaults (it resolves only at the 404; ` +
+          `a server a listing no longer has is gone, one no listing had is confirmed by its own GET):\n`,
       );
       console.log(deleteServerTable(rows) + '\n');
       console.log(formatTargets(t) + '\n');
       write('fleet', { config: fleetCfg, rows, targets: t });
+      measured.fleet = rows;
     }
     if (only.has('churn')) {
       const rows = await runChurn(fake, churnCfg);
@@ -218,6 +221,7 @@ async function main(): Promise<void> {
       console.log(formatTargets(t) + '\n');
       for (const r of rows) if (r.errors.length > 0) console.log(`${r.policy} errors: ${r.errors.join('; ')}\n`);
       write('churn', { config: churnCfg, rows, targets: t });
+      measured.churn = rows;
     }
     if (only.has('overhead')) {
       const r = await runOverhead(fake, overheadCfg);
@@ -231,7 +235,10 @@ async function main(): Promise<void> {
       console.log(overheadTable(r) + '\n');
       console.log(formatTargets(t) + '\n');
       write('overhead', { config: overheadCfg, result: r, targets: t });
+      measured.overhead = r;
     }
+    const pictures = await drawResults(resultsDir, smoke ? '.smoke' : '', measured);
+    console.log(`Pictures: ${pictures.map((f) => f.replace(/.*\/bench\//, 'bench/')).join(', ')}\n`);
     const missed = targets.filter((t) => !t.held).length;
     console.log(`## Targets: ${targets.length - missed} held, ${missed} missed (${Math.round((performance.now() - started) / 1000)} s)\n`);
     console.log(formatTargets(targets));

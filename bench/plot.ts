@@ -1,0 +1,96 @@
+/**
+ * The benchmarks' pictures: each result drawn as an SVG beside its JSON under `bench/results/`, with
+ * vega-lite (compiled to a vega view rendered headless, no browser or canvas needed).
+ *
+ * @module
+ */
+import { writeFileSync } from 'node:fs';
+import * as vega from 'vega';
+import * as vegaLite from 'vega-lite';
+import type { ChurnRow } from './churn.js';
+import type { FleetRow } from './fleetWait.js';
+import type { OverheadResult } from './overhead.js';
+
+type Spec = vegaLite.TopLevelSpec;
+
+async function render(spec: Spec, file: URL): Promise<void> {
+  const view = new vega.View(vega.parse(vegaLite.compile(spec).spec), { renderer: 'none' });
+  writeFileSync(file, await view.toSVG());
+  view.finalize();
+}
+
+/** Fleet: poll requests per deletion and mean lag, by pending deletes, for osc-lib's loop and nova-guard. */
+function fleetSpec(rows: FleetRow[]): Spec {
+  const values = rows.flatMap((r) => [
+    { n: r.n, policy: "osc-lib wait_for_delete (baseline)", requests: r.baseline.pollRequestsPerDeletion, lagMs: r.baseline.meanLagMs },
+    { n: r.n, policy: 'waitForDelete', requests: r.novaGuard.pollRequestsPerDeletion, lagMs: r.novaGuard.meanLagMs },
+    { n: r.n, policy: 'deleteServer(wait)', requests: r.deleteServer.pollRequestsPerDeletion, lagMs: r.deleteServer.meanLagMs },
+  ]);
+  const x = { field: 'n', type: 'quantitative', scale: { type: 'log' }, title: 'pending deletes on one client' } as const;
+  const color = { field: 'policy', type: 'nominal', title: null } as const;
+  return {
+    title: 'Fleet wait: requests and detection lag per deletion',
+    data: { values },
+    hconcat: [
+      {
+        width: 280,
+        height: 220,
+        mark: { type: 'line', point: true },
+        encoding: { x, y: { field: 'requests', type: 'quantitative', scale: { type: 'log' }, title: 'poll requests per deletion (log)' }, color },
+      },
+      {
+        width: 280,
+        height: 220,
+        mark: { type: 'line', point: true },
+        encoding: { x, y: { field: 'lagMs', type: 'quantitative', title: 'mean detection lag, ms' }, color },
+      },
+    ],
+  };
+}
+
+/** Churn: makespan over the lower bound and quota 403s per job, by policy. */
+function churnSpec(rows: ChurnRow[]): Spec {
+  const values = rows.map((r) => ({ policy: r.policy, makespan: r.makespanOverLowerBound, failed: r.failedJobs, quota403s: r.quota403sPerJob }));
+  const x = { field: 'policy', type: 'nominal', title: null, sort: null } as const;
+  return {
+    title: 'Churn: workers sharing one core quota',
+    data: { values },
+    hconcat: [
+      { width: 200, height: 200, mark: 'bar', encoding: { x, y: { field: 'makespan', type: 'quantitative', title: 'makespan / lower bound' } } },
+      { width: 200, height: 200, mark: 'bar', encoding: { x, y: { field: 'failed', type: 'quantitative', title: 'failed jobs' } } },
+      { width: 200, height: 200, mark: 'bar', encoding: { x, y: { field: 'quota403s', type: 'quantitative', title: 'quota 403s per job' } } },
+    ],
+  };
+}
+
+/** Overhead: heap per pending wait, shared engine against per-server waits, with the 50 MB per 10,000 target. */
+function overheadSpec(r: OverheadResult): Spec {
+  const values = [
+    { mode: `shared (${r.pendingWaits} waits)`, kb: r.coalesced.heapPerWaitKB },
+    { mode: `per-server (${r.perServer.waits} waits)`, kb: r.perServer.heapPerWaitKB },
+  ];
+  return {
+    title: 'Heap per pending delete-wait',
+    width: 300,
+    height: 180,
+    data: { values },
+    layer: [
+      { mark: 'bar', encoding: { x: { field: 'mode', type: 'nominal', title: null }, y: { field: 'kb', type: 'quantitative', title: 'KB per wait' } } },
+      { mark: { type: 'rule', color: 'red' }, encoding: { y: { datum: 5, type: 'quantitative' } } },
+    ],
+  };
+}
+
+/** Draw whichever results were measured. */
+export async function drawResults(dir: URL, suffix: string, results: { fleet?: FleetRow[]; churn?: ChurnRow[]; overhead?: OverheadResult }): Promise<string[]> {
+  const written: string[] = [];
+  const draw = async (name: string, spec: Spec): Promise<void> => {
+    const file = new URL(`${name}${suffix}.svg`, dir);
+    await render(spec, file);
+    written.push(file.pathname);
+  };
+  if (results.fleet) await draw('fleet', fleetSpec(results.fleet));
+  if (results.churn) await draw('churn', churnSpec(results.churn));
+  if (results.overhead) await draw('overhead', overheadSpec(results.overhead));
+  return written;
+}
