@@ -338,7 +338,7 @@ export class DeleteEngine {
     // The server's own `updated` is on the clock `changes-since` is compared with: the best anchor.
     const updated = obs.gone ? Number.NaN : Date.parse(String(obs.server.updated ?? ''));
     if (Number.isFinite(updated)) entry.anchorNovaMs = updated;
-    const end = classify(obs);
+    const end = classify(obs, this.#deleteDates.get(entry.serverId));
     const now = this.clock.now();
     for (const w of [...entry.watches]) {
       w.polls++;

@@ -34,8 +34,13 @@ export function isoSeconds(ms: number): string {
  * The end a look means for a wait, or undefined while the deletion goes on. Status is compared in
  * upper case (Nova spells it so; some proxies and fakes do not). `DELETED` is not an end: Nova frees
  * the server's cores only at its 404.
+ *
+ * ERROR with task_state `deleting` is a server in ERROR being deleted, which goes on, unless its
+ * fault was recorded after the DELETE was accepted (`deleteDateMs`, Nova's clock): then Nova's
+ * terminate failed (`terminate_instance` records the fault and leaves task_state `deleting`, and a
+ * repeated DELETE is ignored), and waiting cannot help.
  */
-export function classify(obs: Observation): Exclude<WaitOutcome, 'timeout'> | undefined {
+export function classify(obs: Observation, deleteDateMs?: number): Exclude<WaitOutcome, 'timeout'> | undefined {
   if (obs.gone) return 'deleted';
   const status = String(obs.server.status ?? '').toUpperCase();
   const taskState = obs.server['OS-EXT-STS:task_state'];
@@ -43,6 +48,10 @@ export function classify(obs: Observation): Exclude<WaitOutcome, 'timeout'> | un
   // SOFT_DELETED with task_state deleting: a force-delete of it is under way (Nova keeps the status).
   if (status === 'SOFT_DELETED') return idle ? 'soft-deleted' : undefined;
   if (status === 'ERROR' && idle) return 'error';
+  if (status === 'ERROR' && taskState === 'deleting' && deleteDateMs !== undefined) {
+    const faultAt = Date.parse(String(obs.server.fault?.created ?? ''));
+    if (Number.isFinite(faultAt) && faultAt >= deleteDateMs - CHANGES_SINCE_MARGIN_MS) return 'error';
+  }
   return undefined;
 }
 
