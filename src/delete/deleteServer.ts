@@ -201,9 +201,10 @@ async function deleteOne(
       }
       continue; // wait for the 404 after the force-delete
     }
-    // 'error': ERROR with no task in progress
+    // 'error': ERROR with no task in progress (sent once more), or a failed terminate (ERROR, still
+    // task_state deleting, a new fault), which Nova would not retry: a repeated DELETE is ignored.
     const faultMessage = end.server?.fault?.message;
-    if (errorRedeleted) throw new DeleteFailedError({ serverId, faultMessage, deleteAttempts: result.deleteAttempts, lastStatus: end.lastStatus });
+    if (errorRedeleted || end.lastTaskState === 'deleting') throw new DeleteFailedError({ serverId, faultMessage, deleteAttempts: result.deleteAttempts, lastStatus: end.lastStatus });
     errorRedeleted = true;
     log.warn({ fault: faultMessage }, 'server in ERROR while deleting: sending the DELETE once more');
     if ((await send('delete')) === 'already-gone') return done('deleted');

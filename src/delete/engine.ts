@@ -25,9 +25,11 @@ import pThrottle from 'p-throttle';
 import type { Clock, TimerHandle } from '../core/clock.js';
 import { jitteredMs } from '../core/jitter.js';
 import { AbortError } from '../errors/index.js';
+import { MAX_TIMER_MS } from '../core/validate.js';
 import { DeleteLedger } from './ledger.js';
 import { runTick, type TickEntry } from './tick.js';
-import { classify, isFatalLookFailure, showsDeleted, type Observation } from './observe.js';
+import { ServerMemory } from './memory.js';
+import { isFatalLookFailure, showsDeleted, type Observation } from './observe.js';
 import type { DeleteEngineOptions, DeleteEngineStats, ServerApi, WatchEnd, WatchSpec } from './types.js';
 
 export type { DeleteEngineOptions, DeleteEngineStats, WatchEnd, WatchSpec } from './types.js';
@@ -51,7 +53,7 @@ interface Entry extends TickEntry {
 const LAST_LOOK_MARGIN_MS = 10;
 
 /** A server under way is listed with its status again after this many intervals (an ERROR shows only in its status). */
-const STATUS_REFRESH_INTERVALS = 5;
+const STATUS_REFRESH_INTERVALS = 3;
 
 /** Shortest time limit of a shared listing, in ms. */
 const MIN_LISTING_TIMEOUT_MS = 1000;
@@ -76,8 +78,8 @@ export class DeleteEngine {
   readonly #watchIntervalMs: number | undefined;
   readonly #throttle: <T>(fn: () => Promise<T>) => Promise<T>;
   readonly #entries = new Map<string, Entry>();
-  /** Nova's `Date` of accepted DELETEs, by server: the time before which the deletion had not started. */
-  readonly #deleteDates = new Map<string, number>();
+  /** What is remembered of servers between waits: the Date of their accepted DELETE, their faults. */
+  readonly #memory = new ServerMemory();
   #offsetMs: number | undefined;
   #widenMs = 0;
   #waits = 0;
@@ -140,9 +142,7 @@ export class DeleteEngine {
     if (serverDateMs === undefined || !Number.isFinite(serverDateMs)) return;
     this.#offsetMs = serverDateMs - this.clock.wallNow();
     if (serverId === undefined) return;
-    this.#deleteDates.delete(serverId);
-    this.#deleteDates.set(serverId, serverDateMs);
-    if (this.#deleteDates.size > 10_000) this.#deleteDates.delete(this.#deleteDates.keys().next().value!);
+    this.#memory.deleteAccepted(serverId, serverDateMs);
     const entry = this.#entries.get(serverId);
     if (entry) entry.anchorNovaMs = serverDateMs;
   }
@@ -160,7 +160,7 @@ export class DeleteEngine {
         entry = {
           serverId,
           watches: [],
-          anchorNovaMs: this.#deleteDates.get(serverId),
+          anchorNovaMs: this.#memory.deleteDate(serverId),
           createdWallMs: this.clock.wallNow(),
           seenDeleted: false,
           underway: false,
@@ -219,10 +219,12 @@ export class DeleteEngine {
   }
 
   #wantTimer(at: number): void {
+    if (at === Number.POSITIVE_INFINITY) return; // nothing due: no deadline (timeoutMs Infinity) and no look
     if (this.#timer !== undefined && at >= this.#timerAt - 0.5) return;
     this.#clearTimer();
     this.#timerAt = at;
-    this.#timer = this.clock.setTimeout(() => this.#onTimer(), Math.max(0, at - this.clock.now()));
+    // A timer waits at most 2^31-1 ms; a later time is reached by waking up once on the way.
+    this.#timer = this.clock.setTimeout(() => this.#onTimer(), Math.min(MAX_TIMER_MS, Math.max(0, at - this.clock.now())));
   }
 
   #clearTimer(): void {
@@ -311,6 +313,7 @@ export class DeleteEngine {
         this.#widenMs = Math.min(MAX_WIDEN_MS, Math.max(2000, this.#widenMs * 2));
       },
       deliver: (e, obs) => this.#deliver(e as Entry, obs),
+      present: (e) => this.#present(e as Entry),
       fail: (e, error) => this.#fail(e as Entry, error),
     }).finally(() => {
       if (this.#ticking === controller) this.#ticking = undefined;
@@ -338,7 +341,7 @@ export class DeleteEngine {
     // The server's own `updated` is on the clock `changes-since` is compared with: the best anchor.
     const updated = obs.gone ? Number.NaN : Date.parse(String(obs.server.updated ?? ''));
     if (Number.isFinite(updated)) entry.anchorNovaMs = updated;
-    const end = classify(obs, this.#deleteDates.get(entry.serverId));
+    const end = this.#memory.classify(entry.serverId, obs);
     const now = this.clock.now();
     for (const w of [...entry.watches]) {
       w.polls++;
@@ -359,7 +362,22 @@ export class DeleteEngine {
       if (end !== undefined) this.#settle(w, w.end);
       else w.nextAt = now + jitteredMs(entry.seenDeleted ? Math.min(w.intervalMs, w.confirmIntervalMs) : w.intervalMs, w.jitter);
     }
-    if (obs.gone) this.#deleteDates.delete(entry.serverId);
+    if (obs.gone) {
+      this.#memory.forget(entry.serverId);
+      // Seen gone by any wait (a plain waitForDelete too): the deletion is confirmed.
+      this.ledger.confirm(entry.serverId);
+    }
+  }
+
+  /** A shared listing still has `entry`'s server: a look at it, its status as last seen. */
+  #present(entry: Entry): void {
+    const now = this.clock.now();
+    for (const w of entry.watches) {
+      w.polls++;
+      w.failures = 0;
+      w.end = { ...w.end, polls: w.polls };
+      w.nextAt = now + jitteredMs(entry.seenDeleted ? Math.min(w.intervalMs, w.confirmIntervalMs) : w.intervalMs, w.jitter);
+    }
   }
 
   #fail(entry: Entry, error: unknown): void {

@@ -36,17 +36,22 @@ export class DeleteLedger {
     }
   }
 
+  /** Nova has confirmed `serverId` gone: it leaves the ledger and the listeners are told (once). */
+  confirm(serverId: string): void {
+    if (!this.#entries.delete(serverId)) return;
+    for (const listener of [...this.#listeners]) {
+      try {
+        listener(serverId);
+      } catch {
+        // a listener must not break the deletion
+      }
+    }
+  }
+
   /** The call ended: confirmed (removed, listeners told), only requested, or failed with `error`. */
   settle(serverId: string, how: 'confirmed' | 'delete-requested' | { error: unknown }): void {
     if (how === 'confirmed') {
-      this.#entries.delete(serverId);
-      for (const listener of [...this.#listeners]) {
-        try {
-          listener(serverId);
-        } catch {
-          // a listener must not break the deletion
-        }
-      }
+      this.confirm(serverId);
       return;
     }
     const e = this.#entries.get(serverId);

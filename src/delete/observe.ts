@@ -30,17 +30,23 @@ export function isoSeconds(ms: number): string {
   return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
+/** A fault's identity: its time and message (Nova records a new fault for each failure). */
+export function faultKey(server: Server | undefined): string | undefined {
+  const f = server?.fault;
+  return f ? `${String(f.created)} ${String(f.message)}` : undefined;
+}
+
 /**
  * The end a look means for a wait, or undefined while the deletion goes on. Status is compared in
  * upper case (Nova spells it so; some proxies and fakes do not). `DELETED` is not an end: Nova frees
  * the server's cores only at its 404.
  *
- * ERROR with task_state `deleting` is a server in ERROR being deleted, which goes on, unless its
- * fault was recorded after the DELETE was accepted (`deleteDateMs`, Nova's clock): then Nova's
- * terminate failed (`terminate_instance` records the fault and leaves task_state `deleting`, and a
- * repeated DELETE is ignored), and waiting cannot help.
+ * ERROR with task_state `deleting` is a server in ERROR being deleted, which goes on, unless it shows
+ * a fault it did not have when the DELETE was accepted (`faultBeforeDelete`), recorded in a later
+ * second than that DELETE's `Date` (`deleteDateMs`): then Nova's terminate failed (`terminate_instance` records the
+ * fault and leaves task_state `deleting`, and a repeated DELETE is ignored), and waiting cannot help.
  */
-export function classify(obs: Observation, deleteDateMs?: number): Exclude<WaitOutcome, 'timeout'> | undefined {
+export function classify(obs: Observation, deleteDateMs?: number, faultBeforeDelete?: string): Exclude<WaitOutcome, 'timeout'> | undefined {
   if (obs.gone) return 'deleted';
   const status = String(obs.server.status ?? '').toUpperCase();
   const taskState = obs.server['OS-EXT-STS:task_state'];
@@ -48,9 +54,11 @@ export function classify(obs: Observation, deleteDateMs?: number): Exclude<WaitO
   // SOFT_DELETED with task_state deleting: a force-delete of it is under way (Nova keeps the status).
   if (status === 'SOFT_DELETED') return idle ? 'soft-deleted' : undefined;
   if (status === 'ERROR' && idle) return 'error';
-  if (status === 'ERROR' && taskState === 'deleting' && deleteDateMs !== undefined) {
+  if (status === 'ERROR' && taskState === 'deleting' && deleteDateMs !== undefined && faultKey(obs.server) !== faultBeforeDelete) {
+    // Both times have one-second resolution: only a fault of a later second than the DELETE's is
+    // surely newer (one of the same second may be the reason the server was in ERROR before).
     const faultAt = Date.parse(String(obs.server.fault?.created ?? ''));
-    if (Number.isFinite(faultAt) && faultAt >= deleteDateMs - CHANGES_SINCE_MARGIN_MS) return 'error';
+    if (Number.isFinite(faultAt) && faultAt >= (Math.floor(deleteDateMs / 1000) + 1) * 1000) return 'error';
   }
   return undefined;
 }

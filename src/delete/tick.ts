@@ -61,6 +61,8 @@ export interface TickContext {
   /** A server whose DELETE date was known was missing from a `changes-since` listing. */
   onMissing: () => void;
   deliver: (entry: TickEntry, obs: Observation) => void;
+  /** A listing still has the server: a look that shows it there (its status as last seen). */
+  present: (entry: TickEntry) => void;
   fail: (entry: TickEntry, error: unknown) => void;
 }
 
@@ -144,8 +146,10 @@ async function presenceListing(ctx: TickContext, underway: TickEntry[]): Promise
     const gone: TickEntry[] = [];
     const look: TickEntry[] = [];
     for (const e of underway) {
-      if (ids.has(e.serverId)) e.listed = true;
-      else if (e.listed && ids.size > 0) gone.push(e);
+      if (ids.has(e.serverId)) {
+        e.listed = true;
+        ctx.present(e);
+      } else if (e.listed && ids.size > 0) gone.push(e);
       else look.push(e);
     }
     return { gone, look };

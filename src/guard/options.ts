@@ -8,7 +8,8 @@
  *
  * @module
  */
-import type { DeleteServerOptions } from '../delete/index.js';
+import { checkDeleteOptions, type DeleteServerOptions } from '../delete/index.js';
+import { checkKnownOptions } from '../core/options.js';
 import { ValidationError } from '../errors/index.js';
 import type { Headroom, QuotaNeeds, Shortfall } from './headroom.js';
 import type { ResourceAmounts } from '../core/types.js';
@@ -172,6 +173,9 @@ export const QUOTA_GUARD_DEFAULTS = Object.freeze({
   activeIntervalMs: 2000,
 });
 
+/** The option names of {@link QuotaGuardOptions}: any other is refused. */
+const QUOTA_GUARD_OPTION_KEYS = [...Object.keys(QUOTA_GUARD_DEFAULTS), 'onWait', 'onRetry', 'deleteOptions', 'logger'];
+
 /** {@link QuotaGuardOptions} with the defaults filled in. */
 export type ResolvedOptions = Required<Omit<QuotaGuardOptions, 'onWait' | 'onRetry' | 'logger' | 'deleteOptions'>> &
   Pick<QuotaGuardOptions, 'onWait' | 'onRetry' | 'deleteOptions'>;
@@ -183,6 +187,9 @@ export type ResolvedOptions = Required<Omit<QuotaGuardOptions, 'onWait' | 'onRet
  */
 export function validateOptions(o: QuotaGuardOptions): ResolvedOptions {
   if (o === null || typeof o !== 'object') throw new ValidationError('QuotaGuard options must be an object');
+  checkKnownOptions('QuotaGuard options', o, QUOTA_GUARD_OPTION_KEYS);
+  // The guard deletes servers it gives up on with these: a bad one must fail now, not leave a server behind.
+  if (o.deleteOptions !== undefined) checkDeleteOptions({ ...o.deleteOptions, wait: true });
   // Delays are timers: finite and at most 2^31-1 ms (a longer Node timer fires at once).
   checkDurationMs('maxWaitMs', o.maxWaitMs, { allowZero: true, timer: true });
   checkDurationMs('minDelayMs', o.minDelayMs, { allowZero: true, allowInfinity: false, timer: true });

@@ -8,6 +8,7 @@ import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import type { AuthProvider } from '../auth/provider.js';
 import type { CloudClientExtras } from '../config/load.js';
+import { checkKnownOptions } from '../core/options.js';
 import { ValidationError } from '../errors/index.js';
 import { checkDurationMs, checkRetryPolicy } from '../core/validate.js';
 
@@ -210,8 +211,30 @@ export const NOVA_CLIENT_DEFAULTS = Object.freeze({
  * Check the options of `NovaClient` before anything is built.
  * @throws {@link ValidationError} naming the option.
  */
+/** The option names of {@link NovaClientOptions}: any other is refused (a misspelling must not be ignored). */
+const NOVA_CLIENT_OPTION_KEYS = [
+  'endpoint',
+  'token',
+  'auth',
+  'projectId',
+  'microversion',
+  'requestTimeoutMs',
+  'retry',
+  'logger',
+  'caCert',
+  'insecure',
+  'userAgent',
+  'maxResponseBytes',
+  'adapter',
+  'clock',
+  'coalesce',
+  'maxRequestsPerSecond',
+  'watchIntervalMs',
+] as const;
+
 export function checkNovaClientOptions(options: NovaClientOptions): void {
   if (!options || typeof options !== 'object') throw new ValidationError('NovaClient needs an options object');
+  checkKnownOptions('NovaClient options', options, NOVA_CLIENT_OPTION_KEYS);
   const { endpoint, token, auth } = options;
   if (auth && token !== undefined) throw new ValidationError('give either token or auth, not both');
   if (!auth && (typeof token !== 'string' || token.length === 0)) {

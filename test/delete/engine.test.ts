@@ -3,7 +3,7 @@
  * means. A scripted Nova answers through an axios adapter under a real NovaClient.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { AbortError, DeleteTimeoutError, InvalidResponseError, NotFoundError, NovaClient, waitForDelete, type NovaClientOptions } from '../../src/index.js';
+import { AbortError, DeleteTimeoutError, InvalidResponseError, NotFoundError, NovaClient, systemClock, waitForDelete, type NovaClientOptions } from '../../src/index.js';
 import { ScriptedNova, type Seen } from './support/scriptedNova.js';
 
 const T0 = Date.UTC(2026, 11, 1, 12, 0, 0);
@@ -72,6 +72,18 @@ describe('one pending wait: its own GET on its own schedule', () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
+  it('timeoutMs Infinity asks the clock for no timer it cannot hold (no overflow to 1 ms)', async () => {
+    const delays: number[] = [];
+    const clock = { ...systemClock, setTimeout: (fn: () => void, ms: number) => (delays.push(ms), systemClock.setTimeout(fn, ms)) };
+    const { nova, client } = setup({ clock });
+    nova.add('s1', { deletedAfterMs: 1500, goneAfterMs: 2500 });
+    await client.requestDelete('s1');
+    const r = await run(waitForDelete(client, 's1', { intervalMs: 1000, timeoutMs: Number.POSITIVE_INFINITY, jitter: 0 }));
+    expect(r.value).toMatchObject({ outcome: 'deleted' });
+    expect(delays.length).toBeGreaterThan(0);
+    expect(delays.every((ms) => Number.isFinite(ms) && ms >= 0 && ms <= 2_147_483_647)).toBe(true);
+  });
+
   it('an abort rejects at once and cancels the look in flight', async () => {
     const { nova, client } = setup();
     nova.add('s1', {});
@@ -120,7 +132,7 @@ describe('one pending wait: its own GET on its own schedule', () => {
 });
 
 describe('many pending waits: shared listings', () => {
-  it('one changes-since listing to see them under way, then one brief listing a tick; the last ones confirmed by their own 404', async () => {
+  it('one changes-since listing to see them under way (again every 3 intervals), then one brief listing an interval; the last ones confirmed by their own 404', async () => {
     const { nova, client } = setup();
     for (const id of ids(20)) nova.add(id, { deletedAfterMs: 1200, goneAfterMs: 2600 });
     for (const id of ids(20)) await client.requestDelete(id);
@@ -134,10 +146,9 @@ describe('many pending waits: shared listings', () => {
     expect(describeSeen(gets.filter((q) => q.serverId === undefined))).toEqual([
       '0 GET /servers/detail?changes-since 200', // all 20 under way (task_state deleting)
       '0 GET /servers 200', // all 20 listed
-      '1000 GET /servers 200',
-      '1500 GET /servers 200', // DELETED since 1200: a tick every confirmIntervalMs
+      '1000 GET /servers 200', // still listed: a look every intervalMs
       '2000 GET /servers 200',
-      '2500 GET /servers 200',
+      '3000 GET /servers/detail?changes-since 200', // their status again every 3 intervals
       '3000 GET /servers 200', // empty: Nova lists nothing any more
     ]);
     // An empty listing proves nothing: each server's own GET shows its 404.

@@ -30,7 +30,7 @@ async function settle<T>(p: Promise<T>, stepMs = 100, maxMs = 600_000): Promise<
 
 describe("Nova's failed terminate: ERROR with task_state deleting and a fresh fault", () => {
   it('deleteServer ends with DeleteFailedError and the fault, long before timeoutMs', async () => {
-    const nova = await startNovaAsShipped({ deleteDelayMs: 500, terminateErrorTaskState: 'deleting' });
+    const nova = await startNovaAsShipped({ deleteDelayMs: 1500, terminateErrorTaskState: 'deleting' });
     vi.useFakeTimers();
     const client = clientOf(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
@@ -44,7 +44,7 @@ describe("Nova's failed terminate: ERROR with task_state deleting and a fresh fa
   });
 
   it("waitForDelete ends with outcome 'error' and the server's fault", async () => {
-    const nova = await startNovaAsShipped({ deleteDelayMs: 500, terminateErrorTaskState: 'deleting' });
+    const nova = await startNovaAsShipped({ deleteDelayMs: 1500, terminateErrorTaskState: 'deleting' });
     vi.useFakeTimers();
     const client = clientOf(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
@@ -53,6 +53,15 @@ describe("Nova's failed terminate: ERROR with task_state deleting and a fresh fa
     const r = await settle(waitForDelete(client, id, { intervalMs: 1000, timeoutMs: 60_000 }));
     expect(r.value).toMatchObject({ outcome: 'error', lastStatus: 'ERROR', lastTaskState: 'deleting' });
     expect(r.value?.server?.fault?.message).toBe('boom');
+  });
+
+  it('a server that went to ERROR in the very second of its DELETE (a quota recheck fault) is deleted as usual', async () => {
+    const nova = await startNovaAsShipped({ deleteDelayMs: 1500, terminateErrorTaskState: 'deleting' });
+    vi.useFakeTimers();
+    const client = clientOf(nova);
+    const id = nova.addServer({ status: 'ERROR', faultMessage: 'Quota exceeded for cores' }).id;
+    const r = await settle(client.deleteServer(id, { wait: true, intervalMs: 500 }));
+    expect(r.value).toMatchObject({ outcome: 'deleted' });
   });
 
   it('a server in ERROR before its DELETE (an old fault) is deleted as usual, its ERROR/deleting phase waited out', async () => {

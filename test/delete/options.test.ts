@@ -1,0 +1,33 @@
+/** Bad options fail before any request, where they are given, naming the closest known option. */
+import { describe, expect, it } from 'vitest';
+import { NovaClient, QuotaGuard, ValidationError, deleteServer, deleteServers, waitForDelete } from '../../src/index.js';
+
+const client = (): NovaClient => new NovaClient({ endpoint: 'http://nova.invalid/v2.1', token: 't', adapter: () => Promise.reject(new Error('no request may be sent')) });
+
+describe('unknown option names', () => {
+  it('deleteServer, deleteServers and waitForDelete refuse { wiat: true } and name wait', async () => {
+    const c = client();
+    for (const p of [
+      deleteServer(c, 's1', { wiat: true } as never),
+      deleteServers(c, ['s1'], { concurency: 2 } as never),
+      waitForDelete(c, 's1', { intervalMS: 5 } as never),
+    ]) {
+      const e = await p.catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(ValidationError);
+      expect((e as Error).message).toMatch(/unknown option "(wiat|concurency|intervalMS)" \(did you mean (wait|concurrency|intervalMs)\?\)/);
+    }
+    expect(c.stats.requests).toBe(0);
+  });
+
+  it('NovaClient refuses a misspelt option', () => {
+    expect(() => new NovaClient({ endpoint: 'http://nova.invalid/v2.1', token: 't', requestTimeout: 5 } as never)).toThrow(/unknown option "requestTimeout" \(did you mean requestTimeoutMs\?\)/);
+  });
+
+  it("QuotaGuard refuses a misspelt option, and a bad deleteOptions at once (not when it must delete a server)", () => {
+    const c = client();
+    expect(() => new QuotaGuard(c, { maxWait: 5 } as never)).toThrow(/unknown option "maxWait" \(did you mean maxWaitMs\?\)/);
+    expect(() => new QuotaGuard(c, { deleteOptions: { wiat: true } as never })).toThrow(/unknown option "wiat"/);
+    expect(() => new QuotaGuard(c, { deleteOptions: { intervalMs: -5 } })).toThrow(ValidationError);
+    expect(c.stats.requests).toBe(0);
+  });
+});
