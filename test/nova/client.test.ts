@@ -16,7 +16,7 @@ import {
   ValidationError,
   parseAbsoluteLimits,
 } from '../../src/index.js';
-import { clientFor, startNova } from '../helpers.js';
+import { clientFor, settle, startNova } from '../helpers.js';
 import { scriptedAdapter, type ScriptedReply } from '../transport/scriptedAdapter.js';
 
 const TOKEN = 'gAAAAAsecret-token-value';
@@ -246,13 +246,16 @@ describe('retries', () => {
 
   it('a create is never retried on 503 or a timeout', async () => {
     const nova = await startNova();
+    vi.useFakeTimers();
     const client = clientFor(nova, { requestTimeoutMs: 50 });
     nova.inject({ method: 'POST', path: '/servers', status: 503, body: { computeFault: { code: 503, message: 'x' } } });
-    await expect(client.createServer({ name: 'x', flavorRef: '1' })).rejects.toBeInstanceOf(ServerError);
+    await expect(settle(client.createServer({ name: 'x', flavorRef: '1' }))).rejects.toBeInstanceOf(ServerError);
     nova.inject({ method: 'POST', path: '/servers', hang: true });
-    const err = await client.createServer({ name: 'x', flavorRef: '1' }).catch((e: unknown) => e);
+    const t0 = Date.now();
+    const err = await settle(client.createServer({ name: 'x', flavorRef: '1' })).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(NovaNetworkError);
     expect((err as NovaNetworkError).timedOut).toBe(true);
+    expect(Date.now() - t0).toBe(50);
     expect(nova.requestsTo('POST', '/servers')).toHaveLength(2);
   });
 
