@@ -89,7 +89,8 @@ const realTurn = (): Promise<void> => new Promise((r) => realSetImmediate(r));
  * step runs the next due timer and then every promise callback it released, so the fake time at
  * which `p` settles is exact. Fails when `p` is still pending after `maxMs` fake ms, or when nothing
  * is scheduled that could ever settle it (no timer pending for 2 s of real time). On the real clock
- * it just awaits `p`.
+ * it just awaits `p`. Only for work without real I/O (the fakes' in-process adapters): while a socket
+ * is busy it would move the clock past timers that real I/O was meant to beat.
  */
 export async function settle<T>(p: Promise<T>, maxMs = 3_600_000): Promise<T> {
   if (!vi.isFakeTimers()) return p;
@@ -113,6 +114,19 @@ export async function settle<T>(p: Promise<T>, maxMs = 3_600_000): Promise<T> {
     await vi.advanceTimersToNextTimerAsync();
   }
   return p;
+}
+
+/**
+ * Wait, without moving the fake clock, until `condition()` holds: for real I/O (a socket) to reach a
+ * fake while the test holds the clock. Fails after 10 s of real time.
+ */
+export async function untilReal(condition: () => boolean): Promise<void> {
+  const start = vi.isFakeTimers() ? vi.getRealSystemTime() : Date.now();
+  const now = (): number => (vi.isFakeTimers() ? vi.getRealSystemTime() : Date.now());
+  while (!condition()) {
+    if (now() - start > 10_000) throw new Error('condition still false after 10 s of real time');
+    await realTurn();
+  }
 }
 
 /** Advance the fake clock timer by timer until `condition()` holds (see {@link settle}). */
