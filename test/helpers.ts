@@ -6,13 +6,12 @@
 import { afterEach, beforeEach, vi } from 'vitest';
 import { NovaClient, type NovaClientOptions } from '../src/index.js';
 import { FakeNova, type FakeNovaOptions } from '../src/testing/index.js';
-
-const started: FakeNova[] = [];
+import { afterThisTest } from './cleanup.js';
 
 /** Start a FakeNova with FakeNova's own defaults (the realistic DELETED window), closed after the current test. */
 export async function startNovaAsShipped(options: FakeNovaOptions = {}): Promise<FakeNova> {
   const nova = await FakeNova.start(options);
-  started.push(nova);
+  afterThisTest(() => nova.close());
   return nova;
 }
 
@@ -21,13 +20,9 @@ export async function startNova(options: FakeNovaOptions = {}): Promise<FakeNova
   // On the real clock a realistic DELETED window (seconds with several deletes in flight) would make
   // every suite slow; tests that are about the window set it, and the fake-clock suites keep the default.
   const nova = await FakeNova.start({ deletedWindowMs: 0, ...options });
-  started.push(nova);
+  afterThisTest(() => nova.close());
   return nova;
 }
-
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((n) => n.close()));
-});
 
 /**
  * A client for `nova` with fast retries (ms) so that retry paths run for real but quickly, at

@@ -1,20 +1,14 @@
 /** Fixtures of the QuotaGuard tests: a FakeNova per test, a client with ms retries, request filters. */
-import { afterEach } from 'vitest';
 import type { AxiosAdapter } from 'axios';
 import { NovaClient } from '../../src/nova/client.js';
 import { QuotaGuard, type QuotaGuardOptions } from '../../src/guard/quotaGuard.js';
 import { FakeNova, type FakeNovaOptions, type RecordedRequest } from '../../src/testing/index.js';
-
-const started: FakeNova[] = [];
-
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((n) => n.close()));
-});
+import { afterThisTest } from '../cleanup.js';
 
 /** Start a FakeNova closed after the current test. */
 export async function startNova(options: FakeNovaOptions = {}): Promise<FakeNova> {
   const nova = await FakeNova.start(options);
-  started.push(nova);
+  afterThisTest(() => nova.close());
   return nova;
 }
 
