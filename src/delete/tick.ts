@@ -148,10 +148,10 @@ export async function runTick(ctx: TickContext): Promise<void> {
     }
     const needStatus = ctx.entries.filter((e) => live(e) && !e.seenDeleted);
     const single = await statusListing(ctx, needStatus);
-    // Servers the status listing has just shown DELETED are checked by the brief listing at once.
+    // Servers the status listing has just shown DELETED are checked by the brief listing at once;
+    // those it could not answer get their GETs meanwhile, not after a slow brief listing.
     const deleted = ctx.entries.filter((e) => live(e) && e.seenDeleted);
-    const confirm = await goneListing(ctx, deleted);
-    await lookEach(ctx, new Set([...single, ...confirm]));
+    await Promise.all([lookEach(ctx, single), goneListing(ctx, deleted).then((confirm) => lookEach(ctx, confirm))]);
   } catch (error) {
     // Not expected (each step catches its own); a tick must never reject.
     for (const e of ctx.entries) if (live(e)) ctx.fail(e, error);
