@@ -1,8 +1,13 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { FakeNova } from '../../src/testing/index.js';
 import { startNova as start } from '../helpers.js';
 import { FRONTS, call, createServer, until, via } from './fakeNovaFetch.js';
 
+// On fake timers (requests still go over the socket or the adapter): a state that lasts a few ms,
+// such as SOFT_DELETED before its reclaim, is seen however busy the machine is.
+beforeEach(() => {
+  vi.useFakeTimers();
+});
 afterEach(() => {
   vi.useRealTimers();
 });
