@@ -13,6 +13,14 @@ export default defineConfig({
     // The JSON report is what .ci/run counts its closing "N passed, N failed" line from.
     reporters: ['default', ['json', { outputFile: 'test-results/unit.json' }]],
     exclude: ['test/integration/**', 'node_modules/**'],
+    // Every file gets real timers back and its fakes closed after each test (test/cleanup.ts).
+    setupFiles: ['test/setup.ts'],
+    // The files of a worker share one module graph: importing src/ and its dependencies once per
+    // worker instead of once per file saves most of the suite's time. State lives on the objects a
+    // test makes (clients, fakes), hooks undo what a test changes (timers, spies, env), and
+    // spies are restored before every test.
+    isolate: false,
+    restoreMocks: true,
     testTimeout: 20000,
     hookTimeout: 20000,
   },

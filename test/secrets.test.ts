@@ -132,7 +132,8 @@ afterAll(async () => {
 describe('no secret reaches a log line, an error or util.inspect', () => {
   it('success path: password and application credential, delete-wait across a token expiry', async () => {
     const { nova, k } = await stack(undefined, { tokenLifetimeMs: 60 });
-    const c = clientOf(provider({ ...passwordCreds(k), minTokenLifeMs: 20 }));
+    // Real sockets (the sweep covers axios's own HTTP adapter); the wait polls every 5 ms with the engine's rate cap off.
+    const c = clientOf(provider({ ...passwordCreds(k), minTokenLifeMs: 20 }), { maxRequestsPerSecond: Number.POSITIVE_INFINITY });
     const s = await c.createServer({ name: 'x', flavorRef: '1', imageRef: 'i', networks: 'none' });
     for (let i = 0; i < 200 && nova.getServerState(s.id)?.status !== 'ACTIVE'; i++) await new Promise((r) => setTimeout(r, 2));
     await c.deleteServer(s.id, { wait: true, intervalMs: 5, timeoutMs: 5000 });

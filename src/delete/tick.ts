@@ -171,10 +171,13 @@ export async function runTick(ctx: TickContext): Promise<void> {
     // Status for the servers not yet under way (and now and then for the others: an ERROR shows only so).
     const needStatus = ctx.entries.filter((e) => live(e) && (!e.underway || ctx.now - e.statusAt >= ctx.statusRefreshMs));
     const single = await statusListing(ctx, needStatus);
-    // Presence for the servers under way, those the status listing has just shown so included.
-    const { gone, look } = await presenceListing(ctx, ctx.entries.filter((e) => live(e) && e.underway && !single.includes(e)));
-    for (const e of gone) if (live(e)) ctx.deliver(e, { gone: true });
-    await lookEach(ctx, new Set([...single, ...look]));
+    // Presence for the servers under way, those the status listing has just shown so included. The
+    // servers the status listing could not answer get their GETs meanwhile, not after a slow listing.
+    const presence = presenceListing(ctx, ctx.entries.filter((e) => live(e) && e.underway && !single.includes(e))).then(async ({ gone, look }) => {
+      for (const e of gone) if (live(e)) ctx.deliver(e, { gone: true });
+      await lookEach(ctx, look);
+    });
+    await Promise.all([lookEach(ctx, single), presence]);
   } catch (error) {
     // Not expected (each step catches its own); a tick must never reject.
     for (const e of ctx.entries) if (live(e)) ctx.fail(e, error);

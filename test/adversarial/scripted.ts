@@ -3,16 +3,7 @@
  * handler; every server is closed (and its sockets destroyed) after the test.
  */
 import http from 'node:http';
-import { afterEach } from 'vitest';
-
-const servers: http.Server[] = [];
-
-afterEach(async () => {
-  for (const s of servers.splice(0)) {
-    s.closeAllConnections();
-    await new Promise((r) => s.close(r));
-  }
-});
+import { afterThisTest } from '../cleanup.js';
 
 /** What a scripted server saw. */
 export interface Scripted {
@@ -38,7 +29,10 @@ export async function scripted(handler: (req: http.IncomingMessage, res: http.Se
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const port = (server.address() as { port: number }).port;
-  servers.push(server);
+  afterThisTest(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
   return { endpoint: `http://127.0.0.1:${port}/v2.1`, url: `http://127.0.0.1:${port}`, seen };
 }
 

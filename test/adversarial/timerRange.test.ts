@@ -3,10 +3,10 @@
  * fires after 1 ms, so requestTimeoutMs: 3e9 timed every request out at once and waitForDelete with
  * timeoutMs: 3e9 timed out at once. They are refused; Infinity still means "no limit".
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { AbortError, KeystoneAuth, NovaClient, ValidationError, reapServers, waitForDelete } from '../../src/index.js';
 import { FakeNova } from '../../src/testing/index.js';
-import { clientFor, startNova } from '../helpers.js';
+import { clientFor, runUntil, settle, startNova } from '../helpers.js';
 
 const TOO_LONG = 3e9;
 
@@ -33,23 +33,33 @@ describe('durations beyond a timer', () => {
   });
 
   it('waitForDelete with timeoutMs Infinity waits (until aborted)', async () => {
-    const nova = await startNova();
-    const client = clientFor(nova, { coalesce: false });
-    const id = nova.addServer().id;
-    nova.setServerBehavior(id, { onDelete: 'never' });
-    await client.requestDelete(id);
-    // Outcome, not a count in a time window: abort once Nova has seen 4 polls (or after a generous 20 s).
-    const ac = new AbortController();
-    const watch = setInterval(() => {
-      if (nova.requestsTo('GET', `/servers/${id}`).length > 3) ac.abort();
-    }, 5);
-    const r = await waitForDelete(client, id, { timeoutMs: Number.POSITIVE_INFINITY, intervalMs: 5, signal: AbortSignal.any([ac.signal, AbortSignal.timeout(20_000)]) })
-      .catch((e: unknown) => e)
-      .finally(() => clearInterval(watch));
-    expect((r as Error).name).toBe('AbortError');
-    expect(r).toBeInstanceOf(AbortError);
-    expect(ac.signal.aborted).toBe(true); // it waited past 3 polls: the timeout was not what ended it
-    expect(nova.requestsTo('GET', `/servers/${id}`).length).toBeGreaterThan(3);
+    vi.useFakeTimers();
+    try {
+      const nova = await startNova();
+      const client = clientFor(nova, { coalesce: false });
+      const id = nova.addServer().id;
+      nova.setServerBehavior(id, { onDelete: 'never' });
+      await client.requestDelete(id);
+      // On the fake clock: still waiting an hour later (past the 300 s default), then ended by the abort alone.
+      const ac = new AbortController();
+      const t0 = Date.now();
+      let settled = false;
+      const p = waitForDelete(client, id, { timeoutMs: Number.POSITIVE_INFINITY, intervalMs: 60_000, signal: ac.signal })
+        .catch((e: unknown) => e)
+        .finally(() => (settled = true));
+      await runUntil(() => nova.requestsTo('GET', `/servers/${id}`).length > 3);
+      await vi.advanceTimersByTimeAsync(3_600_000);
+      expect(settled).toBe(false);
+      expect(Date.now() - t0).toBeGreaterThan(3_600_000);
+      ac.abort();
+      const r = await settle(p);
+      expect((r as Error).name).toBe('AbortError');
+      expect(r).toBeInstanceOf(AbortError);
+      expect(ac.signal.aborted).toBe(true); // it waited past 3 polls: the timeout was not what ended it
+      expect(nova.requestsTo('GET', `/servers/${id}`).length).toBeGreaterThan(3);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('retry delays, Keystone, the reaper and FakeNova', async () => {

@@ -1,13 +1,17 @@
 /**
  * NovaClient + KeystoneAuth against FakeNova requiring FakeKeystone tokens: the catalog endpoint,
  * re-authentication after a 401, a second 401, single flight across requests, a token expiring in
- * the middle of a delete-wait, and NovaClient.fromEnv.
+ * the middle of a delete-wait, and NovaClient.fromEnv. On fake timers, through the fakes' in-process
+ * adapters, so token lifetimes and renewals are exact.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { NovaClient, type NovaClientOptions } from '../../src/nova/client.js';
 import { AuthError } from '../../src/errors/index.js';
 import { KeystoneAuth, type KeystoneAuthOptions } from '../../src/auth/keystone.js';
 import { FakeKeystone, FakeNova, type FakeKeystoneOptions, type FakeNovaOptions } from '../../src/testing/index.js';
+import { settle, useFakeClock } from '../helpers.js';
+
+useFakeClock();
 
 const cleanup: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -39,17 +43,21 @@ function client(s: Stack, auth: Partial<KeystoneAuthOptions> = {}, options: Part
       userDomainName: 'Default',
       projectName: 'ci',
       projectDomainName: 'Default',
+      adapter: s.keystone.adapter,
       ...auth,
     }),
     microversion: '2.79',
+    adapter: s.nova.adapter,
+    // The waits here poll every 10 ms to span token lifetimes: the delete engine's rate cap is off.
+    maxRequestsPerSecond: Number.POSITIVE_INFINITY,
     retry: { minDelayMs: 1, maxDelayMs: 5, maxRetryTimeMs: 2000 },
     ...options,
   });
 }
 
 async function activeServer(c: NovaClient, nova: FakeNova): Promise<string> {
-  const s = await c.createServer({ name: 'kt', flavorRef: '1', imageRef: 'img', networks: 'none' });
-  for (let i = 0; i < 500 && nova.getServerState(s.id)?.status !== 'ACTIVE'; i++) await new Promise((r) => setTimeout(r, 2));
+  const s = await settle(c.createServer({ name: 'kt', flavorRef: '1', imageRef: 'img', networks: 'none' }));
+  for (let i = 0; i < 500 && nova.getServerState(s.id)?.status !== 'ACTIVE'; i++) await vi.advanceTimersByTimeAsync(2);
   return s.id;
 }
 
@@ -58,8 +66,8 @@ describe('NovaClient with KeystoneAuth', () => {
     const s = await stack();
     const c = client(s);
     const id = await activeServer(c, s.nova);
-    expect((await c.getServer(id)).status).toBe('ACTIVE');
-    expect(await c.endpoint()).toBe(s.nova.endpoint);
+    expect((await settle(c.getServer(id))).status).toBe('ACTIVE');
+    expect(await settle(c.endpoint())).toBe(s.nova.endpoint);
     const ac = client(s, {
       username: undefined,
       password: undefined,
@@ -69,7 +77,7 @@ describe('NovaClient with KeystoneAuth', () => {
       applicationCredentialId: s.keystone.applicationCredentialId('ci-appcred'),
       applicationCredentialSecret: 'ci-appcred-secret',
     });
-    expect((await ac.getServer(id)).id).toBe(id);
+    expect((await settle(ac.getServer(id))).id).toBe(id);
     expect((ac.auth as KeystoneAuth).getProjectId()).toBe(s.nova.projectId);
     expect(s.keystone.tokenRequests).toBe(2);
   });
@@ -81,7 +89,7 @@ describe('NovaClient with KeystoneAuth', () => {
     expect(s.keystone.tokenRequests).toBe(1);
     s.keystone.expireAllTokens();
     const before = s.nova.requests.length;
-    expect((await c.getServer(id)).id).toBe(id);
+    expect((await settle(c.getServer(id))).id).toBe(id);
     expect(s.nova.requests.slice(before).map((r) => [r.method, r.path, r.status])).toEqual([
       ['GET', `/servers/${id}`, 401],
       ['GET', `/servers/${id}`, 200],
@@ -92,7 +100,7 @@ describe('NovaClient with KeystoneAuth', () => {
   it('a second 401 is an AuthError (no loop)', async () => {
     const s = await stack({}, {}, () => false);
     const c = client(s);
-    const error = await c.getLimits().catch((e: unknown) => e);
+    const error = await settle(c.getLimits()).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(AuthError);
     expect((error as AuthError).status).toBe(401);
     expect((error as AuthError).message).toBe('The request you have made requires authentication.');
@@ -106,10 +114,10 @@ describe('NovaClient with KeystoneAuth', () => {
   it('N concurrent requests share one token request (single flight)', async () => {
     const s = await stack();
     const c = client(s);
-    await Promise.all(Array.from({ length: 25 }, () => c.getLimits()));
+    await settle(Promise.all(Array.from({ length: 25 }, () => c.getLimits())));
     expect(s.keystone.tokenRequests).toBe(1);
     s.keystone.expireAllTokens();
-    await Promise.all(Array.from({ length: 25 }, () => c.getLimits()));
+    await settle(Promise.all(Array.from({ length: 25 }, () => c.getLimits())));
     expect(s.keystone.tokenRequests).toBe(2);
     expect(s.nova.requests.filter((r) => r.status === 200)).toHaveLength(50);
   });
@@ -119,8 +127,8 @@ describe('NovaClient with KeystoneAuth', () => {
     const c = client(s, { minTokenLifeMs: 80 });
     const started = Date.now();
     while (Date.now() - started < 300) {
-      await c.getLimits();
-      await new Promise((r) => setTimeout(r, 5));
+      await settle(c.getLimits());
+      await vi.advanceTimersByTimeAsync(5);
     }
     const elapsed = Date.now() - started;
     expect(s.nova.requests.filter((r) => r.status !== 200)).toEqual([]);
@@ -128,6 +136,9 @@ describe('NovaClient with KeystoneAuth', () => {
     // expiry; each token is used for about 40 ms (renewed with 80 ms of its 120 ms left).
     expect(s.keystone.tokenRequests).toBeGreaterThanOrEqual(Math.floor(elapsed / 120));
     expect(s.keystone.tokenRequests).toBeLessThanOrEqual(Math.ceil(elapsed / 35) + 1);
+    // On the fake clock, exactly: a look every 5 ms renews at 45, 90, ..., 270 ms (first look with under 80 ms left).
+    expect(elapsed).toBe(300);
+    expect(s.keystone.tokenRequests).toBe(7);
   });
 
   it('a delete-wait that outlives its tokens keeps going and succeeds', async () => {
@@ -135,13 +146,14 @@ describe('NovaClient with KeystoneAuth', () => {
     const c = client(s, { minTokenLifeMs: 60 });
     const id = await activeServer(c, s.nova);
     const tokensBefore = s.keystone.tokenRequests;
-    const result = await c.deleteServer(id, { wait: true, intervalMs: 10, timeoutMs: 5000 });
+    const result = await settle(c.deleteServer(id, { wait: true, intervalMs: 10, timeoutMs: 5000 }));
     expect(result.outcome).toBe('deleted');
     expect(result.elapsedMs).toBeGreaterThanOrEqual(400);
     // The wait spanned several token lifetimes: tokens were renewed while it ran.
     expect(s.keystone.tokenRequests - tokensBefore).toBeGreaterThanOrEqual(3);
-    // Renewed before expiry (60 ms margin); a 401 under heavy load would only add a re-auth.
+    // Renewed before expiry (60 ms margin): on the fake clock Nova never answers 401.
     expect(s.nova.requests.filter((r) => r.status === 401).length).toBeLessThanOrEqual(1);
+    expect(s.nova.requests.filter((r) => r.status === 401)).toEqual([]);
   });
 
   it('a delete-wait whose token is revoked midway re-authenticates once and succeeds', async () => {
@@ -149,13 +161,14 @@ describe('NovaClient with KeystoneAuth', () => {
     const c = client(s);
     const id = await activeServer(c, s.nova);
     setTimeout(() => s.keystone.expireAllTokens(), 60);
-    const result = await c.deleteServer(id, { wait: true, intervalMs: 10, timeoutMs: 5000 });
+    const result = await settle(c.deleteServer(id, { wait: true, intervalMs: 10, timeoutMs: 5000 }));
     expect(result.outcome).toBe('deleted');
     expect(s.nova.requests.filter((r) => r.status === 401)).toHaveLength(1);
     expect(s.keystone.tokenRequests).toBe(2);
   });
 
   it('NovaClient.fromEnv authenticates once and takes the project id of the token', async () => {
+    vi.useRealTimers(); // fromEnv builds its own clients, on sockets
     const s = await stack();
     const env = {
       OS_AUTH_URL: s.keystone.authUrl,

@@ -6,14 +6,17 @@ import { formatDuration, parseDuration } from '../../src/core/duration.js';
 import { registerReapCommand } from '../../src/cli/reap.js';
 import { ValidationError } from '../../src/index.js';
 import type { FakeNova, RecordedRequest } from '../../src/testing/index.js';
-import { clientFor, startNova } from '../helpers.js';
+import { clientFor, settle, startNova, useFakeClock } from '../helpers.js';
 import { runCli } from './run.js';
 
 /** The reaper's own listings (a waiting delete may poll with `changes-since`: not counted). */
 const listings = (nova: FakeNova): RecordedRequest[] => nova.requestsTo('GET', '/servers/detail').filter((q) => q.query['changes-since'] === undefined);
 
+// On fake timers through FakeNova's in-process adapter: pass intervals and delete timeouts cost no real time.
+useFakeClock();
+
 const HOUR = 3_600_000;
-const reap = (nova: FakeNova, argv: string[]): ReturnType<typeof runCli> => runCli('server', registerReapCommand, clientFor(nova), ['reap', ...argv]);
+const reap = (nova: FakeNova, argv: string[]): ReturnType<typeof runCli> => settle(runCli('server', registerReapCommand, clientFor(nova), ['reap', ...argv]));
 const FAST = ['--pass-interval', '10ms', '--poll-interval', '5ms'];
 
 function seed(nova: FakeNova): string[] {

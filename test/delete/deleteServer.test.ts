@@ -1,3 +1,4 @@
+/** deleteServer / deleteServers against FakeNova, on fake timers through its in-process adapter (exact times). */
 import { describe, expect, it } from 'vitest';
 import {
   ConflictError,
@@ -7,7 +8,9 @@ import {
   ValidationError,
   type DeleteServerResult,
 } from '../../src/index.js';
-import { clientFor, serverPath, startNova } from '../helpers.js';
+import { clientFor, serverPath, settle, startNova, useFakeClock } from '../helpers.js';
+
+useFakeClock();
 
 const SERVER_PATH = /^\/servers\/[^/]+$/;
 const FAST = { intervalMs: 5, jitter: 0 } as const;
@@ -17,7 +20,7 @@ describe('client.deleteServer', () => {
     const nova = await startNova({ deleteDelayMs: 5000 });
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
-    const r = await client.deleteServer(id);
+    const r = await settle(client.deleteServer(id));
     expect(r).toMatchObject({ outcome: 'delete-requested', deleteAttempts: 1, polls: 0 });
     expect(nova.requestsTo('GET', serverPath(id))).toHaveLength(0);
     expect(nova.getServerState(id)?.taskState).toBe('deleting');
@@ -28,7 +31,7 @@ describe('client.deleteServer', () => {
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE', flavorId: '2' }).id;
     expect(nova.usage().cores).toBe(2);
-    const r = await client.deleteServer(id, { wait: true, ...FAST });
+    const r = await settle(client.deleteServer(id, { wait: true, ...FAST }));
     expect(r.outcome).toBe('deleted');
     expect(r.deleteAttempts).toBe(1);
     expect(nova.requestsTo('GET', serverPath(id)).at(-1)!.status).toBe(404);
@@ -40,7 +43,7 @@ describe('client.deleteServer', () => {
     const nova = await startNova({ deleteDelayMs: 30, deletedWindowMs: 120 });
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE', flavorId: '2' }).id;
-    const r = await client.deleteServer(id, { wait: true, ...FAST });
+    const r = await settle(client.deleteServer(id, { wait: true, ...FAST }));
     expect(r.outcome).toBe('deleted');
     expect(r.server).toBeUndefined();
     const gets = nova.requestsTo('GET', serverPath(id));
@@ -54,7 +57,7 @@ describe('client.deleteServer', () => {
     for (const confirmGoneMs of [0, 50]) {
       const a = nova.addServer({ status: 'ACTIVE', flavorId: '2' }).id;
       const seen: string[] = [];
-      const r = await client.deleteServer(a, { wait: true, ...FAST, confirmGoneMs, onProgress: (p) => seen.push(String(p.status)) });
+      const r = await settle(client.deleteServer(a, { wait: true, ...FAST, confirmGoneMs, onProgress: (p) => seen.push(String(p.status)) }));
       expect(r.outcome).toBe('deleted');
       expect(r.server).toBeUndefined();
       expect(seen).toContain('DELETED');
@@ -67,7 +70,7 @@ describe('client.deleteServer', () => {
   it('Gone comes in several forms: 404 on DELETE resolves already-gone with no polls', async () => {
     const nova = await startNova();
     const client = clientFor(nova);
-    const r = await client.deleteServer('11111111-aaaa-4bbb-8ccc-000000000003', { wait: true, ...FAST });
+    const r = await settle(client.deleteServer('11111111-aaaa-4bbb-8ccc-000000000003', { wait: true, ...FAST }));
     expect(r).toMatchObject({ outcome: 'already-gone', polls: 0, deleteAttempts: 1 });
     expect(nova.requests.filter((q) => q.method === 'GET')).toHaveLength(0);
   });
@@ -77,7 +80,7 @@ describe('client.deleteServer', () => {
     const client = clientFor(nova, { token: `member:${nova.projectId}` }); // admin tokens bypass locks, as in Nova
     const id = nova.addServer({ status: 'ACTIVE' }).id;
     nova.lock(id);
-    const err = await client.deleteServer(id, { wait: true, ...FAST }).catch((e: unknown) => e);
+    const err = await settle(client.deleteServer(id, { wait: true, ...FAST }).catch((e: unknown) => e));
     expect(err).toBeInstanceOf(ConflictError);
     expect((err as ConflictError).status).toBe(409);
     expect((err as ConflictError).serverId).toBe(id);
@@ -91,7 +94,7 @@ describe('client.deleteServer', () => {
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
     nova.inject({ method: 'DELETE', path: SERVER_PATH, status: 500, body: { computeFault: { code: 500, message: 'Unexpected API Error.' } }, times: Infinity });
-    const err = await client.deleteServer(id, { wait: true, ...FAST, deleteRetries: 3 }).catch((e: unknown) => e);
+    const err = await settle(client.deleteServer(id, { wait: true, ...FAST, deleteRetries: 3 }).catch((e: unknown) => e));
     expect(err).toBeInstanceOf(DeleteFailedError);
     expect(err).toMatchObject({ serverId: id, deleteAttempts: 4, status: 500, faultMessage: 'Unexpected API Error.' });
     expect(nova.requestsTo('DELETE', serverPath(id))).toHaveLength(4);
@@ -103,7 +106,7 @@ describe('client.deleteServer', () => {
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
     nova.inject({ method: 'DELETE', path: SERVER_PATH, status: 503, body: { computeFault: { code: 503, message: 'busy' } } });
-    const r = await client.deleteServer(id, { wait: true, ...FAST });
+    const r = await settle(client.deleteServer(id, { wait: true, ...FAST }));
     expect(r).toMatchObject({ outcome: 'deleted', deleteAttempts: 2 });
   });
 
@@ -112,7 +115,7 @@ describe('client.deleteServer', () => {
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
     nova.setServerBehavior(id, { onDelete: 'ignore' });
-    const r = await client.deleteServer(id, { wait: true, ...FAST, redeleteAfterMs: 40 });
+    const r = await settle(client.deleteServer(id, { wait: true, ...FAST, redeleteAfterMs: 40 }));
     expect(r.outcome).toBe('deleted');
     expect(r.deleteAttempts).toBe(2);
     expect(nova.requestsTo('DELETE', serverPath(id))).toHaveLength(2);
@@ -125,7 +128,7 @@ describe('client.deleteServer', () => {
     const nova = await startNova({ deleteDelayMs: 120 });
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
-    const r = await client.deleteServer(id, { wait: true, ...FAST, redeleteAfterMs: 30 });
+    const r = await settle(client.deleteServer(id, { wait: true, ...FAST, redeleteAfterMs: 30 }));
     expect(r.outcome).toBe('deleted');
     expect(nova.requestsTo('DELETE', serverPath(id))).toHaveLength(1);
   });
@@ -135,7 +138,7 @@ describe('client.deleteServer', () => {
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
     nova.setServerBehavior(id, { onDelete: 'never' });
-    const err = await client.deleteServer(id, { wait: true, ...FAST, timeoutMs: 80 }).catch((e: unknown) => e);
+    const err = await settle(client.deleteServer(id, { wait: true, ...FAST, timeoutMs: 80 }).catch((e: unknown) => e));
     expect(err).toBeInstanceOf(DeleteTimeoutError);
     expect(err).toMatchObject({ serverId: id, lastStatus: 'ACTIVE', lastTaskState: 'deleting', timeoutMs: 80 });
     expect((err as DeleteTimeoutError).polls).toBeGreaterThanOrEqual(2);
@@ -147,7 +150,7 @@ describe('client.deleteServer', () => {
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
     nova.setServerBehavior(id, { onDelete: 'error' });
-    const r = await client.deleteServer(id, { wait: true, ...FAST });
+    const r = await settle(client.deleteServer(id, { wait: true, ...FAST }));
     expect(r).toMatchObject({ outcome: 'deleted', deleteAttempts: 2 });
   });
 
@@ -156,7 +159,7 @@ describe('client.deleteServer', () => {
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
     nova.setDefaultDeleteBehavior('error');
-    const err = await client.deleteServer(id, { wait: true, ...FAST }).catch((e: unknown) => e);
+    const err = await settle(client.deleteServer(id, { wait: true, ...FAST }).catch((e: unknown) => e));
     expect(err).toBeInstanceOf(DeleteFailedError);
     const e = err as DeleteFailedError;
     expect(e.serverId).toBe(id);
@@ -170,7 +173,7 @@ describe('client.deleteServer', () => {
     const nova = await startNova({ softDelete: true });
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
-    const r = await client.deleteServer(id, { wait: true, ...FAST, forceSoftDeleted: true });
+    const r = await settle(client.deleteServer(id, { wait: true, ...FAST, forceSoftDeleted: true }));
     expect(r.outcome).toBe('deleted');
     const actions = nova.requestsTo('POST', `/servers/${id}/action`);
     expect(actions).toHaveLength(1);
@@ -181,7 +184,7 @@ describe('client.deleteServer', () => {
     const nova = await startNova({ softDelete: true, deleteDelayMs: 60 });
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
-    const r = await client.deleteServer(id, { wait: true, ...FAST, forceSoftDeleted: true });
+    const r = await settle(client.deleteServer(id, { wait: true, ...FAST, forceSoftDeleted: true }));
     expect(r.outcome).toBe('deleted');
     expect(nova.requestsTo('POST', `/servers/${id}/action`)).toHaveLength(1);
     expect(nova.getServerState(id)).toBeUndefined();
@@ -197,7 +200,7 @@ describe('client.deleteServer', () => {
       status: 403,
       body: { forbidden: { code: 403, message: "Policy doesn't allow os_compute_api:os-deferred-delete:force to be performed." } },
     });
-    const r: DeleteServerResult = await client.deleteServer(id, { wait: true, ...FAST, forceSoftDeleted: true });
+    const r: DeleteServerResult = await settle(client.deleteServer(id, { wait: true, ...FAST, forceSoftDeleted: true }));
     expect(r.outcome).toBe('soft-deleted');
     expect(r.warnings).toHaveLength(1);
     expect(r.warnings[0]).toContain('os-deferred-delete:force');
@@ -207,7 +210,7 @@ describe('client.deleteServer', () => {
     const nova = await startNova({ softDelete: true });
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE', flavorId: '2' }).id;
-    const r = await client.deleteServer(id, { wait: true, ...FAST });
+    const r = await settle(client.deleteServer(id, { wait: true, ...FAST }));
     expect(r).toMatchObject({ outcome: 'soft-deleted', polls: 1 });
     expect((await client.getLimits()).absolute.totalCoresUsed).toBe(0);
   });
@@ -215,11 +218,11 @@ describe('client.deleteServer', () => {
   it('rejects bad input before any request', async () => {
     const nova = await startNova();
     const client = clientFor(nova);
-    await expect(client.deleteServer('')).rejects.toBeInstanceOf(ValidationError);
-    await expect(client.deleteServer('a/b')).rejects.toBeInstanceOf(ValidationError);
-    await expect(client.deleteServer('x', { redeleteAfterMs: -5 })).rejects.toBeInstanceOf(ValidationError);
-    await expect(client.deleteServer('x', { deleteRetries: 1.5 })).rejects.toBeInstanceOf(ValidationError);
-    await expect(client.deleteServers(['ok', ''])).rejects.toBeInstanceOf(ValidationError);
+    await expect(settle(client.deleteServer(''))).rejects.toBeInstanceOf(ValidationError);
+    await expect(settle(client.deleteServer('a/b'))).rejects.toBeInstanceOf(ValidationError);
+    await expect(settle(client.deleteServer('x', { redeleteAfterMs: -5 }))).rejects.toBeInstanceOf(ValidationError);
+    await expect(settle(client.deleteServer('x', { deleteRetries: 1.5 }))).rejects.toBeInstanceOf(ValidationError);
+    await expect(settle(client.deleteServers(['ok', '']))).rejects.toBeInstanceOf(ValidationError);
     expect(nova.requests).toHaveLength(0);
   });
 });
@@ -229,7 +232,7 @@ describe('a 404 that does not name the server is not "gone" (wrong endpoint, pro
     const nova = await startNova();
     const id = nova.addServer({ status: 'ACTIVE' }).id;
     const client = clientFor(nova, { endpoint: nova.url }); // missing /v2.1
-    const err = await client.deleteServer(id, { wait: true, ...FAST }).catch((e: unknown) => e);
+    const err = await settle(client.deleteServer(id, { wait: true, ...FAST }).catch((e: unknown) => e));
     expect(err).toBeInstanceOf(DeleteFailedError);
     expect((err as DeleteFailedError).status).toBe(404);
     expect(nova.getServerState(id)?.status).toBe('ACTIVE');
@@ -241,7 +244,7 @@ describe('a 404 that does not name the server is not "gone" (wrong endpoint, pro
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
     nova.inject({ method: 'GET', path: SERVER_PATH, status: 404, body: { itemNotFound: { code: 404, message: 'The resource could not be found.' } } });
-    const err = await client.deleteServer(id, { wait: true, ...FAST }).catch((e: unknown) => e);
+    const err = await settle(client.deleteServer(id, { wait: true, ...FAST }).catch((e: unknown) => e));
     expect(err).toBeInstanceOf(NotFoundError);
     expect((err as NotFoundError).message).toBe('The resource could not be found.');
   });
@@ -254,14 +257,14 @@ describe('client.unconfirmedDeletes: nothing is forgotten', () => {
     const stuck = nova.addServer({ status: 'ACTIVE' }).id;
     const fine = nova.addServer({ status: 'ACTIVE' }).id;
     nova.setServerBehavior(stuck, { onDelete: 'never' });
-    await expect(client.deleteServer(stuck, { wait: true, ...FAST, timeoutMs: 40 })).rejects.toBeInstanceOf(DeleteTimeoutError);
-    await client.deleteServer(fine, { wait: true, ...FAST });
+    await expect(settle(client.deleteServer(stuck, { wait: true, ...FAST, timeoutMs: 40 }))).rejects.toBeInstanceOf(DeleteTimeoutError);
+    await settle(client.deleteServer(fine, { wait: true, ...FAST }));
     const left = client.unconfirmedDeletes();
     expect(left).toHaveLength(1);
     expect(left[0]).toMatchObject({ serverId: stuck, calls: 1, state: 'failed' });
     expect(left[0]!.lastError).toMatch(/^DeleteTimeoutError: Timed out/);
     nova.setServerBehavior(stuck, { onDelete: 'normal' });
-    const r = await client.deleteServer(stuck, { wait: true, ...FAST });
+    const r = await settle(client.deleteServer(stuck, { wait: true, ...FAST }));
     expect(r.outcome).toBe('deleted');
     expect(client.unconfirmedDeletes()).toEqual([]);
   });
@@ -270,15 +273,15 @@ describe('client.unconfirmedDeletes: nothing is forgotten', () => {
     const nova = await startNova({ deleteDelayMs: 5000 });
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
-    await client.deleteServer(id);
-    await client.deleteServer('gone-already');
+    await settle(client.deleteServer(id));
+    await settle(client.deleteServer('gone-already'));
     expect(client.unconfirmedDeletes().map((u) => [u.serverId, u.state])).toEqual([[id, 'delete-requested']]);
   });
 
   it('bad input never enters the ledger', async () => {
     const nova = await startNova();
     const client = clientFor(nova);
-    await expect(client.deleteServer('a/b')).rejects.toBeInstanceOf(ValidationError);
+    await expect(settle(client.deleteServer('a/b'))).rejects.toBeInstanceOf(ValidationError);
     expect(client.unconfirmedDeletes()).toEqual([]);
   });
 });
@@ -292,14 +295,15 @@ describe('client.deleteServers', () => {
     const fast = nova.addServer({ status: 'ACTIVE' }).id;
     nova.setServerBehavior(stuck, { onDelete: 'never' });
     const t0 = performance.now();
-    const r = await client.deleteServers([stuck, slow, fast, fast], { wait: true, ...FAST, timeoutMs: 150 });
+    const r = await settle(client.deleteServers([stuck, slow, fast, fast], { wait: true, ...FAST, timeoutMs: 150 }));
     const took = performance.now() - t0;
     expect(r.succeeded.sort()).toEqual([slow, fast].sort());
     expect(r.failed).toHaveLength(1);
     expect(r.failed[0]!.serverId).toBe(stuck);
     expect(r.failed[0]!.error).toBeInstanceOf(DeleteTimeoutError);
     expect(r.results.map((x) => x.serverId)).toEqual([stuck, slow, fast]);
-    expect(took).toBeLessThan(400);
+    // The batch settles when its stuck server times out, not later.
+    expect(took).toBe(150);
   });
 
   it('bounded concurrency: never more DELETEs in flight than asked', async () => {
@@ -308,8 +312,9 @@ describe('client.deleteServers', () => {
     const ids = Array.from({ length: 6 }, () => nova.addServer({ status: 'ACTIVE' }).id);
     nova.inject({ method: 'DELETE', path: SERVER_PATH, delayMs: 30, times: Infinity });
     const t0 = performance.now();
-    const r = await client.deleteServers(ids, { concurrency: 2 });
+    const r = await settle(client.deleteServers(ids, { concurrency: 2 }));
     expect(r.succeeded).toHaveLength(6);
-    expect(performance.now() - t0).toBeGreaterThanOrEqual(85);
+    // Six 30 ms DELETEs two at a time: three waves.
+    expect(performance.now() - t0).toBe(90);
   });
 });

@@ -1,6 +1,9 @@
-import { describe, expect, it } from 'vitest';
+/** waitForDelete against FakeNova, on fake timers through its in-process adapter (exact times). */
+import { describe, expect, it, vi } from 'vitest';
 import { AbortError, NovaNetworkError, ServerError, ValidationError, waitForDelete, type DeleteProgress } from '../../src/index.js';
-import { clientFor, serverPath, startNova } from '../helpers.js';
+import { clientFor, serverPath, settle, startNova, useFakeClock } from '../helpers.js';
+
+useFakeClock();
 
 const SERVER_PATH = /^\/servers\/[^/]+$/;
 
@@ -11,7 +14,7 @@ describe('waitForDelete (port of osc-lib wait_for_delete)', () => {
     const id = nova.addServer({ status: 'ACTIVE' }).id;
     await client.requestDelete(id);
     const seen: DeleteProgress[] = [];
-    const r = await waitForDelete(client, id, { intervalMs: 10, jitter: 0, onProgress: (p) => seen.push(p) });
+    const r = await settle(waitForDelete(client, id, { intervalMs: 10, jitter: 0, onProgress: (p) => seen.push(p) }));
     expect(r.outcome).toBe('deleted');
     expect(r.polls).toBeGreaterThanOrEqual(2);
     expect(r.polls).toBe(nova.requestsTo('GET', serverPath(id)).length);
@@ -28,7 +31,7 @@ describe('waitForDelete (port of osc-lib wait_for_delete)', () => {
     await client.requestDelete(id);
     nova.inject({ method: 'GET', path: SERVER_PATH, status: 200, body: { server: { id, status: 'ACTIVE', 'OS-EXT-STS:task_state': 'deleting' } } });
     nova.inject({ method: 'GET', path: SERVER_PATH, status: 200, body: { server: { id, status: 'deleted', 'OS-EXT-STS:vm_state': 'deleted', 'OS-EXT-STS:task_state': null } } });
-    const r = await waitForDelete(client, id, { intervalMs: 5 });
+    const r = await settle(waitForDelete(client, id, { intervalMs: 5 }));
     expect(r).toMatchObject({ outcome: 'deleted', polls: 3, lastStatus: 'NOT_FOUND', server: undefined });
     const gets = nova.requestsTo('GET', serverPath(id));
     expect(gets).toHaveLength(3);
@@ -40,7 +43,7 @@ describe('waitForDelete (port of osc-lib wait_for_delete)', () => {
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
     nova.inject({ method: 'GET', path: SERVER_PATH, status: 200, body: { server: { id, status: 'DELETED', 'OS-EXT-STS:task_state': null } }, times: Infinity });
-    const r = await waitForDelete(client, id, { intervalMs: 5, timeoutMs: 200 });
+    const r = await settle(waitForDelete(client, id, { intervalMs: 5, timeoutMs: 200 }));
     expect(r).toMatchObject({ outcome: 'timeout', lastStatus: 'DELETED' });
     expect(r.polls).toBeGreaterThanOrEqual(2);
   });
@@ -48,7 +51,7 @@ describe('waitForDelete (port of osc-lib wait_for_delete)', () => {
   it('Gone comes in several forms: an immediate 404 resolves deleted after one poll', async () => {
     const nova = await startNova();
     const client = clientFor(nova);
-    const r = await waitForDelete(client, '11111111-aaaa-4bbb-8ccc-000000000003', { intervalMs: 5 });
+    const r = await settle(waitForDelete(client, '11111111-aaaa-4bbb-8ccc-000000000003', { intervalMs: 5 }));
     expect(r).toMatchObject({ outcome: 'deleted', polls: 1, lastStatus: 'NOT_FOUND' });
   });
 
@@ -57,7 +60,7 @@ describe('waitForDelete (port of osc-lib wait_for_delete)', () => {
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
     await client.requestDelete(id);
-    const r = await waitForDelete(client, id, { intervalMs: 5, timeoutMs: 2000 });
+    const r = await settle(waitForDelete(client, id, { intervalMs: 5, timeoutMs: 2000 }));
     expect(r.outcome).toBe('soft-deleted');
     expect(r.server?.status).toBe('SOFT_DELETED');
   });
@@ -68,7 +71,7 @@ describe('waitForDelete (port of osc-lib wait_for_delete)', () => {
     const id = nova.addServer({ status: 'ERROR' }).id;
     nova.inject({ method: 'GET', path: SERVER_PATH, status: 200, body: { server: { id, status: 'ERROR', 'OS-EXT-STS:task_state': 'deleting' } }, times: 2 });
     nova.inject({ method: 'GET', path: SERVER_PATH, status: 200, body: { server: { id, status: 'ERROR', 'OS-EXT-STS:task_state': null, fault: { message: 'boom' } } } });
-    const r = await waitForDelete(client, id, { intervalMs: 5 });
+    const r = await settle(waitForDelete(client, id, { intervalMs: 5 }));
     expect(r).toMatchObject({ outcome: 'error', polls: 3, lastStatus: 'ERROR', lastTaskState: null });
     expect(r.server?.fault?.message).toBe('boom');
   });
@@ -80,7 +83,7 @@ describe('waitForDelete (port of osc-lib wait_for_delete)', () => {
     await client.requestDelete(id);
     nova.inject({ method: 'GET', path: SERVER_PATH, status: 503, body: { computeFault: { code: 503, message: 'Service Unavailable' } } });
     nova.inject({ method: 'GET', path: SERVER_PATH, reset: true });
-    const r = await waitForDelete(client, id, { intervalMs: 5 });
+    const r = await settle(waitForDelete(client, id, { intervalMs: 5 }));
     expect(r.outcome).toBe('deleted');
     const gets = nova.requestsTo('GET', serverPath(id));
     expect(gets[0]!.status).toBe(503);
@@ -94,7 +97,7 @@ describe('waitForDelete (port of osc-lib wait_for_delete)', () => {
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
     nova.inject({ method: 'GET', path: SERVER_PATH, status: 503, body: { computeFault: { code: 503, message: 'Service Unavailable' } }, times: Infinity });
-    const err = await waitForDelete(client, id, { intervalMs: 2, pollRetries: 4 }).catch((e: unknown) => e);
+    const err = await settle(waitForDelete(client, id, { intervalMs: 2, pollRetries: 4 }).catch((e: unknown) => e));
     expect(err).toBeInstanceOf(ServerError);
     expect((err as ServerError).status).toBe(503);
     expect(nova.requestsTo('GET', serverPath(id))).toHaveLength(5);
@@ -107,16 +110,15 @@ describe('waitForDelete (port of osc-lib wait_for_delete)', () => {
     nova.setServerBehavior(id, { onDelete: 'never' });
     await client.requestDelete(id);
     const t0 = performance.now();
-    const r = await waitForDelete(client, id, { intervalMs: 10, timeoutMs: 200, jitter: 0 });
+    const r = await settle(waitForDelete(client, id, { intervalMs: 10, timeoutMs: 200, jitter: 0 }));
     const took = performance.now() - t0;
     expect(r).toMatchObject({ outcome: 'timeout', lastStatus: 'ACTIVE', lastTaskState: 'deleting' });
-    expect(took).toBeGreaterThanOrEqual(195);
-    expect(took).toBeLessThan(600);
-    // first poll at once, then one per 10 ms: at most 21 in 200 ms; a loaded machine makes fewer
+    expect(took).toBe(200);
+    // first poll at once, then one per 10 ms: at most 21 in 200 ms
     expect(r.polls).toBeGreaterThanOrEqual(4);
     expect(r.polls).toBeLessThanOrEqual(21);
     const count = nova.requests.length;
-    await new Promise((res) => setTimeout(res, 60));
+    await vi.advanceTimersByTimeAsync(60_000);
     expect(nova.requests.length).toBe(count);
   });
 
@@ -124,7 +126,7 @@ describe('waitForDelete (port of osc-lib wait_for_delete)', () => {
     const nova = await startNova();
     const client = clientFor(nova);
     nova.inject({ method: 'GET', path: SERVER_PATH, hang: true });
-    const r = await waitForDelete(client, 'no-such-server', { intervalMs: 5, requestTimeoutMs: 50 });
+    const r = await settle(waitForDelete(client, 'no-such-server', { intervalMs: 5, requestTimeoutMs: 50 }));
     expect(r).toMatchObject({ outcome: 'deleted', polls: 2 });
   });
 
@@ -138,10 +140,10 @@ describe('waitForDelete (port of osc-lib wait_for_delete)', () => {
     const p = waitForDelete(client, id, { intervalMs: 10, signal: ac.signal });
     setTimeout(() => ac.abort(), 30);
     const t0 = performance.now();
-    await expect(p).rejects.toBeInstanceOf(AbortError);
-    expect(performance.now() - t0).toBeLessThan(100);
+    await expect(settle(p)).rejects.toBeInstanceOf(AbortError);
+    expect(performance.now() - t0).toBe(30);
     const count = nova.requests.length;
-    await new Promise((res) => setTimeout(res, 40));
+    await vi.advanceTimersByTimeAsync(60_000);
     expect(nova.requests.length).toBe(count);
   });
 
@@ -156,10 +158,11 @@ describe('waitForDelete (port of osc-lib wait_for_delete)', () => {
   });
 
   it('a connection refused poll is transient (NovaNetworkError) and ends with it when it persists', async () => {
+    vi.useRealTimers(); // a real socket: connection refused comes from the kernel
     const nova = await startNova();
-    const client = clientFor(nova);
+    const client = clientFor(nova, { adapter: undefined });
     await nova.close();
-    const err = await waitForDelete(client, 'x', { intervalMs: 1, pollRetries: 1 }).catch((e: unknown) => e);
+    const err = await settle(waitForDelete(client, 'x', { intervalMs: 1, pollRetries: 1 }).catch((e: unknown) => e));
     expect(err).toBeInstanceOf(NovaNetworkError);
     expect((err as NovaNetworkError).code).toBe('ECONNREFUSED');
   });

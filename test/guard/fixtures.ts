@@ -1,25 +1,20 @@
 /** Fixtures of the QuotaGuard tests: a FakeNova per test, a client with ms retries, request filters. */
-import { afterEach } from 'vitest';
+import type { AxiosAdapter } from 'axios';
 import { NovaClient } from '../../src/nova/client.js';
 import { QuotaGuard, type QuotaGuardOptions } from '../../src/guard/quotaGuard.js';
 import { FakeNova, type FakeNovaOptions, type RecordedRequest } from '../../src/testing/index.js';
-
-const started: FakeNova[] = [];
-
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((n) => n.close()));
-});
+import { afterThisTest } from '../cleanup.js';
 
 /** Start a FakeNova closed after the current test. */
 export async function startNova(options: FakeNovaOptions = {}): Promise<FakeNova> {
   const nova = await FakeNova.start(options);
-  started.push(nova);
+  afterThisTest(() => nova.close());
   return nova;
 }
 
-/** A client with millisecond retry delays. */
-export function clientFor(nova: FakeNova): NovaClient {
-  return new NovaClient({ endpoint: nova.endpoint, token: `admin:${nova.projectId}`, microversion: '2.79', retry: { minDelayMs: 2, maxDelayMs: 20, maxRetryTimeMs: 2000 } });
+/** A client with millisecond retry delays, through the fake's in-process adapter (no socket). */
+export function clientFor(nova: FakeNova, adapter: AxiosAdapter = nova.adapter): NovaClient {
+  return new NovaClient({ endpoint: nova.endpoint, token: `admin:${nova.projectId}`, microversion: '2.79', adapter, retry: { minDelayMs: 2, maxDelayMs: 20, maxRetryTimeMs: 2000 } });
 }
 
 /** Guard options scaled to milliseconds. */
@@ -34,8 +29,8 @@ export const FAST: QuotaGuardOptions = {
 };
 
 /** A guard on a fresh client with {@link FAST} options plus `options`. */
-export function guardFor(nova: FakeNova, options: QuotaGuardOptions = {}): QuotaGuard {
-  return new QuotaGuard(clientFor(nova), { ...FAST, ...options });
+export function guardFor(nova: FakeNova, options: QuotaGuardOptions = {}, client: NovaClient = clientFor(nova)): QuotaGuard {
+  return new QuotaGuard(client, { ...FAST, ...options });
 }
 
 /** A create body. */

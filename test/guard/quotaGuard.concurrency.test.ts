@@ -1,26 +1,33 @@
 /**
  * Contention in one process: 20 callers of one guard (in-flight claims: no 403 at all), and 20
  * callers spread over 4 guards (no shared claims: Nova's 403s happen and are absorbed). Every job
- * creates, works, and deletes with wait, as a CI worker does.
+ * creates, works, and deletes with wait, as a CI worker does. On fake timers through FakeNova's
+ * in-process adapter, with FakeNova's realistic DELETED window.
  */
 import { describe, expect, it } from 'vitest';
+import type { AxiosAdapter } from 'axios';
 import type { NovaClient } from '../../src/nova/client.js';
 import type { QuotaGuard } from '../../src/guard/quotaGuard.js';
 import type { FakeNova } from '../../src/testing/index.js';
+import { runUntil, settle, useFakeClock } from '../helpers.js';
 import { body, clientFor, guardFor, liveServers, posts, startNova } from './fixtures.js';
+
+useFakeClock();
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** Sample the fake's true usage every ms; returns a stop function giving the peak cores. */
-function watchPeak(nova: FakeNova): () => number {
+/**
+ * An adapter that samples the fake's true cores in use after every answer. Usage only rises when
+ * Nova accepts a POST, so the highest sample is the peak; `peak()` gives it.
+ */
+function watchPeak(nova: FakeNova): { adapter: AxiosAdapter; peak: () => number } {
   let peak = 0;
-  const t = setInterval(() => {
+  const sample = (): void => {
     peak = Math.max(peak, nova.usage().cores);
-  }, 1);
-  return () => {
-    clearInterval(t);
-    return Math.max(peak, nova.usage().cores);
   };
+  const adapter: AxiosAdapter = (config) =>
+    nova.adapter(config).finally(sample);
+  return { adapter, peak: () => (sample(), peak) };
 }
 
 async function job(guard: QuotaGuard, client: NovaClient, name: string): Promise<number> {
@@ -33,11 +40,11 @@ async function job(guard: QuotaGuard, client: NovaClient, name: string): Promise
 describe('20 concurrent callers', () => {
   it('one guard: in-flight claims keep them from passing the same check: 20 POSTs, 0 quota 403s, peak ≤ quota', async () => {
     const nova = await startNova({ maxTotalCores: 10, buildDelayMs: 10, deleteDelayMs: 10 });
-    const guard = guardFor(nova, { maxWaitMs: 20000, maxAttempts: 8, baseDelayMs: 5, maxDelayMs: 40 });
+    const watch = watchPeak(nova);
+    const guard = guardFor(nova, { maxWaitMs: 20000, maxAttempts: 8, baseDelayMs: 5, maxDelayMs: 40 }, clientFor(nova, watch.adapter));
     const client = clientFor(nova);
-    const stop = watchPeak(nova);
-    const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => job(guard, client, `job-${i}`)));
-    const peak = stop();
+    const results = await settle(Promise.allSettled(Array.from({ length: 20 }, (_, i) => job(guard, client, `job-${i}`))));
+    const peak = watch.peak();
     expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
     expect(posts(nova).map((p) => p.status)).toEqual(Array(20).fill(202));
     expect(guard.stats).toMatchObject({ succeeded: 20, failed: 0, attempts: 20, quota403s: 0, quotaRetries: 0, cleanups: 0 });
@@ -51,11 +58,11 @@ describe('20 concurrent callers', () => {
 
   it('four guards × five callers: cross-guard races give 403s that are absorbed; every job done, nothing leaked', async () => {
     const nova = await startNova({ maxTotalCores: 10, buildDelayMs: 10, deleteDelayMs: 10 });
-    const guards = [0, 1, 2, 3].map(() => guardFor(nova, { maxWaitMs: 20000, maxAttempts: 30, baseDelayMs: 5, maxDelayMs: 40 }));
+    const watch = watchPeak(nova);
+    const guards = [0, 1, 2, 3].map(() => guardFor(nova, { maxWaitMs: 20000, maxAttempts: 30, baseDelayMs: 5, maxDelayMs: 40 }, clientFor(nova, watch.adapter)));
     const client = clientFor(nova);
-    const stop = watchPeak(nova);
-    const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => job(guards[i % 4]!, client, `job-${i}`)));
-    const peak = stop();
+    const results = await settle(Promise.allSettled(Array.from({ length: 20 }, (_, i) => job(guards[i % 4]!, client, `job-${i}`))));
+    const peak = watch.peak();
     expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
     const statuses = posts(nova).map((p) => p.status);
     expect(statuses.filter((s) => s === 202)).toHaveLength(20);
@@ -73,13 +80,13 @@ describe('20 concurrent callers', () => {
     const nova = await startNova({ maxTotalCores: 10, buildDelayMs: 100 });
     const guard = guardFor(nova);
     const runs = [guard.createServer(body('a')), guard.createServer(body('b', '3'))];
-    for (let i = 0; i < 500 && posts(nova).filter((p) => p.status === 202).length < 2; i++) await sleep(2);
+    await runUntil(() => posts(nova).filter((p) => p.status === 202).length === 2, 1000);
     const h = await guard.headroom();
     // Both servers are BUILD: Nova counts them (6 cores) and so do the claims.
     expect(h.cores).toEqual({ max: 10, used: 6, inFlight: 6, headroom: 0 });
     expect(h.ram).toEqual({ max: 51200, used: 6144, inFlight: 6144, headroom: 51200 - 12288 });
     expect(h.instances).toEqual({ max: 10, used: 2, inFlight: 2, headroom: 6 });
-    await Promise.all(runs);
+    await settle(Promise.all(runs));
     const after = await guard.headroom();
     expect(after.cores).toEqual({ max: 10, used: 6, inFlight: 0, headroom: 4 });
   });

@@ -4,20 +4,21 @@
  * the limit", "Reported usage is wrong or stale", "Workers race past the headroom check"), scaled to
  * milliseconds (the guard's delays are options).
  *
- * Tests that assert when requests go out run on fake timers against a scripted Nova behind the
- * client's axios adapter ({@link ScriptedNova}) and assert the exact schedule; the others run over
- * real HTTP to FakeNova and assert outcomes.
+ * Tests that assert when requests go out run against a scripted Nova behind the client's axios
+ * adapter ({@link ScriptedNova}) and assert the exact schedule; the others run against FakeNova
+ * through its in-process adapter. All of them on fake timers.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ForbiddenError, NovaApiError, NovaGuardError, QuotaExceededError, RateLimitError, RequestTooLargeError } from '../../src/errors/index.js';
 import { QuotaWaitTimeoutError } from '../../src/guard/index.js';
 import type { QuotaRetryInfo, QuotaWaitInfo } from '../../src/guard/quotaGuard.js';
 import { body, guardFor, limitsAndPosts, limitsBody, liveServers, posts, quota403, startNova } from './fixtures.js';
-import { rejection } from '../helpers.js';
+import { rejection, runUntil, settle, useFakeClock } from '../helpers.js';
 import { QuotaGuard } from '../../src/guard/quotaGuard.js';
 import { FAST } from './fixtures.js';
 import { ScriptedNova, limitsReply, onFakeTimers, quota403Reply } from './scripted.js';
 
+useFakeClock();
 afterEach(() => {
   vi.useRealTimers();
 });
@@ -88,7 +89,7 @@ describe('onRetry veto', () => {
     nova.inject({ method: 'POST', path: '/servers', status: 403, body: quota403(MSG_9A) });
     const seen: QuotaRetryInfo[] = [];
     const guard = guardFor(nova, { onRetry: (i) => (seen.push(i), false) });
-    const err = await rejection(guard.createServer(body('x'), { needs: CORES2 }));
+    const err = await rejection(settle(guard.createServer(body('x'), { needs: CORES2 })));
     expect(err).toBeInstanceOf(QuotaExceededError);
     expect(err.message).toBe(MSG_9A);
     expect(seen.map((i) => [i.reason, i.attempt, i.attemptsLeft])).toEqual([['quota', 1, 7]]);
@@ -99,7 +100,7 @@ describe('onRetry veto', () => {
     const nova = await startNova();
     nova.inject({ method: 'POST', path: '/servers', status: 413, headers: { 'Retry-After': '0.05' }, body: { overLimit: { code: 413, message: 'This request was rate-limited.', retryAfter: '0.05' } } });
     const guard = guardFor(nova, { onRetry: (i) => i.reason !== 'rate-limit' });
-    const err = await rejection(guard.createServer(body('x'), { needs: CORES2 }));
+    const err = await rejection(settle(guard.createServer(body('x'), { needs: CORES2 })));
     expect(err).toBeInstanceOf(RateLimitError);
     expect(err.name).toBe('RateLimitError');
     expect(posts(nova)).toHaveLength(1);
@@ -114,7 +115,7 @@ describe('onRetry veto', () => {
         throw new Error('hook bug');
       },
     });
-    await guard.createServer(body('x'), { needs: CORES2 });
+    await settle(guard.createServer(body('x'), { needs: CORES2 }));
     expect(posts(nova).map((p) => p.status)).toEqual([403, 202]);
   });
 });
@@ -149,16 +150,16 @@ describe('Workers race past the headroom check: three workers (separate guards) 
     const settled = Promise.allSettled(runs); // nothing left unhandled if an assertion fails
     // Let the three first POSTs be answered, hold 150 ms with nothing freed (the losers must only
     // re-read /limits, never POST), then free one slot, later the other.
-    for (let i = 0; i < 500 && posts(nova).filter((p) => p.status !== 0).length < 3; i++) await new Promise((r) => setTimeout(r, 2));
-    await new Promise((r) => setTimeout(r, 150));
+    await runUntil(() => posts(nova).filter((p) => p.status !== 0).length === 3, 1000);
+    await vi.advanceTimersByTimeAsync(150);
     const freedAtMs = Date.now();
     expect(posts(nova).filter((p) => p.timeMs < freedAtMs)).toHaveLength(3);
     expect(nova.requestsTo('GET', '/limits').length).toBeGreaterThan(3);
     expect(posts(nova).map((p) => p.status).sort()).toEqual([202, 403, 403]);
     nova.destroyServer(seedA);
-    await new Promise((r) => setTimeout(r, 400));
+    await vi.advanceTimersByTimeAsync(400);
     nova.destroyServer(seedB);
-    const results = await settled;
+    const results = await settle(settled);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
     const servers = await Promise.all(runs);
 
@@ -177,7 +178,7 @@ describe('Workers race past the headroom check: three workers (separate guards) 
     nova.inject({ method: 'GET', path: '/limits', status: 200, body: limitsBody({ maxTotalCores: 515, totalCoresUsed: 0 }), times: Infinity });
     nova.inject({ method: 'POST', path: '/servers', status: 403, body: quota403(MSG_9A), times: Infinity });
     const guard = guardFor(nova, { maxAttempts: 3 });
-    const err = await rejection(guard.createServer(body('x'), { needs: CORES2 }));
+    const err = await rejection(settle(guard.createServer(body('x'), { needs: CORES2 })));
     expect(err).toBeInstanceOf(QuotaExceededError);
     expect((err as QuotaExceededError).permanent).toBe(false);
     expect((err as QuotaExceededError).resources).toEqual([{ name: 'cores', requested: 2, used: 514, allowed: 515 }]);
@@ -191,7 +192,7 @@ describe('Reported usage is wrong or stale', () => {
     const nova = await startNova();
     for (const used of [8, 8, 4]) nova.inject({ method: 'GET', path: '/limits', status: 200, body: limitsBody({ maxTotalCores: 10, totalCoresUsed: used }) });
     const guard = guardFor(nova, { waitForActive: false });
-    await guard.createServer(body('x', '3'));
+    await settle(guard.createServer(body('x', '3')));
     expect(limitsAndPosts(nova)).toEqual(['GET /limits', 'GET /limits', 'GET /limits', 'POST /servers']);
     expect(nova.requestsTo('GET', '/flavors/3')).toHaveLength(1);
   });
@@ -252,7 +253,7 @@ describe('Reported usage is wrong or stale', () => {
     const { pino } = await import('pino');
     const logger = pino({ level: 'warn' }, { write: (l: string) => lines.push(l) });
     const guard = guardFor(nova, { maxWaitMs: 0, onStaleLimits: 'attempt', logger });
-    const server = await guard.createServer(body('x', '3'));
+    const server = await settle(guard.createServer(body('x', '3')));
     expect(limitsAndPosts(nova)).toEqual(['GET /limits', 'POST /servers']);
     expect(server.status).toBe('ACTIVE');
     expect(lines.some((l) => /attempting the create anyway/.test(l) && /maxTotalCores=10 totalCoresUsed=8 requested=4/.test(l))).toBe(true);
@@ -290,7 +291,7 @@ describe('-1, 0 and used > max', () => {
     });
     const waits: QuotaWaitInfo[] = [];
     const guard = guardFor(nova, { onWait: (w) => waits.push(w), waitForActive: false });
-    await guard.createServer(body('x'));
+    await settle(guard.createServer(body('x')));
     expect(limitsAndPosts(nova)).toEqual(['GET /limits', 'POST /servers']);
     expect(waits).toEqual([]);
   });
@@ -310,7 +311,7 @@ describe('-1, 0 and used > max', () => {
   it('maxTotalCores 0 → permanent QuotaExceededError at once, 0 POSTs', async () => {
     const nova = await startNova({ maxTotalCores: 0 });
     const guard = guardFor(nova);
-    const err = await rejection(guard.createServer(body('x')));
+    const err = await rejection(settle(guard.createServer(body('x'))));
     expect(err).toBeInstanceOf(QuotaExceededError);
     expect(err).not.toBeInstanceOf(QuotaWaitTimeoutError);
     expect((err as QuotaExceededError).permanent).toBe(true);
@@ -342,7 +343,7 @@ describe('-1, 0 and used > max', () => {
 describe('quota shapes and permanence', () => {
   it('pre-check: 32 cores needed, maxTotalCores 20 → permanent, 0 POSTs', async () => {
     const nova = await startNova({ maxTotalCores: 20 });
-    const err = await rejection(guardFor(nova).createServer(body('big'), { needs: { cores: 32, ramMiB: 98304, instances: 1 } }));
+    const err = await rejection(settle(guardFor(nova).createServer(body('big'), { needs: { cores: 32, ramMiB: 98304, instances: 1 } })));
     expect(err).toBeInstanceOf(QuotaExceededError);
     expect((err as QuotaExceededError).permanent).toBe(true);
     expect((err as QuotaExceededError).resources).toEqual([
@@ -363,7 +364,7 @@ describe('quota shapes and permanence', () => {
     });
     const retries: QuotaRetryInfo[] = [];
     const guard = guardFor(nova, { onRetry: (r) => void retries.push(r) });
-    const err = await rejection(guard.createServer(body('big'), { needs: { cores: 32, ramMiB: 98304, instances: 1 } }));
+    const err = await rejection(settle(guard.createServer(body('big'), { needs: { cores: 32, ramMiB: 98304, instances: 1 } })));
     expect(err).toBeInstanceOf(QuotaExceededError);
     expect((err as QuotaExceededError).permanent).toBe(true);
     expect((err as QuotaExceededError).status).toBe(403);
@@ -388,7 +389,7 @@ describe('quota shapes and permanence', () => {
     nova.inject({ method: 'POST', path: '/servers', status: 403, body: quota403(message) });
     const retries: QuotaRetryInfo[] = [];
     const guard = guardFor(nova, { waitForActive: false, onRetry: (r) => void retries.push(r) });
-    await guard.createServer(body('x'));
+    await settle(guard.createServer(body('x')));
     expect(limitsAndPosts(nova)).toEqual(['GET /limits', 'POST /servers', 'GET /limits', 'POST /servers']);
     expect(posts(nova).map((p) => p.status)).toEqual([403, 202]);
     expect(retries.map((r) => r.reason)).toEqual(['quota']);
@@ -416,7 +417,7 @@ describe('A 403 that is not a quota is thrown at once', () => {
       status: 403,
       body: { forbidden: { code: 403, message: "Policy doesn't allow os_compute_api:servers:create to be performed." } },
     });
-    const err = await rejection(guardFor(nova).createServer(body('x')));
+    const err = await rejection(settle(guardFor(nova).createServer(body('x'))));
     expect(err).toBeInstanceOf(ForbiddenError);
     expect(err).not.toBeInstanceOf(QuotaExceededError);
     expect(err.message).toBe("Policy doesn't allow os_compute_api:servers:create to be performed.");
@@ -432,7 +433,7 @@ describe('A 403 that is not a quota is thrown at once', () => {
       headers: { 'Content-Type': 'text/html' },
       body: '<html><body><h1>403 Forbidden</h1>Request forbidden by administrative rules.</body></html>',
     });
-    const err = await rejection(guardFor(nova).createServer(body('x')));
+    const err = await rejection(settle(guardFor(nova).createServer(body('x'))));
     expect(err).toBeInstanceOf(ForbiddenError);
     expect((err as ForbiddenError).status).toBe(403);
     expect(limitsAndPosts(nova)).toEqual(['GET /limits', 'POST /servers']);
@@ -442,7 +443,7 @@ describe('A 403 that is not a quota is thrown at once', () => {
   it('control: a quota 403 takes the retry path', async () => {
     const nova = await startNova();
     nova.inject({ method: 'POST', path: '/servers', status: 403, body: quota403(MSG_9A) });
-    const s = await guardFor(nova).createServer(body('x'));
+    const s = await settle(guardFor(nova).createServer(body('x')));
     expect(posts(nova).map((p) => p.status)).toEqual([403, 202]);
     expect(liveServers(nova)).toEqual([s.id]);
   });
@@ -538,7 +539,7 @@ describe('413 rate limit, legacy 413 quota, 413 too large', () => {
       headers: { 'Content-Type': 'text/plain' },
       body: '413 Request Entity Too Large\n\nRequest is too large.',
     });
-    const err = await rejection(guardFor(nova).createServer(body('x')));
+    const err = await rejection(settle(guardFor(nova).createServer(body('x'))));
     expect(err).toBeInstanceOf(RequestTooLargeError);
     expect(posts(nova)).toHaveLength(1);
   });

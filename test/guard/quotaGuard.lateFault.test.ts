@@ -1,22 +1,27 @@
 /**
  * QuotaGuard after the 202: late quota faults (Nova's recheck race), other ERRORs, BUILD timeouts,
- * aborts at every stage, and no server the guard created left behind.
+ * aborts at every stage, and no server the guard created left behind. On fake timers, through
+ * FakeNova's in-process adapter (or a scripted Nova).
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AbortError, ConflictError, NovaApiError, NovaGuardError, QuotaExceededError } from '../../src/errors/index.js';
 import { ServerBuildError } from '../../src/guard/index.js';
 import type { QuotaRetryInfo } from '../../src/guard/quotaGuard.js';
 import { body, guardFor, limitsAndPosts, liveServers, posts, startNova } from './fixtures.js';
-import { rejection } from '../helpers.js';
+import { rejection, settle, useFakeClock } from '../helpers.js';
 import { QuotaGuard } from '../../src/guard/quotaGuard.js';
 import { FAST } from './fixtures.js';
 import { ScriptedNova } from './scripted.js';
 
+useFakeClock();
 afterEach(() => {
   vi.useRealTimers();
 });
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** Let `ms` fake ms pass. */
+const sleep = async (ms: number): Promise<void> => {
+  await vi.advanceTimersByTimeAsync(ms);
+};
 
 describe('late quota fault (202, then ERROR)', () => {
   it("recheck race: the ERROR server is deleted (with wait), a second server is created and returned", async () => {
@@ -24,7 +29,7 @@ describe('late quota fault (202, then ERROR)', () => {
     nova.failCreatesWithQuotaRecheck(1);
     const retries: QuotaRetryInfo[] = [];
     const guard = guardFor(nova, { onRetry: (r) => void retries.push(r) });
-    const server = await guard.createServer(body('late'));
+    const server = await settle(guard.createServer(body('late')));
 
     const p = posts(nova);
     expect(p.map((r) => r.status)).toEqual([202, 202]);
@@ -60,7 +65,7 @@ describe('late quota fault (202, then ERROR)', () => {
     );
     const retries: QuotaRetryInfo[] = [];
     const guard = guardFor(nova, { onRetry: (r) => void retries.push(r) });
-    const server = await guard.createServer(body('late2'));
+    const server = await settle(guard.createServer(body('late2')));
     expect(posts(nova)).toHaveLength(2);
     expect(retries.map((r) => r.reason)).toEqual(['late-quota-fault']);
     expect(liveServers(nova)).toEqual([server.id]);
@@ -70,7 +75,7 @@ describe('late quota fault (202, then ERROR)', () => {
     const nova = await startNova({ buildDelayMs: 2 });
     nova.failCreatesWithQuotaRecheck(10);
     const guard = guardFor(nova, { maxAttempts: 3 });
-    const err = await rejection(guard.createServer(body('late3')));
+    const err = await rejection(settle(guard.createServer(body('late3'))));
     expect(err).toBeInstanceOf(QuotaExceededError);
     expect((err as QuotaExceededError).permanent).toBe(false);
     expect((err as QuotaExceededError).serverId).toBe(posts(nova)[2]!.serverId);
@@ -85,7 +90,7 @@ describe('late quota fault (202, then ERROR)', () => {
     const fault = 'Exceeded maximum number of retries. Exhausted all hosts available for retrying build failures for instance x.';
     nova.failCreatesWithQuotaRecheck(1, fault);
     const guard = guardFor(nova);
-    const err = await rejection(guard.createServer(body('bad')));
+    const err = await rejection(settle(guard.createServer(body('bad'))));
     expect(err).toBeInstanceOf(ServerBuildError);
     // The guard's verdict, not an HTTP error.
     expect(err).toBeInstanceOf(NovaGuardError);
@@ -104,7 +109,7 @@ describe('late quota fault (202, then ERROR)', () => {
     nova.failCreatesWithQuotaRecheck(1);
     nova.inject({ method: 'DELETE', path: /^\/servers\//, status: 409, body: { conflictingRequest: { code: 409, message: 'Instance x is locked' } } });
     const guard = guardFor(nova);
-    const err = await rejection(guard.createServer(body('stuck')));
+    const err = await rejection(settle(guard.createServer(body('stuck'))));
     expect(err).toBeInstanceOf(ServerBuildError);
     expect((err as ServerBuildError).deleted).toBe(false);
     expect((err as ServerBuildError).cleanupError).toBeInstanceOf(ConflictError);
@@ -117,8 +122,12 @@ describe('late quota fault (202, then ERROR)', () => {
     const nova = await startNova({ buildDelayMs: 60000 });
     const guard = guardFor(nova, { activeTimeoutMs: 80 });
     const started = performance.now();
-    const err = await rejection(guard.createServer(body('slow')));
+    const startedWall = Date.now();
+    const err = await rejection(settle(guard.createServer(body('slow'))));
     expect(performance.now() - started).toBeGreaterThanOrEqual(80);
+    // On the fake clock: the server is given up on, and its DELETE sent, at exactly activeTimeoutMs.
+    const id = posts(nova)[0]!.serverId!;
+    expect(nova.requestsTo('DELETE', `/servers/${id}`).map((r) => r.timeMs - startedWall)).toEqual([80]);
     expect(err).toBeInstanceOf(ServerBuildError);
     expect(err).toMatchObject({ reason: 'timeout', lastStatus: 'BUILD', deleted: true });
     expect(liveServers(nova)).toEqual([]);
@@ -131,7 +140,7 @@ describe('late quota fault (202, then ERROR)', () => {
     const run = guard.createServer(body('vanish'));
     for (let i = 0; i < 500 && posts(nova).filter((p) => p.status === 202).length === 0; i++) await sleep(2);
     nova.destroyServer(posts(nova)[0]!.serverId!);
-    const err = await rejection(run);
+    const err = await rejection(settle(run));
     expect(err).toBeInstanceOf(ServerBuildError);
     expect(err).toMatchObject({ name: 'ServerBuildError', reason: 'gone', lastStatus: 'NOT_FOUND' });
     expect(posts(nova)).toHaveLength(1);
@@ -165,7 +174,7 @@ describe('abort, at every stage', () => {
     const nova = await startNova();
     const ac = new AbortController();
     ac.abort();
-    const err = await rejection(guardFor(nova).createServer(body('x'), { signal: ac.signal }));
+    const err = await rejection(settle(guardFor(nova).createServer(body('x'), { signal: ac.signal })));
     expect(err).toBeInstanceOf(AbortError);
     expect(nova.requests).toHaveLength(0);
   });
@@ -178,7 +187,7 @@ describe('abort, at every stage', () => {
     for (let i = 0; i < 500 && posts(nova).filter((p) => p.status === 202).length === 0; i++) await sleep(2);
     await sleep(20);
     ac.abort();
-    const err = await rejection(run);
+    const err = await rejection(settle(run));
     const id = posts(nova)[0]!.serverId!;
     expect(err).toBeInstanceOf(AbortError);
     expect(err.message).toBe(`The operation was aborted; server ${id} was deleted`);
@@ -196,7 +205,7 @@ describe('abort, at every stage', () => {
     for (let i = 0; i < 500 && posts(nova).length === 0; i++) await sleep(2);
     expect(posts(nova).map((p) => p.status)).toEqual([0]);
     ac.abort();
-    const err = await rejection(run);
+    const err = await rejection(settle(run));
     expect(err).toBeInstanceOf(AbortError);
     expect(posts(nova).map((p) => p.status)).toEqual([202]);
     const id = posts(nova)[0]!.serverId!;
@@ -213,7 +222,7 @@ describe('abort, at every stage', () => {
     for (let i = 0; i < 500 && posts(nova).length === 0; i++) await sleep(2);
     await sleep(20);
     ac.abort();
-    const err = await rejection(run);
+    const err = await rejection(settle(run));
     expect(err).toBeInstanceOf(AbortError);
     expect(limitsAndPosts(nova)).toEqual(['GET /limits', 'POST /servers']);
   });
@@ -223,7 +232,7 @@ describe('waitForActive: false', () => {
   it('returns after the 202; the claim holds until a later read sees the server out of BUILD', async () => {
     const nova = await startNova({ buildDelayMs: 120, maxTotalCores: 4 });
     const guard = guardFor(nova, { waitForActive: false });
-    const s = await guard.createServer(body('nowait'));
+    const s = await settle(guard.createServer(body('nowait')));
     expect(s.status).toBeUndefined(); // the POST body has no status
     expect(nova.getServerState(s.id)?.status).toBe('BUILD');
     expect(guard.inFlightClaims).toBe(1);

@@ -16,7 +16,7 @@ import {
   ValidationError,
   parseAbsoluteLimits,
 } from '../../src/index.js';
-import { clientFor, startNova } from '../helpers.js';
+import { clientFor, settle, startNova } from '../helpers.js';
 import { scriptedAdapter, type ScriptedReply } from '../transport/scriptedAdapter.js';
 
 const TOKEN = 'gAAAAAsecret-token-value';
@@ -226,7 +226,7 @@ describe('retries', () => {
     expect(b!.atMs - a!.atMs).toBe(100); // the fake clock: exactly Retry-After
   });
 
-  it('BUG-08 8a: a rate-limited POST (413 overLimit with retryAfter) is retried once', async () => {
+  it('Rate limits and the other 413s: a rate-limited POST (413 overLimit with retryAfter) is retried once', async () => {
     const { client, sent } = scriptedClient(
       [
         {
@@ -246,13 +246,16 @@ describe('retries', () => {
 
   it('a create is never retried on 503 or a timeout', async () => {
     const nova = await startNova();
+    vi.useFakeTimers();
     const client = clientFor(nova, { requestTimeoutMs: 50 });
     nova.inject({ method: 'POST', path: '/servers', status: 503, body: { computeFault: { code: 503, message: 'x' } } });
-    await expect(client.createServer({ name: 'x', flavorRef: '1' })).rejects.toBeInstanceOf(ServerError);
+    await expect(settle(client.createServer({ name: 'x', flavorRef: '1' }))).rejects.toBeInstanceOf(ServerError);
     nova.inject({ method: 'POST', path: '/servers', hang: true });
-    const err = await client.createServer({ name: 'x', flavorRef: '1' }).catch((e: unknown) => e);
+    const t0 = Date.now();
+    const err = await settle(client.createServer({ name: 'x', flavorRef: '1' })).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(NovaNetworkError);
     expect((err as NovaNetworkError).timedOut).toBe(true);
+    expect(Date.now() - t0).toBe(50);
     expect(nova.requestsTo('POST', '/servers')).toHaveLength(2);
   });
 
@@ -293,7 +296,7 @@ describe('errors', () => {
     expect(err.fault).toBe('forbidden');
   });
 
-  it('BUG-10 10a/10b: a policy 403 and an HTML proxy 403 are ForbiddenError with a clear message', async () => {
+  it('Forbidden, but not by quota: a policy 403 and an HTML proxy 403 are ForbiddenError with a clear message', async () => {
     const nova = await startNova();
     const client = clientFor(nova);
     nova.inject({ method: 'POST', path: '/servers', status: 403, body: { forbidden: { code: 403, message: "Policy doesn't allow os_compute_api:servers:create to be performed." } } });
@@ -322,7 +325,7 @@ describe('errors', () => {
     expect(e.message).toBe(`HTTP 502 Bad Gateway from GET ${nova.endpoint}/limits (empty body)`);
   });
 
-  it('BUG-08 8b/8c: a 413 quota is QuotaExceededError; a 413 body-too-large is RequestTooLargeError, not retried', async () => {
+  it('Rate limits and the other 413s: a 413 quota is QuotaExceededError; a 413 body-too-large is RequestTooLargeError, not retried', async () => {
     const nova = await startNova();
     const client = clientFor(nova);
     nova.inject({

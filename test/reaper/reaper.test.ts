@@ -16,7 +16,10 @@ import {
 } from '../../src/index.js';
 import { fingerprintOf, planPass, emptyReaperState } from '../../src/reaper/plan.js';
 import type { FakeNova, RecordedRequest } from '../../src/testing/index.js';
-import { clientFor, startNova } from '../helpers.js';
+import { clientFor, settle, startNova, useFakeClock } from '../helpers.js';
+
+// On fake timers through FakeNova's in-process adapter: pass intervals and delete timeouts are exact.
+useFakeClock();
 
 /** The reaper's own listings (a waiting delete may poll with `changes-since`: not counted). */
 const listings = (nova: FakeNova): RecordedRequest[] => nova.requestsTo('GET', '/servers/detail').filter((q) => q.query['changes-since'] === undefined);
@@ -44,7 +47,7 @@ describe('Reaper: the two-pass rule', () => {
     const { ci1, ci2, young, other } = seedFleet(nova);
     const reaper = new Reaper(clientFor(nova), { prefix: 'ci-', olderThanMs: 2 * HOUR, ...FAST });
 
-    const p1 = await reaper.pass();
+    const p1 = await settle(reaper.pass());
     expect(p1.pass).toBe(1);
     expect(p1.listed).toBe(4);
     expect(p1.deleted).toEqual([]);
@@ -60,7 +63,7 @@ describe('Reaper: the two-pass rule', () => {
     ].sort());
     expect(deletes(nova)).toEqual([]);
 
-    const p2 = await reaper.pass();
+    const p2 = await settle(reaper.pass());
     expect(p2.pass).toBe(2);
     expect(p2.deleted.map((d) => [d.serverId, d.name, d.outcome]).sort()).toEqual([
       [ci1, 'ci-1', 'deleted'],
@@ -80,9 +83,9 @@ describe('Reaper: the two-pass rule', () => {
     const nova = await startNova();
     const { ci1, ci2 } = seedFleet(nova);
     const reaper = new Reaper(clientFor(nova), { prefix: 'ci-', olderThanMs: 2 * HOUR, ...FAST });
-    await reaper.pass();
+    await settle(reaper.pass());
     nova.destroyServer(ci1);
-    const p2 = await reaper.pass();
+    const p2 = await settle(reaper.pass());
     expect(p2.deleted.map((d) => d.serverId)).toEqual([ci2]);
     expect(p2.skipped.find((s) => s.serverId === ci1)).toMatchObject({ reason: 'vanished', name: 'ci-1' });
     expect(deletes(nova)).toEqual([ci2]);
@@ -93,14 +96,14 @@ describe('Reaper: the two-pass rule', () => {
     const { ci1, ci2 } = seedFleet(nova);
     const client = clientFor(nova);
     const reaper = new Reaper(client, { prefix: 'ci-', olderThanMs: 2 * HOUR, ...FAST });
-    await reaper.pass();
+    await settle(reaper.pass());
     await client.request({ method: 'POST', path: `/servers/${ci1}/action`, body: { 'os-stop': null } });
     expect(nova.getServerState(ci1)?.status).toBe('SHUTOFF');
-    const p2 = await reaper.pass();
+    const p2 = await settle(reaper.pass());
     expect(p2.deleted.map((d) => d.serverId)).toEqual([ci2]);
     expect(p2.skipped.find((s) => s.serverId === ci1)?.reason).toBe('changed');
     expect(deletes(nova)).toEqual([ci2]);
-    const p3 = await reaper.pass();
+    const p3 = await settle(reaper.pass());
     expect(p3.deleted.map((d) => d.serverId)).toEqual([ci1]);
   });
 
@@ -111,8 +114,8 @@ describe('Reaper: the two-pass rule', () => {
     nova.addServer({ name: 'b', metadata: { fleet: 'other' }, createdMs: old });
     nova.addServer({ name: 'c', createdMs: old });
     const reaper = new Reaper(clientFor(nova), { metadataKey: 'fleet', metadataValue: 'adt', olderThanMs: HOUR, ...FAST });
-    await reaper.pass();
-    const p2 = await reaper.pass();
+    await settle(reaper.pass());
+    const p2 = await settle(reaper.pass());
     expect(p2.deleted.map((d) => d.serverId)).toEqual([mine]);
     expect(deletes(nova)).toEqual([mine]);
   });
@@ -122,8 +125,8 @@ describe('Reaper: the two-pass rule', () => {
     const id = nova.addServer({ name: 'ci-ghost', createdMs: Date.now() - 3 * HOUR }).id;
     nova.makeGhost(id);
     const reaper = new Reaper(clientFor(nova), { prefix: 'ci-', olderThanMs: HOUR, ...FAST });
-    await reaper.pass();
-    const p2 = await reaper.pass();
+    await settle(reaper.pass());
+    const p2 = await settle(reaper.pass());
     expect(p2.deleted.map((d) => [d.serverId, d.outcome])).toEqual([[id, 'already-gone']]);
   });
 });
@@ -136,20 +139,20 @@ describe('Reaper: failures settle one by one', () => {
     const stuck = ids[1]!;
     nova.setServerBehavior(stuck, { onDelete: 'never' });
     const reaper = new Reaper(clientFor(nova), { prefix: 'ci-', olderThanMs: HOUR, ...FAST, deleteTimeoutMs: 300 });
-    await reaper.pass();
+    await settle(reaper.pass());
     const t0 = performance.now();
-    const p2 = await reaper.pass();
+    const p2 = await settle(reaper.pass());
     const elapsed = performance.now() - t0;
     expect(p2.deleted.map((d) => d.serverId).sort()).toEqual(ids.filter((id) => id !== stuck).sort());
     expect(p2.failed).toHaveLength(1);
     expect(p2.failed[0]!.serverId).toBe(stuck);
     expect(p2.failed[0]!.error).toBeInstanceOf(DeleteTimeoutError);
     expect((p2.failed[0]!.error as DeleteTimeoutError).lastTaskState).toBe('deleting');
-    expect(elapsed).toBeGreaterThanOrEqual(290);
-    expect(elapsed).toBeLessThan(1300);
+    // On the fake clock the pass ends exactly when the stuck server's deleteTimeoutMs runs out.
+    expect(elapsed).toBe(300);
     // the stuck one is remembered and retried by the next pass, despite its own task_state change
     expect(reaper.state.candidates[stuck]?.deleteAttempted).toBe(true);
-    const p3 = await reaper.pass();
+    const p3 = await settle(reaper.pass());
     expect(p3.failed.map((f) => f.serverId)).toEqual([stuck]);
     expect(nova.requestsTo('DELETE', `/servers/${stuck}`)).toHaveLength(2);
   });
@@ -159,7 +162,7 @@ describe('Reaper: failures settle one by one', () => {
     const old = Date.now() - 3 * HOUR;
     for (const i of [1, 2, 3]) nova.addServer({ name: `ci-${i}`, createdMs: old - i * 1000 });
     const reaper = new Reaper(clientFor(nova), { prefix: 'ci-', olderThanMs: HOUR, ...FAST, deleteTimeoutMs: 150, concurrency: 1 });
-    await reaper.pass();
+    await settle(reaper.pass());
     // whichever the reaper takes first is the stuck one
     const order: string[] = [];
     const r2 = new Reaper(clientFor(nova), {
@@ -176,7 +179,7 @@ describe('Reaper: failures settle one by one', () => {
         }
       },
     });
-    const p2 = await r2.pass();
+    const p2 = await settle(r2.pass());
     expect(p2.failed.map((f) => f.serverId)).toEqual([order[0]]);
     expect(p2.deleted.map((d) => d.serverId).sort()).toEqual(order.slice(1).sort());
     expect(order).toHaveLength(3);
@@ -197,11 +200,11 @@ describe('Reaper: failures settle one by one', () => {
         if (e.type === 'delete-started') setTimeout(() => controller.abort(), 30);
       },
     });
-    await reaper.pass();
+    await settle(reaper.pass());
     const t0 = performance.now();
-    const err = await reaper.pass().catch((e: unknown) => e);
+    const err = await settle(reaper.pass()).catch((e: unknown) => e);
     expect((err as Error).name).toBe('AbortError');
-    expect(performance.now() - t0).toBeLessThan(1000);
+    expect(performance.now() - t0).toBe(30);
     expect(reaper.state.candidates[id]?.deleteAttempted).toBe(true);
   });
 
@@ -213,8 +216,8 @@ describe('Reaper: failures settle one by one', () => {
     nova.lock(a);
     const client = clientFor(nova, { token: `worker:${nova.projectId}` });
     const reaper = new Reaper(client, { prefix: 'ci-', olderThanMs: HOUR, ...FAST });
-    await reaper.pass();
-    const p2 = await reaper.pass();
+    await settle(reaper.pass());
+    const p2 = await settle(reaper.pass());
     expect(p2.deleted.map((d) => d.serverId)).toEqual([b]);
     expect(p2.failed.map((f) => [f.serverId, f.error.constructor])).toEqual([[a, ConflictError]]);
   });
@@ -225,7 +228,7 @@ describe('reapServers', () => {
     const nova = await startNova();
     const { ci1, ci2, young } = seedFleet(nova);
     const events: ReapEvent['type'][] = [];
-    const r = await reapServers(clientFor(nova), { prefix: 'ci-', olderThanMs: 2 * HOUR, passIntervalMs: 30, ...FAST, onEvent: (e) => events.push(e.type) });
+    const r = await settle(reapServers(clientFor(nova), { prefix: 'ci-', olderThanMs: 2 * HOUR, passIntervalMs: 30, ...FAST, onEvent: (e) => events.push(e.type) }));
     expect(r.passes).toHaveLength(2);
     expect(r.deleted.map((d) => d.serverId).sort()).toEqual([ci1, ci2].sort());
     expect(r.failed).toEqual([]);
@@ -233,7 +236,7 @@ describe('reapServers', () => {
     expect(r.candidates.map((c) => c.confirmed)).toEqual([true, true]);
     const lists = listings(nova);
     expect(lists).toHaveLength(2);
-    expect(lists[1]!.timeMs - lists[0]!.timeMs).toBeGreaterThanOrEqual(29);
+    expect(lists[1]!.timeMs - lists[0]!.timeMs).toBe(30);
     expect(events.filter((e) => e === 'listed')).toHaveLength(2);
     expect(events).toContain('waiting');
     expect(events.filter((e) => e === 'deleted')).toHaveLength(2);
@@ -243,8 +246,8 @@ describe('reapServers', () => {
     const nova = await startNova();
     nova.addServer({ name: 'ci-new' });
     const t0 = performance.now();
-    const r = await reapServers(clientFor(nova), { prefix: 'ci-', olderThanMs: HOUR, passIntervalMs: 5000 });
-    expect(performance.now() - t0).toBeLessThan(2000);
+    const r = await settle(reapServers(clientFor(nova), { prefix: 'ci-', olderThanMs: HOUR, passIntervalMs: 5000 }));
+    expect(performance.now() - t0).toBe(0);
     expect(r.passes).toHaveLength(1);
     expect(r.skipped.map((s) => s.reason)).toEqual(['too-young']);
     expect(listings(nova)).toHaveLength(1);
@@ -253,7 +256,7 @@ describe('reapServers', () => {
   it('dry run: lists what would be deleted and sends zero DELETEs', async () => {
     const nova = await startNova();
     const { ci1, ci2 } = seedFleet(nova);
-    const r = await reapServers(clientFor(nova), { prefix: 'ci-', olderThanMs: 2 * HOUR, passIntervalMs: 5, dryRun: true });
+    const r = await settle(reapServers(clientFor(nova), { prefix: 'ci-', olderThanMs: 2 * HOUR, passIntervalMs: 5, dryRun: true }));
     expect(r.dryRun).toBe(true);
     expect(r.deleted).toEqual([]);
     expect(r.skipped.filter((s) => s.reason === 'dry-run').map((s) => s.serverId).sort()).toEqual([ci1, ci2].sort());
@@ -280,7 +283,7 @@ describe('reapServers', () => {
     seedFleet(nova);
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 30);
-    const err = await reapServers(clientFor(nova), { prefix: 'ci-', olderThanMs: HOUR, passIntervalMs: 5000, signal: controller.signal }).catch((e: unknown) => e);
+    const err = await settle(reapServers(clientFor(nova), { prefix: 'ci-', olderThanMs: HOUR, passIntervalMs: 5000, signal: controller.signal }).catch((e: unknown) => e));
     expect((err as Error).name).toBe('AbortError');
     expect(deletes(nova)).toEqual([]);
   });
@@ -300,7 +303,7 @@ describe('Reaper state for cron jobs', () => {
     const file = join(dir, 'state.json');
     const run = async (): Promise<Awaited<ReturnType<Reaper['pass']>>> => {
       const reaper = new Reaper(clientFor(nova), { prefix: 'ci-', olderThanMs: 2 * HOUR, ...FAST, state: await readReaperState(file) });
-      const r = await reaper.pass();
+      const r = await settle(reaper.pass());
       await writeReaperState(file, reaper.state);
       return r;
     };
@@ -334,14 +337,14 @@ describe('Reaper state for cron jobs', () => {
     const reaper = new Reaper(clientFor(nova), { prefix: 'ci-', olderThanMs: 2 * HOUR, ...FAST });
     const controller = new AbortController();
     const deleted: string[] = [];
-    const passes = await reaper.run({
+    const passes = await settle(reaper.run({
       intervalMs: 10,
       signal: controller.signal,
       onPass: (r) => {
         deleted.push(...r.deleted.map((d) => d.serverId));
         if (r.pass === 3) controller.abort();
       },
-    });
+    }));
     expect(passes).toBe(3);
     expect(deleted.sort()).toEqual([ci1, ci2].sort());
     expect(listings(nova)).toHaveLength(3);
@@ -353,7 +356,7 @@ describe('Reaper state for cron jobs', () => {
     const reaper = new Reaper(clientFor(nova), { prefix: 'ci-', olderThanMs: HOUR });
     const first = reaper.pass();
     await expect(reaper.pass()).rejects.toThrow(/already running/);
-    await first;
+    await settle(first);
   });
 });
 

@@ -1,10 +1,10 @@
 /** FakeKeystone over raw HTTP: Keystone's 201/401 shapes, lifetimes, early expiry, request log. */
-import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FakeKeystone } from '../../src/testing/index.js';
 
 const started: FakeKeystone[] = [];
 afterEach(async () => {
+  vi.useRealTimers();
   await Promise.all(started.splice(0).map((k) => k.stop()));
 });
 
@@ -95,15 +95,22 @@ describe('FakeKeystone', () => {
 
   it('token lifetime, expireToken, expireAllTokens, isValid', async () => {
     const k = await start({ tokenLifetimeMs: 150 });
+    // On the fake clock (the requests still go over the socket): the lifetime is exact.
+    vi.useFakeTimers();
+    const issuedAt = Date.now();
     const ra = await post(k, PASSWORD);
     const a = ra.headers.get('x-subject-token')!;
     const expiresA = Date.parse((ra.json as { token: { expires_at: string } }).token.expires_at);
+    expect(expiresA - issuedAt).toBe(150);
     expect(k.isValid(a) || Date.now() >= expiresA).toBe(true);
+    expect(k.isValid(a)).toBe(true);
     k.tokenLifetimeMs = 60_000;
     const b = (await post(k, PASSWORD)).headers.get('x-subject-token')!;
     const c = (await post(k, PASSWORD)).headers.get('x-subject-token')!;
     expect([k.isValid(b), k.isValid(c), k.isValid('nope'), k.isValid(undefined)]).toEqual([true, true, false, false]);
-    await sleep(Math.max(0, expiresA - Date.now()) + 5);
+    await vi.advanceTimersByTimeAsync(149);
+    expect(k.isValid(a)).toBe(true);
+    await vi.advanceTimersByTimeAsync(1);
     expect(k.isValid(a)).toBe(false);
     expect(k.expireToken(b)).toBe(true);
     expect(k.expireToken('unknown')).toBe(false);

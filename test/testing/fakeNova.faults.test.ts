@@ -1,6 +1,10 @@
-import { describe, expect, it } from 'vitest';
-import { startNova as start } from '../helpers.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { startNova as start, untilReal } from '../helpers.js';
 import { FRONTS, via } from './fakeNovaFetch.js';
+
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 describe.each(FRONTS)('fault injection (%s front)', (front) => {
   const { call, createServer } = via(front);
@@ -70,10 +74,20 @@ describe.each(FRONTS)('fault injection (%s front)', (front) => {
   it('delayMs without status passes through after the delay', async () => {
     const n = await start();
     n.inject({ path: '/limits', delayMs: 80 });
+    vi.useFakeTimers(); // the delay is exact on the fake clock (over either front)
     const t0 = Date.now();
-    const r = await call(n, 'GET', '/limits');
+    const pending = call(n, 'GET', '/limits');
+    // Once the fake has the request (over a socket that takes real time), 79 ms pass: no answer yet.
+    let answered = false;
+    void pending.finally(() => (answered = true));
+    await untilReal(() => n.requestsTo('GET', '/limits').length === 1);
+    await vi.advanceTimersByTimeAsync(79);
+    expect(answered).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    const r = await pending;
     expect(r.status).toBe(200);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(75);
+    expect(Date.now() - t0).toBe(80);
   });
 
   it('reset destroys the socket (fetch fails) and is recorded with status 0', async () => {

@@ -1,7 +1,16 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { FakeNova } from '../../src/testing/index.js';
 import { startNova as start } from '../helpers.js';
 import { FRONTS, call, createServer, until, via } from './fakeNovaFetch.js';
+
+// On fake timers (requests still go over the socket or the adapter): a state that lasts a few ms,
+// such as SOFT_DELETED before its reclaim, is seen however busy the machine is.
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 async function newServer(n: FakeNova, flavor = '1', name = 'ci'): Promise<string> {
   const r = await createServer(n, flavor, name);
@@ -155,11 +164,15 @@ describe('failure scenarios', () => {
 
   it('quotaLagMs: /limits keeps a destroyed server for the lag, the truth drops at once', async () => {
     const n = await start({ deletedWindowMs: 0, quotaLagMs: 80 });
+    // On the fake clock (over either front): the lag ends at exactly 80 ms, however busy the machine.
+    vi.useFakeTimers();
     const id = await newServer(n, '2');
     await call(n, 'DELETE', `/servers/${id}`);
     expect(n.usage().cores).toBe(0);
     expect((await call(n, 'GET', '/limits')).json.limits.absolute.totalCoresUsed).toBe(2);
-    await new Promise((r) => setTimeout(r, 90));
+    await vi.advanceTimersByTimeAsync(79);
+    expect((await call(n, 'GET', '/limits')).json.limits.absolute.totalCoresUsed).toBe(2);
+    await vi.advanceTimersByTimeAsync(1);
     expect((await call(n, 'GET', '/limits')).json.limits.absolute.totalCoresUsed).toBe(0);
   });
 

@@ -1,7 +1,16 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FakeNova } from '../../src/testing/index.js';
 import { startNova as start } from '../helpers.js';
 import { FRONTS, until, via } from './fakeNovaFetch.js';
+
+// On fake timers (requests still go over the socket or the adapter): a state that lasts a few ms,
+// such as BUILD or deleting, is seen however busy the machine is.
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 describe('FakeNova start/close', () => {
   it('listens on 127.0.0.1 with /v2.1 endpoint and closes idempotently', async () => {

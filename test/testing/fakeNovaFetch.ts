@@ -3,6 +3,7 @@
  * socket, or plain axios with the fake's in-process adapter, giving the same {@link Exchange}.
  */
 import axios from 'axios';
+import { vi } from 'vitest';
 import type { FakeNova } from '../../src/testing/index.js';
 
 /** How a test reaches the fake: its socket (`fetch`) or its in-process axios adapter. */
@@ -94,11 +95,15 @@ export function createServer(
   return call(nova, 'POST', '/servers', { body: { server: { name, flavorRef, networks: 'none', ...extra } } });
 }
 
-/** Wait until `check()` is true, polling every 2 ms, at most `timeoutMs`. */
+/**
+ * Wait until `check()` is true, polling every 2 ms, at most `timeoutMs`; on fake timers each poll
+ * moves the fake clock 2 ms (so a state that lasts a few ms is seen however busy the machine).
+ */
 export async function until(check: () => boolean, timeoutMs = 2000): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > end) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 2));
+    if (vi.isFakeTimers()) await vi.advanceTimersByTimeAsync(2);
+    else await new Promise((r) => setTimeout(r, 2));
   }
 }
