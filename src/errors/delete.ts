@@ -22,7 +22,7 @@ export interface DeleteTimeoutInit {
   timeoutMs: number;
 }
 
-/** The server did not reach 404, DELETED or SOFT_DELETED within `timeoutMs`. */
+/** Nova had not answered 404 for the server (nor shown it `SOFT_DELETED`) within `timeoutMs`, DELETE included. */
 export class DeleteTimeoutError extends NovaGuardError {
   readonly serverId: string;
   readonly lastStatus: string | undefined;

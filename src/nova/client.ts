@@ -267,8 +267,13 @@ export class NovaClient {
   }
 
   /**
-   * Delete a server, optionally waiting until Nova has really deleted it. See
-   * {@link DeleteServerOptions} for the options and `src/delete/` for the behaviour.
+   * `DELETE /servers/{id}` (Nova API reference, "Delete Server") and, with `wait: true`, wait until
+   * Nova answers 404 for the server (osc-lib `wait_for_delete`). See {@link DeleteServerOptions}.
+   * @returns outcome `'deleted'`, `'already-gone'`, `'soft-deleted'` or (without `wait`) `'delete-requested'`.
+   * @throws {@link ValidationError} for a bad id or option (before any request); {@link ConflictError}
+   * on 409 (locked); {@link DeleteFailedError} when the DELETE keeps failing or the server ends in
+   * ERROR; {@link DeleteTimeoutError} at `timeoutMs`; {@link AbortError} when `signal` aborts;
+   * {@link AuthError}, {@link ForbiddenError} as they come.
    */
   deleteServer(id: string, options: DeleteServerOptions = {}): Promise<DeleteServerResult> {
     return deleteServerImpl(this, id, options);
@@ -280,9 +285,10 @@ export class NovaClient {
   }
 
   /**
-   * Servers this client was asked to delete whose deletion is not confirmed yet (no 404, DELETED or
-   * SOFT_DELETED seen): deletes requested without `wait`, and waits that timed out, failed or were
-   * aborted, with the last error. A confirmed deletion leaves the list. Oldest first.
+   * Servers this client was asked to delete whose deletion is not confirmed yet (no 404 for them,
+   * nor `SOFT_DELETED`, seen by any of this client's waits): deletes requested without `wait`, and
+   * waits that timed out, failed or were aborted, with the last error. A confirmed deletion leaves
+   * the list. Oldest first.
    */
   unconfirmedDeletes(): UnconfirmedDelete[] {
     return this.deleteEngine.ledger.list();

@@ -81,21 +81,25 @@ export interface NovaClientOptions {
   /** The clock of every timer and time reading of this client and its delete engine. Default {@link systemClock}. */
   clock?: Clock;
   /**
-   * Coalesce the delete-waits of this client (`waitForDelete`, `deleteServer(id, { wait: true })`):
-   * while two or more servers are pending, one `GET /servers/detail?changes-since=...` per tick
-   * answers for all of them (the delete engine of `src/delete/`); a single pending wait polls its
-   * own `GET /servers/{id}` as before. Default true; false polls one GET per server (osc-lib's way).
+   * Share the delete-waits of this client (`waitForDelete`, `deleteServer(id, { wait: true })`):
+   * while two or more servers are pending, shared listings answer for all of them (a `changes-since`
+   * listing for the servers not yet under way, a brief `GET /servers` for the others; see
+   * `src/delete/engine.ts`); a single pending wait looks with its own `GET /servers/{id}`. `false`
+   * looks with one GET a server (osc-lib's way).
+   * @default true
    */
   coalesce?: boolean;
   /**
-   * Cap on the requests per second of coalesced delete-waiting while two or more servers are pending
-   * (listings, confirming and fallback GETs), like nodepool's provider `rate`. A single pending wait
-   * is never slowed. Other requests (DELETE, create, ...) are not capped. Default 10; `Infinity` = no cap.
+   * One cap on the requests per second of the client's delete engine: every DELETE, force-delete,
+   * listing and GET that `deleteServer`, `deleteServers` and `waitForDelete` send (p-throttle, like
+   * nodepool's provider `rate`). A single wait polling faster than this is slowed to it. Other
+   * requests (create, limits, ...) are not capped. `Infinity` for no cap.
+   * @default 10
    */
   maxRequestsPerSecond?: number;
   /**
-   * Time between coalesced ticks while two or more servers are pending, in ms. Default: half the
-   * smallest pending `intervalMs` (so detection is faster than per-server polling at a fraction of its requests).
+   * Shortest time between shared ticks while two or more servers are pending, in ms.
+   * @default half the smallest pending `intervalMs` (or its `confirmIntervalMs` once a server shows `DELETED`)
    */
   watchIntervalMs?: number;
 }
