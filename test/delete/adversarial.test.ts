@@ -1,0 +1,53 @@
+/**
+ * The delete path against a hostile cloud and a careless caller, on fake timers: odd 404 bodies,
+ * endless listings, odd timeouts. Each test asserts the promise: never `deleted` without Nova's
+ * 404 naming the server, every call settled by its deadline, nothing left running.
+ */
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { DeleteFailedError, NotFoundError, waitForDelete } from '../../src/index.js';
+import { hostileSetup, reply, settle } from './support/hostile.js';
+
+const T0 = Date.UTC(2026, 11, 1, 12, 0, 0);
+const run = <T>(p: Promise<T>, maxMs?: number) => settle(p, T0, (ms) => vi.advanceTimersByTimeAsync(ms), maxMs);
+
+beforeEach(() => {
+  vi.useFakeTimers({ now: T0 });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('a 404 is gone only when it is Nova itemNotFound naming this very server', () => {
+  it.each([
+    ['another id that contains this one', { itemNotFound: { code: 404, message: 'Instance abcd could not be found.' } }],
+    ['an id this one is the start of, after a dot', { itemNotFound: { code: 404, message: 'Instance abc.d could not be found.' } }],
+    ['no message (the made-up one quotes the URL)', { itemNotFound: { code: 404 } }],
+  ])('GET answering itemNotFound with %s is a failed look, never deleted', async (_what, body) => {
+    const { nova, client, front } = hostileSetup();
+    nova.add('abc', {});
+    await client.requestDelete('abc');
+    front.override = ({ config, method, path }) => (method === 'GET' && path === '/servers/abc' ? reply(config, 404, body) : undefined);
+    const r = await run(waitForDelete(client, 'abc', { intervalMs: 1000, timeoutMs: 5000 }));
+    expect(r.error).toBeInstanceOf(NotFoundError);
+    expect(r.value).toBeUndefined();
+  });
+
+  it('a DELETE answered with itemNotFound naming another id is not already-gone; the server stays unconfirmed', async () => {
+    const { nova, client, front } = hostileSetup();
+    nova.add('abc', {});
+    front.override = ({ config, method }) => (method === 'DELETE' ? reply(config, 404, { itemNotFound: { code: 404, message: 'Instance abcd could not be found.' } }) : undefined);
+    const r = await run(client.deleteServer('abc', { wait: true, intervalMs: 1000, timeoutMs: 5000 }));
+    expect(r.error).toBeInstanceOf(DeleteFailedError);
+    expect(client.unconfirmedDeletes()).toMatchObject([{ serverId: 'abc', state: 'failed' }]);
+  });
+
+  it("Nova's own message still counts, for ids with odd characters too", async () => {
+    const { nova, client } = hostileSetup();
+    for (const id of ['abc', 'a.b+c(1)']) {
+      nova.add(id, { goneAfterMs: 0 });
+      await client.requestDelete(id);
+      const r = await run(waitForDelete(client, id, { intervalMs: 1000, timeoutMs: 5000 }));
+      expect(r.value).toMatchObject({ outcome: 'deleted', lastStatus: 'NOT_FOUND' });
+    }
+  });
+});
