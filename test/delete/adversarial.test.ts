@@ -51,3 +51,33 @@ describe('a 404 is gone only when it is Nova itemNotFound naming this very serve
     }
   });
 });
+
+describe('listings that never end', () => {
+  it('a listing whose next link brings a new marker for ever is a failed listing: the servers get their own GETs and end deleted', async () => {
+    const { nova, client, front } = hostileSetup({ requestTimeoutMs: 2000 });
+    let pages = 0;
+    front.override = ({ config, method, path }) => {
+      if (method !== 'GET' || (path !== '/servers' && path !== '/servers/detail')) return undefined;
+      pages++;
+      const body = { servers: [{ id: `other-${pages}`, status: 'ACTIVE' }], servers_links: [{ rel: 'next', href: `http://nova.test/v2.1${path}?marker=m${pages}` }] };
+      return new Promise((resolve) => setTimeout(() => resolve(reply(config, 200, body)), 100));
+    };
+    const ids = ['s1', 's2', 's3'];
+    for (const id of ids) {
+      nova.add(id, { deletedAfterMs: 500, goneAfterMs: 1500 });
+      await client.requestDelete(id);
+    }
+    const results = await Promise.all(ids.map((id) => run(waitForDelete(client, id, { intervalMs: 1000, timeoutMs: 20_000, jitter: 0 }))));
+    for (const r of results) {
+      expect(r.value).toMatchObject({ outcome: 'deleted', lastStatus: 'NOT_FOUND' });
+      // The listing is cut at its limit (the interval, at least 1 s) and the servers looked at one by one.
+      expect(r.settledAt).toBeLessThanOrEqual(5000);
+    }
+    for (const [i, id] of ids.entries()) expect(nova.goneAt(id)! - T0).toBeLessThanOrEqual(results[i]!.settledAt);
+    expect(client.deleteEngine.stats.listingFailures).toBeGreaterThan(0);
+    const count = nova.seen.length + pages;
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(nova.seen.length + pages).toBe(count);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});
