@@ -24,6 +24,7 @@
 import pThrottle from 'p-throttle';
 import type { Clock, TimerHandle } from '../core/clock.js';
 import { jitteredMs } from '../core/jitter.js';
+import { MAX_TIMER_MS } from '../core/validate.js';
 import { AbortError } from '../errors/index.js';
 import { DeleteLedger } from './ledger.js';
 import { runTick, type TickEntry } from './tick.js';
@@ -220,9 +221,12 @@ export class DeleteEngine {
 
   #wantTimer(at: number): void {
     if (this.#timer !== undefined && at >= this.#timerAt - 0.5) return;
+    // Nothing due (a tick runs and no deadline is set: `timeoutMs: Infinity`): the tick's end reschedules.
+    // A Node timer longer than MAX_TIMER_MS fires after 1 ms: never ask for one.
+    if (!Number.isFinite(at)) return;
     this.#clearTimer();
     this.#timerAt = at;
-    this.#timer = this.clock.setTimeout(() => this.#onTimer(), Math.max(0, at - this.clock.now()));
+    this.#timer = this.clock.setTimeout(() => this.#onTimer(), Math.min(MAX_TIMER_MS, Math.max(0, at - this.clock.now())));
   }
 
   #clearTimer(): void {

@@ -4,7 +4,7 @@
  * 404 naming the server, every call settled by its deadline, nothing left running.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { DeleteFailedError, NotFoundError, waitForDelete } from '../../src/index.js';
+import { AbortError, DeleteFailedError, NotFoundError, waitForDelete } from '../../src/index.js';
 import { hostileSetup, reply, settle } from './support/hostile.js';
 
 const T0 = Date.UTC(2026, 11, 1, 12, 0, 0);
@@ -78,6 +78,28 @@ describe('listings that never end', () => {
     const count = nova.seen.length + pages;
     await vi.advanceTimersByTimeAsync(30_000);
     expect(nova.seen.length + pages).toBe(count);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
+describe('odd durations', () => {
+  it('timeoutMs: Infinity with a look in flight asks for no timer of Infinity (Node would fire it after 1 ms, a busy loop)', async () => {
+    const { nova, client } = hostileSetup({ requestTimeoutMs: 5000 });
+    nova.add('s1', {});
+    await client.requestDelete('s1');
+    nova.fault = ({ method }) => (method === 'GET' ? { kind: 'hang' } : undefined);
+    const controller = new AbortController();
+    const p = waitForDelete(client, 's1', { intervalMs: 1000, timeoutMs: Number.POSITIVE_INFINITY, signal: controller.signal });
+    await vi.advanceTimersByTimeAsync(100);
+    const spy = vi.spyOn(globalThis, 'setTimeout');
+    await vi.advanceTimersByTimeAsync(1000);
+    const delays = spy.mock.calls.map((c) => c[1]);
+    spy.mockRestore();
+    expect(delays.filter((d) => !Number.isFinite(d))).toEqual([]);
+    expect(delays.length).toBeLessThanOrEqual(2);
+    controller.abort(new Error('stop'));
+    const r = await run(p);
+    expect(r.error).toBeInstanceOf(AbortError);
     expect(vi.getTimerCount()).toBe(0);
   });
 });
