@@ -363,7 +363,11 @@ export class DeleteEngine {
       if (end !== undefined) this.#settle(w, w.end);
       else w.nextAt = now + jitteredMs(entry.seenDeleted ? Math.min(w.intervalMs, w.confirmIntervalMs) : w.intervalMs, w.jitter);
     }
-    if (obs.gone) this.#deleteDates.delete(entry.serverId);
+    if (obs.gone) {
+      this.#deleteDates.delete(entry.serverId);
+      // Confirmed whoever waited (a `waitForDelete` after a `deleteServer` without wait too).
+      this.ledger.confirm(entry.serverId);
+    }
   }
 
   #fail(entry: Entry, error: unknown): void {
