@@ -103,3 +103,53 @@ describe('odd durations', () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 });
+
+describe('the ledger of unconfirmed deletes and its one event', () => {
+  it('a deleteServer without wait, then a waitForDelete that sees the 404: the server leaves the ledger, one event', async () => {
+    const { nova, client } = hostileSetup();
+    nova.add('s1', { goneAfterMs: 500 });
+    const events: string[] = [];
+    client.deleteEngine.ledger.onConfirmed((id) => events.push(id));
+    await run(client.deleteServer('s1'));
+    expect(client.unconfirmedDeletes()).toMatchObject([{ serverId: 's1', state: 'delete-requested' }]);
+    const r = await run(waitForDelete(client, 's1', { intervalMs: 1000, jitter: 0 }));
+    expect(r.value).toMatchObject({ outcome: 'deleted' });
+    expect(client.unconfirmedDeletes()).toEqual([]);
+    expect(events).toEqual(['s1']);
+  });
+
+  it('two deleteServer calls for the same id at once: one deletion confirmed, one event, nothing left', async () => {
+    const { nova, client } = hostileSetup();
+    nova.add('s1', { deletedAfterMs: 300, goneAfterMs: 1500 });
+    const events: string[] = [];
+    client.deleteEngine.ledger.onConfirmed((id) => events.push(id));
+    const [a, b] = await Promise.all([
+      run(client.deleteServer('s1', { wait: true, intervalMs: 1000, jitter: 0 })),
+      run(client.deleteServer('s1', { wait: true, intervalMs: 1000, jitter: 0 })),
+    ]);
+    expect(a.value).toMatchObject({ outcome: 'deleted' });
+    expect(b.value).toMatchObject({ outcome: 'deleted' });
+    expect(events).toEqual(['s1']);
+    expect(client.unconfirmedDeletes()).toEqual([]);
+  });
+});
+
+describe('deleteServers: the batch barrier', () => {
+  it('one DELETE that hangs does not hold the waits of the servers already accepted', async () => {
+    const { nova, client } = hostileSetup({ requestTimeoutMs: 30_000 });
+    const ids = ['s1', 's2', 's3', 's4', 's5'];
+    for (const id of ids) nova.add(id, { deletedAfterMs: 200, goneAfterMs: 1000 });
+    nova.fault = ({ method, serverId }) => (method === 'DELETE' && serverId === 's5' ? { kind: 'hang' } : undefined);
+    const r = await run(client.deleteServers(ids, { wait: true, intervalMs: 1000, timeoutMs: 20_000, jitter: 0 }));
+    expect(r.value?.succeeded).toEqual(['s1', 's2', 's3', 's4']);
+    for (const x of r.value!.results.slice(0, 4)) expect(x).toMatchObject({ status: 'fulfilled', value: { outcome: 'deleted' } });
+    expect(r.value?.failed.map((f) => [f.serverId, f.error.name])).toEqual([['s5', 'DeleteTimeoutError']]);
+    // The waits started one interval after the last answered DELETE, not at s5's deadline.
+    const firstLook = Math.min(...nova.seen.filter((q) => q.method === 'GET').map((q) => q.at - T0));
+    expect(firstLook).toBeGreaterThanOrEqual(1000);
+    expect(firstLook).toBeLessThan(1100);
+    expect(r.settledAt).toBe(20_000);
+    expect(client.unconfirmedDeletes()).toMatchObject([{ serverId: 's5', state: 'failed' }]);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});
