@@ -126,13 +126,22 @@ export class DeleteEngine {
   }
 
   /**
-   * Send one request under the engine's rate limit. `fn` is not called when `signal` aborted while it
-   * waited for its turn (nothing is sent after a call settles).
+   * Send one request under the engine's rate limit. Rejects with {@link AbortError} as soon as
+   * `signal` aborts, also while the request waits for its turn (a call settles by its deadline
+   * however long the queue); `fn` is then never called (nothing is sent after a call settles).
    */
   send<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    return this.#throttle(async () => {
-      if (signal?.aborted) throw new AbortError(undefined, { cause: signal.reason });
+    const aborted = (): AbortError => new AbortError(undefined, { cause: signal?.reason });
+    const turn = this.#throttle(async () => {
+      if (signal?.aborted) throw aborted();
       return fn();
+    });
+    if (!signal) return turn;
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = (): void => reject(aborted());
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+      turn.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
     });
   }
 

@@ -4,7 +4,7 @@
  * 404 naming the server, every call settled by its deadline, nothing left running.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { AbortError, DeleteFailedError, NotFoundError, waitForDelete } from '../../src/index.js';
+import { AbortError, DeleteFailedError, DeleteTimeoutError, NotFoundError, waitForDelete } from '../../src/index.js';
 import { hostileSetup, reply, settle } from './support/hostile.js';
 
 const T0 = Date.UTC(2026, 11, 1, 12, 0, 0);
@@ -151,5 +151,36 @@ describe('deleteServers: the batch barrier', () => {
     expect(r.settledAt).toBe(20_000);
     expect(client.unconfirmedDeletes()).toMatchObject([{ serverId: 's5', state: 'failed' }]);
     expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
+describe('the rate limit never holds a call past its deadline or its abort', () => {
+  it('deleteServer calls queued behind the rate limit settle at timeoutMs, and their queued DELETEs are never sent', async () => {
+    const { nova, client } = hostileSetup({ maxRequestsPerSecond: 1 });
+    const ids = ['s1', 's2', 's3', 's4', 's5', 's6'];
+    for (const id of ids) nova.add(id, { goneAfterMs: 100 });
+    const results = await Promise.all(ids.map((id) => run(client.deleteServer(id, { wait: true, timeoutMs: 1500, intervalMs: 1000 }))));
+    for (const r of results) {
+      expect(r.error).toBeInstanceOf(DeleteTimeoutError);
+      expect(r.settledAt).toBe(1500);
+    }
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(nova.seen.every((q) => q.at - T0 <= 1500)).toBe(true);
+    expect(client.unconfirmedDeletes().map((u) => u.state)).toEqual(ids.map(() => 'failed'));
+  });
+
+  it('an abort settles every call queued behind the rate limit at once', async () => {
+    const { nova, client } = hostileSetup({ maxRequestsPerSecond: 1 });
+    const ids = ['s1', 's2', 's3', 's4'];
+    for (const id of ids) nova.add(id, { goneAfterMs: 100 });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error('stop')), 300);
+    const results = await Promise.all(ids.map((id) => run(client.deleteServer(id, { wait: true, intervalMs: 1000, signal: controller.signal }))));
+    for (const r of results) {
+      expect(r.error).toBeInstanceOf(AbortError);
+      expect(r.settledAt).toBe(300);
+    }
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(nova.seen.map((q) => `${q.at - T0} ${q.method} ${q.path}`)).toEqual(['0 DELETE /servers/s1']);
   });
 });
