@@ -20,7 +20,7 @@
  * @module
  */
 import pLimit from 'p-limit';
-import { timeoutSignal } from '../core/clock.js';
+import { timeoutSignal, type TimerHandle } from '../core/clock.js';
 import { checkPathId } from '../core/validate.js';
 import {
   AbortError,
@@ -290,15 +290,34 @@ export async function deleteServers(client: DeleteCapable, ids: readonly string[
   const unique = [...new Set(ids)];
   const limit = pLimit(concurrency ?? DELETE_DEFAULTS.concurrency);
   const firstDeletes: Array<Promise<unknown>> = [];
-  let releaseWaits: () => void = () => undefined;
+  // The waits start when every first DELETE has been answered, or when none has been answered for
+  // `intervalMs` (a DELETE that hangs must not hold the waits of the servers already accepted).
+  const clock = client.deleteEngine.clock;
+  const stallMs = one.intervalMs ?? DELETE_DEFAULTS.intervalMs;
+  let stall: TimerHandle | undefined;
+  let released = false;
+  let resolveWaits: () => void = () => undefined;
+  const releaseWaits = (): void => {
+    if (released) return;
+    released = true;
+    clock.clearTimeout(stall);
+    resolveWaits();
+  };
+  const progress = (): void => {
+    if (released) return;
+    clock.clearTimeout(stall);
+    stall = clock.setTimeout(releaseWaits, stallMs);
+  };
   const batch: Batch = {
     gate: (fn) => {
       const p = limit(fn);
       firstDeletes.push(p);
-      if (firstDeletes.length === unique.length) void Promise.allSettled(firstDeletes).then(() => releaseWaits());
+      if (firstDeletes.length === 1) progress();
+      p.then(progress, progress);
+      if (firstDeletes.length === unique.length) void Promise.allSettled(firstDeletes).then(releaseWaits);
       return p;
     },
-    waitAfter: new Promise<void>((resolve) => (releaseWaits = resolve)),
+    waitAfter: new Promise<void>((resolve) => (resolveWaits = resolve)),
   };
   const results: DeleteSettled[] = await Promise.all(
     unique.map((serverId) =>

@@ -24,8 +24,8 @@
 import pThrottle from 'p-throttle';
 import type { Clock, TimerHandle } from '../core/clock.js';
 import { jitteredMs } from '../core/jitter.js';
-import { AbortError } from '../errors/index.js';
 import { MAX_TIMER_MS } from '../core/validate.js';
+import { AbortError } from '../errors/index.js';
 import { DeleteLedger } from './ledger.js';
 import { runTick, type TickEntry } from './tick.js';
 import { ServerMemory } from './memory.js';
@@ -121,19 +121,23 @@ export class DeleteEngine {
     return this.#entries.size === 0 && this.#timer === undefined && this.#ticking === undefined;
   }
 
-  /** Nova's clock minus the local wall clock, in ms, once a `Date` header has told it. */
-  get novaClockOffsetMs(): number | undefined {
-    return this.#offsetMs;
-  }
-
   /**
-   * Send one request under the engine's rate limit. `fn` is not called when `signal` aborted while it
-   * waited for its turn (nothing is sent after a call settles).
+   * Send one request under the engine's rate limit. Rejects with {@link AbortError} as soon as
+   * `signal` aborts, also while the request waits for its turn (a call settles by its deadline
+   * however long the queue); `fn` is then never called (nothing is sent after a call settles).
    */
   send<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    return this.#throttle(async () => {
-      if (signal?.aborted) throw new AbortError(undefined, { cause: signal.reason });
+    const aborted = (): AbortError => new AbortError(undefined, { cause: signal?.reason });
+    const turn = this.#throttle(async () => {
+      if (signal?.aborted) throw aborted();
       return fn();
+    });
+    if (!signal) return turn;
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = (): void => reject(aborted());
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+      turn.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
     });
   }
 
@@ -219,7 +223,8 @@ export class DeleteEngine {
   }
 
   #wantTimer(at: number): void {
-    if (at === Number.POSITIVE_INFINITY) return; // nothing due: no deadline (timeoutMs Infinity) and no look
+    // Nothing due (a tick runs and no deadline is set: `timeoutMs: Infinity`): the tick's end reschedules.
+    if (!Number.isFinite(at)) return;
     if (this.#timer !== undefined && at >= this.#timerAt - 0.5) return;
     this.#clearTimer();
     this.#timerAt = at;

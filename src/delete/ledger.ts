@@ -36,7 +36,11 @@ export class DeleteLedger {
     }
   }
 
-  /** Nova has confirmed `serverId` gone: it leaves the ledger and the listeners are told (once). */
+  /**
+   * Nova has confirmed the deletion of `serverId` (its 404, seen by any wait of the engine, or the
+   * end of a `deleteServer` call): it leaves the ledger and the listeners are told, once. A server
+   * not in the ledger (confirmed already, or never deleted through this client) tells no one.
+   */
   confirm(serverId: string): void {
     if (!this.#entries.delete(serverId)) return;
     for (const listener of [...this.#listeners]) {
@@ -48,7 +52,7 @@ export class DeleteLedger {
     }
   }
 
-  /** The call ended: confirmed (removed, listeners told), only requested, or failed with `error`. */
+  /** The call ended: confirmed (removed, listeners told unless it was already), only requested, or failed with `error`. */
   settle(serverId: string, how: 'confirmed' | 'delete-requested' | { error: unknown }): void {
     if (how === 'confirmed') {
       this.confirm(serverId);

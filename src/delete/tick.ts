@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { timeoutSignal } from '../core/clock.js';
 import { AbortError } from '../errors/index.js';
 import { CHANGES_SINCE_MARGIN_MS, listChangedSince, listIds, lookById, type Observation } from './observe.js';
 import type { DeleteEngineStats, ServerApi } from './types.js';
@@ -48,7 +49,7 @@ export interface TickContext {
   offsetMs: number | undefined;
   /** Extra window taken off `changes-since` after servers were missing from a listing. */
   widenMs: number;
-  /** Time limit of a listing. */
+  /** Time limit of a listing, all its pages together. */
   listingTimeoutMs: number;
   /** Clock time now, and how old a status may get before a server under way is listed again, in ms. */
   now: number;
@@ -70,6 +71,21 @@ export interface TickContext {
 const UNKNOWN_OFFSET_WINDOW_MS = 600_000;
 
 const live = (e: TickEntry): boolean => e.watches.length > 0 && !e.controller.signal.aborted;
+
+/**
+ * Run a listing (every page of it) within `ctx.listingTimeoutMs` and the time left: a listing whose
+ * pages never end (a next link with a new marker each time) or come slowly is a failed listing, so
+ * the servers get their own GETs, instead of a tick that never ends.
+ */
+async function bounded<T>(ctx: TickContext, list: (signal: AbortSignal, requestTimeoutMs: number) => Promise<T>): Promise<T> {
+  const limitMs = Math.min(ctx.listingTimeoutMs, ctx.timeLeftMs());
+  const limit = timeoutSignal(ctx.api.clock, limitMs, () => new Error(`listing took longer than ${limitMs} ms`));
+  try {
+    return await list(AbortSignal.any([ctx.signal, limit.signal]), limitMs);
+  } finally {
+    limit.dispose();
+  }
+}
 
 /** Look at `entries` one by one (rate-limited; each GET stops when its server's last wait ends). */
 async function lookEach(ctx: TickContext, entries: Iterable<TickEntry>): Promise<void> {
@@ -103,7 +119,7 @@ async function statusListing(ctx: TickContext, wanted: TickEntry[]): Promise<Tic
   try {
     listed = await ctx.send(() => {
       ctx.stats.listings++;
-      return listChangedSince(ctx.api, since - CHANGES_SINCE_MARGIN_MS - ctx.widenMs, ctx.signal, Math.min(ctx.listingTimeoutMs, ctx.timeLeftMs()));
+      return bounded(ctx, (signal, limitMs) => listChangedSince(ctx.api, since - CHANGES_SINCE_MARGIN_MS - ctx.widenMs, signal, limitMs));
     }, ctx.signal);
   } catch (error) {
     if (error instanceof AbortError && ctx.signal.aborted) return [];
@@ -140,7 +156,7 @@ async function presenceListing(ctx: TickContext, underway: TickEntry[]): Promise
   try {
     const { ids } = await ctx.send(() => {
       ctx.stats.briefListings++;
-      return listIds(ctx.api, ctx.signal, Math.min(ctx.listingTimeoutMs, ctx.timeLeftMs()));
+      return bounded(ctx, (signal, limitMs) => listIds(ctx.api, signal, limitMs));
     }, ctx.signal);
     ctx.onListing(true);
     const gone: TickEntry[] = [];

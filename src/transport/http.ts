@@ -264,7 +264,11 @@ export function isRetryable(method: string, error: unknown): boolean {
  * never end on it (it would leak the server while reporting it deleted).
  */
 export function isServerNotFound(error: unknown, serverId: string): boolean {
-  // Only Nova's own fault envelope counts: a message made up from an HTML or empty body quotes the
-  // request URL, which holds the id too.
-  return error instanceof NotFoundError && error.fault === 'itemNotFound' && error.message.includes(serverId);
+  // Only Nova's own fault envelope counts: a message made up from an HTML or empty body (or an
+  // `itemNotFound` with no message) quotes the request URL, which holds the id too.
+  if (!(error instanceof NotFoundError) || error.fault !== 'itemNotFound') return false;
+  if (error.url && error.message.includes(error.url)) return false;
+  // The id as a whole word: `Instance abcd could not be found.` does not name server `abc`.
+  const escaped = serverId.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(`(?:^|[\\s"'(])${escaped}[.,:;)"']?(?=[\\s"']|$)`).test(error.message);
 }

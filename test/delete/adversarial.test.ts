@@ -1,0 +1,186 @@
+/**
+ * The delete path against a hostile cloud and a careless caller, on fake timers: odd 404 bodies,
+ * endless listings, odd timeouts. Each test asserts the promise: never `deleted` without Nova's
+ * 404 naming the server, every call settled by its deadline, nothing left running.
+ */
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { AbortError, DeleteFailedError, DeleteTimeoutError, NotFoundError, waitForDelete } from '../../src/index.js';
+import { hostileSetup, reply, settle } from './support/hostile.js';
+
+const T0 = Date.UTC(2026, 11, 1, 12, 0, 0);
+const run = <T>(p: Promise<T>, maxMs?: number) => settle(p, T0, (ms) => vi.advanceTimersByTimeAsync(ms), maxMs);
+
+beforeEach(() => {
+  vi.useFakeTimers({ now: T0 });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('a 404 is gone only when it is Nova itemNotFound naming this very server', () => {
+  it.each([
+    ['another id that contains this one', { itemNotFound: { code: 404, message: 'Instance abcd could not be found.' } }],
+    ['an id this one is the start of, after a dot', { itemNotFound: { code: 404, message: 'Instance abc.d could not be found.' } }],
+    ['no message (the made-up one quotes the URL)', { itemNotFound: { code: 404 } }],
+  ])('GET answering itemNotFound with %s is a failed look, never deleted', async (_what, body) => {
+    const { nova, client, front } = hostileSetup();
+    nova.add('abc', {});
+    await client.requestDelete('abc');
+    front.override = ({ config, method, path }) => (method === 'GET' && path === '/servers/abc' ? reply(config, 404, body) : undefined);
+    const r = await run(waitForDelete(client, 'abc', { intervalMs: 1000, timeoutMs: 5000 }));
+    expect(r.error).toBeInstanceOf(NotFoundError);
+    expect(r.value).toBeUndefined();
+  });
+
+  it('a DELETE answered with itemNotFound naming another id is not already-gone; the server stays unconfirmed', async () => {
+    const { nova, client, front } = hostileSetup();
+    nova.add('abc', {});
+    front.override = ({ config, method }) => (method === 'DELETE' ? reply(config, 404, { itemNotFound: { code: 404, message: 'Instance abcd could not be found.' } }) : undefined);
+    const r = await run(client.deleteServer('abc', { wait: true, intervalMs: 1000, timeoutMs: 5000 }));
+    expect(r.error).toBeInstanceOf(DeleteFailedError);
+    expect(client.unconfirmedDeletes()).toMatchObject([{ serverId: 'abc', state: 'failed' }]);
+  });
+
+  it("Nova's own message still counts, for ids with odd characters too", async () => {
+    const { nova, client } = hostileSetup();
+    for (const id of ['abc', 'a.b+c(1)']) {
+      nova.add(id, { goneAfterMs: 0 });
+      await client.requestDelete(id);
+      const r = await run(waitForDelete(client, id, { intervalMs: 1000, timeoutMs: 5000 }));
+      expect(r.value).toMatchObject({ outcome: 'deleted', lastStatus: 'NOT_FOUND' });
+    }
+  });
+});
+
+describe('listings that never end', () => {
+  it('a listing whose next link brings a new marker for ever is a failed listing: the servers get their own GETs and end deleted', async () => {
+    const { nova, client, front } = hostileSetup({ requestTimeoutMs: 2000 });
+    let pages = 0;
+    front.override = ({ config, method, path }) => {
+      if (method !== 'GET' || (path !== '/servers' && path !== '/servers/detail')) return undefined;
+      pages++;
+      const body = { servers: [{ id: `other-${pages}`, status: 'ACTIVE' }], servers_links: [{ rel: 'next', href: `http://nova.test/v2.1${path}?marker=m${pages}` }] };
+      return new Promise((resolve) => setTimeout(() => resolve(reply(config, 200, body)), 100));
+    };
+    const ids = ['s1', 's2', 's3'];
+    for (const id of ids) {
+      nova.add(id, { deletedAfterMs: 500, goneAfterMs: 1500 });
+      await client.requestDelete(id);
+    }
+    const results = await Promise.all(ids.map((id) => run(waitForDelete(client, id, { intervalMs: 1000, timeoutMs: 20_000, jitter: 0 }))));
+    for (const r of results) {
+      expect(r.value).toMatchObject({ outcome: 'deleted', lastStatus: 'NOT_FOUND' });
+      // The listing is cut at its limit (the interval, at least 1 s) and the servers looked at one by one.
+      expect(r.settledAt).toBeLessThanOrEqual(5000);
+    }
+    for (const [i, id] of ids.entries()) expect(nova.goneAt(id)! - T0).toBeLessThanOrEqual(results[i]!.settledAt);
+    expect(client.deleteEngine.stats.listingFailures).toBeGreaterThan(0);
+    const count = nova.seen.length + pages;
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(nova.seen.length + pages).toBe(count);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
+describe('odd durations', () => {
+  it('timeoutMs: Infinity with a look in flight asks for no timer of Infinity (Node would fire it after 1 ms, a busy loop)', async () => {
+    const { nova, client } = hostileSetup({ requestTimeoutMs: 5000 });
+    nova.add('s1', {});
+    await client.requestDelete('s1');
+    nova.fault = ({ method }) => (method === 'GET' ? { kind: 'hang' } : undefined);
+    const controller = new AbortController();
+    const p = waitForDelete(client, 's1', { intervalMs: 1000, timeoutMs: Number.POSITIVE_INFINITY, signal: controller.signal });
+    await vi.advanceTimersByTimeAsync(100);
+    const spy = vi.spyOn(globalThis, 'setTimeout');
+    await vi.advanceTimersByTimeAsync(1000);
+    const delays = spy.mock.calls.map((c) => c[1]);
+    spy.mockRestore();
+    expect(delays.filter((d) => !Number.isFinite(d))).toEqual([]);
+    expect(delays.length).toBeLessThanOrEqual(2);
+    controller.abort(new Error('stop'));
+    const r = await run(p);
+    expect(r.error).toBeInstanceOf(AbortError);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
+describe('the ledger of unconfirmed deletes and its one event', () => {
+  it('a deleteServer without wait, then a waitForDelete that sees the 404: the server leaves the ledger, one event', async () => {
+    const { nova, client } = hostileSetup();
+    nova.add('s1', { goneAfterMs: 500 });
+    const events: string[] = [];
+    client.deleteEngine.ledger.onConfirmed((id) => events.push(id));
+    await run(client.deleteServer('s1'));
+    expect(client.unconfirmedDeletes()).toMatchObject([{ serverId: 's1', state: 'delete-requested' }]);
+    const r = await run(waitForDelete(client, 's1', { intervalMs: 1000, jitter: 0 }));
+    expect(r.value).toMatchObject({ outcome: 'deleted' });
+    expect(client.unconfirmedDeletes()).toEqual([]);
+    expect(events).toEqual(['s1']);
+  });
+
+  it('two deleteServer calls for the same id at once: one deletion confirmed, one event, nothing left', async () => {
+    const { nova, client } = hostileSetup();
+    nova.add('s1', { deletedAfterMs: 300, goneAfterMs: 1500 });
+    const events: string[] = [];
+    client.deleteEngine.ledger.onConfirmed((id) => events.push(id));
+    const [a, b] = await Promise.all([
+      run(client.deleteServer('s1', { wait: true, intervalMs: 1000, jitter: 0 })),
+      run(client.deleteServer('s1', { wait: true, intervalMs: 1000, jitter: 0 })),
+    ]);
+    expect(a.value).toMatchObject({ outcome: 'deleted' });
+    expect(b.value).toMatchObject({ outcome: 'deleted' });
+    expect(events).toEqual(['s1']);
+    expect(client.unconfirmedDeletes()).toEqual([]);
+  });
+});
+
+describe('deleteServers: the batch barrier', () => {
+  it('one DELETE that hangs does not hold the waits of the servers already accepted', async () => {
+    const { nova, client } = hostileSetup({ requestTimeoutMs: 30_000 });
+    const ids = ['s1', 's2', 's3', 's4', 's5'];
+    for (const id of ids) nova.add(id, { deletedAfterMs: 200, goneAfterMs: 1000 });
+    nova.fault = ({ method, serverId }) => (method === 'DELETE' && serverId === 's5' ? { kind: 'hang' } : undefined);
+    const r = await run(client.deleteServers(ids, { wait: true, intervalMs: 1000, timeoutMs: 20_000, jitter: 0 }));
+    expect(r.value?.succeeded).toEqual(['s1', 's2', 's3', 's4']);
+    for (const x of r.value!.results.slice(0, 4)) expect(x).toMatchObject({ status: 'fulfilled', value: { outcome: 'deleted' } });
+    expect(r.value?.failed.map((f) => [f.serverId, f.error.name])).toEqual([['s5', 'DeleteTimeoutError']]);
+    // The waits started one interval after the last answered DELETE, not at s5's deadline.
+    const firstLook = Math.min(...nova.seen.filter((q) => q.method === 'GET').map((q) => q.at - T0));
+    expect(firstLook).toBeGreaterThanOrEqual(1000);
+    expect(firstLook).toBeLessThan(1100);
+    expect(r.settledAt).toBe(20_000);
+    expect(client.unconfirmedDeletes()).toMatchObject([{ serverId: 's5', state: 'failed' }]);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
+describe('the rate limit never holds a call past its deadline or its abort', () => {
+  it('deleteServer calls queued behind the rate limit settle at timeoutMs, and their queued DELETEs are never sent', async () => {
+    const { nova, client } = hostileSetup({ maxRequestsPerSecond: 1 });
+    const ids = ['s1', 's2', 's3', 's4', 's5', 's6'];
+    for (const id of ids) nova.add(id, { goneAfterMs: 100 });
+    const results = await Promise.all(ids.map((id) => run(client.deleteServer(id, { wait: true, timeoutMs: 1500, intervalMs: 1000 }))));
+    for (const r of results) {
+      expect(r.error).toBeInstanceOf(DeleteTimeoutError);
+      expect(r.settledAt).toBe(1500);
+    }
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(nova.seen.every((q) => q.at - T0 <= 1500)).toBe(true);
+    expect(client.unconfirmedDeletes().map((u) => u.state)).toEqual(ids.map(() => 'failed'));
+  });
+
+  it('an abort settles every call queued behind the rate limit at once', async () => {
+    const { nova, client } = hostileSetup({ maxRequestsPerSecond: 1 });
+    const ids = ['s1', 's2', 's3', 's4'];
+    for (const id of ids) nova.add(id, { goneAfterMs: 100 });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error('stop')), 300);
+    const results = await Promise.all(ids.map((id) => run(client.deleteServer(id, { wait: true, intervalMs: 1000, signal: controller.signal }))));
+    for (const r of results) {
+      expect(r.error).toBeInstanceOf(AbortError);
+      expect(r.settledAt).toBe(300);
+    }
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(nova.seen.map((q) => `${q.at - T0} ${q.method} ${q.path}`)).toEqual(['0 DELETE /servers/s1']);
+  });
+});
