@@ -29,6 +29,7 @@ import { AbortError } from '../errors/index.js';
 import { DeleteLedger } from './ledger.js';
 import { runTick, type TickEntry } from './tick.js';
 import { ServerMemory } from './memory.js';
+import { ListingPolicy } from './listingPolicy.js';
 import { isFatalLookFailure, showsDeleted, type Observation } from './observe.js';
 import type { DeleteEngineOptions, DeleteEngineStats, ServerApi, WatchEnd, WatchSpec } from './types.js';
 
@@ -58,12 +59,6 @@ const STATUS_REFRESH_INTERVALS = 3;
 /** Shortest time limit of a shared listing, in ms. */
 const MIN_LISTING_TIMEOUT_MS = 1000;
 
-/** Longest pause of shared listings after listings failed in a row, in ms (the servers get their own GETs meanwhile). */
-const MAX_LISTING_BACKOFF_MS = 60_000;
-
-/** Widest extra window taken off `changes-since` after servers were missing from listings, in ms. */
-const MAX_WIDEN_MS = 600_000;
-
 /** The delete engine of one client. */
 export class DeleteEngine {
   /** Unconfirmed deletions and the "deletion confirmed" event. */
@@ -81,19 +76,18 @@ export class DeleteEngine {
   /** What is remembered of servers between waits: the Date of their accepted DELETE, their faults. */
   readonly #memory = new ServerMemory();
   #offsetMs: number | undefined;
-  #widenMs = 0;
   #waits = 0;
   #timer: TimerHandle | undefined;
   #timerAt = Number.POSITIVE_INFINITY;
   #ticking: AbortController | undefined;
   #lastTickAt = Number.NEGATIVE_INFINITY;
-  #listingOffUntil = Number.NEGATIVE_INFINITY;
-  #listingBackoffMs = 0;
+  readonly #listings: ListingPolicy;
 
   constructor(api: ServerApi, options: DeleteEngineOptions = {}) {
     this.api = api;
     this.clock = api.clock;
     this.#coalesce = options.coalesce ?? true;
+    this.#listings = new ListingPolicy(api.microversion);
     this.#watchIntervalMs = options.watchIntervalMs;
     this.ledger = new DeleteLedger(() => this.clock.wallNow());
     const rps = options.maxRequestsPerSecond ?? 10;
@@ -274,7 +268,7 @@ export class DeleteEngine {
 
   #startTick(now: number): void {
     // Shared listings while two or more are pending, unless a listing failed lately (back-off).
-    const fleet = this.#coalesce && this.#entries.size >= 2 && now >= this.#listingOffUntil;
+    const fleet = this.#coalesce && this.#entries.size >= 2 && this.#listings.usable(now);
     const entries = [...this.#entries.values()];
     const due = entries.filter((e) => e.watches.some((w) => w.nextAt <= now && now < w.deadlineAt - LAST_LOOK_MARGIN_MS));
     if (due.length === 0) return;
@@ -298,7 +292,7 @@ export class DeleteEngine {
       entries: fleet ? entries : due,
       due: new Set(due),
       offsetMs: this.#offsetMs,
-      widenMs: this.#widenMs,
+      widenMs: this.#listings.widenMs,
       // A listing slower than the interval is a failed look: the servers get their own GETs.
       listingTimeoutMs: Math.min(this.api.requestTimeoutMs, Math.max(interval, MIN_LISTING_TIMEOUT_MS)),
       now,
@@ -306,19 +300,15 @@ export class DeleteEngine {
       timeLeftMs: () => Math.max(1, deadline - this.clock.now()),
       requestTimeoutMs: (e) => this.#requestTimeoutMs(e as Entry),
       onListing: (ok, serverDateMs) => {
-        if (ok) {
-          this.noteNovaDate(serverDateMs);
-          this.#listingBackoffMs = 0;
-          return;
-        }
-        this.#listingBackoffMs = Math.min(MAX_LISTING_BACKOFF_MS, Math.max(interval, this.#listingBackoffMs * 2));
-        this.#listingOffUntil = this.clock.now() + this.#listingBackoffMs;
+        if (ok) this.noteNovaDate(serverDateMs);
+        this.#listings.listed(ok, this.clock.now(), interval);
       },
-      onMissing: () => {
-        this.#widenMs = Math.min(MAX_WIDEN_MS, Math.max(2000, this.#widenMs * 2));
-      },
+      onMissing: () => this.#listings.missing(),
       deliver: (e, obs) => this.#deliver(e as Entry, obs),
       present: (e) => this.#present(e as Entry),
+      presenceMicroversion: this.#listings.presenceMicroversion,
+      trustAbsence: this.#listings.trustAbsence,
+      onPresenceUnsupported: () => this.#listings.presenceUnsupported(),
       fail: (e, error) => this.#fail(e as Entry, error),
     }).finally(() => {
       if (this.#ticking === controller) this.#ticking = undefined;

@@ -114,8 +114,18 @@ export async function listChangedSince(
   return { byId, serverDateMs, pages };
 }
 
-/** `GET /servers` (ids only, every page): the ids Nova lists. */
-export async function listIds(api: ServerApi, signal: AbortSignal, requestTimeoutMs: number): Promise<{ ids: Set<string>; pages: number }> {
-  const { servers, pages } = await api.listServersWithMeta({}, { signal, requestTimeoutMs, retry: false, brief: true });
+/**
+ * The microversion of the brief listing: at least 2.69, from which Nova lists the servers of a cell
+ * it cannot reach (status `UNKNOWN`) instead of leaving them out (Nova API reference, "List Servers",
+ * microversion 2.69), so a server missing from it is really gone.
+ */
+export function presenceMicroversion(clientMicroversion: string): string {
+  const minor = /^2\.(\d+)$/.exec(clientMicroversion)?.[1];
+  return minor !== undefined && Number(minor) < 69 ? '2.69' : clientMicroversion;
+}
+
+/** `GET /servers` (ids only, every page) at {@link presenceMicroversion}: the ids Nova lists, and whether the listing has none. */
+export async function listIds(api: ServerApi, signal: AbortSignal, requestTimeoutMs: number, microversion?: string): Promise<{ ids: Set<string>; pages: number }> {
+  const { servers, pages } = await api.listServersWithMeta({}, { signal, requestTimeoutMs, retry: false, brief: true, ...(microversion ? { microversion } : {}) });
   return { ids: new Set(servers.map((s) => String(s.id))), pages };
 }

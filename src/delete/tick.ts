@@ -5,7 +5,7 @@
  * @module
  */
 import { timeoutSignal } from '../core/clock.js';
-import { AbortError } from '../errors/index.js';
+import { AbortError, NovaApiError } from '../errors/index.js';
 import { CHANGES_SINCE_MARGIN_MS, listChangedSince, listIds, lookById, type Observation } from './observe.js';
 import type { DeleteEngineStats, ServerApi } from './types.js';
 
@@ -62,6 +62,14 @@ export interface TickContext {
   /** A server whose DELETE date was known was missing from a `changes-since` listing. */
   onMissing: () => void;
   deliver: (entry: TickEntry, obs: Observation) => void;
+  /**
+   * The microversion of the brief listing (at least 2.69: servers of an unreachable cell are listed,
+   * not left out), or undefined for the client's own; and whether a server missing from a listing
+   * that had it is gone (only then). A 406 to the higher microversion turns both off.
+   */
+  presenceMicroversion: string | undefined;
+  trustAbsence: boolean;
+  onPresenceUnsupported: () => void;
   /** A listing still has the server: a look that shows it there (its status as last seen). */
   present: (entry: TickEntry) => void;
   fail: (entry: TickEntry, error: unknown) => void;
@@ -147,16 +155,18 @@ async function statusListing(ctx: TickContext, wanted: TickEntry[]): Promise<Tic
 
 /**
  * The brief listing for the servers under way. A server it no longer has, that an earlier listing
- * had, is gone (Nova lists a server until it destroys it, its `DELETED` window included). A server it
- * never had (another project's, seen through an admin token), or any server when the listing is
- * empty, is looked at by its own GET for the 404. When the listing fails, the due ones are looked at.
+ * had, is gone (Nova lists a server until it destroys it, its `DELETED` window included, and from
+ * microversion 2.69 lists the servers of an unreachable cell too). A server it never had (another
+ * project's, seen through an admin token), any server when the listing is empty, and any server when
+ * Nova cannot list at 2.69, is looked at by its own GET for the 404. When the listing fails, the due
+ * ones are looked at.
  */
 async function presenceListing(ctx: TickContext, underway: TickEntry[]): Promise<{ gone: TickEntry[]; look: TickEntry[] }> {
   if (underway.length <= 1) return { gone: [], look: underway.filter((e) => e.seenDeleted || ctx.due.has(e)) };
   try {
     const { ids } = await ctx.send(() => {
       ctx.stats.briefListings++;
-      return bounded(ctx, (signal, limitMs) => listIds(ctx.api, signal, limitMs));
+      return bounded(ctx, (signal, limitMs) => listIds(ctx.api, signal, limitMs, ctx.presenceMicroversion));
     }, ctx.signal);
     ctx.onListing(true);
     const gone: TickEntry[] = [];
@@ -165,14 +175,15 @@ async function presenceListing(ctx: TickContext, underway: TickEntry[]): Promise
       if (ids.has(e.serverId)) {
         e.listed = true;
         ctx.present(e);
-      } else if (e.listed && ids.size > 0) gone.push(e);
+      } else if (e.listed && ids.size > 0 && ctx.trustAbsence) gone.push(e);
       else look.push(e);
     }
     return { gone, look };
   } catch (error) {
     if (error instanceof AbortError && ctx.signal.aborted) return { gone: [], look: [] };
     ctx.stats.listingFailures++;
-    ctx.onListing(false);
+    if (error instanceof NovaApiError && error.status === 406 && ctx.presenceMicroversion !== undefined) ctx.onPresenceUnsupported();
+    else ctx.onListing(false);
     return { gone: [], look: underway.filter((e) => ctx.due.has(e)) };
   }
 }

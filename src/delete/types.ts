@@ -14,6 +14,7 @@ export interface EngineRequestOptions {
   requestTimeoutMs?: number | undefined;
   retry?: { retries?: number; maxRetryTimeMs?: number } | false | undefined;
   onAttempt?: ((attempt: number) => void) | undefined;
+  microversion?: string | undefined;
 }
 
 /** A raw answer: status, body, request id and Nova's `Date` header (epoch ms). */
@@ -35,6 +36,8 @@ export interface ServerApi {
   readonly logger: Logger;
   /** Default per-request time limit, in ms. */
   readonly requestTimeoutMs: number;
+  /** The client's compute microversion (`"2.<minor>"` or `"latest"`). */
+  readonly microversion: string;
   /** `GET /servers/{id}` (Nova API reference, "Show Server Details"). */
   getServer(id: string, options?: EngineRequestOptions): Promise<Server>;
   /** `GET /servers/detail` or, with `brief`, `GET /servers`, every page, with the first page's `Date` header. */

@@ -113,7 +113,8 @@ export class NovaRequester {
   }
 
   async #exchange<T>(req: RawRequest, ctx: RequestContext, token: string, signal: AbortSignal, reauthenticated: boolean): Promise<RawResponse<T> | typeof REAUTHENTICATE> {
-    const { transport, stats, logger, microversion } = this.#init;
+    const { transport, stats, logger } = this.#init;
+    const microversion = req.microversion ?? this.#init.microversion;
     stats.requests++;
     stats.byMethod[req.method] = (stats.byMethod[req.method] ?? 0) + 1;
     const res = await transport.send({

@@ -202,6 +202,33 @@ describe('many pending waits: shared listings', () => {
   });
 });
 
+describe('the brief listing is asked at microversion 2.69 or later', () => {
+  it('a client at 2.1 lists at 2.69 (servers of an unreachable cell are listed, not left out); its other requests stay at 2.1', async () => {
+    const { nova, client } = setup({ microversion: '2.1' });
+    nova.add('bystander', {});
+    for (const id of ids(4)) nova.add(id, { goneAfterMs: 1500 });
+    for (const id of ids(4)) await client.requestDelete(id);
+    await Promise.all(ids(4).map((id) => run(waitForDelete(client, id, { intervalMs: 1000, jitter: 0 }))));
+    const brief = nova.seen.filter((q) => q.method === 'GET' && q.path === '/servers');
+    expect(brief.length).toBeGreaterThan(0);
+    expect(brief.every((q) => q.microversion === '2.69')).toBe(true);
+    expect(nova.seen.filter((q) => q.path !== '/servers').every((q) => q.microversion === '2.1')).toBe(true);
+  });
+
+  it('a Nova older than 2.69 (406): the listing goes on at the client microversion and every absence is proved by a GET', async () => {
+    const { nova, client } = setup({ microversion: '2.1' });
+    nova.maxMicroversionMinor = 65;
+    nova.add('bystander', {});
+    for (const id of ids(4)) nova.add(id, { goneAfterMs: 1500 });
+    for (const id of ids(4)) await client.requestDelete(id);
+    const results = await Promise.all(ids(4).map((id) => run(waitForDelete(client, id, { intervalMs: 1000, jitter: 0 }))));
+    for (const r of results) expect(r.value).toMatchObject({ outcome: 'deleted' });
+    expect(nova.seen.some((q) => q.path === '/servers' && q.status === 406)).toBe(true);
+    // Each server's deletion is proved by its own 404.
+    for (const id of ids(4)) expect(nova.seen.some((q) => q.serverId === id && q.method === 'GET' && q.status === 404)).toBe(true);
+  });
+});
+
 describe('one rate limit for everything the engine sends', () => {
   it('maxRequestsPerSecond bounds DELETEs and looks together in every one-second window', async () => {
     const { nova, client } = setup({ maxRequestsPerSecond: 5, coalesce: false });

@@ -41,6 +41,8 @@ export interface Seen {
   serverId: string | undefined;
   /** Status answered (0 for a reset, hang or abort). */
   status: number;
+  /** The microversion asked for (`X-OpenStack-Nova-API-Version`). */
+  microversion: string | undefined;
 }
 
 interface ServerState {
@@ -57,6 +59,8 @@ export class ScriptedNova {
   readonly servers = new Map<string, ServerState>();
   /** Nova's clock minus the client's, ms. */
   skewMs = 0;
+  /** The highest minor microversion this Nova has (a higher one gets 406, as Nova answers). */
+  maxMicroversionMinor = 93;
   /** Called for every request: return a fault, or undefined for the normal answer. */
   fault: (req: { method: string; path: string; serverId: string | undefined; listing: 'changes-since' | 'brief' | undefined }) => Fault | undefined = () => undefined;
 
@@ -106,7 +110,10 @@ export class ScriptedNova {
     const serverId = m && m[1] !== 'detail' ? decodeURIComponent(m[1]!) : undefined;
     const listing = path === '/servers/detail' ? 'changes-since' : path === '/servers' ? 'brief' : undefined;
     const now = Date.now();
-    const seen: Seen = { method, path, query, at: now, serverId, status: 0 };
+    const headers = config.headers as { get?: (name: string) => unknown } | undefined;
+    const mvHeader = headers?.get?.('X-OpenStack-Nova-API-Version');
+    const microversion = mvHeader === undefined || mvHeader === null ? undefined : String(mvHeader);
+    const seen: Seen = { method, path, query, at: now, serverId, status: 0, microversion };
     this.seen.push(seen);
     const fault = this.fault({ method, path, serverId, listing });
     const respond = (status: number, data: unknown, headers: Record<string, string> = {}): AxiosResponse => {
@@ -120,6 +127,10 @@ export class ScriptedNova {
         request: {},
       };
     };
+    const minor = Number(/^2\.(\d+)$/.exec(microversion ?? '')?.[1] ?? 1);
+    if (minor > this.maxMicroversionMinor) {
+      return Promise.resolve(respond(406, { computeFault: { code: 406, message: `Version 2.${minor} is not supported by the API. Minimum is 2.1 and maximum is 2.${this.maxMicroversionMinor}.` } }));
+    }
     const answer = (): AxiosResponse => this.#answer(method, path, query, serverId, fault, respond);
     const signal = config.signal as AbortSignal | undefined;
     if (fault?.kind === 'reset') return Promise.reject(new AxiosError('socket hang up', 'ECONNRESET', config));
