@@ -200,7 +200,8 @@ async function main(): Promise<void> {
       console.log(fleetTable(rows) + '\n');
       console.log(
         `The same deletions through \`client.deleteServer(id, { wait: true })\` with its defaults (it resolves only at the 404; ` +
-          `a server a listing no longer has is gone, one no listing had is confirmed by its own GET):\n`,
+          `a server a listing no longer has is gone, one no listing had is confirmed by its own GET). Its DELETEs are paced by ` +
+          `maxRequestsPerSecond (${fleetCfg.maxRequestsPerSecond}): with many at once a DELETE waits for its turn, and the latency drawn from the call counts that wait as lag:\n`,
       );
       console.log(deleteServerTable(rows) + '\n');
       console.log(formatTargets(t) + '\n');
