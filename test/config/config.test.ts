@@ -251,7 +251,7 @@ describe('the environment cloud', () => {
     OS_IDENTITY_API_VERSION: '3',
   };
 
-  it('builds "envvars" from OS_* variables (shared/realnova state/env)', () => {
+  it('builds "envvars" from OS_* variables (like the env file of scripts/real-nova)', () => {
     const c = load(PASSWORD_ENV);
     expect(c.name).toBe('envvars');
     expect(c.source).toEqual({ file: undefined, secureFile: undefined, env: true });

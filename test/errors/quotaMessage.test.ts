@@ -1,12 +1,12 @@
 /**
  * parseQuotaMessage: every shape of quota message Nova (and Neutron through Nova) has sent, the
- * permanence rule, and the messages that must NOT be taken as quota (field cases BUG-08, 09, 10).
+ * permanence rule, and the messages that must NOT be taken as quota (docs/field-cases.md: "Rate limits and the other 413s", "Many ways to say over quota", "Forbidden but not by quota").
  */
 import { describe, expect, it } from 'vitest';
 import { parseQuotaMessage } from '../../src/errors/quotaMessage.js';
 
-describe('parseQuotaMessage: field case BUG-09 table', () => {
-  it('9a single resource, transient', () => {
+describe('parseQuotaMessage: many ways to say over quota', () => {
+  it('single resource, transient', () => {
     expect(parseQuotaMessage('Quota exceeded for cores: Requested 2, but already used 514 of 515 cores')).toEqual({
       shape: 'legacy',
       resources: [{ name: 'cores', requested: 2, used: 514, allowed: 515 }],
@@ -14,7 +14,7 @@ describe('parseQuotaMessage: field case BUG-09 table', () => {
     });
   });
 
-  it('9b several resources, permanent (32 > 20)', () => {
+  it('several resources, permanent (32 > 20)', () => {
     expect(
       parseQuotaMessage('Quota exceeded for cores, ram: Requested 32, 98304, but already used 0, 0 of 20, 51200 cores, ram'),
     ).toEqual({
@@ -27,7 +27,7 @@ describe('parseQuotaMessage: field case BUG-09 table', () => {
     });
   });
 
-  it('9c instances, transient', () => {
+  it('instances, transient', () => {
     expect(parseQuotaMessage('Quota exceeded for instances: Requested 1, but already used 10 of 10 instances')).toEqual({
       shape: 'legacy',
       resources: [{ name: 'instances', requested: 1, used: 10, allowed: 10 }],
@@ -35,17 +35,17 @@ describe('parseQuotaMessage: field case BUG-09 table', () => {
     });
   });
 
-  it('9d Neutron ports through Nova: quota, no numbers, transient', () => {
+  it('Neutron ports through Nova: quota, no numbers, transient', () => {
     expect(parseQuotaMessage('Maximum number of ports exceeded')).toEqual({ shape: 'ports', resources: [], permanent: false });
   });
 
-  it('9e bare QuotaError: quota, no numbers, transient', () => {
+  it('bare QuotaError: quota, no numbers, transient', () => {
     expect(parseQuotaMessage('Quota exceeded: code=InstanceLimitExceeded')).toEqual({ shape: 'bare', resources: [], permanent: false });
   });
 });
 
 describe('parseQuotaMessage: the other shapes', () => {
-  it('real Nova 26.2 multi-resource message (REPORT.md): cores over its limit is permanent', () => {
+  it('real Nova 26.2 multi-resource message (docs/nova-behaviour.md#quota-messages): cores over its limit is permanent', () => {
     // "Requested 2 ... of 1 cores": 2 > 1, the request can never fit.
     expect(parseQuotaMessage('Quota exceeded for cores, ram: Requested 2, 2048, but already used 2, 2048 of 1, 2304 cores, ram')).toEqual({
       shape: 'legacy',
@@ -105,7 +105,7 @@ describe('parseQuotaMessage: the other shapes', () => {
     });
   });
 
-  it('legacy 413 overLimit quota body message (BUG-08b) parses as legacy quota', () => {
+  it('legacy 413 overLimit quota body message (rate limits and the other 413s) parses as legacy quota', () => {
     expect(parseQuotaMessage('Quota exceeded for cores: Requested 2, but already used 10 of 10 cores')).toEqual({
       shape: 'legacy',
       resources: [{ name: 'cores', requested: 2, used: 10, allowed: 10 }],
@@ -144,7 +144,7 @@ describe('parseQuotaMessage: the other shapes', () => {
   });
 });
 
-describe('parseQuotaMessage: not quota (BUG-10: never retried as quota)', () => {
+describe('parseQuotaMessage: not quota (forbidden but not by quota: never retried as quota)', () => {
   it.each([
     ["Policy doesn't allow os_compute_api:servers:create to be performed."],
     ["Policy doesn't allow os_compute_api:os-hypervisors to be performed."],

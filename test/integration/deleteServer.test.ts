@@ -1,7 +1,7 @@
 /**
  * Delete-and-wait against a real Nova 26.2 (Zed): ACTIVE, BUILD and ERROR servers, several at once.
  *
- * What real Nova does (shared/realnova/REPORT.md, "Delete timeline"): DELETE answers 204, GET then
+ * What real Nova does (`docs/nova-behaviour.md#the-deleted-window`): DELETE answers 204, GET then
  * shows the old status with task_state `deleting`, then for 20-50 ms `status: DELETED`, then 404; the
  * project's usage drops in the same transaction that makes GET answer 404.
  */

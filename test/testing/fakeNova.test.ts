@@ -213,7 +213,7 @@ describe.each(FRONTS)('quota 403 on create (legacy DbQuotaDriver) (%s front)', (
 describe.each(FRONTS)('limits and quota sets (%s front)', (front) => {
   const { call, createServer } = via(front);
 
-  it('limits keys depend on the microversion like observed/probe-*.out', async () => {
+  it('limits keys depend on the microversion like a real Nova 26.2 (docs/nova-behaviour.md#limits-and-quota-sets)', async () => {
     const n = await start();
     await createServer(n, '1');
     const at279 = await call(n, 'GET', '/limits');
