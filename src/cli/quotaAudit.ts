@@ -35,7 +35,7 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
   quota
     .command('audit')
     .description(
-      "compare the usage Nova reports (/limits, quota-set detail) with the servers it lists; exit 0 consistent, 3 drift, 4 inconclusive, 1 error",
+      "compare the usage Nova reports (/limits, quota-set detail) with the servers it lists; exit 0 consistent, 3 drift, 4 inconclusive, 1 error, 2 bad usage or configuration",
     )
     .option('--json', 'print the audit as JSON (unlimited = -1)')
     .option('--no-ghosts', 'skip the GET of each listed server that finds ghosts')
