@@ -143,11 +143,14 @@ export class QuotaExceededError extends NovaApiError {
   readonly resources: QuotaResource[];
   /** True when some resource's request exceeds its limit: no amount of waiting helps. */
   readonly permanent: boolean;
+  /** Whose quota it is: `compute` (Nova), `network` (Neutron ports, floating IPs), `volume` (Cinder), or `unknown`. */
+  readonly service: 'compute' | 'network' | 'volume' | 'unknown';
   constructor(init: QuotaExceededInit) {
     super(init);
     const parsed = parseQuotaMessage(init.message);
     this.resources = init.resources ?? parsed?.resources ?? [];
     this.permanent = init.permanent ?? parsed?.permanent ?? false;
+    this.service = parsed?.service ?? 'unknown';
   }
 }
 

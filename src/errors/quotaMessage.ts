@@ -28,6 +28,12 @@ export interface ParsedQuotaMessage {
   resources: QuotaResource[];
   /** True when some resource asks for more than its limit: waiting cannot help. */
   permanent: boolean;
+  /**
+   * The service whose quota it is: `compute` (Nova's cores, RAM, instances, server groups), `network`
+   * (Neutron ports, floating IPs, through Nova), `volume` (Cinder volumes and gigabytes, often as a
+   * build fault), or `unknown`.
+   */
+  service: 'compute' | 'network' | 'volume' | 'unknown';
 }
 
 const LEGACY =
@@ -66,6 +72,21 @@ function isPermanent(resources: QuotaResource[]): boolean {
 }
 
 /**
+ * Unified limits: a limit of 0 with usage above it is a resource with no registered limit (Keystone
+ * answers 0 for it), not a project with no room: unknown, never permanent.
+ */
+function isPermanentUnified(resources: QuotaResource[]): boolean {
+  return isPermanent(resources.filter((r) => !(r.allowed === 0 && r.used > 0)));
+}
+
+/** The service a quota message is about. */
+function serviceOf(message: string, fallback: ParsedQuotaMessage['service']): ParsedQuotaMessage['service'] {
+  if (/\bports?\b|floating ?ips?\b|floatingip|\bnetworks?\b|\bsecurity.?groups?\b/i.test(message)) return 'network';
+  if (/\bvolumes?\b|gigabytes|snapshots?\b|VolumeSize|backup/i.test(message)) return 'volume';
+  return fallback;
+}
+
+/**
  * Recognise a quota message and parse its numbers. Returns `undefined` for any message that is not a
  * quota message (a policy denial, an HTML page, ...), which callers must never retry as quota.
  *
@@ -89,7 +110,7 @@ export function parseQuotaMessage(message: string | undefined | null): ParsedQuo
     if (names.length > 1 && req.length === 1 && used.length === 1 && allowed.length >= 1) {
       // Pre-Liberty: several names joined by ',' but only the first resource's numbers.
       const resources = [{ name: names[0]!, requested: req[0]!, used: used[0]!, allowed: allowed[0]! }];
-      return { shape: 'pre-liberty', resources, permanent: isPermanent(resources) };
+      return { shape: 'pre-liberty', resources, permanent: isPermanent(resources), service: 'compute' };
     }
     if (req.length === names.length && used.length === names.length && allowed.length === names.length) {
       const resources = names.map((name, i) => ({
@@ -98,7 +119,7 @@ export function parseQuotaMessage(message: string | undefined | null): ParsedQuo
         used: used[i]!,
         allowed: allowed[i]!,
       }));
-      return { shape: 'legacy', resources, permanent: isPermanent(resources) };
+      return { shape: 'legacy', resources, permanent: isPermanent(resources), service: 'compute' };
     }
   }
   const pre = PRE_LIBERTY.exec(message);
@@ -106,7 +127,7 @@ export function parseQuotaMessage(message: string | undefined | null): ParsedQuo
     const resources = [
       { name: pre[1]!.split(',')[0]!.trim().toLowerCase(), requested: Number(pre[2]), used: Number(pre[3]), allowed: Number(pre[4]) },
     ];
-    return { shape: 'pre-liberty', resources, permanent: isPermanent(resources) };
+    return { shape: 'pre-liberty', resources, permanent: isPermanent(resources), service: 'compute' };
   }
   const unified = UNIFIED.exec(message);
   if (unified) {
@@ -119,21 +140,24 @@ export function parseQuotaMessage(message: string | undefined | null): ParsedQuo
         allowed: Number(m[2]),
       });
     }
-    return { shape: 'unified-limits', resources, permanent: isPermanent(resources) };
+    return { shape: 'unified-limits', resources, permanent: isPermanentUnified(resources), service: 'compute' };
   }
   if (/Maximum number of ports exceeded/i.test(message)) {
-    return { shape: 'ports', resources: [], permanent: false };
+    return { shape: 'ports', resources: [], permanent: false, service: 'network' };
   }
   if (/too many servers in group/i.test(message)) {
-    return { shape: 'server-group', resources: [], permanent: false };
+    return { shape: 'server-group', resources: [], permanent: false, service: 'compute' };
+  }
+  if (/Maximum number of floating ?IP'?s exceeded|No more floating IPs? (?:available )?in (?:the )?pool/i.test(message)) {
+    return { shape: 'other-quota', resources: [], permanent: false, service: 'network' };
   }
   if (/^\s*Quota exceeded\b/i.test(message) || /\bQuota exceeded\b/i.test(message)) {
-    return { shape: 'bare', resources: [], permanent: false };
+    return { shape: 'bare', resources: [], permanent: false, service: serviceOf(message, 'compute') };
   }
   if (/\bexceed(?:s|ed)?\b.*\bquota\b|\bquota\b.*\bexceed/i.test(message)) {
     // Build-aborted faults naming another service's quota, e.g. "... exceeds allowed gigabytes
     // quota" (nodepool's 'exceeds' + 'quota' rule) or Cinder's "... exceeded for quota 'volumes'".
-    return { shape: 'other-quota', resources: [], permanent: false };
+    return { shape: 'other-quota', resources: [], permanent: false, service: serviceOf(message, 'unknown') };
   }
   return undefined;
 }

@@ -17,14 +17,14 @@ describe('almost-legacy quota messages', () => {
     ['no numbers', 'Quota exceeded for cores: Requested , but already used  of  cores'],
     ['extra spaces', 'Quota exceeded for cores:  Requested 2,  but already used 514 of 515 cores'],
   ])('%s: a quota error without numbers (never NaN)', (_what, message) => {
-    expect(parseQuotaMessage(message)).toEqual({ shape: 'bare', resources: [], permanent: false });
+    expect(parseQuotaMessage(message)).toEqual({ shape: 'bare', resources: [], permanent: false, service: 'compute' });
   });
 
   it('upper-case resource names are Nova names in lower case', () => {
     expect(parseQuotaMessage('quota exceeded for CORES: requested 2, but already used 9 of 10 CORES')).toEqual({
       shape: 'legacy',
       resources: [{ name: 'cores', requested: 2, used: 9, allowed: 10 }],
-      permanent: false,
+      permanent: false, service: 'compute',
     });
   });
 

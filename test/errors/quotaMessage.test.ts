@@ -10,7 +10,7 @@ describe('parseQuotaMessage: many ways to say over quota', () => {
     expect(parseQuotaMessage('Quota exceeded for cores: Requested 2, but already used 514 of 515 cores')).toEqual({
       shape: 'legacy',
       resources: [{ name: 'cores', requested: 2, used: 514, allowed: 515 }],
-      permanent: false,
+      permanent: false, service: 'compute',
     });
   });
 
@@ -23,7 +23,7 @@ describe('parseQuotaMessage: many ways to say over quota', () => {
         { name: 'cores', requested: 32, used: 0, allowed: 20 },
         { name: 'ram', requested: 98304, used: 0, allowed: 51200 },
       ],
-      permanent: true,
+      permanent: true, service: 'compute',
     });
   });
 
@@ -31,16 +31,16 @@ describe('parseQuotaMessage: many ways to say over quota', () => {
     expect(parseQuotaMessage('Quota exceeded for instances: Requested 1, but already used 10 of 10 instances')).toEqual({
       shape: 'legacy',
       resources: [{ name: 'instances', requested: 1, used: 10, allowed: 10 }],
-      permanent: false,
+      permanent: false, service: 'compute',
     });
   });
 
   it('Neutron ports through Nova: quota, no numbers, transient', () => {
-    expect(parseQuotaMessage('Maximum number of ports exceeded')).toEqual({ shape: 'ports', resources: [], permanent: false });
+    expect(parseQuotaMessage('Maximum number of ports exceeded')).toEqual({ shape: 'ports', resources: [], permanent: false, service: 'network' });
   });
 
   it('bare QuotaError: quota, no numbers, transient', () => {
-    expect(parseQuotaMessage('Quota exceeded: code=InstanceLimitExceeded')).toEqual({ shape: 'bare', resources: [], permanent: false });
+    expect(parseQuotaMessage('Quota exceeded: code=InstanceLimitExceeded')).toEqual({ shape: 'bare', resources: [], permanent: false, service: 'compute' });
   });
 });
 
@@ -53,7 +53,7 @@ describe('parseQuotaMessage: the other shapes', () => {
         { name: 'cores', requested: 2, used: 2, allowed: 1 },
         { name: 'ram', requested: 2048, used: 2048, allowed: 2304 },
       ],
-      permanent: true,
+      permanent: true, service: 'compute',
     });
   });
 
@@ -69,7 +69,7 @@ describe('parseQuotaMessage: the other shapes', () => {
         { name: 'instances', requested: 3, used: 9, allowed: 10 },
         { name: 'ram', requested: 6144, used: 49152, allowed: 51200 },
       ],
-      permanent: false,
+      permanent: false, service: 'compute',
     });
   });
 
@@ -77,7 +77,7 @@ describe('parseQuotaMessage: the other shapes', () => {
     expect(parseQuotaMessage('Quota exceeded for cores,instances: Requested 2, but already used 9 of 10 cores')).toEqual({
       shape: 'pre-liberty',
       resources: [{ name: 'cores', requested: 2, used: 9, allowed: 10 }],
-      permanent: false,
+      permanent: false, service: 'compute',
     });
   });
 
@@ -86,7 +86,7 @@ describe('parseQuotaMessage: the other shapes', () => {
       parseQuotaMessage(
         'Project 6a3c1b0f9e2d4c8a is over a limit for [Resource class:VCPU is over limit of 515 due to current usage 514 and delta 2]',
       ),
-    ).toEqual({ shape: 'unified-limits', resources: [{ name: 'cores', requested: 2, used: 514, allowed: 515 }], permanent: false });
+    ).toEqual({ shape: 'unified-limits', resources: [{ name: 'cores', requested: 2, used: 514, allowed: 515 }], permanent: false, service: 'compute' });
   });
 
   it('unified limits, several resources, names mapped to cores / ram / instances; delta above limit is permanent', () => {
@@ -101,7 +101,7 @@ describe('parseQuotaMessage: the other shapes', () => {
         { name: 'instances', requested: 1, used: 10, allowed: 10 },
         { name: 'ram', requested: 4096, used: 0, allowed: 2048 },
       ],
-      permanent: true,
+      permanent: true, service: 'compute',
     });
   });
 
@@ -109,7 +109,7 @@ describe('parseQuotaMessage: the other shapes', () => {
     expect(parseQuotaMessage('Quota exceeded for cores: Requested 2, but already used 10 of 10 cores')).toEqual({
       shape: 'legacy',
       resources: [{ name: 'cores', requested: 2, used: 10, allowed: 10 }],
-      permanent: false,
+      permanent: false, service: 'compute',
     });
   });
 
@@ -118,11 +118,11 @@ describe('parseQuotaMessage: the other shapes', () => {
   });
 
   it('server-group member quota', () => {
-    expect(parseQuotaMessage('Quota exceeded, too many servers in group')).toEqual({ shape: 'server-group', resources: [], permanent: false });
+    expect(parseQuotaMessage('Quota exceeded, too many servers in group')).toEqual({ shape: 'server-group', resources: [], permanent: false, service: 'compute' });
   });
 
   it('keypair quota is the bare shape', () => {
-    expect(parseQuotaMessage('Quota exceeded, too many key pairs.')).toEqual({ shape: 'bare', resources: [], permanent: false });
+    expect(parseQuotaMessage('Quota exceeded, too many key pairs.')).toEqual({ shape: 'bare', resources: [], permanent: false, service: 'compute' });
   });
 
   it("build-aborted fault naming another service's quota (nodepool's 'exceeds' + 'quota' rule)", () => {
@@ -130,11 +130,11 @@ describe('parseQuotaMessage: the other shapes', () => {
       parseQuotaMessage(
         'Build of instance 11111111-aaaa-4bbb-8ccc-000000000014 aborted: VolumeSizeExceedsAvailableQuota: Requested volume or snapshot exceeds allowed gigabytes quota.',
       ),
-    ).toEqual({ shape: 'other-quota', resources: [], permanent: false });
+    ).toEqual({ shape: 'other-quota', resources: [], permanent: false, service: 'volume' });
   });
 
   it("Nova's VolumeLimitExceeded text ('Volume resource quota exceeded') is a quota (bare shape)", () => {
-    expect(parseQuotaMessage('Build of instance x aborted: Volume resource quota exceeded')).toEqual({ shape: 'bare', resources: [], permanent: false });
+    expect(parseQuotaMessage('Build of instance x aborted: Volume resource quota exceeded')).toEqual({ shape: 'bare', resources: [], permanent: false, service: 'volume' });
   });
 
   it("Cinder's 'exceeded for quota' text in a build-aborted fault", () => {
@@ -161,5 +161,43 @@ describe('parseQuotaMessage: not quota (forbidden but not by quota: never retrie
   it('undefined and null → undefined', () => {
     expect(parseQuotaMessage(undefined)).toBeUndefined();
     expect(parseQuotaMessage(null)).toBeUndefined();
+  });
+});
+
+describe('parseQuotaMessage: unified limits and the quotas of other services', () => {
+  it('a resource class /limits does not show is kept by name; delta within the limit is transient', () => {
+    expect(parseQuotaMessage('Project 1f2e is over a limit for [Resource class:DISK_GB is over limit of 100 due to current usage 80 and delta 80]')).toEqual({
+      shape: 'unified-limits',
+      resources: [{ name: 'class:DISK_GB', requested: 80, used: 80, allowed: 100 }],
+      permanent: false,
+      service: 'compute',
+    });
+  });
+
+  it('a limit of 0 with usage above it is a limit not registered in Keystone: unknown, never permanent', () => {
+    const p = parseQuotaMessage('Project 1f2e is over a limit for [Resource class:VCPU is over limit of 0 due to current usage 12 and delta 2]');
+    expect(p?.permanent).toBe(false);
+    // A real limit the request is over stays permanent.
+    expect(parseQuotaMessage('Project 1f2e is over a limit for [Resource class:VCPU is over limit of 4 due to current usage 0 and delta 8]')?.permanent).toBe(true);
+  });
+
+  it.each([
+    ['Maximum number of ports exceeded', 'network'],
+    ["Maximum number of floating IP's exceeded", 'network'],
+    ['No more floating IPs in pool public', 'network'],
+    ['Build of instance x aborted: VolumeSizeExceedsAvailableQuota: Requested volume or snapshot exceeds allowed gigabytes quota. Requested 80G, quota is 100G and 80G has been consumed.', 'volume'],
+    ['Quota exceeded for cores: Requested 2, but already used 514 of 515 cores', 'compute'],
+    ['Quota exceeded, too many servers in group', 'compute'],
+  ])('%s is a transient quota error of the %s service', (message, service) => {
+    expect(parseQuotaMessage(message)).toMatchObject({ permanent: false, service });
+  });
+});
+
+describe('QuotaExceededError says whose quota it is', () => {
+  it('service: network for Neutron ports, volume for Cinder gigabytes, compute for cores', async () => {
+    const { QuotaExceededError } = await import('../../src/index.js');
+    expect(new QuotaExceededError({ status: 403, message: 'Maximum number of ports exceeded' }).service).toBe('network');
+    expect(new QuotaExceededError({ status: 403, message: 'Quota exceeded for cores: Requested 2, but already used 514 of 515 cores' }).service).toBe('compute');
+    expect(new QuotaExceededError({ status: 403, message: 'Requested volume or snapshot exceeds allowed gigabytes quota' }).service).toBe('volume');
   });
 });
