@@ -31,10 +31,11 @@ import {
   ForbiddenError,
   NovaApiError,
 } from '../errors/index.js';
-import { isServerNotFound } from '../transport/http.js';
+import { isServerNotFound, isTransient } from '../transport/http.js';
+import { withRetry } from '../transport/retry.js';
 import type { DeleteEngine } from './engine.js';
 import { DELETE_DEFAULTS, checkDeleteManyOptions, checkDeleteOptions } from './options.js';
-import type { Observation } from './observe.js';
+import { lookById, type Observation } from './observe.js';
 import type { DeleteServerOptions, DeleteServerResult, DeleteServersOptions, DeleteServersResult, DeleteSettled } from './types.js';
 import { progressReporter, watchSpec, type DeleteCapable } from './waitForDelete.js';
 
@@ -91,7 +92,7 @@ export async function deleteServer(client: DeleteCapable, serverId: string, opti
  * answered, so the waits start together.
  */
 interface Batch {
-  gate: (fn: () => Promise<'accepted' | 'already-gone'>) => Promise<'accepted' | 'already-gone'>;
+  gate: <T>(fn: () => Promise<T>) => Promise<T>;
   waitAfter?: Promise<unknown> | undefined;
 }
 
@@ -146,9 +147,21 @@ async function deleteOne(
       throw e;
     });
 
-  const first = await batch.gate(() => send(options.force ? 'force' : 'delete'));
+  const kind = options.force ? 'force' : 'delete';
+  // With `wait`, a DELETE that keeps failing with 5xx (one racing a create can) is no final failure
+  // while the server may exist: look at it, then send the DELETE again with backoff, until timeoutMs.
+  const first = await batch.gate(() =>
+    options.wait
+      ? deleteUntilAnswered(engine, serverId, call, () => send(kind), options.intervalMs).catch((e: unknown) => {
+          if (call.timedOut()) throw timeout();
+          if (options.signal?.aborted) throw new AbortError(`Deletion of server ${serverId} was aborted`, { cause: options.signal.reason });
+          throw e;
+        })
+      : send(kind),
+  );
   log.debug({ outcome: first, attempts: result.deleteAttempts }, 'delete requested');
   if (first === 'already-gone') return done('already-gone');
+  if (first === 'gone') return done('deleted');
   if (!options.wait) return done('delete-requested');
   if (batch.waitAfter) {
     // The other DELETEs of the batch first: no listing competes with them, and all waits start together.
@@ -210,6 +223,42 @@ async function deleteOne(
     if ((await send('delete')) === 'already-gone') return done('deleted');
     underway = false;
   }
+}
+
+/**
+ * Send the DELETE (`send`, with its own retries) until Nova answers it; after a DELETE that failed
+ * with 5xx or no answer, look at the server: Nova's 404 for it means it is gone (`'gone'`); otherwise
+ * the DELETE is sent again after p-retry's backoff (from `intervalMs`), within the call's time.
+ */
+function deleteUntilAnswered(
+  engine: DeleteEngine,
+  serverId: string,
+  call: Call,
+  send: () => Promise<'accepted' | 'already-gone'>,
+  intervalMs: number = DELETE_DEFAULTS.intervalMs,
+): Promise<'accepted' | 'already-gone' | 'gone'> {
+  const unanswered = (e: unknown): boolean => e instanceof DeleteFailedError && isTransient(e.cause) && !call.signal.aborted;
+  return withRetry(
+    async () => {
+      try {
+        return await send();
+      } catch (e) {
+        if (!unanswered(e)) throw e;
+        const look = await engine.send(() => lookById(engine.api, serverId, call.signal, Math.min(engine.api.requestTimeoutMs, call.timeLeftMs())), call.signal).catch(() => undefined);
+        if (look?.gone) return 'gone';
+        throw e;
+      }
+    },
+    {
+      retries: Number.POSITIVE_INFINITY,
+      minDelayMs: intervalMs,
+      maxDelayMs: Math.max(intervalMs, 60_000),
+      maxRetryTimeMs: call.timeLeftMs(),
+      shouldRetry: unanswered,
+      signal: call.signal,
+      clock: engine.clock,
+    },
+  );
 }
 
 /** Resolve once `promise` settles (either way); reject with the signal's reason when `signal` aborts first. */

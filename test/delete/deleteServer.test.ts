@@ -89,16 +89,43 @@ describe('client.deleteServer', () => {
     expect(nova.requestsTo('GET', serverPath(id))).toHaveLength(0);
   });
 
-  it('The wait loop that hangs or gives up early: DELETE 500 is retried (bounded), then DeleteFailedError with zero GETs', async () => {
+  it('The wait loop that hangs or gives up early: without wait, DELETE 500 is retried (bounded), then DeleteFailedError with zero GETs', async () => {
     const nova = await startNova();
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
     nova.inject({ method: 'DELETE', path: SERVER_PATH, status: 500, body: { computeFault: { code: 500, message: 'Unexpected API Error.' } }, times: Infinity });
-    const err = await settle(client.deleteServer(id, { wait: true, ...FAST, deleteRetries: 3 }).catch((e: unknown) => e));
+    const err = await settle(client.deleteServer(id, { ...FAST, deleteRetries: 3 }).catch((e: unknown) => e));
     expect(err).toBeInstanceOf(DeleteFailedError);
     expect(err).toMatchObject({ serverId: id, deleteAttempts: 4, status: 500, faultMessage: 'Unexpected API Error.' });
     expect(nova.requestsTo('DELETE', serverPath(id))).toHaveLength(4);
     expect(nova.requestsTo('GET', serverPath(id))).toHaveLength(0);
+    expect(client.unconfirmedDeletes()).toMatchObject([{ serverId: id, state: 'failed' }]);
+  });
+
+  it('with wait, a DELETE that keeps answering 500 is no final failure while the server exists: looked at, sent again with backoff, until timeoutMs', async () => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    nova.inject({ method: 'DELETE', path: SERVER_PATH, status: 500, body: { computeFault: { code: 500, message: 'Unexpected API Error.' } }, times: Infinity });
+    const err = await settle(client.deleteServer(id, { wait: true, intervalMs: 100, jitter: 0, timeoutMs: 2000, deleteRetries: 1 }).catch((e: unknown) => e));
+    expect(err).toBeInstanceOf(DeleteTimeoutError);
+    expect(nova.requestsTo('DELETE', serverPath(id)).length).toBeGreaterThan(2);
+    expect(nova.requestsTo('GET', serverPath(id)).length).toBeGreaterThan(0);
+    expect(nova.getServerState(id)?.status).toBe('ACTIVE');
+    expect(client.unconfirmedDeletes()).toMatchObject([{ serverId: id, state: 'failed' }]);
+  });
+
+  it("with wait, a DELETE answering 500 for a server Nova has in fact deleted (a race) ends deleted at the look's 404", async () => {
+    const nova = await startNova({ deleteDelayMs: 0 });
+    const client = clientFor(nova);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    // The DELETE reaches Nova, which deletes the server, but the answer is a 500.
+    nova.inject({ method: 'DELETE', path: SERVER_PATH, status: 500, body: { computeFault: { code: 500, message: 'Unexpected API Error.' } }, times: Infinity });
+    nova.destroyServer(id);
+    const r = await settle(client.deleteServer(id, { wait: true, intervalMs: 100, jitter: 0, timeoutMs: 5000, deleteRetries: 0 }));
+    expect(r).toMatchObject({ outcome: 'deleted' });
+    expect(nova.requestsTo('GET', serverPath(id)).at(-1)?.status).toBe(404);
+    expect(client.unconfirmedDeletes()).toEqual([]);
   });
 
   it('DELETE 503 once, then 204: retried and waited for', async () => {
