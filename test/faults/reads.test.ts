@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { NovaClient } from '../../src/index.js';
 import type { FakeNova } from '../../src/testing/index.js';
 import { startNova, useFakeClock } from '../helpers.js';
-import { FAULT_NAMES, GARBLED, TRANSIENT, inject, matrixClient, outcomeClass, runCell, type FaultName } from './support.js';
+import { FAULT_NAMES, GARBLED, REQUEST_TIMEOUT_MS, TRANSIENT, inject, matrixClient, outcomeClass, runCell, type FaultName } from './support.js';
 
 useFakeClock();
 
@@ -64,6 +64,9 @@ describe('fault matrix: reads', () => {
     const s = await runCell(nova, op.call(client, id), DEADLINE_MS);
     expect(outcomeClass(s)).toBe(outcome);
     if (s.ok) op.check(s.value, id, nova);
+    // A rate limit's Retry-After (1 s) is waited out; a hang ends at the request time limit.
+    if (fault === '429 Retry-After' || fault === '413 overLimit retryAfter') expect(s.atMs).toBeGreaterThanOrEqual(1000);
+    if (fault === 'hang') expect(s.atMs).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS);
     expect(nova.requestsTo('GET', op.path(id))).toHaveLength(attempts);
     expect(nova.requests.filter((r) => r.method !== 'GET')).toEqual([]);
   });
