@@ -138,6 +138,7 @@ export class QuotaGuard {
       log,
       stats: this.stats,
       queue: [],
+      warned: new Set(),
       onRetry: (info) => {
         try {
           return opts.onRetry?.(info);

@@ -28,6 +28,18 @@ export interface GuardState {
   queue: Array<{ needs: ResourceAmounts }>;
   /** The guard's `onRetry` hook, exceptions already caught; `false` vetoes. */
   onRetry: (info: QuotaRetryInfo) => boolean | void;
+  /** Keys of the warnings already logged (see {@link warnOnce}). */
+  warned: Set<string>;
+}
+
+/** Log `msg` at warn level the first time `key` is seen by this guard; later times at debug level. */
+export function warnOnce(g: Pick<GuardState, 'log' | 'warned'>, key: string, fields: Record<string, unknown>, msg: string): void {
+  if (g.warned.has(key)) {
+    g.log.debug(fields, msg);
+    return;
+  }
+  g.warned.add(key);
+  g.log.warn(fields, msg);
 }
 
 /** State of one guarded call (`createServer` or `withQuotaGuard`). */
