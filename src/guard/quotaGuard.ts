@@ -55,6 +55,7 @@ import { componentLogger } from '../core/logger.js';
 import { sleep } from '../core/clock.js';
 import type { CreateServerBody, ResourceAmounts, Server } from '../core/types.js';
 import { createAttempt } from './guardedCreate.js';
+import { needsFromFlavor } from './flavorNeeds.js';
 import { retrySchedule } from './backoff.js';
 import type { Headroom, QuotaNeeds } from './headroom.js';
 import { ClaimLedger, type Claim } from './claims.js';
@@ -202,8 +203,9 @@ export class QuotaGuard {
     if (isFullNeeds(given)) {
       needs = { ...given };
     } else {
-      const flavor = await this.client.getFlavor(flavorIdOf(body.flavorRef), { signal: options.signal });
-      needs = { cores: given?.cores ?? flavor.vcpus, ramMiB: given?.ramMiB ?? flavor.ram, instances: given?.instances ?? 1 };
+      const flavorId = flavorIdOf(body.flavorRef);
+      const flavor = await this.client.getFlavor(flavorId, { signal: options.signal });
+      needs = needsFromFlavor(this.#state, flavorId, flavor, 1, given);
     }
     return this.#guarded(needs, (claim, signal, call) => createAttempt(this.#state, call, body, claim, signal), options.signal);
   }
@@ -228,8 +230,9 @@ export class QuotaGuard {
       if (!Number.isInteger(count) || count < 1) throw new ValidationError(`count must be a positive integer, got ${String(count)}`);
       if (needs.flavorRef === undefined || String(needs.flavorRef).length === 0) throw new ValidationError('flavorRef must be a non-empty string');
       throwIfAborted(options.signal);
-      const flavor = await this.client.getFlavor(flavorIdOf(needs.flavorRef), { signal: options.signal });
-      resolved = { cores: flavor.vcpus * count, ramMiB: flavor.ram * count, instances: count };
+      const flavorId = flavorIdOf(needs.flavorRef);
+      const flavor = await this.client.getFlavor(flavorId, { signal: options.signal });
+      resolved = needsFromFlavor(this.#state, flavorId, flavor, count);
     } else {
       if (!isFullNeeds(needs)) throw new ValidationError('needs must give cores, ramMiB and instances');
       validateNeeds(needs, 'needs');

@@ -81,3 +81,35 @@ describe('/limits bodies seen in the field', () => {
     expect(warnings().filter((m) => /headroom unknown/.test(m))).toHaveLength(1);
   });
 });
+
+describe('a flavor without vcpus', () => {
+  it('the cores need is unknown (0, one warning), never NaN in the totals; RAM and instances still count', async () => {
+    vi.useFakeTimers();
+    const nova = new ScriptedNova();
+    nova.reply('GET /flavors/9', { status: 200, body: { flavor: { id: '9', ram: 512 } } });
+    const { guard, warnings } = withLog(nova);
+    await onFakeTimers(Promise.all([guard.createServer(body('a', '9')), guard.createServer(body('b', '9'))]));
+    expect(nova.posts().map((p) => p.status)).toEqual([202, 202]);
+    for (const id of ['srv-1', 'srv-2']) nova.reply(`GET /servers/${id}`, { status: 200, body: { server: { id, status: 'BUILD' } } });
+    const h = await guard.headroom();
+    // Two claims held (waitForActive false; both servers still in BUILD): cores 0, RAM 2 × 512.
+    expect(h.cores).toEqual({ max: 20, used: 0, inFlight: 0, headroom: 20 });
+    expect(h.ram.inFlight).toBe(1024);
+    expect(h.instances.inFlight).toBe(2);
+    expect(warnings().filter((m) => /flavor 9 has no usable vcpus/.test(m))).toHaveLength(1);
+  });
+
+  it('with Nova refusing every POST: exactly maxAttempts POSTs per create, no NaN-driven burst', async () => {
+    vi.useFakeTimers();
+    const nova = new ScriptedNova();
+    nova.absolute = { maxTotalCores: 4, totalCoresUsed: 4, maxTotalInstances: 10, totalInstancesUsed: 0 };
+    nova.reply('GET /flavors/9', { status: 200, body: { flavor: { id: '9', vcpus: 'n/a', ram: 512 } } });
+    for (let i = 0; i < 8; i++) nova.reply('POST /servers', quota403Reply(MSG));
+    const { guard } = withLog(nova, { maxAttempts: 2 });
+    const results = await onFakeTimers(Promise.allSettled([0, 1, 2, 3].map((i) => guard.createServer(body(`w${i}`, '9')))));
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected', 'rejected']);
+    expect(nova.posts()).toHaveLength(8);
+    expect(guard.stats).toMatchObject({ attempts: 8, quota403s: 8 });
+    expect(guard.inFlightClaims).toBe(0);
+  });
+});
