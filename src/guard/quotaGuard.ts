@@ -24,7 +24,10 @@
  *    ({@link ForbiddenError}: policy, proxy page) and a 413 that is too large
  *    ({@link RequestTooLargeError}) are thrown at once after exactly one POST. A rate limit (413
  *    `overLimit` with Retry-After, 429) waits Retry-After and re-POSTs without using an attempt
- *    (p-retry's `shouldConsumeRetry`).
+ *    (p-retry's `shouldConsumeRetry`). Every POST carries the call's claim tag (metadata
+ *    `nova-guard-claim`); when its answer is lost (reset, timeout, 5xx, a garbled 2xx, a proxy's
+ *    429) the guard searches for the server by name and tag, claim held, and adopts it, re-sends the
+ *    POST once when surely nothing was created, or throws {@link CreateOutcomeUnknownError}.
  * 5. With `waitForActive`, poll the server until it leaves BUILD (osc-lib `wait_for_status`). ERROR
  *    with a quota fault (Nova's recheck race, or a build-aborted fault naming another service's
  *    quota: nodepool's "exceeds" + "quota" rule): delete it with wait (it holds quota too) and retry.
@@ -118,6 +121,8 @@ export class QuotaGuard {
     lateQuotaFaults: 0,
     rateLimitRetries: 0,
     cleanups: 0,
+    ambiguousCreates: 0,
+    adoptedServers: 0,
   };
   readonly #state: GuardState;
 
@@ -185,7 +190,9 @@ export class QuotaGuard {
    * error) when `maxWaitMs` ran out while `/limits` said it does not fit; {@link RateLimitError} when
    * Nova's Retry-After is not shorter than what is left of `maxWaitMs`; {@link ForbiddenError} (policy, proxy), {@link RequestTooLargeError},
    * {@link BadRequestError} at once; {@link ServerBuildError} when the server went to ERROR (not a
-   * quota fault), stayed in BUILD past `activeTimeoutMs` or disappeared; {@link AbortError}.
+   * quota fault), stayed in BUILD past `activeTimeoutMs` or disappeared; {@link CreateOutcomeUnknownError}
+   * when a POST's answer was lost and the search by its claim tag could not settle whether a server
+   * was created (see `lostCreate.ts`); {@link AbortError}.
    */
   async createServer(body: CreateServerBody, options: GuardedCreateOptions = {}): Promise<Server> {
     if (!body || typeof body !== 'object') throw new ValidationError('createServer needs the server body');

@@ -10,6 +10,7 @@ import type { ResourceAmounts } from '../core/types.js';
 import type { Claim, ClaimLedger } from './claims.js';
 import type { QuotaGuardStats, QuotaRetryInfo, ResolvedOptions } from './options.js';
 import type { PostRefusal, RetryPlan } from './retryPolicy.js';
+import { randomUUID } from 'node:crypto';
 import { firstDelayMs } from './backoff.js';
 
 /** What the functions of one guard share. */
@@ -74,6 +75,11 @@ export interface GuardedCall {
   inAttempt: boolean;
   /** True once an attempt has resolved: an abort can no longer take its result away. */
   settled: boolean;
+  /**
+   * The call's claim tag: the value of the `nova-guard-claim` metadata every POST of this call
+   * carries, so that a server whose create answer was lost can be found (`lostCreate.ts`).
+   */
+  readonly claimTag: string;
 }
 
 /** A new call starting now. */
@@ -95,6 +101,7 @@ export function newCall(g: Pick<GuardState, 'clock' | 'opts'>, random: number = 
     plan: undefined,
     inAttempt: false,
     settled: false,
+    claimTag: randomUUID(),
   };
 }
 
