@@ -58,6 +58,7 @@ import { componentLogger } from '../core/logger.js';
 import { sleep } from '../core/clock.js';
 import type { CreateServerBody, ResourceAmounts, Server } from '../core/types.js';
 import { createAttempt } from './guardedCreate.js';
+import { CreateOutcomeUnknownError } from './errors.js';
 import { needsFromFlavor } from './flavorNeeds.js';
 import { retrySchedule } from './backoff.js';
 import type { Headroom, QuotaNeeds } from './headroom.js';
@@ -311,7 +312,8 @@ export class QuotaGuard {
       return result;
     } catch (e) {
       this.stats.failed++;
-      if (signal?.aborted && !(e instanceof AbortError)) throw new AbortError(undefined, { cause: signal.reason });
+      // A create of unknown outcome keeps its own error (it names the tag to search for), abort or not.
+      if (signal?.aborted && !(e instanceof AbortError) && !(e instanceof CreateOutcomeUnknownError)) throw new AbortError(undefined, { cause: signal.reason });
       throw e;
     } finally {
       signal?.removeEventListener('abort', onAbort);

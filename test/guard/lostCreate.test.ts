@@ -158,6 +158,21 @@ describe('a create whose answer was lost or garbled', () => {
     expect(guard.inFlightClaims).toBe(0);
   });
 
+  it('an abort during the search does not hide the tag: CreateOutcomeUnknownError, not a bare AbortError', async () => {
+    vi.useFakeTimers();
+    const nova = new ScriptedNova();
+    nova.reply('POST /servers', { status: 0, reset: true, created: true });
+    for (let i = 0; i < 4; i++) nova.reply('GET /servers/detail', { status: 503, body: 'Service Unavailable', headers: { 'content-type': 'text/plain' } });
+    const guard = new QuotaGuard(nova.client(), OPTS);
+    const ac = new AbortController();
+    const pending = rejection(onFakeTimers(guard.createServer(body('ci-1'), { signal: ac.signal })));
+    await vi.advanceTimersByTimeAsync(500);
+    ac.abort();
+    const err = await pending;
+    expect(err).toBeInstanceOf(CreateOutcomeUnknownError);
+    expect((err as CreateOutcomeUnknownError).claimTag).toBe(nova.liveServers()[0]!.metadata[CLAIM_TAG_KEY]);
+  });
+
   it("the caller's metadata is kept beside the tag; the search asks for the exact name", async () => {
     vi.useFakeTimers();
     const nova = new ScriptedNova();
