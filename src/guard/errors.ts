@@ -2,7 +2,8 @@
  * The quota guard's own verdicts. They are not HTTP answers, so they derive from
  * {@link NovaGuardError} and not from `NovaApiError` (they have no `status`):
  * - {@link QuotaWaitTimeoutError}: `maxWaitMs` ran out while `GET /limits` said the create does not fit;
- * - {@link ServerBuildError}: a server the guard created did not become usable.
+ * - {@link ServerBuildError}: a server the guard created did not become usable;
+ * - {@link CreateOutcomeUnknownError}: a create's answer was lost and the search for it did not settle.
  *
  * @module
  */
@@ -138,5 +139,56 @@ export class ServerBuildError extends NovaGuardError {
     this.elapsedMs = init.elapsedMs;
     this.deleted = init.deleted;
     this.cleanupError = init.cleanupError;
+  }
+}
+
+/** What {@link CreateOutcomeUnknownError} carries. */
+export interface CreateOutcomeUnknownInit {
+  /** The value of the `nova-guard-claim` metadata the POST carried. */
+  claimTag: string;
+  /** The server name the POST asked for. */
+  serverName: string;
+  /** POSTs of this call whose outcome was unknown. */
+  posts: number;
+  /** Searches made after the last of them. */
+  searches: number;
+  /** The error of the POST whose answer was lost or garbled. */
+  cause: unknown;
+  /** The error of the last failed search, if any. */
+  lastSearchError?: Error | undefined;
+}
+
+/**
+ * `QuotaGuard.createServer` sent `POST /servers`, the answer was lost or garbled (reset, request
+ * timeout, 5xx, a 2xx without `server`, a proxy's 429), and its searches for the server (by name,
+ * filtered by the `nova-guard-claim` metadata) neither found it nor made sure that nothing was
+ * created. The server may exist. Find it by its tag: `GET /servers/detail?name=^<name>$` and keep
+ * the one whose `metadata['nova-guard-claim']` is {@link claimTag}, or let the reaper do it
+ * (`reapServers({ metadataKey: 'nova-guard-claim', metadataValue: claimTag })`).
+ */
+export class CreateOutcomeUnknownError extends NovaGuardError {
+  /** The `nova-guard-claim` metadata value of the server that may exist. */
+  readonly claimTag: string;
+  /** The server name the POST asked for (`name` is the error's class name, as for every error). */
+  readonly serverName: string;
+  /** POSTs whose outcome was unknown. */
+  readonly posts: number;
+  /** Searches after the last one. */
+  readonly searches: number;
+  /** The error of the last failed search, if any. */
+  readonly lastSearchError: Error | undefined;
+  /** @param init - See {@link CreateOutcomeUnknownInit}. */
+  constructor(init: CreateOutcomeUnknownInit) {
+    const why = (init.cause as Error | undefined)?.message ?? String(init.cause);
+    super(
+      `The outcome of creating server ${JSON.stringify(init.serverName)} is unknown (${why}); ${init.searches} searches did not settle it. ` +
+        `A server may exist: look for metadata nova-guard-claim=${init.claimTag}`,
+      { cause: init.cause },
+    );
+    this.claimTag = init.claimTag;
+    this.serverName = init.serverName;
+    this.posts = init.posts;
+    this.searches = init.searches;
+    this.lastSearchError = init.lastSearchError;
   }
 }

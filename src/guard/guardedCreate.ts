@@ -5,7 +5,9 @@
  *
  * - `POST /servers` (Nova API reference, "Create Server") is sent once per attempt, never with the
  *   caller's AbortSignal (an abort must not hide a server Nova created) and without the client's own
- *   retries: the guard's retry policy decides (`retryPolicy.ts`). A rate limit or a refused
+ *   retries: the guard's retry policy decides (`retryPolicy.ts`). It carries the call's claim tag;
+ *   when its answer is lost the server is searched for and adopted, or the POST re-sent once when
+ *   surely nothing was created (`lostCreate.ts`). A rate limit or a refused
  *   connection keeps the claim for the re-send (`call.heldClaim`).
  * - With `waitForActive`: poll until the server leaves BUILD ({@link waitForActive}). ERROR with a
  *   quota fault ({@link parseQuotaMessage} on `fault.message`: Nova's recheck text, or a
@@ -21,7 +23,8 @@ import { AbortError, ForbiddenError, NovaNetworkError, QuotaExceededError, RateL
 import { parseQuotaMessage } from '../errors/quotaMessage.js';
 import type { CreateServerBody, Server } from '../core/types.js';
 import type { Claim } from './claims.js';
-import { ServerBuildError } from './errors.js';
+import { CreateOutcomeUnknownError, ServerBuildError } from './errors.js';
+import { postOrAdopt } from './lostCreate.js';
 import { waitForActive } from './waitForActive.js';
 import type { GuardState, GuardedCall } from './state.js';
 
@@ -41,8 +44,13 @@ export async function createAttempt(g: GuardState, call: GuardedCall, body: Crea
   let server: Server;
   try {
     // The POST itself never takes the signal: an abort must not hide a server Nova created.
-    server = await g.client.createServer(body, { retry: false });
+    server = await postOrAdopt(g, call, body);
   } catch (e) {
+    if (e instanceof CreateOutcomeUnknownError) {
+      // A server may exist and Nova may count it.
+      g.ledger.release(claim, 'counted');
+      throw e;
+    }
     const refusal = refusalOf(e);
     if (refusal) {
       call.refusal = refusal;

@@ -10,22 +10,43 @@
  *
  * @module
  */
-import { NotFoundError, QuotaExceededError, throwIfAborted } from '../errors/index.js';
+import { InvalidResponseError, NotFoundError, QuotaExceededError, throwIfAborted } from '../errors/index.js';
 import { onDeleteConfirmed } from '../delete/index.js';
 import { sleep } from '../core/clock.js';
-import type { ResourceAmounts } from '../core/types.js';
+import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import type { Claim } from './claims.js';
-import { addNeeds, checkFit, computeHeadroom, describeShortfalls, isAnything, NO_NEEDS, shortfallResources, type FitVerdict, type Headroom } from './headroom.js';
+import { LIMIT_KEYS, addNeeds, checkFit, computeHeadroom, describeShortfalls, isAnything, NO_NEEDS, shortfallResources, type FitVerdict, type Headroom } from './headroom.js';
 import { QuotaWaitTimeoutError } from './errors.js';
 import { stepDelayMs } from './backoff.js';
 import type { QuotaWaitInfo } from './options.js';
-import { elapsedMs, remainingMs, type GuardState, type GuardedCall } from './state.js';
+import { elapsedMs, remainingMs, warnOnce, type GuardState, type GuardedCall } from './state.js';
 
 /** A fresh headroom, and when `needs` was given, the fit and (if it fits) the claim. */
 export interface HeadroomRead {
   headroom: Headroom;
   fit?: FitVerdict | undefined;
   claim?: Claim | undefined;
+}
+
+/**
+ * `GET /limits`, or "unknown" when Nova answered 2xx with a body of another shape: without the
+ * `limits` envelope (`{"absolute": {...}}`), `{}`, an HTML page. Unknown headroom never blocks and
+ * never throws: the guard warns once and lets Nova's own check decide (the POST, then the quota 403
+ * path). Other errors (5xx, network, abort) are thrown as the client throws them.
+ */
+async function readLimits(g: GuardState, signal: AbortSignal | undefined): Promise<{ absolute: AbsoluteLimits; requestId: string | undefined }> {
+  let absolute: AbsoluteLimits;
+  let requestId: string | undefined;
+  try {
+    ({ absolute, requestId } = await g.client.getLimits({ signal }));
+  } catch (e) {
+    if (!(e instanceof InvalidResponseError)) throw e;
+    warnOnce(g, 'limits-shape', { requestId: e.requestId, err: e.message }, 'GET /limits answered a body without limits.absolute: headroom unknown, Nova decides');
+    return { absolute: {}, requestId: e.requestId };
+  }
+  const known = Object.values(LIMIT_KEYS).some((k) => absolute[k.max] !== undefined && absolute[k.used] !== undefined);
+  if (!known) warnOnce(g, 'limits-empty', { requestId }, 'GET /limits gave no usable limit of cores, RAM or instances: headroom unknown, Nova decides');
+  return { absolute, requestId };
 }
 
 /**
@@ -39,7 +60,7 @@ export async function readHeadroom(g: GuardState, signal: AbortSignal | undefine
   await refreshUnwatched(g, signal);
   const token = g.ledger.beginRead();
   try {
-    const limits = await g.client.getLimits({ signal });
+    const limits = await readLimits(g, signal);
     // Synchronous from here to the claim.
     const headroom = computeHeadroom(limits.absolute, g.ledger.inFlight(token), { requestId: limits.requestId, readAtMs: g.clock.wallNow() });
     if (!needs) return { headroom };

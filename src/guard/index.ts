@@ -15,8 +15,9 @@ export type {
   GuardedCreateOptions,
   QuotaNeedsSpec,
 } from './quotaGuard.js';
-export { QuotaWaitTimeoutError, ServerBuildError } from './errors.js';
-export type { QuotaWaitTimeoutInit, ServerBuildInit, ServerBuildFailure } from './errors.js';
+export { QuotaWaitTimeoutError, ServerBuildError, CreateOutcomeUnknownError } from './errors.js';
+export type { QuotaWaitTimeoutInit, ServerBuildInit, ServerBuildFailure, CreateOutcomeUnknownInit } from './errors.js';
+export { CLAIM_TAG_KEY } from './lostCreate.js';
 export { computeHeadroom, checkFit, describeShortfalls } from './headroom.js';
 export type { QuotaNeeds, Headroom, ResourceHeadroom, Shortfall, FitVerdict, QuotaResourceName } from './headroom.js';
 export { backoffDelayMs } from './backoff.js';

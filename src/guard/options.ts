@@ -111,6 +111,19 @@ export interface QuotaGuardOptions {
   /** Time between polls of a building server, in ms. Default 2000. */
   activeIntervalMs?: number;
   /**
+   * After a POST whose outcome is unknown (the answer was lost or garbled: reset, request timeout,
+   * 5xx, a 2xx without `server`, a 429 that is not Nova's own `overLimit`), time between the
+   * searches for the server by its claim tag, in ms. Nothing was created when two searches this far
+   * apart both succeed and find nothing (see `lostCreate.ts`). Default 5000.
+   */
+  lostCreateIntervalMs?: number;
+  /**
+   * Most searches after one POST of unknown outcome (successful or failed listings alike), at least
+   * 2. When they neither find the server nor twice find nothing, the call fails with
+   * {@link CreateOutcomeUnknownError}. Default 4.
+   */
+  lostCreateSearches?: number;
+  /**
    * Options of the guard's own deletes of servers it created and gave up on (always with `wait`).
    * Default `{ intervalMs: activeIntervalMs }` and `deleteServer`'s other defaults.
    */
@@ -157,6 +170,10 @@ export interface QuotaGuardStats {
   rateLimitRetries: number;
   /** Servers the guard deleted because it gave up on them. */
   cleanups: number;
+  /** POSTs whose outcome was unknown (reset, request timeout, 5xx, a 2xx without `server`, a proxy's 429): searched for by tag. */
+  ambiguousCreates: number;
+  /** Servers found by that search and adopted (returned as if the POST had answered). */
+  adoptedServers: number;
 }
 
 /** Defaults of {@link QuotaGuardOptions}: the one place they are written. */
@@ -171,6 +188,8 @@ export const QUOTA_GUARD_DEFAULTS = Object.freeze({
   waitForActive: true,
   activeTimeoutMs: 600000,
   activeIntervalMs: 2000,
+  lostCreateIntervalMs: 5000,
+  lostCreateSearches: 4,
 });
 
 /** The option names of {@link QuotaGuardOptions}: any other is refused. */
@@ -197,10 +216,14 @@ export function validateOptions(o: QuotaGuardOptions): ResolvedOptions {
   checkDurationMs('maxDelayMs', o.maxDelayMs, { allowZero: true, allowInfinity: false, timer: true });
   checkDurationMs('activeTimeoutMs', o.activeTimeoutMs, { timer: true });
   checkDurationMs('activeIntervalMs', o.activeIntervalMs, { allowInfinity: false, timer: true });
+  checkDurationMs('lostCreateIntervalMs', o.lostCreateIntervalMs, { allowZero: true, allowInfinity: false, timer: true });
   const r: ResolvedOptions = {
     ...QUOTA_GUARD_DEFAULTS,
     ...Object.fromEntries(Object.entries(o).filter(([k, v]) => v !== undefined && k !== 'logger')),
   } as ResolvedOptions;
+  if (!Number.isInteger(r.lostCreateSearches) || r.lostCreateSearches < 2) {
+    throw new ValidationError(`lostCreateSearches must be an integer of at least 2, got ${String(r.lostCreateSearches)}`);
+  }
   if (!Number.isInteger(r.maxAttempts) || r.maxAttempts < 1) throw new ValidationError(`maxAttempts must be a positive integer, got ${String(r.maxAttempts)}`);
   if (typeof r.jitter !== 'number' || !(r.jitter >= 0 && r.jitter < 1)) throw new ValidationError(`jitter must be a number in [0, 1), got ${String(r.jitter)}`);
   if (r.maxDelayMs < r.minDelayMs) throw new ValidationError(`maxDelayMs (${r.maxDelayMs}) must not be below minDelayMs (${r.minDelayMs})`);

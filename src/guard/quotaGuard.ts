@@ -24,7 +24,10 @@
  *    ({@link ForbiddenError}: policy, proxy page) and a 413 that is too large
  *    ({@link RequestTooLargeError}) are thrown at once after exactly one POST. A rate limit (413
  *    `overLimit` with Retry-After, 429) waits Retry-After and re-POSTs without using an attempt
- *    (p-retry's `shouldConsumeRetry`).
+ *    (p-retry's `shouldConsumeRetry`). Every POST carries the call's claim tag (metadata
+ *    `nova-guard-claim`); when its answer is lost (reset, timeout, 5xx, a garbled 2xx, a proxy's
+ *    429) the guard searches for the server by name and tag, claim held, and adopts it, re-sends the
+ *    POST once when surely nothing was created, or throws {@link CreateOutcomeUnknownError}.
  * 5. With `waitForActive`, poll the server until it leaves BUILD (osc-lib `wait_for_status`). ERROR
  *    with a quota fault (Nova's recheck race, or a build-aborted fault naming another service's
  *    quota: nodepool's "exceeds" + "quota" rule): delete it with wait (it holds quota too) and retry.
@@ -55,6 +58,8 @@ import { componentLogger } from '../core/logger.js';
 import { sleep } from '../core/clock.js';
 import type { CreateServerBody, ResourceAmounts, Server } from '../core/types.js';
 import { createAttempt } from './guardedCreate.js';
+import { CreateOutcomeUnknownError } from './errors.js';
+import { needsFromFlavor } from './flavorNeeds.js';
 import { retrySchedule } from './backoff.js';
 import type { Headroom, QuotaNeeds } from './headroom.js';
 import { ClaimLedger, type Claim } from './claims.js';
@@ -117,6 +122,8 @@ export class QuotaGuard {
     lateQuotaFaults: 0,
     rateLimitRetries: 0,
     cleanups: 0,
+    ambiguousCreates: 0,
+    adoptedServers: 0,
   };
   readonly #state: GuardState;
 
@@ -138,6 +145,7 @@ export class QuotaGuard {
       log,
       stats: this.stats,
       queue: [],
+      warned: new Set(),
       onRetry: (info) => {
         try {
           return opts.onRetry?.(info);
@@ -183,7 +191,9 @@ export class QuotaGuard {
    * error) when `maxWaitMs` ran out while `/limits` said it does not fit; {@link RateLimitError} when
    * Nova's Retry-After is not shorter than what is left of `maxWaitMs`; {@link ForbiddenError} (policy, proxy), {@link RequestTooLargeError},
    * {@link BadRequestError} at once; {@link ServerBuildError} when the server went to ERROR (not a
-   * quota fault), stayed in BUILD past `activeTimeoutMs` or disappeared; {@link AbortError}.
+   * quota fault), stayed in BUILD past `activeTimeoutMs` or disappeared; {@link CreateOutcomeUnknownError}
+   * when a POST's answer was lost and the search by its claim tag could not settle whether a server
+   * was created (see `lostCreate.ts`); {@link AbortError}.
    */
   async createServer(body: CreateServerBody, options: GuardedCreateOptions = {}): Promise<Server> {
     if (!body || typeof body !== 'object') throw new ValidationError('createServer needs the server body');
@@ -201,8 +211,9 @@ export class QuotaGuard {
     if (isFullNeeds(given)) {
       needs = { ...given };
     } else {
-      const flavor = await this.client.getFlavor(flavorIdOf(body.flavorRef), { signal: options.signal });
-      needs = { cores: given?.cores ?? flavor.vcpus, ramMiB: given?.ramMiB ?? flavor.ram, instances: given?.instances ?? 1 };
+      const flavorId = flavorIdOf(body.flavorRef);
+      const flavor = await this.client.getFlavor(flavorId, { signal: options.signal });
+      needs = needsFromFlavor(this.#state, flavorId, flavor, 1, given);
     }
     return this.#guarded(needs, (claim, signal, call) => createAttempt(this.#state, call, body, claim, signal), options.signal);
   }
@@ -227,8 +238,9 @@ export class QuotaGuard {
       if (!Number.isInteger(count) || count < 1) throw new ValidationError(`count must be a positive integer, got ${String(count)}`);
       if (needs.flavorRef === undefined || String(needs.flavorRef).length === 0) throw new ValidationError('flavorRef must be a non-empty string');
       throwIfAborted(options.signal);
-      const flavor = await this.client.getFlavor(flavorIdOf(needs.flavorRef), { signal: options.signal });
-      resolved = { cores: flavor.vcpus * count, ramMiB: flavor.ram * count, instances: count };
+      const flavorId = flavorIdOf(needs.flavorRef);
+      const flavor = await this.client.getFlavor(flavorId, { signal: options.signal });
+      resolved = needsFromFlavor(this.#state, flavorId, flavor, count);
     } else {
       if (!isFullNeeds(needs)) throw new ValidationError('needs must give cores, ramMiB and instances');
       validateNeeds(needs, 'needs');
@@ -300,7 +312,8 @@ export class QuotaGuard {
       return result;
     } catch (e) {
       this.stats.failed++;
-      if (signal?.aborted && !(e instanceof AbortError)) throw new AbortError(undefined, { cause: signal.reason });
+      // A create of unknown outcome keeps its own error (it names the tag to search for), abort or not.
+      if (signal?.aborted && !(e instanceof AbortError) && !(e instanceof CreateOutcomeUnknownError)) throw new AbortError(undefined, { cause: signal.reason });
       throw e;
     } finally {
       signal?.removeEventListener('abort', onAbort);

@@ -10,6 +10,7 @@ import type { ResourceAmounts } from '../core/types.js';
 import type { Claim, ClaimLedger } from './claims.js';
 import type { QuotaGuardStats, QuotaRetryInfo, ResolvedOptions } from './options.js';
 import type { PostRefusal, RetryPlan } from './retryPolicy.js';
+import { randomUUID } from 'node:crypto';
 import { firstDelayMs } from './backoff.js';
 
 /** What the functions of one guard share. */
@@ -28,6 +29,18 @@ export interface GuardState {
   queue: Array<{ needs: ResourceAmounts }>;
   /** The guard's `onRetry` hook, exceptions already caught; `false` vetoes. */
   onRetry: (info: QuotaRetryInfo) => boolean | void;
+  /** Keys of the warnings already logged (see {@link warnOnce}). */
+  warned: Set<string>;
+}
+
+/** Log `msg` at warn level the first time `key` is seen by this guard; later times at debug level. */
+export function warnOnce(g: Pick<GuardState, 'log' | 'warned'>, key: string, fields: Record<string, unknown>, msg: string): void {
+  if (g.warned.has(key)) {
+    g.log.debug(fields, msg);
+    return;
+  }
+  g.warned.add(key);
+  g.log.warn(fields, msg);
 }
 
 /** State of one guarded call (`createServer` or `withQuotaGuard`). */
@@ -62,6 +75,11 @@ export interface GuardedCall {
   inAttempt: boolean;
   /** True once an attempt has resolved: an abort can no longer take its result away. */
   settled: boolean;
+  /**
+   * The call's claim tag: the value of the `nova-guard-claim` metadata every POST of this call
+   * carries, so that a server whose create answer was lost can be found (`lostCreate.ts`).
+   */
+  readonly claimTag: string;
 }
 
 /** A new call starting now. */
@@ -83,6 +101,7 @@ export function newCall(g: Pick<GuardState, 'clock' | 'opts'>, random: number = 
     plan: undefined,
     inAttempt: false,
     settled: false,
+    claimTag: randomUUID(),
   };
 }
 

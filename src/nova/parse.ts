@@ -8,16 +8,30 @@
 import type { AbsoluteLimits, QuotaDetailItem, QuotaSetDetail } from '../core/types.js';
 import { invalidResponse, optionalObjectListMember, type ShapeContext } from '../transport/responseShape.js';
 
-/** A limit value: -1 → `Infinity`, a finite number as it is, anything else → undefined. */
+/** A decimal number written as a string, as some deployments send limits (`"514"`, `"-1"`). */
+const NUMERIC_STRING = /^\s*-?\d+(\.\d+)?\s*$/;
+
+/**
+ * A limit value: -1 → `Infinity`, a finite number as it is, a numeric string (`"514"`, `"-1"`, as
+ * some proxies and older deployments send the Nova API reference's integers) as its number, anything else
+ * (`null`, `""`, `"abc"`, an object, `NaN`) → undefined (unknown).
+ */
 export function parseLimitValue(v: unknown): number | undefined {
-  if (typeof v !== 'number' || !Number.isFinite(v)) return undefined;
-  return v === -1 ? Number.POSITIVE_INFINITY : v;
+  let n: number;
+  if (typeof v === 'number') n = v;
+  else if (typeof v === 'string' && NUMERIC_STRING.test(v)) n = Number(v);
+  else return undefined;
+  if (!Number.isFinite(n)) return undefined;
+  return n === -1 ? Number.POSITIVE_INFINITY : n;
 }
 
-/** Parse the `absolute` block of `GET /limits`: -1 → Infinity, missing or non-numeric → undefined. */
+/**
+ * Parse the `absolute` block of `GET /limits`: -1 → Infinity, numeric strings → numbers, missing or
+ * non-numeric → left out (undefined: unknown). Anything but an object → `{}` (everything unknown).
+ */
 export function parseAbsoluteLimits(absolute: unknown): AbsoluteLimits {
   const out: AbsoluteLimits = {};
-  if (!absolute || typeof absolute !== 'object') return out;
+  if (!absolute || typeof absolute !== 'object' || Array.isArray(absolute)) return out;
   for (const [k, v] of Object.entries(absolute as Record<string, unknown>)) {
     const parsed = parseLimitValue(v);
     if (parsed !== undefined) out[k] = parsed;

@@ -116,12 +116,16 @@ describe('quotaGuard() and options', () => {
       waitForActive: true,
       activeTimeoutMs: 600000,
       activeIntervalMs: 2000,
+      lostCreateIntervalMs: 5000,
+      lostCreateSearches: 4,
     });
   });
 
   it.each([
     [{ maxWaitMs: -1 }, 'maxWaitMs must be a non-negative number of milliseconds, got -1'],
     [{ maxAttempts: 0 }, 'maxAttempts must be a positive integer, got 0'],
+    [{ lostCreateSearches: 1 }, 'lostCreateSearches must be an integer of at least 2, got 1'],
+    [{ lostCreateIntervalMs: -1 }, 'lostCreateIntervalMs must be a non-negative, finite number of milliseconds, got -1'],
     [{ maxAttempts: 1.5 }, 'maxAttempts must be a positive integer, got 1.5'],
     [{ jitter: 1 }, 'jitter must be a number in [0, 1), got 1'],
     [{ minDelayMs: 100, maxDelayMs: 50 }, 'maxDelayMs (50) must not be below minDelayMs (100)'],

@@ -3,10 +3,13 @@
  * so a test on fake timers (`vi.useFakeTimers()`) sees exactly when each request goes out. Answers
  * are queued per `METHOD /path` (used once each, in order); without one, a small default Nova
  * answers: flavors 1, 2, 3 (as FakeNova's), `/limits` from {@link ScriptedNova.absolute}, `POST
- * /servers` → 202, `GET /servers/{id}` → ACTIVE (404 after its DELETE), `DELETE` → 204.
+ * /servers` → 202, `GET /servers/{id}` → ACTIVE (404 after its DELETE), `DELETE` → 204,
+ * `GET /servers/detail?name=<regex>` → the created servers (name and metadata as POSTed) not deleted.
+ * A queued reply with `created: true` to `POST /servers` creates the server first (a create whose
+ * answer is lost or garbled); `reset: true` answers no response (ECONNRESET).
  */
 import { vi } from 'vitest';
-import type { AxiosAdapter, AxiosResponse, InternalAxiosRequestConfig } from 'axios';
+import { AxiosError, type AxiosAdapter, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
 import { NovaClient } from '../../src/nova/client.js';
 
 /** One answer. */
@@ -14,6 +17,17 @@ export interface Reply {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
+  /** `POST /servers` only: Nova creates the server, then this reply (or the reset) is what the client gets. */
+  created?: boolean;
+  /** No response: the connection is reset (`ECONNRESET`). `status` is then ignored. */
+  reset?: boolean;
+}
+
+/** A server the scripted Nova created. */
+export interface ScriptedServer {
+  id: string;
+  name: string;
+  metadata: Record<string, string>;
 }
 
 /** One request as the scripted Nova saw it. */
@@ -41,6 +55,8 @@ export class ScriptedNova {
   absolute: Record<string, number> = { maxTotalCores: 20, totalCoresUsed: 0, maxTotalInstances: 10, totalInstancesUsed: 0, maxTotalRAMSize: 51200, totalRAMUsed: 0 };
   readonly #queued = new Map<string, Reply[]>();
   readonly #deleted = new Set<string>();
+  /** Servers created by `POST /servers` (default 202, or a reply with `created: true`), in order. */
+  readonly servers: ScriptedServer[] = [];
   readonly #t0 = performance.now();
   #created = 0;
 
@@ -78,7 +94,12 @@ export class ScriptedNova {
     const record: Sent = { method, path, atMs: Math.round(performance.now() - this.#t0), wallMs: Date.now(), status: 0 };
     this.sent.push(record);
     const queue = this.#queued.get(`${method} ${path}`);
-    const reply = queue && queue.length > 0 ? queue.shift()! : this.#default(method, path, record);
+    const reply = queue && queue.length > 0 ? queue.shift()! : this.#default(method, path, record, config);
+    if (reply.created) this.#create(record, config);
+    if (reply.reset) {
+      record.status = 0;
+      throw AxiosError.from(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }), undefined, config, {});
+    }
     record.status = reply.status;
     const data = reply.body === undefined ? '' : typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body);
     return {
@@ -94,13 +115,35 @@ export class ScriptedNova {
     };
   };
 
-  #default(method: string, path: string, record: Sent): Reply {
+  /** Servers created and not deleted. */
+  liveServers(): ScriptedServer[] {
+    return this.servers.filter((srv) => !this.#deleted.has(srv.id));
+  }
+
+  #create(record: Sent, config: InternalAxiosRequestConfig): ScriptedServer {
+    const posted = (typeof config.data === 'string' ? JSON.parse(config.data) : config.data) as { server: { name: string; metadata?: Record<string, string> } };
+    record.serverId = `srv-${++this.#created}`;
+    const created = { id: record.serverId, name: posted.server.name, metadata: { ...(posted.server.metadata ?? {}) } };
+    this.servers.push(created);
+    return created;
+  }
+
+  #default(method: string, path: string, record: Sent, config: InternalAxiosRequestConfig): Reply {
     const flavor = /^\/flavors\/([^/]+)$/.exec(path);
     if (method === 'GET' && flavor && FLAVORS[flavor[1]!]) return { status: 200, body: { flavor: { id: flavor[1], ...FLAVORS[flavor[1]!] } } };
     if (method === 'GET' && path === '/limits') return { status: 200, body: { limits: { rate: [], absolute: this.absolute } } };
     if (method === 'POST' && path === '/servers') {
-      record.serverId = `srv-${++this.#created}`;
-      return { status: 202, body: { server: { id: record.serverId, adminPass: 'x' } } };
+      const created = this.#create(record, config);
+      return { status: 202, body: { server: { id: created.id, adminPass: 'x' } } };
+    }
+    if (method === 'GET' && path === '/servers/detail') {
+      const query = new URL(String(config.url), 'http://x').searchParams;
+      const name = (config.params as Record<string, string> | undefined)?.['name'] ?? query.get('name') ?? undefined;
+      const re = name === undefined ? undefined : new RegExp(name);
+      const servers = this.liveServers()
+        .filter((srv) => !re || re.test(srv.name))
+        .map((srv) => ({ id: srv.id, name: srv.name, metadata: srv.metadata, status: 'ACTIVE', 'OS-EXT-STS:task_state': null }));
+      return { status: 200, body: { servers } };
     }
     const server = /^\/servers\/([^/]+)$/.exec(path);
     if (server) {

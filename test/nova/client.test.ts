@@ -124,6 +124,12 @@ describe('getLimits parsing', () => {
     expect(parseAbsoluteLimits(undefined)).toEqual({});
   });
 
+  it('numeric strings are numbers ("514" → 514, "-1" → Infinity); other strings stay unknown', () => {
+    const a = parseAbsoluteLimits({ maxTotalCores: '514', totalCoresUsed: ' 12 ', maxTotalRAMSize: '-1', totalRAMUsed: '', maxTotalInstances: '1e3', totalInstancesUsed: '0x10' });
+    expect(a).toEqual({ maxTotalCores: 514, totalCoresUsed: 12, maxTotalRAMSize: Number.POSITIVE_INFINITY });
+    expect(parseAbsoluteLimits(['514'])).toEqual({});
+  });
+
   it('reads FakeNova limits and quota-set detail', async () => {
     const nova = await startNova({ maxTotalCores: 12 });
     const client = clientFor(nova);
