@@ -24,6 +24,7 @@ const GUARD = {
   activeIntervalMs: 5,
   activeTimeoutMs: 1000,
   deleteOptions: { intervalMs: 5, timeoutMs: 1000, redeleteAfterMs: 0 },
+  lostCreateIntervalMs: 100,
 };
 const DEADLINE_MS = 6000;
 
@@ -32,14 +33,15 @@ const body = { name: 'ci-1', flavorRef: '2', imageRef: 'img', networks: 'none' a
 /** The documented outcome of a guarded create whose POST meets `fault` once, and how many POSTs it sends. */
 function expectedCreate(fault: FaultName): { outcome: string; posts: number } {
   switch (fault) {
+    // A lost answer (5xx, no response, a 2xx without the server): the guard searches for the server by
+    // its claim tag; two clean searches apart say nothing was created, so the POST is sent once more.
     case '500':
     case '502':
     case '503':
     case '504':
-      return { outcome: 'ServerError', posts: 1 };
     case 'reset':
     case 'hang':
-      return { outcome: 'NovaNetworkError', posts: 1 };
+      return { outcome: 'ok', posts: 2 };
     case '401 once':
     case '429 Retry-After':
     case '429 no Retry-After':
@@ -50,7 +52,7 @@ function expectedCreate(fault: FaultName): { outcome: string; posts: number } {
     case 'proxy 404':
       return { outcome: 'NotFoundError', posts: 1 };
     default:
-      if (GARBLED.includes(fault)) return { outcome: 'InvalidResponseError', posts: 1 };
+      if (GARBLED.includes(fault)) return { outcome: 'ok', posts: 2 };
       throw new Error(`no expectation for ${fault}`);
   }
 }
@@ -111,17 +113,16 @@ function losingFirstCreate(nova: FakeNova, lost: LostAnswer): AxiosAdapter {
 
 /**
  * The create reached Nova, which made the server, but its answer was lost. The guard must not leave
- * that server behind (issue "Keep the promise", point 2: find it by its tag, adopt it or delete it).
- * Today it does: these cells fail, so they run as `it.fails` and turn red once the guard is fixed;
- * then make them plain `it`.
+ * that server behind: it finds the server by its claim tag and adopts it.
  */
 describe('fault matrix: QuotaGuard.createServer, the answer to a create that reached Nova is lost', () => {
   const LOST: LostAnswer[] = ['reset', 'request timeout', '500', '502 HTML', '202 without server'];
-  it.fails.each(LOST)('%s → no server left behind (fails today: the server leaks)', async (lost) => {
+  it.each(LOST)('%s → the server is adopted, no server left behind', async (lost) => {
     const nova = await startNova();
     const guard = new QuotaGuard(matrixClient(nova, { adapter: losingFirstCreate(nova, lost) }), GUARD);
     const s = await runCell(nova, guard.createServer(body), DEADLINE_MS);
-    expect(nova.requestsTo('POST', '/servers').length).toBeGreaterThanOrEqual(1);
+    expect(s.ok, 'the server Nova made is adopted').toBe(true);
+    expect(nova.requestsTo('POST', '/servers'), 'adopted, not created twice').toHaveLength(1);
     checkNoLeak(nova, s.ok ? s.value.id : undefined);
   });
 });
