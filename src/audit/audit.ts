@@ -20,8 +20,8 @@
  */
 import pLimit from 'p-limit';
 import type { NovaClient } from '../nova/client.js';
-import { AuthError, ForbiddenError, NotFoundError, ValidationError, isAbortError, throwIfAborted } from '../errors/index.js';
-import { componentLogger, type Logger } from '../core/logger.js';
+import { AbortError, AuthError, ForbiddenError, NotFoundError, ValidationError, isAbortError, throwIfAborted } from '../errors/index.js';
+import { componentLogger } from '../core/logger.js';
 import {
   AUDIT_RESOURCES,
   addUsage,
@@ -37,99 +37,16 @@ import {
 import type { QuotaSetDetail, Server } from '../core/types.js';
 import { describeAudit } from './verdict.js';
 import { isServerNotFound } from '../transport/http.js';
+import { timeoutSignal } from '../core/clock.js';
+import { checkDurationMs } from '../core/validate.js';
+
+/** Default {@link AuditQuotaOptions.timeoutMs}: 5 min. */
+const DEFAULT_AUDIT_TIMEOUT_MS = 300_000;
 
 export type { AuditResource, Usage } from './count.js';
 
-/** Options of {@link auditQuota}. */
-export interface AuditQuotaOptions {
-  /** Abort the audit: it rejects with {@link AbortError}. */
-  signal?: AbortSignal | undefined;
-  /** GET every listed server to find ghosts (listed, but its own GET answers 404). Default true. */
-  checkGhosts?: boolean;
-  /** How many ghost-check GETs run at once. Default 8. */
-  ghostCheckConcurrency?: number;
-  /** Clock for server ages, epoch ms. Default the client's clock (`wallNow`). */
-  now?: () => number;
-  /** pino logger. Default: the client's logger. */
-  logger?: Logger | undefined;
-  /** Project whose quota-set detail is read. Default: the client's `projectId`; without one it is skipped. */
-  projectId?: string | undefined;
-  /** Read `GET /os-quota-sets/{project_id}/detail` as well as `/limits`. Default true. */
-  readQuotaSetDetail?: boolean;
-  /** Page size (`limit`) of the server listing; every page is read. Default: Nova's own (`max_limit`, 1000). */
-  pageSize?: number | undefined;
-}
-
-export type { UsageReading, AuditVerdict, ResourceAudit } from './types.js';
-import type { UsageReading, AuditVerdict, ResourceAudit } from './types.js';
-
-/** One listed server as the audit saw it. */
-export interface AuditedServer {
-  id: string;
-  name: string | undefined;
-  status: string;
-  taskState: string | undefined;
-  vmState: string | undefined;
-  /** Flavor vCPUs, undefined when the flavor could not be read. */
-  vcpus: number | undefined;
-  /** Flavor RAM in MiB, undefined when the flavor could not be read. */
-  ram: number | undefined;
-  /** True when Nova counts the server toward usage (not SOFT_DELETED or DELETED). */
-  counted: boolean;
-  /** Time since `created`, in ms (0 when in the future); undefined without a valid `created`. */
-  ageMs: number | undefined;
-}
-
-/** A server that is neither ACTIVE nor ERROR, or has a task in progress. */
-export interface SuspectServer extends AuditedServer {
-  /** Why it is suspect, e.g. `status BUILD`, `task_state deleting`. */
-  reasons: string[];
-}
-
-/** A listed server whose own `GET /servers/{id}` answered 404. */
-export interface GhostServer extends AuditedServer {
-  /** `x-openstack-request-id` of the 404, for the operator's ticket. */
-  requestId: string | undefined;
-}
-
-/** What {@link auditQuota} resolves. */
-export interface QuotaAudit {
-  /** Overall verdict; see {@link describeAudit} for the rules. */
-  verdict: AuditVerdict;
-  /** The verdict in words, one or two sentences. */
-  summary: string;
-  /** False when reported usage changed between the two readings: the comparison is inconclusive. */
-  stable: boolean;
-  /** Per resource: reported before, counted, reported after, limit, drift. */
-  resources: Record<AuditResource, ResourceAudit>;
-  /** The raw readings. The quota-set ones are absent when not read (no project id, 403, ...). */
-  readings: {
-    limitsBefore: UsageReading;
-    limitsAfter: UsageReading;
-    quotaSetBefore?: UsageReading | undefined;
-    quotaSetAfter?: UsageReading | undefined;
-  };
-  /** Every listed server. */
-  servers: AuditedServer[];
-  /** Number of listed servers by status. */
-  byStatus: Record<string, number>;
-  /** Servers not ACTIVE or ERROR, or with a task_state, oldest first. */
-  suspects: SuspectServer[];
-  /** Listed servers whose GET answered 404. Empty when the check is off. */
-  ghosts: GhostServer[];
-  /** Whether the ghost check ran. */
-  ghostsChecked: boolean;
-  /** Servers whose flavor could not be read: their cores and RAM are missing from `counted`. */
-  uncounted: Array<{ serverId: string; reason: string }>;
-  /** Things worth knowing that did not stop the audit (a 403 on the quota-set detail, ...). */
-  notes: string[];
-  /** Pages of the server listing read. */
-  pages: number;
-  /** When the audit started (the `now` clock), epoch ms. */
-  startedAtMs: number;
-  /** Wall-clock time of the audit, ms. */
-  elapsedMs: number;
-}
+export type { UsageReading, AuditVerdict, ResourceAudit, AuditQuotaOptions, AuditedServer, SuspectServer, GhostServer, QuotaAudit } from './types.js';
+import type { UsageReading, ResourceAudit, AuditQuotaOptions, AuditedServer, SuspectServer, GhostServer, QuotaAudit } from './types.js';
 
 function fromLimits(absolute: Record<string, number | undefined>, requestId: string | undefined): UsageReading {
   return {
@@ -153,6 +70,7 @@ function fromQuotaSet(detail: QuotaSetDetail): UsageReading {
 }
 
 function checkOptions(options: AuditQuotaOptions): void {
+  checkDurationMs('timeoutMs', options.timeoutMs, { timer: true });
   const c = options.ghostCheckConcurrency;
   if (c !== undefined && (!Number.isInteger(c) || c < 1)) throw new ValidationError(`ghostCheckConcurrency must be a positive integer, got ${String(c)}`);
   const p = options.pageSize;
@@ -175,7 +93,25 @@ function checkOptions(options: AuditQuotaOptions): void {
 export async function auditQuota(client: NovaClient, options: AuditQuotaOptions = {}): Promise<QuotaAudit> {
   checkOptions(options);
   throwIfAborted(options.signal);
-  const { signal } = options;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_AUDIT_TIMEOUT_MS;
+  const deadline = Number.isFinite(timeoutMs)
+    ? timeoutSignal(client.clock, timeoutMs, () => new AbortError(`The quota audit did not finish within timeoutMs (${timeoutMs} ms)`))
+    : undefined;
+  // Aborted when the audit settles: no request of it (a sibling of a failed one) outlives it.
+  const settled = new AbortController();
+  const signal = AbortSignal.any([settled.signal, ...(options.signal ? [options.signal] : []), ...(deadline ? [deadline.signal] : [])]);
+  try {
+    return await audit(client, options, signal);
+  } catch (e) {
+    if (deadline?.signal.aborted && !options.signal?.aborted) throw deadline.signal.reason;
+    throw e;
+  } finally {
+    deadline?.dispose();
+    settled.abort();
+  }
+}
+
+async function audit(client: NovaClient, options: AuditQuotaOptions, signal: AbortSignal): Promise<QuotaAudit> {
   const now = options.now ?? (() => client.clock.wallNow());
   const log = componentLogger(options.logger ?? client.logger, 'quota-audit');
   const started = client.clock.now();
@@ -212,21 +148,41 @@ export async function auditQuota(client: NovaClient, options: AuditQuotaOptions 
   const [limitsAfter, quotaSetAfter] = await readBoth();
   log.debug({ servers: listing.servers.length, pages: listing.pages }, 'servers listed');
 
-  const flavors = await resolveFlavorSizes(client, listing.servers, signal);
+  // A down cell's stub: it exists, its size is unknown, and its GET may answer 500.
+  const isUnreachable = (s: Server): boolean => statusOf(s) === 'UNKNOWN';
+  const reachable = listing.servers.filter((s) => !isUnreachable(s));
+  const flavors = await resolveFlavorSizes(client, reachable, signal);
   const audited = listing.servers.map((s) => toAudited(s, flavors.sizes.get(s.id), now()));
+  const unreachable = audited.filter((a, i) => isUnreachable(listing.servers[i]!));
+  const unscheduled = audited.filter((a, i) => isUnscheduled(listing.servers[i]!));
+  const uncounted = [...flavors.unknown, ...unreachable.map((a) => ({ serverId: a.id, reason: 'status UNKNOWN: its cell does not answer' }))];
+  const partialReasons: string[] = [];
+  if (unreachable.length > 0) {
+    const n = unreachable.length;
+    partialReasons.push(
+      `${n} listed ${n === 1 ? 'server has' : 'servers have'} status UNKNOWN: a cell does not answer, so their size is unknown, ` +
+        `Nova may not count them, and servers of that cell may be missing from the listing`,
+    );
+    log.warn({ unreachable: n }, 'servers with status UNKNOWN: the audit is partial');
+  }
 
   const ghostsChecked = options.checkGhosts ?? true;
-  const ghosts = ghostsChecked ? await findGhosts(client, listing.servers, audited, options.ghostCheckConcurrency ?? 8, notes, signal) : [];
+  const ghosts = ghostsChecked ? await findGhosts(client, listing.servers, audited, options.ghostCheckConcurrency ?? 8, notes, signal, isUnreachable) : [];
 
   const counted = zeroUsage();
   const inBuild = zeroUsage();
   const inGhosts = zeroUsage();
+  // What Nova may rightly leave out of its number: a cell that does not answer (legacy counting), the
+  // cores and RAM of a server never scheduled (counting from placement).
+  const mayBeUncounted = zeroUsage();
   const ghostIds = new Set(ghosts.map((g) => g.id));
   for (const s of listing.servers) {
     const u = usageOf(s, flavors.sizes.get(s.id));
     addUsage(counted, u);
     if (statusOf(s) === 'BUILD') addUsage(inBuild, u);
     if (ghostIds.has(s.id)) addUsage(inGhosts, u);
+    if (isUnreachable(s)) addUsage(mayBeUncounted, u);
+    else if (isUnscheduled(s)) addUsage(mayBeUncounted, { ...u, instances: 0 });
   }
 
   const reported = (r: UsageReading, q: UsageReading | undefined, res: AuditResource): number | undefined => r.used[res] ?? q?.used[res];
@@ -264,8 +220,10 @@ export async function auditQuota(client: NovaClient, options: AuditQuotaOptions 
     resources,
     stable,
     serverCount: audited.length,
-    countIncomplete: flavors.unknown.length > 0,
+    countIncomplete: uncounted.length > 0,
     ghosts: ghosts.length,
+    mayBeUncounted,
+    partialReasons,
   });
   const result: QuotaAudit = {
     verdict,
@@ -278,7 +236,11 @@ export async function auditQuota(client: NovaClient, options: AuditQuotaOptions 
     suspects,
     ghosts,
     ghostsChecked,
-    uncounted: flavors.unknown,
+    uncounted,
+    unreachable,
+    unscheduled,
+    partial: partialReasons.length > 0,
+    partialReasons,
     notes,
     pages: listing.pages,
     startedAtMs,
@@ -286,6 +248,16 @@ export async function auditQuota(client: NovaClient, options: AuditQuotaOptions 
   };
   log.info({ verdict, stable, servers: audited.length, ghosts: ghosts.length, suspects: suspects.length }, 'quota audit done');
   return result;
+}
+
+/**
+ * True for a server in ERROR that was never scheduled: its fault is Nova's NoValidHost ("No valid host
+ * was found"), raised by the scheduler before the server reached a cell (it lives in cell0).
+ */
+export function isUnscheduled(s: Server): boolean {
+  if (statusOf(s) !== 'ERROR') return false;
+  const fault = (s as { fault?: { message?: unknown } }).fault;
+  return typeof fault?.message === 'string' && /no valid host was found/i.test(fault.message);
 }
 
 function toAudited(s: Server, size: { vcpus: number; ram: number } | undefined, nowMs: number): AuditedServer {
@@ -310,12 +282,16 @@ async function findGhosts(
   audited: readonly AuditedServer[],
   concurrency: number,
   notes: string[],
-  signal: AbortSignal | undefined,
+  signal: AbortSignal,
+  skip: (s: Server) => boolean,
 ): Promise<GhostServer[]> {
   const limit = pLimit(concurrency);
+  signal.addEventListener('abort', () => limit.clearQueue(), { once: true });
   const found = await Promise.all(
     servers.map((s, i) =>
       limit(async (): Promise<GhostServer | undefined> => {
+        // Its GET may answer 500 (a cell that does not answer): never a ghost, never freed.
+        if (skip(s)) return undefined;
         try {
           await client.getServer(s.id, { signal });
           return undefined;

@@ -69,6 +69,8 @@ export function formatAudit(audit: QuotaAudit): string {
     );
   }
   for (const u of audit.uncounted) out.push(`Not counted: server ${u.serverId}: ${u.reason}`);
+  if (audit.unscheduled.length) out.push(`Never scheduled (no valid host; no cores or RAM under counting from placement): ${audit.unscheduled.map((s) => s.id).join(', ')}`);
+  for (const reason of audit.partialReasons) out.push(`PARTIAL: ${reason}`);
   for (const n of audit.notes) out.push(`Note: ${n}`);
   out.push('');
   out.push(`Verdict: ${audit.verdict}. ${audit.summary}`);

@@ -3,7 +3,8 @@
  *
  * @module
  */
-import type { Usage } from './count.js';
+import type { AuditResource, Usage } from './count.js';
+import type { Logger } from '../core/logger.js';
 
 /** One reading of reported usage and limits. Missing values are undefined; unlimited is `Infinity`. */
 export interface UsageReading {
@@ -43,3 +44,113 @@ export interface ResourceAudit {
   verdict: AuditVerdict;
 }
 
+/** Options of {@link auditQuota}. */
+export interface AuditQuotaOptions {
+  /** Abort the audit: it rejects with {@link AbortError}; nothing of it is left running. */
+  signal?: AbortSignal | undefined;
+  /**
+   * Time box of the whole audit (both readings, every page, flavors, ghost checks), in ms. When it
+   * passes the audit rejects with {@link AbortError} (its message names `timeoutMs`), every request of it
+   * aborted. `Infinity` means no time box.
+   * @default 300000 (5 min)
+   */
+  timeoutMs?: number;
+  /** GET every listed server to find ghosts (listed, but its own GET answers 404). Default true. */
+  checkGhosts?: boolean;
+  /** How many ghost-check GETs run at once. Default 8. */
+  ghostCheckConcurrency?: number;
+  /** Clock for server ages, epoch ms. Default the client's clock (`wallNow`). */
+  now?: () => number;
+  /** pino logger. Default: the client's logger. */
+  logger?: Logger | undefined;
+  /** Project whose quota-set detail is read. Default: the client's `projectId`; without one it is skipped. */
+  projectId?: string | undefined;
+  /** Read `GET /os-quota-sets/{project_id}/detail` as well as `/limits`. Default true. */
+  readQuotaSetDetail?: boolean;
+  /** Page size (`limit`) of the server listing; every page is read. Default: Nova's own (`max_limit`, 1000). */
+  pageSize?: number | undefined;
+}
+
+/** One listed server as the audit saw it. */
+export interface AuditedServer {
+  id: string;
+  name: string | undefined;
+  status: string;
+  taskState: string | undefined;
+  vmState: string | undefined;
+  /** Flavor vCPUs, undefined when the flavor could not be read. */
+  vcpus: number | undefined;
+  /** Flavor RAM in MiB, undefined when the flavor could not be read. */
+  ram: number | undefined;
+  /** True when Nova counts the server toward usage (not SOFT_DELETED or DELETED). */
+  counted: boolean;
+  /** Time since `created`, in ms (0 when in the future); undefined without a valid `created`. */
+  ageMs: number | undefined;
+}
+
+/** A server that is neither ACTIVE nor ERROR, or has a task in progress. */
+export interface SuspectServer extends AuditedServer {
+  /** Why it is suspect, e.g. `status BUILD`, `task_state deleting`. */
+  reasons: string[];
+}
+
+/** A listed server whose own `GET /servers/{id}` answered 404. */
+export interface GhostServer extends AuditedServer {
+  /** `x-openstack-request-id` of the 404, for the operator's ticket. */
+  requestId: string | undefined;
+}
+
+/** What {@link auditQuota} resolves. */
+export interface QuotaAudit {
+  /** Overall verdict; see {@link describeAudit} for the rules. */
+  verdict: AuditVerdict;
+  /** The verdict in words, one or two sentences. */
+  summary: string;
+  /** False when reported usage changed between the two readings: the comparison is inconclusive. */
+  stable: boolean;
+  /** Per resource: reported before, counted, reported after, limit, drift. */
+  resources: Record<AuditResource, ResourceAudit>;
+  /** The raw readings. The quota-set ones are absent when not read (no project id, 403, ...). */
+  readings: {
+    limitsBefore: UsageReading;
+    limitsAfter: UsageReading;
+    quotaSetBefore?: UsageReading | undefined;
+    quotaSetAfter?: UsageReading | undefined;
+  };
+  /** Every listed server. */
+  servers: AuditedServer[];
+  /** Number of listed servers by status. */
+  byStatus: Record<string, number>;
+  /** Servers not ACTIVE or ERROR, or with a task_state, oldest first. */
+  suspects: SuspectServer[];
+  /** Listed servers whose GET answered 404. Empty when the check is off. */
+  ghosts: GhostServer[];
+  /** Whether the ghost check ran. */
+  ghostsChecked: boolean;
+  /** Servers whose flavor could not be read: their cores and RAM are missing from `counted`. */
+  uncounted: Array<{ serverId: string; reason: string }>;
+  /**
+   * Listed servers with status UNKNOWN: their cell does not answer (Nova API guide, "Down cells": from
+   * microversion 2.69 they are stubs without name, metadata or flavor). They exist: each counts as an
+   * instance (never as freed), their cores and RAM are unknown, and they are not ghost-checked.
+   */
+  unreachable: AuditedServer[];
+  /**
+   * Servers in ERROR that were never scheduled (their fault says "No valid host was found": they live
+   * in cell0). Counted as an instance and, as legacy counting does, with their flavor's cores and RAM;
+   * with counting from placement Nova gives them no cores or RAM, so the verdict accepts either.
+   */
+  unscheduled: AuditedServer[];
+  /** True when the audit could not see everything (servers in a cell that does not answer); see `partialReasons`. */
+  partial: boolean;
+  /** Why the audit is partial, in words; empty when it is not. */
+  partialReasons: string[];
+  /** Things worth knowing that did not stop the audit (a 403 on the quota-set detail, ...). */
+  notes: string[];
+  /** Pages of the server listing read. */
+  pages: number;
+  /** When the audit started (the `now` clock), epoch ms. */
+  startedAtMs: number;
+  /** Wall-clock time of the audit, ms. */
+  elapsedMs: number;
+}

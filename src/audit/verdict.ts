@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { AuditResource } from './count.js';
+import type { AuditResource, Usage } from './count.js';
 import type { AuditVerdict, ResourceAudit } from './types.js';
 import { AUDIT_RESOURCES } from './count.js';
 
@@ -19,21 +19,33 @@ export interface VerdictInput {
   countIncomplete: boolean;
   /** Number of ghosts found. */
   ghosts: number;
+  /**
+   * The part of the count Nova may rightly leave out (servers of a cell that does not answer; cores
+   * and RAM of servers never scheduled under counting from placement): not under-reporting. Default zero.
+   */
+  mayBeUncounted?: Usage | undefined;
+  /** Why the audit is partial (it could not see everything); appended to the summary. Default none. */
+  partialReasons?: readonly string[] | undefined;
 }
 
 /**
  * One resource's verdict: `inconclusive` when a reading is missing, the readings differ, or (cores,
  * RAM) the count is incomplete; `over-reported` when reported > counted; `under-reported` when
- * reported < counted − countedInBuild (a BUILD server may not have an instance row yet, so Nova may
- * rightly not count it); `consistent` otherwise.
+ * reported < counted − countedInBuild − mayBeUncounted (a BUILD server may not have an instance row
+ * yet, so Nova may rightly not count it; see {@link VerdictInput.mayBeUncounted}); `consistent` otherwise.
  */
-export function resourceVerdict(r: ResourceAudit, resource: AuditResource, countIncomplete: boolean): { verdict: AuditVerdict; drift: number | null } {
+export function resourceVerdict(
+  r: ResourceAudit,
+  resource: AuditResource,
+  countIncomplete: boolean,
+  mayBeUncounted = 0,
+): { verdict: AuditVerdict; drift: number | null } {
   const { reportedBefore: before, reportedAfter: after } = r;
   if (before === undefined || after === undefined || before !== after) return { verdict: 'inconclusive', drift: null };
   if (countIncomplete && resource !== 'instances') return { verdict: 'inconclusive', drift: null };
   const drift = before - r.counted;
   if (drift > 0) return { verdict: 'over-reported', drift };
-  if (before < r.counted - r.countedInBuild) return { verdict: 'under-reported', drift };
+  if (before < r.counted - r.countedInBuild - mayBeUncounted) return { verdict: 'under-reported', drift };
   return { verdict: 'consistent', drift };
 }
 
@@ -63,8 +75,17 @@ function hold(n: number): string {
  * is under-reported, else `inconclusive` when any resource could not be judged, else `consistent`.
  */
 export function describeAudit(input: VerdictInput): { verdict: AuditVerdict; summary: string } {
+  const described = describe(input);
+  const partial = input.partialReasons ?? [];
+  if (partial.length === 0) return described;
+  return { verdict: described.verdict, summary: `${described.summary} Partial audit: ${partial.join('; ')}.` };
+}
+
+function describe(input: VerdictInput): { verdict: AuditVerdict; summary: string } {
   const { resources } = input;
-  for (const res of AUDIT_RESOURCES) Object.assign(resources[res], resourceVerdict(resources[res], res, input.countIncomplete));
+  for (const res of AUDIT_RESOURCES) {
+    Object.assign(resources[res], resourceVerdict(resources[res], res, input.countIncomplete, input.mayBeUncounted?.[res] ?? 0));
+  }
   const ofVerdict = (v: AuditVerdict): AuditResource[] => AUDIT_RESOURCES.filter((r) => resources[r].verdict === v);
   const ghostNote =
     input.ghosts > 0
@@ -116,10 +137,14 @@ export function describeAudit(input: VerdictInput): { verdict: AuditVerdict; sum
     };
   }
   const build = AUDIT_RESOURCES.filter((r) => resources[r].drift! < 0);
+  const onlyBuild = AUDIT_RESOURCES.every((r) => (input.mayBeUncounted?.[r] ?? 0) === 0);
   const buildNote =
-    build.length > 0
-      ? ` Servers in BUILD hold ${list(build.map((r) => UNIT[r](-resources[r].drift!)))} that Nova does not count yet (normal until their instance rows exist).`
-      : '';
+    build.length === 0
+      ? ''
+      : onlyBuild
+        ? ` Servers in BUILD hold ${list(build.map((r) => UNIT[r](-resources[r].drift!)))} that Nova does not count yet (normal until their instance rows exist).`
+        : ` Nova does not count ${list(build.map((r) => UNIT[r](-resources[r].drift!)))} of the listed servers: servers in BUILD, ` +
+          `servers never scheduled (no valid host: no cores or RAM under counting from placement) or in a cell that does not answer.`;
   return {
     verdict: 'consistent',
     summary:

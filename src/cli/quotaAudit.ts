@@ -28,6 +28,7 @@ interface AuditFlags {
   ghostConcurrency?: string;
   attempts?: string;
   retryDelay?: string;
+  timeout?: string;
 }
 
 /** Register `audit` under the `quota` command. */
@@ -42,6 +43,7 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
     .option('--ghost-concurrency <n>', 'ghost-check GETs at once (default 8)')
     .option('--attempts <n>', 'audit up to n times while reported usage changes during the audit (default 3)')
     .option('--retry-delay <duration>', 'pause before another attempt, e.g. 5s (default 5s)')
+    .option('--timeout <duration>', 'time box of each attempt (default 5m)')
     .action(async (flags: AuditFlags) => {
       const attempts = flags.attempts === undefined ? 3 : Number(flags.attempts);
       if (!Number.isInteger(attempts) || attempts < 1) throw new ValidationError(`--attempts must be a positive integer, got ${JSON.stringify(flags.attempts)}`);
@@ -50,11 +52,16 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
         throw new ValidationError(`--ghost-concurrency must be a positive integer, got ${JSON.stringify(flags.ghostConcurrency)}`);
       }
       const retryDelayMs = flags.retryDelay === undefined ? 5000 : parseDuration(flags.retryDelay, '--retry-delay');
+      const timeoutMs = flags.timeout === undefined ? undefined : parseDuration(flags.timeout, '--timeout');
       const client = await getClient();
       let audit: QuotaAudit | undefined;
       try {
         for (let attempt = 1; attempt <= attempts; attempt++) {
-          audit = await auditQuota(client, { checkGhosts: flags.ghosts !== false, ...(concurrency ? { ghostCheckConcurrency: concurrency } : {}) });
+          audit = await auditQuota(client, {
+            checkGhosts: flags.ghosts !== false,
+            ...(concurrency ? { ghostCheckConcurrency: concurrency } : {}),
+            ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+          });
           if (audit.stable || attempt === attempts) break;
           console.error(`Reported usage changed during attempt ${attempt} of ${attempts}; auditing again in ${formatDuration(retryDelayMs)}.`);
           await sleep(retryDelayMs);

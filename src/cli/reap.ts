@@ -33,6 +33,7 @@ interface ReapFlags {
   deleteTimeout?: string;
   pollInterval?: string;
   concurrency?: string;
+  timeout?: string;
 }
 
 /** Options of the reaper from the command's flags; throws {@link ValidationError}. */
@@ -53,6 +54,7 @@ export function reaperOptionsFromFlags(flags: ReapFlags): ReaperOptions & { pass
     throw new ValidationError('give the fleet: --prefix P and/or --metadata KEY[=VALUE] (the reaper never reaps every server)');
   }
   if (flags.deleteTimeout !== undefined) options.deleteTimeoutMs = parseDuration(flags.deleteTimeout, '--delete-timeout');
+  if (flags.timeout !== undefined) options.timeoutMs = parseDuration(flags.timeout, '--timeout');
   if (flags.pollInterval !== undefined) options.deleteIntervalMs = parseDuration(flags.pollInterval, '--poll-interval');
   if (flags.concurrency !== undefined) {
     const c = Number(flags.concurrency);
@@ -137,6 +139,7 @@ export function registerReapCommand(server: Command, getClient: () => Promise<No
     .option('--delete-timeout <duration>', 'time box of each deletion (default 5m)')
     .option('--poll-interval <duration>', 'poll interval while waiting for a deletion (default 5s)')
     .option('--concurrency <n>', 'deletions at once (default 10)')
+    .option('--timeout <duration>', 'time box of each pass, listing and deletions (default 15m)')
     .action(async (flags: ReapFlags) => {
       const options = reaperOptionsFromFlags(flags);
       const client = await getClient();

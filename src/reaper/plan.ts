@@ -36,8 +36,18 @@ export type ReapSkipReason =
   | 'vanished'
   /** A candidate of the previous pass that no longer matches the fleet selector. */
   | 'left-fleet'
-  /** Status SOFT_DELETED or DELETED: it no longer holds quota (legacy counting). */
+  /**
+   * Status SOFT_DELETED or DELETED: already deleted. A `changes-since` listing carries DELETED records
+   * (Nova API guide, "Polling changes"); a SOFT_DELETED server is reclaimed by Nova itself (or restored
+   * by its owner), so the reaper leaves both alone.
+   */
   | 'deleted-status'
+  /**
+   * Status UNKNOWN: the server's cell does not answer (Nova API guide, "Down cells": from microversion
+   * 2.69 such servers are listed as stubs without name, metadata or flavor). It exists but its owner is
+   * unknowable: never reaped; its run of consecutive sightings starts again once its cell answers.
+   */
+  | 'status-unknown'
   /** Would be deleted, but this is a dry run. */
   | 'dry-run';
 
@@ -151,6 +161,8 @@ export interface PassPlan {
   /** Confirmed candidates to delete now (empty in a dry run). */
   toDelete: Array<{ server: Server; candidate: ReapCandidate }>;
   skipped: ReapSkip[];
+  /** Ids of listed servers with status UNKNOWN (a cell that does not answer), fleet or not: never reaped. */
+  unreachable: string[];
   /** The state after this pass, before deletion results (deleted servers are dropped by the caller). */
   next: ReaperState;
 }
@@ -161,16 +173,25 @@ export function planPass(input: PlanInput): PassPlan {
   const candidates: ReapCandidate[] = [];
   const toDelete: PassPlan['toDelete'] = [];
   const skipped: ReapSkip[] = [];
+  const unreachable: string[] = [];
   const seen: Record<string, SeenCandidate> = {};
   const listed = new Map<string, Server>();
 
   for (const server of input.servers) {
     listed.set(server.id, server);
-    if (!isFleetMember(server, selector)) continue;
     const status = String(server.status ?? '').toUpperCase();
     const created = typeof server.created === 'string' ? Date.parse(server.created) : Number.NaN;
     const ageMs = Number.isFinite(created) ? Math.max(0, nowMs - created) : undefined;
-    const base = { serverId: server.id, name: server.name, ageMs };
+    const base = { serverId: server.id, name: server.name ?? previous.candidates[server.id]?.name, ageMs };
+    if (status === 'UNKNOWN') {
+      // A down cell's stub has no name or metadata: checked before fleet membership, which it cannot show.
+      unreachable.push(server.id);
+      if (isFleetMember(server, selector) || previous.candidates[server.id]) {
+        skipped.push({ ...base, reason: 'status-unknown', detail: 'status UNKNOWN: its cell does not answer; never reaped' });
+      }
+      continue;
+    }
+    if (!isFleetMember(server, selector)) continue;
     if (status === 'SOFT_DELETED' || status === 'DELETED') {
       skipped.push({ ...base, reason: 'deleted-status', detail: `status ${status}: already deleted` });
       continue;
@@ -215,6 +236,7 @@ export function planPass(input: PlanInput): PassPlan {
   for (const [id, prev] of Object.entries(previous.candidates)) {
     if (seen[id]) continue;
     const server = listed.get(id);
+    if (server && String(server.status ?? '').toUpperCase() === 'UNKNOWN') continue;
     if (!server) {
       skipped.push({ serverId: id, name: prev.name, reason: 'vanished', detail: 'a candidate of the previous pass, no longer listed' });
     } else if (!isFleetMember(server, selector)) {
@@ -226,6 +248,7 @@ export function planPass(input: PlanInput): PassPlan {
     candidates,
     toDelete,
     skipped,
+    unreachable,
     next: { version: 1, passes: previous.passes + 1, lastPassMs: nowMs, candidates: seen },
   };
 }

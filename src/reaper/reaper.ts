@@ -9,6 +9,12 @@
  * - **Time-boxed, one at a time per server**: each deletion is `deleteServer(id, { wait: true })`
  *   bounded by `deleteTimeoutMs`, and settles on its own; one stuck server never stops the others
  *   (autopkgtest-cloud's janitor; `docs/field-cases.md#servers-stuck-in-deleting`).
+ * - **A time box per pass**: `timeoutMs` bounds the listing and every deletion of a pass.
+ * - **Ownership on the client side only**: the listing sends no `metadata`, `all_tenants` or
+ *   `status=DELETED` filter (Nova drops the first two for non-admins without a word and answers the
+ *   last with 403; Nova API reference, "List Servers"); the fleet selector is applied to what is listed.
+ * - **Never a record that is gone or unknowable**: DELETED and SOFT_DELETED records are skipped, and so
+ *   are UNKNOWN ones (a cell that does not answer; Nova API guide, "Down cells").
  *
  * Three ways to run it:
  * - {@link reapServers}: two passes `passIntervalMs` apart, then return (a one-shot command).
@@ -21,121 +27,25 @@
  */
 import pLimit from 'p-limit';
 import type { NovaClient } from '../nova/client.js';
-import type { DeleteOutcome, DeleteServerOptions } from '../delete/index.js';
 import { checkDeleteOptions, deleteServer } from '../delete/index.js';
 import { AbortError, ValidationError, throwIfAborted } from '../errors/index.js';
 import { componentLogger, type Logger } from '../core/logger.js';
-import { sleep } from '../core/clock.js';
+import { sleep, timeoutSignal } from '../core/clock.js';
 import {
   checkSelector,
   emptyReaperState,
   planPass,
-  type FleetSelector,
-  type ReapCandidate,
   type ReaperState,
-  type ReapSkip,
 } from './plan.js';
 import { checkDurationMs } from '../core/validate.js';
 
+/** Default {@link ReaperOptions.timeoutMs}: 15 min per pass. */
+const DEFAULT_PASS_TIMEOUT_MS = 900_000;
+
 export type { FleetSelector, ReapCandidate, ReaperState, ReapSkip, ReapSkipReason, SeenCandidate } from './plan.js';
 
-/** Options of {@link Reaper} and {@link reapServers}. */
-export interface ReaperOptions extends FleetSelector {
-  /** Only servers older than this (time since `created`), in ms. Required; 0 means any age. */
-  olderThanMs: number;
-  /** List what would be deleted (skip reason `dry-run`) without sending a single DELETE. Default false. */
-  dryRun?: boolean;
-  /** Time box of each deletion (DELETE plus wait), in ms. Default 300000 (5 min). */
-  deleteTimeoutMs?: number;
-  /** Poll interval while waiting for a deletion, in ms. Default 5000. */
-  deleteIntervalMs?: number;
-  /** Deletions running at once. Default 10. */
-  concurrency?: number;
-  /** More options for each `deleteServer` call (e.g. `forceSoftDeleted`, `redeleteAfterMs`). `wait`, `timeoutMs`, `intervalMs` and `signal` are the reaper's. */
-  deleteOptions?: Omit<DeleteServerOptions, 'wait' | 'timeoutMs' | 'intervalMs' | 'signal'>;
-  /** State of earlier passes (e.g. read from a file by a cron job). Default: none. */
-  state?: ReaperState | undefined;
-  /** Clock for ages and the state, epoch ms. Default the client's clock (`wallNow`). */
-  now?: () => number;
-  /** Abort: the current pass stops its deletions and rejects with {@link AbortError}. */
-  signal?: AbortSignal | undefined;
-  /** pino logger. Default: the client's logger. */
-  logger?: Logger | undefined;
-  /** Called with each step of a pass (for progress displays). Exceptions thrown by it are ignored. */
-  onEvent?: ((event: ReapEvent) => void) | undefined;
-  /** Page size (`limit`) of the server listing; every page is read. Default: Nova's own. */
-  pageSize?: number | undefined;
-}
-
-/** Options of {@link reapServers}: a {@link Reaper}'s, plus the time between its two passes. */
-export interface ReapServersOptions extends ReaperOptions {
-  /** Time between the two passes, in ms. Default 60000 (nodepool's cleanup interval). */
-  passIntervalMs?: number;
-}
-
-/** A server the reaper deleted. */
-export interface ReapDeleted {
-  serverId: string;
-  name: string | undefined;
-  ageMs: number;
-  /** `'deleted'`, `'soft-deleted'` or `'already-gone'` (see `deleteServer`). */
-  outcome: DeleteOutcome;
-  /** Time the deletion took, ms. */
-  elapsedMs: number;
-}
-
-/** A server the reaper tried and failed to delete; the next pass tries again. */
-export interface ReapFailure {
-  serverId: string;
-  name: string | undefined;
-  ageMs: number;
-  /** {@link DeleteTimeoutError}, {@link DeleteFailedError}, {@link ConflictError} (locked), ... */
-  error: Error;
-}
-
-/** A step of a pass, for {@link ReaperOptions.onEvent}. */
-export type ReapEvent =
-  | { type: 'listed'; pass: number; listed: number; candidates: number; toDelete: number }
-  | { type: 'delete-started'; serverId: string; name: string | undefined }
-  | { type: 'deleted'; serverId: string; name: string | undefined; outcome: DeleteOutcome; elapsedMs: number }
-  | { type: 'delete-failed'; serverId: string; name: string | undefined; error: Error }
-  | { type: 'waiting'; nextPassInMs: number };
-
-/** What one {@link Reaper.pass} resolves. */
-export interface ReapPassResult {
-  /** Pass number (1-based, counting passes in the state). */
-  pass: number;
-  dryRun: boolean;
-  /** Servers listed (all of the project's, not only the fleet's). */
-  listed: number;
-  /** Fleet servers older than `olderThanMs`, confirmed or not. */
-  candidates: ReapCandidate[];
-  deleted: ReapDeleted[];
-  /** Fleet servers not deleted, with the reason. */
-  skipped: ReapSkip[];
-  failed: ReapFailure[];
-  /** When the pass listed the servers, epoch ms (the reaper's clock). */
-  startedAtMs: number;
-  /** Wall-clock time of the pass, ms. */
-  elapsedMs: number;
-}
-
-/** What {@link reapServers} resolves: both passes, and the totals. */
-export interface ReapResult {
-  dryRun: boolean;
-  /** Deleted in either pass. */
-  deleted: ReapDeleted[];
-  /** The last pass's skipped servers. */
-  skipped: ReapSkip[];
-  /** Failures not made good by a later pass. */
-  failed: ReapFailure[];
-  /** The last pass's candidates. */
-  candidates: ReapCandidate[];
-  /** Each pass's own result (one when the first pass found no candidate: a second could not delete anything). */
-  passes: ReapPassResult[];
-  /** The state after the last pass. */
-  state: ReaperState;
-}
+export type { ReaperOptions, ReapServersOptions, ReapDeleted, ReapFailure, ReapEvent, ReapPassResult, ReapResult } from './types.js';
+import type { ReaperOptions, ReapServersOptions, ReapDeleted, ReapFailure, ReapEvent, ReapPassResult, ReapResult } from './types.js';
 
 function checkOptions(options: ReaperOptions): void {
   if (!options || typeof options !== 'object') throw new ValidationError('the reaper needs options');
@@ -145,6 +55,7 @@ function checkOptions(options: ReaperOptions): void {
   // Both feed timers: a finite value above MAX_TIMER_MS would fire at once.
   checkDurationMs('deleteTimeoutMs', options.deleteTimeoutMs, { timer: true });
   checkDurationMs('deleteIntervalMs', options.deleteIntervalMs, { allowInfinity: false, timer: true });
+  checkDurationMs('timeoutMs', options.timeoutMs, { timer: true });
   const c = options.concurrency;
   if (c !== undefined && (!Number.isInteger(c) || c < 1)) throw new ValidationError(`concurrency must be a positive integer, got ${String(c)}`);
   const p = options.pageSize;
@@ -226,15 +137,40 @@ export class Reaper {
     const o = this.#options;
     const { signal } = o;
     throwIfAborted(signal);
-    const started = this.#client.clock.now();
+    const clock = this.#client.clock;
+    const started = clock.now();
+    const timeoutMs = o.timeoutMs ?? DEFAULT_PASS_TIMEOUT_MS;
+    const deadlineAt = started + timeoutMs;
+    const timedOut = (): AbortError => new AbortError(`The reaper pass did not finish within timeoutMs (${timeoutMs} ms)`);
+    const deadline = Number.isFinite(timeoutMs) ? timeoutSignal(clock, timeoutMs, timedOut) : undefined;
+    // Aborted when the pass settles: no request of this pass outlives it.
+    const settled = new AbortController();
+    const backstop = signal ? AbortSignal.any([settled.signal, signal]) : settled.signal;
+    const listing = deadline ? AbortSignal.any([backstop, deadline.signal]) : backstop;
+    try {
+      return await this.#passWithin({ listing, backstop }, deadlineAt, started);
+    } catch (e) {
+      if (deadline?.signal.aborted && !signal?.aborted) throw deadline.signal.reason;
+      throw e;
+    } finally {
+      deadline?.dispose();
+      settled.abort();
+    }
+  }
+
+  async #passWithin(signals: { listing: AbortSignal; backstop: AbortSignal }, deadlineAt: number, started: number): Promise<ReapPassResult> {
+    const o = this.#options;
+    const { signal } = o;
     const now = o.now ?? (() => this.#client.clock.wallNow());
-    const servers = await this.#client.listServers(o.pageSize ? { limit: o.pageSize } : {}, { signal });
+    const servers = await this.#client.listServers(o.pageSize ? { limit: o.pageSize } : {}, { signal: signals.listing });
     const startedAtMs = now();
     const plan = planPass({ servers, previous: this.#state, selector: o, olderThanMs: o.olderThanMs, dryRun: o.dryRun ?? false, nowMs: startedAtMs });
     const next = plan.next;
     for (const { server } of plan.toDelete) next.candidates[server.id]!.deleteAttempted = true;
     this.#state = next;
-    this.#emit({ type: 'listed', pass: next.passes, listed: servers.length, candidates: plan.candidates.length, toDelete: plan.toDelete.length });
+    const unreachable = plan.unreachable.length;
+    this.#emit({ type: 'listed', pass: next.passes, listed: servers.length, candidates: plan.candidates.length, toDelete: plan.toDelete.length, unreachable });
+    if (unreachable > 0) this.#log.warn({ unreachable }, 'servers with status UNKNOWN (a cell does not answer): never reaped');
     this.#log.info(
       { pass: next.passes, listed: servers.length, candidates: plan.candidates.length, toDelete: plan.toDelete.length, dryRun: o.dryRun ?? false },
       'reaper pass',
@@ -247,10 +183,17 @@ export class Reaper {
       plan.toDelete.map(({ server, candidate }) =>
         limit(async () => {
           if (signal?.aborted) return;
+          const leftMs = deadlineAt - this.#client.clock.now();
+          if (leftMs < 1) {
+            const error = new AbortError(`not attempted: the pass's timeoutMs ran out before this deletion could start`);
+            failed.push({ serverId: server.id, name: server.name, ageMs: candidate.ageMs, error });
+            this.#emit({ type: 'delete-failed', serverId: server.id, name: server.name, error });
+            return;
+          }
           this.#emit({ type: 'delete-started', serverId: server.id, name: server.name });
           const t0 = this.#client.clock.now();
           try {
-            const r = await this.#deleteOne(server.id);
+            const r = await this.#deleteOne(server.id, leftMs, signals.backstop);
             const item: ReapDeleted = { serverId: server.id, name: server.name, ageMs: candidate.ageMs, outcome: r.outcome, elapsedMs: Math.round(this.#client.clock.now() - t0) };
             deleted.push(item);
             delete this.#state.candidates[server.id];
@@ -276,22 +219,27 @@ export class Reaper {
       deleted: deleted.sort(byOrder),
       skipped: plan.skipped,
       failed: failed.sort(byOrder),
+      unreachable: plan.unreachable,
       startedAtMs,
       elapsedMs: Math.round(this.#client.clock.now() - started),
     };
   }
 
-  /** `deleteServer` with wait, bounded by `deleteTimeoutMs` (its `timeoutMs` covers the DELETE and the wait). */
-  #deleteOne(serverId: string): ReturnType<typeof deleteServer> {
+  /**
+   * `deleteServer` with wait, bounded by `deleteTimeoutMs` and by what is left of the pass (`leftMs`):
+   * its `timeoutMs` covers the DELETE and the wait, so it ends with {@link DeleteTimeoutError} by then.
+   * `backstop` is the caller's signal and the pass's end (a safety net: nothing outlives the pass).
+   */
+  #deleteOne(serverId: string, leftMs: number, backstop: AbortSignal): ReturnType<typeof deleteServer> {
     const o = this.#options;
-    const timeoutMs = o.deleteTimeoutMs ?? 300000;
+    const timeoutMs = Math.min(o.deleteTimeoutMs ?? 300000, leftMs);
     return deleteServer(this.#client, serverId, {
       ...o.deleteOptions,
       wait: true,
       timeoutMs,
       intervalMs: o.deleteIntervalMs ?? 5000,
       requestTimeoutMs: Math.min(o.deleteOptions?.requestTimeoutMs ?? this.#client.requestTimeoutMs, timeoutMs),
-      signal: o.signal,
+      signal: backstop,
     });
   }
 
@@ -379,6 +327,7 @@ export async function reapServers(client: NovaClient, options: ReapServersOption
     skipped: last.skipped,
     failed: [...failedById.values()].filter((f) => !deletedIds.has(f.serverId)),
     candidates: last.candidates,
+    unreachable: last.unreachable,
     passes,
     state: reaper.state,
   };
