@@ -344,11 +344,14 @@ export class NovaClient {
    * `GET /os-quota-sets/{project_id}/detail` (Nova API reference, "Quota Sets", "Show The Detail of
    * Quota"). Each resource's `limit` -1 becomes `Infinity`.
    * @param projectId - Defaults to the client's project id.
-   * @throws {@link ValidationError} when no project id is known; {@link ForbiddenError} when policy
-   * forbids; {@link InvalidResponseError} when a 2xx body has no `quota_set` object.
+   * @throws {@link ValidationError} (before any request) when no project id is known, or when it
+   * cannot be a path segment (`/`, `?`, `#`, `.` or `..`: `'..'` would read `GET /v2.1/detail`);
+   * {@link ForbiddenError} when policy forbids; {@link InvalidResponseError} when a 2xx body has no
+   * `quota_set` object.
    */
   async getQuotaSetDetail(projectId: string | undefined = this.projectId, options: RequestOptions = {}): Promise<QuotaSetDetail> {
     if (!projectId) throw new ValidationError('getQuotaSetDetail needs a project id (pass one, or set projectId on the client)');
+    checkPathId('project id', projectId);
     const res = await this.request({
       method: 'GET',
       path: `/os-quota-sets/${encodeURIComponent(projectId)}/detail`,
