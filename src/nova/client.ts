@@ -112,7 +112,7 @@ export class NovaClient {
     this.logger = componentLogger(options.logger, 'nova');
     this.clock = options.clock ?? systemClock;
     this.deleteEngine = new DeleteEngine(this, { coalesce: this.coalesce, maxRequestsPerSecond: this.maxRequestsPerSecond, watchIntervalMs: this.watchIntervalMs });
-    const retry = Object.fromEntries(Object.entries(options.retry ?? {}).filter(([, v]) => v !== undefined));
+    const retry = options.retry === false ? { retries: 0 } : Object.fromEntries(Object.entries(options.retry ?? {}).filter(([, v]) => v !== undefined));
     const transport = new Transport({
       headers: { Accept: 'application/json', 'User-Agent': options.userAgent ?? `nova-guard/${VERSION}` },
       maxResponseBytes: options.maxResponseBytes ?? d.maxResponseBytes,

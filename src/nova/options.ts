@@ -53,8 +53,11 @@ export interface NovaClientOptions {
    * the HTTP exchange. `Infinity`: none. Default 30000.
    */
   requestTimeoutMs?: number;
-  /** Retry policy of idempotent requests. See {@link RetryOptions} for the defaults. */
-  retry?: RetryOptions;
+  /**
+   * Retry policy of idempotent requests. See {@link RetryOptions} for the defaults. `false`: one
+   * attempt per request (the same as `{ retries: 0 }`), like a request's own `retry: false`.
+   */
+  retry?: RetryOptions | false;
   /** pino logger; default silent. The client logs method, path, status, request id and timing only. */
   logger?: Logger;
   /**
@@ -260,7 +263,7 @@ export function checkNovaClientOptions(options: NovaClientOptions): void {
   if (options.coalesce !== undefined && typeof options.coalesce !== 'boolean') {
     throw new ValidationError(`coalesce must be a boolean, got ${String(options.coalesce)}`);
   }
-  checkRetryPolicy('retry', options.retry ?? {});
+  if (options.retry !== false) checkRetryPolicy('retry', options.retry ?? {});
   const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   if (!Number.isInteger(maxResponseBytes) || maxResponseBytes < 1) {
     throw new ValidationError(`maxResponseBytes must be a positive integer, got ${String(options.maxResponseBytes)}`);
