@@ -130,6 +130,43 @@ export interface RequestOptions {
   microversion?: string | undefined;
 }
 
+/** Options of `NovaClient.listServers` and `NovaClient.listServersWithMeta`. */
+export interface ListServersOptions extends RequestOptions {
+  /** Read `GET /servers` (id, name and links only: Nova API reference, "List Servers") instead of `/servers/detail`. @default false */
+  brief?: boolean | undefined;
+  /**
+   * Most pages read: a listing whose last page read still has a `next` link fails with
+   * {@link InvalidResponseError} instead of following it (a proxy or a bug that hands out a new
+   * marker with every page would be followed for ever). At Nova's usual page size
+   * (`[api] max_limit`, 1000 servers) the default is a million servers. `Infinity`: no bound.
+   * @default 1000
+   */
+  maxPages?: number | undefined;
+  /**
+   * Time limit of the whole listing (every page, retries included), in ms; each page is also
+   * bounded by `requestTimeoutMs`. Fails with {@link NovaNetworkError} (`timedOut`, code
+   * `ETIMEDOUT`) naming the pages read. `Infinity`: only `signal` and `maxPages` bound it.
+   * @default 600000 (10 minutes)
+   */
+  timeoutMs?: number | undefined;
+}
+
+/** The defaults of {@link ListServersOptions}. */
+export const LIST_SERVERS_DEFAULTS = Object.freeze({ maxPages: 1000, timeoutMs: 600_000 });
+
+/**
+ * Check the bounds of a listing.
+ * @throws {@link ValidationError} when `maxPages` is not a positive integer (or `Infinity`), or
+ * `timeoutMs` not a positive duration.
+ */
+export function checkListServersOptions(options: ListServersOptions): void {
+  const { maxPages } = options;
+  if (maxPages !== undefined && maxPages !== Number.POSITIVE_INFINITY && (!Number.isSafeInteger(maxPages) || maxPages < 1)) {
+    throw new ValidationError(`maxPages must be a positive integer (or Infinity), got ${String(maxPages)}`);
+  }
+  checkDurationMs('timeoutMs', options.timeoutMs, { timer: true });
+}
+
 /** Low-level request description for {@link NovaClient.request}. */
 export interface RawRequest extends RequestOptions {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
