@@ -5,7 +5,6 @@
  * @module
  */
 import type { Command } from 'commander';
-import { ValidationError } from '../errors/index.js';
 import { FakeNova, type FakeNovaOptions } from '../testing/index.js';
 import { parseIntFlag } from './common.js';
 
