@@ -9,6 +9,7 @@ import type { Logger } from '../core/logger.js';
 import type { AuthProvider } from '../auth/provider.js';
 import type { CloudClientExtras } from '../config/load.js';
 import { checkKnownOptions } from '../core/options.js';
+import { redactUrlSecrets } from '../core/redact.js';
 import { ValidationError } from '../errors/index.js';
 import { checkDurationMs, checkRetryPolicy } from '../core/validate.js';
 
@@ -226,7 +227,8 @@ export function checkEndpoint(endpoint: unknown): void {
   } catch {
     url = undefined;
   }
-  const shown = typeof endpoint === 'string' ? JSON.stringify(endpoint.replace(/\/\/[^@/]*@/, '//')) : String(endpoint);
+  // The message echoes the endpoint without what it may carry of a secret (user info, `?token=`).
+  const shown = typeof endpoint === 'string' ? JSON.stringify(redactUrlSecrets(endpoint.replace(/\/\/[^@/]*@/, '//'))) : String(endpoint);
   if (!url) throw new ValidationError(`endpoint must be an http(s) URL, got ${shown}`);
   if (url.username !== '' || url.password !== '') throw new ValidationError('endpoint must not contain user info (user:password@): give the token as token or auth');
   if (url.search !== '' || url.hash !== '' || /[?#]/.test(endpoint as string)) {
