@@ -46,7 +46,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export function registerServerDeleteCommand(server: Command, getClient: () => Promise<NovaClient>): void {
   server
     .command('delete')
-    .description('delete servers; with --wait, wait until Nova has really deleted them')
+    .description('delete servers; with --wait, wait until Nova has really deleted them. Exit 0 all deleted, 1 a deletion failed, 2 bad usage (a bad flag or id: nothing is deleted)')
     .argument('<id...>', 'server ids')
     .option('--wait', 'wait until Nova has deleted each server (its 404) or it is SOFT_DELETED')
     .option('--timeout-ms <ms>', 'give up waiting after this many ms (default 300000)')
