@@ -22,6 +22,7 @@ import { AbortError, InvalidResponseError, NovaApiError, NovaNetworkError, Valid
 import { Transport, type TransportResponse } from '../transport/transport.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { componentLogger, type Logger } from '../core/logger.js';
+import { redactUrlSecrets } from '../core/redact.js';
 import {
   authRequestBody,
   credentialSecrets,
@@ -136,7 +137,8 @@ export class KeystoneAuth implements AuthProvider {
     this.method = validateCredentials(creds);
     this.#creds = creds;
     if (options.endpointOverride !== undefined && (typeof options.endpointOverride !== 'string' || !/^https?:\/\/[^/]+/i.test(options.endpointOverride))) {
-      throw new ValidationError(`endpointOverride must be an http(s) URL, got ${JSON.stringify(options.endpointOverride)}`);
+      const given = options.endpointOverride;
+      throw new ValidationError(`endpointOverride must be an http(s) URL, got ${typeof given === 'string' ? JSON.stringify(redactUrlSecrets(given)) : String(given)}`);
     }
     this.#endpointOverride = options.endpointOverride?.replace(/\/+$/, '');
     this.#direct = this.method === 'token' && options.authUrl === undefined;

@@ -37,11 +37,28 @@ export function addGlobalOptions(program: Command): Command {
     .option('--debug', 'log requests (never tokens) to stderr');
 }
 
-/** Parse a whole, positive number of milliseconds from a CLI flag; throws ValidationError. */
+/**
+ * Parse a whole, positive number of milliseconds from a CLI flag, written in decimal digits only:
+ * `0x10`, `1e3`, `0b1`, `1.5`, ` 5` and `Infinity` are refused (`Number()` would take them).
+ * @throws {@link ValidationError} naming the flag.
+ */
 export function parseMs(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined;
-  const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw new ValidationError(`${flag} must be a positive number of milliseconds, got ${JSON.stringify(value)}`);
+  const n = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n <= 0) throw new ValidationError(`${flag} must be a positive number of milliseconds, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+/**
+ * Parse a whole number of at least `min` from a CLI flag, written in decimal digits only (a leading
+ * `-` when `min` is negative): `0x10`, `1e3`, `1.0` and `Infinity` are refused.
+ * @throws {@link ValidationError} naming the flag.
+ */
+export function parseIntFlag(value: string, flag: string, min = 1): number {
+  const n = /^-?\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < min) {
+    throw new ValidationError(`${flag} must be ${min === 1 ? 'a positive integer' : `an integer >= ${min}`}, got ${JSON.stringify(value)}`);
+  }
   return n;
 }
 

@@ -5,14 +5,12 @@
  * @module
  */
 import type { Command } from 'commander';
-import { ValidationError } from '../errors/index.js';
 import { FakeNova, type FakeNovaOptions } from '../testing/index.js';
+import { parseIntFlag } from './common.js';
 
 function int(value: string | undefined, flag: string, min: number): number | undefined {
   if (value === undefined) return undefined;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min) throw new ValidationError(`${flag} must be an integer >= ${min}, got ${JSON.stringify(value)}`);
-  return n;
+  return parseIntFlag(value, flag, min);
 }
 
 /** Register `fake-nova` on the root program. */

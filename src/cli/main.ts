@@ -9,7 +9,8 @@
  *
  * Connection: `--endpoint`/`--token` (or `NOVA_ENDPOINT`/`NOVA_TOKEN`), or `--os-cloud`/`OS_CLOUD` and
  * the `OS_*` variables like the `openstack` command. Exit codes: 0 success, 1 failure, 2 bad usage
- * or configuration (a bad flag, no or an unknown cloud, a broken clouds.yaml, an unreadable CA file),
+ * or configuration (a bad flag, a number not in decimal digits, a string that cannot be a server id,
+ * no or an unknown cloud, a broken clouds.yaml, an unreadable CA file),
  * 3 drift found and 4 inconclusive (`quota audit`).
  *
  * @module

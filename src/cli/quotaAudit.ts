@@ -15,7 +15,7 @@ import { auditQuota, type QuotaAudit } from '../audit/audit.js';
 import { formatAudit } from '../audit/format.js';
 import { formatDuration, parseDuration } from '../core/duration.js';
 import { jsonReplacer, terminalSafe } from '../core/table.js';
-import { describeFailure } from './common.js';
+import { describeFailure, parseIntFlag } from './common.js';
 
 export { formatAudit } from '../audit/format.js';
 
@@ -45,12 +45,8 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
     .option('--retry-delay <duration>', 'pause before another attempt, e.g. 5s (default 5s)')
     .option('--timeout <duration>', 'time box of each attempt (default 5m)')
     .action(async (flags: AuditFlags) => {
-      const attempts = flags.attempts === undefined ? 3 : Number(flags.attempts);
-      if (!Number.isInteger(attempts) || attempts < 1) throw new ValidationError(`--attempts must be a positive integer, got ${JSON.stringify(flags.attempts)}`);
-      const concurrency = flags.ghostConcurrency === undefined ? undefined : Number(flags.ghostConcurrency);
-      if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1)) {
-        throw new ValidationError(`--ghost-concurrency must be a positive integer, got ${JSON.stringify(flags.ghostConcurrency)}`);
-      }
+      const attempts = flags.attempts === undefined ? 3 : parseIntFlag(flags.attempts, '--attempts');
+      const concurrency = flags.ghostConcurrency === undefined ? undefined : parseIntFlag(flags.ghostConcurrency, '--ghost-concurrency');
       const retryDelayMs = flags.retryDelay === undefined ? 5000 : parseDuration(flags.retryDelay, '--retry-delay');
       const timeoutMs = flags.timeout === undefined ? undefined : parseDuration(flags.timeout, '--timeout');
       const client = await getClient();

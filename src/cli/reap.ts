@@ -20,7 +20,7 @@ import { Reaper, reapServers, type ReapEvent, type ReapResult, type ReaperOption
 import { readReaperState, writeReaperState } from '../reaper/state.js';
 import { formatDuration, parseDuration } from '../core/duration.js';
 import { jsonReplacer, renderTable, terminalSafe } from '../core/table.js';
-import { describeFailure } from './common.js';
+import { describeFailure, parseIntFlag } from './common.js';
 
 interface ReapFlags {
   prefix?: string;
@@ -57,9 +57,7 @@ export function reaperOptionsFromFlags(flags: ReapFlags): ReaperOptions & { pass
   if (flags.timeout !== undefined) options.timeoutMs = parseDuration(flags.timeout, '--timeout');
   if (flags.pollInterval !== undefined) options.deleteIntervalMs = parseDuration(flags.pollInterval, '--poll-interval');
   if (flags.concurrency !== undefined) {
-    const c = Number(flags.concurrency);
-    if (!Number.isInteger(c) || c < 1) throw new ValidationError(`--concurrency must be a positive integer, got ${JSON.stringify(flags.concurrency)}`);
-    options.concurrency = c;
+    options.concurrency = parseIntFlag(flags.concurrency, '--concurrency');
   }
   return options;
 }

@@ -5,7 +5,9 @@
  * `N of M servers failed to delete.` and exit code 1; 0 when all succeeded. It takes ids, not names;
  * an id Nova does not know (404 on DELETE) counts as already gone (exit 0), so that a worker that
  * repeats a delete never fails, where `openstack server delete` looks names up first and fails. At most `--concurrency`
- * (default 10) deletions run at once.
+ * (default 10) deletions run at once. Every id and flag is checked before any connection: a string
+ * that cannot be a server id (a `/`, `?` or `#`, `.` or `..`) or a flag that is not a decimal number
+ * (`--interval-ms 0x10`) is bad usage, exit 2, and nothing is deleted.
  *
  * @module
  */
@@ -15,9 +17,19 @@ import { ValidationError } from '../errors/index.js';
 import type { NovaClient } from '../nova/client.js';
 import type { DeleteServerOptions } from '../delete/index.js';
 import type { DeleteProgress } from '../delete/index.js';
-import { parseMs } from './common.js';
+import { parseIntFlag, parseMs } from './common.js';
 import { terminalSafe } from '../core/table.js';
 import { checkPathId } from '../core/validate.js';
+
+/** True when `id` can be a server id in a URL path (see `checkPathId`). */
+function isPathId(id: string): boolean {
+  try {
+    checkPathId('server id', id);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 interface DeleteFlags {
   wait?: boolean;
@@ -34,7 +46,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export function registerServerDeleteCommand(server: Command, getClient: () => Promise<NovaClient>): void {
   server
     .command('delete')
-    .description('delete servers; with --wait, wait until Nova has really deleted them')
+    .description('delete servers; with --wait, wait until Nova has really deleted them. Exit 0 all deleted, 1 a deletion failed, 2 bad usage (a bad flag or id: nothing is deleted)')
     .argument('<id...>', 'server ids')
     .option('--wait', 'wait until Nova has deleted each server (its 404) or it is SOFT_DELETED')
     .option('--timeout-ms <ms>', 'give up waiting after this many ms (default 300000)')
@@ -53,12 +65,18 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
       const intervalMs = parseMs(flags.intervalMs, '--interval-ms');
       if (timeoutMs) options.timeoutMs = timeoutMs;
       if (intervalMs) options.intervalMs = intervalMs;
-      const concurrency = flags.concurrency === undefined ? 10 : Number(flags.concurrency);
-      if (!Number.isInteger(concurrency) || concurrency < 1) {
-        throw new ValidationError(`--concurrency must be a positive integer, got ${JSON.stringify(flags.concurrency)}`);
+      const concurrency = flags.concurrency === undefined ? 10 : parseIntFlag(flags.concurrency, '--concurrency');
+      const unique = [...new Set(ids)];
+      // Every id before the first DELETE (and before any connection): a bad id is a usage error
+      // (exit 2) and nothing is deleted, so a typo in a list never leaves half of it deleted.
+      const bad = unique.filter((id) => !isPathId(id));
+      if (bad.length > 0) {
+        throw new ValidationError(
+          `${bad.length === 1 ? 'this is not a server id' : `these ${bad.length} are not server ids`} (an id is a non-empty string without '/', '?' or '#', and not '.' or '..'): ` +
+            `${bad.map((id) => terminalSafe(JSON.stringify(id), true)).join(', ')}; nothing was deleted`,
+        );
       }
       const client = await getClient();
-      const unique = [...new Set(ids)];
       const tty = Boolean(process.stderr.isTTY) && options.wait;
       const bar = tty
         ? new cliProgress.SingleBar(
@@ -83,18 +101,8 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
       };
       const held: string[] = [];
       const failures: Array<{ id: string; error: Error }> = [];
-      // An id that cannot be one fails on its own (as `openstack server delete` does), the others go ahead.
-      const valid = unique.filter((id) => {
-        try {
-          checkPathId('server id', id);
-          return true;
-        } catch (error) {
-          failures.push({ id, error: error as Error });
-          return false;
-        }
-      });
       // All DELETEs first (paced, at most --concurrency in flight), then every wait together.
-      await client.deleteServers(valid, {
+      await client.deleteServers(unique, {
         ...options,
         concurrency,
         onSettled: (s) => {

@@ -34,3 +34,24 @@ export function redactSecrets(text: string, secrets: readonly string[]): string 
   }
   return out;
 }
+
+/**
+ * Query and fragment parameters whose value is taken for a secret: any name containing token,
+ * pass(word), pwd, secret, key, auth, credential, sig(nature) or session (`?token=`, `&password=`,
+ * `#access_token=`, `?X-Amz-Signature=`, `?api_key=`).
+ */
+const SECRET_PARAM = /([?&#;])([\w.~%[\]-]*?(?:token|pass|pwd|secret|key|auth|credential|sig|session)[\w.~%[\]-]*)=([^&#;\s"'<>]*)/gi;
+
+/** User info of a URL (`http://user:password@host`, also with one slash or none after the scheme). */
+const USER_INFO = /\b([a-z][a-z0-9+.-]*:\/{0,2})([^\s/?#@"'<>]+)@/gi;
+
+/**
+ * `text` with what a URL may carry of a secret replaced by `[REDACTED]`: its user info
+ * (`http://[REDACTED]@host`) and the values of query or fragment parameters named like a secret
+ * (`?token=[REDACTED]`, `&password=[REDACTED]`; see the list above). For URLs that an error echoes
+ * (an endpoint refused by validation, a redirect's `Location`, a next link): the caller's own
+ * secrets are removed by {@link redactSecrets}, these need no list.
+ */
+export function redactUrlSecrets(text: string): string {
+  return text.replace(USER_INFO, `$1${REDACTED}@`).replace(SECRET_PARAM, `$1$2=${REDACTED}`);
+}

@@ -5,6 +5,7 @@
  * @module
  */
 import { ValidationError } from '../errors/index.js';
+import { checkKnownOptions } from './options.js';
 
 /**
  * Check an id that goes into a URL path segment (`/servers/{id}`, `/flavors/{id}`): a non-empty
@@ -54,8 +55,12 @@ export interface RetryPolicyInput {
   maxRetryTimeMs?: number | undefined;
 }
 
+/** The option names of a retry policy (`RetryOptions`). */
+const RETRY_POLICY_KEYS = ['retries', 'minDelayMs', 'maxDelayMs', 'maxRetryTimeMs'] as const;
+
 /**
- * Check a retry policy: `retries` a non-negative integer, `minDelayMs` a finite non-negative
+ * Check a retry policy (`false` is checked by the caller, where it is allowed): no option name but
+ * `retries`, `minDelayMs`, `maxDelayMs`, `maxRetryTimeMs` (a misspelt one names the closest), `retries` a non-negative integer, `minDelayMs` a finite non-negative
  * duration, `maxDelayMs` a non-negative duration (both at most {@link MAX_TIMER_MS}),
  * `maxRetryTimeMs` a positive duration.
  * @param where - Prefix of the option names in messages, e.g. `retry`.
@@ -63,7 +68,8 @@ export interface RetryPolicyInput {
  */
 export function checkRetryPolicy(where: string, r: RetryPolicyInput | undefined): void {
   if (r === undefined) return;
-  if (r === null || typeof r !== 'object') throw new ValidationError(`${where} must be an object (or false), got ${String(r)}`);
+  if (r === null || typeof r !== 'object' || Array.isArray(r)) throw new ValidationError(`${where} must be an object (or false), got ${String(r)}`);
+  checkKnownOptions(where, r, RETRY_POLICY_KEYS);
   if (r.retries !== undefined && (!Number.isInteger(r.retries) || r.retries < 0)) {
     throw new ValidationError(`${where}.retries must be a non-negative integer, got ${String(r.retries)}`);
   }

@@ -17,7 +17,7 @@ import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../transport/retry.js';
 import { Transport } from '../transport/transport.js';
 import { isServerNotFound } from '../transport/http.js';
 import { checkPathId } from '../core/validate.js';
-import { idObjectListMember, idObjectMember, objectMember, type ShapeContext } from '../transport/responseShape.js';
+import { idObjectMember, objectMember, type ShapeContext } from '../transport/responseShape.js';
 import { componentLogger, type Logger } from '../core/logger.js';
 import type { CreateServerBody, Flavor, Limits, QuotaSetDetail, Server } from '../core/types.js';
 import {
@@ -37,6 +37,7 @@ import {
   projectFromNoauthToken,
   type ClientStats,
   type CloudClientOptions,
+  type ListServersOptions,
   type ListServersQuery,
   type NovaClientOptions,
   type RawRequest,
@@ -44,9 +45,10 @@ import {
   type RequestOptions,
 } from './options.js';
 import { NovaRequester } from './request.js';
-import { nextPageQuery, parseAbsoluteLimits, parseQuotaSetDetail } from './parse.js';
+import { parseAbsoluteLimits, parseQuotaSetDetail } from './parse.js';
+import { listServerPages } from './list.js';
 
-export type { ClientStats, CloudClientOptions, ListServersQuery, NovaClientOptions, RawRequest, RawResponse, RequestOptions, RetryOptions } from './options.js';
+export type { ClientStats, CloudClientOptions, ListServersOptions, ListServersQuery, NovaClientOptions, RawRequest, RawResponse, RequestOptions, RetryOptions } from './options.js';
 export { parseAbsoluteLimits } from './parse.js';
 
 const VERSION = '0.1.0';
@@ -112,7 +114,7 @@ export class NovaClient {
     this.logger = componentLogger(options.logger, 'nova');
     this.clock = options.clock ?? systemClock;
     this.deleteEngine = new DeleteEngine(this, { coalesce: this.coalesce, maxRequestsPerSecond: this.maxRequestsPerSecond, watchIntervalMs: this.watchIntervalMs });
-    const retry = Object.fromEntries(Object.entries(options.retry ?? {}).filter(([, v]) => v !== undefined));
+    const retry = options.retry === false ? { retries: 0 } : Object.fromEntries(Object.entries(options.retry ?? {}).filter(([, v]) => v !== undefined));
     const transport = new Transport({
       headers: { Accept: 'application/json', 'User-Agent': options.userAgent ?? `nova-guard/${VERSION}` },
       maxResponseBytes: options.maxResponseBytes ?? d.maxResponseBytes,
@@ -184,12 +186,15 @@ export class NovaClient {
   /**
    * `GET /servers/detail` with query filters (including `changes-since`), following `servers_links`
    * "next" links until the last page (Nova API reference, "List Servers Detailed").
-   * A server listed on two pages is returned once.
+   * A server listed on two pages is returned once. Bounded: at most `maxPages` pages (default 1000)
+   * within `timeoutMs` (default 600000 ms) in all; see {@link ListServersOptions}.
    * @throws {@link InvalidResponseError} when a page has no `servers` list of objects with ids (a proxy page is
-   * never taken as an empty listing), or when the next link is not a URL or asks for a marker already
-   * followed (a loop: the listing would be truncated).
+   * never taken as an empty listing), when the next link is not a URL or asks for a marker already
+   * followed (a loop: the listing would be truncated), or when page `maxPages` still has a next
+   * link; {@link NovaNetworkError} (`timedOut`) at `timeoutMs`; {@link AbortError} when `signal`
+   * aborts; {@link ValidationError} (before any request) for a bad `maxPages` or `timeoutMs`.
    */
-  async listServers(query: ListServersQuery = {}, options: RequestOptions = {}): Promise<Server[]> {
+  async listServers(query: ListServersQuery = {}, options: ListServersOptions = {}): Promise<Server[]> {
     return (await this.listServersWithMeta(query, options)).servers;
   }
 
@@ -200,34 +205,13 @@ export class NovaClient {
    */
   async listServersWithMeta(
     query: ListServersQuery = {},
-    options: RequestOptions & { brief?: boolean } = {},
+    options: ListServersOptions = {},
   ): Promise<{ servers: Server[]; serverDateMs: number | undefined; pages: number }> {
-    const servers: Server[] = [];
-    let q: Record<string, string | number | boolean | undefined> = { ...query };
-    let serverDateMs: number | undefined;
-    let pages = 0;
-    const seenMarkers = new Set<string>();
-    const seenIds = new Set<unknown>();
-    for (;;) {
-      const res = await this.request({
-        method: 'GET',
-        path: options.brief ? '/servers' : '/servers/detail',
-        query: q,
-        ...options,
-      });
-      pages++;
-      serverDateMs ??= res.serverDateMs;
-      const page = idObjectListMember<Server>(res.data, 'servers', this.#shape('GET', res));
-      for (const server of page) {
-        if (server.id !== undefined && seenIds.has(server.id)) continue; // never the same server twice
-        seenIds.add(server.id);
-        servers.push(server);
-      }
-      const nextQuery = nextPageQuery(res.data, this.#shape('GET', res), seenMarkers, page.length === 0);
-      if (!nextQuery) break;
-      q = { ...q, ...nextQuery };
-    }
-    return { servers, serverDateMs, pages };
+    return listServerPages(
+      { request: (req) => this.request(req), clock: this.clock, shape: (res) => this.#shape('GET', res) },
+      query,
+      options,
+    );
   }
 
   /**
@@ -344,11 +328,14 @@ export class NovaClient {
    * `GET /os-quota-sets/{project_id}/detail` (Nova API reference, "Quota Sets", "Show The Detail of
    * Quota"). Each resource's `limit` -1 becomes `Infinity`.
    * @param projectId - Defaults to the client's project id.
-   * @throws {@link ValidationError} when no project id is known; {@link ForbiddenError} when policy
-   * forbids; {@link InvalidResponseError} when a 2xx body has no `quota_set` object.
+   * @throws {@link ValidationError} (before any request) when no project id is known, or when it
+   * cannot be a path segment (`/`, `?`, `#`, `.` or `..`: `'..'` would read `GET /v2.1/detail`);
+   * {@link ForbiddenError} when policy forbids; {@link InvalidResponseError} when a 2xx body has no
+   * `quota_set` object.
    */
   async getQuotaSetDetail(projectId: string | undefined = this.projectId, options: RequestOptions = {}): Promise<QuotaSetDetail> {
     if (!projectId) throw new ValidationError('getQuotaSetDetail needs a project id (pass one, or set projectId on the client)');
+    checkPathId('project id', projectId);
     const res = await this.request({
       method: 'GET',
       path: `/os-quota-sets/${encodeURIComponent(projectId)}/detail`,

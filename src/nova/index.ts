@@ -4,4 +4,4 @@
  * @module
  */
 export { NovaClient, parseAbsoluteLimits } from './client.js';
-export type { NovaClientOptions, CloudClientOptions, RequestOptions, RetryOptions, RawRequest, RawResponse, ListServersQuery, ClientStats } from './client.js';
+export type { NovaClientOptions, CloudClientOptions, RequestOptions, RetryOptions, RawRequest, RawResponse, ListServersOptions, ListServersQuery, ClientStats } from './client.js';

@@ -9,6 +9,7 @@ import type { Logger } from '../core/logger.js';
 import type { AuthProvider } from '../auth/provider.js';
 import type { CloudClientExtras } from '../config/load.js';
 import { checkKnownOptions } from '../core/options.js';
+import { redactUrlSecrets } from '../core/redact.js';
 import { ValidationError } from '../errors/index.js';
 import { checkDurationMs, checkRetryPolicy } from '../core/validate.js';
 
@@ -53,8 +54,11 @@ export interface NovaClientOptions {
    * the HTTP exchange. `Infinity`: none. Default 30000.
    */
   requestTimeoutMs?: number;
-  /** Retry policy of idempotent requests. See {@link RetryOptions} for the defaults. */
-  retry?: RetryOptions;
+  /**
+   * Retry policy of idempotent requests. See {@link RetryOptions} for the defaults. `false`: one
+   * attempt per request (the same as `{ retries: 0 }`), like a request's own `retry: false`.
+   */
+  retry?: RetryOptions | false;
   /** pino logger; default silent. The client logs method, path, status, request id and timing only. */
   logger?: Logger;
   /**
@@ -127,6 +131,43 @@ export interface RequestOptions {
   microversion?: string | undefined;
 }
 
+/** Options of `NovaClient.listServers` and `NovaClient.listServersWithMeta`. */
+export interface ListServersOptions extends RequestOptions {
+  /** Read `GET /servers` (id, name and links only: Nova API reference, "List Servers") instead of `/servers/detail`. @default false */
+  brief?: boolean | undefined;
+  /**
+   * Most pages read: a listing whose last page read still has a `next` link fails with
+   * {@link InvalidResponseError} instead of following it (a proxy or a bug that hands out a new
+   * marker with every page would be followed for ever). At Nova's usual page size
+   * (`[api] max_limit`, 1000 servers) the default is a million servers. `Infinity`: no bound.
+   * @default 1000
+   */
+  maxPages?: number | undefined;
+  /**
+   * Time limit of the whole listing (every page, retries included), in ms; each page is also
+   * bounded by `requestTimeoutMs`. Fails with {@link NovaNetworkError} (`timedOut`, code
+   * `ETIMEDOUT`) naming the pages read. `Infinity`: only `signal` and `maxPages` bound it.
+   * @default 600000 (10 minutes)
+   */
+  timeoutMs?: number | undefined;
+}
+
+/** The defaults of {@link ListServersOptions}. */
+export const LIST_SERVERS_DEFAULTS = Object.freeze({ maxPages: 1000, timeoutMs: 600_000 });
+
+/**
+ * Check the bounds of a listing.
+ * @throws {@link ValidationError} when `maxPages` is not a positive integer (or `Infinity`), or
+ * `timeoutMs` not a positive duration.
+ */
+export function checkListServersOptions(options: ListServersOptions): void {
+  const { maxPages } = options;
+  if (maxPages !== undefined && maxPages !== Number.POSITIVE_INFINITY && (!Number.isSafeInteger(maxPages) || maxPages < 1)) {
+    throw new ValidationError(`maxPages must be a positive integer (or Infinity), got ${String(maxPages)}`);
+  }
+  checkDurationMs('timeoutMs', options.timeoutMs, { timer: true });
+}
+
 /** Low-level request description for {@link NovaClient.request}. */
 export interface RawRequest extends RequestOptions {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
@@ -186,7 +227,8 @@ export function checkEndpoint(endpoint: unknown): void {
   } catch {
     url = undefined;
   }
-  const shown = typeof endpoint === 'string' ? JSON.stringify(endpoint.replace(/\/\/[^@/]*@/, '//')) : String(endpoint);
+  // The message echoes the endpoint without what it may carry of a secret (user info, `?token=`).
+  const shown = typeof endpoint === 'string' ? JSON.stringify(redactUrlSecrets(endpoint.replace(/\/\/[^@/]*@/, '//'))) : String(endpoint);
   if (!url) throw new ValidationError(`endpoint must be an http(s) URL, got ${shown}`);
   if (url.username !== '' || url.password !== '') throw new ValidationError('endpoint must not contain user info (user:password@): give the token as token or auth');
   if (url.search !== '' || url.hash !== '' || /[?#]/.test(endpoint as string)) {
@@ -260,7 +302,7 @@ export function checkNovaClientOptions(options: NovaClientOptions): void {
   if (options.coalesce !== undefined && typeof options.coalesce !== 'boolean') {
     throw new ValidationError(`coalesce must be a boolean, got ${String(options.coalesce)}`);
   }
-  checkRetryPolicy('retry', options.retry ?? {});
+  if (options.retry !== false) checkRetryPolicy('retry', options.retry ?? {});
   const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   if (!Number.isInteger(maxResponseBytes) || maxResponseBytes < 1) {
     throw new ValidationError(`maxResponseBytes must be a positive integer, got ${String(options.maxResponseBytes)}`);

@@ -24,6 +24,7 @@ import {
 } from '../errors/index.js';
 import { parseQuotaMessage } from '../errors/quotaMessage.js';
 import { systemClock } from '../core/clock.js';
+import { redactUrlSecrets } from '../core/redact.js';
 
 /** Response headers as axios gives them (lower-case names). */
 export type HeaderBag = Record<string, unknown>;
@@ -165,7 +166,9 @@ export interface RequestContext {
 export function errorFromResponse(status: number, headers: HeaderBag, data: unknown, ctx: RequestContext, nowMs = systemClock.wallNow()): NovaApiError {
   if (status >= 300 && status < 400) {
     // Redirects are never followed (the token or password would go along): say where to point instead.
-    const location = header(headers, 'location');
+    // Secrets out before the cut (a cut secret would no longer be recognised).
+    const raw = header(headers, 'location');
+    const location = raw === undefined ? undefined : redactUrlSecrets(ctx.redact ? ctx.redact(raw) : raw);
     return new NovaApiError({
       status,
       message:

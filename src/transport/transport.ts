@@ -15,7 +15,7 @@ import axios, { type AxiosAdapter, type AxiosInstance, type AxiosResponse } from
 import pTimeout from 'p-timeout';
 import { systemClock, type Clock } from '../core/clock.js';
 import { silentLogger, type Logger } from '../core/logger.js';
-import { redactSecrets } from '../core/redact.js';
+import { redactSecrets, redactUrlSecrets } from '../core/redact.js';
 import { AbortError, InvalidResponseError, type NovaApiError } from '../errors/index.js';
 import { errorFromResponse, networkError, requestIdOf, serverDateOf, type HeaderBag, type RequestContext } from './http.js';
 import { tlsAgent, type TlsOptions } from './tls.js';
@@ -114,15 +114,26 @@ export class Transport {
     });
   }
 
-  /** `text` with every secret (in any of its echoed forms) replaced by `[REDACTED]`. */
+  /**
+   * `text` with every secret (in any of its echoed forms) replaced by `[REDACTED]`, and with what a
+   * URL in it may carry of one (user info, `?token=`, `?password=`, ...: `redactUrlSecrets`).
+   */
   readonly redactText = (text: string): string => {
     const secrets = this.#secrets();
-    return secrets.length > 0 ? redactSecrets(text, secrets) : text;
+    return redactUrlSecrets(secrets.length > 0 ? redactSecrets(text, secrets) : text);
   };
 
-  /** `error` with every secret (in any of its echoed forms) removed from its message. */
+  /**
+   * `error` with every secret (in any of its echoed forms) removed from its message, its stack, and
+   * its `url` and `fault` fields (a {@link NovaApiError}'s): whatever inspects, logs or serialises it.
+   */
   redact<E extends Error>(error: E): E {
     error.message = this.redactText(error.message);
+    if (typeof error.stack === 'string') error.stack = this.redactText(error.stack);
+    for (const field of ['url', 'fault'] as const) {
+      const value = (error as Partial<Record<typeof field, unknown>>)[field];
+      if (typeof value === 'string') Object.defineProperty(error, field, { value: this.redactText(value), enumerable: true, configurable: true, writable: false });
+    }
     return error;
   }
 

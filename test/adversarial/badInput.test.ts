@@ -31,6 +31,54 @@ describe('dot-segment ids', () => {
   });
 });
 
+describe('project ids', () => {
+  it.each(['..', '.', 'a/b', 'a?b', 'p#1', '../detail'])("getQuotaSetDetail(%j) is refused before any request (it would read another URL)", async (projectId) => {
+    const nova = await startNova();
+    const e = await rejection(clientFor(nova).getQuotaSetDetail(projectId));
+    expect(e).toBeInstanceOf(ValidationError);
+    expect(e.message).toBe(`project id must be a non-empty string without '/', '?' or '#' (and not '.' or '..'), got ${JSON.stringify(projectId)}`);
+    expect(nova.requests).toHaveLength(0);
+  });
+
+  it("a client whose projectId is '..' refuses getQuotaSetDetail() the same way", async () => {
+    const nova = await startNova();
+    await expect(clientFor(nova, { projectId: '..' }).getQuotaSetDetail()).rejects.toThrow(ValidationError);
+    expect(nova.requests).toHaveLength(0);
+  });
+
+  it('a good project id is still read, encoded', async () => {
+    const nova = await startNova();
+    const detail = await clientFor(nova).getQuotaSetDetail(nova.projectId);
+    expect(detail['cores']).toMatchObject({ in_use: 0 });
+    expect(nova.requests.map((r) => `${r.method} ${r.path}`)).toEqual([`GET /os-quota-sets/${nova.projectId}/detail`]);
+  });
+});
+
+describe('retry: false and misspelt retry options', () => {
+  it('new NovaClient({ retry: false }) is accepted: one attempt per request', async () => {
+    const nova = await startNova();
+    nova.inject({ method: 'GET', path: /^\/servers\//, status: 503, times: 5 });
+    const client = clientFor(nova, { retry: false });
+    const e = await rejection(client.getServer('abc'));
+    expect(e).toMatchObject({ status: 503 });
+    expect(nova.requestsTo('GET', /^\/servers\//)).toHaveLength(1);
+  });
+
+  it.each([
+    [{ retries: 2, retires: 3 }, 'retry: unknown option "retires" (did you mean retries?); known options: retries, minDelayMs, maxDelayMs, maxRetryTimeMs'],
+    [{ maxDelay: 5 }, 'retry: unknown option "maxDelay" (did you mean maxDelayMs?); known options: retries, minDelayMs, maxDelayMs, maxRetryTimeMs'],
+    [true, 'retry must be an object (or false), got true'],
+    [[], 'retry must be an object (or false), got '],
+  ])('retry %j is refused by the client and by a request, naming what to write', async (retry, message) => {
+    expect(() => new NovaClient({ endpoint: 'http://127.0.0.1:1/v2.1', token: 't', retry: retry as never })).toThrow(new ValidationError(message));
+    const nova = await startNova();
+    const e = await rejection(clientFor(nova).getServer('abc', { retry: retry as never }));
+    expect(e).toBeInstanceOf(ValidationError);
+    expect(e.message).toBe(message);
+    expect(nova.requests).toHaveLength(0);
+  });
+});
+
 describe('per-call request options', () => {
   it.each([
     [{ requestTimeoutMs: Number.NaN }, 'requestTimeoutMs must be a positive number of milliseconds, got NaN'],

@@ -57,6 +57,58 @@ describe('nova-guard misuse', () => {
     expect(nova.requests).toHaveLength(0);
   });
 
+  it('server delete with one bad id among good ones: exit 2 before any request, nothing deleted', async () => {
+    const nova = await startNova();
+    const ids = [nova.addServer().id, nova.addServer().id];
+    const r = await run(['server', 'delete', ids[0]!, 'a/b', '..', ids[1]!], { NOVA_ENDPOINT: nova.endpoint, NOVA_TOKEN: 'admin:demo' });
+    expect(r).toEqual({
+      code: 2,
+      out: '',
+      err: `nova-guard: these 2 are not server ids (an id is a non-empty string without '/', '?' or '#', and not '.' or '..'): "a/b", ".."; nothing was deleted`,
+    });
+    expect(nova.requests).toHaveLength(0);
+    for (const id of ids) expect(nova.getServerState(id)?.status).toBe('ACTIVE');
+  });
+
+  it('server delete with a single bad id names it (exit 2), even when no cloud is configured', async () => {
+    const r = await run(['server', 'delete', 'x?y']);
+    expect(r).toEqual({
+      code: 2,
+      out: '',
+      err: `nova-guard: this is not a server id (an id is a non-empty string without '/', '?' or '#', and not '.' or '..'): "x?y"; nothing was deleted`,
+    });
+  });
+
+  it.each(['0x10', '1e3', '0b1', '0o7', '1.5', ' 5', '5 ', 'Infinity', '-5', '0', '+5', '9007199254740993'])('--interval-ms %j is refused (exit 2), before any request', async (value) => {
+    const nova = await startNova();
+    const id = nova.addServer().id;
+    const r = await run(['server', 'delete', id, '--wait', `--interval-ms=${value}`], { NOVA_ENDPOINT: nova.endpoint, NOVA_TOKEN: 'admin:demo' });
+    expect(r).toEqual({ code: 2, out: '', err: `nova-guard: --interval-ms must be a positive number of milliseconds, got ${JSON.stringify(value)}` });
+    expect(nova.requests).toHaveLength(0);
+  });
+
+  it.each([
+    [['server', 'delete', 'x', '--concurrency', '0x2'], '--concurrency must be a positive integer, got "0x2"'],
+    [['server', 'delete', 'x', '--timeout-ms', '1e5'], '--timeout-ms must be a positive number of milliseconds, got "1e5"'],
+    [['server', 'reap', '--prefix', 'ci-', '--older-than', '2h', '--concurrency', '1e1'], '--concurrency must be a positive integer, got "1e1"'],
+    [['quota', 'audit', '--attempts', '0x3'], '--attempts must be a positive integer, got "0x3"'],
+    [['quota', 'audit', '--ghost-concurrency', '2.0'], '--ghost-concurrency must be a positive integer, got "2.0"'],
+    [['--request-timeout-ms', '0x100', 'limits'], '--request-timeout-ms must be a positive number of milliseconds, got "0x100"'],
+  ])('%j is refused: exit 2, one line', async (argv, message) => {
+    const nova = await startNova();
+    const r = await run(argv, { NOVA_ENDPOINT: nova.endpoint, NOVA_TOKEN: 'admin:demo' });
+    expect(r).toEqual({ code: 2, out: '', err: `nova-guard: ${message}` });
+    expect(nova.requests).toHaveLength(0);
+  });
+
+  it('decimal flags still work: --interval-ms 50 --timeout-ms 60000 --concurrency 2', async () => {
+    const nova = await startNova();
+    const id = nova.addServer().id;
+    const r = await run(['server', 'delete', id, '--interval-ms', '50', '--timeout-ms', '60000', '--concurrency', '2'], { NOVA_ENDPOINT: nova.endpoint, NOVA_TOKEN: 'admin:demo' });
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(new RegExp(`^${id}: delete-requested `));
+  });
+
   it('a bad flag is reported as such even when no cloud is configured', async () => {
     const r = await run(['server', 'delete', 'x', '--timeout-ms', 'abc']);
     expect(r).toEqual({ code: 2, out: '', err: 'nova-guard: --timeout-ms must be a positive number of milliseconds, got "abc"' });
@@ -124,7 +176,9 @@ describe('main() called twice in one process', () => {
       for (const k of Object.keys(process.env)) if (k.startsWith('OS_') || k.startsWith('NOVA_')) delete process.env[k];
       Object.assign(process.env, env);
       process.exitCode = undefined;
-      expect(await main(['server', 'delete', 'a/b'])).toBe(1);
+      // A string that cannot be a server id is bad usage (exit 2, nothing deleted); it was 1 before
+      // issue 12 asked for every id to be checked before the first DELETE.
+      expect(await main(['server', 'delete', 'a/b'])).toBe(2);
       expect(process.exitCode).toBeUndefined();
       expect(await main(['limits'])).toBe(0);
     } finally {

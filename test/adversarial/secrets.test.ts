@@ -89,3 +89,70 @@ describe('an endpoint from the auth provider', () => {
     expect(s.seen).toHaveLength(0);
   });
 });
+
+/** Every way an error may be shown: message, stack, util.inspect, JSON, and each own field. */
+function shown(e: unknown): string {
+  const err = e as Error & Record<string, unknown>;
+  return [err.message, err.stack, inspect(err), JSON.stringify(err), ...Object.values(err).map((v) => String(v))].join('\n');
+}
+
+function refusal(fn: () => unknown): Error {
+  try {
+    fn();
+  } catch (e) {
+    return e as Error;
+  }
+  throw new Error('not refused');
+}
+
+describe('URLs that validation errors echo', () => {
+  const SECRET = 'hunter2-url-secret-778';
+
+  it.each([
+    [`http://127.0.0.1:8774/v2.1?token=${SECRET}`, '"http://127.0.0.1:8774/v2.1?token=[REDACTED]"'],
+    [`http://127.0.0.1:8774/v2.1?marker=a&password=${SECRET}&x=1`, '"http://127.0.0.1:8774/v2.1?marker=a&password=[REDACTED]&x=1"'],
+    [`http://127.0.0.1:8774/v2.1#access_token=${SECRET}`, '"http://127.0.0.1:8774/v2.1#access_token=[REDACTED]"'],
+  ])('NovaClient endpoint %s: refused, the secret never echoed', (endpoint, echoed) => {
+    const e = refusal(() => new NovaClient({ endpoint, token: TOKEN }));
+    expect(e).toBeInstanceOf(ValidationError);
+    expect(e.message).toBe(`endpoint must not have a query or fragment, got ${echoed}`);
+    expect(shown(e)).not.toContain(SECRET);
+  });
+
+  it.each([`ftp://user:${SECRET}@host/v2.1`, `http:/user:${SECRET}@host/v2.1`, `user:${SECRET}@host`, `nova?token=${SECRET}`])(
+    'a NovaClient endpoint that is not a URL (%s) is echoed without the secret',
+    (endpoint) => {
+      const e = refusal(() => new NovaClient({ endpoint, token: TOKEN }));
+      expect(e.message).toMatch(/^endpoint must be an http\(s\) URL, got "/);
+      expect(shown(e)).not.toContain(SECRET);
+    },
+  );
+
+  it.each([
+    [`http://keystone:5000/v3?password=${SECRET}`, `authUrl must not have a query or fragment (/v3/auth/tokens is appended to it), got "http://keystone:5000/v3?password=[REDACTED]"`],
+    [`keystone:5000?token=${SECRET}`, 'authUrl must be an http(s) URL, got "keystone:5000?token=[REDACTED]"'],
+    [`htp://u:${SECRET}@keystone`, 'authUrl must be an http(s) URL, got "htp://keystone"'],
+    [`http:/u:${SECRET}@keystone`, 'authUrl must be an http(s) URL, got "http:/[REDACTED]@keystone"'],
+  ])('KeystoneAuth authUrl %s: refused without the secret', (authUrl, message) => {
+    const e = refusal(() => new KeystoneAuth({ authUrl, username: 'u', password: 'pw-secret-1', projectName: 'p' }));
+    expect(e).toBeInstanceOf(ValidationError);
+    expect(e.message).toBe(message);
+    expect(shown(e)).not.toContain(SECRET);
+  });
+
+  it('KeystoneAuth endpointOverride that is not a URL: refused without the secret', () => {
+    const e = refusal(() => new KeystoneAuth({ token: 't0ken-value', endpointOverride: `nova/v2.1?auth_token=${SECRET}` }));
+    expect(e).toBeInstanceOf(ValidationError);
+    expect(e.message).toBe('endpointOverride must be an http(s) URL, got "nova/v2.1?auth_token=[REDACTED]"');
+  });
+
+  it("an endpoint from the provider's catalog with ?token= is refused before any request, without the secret", async () => {
+    const s = await scripted((_q, res) => reply(res, 500, 'boom'));
+    const auth = { getToken: () => Promise.resolve(TOKEN), getEndpoint: () => Promise.resolve(`${s.endpoint}?token=${SECRET}`) };
+    const e = await rejection(new NovaClient({ auth }).getLimits());
+    expect(e).toBeInstanceOf(ValidationError);
+    expect(e.message).toBe(`endpoint must not have a query or fragment, got ${JSON.stringify(`${s.endpoint}?token=[REDACTED]`)}`);
+    expect(shown(e)).not.toContain(SECRET);
+    expect(s.seen).toHaveLength(0);
+  });
+});
