@@ -144,7 +144,8 @@ async function audit(client: NovaClient, options: AuditQuotaOptions, signal: Abo
   };
 
   const [limitsBefore, quotaSetBefore] = await readBoth();
-  const listing = await client.listServersWithMeta(options.pageSize ? { limit: options.pageSize } : {}, { signal });
+  // The audit's own deadline bounds its listing (not the listing's shorter default).
+  const listing = await client.listServersWithMeta(options.pageSize ? { limit: options.pageSize } : {}, { signal, timeoutMs: Number.POSITIVE_INFINITY });
   const [limitsAfter, quotaSetAfter] = await readBoth();
   log.debug({ servers: listing.servers.length, pages: listing.pages }, 'servers listed');
 

@@ -162,7 +162,9 @@ export class Reaper {
     const o = this.#options;
     const { signal } = o;
     const now = o.now ?? (() => this.#client.clock.wallNow());
-    const servers = await this.#client.listServers(o.pageSize ? { limit: o.pageSize } : {}, { signal: signals.listing });
+    // The pass's own deadline bounds its listing (not the listing's shorter default).
+    const listingTimeoutMs = Number.isFinite(deadlineAt) ? Math.max(1, deadlineAt - this.#client.clock.now()) : Number.POSITIVE_INFINITY;
+    const servers = await this.#client.listServers(o.pageSize ? { limit: o.pageSize } : {}, { signal: signals.listing, timeoutMs: listingTimeoutMs });
     const startedAtMs = now();
     const plan = planPass({ servers, previous: this.#state, selector: o, olderThanMs: o.olderThanMs, dryRun: o.dryRun ?? false, nowMs: startedAtMs });
     const next = plan.next;
