@@ -119,6 +119,12 @@ export class ServerBuildError extends NovaGuardError {
   readonly deleted: boolean;
   /** Why the guard could not delete it. */
   readonly cleanupError: Error | undefined;
+  /**
+   * True when Nova's fault is about capacity, not quota (`No valid host was found`: the scheduler
+   * found no host; the server, in cell0, held an instance but no cores or RAM). Waiting for quota
+   * cannot help; more capacity, another flavor or a later try can.
+   */
+  readonly capacity: boolean;
   /** @param init - See {@link ServerBuildInit}. */
   constructor(init: ServerBuildInit) {
     const what =
@@ -136,6 +142,7 @@ export class ServerBuildError extends NovaGuardError {
     this.lastStatus = init.lastStatus;
     this.faultMessage = init.faultMessage;
     this.faultCode = init.faultCode;
+    this.capacity = init.reason === 'error' && /No valid host was found|NoValidHost|Exceeded maximum number of retries/i.test(init.faultMessage ?? '');
     this.elapsedMs = init.elapsedMs;
     this.deleted = init.deleted;
     this.cleanupError = init.cleanupError;
