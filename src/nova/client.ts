@@ -17,6 +17,7 @@ import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../transport/retry.js';
 import { Transport } from '../transport/transport.js';
 import { isServerNotFound } from '../transport/http.js';
 import { checkPathId } from '../core/validate.js';
+import { checkKnownOptions } from '../core/options.js';
 import { idObjectMember, objectMember, type ShapeContext } from '../transport/responseShape.js';
 import { componentLogger, type Logger } from '../core/logger.js';
 import type { CreateServerBody, Flavor, Limits, QuotaSetDetail, Server } from '../core/types.js';
@@ -50,6 +51,9 @@ import { listServerPages } from './list.js';
 
 export type { ClientStats, CloudClientOptions, ListServersOptions, ListServersQuery, NovaClientOptions, RawRequest, RawResponse, RequestOptions, RetryOptions } from './options.js';
 export { parseAbsoluteLimits } from './parse.js';
+
+/** The option names a request takes (see {@link RawRequest}). */
+const RAW_REQUEST_KEYS = ['signal', 'requestTimeoutMs', 'retry', 'retryOn', 'onAttempt', 'microversion', 'method', 'path', 'query', 'body', 'acceptStatus', 'serverId'] as const;
 
 const VERSION = '0.1.0';
 
@@ -169,6 +173,12 @@ export class NovaClient {
    * `requestTimeoutMs` or `retry`.
    */
   request<T = unknown>(req: RawRequest): Promise<RawResponse<T>> {
+    try {
+      // A misspelt option (`{ requestTimout: 5 }`) must fail, not be ignored.
+      checkKnownOptions('request options', req, RAW_REQUEST_KEYS);
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
     return this.#requester.request<T>(req);
   }
 

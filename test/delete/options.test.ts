@@ -19,6 +19,16 @@ describe('unknown option names', () => {
     expect(c.stats.requests).toBe(0);
   });
 
+  it("a request's misspelt option (getLimits, getServer, listServers) is refused before any request", async () => {
+    const c = client();
+    for (const p of [c.getLimits({ requestTimout: 5 } as never), c.getServer('s1', { sigal: undefined } as never), c.listServers({}, { requestTimout: 5 } as never)]) {
+      const e = await p.catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(ValidationError);
+      expect((e as Error).message).toMatch(/unknown option "(requestTimout|sigal)" \(did you mean (requestTimeoutMs|signal)\?\)/);
+    }
+    expect(c.stats.requests).toBe(0);
+  });
+
   it('NovaClient refuses a misspelt option', () => {
     expect(() => new NovaClient({ endpoint: 'http://nova.invalid/v2.1', token: 't', requestTimeout: 5 } as never)).toThrow(/unknown option "requestTimeout" \(did you mean requestTimeoutMs\?\)/);
   });
