@@ -56,6 +56,7 @@ import type { NovaClient } from '../nova/client.js';
 import { AbortError, NovaApiError, QuotaExceededError, ValidationError, throwIfAborted } from '../errors/index.js';
 import { componentLogger } from '../core/logger.js';
 import { sleep } from '../core/clock.js';
+import { checkKnownOptions } from '../core/options.js';
 import type { CreateServerBody, ResourceAmounts, Server } from '../core/types.js';
 import { createAttempt } from './guardedCreate.js';
 import { CreateOutcomeUnknownError } from './errors.js';
@@ -174,6 +175,7 @@ export class QuotaGuard {
    * @throws the client's {@link NovaApiError} when `/limits` cannot be read; {@link AbortError}.
    */
   async headroom(options: GuardedCallOptions = {}): Promise<Headroom> {
+    checkKnownOptions('headroom options', options, ['signal']);
     const { headroom } = await readHeadroom(this.#state, options.signal);
     return headroom;
   }
@@ -197,6 +199,7 @@ export class QuotaGuard {
    */
   async createServer(body: CreateServerBody, options: GuardedCreateOptions = {}): Promise<Server> {
     if (!body || typeof body !== 'object') throw new ValidationError('createServer needs the server body');
+    checkKnownOptions('createServer options', options, ['signal', 'needs']);
     if (typeof body.name !== 'string' || body.name.length === 0) throw new ValidationError('createServer: body.name must be a non-empty string');
     if (body.flavorRef === undefined || String(body.flavorRef).length === 0) throw new ValidationError('createServer: body.flavorRef is required');
     for (const k of ['min_count', 'max_count'] as const) {
@@ -232,6 +235,8 @@ export class QuotaGuard {
   async withQuotaGuard<T>(needs: QuotaNeedsSpec, fn: (signal: AbortSignal) => Promise<T>, options: GuardedCallOptions = {}): Promise<T> {
     if (typeof fn !== 'function') throw new ValidationError('withQuotaGuard needs a function');
     if (!needs || typeof needs !== 'object') throw new ValidationError('withQuotaGuard needs QuotaNeeds or { flavorRef, count }');
+    checkKnownOptions('withQuotaGuard needs', needs, ['flavorRef', 'count', 'cores', 'ramMiB', 'instances']);
+    checkKnownOptions('withQuotaGuard options', options, ['signal']);
     let resolved: QuotaNeeds;
     if ('flavorRef' in needs) {
       const count = needs.count ?? 1;

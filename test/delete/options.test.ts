@@ -33,6 +33,13 @@ describe('unknown option names', () => {
     expect(() => new NovaClient({ endpoint: 'http://nova.invalid/v2.1', token: 't', requestTimeout: 5 } as never)).toThrow(/unknown option "requestTimeout" \(did you mean requestTimeoutMs\?\)/);
   });
 
+  it('QuotaGuard calls refuse misspelt options and needs (flavourRef names flavorRef)', async () => {
+    const g = new QuotaGuard(client());
+    await expect(g.withQuotaGuard({ flavourRef: '1' } as never, async () => 1)).rejects.toThrow(/unknown option "flavourRef" \(did you mean flavorRef\?\)/);
+    await expect(g.createServer({ name: 'a', flavorRef: '1' }, { signl: undefined } as never)).rejects.toThrow(/unknown option "signl" \(did you mean signal\?\)/);
+    await expect(g.headroom({ sigal: undefined } as never)).rejects.toThrow(ValidationError);
+  });
+
   it("QuotaGuard refuses a misspelt option, and a bad deleteOptions at once (not when it must delete a server)", () => {
     const c = client();
     expect(() => new QuotaGuard(c, { maxWait: 5 } as never)).toThrow(/unknown option "maxWait" \(did you mean maxWaitMs\?\)/);
