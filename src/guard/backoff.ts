@@ -6,7 +6,7 @@
  * `minTimeout`, the call's first delay: `baseDelayMs` spread by `jitter` ({@link jitteredMs}, the one
  * jitter formula), at least `minDelayMs`, drawn once per guarded call. Every delay of a call is then
  * within ±`jitter` of `baseDelayMs × 2^n`, the calls of different workers are spread apart, and the
- * delays of one call grow (docs/field-cases.md, "Workers race past the headroom check", "Default
+ * delays of one call grow (docs/field-cases.md, "Several workers, one quota", "Default
  * timings"). p-retry's own `randomize` (a factor in [1, 2)) is not used: it cannot give that ±spread.
  *
  * {@link backoffDelayMs} is the same formula as a plain function, for the guard's waits p-retry does

@@ -3,7 +3,7 @@
  * Nova's `GET /limits` may not show yet.
  *
  * Why: 20 callers in one process that read the same `/limits` would otherwise all see the same
- * headroom and all POST (docs/field-cases.md, "Workers race past the headroom check"). The check
+ * headroom and all POST (docs/field-cases.md, "Several workers, one quota"). The check
  * and the claim happen in the same tick after the `/limits` answer, so no two callers of one guard
  * can pass on the same headroom.
  *

@@ -37,7 +37,7 @@ export interface QuotaWaitTimeoutInit {
 /**
  * `QuotaGuard` waited `maxWaitMs` for quota headroom and the request still did not fit in what
  * `GET /limits` reports. Not permanent (`permanent` is false): the numbers may be stale or wrong
- * (docs/field-cases.md, "Reported usage wrong or stale"), so an operator may want to check Nova's
+ * (docs/field-cases.md, "Stale or wrong usage in /limits"), so an operator may want to check Nova's
  * usage. The message carries the last numbers in Nova's `/limits` terms, e.g.
  * `maxTotalCores=10 totalCoresUsed=8 requested=4 inFlight=0`.
  *

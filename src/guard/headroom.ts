@@ -2,7 +2,7 @@
  * Quota headroom from `GET /limits`: plain data in, plain data out.
  *
  * Rules (Nova API reference, "Limits"; `nova/quota.py` `DbQuotaDriver`; docs/field-cases.md,
- * "-1, 0 and used above max" and "Reported usage wrong or stale"):
+ * "Unlimited, zero, and usage above the limit" and "Stale or wrong usage in /limits"):
  * - headroom = max - used - inFlight per resource, where inFlight is what this process has claimed
  *   but Nova may not count yet;
  * - `-1` (parsed to `Infinity` by the client) means unlimited: headroom `Infinity`;

@@ -4,7 +4,7 @@
  *
  * What one guarded create does (docs/field-cases.md: "Rate limits and the other 413s", "Quota
  * messages come in several shapes", "A 403 that is not a quota", "Unlimited, zero, and usage above
- * the limit", "Reported usage is wrong or stale", "Workers race past the headroom check"):
+ * the limit", "Stale or wrong usage in /limits", "Several workers, one quota"):
  *
  * 1. Needs: vCPUs, RAM (MiB) and instances from the flavor (`GET /flavors/{id}`, cached by the
  *    client) or as given.

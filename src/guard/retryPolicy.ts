@@ -6,7 +6,7 @@
  * - A transient quota error (a quota 403 or legacy 413 quota that is not permanent, in every shape of
  *   `parseQuotaMessage`), or a server that went to ERROR with a quota fault: retried after p-retry's
  *   backoff (at least a quota 403's Retry-After, at most `maxDelayMs`), using an attempt, while
- *   `maxAttempts` and `maxWaitMs` allow (docs/field-cases.md, "Workers race past the headroom check").
+ *   `maxAttempts` and `maxWaitMs` allow (docs/field-cases.md, "Several workers, one quota").
  * - The guard's own POST answered by a rate limit (413 `overLimit` with Retry-After, 429) or refused
  *   (nothing reached Nova): re-sent after Retry-After, at least the backoff, without using an attempt
  *   (p-retry's `shouldConsumeRetry` false) and without re-reading `/limits` (the claim is kept);

@@ -1,6 +1,6 @@
 /**
  * parseQuotaMessage: every shape of quota message Nova (and Neutron through Nova) has sent, the
- * permanence rule, and the messages that must NOT be taken as quota (docs/field-cases.md: "Rate limits and the other 413s", "Many ways to say over quota", "Forbidden but not by quota").
+ * permanence rule, and the messages that must NOT be taken as quota (docs/field-cases.md: "Rate limits and the other 413s", "Many ways to say over quota", "Forbidden, but not by quota").
  */
 import { describe, expect, it } from 'vitest';
 import { parseQuotaMessage } from '../../src/errors/quotaMessage.js';

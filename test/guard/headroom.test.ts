@@ -1,7 +1,7 @@
 /**
  * Headroom computation, the fit verdict, the claim ledger and the backoff delays: plain functions,
  * exact values (docs/field-cases.md: "Unlimited, zero, and usage above the limit", "Reported usage is
- * wrong or stale", "Workers race past the headroom check").
+ * wrong or stale", "Several workers, one quota").
  */
 import { describe, expect, it } from 'vitest';
 import { parseAbsoluteLimits } from '../../src/nova/client.js';

@@ -1,7 +1,7 @@
 /**
  * QuotaGuard and the field cases of docs/field-cases.md ("Rate limits and the other 413s", "Quota
  * messages come in several shapes", "A 403 that is not a quota", "Unlimited, zero, and usage above
- * the limit", "Reported usage is wrong or stale", "Workers race past the headroom check"), scaled to
+ * the limit", "Stale or wrong usage in /limits", "Several workers, one quota"), scaled to
  * milliseconds (the guard's delays are options).
  *
  * Tests that assert when requests go out run against a scripted Nova behind the client's axios
@@ -31,7 +31,7 @@ function scriptedGuard(nova: ScriptedNova, options: ConstructorParameters<typeof
 const MSG_9A = 'Quota exceeded for cores: Requested 2, but already used 514 of 515 cores';
 const CORES2 = { cores: 2, ramMiB: 2048, instances: 1 };
 
-describe('Workers race past the headroom check: deterministic single worker', () => {
+describe('Several workers, one quota: deterministic single worker', () => {
   it('GET /limits, POST 403, GET /limits (short), GET /limits, POST 202; delays grow ±20 %', async () => {
     vi.useFakeTimers();
     const nova = new ScriptedNova();
@@ -120,7 +120,7 @@ describe('onRetry veto', () => {
   });
 });
 
-describe('Workers race past the headroom check: three workers (separate guards) share one project', () => {
+describe('Several workers, one quota: three workers (separate guards) share one project', () => {
   it('no POST while short, jittered retries, one wins per freed slot, all done within maxAttempts', async () => {
     const nova = await startNova({ maxTotalCores: 6, deleteDelayMs: 5 });
     const seedA = nova.addServer({ flavorId: '2', name: 'seed-a' }).id;
@@ -187,7 +187,7 @@ describe('Workers race past the headroom check: three workers (separate guards) 
   });
 });
 
-describe('Reported usage is wrong or stale', () => {
+describe('Stale or wrong usage in /limits', () => {
   it('re-reads /limits before every attempt (8, 8, 4 of 10 → 3 reads, 1 POST)', async () => {
     const nova = await startNova();
     for (const used of [8, 8, 4]) nova.inject({ method: 'GET', path: '/limits', status: 200, body: limitsBody({ maxTotalCores: 10, totalCoresUsed: used }) });
