@@ -75,6 +75,9 @@ export function neededOf(amounts: ResourceAmounts, resource: QuotaResourceName):
 }
 
 function resourceHeadroom(max: number | undefined, used: number | undefined, inFlight: number): ResourceHeadroom {
+  // A limit of 0 with usage above it is what unified limits show for a resource with no limit
+  // registered in Keystone: unknown (Nova decides), not "no room" and not "never fits".
+  if (max === 0 && used !== undefined && used > 0) return { max: undefined, used, inFlight, headroom: undefined };
   let headroom: number | undefined;
   if (max === undefined || used === undefined) headroom = undefined;
   else if (max === Number.POSITIVE_INFINITY) headroom = Number.POSITIVE_INFINITY;

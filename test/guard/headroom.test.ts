@@ -178,3 +178,14 @@ describe('backoffDelayMs', () => {
     for (let n = 0; n < 8; n++) expect(backoffDelayMs(n, policy, 0.25)).toBe(Math.min(s.maxTimeout, Math.round(s.minTimeout * s.factor ** n)));
   });
 });
+
+describe('unified limits: a limit of 0 with usage above it', () => {
+  it('is a limit not registered in Keystone: headroom unknown (Nova decides), never "never fits"', () => {
+    const h = computeHeadroom(parseAbsoluteLimits({ maxTotalCores: 0, totalCoresUsed: 12, maxTotalInstances: 10, totalInstancesUsed: 2 }), { cores: 0, ramMiB: 0, instances: 0 }, { readAtMs: 0 });
+    expect(h.cores).toMatchObject({ max: undefined, used: 12, headroom: undefined });
+    expect(checkFit({ cores: 2, ramMiB: 0, instances: 1 }, h).verdict).toBe('fits');
+    // A limit of 0 with nothing used is a real 0: never fits.
+    const zero = computeHeadroom(parseAbsoluteLimits({ maxTotalCores: 0, totalCoresUsed: 0 }), { cores: 0, ramMiB: 0, instances: 0 }, { readAtMs: 0 });
+    expect(checkFit({ cores: 2, ramMiB: 0, instances: 1 }, zero).verdict).toBe('never');
+  });
+});
