@@ -39,6 +39,10 @@ export type PostAnswer = (typeof POST_ANSWERS)[number];
 export const LIMITS_ANSWERS = ['fake', 'other shape', 'no absolute', 'strings', 'unlimited', 'full', 'limit 0 used above', 'html 200', '500'] as const;
 export type LimitsAnswer = (typeof LIMITS_ANSWERS)[number];
 
+/** What a search (`GET /servers/detail`) is answered: FakeNova's own, or a failure the client does not retry. */
+export const SEARCH_ANSWERS = ['fake', 'garbled 200', 'proxy 404', '500'] as const;
+export type SearchAnswer = (typeof SEARCH_ANSWERS)[number];
+
 /** How the guard must read a POST answer (see `src/guard/retryPolicy.ts` and `lostCreate.ts`). */
 export type AnswerKind = 'created' | 'quota' | 'final' | 'rate-limit' | 'lost';
 
@@ -147,6 +151,7 @@ export class ScriptedFront {
     private readonly nova: FakeNova,
     private readonly postScript: PostAnswer[],
     private readonly limitsScript: LimitsAnswer[],
+    private readonly searchScript: SearchAnswer[] = [],
   ) {}
 
   /** The answers to the POSTs of `caller`, in order. */
@@ -168,6 +173,13 @@ export class ScriptedFront {
     if (method === 'GET' && path.endsWith('/limits')) {
       const r = limitsReply(this.limitsScript.shift() ?? 'fake');
       return r ? reply(r) : this.nova.adapter(config);
+    }
+    if (method === 'GET' && path.endsWith('/servers/detail')) {
+      const a = this.searchScript.shift() ?? 'fake';
+      if (a === 'garbled 200') return reply({ status: 200, body: HTML, headers: { 'content-type': 'text/html' } });
+      if (a === 'proxy 404') return reply({ status: 404, body: HTML, headers: { 'content-type': 'text/html' } });
+      if (a === '500') return reply({ status: 500, body: { computeFault: { code: 500, message: 'Unexpected API Error.' } } });
+      return this.nova.adapter(config);
     }
     if (method === 'POST' && path.endsWith('/servers')) {
       const answer = this.postScript.shift() ?? 'ok';
