@@ -11,9 +11,10 @@
  *   POSTs ≤ maxAttempts + rate-limited answers + lost answers, and never two lost-answer re-sends in
  *   a row;
  * - never a retry of a non-quota 403: a policy 403 is the call's last POST and the call rejects with
- *   ForbiddenError (not QuotaExceededError);
+ *   ForbiddenError (not QuotaExceededError), or AbortError when its caller aborted meanwhile;
  * - never a server left behind: once every call has settled, FakeNova's servers are exactly those
- *   returned to callers;
+ *   returned to callers (in the second property, where searches fail, plus at most the server
+ *   carrying the claim tag a CreateOutcomeUnknownError names);
  * - every call settles by `maxWaitMs` plus {@link SLACK_MS}, and no timer is left.
  */
 import fc from 'fast-check';
