@@ -237,7 +237,9 @@ function deleteUntilAnswered(
   send: () => Promise<'accepted' | 'already-gone'>,
   intervalMs: number = DELETE_DEFAULTS.intervalMs,
 ): Promise<'accepted' | 'already-gone' | 'gone'> {
-  const unanswered = (e: unknown): boolean => e instanceof DeleteFailedError && isTransient(e.cause) && !call.signal.aborted;
+  // 5xx or no answer, or a 2xx other than 204 (a proxy's page): the DELETE may not have reached Nova.
+  const unanswered = (e: unknown): boolean =>
+    e instanceof DeleteFailedError && (isTransient(e.cause) || (e.cause instanceof NovaApiError && e.cause.status >= 200 && e.cause.status < 300)) && !call.signal.aborted;
   return withRetry(
     async () => {
       try {

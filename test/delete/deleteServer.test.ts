@@ -115,6 +115,17 @@ describe('client.deleteServer', () => {
     expect(client.unconfirmedDeletes()).toMatchObject([{ serverId: id, state: 'failed' }]);
   });
 
+  it('with wait, a DELETE answered 200 with a proxy page is sent again and the server ends deleted (nothing left behind)', async () => {
+    const nova = await startNova({ deleteDelayMs: 10 });
+    const client = clientFor(nova);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    nova.inject({ method: 'DELETE', path: SERVER_PATH, status: 200, body: '<html><body>OK</body></html>', headers: { 'content-type': 'text/html' } });
+    const r = await settle(client.deleteServer(id, { wait: true, intervalMs: 100, jitter: 0, timeoutMs: 5000 }));
+    expect(r).toMatchObject({ outcome: 'deleted' });
+    expect(nova.requestsTo('DELETE', serverPath(id)).map((q) => q.status)).toEqual([200, 204]);
+    expect(nova.getServerState(id)).toBeUndefined();
+  });
+
   it("with wait, a DELETE answering 500 for a server Nova has in fact deleted (a race) ends deleted at the look's 404", async () => {
     const nova = await startNova({ deleteDelayMs: 0 });
     const client = clientFor(nova);
