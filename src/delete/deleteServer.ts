@@ -29,6 +29,7 @@ import {
   DeleteFailedError,
   DeleteTimeoutError,
   ForbiddenError,
+  InvalidResponseError,
   NovaApiError,
 } from '../errors/index.js';
 import { isServerNotFound, isTransient } from '../transport/http.js';
@@ -237,9 +238,12 @@ function deleteUntilAnswered(
   send: () => Promise<'accepted' | 'already-gone'>,
   intervalMs: number = DELETE_DEFAULTS.intervalMs,
 ): Promise<'accepted' | 'already-gone' | 'gone'> {
-  // 5xx or no answer, or a 2xx other than 204 (a proxy's page): the DELETE may not have reached Nova.
+  // 5xx or no answer, a 2xx other than 204 (a proxy's page) or an unreadable answer: the DELETE may
+  // not have reached Nova, or may have.
   const unanswered = (e: unknown): boolean =>
-    e instanceof DeleteFailedError && (isTransient(e.cause) || (e.cause instanceof NovaApiError && e.cause.status >= 200 && e.cause.status < 300)) && !call.signal.aborted;
+    e instanceof DeleteFailedError &&
+    (isTransient(e.cause) || e.cause instanceof InvalidResponseError || (e.cause instanceof NovaApiError && e.cause.status >= 200 && e.cause.status < 300)) &&
+    !call.signal.aborted;
   return withRetry(
     async () => {
       try {
