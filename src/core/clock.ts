@@ -67,3 +67,20 @@ export function timeoutSignal(clock: Clock, delayMs: number, reason: () => unkno
   const timer = clock.setTimeout(() => controller.abort(reason()), Math.max(0, delayMs));
   return { signal: controller.signal, dispose: () => clock.clearTimeout(timer) };
 }
+
+/** Resolve once `promise` settles (either way); reject with the signal's reason when `signal` aborts first. */
+export function untilSettledOrAborted(promise: Promise<unknown>, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (signal.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    const done = (): void => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    };
+    promise.then(done, done);
+  });
+}

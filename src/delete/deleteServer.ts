@@ -20,7 +20,7 @@
  * @module
  */
 import pLimit from 'p-limit';
-import { timeoutSignal, type TimerHandle } from '../core/clock.js';
+import { timeoutSignal, untilSettledOrAborted, type TimerHandle } from '../core/clock.js';
 import { checkPathId } from '../core/validate.js';
 import {
   AbortError,
@@ -153,7 +153,10 @@ async function deleteOne(
   // while the server may exist: look at it, then send the DELETE again with backoff, until timeoutMs.
   const first = await batch.gate(() =>
     options.wait
-      ? deleteUntilAnswered(engine, serverId, call, () => send(kind), options.intervalMs).catch((e: unknown) => {
+      ? deleteUntilAnswered(engine, serverId, call, () => send(kind), options.intervalMs, (obs) => {
+          result.polls++;
+          result.server = obs.gone ? undefined : obs.server;
+        }).catch((e: unknown) => {
           if (call.timedOut()) throw timeout();
           if (options.signal?.aborted) throw new AbortError(`Deletion of server ${serverId} was aborted`, { cause: options.signal.reason });
           throw e;
@@ -237,6 +240,7 @@ function deleteUntilAnswered(
   call: Call,
   send: () => Promise<'accepted' | 'already-gone'>,
   intervalMs: number = DELETE_DEFAULTS.intervalMs,
+  onLook: (obs: Observation) => void = () => undefined,
 ): Promise<'accepted' | 'already-gone' | 'gone'> {
   // 5xx or no answer, a 2xx other than 204 (a proxy's page) or an unreadable answer: the DELETE may
   // not have reached Nova, or may have.
@@ -251,6 +255,7 @@ function deleteUntilAnswered(
       } catch (e) {
         if (!unanswered(e)) throw e;
         const look = await engine.send(() => lookById(engine.api, serverId, call.signal, Math.min(engine.api.requestTimeoutMs, call.timeLeftMs())), call.signal).catch(() => undefined);
+        if (look) onLook(look);
         if (look?.gone) return 'gone';
         throw e;
       }
@@ -267,22 +272,6 @@ function deleteUntilAnswered(
   );
 }
 
-/** Resolve once `promise` settles (either way); reject with the signal's reason when `signal` aborts first. */
-function untilSettledOrAborted(promise: Promise<unknown>, signal: AbortSignal): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    if (signal.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = (): void => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    const done = (): void => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    };
-    promise.then(done, done);
-  });
-}
 
 /**
  * One `DELETE /servers/{id}` (or the `forceDelete` action) under the engine's rate limit, retried on
