@@ -322,6 +322,11 @@ export class KeystoneAuth implements AuthProvider {
     if (!token) {
       throw new NovaApiError({ status: res.status, message: `Keystone answered ${res.status} without an X-Subject-Token header (POST ${url})`, method: 'POST', url, requestId });
     }
+    const tokenBody = data !== null && typeof data === 'object' && !Array.isArray(data) ? (data as Record<string, unknown>)['token'] : undefined;
+    if (tokenBody === null || typeof tokenBody !== 'object' || Array.isArray(tokenBody)) {
+      // A 2xx with a body Keystone never sends (a proxy's page): no token is kept, the next call asks again.
+      throw new InvalidResponseError({ status: res.status, message: `Keystone answered ${res.status} with a body that is not a token (POST ${url})`, method: 'POST', url, requestId });
+    }
     this.#issued.push(token);
     const info = parseTokenBody(data);
     const receivedAt = this.clock.wallNow();

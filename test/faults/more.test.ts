@@ -202,13 +202,10 @@ describe('fault matrix: NovaClient on KeystoneAuth, fault on the token request',
     expect(s.nova.requests).toHaveLength(0);
   });
 
-  // Known defect: a 201 with X-Subject-Token whose body is not JSON is taken as a token. The
-  // transport hands over the raw text, `parseTokenBody` reads it leniently as a token with an empty
-  // catalog and no `expires_at`, so KeystoneAuth keeps it as a token that never expires: this call
-  // and every later one fail with EndpointNotFoundError (a ConfigError: "catalog has: nothing")
-  // without asking Keystone again. The right value: InvalidResponseError (a 2xx with a body Keystone
-  // never sends), and the next call authenticates afresh.
-  it.fails('malformed 201 body → InvalidResponseError, and the next call authenticates afresh', async () => {
+  // A 201 with X-Subject-Token whose body is not a token (not JSON) used to be kept as a token that
+  // never expires, with an empty catalog. Now: InvalidResponseError, nothing kept, and the next call
+  // authenticates afresh.
+  it('malformed 201 body → InvalidResponseError, and the next call authenticates afresh', async () => {
     const s = await keystoneStack('malformed', 1);
     const first = await limitsCell(s);
     expect(first.outcome).toBe('InvalidResponseError');
