@@ -200,7 +200,8 @@ export async function runTick(ctx: TickContext): Promise<void> {
     const single = await statusListing(ctx, needStatus);
     // Presence for the servers under way, those the status listing has just shown so included. The
     // servers the status listing could not answer get their GETs meanwhile, not after a slow listing.
-    const presence = presenceListing(ctx, ctx.entries.filter((e) => live(e) && e.underway && !single.includes(e))).then(async ({ gone, look }) => {
+    const answered = new Set(single);
+    const presence = presenceListing(ctx, ctx.entries.filter((e) => live(e) && e.underway && !answered.has(e))).then(async ({ gone, look }) => {
       for (const e of gone) if (live(e)) ctx.deliver(e, { gone: true });
       await lookEach(ctx, look);
     });

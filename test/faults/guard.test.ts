@@ -11,22 +11,10 @@ import { describe, expect, it } from 'vitest';
 import { QuotaGuard } from '../../src/index.js';
 import type { FakeNova } from '../../src/testing/index.js';
 import { startNova, useFakeClock } from '../helpers.js';
-import { FAULT_NAMES, GARBLED, inject, matrixClient, outcomeClass, runCell, type FaultName } from './support.js';
+import { FAULT_NAMES, GARBLED, inject, matrixClient, outcomeClass, runCell, GUARD_DEADLINE_MS, GUARD_OPTIONS, type FaultName } from './support.js';
 
 useFakeClock();
 
-/** Guard options scaled to ms; every cell settles by {@link DEADLINE_MS}. */
-const GUARD = {
-  minDelayMs: 5,
-  baseDelayMs: 10,
-  maxDelayMs: 2000,
-  maxWaitMs: 4000,
-  activeIntervalMs: 5,
-  activeTimeoutMs: 1000,
-  deleteOptions: { intervalMs: 5, timeoutMs: 1000, redeleteAfterMs: 0 },
-  lostCreateIntervalMs: 100,
-};
-const DEADLINE_MS = 6000;
 
 const body = { name: 'ci-1', flavorRef: '2', imageRef: 'img', networks: 'none' as const };
 
@@ -66,9 +54,9 @@ function checkNoLeak(nova: FakeNova, returnedId: string | undefined): void {
 describe('fault matrix: QuotaGuard.createServer, fault on the POST', () => {
   it.each(FAULT_NAMES.map((fault) => ({ fault, ...expectedCreate(fault) })))('$fault → $outcome after $posts POST(s)', async ({ fault, outcome, posts }) => {
     const nova = await startNova();
-    const guard = new QuotaGuard(matrixClient(nova), GUARD);
+    const guard = new QuotaGuard(matrixClient(nova), GUARD_OPTIONS);
     inject(nova, fault, 'POST', '/servers');
-    const s = await runCell(nova, guard.createServer(body), DEADLINE_MS);
+    const s = await runCell(nova, guard.createServer(body), GUARD_DEADLINE_MS);
     expect(outcomeClass(s)).toBe(outcome);
     expect(nova.requestsTo('POST', '/servers'), 'never retried blindly').toHaveLength(posts);
     checkNoLeak(nova, s.ok ? s.value.id : undefined);
@@ -119,8 +107,8 @@ describe('fault matrix: QuotaGuard.createServer, the answer to a create that rea
   const LOST: LostAnswer[] = ['reset', 'request timeout', '500', '502 HTML', '202 without server'];
   it.each(LOST)('%s → the server is adopted, no server left behind', async (lost) => {
     const nova = await startNova();
-    const guard = new QuotaGuard(matrixClient(nova, { adapter: losingFirstCreate(nova, lost) }), GUARD);
-    const s = await runCell(nova, guard.createServer(body), DEADLINE_MS);
+    const guard = new QuotaGuard(matrixClient(nova, { adapter: losingFirstCreate(nova, lost) }), GUARD_OPTIONS);
+    const s = await runCell(nova, guard.createServer(body), GUARD_DEADLINE_MS);
     expect(s.ok, 'the server Nova made is adopted').toBe(true);
     expect(nova.requestsTo('POST', '/servers'), 'adopted, not created twice').toHaveLength(1);
     checkNoLeak(nova, s.ok ? s.value.id : undefined);

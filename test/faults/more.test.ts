@@ -15,22 +15,10 @@ import { DeleteTimeoutError, KeystoneAuth, NovaApiError, NovaClient, QuotaGuard,
 import { FakeKeystone, type FakeNova } from '../../src/testing/index.js';
 import { afterThisTest } from '../cleanup.js';
 import { startNova, useFakeClock } from '../helpers.js';
-import { FAULT_NAMES, GARBLED, REQUEST_TIMEOUT_MS, TRANSIENT, inject, matrixClient, outcomeClass, runCell, type FaultName } from './support.js';
+import { FAULT_NAMES, GARBLED, REQUEST_TIMEOUT_MS, TRANSIENT, inject, matrixClient, outcomeClass, runCell, GUARD_DEADLINE_MS, GUARD_OPTIONS, type FaultName } from './support.js';
 
 useFakeClock();
 
-/** Guard options scaled to ms (as in guard.test.ts); every guard cell settles by {@link GUARD_DEADLINE_MS}. */
-const GUARD = {
-  minDelayMs: 5,
-  baseDelayMs: 10,
-  maxDelayMs: 2000,
-  maxWaitMs: 4000,
-  activeIntervalMs: 5,
-  activeTimeoutMs: 1000,
-  deleteOptions: { intervalMs: 5, timeoutMs: 1000, redeleteAfterMs: 0 },
-  lostCreateIntervalMs: 100,
-};
-const GUARD_DEADLINE_MS = 6000;
 
 /** The documented outcome of `withQuotaGuard` whose first `GET /limits` meets `fault`, and how many reads it makes. */
 function expectedLimits(fault: FaultName): { outcome: string; reads: number } {
@@ -48,7 +36,7 @@ describe('fault matrix: QuotaGuard.withQuotaGuard({ flavorRef, count }), fault o
   it.each(FAULT_NAMES.map((fault) => ({ fault, ...expectedLimits(fault) })))('$fault → $outcome after $reads read(s)', async ({ fault, outcome, reads }) => {
     const nova = await startNova();
     const client = matrixClient(nova);
-    const guard = new QuotaGuard(client, GUARD);
+    const guard = new QuotaGuard(client, GUARD_OPTIONS);
     inject(nova, fault, 'GET', '/limits');
     let calls = 0;
     // `fn` resolves once Nova counts its server (out of BUILD), as withQuotaGuard asks.

@@ -12,6 +12,7 @@ import { CreateOutcomeUnknownError, QuotaGuard, ServerBuildError, type QuotaGuar
 import { settle, startNova, useFakeClock } from '../helpers.js';
 import { FAULT_NAMES, inject, matrixClient, type FaultName } from './support.js';
 import { ScriptedFront, type PostAnswer } from './supportScript.js';
+import { seededRandom } from '../../bench/stats.js';
 
 useFakeClock();
 
@@ -33,17 +34,6 @@ const GUARD = {
   lostCreateIntervalMs: 100,
 };
 
-/** A small seeded PRNG (mulberry32): the soak's faults are the same on every run. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Where a fault goes: the guard's and the delete engine's requests. */
 const TARGETS: Array<[method: string, path: string | RegExp]> = [
@@ -67,7 +57,7 @@ describe('soak: create/delete cycles with random faults', () => {
     // One guard per worker (as one per CI job): they race for the quota, and Nova answers quota 403s.
     const guards = Array.from({ length: WORKERS }, () => new QuotaGuard(client, GUARD));
     const total = (k: keyof QuotaGuardStats): number => guards.reduce((n, g) => n + g.stats[k], 0);
-    const random = prng(SEED);
+    const random = seededRandom(SEED);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
     const outcomes = new Map<string, number>();
     const count = (k: string): void => void outcomes.set(k, (outcomes.get(k) ?? 0) + 1);

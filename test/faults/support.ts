@@ -137,3 +137,16 @@ export async function runCell<T>(nova: FakeNova, p: Promise<T>, deadlineMs: numb
 export function outcomeClass(s: Settled<unknown>): string {
   return s.ok ? 'ok' : s.error.constructor.name;
 }
+
+/** QuotaGuard options of the matrix, scaled to ms; every guard cell settles by {@link GUARD_DEADLINE_MS}. */
+export const GUARD_OPTIONS = {
+  minDelayMs: 5,
+  baseDelayMs: 10,
+  maxDelayMs: 2000,
+  maxWaitMs: 4000,
+  activeIntervalMs: 5,
+  activeTimeoutMs: 1000,
+  deleteOptions: { intervalMs: 5, timeoutMs: 1000, redeleteAfterMs: 0 },
+  lostCreateIntervalMs: 100,
+};
+export const GUARD_DEADLINE_MS = 6000;
