@@ -24,3 +24,4 @@ export { backoffDelayMs } from './backoff.js';
 export type { BackoffPolicy } from './backoff.js';
 export { waitForActive } from './waitForActive.js';
 export type { WaitForActiveOptions, WaitForActiveResult, ActiveOutcome } from './waitForActive.js';
+export type { QuotaLedger, LedgerPlace, LedgerClaim, LedgerLimits, RawHeadroom, AdmitRequest, Admission, ClaimEnd } from './ledger.js';

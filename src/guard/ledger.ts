@@ -1,0 +1,129 @@
+/**
+ * `QuotaLedger`: what the creates of a fleet share about one project's quota between the headroom
+ * check and the moment Nova counts a new server.
+ *
+ * Nova stays the authority: a ledger only covers the gap between the guard's `GET /limits`
+ * pre-check and Nova counting the server it creates (legacy counting: the instance row in its
+ * cell; placement counting: its allocations). A ledger that is lost, slow or wrong degrades to
+ * Nova's own quota check (the 403 path), never to a create that skips it.
+ *
+ * One ledger serves the guards of one project on one Nova endpoint. Two kinds ship:
+ * - the in-process ledger (the default): the guards of one process;
+ * - `RedisQuotaLedger` (`nova-guard/redis`): every process on every host that shares a Redis.
+ *
+ * The protocol, as a guarded create uses it:
+ * 1. `join(needs)`: a place in the fleet's queue (oldest first across all holders).
+ * 2. `limits(read)`: a `/limits` reading. The ledger may hand out a reading another holder made
+ *    (shared reads: Nova's load does not grow with the number of waiting workers); its `stamp`
+ *    says when it was sent, on the ledger's clock.
+ * 3. `admit({ place, needs, headroom, stamp, ttlMs })`: atomically, drop expired claims, subtract
+ *    every claim Nova may not count in that reading (active claims, and claims released as
+ *    `'counted'` at or after `stamp`) and the needs of every place queued ahead, and if `needs`
+ *    still fits take a claim: a lease of `ttlMs` with a fencing token.
+ * 4. While short: wait for `onFreed` (a deletion confirmed anywhere in the fleet) or the guard's
+ *    backoff, then 2 again. `leave(place)` when the call ends, whatever its outcome.
+ * 5. `renew(claim)` right before `POST /servers`: `false` means the lease is lost and the guard
+ *    must not POST (the fencing rule: Nova cannot check tokens).
+ * 6. `bind(claim, serverId)` after the 202, `release(claim, 'counted')` once Nova counts the
+ *    server (it left BUILD), `release(claim, 'not-created')` when nothing was created or the guard
+ *    deleted it again.
+ *
+ * Ported from the claim-before-launch design of Zuul nodepool (`QuotaInformation`,
+ * `estimatedNodepoolQuotaUsed`: a node record is written before the server is launched), with
+ * leases and fencing tokens in place of ZooKeeper session locks.
+ *
+ * @module
+ */
+import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
+
+/** A place in the fleet's queue for headroom. Opaque to the guard. */
+export interface LedgerPlace {
+  /** Unique id of the place (the ledger's). */
+  readonly id: string;
+  /** What the call waits for. */
+  readonly needs: ResourceAmounts;
+}
+
+/** A claim on the quota: a lease with a fencing token. */
+export interface LedgerClaim {
+  /** Unique id of the claim (written into the server's metadata as `nova-guard-claim-id`). */
+  readonly id: string;
+  /**
+   * Fencing token: strictly increasing across the ledger's scope (all holders). Written into the
+   * server's metadata (`nova-guard-token`) so the audit and the reaper can tell a late create from
+   * an expired claim.
+   */
+  readonly token: number;
+  /** What the claim holds. */
+  readonly needs: ResourceAmounts;
+  /** Who holds it (written into the server's metadata as `nova-guard-holder`). */
+  readonly holder: string;
+}
+
+/** A `GET /limits` reading as a ledger hands it out. */
+export interface LedgerLimits {
+  /** `limits.absolute` of Nova's answer (`{}` when the headroom is unknown). */
+  readonly absolute: AbsoluteLimits;
+  /** `x-openstack-request-id` of the answer that made the reading. */
+  readonly requestId: string | undefined;
+  /** When the reading was sent, on the ledger's clock (compare only with other stamps of it). */
+  readonly stamp: number;
+  /** Age of the reading when handed out, in ms (0 for a reading made for this call). */
+  readonly ageMs: number;
+  /** True when another call or holder made the reading. */
+  readonly shared: boolean;
+}
+
+/** Headroom per resource before any claim: a number, or `undefined` when unlimited or unknown. */
+export type RawHeadroom = Readonly<Partial<ResourceAmounts>>;
+
+/** What `admit` is asked. */
+export interface AdmitRequest {
+  /** The caller's place in the queue; absent for a call that never queued (first try). */
+  readonly place: LedgerPlace | undefined;
+  readonly needs: ResourceAmounts;
+  /** Headroom from the reading, before claims (see {@link RawHeadroom}). */
+  readonly headroom: RawHeadroom;
+  /** `stamp` of the reading the headroom comes from. */
+  readonly stamp: number;
+  /** Lease length in ms. */
+  readonly ttlMs: number;
+}
+
+/** `admit`'s answer. `inFlight` is what the ledger subtracted for claims; `ahead` for earlier places. */
+export type Admission =
+  | { readonly admitted: true; readonly claim: LedgerClaim; readonly inFlight: ResourceAmounts; readonly ahead: ResourceAmounts }
+  | { readonly admitted: false; readonly inFlight: ResourceAmounts; readonly ahead: ResourceAmounts };
+
+/** How a claim ends: see the module description. */
+export type ClaimEnd = 'not-created' | 'counted';
+
+/** The quota a fleet shares. Every method may reject (a lost store); see the module description. */
+export interface QuotaLedger {
+  /** `'in-process'`, `'redis'`, ...: for logs and `stats`. */
+  readonly kind: string;
+  /** The holder name this ledger writes into claims (host and process by default). */
+  readonly holder: string;
+  /** Take a place in the queue. */
+  join(needs: ResourceAmounts): Promise<LedgerPlace>;
+  /** Leave the queue (idempotent). */
+  leave(place: LedgerPlace): Promise<void>;
+  /** A `/limits` reading: fresh through `read`, or one the ledger keeps (shared reads). */
+  limits(read: (signal: AbortSignal | undefined) => Promise<{ absolute: AbsoluteLimits; requestId: string | undefined }>, signal: AbortSignal | undefined): Promise<LedgerLimits>;
+  /** Check and claim, atomically (see the module description). */
+  admit(request: AdmitRequest): Promise<Admission>;
+  /** Claim without a check (the guard's `onStaleLimits: 'attempt'`). */
+  claimAnyway(needs: ResourceAmounts, ttlMs: number): Promise<LedgerClaim>;
+  /** Extend the lease; `false` when it is lost (expired, or unknown to the ledger). */
+  renew(claim: LedgerClaim, ttlMs: number): Promise<boolean>;
+  /** Note the server the claim's create made. */
+  bind(claim: LedgerClaim, serverId: string): Promise<void>;
+  /** End a claim (idempotent). */
+  release(claim: LedgerClaim, end: ClaimEnd): Promise<void>;
+  /** Tell every holder that quota was freed (a deletion confirmed by Nova's 404). */
+  publishFreed(serverId: string): Promise<void>;
+  /** Listen for freed quota, from this holder or any other; returns the unsubscribe function. */
+  onFreed(listener: () => void): () => void;
+  /** Release what this holder owns in the store and close connections. */
+  close(): Promise<void>;
+}
