@@ -7,7 +7,7 @@ import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescrip
  * The layers of src/, low to high. A folder may import its own layer and the layers below it, never
  * one above (testing/ stands apart: it may import only core/ and errors/).
  */
-const LAYERS = [['core', 'errors'], ['transport'], ['auth'], ['config'], ['delete'], ['nova'], ['guard', 'audit', 'reaper'], ['cli']];
+const LAYERS = [['core', 'errors'], ['transport'], ['auth'], ['config'], ['delete'], ['nova'], ['guard', 'audit', 'reaper'], ['redis'], ['cli']];
 const zones = LAYERS.flatMap((layer, i) =>
   layer.map((folder) => ({
     target: `./src/${folder}`,
