@@ -1,0 +1,143 @@
+/**
+ * Options of {@link RedisQuotaLedger}: validation, defaults and the key names of one ledger scope.
+ *
+ * @module
+ */
+import { createHash } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Redis } from 'ioredis';
+import type { Clock, Logger } from '../core/index.js';
+import { checkKnownOptions } from '../core/options.js';
+import { checkDurationMs } from '../core/validate.js';
+import { redactUrlSecrets } from '../core/redact.js';
+import { ValidationError } from '../errors/index.js';
+
+/** Options of `new RedisQuotaLedger(...)`. */
+export interface RedisQuotaLedgerOptions {
+  /**
+   * Redis URL (`redis://[user:password@]host:port[/db]`, `rediss://` for TLS). The ledger opens its
+   * own connections and closes them in `close()`. The password never reaches a log, an error or an
+   * inspected object. Give `url` or `redis`, not both.
+   */
+  readonly url?: string;
+  /**
+   * An ioredis client to use instead of `url`. The ledger adds its commands to it
+   * (`defineCommand`, names starting with `novaGuard`), opens one duplicate for pub/sub, and leaves
+   * the client open in `close()`.
+   */
+  readonly redis?: Redis;
+  /** The Nova compute endpoint the quota belongs to (hashed into the key names). */
+  readonly endpoint: string;
+  /** The project id the quota belongs to (in the key names). */
+  readonly projectId: string;
+  /** The holder name written into claims (no commas). @default `<hostname>:<pid>` */
+  readonly holder?: string;
+  /** Timers and "now" for waits and heartbeats (stamps and leases use Redis's clock). @default systemClock */
+  readonly clock?: Clock;
+  /** A kept `/limits` reading younger than this, in ms, is handed out instead of a new read. @default 1000 */
+  readonly limitsMaxAgeMs?: number;
+  /** How long a holder may hold the refresh lock of the kept reading, in ms. @default 10000 */
+  readonly limitsLockMs?: number;
+  /** Lease of a queue place, in ms; a live ledger renews it every third of it. @default 15000 */
+  readonly placeTtlMs?: number;
+  /** Bound of every Redis call (and of the wait for a connection), in ms. @default 2000 */
+  readonly commandTimeoutMs?: number;
+  /** Prefix of every key and channel. @default 'nova-guard:' */
+  readonly keyPrefix?: string;
+  /** pino logger (the default is silent). */
+  readonly logger?: Logger;
+}
+
+export const KNOWN_OPTIONS = [
+  'url', 'redis', 'endpoint', 'projectId', 'holder', 'clock', 'limitsMaxAgeMs', 'limitsLockMs', 'placeTtlMs', 'commandTimeoutMs', 'keyPrefix', 'logger',
+] as const;
+
+/** The key and channel names of one ledger scope (one endpoint, one project). */
+export interface LedgerKeys {
+  /** Keys of the claim and queue scripts, in the order `scripts.ts` lists them. */
+  readonly scope: readonly string[];
+  readonly limits: string;
+  readonly limitsLock: string;
+  readonly limitsChannel: string;
+  readonly freedChannel: string;
+}
+
+/**
+ * Key names: `<keyPrefix>{<endpoint hash>:<project>}:<name>`. The endpoint is normalised (no
+ * trailing slash) and hashed (SHA-256, 16 hex digits), so a URL never lands in Redis; the braces
+ * keep one scope in one Redis Cluster slot.
+ */
+export function ledgerKeys(keyPrefix: string, endpoint: string, projectId: string): LedgerKeys {
+  const hash = createHash('sha256').update(endpoint.replace(/\/+$/, '')).digest('hex').slice(0, 16);
+  const base = `${keyPrefix}{${hash}:${encodeURIComponent(projectId)}}:`;
+  return {
+    scope: ['claims', 'claimexp', 'counted', 'countedneeds', 'queue', 'placeexp', 'places', 'token', 'seq'].map((n) => base + n),
+    limits: `${base}limits`,
+    limitsLock: `${base}limits:lock`,
+    limitsChannel: `${base}limits:fresh`,
+    freedChannel: `${base}freed`,
+  };
+}
+
+/** The checked options with their defaults. */
+export interface ResolvedOptions {
+  readonly holder: string;
+  readonly limitsMaxAgeMs: number;
+  readonly limitsLockMs: number;
+  readonly placeTtlMs: number;
+  readonly commandTimeoutMs: number;
+  readonly keyPrefix: string;
+}
+
+/** The password of a Redis URL (for redaction), if any. */
+export function urlPassword(url: string | undefined): string | undefined {
+  if (url === undefined) return undefined;
+  try {
+    const pw = new URL(url).password;
+    return pw === '' ? undefined : decodeURIComponent(pw);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * @throws {@link ValidationError} for an unknown option, neither or both of `url` and `redis`, a
+ * URL that is not `redis:`/`rediss:`, an empty endpoint or project id, a holder with a comma, or a
+ * duration that is not a positive number of ms.
+ */
+export function resolveOptions(options: RedisQuotaLedgerOptions): ResolvedOptions {
+  checkKnownOptions('RedisQuotaLedger options', options, KNOWN_OPTIONS);
+  if (options === undefined) throw new ValidationError('RedisQuotaLedger needs options { url | redis, endpoint, projectId }');
+  const { url, redis } = options;
+  if ((url === undefined) === (redis === undefined)) throw new ValidationError('RedisQuotaLedger needs exactly one of url and redis');
+  if (url !== undefined) {
+    let scheme: string;
+    try {
+      scheme = new URL(url).protocol;
+    } catch {
+      throw new ValidationError(`RedisQuotaLedger url is not a URL: ${JSON.stringify(redactUrlSecrets(String(url)))}`);
+    }
+    if (scheme !== 'redis:' && scheme !== 'rediss:') throw new ValidationError(`RedisQuotaLedger url must be redis:// or rediss://, got ${JSON.stringify(redactUrlSecrets(url))}`);
+  }
+  if (typeof options.endpoint !== 'string' || options.endpoint.trim() === '') throw new ValidationError('RedisQuotaLedger needs endpoint (the Nova compute endpoint)');
+  if (typeof options.projectId !== 'string' || options.projectId.trim() === '') throw new ValidationError('RedisQuotaLedger needs projectId');
+  const holder = options.holder ?? `${hostname()}:${process.pid}`;
+  if (typeof holder !== 'string' || holder === '' || holder.includes(',')) throw new ValidationError(`RedisQuotaLedger holder must be a non-empty string without commas, got ${JSON.stringify(holder)}`);
+  const durations = { limitsMaxAgeMs: 1000, limitsLockMs: 10_000, placeTtlMs: 15_000, commandTimeoutMs: 2000 } as const;
+  const out: Record<string, number> = {};
+  for (const [name, dflt] of Object.entries(durations)) {
+    const value = (options as unknown as Record<string, unknown>)[name] ?? dflt;
+    checkDurationMs(name, value, { allowZero: name === 'limitsMaxAgeMs', allowInfinity: false, timer: true });
+    out[name] = value as number;
+  }
+  const keyPrefix = options.keyPrefix ?? 'nova-guard:';
+  if (typeof keyPrefix !== 'string') throw new ValidationError('RedisQuotaLedger keyPrefix must be a string');
+  return {
+    holder,
+    limitsMaxAgeMs: out.limitsMaxAgeMs!,
+    limitsLockMs: out.limitsLockMs!,
+    placeTtlMs: out.placeTtlMs!,
+    commandTimeoutMs: out.commandTimeoutMs!,
+    keyPrefix,
+  };
+}
