@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { systemClock, type AbsoluteLimits, type Clock, type ResourceAmounts, type TimerHandle } from '../core/index.js';
 import { componentLogger } from '../core/logger.js';
 import { AbortError, ValidationError, throwIfAborted } from '../errors/index.js';
-import type { Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, QuotaLedger } from '../guard/ledger.js';
+import type { Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, QuotaLedger } from '../guard/index.js';
 import type { NovaClient } from '../nova/index.js';
 import { RedisConnection, type LedgerCommand } from './connection.js';
 import { ledgerKeys, resolveOptions, urlPassword, type LedgerKeys, type RedisQuotaLedgerOptions, type ResolvedOptions } from './options.js';
@@ -130,6 +130,7 @@ export class RedisQuotaLedger implements QuotaLedger {
       const now = this.#clock.now();
       for (const [id, c] of this.#claims) args.push(id, c.record, Math.floor(c.expiresAt - now));
     }
+    args.push(claims ? '1' : '0');
     await this.#run('novaGuardAssert', args, true);
   }
 

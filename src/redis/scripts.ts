@@ -151,21 +151,26 @@ return 1
  * assert: what this holder holds, written back as it was (the heartbeat of places, and after a
  * reconnect the claims too: a Redis restarted empty learns them again, without an admission check).
  * ARGV 1 retention, 2 placeTtlMs, 3 highest token seen, 4 highest seq seen, 5 number of places P,
- * then P x (id, seq, needs), then claims x (id, record, remaining ttl ms). Counters never go back.
+ * then P x (id, seq, needs), then claims x (id, record, remaining ttl ms), then the re-add flag.
+ * Without the flag (the heartbeat) only places still in Redis are extended: a place that an
+ * admission took, or that expired, is not brought back. Counters never go back.
  */
 export const ASSERT = `${PROLOGUE}
 if tonumber(redis.call('GET', KEYS[8]) or '0') < tonumber(ARGV[3]) then redis.call('SET', KEYS[8], ARGV[3]) end
 if tonumber(redis.call('GET', KEYS[9]) or '0') < tonumber(ARGV[4]) then redis.call('SET', KEYS[9], ARGV[4]) end
 local p = tonumber(ARGV[5])
 local i = 6
+local readd = ARGV[#ARGV] == '1'
 for _ = 1, p do
-  redis.call('ZADD', KEYS[5], ARGV[i + 1], ARGV[i])
-  redis.call('HSET', KEYS[7], ARGV[i], ARGV[i + 2])
-  redis.call('ZADD', KEYS[6], now + tonumber(ARGV[2]), ARGV[i])
+  if readd or redis.call('ZSCORE', KEYS[6], ARGV[i]) then
+    redis.call('ZADD', KEYS[5], ARGV[i + 1], ARGV[i])
+    redis.call('HSET', KEYS[7], ARGV[i], ARGV[i + 2])
+    redis.call('ZADD', KEYS[6], now + tonumber(ARGV[2]), ARGV[i])
+  end
   i = i + 3
 end
 local restored = 0
-while i + 2 <= #ARGV do
+while i + 2 <= #ARGV - 1 do
   if not redis.call('ZSCORE', KEYS[2], ARGV[i]) and tonumber(ARGV[i + 2]) > 0 then
     redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
     redis.call('ZADD', KEYS[2], now + tonumber(ARGV[i + 2]), ARGV[i])

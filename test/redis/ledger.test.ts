@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisLedgerError, RedisQuotaLedger } from '../../src/redis/index.js';
 import type { RedisQuotaLedgerOptions } from '../../src/redis/index.js';
 import { ValidationError } from '../../src/errors/index.js';
-import type { LedgerClaim } from '../../src/guard/ledger.js';
+import type { LedgerClaim } from '../../src/guard/index.js';
 import { afterThisTest } from '../cleanup.js';
 import { haveRedis, RedisServer, skipReason } from './support.js';
 
@@ -98,15 +98,57 @@ describe.skipIf(!haveRedis)(`RedisQuotaLedger on a real redis-server${haveRedis 
     expect(admitted).toBe(true);
   });
 
+  it("a live holder's heartbeat keeps its place beyond the place TTL, and an admitted place is not brought back", async () => {
+    const projectId = project();
+    const a = ledger({ projectId, placeTtlMs: 500 });
+    const b = ledger({ projectId });
+    const place = await a.join(need(3));
+    await sleep(1500);
+    const behind = await b.admit({ place: undefined, needs: need(2), headroom: { cores: 4 }, stamp: 0, ttlMs: 10_000 });
+    expect(behind).toMatchObject({ admitted: false, ahead: { cores: 3 } });
+    const got = await a.admit({ place, needs: need(3), headroom: { cores: 4 }, stamp: 0, ttlMs: 10_000 });
+    expect(got.admitted).toBe(true);
+    await sleep(400);
+    const after = await b.admit({ place: undefined, needs: need(1), headroom: { cores: 4 }, stamp: 0, ttlMs: 10_000 });
+    expect(after).toMatchObject({ admitted: true, ahead: { cores: 0 }, inFlight: { cores: 3 } });
+  });
+
+  it('shared reads over time: GET /limits at most once per max age however many ledgers ask', async () => {
+    const projectId = project();
+    const maxAge = 200;
+    const ledgers = Array.from({ length: 8 }, () => ledger({ projectId, limitsMaxAgeMs: maxAge }));
+    let gets = 0;
+    let calls = 0;
+    const read = async () => {
+      gets += 1;
+      return { absolute: { maxTotalCores: 10 }, requestId: `req-${gets}` };
+    };
+    const started = Date.now();
+    await Promise.all(
+      ledgers.map(async (l) => {
+        while (Date.now() - started < 1000) {
+          const r = await l.limits(read, undefined);
+          calls += 1;
+          expect(r.ageMs).toBeLessThanOrEqual(maxAge);
+          await sleep(10);
+        }
+      }),
+    );
+    const elapsed = Date.now() - started;
+    expect(calls).toBeGreaterThan(gets * 2);
+    expect(gets).toBeGreaterThanOrEqual(1);
+    expect(gets).toBeLessThanOrEqual(Math.floor(elapsed / maxAge) + 2);
+  });
+
   it('a lease expires by Redis time when its holder stops renewing; renew is then false', async () => {
     const projectId = project();
     const [a, b] = [ledger({ projectId }), ledger({ projectId })];
-    const got = await a.admit({ place: undefined, needs: need(4), headroom: { cores: 4 }, stamp: 0, ttlMs: 300 });
+    const got = await a.admit({ place: undefined, needs: need(4), headroom: { cores: 4 }, stamp: 0, ttlMs: 600 });
     expect(got.admitted).toBe(true);
     if (!got.admitted) return;
-    expect(await a.renew(got.claim, 300)).toBe(true);
+    expect(await a.renew(got.claim, 600)).toBe(true);
     expect((await b.admit({ place: undefined, needs: need(1), headroom: { cores: 4 }, stamp: 0, ttlMs: 10_000 })).admitted).toBe(false);
-    await sleep(700);
+    await sleep(1300);
     expect((await b.admit({ place: undefined, needs: need(4), headroom: { cores: 4 }, stamp: 0, ttlMs: 10_000 })).admitted).toBe(true);
     expect(await a.renew(got.claim, 10_000)).toBe(false);
     const unknown: LedgerClaim = { id: 'nope', token: 1, needs: need(1), holder: 'x' };
