@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisLedgerError, RedisQuotaLedger } from '../../src/redis/index.js';
 import type { RedisQuotaLedgerOptions } from '../../src/redis/index.js';
 import { ValidationError } from '../../src/errors/index.js';
+import { NovaClient } from '../../src/nova/index.js';
 import type { LedgerClaim } from '../../src/guard/index.js';
 import { afterThisTest } from '../cleanup.js';
 import { haveRedis, RedisServer, skipReason } from './support.js';
@@ -224,6 +225,17 @@ describe.skipIf(!haveRedis)(`RedisQuotaLedger on a real redis-server${haveRedis 
       const got = await l.admit({ place: undefined, needs: need(4), headroom: { cores: 4 }, stamp: 0, ttlMs: 10_000 });
       expect(got).toMatchObject({ admitted: true, inFlight: { cores: 0 } });
     }
+  });
+
+  it("forClient takes the endpoint and project id from a NovaClient (same scope as explicit options)", async () => {
+    const nova = new NovaClient({ endpoint: ENDPOINT, token: 'tok', projectId: 'gamma' });
+    const viaClient = await RedisQuotaLedger.forClient(nova, { url: server.url });
+    afterThisTest(() => viaClient.close());
+    const explicit = ledger({ projectId: 'gamma' });
+    const got = await viaClient.admit({ place: undefined, needs: need(2), headroom: { cores: 2 }, stamp: 0, ttlMs: 10_000 });
+    expect(got.admitted).toBe(true);
+    expect(await explicit.admit({ place: undefined, needs: need(1), headroom: { cores: 2 }, stamp: 0, ttlMs: 10_000 })).toMatchObject({ admitted: false, inFlight: { cores: 2 } });
+    await expect(RedisQuotaLedger.forClient(new NovaClient({ endpoint: ENDPOINT, token: 'tok' }), { url: server.url })).rejects.toBeInstanceOf(ValidationError);
   });
 
   it('refuses unknown and bad options; never shows a Redis password', async () => {
