@@ -70,6 +70,8 @@ export async function createAttempt(g: GuardState, call: GuardedCall, body: Crea
   await bindClaim(g, claim, server.id);
   if (signal?.aborted) return abandon(g, call, server, claim, new AbortError(undefined, { cause: signal.reason }));
   if (!g.opts.waitForActive) {
+    // Nobody waits for it: the lease is renewed at the guard's next reads instead (`headroomWait.ts`).
+    claim.stopRenewal?.();
     claim.unwatched = true;
     return server;
   }

@@ -16,7 +16,7 @@ import { InvalidResponseError, NotFoundError, QuotaExceededError, throwIfAborted
 import { sleep } from '../core/clock.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { LIMIT_KEYS, addNeeds, checkFit, computeHeadroom, describeShortfalls, NO_NEEDS, rawHeadroomOf, shortfallResources, type FitVerdict, type Headroom } from './headroom.js';
-import { bounded, holdClaim, inFlightOf, keepLease, moveToFallback, onFreed, onLedger, readThroughLedger, releaseClaim, renewBeforePost } from './ledgerUse.js';
+import { bounded, holdClaim, inFlightOf, keepLease, moveToFallback, onFreed, onLedger, readThroughLedger, releaseClaim, renewBeforePost, renewQuietly } from './ledgerUse.js';
 import { QuotaWaitTimeoutError } from './errors.js';
 import { stepDelayMs } from './backoff.js';
 import type { QuotaWaitInfo } from './options.js';
@@ -76,13 +76,22 @@ async function admitOnce(g: GuardState, call: GuardedCall, needs: ResourceAmount
   return { headroom, fit: { verdict: 'short', shortfalls: checkFit(addNeeds(needs, admission.ahead), headroom).shortfalls } };
 }
 
-/** With `waitForActive: false`: end the claims of servers that have left BUILD (or are gone). */
+/**
+ * With `waitForActive: false`: end the claims of servers that have left BUILD (or are gone), and
+ * renew the leases of the others (nobody renews them on a timer: a claim not seen by a read within
+ * `leaseTtlMs` expires).
+ */
 async function refreshUnwatched(g: GuardState, signal: AbortSignal | undefined): Promise<void> {
   const claims = [...g.claims].filter((c) => c.unwatched && c.serverId !== undefined);
   if (claims.length === 0) return;
   await Promise.all(
     claims.map(async (c) => {
       if (g.clock.now() - c.claimedAtMs > g.opts.activeTimeoutMs) {
+        await releaseClaim(g, c, 'counted');
+        return;
+      }
+      if (!(await renewQuietly(g, c))) {
+        // The ledger dropped it: nothing left to release there.
         await releaseClaim(g, c, 'counted');
         return;
       }

@@ -4,7 +4,7 @@
  *
  * @module
  */
-export { QuotaGuard, quotaGuard, QUOTA_GUARD_DEFAULTS } from './quotaGuard.js';
+export { QuotaGuard, quotaGuard, QUOTA_GUARD_DEFAULTS, QUOTA_LEDGER_DEFAULTS } from './quotaGuard.js';
 export type {
   QuotaGuardOptions,
   QuotaGuardStats,

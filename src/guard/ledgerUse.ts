@@ -202,6 +202,16 @@ export async function renewBeforePost(g: GuardState, call: GuardedCall, claim: C
   return ok;
 }
 
+/** Renew the claim's lease; `false` only when the ledger says it is lost (a failure is logged and counts as kept). */
+export async function renewQuietly(g: GuardState, claim: Claim): Promise<boolean> {
+  try {
+    return await bounded(g, 'renew', () => claim.ledger.renew(claim.lc, g.opts.leaseTtlMs));
+  } catch (e) {
+    warnOnce(g, 'ledger-renew', { ledger: claim.ledger.kind, claimId: claim.lc.id, err: (e as Error)?.message }, 'quota ledger could not renew a claim: trying again');
+    return true;
+  }
+}
+
 /**
  * Renew the claim's lease every `leaseTtlMs / 3` until it ends. A lost lease is logged (the create
  * is already under way; its metadata names the claim); a failed renewal is retried at the next tick.
@@ -212,12 +222,7 @@ export function keepLease(g: GuardState, claim: Claim): void {
   let timer: ReturnType<Clock['setTimeout']> | undefined;
   let stopped = false;
   const tick = async (): Promise<void> => {
-    let ok = true;
-    try {
-      ok = await bounded(g, 'renew', () => claim.ledger.renew(claim.lc, g.opts.leaseTtlMs));
-    } catch (e) {
-      warnOnce(g, 'ledger-renew', { ledger: claim.ledger.kind, claimId: claim.lc.id, err: (e as Error)?.message }, 'quota ledger could not renew a claim: trying again');
-    }
+    const ok = await renewQuietly(g, claim);
     if (stopped) return;
     if (!ok) {
       g.log.warn({ claimId: claim.lc.id, token: claim.lc.token, serverId: claim.serverId }, 'claim lease lost while its create is in flight');

@@ -137,18 +137,21 @@ export interface QuotaGuardOptions {
    * `ledgerTimeoutMs`, the guard warns once and that guarded call goes on with a private
    * in-process ledger (Nova's own quota check stays the authority); the next call tries this
    * ledger again. Default: a new `InProcessQuotaLedger` on the client's clock.
+   * @default new InProcessQuotaLedger({ clock: client.clock })
    */
   ledger?: QuotaLedger | undefined;
   /**
    * Lease of a claim on the ledger, in ms: renewed right before every `POST /servers` (a lost lease
    * means no POST) and every `leaseTtlMs / 3` while the create is in flight (the POST, the wait for
    * ACTIVE, and until the claim ends). A guard that dies loses its claims after this. Default 120000.
+   * @default 120000
    */
   leaseTtlMs?: number;
   /**
    * Time limit of each call of the ledger, in ms (p-timeout on the client's clock; for `limits`,
    * the time Nova takes to answer `GET /limits` is not counted). Past it, the guard falls back as
    * `ledger` says. Default 2000.
+   * @default 2000
    */
   ledgerTimeoutMs?: number;
   /** pino logger; default silent. Logs waits (info), retries and cleanups (warn), never request bodies. */
@@ -227,12 +230,16 @@ export const QUOTA_GUARD_DEFAULTS = Object.freeze({
   activeIntervalMs: 2000,
   lostCreateIntervalMs: 5000,
   lostCreateSearches: 4,
+});
+
+/** Defaults of the ledger options of {@link QuotaGuardOptions} (`leaseTtlMs`, `ledgerTimeoutMs`). */
+export const QUOTA_LEDGER_DEFAULTS = Object.freeze({
   leaseTtlMs: 120000,
   ledgerTimeoutMs: 2000,
 });
 
 /** The option names of {@link QuotaGuardOptions}: any other is refused. */
-const QUOTA_GUARD_OPTION_KEYS = [...Object.keys(QUOTA_GUARD_DEFAULTS), 'onWait', 'onRetry', 'deleteOptions', 'logger', 'ledger'];
+const QUOTA_GUARD_OPTION_KEYS = [...Object.keys(QUOTA_GUARD_DEFAULTS), ...Object.keys(QUOTA_LEDGER_DEFAULTS), 'onWait', 'onRetry', 'deleteOptions', 'logger', 'ledger'];
 
 /** The methods a {@link QuotaGuardOptions.ledger} must have. */
 const LEDGER_METHODS = ['join', 'leave', 'limits', 'admit', 'claimAnyway', 'renew', 'bind', 'release', 'publishFreed', 'onFreed', 'close'] as const;
@@ -272,6 +279,7 @@ export function validateOptions(o: QuotaGuardOptions): ResolvedOptions {
   }
   const r: ResolvedOptions = {
     ...QUOTA_GUARD_DEFAULTS,
+    ...QUOTA_LEDGER_DEFAULTS,
     ...Object.fromEntries(Object.entries(o).filter(([k, v]) => v !== undefined && k !== 'logger')),
   } as ResolvedOptions;
   if (!Number.isInteger(r.lostCreateSearches) || r.lostCreateSearches < 2) {

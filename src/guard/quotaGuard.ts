@@ -78,7 +78,7 @@ import type { ResolvedOptions } from './options.js';
 export type { QuotaNeeds, Headroom, ResourceHeadroom, Shortfall } from './headroom.js';
 export type { QuotaWaitInfo, QuotaRetryReason, QuotaRetryInfo, QuotaGuardOptions, GuardedCallOptions } from './options.js';
 export type { GuardedCreateOptions, QuotaNeedsSpec, QuotaGuardStats, ResolvedOptions, GuardClaimInfo } from './options.js';
-export { QUOTA_GUARD_DEFAULTS } from './options.js';
+export { QUOTA_GUARD_DEFAULTS, QUOTA_LEDGER_DEFAULTS } from './options.js';
 
 /** One attempt of a guarded call, given the claim it may use. */
 type Attempt<T> = (claim: Claim, signal: AbortSignal | undefined, call: GuardedCall) => Promise<T>;
