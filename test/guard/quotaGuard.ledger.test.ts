@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import type { AxiosAdapter } from 'axios';
+import type { Logger } from '../../src/core/logger.js';
 import { InProcessQuotaLedger } from '../../src/guard/inProcessLedger.js';
 import { CLAIM_HOLDER_KEY, CLAIM_ID_KEY, CLAIM_TOKEN_KEY } from '../../src/guard/ledgerUse.js';
 import { CLAIM_TAG_KEY } from '../../src/guard/lostCreate.js';
@@ -16,9 +17,10 @@ import { body, clientFor, guardFor, liveServers, posts, startNova } from './fixt
 useFakeClock();
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-const warnLog = (): { logger: ReturnType<typeof pino>; warnings: () => string[] } => {
+const warnLog = (): { logger: Logger; warnings: () => string[] } => {
   const lines: string[] = [];
-  return { logger: pino({ level: 'warn' }, { write: (l: string) => lines.push(l) }), warnings: () => lines.map((l) => (JSON.parse(l) as { msg: string }).msg) };
+  const logger = pino({ level: 'warn' }, { write: (l: string) => lines.push(l) });
+  return { logger, warnings: () => lines.map((l) => (JSON.parse(l) as { msg: string }).msg) };
 };
 
 /** A ledger that forwards to `inner`, records each call (name, fake ms), and may fail some calls. */
