@@ -65,8 +65,14 @@ async function admitOnce(g: GuardState, call: GuardedCall, needs: ResourceAmount
   await refreshUnwatched(g, signal);
   const { reading } = await readThroughLedger(g, call, (s) => readLimits(g, s), signal);
   const raw = rawHeadroomOf(reading.absolute);
-  const { value: admission, ledger } = await onLedger(g, call, 'admit', (l) =>
-    l.admit({ place: call.place?.ledger === l ? call.place.place : undefined, needs, headroom: raw, stamp: reading.stamp, ttlMs: g.opts.leaseTtlMs }),
+  const { value: admission, ledger } = await onLedger(
+    g,
+    call,
+    'admit',
+    (l) => l.admit({ place: call.place?.ledger === l ? call.place.place : undefined, needs, headroom: raw, stamp: reading.stamp, ttlMs: g.opts.leaseTtlMs }),
+    async (l, late) => {
+      if (late.admitted) await l.release(late.claim, 'not-created');
+    },
   );
   const headroom = computeHeadroom(reading.absolute, admission.inFlight, { requestId: reading.requestId, readAtMs: g.clock.wallNow() });
   if (admission.admitted) return { headroom, claim: holdClaim(g, admission.claim, ledger) };
@@ -137,7 +143,13 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
             { shortfalls: describeShortfalls(shortfalls), elapsedMs: elapsedMs(g, call) },
             'maxWaitMs spent and /limits still reports too little headroom: attempting the create anyway (onStaleLimits: attempt)',
           );
-          const { value: lc, ledger } = await onLedger(g, call, 'claimAnyway', (l) => l.claimAnyway(needs, g.opts.leaseTtlMs));
+          const { value: lc, ledger } = await onLedger(
+            g,
+            call,
+            'claimAnyway',
+            (l) => l.claimAnyway(needs, g.opts.leaseTtlMs),
+            (l, late) => l.release(late, 'not-created'),
+          );
           return holdClaim(g, lc, ledger);
         }
         throw new QuotaWaitTimeoutError({
@@ -165,7 +177,13 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
       }
       g.log.info({ needs, shortfalls: describeShortfalls(shortfalls), delayMs, waits: call.waits, requestId: headroom.requestId }, 'not enough quota headroom: waiting');
       if (call.place?.ledger !== call.ledger) {
-        const { value: place, ledger } = await onLedger(g, call, 'join', (l) => l.join(needs));
+        const { value: place, ledger } = await onLedger(
+          g,
+          call,
+          'join',
+          (l) => l.join(needs),
+          (l, late) => l.leave(late),
+        );
         call.place = { ledger, place };
       }
       await sleepUntilFreed(g, delayMs, signal);

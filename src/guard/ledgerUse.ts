@@ -62,12 +62,21 @@ function noteFallback(g: GuardState, ledger: QuotaLedger, what: string, e: unkno
  * (leaving its place on the other, best effort) and `op` runs there. Resolves the result and the
  * ledger that gave it.
  */
-export async function onLedger<T>(g: GuardState, call: GuardedCall | undefined, what: string, op: (l: QuotaLedger) => Promise<T>): Promise<{ value: T; ledger: QuotaLedger }> {
+export async function onLedger<T>(
+  g: GuardState,
+  call: GuardedCall | undefined,
+  what: string,
+  op: (l: QuotaLedger) => Promise<T>,
+  undo?: (l: QuotaLedger, late: T) => Promise<void>,
+): Promise<{ value: T; ledger: QuotaLedger }> {
   const ledger = call?.ledger ?? g.ledger;
   if (ledger === g.fallback) return { value: await op(ledger), ledger };
+  let pending: Promise<T> | undefined;
   try {
-    return { value: await bounded(g, what, () => op(ledger)), ledger };
+    return { value: await bounded(g, what, () => (pending = op(ledger))), ledger };
   } catch (e) {
+    // A call that answers after its time limit: undo what it took (a claim, a place), best effort.
+    if (undo && pending) pending.then((late) => undo(ledger, late)).catch(() => undefined);
     noteFallback(g, ledger, what, e);
     if (call) moveToFallback(g, call);
     return { value: await op(g.fallback), ledger: g.fallback };
@@ -139,12 +148,12 @@ export async function readThroughLedger(
   }
 }
 
-/** What a ledger would subtract for claims for `reading` (zero when it cannot tell, or fails). */
+/** What a ledger would subtract for claims for a reading of `stamp` (`undefined` when it cannot tell, or fails). */
 export async function inFlightOf(g: GuardState, ledger: QuotaLedger, stamp: number): Promise<ResourceAmounts | undefined> {
-  const l = ledger as QuotaLedger & { inFlight?: (stamp: number) => Promise<ResourceAmounts> };
-  if (typeof l.inFlight !== 'function') return undefined;
+  const inFlight = ledger.inFlight?.bind(ledger);
+  if (!inFlight) return undefined;
   try {
-    return ledger === g.fallback ? await l.inFlight(stamp) : await bounded(g, 'inFlight', () => l.inFlight!(stamp));
+    return ledger === g.fallback ? await inFlight(stamp) : await bounded(g, 'inFlight', () => inFlight(stamp));
   } catch (e) {
     noteFallback(g, ledger, 'inFlight', e);
     return undefined;

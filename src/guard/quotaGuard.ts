@@ -159,8 +159,8 @@ export class QuotaGuard {
   }
 
   /**
-   * Read `GET /limits` now and return the headroom of cores, RAM (MiB) and instances, minus this
-   * guard's in-flight claims. Never cached.
+   * Read `GET /limits` now (through the ledger) and return the headroom of cores, RAM (MiB) and
+   * instances, minus the ledger's in-flight claims (`QuotaLedger.inFlight`). Never cached.
    *
    * @throws the client's {@link NovaApiError} when `/limits` cannot be read; {@link AbortError}.
    */

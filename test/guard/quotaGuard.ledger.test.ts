@@ -24,7 +24,7 @@ const warnLog = (): { logger: Logger; warnings: () => string[] } => {
 };
 
 /** A ledger that forwards to `inner`, records each call (name, fake ms), and may fail some calls. */
-function faulty(inner: InProcessQuotaLedger, fault: (method: string, args: unknown[]) => 'ok' | 'reject' | 'hang' | 'lose' = () => 'ok'): QuotaLedger & { calls: Array<[string, number]> } {
+function faulty(inner: InProcessQuotaLedger, fault: (method: string, args: unknown[]) => 'ok' | 'reject' | 'hang' | 'lose' | 'late' = () => 'ok'): QuotaLedger & { calls: Array<[string, number]> } {
   const calls: Array<[string, number]> = [];
   const wrap =
     (method: keyof QuotaLedger) =>
@@ -34,6 +34,7 @@ function faulty(inner: InProcessQuotaLedger, fault: (method: string, args: unkno
       if (f === 'reject') throw new Error(`ledger ${method} down`);
       if (f === 'hang') return new Promise(() => undefined);
       if (f === 'lose') return false;
+      if (f === 'late') await sleep(500);
       return (inner[method] as (...a: unknown[]) => Promise<unknown>).apply(inner, args);
     };
   return {
@@ -192,6 +193,19 @@ describe('fallback when the ledger fails', () => {
     expect(warnings().filter((m) => /quota ledger \(test\) failed/.test(m))).toHaveLength(1);
     expect(guard.stats.ledgerFallbacks).toBe(1);
     expect(guard.inFlightClaims).toBe(0);
+  });
+
+  it('an admit that answers after ledgerTimeoutMs: the call goes on, the late claim is released on the ledger that gave it', async () => {
+    const nova = await startNova({ maxTotalCores: 10 });
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    const ledger = faulty(inner, (m) => (m === 'admit' ? 'late' : 'ok'));
+    const guard = guardFor(nova, { ledger, ledgerTimeoutMs: 100 });
+    await settle(guard.createServer(body('on-time')));
+    expect(posts(nova).map((p) => p.timeMs - T0)).toEqual([100]);
+    await settle(sleep(1000));
+    expect(ledger.calls.filter(([m]) => m === 'release').map(([, t]) => t)).toEqual([500]);
+    expect(inner.activeClaims).toBe(0);
+    expect(guard.stats.ledgerFallbacks).toBe(1);
   });
 
   it('a claim is released on the ledger it came from: admitted on the shared ledger, renew fails, the POST goes out on the fallback', async () => {
