@@ -1,6 +1,6 @@
 /**
- * In-flight claims of one `QuotaGuard`: what its own creates have taken from the headroom that
- * Nova's `GET /limits` may not show yet.
+ * In-flight claims of one `InProcessQuotaLedger` (the guards of one process): what their
+ * creates have taken from the headroom that Nova's `GET /limits` may not show yet.
  *
  * Why: 20 callers in one process that read the same `/limits` would otherwise all see the same
  * headroom and all POST (docs/field-cases.md, "Several workers, one quota"). The check
@@ -74,9 +74,21 @@ export class ClaimLedger {
     let total: ResourceAmounts = { ...NO_NEEDS };
     for (const c of this.#active.values()) total = addNeeds(total, c.needs);
     const startedAt = token === undefined ? undefined : this.#openReads.get(token);
-    if (startedAt !== undefined) {
-      for (const r of this.#released) if (r.releasedAtMs >= startedAt) total = addNeeds(total, r.needs);
-    }
+    return startedAt === undefined ? total : addNeeds(total, this.#releasedSince(startedAt));
+  }
+
+  /**
+   * Like {@link inFlight} for a read sent at `stampMs` (on this ledger's clock): every active claim,
+   * plus the claims released as `'counted'` at or after `stampMs` that are still kept (a release is
+   * kept while a read begun before it is open).
+   */
+  inFlightSince(stampMs: number): ResourceAmounts {
+    return addNeeds(this.inFlight(), this.#releasedSince(stampMs));
+  }
+
+  #releasedSince(stampMs: number): ResourceAmounts {
+    let total: ResourceAmounts = { ...NO_NEEDS };
+    for (const r of this.#released) if (r.releasedAtMs >= stampMs) total = addNeeds(total, r.needs);
     return total;
   }
 

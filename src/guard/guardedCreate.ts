@@ -22,11 +22,11 @@
 import { AbortError, ForbiddenError, NovaNetworkError, QuotaExceededError, RateLimitError, isAbortError } from '../errors/index.js';
 import { parseQuotaMessage } from '../errors/quotaMessage.js';
 import type { CreateServerBody, Server } from '../core/types.js';
-import type { Claim } from './claims.js';
+import { bindClaim, releaseClaim } from './ledgerUse.js';
 import { CreateOutcomeUnknownError, ServerBuildError } from './errors.js';
 import { postOrAdopt } from './lostCreate.js';
 import { waitForActive } from './waitForActive.js';
-import type { GuardState, GuardedCall } from './state.js';
+import type { Claim, GuardState, GuardedCall } from './state.js';
 
 /** True when the POST did not reach Nova or Nova refused it for its rate: nothing was created. */
 function refusalOf(error: unknown): GuardedCall['refusal'] {
@@ -44,11 +44,11 @@ export async function createAttempt(g: GuardState, call: GuardedCall, body: Crea
   let server: Server;
   try {
     // The POST itself never takes the signal: an abort must not hide a server Nova created.
-    server = await postOrAdopt(g, call, body);
+    server = await postOrAdopt(g, call, body, claim);
   } catch (e) {
     if (e instanceof CreateOutcomeUnknownError) {
       // A server may exist and Nova may count it.
-      g.ledger.release(claim, 'counted');
+      await releaseClaim(g, claim, 'counted');
       throw e;
     }
     const refusal = refusalOf(e);
@@ -57,7 +57,7 @@ export async function createAttempt(g: GuardState, call: GuardedCall, body: Crea
       call.heldClaim = claim;
       throw e;
     }
-    g.ledger.release(claim, 'not-created');
+    await releaseClaim(g, claim, 'not-created');
     if (e instanceof QuotaExceededError) {
       g.stats.quota403s++;
       call.lastQuotaMessage = e.message;
@@ -67,9 +67,11 @@ export async function createAttempt(g: GuardState, call: GuardedCall, body: Crea
     }
     throw e;
   }
-  claim.serverId = server.id;
+  await bindClaim(g, claim, server.id);
   if (signal?.aborted) return abandon(g, call, server, claim, new AbortError(undefined, { cause: signal.reason }));
   if (!g.opts.waitForActive) {
+    // Nobody waits for it: the lease is renewed at the guard's next reads instead (`headroomWait.ts`).
+    claim.stopRenewal?.();
     claim.unwatched = true;
     return server;
   }
@@ -90,11 +92,11 @@ async function settle(g: GuardState, call: GuardedCall, created: Server, claim: 
     return abandon(g, call, created, claim, e);
   }
   if (res.outcome === 'active') {
-    g.ledger.release(claim, 'counted');
+    await releaseClaim(g, claim, 'counted');
     return { ...created, ...res.server } as Server;
   }
   if (res.outcome === 'gone') {
-    g.ledger.release(claim, 'not-created');
+    await releaseClaim(g, claim, 'not-created');
     throw new ServerBuildError({ serverId: id, reason: 'gone', lastStatus: res.lastStatus, elapsedMs: res.elapsedMs, deleted: true });
   }
   const fault = res.server?.fault;
@@ -148,10 +150,10 @@ async function deleteCreated(g: GuardState, id: string, claim: Claim): Promise<E
   g.stats.cleanups++;
   try {
     await g.client.deleteServer(id, { intervalMs: g.opts.activeIntervalMs, ...g.opts.deleteOptions, wait: true });
-    g.ledger.release(claim, 'not-created');
+    await releaseClaim(g, claim, 'not-created');
     return undefined;
   } catch (e) {
-    g.ledger.release(claim, 'counted');
+    await releaseClaim(g, claim, 'counted');
     g.log.error({ serverId: id, err: (e as Error)?.message }, 'could not delete a server the guard created: it is left behind');
     return e instanceof Error ? e : new Error(String(e));
   }

@@ -181,3 +181,24 @@ export const NO_NEEDS: Readonly<ResourceAmounts> = Object.freeze({ cores: 0, ram
 export function isAnything(a: ResourceAmounts): boolean {
   return a.cores > 0 || a.ramMiB > 0 || a.instances > 0;
 }
+
+/**
+ * The fit check of a ledger's `admit`, from raw headroom (before claims): `needs` fits when, for
+ * every resource it needs, raw headroom minus `inFlight` (at least 0) covers it, and, when anything
+ * is queued ahead, covers `needs + ahead` too (the same verdicts as {@link checkFit} on
+ * {@link computeHeadroom} with `inFlight`). Unknown (`undefined`) or unlimited headroom never blocks.
+ */
+export function fitsRawHeadroom(raw: Readonly<Partial<ResourceAmounts>>, inFlight: ResourceAmounts, needs: ResourceAmounts, ahead: ResourceAmounts): boolean {
+  const fits = (want: ResourceAmounts): boolean =>
+    (['cores', 'ramMiB', 'instances'] as const).every((k) => {
+      const h = raw[k];
+      return want[k] <= 0 || h === undefined || h === Number.POSITIVE_INFINITY || want[k] <= Math.max(0, h - inFlight[k]);
+    });
+  return fits(needs) && (!isAnything(ahead) || fits(addNeeds(needs, ahead)));
+}
+
+/** Raw headroom (before any claim) of a `/limits` reading, as a ledger's `admit` takes it. */
+export function rawHeadroomOf(absolute: AbsoluteLimits): { cores: number | undefined; ramMiB: number | undefined; instances: number | undefined } {
+  const h = computeHeadroom(absolute, NO_NEEDS, { readAtMs: 0 });
+  return { cores: h.cores.headroom, ramMiB: h.ram.headroom, instances: h.instances.headroom };
+}

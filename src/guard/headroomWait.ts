@@ -2,31 +2,25 @@
  * The wait for headroom before a guarded attempt: read `GET /limits` (Nova API reference, "Limits"),
  * check and claim in the same tick, and while short wait and read again.
  *
- * This is a wait p-retry cannot express, so it is the guard's own, on the client's clock: it is
- * served first come, first served among the calls of one guard, and a deletion confirmed by the
- * guard's own client (`onDeleteConfirmed`: Nova has freed quota) ends it at once. Its delays follow
+ * The reading, the claims and the queue are the ledger's (`ledger.ts`: `limits`, then `admit`
+ * against raw headroom; `join` at the first wait, `leave` when the wait ends). This is a wait
+ * p-retry cannot express, so it is the guard's own, on the client's clock: it is served first come,
+ * first served among the calls that share the ledger, and freed quota (`onFreed`: a deletion Nova
+ * confirmed, to this guard's client or, through the ledger, anyone's) ends it at once. Its delays follow
  * the call's backoff ({@link backoffDelayMs}'s formula): a wait doubles with every wait or retry of
  * the call before it.
  *
  * @module
  */
 import { InvalidResponseError, NotFoundError, QuotaExceededError, throwIfAborted } from '../errors/index.js';
-import { onDeleteConfirmed } from '../delete/index.js';
 import { sleep } from '../core/clock.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
-import type { Claim } from './claims.js';
-import { LIMIT_KEYS, addNeeds, checkFit, computeHeadroom, describeShortfalls, isAnything, NO_NEEDS, shortfallResources, type FitVerdict, type Headroom } from './headroom.js';
+import { LIMIT_KEYS, addNeeds, checkFit, computeHeadroom, describeShortfalls, NO_NEEDS, rawHeadroomOf, shortfallResources, type FitVerdict, type Headroom } from './headroom.js';
+import { bounded, holdClaim, inFlightOf, keepLease, moveToFallback, onFreed, onLedger, readThroughLedger, releaseClaim, renewBeforePost, renewQuietly } from './ledgerUse.js';
 import { QuotaWaitTimeoutError } from './errors.js';
 import { stepDelayMs } from './backoff.js';
 import type { QuotaWaitInfo } from './options.js';
-import { elapsedMs, remainingMs, warnOnce, type GuardState, type GuardedCall } from './state.js';
-
-/** A fresh headroom, and when `needs` was given, the fit and (if it fits) the claim. */
-export interface HeadroomRead {
-  headroom: Headroom;
-  fit?: FitVerdict | undefined;
-  claim?: Claim | undefined;
-}
+import { elapsedMs, remainingMs, warnOnce, type Claim, type GuardState, type GuardedCall } from './state.js';
 
 /**
  * `GET /limits`, or "unknown" when Nova answered 2xx with a body of another shape: without the
@@ -50,62 +44,73 @@ async function readLimits(g: GuardState, signal: AbortSignal | undefined): Promi
 }
 
 /**
- * Fresh `/limits` → headroom; when `needs` is given, check and (if it fits, and what is left still
- * serves `ahead`: the needs of the calls queued before) claim, all in the same tick as the
- * computation so that no other caller of this guard can pass on the same numbers.
+ * Fresh `/limits` (through the ledger) → headroom minus the ledger's claims. The guard's
+ * `headroom()`.
  *
  * @throws the client's errors of `GET /limits`; {@link AbortError}.
  */
-export async function readHeadroom(g: GuardState, signal: AbortSignal | undefined, needs?: ResourceAmounts, ahead: ResourceAmounts = NO_NEEDS): Promise<HeadroomRead> {
+export async function readHeadroom(g: GuardState, signal: AbortSignal | undefined): Promise<Headroom> {
   await refreshUnwatched(g, signal);
-  const token = g.ledger.beginRead();
-  try {
-    const limits = await readLimits(g, signal);
-    // Synchronous from here to the claim.
-    const headroom = computeHeadroom(limits.absolute, g.ledger.inFlight(token), { requestId: limits.requestId, readAtMs: g.clock.wallNow() });
-    if (!needs) return { headroom };
-    const fit = checkFit(needs, headroom);
-    if (fit.verdict !== 'fits') return { headroom, fit };
-    if (isAnything(ahead)) {
-      const withAhead = checkFit(addNeeds(needs, ahead), headroom);
-      if (withAhead.verdict !== 'fits') return { headroom, fit: { verdict: 'short', shortfalls: withAhead.shortfalls } };
-    }
-    return { headroom, fit, claim: g.ledger.claim(needs) };
-  } finally {
-    g.ledger.endRead(token);
-  }
+  const { reading, ledger } = await readThroughLedger(g, undefined, (s) => readLimits(g, s), signal);
+  const inFlight = (await inFlightOf(g, ledger, reading.stamp)) ?? NO_NEEDS;
+  return computeHeadroom(reading.absolute, inFlight, { requestId: reading.requestId, readAtMs: g.clock.wallNow() });
 }
 
-/** With `waitForActive: false`: end the claims of servers that have left BUILD (or are gone). */
+/**
+ * One admission: fresh `/limits` through the call's ledger, raw headroom, then the ledger's `admit`
+ * (check and claim atomically, after the claims in flight and the needs of the places queued
+ * ahead).
+ */
+async function admitOnce(g: GuardState, call: GuardedCall, needs: ResourceAmounts, signal: AbortSignal | undefined): Promise<{ headroom: Headroom; fit?: FitVerdict; claim?: Claim }> {
+  await refreshUnwatched(g, signal);
+  const { reading } = await readThroughLedger(g, call, (s) => readLimits(g, s), signal);
+  const raw = rawHeadroomOf(reading.absolute);
+  const { value: admission, ledger } = await onLedger(
+    g,
+    call,
+    'admit',
+    (l) => l.admit({ place: call.place?.ledger === l ? call.place.place : undefined, needs, headroom: raw, stamp: reading.stamp, ttlMs: g.opts.leaseTtlMs }),
+    async (l, late) => {
+      if (late.admitted) await l.release(late.claim, 'not-created');
+    },
+  );
+  const headroom = computeHeadroom(reading.absolute, admission.inFlight, { requestId: reading.requestId, readAtMs: g.clock.wallNow() });
+  if (admission.admitted) return { headroom, claim: holdClaim(g, admission.claim, ledger) };
+  const fit = checkFit(needs, headroom);
+  if (fit.verdict !== 'fits') return { headroom, fit };
+  // Fits alone, not after the places queued ahead.
+  return { headroom, fit: { verdict: 'short', shortfalls: checkFit(addNeeds(needs, admission.ahead), headroom).shortfalls } };
+}
+
+/**
+ * With `waitForActive: false`: end the claims of servers that have left BUILD (or are gone), and
+ * renew the leases of the others (nobody renews them on a timer: a claim not seen by a read within
+ * `leaseTtlMs` expires).
+ */
 async function refreshUnwatched(g: GuardState, signal: AbortSignal | undefined): Promise<void> {
-  const claims = g.ledger.unwatched();
+  const claims = [...g.claims].filter((c) => c.unwatched && c.serverId !== undefined);
   if (claims.length === 0) return;
   await Promise.all(
     claims.map(async (c) => {
       if (g.clock.now() - c.claimedAtMs > g.opts.activeTimeoutMs) {
-        g.ledger.release(c, 'counted');
+        await releaseClaim(g, c, 'counted');
+        return;
+      }
+      if (!(await renewQuietly(g, c))) {
+        // The ledger dropped it: nothing left to release there.
+        await releaseClaim(g, c, 'counted');
         return;
       }
       try {
         const s = await g.client.getServer(c.serverId!, { signal });
-        if (String(s.status ?? '').toUpperCase() !== 'BUILD') g.ledger.release(c, 'counted');
+        if (String(s.status ?? '').toUpperCase() !== 'BUILD') await releaseClaim(g, c, 'counted');
       } catch (e) {
-        if (e instanceof NotFoundError) g.ledger.release(c, 'not-created');
+        if (e instanceof NotFoundError) await releaseClaim(g, c, 'not-created');
         else if (signal?.aborted) throw e;
         // otherwise keep the claim: it errs on the side of waiting
       }
     }),
   );
-}
-
-/** Needs of the calls queued before `place` (all queued calls when `place` is not queued yet). */
-function aheadOf(g: GuardState, place: { needs: ResourceAmounts }): ResourceAmounts {
-  let ahead: ResourceAmounts = NO_NEEDS;
-  for (const q of g.queue) {
-    if (q === place) break;
-    ahead = addNeeds(ahead, q.needs);
-  }
-  return ahead;
 }
 
 /**
@@ -116,10 +121,9 @@ function aheadOf(g: GuardState, place: { needs: ResourceAmounts }): ResourceAmou
  * `onStaleLimits: 'attempt'`, which claims anyway); {@link AbortError}; the client's errors.
  */
 export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: ResourceAmounts, signal: AbortSignal | undefined): Promise<Claim> {
-  const place = { needs };
   try {
     for (;;) {
-      const { headroom, claim, fit } = await readHeadroom(g, signal, needs, aheadOf(g, place));
+      const { headroom, claim, fit } = await admitOnce(g, call, needs, signal);
       call.limitsReads++;
       if (claim) return claim;
       const shortfalls = fit!.shortfalls;
@@ -139,7 +143,14 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
             { shortfalls: describeShortfalls(shortfalls), elapsedMs: elapsedMs(g, call) },
             'maxWaitMs spent and /limits still reports too little headroom: attempting the create anyway (onStaleLimits: attempt)',
           );
-          return g.ledger.claim(needs);
+          const { value: lc, ledger } = await onLedger(
+            g,
+            call,
+            'claimAnyway',
+            (l) => l.claimAnyway(needs, g.opts.leaseTtlMs),
+            (l, late) => l.release(late, 'not-created'),
+          );
+          return holdClaim(g, lc, ledger);
         }
         throw new QuotaWaitTimeoutError({
           message: `No quota headroom after waiting ${elapsedMs(g, call)} ms (maxWaitMs ${g.opts.maxWaitMs}): ${describeShortfalls(shortfalls)}`,
@@ -165,12 +176,22 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
         g.log.warn({ err: (e as Error)?.message }, 'onWait hook threw (ignored)');
       }
       g.log.info({ needs, shortfalls: describeShortfalls(shortfalls), delayMs, waits: call.waits, requestId: headroom.requestId }, 'not enough quota headroom: waiting');
-      if (!g.queue.includes(place)) g.queue.push(place);
+      if (call.place?.ledger !== call.ledger) {
+        const { value: place, ledger } = await onLedger(
+          g,
+          call,
+          'join',
+          (l) => l.join(needs),
+          (l, late) => l.leave(late),
+        );
+        call.place = { ledger, place };
+      }
       await sleepUntilFreed(g, delayMs, signal);
     }
   } finally {
-    const i = g.queue.indexOf(place);
-    if (i >= 0) g.queue.splice(i, 1);
+    const held = call.place;
+    call.place = undefined;
+    if (held) await (held.ledger === g.fallback ? held.ledger.leave(held.place) : bounded(g, 'leave', () => held.ledger.leave(held.place)).catch(() => undefined));
   }
 }
 
@@ -181,7 +202,7 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
  */
 async function sleepUntilFreed(g: GuardState, delayMs: number, signal: AbortSignal | undefined): Promise<void> {
   const freed = new AbortController();
-  const unsubscribe = onDeleteConfirmed(g.client, () => freed.abort());
+  const unsubscribe = onFreed(g, () => freed.abort());
   try {
     await sleep(g.clock, delayMs, signal ? AbortSignal.any([signal, freed.signal]) : freed.signal);
   } catch (e) {
@@ -191,4 +212,31 @@ async function sleepUntilFreed(g: GuardState, delayMs: number, signal: AbortSign
     unsubscribe();
   }
   throwIfAborted(signal);
+}
+
+/**
+ * The claim for one attempt: `held` (kept from a refused POST) or a new one from
+ * {@link waitForHeadroom}; its lease renewed right before the POST (the fencing rule: a lost lease
+ * means no POST, the call goes back to admission after its next backoff step), then kept renewed
+ * until the claim ends. A ledger that fails moves the call to the fallback ledger at once; one that
+ * keeps losing leases past `maxWaitMs` too, so the ledger never blocks a create for good.
+ * `fresh`: the claim did not come from `held` (the attempt counts).
+ */
+export async function claimForAttempt(g: GuardState, call: GuardedCall, needs: ResourceAmounts, held: Claim | undefined, signal: AbortSignal | undefined): Promise<{ claim: Claim; fresh: boolean }> {
+  let kept = held;
+  for (;;) {
+    const claim = kept ?? (await waitForHeadroom(g, call, needs, signal));
+    if (await renewBeforePost(g, call, claim)) {
+      keepLease(g, claim);
+      return { claim, fresh: claim !== held };
+    }
+    kept = undefined;
+    if (call.ledger === g.fallback && claim.ledger !== g.fallback) continue;
+    const remaining = remainingMs(g, call);
+    if (remaining <= 0) {
+      moveToFallback(g, call);
+      continue;
+    }
+    await sleep(g.clock, Math.min(stepDelayMs(call.firstDelayMs, call.waits + call.retriesConsumed, g.opts.maxDelayMs), Math.ceil(remaining)), signal);
+  }
 }

@@ -4,7 +4,7 @@
  *
  * @module
  */
-export { QuotaGuard, quotaGuard, QUOTA_GUARD_DEFAULTS } from './quotaGuard.js';
+export { QuotaGuard, quotaGuard, QUOTA_GUARD_DEFAULTS, QUOTA_LEDGER_DEFAULTS } from './quotaGuard.js';
 export type {
   QuotaGuardOptions,
   QuotaGuardStats,
@@ -14,6 +14,7 @@ export type {
   GuardedCallOptions,
   GuardedCreateOptions,
   QuotaNeedsSpec,
+  GuardClaimInfo,
 } from './quotaGuard.js';
 export { QuotaWaitTimeoutError, ServerBuildError, CreateOutcomeUnknownError } from './errors.js';
 export type { QuotaWaitTimeoutInit, ServerBuildInit, ServerBuildFailure, CreateOutcomeUnknownInit } from './errors.js';
@@ -25,3 +26,6 @@ export type { BackoffPolicy } from './backoff.js';
 export { waitForActive } from './waitForActive.js';
 export type { WaitForActiveOptions, WaitForActiveResult, ActiveOutcome } from './waitForActive.js';
 export type { QuotaLedger, LedgerPlace, LedgerClaim, LedgerLimits, RawHeadroom, AdmitRequest, Admission, ClaimEnd } from './ledger.js';
+export { InProcessQuotaLedger } from './inProcessLedger.js';
+export type { InProcessQuotaLedgerOptions } from './inProcessLedger.js';
+export { CLAIM_ID_KEY, CLAIM_TOKEN_KEY, CLAIM_HOLDER_KEY } from './ledgerUse.js';

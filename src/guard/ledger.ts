@@ -110,6 +110,12 @@ export interface QuotaLedger {
   leave(place: LedgerPlace): Promise<void>;
   /** A `/limits` reading: fresh through `read`, or one the ledger keeps (shared reads). */
   limits(read: (signal: AbortSignal | undefined) => Promise<{ absolute: AbsoluteLimits; requestId: string | undefined }>, signal: AbortSignal | undefined): Promise<LedgerLimits>;
+  /**
+   * Optional: what `admit` would subtract for claims (not places) for a reading of `stamp`, without
+   * claiming: the guard's `headroom()` reports it as `inFlight`. A ledger without it: `headroom()`
+   * shows the reading's headroom with no claim subtracted.
+   */
+  inFlight?(stamp: number): Promise<ResourceAmounts>;
   /** Check and claim, atomically (see the module description). */
   admit(request: AdmitRequest): Promise<Admission>;
   /** Claim without a check (the guard's `onStaleLimits: 'attempt'`). */

@@ -4,7 +4,7 @@
  *
  * Every POST of a guarded call carries the call's claim tag: server metadata
  * `nova-guard-claim: <uuid>` (Nova API reference, "Create Server", `metadata`), next to the caller's
- * name. When the outcome of a POST is unknown ({@link isAmbiguousCreateError}: no answer (reset,
+ * name, and the ledger claim's `nova-guard-claim-id`, `nova-guard-token` and `nova-guard-holder`. When the outcome of a POST is unknown ({@link isAmbiguousCreateError}: no answer (reset,
  * request timeout), a 5xx, a 2xx without a `server` object, or a 429 that is not Nova's own
  * `overLimit`, which a proxy may send after forwarding the request), the guard searches for the
  * server, keeping its claim on the quota meanwhile:
@@ -32,7 +32,9 @@ import { InvalidResponseError, NovaApiError, NovaNetworkError, RateLimitError } 
 import { sleep } from '../core/clock.js';
 import type { CreateServerBody, Server } from '../core/types.js';
 import { CreateOutcomeUnknownError } from './errors.js';
-import type { GuardState, GuardedCall } from './state.js';
+import type { Claim, GuardState, GuardedCall } from './state.js';
+import type { LedgerClaim } from './ledger.js';
+import { claimMetadata } from './ledgerUse.js';
 
 /** The metadata key of the guard's claim tag. */
 export const CLAIM_TAG_KEY = 'nova-guard-claim';
@@ -49,9 +51,13 @@ export function isAmbiguousCreateError(error: unknown): boolean {
   return error instanceof NovaApiError && error.status >= 500;
 }
 
-/** `body` with the claim tag added to its metadata. */
-export function tagBody(body: CreateServerBody, tag: string): CreateServerBody {
-  return { ...body, metadata: { ...(body.metadata ?? {}), [CLAIM_TAG_KEY]: tag } };
+/**
+ * `body` with the claim tag added to its metadata, and with `claim` the claim's id, fencing token
+ * and holder (`claimMetadata`).
+ */
+export function tagBody(body: CreateServerBody, tag: string, claim?: LedgerClaim): CreateServerBody {
+  const tags = claim ? claimMetadata(CLAIM_TAG_KEY, tag, claim) : { [CLAIM_TAG_KEY]: tag };
+  return { ...body, metadata: { ...(body.metadata ?? {}), ...tags } };
 }
 
 /** A regular expression that matches exactly `name` (Nova's `name` filter is a regular expression). */
@@ -90,8 +96,8 @@ export async function searchLostCreate(g: GuardState, name: string, tag: string)
  * @throws the POST's error when it created nothing; {@link CreateOutcomeUnknownError} when the
  * search could not settle it (the claim is then the caller's to end as counted).
  */
-export async function postOrAdopt(g: GuardState, call: GuardedCall, body: CreateServerBody): Promise<Server> {
-  const request = tagBody(body, call.claimTag);
+export async function postOrAdopt(g: GuardState, call: GuardedCall, body: CreateServerBody, claim?: Claim): Promise<Server> {
+  const request = tagBody(body, call.claimTag, claim?.lc);
   let lost = 0;
   for (;;) {
     try {

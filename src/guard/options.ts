@@ -15,6 +15,7 @@ import type { Headroom, QuotaNeeds, Shortfall } from './headroom.js';
 import type { ResourceAmounts } from '../core/types.js';
 import type { Logger } from '../core/logger.js';
 import { checkDurationMs } from '../core/validate.js';
+import type { QuotaLedger } from './ledger.js';
 
 /** One wait for headroom, passed to {@link QuotaGuardOptions.onWait}. */
 export interface QuotaWaitInfo {
@@ -128,8 +129,45 @@ export interface QuotaGuardOptions {
    * Default `{ intervalMs: activeIntervalMs }` and `deleteServer`'s other defaults.
    */
   deleteOptions?: Omit<DeleteServerOptions, 'wait' | 'signal'>;
+  /**
+   * Where the guard keeps its claims, its queue of waiting calls and its "deletion confirmed"
+   * wake-ups (see `ledger.ts` for the protocol): share one ledger between guards to make them one
+   * first-come-first-served queue with no over-commit; `RedisQuotaLedger` (`nova-guard/redis`)
+   * shares it across processes and hosts. When a call of the ledger rejects or takes longer than
+   * `ledgerTimeoutMs`, the guard warns once and that guarded call goes on with a private
+   * in-process ledger (Nova's own quota check stays the authority); the next call tries this
+   * ledger again. Default: a new `InProcessQuotaLedger` on the client's clock.
+   * @default new InProcessQuotaLedger({ clock: client.clock })
+   */
+  ledger?: QuotaLedger | undefined;
+  /**
+   * Lease of a claim on the ledger, in ms: renewed right before every `POST /servers` (a lost lease
+   * means no POST) and every `leaseTtlMs / 3` while the create is in flight (the POST, the wait for
+   * ACTIVE, and until the claim ends). A guard that dies loses its claims after this. Default 120000.
+   * @default 120000
+   */
+  leaseTtlMs?: number;
+  /**
+   * Time limit of each call of the ledger, in ms (p-timeout on the client's clock; for `limits`,
+   * the time Nova takes to answer `GET /limits` is not counted). Past it, the guard falls back as
+   * `ledger` says. Default 2000.
+   * @default 2000
+   */
+  ledgerTimeoutMs?: number;
   /** pino logger; default silent. Logs waits (info), retries and cleanups (warn), never request bodies. */
   logger?: Logger;
+}
+
+/** The claim a {@link QuotaGuard.withQuotaGuard} call's `fn` runs under. */
+export interface GuardClaimInfo {
+  /** The ledger claim's id (metadata `nova-guard-claim-id`). */
+  readonly claimId: string;
+  /** Its fencing token (metadata `nova-guard-token`). */
+  readonly token: number;
+  /** Its holder (metadata `nova-guard-holder`). */
+  readonly holder: string;
+  /** The call's tag and the three above, as server metadata (each value at most 255 characters). */
+  readonly metadata: Readonly<Record<string, string>>;
 }
 
 /** Options of one guarded call. */
@@ -174,6 +212,8 @@ export interface QuotaGuardStats {
   ambiguousCreates: number;
   /** Servers found by that search and adopted (returned as if the POST had answered). */
   adoptedServers: number;
+  /** Ledger calls that rejected or ran past `ledgerTimeoutMs`, after which a guarded call went on with the private in-process ledger. */
+  ledgerFallbacks: number;
 }
 
 /** Defaults of {@link QuotaGuardOptions}: the one place they are written. */
@@ -192,17 +232,28 @@ export const QUOTA_GUARD_DEFAULTS = Object.freeze({
   lostCreateSearches: 4,
 });
 
+/** Defaults of the ledger options of {@link QuotaGuardOptions} (`leaseTtlMs`, `ledgerTimeoutMs`). */
+export const QUOTA_LEDGER_DEFAULTS = Object.freeze({
+  leaseTtlMs: 120000,
+  ledgerTimeoutMs: 2000,
+});
+
 /** The option names of {@link QuotaGuardOptions}: any other is refused. */
-const QUOTA_GUARD_OPTION_KEYS = [...Object.keys(QUOTA_GUARD_DEFAULTS), 'onWait', 'onRetry', 'deleteOptions', 'logger'];
+const QUOTA_GUARD_OPTION_KEYS = [...Object.keys(QUOTA_GUARD_DEFAULTS), ...Object.keys(QUOTA_LEDGER_DEFAULTS), 'onWait', 'onRetry', 'deleteOptions', 'logger', 'ledger'];
+
+/** The methods a {@link QuotaGuardOptions.ledger} must have. */
+const LEDGER_METHODS = ['join', 'leave', 'limits', 'admit', 'claimAnyway', 'renew', 'bind', 'release', 'publishFreed', 'onFreed', 'close'] as const;
 
 /** {@link QuotaGuardOptions} with the defaults filled in. */
-export type ResolvedOptions = Required<Omit<QuotaGuardOptions, 'onWait' | 'onRetry' | 'logger' | 'deleteOptions'>> &
-  Pick<QuotaGuardOptions, 'onWait' | 'onRetry' | 'deleteOptions'>;
+export type ResolvedOptions = Required<Omit<QuotaGuardOptions, 'onWait' | 'onRetry' | 'logger' | 'deleteOptions' | 'ledger'>> &
+  Pick<QuotaGuardOptions, 'onWait' | 'onRetry' | 'deleteOptions' | 'ledger'>;
 
 /**
  * Validate options and fill in {@link QUOTA_GUARD_DEFAULTS}.
  * @throws {@link ValidationError} for a negative duration, `maxAttempts` < 1, `jitter` outside [0, 1),
- * `maxDelayMs` < `minDelayMs`, an unknown `onStaleLimits`, or a hook that is not a function.
+ * `maxDelayMs` < `minDelayMs`, an unknown `onStaleLimits`, a hook that is not a function,
+ * `leaseTtlMs` below 3 or not finite, `ledgerTimeoutMs` not positive and finite, or a `ledger`
+ * without the methods of `QuotaLedger`.
  */
 export function validateOptions(o: QuotaGuardOptions): ResolvedOptions {
   if (o === null || typeof o !== 'object') throw new ValidationError('QuotaGuard options must be an object');
@@ -217,8 +268,18 @@ export function validateOptions(o: QuotaGuardOptions): ResolvedOptions {
   checkDurationMs('activeTimeoutMs', o.activeTimeoutMs, { timer: true });
   checkDurationMs('activeIntervalMs', o.activeIntervalMs, { allowInfinity: false, timer: true });
   checkDurationMs('lostCreateIntervalMs', o.lostCreateIntervalMs, { allowZero: true, allowInfinity: false, timer: true });
+  // A lease is renewed every third of it: at least 3 ms, finite.
+  checkDurationMs('leaseTtlMs', o.leaseTtlMs, { allowInfinity: false, timer: true });
+  if (o.leaseTtlMs !== undefined && o.leaseTtlMs < 3) throw new ValidationError(`leaseTtlMs must be at least 3, got ${o.leaseTtlMs}`);
+  checkDurationMs('ledgerTimeoutMs', o.ledgerTimeoutMs, { allowInfinity: false, timer: true });
+  if (o.ledger !== undefined) {
+    const l = o.ledger as unknown as Record<string, unknown> | null;
+    const missing = LEDGER_METHODS.filter((m) => typeof l?.[m] !== 'function');
+    if (l === null || typeof l !== 'object' || missing.length > 0) throw new ValidationError(`ledger must be a QuotaLedger (missing: ${missing.join(', ') || 'an object'})`);
+  }
   const r: ResolvedOptions = {
     ...QUOTA_GUARD_DEFAULTS,
+    ...QUOTA_LEDGER_DEFAULTS,
     ...Object.fromEntries(Object.entries(o).filter(([k, v]) => v !== undefined && k !== 'logger')),
   } as ResolvedOptions;
   if (!Number.isInteger(r.lostCreateSearches) || r.lostCreateSearches < 2) {

@@ -8,8 +8,8 @@
  *
  * 1. Needs: vCPUs, RAM (MiB) and instances from the flavor (`GET /flavors/{id}`, cached by the
  *    client) or as given.
- * 2. Before every attempt, a fresh `GET /limits` (Nova API reference, "Limits"); headroom = max -
- *    used - in-flight claims of this guard (see {@link ClaimLedger}), -1 = unlimited, used above max
+ * 2. Before every attempt, a fresh `GET /limits` (Nova API reference, "Limits") through the ledger
+ *    (`ledger.ts`); headroom = max - used - in-flight claims of the ledger, -1 = unlimited, used above max
  *    = 0, missing = unknown (Nova decides). Needed above the limit itself: permanent
  *    {@link QuotaExceededError} at once, 0 POSTs (nodepool's `hasProviderQuota`).
  * 3. While short: wait (`headroomWait.ts`: the call's backoff, first come first served, woken by a
@@ -34,8 +34,9 @@
  *    Any other ERROR, BUILD past `activeTimeoutMs`, or an abort while waiting: delete it with wait
  *    and throw.
  *
- * In-flight claims (one {@link ClaimLedger} per guard): a claim is taken in the same tick as the
- * check that passed, and ends
+ * In-flight claims (the `ledger` option; see `ledgerUse.ts` for leases, tags and the fallback): a
+ * claim is taken by the ledger's atomic `admit`, its lease renewed right before each POST (a lost
+ * lease: no POST, back to admission) and while the create is in flight, and ends
  * - when the POST fails (nothing was created), or when the guard has deleted the server again;
  * - when the server has left BUILD (`waitForActive`): Nova counts it by then; reads already in
  *   flight at that moment still subtract it;
@@ -63,37 +64,21 @@ import { CreateOutcomeUnknownError } from './errors.js';
 import { needsFromFlavor } from './flavorNeeds.js';
 import { retrySchedule } from './backoff.js';
 import type { Headroom, QuotaNeeds } from './headroom.js';
-import { ClaimLedger, type Claim } from './claims.js';
-import { readHeadroom, waitForHeadroom } from './headroomWait.js';
+import { claimForAttempt, readHeadroom } from './headroomWait.js';
+import { InProcessQuotaLedger } from './inProcessLedger.js';
+import { claimMetadata, publishFreed, releaseClaim } from './ledgerUse.js';
+import { CLAIM_TAG_KEY } from './lostCreate.js';
+import { onDeleteConfirmed } from '../delete/index.js';
 import { planRetry, quotaRetryReasonOf } from './retryPolicy.js';
-import { elapsedMs, newCall, remainingMs, type GuardState, type GuardedCall } from './state.js';
-import {
-  flavorIdOf,
-  isFullNeeds,
-  validateNeeds,
-  validateOptions,
-  type GuardedCallOptions,
-  type GuardedCreateOptions,
-  type QuotaGuardOptions,
-  type QuotaGuardStats,
-  type QuotaNeedsSpec,
-  type QuotaRetryInfo,
-  type ResolvedOptions,
-} from './options.js';
+import { elapsedMs, newCall, remainingMs, type Claim, type GuardState, type GuardedCall } from './state.js';
+import { flavorIdOf, isFullNeeds, validateNeeds, validateOptions } from './options.js';
+import type { GuardedCallOptions, GuardedCreateOptions, QuotaGuardOptions, QuotaGuardStats, QuotaNeedsSpec, QuotaRetryInfo, GuardClaimInfo } from './options.js';
+import type { ResolvedOptions } from './options.js';
 
 export type { QuotaNeeds, Headroom, ResourceHeadroom, Shortfall } from './headroom.js';
-export type {
-  QuotaWaitInfo,
-  QuotaRetryReason,
-  QuotaRetryInfo,
-  QuotaGuardOptions,
-  GuardedCallOptions,
-  GuardedCreateOptions,
-  QuotaNeedsSpec,
-  QuotaGuardStats,
-  ResolvedOptions,
-} from './options.js';
-export { QUOTA_GUARD_DEFAULTS } from './options.js';
+export type { QuotaWaitInfo, QuotaRetryReason, QuotaRetryInfo, QuotaGuardOptions, GuardedCallOptions } from './options.js';
+export type { GuardedCreateOptions, QuotaNeedsSpec, QuotaGuardStats, ResolvedOptions, GuardClaimInfo } from './options.js';
+export { QUOTA_GUARD_DEFAULTS, QUOTA_LEDGER_DEFAULTS } from './options.js';
 
 /** One attempt of a guarded call, given the claim it may use. */
 type Attempt<T> = (claim: Claim, signal: AbortSignal | undefined, call: GuardedCall) => Promise<T>;
@@ -125,6 +110,7 @@ export class QuotaGuard {
     cleanups: 0,
     ambiguousCreates: 0,
     adoptedServers: 0,
+    ledgerFallbacks: 0,
   };
   readonly #state: GuardState;
 
@@ -138,14 +124,16 @@ export class QuotaGuard {
     const opts = validateOptions(options);
     const log = componentLogger(options.logger, 'quota-guard');
     const clock = client.clock;
+    const ledger = opts.ledger ?? new InProcessQuotaLedger({ clock });
     this.#state = {
       client,
       clock,
       opts,
-      ledger: new ClaimLedger(() => clock.now()),
+      ledger,
+      fallback: new InProcessQuotaLedger({ clock, holder: ledger.holder }),
+      claims: new Set(),
       log,
       stats: this.stats,
-      queue: [],
       warned: new Set(),
       onRetry: (info) => {
         try {
@@ -156,6 +144,8 @@ export class QuotaGuard {
         }
       },
     };
+    // Nova's 404 after a delete of this client frees quota: every holder of the ledger hears of it.
+    onDeleteConfirmed(client, (serverId) => publishFreed(this.#state, serverId));
   }
 
   /** The resolved options (defaults filled in). */
@@ -165,19 +155,18 @@ export class QuotaGuard {
 
   /** Claims currently held by this guard's creates. */
   get inFlightClaims(): number {
-    return this.#state.ledger.size;
+    return this.#state.claims.size;
   }
 
   /**
-   * Read `GET /limits` now and return the headroom of cores, RAM (MiB) and instances, minus this
-   * guard's in-flight claims. Never cached.
+   * Read `GET /limits` now (through the ledger) and return the headroom of cores, RAM (MiB) and
+   * instances, minus the ledger's in-flight claims (`QuotaLedger.inFlight`). Never cached.
    *
    * @throws the client's {@link NovaApiError} when `/limits` cannot be read; {@link AbortError}.
    */
   async headroom(options: GuardedCallOptions = {}): Promise<Headroom> {
     checkKnownOptions('headroom options', options, ['signal']);
-    const { headroom } = await readHeadroom(this.#state, options.signal);
-    return headroom;
+    return readHeadroom(this.#state, options.signal);
   }
 
   /**
@@ -229,10 +218,12 @@ export class QuotaGuard {
    * server is ACTIVE), and clean up after itself when it rejects.
    *
    * @param needs - Numbers, or `{ flavorRef, count }` (count default 1) read from the flavor.
-   * @param fn - Your create; receives the call's AbortSignal (never aborted when none was given).
+   * @param fn - Your create; receives the call's AbortSignal (never aborted when none was given) and
+   *   the claim ({@link GuardClaimInfo}: its `metadata` is what the guard's own POSTs carry; add it
+   *   to your create's metadata so the audit and the reaper know the server).
    * @throws as {@link createServer} for waits and quota; whatever `fn` throws otherwise.
    */
-  async withQuotaGuard<T>(needs: QuotaNeedsSpec, fn: (signal: AbortSignal) => Promise<T>, options: GuardedCallOptions = {}): Promise<T> {
+  async withQuotaGuard<T>(needs: QuotaNeedsSpec, fn: (signal: AbortSignal, claim: GuardClaimInfo) => Promise<T>, options: GuardedCallOptions = {}): Promise<T> {
     if (typeof fn !== 'function') throw new ValidationError('withQuotaGuard needs a function');
     if (!needs || typeof needs !== 'object') throw new ValidationError('withQuotaGuard needs QuotaNeeds or { flavorRef, count }');
     checkKnownOptions('withQuotaGuard needs', needs, ['flavorRef', 'count', 'cores', 'ramMiB', 'instances']);
@@ -256,11 +247,12 @@ export class QuotaGuard {
       resolved,
       async (claim, _signal, call) => {
         try {
-          const result = await fn(fnSignal);
-          this.#state.ledger.release(claim, 'counted');
+          const info = { claimId: claim.lc.id, token: claim.lc.token, holder: claim.lc.holder, metadata: claimMetadata(CLAIM_TAG_KEY, call.claimTag, claim.lc) };
+          const result = await fn(fnSignal, info);
+          await releaseClaim(this.#state, claim, 'counted');
           return result;
         } catch (e) {
-          this.#state.ledger.release(claim, 'not-created');
+          await releaseClaim(this.#state, claim, 'not-created');
           if (quotaRetryReasonOf(e) === 'quota') {
             this.stats.quota403s++;
             call.lastQuotaMessage = (e as Error).message;
@@ -322,7 +314,7 @@ export class QuotaGuard {
       throw e;
     } finally {
       signal?.removeEventListener('abort', onAbort);
-      if (call.heldClaim) g.ledger.release(call.heldClaim, 'not-created');
+      if (call.heldClaim) await releaseClaim(g, call.heldClaim, 'not-created');
     }
   }
 
@@ -331,8 +323,8 @@ export class QuotaGuard {
     const held = call.heldClaim;
     call.heldClaim = undefined;
     call.refusal = undefined;
-    const claim = held ?? (await waitForHeadroom(this.#state, call, needs, signal));
-    if (!held) {
+    const { claim, fresh } = await claimForAttempt(this.#state, call, needs, held, signal);
+    if (fresh) {
       call.posts++;
       this.stats.attempts++;
     }

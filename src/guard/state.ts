@@ -7,7 +7,8 @@ import type { NovaClient } from '../nova/client.js';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import type { ResourceAmounts } from '../core/types.js';
-import type { Claim, ClaimLedger } from './claims.js';
+import type { LedgerClaim, LedgerPlace, QuotaLedger } from './ledger.js';
+import type { InProcessQuotaLedger } from './inProcessLedger.js';
 import type { QuotaGuardStats, QuotaRetryInfo, ResolvedOptions } from './options.js';
 import type { PostRefusal, RetryPlan } from './retryPolicy.js';
 import { randomUUID } from 'node:crypto';
@@ -19,14 +20,14 @@ export interface GuardState {
   /** The client's clock: every timer and "now" of the guard. */
   clock: Clock;
   opts: ResolvedOptions;
-  ledger: ClaimLedger;
+  /** The ledger of claims, queue and wake-ups (the `ledger` option, or the guard's own in-process one). */
+  ledger: QuotaLedger;
+  /** The private in-process ledger a call goes on with when `ledger` fails (see `ledgerUse.ts`). */
+  fallback: InProcessQuotaLedger;
+  /** The claims this guard holds, on whichever ledger they came from. */
+  claims: Set<Claim>;
   log: Logger;
   stats: QuotaGuardStats;
-  /**
-   * Calls of this guard that are waiting for headroom, oldest first (FIFO fairness): a call may only
-   * take headroom that is left after the needs of every call queued before it.
-   */
-  queue: Array<{ needs: ResourceAmounts }>;
   /** The guard's `onRetry` hook, exceptions already caught; `false` vetoes. */
   onRetry: (info: QuotaRetryInfo) => boolean | void;
   /** Keys of the warnings already logged (see {@link warnOnce}). */
@@ -41,6 +42,24 @@ export function warnOnce(g: Pick<GuardState, 'log' | 'warned'>, key: string, fie
   }
   g.warned.add(key);
   g.log.warn(fields, msg);
+}
+
+/** A claim the guard holds: the ledger's claim, the ledger it came from, and the guard's own notes. */
+export interface Claim {
+  readonly lc: LedgerClaim;
+  /** The ledger the claim came from: it is released there, whatever happens to the others. */
+  readonly ledger: QuotaLedger;
+  readonly needs: ResourceAmounts;
+  /** When the claim was taken, on the guard's clock (monotonic ms). */
+  readonly claimedAtMs: number;
+  /** The created server, once the POST answered 202. */
+  serverId: string | undefined;
+  /** True when nobody waits for the server to leave BUILD (`waitForActive: false`). */
+  unwatched: boolean;
+  /** True once released (or lost). */
+  ended: boolean;
+  /** Stops the lease renewal, when one runs. */
+  stopRenewal: (() => void) | undefined;
 }
 
 /** State of one guarded call (`createServer` or `withQuotaGuard`). */
@@ -75,6 +94,10 @@ export interface GuardedCall {
   inAttempt: boolean;
   /** True once an attempt has resolved: an abort can no longer take its result away. */
   settled: boolean;
+  /** The ledger this call uses: the guard's, or its fallback once the guard's failed during the call. */
+  ledger: QuotaLedger;
+  /** The call's place in a ledger's queue while it waits for headroom. */
+  place: { ledger: QuotaLedger; place: LedgerPlace } | undefined;
   /**
    * The call's claim tag: the value of the `nova-guard-claim` metadata every POST of this call
    * carries, so that a server whose create answer was lost can be found (`lostCreate.ts`).
@@ -83,7 +106,7 @@ export interface GuardedCall {
 }
 
 /** A new call starting now. */
-export function newCall(g: Pick<GuardState, 'clock' | 'opts'>, random: number = Math.random()): GuardedCall {
+export function newCall(g: Pick<GuardState, 'clock' | 'opts' | 'ledger'>, random: number = Math.random()): GuardedCall {
   const startedMs = g.clock.now();
   return {
     startedMs,
@@ -101,6 +124,8 @@ export function newCall(g: Pick<GuardState, 'clock' | 'opts'>, random: number = 
     plan: undefined,
     inAttempt: false,
     settled: false,
+    ledger: g.ledger,
+    place: undefined,
     claimTag: randomUUID(),
   };
 }

@@ -1,0 +1,221 @@
+/**
+ * `InProcessQuotaLedger`: the {@link QuotaLedger} of the guards of one process, and the default of
+ * every `QuotaGuard` (one per guard unless you pass one instance to several guards).
+ *
+ * - `limits` always reads afresh through `read` (stamp: the ledger's clock just before the read;
+ *   `ageMs` 0, `shared` false).
+ * - `admit` subtracts every active claim, the claims released as `'counted'` at or after the
+ *   reading's stamp (kept while a read begun before them is open, and until its `admit`, at most
+ *   {@link READ_GRACE_MS} after it answered), and the needs of every place queued ahead, first come
+ *   first served (see `claims.ts` for why a counted release still counts for earlier reads).
+ * - Claims are leases on the ledger's clock: one not renewed within its `ttlMs` expires (dropped as
+ *   `'counted'`: reads already open still subtract it). Fencing tokens are a counter, strictly
+ *   increasing within the ledger.
+ * - `publishFreed` calls every `onFreed` listener at once, in this process.
+ *
+ * Ported from the claim-before-launch design of Zuul nodepool (`QuotaInformation`,
+ * `estimatedNodepoolQuotaUsed`), as the module description of `ledger.ts` says.
+ *
+ * @module
+ */
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import { systemClock, type Clock } from '../core/clock.js';
+import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
+import { ClaimLedger, type Claim } from './claims.js';
+import { NO_NEEDS, addNeeds, fitsRawHeadroom } from './headroom.js';
+import type { AdmitRequest, Admission, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, QuotaLedger } from './ledger.js';
+
+/**
+ * How long a reading that answered keeps the `'counted'` releases it may miss, waiting for its
+ * `admit`, in ms: a reading never admitted (the guard's `headroom()`, a failed call) is forgotten
+ * after this.
+ */
+export const READ_GRACE_MS = 60_000;
+
+/** Options of {@link InProcessQuotaLedger}. */
+export interface InProcessQuotaLedgerOptions {
+  /** The clock of leases and stamps. Default {@link systemClock} (a guard's default ledger uses the client's clock). */
+  clock?: Clock | undefined;
+  /** The holder written into claims. Default `${os.hostname()}:${process.pid}`. */
+  holder?: string | undefined;
+}
+
+interface Lease {
+  readonly claim: Claim;
+  expiresAtMs: number;
+  serverId: string | undefined;
+}
+
+interface Reading {
+  readonly token: number;
+  readonly stamp: number;
+  answeredAtMs: number | undefined;
+}
+
+/** The default holder name: host and process. */
+export function defaultHolder(): string {
+  return `${hostname()}:${process.pid}`;
+}
+
+/**
+ * The quota ledger of one process (see the module description).
+ *
+ * @example
+ * ```ts
+ * const ledger = new InProcessQuotaLedger({ clock: nova.clock });
+ * const a = new QuotaGuard(nova, { ledger });
+ * const b = new QuotaGuard(nova, { ledger }); // a and b never pass on the same headroom
+ * ```
+ */
+export class InProcessQuotaLedger implements QuotaLedger {
+  readonly kind = 'in-process';
+  readonly holder: string;
+  readonly #clock: Clock;
+  readonly #claims: ClaimLedger;
+  readonly #leases = new Map<string, Lease>();
+  readonly #queue: LedgerPlace[] = [];
+  readonly #readings: Reading[] = [];
+  readonly #listeners = new Set<() => void>();
+  #lastToken = 0;
+
+  constructor(options: InProcessQuotaLedgerOptions = {}) {
+    this.#clock = options.clock ?? systemClock;
+    this.holder = options.holder ?? defaultHolder();
+    this.#claims = new ClaimLedger(() => this.#clock.now());
+  }
+
+  /** Claims not yet released nor expired. */
+  get activeClaims(): number {
+    this.#expire();
+    return this.#leases.size;
+  }
+
+  async join(needs: ResourceAmounts): Promise<LedgerPlace> {
+    const place: LedgerPlace = { id: randomUUID(), needs: { ...needs } };
+    this.#queue.push(place);
+    return place;
+  }
+
+  async leave(place: LedgerPlace): Promise<void> {
+    const i = this.#queue.findIndex((p) => p.id === place.id);
+    if (i >= 0) this.#queue.splice(i, 1);
+  }
+
+  async limits(
+    read: (signal: AbortSignal | undefined) => Promise<{ absolute: AbsoluteLimits; requestId: string | undefined }>,
+    signal: AbortSignal | undefined,
+  ): Promise<LedgerLimits> {
+    this.#expire();
+    const stamp = this.#clock.now();
+    const reading: Reading = { token: this.#claims.beginRead(), stamp, answeredAtMs: undefined };
+    this.#readings.push(reading);
+    try {
+      const { absolute, requestId } = await read(signal);
+      reading.answeredAtMs = this.#clock.now();
+      return { absolute, requestId, stamp, ageMs: 0, shared: false };
+    } catch (e) {
+      this.#endReading(reading);
+      throw e;
+    }
+  }
+
+  /** What `admit` would subtract for claims for a reading of `stamp`, without claiming (ends that reading). */
+  async inFlight(stamp: number): Promise<ResourceAmounts> {
+    return this.#inFlightFor(stamp);
+  }
+
+  async admit(request: AdmitRequest): Promise<Admission> {
+    const inFlight = this.#inFlightFor(request.stamp);
+    let ahead: ResourceAmounts = { ...NO_NEEDS };
+    for (const p of this.#queue) {
+      if (p.id === request.place?.id) break;
+      ahead = addNeeds(ahead, p.needs);
+    }
+    if (!fitsRawHeadroom(request.headroom, inFlight, request.needs, ahead)) return { admitted: false, inFlight, ahead };
+    return { admitted: true, claim: this.#take(request.needs, request.ttlMs), inFlight, ahead };
+  }
+
+  async claimAnyway(needs: ResourceAmounts, ttlMs: number): Promise<LedgerClaim> {
+    this.#expire();
+    return this.#take(needs, ttlMs);
+  }
+
+  async renew(claim: LedgerClaim, ttlMs: number): Promise<boolean> {
+    this.#expire();
+    const lease = this.#leases.get(claim.id);
+    if (!lease) return false;
+    lease.expiresAtMs = this.#clock.now() + ttlMs;
+    return true;
+  }
+
+  async bind(claim: LedgerClaim, serverId: string): Promise<void> {
+    const lease = this.#leases.get(claim.id);
+    if (lease) lease.serverId = serverId;
+  }
+
+  async release(claim: LedgerClaim, end: ClaimEnd): Promise<void> {
+    const lease = this.#leases.get(claim.id);
+    if (!lease) return;
+    this.#leases.delete(claim.id);
+    this.#claims.release(lease.claim, end);
+  }
+
+  async publishFreed(_serverId: string): Promise<void> {
+    for (const listener of [...this.#listeners]) {
+      try {
+        listener();
+      } catch {
+        // a listener's failure is its own
+      }
+    }
+  }
+
+  onFreed(listener: () => void): () => void {
+    const own = (): void => listener();
+    this.#listeners.add(own);
+    return () => {
+      this.#listeners.delete(own);
+    };
+  }
+
+  /** Ends every claim (as `'counted'`) and place, and forgets the listeners. */
+  async close(): Promise<void> {
+    for (const lease of this.#leases.values()) this.#claims.release(lease.claim, 'counted');
+    this.#leases.clear();
+    this.#queue.length = 0;
+    this.#listeners.clear();
+  }
+
+  #take(needs: ResourceAmounts, ttlMs: number): LedgerClaim {
+    const claim: LedgerClaim = { id: randomUUID(), token: ++this.#lastToken, needs: { ...needs }, holder: this.holder };
+    this.#leases.set(claim.id, { claim: this.#claims.claim(needs), expiresAtMs: this.#clock.now() + ttlMs, serverId: undefined });
+    return claim;
+  }
+
+  /** Claims for a reading of `stamp`; ends one open reading of that stamp (its `admit` came). */
+  #inFlightFor(stamp: number): ResourceAmounts {
+    this.#expire();
+    const inFlight = this.#claims.inFlightSince(stamp);
+    const reading = this.#readings.find((r) => r.stamp === stamp && r.answeredAtMs !== undefined);
+    if (reading) this.#endReading(reading);
+    return inFlight;
+  }
+
+  #endReading(reading: Reading): void {
+    const i = this.#readings.indexOf(reading);
+    if (i >= 0) this.#readings.splice(i, 1);
+    this.#claims.endRead(reading.token);
+  }
+
+  /** Drop expired leases and readings past their grace. */
+  #expire(): void {
+    const now = this.#clock.now();
+    for (const r of [...this.#readings]) if (r.answeredAtMs !== undefined && now - r.answeredAtMs > READ_GRACE_MS) this.#endReading(r);
+    for (const [id, lease] of this.#leases) {
+      if (lease.expiresAtMs > now) continue;
+      this.#leases.delete(id);
+      this.#claims.release(lease.claim, 'counted');
+    }
+  }
+}

@@ -1,0 +1,282 @@
+/**
+ * The guard's side of the {@link QuotaLedger} protocol (see `ledger.ts`): every call of the ledger
+ * bounded in time, the fallback to a private in-process ledger, claims and their leases, and the
+ * metadata that tags what a claim creates.
+ *
+ * Fallback (Nova stays the authority): when a call of the guard's ledger rejects or runs past
+ * `ledgerTimeoutMs`, the guard warns once (then logs at debug level), counts
+ * `stats.ledgerFallbacks`, and the guarded call goes on with the guard's private
+ * `InProcessQuotaLedger` (its claims and queue cover this guard's calls only; Nova's quota 403 path
+ * covers the rest). A claim is always released on the ledger it came from. The next guarded call
+ * starts on the guard's ledger again, so a ledger that comes back is used again.
+ *
+ * @module
+ */
+import pTimeout from 'p-timeout';
+import type { Clock } from '../core/clock.js';
+import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
+import type { LedgerClaim, LedgerLimits, QuotaLedger } from './ledger.js';
+import { warnOnce, type Claim, type GuardState, type GuardedCall } from './state.js';
+
+/** Metadata key of the claim's id on every server the guard creates. */
+export const CLAIM_ID_KEY = 'nova-guard-claim-id';
+/** Metadata key of the claim's fencing token. */
+export const CLAIM_TOKEN_KEY = 'nova-guard-token';
+/** Metadata key of the claim's holder (host and process by default). */
+export const CLAIM_HOLDER_KEY = 'nova-guard-holder';
+/** Longest metadata value Nova takes (Nova API reference, "Create Server": `metadata`). */
+const METADATA_VALUE_MAX = 255;
+
+/** p-timeout's timers, on `clock`. */
+function timersOf(clock: Clock): { setTimeout: typeof globalThis.setTimeout; clearTimeout: typeof globalThis.clearTimeout } {
+  return {
+    setTimeout: ((fn: () => void, ms: number) => clock.setTimeout(fn, ms)) as typeof globalThis.setTimeout,
+    clearTimeout: ((handle: ReturnType<typeof globalThis.setTimeout> | undefined) => clock.clearTimeout(handle)) as typeof globalThis.clearTimeout,
+  };
+}
+
+/** `work()` bounded by `ledgerTimeoutMs` on the guard's clock; a synchronous throw becomes a rejection. */
+export function bounded<T>(g: GuardState, what: string, work: () => Promise<T>): Promise<T> {
+  let p: Promise<T>;
+  try {
+    p = work();
+  } catch (e) {
+    p = Promise.reject(e);
+  }
+  return pTimeout(p, { milliseconds: g.opts.ledgerTimeoutMs, customTimers: timersOf(g.clock), message: `ledger ${what} took longer than ${g.opts.ledgerTimeoutMs} ms` });
+}
+
+/** Note a failed call of `ledger`: one warning, a counter. */
+function noteFallback(g: GuardState, ledger: QuotaLedger, what: string, e: unknown): void {
+  g.stats.ledgerFallbacks++;
+  warnOnce(
+    g,
+    'ledger-fallback',
+    { ledger: ledger.kind, call: what, err: (e as Error)?.message },
+    `quota ledger (${ledger.kind}) failed: going on with the in-process ledger, Nova's quota check decides the rest`,
+  );
+}
+
+/**
+ * Run `op` on the call's ledger, bounded; when it fails, the call moves to the fallback ledger
+ * (leaving its place on the other, best effort) and `op` runs there. Resolves the result and the
+ * ledger that gave it.
+ */
+export async function onLedger<T>(
+  g: GuardState,
+  call: GuardedCall | undefined,
+  what: string,
+  op: (l: QuotaLedger) => Promise<T>,
+  undo?: (l: QuotaLedger, late: T) => Promise<void>,
+): Promise<{ value: T; ledger: QuotaLedger }> {
+  const ledger = call?.ledger ?? g.ledger;
+  if (ledger === g.fallback) return { value: await op(ledger), ledger };
+  let pending: Promise<T> | undefined;
+  try {
+    return { value: await bounded(g, what, () => (pending = op(ledger))), ledger };
+  } catch (e) {
+    // A call that answers after its time limit: undo what it took (a claim, a place), best effort.
+    if (undo && pending) pending.then((late) => undo(ledger, late)).catch(() => undefined);
+    noteFallback(g, ledger, what, e);
+    if (call) moveToFallback(g, call);
+    return { value: await op(g.fallback), ledger: g.fallback };
+  }
+}
+
+/** The call goes on with the fallback ledger (leaving its place on the other, best effort). */
+export function moveToFallback(g: GuardState, call: GuardedCall): void {
+  call.ledger = g.fallback;
+  const place = call.place;
+  call.place = undefined;
+  if (place && place.ledger !== g.fallback) void bounded(g, 'leave', () => place.ledger.leave(place.place)).catch(() => undefined);
+}
+
+/**
+ * A `/limits` reading through the call's ledger. The time limit counts the ledger's own work, not
+ * the time Nova takes to answer `read`; an error of `read` itself (Nova's) is thrown as it is, never
+ * taken for a ledger failure.
+ */
+export async function readThroughLedger(
+  g: GuardState,
+  call: GuardedCall | undefined,
+  read: (signal: AbortSignal | undefined) => Promise<{ absolute: AbsoluteLimits; requestId: string | undefined }>,
+  signal: AbortSignal | undefined,
+): Promise<{ reading: LedgerLimits; ledger: QuotaLedger }> {
+  const ledger = call?.ledger ?? g.ledger;
+  let readFailure: { error: unknown } | undefined;
+  const ownRead = async (s: AbortSignal | undefined): Promise<{ absolute: AbsoluteLimits; requestId: string | undefined }> => {
+    try {
+      return await read(s);
+    } catch (e) {
+      readFailure = { error: e };
+      throw e;
+    }
+  };
+  if (ledger === g.fallback) return { reading: await ledger.limits(ownRead, signal), ledger };
+  const late = new AbortController();
+  let timer: ReturnType<Clock['setTimeout']> | undefined;
+  const arm = (): void => {
+    g.clock.clearTimeout(timer);
+    timer = g.clock.setTimeout(() => late.abort(new Error(`ledger limits took longer than ${g.opts.ledgerTimeoutMs} ms`)), g.opts.ledgerTimeoutMs);
+  };
+  const timedRead = async (s: AbortSignal | undefined): Promise<{ absolute: AbsoluteLimits; requestId: string | undefined }> => {
+    g.clock.clearTimeout(timer);
+    try {
+      return await ownRead(s);
+    } finally {
+      arm();
+    }
+  };
+  arm();
+  try {
+    let p: Promise<LedgerLimits>;
+    try {
+      p = ledger.limits(timedRead, signal);
+    } catch (e) {
+      p = Promise.reject(e);
+    }
+    // p-timeout without its own limit: the limit is `late`, paused while Nova answers.
+    return { reading: await pTimeout(p, { milliseconds: Number.POSITIVE_INFINITY, signal: late.signal }), ledger };
+  } catch (e) {
+    if (readFailure) throw readFailure.error;
+    if (signal?.aborted) throw e;
+    noteFallback(g, ledger, 'limits', e);
+    if (call) moveToFallback(g, call);
+    return { reading: await g.fallback.limits(ownRead, signal), ledger: g.fallback };
+  } finally {
+    g.clock.clearTimeout(timer);
+  }
+}
+
+/** What a ledger would subtract for claims for a reading of `stamp` (`undefined` when it cannot tell, or fails). */
+export async function inFlightOf(g: GuardState, ledger: QuotaLedger, stamp: number): Promise<ResourceAmounts | undefined> {
+  const inFlight = ledger.inFlight?.bind(ledger);
+  if (!inFlight) return undefined;
+  try {
+    return ledger === g.fallback ? await inFlight(stamp) : await bounded(g, 'inFlight', () => inFlight(stamp));
+  } catch (e) {
+    noteFallback(g, ledger, 'inFlight', e);
+    return undefined;
+  }
+}
+
+/** Hold `lc` (from `ledger`) as one of the guard's claims. */
+export function holdClaim(g: GuardState, lc: LedgerClaim, ledger: QuotaLedger): Claim {
+  const claim: Claim = { lc, ledger, needs: lc.needs, claimedAtMs: g.clock.now(), serverId: undefined, unwatched: false, ended: false, stopRenewal: undefined };
+  g.claims.add(claim);
+  return claim;
+}
+
+/** End a claim on the ledger it came from (idempotent). A failure is logged: the lease then expires. */
+export async function releaseClaim(g: GuardState, claim: Claim, end: 'not-created' | 'counted'): Promise<void> {
+  if (claim.ended) return;
+  claim.ended = true;
+  claim.stopRenewal?.();
+  g.claims.delete(claim);
+  try {
+    await (claim.ledger === g.fallback ? claim.ledger.release(claim.lc, end) : bounded(g, 'release', () => claim.ledger.release(claim.lc, end)));
+  } catch (e) {
+    warnOnce(g, 'ledger-release', { ledger: claim.ledger.kind, claimId: claim.lc.id, err: (e as Error)?.message }, 'quota ledger could not release a claim: its lease expires instead');
+  }
+}
+
+/** Note the created server on the claim's ledger (a failure is logged, nothing more). */
+export async function bindClaim(g: GuardState, claim: Claim, serverId: string): Promise<void> {
+  claim.serverId = serverId;
+  try {
+    await bounded(g, 'bind', () => claim.ledger.bind(claim.lc, serverId));
+  } catch (e) {
+    warnOnce(g, 'ledger-bind', { ledger: claim.ledger.kind, claimId: claim.lc.id, err: (e as Error)?.message }, 'quota ledger could not note the created server');
+  }
+}
+
+/**
+ * Renew the claim's lease right before a POST (the fencing rule: no POST on a lost lease). `false`
+ * when the lease is lost, or when the ledger failed (the claim is then released and the call moves
+ * to the fallback ledger): either way the call goes back to admission.
+ */
+export async function renewBeforePost(g: GuardState, call: GuardedCall, claim: Claim): Promise<boolean> {
+  let ok: boolean;
+  try {
+    ok = claim.ledger === g.fallback ? await claim.ledger.renew(claim.lc, g.opts.leaseTtlMs) : await bounded(g, 'renew', () => claim.ledger.renew(claim.lc, g.opts.leaseTtlMs));
+  } catch (e) {
+    noteFallback(g, claim.ledger, 'renew', e);
+    moveToFallback(g, call);
+    ok = false;
+  }
+  if (!ok) {
+    g.log.warn({ claimId: claim.lc.id, token: claim.lc.token, ledger: claim.ledger.kind }, 'claim lost before POST /servers: not posting, back to admission');
+    await releaseClaim(g, claim, 'not-created');
+  }
+  return ok;
+}
+
+/** Renew the claim's lease; `false` only when the ledger says it is lost (a failure is logged and counts as kept). */
+export async function renewQuietly(g: GuardState, claim: Claim): Promise<boolean> {
+  try {
+    return await bounded(g, 'renew', () => claim.ledger.renew(claim.lc, g.opts.leaseTtlMs));
+  } catch (e) {
+    warnOnce(g, 'ledger-renew', { ledger: claim.ledger.kind, claimId: claim.lc.id, err: (e as Error)?.message }, 'quota ledger could not renew a claim: trying again');
+    return true;
+  }
+}
+
+/**
+ * Renew the claim's lease every `leaseTtlMs / 3` until it ends. A lost lease is logged (the create
+ * is already under way; its metadata names the claim); a failed renewal is retried at the next tick.
+ */
+export function keepLease(g: GuardState, claim: Claim): void {
+  if (claim.stopRenewal || claim.ended) return;
+  const everyMs = Math.floor(g.opts.leaseTtlMs / 3);
+  let timer: ReturnType<Clock['setTimeout']> | undefined;
+  let stopped = false;
+  const tick = async (): Promise<void> => {
+    const ok = await renewQuietly(g, claim);
+    if (stopped) return;
+    if (!ok) {
+      g.log.warn({ claimId: claim.lc.id, token: claim.lc.token, serverId: claim.serverId }, 'claim lease lost while its create is in flight');
+      return;
+    }
+    schedule();
+  };
+  const schedule = (): void => {
+    timer = g.clock.setTimeout(() => void tick(), everyMs);
+  };
+  claim.stopRenewal = () => {
+    stopped = true;
+    g.clock.clearTimeout(timer);
+  };
+  schedule();
+}
+
+/** Tell the guard's ledger (and its fallback) that Nova confirmed a deletion. */
+export function publishFreed(g: GuardState, serverId: string): void {
+  void g.fallback.publishFreed(serverId);
+  if (g.ledger === g.fallback) return;
+  bounded(g, 'publishFreed', () => g.ledger.publishFreed(serverId)).catch((e: unknown) => noteFallback(g, g.ledger, 'publishFreed', e));
+}
+
+/** Listen for freed quota on the guard's ledger and its fallback; returns the unsubscribe function. */
+export function onFreed(g: GuardState, listener: () => void): () => void {
+  const offs: Array<() => void> = [g.fallback.onFreed(listener)];
+  if (g.ledger !== g.fallback) {
+    try {
+      offs.push(g.ledger.onFreed(listener));
+    } catch (e) {
+      noteFallback(g, g.ledger, 'onFreed', e);
+    }
+  }
+  return () => {
+    for (const off of offs) off();
+  };
+}
+
+/** The metadata every POST of a claim carries: the call's tag, the claim's id, token and holder. */
+export function claimMetadata(tagKey: string, tag: string, lc: LedgerClaim): Record<string, string> {
+  return {
+    [tagKey]: tag,
+    [CLAIM_ID_KEY]: lc.id.slice(0, METADATA_VALUE_MAX),
+    [CLAIM_TOKEN_KEY]: String(lc.token),
+    [CLAIM_HOLDER_KEY]: lc.holder.slice(0, METADATA_VALUE_MAX),
+  };
+}

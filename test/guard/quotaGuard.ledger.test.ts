@@ -1,0 +1,284 @@
+// QuotaGuard on a QuotaLedger: two guards sharing one InProcessQuotaLedger (no over-commit, FIFO),
+// the fencing rule (no POST on a lost lease), the renewal schedule, the fallback when the ledger
+// rejects or hangs, and the claim's metadata on the created server. Fake timers, FakeNova adapters.
+import { describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import type { AxiosAdapter } from 'axios';
+import type { Logger } from '../../src/core/logger.js';
+import { InProcessQuotaLedger } from '../../src/guard/inProcessLedger.js';
+import { CLAIM_HOLDER_KEY, CLAIM_ID_KEY, CLAIM_TOKEN_KEY } from '../../src/guard/ledgerUse.js';
+import { CLAIM_TAG_KEY } from '../../src/guard/lostCreate.js';
+import type { LedgerClaim, QuotaLedger } from '../../src/guard/ledger.js';
+import type { FakeNova } from '../../src/testing/index.js';
+import { AbortError, ValidationError } from '../../src/errors/index.js';
+import { T0, rejection, runUntil, settle, useFakeClock } from '../helpers.js';
+import { body, clientFor, guardFor, liveServers, posts, startNova } from './fixtures.js';
+
+useFakeClock();
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const warnLog = (): { logger: Logger; warnings: () => string[] } => {
+  const lines: string[] = [];
+  const logger = pino({ level: 'warn' }, { write: (l: string) => lines.push(l) });
+  return { logger, warnings: () => lines.map((l) => (JSON.parse(l) as { msg: string }).msg) };
+};
+
+/** A ledger that forwards to `inner`, records each call (name, fake ms), and may fail some calls. */
+function faulty(inner: InProcessQuotaLedger, fault: (method: string, args: unknown[]) => 'ok' | 'reject' | 'hang' | 'lose' | 'late' = () => 'ok'): QuotaLedger & { calls: Array<[string, number]> } {
+  const calls: Array<[string, number]> = [];
+  const wrap =
+    (method: keyof QuotaLedger) =>
+    async (...args: unknown[]): Promise<unknown> => {
+      calls.push([method, Date.now() - T0]);
+      const f = fault(method, args);
+      if (f === 'reject') throw new Error(`ledger ${method} down`);
+      if (f === 'hang') return new Promise(() => undefined);
+      if (f === 'lose') return false;
+      if (f === 'late') await sleep(500);
+      return (inner[method] as (...a: unknown[]) => Promise<unknown>).apply(inner, args);
+    };
+  return {
+    kind: 'test',
+    holder: inner.holder,
+    calls,
+    join: wrap('join') as QuotaLedger['join'],
+    leave: wrap('leave') as QuotaLedger['leave'],
+    limits: wrap('limits') as QuotaLedger['limits'],
+    admit: wrap('admit') as QuotaLedger['admit'],
+    claimAnyway: wrap('claimAnyway') as QuotaLedger['claimAnyway'],
+    renew: wrap('renew') as QuotaLedger['renew'],
+    bind: wrap('bind') as QuotaLedger['bind'],
+    release: wrap('release') as QuotaLedger['release'],
+    publishFreed: wrap('publishFreed') as QuotaLedger['publishFreed'],
+    onFreed: (l) => inner.onFreed(l),
+    close: wrap('close') as QuotaLedger['close'],
+  };
+}
+
+/** An adapter that samples the fake's cores in use after every answer (the peak). */
+function watchPeak(nova: FakeNova): { adapter: AxiosAdapter; peak: () => number } {
+  let peak = 0;
+  const sample = (): void => {
+    peak = Math.max(peak, nova.usage().cores);
+  };
+  return { adapter: (config) => nova.adapter(config).finally(sample), peak: () => (sample(), peak) };
+}
+
+describe('QuotaGuard on a shared InProcessQuotaLedger', () => {
+  it('two guards (two clients) share one ledger: no over-commit, no quota 403, every job done', async () => {
+    const nova = await startNova({ maxTotalCores: 4, buildDelayMs: 10, deleteDelayMs: 10 });
+    const watch = watchPeak(nova);
+    const ledger = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    const guards = [0, 1].map(() => guardFor(nova, { ledger, maxWaitMs: 20000, baseDelayMs: 5, maxDelayMs: 40 }, clientFor(nova, watch.adapter)));
+    const job = async (i: number): Promise<void> => {
+      const g = guards[i % 2]!;
+      const s = await g.createServer(body(`job-${i}`));
+      await sleep(10);
+      await g.client.deleteServer(s.id, { wait: true, intervalMs: 3, timeoutMs: 5000, redeleteAfterMs: 0 });
+    };
+    const results = await settle(Promise.allSettled(Array.from({ length: 8 }, (_, i) => job(i))));
+    expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
+    expect(posts(nova).map((p) => p.status)).toEqual(Array(8).fill(202));
+    expect(guards.map((g) => g.stats.quota403s)).toEqual([0, 0]);
+    expect(watch.peak()).toBeLessThanOrEqual(4);
+    expect(guards.map((g) => g.inFlightClaims)).toEqual([0, 0]);
+    expect(ledger.activeClaims).toBe(0);
+    expect(liveServers(nova)).toEqual([]);
+  });
+
+  it("FIFO across guards: guard A's waiter gets the freed cores before guard B's newcomer, woken by a delete B's client confirms", async () => {
+    const nova = await startNova({ maxTotalCores: 2, deleteDelayMs: 20 });
+    const holder = nova.addServer({ status: 'ACTIVE', flavorId: '2' }).id;
+    const ledger = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    const slow = { ledger, minDelayMs: 60_000, baseDelayMs: 60_000, maxDelayMs: 60_000, maxWaitMs: 600_000, jitter: 0 };
+    const a = guardFor(nova, slow);
+    const b = guardFor(nova, slow);
+    const first = a.createServer(body('first-waiter'));
+    await runUntil(() => a.stats.waits > 0);
+    const second = b.createServer(body('newcomer'));
+    await runUntil(() => b.stats.waits > 0);
+    // B's client confirms the delete: A's waiter (another guard, another client) wakes through the ledger
+    await settle(b.client.deleteServer(holder, { wait: true, intervalMs: 5 }));
+    const s1 = await settle(first);
+    expect(nova.getServerState(s1.id)?.name).toBe('first-waiter');
+    // woken at the fake ms Nova answered 404 for the holder (its backoff is 60 s): its POST went out that ms
+    const gone = nova.requestsTo('GET', `/servers/${holder}`).at(-1)!;
+    expect(gone.status).toBe(404);
+    expect(posts(nova).map((p) => [p.status, p.timeMs])).toEqual([[202, gone.timeMs]]);
+    await settle(a.client.deleteServer(s1.id, { wait: true, intervalMs: 5 }));
+    const s2 = await settle(second);
+    expect(nova.getServerState(s2.id)?.name).toBe('newcomer');
+    expect(posts(nova).map((p) => p.status)).toEqual([202, 202]);
+  });
+});
+
+describe('leases and fencing', () => {
+  it('a lost lease means no POST: the call goes back to admission and posts with a new claim', async () => {
+    const nova = await startNova({ maxTotalCores: 10 });
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    let lose = 2;
+    const ledger = faulty(inner, (m) => (m === 'renew' && lose-- > 0 ? 'lose' : 'ok'));
+    const guard = guardFor(nova, { ledger, baseDelayMs: 100, minDelayMs: 100, maxDelayMs: 1000, jitter: 0 });
+    const s = await settle(guard.createServer(body('fenced')));
+    expect(posts(nova)).toHaveLength(1);
+    // claims 1 and 2 lost their leases before their POST: the server carries claim 3
+    expect(nova.getServerState(s.id)?.metadata[CLAIM_TOKEN_KEY]).toBe('3');
+    expect(ledger.calls.filter(([m]) => m === 'admit')).toHaveLength(3);
+    expect(inner.activeClaims).toBe(0);
+    expect(guard.inFlightClaims).toBe(0);
+  });
+
+  it('a ledger that keeps losing leases: 0 POSTs while maxWaitMs lasts, each lost claim released', async () => {
+    const nova = await startNova({ maxTotalCores: 10 });
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    const ledger = faulty(inner, (m) => (m === 'renew' ? 'lose' : 'ok'));
+    const guard = guardFor(nova, { ledger, maxWaitMs: 60_000 });
+    const controller = new AbortController();
+    const run = guard.createServer(body('never'), { signal: controller.signal });
+    await runUntil(() => ledger.calls.filter(([m]) => m === 'renew').length >= 4);
+    expect(posts(nova)).toHaveLength(0);
+    expect(inner.activeClaims).toBe(0);
+    controller.abort();
+    expect(await settle(rejection(run))).toBeInstanceOf(AbortError);
+    expect(posts(nova)).toHaveLength(0);
+    expect(guard.inFlightClaims).toBe(0);
+  });
+
+  it('renews right before the POST, then every leaseTtlMs / 3 until the server is ACTIVE', async () => {
+    const nova = await startNova({ maxTotalCores: 10, buildDelayMs: 1000 });
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    const ledger = faulty(inner);
+    const guard = guardFor(nova, { ledger, leaseTtlMs: 300, activeIntervalMs: 50 });
+    await settle(guard.createServer(body('slow-build')));
+    const post = posts(nova)[0]!.timeMs - T0;
+    expect(post).toBe(0);
+    const renewals = ledger.calls.filter(([m]) => m === 'renew').map(([, t]) => t);
+    // at the POST, then 100, 200, ... while BUILD lasts (ACTIVE seen at the poll after 1000 ms)
+    expect(renewals).toEqual([0, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000]);
+    expect(ledger.calls.map(([m]) => m).filter((m) => m !== 'renew')).toEqual(['limits', 'admit', 'bind', 'release']);
+    expect(inner.activeClaims).toBe(0);
+  });
+});
+
+describe('fallback when the ledger fails', () => {
+  it('a ledger that rejects: one warning, creates still succeed on the private ledger, the next call tries the ledger again', async () => {
+    const nova = await startNova({ maxTotalCores: 10 });
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    let down = true;
+    const ledger = faulty(inner, () => (down ? 'reject' : 'ok'));
+    const { logger, warnings } = warnLog();
+    const guard = guardFor(nova, { ledger, logger });
+    await settle(Promise.all([guard.createServer(body('a')), guard.createServer(body('b'))]));
+    expect(posts(nova).map((p) => p.status)).toEqual([202, 202]);
+    expect(warnings().filter((m) => /quota ledger \(test\) failed/.test(m))).toHaveLength(1);
+    expect(guard.stats.ledgerFallbacks).toBe(2);
+    expect(guard.inFlightClaims).toBe(0);
+    down = false;
+    const before = ledger.calls.length;
+    await settle(guard.createServer(body('c')));
+    expect(ledger.calls.slice(before).map(([m]) => m)).toEqual(['limits', 'admit', 'renew', 'bind', 'release']);
+    expect(guard.stats.ledgerFallbacks).toBe(2);
+    expect(inner.activeClaims).toBe(0);
+  });
+
+  it('a ledger that hangs: each call bounded by ledgerTimeoutMs, the create goes on', async () => {
+    const nova = await startNova({ maxTotalCores: 10 });
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    const ledger = faulty(inner, () => 'hang');
+    const { logger, warnings } = warnLog();
+    const guard = guardFor(nova, { ledger, logger, ledgerTimeoutMs: 250 });
+    const s = await settle(guard.createServer(body('patient')));
+    expect(posts(nova).map((p) => [p.status, p.timeMs - T0])).toEqual([[202, 250]]);
+    expect(nova.getServerState(s.id)?.name).toBe('patient');
+    expect(warnings().filter((m) => /quota ledger \(test\) failed/.test(m))).toHaveLength(1);
+    expect(guard.stats.ledgerFallbacks).toBe(1);
+    expect(guard.inFlightClaims).toBe(0);
+  });
+
+  it('an admit that answers after ledgerTimeoutMs: the call goes on, the late claim is released on the ledger that gave it', async () => {
+    const nova = await startNova({ maxTotalCores: 10 });
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    const ledger = faulty(inner, (m) => (m === 'admit' ? 'late' : 'ok'));
+    const guard = guardFor(nova, { ledger, ledgerTimeoutMs: 100 });
+    await settle(guard.createServer(body('on-time')));
+    expect(posts(nova).map((p) => p.timeMs - T0)).toEqual([100]);
+    await settle(sleep(1000));
+    expect(ledger.calls.filter(([m]) => m === 'release').map(([, t]) => t)).toEqual([500]);
+    expect(inner.activeClaims).toBe(0);
+    expect(guard.stats.ledgerFallbacks).toBe(1);
+  });
+
+  it('a claim is released on the ledger it came from: admitted on the shared ledger, renew fails, the POST goes out on the fallback', async () => {
+    const nova = await startNova({ maxTotalCores: 10 });
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    const released: string[] = [];
+    const ledger = faulty(inner, (m, args) => {
+      if (m === 'release') released.push((args[0] as LedgerClaim).id);
+      return m === 'renew' ? 'reject' : 'ok';
+    });
+    const guard = guardFor(nova, { ledger });
+    const s = await settle(guard.createServer(body('moved')));
+    const admitted = ledger.calls.filter(([m]) => m === 'admit');
+    expect(admitted).toHaveLength(1);
+    expect(released).toHaveLength(1);
+    expect(inner.activeClaims).toBe(0);
+    // the POST carries the fallback's claim, not the shared one released above
+    expect(nova.getServerState(s.id)?.metadata[CLAIM_ID_KEY]).not.toBe(released[0]);
+    expect(guard.stats.ledgerFallbacks).toBe(1);
+    expect(guard.inFlightClaims).toBe(0);
+  });
+
+  it('a GET /limits error is Nova\'s, not a ledger failure: no fallback', async () => {
+    const nova = await startNova({ maxTotalCores: 10 });
+    nova.inject({ method: 'GET', path: '/limits', status: 500, times: 10 });
+    const guard = guardFor(nova);
+    await settle(rejection(guard.headroom()));
+    expect(guard.stats.ledgerFallbacks).toBe(0);
+  });
+});
+
+describe('what a claim creates is tagged', () => {
+  it('every POST carries the call tag, the claim id, the fencing token and the holder', async () => {
+    const nova = await startNova({ maxTotalCores: 10 });
+    const ledger = new InProcessQuotaLedger({ clock: clientFor(nova).clock, holder: 'ci-host-3:4242' });
+    const guard = guardFor(nova, { ledger });
+    const s = await settle(guard.createServer({ ...body('tagged'), metadata: { job: '7' } }));
+    const md = nova.getServerState(s.id)!.metadata;
+    expect(md).toEqual({
+      job: '7',
+      [CLAIM_TAG_KEY]: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      [CLAIM_ID_KEY]: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      [CLAIM_TOKEN_KEY]: '1',
+      [CLAIM_HOLDER_KEY]: 'ci-host-3:4242',
+    });
+    expect(['nova-guard-claim', 'nova-guard-claim-id', 'nova-guard-token', 'nova-guard-holder']).toEqual([CLAIM_TAG_KEY, CLAIM_ID_KEY, CLAIM_TOKEN_KEY, CLAIM_HOLDER_KEY]);
+  });
+
+  it('a holder longer than 255 characters is cut to Nova\'s metadata limit', async () => {
+    const nova = await startNova({ maxTotalCores: 10 });
+    const guard = guardFor(nova, { ledger: new InProcessQuotaLedger({ clock: clientFor(nova).clock, holder: 'h'.repeat(300) }) });
+    const s = await settle(guard.createServer(body('long')));
+    expect(nova.getServerState(s.id)!.metadata[CLAIM_HOLDER_KEY]).toBe('h'.repeat(255));
+  });
+
+  it('withQuotaGuard hands fn the claim (id, token, holder, metadata) as its second argument', async () => {
+    const nova = await startNova({ maxTotalCores: 10 });
+    const ledger = new InProcessQuotaLedger({ clock: clientFor(nova).clock, holder: 'me' });
+    const guard = guardFor(nova, { ledger });
+    const info = await settle(guard.withQuotaGuard({ cores: 1, ramMiB: 1, instances: 1 }, async (_signal, claim) => claim));
+    expect(info).toMatchObject({ token: 1, holder: 'me', claimId: expect.stringMatching(/^[0-9a-f-]{36}$/) });
+    expect(info.metadata).toMatchObject({ [CLAIM_ID_KEY]: info.claimId, [CLAIM_TOKEN_KEY]: '1', [CLAIM_HOLDER_KEY]: 'me', [CLAIM_TAG_KEY]: expect.any(String) });
+    expect(ledger.activeClaims).toBe(0);
+  });
+});
+
+describe('ledger options', () => {
+  it('are validated with the other options', () => {
+    const client = { getLimits: () => undefined } as never;
+    expect(() => guardFor({} as never, { leaseTtlMs: 2 }, client)).toThrow(ValidationError);
+    expect(() => guardFor({} as never, { leaseTtlMs: Number.POSITIVE_INFINITY }, client)).toThrow(ValidationError);
+    expect(() => guardFor({} as never, { ledgerTimeoutMs: 0 }, client)).toThrow(ValidationError);
+    expect(() => guardFor({} as never, { ledger: { kind: 'x' } as never }, client)).toThrow(/missing: join/);
+    expect(() => guardFor({} as never, { ledgr: 1 } as never, client)).toThrow(ValidationError);
+  });
+});
