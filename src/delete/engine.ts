@@ -147,11 +147,12 @@ export class DeleteEngine {
 
   /**
    * Wait until `serverId` is gone (Nova's 404), soft-deleted, in ERROR with no task, or its deadline.
-   * @throws {@link AbortError} when `spec.signal` aborts; the last failure when `pollRetries` failed
+   * @throws {@link AbortError} (its `serverId` set) when `spec.signal` aborts; the last failure when `pollRetries` failed
    * looks in a row were exceeded, or a failure no later look can mend (401, 403).
    */
   watch(serverId: string, spec: WatchSpec): Promise<WatchEnd> {
-    if (spec.signal?.aborted) return Promise.reject(new AbortError(undefined, { cause: spec.signal.reason }));
+    const aborted = (reason: unknown): AbortError => new AbortError(`Waiting for the deletion of server ${serverId} was aborted`, { cause: reason, serverId });
+    if (spec.signal?.aborted) return Promise.reject(aborted(spec.signal.reason));
     return new Promise<WatchEnd>((resolve, reject) => {
       let entry = this.#entries.get(serverId);
       if (!entry) {
@@ -182,7 +183,7 @@ export class DeleteEngine {
       };
       if (spec.signal) {
         const signal = spec.signal;
-        w.onAbort = () => this.#settle(w, new AbortError(undefined, { cause: signal.reason }));
+        w.onAbort = () => this.#settle(w, aborted(signal.reason));
         signal.addEventListener('abort', w.onAbort, { once: true });
       }
       entry.watches.push(w);
