@@ -65,4 +65,26 @@ describe('delete engine rate limit × abort', () => {
     ]);
     expect(client.deleteEngine.idle).toBe(true);
   });
+
+  it('2 requests/s: the middle of three queued DELETEs aborted; the others keep their order and move up', async () => {
+    const nova = await startNova();
+    const ids = ['a', 'b', 'c', 'd', 'e'].map((n) => nova.addServer({ name: `ci-${n}` }).id);
+    const names = Object.fromEntries(ids.map((id, i) => [id, 'abcde'[i]!]));
+    const client = clientFor(nova, { maxRequestsPerSecond: 2 });
+    const ac = new AbortController();
+    // a and b go at once (2 a second); c, d, e wait: c at 1000 ms, then (p-throttle's strict mode
+    // spaces turns interval / limit apart) d at 1500 ms and e at 2000 ms. d is aborted: e goes at 1500 ms.
+    const ps = ids.map((id, i) => client.deleteServer(id, { wait: false, ...(i === 3 ? { signal: ac.signal } : {}) }));
+    await pass(100);
+    ac.abort(new Error('caller gave up'));
+    expect(await rejection(ps[3]!)).toBeInstanceOf(AbortError);
+    for (const [i, p] of ps.entries()) if (i !== 3) await settle(p);
+    await pass(5000);
+    expect(seen(nova, names)).toEqual([
+      ['DELETE', 'a', 0],
+      ['DELETE', 'b', 0],
+      ['DELETE', 'c', 1000],
+      ['DELETE', 'e', 1500],
+    ]);
+  });
 });
