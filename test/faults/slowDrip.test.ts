@@ -193,6 +193,18 @@ describe('fault matrix, slow drip: deletes', () => {
     checkPromise(nova, client, id, s);
   });
 
+  it('deleteServer without wait × a proxy 404 whose HTML body drips → a timed-out DELETE, sent again; never "already-gone"', async () => {
+    const { nova, front, client } = await stack({ deleteDelayMs: 100 });
+    const id = nova.addServer({ name: 'ci-1' }).id;
+    front.drip({ method: 'DELETE', path: `/v2.1/servers/${id}`, status: 404, body: `<html><head><title>404 Not Found</title></head><body>${'<p>nginx</p>'.repeat(500)}` });
+    const s = await runRealCell(front, () => client.deleteServer(id, { ...WAIT, wait: false }), WAIT.timeoutMs, engineIdle(client));
+    expect(outcomeClass(s)).toBe('ok');
+    if (s.ok) expect(s.value.outcome).toBe('delete-requested');
+    waitedOut(s);
+    expect(front.requests.filter((r) => r.method === 'DELETE')).toHaveLength(2);
+    checkPromise(nova, client, id, s);
+  });
+
   it('deleteServer with wait × drip on a look → deleted (a failed look is followed by another)', async () => {
     const { nova, front, client } = await stack({ deleteDelayMs: 100 });
     const id = nova.addServer({ name: 'ci-1' }).id;
