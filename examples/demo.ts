@@ -36,7 +36,7 @@ const program = new Command('demo')
   .option('--token <token>', 'token for --endpoint')
   .option('--os-cloud <name>', 'cloud from clouds.yaml (a real cloud)')
   .option('--image <id>', 'image id (real cloud; env NOVA_IMAGE_ID)')
-  .option('--flavor <id>', 'flavor id of a 2-vCPU flavor (real cloud; env NOVA_FLAVOR_ID)')
+  .option('--flavor <id>', 'flavor id (default 2; env NOVA_FLAVOR_ID)')
   .option('--workers <n>', 'workers', '8')
   .option('--hosts <n>', 'worker hosts the workers are spread over (each with its own client and guard)', '2')
   .option('--jobs <n>', 'jobs per worker', '3')
@@ -116,10 +116,15 @@ async function main(): Promise<number> {
   const guardSum = (k: 'waits' | 'quota403s' | 'lateQuotaFaults' | 'quotaRetries'): number => guards.reduce((n, g) => n + g.stats[k], 0);
   const requests = clients.reduce((n, c) => n + c.stats.requests, 0);
   const limits = await client.getLimits();
+  // The flavor's own vcpus (a flavor without them, or one that cannot be read, shows as unknown).
+  const vcpus = await client.getFlavor(flavorRef).then(
+    (f) => (typeof f.vcpus === 'number' && Number.isFinite(f.vcpus) ? String(f.vcpus) : 'unknown'),
+    () => 'unknown',
+  );
   const sum = (k: keyof WorkerStats): number => results.reduce((n, r) => n + (r[k] as number), 0);
   const rows: Array<[string, string | number]> = [
     ['cloud', real ? (flags.endpoint ?? flags.osCloud ?? '') : `fake Nova behind fake Keystone, ${flags.cores}-core quota, ${flags.deleteDelayMs} ms deletes`],
-    ['workers x jobs', `${workers} x ${jobs} (2-core servers) on ${hosts} hosts`],
+    ['workers x jobs', `${workers} x ${jobs} (flavor ${flavorRef}: ${vcpus}-core servers) on ${hosts} hosts`],
     ['jobs done', sum('jobsDone')],
     ['jobs failed', sum('jobsFailed')],
     ['waits for headroom', guardSum('waits')],

@@ -38,7 +38,7 @@ import type { DeleteEngine } from './engine.js';
 import { DELETE_DEFAULTS, checkDeleteManyOptions, checkDeleteOptions } from './options.js';
 import { lookById, type Observation } from './observe.js';
 import type { DeleteServerOptions, DeleteServerResult, DeleteServersOptions, DeleteServersResult, DeleteSettled } from './types.js';
-import { progressReporter, watchSpec, type DeleteCapable } from './waitForDelete.js';
+import { aboutServer, progressReporter, watchSpec, type DeleteCapable } from './waitForDelete.js';
 
 /** One call's time and cancellation: the caller's signal, the deadline, and the call's own end. */
 interface Call {
@@ -78,14 +78,19 @@ function startCall(engine: DeleteEngine, options: DeleteServerOptions): Call {
  *
  * @throws {@link ValidationError} for a bad id or options (before any request); {@link ConflictError}
  * on 409; {@link DeleteFailedError} when the DELETE keeps failing or the server ends in ERROR twice;
- * {@link DeleteTimeoutError} when `timeoutMs` passes (DELETE phase included); {@link AbortError} when
+ * {@link DeleteTimeoutError} when `timeoutMs` passes (DELETE phase included); {@link AbortError} (its `serverId` set) when
  * `signal` aborts; {@link AuthError} and {@link ForbiddenError} as they come.
  */
 export async function deleteServer(client: DeleteCapable, serverId: string, options: DeleteServerOptions = {}): Promise<DeleteServerResult> {
   checkPathId('server id', serverId);
-  checkDeleteOptions(options);
+  try {
+    checkDeleteOptions(options);
+  } catch (error) {
+    throw aboutServer(error, serverId, 'Deletion');
+  }
   return deleteChecked(client.deleteEngine, serverId, options, alone);
 }
+
 
 /**
  * How one deletion of a batch goes through its first DELETE: `gate` bounds the DELETEs in flight (the
@@ -112,7 +117,8 @@ async function deleteChecked(
     const r = await deleteOne(engine, serverId, options, call, batch);
     engine.ledger.settle(serverId, r.outcome === 'delete-requested' ? 'delete-requested' : 'confirmed');
     return r;
-  } catch (error) {
+  } catch (e) {
+    const error = aboutServer(e, serverId, 'Deletion');
     engine.ledger.settle(serverId, { error });
     throw error;
   } finally {
@@ -158,7 +164,7 @@ async function deleteOne(
           result.server = obs.gone ? undefined : obs.server;
         }).catch((e: unknown) => {
           if (call.timedOut()) throw timeout();
-          if (options.signal?.aborted) throw new AbortError(`Deletion of server ${serverId} was aborted`, { cause: options.signal.reason });
+          if (options.signal?.aborted) throw new AbortError(`Deletion of server ${serverId} was aborted`, { cause: options.signal.reason, serverId });
           throw e;
         })
       : send(kind),
@@ -171,7 +177,7 @@ async function deleteOne(
     // The other DELETEs of the batch first: no listing competes with them, and all waits start together.
     await untilSettledOrAborted(batch.waitAfter, call.signal).catch((e: unknown) => {
       if (call.timedOut()) throw timeout();
-      throw new AbortError(`Deletion of server ${serverId} was aborted`, { cause: e });
+      throw new AbortError(`Deletion of server ${serverId} was aborted`, { cause: e, serverId });
     });
   }
 
@@ -198,7 +204,7 @@ async function deleteOne(
       end = await engine.watch(serverId, watchSpec(engine, options, call.startedAt, onObservation));
     } catch (e) {
       if (call.timedOut()) throw timeout();
-      if (options.signal?.aborted) throw new AbortError(`Deletion of server ${serverId} was aborted`, { cause: options.signal.reason });
+      if (options.signal?.aborted) throw new AbortError(`Deletion of server ${serverId} was aborted`, { cause: options.signal.reason, serverId });
       throw e;
     }
     result.polls += end.polls;
@@ -315,7 +321,7 @@ async function sendDelete(
     return 'accepted';
   } catch (e) {
     if (isServerNotFound(e, serverId)) return 'already-gone';
-    if (call.signal.aborted && !(e instanceof NovaApiError && e.status > 0)) throw new AbortError(`Deletion of server ${serverId} was aborted`, { cause: call.signal.reason });
+    if (call.signal.aborted && !(e instanceof NovaApiError && e.status > 0)) throw new AbortError(`Deletion of server ${serverId} was aborted`, { cause: call.signal.reason, serverId });
     throw e;
   }
 }

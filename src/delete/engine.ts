@@ -21,13 +21,13 @@
  *
  * @module
  */
-import pThrottle from 'p-throttle';
 import type { Clock, TimerHandle } from '../core/clock.js';
 import { jitteredMs } from '../core/jitter.js';
 import { MAX_TIMER_MS } from '../core/validate.js';
 import { AbortError } from '../errors/index.js';
 import { DeleteLedger } from './ledger.js';
 import { runTick, type TickEntry } from './tick.js';
+import { RateTurns } from './turns.js';
 import { ServerMemory } from './memory.js';
 import { ListingPolicy } from './listingPolicy.js';
 import { isFatalLookFailure, showsDeleted, type Observation } from './observe.js';
@@ -71,7 +71,7 @@ export class DeleteEngine {
   readonly stats: DeleteEngineStats = { ticks: 0, gets: 0, listings: 0, briefListings: 0, listingFailures: 0, fallbackGets: 0 };
   readonly #coalesce: boolean;
   readonly #watchIntervalMs: number | undefined;
-  readonly #throttle: <T>(fn: () => Promise<T>) => Promise<T>;
+  readonly #turns: RateTurns;
   readonly #entries = new Map<string, Entry>();
   /** What is remembered of servers between waits: the Date of their accepted DELETE, their faults. */
   readonly #memory = new ServerMemory();
@@ -90,14 +90,7 @@ export class DeleteEngine {
     this.#listings = new ListingPolicy(api.microversion);
     this.#watchIntervalMs = options.watchIntervalMs;
     this.ledger = new DeleteLedger(() => this.clock.wallNow());
-    const rps = options.maxRequestsPerSecond ?? 10;
-    if (Number.isFinite(rps)) {
-      const limit = Math.max(1, Math.floor(rps));
-      const throttled = pThrottle({ limit, interval: Math.round((1000 * limit) / rps), strict: true })(<T>(fn: () => Promise<T>) => fn());
-      this.#throttle = <T>(fn: () => Promise<T>) => throttled(fn) as Promise<T>;
-    } else {
-      this.#throttle = (fn) => fn();
-    }
+    this.#turns = new RateTurns(options.maxRequestsPerSecond ?? 10);
   }
 
   /** Pending waits. */
@@ -118,21 +111,11 @@ export class DeleteEngine {
   /**
    * Send one request under the engine's rate limit. Rejects with {@link AbortError} as soon as
    * `signal` aborts, also while the request waits for its turn (a call settles by its deadline
-   * however long the queue); `fn` is then never called (nothing is sent after a call settles).
+   * however long the queue); `fn` is then never called (nothing is sent after a call settles), and
+   * the turn it waited for goes to the next request waiting.
    */
   send<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    const aborted = (): AbortError => new AbortError(undefined, { cause: signal?.reason });
-    const turn = this.#throttle(async () => {
-      if (signal?.aborted) throw aborted();
-      return fn();
-    });
-    if (!signal) return turn;
-    return new Promise<T>((resolve, reject) => {
-      const onAbort = (): void => reject(aborted());
-      if (signal.aborted) onAbort();
-      else signal.addEventListener('abort', onAbort, { once: true });
-      turn.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-    });
+    return this.#turns.send(fn, signal);
   }
 
   /** Record a Nova `Date` header (epoch ms) received now; with `serverId`, the date its DELETE was accepted. */
@@ -147,11 +130,12 @@ export class DeleteEngine {
 
   /**
    * Wait until `serverId` is gone (Nova's 404), soft-deleted, in ERROR with no task, or its deadline.
-   * @throws {@link AbortError} when `spec.signal` aborts; the last failure when `pollRetries` failed
+   * @throws {@link AbortError} (its `serverId` set) when `spec.signal` aborts; the last failure when `pollRetries` failed
    * looks in a row were exceeded, or a failure no later look can mend (401, 403).
    */
   watch(serverId: string, spec: WatchSpec): Promise<WatchEnd> {
-    if (spec.signal?.aborted) return Promise.reject(new AbortError(undefined, { cause: spec.signal.reason }));
+    const aborted = (reason: unknown): AbortError => new AbortError(`Waiting for the deletion of server ${serverId} was aborted`, { cause: reason, serverId });
+    if (spec.signal?.aborted) return Promise.reject(aborted(spec.signal.reason));
     return new Promise<WatchEnd>((resolve, reject) => {
       let entry = this.#entries.get(serverId);
       if (!entry) {
@@ -182,7 +166,7 @@ export class DeleteEngine {
       };
       if (spec.signal) {
         const signal = spec.signal;
-        w.onAbort = () => this.#settle(w, new AbortError(undefined, { cause: signal.reason }));
+        w.onAbort = () => this.#settle(w, aborted(signal.reason));
         signal.addEventListener('abort', w.onAbort, { once: true });
       }
       entry.watches.push(w);

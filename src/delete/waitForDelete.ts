@@ -10,6 +10,7 @@
  * @module
  */
 import { checkPathId } from '../core/validate.js';
+import { AbortError } from '../errors/index.js';
 import type { DeleteEngine, WatchSpec } from './engine.js';
 import { DELETE_DEFAULTS, checkWaitOptions } from './options.js';
 import type { Observation } from './observe.js';
@@ -64,7 +65,7 @@ export function progressReporter(serverId: string, options: WaitForDeleteOptions
  * throwing variant).
  *
  * @throws {@link ValidationError} for a bad id or options (before any request); {@link AbortError}
- * when `signal` aborts; the last failure when more than `pollRetries` looks in a row failed, or a
+ * (its `serverId` set) when `signal` aborts; the last failure when more than `pollRetries` looks in a row failed, or a
  * failure no later look can mend (401 after re-authentication, 403).
  */
 export function waitForDelete(client: DeleteCapable, serverId: string, options: WaitForDeleteOptions = {}): Promise<WaitForDeleteResult> {
@@ -72,7 +73,7 @@ export function waitForDelete(client: DeleteCapable, serverId: string, options: 
     checkPathId('server id', serverId);
     checkWaitOptions(options);
   } catch (error) {
-    return Promise.reject(error as Error);
+    return Promise.reject(aboutServer(error, serverId, 'Waiting for the deletion'));
   }
   // A plain view: no async frame stays suspended per pending wait, only the engine's record.
   const engine = client.deleteEngine;
@@ -80,4 +81,13 @@ export function waitForDelete(client: DeleteCapable, serverId: string, options: 
   const startedAt = clock.now();
   const elapsedMs = (): number => Math.round(clock.now() - startedAt);
   return engine.watch(serverId, watchSpec(engine, options, startedAt, progressReporter(serverId, options, elapsedMs))).then((end) => ({ ...end, elapsedMs: elapsedMs() }));
+}
+
+/**
+ * `error`, or, for an {@link AbortError} that names no server, an AbortError that names `serverId`
+ * (`what` begins its message: `Deletion`, `Waiting for the deletion`).
+ */
+export function aboutServer(error: unknown, serverId: string, what: string): unknown {
+  if (!(error instanceof AbortError) || error.serverId !== undefined) return error;
+  return new AbortError(`${what} of server ${serverId} was aborted`, { cause: error.cause, serverId });
 }

@@ -22,14 +22,21 @@ export class NovaGuardError extends Error {
   }
 }
 
-/** The operation was aborted through its AbortSignal. `cause` is the signal's reason. */
+/**
+ * The operation was aborted through its AbortSignal. `cause` is the signal's reason; `serverId`
+ * names the server when the operation was about one (`deleteServer`, `deleteServers`,
+ * `waitForDelete`).
+ */
 export class AbortError extends NovaGuardError {
+  /** The server the aborted operation was about, if any. */
+  readonly serverId: string | undefined;
   /**
    * @param message - Default `The operation was aborted`.
-   * @param options - `cause`: the signal's reason.
+   * @param options - `cause`: the signal's reason; `serverId`: the server the operation was about.
    */
-  constructor(message = 'The operation was aborted', options?: { cause?: unknown }) {
+  constructor(message = 'The operation was aborted', options?: { cause?: unknown; serverId?: string | undefined }) {
     super(message, options);
+    this.serverId = options?.serverId;
   }
 }
 

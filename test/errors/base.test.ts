@@ -18,6 +18,8 @@ describe('NovaGuardError', () => {
     expect(new ConfigError('x').name).toBe('ConfigError');
     expect(new AbortError().name).toBe('AbortError');
     expect(new AbortError().message).toBe('The operation was aborted');
+    expect(new AbortError().serverId).toBeUndefined();
+    expect(new AbortError('x', { serverId: 's-1' }).serverId).toBe('s-1');
     const auth = new AuthError({ status: 401, message: 'no' });
     expect(auth).toBeInstanceOf(NovaApiError);
     expect(auth).toBeInstanceOf(NovaGuardError);

@@ -1,7 +1,8 @@
 /**
  * The fault matrix's faults and harness: each fault is a {@link FaultSpec} for FakeNova's
  * `inject`, and {@link runCell} runs one operation on fake timers until it settles, then checks that
- * it settled by its deadline and that nothing (no timer, no request) is left afterwards.
+ * it settled by its deadline and that nothing (no timer, no request) is left afterwards. The slow
+ * drip needs a real socket: its cells are in `slowDrip.test.ts` (real clock, `dripFront.ts`).
  */
 import { expect, vi } from 'vitest';
 import { NovaClient, type AuthProvider, type NovaClientOptions } from '../../src/index.js';
