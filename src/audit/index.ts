@@ -9,3 +9,5 @@ export type { AuditQuotaOptions, QuotaAudit, ResourceAudit, AuditVerdict, Audite
 export { formatAudit } from './format.js';
 export type { CountingModel, ModelFit, Holding } from './model.js';
 export type { Finding, FindingKind } from './findings.js';
+export { watchQuota, driftTrend } from './watch.js';
+export type { WatchQuotaOptions, WatchSample, QuotaWatch, DriftTrend } from './watch.js';
