@@ -272,7 +272,16 @@ async function audit(client: NovaClient, options: AuditQuotaOptions, signal: Abo
     model: fit.model,
   });
 
+  // What the model in use lets Nova count beyond (or short of) the listed flavors.
+  const range = usePlacement ? ranges.placement : ranges.legacy;
+  const mayBeExtra = zeroUsage();
+  for (const res of AUDIT_RESOURCES) {
+    mayBeExtra[res] = Math.max(0, range.max[res] - counted[res]);
+    mayBeUncounted[res] = Math.max(mayBeUncounted[res], counted[res] - inBuild[res] - range.min[res]);
+  }
   const { verdict, summary } = describeAudit({
+    mayBeExtra,
+    model: fit.model,
     resources,
     stable,
     serverCount: audited.length,

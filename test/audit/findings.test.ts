@@ -95,6 +95,20 @@ describe('audit findings (FakeNova causes)', () => {
     expect(a.countingModel).toMatchObject({ model: 'placement', basis: 'given' });
     expect(find(a.findings, 'resize-double')).toMatchObject({ serverIds: [id], holds: { cores: 2, ram: 2048, instances: 1 } });
     expect(kinds(a.findings)).not.toContain('stale-usage');
+    // the old flavor's share is what placement counting holds, not over-reporting
+    expect(a.resources.cores).toMatchObject({ drift: 1, verdict: 'consistent' });
+    expect(a.verdict).toBe('consistent');
+    expect(a.summary).toMatch(/Nova counts 1 core and 512 MiB RAM more than the listed flavors, as placement counting does \(see the findings\)\.$/);
+  });
+
+  it('the same resize read as legacy counting is over-reported: the model decides what is explained', async () => {
+    const nova = await startNova();
+    const id = nova.addServer({ flavorId: '1' }).id;
+    nova.causes.resizePending(id, '2');
+    nova.causes.countUsageFromPlacement(true);
+    const a = await audit(clientFor(nova), { countingModel: 'legacy' });
+    expect(a.resources.cores).toMatchObject({ drift: 1, verdict: 'over-reported' });
+    expect(find(a.findings, 'stale-usage').holds).toEqual({ cores: 1, ram: 512, instances: 0 });
   });
 
   it('down-cell: a stub at 2.69 makes the audit partial; legacy counting leaves the server out', async () => {
