@@ -43,6 +43,7 @@ import { NovaApiError } from '../errors/index.js';
 import { presenceMicroversion } from '../delete/observe.js';
 import { holdingOf, inferModel, outside, sumHoldings, neverScheduled } from './model.js';
 import { findCauses } from './findings.js';
+import { describePlacement, leakedAllocation, readPlacement } from './placement.js';
 
 /** Default {@link AuditQuotaOptions.stuckAfterMs}: 10 min. */
 const DEFAULT_STUCK_AFTER_MS = 600_000;
@@ -86,6 +87,7 @@ function checkOptions(options: AuditQuotaOptions): void {
   checkDurationMs('stuckAfterMs', options.stuckAfterMs);
   const m = options.countingModel;
   if (m !== undefined && m !== 'legacy' && m !== 'placement' && m !== 'unified-limits') throw new ValidationError(`countingModel must be 'legacy', 'placement' or 'unified-limits', got ${String(m)}`);
+  if (options.readPlacementUsages !== undefined && typeof options.readPlacementUsages !== 'function') throw new ValidationError('readPlacementUsages must be a function');
   if (options.ownedBy !== undefined && typeof options.ownedBy !== 'function') throw new ValidationError('ownedBy must be a function of a server');
 }
 
@@ -271,6 +273,11 @@ async function audit(client: NovaClient, options: AuditQuotaOptions, signal: Abo
     downCellsInvisible,
     model: fit.model,
   });
+  const placementReading = await readPlacement(options.readPlacementUsages, projectId, signal);
+  // A server of a cell that does not answer has an allocation of unknown size: no upper bound then.
+  const leakRange = unreachable.length ? { min: ranges.placement.min, max: { ...ranges.placement.max, cores: Infinity, ram: Infinity } } : ranges.placement;
+  const leak = leakedAllocation(placementReading, leakRange);
+  if (leak) findings.push(leak);
 
   // What the model in use lets Nova count beyond (or short of) the listed flavors.
   const range = usePlacement ? ranges.placement : ranges.legacy;
@@ -306,7 +313,7 @@ async function audit(client: NovaClient, options: AuditQuotaOptions, signal: Abo
     unscheduled,
     countingModel: fit,
     findings,
-    placementUsage: 'not read: the client exposes no placement endpoint, so a leaked allocation shows as stale-usage at most',
+    placementUsage: describePlacement(placementReading),
     partial: partialReasons.length > 0,
     partialReasons,
     notes,

@@ -11,3 +11,4 @@ export type { CountingModel, ModelFit, Holding } from './model.js';
 export type { Finding, FindingKind } from './findings.js';
 export { watchQuota, driftTrend } from './watch.js';
 export type { WatchQuotaOptions, WatchSample, QuotaWatch, DriftTrend } from './watch.js';
+export type { PlacementUsagesReader } from './placement.js';

@@ -8,6 +8,7 @@ import type { Logger } from '../core/logger.js';
 import type { Server } from '../core/types.js';
 import type { CountingModel, ModelFit } from './model.js';
 import type { Finding } from './findings.js';
+import type { PlacementUsagesReader } from './placement.js';
 
 /** One reading of reported usage and limits. Missing values are undefined; unlimited is `Infinity`. */
 export interface UsageReading {
@@ -80,6 +81,12 @@ export interface AuditQuotaOptions {
   countingModel?: CountingModel | undefined;
   /** A deletion older than this (since the server's `updated`), in ms, is `stuck-deleting`. @default 600000 (10 min) */
   stuckAfterMs?: number | undefined;
+  /**
+   * Reads placement's usage of the project (`GET /usages?project_id=` on the placement endpoint, which
+   * needs its own URL and usually an admin token); with it the audit can name a `leaked-allocation`.
+   * Default: placement is not read.
+   */
+  readPlacementUsages?: PlacementUsagesReader | undefined;
   /** Which listed servers are the caller's; the others are reported as `foreign-usage`. Default: all are. */
   ownedBy?: ((server: Server) => boolean) | undefined;
 }

@@ -152,7 +152,39 @@ describe('audit findings (FakeNova causes)', () => {
     const f = find(a.findings, 'stale-usage');
     expect(f.holds).toEqual({ cores: 2, ram: 2048, instances: 0 });
     expect(f.operatorCan).toMatch(/nova-manage placement audit --delete/);
-    expect(a.placementUsage).toMatch(/^not read/);
+    expect(a.placementUsage).toMatch(/^not read: no readPlacementUsages given/);
+    expect(kinds(a.findings)).not.toContain('leaked-allocation');
+  });
+
+  it('leaked-allocation: placement usages (when readable) above what the servers hold; an operator audits placement', async () => {
+    const nova = await startNova();
+    nova.addServer({ flavorId: '1' });
+    nova.causes.leakAllocation({ cores: 2, ram: 2048 });
+    const seen: string[] = [];
+    const a = await audit(clientFor(nova), {
+      readPlacementUsages: (projectId) => {
+        seen.push(projectId);
+        return Promise.resolve(nova.causes.placementUsages());
+      },
+    });
+    expect(seen).toEqual([nova.projectId]);
+    expect(a.placementUsage).toBe('read: 3 VCPU, 2560 MEMORY_MB allocated');
+    const f = find(a.findings, 'leaked-allocation');
+    expect(f).toMatchObject({ serverIds: [], transient: false, holds: { cores: 2, ram: 2048, instances: 0 } });
+    expect(f.operatorCan).toMatch(/nova-manage placement audit --delete/);
+    // legacy counting (the fake's default) does not count the leak: Nova's numbers are right
+    expect(a.verdict).toBe('consistent');
+  });
+
+  it('missing allocations point to heal_allocations; an unreadable placement is a reason, not a failure', async () => {
+    const nova = await startNova();
+    nova.addServer({ flavorId: '2' });
+    nova.causes.leakAllocation({ cores: -2, ram: -2048 });
+    const a = await audit(clientFor(nova), { readPlacementUsages: () => Promise.resolve(nova.causes.placementUsages()) });
+    expect(find(a.findings, 'leaked-allocation')).toMatchObject({ holds: { cores: -2, ram: -2048, instances: 0 }, operatorCan: '`nova-manage placement heal_allocations`' });
+    const b = await audit(clientFor(nova), { readPlacementUsages: () => Promise.reject(new Error('403 Forbidden')) });
+    expect(b.placementUsage).toBe('not read: 403 Forbidden');
+    expect(kinds(b.findings)).not.toContain('leaked-allocation');
   });
 
   it('build-in-flight: transient; foreign-usage: servers the caller does not own', async () => {

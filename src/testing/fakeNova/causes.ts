@@ -117,6 +117,16 @@ export class FakeNovaCauses {
     this.d.store.leaked = { cores: l.cores + add.cores, instances: 0, ram: l.ram + add.ram };
   }
 
+  /**
+   * What placement's `GET /usages?project_id=` would answer: `VCPU` and `MEMORY_MB` of every
+   * allocation (live servers not in cell0, not shelved-offloaded; both flavors of a VERIFY_RESIZE
+   * server; deletes not finished) plus the leaked ones.
+   */
+  placementUsages(): { VCPU: number; MEMORY_MB: number } {
+    const u = this.d.store.placementUsage();
+    return { VCPU: u.cores, MEMORY_MB: u.ram };
+  }
+
   /** Count usage from placement (`[quota] count_usage_from_placement = True`) or, `false`, from the cell databases (the default). */
   countUsageFromPlacement(on: boolean): void {
     this.d.store.model = on ? 'placement' : 'legacy';

@@ -179,16 +179,21 @@ export class ServerStore {
     return b === 'counted' || (b === 'build' && this.countBuild);
   }
 
-  /** Usage by a full scan, row by row, under {@link ServerStore.model}. */
-  private scanUsage(): FakeUsage {
+  /** Usage as counted from placement (mappings, allocations and leaked allocations), whatever the model in force. */
+  placementUsage(): FakeUsage {
+    return this.scanUsage('placement');
+  }
+
+  /** Usage by a full scan, row by row, under `model`. */
+  private scanUsage(model: 'legacy' | 'placement' = this.model): FakeUsage {
     const u = zero();
     for (const r of this.rows) {
-      const h = this.model === 'placement' ? placementHolds(r) : legacyHolds(r, this.countBuild);
+      const h = model === 'placement' ? placementHolds(r) : legacyHolds(r, this.countBuild);
       u.cores += h.cores;
       u.ram += h.ram;
       u.instances += h.instances;
     }
-    if (this.model === 'placement') {
+    if (model === 'placement') {
       u.cores += this.leaked.cores;
       u.ram += this.leaked.ram;
     }
