@@ -7,14 +7,17 @@
  * 1. `GET /limits` (Nova API reference, "Limits") and, when a project id is known,
  *    `GET /os-quota-sets/{project_id}/detail` ("Quota Sets", "Show The Detail of Quota"); a 403 or 404
  *    on the quota-set detail is noted, not fatal.
- * 2. `GET /servers/detail`, every page ("List Servers Detailed"); flavors from the server (2.47+) or
- *    `GET /flavors/{id}` (cached).
+ * 2. `GET /servers/detail`, every page ("List Servers Detailed"), at microversion 2.69 or later when
+ *    Nova supports it (Nova API guide, "Down cells"; a 406 falls back to the client's microversion and
+ *    marks the audit partial); flavors from the server (2.47+) or `GET /flavors/{id}` (cached).
  * 3. `GET /limits` (and the quota-set detail) again.
- * 4. Optionally `GET /servers/{id}` for every listed server at bounded concurrency: a 404 marks a ghost.
+ * 4. Optionally `GET /servers/{id}` for every listed server at bounded concurrency: a 404 marks a ghost
+ *    (an orphaned instance mapping).
+ * 5. Optionally placement's usages, through the caller's `readPlacementUsages`.
  *
- * Counting follows Nova (`nova/quota.py` `_instances_cores_ram_count`; `docs/nova-behaviour.md#how-usage-is-counted`): SOFT_DELETED and DELETED do not
- * count, ERROR does, BUILD counts once it has an instance row in a cell (so a BUILD server may or may
- * not be in Nova's number: both are consistent).
+ * Counting follows Nova per counting model (`model.ts`: legacy counting, counting from placement,
+ * unified limits; `docs/audit.md`): the model that fits the readings is inferred (or given), each
+ * server's holding is explained, and each cause of drift becomes a typed finding (`findings.ts`).
  *
  * @module
  */
