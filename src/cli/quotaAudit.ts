@@ -51,7 +51,7 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
     .option('--ghost-concurrency <n>', 'ghost-check GETs at once (default 8)')
     .option('--attempts <n>', 'audit up to n times while reported usage changes during the audit (default 3)')
     .option('--retry-delay <duration>', 'pause before another attempt, e.g. 5s (default 5s)')
-    .option('--timeout <duration>', 'time box of each attempt (default 5m)')
+    .option('--timeout <duration>', 'time box of each attempt (with --watch: of each sample) (default 5m)')
     .option('--model <model>', 'how the cloud counts usage: legacy, placement or unified-limits (default: inferred)')
     .option('--watch', 'sample the audit over time; one JSON line per sample, then a summary line (exit 3 when drift persists)')
     .option('--interval <duration>', 'with --watch: pause between samples (default 30s)')
@@ -59,6 +59,8 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
     .action(async (flags: AuditFlags) => {
       const model = flags.model as CountingModel | undefined;
       if (model !== undefined && !['legacy', 'placement', 'unified-limits'].includes(model)) throw new ValidationError(`--model must be legacy, placement or unified-limits, got ${model}`);
+      const timeoutMs = flags.timeout === undefined ? undefined : parseDuration(flags.timeout, '--timeout');
+      const concurrency = flags.ghostConcurrency === undefined ? undefined : parseIntFlag(flags.ghostConcurrency, '--ghost-concurrency');
       if (flags.watch) {
         const intervalMs = flags.interval === undefined ? 30_000 : parseDuration(flags.interval, '--interval');
         const samples = flags.samples === undefined ? 20 : parseIntFlag(flags.samples, '--samples');
@@ -69,6 +71,8 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
             samples,
             checkGhosts: flags.ghosts !== false,
             ...(model ? { countingModel: model } : {}),
+            ...(concurrency ? { ghostCheckConcurrency: concurrency } : {}),
+            ...(timeoutMs !== undefined ? { timeoutMs } : {}),
             onSample: (s) => console.log(JSON.stringify({ type: 'sample', ...s }, jsonReplacer)),
           });
           console.log(JSON.stringify({ type: 'summary', trend: w.trend, persistent: w.persistent, settled: w.settled, findings: w.last.findings }, jsonReplacer));
@@ -82,9 +86,7 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
         return;
       }
       const attempts = flags.attempts === undefined ? 3 : parseIntFlag(flags.attempts, '--attempts');
-      const concurrency = flags.ghostConcurrency === undefined ? undefined : parseIntFlag(flags.ghostConcurrency, '--ghost-concurrency');
       const retryDelayMs = flags.retryDelay === undefined ? 5000 : parseDuration(flags.retryDelay, '--retry-delay');
-      const timeoutMs = flags.timeout === undefined ? undefined : parseDuration(flags.timeout, '--timeout');
       const client = await getClient();
       let audit: QuotaAudit | undefined;
       try {

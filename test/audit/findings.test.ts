@@ -204,3 +204,46 @@ describe('audit findings (FakeNova causes)', () => {
     expect(a.countingModel.basis).toBe('ambiguous');
   });
 });
+
+describe('FakeNova causes: what Nova shows and counts', () => {
+  it('downCell: a stub in listings from 2.69 (brief: id, status, links), left out below; GET 500; legacy counting leaves it out, placement keeps it', async () => {
+    const nova = await startNova();
+    const id = nova.addServer({ flavorId: '2' }).id;
+    nova.causes.downCell(id);
+    const brief = await clientFor(nova, { microversion: '2.69' }).listServers({}, { brief: true });
+    expect(brief).toEqual([{ id, status: 'UNKNOWN', links: expect.any(Array) }]);
+    const detail = await clientFor(nova, { microversion: '2.69' }).listServers();
+    expect(Object.keys(detail[0]!).sort()).toEqual(['created', 'id', 'links', 'status', 'tenant_id']);
+    expect(await clientFor(nova, { microversion: '2.68' }).listServers()).toEqual([]);
+    const get = await clientFor(nova, { retry: false }).getServer(id).catch((e: unknown) => e);
+    expect((get as { status: number }).status).toBe(500);
+    expect(nova.reportedUsage()).toEqual({ cores: 0, instances: 0, ram: 0 });
+    nova.causes.countUsageFromPlacement(true);
+    expect(nova.reportedUsage()).toEqual({ cores: 2, instances: 1, ram: 2048 });
+  });
+
+  it('the counting model switch: each cause held as legacy counting and placement counting hold it', async () => {
+    const nova = await startNova();
+    nova.addServer({ flavorId: '1' }); // 1 / 512
+    nova.causes.addNeverScheduled({ flavorId: '2' }); // 2 / 2048 legacy only
+    nova.causes.shelveOffload(nova.addServer({ flavorId: '3' }).id); // 4 / 4096 legacy only
+    nova.causes.resizePending(nova.addServer({ flavorId: '1' }).id, '2'); // new 2 / 2048; + old 1 / 512 placement
+    nova.causes.stickDeleting(nova.addServer({ flavorId: '1' }).id); // instance legacy only
+    nova.causes.leakAllocation({ cores: 1, ram: 100 }); // placement only
+    expect(nova.reportedUsage()).toEqual({ cores: 1 + 2 + 4 + 2 + 1, ram: 512 + 2048 + 4096 + 2048 + 512, instances: 5 });
+    nova.causes.countUsageFromPlacement(true);
+    expect(nova.reportedUsage()).toEqual({ cores: 1 + 2 + 1 + 1 + 1, ram: 512 + 2048 + 512 + 512 + 100, instances: 4 });
+    expect(nova.causes.placementUsages()).toEqual({ VCPU: 6, MEMORY_MB: 3684 });
+  });
+
+  it('stickDeleting: GET shows DELETED and a DELETE changes nothing', async () => {
+    const nova = await startNova();
+    const id = nova.addServer({ flavorId: '1' }).id;
+    nova.causes.stickDeleting(id);
+    const client = clientFor(nova);
+    expect((await client.getServer(id)).status).toBe('DELETED');
+    await client.request({ method: 'DELETE', path: `/servers/${id}`, acceptStatus: [204, 404, 409] }).catch(() => undefined);
+    expect(nova.getServerState(id)?.status).toBe('DELETED');
+    expect(nova.usage()).toEqual({ cores: 1, instances: 1, ram: 512 });
+  });
+});
