@@ -102,7 +102,10 @@ export interface AuditedServer {
   vcpus: number | undefined;
   /** Flavor RAM in MiB, undefined when the flavor could not be read. */
   ram: number | undefined;
-  /** True when Nova counts the server toward usage (not SOFT_DELETED or DELETED). */
+  /**
+   * True when Nova's legacy counting counts the server (every listed server but a soft-deleted one: a
+   * listed DELETED record counts until its row is destroyed). Per counting model: `holds`.
+   */
   counted: boolean;
   /** Time since `created`, in ms (0 when in the future); undefined without a valid `created`. */
   ageMs: number | undefined;
