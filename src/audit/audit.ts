@@ -7,14 +7,17 @@
  * 1. `GET /limits` (Nova API reference, "Limits") and, when a project id is known,
  *    `GET /os-quota-sets/{project_id}/detail` ("Quota Sets", "Show The Detail of Quota"); a 403 or 404
  *    on the quota-set detail is noted, not fatal.
- * 2. `GET /servers/detail`, every page ("List Servers Detailed"); flavors from the server (2.47+) or
- *    `GET /flavors/{id}` (cached).
+ * 2. `GET /servers/detail`, every page ("List Servers Detailed"), at microversion 2.69 or later when
+ *    Nova supports it (Nova API guide, "Down cells"; a 406 falls back to the client's microversion and
+ *    marks the audit partial); flavors from the server (2.47+) or `GET /flavors/{id}` (cached).
  * 3. `GET /limits` (and the quota-set detail) again.
- * 4. Optionally `GET /servers/{id}` for every listed server at bounded concurrency: a 404 marks a ghost.
+ * 4. Optionally `GET /servers/{id}` for every listed server at bounded concurrency: a 404 marks a ghost
+ *    (an orphaned instance mapping).
+ * 5. Optionally placement's usages, through the caller's `readPlacementUsages`.
  *
- * Counting follows Nova (`nova/quota.py` `_instances_cores_ram_count`; `docs/nova-behaviour.md#how-usage-is-counted`): SOFT_DELETED and DELETED do not
- * count, ERROR does, BUILD counts once it has an instance row in a cell (so a BUILD server may or may
- * not be in Nova's number: both are consistent).
+ * Counting follows Nova per counting model (`model.ts`: legacy counting, counting from placement,
+ * unified limits; `docs/audit.md`): the model that fits the readings is inferred (or given), each
+ * server's holding is explained, and each cause of drift becomes a typed finding (`findings.ts`).
  *
  * @module
  */
@@ -39,6 +42,14 @@ import { describeAudit } from './verdict.js';
 import { isServerNotFound } from '../transport/http.js';
 import { timeoutSignal } from '../core/clock.js';
 import { checkDurationMs } from '../core/validate.js';
+import { NovaApiError } from '../errors/index.js';
+import { presenceMicroversion } from '../delete/observe.js';
+import { holdingOf, inferModel, outside, sumHoldings, neverScheduled } from './model.js';
+import { findCauses } from './findings.js';
+import { describePlacement, leakedAllocation, readPlacement } from './placement.js';
+
+/** Default {@link AuditQuotaOptions.stuckAfterMs}: 10 min. */
+const DEFAULT_STUCK_AFTER_MS = 600_000;
 
 /** Default {@link AuditQuotaOptions.timeoutMs}: 5 min. */
 const DEFAULT_AUDIT_TIMEOUT_MS = 300_000;
@@ -76,6 +87,11 @@ function checkOptions(options: AuditQuotaOptions): void {
   const p = options.pageSize;
   if (p !== undefined && (!Number.isInteger(p) || p < 1)) throw new ValidationError(`pageSize must be a positive integer, got ${String(p)}`);
   if (options.now !== undefined && typeof options.now !== 'function') throw new ValidationError('now must be a function returning epoch milliseconds');
+  checkDurationMs('stuckAfterMs', options.stuckAfterMs);
+  const m = options.countingModel;
+  if (m !== undefined && m !== 'legacy' && m !== 'placement' && m !== 'unified-limits') throw new ValidationError(`countingModel must be 'legacy', 'placement' or 'unified-limits', got ${String(m)}`);
+  if (options.readPlacementUsages !== undefined && typeof options.readPlacementUsages !== 'function') throw new ValidationError('readPlacementUsages must be a function');
+  if (options.ownedBy !== undefined && typeof options.ownedBy !== 'function') throw new ValidationError('ownedBy must be a function of a server');
 }
 
 /**
@@ -145,7 +161,22 @@ async function audit(client: NovaClient, options: AuditQuotaOptions, signal: Abo
 
   const [limitsBefore, quotaSetBefore] = await readBoth();
   // The audit's own deadline bounds its listing (not the listing's shorter default).
-  const listing = await client.listServersWithMeta(options.pageSize ? { limit: options.pageSize } : {}, { signal, timeoutMs: Number.POSITIVE_INFINITY });
+  // Listed at 2.69 or later when Nova supports it, so servers of a cell that does not answer show as
+  // UNKNOWN stubs instead of missing (Nova API guide, "Down cells"); a 406 means an older Nova.
+  const query = options.pageSize ? { limit: options.pageSize } : {};
+  const presence = presenceMicroversion(client.microversion);
+  let downCellsInvisible = false;
+  const listAt = (microversion?: string): ReturnType<NovaClient['listServersWithMeta']> =>
+    client.listServersWithMeta(query, { signal, timeoutMs: Number.POSITIVE_INFINITY, ...(microversion ? { microversion } : {}) });
+  let listing: Awaited<ReturnType<NovaClient['listServersWithMeta']>>;
+  try {
+    listing = await listAt(presence === client.microversion ? undefined : presence);
+  } catch (e) {
+    if (!(e instanceof NovaApiError && e.status === 406 && presence !== client.microversion)) throw e;
+    downCellsInvisible = true;
+    notes.push(`Nova refused microversion ${presence} (406): listed at ${client.microversion}, where servers of a cell that does not answer are left out`);
+    listing = await listAt();
+  }
   const [limitsAfter, quotaSetAfter] = await readBoth();
   log.debug({ servers: listing.servers.length, pages: listing.pages }, 'servers listed');
 
@@ -155,9 +186,10 @@ async function audit(client: NovaClient, options: AuditQuotaOptions, signal: Abo
   const flavors = await resolveFlavorSizes(client, reachable, signal);
   const audited = listing.servers.map((s) => toAudited(s, flavors.sizes.get(s.id), now()));
   const unreachable = audited.filter((a, i) => isUnreachable(listing.servers[i]!));
-  const unscheduled = audited.filter((a, i) => isUnscheduled(listing.servers[i]!));
+  const unscheduled = audited.filter((a, i) => neverScheduled(listing.servers[i]!));
   const uncounted = [...flavors.unknown, ...unreachable.map((a) => ({ serverId: a.id, reason: 'status UNKNOWN: its cell does not answer' }))];
   const partialReasons: string[] = [];
+  if (downCellsInvisible) partialReasons.push(`Nova lists below microversion 2.69 only: servers of a cell that does not answer would be missing from the listing`);
   if (unreachable.length > 0) {
     const n = unreachable.length;
     partialReasons.push(
@@ -183,7 +215,7 @@ async function audit(client: NovaClient, options: AuditQuotaOptions, signal: Abo
     if (statusOf(s) === 'BUILD') addUsage(inBuild, u);
     if (ghostIds.has(s.id)) addUsage(inGhosts, u);
     if (isUnreachable(s)) addUsage(mayBeUncounted, u);
-    else if (isUnscheduled(s)) addUsage(mayBeUncounted, { ...u, instances: 0 });
+    else if (neverScheduled(s)) addUsage(mayBeUncounted, { ...u, instances: 0 });
   }
 
   const reported = (r: UsageReading, q: UsageReading | undefined, res: AuditResource): number | undefined => r.used[res] ?? q?.used[res];
@@ -217,7 +249,49 @@ async function audit(client: NovaClient, options: AuditQuotaOptions, signal: Abo
   const byStatus: Record<string, number> = {};
   for (const s of audited) byStatus[s.status] = (byStatus[s.status] ?? 0) + 1;
 
+  // The counting model that fits the readings (or the one given), and what each server holds under it.
+  const sizeOf = (s: Server): { vcpus: number; ram: number } | undefined => flavors.sizes.get(s.id);
+  const legacy = listing.servers.map((s) => holdingOf(s, sizeOf(s), 'legacy'));
+  const placement = listing.servers.map((s) => holdingOf(s, sizeOf(s), 'placement'));
+  const reportedNow: Partial<Record<AuditResource, number>> = {};
+  for (const res of AUDIT_RESOURCES) if (resources[res].reportedBefore !== undefined) reportedNow[res] = resources[res].reportedBefore;
+  const ranges = { legacy: sumHoldings(legacy), placement: sumHoldings(placement) };
+  const fit = inferModel(reportedNow, ranges, options.countingModel);
+  const usePlacement = fit.model !== 'legacy';
+  const holdings = usePlacement ? placement : legacy;
+  audited.forEach((a, i) => {
+    a.holds = holdings[i]!.min;
+    a.why = holdings[i]!.why;
+  });
+  const excess = stable ? outside(reportedNow, usePlacement ? ranges.placement : ranges.legacy) : {};
+  const ownedBy = options.ownedBy;
+  const findings = findCauses({
+    servers: listing.servers,
+    holdings,
+    ghostIds,
+    excess: Object.fromEntries(Object.entries(excess).filter(([, v]) => v > 0 && Number.isFinite(v))),
+    foreign: (s) => (ownedBy ? !ownedBy(s) : false),
+    nowMs: now(),
+    stuckAfterMs: options.stuckAfterMs ?? DEFAULT_STUCK_AFTER_MS,
+    downCellsInvisible,
+    model: fit.model,
+  });
+  const placementReading = await readPlacement(options.readPlacementUsages, projectId, signal);
+  // A server of a cell that does not answer has an allocation of unknown size: no upper bound then.
+  const leakRange = unreachable.length ? { min: ranges.placement.min, max: { ...ranges.placement.max, cores: Infinity, ram: Infinity } } : ranges.placement;
+  const leak = leakedAllocation(placementReading, leakRange);
+  if (leak) findings.push(leak);
+
+  // What the model in use lets Nova count beyond (or short of) the listed flavors.
+  const range = usePlacement ? ranges.placement : ranges.legacy;
+  const mayBeExtra = zeroUsage();
+  for (const res of AUDIT_RESOURCES) {
+    mayBeExtra[res] = Math.max(0, range.max[res] - counted[res]);
+    mayBeUncounted[res] = Math.max(mayBeUncounted[res], counted[res] - inBuild[res] - range.min[res]);
+  }
   const { verdict, summary } = describeAudit({
+    mayBeExtra,
+    model: fit.model,
     resources,
     stable,
     serverCount: audited.length,
@@ -240,6 +314,9 @@ async function audit(client: NovaClient, options: AuditQuotaOptions, signal: Abo
     uncounted,
     unreachable,
     unscheduled,
+    countingModel: fit,
+    findings,
+    placementUsage: describePlacement(placementReading),
     partial: partialReasons.length > 0,
     partialReasons,
     notes,
@@ -251,15 +328,8 @@ async function audit(client: NovaClient, options: AuditQuotaOptions, signal: Abo
   return result;
 }
 
-/**
- * True for a server in ERROR that was never scheduled: its fault is Nova's NoValidHost ("No valid host
- * was found"), raised by the scheduler before the server reached a cell (it lives in cell0).
- */
-export function isUnscheduled(s: Server): boolean {
-  if (statusOf(s) !== 'ERROR') return false;
-  const fault = (s as { fault?: { message?: unknown } }).fault;
-  return typeof fault?.message === 'string' && /no valid host was found/i.test(fault.message);
-}
+/** True for a server in ERROR that was never scheduled (its fault is NoValidHost: it lives in cell0). */
+export const isUnscheduled = neverScheduled;
 
 function toAudited(s: Server, size: { vcpus: number; ram: number } | undefined, nowMs: number): AuditedServer {
   const created = typeof s.created === 'string' ? Date.parse(s.created) : Number.NaN;

@@ -42,14 +42,17 @@ export function statusOf(server: Server): string {
 }
 
 /**
- * True when Nova counts the server toward usage: every server except status `SOFT_DELETED` or
- * `DELETED` (vm_state `soft-delete` or `deleted`). ERROR, SHUTOFF, BUILD and the rest count.
+ * True when Nova's legacy counting counts a server of a plain listing: every server except a
+ * soft-deleted one (status `SOFT_DELETED`, vm_state `soft-delete`). A plain listing shows a DELETED
+ * server only while its row is not destroyed, and legacy counting counts that row until then
+ * (`InstanceList.get_counts` filters on the row's `deleted` column, not on vm_state `deleted`).
+ * ERROR, SHUTOFF, BUILD and the rest count. Per counting model: {@link holdingOf}.
  */
 export function countsTowardUsage(server: Server): boolean {
   const status = statusOf(server);
   const vmState = String(server['OS-EXT-STS:vm_state'] ?? '').toLowerCase();
-  if (status === 'SOFT_DELETED' || status === 'DELETED') return false;
-  if (vmState === 'soft-delete' || vmState === 'soft_deleted' || vmState === 'deleted') return false;
+  if (status === 'SOFT_DELETED') return false;
+  if (vmState === 'soft-delete' || vmState === 'soft_deleted') return false;
   return true;
 }
 

@@ -70,6 +70,28 @@ export function formatAudit(audit: QuotaAudit): string {
   }
   for (const u of audit.uncounted) out.push(`Not counted: server ${u.serverId}: ${u.reason}`);
   if (audit.unscheduled.length) out.push(`Never scheduled (no valid host; no cores or RAM under counting from placement): ${audit.unscheduled.map((s) => s.id).join(', ')}`);
+  const fit = audit.countingModel;
+  out.push(`Counting model: ${fit.model} (${fit.basis}; resources outside the range: legacy ${fit.misfits.legacy ?? '-'}, placement ${fit.misfits.placement ?? '-'})`);
+  out.push(`Findings: ${audit.findings.length || 'none'}`);
+  if (audit.findings.length) {
+    out.push(
+      renderTable(
+        [
+          ['finding', 'kind', 'servers', 'holds (cores/ram/inst)', 'project can', 'operator can'],
+          ...audit.findings.map((f) => [
+            f.kind,
+            f.transient ? 'transient' : 'persistent',
+            f.serverIds.length ? f.serverIds.join(' ') : '-',
+            `${f.holds.cores}/${f.holds.ram}/${f.holds.instances}`,
+            f.projectCan,
+            f.operatorCan || '-',
+          ]),
+        ],
+        '  ',
+      ),
+    );
+    for (const f of audit.findings) out.push(`  ${f.kind}: ${f.evidence}`);
+  }
   for (const reason of audit.partialReasons) out.push(`PARTIAL: ${reason}`);
   for (const n of audit.notes) out.push(`Note: ${n}`);
   out.push('');

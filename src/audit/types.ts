@@ -5,6 +5,10 @@
  */
 import type { AuditResource, Usage } from './count.js';
 import type { Logger } from '../core/logger.js';
+import type { Server } from '../core/types.js';
+import type { CountingModel, ModelFit } from './model.js';
+import type { Finding } from './findings.js';
+import type { PlacementUsagesReader } from './placement.js';
 
 /** One reading of reported usage and limits. Missing values are undefined; unlimited is `Infinity`. */
 export interface UsageReading {
@@ -69,6 +73,22 @@ export interface AuditQuotaOptions {
   readQuotaSetDetail?: boolean;
   /** Page size (`limit`) of the server listing; every page is read. Default: Nova's own (`max_limit`, 1000). */
   pageSize?: number | undefined;
+  /**
+   * How the cloud counts usage, when known: `legacy` (cell databases, Nova's default),
+   * `placement` (`[quota] count_usage_from_placement = True`) or `unified-limits` (limits in Keystone;
+   * counted as from placement). Default: inferred from the readings (`countingModel.basis`).
+   */
+  countingModel?: CountingModel | undefined;
+  /** A deletion older than this (since the server's `updated`), in ms, is `stuck-deleting`. @default 600000 (10 min) */
+  stuckAfterMs?: number | undefined;
+  /**
+   * Reads placement's usage of the project (`GET /usages?project_id=` on the placement endpoint, which
+   * needs its own URL and usually an admin token); with it the audit can name a `leaked-allocation`.
+   * Default: placement is not read.
+   */
+  readPlacementUsages?: PlacementUsagesReader | undefined;
+  /** Which listed servers are the caller's; the others are reported as `foreign-usage`. Default: all are. */
+  ownedBy?: ((server: Server) => boolean) | undefined;
 }
 
 /** One listed server as the audit saw it. */
@@ -82,10 +102,17 @@ export interface AuditedServer {
   vcpus: number | undefined;
   /** Flavor RAM in MiB, undefined when the flavor could not be read. */
   ram: number | undefined;
-  /** True when Nova counts the server toward usage (not SOFT_DELETED or DELETED). */
+  /**
+   * True when Nova's legacy counting counts the server (every listed server but a soft-deleted one: a
+   * listed DELETED record counts until its row is destroyed). Per counting model: `holds`.
+   */
   counted: boolean;
   /** Time since `created`, in ms (0 when in the future); undefined without a valid `created`. */
   ageMs: number | undefined;
+  /** What it holds under the audit's counting model (`QuotaAudit.countingModel`), at least. */
+  holds?: Usage | undefined;
+  /** Why it holds that, in words. */
+  why?: string | undefined;
 }
 
 /** A server that is neither ACTIVE nor ERROR, or has a task in progress. */
@@ -141,6 +168,12 @@ export interface QuotaAudit {
    * with counting from placement Nova gives them no cores or RAM, so the verdict accepts either.
    */
   unscheduled: AuditedServer[];
+  /** The counting model the audit explains the usage with, and how each model fits the readings. */
+  countingModel: ModelFit;
+  /** Each cause of drift found, with its servers, evidence and remedy; see `docs/audit.md`. */
+  findings: Finding[];
+  /** Whether placement's usage (`GET /usages?project_id=`) was read, in words. */
+  placementUsage: string;
   /** True when the audit could not see everything (servers in a cell that does not answer); see `partialReasons`. */
   partial: boolean;
   /** Why the audit is partial, in words; empty when it is not. */

@@ -24,13 +24,21 @@ export interface VerdictInput {
    * and RAM of servers never scheduled under counting from placement): not under-reporting. Default zero.
    */
   mayBeUncounted?: Usage | undefined;
+  /**
+   * The part Nova may rightly count above the listed flavors under the counting model in use (the old
+   * flavor of a VERIFY_RESIZE server under counting from placement; `Infinity` when its size is
+   * unknown): not over-reporting. Default zero.
+   */
+  mayBeExtra?: Usage | undefined;
+  /** The counting model the audit explains the usage with, for the summary. */
+  model?: string | undefined;
   /** Why the audit is partial (it could not see everything); appended to the summary. Default none. */
   partialReasons?: readonly string[] | undefined;
 }
 
 /**
  * One resource's verdict: `inconclusive` when a reading is missing, the readings differ, or (cores,
- * RAM) the count is incomplete; `over-reported` when reported > counted; `under-reported` when
+ * RAM) the count is incomplete; `over-reported` when reported > counted + mayBeExtra; `under-reported` when
  * reported < counted − countedInBuild − mayBeUncounted (a BUILD server may not have an instance row
  * yet, so Nova may rightly not count it; see {@link VerdictInput.mayBeUncounted}); `consistent` otherwise.
  */
@@ -39,12 +47,13 @@ export function resourceVerdict(
   resource: AuditResource,
   countIncomplete: boolean,
   mayBeUncounted = 0,
+  mayBeExtra = 0,
 ): { verdict: AuditVerdict; drift: number | null } {
   const { reportedBefore: before, reportedAfter: after } = r;
   if (before === undefined || after === undefined || before !== after) return { verdict: 'inconclusive', drift: null };
   if (countIncomplete && resource !== 'instances') return { verdict: 'inconclusive', drift: null };
   const drift = before - r.counted;
-  if (drift > 0) return { verdict: 'over-reported', drift };
+  if (drift > mayBeExtra) return { verdict: 'over-reported', drift };
   if (before < r.counted - r.countedInBuild - mayBeUncounted) return { verdict: 'under-reported', drift };
   return { verdict: 'consistent', drift };
 }
@@ -84,7 +93,7 @@ export function describeAudit(input: VerdictInput): { verdict: AuditVerdict; sum
 function describe(input: VerdictInput): { verdict: AuditVerdict; summary: string } {
   const { resources } = input;
   for (const res of AUDIT_RESOURCES) {
-    Object.assign(resources[res], resourceVerdict(resources[res], res, input.countIncomplete, input.mayBeUncounted?.[res] ?? 0));
+    Object.assign(resources[res], resourceVerdict(resources[res], res, input.countIncomplete, input.mayBeUncounted?.[res] ?? 0, input.mayBeExtra?.[res] ?? 0));
   }
   const ofVerdict = (v: AuditVerdict): AuditResource[] => AUDIT_RESOURCES.filter((r) => resources[r].verdict === v);
   const ghostNote =
@@ -145,11 +154,17 @@ function describe(input: VerdictInput): { verdict: AuditVerdict; summary: string
         ? ` Servers in BUILD hold ${list(build.map((r) => UNIT[r](-resources[r].drift!)))} that Nova does not count yet (normal until their instance rows exist).`
         : ` Nova does not count ${list(build.map((r) => UNIT[r](-resources[r].drift!)))} of the listed servers: servers in BUILD, ` +
           `servers never scheduled (no valid host: no cores or RAM under counting from placement) or in a cell that does not answer.`;
+  const extra = AUDIT_RESOURCES.filter((r) => resources[r].drift! > 0);
+  const extraNote =
+    extra.length === 0
+      ? ''
+      : ` Nova counts ${list(extra.map((r) => UNIT[r](resources[r].drift!)))} more than the listed flavors, as ${input.model ?? 'its'} counting does (see the findings).`;
   return {
     verdict: 'consistent',
     summary:
       `Reported usage matches the ${servers(input.serverCount)}: ${list(AUDIT_RESOURCES.map((r) => UNIT[r](resources[r].reportedBefore!)))}.` +
       buildNote +
+      extraNote +
       ghostNote,
   };
 }

@@ -15,6 +15,7 @@ import { ValidationError } from '../errors/index.js';
 import type { Compute } from './fakeNova/compute.js';
 import type { FaultQueue } from './fakeNova/faults.js';
 import { assemble } from './fakeNova/assemble.js';
+import { FakeNovaCauses } from './fakeNova/causes.js';
 import { checkFaultSpec } from './fakeNova/faultSpec.js';
 import { checkPathId } from '../core/validate.js';
 import { BEHAVIORS, quotaValue, resolveOptions } from './fakeNova/options.js';
@@ -37,6 +38,7 @@ export type {
   RecordedRequest,
 } from './fakeNova/types.js';
 export { DEFAULT_FLAVORS } from './fakeNova/options.js';
+export { FakeNovaCauses, NO_VALID_HOST_MESSAGE } from './fakeNova/causes.js';
 export {
   realNovaDeletedWindowMs,
   REAL_NOVA_DELETED_WINDOW_BASE_MS,
@@ -83,6 +85,8 @@ export class FakeNova {
   readonly projectId: string;
   /** Every request received, in arrival order (faulted ones too). */
   readonly requests: RecordedRequest[];
+  /** Knobs that make the causes a quota audit names (orphaned mapping, stuck delete, cell0, counting model, ...). */
+  readonly causes: FakeNovaCauses;
 
   private readonly store: ServerStore;
   private readonly quota: QuotaBook;
@@ -119,6 +123,7 @@ export class FakeNova {
     this.http = parts.http;
     this.inProcess = parts.inProcess;
     this.flavors = parts.flavors;
+    this.causes = new FakeNovaCauses(parts);
   }
 
   /**

@@ -51,6 +51,12 @@ export interface ServerRecord extends Pick<FakeServerView, ViewFields> {
   launchIndex: number;
   keyName: string | null;
   description: string | null;
+  /** Never scheduled: the instance lives in cell0 (no placement allocation). See {@link FakeNovaCauses}. */
+  cell0?: boolean;
+  /** Its cell does not answer: listed as a stub from 2.69, left out below; legacy counting skips it. */
+  downCell?: boolean;
+  /** VERIFY_RESIZE: the flavor before the resize (placement holds both until confirm or revert). */
+  oldFlavor?: FakeFlavor;
 }
 
 /** Nova's `vm_state` to status (`nova/api/openstack/common.py` `_STATE_MAP`, default entries). */
@@ -103,6 +109,12 @@ export class ServerStore {
   private running = 0;
   /** Whether BUILD servers count toward usage (legacy counting: yes). */
   countBuild = true;
+  /** How usage is counted: Nova's legacy counting (cell databases) or `[quota] count_usage_from_placement`. */
+  model: 'legacy' | 'placement' = 'legacy';
+  /** Set once a row carries a cause the incremental totals do not model (cell0, down cell, old flavor). */
+  scan = false;
+  /** Allocations placement keeps for servers that are gone (cores, RAM): counted only from placement. */
+  leaked: FakeUsage = zero();
 
   /** Next insertion sequence number. */
   nextSeq(): number {
@@ -149,8 +161,9 @@ export class ServerStore {
     return this.running;
   }
 
-  /** TRUE usage by Nova's legacy counting rules. */
+  /** TRUE usage by the counting model in force ({@link ServerStore.model}). */
   usage(): FakeUsage {
+    if (this.model === 'placement' || this.scan) return this.scanUsage();
     const u = { ...this.counted };
     if (this.countBuild) {
       u.cores += this.building.cores;
@@ -166,6 +179,27 @@ export class ServerStore {
     return b === 'counted' || (b === 'build' && this.countBuild);
   }
 
+  /** Usage as counted from placement (mappings, allocations and leaked allocations), whatever the model in force. */
+  placementUsage(): FakeUsage {
+    return this.scanUsage('placement');
+  }
+
+  /** Usage by a full scan, row by row, under `model`. */
+  private scanUsage(model: 'legacy' | 'placement' = this.model): FakeUsage {
+    const u = zero();
+    for (const r of this.rows) {
+      const h = model === 'placement' ? placementHolds(r) : legacyHolds(r, this.countBuild);
+      u.cores += h.cores;
+      u.ram += h.ram;
+      u.instances += h.instances;
+    }
+    if (model === 'placement') {
+      u.cores += this.leaked.cores;
+      u.ram += this.leaked.ram;
+    }
+    return u;
+  }
+
   private add(r: ServerRecord, sign: 1 | -1): void {
     if (r.deletePhase === 'running' && !r.destroyed) this.running += sign;
     const b = bucketOf(r);
@@ -175,6 +209,27 @@ export class ServerStore {
     t.ram += sign * r.flavor.ram;
     t.instances += sign;
   }
+}
+
+/** What one row holds under legacy counting: live rows of every reachable cell (cell0 included). */
+function legacyHolds(r: ServerRecord, countBuild: boolean): FakeUsage {
+  const b = bucketOf(r);
+  if (b === 'none' || r.downCell || (b === 'build' && !countBuild)) return zero();
+  return { cores: r.flavor.vcpus, ram: r.flavor.ram, instances: 1 };
+}
+
+/**
+ * What one row holds when counting from placement: an instance per mapping not queued for delete
+ * (set when the DELETE is accepted); cores and RAM per allocation, which cell0 and shelved-offloaded
+ * servers do not have and a VERIFY_RESIZE server has twice (new flavor, and old flavor on the source).
+ */
+function placementHolds(r: ServerRecord): FakeUsage {
+  if (r.destroyed || r.vmState === 'soft-delete') return zero();
+  const deleting = r.status === 'DELETED' || r.taskState === 'deleting' || r.deletePhase !== 'none';
+  const instances = deleting ? 0 : 1;
+  if (r.cell0 || r.vmState === 'shelved_offloaded') return { cores: 0, ram: 0, instances };
+  const old = r.vmState === 'resized' ? r.oldFlavor : undefined;
+  return { cores: r.flavor.vcpus + (old?.vcpus ?? 0), ram: r.flavor.ram + (old?.ram ?? 0), instances };
 }
 
 /** A copy of the row for test code. */
