@@ -17,8 +17,9 @@ npm ci --no-audit --no-fund --ignore-scripts --silent
 npm pack --silent --pack-destination "$work" >"$work/packed.txt"
 tarball="$work/$(tail -n1 "$work/packed.txt")"
 test -f "$tarball" || { echo "pack-check: npm pack made no tarball"; exit 1; }
-tar -tzf "$tarball" | grep -qx 'package/dist/index.js' || { echo "pack-check: the tarball has no dist/index.js"; exit 1; }
-tar -tzf "$tarball" | grep -qx 'package/dist/cli/main.js' || { echo "pack-check: the tarball has no dist/cli/main.js"; exit 1; }
+tar -tzf "$tarball" >"$work/files.txt"
+grep -qx 'package/dist/index.js' "$work/files.txt" || { echo "pack-check: the tarball has no dist/index.js"; exit 1; }
+grep -qx 'package/dist/cli/main.js' "$work/files.txt" || { echo "pack-check: the tarball has no dist/cli/main.js"; exit 1; }
 
 echo "pack-check: publint"
 npx --no-install publint run --strict "$tarball"
