@@ -5,6 +5,7 @@
  * @module
  */
 import type { Command } from 'commander';
+import { createRequire } from 'node:module';
 import { pino } from 'pino';
 import { NovaClient, type NovaClientOptions } from '../nova/client.js';
 import { loadCloudConfig, resolveClientOptions, type CloudConfig } from '../config/load.js';
@@ -88,9 +89,22 @@ export function parseIntFlag(value: string, flag: string, min = 1): number {
   return n;
 }
 
-/** The logger of the CLI: silent unless --debug (then pino to stderr). */
-export function cliLogger(opts: GlobalOptions): Logger {
-  return pino({ level: opts.debug ? 'debug' : 'silent' }, pino.destination(2));
+/**
+ * The logger of the CLI: silent unless --debug; then pino to stderr, as pino-pretty's readable lines
+ * when stderr is a terminal (and pino-pretty is installed: it is a development dependency, loaded
+ * only here) and as JSON lines when stderr is piped or a file.
+ */
+export function cliLogger(opts: GlobalOptions, stderrIsTTY: boolean = Boolean(process.stderr.isTTY)): Logger {
+  if (!opts.debug) return pino({ level: 'silent' });
+  if (stderrIsTTY) {
+    try {
+      const pretty = createRequire(import.meta.url)('pino-pretty') as (o: Record<string, unknown>) => NodeJS.WritableStream;
+      return pino({ level: 'debug' }, pretty({ destination: 2, colorize: true, sync: true }) as never);
+    } catch {
+      console.error('nova-guard: --debug prints JSON lines: install pino-pretty for readable ones');
+    }
+  }
+  return pino({ level: 'debug' }, pino.destination(2));
 }
 
 /**

@@ -147,6 +147,11 @@ export function formatOne(fields: ReadonlyArray<readonly [string, Cell]>, flags:
   }
 }
 
+/** Check the format flags before any request. @throws ValidationError for a bad `--max-width`. */
+export function checkFormatFlags(flags: FormatFlags): void {
+  maxWidthOf(flags);
+}
+
 function maxWidthOf(flags: FormatFlags): number | undefined {
   if (flags.maxWidth === undefined) return undefined;
   return parseIntFlag(flags.maxWidth, '--max-width', Number.MIN_SAFE_INTEGER);

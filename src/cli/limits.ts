@@ -12,7 +12,8 @@
 import type { Command } from 'commander';
 import { ValidationError } from '../errors/index.js';
 import type { NovaClient } from '../nova/client.js';
-import { addFormatOptions, formatList, type FormatFlags } from './format.js';
+import { withWaitNotice } from './waitNotice.js';
+import { addFormatOptions, checkFormatFlags, formatList, type FormatFlags } from './format.js';
 
 function fmt(n: number | undefined): string {
   if (n === undefined) return '-';
@@ -29,7 +30,7 @@ export function registerLimitsCommand(program: Command, getClient: () => Promise
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }) => {
       const client = await getClient();
-      const limits = await client.getLimits();
+      const limits = await withWaitNotice(client, (onAttempt) => client.getLimits({ onAttempt }));
       const a = limits.absolute;
       const rows: Array<[string, number | undefined, number | undefined]> = [
         ['cores', a.maxTotalCores, a.totalCoresUsed],
@@ -59,12 +60,13 @@ export function registerLimitsCommand(program: Command, getClient: () => Promise
   ).action(async (flags: FormatFlags & { absolute?: boolean; rate?: boolean }) => {
     // openstack: "--absolute" and "--rate" are a required, mutually exclusive group (argparse, exit 2).
     if (Boolean(flags.absolute) === Boolean(flags.rate)) throw new ValidationError('one of the arguments --absolute --rate is required');
+    checkFormatFlags(flags);
     const client = await getClient();
     if (flags.rate) {
       console.log(formatList(['Verb', 'URI', 'Value', 'Remain', 'Unit', 'Next Available'], [], flags));
       return;
     }
-    const { absolute } = await client.getLimits();
+    const { absolute } = await withWaitNotice(client, (onAttempt) => client.getLimits({ onAttempt }));
     const rows = Object.entries(absolute)
       .filter((e): e is [string, number] => typeof e[1] === 'number')
       .map(([k, v]) => [k, nova(v)] as const);

@@ -12,7 +12,8 @@ import type { Command } from 'commander';
 import type { NovaClient } from '../nova/client.js';
 import type { QuotaDetailItem } from '../core/types.js';
 import { ValidationError } from '../errors/index.js';
-import { addFormatOptions, formatList, type FormatFlags, type Cell } from './format.js';
+import { withWaitNotice } from './waitNotice.js';
+import { addFormatOptions, checkFormatFlags, formatList, type FormatFlags, type Cell } from './format.js';
 
 /** Nova's quota names to openstack's (python-openstackclient `COMPUTE_QUOTAS`, `NOVA_NETWORK_QUOTAS`). */
 const OSC_NAMES: Record<string, string> = {
@@ -41,10 +42,11 @@ export function registerQuotaShowCommand(quota: Command, getClient: () => Promis
       .option('--usage', 'show quota usage')
       .option('--compute', 'show compute quotas (the only kind nova-guard shows)'),
   ).action(async (project: string | undefined, flags: FormatFlags & { usage?: boolean }) => {
+    checkFormatFlags(flags);
     const client = await getClient();
     const projectId = project ?? client.projectId;
     if (projectId === undefined) throw new ValidationError('no project id: pass it (quota show PROJECT_ID) or use a cloud whose token names its project');
-    const detail = await client.getQuotaSetDetail(projectId);
+    const detail = await withWaitNotice(client, (onAttempt) => client.getQuotaSetDetail(projectId, { onAttempt }));
     const rows = Object.entries(detail)
       .filter((e): e is [string, QuotaDetailItem] => e[0] !== 'id' && typeof e[1] === 'object' && e[1] !== null)
       .map(([k, v]) => [OSC_NAMES[k] ?? k, v] as const)

@@ -17,6 +17,8 @@ export class ServerLookupError extends Error {}
 export interface Resolved {
   /** Server ids, in the order given, each once. */
   ids: string[];
+  /** The name or id each server id was given as (the first, when given twice). */
+  givenAs: Map<string, string>;
   /** Names or ids that were not found (unless ignored) or matched several servers. */
   failures: Array<{ nameOrId: string; error: Error }>;
 }
@@ -67,11 +69,11 @@ export async function resolveServers(client: NovaClient, namesOrIds: readonly st
       }),
     ),
   );
-  const ids: string[] = [];
+  const givenAs = new Map<string, string>();
   const failures: Resolved['failures'] = [];
   for (const r of results) {
     if ('error' in r && r.error) failures.push({ nameOrId: r.x, error: r.error });
-    else if ('id' in r && r.id !== undefined && !ids.includes(r.id)) ids.push(r.id);
+    else if ('id' in r && r.id !== undefined && !givenAs.has(r.id)) givenAs.set(r.id, r.x);
   }
-  return { ids, failures };
+  return { ids: [...givenAs.keys()], givenAs, failures };
 }

@@ -82,16 +82,30 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
       }
       const client = await getClient();
       const found = await resolveServers(client, unique, { concurrency, ignoreMissing: Boolean(flags.ignoreMissing) });
-      const failures: Array<{ id: string; error: Error }> = found.failures.map((f) => ({ id: f.nameOrId, error: f.error }));
       const toDelete = found.ids;
+      const name = (id: string): string => found.givenAs.get(id) ?? id;
+      let failed = 0;
       const tty = Boolean(process.stderr.isTTY) && options.wait;
-      const bar = tty
-        ? new cliProgress.SingleBar(
-            { format: 'Deleting {bar} {value}/{total} gone | {detail}', stream: process.stderr, hideCursor: true, clearOnComplete: false },
+      // A MultiBar with one bar: its log() prints a line above the bar, so failures show as they happen.
+      const bars = tty
+        ? new cliProgress.MultiBar(
+            { format: 'Deleting {bar} {value}/{total} gone | {duration_formatted} | {detail}', stream: process.stderr, hideCursor: true, clearOnComplete: false },
             cliProgress.Presets.shades_classic,
           )
         : undefined;
+      const report = (line: string): void => {
+        const safe = terminalSafe(line, true);
+        if (bars) bars.log(`${safe}\n`);
+        else console.error(safe);
+      };
+      const fail = (given: string, error: Error): void => {
+        failed++;
+        report(`Failed to delete server with name or ID '${given}': ${error.message}`);
+      };
+      for (const f of found.failures) fail(f.nameOrId, f.error);
       const latest = new Map<string, DeleteProgress>();
+      const accepted = new Set<string>();
+      const settled = new Set<string>();
       let done = 0;
       const detail = (): string => {
         const counts = new Map<string, number>();
@@ -99,39 +113,64 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
           const key = `${p.status ?? '?'}${p.taskState ? `/${p.taskState}` : ''}`;
           counts.set(key, (counts.get(key) ?? 0) + 1);
         }
-        return [...counts].map(([k, n]) => `${n} ${k}`).join(', ') || (done >= toDelete.length ? 'done' : 'starting');
+        const parts = [...counts].map(([k, n]) => `${n} ${k}`);
+        if (failed > 0) parts.push(`${failed} failed`);
+        return parts.join(', ') || (done >= toDelete.length ? 'done' : 'starting');
       };
-      bar?.start(toDelete.length, 0, { detail: 'starting' });
+      const bar = bars?.create(toDelete.length, 0, { detail: 'starting' });
       options.onProgress = (p) => {
+        // An observation follows an accepted DELETE.
+        accepted.add(p.serverId);
         latest.set(p.serverId, p);
         bar?.update(done, { detail: detail() });
       };
+      // Ctrl-C: stop waiting, then say which DELETEs Nova had already accepted (they go on).
+      const interrupt = new AbortController();
+      const onSigint = (): void => interrupt.abort(new Error('interrupted (Ctrl-C)'));
+      process.once('SIGINT', onSigint);
       const held: string[] = [];
-      // All DELETEs first (paced, at most --concurrency in flight), then every wait together.
-      await client.deleteServers(toDelete, {
-        ...options,
-        concurrency,
-        onSettled: (s) => {
-          latest.delete(s.serverId);
-          if (s.status === 'rejected') {
-            failures.push({ id: s.serverId, error: s.reason });
-            return;
-          }
-          const r = s.value;
-          done++;
-          bar?.update(done, { detail: detail() });
-          const line = `${r.serverId}: ${r.outcome} (${r.polls} polls, ${r.elapsedMs} ms)`;
-          // Under a progress bar the results are printed once it stops, so stdout always has them.
-          if (bar) held.push(line);
-          else console.log(line);
-          for (const w of r.warnings) console.error(terminalSafe(`Warning: ${w}`, true));
-        },
-      });
-      bar?.stop();
+      try {
+        // All DELETEs first (paced, at most --concurrency in flight), then every wait together.
+        await client.deleteServers(toDelete, {
+          ...options,
+          signal: interrupt.signal,
+          concurrency,
+          onSettled: (s) => {
+            latest.delete(s.serverId);
+            settled.add(s.serverId);
+            if (s.status === 'rejected') {
+              if (!interrupt.signal.aborted) fail(name(s.serverId), s.reason);
+              bar?.update(done, { detail: detail() });
+              return;
+            }
+            const r = s.value;
+            accepted.add(r.serverId);
+            done++;
+            bar?.update(done, { detail: detail() });
+            const line = `${r.serverId}: ${r.outcome} (${r.polls} polls, ${r.elapsedMs} ms)`;
+            // Under a progress bar the results are printed once it stops, so stdout always has them.
+            if (bars) held.push(line);
+            else console.log(line);
+            for (const w of r.warnings) report(`Warning: ${w}`);
+          },
+        });
+      } finally {
+        process.removeListener('SIGINT', onSigint);
+        bars?.stop();
+      }
       for (const line of held) console.log(line);
-      for (const f of failures) console.error(terminalSafe(`Failed to delete server with name or ID '${f.id}': ${f.error.message}`, true));
-      if (failures.length > 0) {
-        console.error(`${failures.length} of ${unique.length} servers failed to delete.`);
+      if (interrupt.signal.aborted) {
+        const sent = toDelete.filter((id) => accepted.has(id));
+        const unknown = toDelete.filter((id) => !accepted.has(id));
+        console.error(
+          `Interrupted. ${sent.length > 0 ? `DELETE was already sent and accepted for ${sent.length} of ${toDelete.length} servers (Nova goes on deleting them): ${sent.join(', ')}.` : 'No DELETE was confirmed as accepted.'}` +
+            (unknown.length > 0 ? ` Not confirmed (a DELETE may or may not have been sent): ${unknown.join(', ')}.` : ''),
+        );
+        process.exitCode = 130;
+        return;
+      }
+      if (failed > 0) {
+        console.error(`${failed} of ${unique.length} servers failed to delete.`);
         process.exitCode = 1;
       }
     });
