@@ -13,6 +13,7 @@ import { ConfigError, NovaApiError, ValidationError } from '../errors/index.js';
 import { loadCaCert } from '../transport/tls.js';
 import type { Logger } from '../core/logger.js';
 import { parseDuration } from '../core/duration.js';
+import { withSlowNotice } from './waitNotice.js';
 
 /** Global options every subcommand accepts (like the `openstack` command's `--os-*` options). */
 export interface GlobalOptions {
@@ -132,12 +133,12 @@ export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.Process
   }
   const endpoint = opts.osEndpoint ?? opts.endpoint ?? env['NOVA_ENDPOINT'];
   const token = opts.osToken ?? opts.token ?? env['NOVA_TOKEN'];
-  const authUrl = opts.osAuthUrl ?? env['OS_AUTH_URL'];
+  const envAuthUrl = opts.osAuthUrl ?? env['OS_AUTH_URL'];
   // python-openstackclient: --os-token with --os-endpoint (or OS_TOKEN and OS_ENDPOINT) and no
   // auth URL is the token as it is, without Keystone.
   const envToken = env['OS_TOKEN'];
   const envEndpoint = env['OS_ENDPOINT'];
-  const direct = endpoint && token ? { endpoint, token } : !authUrl && envToken && (endpoint ?? envEndpoint) ? { endpoint: (endpoint ?? envEndpoint)!, token: envToken } : undefined;
+  const direct = endpoint && token ? { endpoint, token } : !envAuthUrl && envToken && (endpoint ?? envEndpoint) ? { endpoint: (endpoint ?? envEndpoint)!, token: envToken } : undefined;
   if (direct && !opts.osCloud && !opts.osAuthUrl) {
     return new NovaClient({ ...common, ...direct });
   }
@@ -175,7 +176,9 @@ export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.Process
     }
     throw e;
   }
-  return new NovaClient(await resolveClientOptions(config, overrides));
+  const authUrl = config.auth.auth_url;
+  const resolved = authUrl === undefined ? resolveClientOptions(config, overrides) : withSlowNotice(`keystone at ${authUrl}`, () => resolveClientOptions(config, overrides));
+  return new NovaClient(await resolved);
 }
 
 /** An error as one line: for HTTP errors also the request, the request id and, on a 404, a hint. */

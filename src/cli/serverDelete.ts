@@ -24,6 +24,7 @@ import { parseIntFlag, parseMs } from './common.js';
 import { terminalSafe } from '../core/table.js';
 import { checkPathId } from '../core/validate.js';
 import { resolveServers } from './resolve.js';
+import { withSlowNotice } from './waitNotice.js';
 
 /** True when `id` can be a server id in a URL path (see `checkPathId`). */
 function isPathId(id: string): boolean {
@@ -81,7 +82,10 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
         );
       }
       const client = await getClient();
-      const found = await resolveServers(client, unique, { concurrency, ignoreMissing: Boolean(flags.ignoreMissing) });
+      const endpoint = (client.toJSON()['endpoint'] as string | undefined) ?? '(the catalog endpoint)';
+      const found = await withSlowNotice(`nova at ${endpoint} (looking up ${unique.length === 1 ? 'the server' : `${unique.length} servers`})`, () =>
+        resolveServers(client, unique, { concurrency, ignoreMissing: Boolean(flags.ignoreMissing) }),
+      );
       const toDelete = found.ids;
       const name = (id: string): string => found.givenAs.get(id) ?? id;
       let failed = 0;

@@ -42,3 +42,16 @@ export async function withWaitNotice<T>(
     clock.clearTimeout(timer);
   }
 }
+
+/**
+ * Run `fn` and, if it has not settled after `afterMs` (1 s), say `waiting for <what> ...` on stderr
+ * once (for steps of several requests or outside Nova, such as authenticating with Keystone).
+ */
+export async function withSlowNotice<T>(what: string, fn: () => Promise<T>, { afterMs = 1000, clock = systemClock }: { afterMs?: number; clock?: Clock } = {}): Promise<T> {
+  const timer = clock.setTimeout(() => console.error(terminalSafe(`waiting for ${what} ...`, true)), afterMs);
+  try {
+    return await fn();
+  } finally {
+    clock.clearTimeout(timer);
+  }
+}

@@ -97,3 +97,25 @@ export function runInTerminal(args: string[], env: Record<string, string>): Prom
     child.on('close', (code) => resolve({ code, output: output.replace(/\r\n/g, '\n') }));
   });
 }
+
+/** Run the CLI piped until stderr matches `pattern` (then SIGTERM) or `limitMs` passes; the time of the match in ms. */
+export function runUntilStderr(args: string[], env: Record<string, string>, pattern: RegExp, limitMs = 15_000): Promise<{ stderr: string; matchedMs: number | undefined }> {
+  return new Promise((resolve) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, [CLI, ...args], { env: cleanEnv(env), cwd: '/' });
+    let stderr = '';
+    let matchedMs: number | undefined;
+    const limit = setTimeout(() => child.kill('SIGTERM'), limitMs);
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      if (matchedMs === undefined && pattern.test(stderr)) {
+        matchedMs = performance.now() - started;
+        child.kill('SIGTERM');
+      }
+    });
+    child.on('close', () => {
+      clearTimeout(limit);
+      resolve({ stderr, matchedMs });
+    });
+  });
+}

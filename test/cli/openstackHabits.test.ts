@@ -5,7 +5,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { FakeNova } from '../../src/testing/index.js';
 import { startNova } from '../helpers.js';
-import { ensureBuilt, runPiped } from './binary.js';
+import { createServer, type Socket } from 'node:net';
+import { ensureBuilt, runPiped, runUntilStderr } from './binary.js';
 
 beforeAll(async () => {
   await ensureBuilt();
@@ -96,6 +97,24 @@ describe('--os-* options and exit codes', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/^nova-guard: Keystone POST http:\/\/127\.0\.0\.1:1\/v3\/auth\/tokens failed without a response/);
     expect(r.stderr).not.toContain('pw-secret');
+  });
+
+  it('a Keystone that never answers: "waiting for keystone at URL ..." within about a second', async () => {
+    const sockets: Socket[] = [];
+    const silent = createServer((s) => void sockets.push(s));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const port = (silent.address() as { port: number }).port;
+    try {
+      const url = `http://127.0.0.1:${port}/v3`;
+      const r = await runUntilStderr(['--os-auth-url', url, '--os-username', 'u', '--os-password', 'pw-secret', '--os-project-name', 'p', 'limits'], {}, /waiting for keystone/);
+      expect(r.stderr).toBe(`waiting for keystone at ${url} ...\n`);
+      // About a second after the start (the process's own start-up included), long before any time limit.
+      expect(r.matchedMs).toBeGreaterThan(900);
+      expect(r.matchedMs).toBeLessThan(8000);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
 
   it('nothing configured is a configuration error (exit 1); an unknown option is bad usage (exit 2, as argparse)', async () => {
