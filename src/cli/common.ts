@@ -109,11 +109,18 @@ export function cliLogger(opts: GlobalOptions, stderrIsTTY: boolean = Boolean(pr
 }
 
 /**
- * Build a client the way the `openstack` command finds its cloud: `--endpoint`/`--token` (or
- * `NOVA_ENDPOINT`/`NOVA_TOKEN`) when given; else `--os-cloud`/`OS_CLOUD`/`OS_*`/the only cloud of
- * clouds.yaml through Keystone (`loadCloudConfig`).
- * @throws {@link ValidationError} when no cloud is configured at all or a flag is bad;
- * {@link ConfigError} for a broken clouds.yaml, an unknown cloud or an unreadable CA file;
+ * Build a client the way the `openstack` command finds its cloud (python-openstackclient's
+ * `--os-*` options, whose defaults are the `OS_*` variables):
+ * - `--os-token` with `--os-endpoint` (or `OS_TOKEN` with `OS_ENDPOINT` and no `OS_AUTH_URL`; or
+ *   the older `--token`/`--endpoint`, `NOVA_TOKEN`/`NOVA_ENDPOINT`): the token as it is, no Keystone;
+ * - else `loadCloudConfig` with `--os-cloud`, `--os-region-name` and `--os-interface` as its options
+ *   and `--os-auth-url`, `--os-username`, `--os-password`, `--os-project-name`, `--os-token` as the
+ *   variables they stand for, then Keystone (`resolveClientOptions`), saying
+ *   `waiting for keystone at URL ...` on stderr when that takes over a second.
+ *
+ * `--os-cert`/`--os-key` (`OS_CERT`/`OS_KEY`) get a warning: client certificates are not supported yet.
+ * @throws {@link ValidationError} for a bad flag (exit 2); {@link ConfigError} when no cloud is
+ * configured at all, for a broken clouds.yaml, an unknown cloud or an unreadable CA file (exit 1);
  * {@link AuthError} when Keystone rejects the credentials.
  */
 export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.ProcessEnv = process.env): Promise<NovaClient> {
