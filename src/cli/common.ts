@@ -30,6 +30,7 @@ export interface GlobalOptions {
   osKey?: string;
   osToken?: string;
   osEndpoint?: string;
+  osComputeApiVersion?: string;
   microversion?: string;
   requestTimeoutMs?: string;
   insecure?: boolean;
@@ -53,7 +54,8 @@ export function addGlobalOptions(program: Command): Command {
     .option('--os-endpoint <url>', 'with --os-token: the compute endpoint, e.g. http://127.0.0.1:8774/v2.1 (env OS_ENDPOINT)')
     .option('--endpoint <url>', 'old spelling of --os-endpoint (env NOVA_ENDPOINT)')
     .option('--token <token>', 'old spelling of --os-token (env NOVA_TOKEN)')
-    .option('--microversion <version>', 'compute API microversion (env OS_COMPUTE_API_VERSION)', undefined)
+    .option('--os-compute-api-version <version>', 'compute API microversion, e.g. 2.79 (env OS_COMPUTE_API_VERSION)')
+    .option('--microversion <version>', 'old spelling of --os-compute-api-version', undefined)
     .option('--request-timeout-ms <duration>', 'time limit of each HTTP request: ms, or 500ms, 30s, 5m, 2h', undefined)
     .option('--insecure', 'turn TLS verification off (env OS_INSECURE)')
     .option('--os-cacert <file>', 'CA bundle to verify TLS with (env OS_CACERT)')
@@ -126,7 +128,7 @@ export function cliLogger(opts: GlobalOptions, stderrIsTTY: boolean = Boolean(pr
 export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.ProcessEnv = process.env): Promise<NovaClient> {
   const logger = cliLogger(opts);
   const common: Partial<NovaClientOptions> = { logger };
-  const microversion = opts.microversion ?? env['OS_COMPUTE_API_VERSION'];
+  const microversion = opts.osComputeApiVersion ?? opts.microversion ?? env['OS_COMPUTE_API_VERSION'];
   if (microversion) common.microversion = microversion;
   const rt = parseMs(opts.requestTimeoutMs, '--request-timeout-ms');
   if (rt) common.requestTimeoutMs = rt;

@@ -90,6 +90,10 @@ describe('--os-* options and exit codes', () => {
     expect(flags.stdout).toContain('maxTotalCores');
     const old = await runPiped(['limits', '--json'], { NOVA_ENDPOINT: nova.endpoint, NOVA_TOKEN: `admin:${nova.projectId}` });
     expect(old.code).toBe(0);
+    // --os-compute-api-version reaches Nova: a version it does not offer is refused.
+    const mv = await runPiped(['--os-compute-api-version', '2.999', 'limits', 'show', '--absolute'], envOf(nova));
+    expect(mv.code).toBe(1);
+    expect(mv.stderr).toMatch(/2\.999/);
   });
 
   it('--os-auth-url and --os-username/--os-password/--os-project-name go to Keystone (exit 1 when it refuses the connection)', async () => {
