@@ -15,6 +15,7 @@
  *
  * @module
  */
+import { VERSION } from '../core/version.js';
 import { inspect } from 'node:util';
 import pTimeout from 'p-timeout';
 import type { AuthProvider, GetTokenOptions } from './provider.js';
@@ -65,7 +66,6 @@ interface TokenState {
   invalidated: boolean;
 }
 
-const VERSION = '0.1.0';
 const REDACTED = '[REDACTED]';
 /** Largest Keystone response body read (16 MiB). */
 const KEYSTONE_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;

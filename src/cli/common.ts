@@ -5,18 +5,32 @@
  * @module
  */
 import type { Command } from 'commander';
+import { createRequire } from 'node:module';
 import { pino } from 'pino';
 import { NovaClient, type NovaClientOptions } from '../nova/client.js';
 import { loadCloudConfig, resolveClientOptions, type CloudConfig } from '../config/load.js';
 import { ConfigError, NovaApiError, ValidationError } from '../errors/index.js';
 import { loadCaCert } from '../transport/tls.js';
 import type { Logger } from '../core/logger.js';
+import { parseDuration } from '../core/duration.js';
+import { withSlowNotice } from './waitNotice.js';
 
 /** Global options every subcommand accepts (like the `openstack` command's `--os-*` options). */
 export interface GlobalOptions {
   endpoint?: string;
   token?: string;
   osCloud?: string;
+  osAuthUrl?: string;
+  osUsername?: string;
+  osPassword?: string;
+  osProjectName?: string;
+  osRegionName?: string;
+  osInterface?: string;
+  osCert?: string;
+  osKey?: string;
+  osToken?: string;
+  osEndpoint?: string;
+  osComputeApiVersion?: string;
   microversion?: string;
   requestTimeoutMs?: string;
   insecure?: boolean;
@@ -27,25 +41,41 @@ export interface GlobalOptions {
 /** Add the global connection options to the root program. */
 export function addGlobalOptions(program: Command): Command {
   return program
-    .option('--endpoint <url>', 'compute endpoint, e.g. http://127.0.0.1:8774/v2.1 (env NOVA_ENDPOINT)')
-    .option('--token <token>', 'token sent as X-Auth-Token (env NOVA_TOKEN)')
     .option('--os-cloud <name>', 'cloud from clouds.yaml (env OS_CLOUD)')
-    .option('--microversion <version>', 'compute API microversion (env OS_COMPUTE_API_VERSION)', undefined)
-    .option('--request-timeout-ms <ms>', 'time limit of each HTTP request in ms', undefined)
+    .option('--os-auth-url <url>', 'Keystone URL (env OS_AUTH_URL)')
+    .option('--os-username <name>', 'user name (env OS_USERNAME)')
+    .option('--os-password <password>', 'password (env OS_PASSWORD)')
+    .option('--os-project-name <name>', 'project name (env OS_PROJECT_NAME)')
+    .option('--os-region-name <name>', 'region (env OS_REGION_NAME)')
+    .option('--os-interface <interface>', 'endpoint interface: public, internal or admin (env OS_INTERFACE)')
+    .option('--os-cert <file>', 'client certificate (env OS_CERT; not supported yet: a warning)')
+    .option('--os-key <file>', 'client certificate key (env OS_KEY; not supported yet: a warning)')
+    .option('--os-token <token>', 'with --os-endpoint: a token sent as it is, no Keystone (env OS_TOKEN)')
+    .option('--os-endpoint <url>', 'with --os-token: the compute endpoint, e.g. http://127.0.0.1:8774/v2.1 (env OS_ENDPOINT)')
+    .option('--endpoint <url>', 'old spelling of --os-endpoint (env NOVA_ENDPOINT)')
+    .option('--token <token>', 'old spelling of --os-token (env NOVA_TOKEN)')
+    .option('--os-compute-api-version <version>', 'compute API microversion, e.g. 2.79 (env OS_COMPUTE_API_VERSION)')
+    .option('--microversion <version>', 'old spelling of --os-compute-api-version', undefined)
+    .option('--request-timeout-ms <duration>', 'time limit of each HTTP request: ms, or 500ms, 30s, 5m, 2h', undefined)
     .option('--insecure', 'turn TLS verification off (env OS_INSECURE)')
     .option('--os-cacert <file>', 'CA bundle to verify TLS with (env OS_CACERT)')
     .option('--debug', 'log requests (never tokens) to stderr');
 }
 
 /**
- * Parse a whole, positive number of milliseconds from a CLI flag, written in decimal digits only:
- * `0x10`, `1e3`, `0b1`, `1.5`, ` 5` and `Infinity` are refused (`Number()` would take them).
+ * Parse a positive duration from a CLI flag: bare milliseconds in decimal digits (`30000`), or a
+ * number with a unit (`500ms`, `30s`, `5m`, `2h`, see `parseDuration`). `0x10`, `1e3`, `0b1`, `1.5`,
+ * ` 5` and `Infinity` are refused (`Number()` would take them).
  * @throws {@link ValidationError} naming the flag.
  */
 export function parseMs(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined;
+  if (/^\d+(\.\d+)?(ms|s|m|h|d|w)$/i.test(value)) {
+    const ms = parseDuration(value, flag);
+    if (ms > 0 && Number.isSafeInteger(ms)) return ms;
+  }
   const n = /^\d+$/.test(value) ? Number(value) : Number.NaN;
-  if (!Number.isSafeInteger(n) || n <= 0) throw new ValidationError(`${flag} must be a positive number of milliseconds, got ${JSON.stringify(value)}`);
+  if (!Number.isSafeInteger(n) || n <= 0) throw new ValidationError(`${flag} must be a positive duration (ms, or 500ms, 30s, 5m, 2h), got ${JSON.stringify(value)}`);
   return n;
 }
 
@@ -62,54 +92,102 @@ export function parseIntFlag(value: string, flag: string, min = 1): number {
   return n;
 }
 
-/** The logger of the CLI: silent unless --debug (then pino to stderr). */
-export function cliLogger(opts: GlobalOptions): Logger {
-  return pino({ level: opts.debug ? 'debug' : 'silent' }, pino.destination(2));
+/**
+ * The logger of the CLI: silent unless --debug; then pino to stderr, as pino-pretty's readable lines
+ * when stderr is a terminal (and pino-pretty is installed: it is a development dependency, loaded
+ * only here) and as JSON lines when stderr is piped or a file.
+ */
+export function cliLogger(opts: GlobalOptions, stderrIsTTY: boolean = Boolean(process.stderr.isTTY)): Logger {
+  if (!opts.debug) return pino({ level: 'silent' });
+  if (stderrIsTTY) {
+    try {
+      const pretty = createRequire(import.meta.url)('pino-pretty') as (o: Record<string, unknown>) => NodeJS.WritableStream;
+      return pino({ level: 'debug' }, pretty({ destination: 2, colorize: true, sync: true }) as never);
+    } catch {
+      console.error('nova-guard: --debug prints JSON lines: install pino-pretty for readable ones');
+    }
+  }
+  return pino({ level: 'debug' }, pino.destination(2));
 }
 
 /**
- * Build a client the way the `openstack` command finds its cloud: `--endpoint`/`--token` (or
- * `NOVA_ENDPOINT`/`NOVA_TOKEN`) when given; else `--os-cloud`/`OS_CLOUD`/`OS_*`/the only cloud of
- * clouds.yaml through Keystone (`loadCloudConfig`).
- * @throws {@link ValidationError} when no cloud is configured at all or a flag is bad;
- * {@link ConfigError} for a broken clouds.yaml, an unknown cloud or an unreadable CA file;
+ * Build a client the way the `openstack` command finds its cloud (python-openstackclient's
+ * `--os-*` options, whose defaults are the `OS_*` variables):
+ * - `--os-token` with `--os-endpoint` (or `OS_TOKEN` with `OS_ENDPOINT` and no `OS_AUTH_URL`; or
+ *   the older `--token`/`--endpoint`, `NOVA_TOKEN`/`NOVA_ENDPOINT`): the token as it is, no Keystone;
+ * - else `loadCloudConfig` with `--os-cloud`, `--os-region-name` and `--os-interface` as its options
+ *   and `--os-auth-url`, `--os-username`, `--os-password`, `--os-project-name`, `--os-token` as the
+ *   variables they stand for, then Keystone (`resolveClientOptions`), saying
+ *   `waiting for keystone at URL ...` on stderr when that takes over a second.
+ *
+ * `--os-cert`/`--os-key` (`OS_CERT`/`OS_KEY`) get a warning: client certificates are not supported yet.
+ * @throws {@link ValidationError} for a bad flag (exit 2); {@link ConfigError} when no cloud is
+ * configured at all, for a broken clouds.yaml, an unknown cloud or an unreadable CA file (exit 1);
  * {@link AuthError} when Keystone rejects the credentials.
  */
 export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.ProcessEnv = process.env): Promise<NovaClient> {
   const logger = cliLogger(opts);
   const common: Partial<NovaClientOptions> = { logger };
-  const microversion = opts.microversion ?? env['OS_COMPUTE_API_VERSION'];
+  const microversion = opts.osComputeApiVersion ?? opts.microversion ?? env['OS_COMPUTE_API_VERSION'];
   if (microversion) common.microversion = microversion;
   const rt = parseMs(opts.requestTimeoutMs, '--request-timeout-ms');
   if (rt) common.requestTimeoutMs = rt;
-  if (opts.insecure || /^true$/i.test(env['OS_INSECURE'] ?? '')) common.insecure = true;
+  if (opts.insecure || /^(true|1|yes)$/i.test(env['OS_INSECURE'] ?? '')) common.insecure = true;
   const cacert = opts.osCacert ?? env['OS_CACERT'];
   // A missing or unreadable file is a ConfigError naming it (key cacert), not a raw ENOENT.
   if (cacert) common.caCert = loadCaCert(cacert);
-  const endpoint = opts.endpoint ?? env['NOVA_ENDPOINT'];
-  const token = opts.token ?? env['NOVA_TOKEN'];
-  if (endpoint && token && !opts.osCloud) {
-    return new NovaClient({ ...common, endpoint, token });
+  for (const [flag, value] of [['--os-cert', opts.osCert ?? env['OS_CERT']], ['--os-key', opts.osKey ?? env['OS_KEY']]] as const) {
+    // Client certificates are not supported by the transport yet: say so rather than drop it silently.
+    if (value) console.error(`Warning: ${flag} / OS_${flag.slice(5).toUpperCase()} is not supported yet (client certificates); it is ignored`);
+  }
+  const endpoint = opts.osEndpoint ?? opts.endpoint ?? env['NOVA_ENDPOINT'];
+  const token = opts.osToken ?? opts.token ?? env['NOVA_TOKEN'];
+  const envAuthUrl = opts.osAuthUrl ?? env['OS_AUTH_URL'];
+  // python-openstackclient: --os-token with --os-endpoint (or OS_TOKEN and OS_ENDPOINT) and no
+  // auth URL is the token as it is, without Keystone.
+  const envToken = env['OS_TOKEN'];
+  const envEndpoint = env['OS_ENDPOINT'];
+  const direct = endpoint && token ? { endpoint, token } : !envAuthUrl && envToken && (endpoint ?? envEndpoint) ? { endpoint: (endpoint ?? envEndpoint)!, token: envToken } : undefined;
+  if (direct && !opts.osCloud && !opts.osAuthUrl) {
+    return new NovaClient({ ...common, ...direct });
   }
   const overrides: Partial<NovaClientOptions> = { ...common, ...(endpoint ? { endpoint } : {}) };
+  // The --os-* flags are the OS_* variables (python-openstackclient's argparse defaults read them).
+  const flagEnv: Record<string, string> = {};
+  const put = (name: string, value: string | undefined): void => {
+    if (value !== undefined) flagEnv[name] = value;
+  };
+  put('OS_AUTH_URL', opts.osAuthUrl);
+  put('OS_USERNAME', opts.osUsername);
+  put('OS_PASSWORD', opts.osPassword);
+  put('OS_PROJECT_NAME', opts.osProjectName);
+  put('OS_TOKEN', opts.osToken);
+  const merged = { ...env, ...flagEnv };
   let config: CloudConfig;
   try {
-    config = loadCloudConfig({ cloud: opts.osCloud, env });
+    config = loadCloudConfig({
+      cloud: opts.osCloud,
+      env: merged,
+      ...(opts.osRegionName !== undefined ? { regionName: opts.osRegionName } : {}),
+      ...(opts.osInterface !== undefined ? { interface: opts.osInterface } : {}),
+    });
   } catch (e) {
     // Only "nothing configured at all" becomes the usage message; a broken clouds.yaml, a missing
     // cloud or field is reported as it is (it used to be hidden behind "no cloud given").
     if (e instanceof ConfigError && e.file === undefined && e.key === undefined) {
-      throw new ValidationError(
+      throw new ConfigError(
         endpoint && !token
-          ? 'an endpoint without a token: pass --token (or NOVA_TOKEN) with --endpoint, or use --os-cloud / OS_CLOUD'
+          ? 'an endpoint without a token: pass --os-token (or OS_TOKEN) with --os-endpoint, or use --os-cloud / OS_CLOUD'
           : token && !endpoint
-            ? 'a token without an endpoint: pass --endpoint (or NOVA_ENDPOINT), e.g. http://127.0.0.1:8774/v2.1'
-            : 'no cloud given: pass --endpoint and --token (or NOVA_ENDPOINT and NOVA_TOKEN), or --os-cloud / OS_CLOUD, or OS_AUTH_URL and the other OS_* variables',
+            ? 'a token without an endpoint: pass --os-endpoint (or OS_ENDPOINT), e.g. http://127.0.0.1:8774/v2.1'
+            : 'no cloud given: pass --os-cloud (or OS_CLOUD), or --os-auth-url and the other --os-* options (or OS_AUTH_URL and the other OS_* variables), or --os-endpoint and --os-token',
       );
     }
     throw e;
   }
-  return new NovaClient(await resolveClientOptions(config, overrides));
+  const authUrl = config.auth.auth_url;
+  const resolved = authUrl === undefined ? resolveClientOptions(config, overrides) : withSlowNotice(`keystone at ${authUrl}`, () => resolveClientOptions(config, overrides));
+  return new NovaClient(await resolved);
 }
 
 /** An error as one line: for HTTP errors also the request, the request id and, on a 404, a hint. */

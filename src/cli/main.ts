@@ -3,15 +3,19 @@
  * The `nova-guard` command line. Subcommands:
  * - `server delete <id...> [--wait] [--timeout-ms N] [--force]`
  * - `server reap --prefix P --older-than 2h [--dry-run] [--json]`
- * - `limits [--json]`
+ * - `limits show --absolute [-f table|json|value|yaml] [-c COLUMN]...` (and `limits [--json]`)
+ * - `quota show [--usage] [PROJECT_ID] [-f ...]`
  * - `quota audit [--json]`
  * - `fake-nova [--port 8774] [--cores 20]`
  *
- * Connection: `--endpoint`/`--token` (or `NOVA_ENDPOINT`/`NOVA_TOKEN`), or `--os-cloud`/`OS_CLOUD` and
- * the `OS_*` variables like the `openstack` command. Exit codes: 0 success, 1 failure, 2 bad usage
- * or configuration (a bad flag, a number not in decimal digits, a string that cannot be a server id,
- * no or an unknown cloud, a broken clouds.yaml, an unreadable CA file),
- * 3 drift found and 4 inconclusive (`quota audit`).
+ * Connection like the `openstack` command: `--os-cloud`/`OS_CLOUD`, `--os-auth-url` and the other
+ * `--os-*` options with their `OS_*` variables, or `--os-token` with `--os-endpoint` (the older
+ * `--token`/`--endpoint` and `NOVA_TOKEN`/`NOVA_ENDPOINT` still work). Exit codes as `openstack`'s:
+ * 0 success; 1 failure, including configuration errors (no or an unknown cloud, a broken
+ * clouds.yaml, an unreadable CA file) and a `-c` naming no column; 2 bad arguments, as argparse
+ * (an unknown option, a bad flag value, a string that cannot be a server id); and for
+ * `quota audit` 3 drift found and 4 inconclusive; 130 when Ctrl-C stops `server delete` (it says
+ * which DELETEs Nova had already accepted).
  *
  * @module
  */
@@ -27,12 +31,15 @@ import { registerQuotaAuditCommand } from './quotaAudit.js';
 import { registerReapCommand } from './reap.js';
 import { registerServerDeleteCommand } from './serverDelete.js';
 import { terminalSafe } from '../core/table.js';
+import { VERSION } from '../core/version.js';
+import { ColumnError } from './format.js';
+import { registerQuotaShowCommand } from './quotaShow.js';
 
 /** Build the program (exported for tests). */
 export function buildProgram(): Command {
   const program = addGlobalOptions(new Command('nova-guard'))
     .description('Delete-and-wait, quota headroom and quota audit for OpenStack Nova')
-    .version('0.1.0')
+    .version(VERSION)
     .exitOverride();
   const getClient = (): Promise<NovaClient> => clientFromOptions(program.opts<GlobalOptions>());
   const server = program.command('server').description('server commands');
@@ -40,6 +47,7 @@ export function buildProgram(): Command {
   registerReapCommand(server, getClient);
   registerLimitsCommand(program, getClient);
   const quota = program.command('quota').description('quota commands');
+  registerQuotaShowCommand(quota, getClient);
   registerQuotaAuditCommand(quota, getClient);
   registerFakeNovaCommand(program);
   return program;
@@ -58,10 +66,15 @@ export async function main(argv: string[]): Promise<number> {
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (e) {
     if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : 2;
-    if (e instanceof ValidationError || e instanceof ConfigError) {
-      // Bad usage or configuration: the message says what to change; no stack trace.
+    if (e instanceof ValidationError) {
+      // Bad arguments (argparse's exit 2 in `openstack`): the message says what to change.
       console.error(`nova-guard: ${e.message}`);
       return 2;
+    }
+    if (e instanceof ConfigError || e instanceof ColumnError) {
+      // Configuration errors and a -c naming no column exit 1 in `openstack`.
+      console.error(`nova-guard: ${e.message}`);
+      return 1;
     }
     console.error(terminalSafe(`nova-guard: ${describeFailure(e)}`, true));
     return 1;

@@ -1,10 +1,13 @@
 /**
- * `nova-guard server delete <id...> [--wait] [--timeout-ms N] [--interval-ms N] [--force]`: messages
- * and exit codes like `openstack server delete --wait` (python-openstackclient `DeleteServer`): each
- * failure is reported as `Failed to delete server with name or ID '<id>': <error>`, then
- * `N of M servers failed to delete.` and exit code 1; 0 when all succeeded. It takes ids, not names;
- * an id Nova does not know (404 on DELETE) counts as already gone (exit 0), so that a worker that
- * repeats a delete never fails, where `openstack server delete` looks names up first and fails. At most `--concurrency`
+ * `nova-guard server delete <server...> [--wait] [--timeout-ms D] [--interval-ms D] [--force]
+ * [--ignore-missing]`: messages and exit codes like `openstack server delete --wait`
+ * (python-openstackclient `DeleteServer`): each failure is reported as `Failed to delete server
+ * with name or ID '<server>': <error>`, then `N of M servers failed to delete.` and exit code 1; 0
+ * when all succeeded. Each server is found like osc-lib's `find_resource`: `GET /servers/{x}` first
+ * (an id), else a listing filtered by name and an exact name match: none is `No server with a name
+ * or ID of 'x' exists.`, several `More than one server exists with the name 'x'.` (both failures,
+ * exit 1). With `--ignore-missing` a server that does not exist is skipped (exit 0), for workers that
+ * repeat a delete. Durations are bare ms or `500ms`/`30s`/`5m`/`2h`. At most `--concurrency`
  * (default 10) deletions run at once. Every id and flag is checked before any connection: a string
  * that cannot be a server id (a `/`, `?` or `#`, `.` or `..`) or a flag that is not a decimal number
  * (`--interval-ms 0x10`) is bad usage, exit 2, and nothing is deleted.
@@ -20,6 +23,8 @@ import type { DeleteProgress } from '../delete/index.js';
 import { parseIntFlag, parseMs } from './common.js';
 import { terminalSafe } from '../core/table.js';
 import { checkPathId } from '../core/validate.js';
+import { resolveServers } from './resolve.js';
+import { withSlowNotice } from './waitNotice.js';
 
 /** True when `id` can be a server id in a URL path (see `checkPathId`). */
 function isPathId(id: string): boolean {
@@ -38,19 +43,19 @@ interface DeleteFlags {
   force?: boolean;
   forceSoftDeleted?: boolean;
   concurrency?: string;
+  ignoreMissing?: boolean;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Register `delete` under the `server` command. */
 export function registerServerDeleteCommand(server: Command, getClient: () => Promise<NovaClient>): void {
   server
     .command('delete')
     .description('delete servers; with --wait, wait until Nova has really deleted them. Exit 0 all deleted, 1 a deletion failed, 2 bad usage (a bad flag or id: nothing is deleted)')
-    .argument('<id...>', 'server ids')
+    .argument('<server...>', 'servers to delete (name or ID)')
     .option('--wait', 'wait until Nova has deleted each server (its 404) or it is SOFT_DELETED')
-    .option('--timeout-ms <ms>', 'give up waiting after this many ms (default 300000)')
-    .option('--interval-ms <ms>', 'time between polls in ms (default 5000)')
+    .option('--timeout-ms <duration>', 'give up waiting after this long: ms, or 30s, 5m, 2h (default 5m)')
+    .option('--interval-ms <duration>', 'time between polls: ms, or 500ms, 5s (default 5s)')
+    .option('--ignore-missing', 'a server that does not exist is not a failure (exit 0)')
     .option('--force', 'force-delete (forceDelete action) instead of DELETE')
     .option('--force-soft-deleted', 'with --wait: force-delete servers that end SOFT_DELETED')
     .option('--concurrency <n>', 'DELETE requests in flight at once (default 10); the waits are shared')
@@ -77,14 +82,34 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
         );
       }
       const client = await getClient();
+      const endpoint = (client.toJSON()['endpoint'] as string | undefined) ?? '(the catalog endpoint)';
+      const found = await withSlowNotice(`nova at ${endpoint} (looking up ${unique.length === 1 ? 'the server' : `${unique.length} servers`})`, () =>
+        resolveServers(client, unique, { concurrency, ignoreMissing: Boolean(flags.ignoreMissing) }),
+      );
+      const toDelete = found.ids;
+      const name = (id: string): string => found.givenAs.get(id) ?? id;
+      let failed = 0;
       const tty = Boolean(process.stderr.isTTY) && options.wait;
-      const bar = tty
-        ? new cliProgress.SingleBar(
-            { format: 'Deleting {bar} {value}/{total} gone | {detail}', stream: process.stderr, hideCursor: true, clearOnComplete: false },
+      // A MultiBar with one bar: its log() prints a line above the bar, so failures show as they happen.
+      const bars = tty
+        ? new cliProgress.MultiBar(
+            { format: 'Deleting {bar} {value}/{total} gone | {duration_formatted} | {detail}', stream: process.stderr, hideCursor: true, clearOnComplete: false },
             cliProgress.Presets.shades_classic,
           )
         : undefined;
+      const report = (line: string): void => {
+        const safe = terminalSafe(line, true);
+        if (bars) bars.log(`${safe}\n`);
+        else console.error(safe);
+      };
+      const fail = (given: string, error: Error): void => {
+        failed++;
+        report(`Failed to delete server with name or ID '${given}': ${error.message}`);
+      };
+      for (const f of found.failures) fail(f.nameOrId, f.error);
       const latest = new Map<string, DeleteProgress>();
+      const accepted = new Set<string>();
+      const settled = new Set<string>();
       let done = 0;
       const detail = (): string => {
         const counts = new Map<string, number>();
@@ -92,43 +117,64 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
           const key = `${p.status ?? '?'}${p.taskState ? `/${p.taskState}` : ''}`;
           counts.set(key, (counts.get(key) ?? 0) + 1);
         }
-        return [...counts].map(([k, n]) => `${n} ${k}`).join(', ') || (done >= unique.length ? 'done' : 'starting');
+        const parts = [...counts].map(([k, n]) => `${n} ${k}`);
+        if (failed > 0) parts.push(`${failed} failed`);
+        return parts.join(', ') || (done >= toDelete.length ? 'done' : 'starting');
       };
-      bar?.start(unique.length, 0, { detail: 'starting' });
+      const bar = bars?.create(toDelete.length, 0, { detail: 'starting' });
       options.onProgress = (p) => {
+        // An observation follows an accepted DELETE.
+        accepted.add(p.serverId);
         latest.set(p.serverId, p);
         bar?.update(done, { detail: detail() });
       };
+      // Ctrl-C: stop waiting, then say which DELETEs Nova had already accepted (they go on).
+      const interrupt = new AbortController();
+      const onSigint = (): void => interrupt.abort(new Error('interrupted (Ctrl-C)'));
+      process.once('SIGINT', onSigint);
       const held: string[] = [];
-      const failures: Array<{ id: string; error: Error }> = [];
-      // All DELETEs first (paced, at most --concurrency in flight), then every wait together.
-      await client.deleteServers(unique, {
-        ...options,
-        concurrency,
-        onSettled: (s) => {
-          latest.delete(s.serverId);
-          if (s.status === 'rejected') {
-            failures.push({ id: s.serverId, error: s.reason });
-            return;
-          }
-          const r = s.value;
-          done++;
-          bar?.update(done, { detail: detail() });
-          const line = `${r.serverId}: ${r.outcome} (${r.polls} polls, ${r.elapsedMs} ms)`;
-          if (r.outcome === 'already-gone' && !UUID.test(r.serverId)) {
-            console.error(terminalSafe(`Warning: '${r.serverId}' is not a server id and Nova knows no server by it (nova-guard takes ids, not names)`, true));
-          }
-          // Under a progress bar the results are printed once it stops, so stdout always has them.
-          if (bar) held.push(line);
-          else console.log(line);
-          for (const w of r.warnings) console.error(terminalSafe(`Warning: ${w}`, true));
-        },
-      });
-      bar?.stop();
+      try {
+        // All DELETEs first (paced, at most --concurrency in flight), then every wait together.
+        await client.deleteServers(toDelete, {
+          ...options,
+          signal: interrupt.signal,
+          concurrency,
+          onSettled: (s) => {
+            latest.delete(s.serverId);
+            settled.add(s.serverId);
+            if (s.status === 'rejected') {
+              if (!interrupt.signal.aborted) fail(name(s.serverId), s.reason);
+              bar?.update(done, { detail: detail() });
+              return;
+            }
+            const r = s.value;
+            accepted.add(r.serverId);
+            done++;
+            bar?.update(done, { detail: detail() });
+            const line = `${r.serverId}: ${r.outcome} (${r.polls} polls, ${r.elapsedMs} ms)`;
+            // Under a progress bar the results are printed once it stops, so stdout always has them.
+            if (bars) held.push(line);
+            else console.log(line);
+            for (const w of r.warnings) report(`Warning: ${w}`);
+          },
+        });
+      } finally {
+        process.removeListener('SIGINT', onSigint);
+        bars?.stop();
+      }
       for (const line of held) console.log(line);
-      for (const f of failures) console.error(terminalSafe(`Failed to delete server with name or ID '${f.id}': ${f.error.message}`, true));
-      if (failures.length > 0) {
-        console.error(`${failures.length} of ${unique.length} servers failed to delete.`);
+      if (interrupt.signal.aborted) {
+        const sent = toDelete.filter((id) => accepted.has(id));
+        const unknown = toDelete.filter((id) => !accepted.has(id));
+        console.error(
+          `Interrupted. ${sent.length > 0 ? `DELETE was already sent and accepted for ${sent.length} of ${toDelete.length} servers (Nova goes on deleting them): ${sent.join(', ')}.` : 'No DELETE was confirmed as accepted.'}` +
+            (unknown.length > 0 ? ` Not confirmed (a DELETE may or may not have been sent): ${unknown.join(', ')}.` : ''),
+        );
+        process.exitCode = 130;
+        return;
+      }
+      if (failed > 0) {
+        console.error(`${failed} of ${unique.length} servers failed to delete.`);
         process.exitCode = 1;
       }
     });

@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { VERSION } from '../core/version.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { StaticTokenProvider, type AuthProvider } from '../auth/provider.js';
 import { loadCloudConfig, resolveClientOptions } from '../config/load.js';
@@ -55,7 +56,6 @@ export { parseAbsoluteLimits } from './parse.js';
 /** The option names a request takes (see {@link RawRequest}). */
 const RAW_REQUEST_KEYS = ['signal', 'requestTimeoutMs', 'retry', 'retryOn', 'onAttempt', 'microversion', 'method', 'path', 'query', 'body', 'acceptStatus', 'serverId'] as const;
 
-const VERSION = '0.1.0';
 
 /**
  * A client for the Nova compute API v2.1.

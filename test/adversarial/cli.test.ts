@@ -1,6 +1,7 @@
 /**
- * CLI misuse: every bad flag or configuration exits 2 with one clear line (no stack trace), before
- * any request; `server delete --concurrency` is validated and honoured.
+ * CLI misuse: every bad flag exits 2 (argparse's code in `openstack`) and every configuration error
+ * exits 1 (as `openstack` does), with one clear line (no stack trace), before any request;
+ * `server delete --concurrency` is validated and honoured.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -83,17 +84,17 @@ describe('nova-guard misuse', () => {
     const nova = await startNova();
     const id = nova.addServer().id;
     const r = await run(['server', 'delete', id, '--wait', `--interval-ms=${value}`], { NOVA_ENDPOINT: nova.endpoint, NOVA_TOKEN: 'admin:demo' });
-    expect(r).toEqual({ code: 2, out: '', err: `nova-guard: --interval-ms must be a positive number of milliseconds, got ${JSON.stringify(value)}` });
+    expect(r).toEqual({ code: 2, out: '', err: `nova-guard: --interval-ms must be a positive duration (ms, or 500ms, 30s, 5m, 2h), got ${JSON.stringify(value)}` });
     expect(nova.requests).toHaveLength(0);
   });
 
   it.each([
     [['server', 'delete', 'x', '--concurrency', '0x2'], '--concurrency must be a positive integer, got "0x2"'],
-    [['server', 'delete', 'x', '--timeout-ms', '1e5'], '--timeout-ms must be a positive number of milliseconds, got "1e5"'],
+    [['server', 'delete', 'x', '--timeout-ms', '1e5'], '--timeout-ms must be a positive duration (ms, or 500ms, 30s, 5m, 2h), got "1e5"'],
     [['server', 'reap', '--prefix', 'ci-', '--older-than', '2h', '--concurrency', '1e1'], '--concurrency must be a positive integer, got "1e1"'],
     [['quota', 'audit', '--attempts', '0x3'], '--attempts must be a positive integer, got "0x3"'],
     [['quota', 'audit', '--ghost-concurrency', '2.0'], '--ghost-concurrency must be a positive integer, got "2.0"'],
-    [['--request-timeout-ms', '0x100', 'limits'], '--request-timeout-ms must be a positive number of milliseconds, got "0x100"'],
+    [['--request-timeout-ms', '0x100', 'limits'], '--request-timeout-ms must be a positive duration (ms, or 500ms, 30s, 5m, 2h), got "0x100"'],
   ])('%j is refused: exit 2, one line', async (argv, message) => {
     const nova = await startNova();
     const r = await run(argv, { NOVA_ENDPOINT: nova.endpoint, NOVA_TOKEN: 'admin:demo' });
@@ -111,25 +112,25 @@ describe('nova-guard misuse', () => {
 
   it('a bad flag is reported as such even when no cloud is configured', async () => {
     const r = await run(['server', 'delete', 'x', '--timeout-ms', 'abc']);
-    expect(r).toEqual({ code: 2, out: '', err: 'nova-guard: --timeout-ms must be a positive number of milliseconds, got "abc"' });
+    expect(r).toEqual({ code: 2, out: '', err: 'nova-guard: --timeout-ms must be a positive duration (ms, or 500ms, 30s, 5m, 2h), got "abc"' });
   });
 
-  it('--os-cacert naming a missing file: exit 2 and the file, not a raw ENOENT', async () => {
+  it('--os-cacert naming a missing file: exit 1 (a configuration error, as openstack) and the file, not a raw ENOENT', async () => {
     const nova = await startNova();
     const r = await run(['limits', '--os-cacert', '/nonexistent/ca.pem'], { NOVA_ENDPOINT: nova.endpoint, NOVA_TOKEN: 'admin:demo' });
-    expect(r).toEqual({ code: 2, out: '', err: 'nova-guard: cannot read the CA certificate file /nonexistent/ca.pem (cacert): ENOENT' });
+    expect(r).toEqual({ code: 1, out: '', err: 'nova-guard: cannot read the CA certificate file /nonexistent/ca.pem (cacert): ENOENT' });
   });
 
-  it('--os-cloud naming a cloud that is not there: exit 2, naming the file and its clouds', async () => {
+  it('--os-cloud naming a cloud that is not there: exit 1, naming the file and its clouds', async () => {
     const file = cloudsFile('clouds:\n  a:\n    auth: {auth_url: "http://127.0.0.1:1", username: u, password: pw-secret}\n');
     const r = await run(['limits', '--os-cloud', 'nope'], { OS_CLIENT_CONFIG_FILE: file });
-    expect(r).toEqual({ code: 2, out: '', err: `nova-guard: cloud "nope" not found in ${file} (clouds: a)` });
+    expect(r).toEqual({ code: 1, out: '', err: `nova-guard: cloud "nope" not found in ${file} (clouds: a)` });
   });
 
   it('a broken clouds.yaml is reported, not hidden behind "no cloud given"', async () => {
     const file = cloudsFile('clouds:\n  a:\n    auth:\n      password: "pw-secret\n      username: u\n');
     const r = await run(['limits'], { OS_CLIENT_CONFIG_FILE: file });
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(1);
     expect(r.err).toMatch(new RegExp(`^nova-guard: cannot parse ${file} at line \\d+, column \\d+: not valid YAML \\(\\w+\\)$`));
     expect(r.err).not.toContain('pw-secret');
   });
@@ -141,11 +142,11 @@ describe('nova-guard misuse', () => {
     expect(r.err).toMatch(/^nova-guard: Keystone POST http:\/\/127\.0\.0\.1:1\/v3\/auth\/tokens failed without a response: ECONNREFUSED/);
   });
 
-  it('nothing configured at all: the usage message, exit 2', async () => {
+  it('nothing configured at all: the usage message, exit 1 (openstack: a configuration error)', async () => {
     const r = await run(['limits']);
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(1);
     expect(r.err).toBe(
-      'nova-guard: no cloud given: pass --endpoint and --token (or NOVA_ENDPOINT and NOVA_TOKEN), or --os-cloud / OS_CLOUD, or OS_AUTH_URL and the other OS_* variables',
+      'nova-guard: no cloud given: pass --os-cloud (or OS_CLOUD), or --os-auth-url and the other --os-* options (or OS_AUTH_URL and the other OS_* variables), or --os-endpoint and --os-token',
     );
   });
 });

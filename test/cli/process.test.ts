@@ -1,17 +1,13 @@
 // The CLI as a real child process: what in-process tests cannot see, such as an unref'd timer that
-// lets Node exit (code 0, no output) in the middle of a wait. Uses the build in dist/ (built here
-// when missing; .ci/run builds before the tests).
-import { execFileSync, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+// lets Node exit (code 0, no output) in the middle of a wait. Uses the build in dist/ (rebuilt here
+// when missing or older than src/).
+import { spawn } from 'node:child_process';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { startNova } from '../helpers.js';
+import { CLI, ensureBuilt } from './binary.js';
 
-const REPO = fileURLToPath(new URL('../..', import.meta.url));
-const CLI = `${REPO}dist/cli/main.js`;
-
-beforeAll(() => {
-  if (!existsSync(CLI)) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: REPO, stdio: 'ignore' });
+beforeAll(async () => {
+  await ensureBuilt();
 }, 120_000);
 
 function run(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {

@@ -1,0 +1,57 @@
+/**
+ * A first line within a second when Nova is slow: while one of the CLI's requests is unanswered for
+ * `afterMs` (1 s), or as soon as it is retried, stderr says `waiting for nova at URL ... (attempt N
+ * of M)`, so a command against an endpoint that never answers is not silent until its time limit.
+ *
+ * @module
+ */
+import { systemClock, type Clock, type TimerHandle } from '../core/clock.js';
+import { terminalSafe } from '../core/table.js';
+import type { NovaClient } from '../nova/client.js';
+
+/** Attempts of a request with the client's default retry policy (`retries` 4 after the first). */
+export const DEFAULT_ATTEMPTS = 5;
+
+/**
+ * Run `fn` (one request, given the `onAttempt` to pass on) with the notice on stderr.
+ * @param afterMs - Quiet time before the first notice, in ms. @default 1000
+ */
+export async function withWaitNotice<T>(
+  client: NovaClient,
+  fn: (onAttempt: (attempt: number) => void) => Promise<T>,
+  { afterMs = 1000, attempts = DEFAULT_ATTEMPTS, clock = systemClock }: { afterMs?: number; attempts?: number; clock?: Clock } = {},
+): Promise<T> {
+  const endpoint = (client.toJSON()['endpoint'] as string | undefined) ?? '(the catalog endpoint)';
+  let attempt = 1;
+  let timer: TimerHandle | undefined;
+  const say = (): void => console.error(terminalSafe(`waiting for nova at ${endpoint} ... (attempt ${attempt} of ${attempts})`, true));
+  const arm = (): void => {
+    clock.clearTimeout(timer);
+    timer = clock.setTimeout(say, afterMs);
+  };
+  arm();
+  try {
+    return await fn((n) => {
+      attempt = n;
+      if (n > 1) {
+        say();
+        arm();
+      }
+    });
+  } finally {
+    clock.clearTimeout(timer);
+  }
+}
+
+/**
+ * Run `fn` and, if it has not settled after `afterMs` (1 s), say `waiting for <what> ...` on stderr
+ * once (for steps of several requests or outside Nova, such as authenticating with Keystone).
+ */
+export async function withSlowNotice<T>(what: string, fn: () => Promise<T>, { afterMs = 1000, clock = systemClock }: { afterMs?: number; clock?: Clock } = {}): Promise<T> {
+  const timer = clock.setTimeout(() => console.error(terminalSafe(`waiting for ${what} ...`, true)), afterMs);
+  try {
+    return await fn();
+  } finally {
+    clock.clearTimeout(timer);
+  }
+}

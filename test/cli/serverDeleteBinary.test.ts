@@ -1,0 +1,88 @@
+// `server delete` with `openstack` habits through the built binary against FakeNova over HTTP:
+// names, --ignore-missing, durations, the first line when Nova is slow, failures as they happen, Ctrl-C.
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { FakeNova } from '../../src/testing/index.js';
+import { startNova } from '../helpers.js';
+import { ensureBuilt, runPiped } from './binary.js';
+
+beforeAll(async () => {
+  await ensureBuilt();
+}, 120_000);
+
+const envOf = (nova: FakeNova): Record<string, string> => ({ OS_ENDPOINT: nova.endpoint, OS_TOKEN: `admin:${nova.projectId}` });
+
+describe('server delete finds names like openstack', () => {
+  it('an exact name is deleted; a missing one and a duplicated one fail with openstack messages (exit 1)', async () => {
+    const nova = await startNova({ deleteDelayMs: 0 });
+    const one = nova.addServer({ name: 'web-1', status: 'ACTIVE' }).id;
+    nova.addServer({ name: 'web-10', status: 'ACTIVE' });
+    nova.addServer({ name: 'dup', status: 'ACTIVE' });
+    nova.addServer({ name: 'dup', status: 'ACTIVE' });
+    const r = await runPiped(['server', 'delete', 'web-1', 'nope', 'dup'], envOf(nova));
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(new RegExp(`^${one}: delete-requested `));
+    expect(r.stderr).toContain("Failed to delete server with name or ID 'nope': No server with a name or ID of 'nope' exists.");
+    expect(r.stderr).toContain("Failed to delete server with name or ID 'dup': More than one server exists with the name 'dup'.");
+    expect(r.stderr).toContain('2 of 3 servers failed to delete.');
+    expect(nova.requestsTo('DELETE', /^\/servers\//)).toHaveLength(1);
+  });
+
+  it('--ignore-missing: a server that does not exist is not a failure (exit 0)', async () => {
+    const nova = await startNova();
+    const r = await runPiped(['server', 'delete', 'gone-already', '--ignore-missing'], envOf(nova));
+    expect(r).toMatchObject({ code: 0, stderr: '' });
+  });
+
+  it('durations with units and bare ms: --timeout-ms 30s --interval-ms 50ms, and 30000', async () => {
+    const nova = await startNova({ deleteDelayMs: 20, deletedWindowMs: 50 });
+    const a = nova.addServer({ status: 'ACTIVE' }).id;
+    const r = await runPiped(['server', 'delete', a, '--wait', '--timeout-ms', '30s', '--interval-ms', '50ms'], envOf(nova));
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^${a}: deleted `));
+    const b = nova.addServer({ status: 'ACTIVE' }).id;
+    expect((await runPiped(['server', 'delete', b, '--wait', '--timeout-ms', '30000', '--interval-ms', '50'], envOf(nova))).code).toBe(0);
+  });
+});
+
+describe('a slow Nova, failures and Ctrl-C', () => {
+  it('a first line within about a second while Nova has not answered, before the result', async () => {
+    const nova = await startNova();
+    nova.inject({ method: 'GET', path: '/limits', delayMs: 2500 });
+    const r = await runPiped(['limits', 'show', '--absolute', '-f', 'value', '-c', 'Name'], envOf(nova));
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe(`waiting for nova at ${nova.endpoint} ... (attempt 1 of 5)\n`);
+    // The line came while the request was still unanswered (2.5 s), not with the answer.
+    expect(r.firstStderrMs).toBeLessThan(2300);
+  });
+
+  it('a failure is printed when it happens, not when the last wait ends', async () => {
+    const nova = await startNova({ deleteDelayMs: 2500, deletedWindowMs: 0 });
+    const locked = nova.addServer({ status: 'ACTIVE' }).id;
+    const slow = nova.addServer({ status: 'ACTIVE' }).id;
+    nova.lock(locked);
+    const started = performance.now();
+    // Not admin: Nova lets an admin delete a locked server.
+    const r = await runPiped(['server', 'delete', locked, slow, '--wait', '--interval-ms', '100'], { OS_ENDPOINT: nova.endpoint, OS_TOKEN: `ci-bot:${nova.projectId}` });
+    const totalMs = performance.now() - started;
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(new RegExp(`^Failed to delete server with name or ID '${locked}': `));
+    expect(r.firstStderrMs).toBeLessThan(totalMs - 1000);
+  });
+
+  it('Ctrl-C during --wait says the DELETE was already sent and accepted (exit 130)', async () => {
+    const nova = await startNova({ deleteDelayMs: 60_000 });
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    const r = await runPiped(['server', 'delete', id, '--wait', '--interval-ms', '50'], envOf(nova), (pid) => {
+      const tick = setInterval(() => {
+        // After the DELETE and one look at the server, interrupt.
+        if (nova.requestsTo('DELETE', /^\/servers\//).length > 0 && nova.requestsTo('GET', /^\/servers\//).length > 1) {
+          clearInterval(tick);
+          process.kill(pid, 'SIGINT');
+        }
+      }, 20);
+    });
+    expect(r.code).toBe(130);
+    expect(r.stderr).toContain(`Interrupted. DELETE was already sent and accepted for 1 of 1 servers (Nova goes on deleting them): ${id}.`);
+  });
+});
+
