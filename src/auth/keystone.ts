@@ -166,6 +166,8 @@ export class KeystoneAuth implements AuthProvider {
       maxResponseBytes: KEYSTONE_MAX_RESPONSE_BYTES,
       adapter: options.adapter,
       caCert: options.caCert,
+      clientCert: options.clientCert,
+      clientKey: options.clientKey,
       insecure: options.insecure,
       clock: this.clock,
       logger: this.#logger,

@@ -62,10 +62,14 @@ export interface NovaClientOptions {
   /** pino logger; default silent. The client logs method, path, status, request id and timing only. */
   logger?: Logger;
   /**
-   * Extra CA certificates, added to Node's defaults (`OS_CACERT`): PEM text, a Buffer, or the path of
-   * a PEM file (`~/` expanded). `insecure` beats it.
+   * The CA bundle (`OS_CACERT`): the only CAs trusted, as openstacksdk's `verify=<path>`: PEM text,
+   * a Buffer, or the path of a PEM file (`~/` expanded). `insecure` beats it.
    */
   caCert?: string | Buffer;
+  /** Client certificate (`OS_CERT`): PEM text, a Buffer or a path. Default: none. */
+  clientCert?: string | Buffer;
+  /** Private key of `clientCert` (`OS_KEY`): PEM text, a Buffer or a path. Default: read from `clientCert`. */
+  clientKey?: string | Buffer;
   /** Turn TLS verification off (`OS_INSECURE`). Default false: verification is on. A warning is logged. */
   insecure?: boolean;
   /** HTTP user agent. Default `nova-guard/<version>`. */
@@ -270,6 +274,8 @@ const NOVA_CLIENT_OPTION_KEYS = [
   'retry',
   'logger',
   'caCert',
+  'clientCert',
+  'clientKey',
   'insecure',
   'userAgent',
   'maxResponseBytes',

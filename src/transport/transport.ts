@@ -102,7 +102,7 @@ export class Transport {
     this.#label = options.label;
     this.#secrets = options.secrets ?? (() => []);
     this.#logger = options.logger ?? silentLogger;
-    const httpsAgent = tlsAgent({ caCert: options.caCert, insecure: options.insecure }, this.#logger, options.tlsWhat);
+    const httpsAgent = tlsAgent({ caCert: options.caCert, clientCert: options.clientCert, clientKey: options.clientKey, insecure: options.insecure }, this.#logger, options.tlsWhat);
     this.#http = axios.create({
       validateStatus: () => true,
       // Secrets must never ride on a redirect to another host: a 3xx is answered as an error naming its Location.
