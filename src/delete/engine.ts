@@ -21,6 +21,7 @@
  *
  * @module
  */
+import { currentOperation } from '../core/telemetry.js';
 import pThrottle from 'p-throttle';
 import type { Clock, TimerHandle } from '../core/clock.js';
 import { jitteredMs } from '../core/jitter.js';
@@ -165,6 +166,7 @@ export class DeleteEngine {
           statusAt: Number.NEGATIVE_INFINITY,
           listed: false,
           controller: new AbortController(),
+          operation: currentOperation(),
         };
         this.#entries.set(serverId, entry);
       }

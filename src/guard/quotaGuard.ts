@@ -51,6 +51,7 @@
  *
  * @module
  */
+import { traceGuardedCreate, traceHeadroomWait } from '../core/telemetry.js';
 import pRetry, { type RetryContext } from 'p-retry';
 import type { NovaClient } from '../nova/client.js';
 import { AbortError, NovaApiError, QuotaExceededError, ValidationError, throwIfAborted } from '../errors/index.js';
@@ -291,7 +292,7 @@ export class QuotaGuard {
     };
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      const result = await pRetry(
+      const result = await traceGuardedCreate(() => pRetry(
         async () => {
           throwIfAborted(signal);
           call.inAttempt = true;
@@ -312,7 +313,7 @@ export class QuotaGuard {
           shouldConsumeRetry: () => call.plan?.consume ?? true,
           shouldRetry: () => call.plan?.retry ?? false,
         },
-      );
+      ), (e) => quotaRetryReasonOf(e) === 'quota');
       this.stats.succeeded++;
       return result;
     } catch (e) {
@@ -331,7 +332,7 @@ export class QuotaGuard {
     const held = call.heldClaim;
     call.heldClaim = undefined;
     call.refusal = undefined;
-    const claim = held ?? (await waitForHeadroom(this.#state, call, needs, signal));
+    const claim = held ?? (await traceHeadroomWait(() => this.#state.clock.now(), () => waitForHeadroom(this.#state, call, needs, signal)));
     if (!held) {
       call.posts++;
       this.stats.attempts++;
