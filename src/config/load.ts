@@ -29,7 +29,7 @@
  * @module
  */
 import { homedir } from 'node:os';
-import type { Logger } from '../core/logger.js';
+import type { LoggerOption } from '../core/logger.js';
 import { ConfigError } from '../errors/index.js';
 import { KeystoneAuth, loadCaCert, type KeystoneAuthOptions } from '../auth/keystone.js';
 import { loadPem } from '../transport/tls.js';
@@ -152,7 +152,7 @@ export interface CloudClientExtras {
   /** Options of the {@link KeystoneAuth} built from the cloud (renewal margin, time limit). */
   keystone?: Pick<KeystoneAuthOptions, 'minTokenLifeMs' | 'requestTimeoutMs' | 'userAgent'> | undefined;
   /** pino logger, given to the {@link KeystoneAuth} too. */
-  logger?: Logger | undefined;
+  logger?: LoggerOption | undefined;
   /** Project id; wins over the cloud's and the token's. */
   projectId?: string | undefined;
 }

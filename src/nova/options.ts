@@ -5,7 +5,7 @@
  */
 import type { AxiosAdapter } from 'axios';
 import type { Clock } from '../core/clock.js';
-import type { Logger } from '../core/logger.js';
+import type { LoggerOption } from '../core/logger.js';
 import type { AuthProvider } from '../auth/provider.js';
 import type { CloudClientExtras } from '../config/load.js';
 import { checkKnownOptions } from '../core/options.js';
@@ -59,8 +59,8 @@ export interface NovaClientOptions {
    * attempt per request (the same as `{ retries: 0 }`), like a request's own `retry: false`.
    */
   retry?: RetryOptions | false;
-  /** pino logger; default silent. The client logs method, path, status, request id and timing only. */
-  logger?: Logger;
+  /** pino logger, or any object with pino's level methods (`console` included); default silent. The client logs method, path, server id, status, request id and timing only. */
+  logger?: LoggerOption;
   /**
    * The CA bundle (`OS_CACERT`): the only CAs trusted, as openstacksdk's `verify=<path>`: PEM text,
    * a Buffer, or the path of a PEM file (`~/` expanded). `insecure` beats it.
