@@ -34,6 +34,26 @@ export interface LoggerLike {
 /** What a `logger` option takes: a pino `Logger` or a {@link LoggerLike}. */
 export type LoggerOption = Logger | LoggerLike;
 
+/**
+ * pino `redact` paths for the fields where a secret could appear if a caller logs its own objects
+ * beside nova-guard's (nova-guard's own lines never carry one). Used by the wrapper of a
+ * {@link LoggerLike}; give them to your own pino logger too: `pino({ redact: LOG_REDACT_PATHS })`.
+ */
+export const LOG_REDACT_PATHS: readonly string[] = Object.freeze([
+  'password',
+  'token',
+  'secret',
+  'application_credential_secret',
+  '*.password',
+  '*.token',
+  '*.secret',
+  '*.application_credential_secret',
+  'headers["x-auth-token"]',
+  'headers["x-subject-token"]',
+  '*.headers["x-auth-token"]',
+  '*.headers["x-subject-token"]',
+]);
+
 /** A silent pino logger, the default of every nova-guard component. */
 export const silentLogger: Logger = pino({ level: 'silent' });
 
@@ -78,7 +98,7 @@ export function toLogger(logger: LoggerOption | undefined): Logger {
       byNumber.get(Number(level))?.(typeof msg === 'string' ? msg : '', fields);
     },
   };
-  return pino({ level: wanted }, stream);
+  return pino({ level: wanted, redact: { paths: [...LOG_REDACT_PATHS], censor: '[REDACTED]' } }, stream);
 }
 
 /** The given logger's child for `component`, or a silent logger. */

@@ -5,7 +5,8 @@ import type { AddressInfo } from 'node:net';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, win32 } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import https from 'node:https';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { clientOptionsFromCloud, keystoneOptionsFromCloud, loadCloudConfig, searchDirs, type LoadCloudConfigOptions } from '../../src/config/load.js';
 import { ConfigError } from '../../src/errors/index.js';
 import { NovaClient } from '../../src/nova/index.js';
@@ -46,6 +47,18 @@ describe('clouds.yaml parity with openstacksdk', () => {
     expect(() => load({ OS_AUTH_URL: 'http://k', OS_TOKEN: 't', OS_KEY: '/k.pem' })).toThrow(ConfigError);
     const missing = load({ OS_AUTH_URL: 'http://k', OS_TOKEN: 't', OS_CERT: join(root, 'nope.pem') }).config;
     expect(() => clientOptionsFromCloud(missing)).toThrow(`cannot read the client certificate file ${join(root, 'nope.pem')} (cert): ENOENT`);
+  });
+
+  it('the client options of a cloud with cert, key and api_timeout are accepted by NovaClient', () => {
+    const pem = '-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----';
+    const { config } = load({ OS_AUTH_URL: 'http://k', OS_TOKEN: 't', OS_CERT: pem, OS_KEY: pem, OS_API_TIMEOUT: '3', OS_COMPUTE_ENDPOINT_OVERRIDE: 'http://nova:8774/v2.1' });
+    const options = clientOptionsFromCloud(config);
+    expect(Object.keys(options).sort()).toEqual(['auth', 'clientCert', 'clientKey', 'requestTimeoutMs']);
+    const agent = vi.spyOn(https, 'Agent');
+    new NovaClient(options);
+    expect(agent.mock.calls.map(([o]) => [String(o?.cert), String(o?.key)])).toEqual([[pem, pem]]);
+    const plain = clientOptionsFromCloud(load({ OS_AUTH_URL: 'http://k', OS_TOKEN: 't', OS_API_TIMEOUT: '3', OS_COMPUTE_ENDPOINT_OVERRIDE: 'http://nova:8774/v2.1' }).config);
+    expect(new NovaClient(plain).requestTimeoutMs).toBe(3000);
   });
 
   it('OS_AUTH_TOKEN is the token (openstacksdk auth_token)', () => {

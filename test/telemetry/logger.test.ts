@@ -26,6 +26,9 @@ describe('logger option', () => {
       ['info', 'hello', { component: 'nova', serverId: 's-1' }],
       ['error', 'bad', { component: 'nova' }],
     ]);
+    log.warn({ auth: { password: 'pw-secret', user: 'u' }, token: 'tok-secret' }, 'careless');
+    expect(lines.at(-1)).toEqual(['warn', 'careless', { component: 'nova', auth: { password: '[REDACTED]', user: 'u' }, token: '[REDACTED]' }]);
+    lines.pop();
     const debug = recorder('debug');
     toLogger(debug.logger).trace('t');
     toLogger(debug.logger).debug('d');
