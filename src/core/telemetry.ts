@@ -4,7 +4,8 @@
  * (`trace.setGlobalTracerProvider`, `metrics.setGlobalMeterProvider`, or the Node SDK). nova-guard
  * never depends on an SDK.
  *
- * Spans (tracer `nova-guard`):
+ * Spans (tracer `nova-guard`; with a context manager registered, e.g. the Node SDK's, the request
+ * spans of an operation are children of its span, and the operation's span a child of the caller's):
  * - one `CLIENT` span per HTTP exchange (`GET`, `POST`, ...), with the HTTP semantic conventions
  *   `http.request.method`, `url.full` (secrets redacted), `server.address`, `server.port`,
  *   `http.response.status_code`, `error.type`, plus `openstack.request_id` (Nova's answer) and
@@ -30,7 +31,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
-import { metrics, SpanKind, SpanStatusCode, trace, type Attributes, type Counter, type Histogram, type Meter, type Span } from '@opentelemetry/api';
+import { context, metrics, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Counter, type Histogram, type Meter, type Span } from '@opentelemetry/api';
 
 /** Instrumentation scope name of nova-guard's tracer and meter. */
 export const INSTRUMENTATION_SCOPE = 'nova-guard';
@@ -41,6 +42,8 @@ export interface OperationContext {
   readonly requestId: string;
   /** Quota refusals (403/413 quota faults) answered to this operation so far. */
   quotaRefusals: number;
+  /** The OpenTelemetry context of the operation's span, for its requests sent from elsewhere (the delete engine's polls). */
+  otelContext?: Context | undefined;
 }
 
 const operations = new AsyncLocalStorage<OperationContext>();
@@ -71,7 +74,9 @@ export function withOperation<T>(fn: (op: OperationContext) => Promise<T>): Prom
  * server, carries that caller's request id); as it is when `op` is undefined.
  */
 export function inOperation<T>(op: OperationContext | undefined, fn: () => Promise<T>): Promise<T> {
-  return op ? operations.run(op, fn) : fn();
+  if (!op) return fn();
+  const otel = op.otelContext;
+  return operations.run(op, () => (otel ? context.with(otel, fn) : fn()));
 }
 
 interface Instruments {
@@ -202,7 +207,9 @@ export function traceDeleteWait<T extends { outcome: string }>(serverId: string,
     pendingDeletes++;
     const inst = instruments();
     try {
-      const r = await fn();
+      const ctx = trace.setSpan(context.active(), span);
+      op.otelContext ??= ctx;
+      const r = await context.with(ctx, fn);
       span.setAttribute('nova_guard.outcome', r.outcome);
       span.end();
       inst.deletes.add(1, { 'nova_guard.outcome': r.outcome });
@@ -229,7 +236,7 @@ export function traceGuardedCreate<T>(fn: () => Promise<T>, isQuotaRefusal: (err
     const inst = instruments();
     const before = op.quotaRefusals;
     try {
-      const r = await fn();
+      const r = await context.with(trace.setSpan(context.active(), span), fn);
       const absorbed = op.quotaRefusals - before;
       if (absorbed > 0) inst.quota403s.add(absorbed);
       span.setAttributes({ 'nova_guard.outcome': 'succeeded', 'nova_guard.quota_403s_absorbed': absorbed });

@@ -2,7 +2,8 @@
  * OpenTelemetry through the SDK's in-memory exporters: the spans and metrics of a delete-wait and
  * of a guarded create that absorbs a quota 403, and the `X-OpenStack-Request-ID` of each operation.
  */
-import { metrics, trace } from '@opentelemetry/api';
+import { context, metrics, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { DataPointType, MeterProvider, MetricReader, type MetricData } from '@opentelemetry/sdk-metrics';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import type { AxiosAdapter } from 'axios';
@@ -26,11 +27,14 @@ let reader: ManualReader;
 beforeAll(() => {
   trace.disable();
   metrics.disable();
+  context.disable();
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   trace.setGlobalTracerProvider(new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter: spans })] }));
   reader = new ManualReader();
   metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
 });
 afterAll(() => {
+  context.disable();
   trace.disable();
   metrics.disable();
 });
@@ -89,6 +93,8 @@ describe('telemetry on @opentelemetry/api', () => {
     expect(wait).toHaveLength(1);
     expect(wait[0]!.attributes).toMatchObject({ 'openstack.server_id': id, 'openstack.global_request_id': rid, 'nova_guard.outcome': 'deleted' });
     const http = finished.filter((s) => s.name !== 'nova_guard.delete_wait');
+    // With a context manager, the request spans are children of the delete_wait span.
+    expect(new Set(http.map((s) => s.parentSpanContext?.spanId))).toEqual(new Set([wait[0]!.spanContext().spanId]));
     expect(http.map((s) => s.name)).toEqual(['DELETE', ...Array<string>(http.length - 1).fill('GET')]);
     expect(http[0]!.attributes).toMatchObject({
       'http.request.method': 'DELETE',
@@ -135,6 +141,7 @@ describe('telemetry on @opentelemetry/api', () => {
     expect(create).toHaveLength(1);
     expect(create[0]!.attributes).toMatchObject({ 'nova_guard.outcome': 'succeeded', 'nova_guard.quota_403s_absorbed': 1, 'openstack.global_request_id': rid });
     const postSpans = spans.getFinishedSpans().filter((s) => s.name === 'POST');
+    expect(postSpans.every((s) => s.parentSpanContext?.spanId === create[0]!.spanContext().spanId)).toBe(true);
     expect(postSpans.map((s) => s.attributes['http.response.status_code'])).toEqual([403, 202]);
 
     const after = await collect();
