@@ -22,7 +22,7 @@ zones.push({
 });
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'build/**', 'node_modules/**', 'bench/results/**', 'coverage/**'] },
+  { ignores: ['dist/**', 'build/**', 'node_modules/**', 'bench/results/**', 'coverage/**', 'docs/api/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

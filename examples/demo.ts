@@ -14,6 +14,7 @@ import { Command } from 'commander';
 import { KeystoneAuth, NovaClient, QuotaGuard, auditQuota, formatAudit } from 'nova-guard';
 import { FakeKeystone, FakeNova } from 'nova-guard/testing';
 import { runWorker, type WorkerStats } from './worker.js';
+import { startPrometheusMetrics } from './prometheus.js';
 
 interface DemoFlags {
   endpoint?: string;
@@ -29,6 +30,7 @@ interface DemoFlags {
   deleteDelayMs: string;
   latencyMs: string;
   quiet?: boolean;
+  metrics?: boolean;
 }
 
 const program = new Command('demo')
@@ -45,11 +47,13 @@ const program = new Command('demo')
   .option('--delete-delay-ms <ms>', 'how long the fake Nova takes to delete a server, in ms', '400')
   .option('--latency-ms <ms>', 'API latency of the fake Nova, in ms (makes the hosts race)', '15')
   .option('--quiet', 'print only the summary')
+  .option('--metrics', "print nova-guard's OpenTelemetry metrics at the end, in the Prometheus text format (examples/prometheus.ts)")
   .parse();
 const flags = program.opts<DemoFlags>();
 
 async function main(): Promise<number> {
   const started = performance.now();
+  const metrics = flags.metrics ? await startPrometheusMetrics() : undefined;
   const real = Boolean(flags.endpoint || flags.osCloud);
   const hosts = Math.max(1, Number(flags.hosts));
   let fake: FakeNova | undefined;
@@ -142,6 +146,8 @@ async function main(): Promise<number> {
 
   const audit = await auditQuota(client);
   console.log(`\n${formatAudit(audit)}`);
+  if (metrics) console.log(`\n${await metrics.text()}`);
+  await metrics?.shutdown();
   await fake?.close();
   await keystone?.stop();
   return sum('jobsFailed') === 0 && sum('deletesConfirmed') === workers * jobs ? 0 : 1;

@@ -11,6 +11,8 @@ export { parseQuotaMessage } from './errors/quotaMessage.js';
 export type { ParsedQuotaMessage } from './errors/quotaMessage.js';
 export type * from './core/index.js';
 export { systemClock } from './core/clock.js';
+export { INSTRUMENTATION_SCOPE, withOperation, newRequestId } from './core/telemetry.js';
+export { LOG_REDACT_PATHS } from './core/logger.js';
 export * from './audit/index.js';
 export * from './reaper/index.js';
 export * from './guard/index.js';

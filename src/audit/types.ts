@@ -129,7 +129,7 @@ export interface GhostServer extends AuditedServer {
 
 /** What {@link auditQuota} resolves. */
 export interface QuotaAudit {
-  /** Overall verdict; see {@link describeAudit} for the rules. */
+  /** Overall verdict; see `describeAudit` for the rules. */
   verdict: AuditVerdict;
   /** The verdict in words, one or two sentences. */
   summary: string;

@@ -8,7 +8,7 @@ import type { AuditResource, Usage } from './count.js';
 import type { AuditVerdict, ResourceAudit } from './types.js';
 import { AUDIT_RESOURCES } from './count.js';
 
-/** What {@link describeAudit} needs. Each resource's `drift` and `verdict` are filled in by it. */
+/** What `describeAudit` needs. Each resource's `drift` and `verdict` are filled in by it. */
 export interface VerdictInput {
   resources: Record<AuditResource, ResourceAudit>;
   /** Both reported readings agree. */

@@ -13,7 +13,7 @@ import { ValidationError } from '../errors/index.js';
 /** The three ways nova-guard authenticates against Keystone v3. */
 export type KeystoneMethod = 'password' | 'application_credential' | 'token';
 
-/** Credentials of {@link KeystoneAuth}: every field is optional, {@link validateCredentials} checks the combination. */
+/** Credentials of {@link KeystoneAuth}: every field is optional, `validateCredentials` checks the combination. */
 export interface KeystoneCredentials {
   /**
    * `password` (user + password, project-scoped), `application_credential` (pre-scoped, no scope sent)

@@ -57,7 +57,7 @@ export function normaliseInterface(value: string | undefined): EndpointInterface
 }
 
 /**
- * Thrown by {@link selectEndpoint} when nothing matches; names what was looked for and what exists.
+ * Thrown by `selectEndpoint` when nothing matches; names what was looked for and what exists.
  * A {@link ConfigError} (key `region_name` when a region was asked for, else `interface`): the cure is
  * a different interface, region or `compute_endpoint_override`.
  */

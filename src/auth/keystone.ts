@@ -16,6 +16,7 @@
  * @module
  */
 import { VERSION } from '../core/version.js';
+import { recordReauthentication } from '../core/telemetry.js';
 import { inspect } from 'node:util';
 import pTimeout from 'p-timeout';
 import type { AuthProvider, GetTokenOptions } from './provider.js';
@@ -166,6 +167,8 @@ export class KeystoneAuth implements AuthProvider {
       maxResponseBytes: KEYSTONE_MAX_RESPONSE_BYTES,
       adapter: options.adapter,
       caCert: options.caCert,
+      clientCert: options.clientCert,
+      clientKey: options.clientKey,
       insecure: options.insecure,
       clock: this.clock,
       logger: this.#logger,
@@ -268,9 +271,14 @@ export class KeystoneAuth implements AuthProvider {
    * Join the renewal under way, or start one; wait for it under `signal`. The last waiter to leave
    * (its signal aborted: the caller's abort or its request's time limit) cancels it.
    */
+  /** Authentications started so far (the first, then re-authentications). */
+  #authentications = 0;
+
   async #renew(signal: AbortSignal | undefined): Promise<TokenState> {
     let renewal = this.#renewal;
     if (!renewal) {
+      // Every authentication after the first is a re-authentication (expiry, a 401): a metric.
+      if (this.#authentications++ > 0) recordReauthentication();
       const controller = new AbortController();
       const started: Renewal = {
         controller,

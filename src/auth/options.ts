@@ -5,7 +5,7 @@
  */
 import type { AxiosAdapter } from 'axios';
 import type { Clock } from '../core/clock.js';
-import type { Logger } from '../core/logger.js';
+import type { LoggerOption } from '../core/logger.js';
 import { MAX_TIMER_MS } from '../core/validate.js';
 import { redactUrlSecrets } from '../core/redact.js';
 import { ValidationError } from '../errors/index.js';
@@ -44,7 +44,7 @@ export interface KeystoneAuthOptions extends KeystoneCredentials, TlsOptions {
    */
   requestTimeoutMs?: number;
   /** pino logger; default silent. Logs method, project, expiry and timing: never a secret. */
-  logger?: Logger;
+  logger?: LoggerOption;
   /** HTTP user agent. Default `nova-guard/<version>`. */
   userAgent?: string;
   /** The axios adapter that sends requests. Default: axios's own. For tests: a `FakeKeystone`'s in-process adapter. */

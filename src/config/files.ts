@@ -4,8 +4,11 @@
  * Ported from openstacksdk `openstack/config/loader.py` (`OpenStackConfig.__init__`,
  * `_load_config_file`, `_load_secure_file`, `_load_yaml_json_file`) and `config/_util.py`
  * (`merge_clouds`): the search directories are, in order, the current directory, the user config
- * directory (`$XDG_CONFIG_HOME/openstack`), `~/.config/openstack`, the site config directory
- * (`$XDG_CONFIG_DIRS`, default `/etc/xdg`, + `/openstack`) and `/etc/openstack`; in each the names
+ * directory, `~/.config/openstack`, the site config directory and `/etc/openstack`, where the user
+ * and site config directories are platformdirs' (`PlatformDirs('openstack', 'OpenStack')`): on
+ * Linux `$XDG_CONFIG_HOME/openstack` and `$XDG_CONFIG_DIRS` (default `/etc/xdg`) + `/openstack`; on
+ * macOS `~/Library/Application Support/openstack` and `/Library/Application Support/openstack`; on
+ * Windows `%LOCALAPPDATA%\OpenStack\openstack` and `%PROGRAMDATA%\OpenStack\openstack`. In each the names
  * `clouds.yaml`, `clouds.yml`, `clouds.json` (`secure.*` likewise). `OS_CLIENT_CONFIG_FILE` /
  * `OS_CLIENT_SECURE_FILE` are put first. The first existing file wins; unreadable files (EACCES) are
  * skipped. Unlike openstacksdk, a file that does not parse is an error (openstacksdk skips it with a
@@ -18,7 +21,7 @@
  * @module
  */
 import { readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, win32 } from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { ConfigError } from '../errors/index.js';
 
@@ -30,17 +33,36 @@ export interface SearchOptions {
   cwd: string;
   /** Home directory. */
   homeDir: string;
-  /** System directories searched last. Default `['/etc/openstack']` after the XDG site directory. */
+  /** System directories searched last. Default: the site config directory, then `/etc/openstack`. */
   systemDirs?: string[] | undefined;
+  /** Platform whose config folders are searched (`process.platform` values). Default `process.platform`. */
+  platform?: NodeJS.Platform | undefined;
+}
+
+/**
+ * The user and site config directories of platformdirs' `PlatformDirs('openstack', 'OpenStack')`
+ * (openstacksdk `CONFIG_HOME`, `SITE_CONFIG_HOME`) on `platform`.
+ */
+export function platformConfigDirs(options: SearchOptions): { user: string; site: string } {
+  const { env, homeDir } = options;
+  const platform = options.platform ?? process.platform;
+  if (platform === 'darwin') return { user: join(homeDir, 'Library', 'Application Support', 'openstack'), site: '/Library/Application Support/openstack' };
+  if (platform === 'win32') {
+    const local = env['LOCALAPPDATA'] || win32.join(homeDir, 'AppData', 'Local');
+    const common = env['PROGRAMDATA'] || env['ALLUSERSPROFILE'] || 'C:\\ProgramData';
+    return { user: win32.join(local, 'OpenStack', 'openstack'), site: win32.join(common, 'OpenStack', 'openstack') };
+  }
+  const xdgHome = env['XDG_CONFIG_HOME'] || join(homeDir, '.config');
+  const xdgSite = (env['XDG_CONFIG_DIRS'] || '/etc/xdg').split(':')[0] || '/etc/xdg';
+  return { user: join(xdgHome, 'openstack'), site: join(xdgSite, 'openstack') };
 }
 
 /** The search directories, in order, without duplicates. */
 export function searchDirs(options: SearchOptions): string[] {
-  const { env, cwd, homeDir } = options;
-  const xdgHome = env['XDG_CONFIG_HOME'] || join(homeDir, '.config');
-  const xdgSite = (env['XDG_CONFIG_DIRS'] || '/etc/xdg').split(':')[0] || '/etc/xdg';
-  const dirs = [cwd, join(xdgHome, 'openstack'), join(homeDir, '.config', 'openstack')];
-  dirs.push(...(options.systemDirs ?? [join(xdgSite, 'openstack'), '/etc/openstack']));
+  const { cwd, homeDir } = options;
+  const { user, site } = platformConfigDirs(options);
+  const dirs = [cwd, user, join(homeDir, '.config', 'openstack')];
+  dirs.push(...(options.systemDirs ?? [site, '/etc/openstack']));
   return [...new Set(dirs)];
 }
 

@@ -20,7 +20,8 @@
  * (`password`, `v3password`, `v3applicationcredential`, `token`, `v3token`), `OS_USERNAME`,
  * `OS_USER_ID`, `OS_PASSWORD`, `OS_PROJECT_NAME`, `OS_PROJECT_ID`, `OS_USER_DOMAIN_NAME`/`_ID`,
  * `OS_PROJECT_DOMAIN_NAME`/`_ID`, `OS_DOMAIN_NAME`/`_ID`, `OS_APPLICATION_CREDENTIAL_ID`/`_NAME`/`_SECRET`,
- * `OS_TOKEN`, `OS_REGION_NAME`, `OS_INTERFACE`, `OS_CACERT`, `OS_INSECURE`, `OS_COMPUTE_API_VERSION`,
+ * `OS_TOKEN` (or `OS_AUTH_TOKEN`), `OS_REGION_NAME`, `OS_INTERFACE`, `OS_CACERT` (the only CA bundle),
+ * `OS_CERT` and `OS_KEY` (client certificate), `OS_API_TIMEOUT` (seconds), `OS_INSECURE`, `OS_COMPUTE_API_VERSION`,
  * and `OS_COMPUTE_ENDPOINT_OVERRIDE` (key `compute_endpoint_override`: the compute endpoint to use
  * instead of the catalog's, openstacksdk's `<service>_endpoint_override`; `OS_ENDPOINT` /
  * `auth.endpoint` is accepted as an alias).
@@ -28,9 +29,10 @@
  * @module
  */
 import { homedir } from 'node:os';
-import type { Logger } from '../core/logger.js';
+import type { LoggerOption } from '../core/logger.js';
 import { ConfigError } from '../errors/index.js';
 import { KeystoneAuth, loadCaCert, type KeystoneAuthOptions } from '../auth/keystone.js';
+import { loadPem } from '../transport/tls.js';
 import { envCloud } from './env.js';
 import { candidateFiles, cloudsOf, loadFirstFile, mergeDeep, searchDirs, type SearchOptions } from './files.js';
 import { resolveCloud } from './normalise.js';
@@ -60,6 +62,13 @@ export interface LoadCloudConfigOptions {
   regionName?: string;
   /** Interface, overriding `OS_INTERFACE` and the cloud's. */
   interface?: string;
+  /** Platform whose config folders are searched (macOS, Windows: see the module). Default `process.platform`. */
+  platform?: NodeJS.Platform;
+  /**
+   * Called once per setting of the cloud that nova-guard does not support (the message names the
+   * cloud and the key, never a value). Default: `process.emitWarning(message, 'NovaGuardConfigWarning')`.
+   */
+  onWarning?: (message: string) => void;
 }
 
 /**
@@ -72,7 +81,14 @@ export interface LoadCloudConfigOptions {
  */
 export function loadCloudConfig(options: LoadCloudConfigOptions = {}): CloudConfig {
   const env = options.env ?? process.env;
-  const search: SearchOptions = { env, cwd: options.cwd ?? process.cwd(), homeDir: options.homeDir ?? homedir(), systemDirs: options.systemDirs };
+  const search: SearchOptions = { env, cwd: options.cwd ?? process.cwd(), homeDir: options.homeDir ?? homedir(), systemDirs: options.systemDirs, platform: options.platform };
+  const config = findCloud(options, env, search);
+  const warn = options.onWarning ?? ((message: string) => process.emitWarning(message, 'NovaGuardConfigWarning'));
+  for (const w of config.warnings) warn(w);
+  return config;
+}
+
+function findCloud(options: LoadCloudConfigOptions, env: Record<string, string | undefined>, search: SearchOptions): CloudConfig {
   const cloudsFile = loadFirstFile(candidateFiles('clouds', search));
   const secureFile = loadFirstFile(candidateFiles('secure', search));
   const fileClouds = cloudsOf(cloudsFile);
@@ -136,7 +152,7 @@ export interface CloudClientExtras {
   /** Options of the {@link KeystoneAuth} built from the cloud (renewal margin, time limit). */
   keystone?: Pick<KeystoneAuthOptions, 'minTokenLifeMs' | 'requestTimeoutMs' | 'userAgent'> | undefined;
   /** pino logger, given to the {@link KeystoneAuth} too. */
-  logger?: Logger | undefined;
+  logger?: LoggerOption | undefined;
   /** Project id; wins over the cloud's and the token's. */
   projectId?: string | undefined;
 }
@@ -153,8 +169,14 @@ export interface CloudClientSettings {
   microversion?: string;
   /** `verify: false` / `OS_INSECURE`. */
   insecure?: boolean;
-  /** The CA bundle's content (`cacert`). */
+  /** The CA bundle's content (`cacert`): the only CAs trusted. */
   caCert?: string | Buffer;
+  /** The client certificate's content (`cert`, `OS_CERT`). */
+  clientCert?: string | Buffer;
+  /** The client certificate's private key (`key`, `OS_KEY`; else the `cert` file's own). */
+  clientKey?: string | Buffer;
+  /** `api_timeout` in ms: the time limit of each Nova request (Keystone's too). */
+  requestTimeoutMs?: number;
   /** The cloud's project id (by id), else the token's once authenticated. */
   projectId?: string;
 }
@@ -175,6 +197,8 @@ export function keystoneOptionsFromCloud(config: CloudConfig): KeystoneAuthOptio
     ...(config.region_name !== undefined ? { regionName: config.region_name } : {}),
     ...(config.compute_endpoint_override !== undefined ? { endpointOverride: config.compute_endpoint_override } : {}),
     ...(config.insecure ? { insecure: true } : config.cacert !== undefined ? { caCert: config.cacert } : {}),
+    ...(config.cert !== undefined ? { clientCert: config.cert, clientKey: config.key ?? config.cert } : {}),
+    ...(config.api_timeout_ms !== undefined ? { requestTimeoutMs: config.api_timeout_ms } : {}),
   };
   const user = {
     ...(a.user_id !== undefined ? { userId: a.user_id } : { username: a.username }),
@@ -215,6 +239,11 @@ export function clientOptionsFromCloud<E extends CloudClientExtras = CloudClient
   if (config.compute_api_version !== undefined) out.microversion = config.compute_api_version;
   if (config.insecure) out.insecure = true;
   else if (config.cacert !== undefined) out.caCert = loadCaCert(config.cacert);
+  if (config.cert !== undefined) {
+    out.clientCert = loadPem(config.cert, 'cert');
+    out.clientKey = loadPem(config.key ?? config.cert, config.key !== undefined ? 'key' : 'cert');
+  }
+  if (config.api_timeout_ms !== undefined) out.requestTimeoutMs = config.api_timeout_ms;
   const projectId = auth.getProjectId();
   if (projectId !== undefined) out.projectId = projectId;
   return { ...out, ...clientExtra } as CloudClientResult<E>;

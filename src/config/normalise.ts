@@ -6,7 +6,12 @@
  * `auth_type`), `_fix_backwards_project` (`tenant_*` → `project_*`), `_fix_backwards_interface`
  * (`endpoint_type` → `interface`), `_get_region` (region from `region_name` or the first of
  * `regions`, an unknown region is an error), `defaults.json` (`auth_type: password`,
- * `interface: public`, `verify: true`), `_util.get_boolean` (`'true'` in any case is true).
+ * `interface: public`, `verify: true`), `_util.get_boolean` (`'true'` in any case is true),
+ * `_get_known_regions`/`_expand_regions` (`regions:` as names or `{name, values}` entries, the
+ * chosen region's `values` merged over the cloud; a comma list in `region_name`),
+ * `_fix_backwards_auth` (`auth_token`, i.e. `OS_AUTH_TOKEN`, is `token`), and
+ * `CloudRegion.get_requests_verify_args` (`cacert` is the one CA bundle, `cert` + `key` the
+ * client certificate). A setting nova-guard does not support is ignored with a warning.
  *
  * @module
  */
@@ -117,11 +122,21 @@ export function redactAuth(auth: CloudAuth): CloudAuth {
 export function resolveCloud(name: string, rawEntry: unknown, source: CloudSource, overrides: CloudOverrides = {}): CloudConfig {
   const where = new Where(name, source);
   if (!isPlainObject(rawEntry)) throw where.error('clouds.' + name, 'must be a mapping');
-  const raw = underscoreKeys(rawEntry);
+  const warnings: string[] = [];
+  const raw0 = underscoreKeys(rawEntry);
+  if (raw0['auth'] !== undefined && raw0['auth'] !== null && !isPlainObject(raw0['auth'])) throw where.error('auth', 'must be a mapping');
+  // Region: explicit override, else region_name (a comma list names several), else the first of regions.
+  const known = knownRegions(where, raw0, warnings);
+  const region = overrides.region_name || known[0]?.name || undefined;
+  const chosen = region === undefined ? undefined : known.find((r) => r.name === region);
+  if (region !== undefined && known.length > 0 && !chosen) {
+    throw where.error('region_name', `is "${region}", which is not one of the cloud's regions (${known.map((r) => r.name).join(', ')})`);
+  }
+  // The region's `values` over the cloud's own (openstacksdk `get_one`: `_auth_update` with them).
+  const raw = chosen && Object.keys(chosen.values).length > 0 ? mergeAuthAware(raw0, underscoreKeys(chosen.values)) : raw0;
   if (raw['profile'] !== undefined || raw['cloud'] !== undefined) {
     throw where.error(raw['profile'] !== undefined ? 'profile' : 'cloud', 'names a vendor profile, which nova-guard does not support: give auth_url and the rest explicitly');
   }
-  if (raw['auth'] !== undefined && raw['auth'] !== null && !isPlainObject(raw['auth'])) throw where.error('auth', 'must be a mapping');
   const rawAuth = underscoreKeys(isPlainObject(raw['auth']) ? raw['auth'] : {});
   // Legacy names and auth options given at the top level.
   for (const [from, to] of [
@@ -130,7 +145,10 @@ export function resolveCloud(name: string, rawEntry: unknown, source: CloudSourc
   ] as const) {
     for (const o of [raw, rawAuth]) if (o[to] === undefined && o[from] !== undefined) o[to] = o[from];
   }
+  // `auth_token` / `auth-token` (`OS_AUTH_TOKEN`) is the token (openstacksdk `_fix_backwards_auth`).
+  for (const o of [raw, rawAuth]) if (o['token'] === undefined && o['auth_token'] !== undefined) o['token'] = o['auth_token'];
   for (const k of [...AUTH_KEYS, 'endpoint']) if (rawAuth[k] === undefined && raw[k] !== undefined) rawAuth[k] = raw[k];
+  warnUnsupported(where, raw, rawAuth, warnings);
 
   const auth: CloudAuth = {};
   for (const k of AUTH_KEYS) {
@@ -148,18 +166,6 @@ export function resolveCloud(name: string, rawEntry: unknown, source: CloudSourc
     authType = t;
   }
 
-  // Region: explicit override, else region_name, else the first of regions.
-  const regionsRaw = raw['regions'];
-  let regions: string[] | undefined;
-  if (regionsRaw !== undefined && regionsRaw !== null) {
-    if (!Array.isArray(regionsRaw)) throw where.error('regions', 'must be a list');
-    regions = regionsRaw.map((r, i) => (isPlainObject(r) ? str(where, `regions[${i}].name`, r['name']) : str(where, `regions[${i}]`, r)) ?? '');
-  }
-  const region = overrides.region_name || str(where, 'region_name', raw['region_name']) || regions?.[0] || undefined;
-  if (region !== undefined && regions && regions.length > 0 && !regions.includes(region)) {
-    throw where.error('region_name', `is "${region}", which is not one of the cloud's regions (${regions.join(', ')})`);
-  }
-
   const ifaceRaw = overrides.interface || str(where, 'interface', raw['interface'] ?? raw['endpoint_type']) || 'public';
   const iface = ifaceRaw.toLowerCase().replace(/url$/, '');
   if (iface !== 'public' && iface !== 'internal' && iface !== 'admin') throw where.error('interface', `is "${ifaceRaw}"; use public, internal or admin`);
@@ -167,6 +173,10 @@ export function resolveCloud(name: string, rawEntry: unknown, source: CloudSourc
   const verify = raw['verify'] === undefined || raw['verify'] === null ? true : getBoolean(raw['verify']);
   const insecure = getBoolean(raw['insecure']) || !verify;
   const cacertRaw = str(where, 'cacert', raw['cacert']);
+  const certRaw = str(where, 'cert', raw['cert']);
+  const keyRaw = str(where, 'key', raw['key']);
+  if (keyRaw !== undefined && certRaw === undefined) throw where.error('cert', 'is missing (key is given: the client certificate goes with it)');
+  const apiTimeoutMs = apiTimeout(where, raw['api_timeout']);
 
   let mv = overrides.compute_api_version || str(where, 'compute_api_version', raw['compute_api_version']);
   if (mv === '2' || mv === '2.0') mv = '2.1';
@@ -186,12 +196,97 @@ export function resolveCloud(name: string, rawEntry: unknown, source: CloudSourc
     region_name: region,
     interface: iface,
     cacert: cacertRaw === undefined ? undefined : expandHome(cacertRaw),
+    cert: certRaw === undefined ? undefined : expandHome(certRaw),
+    key: keyRaw === undefined ? undefined : expandHome(keyRaw),
+    api_timeout_ms: apiTimeoutMs,
+    regions: known.map((r) => r.name),
     verify: !insecure,
     insecure,
     compute_api_version: mv,
     compute_endpoint_override: override?.replace(/\/+$/, ''),
     source,
+    warnings,
   };
+}
+
+/** One known region: its name and the settings it overrides. */
+interface KnownRegion {
+  name: string;
+  values: Record<string, unknown>;
+}
+
+/**
+ * The cloud's regions, as openstacksdk `_get_known_regions` lists them: `regions:` (names, or
+ * `{name, values}` mappings with no other key), else `region_name` split at commas (a list of
+ * several draws openstacksdk's deprecation warning, repeated here).
+ * @throws {@link ConfigError} for a `regions` that is not a list or an entry that is not valid.
+ */
+function knownRegions(where: Where, raw: Record<string, unknown>, warnings: string[]): KnownRegion[] {
+  const regionsRaw = raw['regions'];
+  if (regionsRaw !== undefined && regionsRaw !== null) {
+    if (!Array.isArray(regionsRaw)) throw where.error('regions', 'must be a list');
+    return regionsRaw.map((r, i) => {
+      if (!isPlainObject(r)) return { name: str(where, `regions[${i}]`, r) ?? '', values: {} };
+      const extra = Object.keys(r).filter((k) => k !== 'name' && k !== 'values');
+      if (r['name'] === undefined || extra.length > 0) throw where.error(`regions[${i}]`, `must have a name and nothing but name and values${extra.length ? ` (found ${extra.join(', ')})` : ''}`);
+      const values = r['values'] ?? {};
+      if (!isPlainObject(values)) throw where.error(`regions[${i}].values`, 'must be a mapping');
+      return { name: str(where, `regions[${i}].name`, r['name']) ?? '', values };
+    });
+  }
+  const rn = raw['region_name'];
+  if (rn === undefined || rn === null || rn === '') return [];
+  const names = Array.isArray(rn) ? rn.map((r, i) => str(where, `region_name[${i}]`, r) ?? '') : (str(where, 'region_name', rn) ?? '').split(',').map((r) => r.trim());
+  if (names.length > 1) warnings.push(`${where.text}: a comma-separated region_name is deprecated (openstacksdk); use a list in regions`);
+  return names.map((name) => ({ name, values: {} }));
+}
+
+/** `over` on `base`, the `auth` mappings merged key by key (openstacksdk `_auth_update`). */
+function mergeAuthAware(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...base, ...over };
+  if (isPlainObject(base['auth']) && isPlainObject(over['auth'])) out['auth'] = { ...underscoreKeys(base['auth']), ...underscoreKeys(over['auth']) };
+  return out;
+}
+
+/** `api_timeout` (seconds, a number or numeric string) in ms; undefined when unset. */
+function apiTimeout(where: Where, v: unknown): number | undefined {
+  if (v === undefined || v === null || v === '') return undefined;
+  const seconds = typeof v === 'number' ? v : typeof v === 'string' ? Number(v) : Number.NaN;
+  if (!Number.isFinite(seconds) || seconds <= 0) throw where.error('api_timeout', 'must be a positive number of seconds');
+  return Math.round(seconds * 1000);
+}
+
+/** Top-level keys nova-guard reads (after dashes become underscores); auth options given here are read too. */
+const TOP_KEYS: ReadonlySet<string> = new Set([
+  'auth', 'auth_type', 'auth_plugin', 'region_name', 'regions', 'interface', 'endpoint_type', 'verify', 'insecure',
+  'cacert', 'cert', 'key', 'api_timeout', 'compute_api_version', 'compute_endpoint_override', 'compute_endpoint',
+  'identity_api_version', 'endpoint', 'tenant_name', 'tenant_id', 'auth_token', 'profile', 'cloud',
+]);
+
+/** The keys of other services (`image_api_version`, `volume_endpoint_override`, ...), which a Nova worker has no use for. */
+const OTHER_SERVICE_KEY = /^(?!compute_|identity_)[a-z0-9]+(_[a-z0-9]+)*_(api_version|endpoint_override|endpoint|service_type|service_name|interface)$/;
+
+/**
+ * One warning per setting nova-guard does not support (names only, never values): an unknown
+ * top-level or `auth:` key, settings of other services, an `identity_api_version` other than 3.
+ */
+function warnUnsupported(where: Where, raw: Record<string, unknown>, rawAuth: Record<string, unknown>, warnings: string[]): void {
+  const authKeys: ReadonlySet<string> = new Set([...AUTH_KEYS, 'endpoint', 'tenant_name', 'tenant_id', 'auth_token']);
+  const other: string[] = [];
+  const unknown: string[] = [];
+  for (const k of Object.keys(raw)) {
+    if (TOP_KEYS.has(k) || authKeys.has(k)) continue;
+    (OTHER_SERVICE_KEY.test(k) ? other : unknown).push(k);
+  }
+  for (const k of unknown) warnings.push(`${where.text}: ${k} is not supported by nova-guard and is ignored`);
+  if (other.length > 0) warnings.push(`${where.text}: settings of other services are ignored (${other.join(', ')})`);
+  for (const k of Object.keys(rawAuth)) {
+    if (!authKeys.has(k)) warnings.push(`${where.text}: auth.${k} is not supported by nova-guard and is ignored`);
+  }
+  const idv = raw['identity_api_version'];
+  if (idv !== undefined && idv !== null && idv !== '' && String(idv) !== '3' && String(idv) !== '3.0') {
+    warnings.push(`${where.text}: identity_api_version ${String(idv)} is not supported and is ignored: nova-guard speaks Keystone v3`);
+  }
 }
 
 function requireFields(where: Where, authType: CloudAuthType, auth: CloudAuth, override: string | undefined): void {

@@ -51,8 +51,22 @@ export interface CloudConfig {
   region_name: string | undefined;
   /** Endpoint interface. */
   interface: 'public' | 'internal' | 'admin';
-  /** CA bundle path (`~` expanded), if any. Ignored when `verify` is false. */
+  /**
+   * CA bundle path (`~` expanded), if any: the ONLY certificates trusted (Node's built-in CAs are
+   * not), as openstacksdk's `verify=<path>` does through requests. Ignored when `verify` is false.
+   */
   cacert: string | undefined;
+  /**
+   * Client certificate path (`cert`, `OS_CERT`; `~` expanded), if any: PEM, with the private key
+   * in it unless `key` is given (openstacksdk `CloudRegion.get_requests_verify_args`).
+   */
+  cert: string | undefined;
+  /** Private key of the client certificate (`key`, `OS_KEY`; `~` expanded), if any. */
+  key: string | undefined;
+  /** `api_timeout` (`OS_API_TIMEOUT`, seconds in clouds.yaml) in ms: the time limit of each request. */
+  api_timeout_ms: number | undefined;
+  /** The cloud's known regions (`regions:` names, or a comma list in `region_name`); empty when none. */
+  regions: string[];
   /** TLS verification. False when `verify: false` or `insecure: true`. */
   verify: boolean;
   /** `!verify`, for convenience (`OS_INSECURE`). */
@@ -63,4 +77,9 @@ export interface CloudConfig {
   compute_endpoint_override: string | undefined;
   /** Where the cloud came from. */
   source: CloudSource;
+  /**
+   * One message per setting found that nova-guard does not support and ignores (key names only,
+   * never a value); `loadCloudConfig` reports each through its `onWarning` option.
+   */
+  warnings: string[];
 }

@@ -4,7 +4,8 @@
  * @module
  */
 export type * from './types.js';
-export type { Logger } from './logger.js';
+export type { Logger, LoggerLike, LoggerOption, LogMethod } from './logger.js';
+export type { OperationContext } from './telemetry.js';
 export { systemClock, sleep, timeoutSignal } from './clock.js';
 export type { Clock, TimerHandle } from './clock.js';
 export { jitteredMs } from './jitter.js';

@@ -19,6 +19,7 @@
  *
  * @module
  */
+import { traceDeleteWait } from '../core/telemetry.js';
 import pLimit from 'p-limit';
 import { timeoutSignal, untilSettledOrAborted, type TimerHandle } from '../core/clock.js';
 import { checkPathId } from '../core/validate.js';
@@ -114,7 +115,7 @@ async function deleteChecked(
   engine.ledger.track(serverId);
   const call = startCall(engine, options);
   try {
-    const r = await deleteOne(engine, serverId, options, call, batch);
+    const r = await traceDeleteWait(serverId, () => engine.clock.now(), () => deleteOne(engine, serverId, options, call, batch));
     engine.ledger.settle(serverId, r.outcome === 'delete-requested' ? 'delete-requested' : 'confirmed');
     return r;
   } catch (e) {

@@ -21,6 +21,7 @@
  *
  * @module
  */
+import { currentOperation } from '../core/telemetry.js';
 import type { Clock, TimerHandle } from '../core/clock.js';
 import { jitteredMs } from '../core/jitter.js';
 import { MAX_TIMER_MS } from '../core/validate.js';
@@ -149,6 +150,7 @@ export class DeleteEngine {
           statusAt: Number.NEGATIVE_INFINITY,
           listed: false,
           controller: new AbortController(),
+          operation: currentOperation(),
         };
         this.#entries.set(serverId, entry);
       }

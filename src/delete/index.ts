@@ -25,7 +25,13 @@ export type {
   UnconfirmedDelete,
   DeleteEngineStats,
   ServerApi,
+  WatchEnd,
+  Observation,
+  WatchSpec,
+  EngineResponse,
+  EngineRequestOptions,
 } from './types.js';
+export type { DeleteLedger } from './ledger.js';
 import type { DeleteCapable } from './waitForDelete.js';
 
 /**

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { inOperation, type OperationContext } from '../core/telemetry.js';
 import { timeoutSignal } from '../core/clock.js';
 import { AbortError, NovaApiError } from '../errors/index.js';
 import { CHANGES_SINCE_MARGIN_MS, listChangedSince, listIds, lookById, type Observation } from './observe.js';
@@ -29,6 +30,8 @@ export interface TickEntry {
   listed: boolean;
   /** Aborted when its last wait ends: its own requests stop. */
   readonly controller: AbortController;
+  /** The operation of its first wait: its own GETs carry that operation's `X-OpenStack-Request-ID`. */
+  readonly operation?: OperationContext | undefined;
   readonly watches: readonly unknown[];
 }
 
@@ -104,7 +107,7 @@ async function lookEach(ctx: TickContext, entries: Iterable<TickEntry>): Promise
       try {
         const obs = await ctx.send(() => {
           ctx.stats.gets++;
-          return lookById(ctx.api, e.serverId, signal, ctx.requestTimeoutMs(e));
+          return inOperation(e.operation, () => lookById(ctx.api, e.serverId, signal, ctx.requestTimeoutMs(e)));
         }, signal);
         if (live(e)) ctx.deliver(e, obs);
       } catch (error) {

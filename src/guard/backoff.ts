@@ -40,8 +40,8 @@ export function firstDelayMs(policy: BackoffPolicy, random: number = Math.random
 
 /**
  * Delay of wait number `step` (0-based), as p-retry computes it from the options of
- * {@link retrySchedule}: `round(first × 2^step)`, at most `maxDelayMs`, where `first` is
- * {@link firstDelayMs}`(policy, random)`. So the delays are within ±jitter of `baseDelayMs × 2^step`,
+ * `retrySchedule`: `round(first × 2^step)`, at most `maxDelayMs`, where `first` is
+ * `firstDelayMs``(policy, random)`. So the delays are within ±jitter of `baseDelayMs × 2^step`,
  * never below `minDelayMs` nor above `maxDelayMs`, rounded to whole ms.
  *
  * @param step - 0 for the first wait.
@@ -68,7 +68,7 @@ export interface RetrySchedule {
  * p-retry's backoff options for one guarded call: retry `n + 1` comes
  * {@link stepDelayMs}`(firstMs, n, maxDelayMs)` ms after attempt `n + 1` failed.
  *
- * @param firstMs - The call's first delay ({@link firstDelayMs}).
+ * @param firstMs - The call's first delay (`firstDelayMs`).
  */
 export function retrySchedule(firstMs: number, maxDelayMs: number): RetrySchedule {
   return { factor: 2, minTimeout: firstMs, maxTimeout: maxDelayMs, randomize: false };

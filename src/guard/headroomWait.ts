@@ -14,6 +14,7 @@
  */
 import { InvalidResponseError, NotFoundError, QuotaExceededError, throwIfAborted } from '../errors/index.js';
 import { sleep } from '../core/clock.js';
+import { traceHeadroomWait } from '../core/telemetry.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { LIMIT_KEYS, addNeeds, checkFit, computeHeadroom, describeShortfalls, NO_NEEDS, rawHeadroomOf, shortfallResources, type FitVerdict, type Headroom } from './headroom.js';
 import { bounded, holdClaim, inFlightOf, keepLease, moveToFallback, onFreed, onLedger, readThroughLedger, releaseClaim, renewBeforePost, renewQuietly } from './ledgerUse.js';
@@ -225,7 +226,7 @@ async function sleepUntilFreed(g: GuardState, delayMs: number, signal: AbortSign
 export async function claimForAttempt(g: GuardState, call: GuardedCall, needs: ResourceAmounts, held: Claim | undefined, signal: AbortSignal | undefined): Promise<{ claim: Claim; fresh: boolean }> {
   let kept = held;
   for (;;) {
-    const claim = kept ?? (await waitForHeadroom(g, call, needs, signal));
+    const claim = kept ?? (await traceHeadroomWait(() => g.clock.now(), () => waitForHeadroom(g, call, needs, signal)));
     if (await renewBeforePost(g, call, claim)) {
       keepLease(g, claim);
       return { claim, fresh: claim !== held };

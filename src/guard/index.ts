@@ -21,6 +21,7 @@ export type { QuotaWaitTimeoutInit, ServerBuildInit, ServerBuildFailure, CreateO
 export { CLAIM_TAG_KEY } from './lostCreate.js';
 export { computeHeadroom, checkFit, describeShortfalls } from './headroom.js';
 export type { QuotaNeeds, Headroom, ResourceHeadroom, Shortfall, FitVerdict, QuotaResourceName } from './headroom.js';
+export type { ResolvedOptions as ResolvedQuotaGuardOptions } from './options.js';
 export { backoffDelayMs } from './backoff.js';
 export type { BackoffPolicy } from './backoff.js';
 export { waitForActive } from './waitForActive.js';

@@ -52,6 +52,7 @@
  *
  * @module
  */
+import { traceGuardedCreate } from '../core/telemetry.js';
 import pRetry, { type RetryContext } from 'p-retry';
 import type { NovaClient } from '../nova/client.js';
 import { AbortError, NovaApiError, QuotaExceededError, ValidationError, throwIfAborted } from '../errors/index.js';
@@ -283,7 +284,7 @@ export class QuotaGuard {
     };
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      const result = await pRetry(
+      const result = await traceGuardedCreate(() => pRetry(
         async () => {
           throwIfAborted(signal);
           call.inAttempt = true;
@@ -304,7 +305,7 @@ export class QuotaGuard {
           shouldConsumeRetry: () => call.plan?.consume ?? true,
           shouldRetry: () => call.plan?.retry ?? false,
         },
-      );
+      ), (e) => quotaRetryReasonOf(e) === 'quota');
       this.stats.succeeded++;
       return result;
     } catch (e) {

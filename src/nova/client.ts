@@ -124,6 +124,8 @@ export class NovaClient {
       maxResponseBytes: options.maxResponseBytes ?? d.maxResponseBytes,
       adapter: options.adapter,
       caCert: options.caCert,
+      clientCert: options.clientCert,
+      clientKey: options.clientKey,
       insecure: options.insecure,
       clock: this.clock,
       logger: this.logger,

@@ -5,7 +5,7 @@
  */
 import type { AxiosAdapter } from 'axios';
 import type { Clock } from '../core/clock.js';
-import type { Logger } from '../core/logger.js';
+import type { LoggerOption } from '../core/logger.js';
 import type { AuthProvider } from '../auth/provider.js';
 import type { CloudClientExtras } from '../config/load.js';
 import { checkKnownOptions } from '../core/options.js';
@@ -59,13 +59,17 @@ export interface NovaClientOptions {
    * attempt per request (the same as `{ retries: 0 }`), like a request's own `retry: false`.
    */
   retry?: RetryOptions | false;
-  /** pino logger; default silent. The client logs method, path, status, request id and timing only. */
-  logger?: Logger;
+  /** pino logger, or any object with pino's level methods (`console` included); default silent. The client logs method, path, server id, status, request id and timing only. */
+  logger?: LoggerOption;
   /**
-   * Extra CA certificates, added to Node's defaults (`OS_CACERT`): PEM text, a Buffer, or the path of
-   * a PEM file (`~/` expanded). `insecure` beats it.
+   * The CA bundle (`OS_CACERT`): the only CAs trusted, as openstacksdk's `verify=<path>`: PEM text,
+   * a Buffer, or the path of a PEM file (`~/` expanded). `insecure` beats it.
    */
   caCert?: string | Buffer;
+  /** Client certificate (`OS_CERT`): PEM text, a Buffer or a path. Default: none. */
+  clientCert?: string | Buffer;
+  /** Private key of `clientCert` (`OS_KEY`): PEM text, a Buffer or a path. Default: read from `clientCert`. */
+  clientKey?: string | Buffer;
   /** Turn TLS verification off (`OS_INSECURE`). Default false: verification is on. A warning is logged. */
   insecure?: boolean;
   /** HTTP user agent. Default `nova-guard/<version>`. */
@@ -270,6 +274,8 @@ const NOVA_CLIENT_OPTION_KEYS = [
   'retry',
   'logger',
   'caCert',
+  'clientCert',
+  'clientKey',
   'insecure',
   'userAgent',
   'maxResponseBytes',

@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { currentOperation } from '../core/telemetry.js';
 import type { AuthProvider } from '../auth/provider.js';
 import type { Logger } from '../core/logger.js';
 import { checkDurationMs, checkRetryPolicy } from '../core/validate.js';
@@ -81,7 +82,7 @@ export class NovaRequester {
         signal: req.signal,
         clock: transport.clock,
         onRetry: (error, attempt, retryAfterMs) => {
-          logger.debug({ method: req.method, path: req.path, attempt, retryAfterMs, err: (error as Error).message }, 'retrying request');
+          logger.debug({ method: req.method, path: req.path, serverId: req.serverId, attempt, retryAfterMs, err: (error as Error).message }, 'retrying request');
         },
       },
     );
@@ -132,13 +133,13 @@ export class NovaRequester {
     });
     const { requestId } = res;
     if (requestId !== undefined) this.#init.onRequestId(requestId);
-    logger.debug({ method: req.method, path: req.path, status: res.status, requestId, elapsedMs: res.elapsedMs }, 'nova request');
+    logger.debug({ method: req.method, path: req.path, serverId: req.serverId, status: res.status, requestId, globalRequestId: currentOperation()?.requestId, elapsedMs: res.elapsedMs }, 'nova request');
     if ((res.status >= 200 && res.status < 300) || req.acceptStatus?.includes(res.status)) {
       return { status: res.status, data: res.data as T, requestId, serverDateMs: res.serverDateMs, url: ctx.url };
     }
     const error = transport.errorFor(res, ctx);
     if (error instanceof AuthError && !reauthenticated && this.#init.auth.invalidate?.(token)) {
-      logger.info({ method: req.method, path: req.path, requestId }, 'token rejected (401): re-authenticating once');
+      logger.info({ method: req.method, path: req.path, serverId: req.serverId, requestId }, 'token rejected (401): re-authenticating once');
       return REAUTHENTICATE;
     }
     throw error;

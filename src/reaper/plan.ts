@@ -79,7 +79,7 @@ export interface ReapCandidate {
 /** One candidate remembered between passes (plain JSON). */
 export interface SeenCandidate {
   name: string | undefined;
-  /** What the server looked like (see {@link fingerprintOf}). */
+  /** What the server looked like (see `fingerprintOf`). */
   fingerprint: string;
   /** First sighting in the current run of consecutive passes, epoch ms. */
   firstSeenMs: number;

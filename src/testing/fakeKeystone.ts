@@ -93,7 +93,7 @@ export class FakeKeystone {
 
   /**
    * Start a fake Keystone on 127.0.0.1 (HTTPS when `options.tls` is given).
-   * @throws {@link ValidationError} for a `tokenLifetimeMs` that is not a finite number >= 0 (NaN made
+   * @throws `ValidationError` (nova-guard) for a `tokenLifetimeMs` that is not a finite number >= 0 (NaN made
    * every token request a 500) or a port outside 0-65535.
    */
   static async start(options: FakeKeystoneOptions = {}): Promise<FakeKeystone> {

@@ -149,7 +149,7 @@ export class FakeNova {
    *
    * @param options - See {@link FakeNovaOptions}; every duration is in milliseconds.
    * @returns the running fake.
-   * @throws {@link ValidationError} for a negative duration, a quota below -1, a malformed
+   * @throws `ValidationError` (nova-guard) for a negative duration, a quota below -1, a malformed
    *   microversion, duplicate or invalid flavors, or a non-positive page size.
    * @throws the listen error (e.g. `EADDRINUSE`) when the port is taken.
    */
@@ -185,7 +185,7 @@ export class FakeNova {
   /**
    * Queue a fault; the first queued fault matching a request applies, before auth and the real handler.
    *
-   * @throws {@link ValidationError} for a spec the fake could not apply: no `path` (string or RegExp),
+   * @throws `ValidationError` (nova-guard) for a spec the fake could not apply: no `path` (string or RegExp),
    * a `status` outside 100-999, invalid header names or values, `times` not a positive integer (or
    * `Infinity`), a negative `delayMs` (see `src/testing/fakeNova/faultSpec.ts`).
    */
@@ -204,7 +204,7 @@ export class FakeNova {
    * the first flavor, status `ACTIVE`. It counts toward usage as Nova counts it (ERROR counts).
    * `faultMessage` becomes `fault.message` (code 500) shown while the status is ERROR.
    *
-   * @throws {@link ValidationError} for an unknown flavor, an id already used, or an id a client could
+   * @throws `ValidationError` (nova-guard) for an unknown flavor, an id already used, or an id a client could
    * not ask for (empty, or with `/`, `?`, `#`, or `.`/`..`).
    */
   addServer(init: Partial<FakeServerInit> = {}): FakeServerView {
@@ -236,7 +236,7 @@ export class FakeNova {
   /**
    * Change quota limits at run time (`-1` = unlimited), like an admin's forced `PUT /os-quota-sets`.
    *
-   * @throws {@link ValidationError} for a value that is not an integer >= -1.
+   * @throws `ValidationError` (nova-guard) for a value that is not an integer >= -1.
    */
   setQuota(q: Partial<FakeUsage>): void {
     const next = { ...this.quota.limits };
@@ -266,7 +266,7 @@ export class FakeNova {
    * `ignore` are used up by one DELETE; `never` stays until changed.
    *
    * @param b.faultMessage - `fault.message` for `error`; default "Failed to terminate instance: fake compute driver error".
-   * @throws {@link ValidationError} for an unknown server or behaviour.
+   * @throws `ValidationError` (nova-guard) for an unknown server or behaviour.
    */
   setServerBehavior(id: string, b: { onDelete?: FakeDeleteBehavior; faultMessage?: string }): void {
     const r = this.mustGet(id, 'setServerBehavior');
@@ -289,7 +289,7 @@ export class FakeNova {
    * `Quota exceeded for cores: Requested 2, but already used 10 of 10 cores`. They still count
    * toward quota until deleted.
    *
-   * @throws {@link ValidationError} when `n` is not an integer >= 0.
+   * @throws `ValidationError` (nova-guard) when `n` is not an integer >= 0.
    */
   failCreatesWithQuotaRecheck(n: number, faultMessage?: string): void {
     if (!Number.isInteger(n) || n < 0) throw new ValidationError(`failCreatesWithQuotaRecheck: n must be an integer >= 0`);
@@ -301,7 +301,7 @@ export class FakeNova {
    * to {@link FakeNova.usage}. Negative values model under-counting. Replaces the previous drift;
    * omitted resources become 0.
    *
-   * @throws {@link ValidationError} for a value that is not an integer (NaN would reach `/limits`).
+   * @throws `ValidationError` (nova-guard) for a value that is not an integer (NaN would reach `/limits`).
    */
   setUsageDrift(d: Partial<FakeUsage>): void {
     const drift = { cores: d.cores ?? 0, instances: d.instances ?? 0, ram: d.ram ?? 0 };
@@ -315,7 +315,7 @@ export class FakeNova {
    * Make a server a ghost: listings still show it and it counts in usage, but
    * `GET|DELETE /servers/{id}` and actions answer 404 (an instance mapping pointing nowhere).
    *
-   * @throws {@link ValidationError} for an unknown server.
+   * @throws `ValidationError` (nova-guard) for an unknown server.
    */
   makeGhost(id: string): void {
     this.mustGet(id, 'makeGhost').ghost = true;

@@ -5,3 +5,5 @@
  */
 export * from './fakeNova.js';
 export * from './fakeKeystone.js';
+export type { StoredUser } from './fakeKeystone/tokens.js';
+export type { TlsPair } from './wire/httpBinding.js';

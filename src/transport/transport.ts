@@ -16,7 +16,8 @@ import pTimeout from 'p-timeout';
 import { systemClock, type Clock } from '../core/clock.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { redactSecrets, redactUrlSecrets } from '../core/redact.js';
-import { AbortError, InvalidResponseError, type NovaApiError } from '../errors/index.js';
+import { currentOperation, recordQuotaRefusal, startRequest } from '../core/telemetry.js';
+import { AbortError, InvalidResponseError, QuotaExceededError, type NovaApiError } from '../errors/index.js';
 import { errorFromResponse, networkError, requestIdOf, serverDateOf, type HeaderBag, type RequestContext } from './http.js';
 import { tlsAgent, type TlsOptions } from './tls.js';
 
@@ -102,7 +103,7 @@ export class Transport {
     this.#label = options.label;
     this.#secrets = options.secrets ?? (() => []);
     this.#logger = options.logger ?? silentLogger;
-    const httpsAgent = tlsAgent({ caCert: options.caCert, insecure: options.insecure }, this.#logger, options.tlsWhat);
+    const httpsAgent = tlsAgent({ caCert: options.caCert, clientCert: options.clientCert, clientKey: options.clientKey, insecure: options.insecure }, this.#logger, options.tlsWhat);
     this.#http = axios.create({
       validateStatus: () => true,
       // Secrets must never ride on a redirect to another host: a 3xx is answered as an error naming its Location.
@@ -191,6 +192,10 @@ export class Transport {
     }
     if (req.signal?.aborted) throw new AbortError(undefined, { cause: req.signal.reason });
     const started = this.clock.now();
+    // One OpenTelemetry span per exchange; the operation's global request id (oslo.middleware
+    // `RequestId`: `req-<uuid>`) goes along, so Nova's logs show it beside its own id.
+    const traced = startRequest(req.method, this.redactText(req.url), req.serverId, () => this.clock.now());
+    const op = currentOperation();
     let res: AxiosResponse<string>;
     try {
       res = await this.#http.request<string>({
@@ -198,17 +203,23 @@ export class Transport {
         url: req.url,
         params: req.query ? Object.fromEntries(Object.entries(req.query).filter(([, v]) => v !== undefined)) : undefined,
         data: req.body === undefined ? undefined : typeof req.body === 'string' ? req.body : JSON.stringify(req.body),
-        headers: { ...(req.body !== undefined ? { 'Content-Type': 'application/json' } : {}), ...(req.headers ?? {}) },
+        headers: {
+          ...(req.body !== undefined ? { 'Content-Type': 'application/json' } : {}),
+          ...(op ? { 'X-OpenStack-Request-ID': op.requestId } : {}),
+          ...(req.headers ?? {}),
+        },
         ...(req.signal ? { signal: req.signal } : {}),
         responseType: 'text',
         transformResponse: [(d: unknown) => d],
       });
     } catch (error) {
-      if (req.signal?.aborted) throw new AbortError(undefined, { cause: req.signal.reason });
-      throw this.#noResponse(error, ctx);
+      const typed = req.signal?.aborted ? new AbortError(undefined, { cause: req.signal.reason }) : this.#noResponse(error, ctx);
+      traced.failed(typed);
+      throw typed;
     }
     const headers = res.headers as HeaderBag;
     const requestId = requestIdOf(headers);
+    traced.response(res.status, requestId);
     const elapsedMs = Math.round(this.clock.now() - started);
     return { status: res.status, headers, data: parseBody(res.data), requestId, serverDateMs: serverDateOf(headers), url: req.url, elapsedMs };
   }
@@ -218,7 +229,9 @@ export class Transport {
    * redacted before anything is read from it (a body may echo the request), the message after.
    */
   errorFor(res: TransportResponse, ctx: RequestContext): NovaApiError {
-    return this.redact(errorFromResponse(res.status, res.headers, res.data, { ...ctx, redact: this.redactText }, this.clock.wallNow()));
+    const error = this.redact(errorFromResponse(res.status, res.headers, res.data, { ...ctx, redact: this.redactText }, this.clock.wallNow()));
+    if (error instanceof QuotaExceededError) recordQuotaRefusal();
+    return error;
   }
 
   #noResponse(error: unknown, ctx: RequestContext): Error {

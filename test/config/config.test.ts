@@ -89,11 +89,16 @@ describe('clouds.yaml and secure.yaml', () => {
       region_name: 'RegionOne',
       interface: 'internal',
       cacert: undefined,
+      cert: undefined,
+      key: undefined,
+      api_timeout_ms: undefined,
+      regions: ['RegionOne'],
       verify: true,
       insecure: false,
       compute_api_version: undefined,
       compute_endpoint_override: undefined,
       source: { file: clouds, secureFile: secure, env: false },
+      warnings: [],
     });
     const other = load({ OS_CLOUD: 'other' });
     expect(other.auth_type).toBe('v3applicationcredential');

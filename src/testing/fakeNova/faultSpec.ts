@@ -1,6 +1,6 @@
 /**
  * Checking a {@link FaultSpec} when it is queued (`FakeNova.inject`), so a mistake in a test is a
- * {@link ValidationError} at the call, not an exception inside the fake's request handler (which
+ * `ValidationError` (nova-guard) at the call, not an exception inside the fake's request handler (which
  * crashed the test process and left the request hanging).
  *
  * @module
@@ -11,7 +11,7 @@ import { MAX_TIMER_MS } from '../../core/validate.js';
 import type { FaultSpec } from './types.js';
 
 /**
- * @throws {@link ValidationError} for a spec that is not an object, a `path` that is neither a
+ * @throws `ValidationError` (nova-guard) for a spec that is not an object, a `path` that is neither a
  * string nor a RegExp, a `method` that is not a string, a `status` that is not an integer from 100
  * to 999 (what node:http can send), `headers` that are not valid HTTP header names and values,
  * `times` that is not a positive integer or `Infinity`, a `delayMs` outside 0 to 2147483647 (a longer

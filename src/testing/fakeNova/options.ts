@@ -72,7 +72,7 @@ function terminateErrorTaskState(value: FakeNovaOptions['terminateErrorTaskState
 }
 
 /**
- * @throws {@link ValidationError} for a negative duration, a quota below -1, a malformed
+ * @throws `ValidationError` (nova-guard) for a negative duration, a quota below -1, a malformed
  *   microversion, duplicate or invalid flavors, a non-positive page size, or a
  *   `terminateErrorTaskState` other than `'deleting'` or null.
  */
