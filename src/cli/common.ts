@@ -10,7 +10,7 @@ import { pino } from 'pino';
 import { NovaClient, type NovaClientOptions } from '../nova/client.js';
 import { loadCloudConfig, resolveClientOptions, type CloudConfig } from '../config/load.js';
 import { ConfigError, NovaApiError, ValidationError } from '../errors/index.js';
-import { loadCaCert } from '../transport/tls.js';
+import { loadCaCert, loadPem } from '../transport/tls.js';
 import type { Logger } from '../core/logger.js';
 import { parseDuration } from '../core/duration.js';
 import { withSlowNotice } from './waitNotice.js';
@@ -48,8 +48,8 @@ export function addGlobalOptions(program: Command): Command {
     .option('--os-project-name <name>', 'project name (env OS_PROJECT_NAME)')
     .option('--os-region-name <name>', 'region (env OS_REGION_NAME)')
     .option('--os-interface <interface>', 'endpoint interface: public, internal or admin (env OS_INTERFACE)')
-    .option('--os-cert <file>', 'client certificate (env OS_CERT; not supported yet: a warning)')
-    .option('--os-key <file>', 'client certificate key (env OS_KEY; not supported yet: a warning)')
+    .option('--os-cert <file>', 'client certificate, PEM (env OS_CERT)')
+    .option('--os-key <file>', 'client certificate key, PEM (env OS_KEY; default: the --os-cert file)')
     .option('--os-token <token>', 'with --os-endpoint: a token sent as it is, no Keystone (env OS_TOKEN)')
     .option('--os-endpoint <url>', 'with --os-token: the compute endpoint, e.g. http://127.0.0.1:8774/v2.1 (env OS_ENDPOINT)')
     .option('--endpoint <url>', 'old spelling of --os-endpoint (env NOVA_ENDPOINT)')
@@ -120,7 +120,8 @@ export function cliLogger(opts: GlobalOptions, stderrIsTTY: boolean = Boolean(pr
  *   variables they stand for, then Keystone (`resolveClientOptions`), saying
  *   `waiting for keystone at URL ...` on stderr when that takes over a second.
  *
- * `--os-cert`/`--os-key` (`OS_CERT`/`OS_KEY`) get a warning: client certificates are not supported yet.
+ * `--os-cert`/`--os-key` (`OS_CERT`/`OS_KEY`): the client certificate and its key (PEM files).
+ * Settings of clouds.yaml that nova-guard ignores are printed as `Warning: ...` lines on stderr.
  * @throws {@link ValidationError} for a bad flag (exit 2); {@link ConfigError} when no cloud is
  * configured at all, for a broken clouds.yaml, an unknown cloud or an unreadable CA file (exit 1);
  * {@link AuthError} when Keystone rejects the credentials.
@@ -136,9 +137,14 @@ export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.Process
   const cacert = opts.osCacert ?? env['OS_CACERT'];
   // A missing or unreadable file is a ConfigError naming it (key cacert), not a raw ENOENT.
   if (cacert) common.caCert = loadCaCert(cacert);
-  for (const [flag, value] of [['--os-cert', opts.osCert ?? env['OS_CERT']], ['--os-key', opts.osKey ?? env['OS_KEY']]] as const) {
-    // Client certificates are not supported by the transport yet: say so rather than drop it silently.
-    if (value) console.error(`Warning: ${flag} / OS_${flag.slice(5).toUpperCase()} is not supported yet (client certificates); it is ignored`);
+  // Client certificate (python-openstackclient's --os-cert/--os-key): a PEM file, with the key in it
+  // unless --os-key names another file. A missing file is a ConfigError naming the option.
+  const cert = opts.osCert ?? env['OS_CERT'];
+  const certKey = opts.osKey ?? env['OS_KEY'];
+  if (certKey && !cert) throw new ConfigError('--os-key (OS_KEY) needs --os-cert (OS_CERT): the client certificate');
+  if (cert) {
+    common.clientCert = loadPem(cert, 'cert');
+    common.clientKey = loadPem(certKey ?? cert, 'key');
   }
   const endpoint = opts.osEndpoint ?? opts.endpoint ?? env['NOVA_ENDPOINT'];
   const token = opts.osToken ?? opts.token ?? env['NOVA_TOKEN'];
@@ -168,6 +174,7 @@ export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.Process
     config = loadCloudConfig({
       cloud: opts.osCloud,
       env: merged,
+      onWarning: (message) => console.error(`Warning: ${message}`),
       ...(opts.osRegionName !== undefined ? { regionName: opts.osRegionName } : {}),
       ...(opts.osInterface !== undefined ? { interface: opts.osInterface } : {}),
     });

@@ -1,3 +1,5 @@
+import { join } from 'node:path';
+import { makeTestCert } from '../tlsCert.js';
 // The habits people bring from `openstack`, through the built binary (dist/cli/main.js) against
 // FakeNova over HTTP: output formats, --os-* options, names in `server delete`, exit codes,
 // durations, the first line when Nova is slow, the progress line, Ctrl-C and --debug; piped and
@@ -129,11 +131,22 @@ describe('--os-* options and exit codes', () => {
     expect(bad.code).toBe(2);
   });
 
-  it('--os-cert/--os-key are not dropped silently: a warning', async () => {
+  it('--os-cert/--os-key load the client certificate: a file that cannot be read exits 1 naming it, a key without a cert too', async () => {
     const nova = await startNova();
-    const r = await runPiped(['--os-cert', '/x.pem', 'limits'], envOf(nova));
-    expect(r.code).toBe(0);
-    expect(r.stderr).toContain('Warning: --os-cert / OS_CERT is not supported yet');
+    const missing = await runPiped(['--os-cert', '/nonexistent/x.pem', 'limits'], envOf(nova));
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('cannot read the client certificate file /nonexistent/x.pem (cert)');
+    const keyOnly = await runPiped(['--os-key', '/nonexistent/k.pem', 'limits'], envOf(nova));
+    expect(keyOnly.code).toBe(1);
+    expect(keyOnly.stderr).toContain('--os-key (OS_KEY) needs --os-cert (OS_CERT)');
+    const pair = makeTestCert('ng-cli-cert-');
+    try {
+      const ok = await runPiped(['--os-cert', pair.certPath, '--os-key', join(pair.dir, 'key.pem'), 'limits'], envOf(nova));
+      expect(ok.code, ok.stderr).toBe(0);
+      expect(ok.stderr).not.toContain('Warning');
+    } finally {
+      pair.remove();
+    }
   });
 });
 
