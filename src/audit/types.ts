@@ -4,7 +4,7 @@
  * @module
  */
 import type { AuditResource, Usage } from './count.js';
-import type { Logger } from '../core/logger.js';
+import type { LoggerOption } from '../core/logger.js';
 import type { Server } from '../core/types.js';
 import type { CountingModel, ModelFit } from './model.js';
 import type { Finding } from './findings.js';
@@ -66,7 +66,7 @@ export interface AuditQuotaOptions {
   /** Clock for server ages, epoch ms. Default the client's clock (`wallNow`). */
   now?: () => number;
   /** pino logger. Default: the client's logger. */
-  logger?: Logger | undefined;
+  logger?: LoggerOption | undefined;
   /** Project whose quota-set detail is read. Default: the client's `projectId`; without one it is skipped. */
   projectId?: string | undefined;
   /** Read `GET /os-quota-sets/{project_id}/detail` as well as `/limits`. Default true. */

@@ -13,7 +13,7 @@ import { checkKnownOptions } from '../core/options.js';
 import { ValidationError } from '../errors/index.js';
 import type { Headroom, QuotaNeeds, Shortfall } from './headroom.js';
 import type { ResourceAmounts } from '../core/types.js';
-import type { Logger } from '../core/logger.js';
+import type { LoggerOption } from '../core/logger.js';
 import { checkDurationMs } from '../core/validate.js';
 import type { QuotaLedger } from './ledger.js';
 
@@ -155,7 +155,7 @@ export interface QuotaGuardOptions {
    */
   ledgerTimeoutMs?: number;
   /** pino logger; default silent. Logs waits (info), retries and cleanups (warn), never request bodies. */
-  logger?: Logger;
+  logger?: LoggerOption;
 }
 
 /** The claim a {@link QuotaGuard.withQuotaGuard} call's `fn` runs under. */

@@ -4,7 +4,7 @@
  * @module
  */
 import type { DeleteOutcome, DeleteServerOptions } from '../delete/index.js';
-import type { Logger } from '../core/logger.js';
+import type { LoggerOption } from '../core/logger.js';
 import type { FleetSelector, ReapCandidate, ReaperState, ReapSkip } from './plan.js';
 
 /** Options of {@link Reaper} and {@link reapServers}. */
@@ -37,7 +37,7 @@ export interface ReaperOptions extends FleetSelector {
   /** Abort: the current pass stops its deletions and rejects with {@link AbortError}. */
   signal?: AbortSignal | undefined;
   /** pino logger. Default: the client's logger. */
-  logger?: Logger | undefined;
+  logger?: LoggerOption | undefined;
   /** Called with each step of a pass (for progress displays). Exceptions thrown by it are ignored. */
   onEvent?: ((event: ReapEvent) => void) | undefined;
   /** Page size (`limit`) of the server listing; every page is read. Default: Nova's own. */

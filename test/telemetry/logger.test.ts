@@ -2,6 +2,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { componentLogger, toLogger, type LoggerLike } from '../../src/core/logger.js';
 import { NovaClient } from '../../src/nova/client.js';
+import { QuotaGuard } from '../../src/guard/index.js';
+import { auditQuota } from '../../src/audit/index.js';
+import { reapServers } from '../../src/reaper/index.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { settle, startNova, useFakeClock } from '../helpers.js';
 
@@ -55,4 +58,20 @@ describe('logger option', () => {
     expect(request?.[2]).toMatchObject({ component: 'nova', method: 'GET', path: `/servers/${id}`, serverId: id, status: 200 });
     expect(info).not.toHaveBeenCalledWith(expect.stringContaining('admin:'), expect.anything());
   });
+
+  it('QuotaGuard, auditQuota and reapServers take an object with level methods as their logger too', async () => {
+    const nova = await startNova({ maxTotalCores: 2 });
+    nova.addServer({ status: 'ACTIVE', flavorId: '2' });
+    const client = new NovaClient({ endpoint: nova.endpoint, token: `admin:${nova.projectId}`, adapter: nova.adapter });
+    const { logger, lines } = recorder();
+    const guard = new QuotaGuard(client, { logger, maxWaitMs: 3000 });
+    const outcome = await settle(guard.createServer({ name: 'w', flavorRef: '2', imageRef: 'img', networks: 'none' }).catch((e: unknown) => e));
+    expect((outcome as Error).name).toBe('QuotaWaitTimeoutError');
+    expect(lines.find(([, msg]) => msg === 'not enough quota headroom: waiting')?.[2]).toMatchObject({ component: 'quota-guard' });
+    const audit = await settle(auditQuota(client, { logger }));
+    expect(audit.verdict).toBeDefined();
+    const reaped = await settle(reapServers(client, { logger, prefix: 'none-', olderThanMs: 1, dryRun: true }));
+    expect(reaped).toBeDefined();
+  });
 });
+
