@@ -26,7 +26,7 @@ export { backoffDelayMs } from './backoff.js';
 export type { BackoffPolicy } from './backoff.js';
 export { waitForActive } from './waitForActive.js';
 export type { WaitForActiveOptions, WaitForActiveResult, ActiveOutcome } from './waitForActive.js';
-export type { QuotaLedger, LedgerPlace, LedgerClaim, LedgerLimits, RawHeadroom, AdmitRequest, Admission, ClaimEnd } from './ledger.js';
+export type { QuotaLedger, LimitsReading, LedgerPlace, LedgerClaim, LedgerLimits, RawHeadroom, AdmitRequest, Admission, ClaimEnd } from './ledger.js';
 export { InProcessQuotaLedger } from './inProcessLedger.js';
 export type { InProcessQuotaLedgerOptions } from './inProcessLedger.js';
 export { CLAIM_ID_KEY, CLAIM_TOKEN_KEY, CLAIM_HOLDER_KEY } from './ledgerUse.js';

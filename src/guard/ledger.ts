@@ -74,6 +74,12 @@ export interface LedgerLimits {
   readonly shared: boolean;
 }
 
+/** What a `/limits` read hands a ledger: `limits.absolute` and the answer's `x-openstack-request-id`. */
+export interface LimitsReading {
+  readonly absolute: AbsoluteLimits;
+  readonly requestId: string | undefined;
+}
+
 /** Headroom per resource before any claim: a number, or `undefined` when unlimited or unknown. */
 export type RawHeadroom = Readonly<Partial<ResourceAmounts>>;
 
@@ -109,7 +115,7 @@ export interface QuotaLedger {
   /** Leave the queue (idempotent). */
   leave(place: LedgerPlace): Promise<void>;
   /** A `/limits` reading: fresh through `read`, or one the ledger keeps (shared reads). */
-  limits(read: (signal: AbortSignal | undefined) => Promise<{ absolute: AbsoluteLimits; requestId: string | undefined }>, signal: AbortSignal | undefined): Promise<LedgerLimits>;
+  limits(read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined): Promise<LedgerLimits>;
   /**
    * Optional: what `admit` would subtract for claims (not places) for a reading of `stamp`, without
    * claiming: the guard's `headroom()` reports it as `inFlight`. A ledger without it: `headroom()`

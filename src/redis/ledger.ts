@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { systemClock, type AbsoluteLimits, type Clock, type ResourceAmounts, type TimerHandle } from '../core/index.js';
 import { componentLogger } from '../core/logger.js';
 import { AbortError, ValidationError, throwIfAborted } from '../errors/index.js';
-import type { Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, QuotaLedger } from '../guard/index.js';
+import type { Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from '../guard/index.js';
 import type { NovaClient } from '../nova/index.js';
 import { RedisConnection, type LedgerCommand } from './connection.js';
 import { ledgerKeys, resolveOptions, urlPassword, type LedgerKeys, type RedisQuotaLedgerOptions, type ResolvedOptions } from './options.js';
@@ -17,7 +17,6 @@ import { ledgerKeys, resolveOptions, urlPassword, type LedgerKeys, type RedisQuo
 /** How long a claim released as `'counted'` stays subtracted from readings sent before it, in ms. */
 const COUNTED_RETENTION_MS = 10 * 60_000;
 
-type Reading = { absolute: AbsoluteLimits; requestId: string | undefined };
 
 function needsArgs(where: string, n: ResourceAmounts): [number, number, number] {
   const v: [number, number, number] = [n.cores, n.ramMiB, n.instances];
@@ -60,7 +59,7 @@ export class RedisQuotaLedger implements QuotaLedger {
   #closed = false;
 
   /**
-   * @throws {@link ValidationError} for bad options (see {@link RedisQuotaLedgerOptions}).
+   * @throws `ValidationError` for bad options (see {@link RedisQuotaLedgerOptions}).
    */
   constructor(options: RedisQuotaLedgerOptions) {
     this.#opts = resolveOptions(options);
@@ -85,7 +84,7 @@ export class RedisQuotaLedger implements QuotaLedger {
   /**
    * A ledger for `client`'s endpoint and project: `endpoint` from `client.endpoint()` (the catalog's
    * when the client has none), `projectId` from `client.projectId`, unless given.
-   * @throws {@link ValidationError} when the client has no project id and none is given.
+   * @throws `ValidationError` when the client has no project id and none is given.
    */
   static async forClient(client: NovaClient, options: Omit<RedisQuotaLedgerOptions, 'endpoint' | 'projectId'> & { endpoint?: string; projectId?: string }): Promise<RedisQuotaLedger> {
     const projectId = options.projectId ?? client.projectId;
@@ -240,18 +239,18 @@ export class RedisQuotaLedger implements QuotaLedger {
     });
   }
 
-  async limits(read: (signal: AbortSignal | undefined) => Promise<Reading>, signal: AbortSignal | undefined): Promise<LedgerLimits> {
+  async limits(read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined): Promise<LedgerLimits> {
     const lock = randomUUID();
     const { limits, limitsLock, limitsChannel } = this.#keys;
     const deadline = this.#clock.now() + this.#opts.limitsLockMs + this.#opts.commandTimeoutMs;
     for (;;) {
       throwIfAborted(signal);
       const [state, json, stamp, now] = (await this.#conn.run('novaGuardLimitsBegin', [limits, limitsLock, this.#opts.limitsMaxAgeMs, this.#opts.limitsLockMs, lock])) as [string, string, number, number];
-      const kept = (): LedgerLimits => ({ ...(JSON.parse(json) as Reading), stamp: Number(stamp), ageMs: Math.max(0, Number(now) - Number(stamp)), shared: true });
+      const kept = (): LedgerLimits => ({ ...(JSON.parse(json) as LimitsReading), stamp: Number(stamp), ageMs: Math.max(0, Number(now) - Number(stamp)), shared: true });
       if (state === 'fresh') return kept();
       if (state === 'lock' || this.#clock.now() >= deadline) {
         if (state !== 'lock' && json !== '') return kept();
-        let reading: Reading;
+        let reading: LimitsReading;
         try {
           reading = await read(signal);
         } catch (error) {

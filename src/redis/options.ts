@@ -101,7 +101,7 @@ export function urlPassword(url: string | undefined): string | undefined {
 }
 
 /**
- * @throws {@link ValidationError} for an unknown option, neither or both of `url` and `redis`, a
+ * @throws `ValidationError` for an unknown option, neither or both of `url` and `redis`, a
  * URL that is not `redis:`/`rediss:`, an empty endpoint or project id, a holder with a comma, or a
  * duration that is not a positive number of ms.
  */

@@ -34,6 +34,7 @@ function usageOf(u: Partial<FakeUsage>, what: string): FakeUsage {
 
 /** The causes of quota drift, made on demand. Every method throws {@link ValidationError} for an unknown server or flavor. */
 export class FakeNovaCauses {
+  /** @internal FakeNova makes it (`nova.causes`). */
   constructor(private readonly d: CausesDeps) {}
 
   private row(id: string, what: string): ServerRecord {
