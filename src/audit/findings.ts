@@ -7,38 +7,13 @@
  */
 import { AUDIT_RESOURCES, addUsage, statusOf, taskStateOf, zeroUsage, type AuditResource, type Usage } from './count.js';
 import { deleting, neverScheduled, type Holding } from './model.js';
-import type { Server } from '../core/types.js';
+import { ORPHAN_MAPPING_REMEDY, type QuotaFinding, type QuotaFindingKind, type Server } from '../core/types.js';
 
 /** The kinds of finding. */
-export type FindingKind =
-  | 'build-in-flight'
-  | 'delete-in-flight'
-  | 'stuck-deleting'
-  | 'orphan-mapping'
-  | 'never-scheduled'
-  | 'resize-double'
-  | 'shelved'
-  | 'down-cell'
-  | 'leaked-allocation'
-  | 'stale-usage'
-  | 'foreign-usage';
+export type FindingKind = QuotaFindingKind;
 
-/** One cause of drift. */
-export interface Finding {
-  kind: FindingKind;
-  /** True when it settles by itself (a build or delete under way); false when it stays until someone acts. */
-  transient: boolean;
-  /** The servers behind it (empty for usage with no server behind it). */
-  serverIds: string[];
-  /** What it holds under the audit's counting model (for usage with no server: the unexplained part). */
-  holds: Usage;
-  /** What the audit saw, in words. */
-  evidence: string;
-  /** What the project can do itself. */
-  projectCan: string;
-  /** What needs an operator (cloud admin), or `''` when nothing does. */
-  operatorCan: string;
-}
+/** One cause of drift (the plain shape shared with the delete and guard errors). */
+export type Finding = QuotaFinding;
 
 /** What {@link findCauses} needs. */
 export interface FindingsInput {
@@ -164,8 +139,8 @@ const REMEDY: Record<ServerKind, Remedy> = {
   'orphan-mapping': {
     transient: false,
     evidence: (s) => `${plural(s.length, 'listed server answers', 'listed servers answer')} 404 on ${s.length === 1 ? 'its' : 'their'} own GET: an instance mapping without a reachable instance`,
-    project: 'nothing that helps: its DELETE answers 404 as well; ask an operator',
-    operator: 'fix the cell mapping (`nova-manage cell_v2 verify_instance --uuid <id>`, `nova-manage cell_v2 map_instances`), then delete the server; or remove the stale mapping',
+    project: ORPHAN_MAPPING_REMEDY.projectCan,
+    operator: ORPHAN_MAPPING_REMEDY.operatorCan,
   },
   'never-scheduled': {
     transient: false,
