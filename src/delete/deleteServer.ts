@@ -31,6 +31,7 @@ import {
   ForbiddenError,
   InvalidResponseError,
   NovaApiError,
+  OrphanedServerError,
 } from '../errors/index.js';
 import { isServerNotFound, isTransient } from '../transport/http.js';
 import { withRetry } from '../transport/retry.js';
@@ -90,7 +91,6 @@ export async function deleteServer(client: DeleteCapable, serverId: string, opti
   }
   return deleteChecked(client.deleteEngine, serverId, options, alone);
 }
-
 
 /**
  * How one deletion of a batch goes through its first DELETE: `gate` bounds the DELETEs in flight (the
@@ -170,8 +170,15 @@ async function deleteOne(
       : send(kind),
   );
   log.debug({ outcome: first, attempts: result.deleteAttempts }, 'delete requested');
-  if (first === 'already-gone') return done('already-gone');
-  if (first === 'gone') return done('deleted');
+  if (first !== 'accepted') {
+    // Nova's 404 before anything showed the server: a listing that still shows it means an orphaned mapping.
+    await engine.confirmGone(serverId, call.signal, result.deleteAttempts).catch((e: unknown) => {
+      if (call.timedOut()) throw timeout();
+      if (e instanceof AbortError) throw new AbortError(`Deletion of server ${serverId} was aborted`, { cause: options.signal?.reason, serverId });
+      throw e;
+    });
+    return done(first === 'already-gone' ? 'already-gone' : 'deleted');
+  }
   if (!options.wait) return done('delete-requested');
   if (batch.waitAfter) {
     // The other DELETEs of the batch first: no listing competes with them, and all waits start together.
@@ -205,6 +212,7 @@ async function deleteOne(
     } catch (e) {
       if (call.timedOut()) throw timeout();
       if (options.signal?.aborted) throw new AbortError(`Deletion of server ${serverId} was aborted`, { cause: options.signal.reason, serverId });
+      if (e instanceof OrphanedServerError) throw new OrphanedServerError({ serverId, deleteAttempts: result.deleteAttempts, evidence: e.evidence, lastStatus: e.lastStatus });
       throw e;
     }
     result.polls += end.polls;
@@ -277,7 +285,6 @@ function deleteUntilAnswered(
     },
   );
 }
-
 
 /**
  * One `DELETE /servers/{id}` (or the `forceDelete` action) under the engine's rate limit, retried on
