@@ -4,7 +4,9 @@
  * failure is reported as `Failed to delete server with name or ID '<id>': <error>`, then
  * `N of M servers failed to delete.` and exit code 1; 0 when all succeeded. It takes ids, not names;
  * an id Nova does not know (404 on DELETE) counts as already gone (exit 0), so that a worker that
- * repeats a delete never fails, where `openstack server delete` looks names up first and fails. At most `--concurrency`
+ * repeats a delete never fails, where `openstack server delete` looks names up first and fails; but
+ * one Nova still lists after that 404 (an orphaned instance mapping: Nova still counts it) is a
+ * failure (`OrphanedServerError`, its message says what an operator must do). At most `--concurrency`
  * (default 10) deletions run at once. Every id and flag is checked before any connection: a string
  * that cannot be a server id (a `/`, `?` or `#`, `.` or `..`) or a flag that is not a decimal number
  * (`--interval-ms 0x10`) is bad usage, exit 2, and nothing is deleted.
