@@ -79,6 +79,7 @@ function startCall(engine: DeleteEngine, options: DeleteServerOptions): Call {
  *
  * @throws {@link ValidationError} for a bad id or options (before any request); {@link ConflictError}
  * on 409; {@link DeleteFailedError} when the DELETE keeps failing or the server ends in ERROR twice;
+ * {@link OrphanedServerError} (a DeleteFailedError) when Nova answers 404 for it yet still lists it;
  * {@link DeleteTimeoutError} when `timeoutMs` passes (DELETE phase included); {@link AbortError} (its `serverId` set) when
  * `signal` aborts; {@link AuthError} and {@link ForbiddenError} as they come.
  */

@@ -13,7 +13,8 @@
  *    one brief `GET /servers` tells which of those seen `DELETED` Nova no longer lists; every server
  *    the listings could not answer (absent, not anchored, listing failed or slow) and every server
  *    about to be confirmed gets its own GET. A failed listing is never a failed wait.
- * 4. Each answer goes to the waits of its server: Nova's 404 ends them as `deleted`; `SOFT_DELETED`
+ * 4. Each answer goes to the waits of its server: Nova's 404 ends them as `deleted` (a 404 a listing
+ *    contradicts is checked first, see `presenceCheck.ts`: an orphaned mapping); `SOFT_DELETED`
  *    and `ERROR` with no task end them; anything else (`DELETED` included) schedules the next look.
  *
  * Source: osc-lib `utils.wait_for_delete` (one wait), nodepool's shared server list (many waits),

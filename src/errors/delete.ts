@@ -103,7 +103,7 @@ export interface OrphanedServerInit {
  * and Nova keeps counting it: its instance mapping lost its cell (an orphaned mapping). Deleting
  * again cannot help; an operator must fix or remove the mapping. `finding` is the audit's
  * `orphan-mapping` finding for this server (its `holds` are zero: a listing of ids does not say).
- * See `docs/field-cases.md`, the case of the server `server show` could not find.
+ * See `docs/field-cases.md`, "Gone comes in several forms".
  */
 export class OrphanedServerError extends DeleteFailedError {
   /** What was seen, in words. */

@@ -22,6 +22,7 @@ export { CLAIM_TAG_KEY } from './lostCreate.js';
 export { computeHeadroom, checkFit, describeShortfalls } from './headroom.js';
 export type { QuotaNeeds, Headroom, ResourceHeadroom, Shortfall, FitVerdict, QuotaResourceName } from './headroom.js';
 export { backoffDelayMs } from './backoff.js';
+export type { ShortfallCause, ShortfallExplanation } from './explain.js';
 export type { BackoffPolicy } from './backoff.js';
 export { waitForActive } from './waitForActive.js';
 export type { WaitForActiveOptions, WaitForActiveResult, ActiveOutcome } from './waitForActive.js';
