@@ -5,7 +5,7 @@
  * finding, and the server stays unconfirmed. A normal delete sends no extra request. Fake timers.
  */
 import { describe, expect, it } from 'vitest';
-import { DeleteFailedError, OrphanedServerError, waitForDelete } from '../../src/index.js';
+import { DeleteFailedError, DeleteTimeoutError, OrphanedServerError, waitForDelete } from '../../src/index.js';
 import type { RecordedRequest } from '../../src/testing/index.js';
 import { T0, clientFor, rejection, serverPath, settle, startNova, useFakeClock } from '../helpers.js';
 
@@ -94,6 +94,29 @@ describe('an orphaned mapping (listed, counted, its GET answers 404)', () => {
     expect(gets.at(-1)!.status).toBe(404);
     expect(nova.requests.filter((q) => q.method === 'GET' && q.path === '/servers').at(-1)!.timeMs).toBe(gets.at(-1)!.timeMs);
     expect(client.unconfirmedDeletes().map((u) => u.serverId)).toEqual([a]);
+  });
+});
+
+describe('the checking listing', () => {
+  it('fails: the 404 stands (already-gone), the failure logged', async () => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    const id = '11111111-aaaa-4bbb-8ccc-0000000000bb';
+    nova.inject({ method: 'GET', path: '/servers', status: 403, times: 1 });
+    expect(await settle(client.deleteServer(id))).toMatchObject({ outcome: 'already-gone' });
+    expect(nova.requests.map(line)).toEqual([`0 DELETE ${serverPath(id)} 404`, '0 GET /servers 403']);
+  });
+
+  it('hangs: the call ends at its timeoutMs with DeleteTimeoutError, the server unconfirmed', async () => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    nova.causes.breakMapping(id);
+    nova.inject({ method: 'GET', path: '/servers', hang: true, times: 1 });
+    const e = await rejection(settle(client.deleteServer(id, { timeoutMs: 500 })));
+    expect(e).toBeInstanceOf(DeleteTimeoutError);
+    expect(client.deleteEngine.idle).toBe(true);
+    expect(client.unconfirmedDeletes().map((u) => u.serverId)).toEqual([id]);
   });
 });
 
