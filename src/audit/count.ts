@@ -15,6 +15,9 @@
 import type { NovaClient } from '../nova/client.js';
 import { AuthError, isAbortError } from '../errors/index.js';
 import type { QuotaResourceName, Server } from '../core/types.js';
+import { countsTowardUsage, embeddedFlavor, statusOf, taskStateOf, type FlavorSize } from '../core/counting.js';
+
+export { countsTowardUsage, embeddedFlavor, statusOf, taskStateOf, type FlavorSize } from '../core/counting.js';
 
 /** The three resources an audit compares, by Nova's quota resource names. `ram` is in MiB. */
 export type AuditResource = QuotaResourceName;
@@ -30,38 +33,6 @@ export function zeroUsage(): Usage {
   return { cores: 0, ram: 0, instances: 0 };
 }
 
-/** The vCPUs and RAM (MiB) of one server's flavor. */
-export interface FlavorSize {
-  vcpus: number;
-  ram: number;
-}
-
-/** Nova status of a server, upper-cased (`''` when absent). */
-export function statusOf(server: Server): string {
-  return String(server.status ?? '').toUpperCase();
-}
-
-/**
- * True when Nova's legacy counting counts a server of a plain listing: every server except a
- * soft-deleted one (status `SOFT_DELETED`, vm_state `soft-delete`). A plain listing shows a DELETED
- * server only while its row is not destroyed, and legacy counting counts that row until then
- * (`InstanceList.get_counts` filters on the row's `deleted` column, not on vm_state `deleted`).
- * ERROR, SHUTOFF, BUILD and the rest count. Per counting model: {@link holdingOf}.
- */
-export function countsTowardUsage(server: Server): boolean {
-  const status = statusOf(server);
-  const vmState = String(server['OS-EXT-STS:vm_state'] ?? '').toLowerCase();
-  if (status === 'SOFT_DELETED') return false;
-  if (vmState === 'soft-delete' || vmState === 'soft_deleted') return false;
-  return true;
-}
-
-/** `OS-EXT-STS:task_state` as a string, or undefined when null, empty or absent. */
-export function taskStateOf(server: Server): string | undefined {
-  const t = server['OS-EXT-STS:task_state'];
-  return typeof t === 'string' && t !== '' ? t : undefined;
-}
-
 /**
  * Why a server is suspect (worth a look when usage drifts): its status is neither ACTIVE nor ERROR,
  * or a task is in progress (`task_state` set). Returns the reasons, empty when not suspect.
@@ -73,13 +44,6 @@ export function suspectReasons(server: Server): string[] {
   const task = taskStateOf(server);
   if (task) reasons.push(`task_state ${task}`);
   return reasons;
-}
-
-/** The flavor embedded in the server (microversion 2.47 or later), if it carries vcpus and ram. */
-export function embeddedFlavor(server: Server): FlavorSize | undefined {
-  const f = server.flavor;
-  if (f && typeof f.vcpus === 'number' && typeof f.ram === 'number') return { vcpus: f.vcpus, ram: f.ram };
-  return undefined;
 }
 
 /** Result of {@link resolveFlavorSizes}: each server id's flavor size, or why it is unknown. */

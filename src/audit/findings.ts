@@ -7,38 +7,14 @@
  */
 import { AUDIT_RESOURCES, addUsage, statusOf, taskStateOf, zeroUsage, type AuditResource, type Usage } from './count.js';
 import { deleting, neverScheduled, type Holding } from './model.js';
-import type { Server } from '../core/types.js';
+import { REMEDIES } from '../core/counting.js';
+import { ORPHAN_MAPPING_REMEDY, type QuotaFinding, type QuotaFindingKind, type Server } from '../core/types.js';
 
 /** The kinds of finding. */
-export type FindingKind =
-  | 'build-in-flight'
-  | 'delete-in-flight'
-  | 'stuck-deleting'
-  | 'orphan-mapping'
-  | 'never-scheduled'
-  | 'resize-double'
-  | 'shelved'
-  | 'down-cell'
-  | 'leaked-allocation'
-  | 'stale-usage'
-  | 'foreign-usage';
+export type FindingKind = QuotaFindingKind;
 
-/** One cause of drift. */
-export interface Finding {
-  kind: FindingKind;
-  /** True when it settles by itself (a build or delete under way); false when it stays until someone acts. */
-  transient: boolean;
-  /** The servers behind it (empty for usage with no server behind it). */
-  serverIds: string[];
-  /** What it holds under the audit's counting model (for usage with no server: the unexplained part). */
-  holds: Usage;
-  /** What the audit saw, in words. */
-  evidence: string;
-  /** What the project can do itself. */
-  projectCan: string;
-  /** What needs an operator (cloud admin), or `''` when nothing does. */
-  operatorCan: string;
-}
+/** One cause of drift (the plain shape shared with the delete and guard errors). */
+export type Finding = QuotaFinding;
 
 /** What {@link findCauses} needs. */
 export interface FindingsInput {
@@ -121,10 +97,10 @@ export function findCauses(input: FindingsInput): Finding[] {
       evidence:
         `Nova reports more than every listed server can hold under ${input.model} counting (${parts.join(', ')}): usage with no server behind it` +
         (allocationOnly ? ' (cores and RAM only: likely allocations placement kept for servers that are gone)' : ''),
-      projectCan: 'nothing: no server of the project holds it; ask an operator, quoting this audit',
+      projectCan: REMEDIES['stale-usage'].projectCan,
       operatorCan: allocationOnly
         ? '`nova-manage placement audit --delete` (orphaned allocations), then `nova-manage placement heal_allocations`'
-        : '`nova-manage db archive_deleted_rows` and check the cells for rows of this project the API cannot list; on releases before Pike, `nova-manage project quota_usage_refresh`',
+        : REMEDIES['stale-usage'].operatorCan,
     });
   }
   return out;
@@ -158,14 +134,14 @@ const REMEDY: Record<ServerKind, Remedy> = {
     transient: false,
     evidence: (s, i) =>
       `${plural(s.length, 'server has', 'servers have')} been deleting for longer than ${Math.round(i.stuckAfterMs / 1000)} s (${s.map((x) => `${x.id} ${statusOf(x)}${taskStateOf(x) ? `/${taskStateOf(x)}` : ''}`).join(', ')}): the record still holds its quota`,
-    project: 'delete again, then force-delete (`openstack server delete --force`, admin by default)',
-    operator: 'find why the compute host did not finish (nova-compute log of the request id), then `nova-manage db archive_deleted_rows` once destroyed',
+    project: REMEDIES['stuck-deleting'].projectCan,
+    operator: REMEDIES['stuck-deleting'].operatorCan,
   },
   'orphan-mapping': {
     transient: false,
     evidence: (s) => `${plural(s.length, 'listed server answers', 'listed servers answer')} 404 on ${s.length === 1 ? 'its' : 'their'} own GET: an instance mapping without a reachable instance`,
-    project: 'nothing that helps: its DELETE answers 404 as well; ask an operator',
-    operator: 'fix the cell mapping (`nova-manage cell_v2 verify_instance --uuid <id>`, `nova-manage cell_v2 map_instances`), then delete the server; or remove the stale mapping',
+    project: ORPHAN_MAPPING_REMEDY.projectCan,
+    operator: ORPHAN_MAPPING_REMEDY.operatorCan,
   },
   'never-scheduled': {
     transient: false,
@@ -188,8 +164,8 @@ const REMEDY: Record<ServerKind, Remedy> = {
   'down-cell': {
     transient: false,
     evidence: (s) => `${plural(s.length, 'listed server has', 'listed servers have')} status UNKNOWN: a cell does not answer (the audit is partial)`,
-    project: 'wait; never delete or reap these servers on this evidence',
-    operator: "restore the cell's database and message queue; `nova-manage cell_v2 list_cells` shows its connection",
+    project: REMEDIES['down-cell'].projectCan,
+    operator: REMEDIES['down-cell'].operatorCan,
   },
   'foreign-usage': {
     transient: false,

@@ -7,7 +7,9 @@
  * (an id), else a listing filtered by name and an exact name match: none is `No server with a name
  * or ID of 'x' exists.`, several `More than one server exists with the name 'x'.` (both failures,
  * exit 1). With `--ignore-missing` a server that does not exist is skipped (exit 0), for workers that
- * repeat a delete. Durations are bare ms or `500ms`/`30s`/`5m`/`2h`. At most `--concurrency`
+ * repeat a delete. A server Nova answers 404 for but still lists (an orphaned instance
+ * mapping: Nova still counts it) is a failure (`OrphanedServerError`, its message says what an
+ * operator must do). Durations are bare ms or `500ms`/`30s`/`5m`/`2h`. At most `--concurrency`
  * (default 10) deletions run at once. Every id and flag is checked before any connection: a string
  * that cannot be a server id (a `/`, `?` or `#`, `.` or `..`) or a flag that is not a decimal number
  * (`--interval-ms 0x10`) is bad usage, exit 2, and nothing is deleted.

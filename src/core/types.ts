@@ -149,3 +149,44 @@ export interface ResourceAmounts {
   /** Servers (Nova's `instances` quota). */
   instances: number;
 }
+
+/** The kinds of quota finding (see `docs/audit.md`): why Nova's usage differs from what the servers hold. */
+export type QuotaFindingKind =
+  | 'build-in-flight'
+  | 'delete-in-flight'
+  | 'stuck-deleting'
+  | 'orphan-mapping'
+  | 'never-scheduled'
+  | 'resize-double'
+  | 'shelved'
+  | 'down-cell'
+  | 'leaked-allocation'
+  | 'stale-usage'
+  | 'foreign-usage';
+
+/**
+ * One cause of quota drift, as plain data: what the audit reports, what a delete that cannot end
+ * carries (`OrphanedServerError.finding`) and what the guard's `QuotaWaitTimeoutError.finding` says.
+ */
+export interface QuotaFinding {
+  kind: QuotaFindingKind;
+  /** True when it settles by itself (a build or delete under way); false when it stays until someone acts. */
+  transient: boolean;
+  /** The servers behind it (empty for usage with no server behind it). */
+  serverIds: string[];
+  /** What it holds (for usage with no server: the unexplained part): cores, RAM in MiB, instances. */
+  holds: Record<QuotaResourceName, number>;
+  /** What was seen, in words. */
+  evidence: string;
+  /** What the project can do itself. */
+  projectCan: string;
+  /** What needs an operator (cloud admin), or `''` when nothing does. */
+  operatorCan: string;
+}
+
+/** The remedy of an orphaned instance mapping (a listed server whose own GET answers 404). */
+export const ORPHAN_MAPPING_REMEDY = {
+  projectCan: 'nothing that helps: its DELETE answers 404 as well; ask an operator',
+  operatorCan:
+    'fix the cell mapping (`nova-manage cell_v2 verify_instance --uuid <id>`, `nova-manage cell_v2 map_instances`), then delete the server; or remove the stale mapping',
+} as const;

@@ -23,16 +23,8 @@ import { traceDeleteWait } from '../core/telemetry.js';
 import pLimit from 'p-limit';
 import { timeoutSignal, untilSettledOrAborted, type TimerHandle } from '../core/clock.js';
 import { checkPathId } from '../core/validate.js';
-import {
-  AbortError,
-  AuthError,
-  ConflictError,
-  DeleteFailedError,
-  DeleteTimeoutError,
-  ForbiddenError,
-  InvalidResponseError,
-  NovaApiError,
-} from '../errors/index.js';
+import { AbortError, AuthError, ConflictError, DeleteFailedError, DeleteTimeoutError, ForbiddenError } from '../errors/index.js';
+import { InvalidResponseError, NovaApiError, OrphanedServerError } from '../errors/index.js';
 import { isServerNotFound, isTransient } from '../transport/http.js';
 import { withRetry } from '../transport/retry.js';
 import type { DeleteEngine } from './engine.js';
@@ -79,6 +71,7 @@ function startCall(engine: DeleteEngine, options: DeleteServerOptions): Call {
  *
  * @throws {@link ValidationError} for a bad id or options (before any request); {@link ConflictError}
  * on 409; {@link DeleteFailedError} when the DELETE keeps failing or the server ends in ERROR twice;
+ * {@link OrphanedServerError} (a DeleteFailedError) when Nova answers 404 for it yet still lists it;
  * {@link DeleteTimeoutError} when `timeoutMs` passes (DELETE phase included); {@link AbortError} (its `serverId` set) when
  * `signal` aborts; {@link AuthError} and {@link ForbiddenError} as they come.
  */
@@ -91,7 +84,6 @@ export async function deleteServer(client: DeleteCapable, serverId: string, opti
   }
   return deleteChecked(client.deleteEngine, serverId, options, alone);
 }
-
 
 /**
  * How one deletion of a batch goes through its first DELETE: `gate` bounds the DELETEs in flight (the
@@ -171,8 +163,15 @@ async function deleteOne(
       : send(kind),
   );
   log.debug({ outcome: first, attempts: result.deleteAttempts }, 'delete requested');
-  if (first === 'already-gone') return done('already-gone');
-  if (first === 'gone') return done('deleted');
+  if (first !== 'accepted') {
+    // Nova's 404 before anything showed the server: a listing that still shows it means an orphaned mapping.
+    await engine.confirmGone(serverId, call.signal, result.deleteAttempts).catch((e: unknown) => {
+      if (call.timedOut()) throw timeout();
+      if (e instanceof AbortError) throw new AbortError(`Deletion of server ${serverId} was aborted`, { cause: options.signal?.reason, serverId });
+      throw e;
+    });
+    return done(first === 'already-gone' ? 'already-gone' : 'deleted');
+  }
   if (!options.wait) return done('delete-requested');
   if (batch.waitAfter) {
     // The other DELETEs of the batch first: no listing competes with them, and all waits start together.
@@ -206,6 +205,7 @@ async function deleteOne(
     } catch (e) {
       if (call.timedOut()) throw timeout();
       if (options.signal?.aborted) throw new AbortError(`Deletion of server ${serverId} was aborted`, { cause: options.signal.reason, serverId });
+      if (e instanceof OrphanedServerError) throw new OrphanedServerError({ serverId, deleteAttempts: result.deleteAttempts, evidence: e.evidence, lastStatus: e.lastStatus });
       throw e;
     }
     result.polls += end.polls;
@@ -278,7 +278,6 @@ function deleteUntilAnswered(
     },
   );
 }
-
 
 /**
  * One `DELETE /servers/{id}` (or the `forceDelete` action) under the engine's rate limit, retried on

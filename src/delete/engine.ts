@@ -13,24 +13,24 @@
  *    one brief `GET /servers` tells which of those seen `DELETED` Nova no longer lists; every server
  *    the listings could not answer (absent, not anchored, listing failed or slow) and every server
  *    about to be confirmed gets its own GET. A failed listing is never a failed wait.
- * 4. Each answer goes to the waits of its server: Nova's 404 ends them as `deleted`; `SOFT_DELETED`
+ * 4. Each answer goes to the waits of its server: Nova's 404 ends them as `deleted` (a 404 a listing
+ *    contradicts is checked first, see `presenceCheck.ts`: an orphaned mapping); `SOFT_DELETED`
  *    and `ERROR` with no task end them; anything else (`DELETED` included) schedules the next look.
  *
  * Source: osc-lib `utils.wait_for_delete` (one wait), nodepool's shared server list (many waits),
  * Nova API reference "List Servers Detailed" (`changes-since`), tempest's `wait_for_server_termination`.
- *
  * @module
  */
 import { currentOperation } from '../core/telemetry.js';
-import type { Clock, TimerHandle } from '../core/clock.js';
-import { jitteredMs } from '../core/jitter.js';
+import { jitteredMs, type Clock, type TimerHandle } from '../core/index.js';
 import { MAX_TIMER_MS } from '../core/validate.js';
-import { AbortError } from '../errors/index.js';
+import { AbortError, OrphanedServerError } from '../errors/index.js';
 import { DeleteLedger } from './ledger.js';
 import { runTick, type TickEntry } from './tick.js';
 import { RateTurns } from './turns.js';
 import { ServerMemory } from './memory.js';
 import { ListingPolicy } from './listingPolicy.js';
+import { ORPHAN_EVIDENCE, PresenceCheck } from './presenceCheck.js';
 import { isFatalLookFailure, showsDeleted, type Observation } from './observe.js';
 import type { DeleteEngineOptions, DeleteEngineStats, ServerApi, WatchEnd, WatchSpec } from './types.js';
 
@@ -83,6 +83,7 @@ export class DeleteEngine {
   #ticking: AbortController | undefined;
   #lastTickAt = Number.NEGATIVE_INFINITY;
   readonly #listings: ListingPolicy;
+  readonly #presence: PresenceCheck;
 
   constructor(api: ServerApi, options: DeleteEngineOptions = {}) {
     this.api = api;
@@ -92,6 +93,21 @@ export class DeleteEngine {
     this.#watchIntervalMs = options.watchIntervalMs;
     this.ledger = new DeleteLedger(() => this.clock.wallNow());
     this.#turns = new RateTurns(options.maxRequestsPerSecond ?? 10);
+    const counted = (): void => void this.stats.briefListings++;
+    this.#presence = new PresenceCheck({ api, send: (fn, signal) => this.send(fn, signal), microversion: () => this.#listings.presenceMicroversion, counted });
+  }
+
+  /**
+   * After Nova's 404 for `serverId` before anything showed it (its DELETE answered 404): one brief listing,
+   * shared (see `presenceCheck.ts`). @throws {@link OrphanedServerError} when Nova still lists it; {@link AbortError}.
+   */
+  confirmGone(serverId: string, signal: AbortSignal, deleteAttempts: number): Promise<void> {
+    return this.#presence.confirmGone(serverId, signal, deleteAttempts, (e) => this.#checkFailed(serverId, e));
+  }
+
+  /** The listing that checks a 404 failed: the 404 stands. */
+  #checkFailed(serverId: string, e: unknown): void {
+    this.api.logger.warn({ serverId, err: e instanceof Error ? e.message : String(e) }, 'listing to check a 404 failed: the 404 stands');
   }
 
   /** Pending waits. */
@@ -149,6 +165,7 @@ export class DeleteEngine {
           underway: false,
           statusAt: Number.NEGATIVE_INFINITY,
           listed: false,
+          lastListed: false,
           controller: new AbortController(),
           operation: currentOperation(),
         };
@@ -292,6 +309,9 @@ export class DeleteEngine {
       onMissing: () => this.#listings.missing(),
       deliver: (e, obs) => this.#deliver(e as Entry, obs),
       present: (e) => this.#present(e as Entry),
+      listedNow: () => this.#presence.listed(controller.signal),
+      orphan: (e) => this.#orphan(e as Entry),
+      checkFailed: (e, error) => this.#checkFailed(e.serverId, error),
       presenceMicroversion: this.#listings.presenceMicroversion,
       trustAbsence: this.#listings.trustAbsence,
       onPresenceUnsupported: () => this.#listings.presenceUnsupported(),
@@ -359,6 +379,12 @@ export class DeleteEngine {
       w.end = { ...w.end, polls: w.polls };
       w.nextAt = now + jitteredMs(entry.seenDeleted ? Math.min(w.intervalMs, w.confirmIntervalMs) : w.intervalMs, w.jitter);
     }
+  }
+
+  /** Its GET answered 404, yet Nova still lists it: every wait on it fails; it stays unconfirmed. */
+  #orphan(entry: Entry): void {
+    const error = new OrphanedServerError({ serverId: entry.serverId, deleteAttempts: 0, evidence: ORPHAN_EVIDENCE, lastStatus: entry.watches[0]?.end.lastStatus });
+    for (const w of [...entry.watches]) this.#settle(w, error);
   }
 
   #fail(entry: Entry, error: unknown): void {

@@ -11,6 +11,7 @@ export { deleteServer, deleteServers } from './deleteServer.js';
 export { DeleteEngine } from './engine.js';
 export type { DeleteEngineOptions } from './engine.js';
 export { DELETE_DEFAULTS, checkDeleteOptions } from './options.js';
+export { presenceMicroversion } from './observe.js';
 export type {
   WaitForDeleteOptions,
   WaitForDeleteResult,

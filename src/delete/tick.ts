@@ -28,6 +28,11 @@ export interface TickEntry {
   statusAt: number;
   /** A successful brief listing has shown it: from then on, a successful listing without it means it is gone. */
   listed: boolean;
+  /**
+   * The latest successful listing showed it present (a brief listing, or `changes-since` with a status
+   * other than `DELETED`): a 404 of its own GET is then checked against a listing before it counts.
+   */
+  lastListed: boolean;
   /** Aborted when its last wait ends: its own requests stop. */
   readonly controller: AbortController;
   /** The operation of its first wait: its own GETs carry that operation's `X-OpenStack-Request-ID`. */
@@ -75,6 +80,15 @@ export interface TickContext {
   onPresenceUnsupported: () => void;
   /** A listing still has the server: a look that shows it there (its status as last seen). */
   present: (entry: TickEntry) => void;
+  /**
+   * The ids a brief listing shows now (one listing a tick, shared), to check a 404 that contradicts
+   * what the engine knows; rejects when the listing fails.
+   */
+  listedNow: () => Promise<ReadonlySet<string>>;
+  /** Its own GET answered 404, yet a successful listing still shows it (an orphaned mapping). */
+  orphan: (entry: TickEntry) => void;
+  /** The check of a 404 failed (the listing did): the 404 stands. */
+  checkFailed: (entry: TickEntry, error: unknown) => void;
   fail: (entry: TickEntry, error: unknown) => void;
 }
 
@@ -82,6 +96,41 @@ export interface TickContext {
 const UNKNOWN_OFFSET_WINDOW_MS = 600_000;
 
 const live = (e: TickEntry): boolean => e.watches.length > 0 && !e.controller.signal.aborted;
+
+/**
+ * A 404 of the server's own GET is checked against a listing before it counts when it contradicts what
+ * the engine knows: the latest listing showed the server, or (one wait at a time, no listing at all)
+ * nothing ever showed it reachable (no body, no accepted DELETE), as for an orphaned mapping whose
+ * DELETE answered 404 too. A normal delete (an accepted DELETE, then the 404; a listing that dropped
+ * the server; a server no listing showed while shared listings run) sends nothing more.
+ */
+export function needsCheck(e: TickEntry, fleet: boolean): boolean {
+  return e.lastListed || (!fleet && e.anchorNovaMs === undefined && !Number.isFinite(e.statusAt));
+}
+
+/** Deliver a 404 of `e`'s own GET: checked against a listing first when {@link needsCheck} says so. */
+async function deliverGone(ctx: TickContext, e: TickEntry): Promise<void> {
+  if (!needsCheck(e, ctx.fleet)) {
+    ctx.deliver(e, { gone: true });
+    return;
+  }
+  let ids: ReadonlySet<string>;
+  try {
+    ids = await ctx.listedNow();
+  } catch (error) {
+    if (!live(e)) return;
+    ctx.checkFailed(e, error);
+    ctx.deliver(e, { gone: true });
+    return;
+  }
+  if (!live(e)) return;
+  if (ids.has(e.serverId)) {
+    ctx.orphan(e);
+    return;
+  }
+  e.lastListed = false;
+  ctx.deliver(e, { gone: true });
+}
 
 /**
  * Run a listing (every page of it) within `ctx.listingTimeoutMs` and the time left: a listing whose
@@ -109,7 +158,9 @@ async function lookEach(ctx: TickContext, entries: Iterable<TickEntry>): Promise
           ctx.stats.gets++;
           return inOperation(e.operation, () => lookById(ctx.api, e.serverId, signal, ctx.requestTimeoutMs(e)));
         }, signal);
-        if (live(e)) ctx.deliver(e, obs);
+        if (!live(e)) return;
+        if (obs.gone) await deliverGone(ctx, e);
+        else ctx.deliver(e, obs);
       } catch (error) {
         if (live(e) && !(error instanceof AbortError)) ctx.fail(e, error);
       }
@@ -143,6 +194,7 @@ async function statusListing(ctx: TickContext, wanted: TickEntry[]): Promise<Tic
   let missingAnchored = false;
   for (const e of wanted) {
     const server = listed.byId.get(e.serverId);
+    e.lastListed = server !== undefined && String(server.status ?? '').toUpperCase() !== 'DELETED';
     if (server && live(e)) {
       ctx.deliver(e, { gone: false, server });
       // An absent server is only "not seen": its own GET answers for it.
@@ -175,6 +227,7 @@ async function presenceListing(ctx: TickContext, underway: TickEntry[]): Promise
     const gone: TickEntry[] = [];
     const look: TickEntry[] = [];
     for (const e of underway) {
+      e.lastListed = ids.has(e.serverId);
       if (ids.has(e.serverId)) {
         e.listed = true;
         ctx.present(e);

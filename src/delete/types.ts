@@ -140,7 +140,8 @@ export interface DeleteServerOptions extends WaitForDeleteOptions {
 
 /**
  * How a deletion ended: `'delete-requested'` (no wait; Nova answered 204), `'already-gone'` (Nova's
- * 404 for this server answered the DELETE), `'deleted'` (Nova's 404 seen while waiting),
+ * 404 for this server answered the DELETE, and a listing of the project does not show it: one that
+ * does is an orphaned mapping, `OrphanedServerError`), `'deleted'` (Nova's 404 seen while waiting),
  * `'soft-deleted'` (status `SOFT_DELETED`).
  */
 export type DeleteOutcome = 'delete-requested' | 'already-gone' | 'deleted' | 'soft-deleted';

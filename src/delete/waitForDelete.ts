@@ -66,7 +66,9 @@ export function progressReporter(serverId: string, options: WaitForDeleteOptions
  *
  * @throws {@link ValidationError} for a bad id or options (before any request); {@link AbortError}
  * (its `serverId` set) when `signal` aborts; the last failure when more than `pollRetries` looks in a row failed, or a
- * failure no later look can mend (401 after re-authentication, 403).
+ * failure no later look can mend (401 after re-authentication, 403); {@link OrphanedServerError} when
+ * its GET answers 404 yet a listing still shows it (checked when the latest listing showed it, or, a
+ * single wait, when nothing showed it reachable before).
  */
 export function waitForDelete(client: DeleteCapable, serverId: string, options: WaitForDeleteOptions = {}): Promise<WaitForDeleteResult> {
   try {

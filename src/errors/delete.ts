@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { ORPHAN_MAPPING_REMEDY, type QuotaFinding } from '../core/types.js';
 import { NovaGuardError } from './base.js';
 import { NovaApiError } from './api.js';
 
@@ -55,6 +56,8 @@ export interface DeleteFailedInit {
   lastStatus?: string | undefined;
   /** The HTTP error that ended the attempts, if any. */
   cause?: unknown;
+  /** The whole message, when the default one (`Failed to delete server ...`) does not fit. */
+  message?: string | undefined;
 }
 
 /** Nova did not delete the server: the DELETE kept failing, or the server went to ERROR twice. */
@@ -69,8 +72,8 @@ export class DeleteFailedError extends NovaGuardError {
   readonly requestId: string | undefined;
   constructor(init: DeleteFailedInit) {
     super(
-      `Failed to delete server ${init.serverId} after ${init.deleteAttempts} DELETE request(s)` +
-        (init.faultMessage ? `: ${init.faultMessage}` : ''),
+      init.message ??
+        `Failed to delete server ${init.serverId} after ${init.deleteAttempts} DELETE request(s)` + (init.faultMessage ? `: ${init.faultMessage}` : ''),
       { cause: init.cause },
     );
     this.serverId = init.serverId;
@@ -82,3 +85,50 @@ export class DeleteFailedError extends NovaGuardError {
   }
 }
 
+
+/** Options of {@link OrphanedServerError}. */
+export interface OrphanedServerInit {
+  serverId: string;
+  /** DELETE requests sent by the call (0 for `waitForDelete`). */
+  deleteAttempts: number;
+  /** What was seen: the 404 and the listing that still showed the server, in words. */
+  evidence: string;
+  /** Status the listing showed the server with, if it said (a brief listing does not). */
+  lastStatus?: string | undefined;
+}
+
+/**
+ * The deletion cannot end: Nova answered `itemNotFound` (404) for the server's own GET or DELETE, yet a
+ * successful listing of the project (`GET /servers` at microversion 2.69 or later) still shows it,
+ * and Nova keeps counting it: its instance mapping lost its cell (an orphaned mapping). Deleting
+ * again cannot help; an operator must fix or remove the mapping. `finding` is the audit's
+ * `orphan-mapping` finding for this server (its `holds` are zero: a listing of ids does not say).
+ * See `docs/field-cases.md`, "Gone comes in several forms".
+ */
+export class OrphanedServerError extends DeleteFailedError {
+  /** What was seen, in words. */
+  readonly evidence: string;
+  /** The finding, shaped as the audit's (`kind: 'orphan-mapping'`). */
+  readonly finding: QuotaFinding;
+  constructor(init: OrphanedServerInit) {
+    super({
+      serverId: init.serverId,
+      faultMessage: undefined,
+      deleteAttempts: init.deleteAttempts,
+      lastStatus: init.lastStatus,
+      message:
+        `Server ${init.serverId} cannot be deleted: ${init.evidence}. Its instance mapping has lost its cell (an orphaned mapping) ` +
+        `and Nova still counts it; an operator must fix the mapping: ${ORPHAN_MAPPING_REMEDY.operatorCan}`,
+    });
+    this.evidence = init.evidence;
+    this.finding = {
+      kind: 'orphan-mapping',
+      transient: false,
+      serverIds: [init.serverId],
+      holds: { cores: 0, ram: 0, instances: 0 },
+      evidence: init.evidence,
+      projectCan: ORPHAN_MAPPING_REMEDY.projectCan,
+      operatorCan: ORPHAN_MAPPING_REMEDY.operatorCan,
+    };
+  }
+}

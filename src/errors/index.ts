@@ -20,5 +20,5 @@ export {
   QuotaExceededError,
 } from './api.js';
 export type { NovaErrorInit, QuotaExceededInit, QuotaResource } from './api.js';
-export { DeleteTimeoutError, DeleteFailedError } from './delete.js';
-export type { DeleteTimeoutInit, DeleteFailedInit } from './delete.js';
+export { DeleteTimeoutError, DeleteFailedError, OrphanedServerError } from './delete.js';
+export type { DeleteTimeoutInit, DeleteFailedInit, OrphanedServerInit } from './delete.js';

@@ -9,7 +9,8 @@
  */
 import { NovaGuardError } from '../errors/base.js';
 import type { QuotaResource } from '../errors/quotaMessage.js';
-import type { ResourceAmounts } from '../core/types.js';
+import type { QuotaFinding, ResourceAmounts } from '../core/types.js';
+import type { ShortfallCause } from './explain.js';
 import type { Headroom } from './headroom.js';
 
 /** What {@link QuotaWaitTimeoutError} carries. */
@@ -32,6 +33,10 @@ export interface QuotaWaitTimeoutInit {
   needs: ResourceAmounts;
   /** Nova's message of the last quota error answered to this call (a quota 403 before the wait), if any. */
   lastQuotaMessage?: string | undefined;
+  /** What the check of the shortfall found (option `explainShortfall`), if it ran and answered. */
+  shortfallCause?: ShortfallCause | undefined;
+  /** With `shortfallCause: 'wrong-books'`: the finding. */
+  finding?: QuotaFinding | undefined;
 }
 
 /**
@@ -63,6 +68,15 @@ export class QuotaWaitTimeoutError extends NovaGuardError {
   readonly needs: ResourceAmounts;
   /** Nova's message of the last quota error answered to this call, if any. */
   readonly lastQuotaMessage: string | undefined;
+  /**
+   * Why the create did not fit, from one listing of the project's servers compared with `/limits`
+   * (option `explainShortfall`): `'busy-fleet'` (the servers hold it: wait, or free servers) or
+   * `'wrong-books'` (Nova counts quota no live server explains: see {@link finding}); undefined when
+   * the check is off or failed.
+   */
+  readonly shortfallCause: ShortfallCause | undefined;
+  /** With `'wrong-books'`: the finding (`stale-usage`, `stuck-deleting`, `down-cell`), shaped as the audit's, with what the project and an operator can do. */
+  readonly finding: QuotaFinding | undefined;
   /** @param init - See {@link QuotaWaitTimeoutInit}. */
   constructor(init: QuotaWaitTimeoutInit) {
     super(init.message);
@@ -74,6 +88,8 @@ export class QuotaWaitTimeoutError extends NovaGuardError {
     this.headroom = init.headroom;
     this.needs = init.needs;
     this.lastQuotaMessage = init.lastQuotaMessage;
+    this.shortfallCause = init.shortfallCause;
+    this.finding = init.finding;
   }
 }
 

@@ -20,7 +20,9 @@ import { LIMIT_KEYS, addNeeds, checkFit, computeHeadroom, describeShortfalls, NO
 import { bounded, holdClaim, inFlightOf, keepLease, moveToFallback, onFreed, onLedger, readThroughLedger, releaseClaim, renewBeforePost, renewQuietly } from './ledgerUse.js';
 import { QuotaWaitTimeoutError } from './errors.js';
 import { stepDelayMs } from './backoff.js';
-import type { QuotaWaitInfo } from './options.js';
+import { EXPLAIN_EVERY_WAITS, type QuotaWaitInfo } from './options.js';
+import { explainShortfall, type ShortfallExplanation } from './explain.js';
+import type { Shortfall } from './headroom.js';
 import { elapsedMs, remainingMs, warnOnce, type Claim, type GuardState, type GuardedCall } from './state.js';
 
 /**
@@ -153,8 +155,9 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
           );
           return holdClaim(g, lc, ledger);
         }
+        const why = await explain(g, call, shortfalls, signal);
         throw new QuotaWaitTimeoutError({
-          message: `No quota headroom after waiting ${elapsedMs(g, call)} ms (maxWaitMs ${g.opts.maxWaitMs}): ${describeShortfalls(shortfalls)}`,
+          message: `No quota headroom after waiting ${elapsedMs(g, call)} ms (maxWaitMs ${g.opts.maxWaitMs}): ${describeShortfalls(shortfalls)}${describeWhy(why)}`,
           requestId: headroom.requestId,
           resources: shortfallResources(shortfalls),
           waitedMs: elapsedMs(g, call),
@@ -163,6 +166,8 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
           headroom,
           needs,
           lastQuotaMessage: call.lastQuotaMessage,
+          shortfallCause: why?.cause,
+          finding: why?.finding,
         });
       }
       const stepMs = stepDelayMs(call.firstDelayMs, call.waits + call.retriesConsumed, g.opts.maxDelayMs);
@@ -170,7 +175,8 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
       if (delayMs >= remaining) call.deadlineReached = true;
       call.waits++;
       g.stats.waits++;
-      const info: QuotaWaitInfo = { needs, shortfalls, headroom, delayMs, waits: call.waits, posts: call.posts, elapsedMs: elapsedMs(g, call) };
+      const why = call.waits % EXPLAIN_EVERY_WAITS === 0 ? await explain(g, call, shortfalls, signal) : undefined;
+      const info: QuotaWaitInfo = { needs, shortfalls, headroom, delayMs, waits: call.waits, posts: call.posts, elapsedMs: elapsedMs(g, call), shortfallCause: why?.cause, finding: why?.finding };
       try {
         g.opts.onWait?.(info);
       } catch (e) {
@@ -194,6 +200,24 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
     call.place = undefined;
     if (held) await (held.ledger === g.fallback ? held.ledger.leave(held.place) : bounded(g, 'leave', () => held.ledger.leave(held.place)).catch(() => undefined));
   }
+}
+
+/** The check of a shortfall (option `explainShortfall`), or undefined when off or failed (logged). @throws {@link AbortError}. */
+async function explain(g: GuardState, call: GuardedCall, shortfalls: Shortfall[], signal: AbortSignal | undefined): Promise<ShortfallExplanation | undefined> {
+  if (!g.opts.explainShortfall) return undefined;
+  try {
+    return await explainShortfall(g.client, shortfalls, g.clock.wallNow() - elapsedMs(g, call), signal);
+  } catch (e) {
+    throwIfAborted(signal);
+    g.log.warn({ err: (e as Error)?.message }, 'the check of the quota shortfall failed: cause unknown');
+    return undefined;
+  }
+}
+
+function describeWhy(why: ShortfallExplanation | undefined): string {
+  if (!why) return '';
+  if (why.cause === 'busy-fleet') return "; the project's servers hold this quota (a busy fleet)";
+  return `; Nova's books are wrong (${why.finding!.kind}): ${why.finding!.evidence}`;
 }
 
 /**

@@ -23,6 +23,7 @@ export { computeHeadroom, checkFit, describeShortfalls } from './headroom.js';
 export type { QuotaNeeds, Headroom, ResourceHeadroom, Shortfall, FitVerdict, QuotaResourceName } from './headroom.js';
 export type { ResolvedOptions as ResolvedQuotaGuardOptions } from './options.js';
 export { backoffDelayMs } from './backoff.js';
+export type { ShortfallCause, ShortfallExplanation } from './explain.js';
 export type { BackoffPolicy } from './backoff.js';
 export { waitForActive } from './waitForActive.js';
 export type { WaitForActiveOptions, WaitForActiveResult, ActiveOutcome } from './waitForActive.js';

@@ -12,7 +12,8 @@ import { checkDeleteOptions, type DeleteServerOptions } from '../delete/index.js
 import { checkKnownOptions } from '../core/options.js';
 import { ValidationError } from '../errors/index.js';
 import type { Headroom, QuotaNeeds, Shortfall } from './headroom.js';
-import type { ResourceAmounts } from '../core/types.js';
+import type { QuotaFinding, ResourceAmounts } from '../core/types.js';
+import type { ShortfallCause } from './explain.js';
 import type { LoggerOption } from '../core/logger.js';
 import { checkDurationMs } from '../core/validate.js';
 import type { QuotaLedger } from './ledger.js';
@@ -33,7 +34,18 @@ export interface QuotaWaitInfo {
   posts: number;
   /** Time since the call started, in ms. */
   elapsedMs: number;
+  /**
+   * On every {@link EXPLAIN_EVERY_WAITS}th wait of a call (with `explainShortfall`): what the check of
+   * the shortfall found (`busy-fleet` or `wrong-books`, see `QuotaWaitTimeoutError.shortfallCause`);
+   * undefined on other waits or when the check failed.
+   */
+  shortfallCause?: ShortfallCause | undefined;
+  /** With `shortfallCause: 'wrong-books'`: the finding, shaped as the audit's. */
+  finding?: QuotaFinding | undefined;
 }
+
+/** Every this many waits of one call, the guard checks why it is short (one listing) before `onWait`. */
+export const EXPLAIN_EVERY_WAITS = 5;
 
 /** Why the guard retries. */
 export type QuotaRetryReason =
@@ -107,6 +119,15 @@ export interface QuotaGuardOptions {
   onStaleLimits?: 'throw' | 'attempt';
   /** Wait for a created server to leave BUILD (late quota faults, cleanup). Default true. */
   waitForActive?: boolean;
+  /**
+   * When a wait for headroom runs out (and on every {@link EXPLAIN_EVERY_WAITS}th wait, for
+   * `onWait`), check why with one bounded listing of the project's servers (`GET /servers/detail` at
+   * microversion 2.69 or later), compared with what `GET /limits` reports as used: the
+   * {@link QuotaWaitTimeoutError} then says `shortfallCause` `'busy-fleet'` (the servers hold it) or
+   * `'wrong-books'` with a `finding` (`stale-usage`, `stuck-deleting`, `down-cell`). A failed check
+   * leaves both undefined. `false`: no check, no extra request. @default true
+   */
+  explainShortfall?: boolean;
   /** How long a server may stay in BUILD, in ms. Default 600000. */
   activeTimeoutMs?: number;
   /** Time between polls of a building server, in ms. Default 2000. */
@@ -226,6 +247,7 @@ export const QUOTA_GUARD_DEFAULTS = Object.freeze({
   jitter: 0.2,
   onStaleLimits: 'throw' as const,
   waitForActive: true,
+  explainShortfall: true,
   activeTimeoutMs: 600000,
   activeIntervalMs: 2000,
   lostCreateIntervalMs: 5000,
@@ -292,6 +314,7 @@ export function validateOptions(o: QuotaGuardOptions): ResolvedOptions {
     throw new ValidationError(`onStaleLimits must be 'throw' or 'attempt', got ${JSON.stringify(r.onStaleLimits)}`);
   }
   if (typeof r.waitForActive !== 'boolean') throw new ValidationError('waitForActive must be a boolean');
+  if (typeof r.explainShortfall !== 'boolean') throw new ValidationError('explainShortfall must be a boolean');
   for (const hook of ['onWait', 'onRetry'] as const) {
     if (r[hook] !== undefined && typeof r[hook] !== 'function') throw new ValidationError(`${hook} must be a function`);
   }

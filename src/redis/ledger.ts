@@ -6,7 +6,7 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import { systemClock, type AbsoluteLimits, type Clock, type ResourceAmounts, type TimerHandle } from '../core/index.js';
+import { systemClock, type Clock, type ResourceAmounts, type TimerHandle } from '../core/index.js';
 import { componentLogger } from '../core/logger.js';
 import { AbortError, ValidationError, throwIfAborted } from '../errors/index.js';
 import type { Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from '../guard/index.js';

@@ -114,6 +114,7 @@ describe('quotaGuard() and options', () => {
       jitter: 0.2,
       onStaleLimits: 'throw',
       waitForActive: true,
+      explainShortfall: true,
       activeTimeoutMs: 600000,
       activeIntervalMs: 2000,
       lostCreateIntervalMs: 5000,

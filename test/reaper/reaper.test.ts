@@ -6,6 +6,7 @@ import {
   ConfigError,
   ConflictError,
   DeleteTimeoutError,
+  OrphanedServerError,
   Reaper,
   ValidationError,
   readReaperState,
@@ -120,14 +121,15 @@ describe('Reaper: the two-pass rule', () => {
     expect(deletes(nova)).toEqual([mine]);
   });
 
-  it('a ghost (DELETE answers 404) counts as deleted: already-gone', async () => {
+  it('a ghost (DELETE answers 404, still listed and counted: an orphaned mapping) is not deleted: it fails with OrphanedServerError', async () => {
     const nova = await startNova();
     const id = nova.addServer({ name: 'ci-ghost', createdMs: Date.now() - 3 * HOUR }).id;
     nova.makeGhost(id);
     const reaper = new Reaper(clientFor(nova), { prefix: 'ci-', olderThanMs: HOUR, ...FAST });
     await settle(reaper.pass());
     const p2 = await settle(reaper.pass());
-    expect(p2.deleted.map((d) => [d.serverId, d.outcome])).toEqual([[id, 'already-gone']]);
+    expect(p2.deleted).toEqual([]);
+    expect(p2.failed.map((f) => [f.serverId, f.error instanceof OrphanedServerError, (f.error as OrphanedServerError).finding.kind])).toEqual([[id, true, 'orphan-mapping']]);
   });
 });
 

@@ -1,0 +1,118 @@
+/**
+ * The check of a 404 that contradicts what the delete engine knows: one brief `GET /servers` (Nova API
+ * reference, "List Servers"; at microversion 2.69 or later, so a server of an unreachable cell is
+ * listed, not left out), shared by every caller that asks while it runs. A server Nova answers 404 for
+ * and still lists has an orphaned instance mapping (its cell is lost): Nova keeps counting it and its
+ * deletion cannot end, so no delete function answers `deleted` or `already-gone` for it.
+ *
+ * The listing is sent under the engine's rate limit and bounded by the client's `requestTimeoutMs`;
+ * it is aborted when every caller waiting for it has gone (nothing is left running after a call).
+ *
+ * @module
+ */
+import { AbortError, OrphanedServerError } from '../errors/index.js';
+import { listIds } from './observe.js';
+import type { ServerApi } from './types.js';
+
+/** What the check needs of its engine. */
+export interface PresenceCheckDeps {
+  api: ServerApi;
+  send: <T>(fn: () => Promise<T>, signal: AbortSignal) => Promise<T>;
+  /** The brief listing's microversion (undefined: the client's own). */
+  microversion: () => string | undefined;
+  /** Count one brief listing sent. */
+  counted: () => void;
+}
+
+interface Shared {
+  promise: Promise<ReadonlySet<string>>;
+  controller: AbortController;
+  users: number;
+}
+
+/** The words of an orphan's evidence. */
+export const ORPHAN_EVIDENCE = 'Nova answered 404 (itemNotFound) for it, while a listing of the project (GET /servers) still shows it';
+
+/** One shared brief listing at a time. */
+export class PresenceCheck {
+  readonly #d: PresenceCheckDeps;
+  #shared: Shared | undefined;
+
+  constructor(deps: PresenceCheckDeps) {
+    this.#d = deps;
+  }
+
+  /**
+   * The ids Nova lists now. Rejects with {@link AbortError} as soon as `signal` aborts, or with the
+   * listing's failure.
+   */
+  listed(signal: AbortSignal): Promise<ReadonlySet<string>> {
+    if (signal.aborted) return Promise.reject(new AbortError(undefined, { cause: signal.reason }));
+    let shared = this.#shared;
+    if (!shared) {
+      const controller = new AbortController();
+      const s: Shared = { controller, users: 0, promise: Promise.resolve(new Set<string>()) };
+      s.promise = this.#d
+        .send(() => {
+          this.#d.counted();
+          return listIds(this.#d.api, controller.signal, this.#d.api.requestTimeoutMs, this.#d.microversion());
+        }, controller.signal)
+        .then((r) => r.ids)
+        .finally(() => {
+          if (this.#shared === s) this.#shared = undefined;
+        });
+      s.promise.catch(() => undefined); // every caller may have gone before it settles
+      shared = this.#shared = s;
+    }
+    const s = shared;
+    s.users++;
+    return new Promise<ReadonlySet<string>>((resolve, reject) => {
+      let left = false;
+      const leave = (aborted: boolean): void => {
+        if (left) return;
+        left = true;
+        signal.removeEventListener('abort', onAbort);
+        s.users--;
+        // The last caller gone before the answer: the listing stops.
+        if (aborted && s.users === 0 && this.#shared === s) {
+          this.#shared = undefined;
+          s.controller.abort(new Error('no caller left'));
+        }
+      };
+      const onAbort = (): void => {
+        leave(true);
+        reject(new AbortError(undefined, { cause: signal.reason }));
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      s.promise.then(
+        (ids) => {
+          if (left) return;
+          leave(false);
+          resolve(ids);
+        },
+        (e: unknown) => {
+          if (left) return;
+          leave(false);
+          reject(e instanceof Error ? e : new Error(String(e)));
+        },
+      );
+    });
+  }
+
+  /**
+   * After Nova's 404 for `serverId` (its DELETE or GET, before any look showed it): resolves when a
+   * listing confirms it is gone, or when the listing fails (the 404 stands; `onCheckFailed` is told).
+   * @throws {@link OrphanedServerError} when the listing still shows it; {@link AbortError} when `signal` aborts.
+   */
+  async confirmGone(serverId: string, signal: AbortSignal, deleteAttempts: number, onCheckFailed: (error: unknown) => void): Promise<void> {
+    let ids: ReadonlySet<string>;
+    try {
+      ids = await this.listed(signal);
+    } catch (e) {
+      if (e instanceof AbortError || signal.aborted) throw e;
+      onCheckFailed(e);
+      return;
+    }
+    if (ids.has(serverId)) throw new OrphanedServerError({ serverId, deleteAttempts, evidence: ORPHAN_EVIDENCE });
+  }
+}

@@ -1,0 +1,25 @@
+/** `nova-guard server delete` on an orphaned mapping (FakeNova `causes.breakMapping`): exit 1 and a clear message, never `already-gone`. Fake timers. */
+import { describe, expect, it } from 'vitest';
+import { registerServerDeleteCommand } from '../../src/cli/serverDelete.js';
+import { clientFor, settle, startNova, useFakeClock } from '../helpers.js';
+import { runCli } from './run.js';
+
+useFakeClock();
+
+describe('server delete on an orphaned mapping', () => {
+  it.each([[[]], [['--wait']]])('%j: exit 1, the orphan named with what an operator must do; the other server deleted', async (extra) => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    const ok = nova.addServer({ status: 'ACTIVE' }).id;
+    const orphan = nova.addServer({ status: 'ACTIVE' }).id;
+    nova.causes.breakMapping(orphan);
+    const r = await settle(runCli('server', registerServerDeleteCommand, client, ['delete', ok, orphan, ...extra]));
+    expect(r.exitCode).toBe(1);
+    expect(r.stdout).not.toContain(`${orphan}: already-gone`);
+    expect(r.stdout).toContain(`${ok}: ${extra.length ? 'deleted' : 'delete-requested'}`);
+    expect(r.stderr).toContain(`Failed to delete server with name or ID '${orphan}': Server ${orphan} cannot be deleted`);
+    expect(r.stderr).toContain('orphaned mapping');
+    expect(r.stderr).toContain('nova-manage cell_v2 verify_instance');
+    expect(r.stderr).toContain('1 of 2 servers failed to delete.');
+  });
+});
