@@ -215,3 +215,33 @@ export const LIMITS_UNLOCK = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 1
 `;
+
+/**
+ * inFlight (read-only): ARGV 1 retention, 2 stamp. What `admit` would subtract for claims for a
+ * reading of `stamp` (live claims, and claims released as `'counted'` at or after it), without
+ * dropping expired leases or claiming. Returns `{cores, ramMiB, instances}`.
+ */
+export const IN_FLIGHT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function add(acc, s)
+  local i = 1
+  for f in string.gmatch(s, '([^,]*),?') do
+    if i <= 3 then acc[i] = acc[i] + (tonumber(f) or 0) end
+    i = i + 1
+  end
+end
+local inflight = { 0, 0, 0 }
+local live = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. now, '+inf')
+for _, id in ipairs(live) do
+  local v = redis.call('HGET', KEYS[1], id)
+  if v then add(inflight, v) end
+end
+local since = math.max(tonumber(ARGV[2]), now - tonumber(ARGV[1]))
+local late = redis.call('ZRANGEBYSCORE', KEYS[3], since, '+inf')
+for _, id in ipairs(late) do
+  local v = redis.call('HGET', KEYS[4], id)
+  if v then add(inflight, v) end
+end
+return inflight
+`;
