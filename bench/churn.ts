@@ -32,6 +32,8 @@ export interface ChurnConfig {
   autopkgtestSleepMs: number;
   /** Real-time defaults (QuotaGuard backoff) are divided by this. */
   scale: number;
+  /** nova-guard's poll interval while its new server is in BUILD. @default 2000 / scale (QuotaGuard's default, scaled) */
+  guardActiveIntervalMs?: number;
 }
 
 /** One policy's run. */
@@ -100,7 +102,7 @@ export function policies(cfg: ChurnConfig): Record<ChurnRow['policy'], (client: 
         baseDelayMs: 2000 / s,
         maxDelayMs: 60000 / s,
         maxWaitMs: 600000 / s,
-        activeIntervalMs: 2000 / s,
+        activeIntervalMs: cfg.guardActiveIntervalMs ?? 2000 / s,
         activeTimeoutMs: 600000 / s,
       });
       return async (_client, name, errors) => {

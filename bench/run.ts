@@ -56,7 +56,9 @@ const churnCfg: ChurnConfig = {
 };
 
 /** Fleet churn: worker processes ("hosts") x 3 workers, the churn's timings, 4 cores of quota per host (demand 6). */
-const hostsChurn: ChurnConfig = { ...churnCfg, workers: 3, jobsPerWorker: smoke ? 2 : 3 };
+// nova-guard polls its BUILD server at the same interval as the other workers (autopkgtest-style
+// polls every 5 s, scaled), so requests per job compare the coordination, not the poll rate.
+const hostsChurn: ChurnConfig = { ...churnCfg, workers: 3, jobsPerWorker: smoke ? 2 : 3, guardActiveIntervalMs: churnCfg.pollIntervalMs };
 const hostCounts = smoke ? [1, 2] : [1, 2, 4];
 const QUOTA_CORES_PER_HOST = 4;
 

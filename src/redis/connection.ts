@@ -31,6 +31,7 @@ const COMMANDS = {
   novaGuardLimitsBegin: [lua.LIMITS_BEGIN, 2],
   novaGuardLimitsStore: [lua.LIMITS_STORE, 2],
   novaGuardLimitsUnlock: [lua.LIMITS_UNLOCK, 1],
+  novaGuardFreed: [lua.FREED, 1],
 } as const;
 
 /** A script command name. */

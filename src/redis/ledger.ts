@@ -230,7 +230,9 @@ export class RedisQuotaLedger implements QuotaLedger {
 
   async publishFreed(serverId: string): Promise<void> {
     this.#notifyFreed();
-    await this.#conn.publish(this.#keys.freedChannel, JSON.stringify({ from: this.#instance, serverId }));
+    // One script: the kept /limits reading from before this deletion stops being fresh, and every
+    // holder wakes, so a woken waiter reads quota as Nova counts it after the deletion.
+    await this.#conn.run('novaGuardFreed', [this.#keys.limits, this.#keys.freedChannel, JSON.stringify({ from: this.#instance, serverId })]);
   }
 
   onFreed(listener: () => void): () => void {
