@@ -3,6 +3,7 @@
 // wait for the 404), through one QuotaGuard on a RedisQuotaLedger (or none: `redisUrl` null).
 // Imports the built package (dist/, through the package's own name); the test builds it when stale.
 // Config: JSON in argv[2]. Log: pino JSON lines (warn and above) on stdout. Result: one IPC message.
+import process from 'node:process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
 import { NovaClient, QuotaGuard } from 'nova-guard';
