@@ -192,9 +192,13 @@ function hostsTargets(rows: FleetChurnRow[]): TargetResult[] {
   return out;
 }
 
-/** Why a Redis-ledger target may be missed (filled in from the measurements, see the report). */
-const MAKESPAN_REASON = 'see bench/results/hosts.json';
-const REQUESTS_REASON = 'the guard reads GET /limits and polls the new server until ACTIVE and the deleted one until its 404; autopkgtest-style workers do not wait for the 404';
+/** Why a Redis-ledger target is missed, as measured (request counts by kind in bench/results/hosts.json). */
+const MAKESPAN_REASON =
+  'a claim stays subtracted until its server leaves BUILD (placement counting may not count a BUILD server yet), while the fake already counts BUILD servers ' +
+  '(legacy counting): 2 cores counted twice for the build time of every job (300 ms of a 2.2 s hold here); plus the poll lag to see ACTIVE and the 404 before the quota is reused';
+const REQUESTS_REASON =
+  'nova-guard waits for the 404 of every delete before the quota is reused (about 2 GETs and a third of a listing per job here) and reads the flavor and /limits; ' +
+  'the autopkgtest-style worker deletes without waiting and pays in quota 403s and failed jobs instead: see GET /limits per job and bench/results/hosts.json';
 
 function overheadTable(r: OverheadResult): string {
   return markdownTable(
