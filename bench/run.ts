@@ -18,7 +18,7 @@ import { benchRedis } from './redisServer.js';
 import { formatTargets, markdownTable, type TargetResult } from './table.js';
 
 const flags = new Command('bench')
-  .option('--smoke', 'tiny sizes, for CI (< 30 s)')
+  .option('--smoke', 'tiny sizes, for CI (about a minute)')
   .option('--only <names>', 'comma-separated: fleet,churn,hosts,overhead', 'fleet,churn,hosts,overhead')
   .parse()
   .opts<{ smoke?: boolean; only: string }>();
