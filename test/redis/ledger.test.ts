@@ -93,6 +93,20 @@ describe.skipIf(!haveRedis)(`RedisQuotaLedger on a real redis-server${haveRedis 
     expect(shared.absolute.maxTotalInstances).toBe(Infinity);
   });
 
+  it('a confirmed deletion makes the kept reading stale: the next caller reads /limits again, once', async () => {
+    const projectId = project();
+    const [a, b, c] = [0, 1, 2].map(() => ledger({ projectId, limitsMaxAgeMs: 60_000 })) as [RedisQuotaLedger, RedisQuotaLedger, RedisQuotaLedger];
+    const read = (id: string) => async () => ({ absolute: { maxTotalCores: 8, totalCoresUsed: id === 'before' ? 8 : 6 }, requestId: id });
+    await a.limits(read('before'), undefined);
+    expect(await b.limits(read('never'), undefined)).toMatchObject({ shared: true, requestId: 'before' });
+    await sleep(2);
+    await a.publishFreed('server-1');
+    const after = await b.limits(read('after'), undefined);
+    expect(after).toMatchObject({ shared: false, requestId: 'after', absolute: { totalCoresUsed: 6 } });
+    // The new reading is sent after the deletion: handed out to the others again.
+    expect(await c.limits(read('never'), undefined)).toMatchObject({ shared: true, requestId: 'after' });
+  });
+
   it('serves places FIFO across holders: an older place on host A blocks a newcomer on host B', async () => {
     const projectId = project();
     const [a, b] = [ledger({ projectId }), ledger({ projectId })];
