@@ -4,6 +4,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   resolve: {
     alias: {
+      'nova-guard/redis': fileURLToPath(new URL('./src/redis/index.ts', import.meta.url)),
       'nova-guard/testing': fileURLToPath(new URL('./src/testing/index.ts', import.meta.url)),
       'nova-guard': fileURLToPath(new URL('./src/index.ts', import.meta.url)),
     },

@@ -13,7 +13,7 @@
  * @module
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { NovaClient, QuotaGuard, waitForActive, type Server } from 'nova-guard';
+import { NovaClient, QuotaGuard, waitForActive, type QuotaLedger, type Server } from 'nova-guard';
 import type { FakeNovaProcess, RequestCounts } from './fakeProcess.js';
 import { MICROVERSION, round } from './stats.js';
 
@@ -32,6 +32,8 @@ export interface ChurnConfig {
   autopkgtestSleepMs: number;
   /** Real-time defaults (QuotaGuard backoff) are divided by this. */
   scale: number;
+  /** nova-guard's poll interval while its new server is in BUILD. @default 2000 / scale (QuotaGuard's default, scaled) */
+  guardActiveIntervalMs?: number;
 }
 
 /** One policy's run. */
@@ -51,9 +53,13 @@ export interface ChurnRow {
 }
 
 /** One job: resolves true when it ran, false (or throws) when it failed. */
-type Job = (client: NovaClient, name: string, errors: string[]) => Promise<boolean>;
+export type Job = (client: NovaClient, name: string, errors: string[]) => Promise<boolean>;
 
-function policies(cfg: ChurnConfig): Record<ChurnRow['policy'], (client: NovaClient) => Job> {
+/**
+ * The job of each policy, made for one client (one worker host). nova-guard's takes the host's
+ * `ledger` (default: the guard's own in-process ledger).
+ */
+export function policies(cfg: ChurnConfig): Record<ChurnRow['policy'], (client: NovaClient, ledger?: QuotaLedger) => Job> {
   const body = (name: string): { name: string; flavorRef: string; imageRef: string; networks: 'none' } => ({ name, flavorRef: '2', imageRef: 'img', networks: 'none' });
   const untilActive = async (client: NovaClient, id: string): Promise<boolean> =>
     (await waitForActive(client, id, { intervalMs: cfg.pollIntervalMs, timeoutMs: 60000 })).outcome === 'active';
@@ -88,14 +94,15 @@ function policies(cfg: ChurnConfig): Record<ChurnRow['policy'], (client: NovaCli
       await client.deleteServer(id).catch(() => undefined);
       return true;
     },
-    'nova-guard': (client) => {
+    'nova-guard': (client, ledger) => {
       const s = cfg.scale;
       const guard = new QuotaGuard(client, {
+        ledger,
         minDelayMs: 1000 / s,
         baseDelayMs: 2000 / s,
         maxDelayMs: 60000 / s,
         maxWaitMs: 600000 / s,
-        activeIntervalMs: 2000 / s,
+        activeIntervalMs: cfg.guardActiveIntervalMs ?? 2000 / s,
         activeTimeoutMs: 600000 / s,
       });
       return async (_client, name, errors) => {

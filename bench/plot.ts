@@ -8,6 +8,7 @@ import { writeFileSync } from 'node:fs';
 import * as vega from 'vega';
 import * as vegaLite from 'vega-lite';
 import type { ChurnRow } from './churn.js';
+import type { FleetChurnRow } from './fleetChurn.js';
 import type { FleetRow } from './fleetWait.js';
 import type { OverheadResult } from './overhead.js';
 
@@ -63,6 +64,29 @@ function churnSpec(rows: ChurnRow[]): Spec {
   };
 }
 
+/** Fleet churn: makespan over the lower bound and requests per job, by number of hosts, per policy. */
+function hostsSpec(rows: FleetChurnRow[]): Spec {
+  const values = rows.map((r) => ({ hosts: r.hosts, policy: r.policy, makespan: r.makespanOverLowerBound, requests: r.requestsPerJob }));
+  const ticks: number[] = [...new Set(rows.map((r) => r.hosts))];
+  const x = { field: 'hosts', type: 'quantitative' as const, scale: { type: 'log' as const, base: 2 }, axis: { values: ticks }, title: 'worker hosts (processes), 3 workers each' };
+  const color = { field: 'policy', type: 'nominal', title: null } as const;
+  return {
+    title: 'Fleet churn: hosts sharing one core quota',
+    data: { values },
+    hconcat: [
+      {
+        width: 280,
+        height: 220,
+        layer: [
+          { mark: { type: 'line', point: true }, encoding: { x, y: { field: 'makespan', type: 'quantitative', title: 'makespan / lower bound' }, color } },
+          { mark: { type: 'rule', color: 'red', strokeDash: [4, 4] }, encoding: { y: { datum: 1.1, type: 'quantitative' } } },
+        ],
+      },
+      { width: 280, height: 220, mark: { type: 'line', point: true }, encoding: { x, y: { field: 'requests', type: 'quantitative', title: 'requests to Nova per job' }, color } },
+    ],
+  };
+}
+
 /** Overhead: heap per pending wait, shared engine against per-server waits, with the 50 MB per 10,000 target. */
 function overheadSpec(r: OverheadResult): Spec {
   const values = [
@@ -82,7 +106,7 @@ function overheadSpec(r: OverheadResult): Spec {
 }
 
 /** Draw whichever results were measured. */
-export async function drawResults(dir: URL, suffix: string, results: { fleet?: FleetRow[]; churn?: ChurnRow[]; overhead?: OverheadResult }): Promise<string[]> {
+export async function drawResults(dir: URL, suffix: string, results: { fleet?: FleetRow[]; churn?: ChurnRow[]; hosts?: FleetChurnRow[]; overhead?: OverheadResult }): Promise<string[]> {
   const written: string[] = [];
   const draw = async (name: string, spec: Spec): Promise<void> => {
     const file = new URL(`${name}${suffix}.svg`, dir);
@@ -91,6 +115,7 @@ export async function drawResults(dir: URL, suffix: string, results: { fleet?: F
   };
   if (results.fleet) await draw('fleet', fleetSpec(results.fleet));
   if (results.churn) await draw('churn', churnSpec(results.churn));
+  if (results.hosts) await draw('hosts', hostsSpec(results.hosts));
   if (results.overhead) await draw('overhead', overheadSpec(results.overhead));
   return written;
 }

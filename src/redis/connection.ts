@@ -27,9 +27,11 @@ const COMMANDS = {
   novaGuardJoin: [lua.JOIN, 9],
   novaGuardLeave: [lua.LEAVE, 9],
   novaGuardAssert: [lua.ASSERT, 9],
+  novaGuardInFlight: [lua.IN_FLIGHT, 9],
   novaGuardLimitsBegin: [lua.LIMITS_BEGIN, 2],
   novaGuardLimitsStore: [lua.LIMITS_STORE, 2],
   novaGuardLimitsUnlock: [lua.LIMITS_UNLOCK, 1],
+  novaGuardFreed: [lua.FREED, 1],
 } as const;
 
 /** A script command name. */

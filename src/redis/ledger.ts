@@ -17,6 +17,17 @@ import { ledgerKeys, resolveOptions, urlPassword, type LedgerKeys, type RedisQuo
 /** How long a claim released as `'counted'` stays subtracted from readings sent before it, in ms. */
 const COUNTED_RETENTION_MS = 10 * 60_000;
 
+/**
+ * A reading as kept in Redis: JSON, with an unlimited limit (`Infinity`, Nova's -1) written as
+ * `"Infinity"` (plain JSON would turn it into `null`, which reads as no room at all).
+ */
+function encodeReading(reading: LimitsReading): string {
+  return JSON.stringify({ absolute: reading.absolute, requestId: reading.requestId }, (_key, value: unknown) => (value === Infinity ? 'Infinity' : value));
+}
+
+function decodeReading(json: string): LimitsReading {
+  return JSON.parse(json, (_key, value: unknown) => (value === 'Infinity' ? Infinity : value)) as LimitsReading;
+}
 
 function needsArgs(where: string, n: ResourceAmounts): [number, number, number] {
   const v: [number, number, number] = [n.cores, n.ramMiB, n.instances];
@@ -184,6 +195,12 @@ export class RedisQuotaLedger implements QuotaLedger {
     return { admitted: true, claim: this.#remember(id, request.needs, Number(res[1]), request.ttlMs), inFlight, ahead };
   }
 
+  /** What {@link RedisQuotaLedger.admit} would subtract for claims for a reading of `stamp` (one read-only script). */
+  async inFlight(stamp: number): Promise<ResourceAmounts> {
+    const res = (await this.#run('novaGuardInFlight', [Math.floor(stamp)])) as unknown[];
+    return amounts(res, 0);
+  }
+
   async claimAnyway(needs: ResourceAmounts, ttlMs: number): Promise<LedgerClaim> {
     const id = randomUUID();
     const token = Number(await this.#run('novaGuardClaimAnyway', [...needsArgs('claimAnyway', needs), Math.ceil(ttlMs), this.holder, id]));
@@ -211,7 +228,9 @@ export class RedisQuotaLedger implements QuotaLedger {
 
   async publishFreed(serverId: string): Promise<void> {
     this.#notifyFreed();
-    await this.#conn.publish(this.#keys.freedChannel, JSON.stringify({ from: this.#instance, serverId }));
+    // One script: the kept /limits reading from before this deletion stops being fresh, and every
+    // holder wakes, so a woken waiter reads quota as Nova counts it after the deletion.
+    await this.#conn.run('novaGuardFreed', [this.#keys.limits, this.#keys.freedChannel, JSON.stringify({ from: this.#instance, serverId })]);
   }
 
   onFreed(listener: () => void): () => void {
@@ -246,7 +265,7 @@ export class RedisQuotaLedger implements QuotaLedger {
     for (;;) {
       throwIfAborted(signal);
       const [state, json, stamp, now] = (await this.#conn.run('novaGuardLimitsBegin', [limits, limitsLock, this.#opts.limitsMaxAgeMs, this.#opts.limitsLockMs, lock])) as [string, string, number, number];
-      const kept = (): LedgerLimits => ({ ...(JSON.parse(json) as LimitsReading), stamp: Number(stamp), ageMs: Math.max(0, Number(now) - Number(stamp)), shared: true });
+      const kept = (): LedgerLimits => ({ ...decodeReading(json), stamp: Number(stamp), ageMs: Math.max(0, Number(now) - Number(stamp)), shared: true });
       if (state === 'fresh') return kept();
       if (state === 'lock' || this.#clock.now() >= deadline) {
         if (state !== 'lock' && json !== '') return kept();
@@ -257,7 +276,7 @@ export class RedisQuotaLedger implements QuotaLedger {
           if (state === 'lock') await this.#conn.run('novaGuardLimitsUnlock', [limitsLock, lock]).catch(() => {});
           throw error;
         }
-        const value = JSON.stringify({ absolute: reading.absolute, requestId: reading.requestId });
+        const value = encodeReading(reading);
         // A reading kept for the others is a bonus; this caller's reading stands even if Redis fails now.
         await this.#conn.run('novaGuardLimitsStore', [limits, limitsLock, value, Number(now), lock, limitsChannel]).catch(() => {});
         return { absolute: reading.absolute, requestId: reading.requestId, stamp: Number(now), ageMs: 0, shared: false };

@@ -182,17 +182,21 @@ return restored
 `;
 
 /**
- * limitsBegin: KEYS 1 the kept reading (hash: json, stamp), 2 the refresh lock. ARGV 1 maxAgeMs,
- * 2 lockMs, 3 lock token. Returns `{state, json, stamp, now}`: state `fresh` (use the kept reading),
+ * limitsBegin: KEYS 1 the kept reading (hash: json, stamp, freedAt), 2 the refresh lock. ARGV 1
+ * maxAgeMs, 2 lockMs, 3 lock token. A kept reading is fresh when younger than maxAgeMs and sent
+ * no earlier than the last confirmed deletion (`freedAt`, see FREED): a reading from before a
+ * deletion shows quota as used that Nova has freed since. Returns `{state, json, stamp, now}`:
+ * state `fresh` (use the kept reading),
  * `lock` (this caller refreshes), `wait` (another holder refreshes).
  */
 export const LIMITS_BEGIN = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local kept = redis.call('HMGET', KEYS[1], 'json', 'stamp')
+local kept = redis.call('HMGET', KEYS[1], 'json', 'stamp', 'freedAt')
 local json = kept[1] or ''
 local stamp = tonumber(kept[2] or '-1')
-if kept[1] and now - stamp <= tonumber(ARGV[1]) then return { 'fresh', json, stamp, now } end
+local freedAt = tonumber(kept[3] or '-1')
+if kept[1] and now - stamp <= tonumber(ARGV[1]) and stamp >= freedAt then return { 'fresh', json, stamp, now } end
 if redis.call('SET', KEYS[2], ARGV[3], 'NX', 'PX', ARGV[2]) then return { 'lock', json, stamp, now } end
 return { 'wait', json, stamp, now }
 `;
@@ -214,4 +218,47 @@ return 1
 export const LIMITS_UNLOCK = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 1
+`;
+
+/**
+ * inFlight (read-only): ARGV 1 retention, 2 stamp. What `admit` would subtract for claims for a
+ * reading of `stamp` (live claims, and claims released as `'counted'` at or after it), without
+ * dropping expired leases or claiming. Returns `{cores, ramMiB, instances}`.
+ */
+export const IN_FLIGHT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function add(acc, s)
+  local i = 1
+  for f in string.gmatch(s, '([^,]*),?') do
+    if i <= 3 then acc[i] = acc[i] + (tonumber(f) or 0) end
+    i = i + 1
+  end
+end
+local inflight = { 0, 0, 0 }
+local live = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. now, '+inf')
+for _, id in ipairs(live) do
+  local v = redis.call('HGET', KEYS[1], id)
+  if v then add(inflight, v) end
+end
+local since = math.max(tonumber(ARGV[2]), now - tonumber(ARGV[1]))
+local late = redis.call('ZRANGEBYSCORE', KEYS[3], since, '+inf')
+for _, id in ipairs(late) do
+  local v = redis.call('HGET', KEYS[4], id)
+  if v then add(inflight, v) end
+end
+return inflight
+`;
+
+/**
+ * freed: KEYS 1 the kept reading, ARGV 1 channel, 2 message. Notes when a deletion was confirmed
+ * (`freedAt`, Redis ms: older kept readings are no longer handed out as fresh) and publishes the
+ * wake-up, in one step, so a woken waiter never gets a reading from before the deletion.
+ */
+export const FREED = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('HSET', KEYS[1], 'freedAt', now)
+redis.call('PUBLISH', ARGV[1], ARGV[2])
+return now
 `;

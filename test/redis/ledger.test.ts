@@ -63,6 +63,50 @@ describe.skipIf(!haveRedis)(`RedisQuotaLedger on a real redis-server${haveRedis 
     for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]!);
   });
 
+  it('inFlight reports live claims and counted claims newer than the reading, without claiming', async () => {
+    const projectId = project();
+    const [a, b] = [ledger({ projectId, limitsMaxAgeMs: 0 }), ledger({ projectId, limitsMaxAgeMs: 0 })];
+    const before = await a.limits(async () => ({ absolute: {}, requestId: undefined }), undefined);
+    expect(await b.inFlight(before.stamp)).toEqual({ cores: 0, ramMiB: 0, instances: 0 });
+    const claim = await a.claimAnyway(need(2, 512), 60_000);
+    expect(await b.inFlight(before.stamp)).toEqual({ cores: 2, ramMiB: 512, instances: 1 });
+    await a.release(claim, 'counted');
+    // Counted after the reading was sent: still subtracted from it; not from a later reading.
+    expect(await b.inFlight(before.stamp)).toEqual({ cores: 2, ramMiB: 512, instances: 1 });
+    await sleep(5);
+    const after = await b.limits(async () => ({ absolute: {}, requestId: undefined }), undefined);
+    expect(after.stamp).toBeGreaterThan(before.stamp);
+    expect(await b.inFlight(after.stamp + 1)).toEqual({ cores: 0, ramMiB: 0, instances: 0 });
+    // A claim that was not created is gone at once.
+    const other = await b.claimAnyway(need(1), 60_000);
+    await b.release(other, 'not-created');
+    expect(await a.inFlight(after.stamp + 1)).toEqual({ cores: 0, ramMiB: 0, instances: 0 });
+  });
+
+  it('a kept reading with an unlimited resource (Nova -1, Infinity) is handed out unlimited, not as null', async () => {
+    const projectId = project();
+    const [a, b] = [ledger({ projectId, limitsMaxAgeMs: 60_000 }), ledger({ projectId, limitsMaxAgeMs: 60_000 })];
+    const absolute = { maxTotalCores: 8, totalCoresUsed: 2, maxTotalInstances: Infinity, totalInstancesUsed: 1 };
+    await a.limits(async () => ({ absolute, requestId: 'req-1' }), undefined);
+    const shared = await b.limits(async () => ({ absolute: {}, requestId: 'never' }), undefined);
+    expect(shared).toMatchObject({ shared: true, requestId: 'req-1', absolute });
+    expect(shared.absolute.maxTotalInstances).toBe(Infinity);
+  });
+
+  it('a confirmed deletion makes the kept reading stale: the next caller reads /limits again, once', async () => {
+    const projectId = project();
+    const [a, b, c] = [0, 1, 2].map(() => ledger({ projectId, limitsMaxAgeMs: 60_000 })) as [RedisQuotaLedger, RedisQuotaLedger, RedisQuotaLedger];
+    const read = (id: string) => async () => ({ absolute: { maxTotalCores: 8, totalCoresUsed: id === 'before' ? 8 : 6 }, requestId: id });
+    await a.limits(read('before'), undefined);
+    expect(await b.limits(read('never'), undefined)).toMatchObject({ shared: true, requestId: 'before' });
+    await sleep(2);
+    await a.publishFreed('server-1');
+    const after = await b.limits(read('after'), undefined);
+    expect(after).toMatchObject({ shared: false, requestId: 'after', absolute: { totalCoresUsed: 6 } });
+    // The new reading is sent after the deletion: handed out to the others again.
+    expect(await c.limits(read('never'), undefined)).toMatchObject({ shared: true, requestId: 'after' });
+  });
+
   it('serves places FIFO across holders: an older place on host A blocks a newcomer on host B', async () => {
     const projectId = project();
     const [a, b] = [ledger({ projectId }), ledger({ projectId })];

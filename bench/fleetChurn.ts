@@ -1,0 +1,125 @@
+/**
+ * Fleet churn benchmark: the churn (`churn.ts`) across worker PROCESSES ("hosts"), each running
+ * `workersPerHost` workers on its own client, for 1, 2, 4, ... hosts. The core quota grows with the
+ * hosts (`quotaCoresPerHost` each, below the hosts' demand), so the lower bound stays the same and
+ * what grows is the coordination the hosts need. Policies: naive, autopkgtest-style, nova-guard
+ * with its in-process ledger (each host on its own), nova-guard with one Redis ledger for all hosts.
+ *
+ * @module
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import type { ChurnConfig } from './churn.js';
+import type { FakeNovaProcess, RequestCounts } from './fakeProcess.js';
+import type { FleetPolicy, HostResult, HostTask } from './fleetHost.js';
+import { round } from './stats.js';
+
+/** Settings of the fleet churn (the per-host part of `churn` is its `workers`). */
+export interface FleetChurnConfig {
+  churn: ChurnConfig;
+  hosts: number[];
+  quotaCoresPerHost: number;
+  /** Redis for the Redis-ledger policy; without it that policy is left out. */
+  redisUrl: string | undefined;
+}
+
+/** One policy at one number of hosts. */
+export interface FleetChurnRow {
+  policy: FleetPolicy;
+  hosts: number;
+  jobs: number;
+  quotaCores: number;
+  failedJobs: number;
+  quota403s: number;
+  quota403sPerJob: number;
+  requestsPerJob: number;
+  limitsPerJob: number;
+  makespanMs: number;
+  lowerBoundMs: number;
+  makespanOverLowerBound: number;
+  requests: RequestCounts;
+  errors: string[];
+}
+
+export const FLEET_POLICIES: readonly FleetPolicy[] = ['naive', 'autopkgtest', 'nova-guard (in-process ledger)', 'nova-guard (Redis ledger)'];
+
+interface Child {
+  proc: ChildProcess;
+  next: () => Promise<{ ready?: true; result?: HostResult; error?: string }>;
+}
+
+function spawnHost(): Child {
+  const proc = fork(new URL('./fleetHost.js', import.meta.url), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const queue: Array<{ ready?: true; result?: HostResult; error?: string }> = [];
+  const waiting: Array<(m: { ready?: true; result?: HostResult; error?: string }) => void> = [];
+  proc.on('message', (m: { ready?: true; result?: HostResult; error?: string }) => {
+    const w = waiting.shift();
+    if (w) w(m);
+    else queue.push(m);
+  });
+  proc.on('exit', (code) => {
+    for (const w of waiting.splice(0)) w({ error: `host exited (${code})` });
+  });
+  return {
+    proc,
+    next: () => {
+      const m = queue.shift();
+      return m ? Promise.resolve(m) : new Promise((resolve) => waiting.push(resolve));
+    },
+  };
+}
+
+/** Run every policy at every number of hosts, each on a fresh fake; logs progress to stderr. */
+export async function runFleetChurn(fake: FakeNovaProcess, cfg: FleetChurnConfig): Promise<FleetChurnRow[]> {
+  const rows: FleetChurnRow[] = [];
+  const c = cfg.churn;
+  const holdMs = c.buildDelayMs + c.runMs + c.deleteDelayMs + c.deletedWindowMs;
+  for (const hosts of cfg.hosts) {
+    const quotaCores = cfg.quotaCoresPerHost * hosts;
+    const jobs = hosts * c.workers * c.jobsPerWorker;
+    const lowerBoundMs = Math.round(Math.max(c.jobsPerWorker * (c.buildDelayMs + c.runMs), (jobs * 2 * holdMs) / quotaCores));
+    for (const policy of FLEET_POLICIES) {
+      if (policy === 'nova-guard (Redis ledger)' && cfg.redisUrl === undefined) continue;
+      await fake.start({ maxTotalCores: quotaCores, maxTotalInstances: -1, maxTotalRAMSize: -1, buildDelayMs: c.buildDelayMs, deleteDelayMs: c.deleteDelayMs, deletedWindowMs: c.deletedWindowMs });
+      const children = Array.from({ length: hosts }, spawnHost);
+      try {
+        const keyPrefix = `bench:${process.pid}:${Date.now()}:`;
+        for (const [host, ch] of children.entries()) {
+          const task: HostTask = { policy, endpoint: fake.endpoint, projectId: fake.projectId, host, cfg: c, redisUrl: cfg.redisUrl, keyPrefix };
+          ch.proc.send({ task });
+        }
+        for (const ch of children) {
+          const m = await ch.next();
+          if (!m.ready) throw new Error(`fleet churn host: ${m.error}`);
+        }
+        await fake.takeRequests();
+        const t0 = performance.now();
+        for (const ch of children) ch.proc.send({ go: true });
+        const results = await Promise.all(children.map((ch) => ch.next()));
+        const makespanMs = Math.round(performance.now() - t0);
+        const requests = await fake.takeRequests();
+        const failed = results.reduce((n, m) => n + (m.result ? m.result.failed : c.workers * c.jobsPerWorker), 0);
+        const errors = [...new Set(results.flatMap((m) => (m.result ? m.result.errors : [String(m.error)])))].slice(0, 3);
+        rows.push({
+          policy,
+          hosts,
+          jobs,
+          quotaCores,
+          failedJobs: failed,
+          quota403s: requests.create403s,
+          quota403sPerJob: round(requests.create403s / jobs, 3),
+          requestsPerJob: round(requests.total / jobs, 2),
+          limitsPerJob: round(requests.limits / jobs, 2),
+          makespanMs,
+          lowerBoundMs,
+          makespanOverLowerBound: round(makespanMs / lowerBoundMs, 3),
+          requests,
+          errors,
+        });
+        process.stderr.write(`fleet churn ${hosts} host(s), ${policy}: ${makespanMs} ms (lower bound ${lowerBoundMs}), ${failed} failed, ${requests.create403s} quota 403s, ${round(requests.total / jobs, 2)} req/job\n`);
+      } finally {
+        for (const ch of children) if (ch.proc.exitCode === null) ch.proc.kill();
+      }
+    }
+  }
+  return rows;
+}

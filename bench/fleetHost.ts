@@ -1,0 +1,76 @@
+/**
+ * Child process of the fleet churn benchmark (`fleetChurn.ts`): one worker host. It gets its task
+ * over IPC, makes its client (and, for nova-guard, its guard on its ledger), answers `ready`, runs
+ * its workers when told `go`, and answers with its failed jobs.
+ *
+ * @module
+ */
+import { NovaClient, type QuotaLedger } from 'nova-guard';
+import { RedisQuotaLedger } from 'nova-guard/redis';
+import { policies, type ChurnConfig } from './churn.js';
+import { MICROVERSION } from './stats.js';
+
+/** The policies of the fleet churn: the churn's three, nova-guard on either ledger. */
+export type FleetPolicy = 'naive' | 'autopkgtest' | 'nova-guard (in-process ledger)' | 'nova-guard (Redis ledger)';
+
+/** A host's task. */
+export interface HostTask {
+  policy: FleetPolicy;
+  endpoint: string;
+  projectId: string;
+  host: number;
+  cfg: ChurnConfig;
+  /** For the Redis ledger. */
+  redisUrl?: string;
+  keyPrefix?: string;
+}
+
+/** A host's answer. */
+export interface HostResult {
+  failed: number;
+  errors: string[];
+}
+
+async function prepare(task: HostTask): Promise<{ run: () => Promise<HostResult>; close: () => Promise<void> }> {
+  const { cfg } = task;
+  const client = new NovaClient({ endpoint: task.endpoint, token: `admin:${task.projectId}`, microversion: MICROVERSION, maxRequestsPerSecond: 10 * cfg.scale });
+  let ledger: QuotaLedger | undefined;
+  if (task.policy === 'nova-guard (Redis ledger)') {
+    ledger = new RedisQuotaLedger({ url: task.redisUrl!, endpoint: task.endpoint, projectId: task.projectId, keyPrefix: task.keyPrefix, holder: `host${task.host}:${process.pid}` });
+  }
+  const kind = task.policy.startsWith('nova-guard') ? 'nova-guard' : (task.policy as 'naive' | 'autopkgtest');
+  const job = policies(cfg)[kind](client, ledger);
+  const run = async (): Promise<HostResult> => {
+    let failed = 0;
+    const errors: string[] = [];
+    await Promise.all(
+      Array.from({ length: cfg.workers }, async (_, w) => {
+        for (let j = 0; j < cfg.jobsPerWorker; j++) if (!(await job(client, `h${task.host}-w${w}-j${j}`, errors))) failed++;
+      }),
+    );
+    return { failed, errors: [...new Set(errors)].slice(0, 3) };
+  };
+  return { run, close: async () => ledger?.close() };
+}
+
+let prepared: Awaited<ReturnType<typeof prepare>> | undefined;
+process.on('message', (msg: { task?: HostTask; go?: true }) => {
+  if (msg.task) {
+    prepare(msg.task).then(
+      (p) => {
+        prepared = p;
+        process.send?.({ ready: true });
+      },
+      (e: unknown) => process.send?.({ error: String((e as Error)?.stack ?? e) }),
+    );
+  } else if (msg.go && prepared) {
+    const p = prepared;
+    p.run()
+      .then(
+        (result) => p.close().then(() => process.send?.({ result })),
+        (e: unknown) => process.send?.({ error: String((e as Error)?.stack ?? e) }),
+      )
+      .finally(() => setTimeout(() => process.exit(0), 100).unref());
+  }
+});
+process.on('disconnect', () => process.exit(0));

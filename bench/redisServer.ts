@@ -1,0 +1,59 @@
+/**
+ * The bench's Redis: `$NOVA_GUARD_REDIS_URL` when set, else a throw-away `redis-server` child on a
+ * free loopback port (no persistence), or none when `redis-server` is not installed
+ * (`scripts/redis/start.sh` installs it).
+ *
+ * @module
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+const REDIS_SERVER = process.env.REDIS_SERVER ?? '/usr/bin/redis-server';
+
+/** A Redis for the bench, and how to stop it. */
+export interface BenchRedis {
+  url: string;
+  stop: () => void;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function answers(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = connect(port, '127.0.0.1');
+    sock.once('connect', () => {
+      sock.write('PING\r\n');
+      sock.once('data', (d) => {
+        sock.destroy();
+        resolve(d.toString().startsWith('+PONG'));
+      });
+    });
+    sock.once('error', () => resolve(false));
+  });
+}
+
+/** `undefined` when there is no Redis to use. */
+export async function benchRedis(): Promise<BenchRedis | undefined> {
+  const given = process.env.NOVA_GUARD_REDIS_URL;
+  if (given) return { url: given, stop: () => undefined };
+  if (!existsSync(REDIS_SERVER)) return undefined;
+  const port = await freePort();
+  const child: ChildProcess = spawn(REDIS_SERVER, ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--logfile', ''], { stdio: 'ignore' });
+  const deadline = Date.now() + 10_000;
+  while (!(await answers(port))) {
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error('bench: redis-server did not start');
+    await sleep(20);
+  }
+  return { url: `redis://127.0.0.1:${port}`, stop: () => child.kill('SIGKILL') };
+}

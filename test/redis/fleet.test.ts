@@ -1,0 +1,206 @@
+/**
+ * The fleet ledger across processes: worker "hosts" are child processes (test/redis/fleetWorker.mjs,
+ * on the built package) sharing one FakeNova over HTTP and one real redis-server. Real clock,
+ * outcomes and generous bounds only.
+ */
+import { execFileSync, fork, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { FakeNova, type FakeNovaOptions } from '../../src/testing/index.js';
+import { ledgerKeys } from '../../src/redis/options.js';
+import { haveRedis, RedisServer, skipReason } from './support.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const WORKER = fileURLToPath(new URL('./fleetWorker.mjs', import.meta.url));
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Newest mtime of the .ts files under `dir`. */
+function newest(dir: string): number {
+  let max = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    max = Math.max(max, e.isDirectory() ? newest(p) : e.name.endsWith('.ts') ? statSync(p).mtimeMs : 0);
+  }
+  return max;
+}
+
+/** The workers import dist/ (the package by its own name): build it when missing or older than src/. */
+function ensureBuilt(): void {
+  const marker = join(ROOT, 'dist/redis/index.js');
+  if (existsSync(marker) && statSync(marker).mtimeMs >= newest(join(ROOT, 'src'))) return;
+  execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
+}
+
+interface HostConfig {
+  holder: string;
+  workers: number;
+  jobs: number;
+  runMs?: number;
+  redisUrl?: string | null;
+  leaseTtlMs?: number;
+  ledgerTimeoutMs?: number;
+  commandTimeoutMs?: number;
+  limitsMaxAgeMs?: number;
+}
+interface HostResult {
+  done: number;
+  failed: number;
+  errors: string[];
+  stats: { quota403s: number; ledgerFallbacks: number; succeeded: number };
+}
+interface Host {
+  child: ChildProcess;
+  log: string[];
+  result: Promise<HostResult>;
+}
+
+const FALLBACK = /going on with the in-process ledger/;
+
+describe.skipIf(!haveRedis)(`fleet of worker processes on one Redis${haveRedis ? '' : ` (${skipReason})`}`, () => {
+  let redis: RedisServer;
+  let nova: FakeNova | undefined;
+  const hosts: Host[] = [];
+  beforeAll(async () => {
+    ensureBuilt();
+    redis = await RedisServer.start();
+  }, 120_000);
+  afterAll(async () => {
+    await redis?.kill();
+  });
+  afterEach(async () => {
+    for (const h of hosts.splice(0)) if (h.child.exitCode === null && h.child.signalCode === null) h.child.kill('SIGKILL');
+    await nova?.close();
+    nova = undefined;
+  });
+
+  async function startNova(options: FakeNovaOptions): Promise<FakeNova> {
+    nova = await FakeNova.start({ maxTotalInstances: -1, maxTotalRAMSize: -1, buildDelayMs: 150, deleteDelayMs: 100, ...options });
+    return nova;
+  }
+
+  function host(n: FakeNova, cfg: HostConfig): Host {
+    const full = { endpoint: n.endpoint, projectId: n.projectId, redisUrl: redis.url, runMs: 100, leaseTtlMs: 3000, ledgerTimeoutMs: 1000, commandTimeoutMs: 1000, limitsMaxAgeMs: 200, ...cfg };
+    const child = fork(WORKER, [JSON.stringify(full)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+    const log: string[] = [];
+    let rest = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      const lines = (rest + d.toString()).split('\n');
+      rest = lines.pop()!;
+      log.push(...lines.filter((l) => l !== ''));
+    });
+    const result = new Promise<HostResult>((resolve, reject) => {
+      child.once('message', (m) => resolve(m as HostResult));
+      child.once('exit', (code, signal) => reject(new Error(`host ${cfg.holder} exited (${code ?? signal}) without a result; log:\n${log.join('\n')}`)));
+    });
+    result.catch(() => undefined);
+    const h = { child, log, result };
+    hosts.push(h);
+    return h;
+  }
+
+  const posts403 = (n: FakeNova): number => n.requests.filter((r) => r.method === 'POST' && r.path === '/servers' && r.status === 403).length;
+  const live = (n: FakeNova) => n.listServerStates().filter((s) => s.status !== 'DELETED');
+
+  it('three hosts x two workers under a quota below demand: every job runs, no quota 403, never over the quota', async () => {
+    const n = await startNova({ maxTotalCores: 6 });
+    let peak = 0;
+    const sampler = setInterval(() => (peak = Math.max(peak, n.usage().cores)), 10);
+    try {
+      const results = await Promise.all(['a', 'b', 'c'].map((holder) => host(n, { holder, workers: 2, jobs: 3 }).result));
+      for (const r of results) expect(r, JSON.stringify(r.errors)).toMatchObject({ done: 6, failed: 0 });
+      expect(posts403(n)).toBe(0);
+      expect(results.reduce((s, r) => s + r.stats.quota403s, 0)).toBe(0);
+      expect(peak).toBeLessThanOrEqual(6);
+      expect(peak).toBeGreaterThanOrEqual(4); // the quota was really shared, not one create at a time
+      expect(live(n)).toEqual([]);
+    } finally {
+      clearInterval(sampler);
+    }
+  }, 30_000);
+
+  it('a host killed with SIGKILL while holding a claim: the claim expires, the others finish, only its tagged servers are left', async () => {
+    const n = await startNova({ maxTotalCores: 8, buildDelayMs: 800 });
+    const leaseTtlMs = 1500;
+    const keys = ledgerKeys('nova-guard:', n.endpoint, n.projectId);
+    const [claimsKey, expKey] = keys.scope as [string, string];
+    const r = new Redis(redis.url);
+    try {
+      const victim = host(n, { holder: 'victim', workers: 2, jobs: 2, leaseTtlMs });
+      const others = ['a', 'b'].map((holder) => host(n, { holder, workers: 2, jobs: 2, leaseTtlMs }));
+      // Wait until the victim holds a claim whose create Nova answered (a server in BUILD).
+      let held: Array<[string, string[]]> = [];
+      const deadline = Date.now() + 15_000;
+      while (held.length === 0 && Date.now() < deadline) {
+        const all = await r.hgetall(claimsKey);
+        held = Object.entries(all)
+          .map(([id, rec]): [string, string[]] => [id, rec.split(',')])
+          .filter(([, f]) => f[4] === 'victim' && f[5] !== '');
+        if (held.length === 0) await sleep(10);
+      }
+      expect(held.length).toBeGreaterThan(0);
+      victim.child.kill('SIGKILL');
+      await expect(victim.result).rejects.toThrow(/SIGKILL/);
+      const killedAt = Date.now();
+
+      const results = await Promise.all(others.map((h) => h.result));
+      for (const res of results) expect(res, JSON.stringify(res.errors)).toMatchObject({ done: 4, failed: 0 });
+
+      // The lease ran out on Redis's clock: no live claim of the victim is left.
+      await sleep(Math.max(0, killedAt + leaseTtlMs + 200 - Date.now()));
+      const [sec, usec] = await r.time();
+      const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+      for (const [id] of held) {
+        const exp = await r.zscore(expKey, id);
+        expect(exp === null || Number(exp) <= now).toBe(true);
+      }
+
+      // Left behind: only what the victim created, each tagged with its claim, token and holder.
+      const left = live(n);
+      expect(left.length).toBeGreaterThan(0);
+      for (const s of left) {
+        expect(s.metadata['nova-guard-holder']).toBe('victim');
+        expect(s.metadata['nova-guard-claim-id']).toMatch(/\S/);
+        expect(Number(s.metadata['nova-guard-token'])).toBeGreaterThan(0);
+      }
+      const boundIds = held.map(([, f]) => f[5]);
+      expect(left.map((s) => s.id)).toEqual(expect.arrayContaining(boundIds));
+    } finally {
+      r.disconnect();
+    }
+  }, 40_000);
+
+  it('Redis restarted empty during a churn: no failed job, no leaked server', async () => {
+    const n = await startNova({ maxTotalCores: 6 });
+    const hs = ['a', 'b', 'c'].map((holder) => host(n, { holder, workers: 2, jobs: 3, commandTimeoutMs: 500, ledgerTimeoutMs: 500 }));
+    let finished = 0;
+    for (const h of hs) void h.result.then(() => finished++, () => undefined);
+    // Restart once the churn is well under way (some servers created), while no host is done.
+    const deadline = Date.now() + 10_000;
+    while (n.requests.filter((q) => q.method === 'POST').length < 4 && Date.now() < deadline) await sleep(10);
+    await redis.restart();
+    expect(finished).toBe(0);
+    const results = await Promise.all(hs.map((h) => h.result));
+    for (const res of results) expect(res, JSON.stringify(res.errors)).toMatchObject({ done: 6, failed: 0 });
+    expect(live(n)).toEqual([]);
+  }, 40_000);
+
+  it('Redis absent from the start: the guard falls back, says so once per host, every job completes', async () => {
+    const gone = await RedisServer.start();
+    const url = gone.url;
+    await gone.kill();
+    const n = await startNova({ maxTotalCores: 6 });
+    const hs = ['a', 'b'].map((holder) => host(n, { holder, workers: 2, jobs: 2, redisUrl: url, commandTimeoutMs: 300, ledgerTimeoutMs: 300 }));
+    const results = await Promise.all(hs.map((h) => h.result));
+    for (const [i, res] of results.entries()) {
+      expect(res, JSON.stringify(res.errors)).toMatchObject({ done: 4, failed: 0 });
+      expect(res.stats.ledgerFallbacks).toBeGreaterThan(0);
+      const log = hs[i]!.log;
+      expect(log.filter((l) => FALLBACK.test(l)), log.join('\n')).toHaveLength(1);
+      expect(log.filter((l) => (JSON.parse(l) as { level: number }).level >= 40)).toHaveLength(1);
+    }
+    expect(live(n)).toEqual([]);
+  }, 40_000);
+});
