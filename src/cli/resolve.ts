@@ -19,9 +19,23 @@ export interface Resolved {
   ids: string[];
   /** The name or id each server id was given as (the first, when given twice). */
   givenAs: Map<string, string>;
-  /** Names or ids that were not found (unless ignored) or matched several servers. */
+  /** Names or ids that matched several servers, or were not found (as a name either) and cannot be ids. */
   failures: Array<{ nameOrId: string; error: Error }>;
+  /**
+   * UUIDs whose own GET answered 404 and that no server has as its name: missing, or an orphaned
+   * instance mapping (Nova still lists and counts the server). They are deleted all the same, and
+   * the delete tells which: `already-gone` means missing, `OrphanedServerError` an orphan.
+   */
+  unverified: Set<string>;
 }
+
+/** openstack's message for a server that does not exist. */
+export function notFound(nameOrId: string): ServerLookupError {
+  return new ServerLookupError(`No server with a name or ID of '${nameOrId}' exists.`);
+}
+
+/** Nova's server ids are UUIDs (with or without dashes). */
+const UUID = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i;
 
 const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -34,20 +48,26 @@ function isPathId(id: string): boolean {
   }
 }
 
-/** Find one server by id, else by exact name. @throws {@link ServerLookupError}; API errors as they are. */
-export async function resolveServer(client: NovaClient, nameOrId: string): Promise<string | undefined> {
+/**
+ * Find one server by id, else by exact name. `unverified`: the id's own GET answered 404 and no
+ * server has it as its name (see {@link Resolved.unverified}).
+ * @throws {@link ServerLookupError}; API errors as they are.
+ */
+export async function resolveServer(client: NovaClient, nameOrId: string): Promise<{ id: string; unverified: boolean } | undefined> {
+  let notFoundById = false;
   if (isPathId(nameOrId)) {
     try {
-      return (await client.getServer(nameOrId)).id;
+      return { id: (await client.getServer(nameOrId)).id, unverified: false };
     } catch (e) {
       if (!(e instanceof NotFoundError)) throw e;
+      notFoundById = true;
     }
   }
   const listed = await client.listServers({ name: `^${escapeRegExp(nameOrId)}$` });
   const exact = listed.filter((s) => s.name === nameOrId);
-  if (exact.length === 1) return exact[0]!.id;
+  if (exact.length === 1) return { id: exact[0]!.id, unverified: false };
   if (exact.length > 1) throw new ServerLookupError(`More than one server exists with the name '${nameOrId}'.`);
-  return undefined;
+  return notFoundById && UUID.test(nameOrId) ? { id: nameOrId, unverified: true } : undefined;
 }
 
 /**
@@ -60,9 +80,9 @@ export async function resolveServers(client: NovaClient, namesOrIds: readonly st
     namesOrIds.map((x) =>
       limit(async () => {
         try {
-          const id = await resolveServer(client, x);
-          if (id === undefined && !options.ignoreMissing) return { x, error: new ServerLookupError(`No server with a name or ID of '${x}' exists.`) };
-          return { x, id };
+          const found = await resolveServer(client, x);
+          if (found === undefined && !options.ignoreMissing) return { x, error: notFound(x) };
+          return { x, id: found?.id, unverified: found?.unverified === true };
         } catch (e) {
           return { x, error: e as Error };
         }
@@ -71,9 +91,13 @@ export async function resolveServers(client: NovaClient, namesOrIds: readonly st
   );
   const givenAs = new Map<string, string>();
   const failures: Resolved['failures'] = [];
+  const unverified = new Set<string>();
   for (const r of results) {
     if ('error' in r && r.error) failures.push({ nameOrId: r.x, error: r.error });
-    else if ('id' in r && r.id !== undefined && !givenAs.has(r.id)) givenAs.set(r.id, r.x);
+    else if ('id' in r && r.id !== undefined && !givenAs.has(r.id)) {
+      givenAs.set(r.id, r.x);
+      if (r.unverified) unverified.add(r.id);
+    }
   }
-  return { ids: [...givenAs.keys()], givenAs, failures };
+  return { ids: [...givenAs.keys()], givenAs, failures, unverified };
 }

@@ -25,7 +25,7 @@ import type { DeleteProgress } from '../delete/index.js';
 import { parseIntFlag, parseMs } from './common.js';
 import { terminalSafe } from '../core/table.js';
 import { checkPathId } from '../core/validate.js';
-import { resolveServers } from './resolve.js';
+import { notFound, resolveServers } from './resolve.js';
 import { withSlowNotice } from './waitNotice.js';
 
 /** True when `id` can be a server id in a URL path (see `checkPathId`). */
@@ -152,6 +152,13 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
             const r = s.value;
             accepted.add(r.serverId);
             done++;
+            // An id whose GET answered 404 (no such name either): Nova's 404 on the DELETE too, and no
+            // listing shows it, so it does not exist (an orphan would have been OrphanedServerError).
+            if (r.outcome === 'already-gone' && found.unverified.has(r.serverId)) {
+              if (!flags.ignoreMissing) fail(name(r.serverId), notFound(name(r.serverId)));
+              bar?.update(done, { detail: detail() });
+              return;
+            }
             bar?.update(done, { detail: detail() });
             const line = `${r.serverId}: ${r.outcome} (${r.polls} polls, ${r.elapsedMs} ms)`;
             // Under a progress bar the results are printed once it stops, so stdout always has them.

@@ -71,8 +71,11 @@ describe('finding a server by name or id (osc-lib find_resource)', () => {
     const dotted = nova.addServer({ name: 'web.1' }).id;
     nova.addServer({ name: 'webx1' });
     nova.addServer({ name: 'web.10' });
-    expect(await resolveServer(client, byId)).toBe(byId);
-    expect(await resolveServer(client, 'web.1')).toBe(dotted);
+    expect(await resolveServer(client, byId)).toEqual({ id: byId, unverified: false });
+    expect(await resolveServer(client, 'web.1')).toEqual({ id: dotted, unverified: false });
+    // A UUID whose GET answers 404: missing or an orphaned mapping; the delete tells which.
+    const uuid = '3bceb063-7bc7-41c3-acff-88b2d02e4240';
+    expect(await resolveServer(client, uuid)).toEqual({ id: uuid, unverified: true });
     expect(await resolveServer(client, 'web.')).toBeUndefined();
     expect(await resolveServer(client, 'a/b')).toBeUndefined();
   });
@@ -91,6 +94,6 @@ describe('finding a server by name or id (osc-lib find_resource)', () => {
       ['missing', "No server with a name or ID of 'missing' exists."],
     ]);
     const ignored = await resolveServers(client, ['missing'], { concurrency: 1, ignoreMissing: true });
-    expect(ignored).toEqual({ ids: [], givenAs: new Map(), failures: [] });
+    expect(ignored).toEqual({ ids: [], givenAs: new Map(), failures: [], unverified: new Set() });
   });
 });

@@ -22,4 +22,17 @@ describe('server delete on an orphaned mapping', () => {
     expect(r.stderr).toContain('nova-manage cell_v2 verify_instance');
     expect(r.stderr).toContain('1 of 2 servers failed to delete.');
   });
+
+  it('a UUID Nova does not know: openstack\'s "No server" message and exit 1, or exit 0 with --ignore-missing; never already-gone', async () => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    const missing = '6a1e4b0c-0d7e-4a53-9d55-0f4f1c1b2a90';
+    const r = await settle(runCli('server', registerServerDeleteCommand, client, ['delete', missing]));
+    expect(r.exitCode).toBe(1);
+    expect(r.stdout).not.toContain('already-gone');
+    expect(r.stderr).toContain(`Failed to delete server with name or ID '${missing}': No server with a name or ID of '${missing}' exists.`);
+    const ignored = await settle(runCli('server', registerServerDeleteCommand, client, ['delete', missing, '--ignore-missing']));
+    expect(ignored.exitCode ?? 0).toBe(0);
+    expect(ignored.stderr).toBe('');
+  });
 });
