@@ -49,7 +49,7 @@ export interface QuotaWatch {
   samples: WatchSample[];
   /** Per resource: no drift, drift gone by the last sample, drift in every sample of the second half, drift that came back, or unknown (last sample not judged). */
   trend: Record<AuditResource, DriftTrend>;
-  /** Findings (kind and server) present in every sample: they stay until someone acts. */
+  /** Findings (kind and server) present in every sample of the second half, the last included: they stay until someone acts. */
   persistent: Array<{ kind: FindingKind; serverId: string | undefined }>;
   /** Findings seen in some sample but gone by the last one. */
   settled: Array<{ kind: FindingKind; serverId: string | undefined }>;
@@ -117,7 +117,8 @@ export async function watchQuota(client: NovaClient, options: WatchQuotaOptions 
   return {
     samples,
     trend,
-    persistent: [...seen].filter((k) => sets.every((s) => s.has(k))).map(unkey),
+    // As for the drift: a finding in every sample of the second half (the last included) stays.
+    persistent: [...seen].filter((k) => sets.slice(Math.floor(sets.length / 2)).every((s) => s.has(k))).map(unkey),
     settled: [...seen].filter((k) => !finalSet.has(k)).map(unkey),
     last: last!,
   };

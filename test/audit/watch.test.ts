@@ -34,6 +34,25 @@ describe('watchQuota', () => {
     expect(w.last.verdict).toBe('over-reported');
   });
 
+  it('a finding that appears in the first half and stays to the end is persistent (the trend rule); one that goes is settled', async () => {
+    const nova = await startNova();
+    nova.addServer({ flavorId: '1' });
+    const w = await settle(
+      watchQuota(clientFor(nova), {
+        samples: 4,
+        intervalMs: 1_000,
+        checkGhosts: false,
+        onSample: (s) => {
+          if (s.index === 0) nova.causes.staleUsage({ cores: 4 });
+        },
+      }),
+    );
+    expect(w.samples.map((s) => s.drift.cores)).toEqual([0, 4, 4, 4]);
+    expect(w.trend.cores).toBe('persistent');
+    expect(w.persistent).toEqual([{ kind: 'stale-usage', serverId: undefined }]);
+    expect(w.settled).toEqual([]);
+  });
+
   it('drift trend rules', () => {
     expect(driftTrend([0, 0])).toBe('none');
     expect(driftTrend([4, 2, 0])).toBe('settled');
