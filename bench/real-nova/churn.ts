@@ -1,7 +1,7 @@
 /**
  * Part B of the real-Nova bench: the churn with ONE PROCESS PER WORKER (churnWorker.ts) on the real Nova:
  * 6 workers x 4 jobs of 2-vCPU servers against a 10-core quota, one policy after the other on a clean
- * project. Failed jobs and ERROR servers come from the workers; quota 403s (`POST /servers` answered
+ * project. Failed jobs come from the workers; quota 403s (`POST /servers` answered
  * 403) and requests from nova-api's access log between marks. Lower bound: the build and delete times
  * of one server alone (calibrated at the start), as in `bench/churn.ts`: max(one worker's jobs back to
  * back, total core-time / quota).
@@ -40,6 +40,11 @@ export interface RealChurnRow {
   jobs: number;
   failedJobs: number;
   quota403s: number;
+  /** `POST /servers` answered 202 (nova-api's log). */
+  serversCreated: number;
+  /** Servers created that no job used: created minus completed jobs (they went ERROR, mostly Nova's quota recheck). */
+  createdNotUsed: number;
+  /** ERROR servers the naive and autopkgtest workers saw in their own waits (nova-guard's are handled inside QuotaGuard). */
   errorServers: number;
   makespanMs: number;
   lowerBoundMs: number;
@@ -168,12 +173,16 @@ export async function runRealChurn(nova: Harness, policies: readonly ChurnPolicy
       const reports = await Promise.all(Array.from({ length: CHURN.workers }, (_, w) => runWorker(p, policy, w, ledger)));
       const to = await log.settle();
       const requests = log.since(from, to);
+      const failedJobs = reports.reduce((n, r) => n + r.failed, 0);
+      const serversCreated = requests.filter((r) => r.method === 'POST' && r.kind === '/servers' && r.status === 202).length;
       const makespanMs = Math.max(...reports.map((r) => r.endedAt)) - Math.min(...reports.map((r) => r.startedAt));
       const row: RealChurnRow = {
         policy,
         jobs,
-        failedJobs: reports.reduce((n, r) => n + r.failed, 0),
+        failedJobs,
         quota403s: requests.filter((r) => r.method === 'POST' && r.kind === '/servers' && r.status === 403).length,
+        serversCreated,
+        createdNotUsed: serversCreated - (jobs - failedJobs),
         errorServers: reports.reduce((n, r) => n + r.errorServers, 0),
         makespanMs,
         lowerBoundMs,

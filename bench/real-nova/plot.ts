@@ -19,7 +19,7 @@ export async function drawRealNova(file: URL, deleteRows: DeleteRow[] | undefine
   if (deleteRows && deleteRows.length > 0) {
     const values = deleteRows.map((r) => ({ tool: r.tool, servers: r.servers, wallS: r.wallMs / 1000, requests: r.requests, lagS: r.lagAfterLast404Ms / 1000 }));
     const x = { field: 'servers', type: 'quantitative', scale: { type: 'log' }, title: 'servers deleted at once' } as const;
-    const color = { field: 'tool', type: 'nominal', title: null } as const;
+    const color = { field: 'tool', type: 'nominal', title: null, legend: { labelLimit: 400 } } as const;
     const panel = (field: string, title: string, log: boolean): Record<string, unknown> => ({
       width: 220,
       height: 200,

@@ -43,8 +43,8 @@ function deleteTable(rows: DeleteRow[]): string {
 
 function churnTable(r: RealChurnResult): string {
   return markdownTable(
-    ['policy', 'jobs', 'failed jobs', 'quota 403s', 'ERROR servers', 'makespan s', 'lower bound s', 'makespan / lower bound', 'requests', 'requests per job'],
-    r.rows.map((x) => [x.policy, x.jobs, x.failedJobs, x.quota403s, x.errorServers, x.makespanMs / 1000, x.lowerBoundMs / 1000, x.makespanOverLowerBound, x.requests, x.requestsPerJob]),
+    ['policy', 'jobs', 'failed jobs', 'quota 403s', 'servers created', 'created, not used (ERROR)', 'makespan s', 'lower bound s', 'makespan / lower bound', 'requests', 'requests per job'],
+    r.rows.map((x) => [x.policy, x.jobs, x.failedJobs, x.quota403s, x.serversCreated, x.createdNotUsed, x.makespanMs / 1000, x.lowerBoundMs / 1000, x.makespanOverLowerBound, x.requests, x.requestsPerJob]),
   );
 }
 
