@@ -1,0 +1,209 @@
+/**
+ * Part B of the real-Nova bench: the churn with ONE PROCESS PER WORKER (churnWorker.ts) on the real Nova:
+ * 6 workers x 4 jobs of 2-vCPU servers against a 10-core quota, one policy after the other on a clean
+ * project. Failed jobs come from the workers; quota 403s (`POST /servers` answered
+ * 403) and requests from nova-api's access log between marks. Lower bound: the build and delete times
+ * of one server alone (calibrated at the start), as in `bench/churn.ts`: max(one worker's jobs back to
+ * back, total core-time / quota).
+ *
+ * For nova-guard-redis a redis-server is started on a free loopback port (no persistence) unless
+ * `--ledger` names one.
+ *
+ * @module
+ */
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { waitForActive } from 'nova-guard';
+import type { WorkerReport } from './churnWorker.js';
+import { BenchProject, byKind, NovaApiLog, type Harness } from './harness.js';
+
+export const CHURN_POLICIES = ['naive', 'autopkgtest', 'nova-guard', 'nova-guard-redis'] as const;
+export type ChurnPolicy = (typeof CHURN_POLICIES)[number];
+
+/** Settings (ms). */
+export const CHURN = {
+  workers: 6,
+  jobsPerWorker: 4,
+  quotaCores: 10,
+  coresPerJob: 2,
+  runMs: 8000,
+  pollIntervalMs: 1000,
+  /** autopkgtest's 300 s sleep and QuotaGuard's backoff delays, divided by this. */
+  scale: 20,
+};
+
+export interface RealChurnRow {
+  policy: ChurnPolicy;
+  jobs: number;
+  failedJobs: number;
+  quota403s: number;
+  /** `POST /servers` answered 202 (nova-api's log). */
+  serversCreated: number;
+  /** Servers created that no job used: created minus completed jobs (they went ERROR, mostly Nova's quota recheck). */
+  createdNotUsed: number;
+  /** ERROR servers the naive and autopkgtest workers saw in their own waits (nova-guard's are handled inside QuotaGuard). */
+  errorServers: number;
+  makespanMs: number;
+  lowerBoundMs: number;
+  makespanOverLowerBound: number;
+  requests: number;
+  requestsPerJob: number;
+  requestKinds: Record<string, number>;
+  errors: string[];
+}
+
+export interface RealChurnResult {
+  config: typeof CHURN;
+  calibration: { buildMs: number; deleteMs: number };
+  note: string;
+  rows: RealChurnRow[];
+}
+
+const round = (x: number, d = 2): number => Math.round(x * 10 ** d) / 10 ** d;
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** One 2-vCPU server alone, twice: POST to ACTIVE, DELETE to 404 (the lower bound's times). */
+async function calibrate(p: BenchProject): Promise<{ buildMs: number; deleteMs: number }> {
+  const builds: number[] = [];
+  const deletes: number[] = [];
+  for (let i = 0; i < 2; i++) {
+    let t = performance.now();
+    const s = await p.admin.createServer({ name: `churn-calibrate-${i}`, flavorRef: p.nova.flavor2, imageRef: p.nova.imageId, networks: 'none' });
+    const r = await waitForActive(p.admin, s.id, { intervalMs: 200, timeoutMs: 120_000, jitter: 0 });
+    if (r.outcome !== 'active') throw new Error(`calibration server ${s.id}: ${r.outcome}`);
+    builds.push(performance.now() - t);
+    t = performance.now();
+    await p.admin.deleteServer(s.id, { wait: true, intervalMs: 200, timeoutMs: 120_000 });
+    deletes.push(performance.now() - t);
+  }
+  return { buildMs: Math.round(median(builds)), deleteMs: Math.round(median(deletes)) };
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** redis-server on a free loopback port, no persistence; resolves when it accepts connections. */
+async function startRedis(): Promise<{ url: string; stop: () => Promise<void> }> {
+  const port = await freePort();
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('redis-server did not start in 10 s')), 10_000);
+    child.once('error', reject);
+    createInterface({ input: child.stdout }).on('line', (l) => {
+      if (/Ready to accept connections/.test(l)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+  });
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    stop: () =>
+      new Promise((resolve) => {
+        child.once('close', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+function runWorker(p: BenchProject, policy: ChurnPolicy, worker: number, ledger: string | undefined): Promise<WorkerReport> {
+  const args = [
+    join(import.meta.dirname, 'churnWorker.js'),
+    '--policy', policy,
+    '--worker', String(worker),
+    '--jobs', String(CHURN.jobsPerWorker),
+    '--run-ms', String(CHURN.runMs),
+    '--poll-ms', String(CHURN.pollIntervalMs),
+    '--sleep-ms', String(300_000 / CHURN.scale),
+    '--scale', String(CHURN.scale),
+    ...(ledger ? ['--ledger', ledger] : []),
+  ];
+  const env = { ...process.env, NOVA_ENDPOINT: p.nova.endpoint, NOVA_TOKEN: p.memberToken, CHURN_FLAVOR: p.nova.flavor2, CHURN_IMAGE: p.nova.imageId };
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+    child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+    child.on('close', (code) => {
+      try {
+        resolve(JSON.parse(stdout.trim().split('\n').pop()!) as WorkerReport);
+      } catch {
+        const now = Date.now();
+        const msg = `worker ${worker} exited ${String(code)}: ${stderr.trim().split('\n').slice(0, 3).join(' | ')}`;
+        resolve({ worker, policy, jobs: CHURN.jobsPerWorker, failed: CHURN.jobsPerWorker, quota403sSeen: 0, errorServers: 0, startedAt: now, endedAt: now, errors: [msg] });
+      }
+    });
+  });
+}
+
+/** Run each policy in turn; logs progress to stderr. */
+export async function runRealChurn(nova: Harness, policies: readonly ChurnPolicy[], ledgerUrl?: string): Promise<RealChurnResult> {
+  const p = new BenchProject(nova, 'bench-churn');
+  const log = new NovaApiLog();
+  await p.cleanup();
+  await p.setQuota({ cores: 200, instances: -1, ram: -1 });
+  const calibration = await calibrate(p);
+  const jobs = CHURN.workers * CHURN.jobsPerWorker;
+  const holdMs = calibration.buildMs + CHURN.runMs + calibration.deleteMs;
+  const lowerBoundMs = Math.round(Math.max(CHURN.jobsPerWorker * (calibration.buildMs + CHURN.runMs), (jobs * CHURN.coresPerJob * holdMs) / CHURN.quotaCores));
+  const rows: RealChurnRow[] = [];
+  let redis: { url: string; stop: () => Promise<void> } | undefined;
+  try {
+    for (const policy of policies) {
+      let ledger: string | undefined;
+      if (policy === 'nova-guard-redis') {
+        if (!ledgerUrl && !redis) redis = await startRedis();
+        ledger = ledgerUrl ?? redis!.url;
+      }
+      await p.cleanup();
+      await p.setQuota({ cores: CHURN.quotaCores, instances: -1, ram: -1 });
+      const from = await log.settle();
+      const reports = await Promise.all(Array.from({ length: CHURN.workers }, (_, w) => runWorker(p, policy, w, ledger)));
+      const to = await log.settle();
+      const requests = log.since(from, to);
+      const failedJobs = reports.reduce((n, r) => n + r.failed, 0);
+      const serversCreated = requests.filter((r) => r.method === 'POST' && r.kind === '/servers' && r.status === 202).length;
+      const makespanMs = Math.max(...reports.map((r) => r.endedAt)) - Math.min(...reports.map((r) => r.startedAt));
+      const row: RealChurnRow = {
+        policy,
+        jobs,
+        failedJobs,
+        quota403s: requests.filter((r) => r.method === 'POST' && r.kind === '/servers' && r.status === 403).length,
+        serversCreated,
+        createdNotUsed: serversCreated - (jobs - failedJobs),
+        errorServers: reports.reduce((n, r) => n + r.errorServers, 0),
+        makespanMs,
+        lowerBoundMs,
+        makespanOverLowerBound: round(makespanMs / lowerBoundMs, 3),
+        requests: requests.length,
+        requestsPerJob: round(requests.length / jobs),
+        requestKinds: byKind(requests),
+        errors: [...new Set(reports.flatMap((r) => r.errors))].slice(0, 4),
+      };
+      rows.push(row);
+      process.stderr.write(`churn ${policy}: ${JSON.stringify({ ...row, requestKinds: undefined })}\n`);
+      await sleep(1000);
+    }
+  } finally {
+    await p.cleanup().catch(() => undefined);
+    await redis?.stop();
+  }
+  const note =
+    `${CHURN.workers} worker processes x ${CHURN.jobsPerWorker} jobs, 2-vCPU servers, core quota ${CHURN.quotaCores} (instances, RAM unlimited); ` +
+    `test ${CHURN.runMs} ms, polls every ${CHURN.pollIntervalMs} ms, autopkgtest sleep ${300_000 / CHURN.scale} ms, QuotaGuard backoff delays / ${CHURN.scale}. ` +
+    `One server alone: build ${calibration.buildMs} ms, delete to 404 ${calibration.deleteMs} ms; lower bound ${lowerBoundMs} ms = ` +
+    `max(one worker's jobs back to back, total core-time / quota). Quota 403s and requests: nova-api's access log.`;
+  return { config: CHURN, calibration, note, rows };
+}
