@@ -12,12 +12,11 @@
  * @module
  */
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { waitForActive } from 'nova-guard';
 import type { WorkerReport } from './churnWorker.js';
+import { benchRedis, type BenchRedis } from '../redisServer.js';
 import { BenchProject, byKind, NovaApiLog, type Harness } from './harness.js';
 
 export const CHURN_POLICIES = ['naive', 'autopkgtest', 'nova-guard', 'nova-guard-redis'] as const;
@@ -82,39 +81,11 @@ async function calibrate(p: BenchProject): Promise<{ buildMs: number; deleteMs: 
   return { buildMs: Math.round(median(builds)), deleteMs: Math.round(median(deletes)) };
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-/** redis-server on a free loopback port, no persistence; resolves when it accepts connections. */
-async function startRedis(): Promise<{ url: string; stop: () => Promise<void> }> {
-  const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('redis-server did not start in 10 s')), 10_000);
-    child.once('error', reject);
-    createInterface({ input: child.stdout }).on('line', (l) => {
-      if (/Ready to accept connections/.test(l)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-  });
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    stop: () =>
-      new Promise((resolve) => {
-        child.once('close', () => resolve());
-        child.kill('SIGTERM');
-      }),
-  };
+/** redis-server on a free loopback port, no persistence (bench/redisServer.ts). */
+async function startRedis(): Promise<BenchRedis> {
+  const redis = await benchRedis();
+  if (!redis) throw new Error('nova-guard-redis needs redis-server (scripts/redis/start.sh installs it) or --ledger redis://...');
+  return redis;
 }
 
 function runWorker(p: BenchProject, policy: ChurnPolicy, worker: number, ledger: string | undefined): Promise<WorkerReport> {
@@ -159,7 +130,7 @@ export async function runRealChurn(nova: Harness, policies: readonly ChurnPolicy
   const holdMs = calibration.buildMs + CHURN.runMs + calibration.deleteMs;
   const lowerBoundMs = Math.round(Math.max(CHURN.jobsPerWorker * (calibration.buildMs + CHURN.runMs), (jobs * CHURN.coresPerJob * holdMs) / CHURN.quotaCores));
   const rows: RealChurnRow[] = [];
-  let redis: { url: string; stop: () => Promise<void> } | undefined;
+  let redis: BenchRedis | undefined;
   try {
     for (const policy of policies) {
       let ledger: string | undefined;

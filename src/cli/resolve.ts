@@ -39,7 +39,8 @@ const UUID = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$
 
 const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-function isPathId(id: string): boolean {
+/** True when `id` can be a server id in a URL path (see `checkPathId`). */
+export function isPathId(id: string): boolean {
   try {
     checkPathId('server id', id);
     return true;

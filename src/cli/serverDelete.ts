@@ -24,19 +24,8 @@ import type { DeleteServerOptions } from '../delete/index.js';
 import type { DeleteProgress } from '../delete/index.js';
 import { parseIntFlag, parseMs } from './common.js';
 import { terminalSafe } from '../core/table.js';
-import { checkPathId } from '../core/validate.js';
-import { notFound, resolveServers } from './resolve.js';
+import { isPathId, notFound, resolveServers } from './resolve.js';
 import { withSlowNotice } from './waitNotice.js';
-
-/** True when `id` can be a server id in a URL path (see `checkPathId`). */
-function isPathId(id: string): boolean {
-  try {
-    checkPathId('server id', id);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 interface DeleteFlags {
   wait?: boolean;
