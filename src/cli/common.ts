@@ -62,21 +62,52 @@ export function addGlobalOptions(program: Command): Command {
     .option('--debug', 'log requests (never tokens) to stderr');
 }
 
+/** `500ms`, `30s`, `1.5h`: a decimal number and a unit (`ms`, `s`, `m`, `h`, `d`, `w`), nothing around. */
+const WITH_UNIT = /^\d+(\.\d+)?(ms|s|m|h|d|w)$/i;
+
 /**
- * Parse a positive duration from a CLI flag: bare milliseconds in decimal digits (`30000`), or a
- * number with a unit (`500ms`, `30s`, `5m`, `2h`, see `parseDuration`). `0x10`, `1e3`, `0b1`, `1.5`,
- * ` 5` and `Infinity` are refused (`Number()` would take them).
+ * Parse a duration from a CLI flag, the one syntax of every duration flag of the CLI: bare
+ * milliseconds in decimal digits (`30000`), or a number with a unit (`500ms`, `30s`, `5m`, `2h`,
+ * `1d`, `1w`; decimals allowed, `1.5h`; see `parseDuration`). `0x10`, `1e3`, `0b1`, `1.5` (a bare
+ * decimal), ` 5`, `-5` and `Infinity` are refused (`Number()` would take them).
+ *
+ * @param options.allowZero - accept 0 (`0`, `0s`); @default false (the value must be positive)
+ * @returns the duration in ms.
+ * @throws {@link ValidationError} naming the flag.
+ */
+export function parseDurationFlag(value: string, flag: string, options: { allowZero?: boolean } = {}): number {
+  const ms = WITH_UNIT.test(value) ? parseDuration(value, flag) : /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(ms) || ms < 0 || (ms === 0 && !options.allowZero)) {
+    throw new ValidationError(`${flag} must be a ${options.allowZero ? '' : 'positive '}duration (ms, or 500ms, 30s, 5m, 2h), got ${JSON.stringify(value)}`);
+  }
+  return ms;
+}
+
+/**
+ * {@link parseDurationFlag} for an optional flag: undefined when the flag is absent.
  * @throws {@link ValidationError} naming the flag.
  */
 export function parseMs(value: string | undefined, flag: string): number | undefined {
-  if (value === undefined) return undefined;
-  if (/^\d+(\.\d+)?(ms|s|m|h|d|w)$/i.test(value)) {
-    const ms = parseDuration(value, flag);
-    if (ms > 0 && Number.isSafeInteger(ms)) return ms;
+  return value === undefined ? undefined : parseDurationFlag(value, flag);
+}
+
+/** Below this a bare `--older-than` number is refused: `--older-than 2` (2 ms) would reap almost every server. */
+export const OLDER_THAN_BARE_MIN_MS = 1000;
+
+/**
+ * `server reap --older-than`: a duration as {@link parseDurationFlag} reads it (0 allowed, e.g. `0s`),
+ * with one safety rule: a bare number below 1000 (`--older-than 2`, which would mean 2 ms and reap
+ * almost every server of the fleet) is refused with a message suggesting a unit. `--older-than 2h`,
+ * `--older-than 0s` and `--older-than 7200000` are accepted.
+ * @throws {@link ValidationError}.
+ */
+export function parseOlderThan(value: string): number {
+  if (/^\d+$/.test(value) && Number(value) < OLDER_THAN_BARE_MIN_MS) {
+    throw new ValidationError(
+      `--older-than ${value} would mean ${Number(value)} ms (a bare number is milliseconds) and reap almost every server: give a unit, e.g. --older-than ${Number(value)}h, ${Number(value)}m or ${Number(value)}s`,
+    );
   }
-  const n = /^\d+$/.test(value) ? Number(value) : Number.NaN;
-  if (!Number.isSafeInteger(n) || n <= 0) throw new ValidationError(`${flag} must be a positive duration (ms, or 500ms, 30s, 5m, 2h), got ${JSON.stringify(value)}`);
-  return n;
+  return parseDurationFlag(value, '--older-than', { allowZero: true });
 }
 
 /**

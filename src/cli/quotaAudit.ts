@@ -1,6 +1,13 @@
 /**
- * `nova-guard quota audit [--json]`: Nova's reported usage (before and after listing), the count of
- * the listed servers, limit and drift per resource; the suspects and ghosts; the verdict in words.
+ * `nova-guard quota audit [-f table|json|value|yaml] [-c COLUMN]...`: Nova's reported usage (before
+ * and after listing), the count of the listed servers, limit and drift per resource; the suspects and
+ * ghosts; the verdict in words.
+ *
+ * Output (see `renderAudit`): `-f table` (the default) is the report in words and tables; `-f json`
+ * (or `--json`) the whole audit; `-c COLUMN`, `-f value` and `-f yaml` one row per resource (cores,
+ * ram in MiB, instances) with the columns of `AUDIT_COLUMNS`. Durations (`--retry-delay`,
+ * `--timeout`, `--interval`) are bare ms or `500ms`, `30s`, `5m`, `2h`. `--watch` prints JSON lines
+ * whatever the format (only `-f json` may be given with it).
  *
  * Exit codes (for cron alerts): 0 consistent, 3 drift found (over- or under-reported), 4 inconclusive
  * (usage kept changing during every attempt, or could not be compared), 1 error (the message on stderr).
@@ -17,16 +24,18 @@ import { auditQuota, type QuotaAudit } from '../audit/audit.js';
 import { watchQuota } from '../audit/watch.js';
 import type { CountingModel } from '../audit/model.js';
 import { formatAudit } from '../audit/format.js';
-import { formatDuration, parseDuration } from '../core/duration.js';
+import { formatDuration } from '../core/duration.js';
 import { jsonReplacer, terminalSafe } from '../core/table.js';
-import { describeFailure, parseIntFlag } from './common.js';
+import { AUDIT_RESOURCES } from '../audit/count.js';
+import { describeFailure, parseDurationFlag, parseIntFlag } from './common.js';
+import { addFormatOptions, checkFormatFlags, formatList, type Cell, type FormatFlags } from './format.js';
 
 export { formatAudit } from '../audit/format.js';
 
 /** Exit code of each verdict. */
 export const AUDIT_EXIT_CODES = { consistent: 0, 'over-reported': 3, 'under-reported': 3, inconclusive: 4 } as const;
 
-interface AuditFlags {
+interface AuditFlags extends FormatFlags {
   json?: boolean;
   ghosts?: boolean;
   ghostConcurrency?: string;
@@ -39,76 +48,119 @@ interface AuditFlags {
   model?: string;
 }
 
+/** The columns of `quota audit`'s list view (`-c`, `-f value|yaml`, see {@link auditRows}). */
+export const AUDIT_COLUMNS = ['Resource', 'Reported Before', 'Counted', 'Reported After', 'Limit', 'Drift', 'Verdict'] as const;
+
+const cell = (n: number | null | undefined): Cell => (n === undefined ? null : n === Number.POSITIVE_INFINITY ? -1 : n);
+
+/**
+ * The list view of an audit: one row per resource (`cores`, `ram` in MiB, `instances`), with the usage
+ * Nova reported before and after the listing, the usage counted from the listed servers, the limit
+ * (-1 unlimited), the drift (`reported − counted`; null when it cannot be judged) and the resource's
+ * verdict (`consistent`, `over-reported`, `under-reported`, `inconclusive`). A value Nova did not
+ * report is null.
+ */
+export function auditRows(audit: Pick<QuotaAudit, 'resources'>): Cell[][] {
+  return AUDIT_RESOURCES.map((res) => {
+    const r = audit.resources[res];
+    return [res, cell(r.reportedBefore), r.counted, cell(r.reportedAfter), cell(r.limit), r.drift, r.verdict];
+  });
+}
+
+/**
+ * What `quota audit` prints on stdout for its format flags:
+ * - `-f table` (the default) without `-c`: the report of `formatAudit`; with `-c`: the list view
+ *   ({@link auditRows}) as a bordered table of those columns (`--max-width` applies);
+ * - `-f json` (or `--json`) without `-c`: the whole audit (unlimited as -1); with `-c`: the list view's
+ *   rows as objects. `--noindent` prints it on one line;
+ * - `-f value` and `-f yaml`: the list view (all columns, or those of `-c`).
+ * @throws {@link ColumnError} when `-c` names no column.
+ */
+export function renderAudit(audit: QuotaAudit, flags: FormatFlags): string {
+  const format = flags.format ?? 'table';
+  if (format === 'value' || format === 'yaml' || (flags.column?.length ?? 0) > 0) return formatList(AUDIT_COLUMNS, auditRows(audit), flags);
+  if (format === 'json') return JSON.stringify(audit, jsonReplacer, flags.noindent ? undefined : 2);
+  return formatAudit(audit);
+}
+
 /** Register `audit` under the `quota` command. */
 export function registerQuotaAuditCommand(quota: Command, getClient: () => Promise<NovaClient>): void {
-  quota
-    .command('audit')
-    .description(
-      "compare the usage Nova reports (/limits, quota-set detail) with the servers it lists; exit 0 consistent, 3 drift, 4 inconclusive, 1 error, 2 bad usage or configuration",
-    )
-    .option('--json', 'print the audit as JSON (unlimited = -1)')
-    .option('--no-ghosts', 'skip the GET of each listed server that finds ghosts')
-    .option('--ghost-concurrency <n>', 'ghost-check GETs at once (default 8)')
-    .option('--attempts <n>', 'audit up to n times while reported usage changes during the audit (default 3)')
-    .option('--retry-delay <duration>', 'pause before another attempt, e.g. 5s (default 5s)')
-    .option('--timeout <duration>', 'time box of each attempt (with --watch: of each sample) (default 5m)')
-    .option('--model <model>', 'how the cloud counts usage: legacy, placement or unified-limits (default: inferred)')
-    .option('--watch', 'sample the audit over time; one JSON line per sample, then a summary line (exit 3 when drift persists)')
-    .option('--interval <duration>', 'with --watch: pause between samples (default 30s)')
-    .option('--samples <n>', 'with --watch: number of samples (default 20)')
-    .action(async (flags: AuditFlags) => {
-      const model = flags.model as CountingModel | undefined;
-      if (model !== undefined && !['legacy', 'placement', 'unified-limits'].includes(model)) throw new ValidationError(`--model must be legacy, placement or unified-limits, got ${model}`);
-      const timeoutMs = flags.timeout === undefined ? undefined : parseDuration(flags.timeout, '--timeout');
-      const concurrency = flags.ghostConcurrency === undefined ? undefined : parseIntFlag(flags.ghostConcurrency, '--ghost-concurrency');
-      if (flags.watch) {
-        const intervalMs = flags.interval === undefined ? 30_000 : parseDuration(flags.interval, '--interval');
-        const samples = flags.samples === undefined ? 20 : parseIntFlag(flags.samples, '--samples');
-        const client = await getClient();
-        try {
-          const w = await watchQuota(client, {
-            intervalMs,
-            samples,
-            checkGhosts: flags.ghosts !== false,
-            ...(model ? { countingModel: model } : {}),
-            ...(concurrency ? { ghostCheckConcurrency: concurrency } : {}),
-            ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-            onSample: (s) => console.log(JSON.stringify({ type: 'sample', ...s }, jsonReplacer)),
-          });
-          console.log(JSON.stringify({ type: 'summary', trend: w.trend, persistent: w.persistent, settled: w.settled, findings: w.last.findings }, jsonReplacer));
-          const drifting = Object.values(w.trend).some((t) => t === 'persistent' || t === 'fluctuating');
-          process.exitCode = drifting ? 3 : Object.values(w.trend).includes('unknown') ? 4 : 0;
-        } catch (e) {
-          if (e instanceof ValidationError) throw e;
-          console.error(terminalSafe(`nova-guard quota audit: ${(e as Error).name}: ${describeFailure(e)}`, true));
-          process.exitCode = 1;
-        }
-        return;
-      }
-      const attempts = flags.attempts === undefined ? 3 : parseIntFlag(flags.attempts, '--attempts');
-      const retryDelayMs = flags.retryDelay === undefined ? 5000 : parseDuration(flags.retryDelay, '--retry-delay');
+  addFormatOptions(
+    quota
+      .command('audit')
+      .description(
+        'compare the usage Nova reports (/limits, quota-set detail) with the servers it lists; exit 0 consistent, 3 drift, 4 inconclusive, 1 error, 2 bad usage or configuration. ' +
+          'Output: -f table (default) is the report, -f json (or --json) the whole audit; -c COLUMN, -f value and -f yaml show one row per resource ' +
+          `with the columns ${AUDIT_COLUMNS.join(', ')}. Durations are bare ms or 500ms, 30s, 5m, 2h`,
+      )
+      .option('--json', 'the same as -f json (unlimited = -1)')
+      .option('--no-ghosts', 'skip the GET of each listed server that finds ghosts')
+      .option('--ghost-concurrency <n>', 'ghost-check GETs at once (default 8)')
+      .option('--attempts <n>', 'audit up to n times while reported usage changes during the audit (default 3)')
+      .option('--retry-delay <duration>', 'pause before another attempt: ms, or 500ms, 5s (default 5s)')
+      .option('--timeout <duration>', 'time box of each attempt (with --watch: of each sample): ms, or 30s, 5m (default 5m)')
+      .option('--model <model>', 'how the cloud counts usage: legacy, placement or unified-limits (default: inferred)')
+      .option('--watch', 'sample the audit over time; one JSON line per sample, then a summary line (exit 3 when drift persists)')
+      .option('--interval <duration>', 'with --watch: pause between samples: ms, or 500ms, 30s, 5m (default 30s)')
+      .option('--samples <n>', 'with --watch: number of samples (default 20)'),
+  ).action(async (flags: AuditFlags, cmd: Command) => {
+    if (flags.json) flags.format = 'json';
+    if (flags.watch && ((flags.column?.length ?? 0) > 0 || (cmd.getOptionValueSource('format') === 'cli' && flags.format !== 'json'))) {
+      throw new ValidationError('--watch prints JSON lines: -c and -f table|value|yaml do not apply to it');
+    }
+    checkFormatFlags(flags);
+    const model = flags.model as CountingModel | undefined;
+    if (model !== undefined && !['legacy', 'placement', 'unified-limits'].includes(model)) throw new ValidationError(`--model must be legacy, placement or unified-limits, got ${model}`);
+    const timeoutMs = flags.timeout === undefined ? undefined : parseDurationFlag(flags.timeout, '--timeout');
+    const concurrency = flags.ghostConcurrency === undefined ? undefined : parseIntFlag(flags.ghostConcurrency, '--ghost-concurrency');
+    if (flags.watch) {
+      const intervalMs = flags.interval === undefined ? 30_000 : parseDurationFlag(flags.interval, '--interval', { allowZero: true });
+      const samples = flags.samples === undefined ? 20 : parseIntFlag(flags.samples, '--samples');
       const client = await getClient();
-      let audit: QuotaAudit | undefined;
       try {
-        for (let attempt = 1; attempt <= attempts; attempt++) {
-          audit = await auditQuota(client, {
-            checkGhosts: flags.ghosts !== false,
-            ...(model ? { countingModel: model } : {}),
-            ...(concurrency ? { ghostCheckConcurrency: concurrency } : {}),
-            ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-          });
-          if (audit.stable || attempt === attempts) break;
-          console.error(`Reported usage changed during attempt ${attempt} of ${attempts}; auditing again in ${formatDuration(retryDelayMs)}.`);
-          await sleep(retryDelayMs);
-        }
+        const w = await watchQuota(client, {
+          intervalMs,
+          samples,
+          checkGhosts: flags.ghosts !== false,
+          ...(model ? { countingModel: model } : {}),
+          ...(concurrency ? { ghostCheckConcurrency: concurrency } : {}),
+          ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+          onSample: (s) => console.log(JSON.stringify({ type: 'sample', ...s }, jsonReplacer)),
+        });
+        console.log(JSON.stringify({ type: 'summary', trend: w.trend, persistent: w.persistent, settled: w.settled, findings: w.last.findings }, jsonReplacer));
+        const drifting = Object.values(w.trend).some((t) => t === 'persistent' || t === 'fluctuating');
+        process.exitCode = drifting ? 3 : Object.values(w.trend).includes('unknown') ? 4 : 0;
       } catch (e) {
         if (e instanceof ValidationError) throw e;
         console.error(terminalSafe(`nova-guard quota audit: ${(e as Error).name}: ${describeFailure(e)}`, true));
         process.exitCode = 1;
-        return;
       }
-      const result = audit!;
-      console.log(flags.json ? JSON.stringify(result, jsonReplacer, 2) : formatAudit(result));
-      process.exitCode = AUDIT_EXIT_CODES[result.verdict];
-    });
+      return;
+    }
+    const attempts = flags.attempts === undefined ? 3 : parseIntFlag(flags.attempts, '--attempts');
+    const retryDelayMs = flags.retryDelay === undefined ? 5000 : parseDurationFlag(flags.retryDelay, '--retry-delay', { allowZero: true });
+    const client = await getClient();
+    let audit: QuotaAudit | undefined;
+    try {
+      for (let attempt = 1; attempt <= attempts; attempt++) {
+        audit = await auditQuota(client, {
+          checkGhosts: flags.ghosts !== false,
+          ...(model ? { countingModel: model } : {}),
+          ...(concurrency ? { ghostCheckConcurrency: concurrency } : {}),
+          ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+        });
+        if (audit.stable || attempt === attempts) break;
+        console.error(`Reported usage changed during attempt ${attempt} of ${attempts}; auditing again in ${formatDuration(retryDelayMs)}.`);
+        await sleep(retryDelayMs);
+      }
+    } catch (e) {
+      if (e instanceof ValidationError) throw e;
+      console.error(terminalSafe(`nova-guard quota audit: ${(e as Error).name}: ${describeFailure(e)}`, true));
+      process.exitCode = 1;
+      return;
+    }
+    const result = audit!;
+    console.log(renderAudit(result, flags));
+    process.exitCode = AUDIT_EXIT_CODES[result.verdict];
+  });
 }

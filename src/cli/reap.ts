@@ -1,12 +1,15 @@
 /**
- * `nova-guard server reap --prefix P --older-than 2h [--dry-run] [--json]`: delete the fleet's leaked
- * servers (see `src/reaper.ts`).
+ * `nova-guard server reap --prefix P --older-than 2h [--dry-run] [-f table|json|value|yaml] [-c COLUMN]...`:
+ * delete the fleet's leaked servers (the reaper, `src/reaper/`).
  *
  * - Without `--state-file`: two passes `--pass-interval` apart (default 60s) in one run.
  * - With `--state-file F` (cron): one pass per run; what the pass saw is kept in F, so the next run
  *   deletes the servers that were candidates both times. A dry run never writes F.
  *
- * Progress goes to stderr: a progress bar on a TTY, plain lines otherwise. The result goes to stdout.
+ * Progress goes to stderr: a progress bar on a TTY, plain lines otherwise. The result goes to stdout:
+ * the report by default, the whole result with `-f json` (or `--json`), one row per server with
+ * `-c COLUMN`, `-f value` or `-f yaml` (see `renderReap`). Durations are bare ms or `500ms`, `30s`,
+ * `5m`, `2h`; a bare `--older-than` below 1000 is refused (it would reap almost every server).
  * Exit codes: 0 when nothing failed, 1 when a deletion failed (`N of M servers failed to delete.`) or
  * on error, 2 on bad usage.
  *
@@ -18,11 +21,12 @@ import type { NovaClient } from '../nova/client.js';
 import { ValidationError } from '../errors/index.js';
 import { Reaper, reapServers, type ReapEvent, type ReapResult, type ReaperOptions } from '../reaper/reaper.js';
 import { readReaperState, writeReaperState } from '../reaper/state.js';
-import { formatDuration, parseDuration } from '../core/duration.js';
+import { formatDuration } from '../core/duration.js';
 import { jsonReplacer, renderTable, terminalSafe } from '../core/table.js';
-import { describeFailure, parseIntFlag } from './common.js';
+import { describeFailure, parseDurationFlag, parseIntFlag, parseOlderThan } from './common.js';
+import { addFormatOptions, checkFormatFlags, formatList, type Cell, type FormatFlags } from './format.js';
 
-interface ReapFlags {
+interface ReapFlags extends FormatFlags {
   prefix?: string;
   metadata?: string;
   olderThan?: string;
@@ -40,9 +44,9 @@ interface ReapFlags {
 export function reaperOptionsFromFlags(flags: ReapFlags): ReaperOptions & { passIntervalMs: number } {
   if (flags.olderThan === undefined) throw new ValidationError('--older-than is required, e.g. --older-than 2h');
   const options: ReaperOptions & { passIntervalMs: number } = {
-    olderThanMs: parseDuration(flags.olderThan, '--older-than'),
+    olderThanMs: parseOlderThan(flags.olderThan),
     dryRun: Boolean(flags.dryRun),
-    passIntervalMs: flags.passInterval === undefined ? 60000 : parseDuration(flags.passInterval, '--pass-interval'),
+    passIntervalMs: flags.passInterval === undefined ? 60000 : parseDurationFlag(flags.passInterval, '--pass-interval', { allowZero: true }),
   };
   if (flags.prefix !== undefined) options.prefix = flags.prefix;
   if (flags.metadata !== undefined) {
@@ -53,9 +57,9 @@ export function reaperOptionsFromFlags(flags: ReapFlags): ReaperOptions & { pass
   if (options.prefix === undefined && options.metadataKey === undefined) {
     throw new ValidationError('give the fleet: --prefix P and/or --metadata KEY[=VALUE] (the reaper never reaps every server)');
   }
-  if (flags.deleteTimeout !== undefined) options.deleteTimeoutMs = parseDuration(flags.deleteTimeout, '--delete-timeout');
-  if (flags.timeout !== undefined) options.timeoutMs = parseDuration(flags.timeout, '--timeout');
-  if (flags.pollInterval !== undefined) options.deleteIntervalMs = parseDuration(flags.pollInterval, '--poll-interval');
+  if (flags.deleteTimeout !== undefined) options.deleteTimeoutMs = parseDurationFlag(flags.deleteTimeout, '--delete-timeout');
+  if (flags.timeout !== undefined) options.timeoutMs = parseDurationFlag(flags.timeout, '--timeout');
+  if (flags.pollInterval !== undefined) options.deleteIntervalMs = parseDurationFlag(flags.pollInterval, '--poll-interval');
   if (flags.concurrency !== undefined) {
     options.concurrency = parseIntFlag(flags.concurrency, '--concurrency');
   }
@@ -122,50 +126,105 @@ export function formatReap(r: Pick<ReapResult, 'dryRun' | 'deleted' | 'skipped' 
   return rows.length > 1 ? `${head}\n${renderTable(rows)}` : head;
 }
 
+/** The columns of `server reap`'s list view (`-c`, `-f value|yaml`, see {@link reapRows}). */
+export const REAP_COLUMNS = ['ID', 'Name', 'Result', 'Reason', 'Age', 'Detail'] as const;
+
+/**
+ * The list view of a reap: one row per server the reap looked at, in the order of the report
+ * (deleted, failed, skipped), with the columns of {@link REAP_COLUMNS}:
+ * - `ID`, `Name` (null when Nova gave none);
+ * - `Result`: how the deletion ended (`deleted`, `already-gone`, `soft-deleted`, `delete-requested`),
+ *   `failed`, `would-delete` (a candidate of a dry run) or `skipped`;
+ * - `Reason`: why it was skipped (`too-young`, `first-sighting`, `changed`, ...) or the error class of
+ *   a failure (`DeleteTimeoutError`, ...); null for a deletion;
+ * - `Age`: its age as `850ms`, `42s`, `3h`, `2d 4h` (`-` when unknown);
+ * - `Detail`: the time the deletion took, the error message, or the reason in words.
+ */
+export function reapRows(r: Pick<ReapResult, 'deleted' | 'skipped' | 'failed'>, olderThanMs?: number): Cell[][] {
+  const rows: Cell[][] = [];
+  for (const d of r.deleted) rows.push([d.serverId, d.name ?? null, d.outcome, null, formatDuration(d.ageMs), `in ${formatDuration(d.elapsedMs)}`]);
+  for (const f of r.failed) rows.push([f.serverId, f.name ?? null, 'failed', f.error.name, formatDuration(f.ageMs), f.error.message]);
+  for (const s of r.skipped) {
+    const detail = s.reason === 'too-young' && olderThanMs !== undefined ? `younger than ${formatDuration(olderThanMs)}` : s.detail;
+    const dry = s.reason === 'dry-run';
+    rows.push([s.serverId, s.name ?? null, dry ? 'would-delete' : 'skipped', dry ? null : s.reason, formatDuration(s.ageMs), detail]);
+  }
+  return rows;
+}
+
+/**
+ * What `server reap` prints on stdout for its format flags:
+ * - `-f table` (the default) without `-c`: the report of {@link formatReap} (a summary line, then a
+ *   table); with `-c`: the list view ({@link reapRows}) as a bordered table of those columns
+ *   (`--max-width` applies);
+ * - `-f json` (or `--json`) without `-c`: the whole result (`dryRun`, `deleted`, `failed`, `skipped`,
+ *   `candidates`, ages and times in ms); with `-c`: the list view's rows as objects. `--noindent`
+ *   prints it on one line;
+ * - `-f value` and `-f yaml`: the list view (all columns, or those of `-c`).
+ * @throws {@link ColumnError} when `-c` names no column.
+ */
+export function renderReap(result: Pick<ReapResult, 'dryRun' | 'deleted' | 'skipped' | 'failed' | 'candidates'>, flags: FormatFlags, olderThanMs?: number): string {
+  const format = flags.format ?? 'table';
+  const listView = format === 'value' || format === 'yaml' || (flags.column?.length ?? 0) > 0;
+  if (listView) return formatList(REAP_COLUMNS, reapRows(result, olderThanMs), flags);
+  if (format === 'json') {
+    const { dryRun, deleted, skipped, failed, candidates } = result;
+    return JSON.stringify({ dryRun, deleted, failed, skipped, candidates }, jsonReplacer, flags.noindent ? undefined : 2);
+  }
+  return formatReap(result, olderThanMs);
+}
+
 /** Register `reap` under the `server` command. */
 export function registerReapCommand(server: Command, getClient: () => Promise<NovaClient>): void {
-  server
-    .command('reap')
-    .description("delete the fleet's leaked servers: older than --older-than and seen on two consecutive passes")
-    .option('--prefix <prefix>', 'fleet: server name prefix')
-    .option('--metadata <key[=value]>', 'fleet: metadata key (and value) its servers carry')
-    .option('--older-than <duration>', 'only servers older than this, e.g. 90s, 30m, 2h, 1d (required)')
-    .option('--dry-run', 'list what would be deleted; send no DELETE')
-    .option('--json', 'print the result as JSON')
-    .option('--pass-interval <duration>', 'time between the two passes (default 60s)')
-    .option('--state-file <file>', 'cron mode: run one pass and keep what it saw in this file')
-    .option('--delete-timeout <duration>', 'time box of each deletion (default 5m)')
-    .option('--poll-interval <duration>', 'poll interval while waiting for a deletion (default 5s)')
-    .option('--concurrency <n>', 'deletions at once (default 10)')
-    .option('--timeout <duration>', 'time box of each pass, listing and deletions (default 15m)')
-    .action(async (flags: ReapFlags) => {
-      const options = reaperOptionsFromFlags(flags);
-      const client = await getClient();
-      const progress = progressReporter(Boolean(process.stderr.isTTY) && !flags.json);
-      options.onEvent = progress.onEvent;
-      let result: Pick<ReapResult, 'dryRun' | 'deleted' | 'skipped' | 'failed' | 'candidates'>;
-      try {
-        if (flags.stateFile) {
-          const reaper = new Reaper(client, { ...options, state: await readReaperState(flags.stateFile) });
-          result = await reaper.pass();
-          if (!options.dryRun) await writeReaperState(flags.stateFile, reaper.state);
-        } else {
-          result = await reapServers(client, options);
-        }
-      } catch (e) {
-        if (e instanceof ValidationError) throw e;
-        progress.stop();
-        console.error(terminalSafe(`nova-guard server reap: ${(e as Error).name}: ${describeFailure(e)}`, true));
-        process.exitCode = 1;
-        return;
-      } finally {
-        progress.stop();
+  addFormatOptions(
+    server
+      .command('reap')
+      .description(
+        "delete the fleet's leaked servers: older than --older-than and seen on two consecutive passes. " +
+          'Durations are bare ms or 500ms, 30s, 5m, 2h (1d, 1w); a bare --older-than below 1000 is refused (give a unit). ' +
+          'Output: -f table (default) is the report, -f json (or --json) the whole result; -c COLUMN, -f value and -f yaml ' +
+          `show one row per server with the columns ${REAP_COLUMNS.join(', ')}`,
+      )
+      .option('--prefix <prefix>', 'fleet: server name prefix')
+      .option('--metadata <key[=value]>', 'fleet: metadata key (and value) its servers carry')
+      .option('--older-than <duration>', 'only servers older than this, e.g. 90s, 30m, 2h, 1d, or ms of at least 1000 (required)')
+      .option('--dry-run', 'list what would be deleted; send no DELETE')
+      .option('--json', 'the same as -f json')
+      .option('--pass-interval <duration>', 'time between the two passes: ms, or 500ms, 30s, 5m (default 60s)')
+      .option('--state-file <file>', 'cron mode: run one pass and keep what it saw in this file')
+      .option('--delete-timeout <duration>', 'time box of each deletion: ms, or 30s, 5m (default 5m)')
+      .option('--poll-interval <duration>', 'poll interval while waiting for a deletion: ms, or 500ms, 5s (default 5s)')
+      .option('--concurrency <n>', 'deletions at once (default 10)')
+      .option('--timeout <duration>', 'time box of each pass, listing and deletions: ms, or 30s, 15m (default 15m)'),
+  ).action(async (flags: ReapFlags) => {
+    if (flags.json) flags.format = 'json';
+    const options = reaperOptionsFromFlags(flags);
+    checkFormatFlags(flags);
+    const client = await getClient();
+    const progress = progressReporter(Boolean(process.stderr.isTTY) && flags.format === 'table');
+    options.onEvent = progress.onEvent;
+    let result: Pick<ReapResult, 'dryRun' | 'deleted' | 'skipped' | 'failed' | 'candidates'>;
+    try {
+      if (flags.stateFile) {
+        const reaper = new Reaper(client, { ...options, state: await readReaperState(flags.stateFile) });
+        result = await reaper.pass();
+        if (!options.dryRun) await writeReaperState(flags.stateFile, reaper.state);
+      } else {
+        result = await reapServers(client, options);
       }
-      const { dryRun, deleted, skipped, failed, candidates } = result;
-      console.log(flags.json ? JSON.stringify({ dryRun, deleted, failed, skipped, candidates }, jsonReplacer, 2) : formatReap(result, options.olderThanMs));
-      if (failed.length > 0) {
-        console.error(`${failed.length} of ${deleted.length + failed.length} servers failed to delete.`);
-        process.exitCode = 1;
-      }
-    });
+    } catch (e) {
+      if (e instanceof ValidationError) throw e;
+      progress.stop();
+      console.error(terminalSafe(`nova-guard server reap: ${(e as Error).name}: ${describeFailure(e)}`, true));
+      process.exitCode = 1;
+      return;
+    } finally {
+      progress.stop();
+    }
+    console.log(renderReap(result, flags, options.olderThanMs));
+    if (result.failed.length > 0) {
+      console.error(`${result.failed.length} of ${result.deleted.length + result.failed.length} servers failed to delete.`);
+      process.exitCode = 1;
+    }
+  });
 }

@@ -93,6 +93,34 @@ describe('nova-guard quota audit', () => {
     expect(nova.requestsTo('GET', '/limits')).toHaveLength(4);
   });
 
+  it('a bare --retry-delay is ms (it used to be refused): --retry-delay 1 waits 1 ms', async () => {
+    const nova = await startNova();
+    nova.addServer({ flavorId: '1' });
+    nova.inject({ method: 'GET', path: '/servers/detail', delayMs: 30 });
+    const running = audit(clientFor(nova), ['--attempts', '2', '--retry-delay', '1', '--no-ghosts']);
+    while (nova.requestsTo('GET', '/servers/detail').length === 0) await new Promise((r) => setTimeout(r, 1));
+    nova.addServer({ flavorId: '1' });
+    const r = await running;
+    expect(r.stderr).toBe('Reported usage changed during attempt 1 of 2; auditing again in 1ms.');
+    expect(r.exitCode).toBe(0);
+  });
+
+  it('-f value, -f yaml and -c: one row per resource; -f json --noindent: the whole audit on one line', async () => {
+    const nova = await startNova({ maxTotalInstances: -1 });
+    nova.addServer({ flavorId: '2' });
+    nova.setUsageDrift({ cores: 4 });
+    const client = clientFor(nova);
+    const value = await audit(client, ['-f', 'value', '--no-ghosts']);
+    expect(value.exitCode).toBe(3);
+    expect(value.stdout).toBe('cores 6 2 6 20 4 over-reported\nram 2048 2048 2048 51200 0 consistent\ninstances 1 1 1 -1 0 consistent');
+    const yaml = await audit(client, ['-f', 'yaml', '-c', 'Resource', '-c', 'Drift', '--no-ghosts']);
+    expect(yaml.stdout).toBe('- Drift: 4\n  Resource: cores\n- Drift: 0\n  Resource: ram\n- Drift: 0\n  Resource: instances');
+    const json = await audit(client, ['-f', 'json', '--noindent', '--no-ghosts']);
+    expect(json.stdout.split('\n')).toHaveLength(1);
+    expect((JSON.parse(json.stdout) as { verdict: string; resources: { instances: { limit: number } } })).toMatchObject({ verdict: 'over-reported', resources: { instances: { limit: -1 } } });
+    await expect(audit(client, ['-c', 'Nope', '--no-ghosts'])).rejects.toThrow("No recognized column names in ['Nope']");
+  });
+
   it('an error exits 1 with the message on stderr', async () => {
     const nova = await startNova();
     nova.inject({ method: 'GET', path: '/limits', status: 401, body: { error: { code: 401, message: 'The request you have made requires authentication.' } }, times: Infinity });
@@ -107,7 +135,11 @@ describe('nova-guard quota audit', () => {
   it('bad usage throws ValidationError before any request', async () => {
     const nova = await startNova();
     await expect(audit(clientFor(nova), ['--attempts', '0'])).rejects.toThrow(ValidationError);
-    await expect(audit(clientFor(nova), ['--retry-delay', '5'])).rejects.toThrow(/--retry-delay must be a duration/);
+    await expect(audit(clientFor(nova), ['--retry-delay', '5s5'])).rejects.toThrow('--retry-delay must be a duration (ms, or 500ms, 30s, 5m, 2h), got "5s5"');
+    await expect(audit(clientFor(nova), ['--timeout', '1e3'])).rejects.toThrow('--timeout must be a positive duration (ms, or 500ms, 30s, 5m, 2h), got "1e3"');
+    await expect(audit(clientFor(nova), ['--watch', '--interval', '-5'])).rejects.toThrow(/--interval must be a duration/);
+    await expect(audit(clientFor(nova), ['--watch', '-f', 'yaml'])).rejects.toThrow('--watch prints JSON lines: -c and -f table|value|yaml do not apply to it');
+    await expect(audit(clientFor(nova), ['--watch', '-c', 'Drift'])).rejects.toThrow(ValidationError);
     await expect(audit(clientFor(nova), ['--ghost-concurrency', 'x'])).rejects.toThrow(ValidationError);
     expect(nova.requests).toHaveLength(0);
   });

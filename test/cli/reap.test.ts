@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { formatDuration, parseDuration } from '../../src/core/duration.js';
-import { registerReapCommand } from '../../src/cli/reap.js';
+import { reaperOptionsFromFlags, registerReapCommand } from '../../src/cli/reap.js';
 import { ValidationError } from '../../src/index.js';
 import type { FakeNova, RecordedRequest } from '../../src/testing/index.js';
 import { clientFor, settle, startNova, useFakeClock } from '../helpers.js';
@@ -120,10 +120,32 @@ describe('nova-guard server reap', () => {
   it('bad usage throws ValidationError before any request', async () => {
     const nova = await startNova();
     await expect(reap(nova, ['--prefix', 'adt-'])).rejects.toThrow(/--older-than is required/);
-    await expect(reap(nova, ['--prefix', 'adt-', '--older-than', '2'])).rejects.toThrow(/--older-than must be a duration with a unit/);
+    // A bare number is ms, but a bare --older-than below 1000 (2 ms: almost every server) is refused, naming a unit.
+    await expect(reap(nova, ['--prefix', 'adt-', '--older-than', '2'])).rejects.toThrow(
+      '--older-than 2 would mean 2 ms (a bare number is milliseconds) and reap almost every server: give a unit, e.g. --older-than 2h, 2m or 2s',
+    );
+    await expect(reap(nova, ['--prefix', 'adt-', '--older-than', '999'])).rejects.toThrow(/--older-than 999 would mean 999 ms/);
+    await expect(reap(nova, ['--prefix', 'adt-', '--older-than', '0'])).rejects.toThrow(/--older-than 0 would mean 0 ms/);
+    await expect(reap(nova, ['--prefix', 'adt-', '--older-than', '2y'])).rejects.toThrow('--older-than must be a duration (ms, or 500ms, 30s, 5m, 2h), got "2y"');
+    await expect(reap(nova, ['--prefix', 'adt-', '--older-than', '2h', '--pass-interval', '0x10'])).rejects.toThrow(/--pass-interval must be a duration/);
+    await expect(reap(nova, ['--prefix', 'adt-', '--older-than', '2h', '--timeout', '0'])).rejects.toThrow('--timeout must be a positive duration (ms, or 500ms, 30s, 5m, 2h), got "0"');
     await expect(reap(nova, ['--older-than', '2h'])).rejects.toThrow(/give the fleet/);
     await expect(reap(nova, ['--prefix', 'a', '--older-than', '2h', '--concurrency', '0'])).rejects.toThrow(ValidationError);
     expect(nova.requests).toHaveLength(0);
+  });
+});
+
+describe('reap durations: bare ms everywhere, and the --older-than safety', () => {
+  it('bare ms and units give the same options', () => {
+    const bare = reaperOptionsFromFlags({ prefix: 'ci-', olderThan: '7200000', passInterval: '10', deleteTimeout: '300000', pollInterval: '500', timeout: '900000' });
+    const units = reaperOptionsFromFlags({ prefix: 'ci-', olderThan: '2h', passInterval: '10ms', deleteTimeout: '5m', pollInterval: '500ms', timeout: '15m' });
+    expect(bare).toEqual(units);
+    expect(bare).toMatchObject({ olderThanMs: 7_200_000, passIntervalMs: 10, deleteTimeoutMs: 300_000, deleteIntervalMs: 500, timeoutMs: 900_000 });
+  });
+  it('--older-than: 1000 (bare) and 0s are accepted; a bare number below 1000 is refused', () => {
+    expect(reaperOptionsFromFlags({ prefix: 'ci-', olderThan: '1000' }).olderThanMs).toBe(1000);
+    expect(reaperOptionsFromFlags({ prefix: 'ci-', olderThan: '0s' }).olderThanMs).toBe(0);
+    expect(() => reaperOptionsFromFlags({ prefix: 'ci-', olderThan: '999' })).toThrow(ValidationError);
   });
 });
 
