@@ -2,10 +2,16 @@
 /**
  * The `nova-guard` command line. Subcommands:
  * - `server delete <id...> [--wait] [--timeout-ms N] [--force]`
- * - `server reap --prefix P --older-than 2h [--dry-run] [--json]`
+ * - `server reap --prefix P --older-than 2h [--dry-run] [-f table|json|value|yaml] [-c COLUMN]...`
  * - `limits show --absolute [-f table|json|value|yaml] [-c COLUMN]...` (and `limits [--json]`)
  * - `quota show [--usage] [PROJECT_ID] [-f ...]`
- * - `quota audit [--json]`
+ * - `quota audit [-f table|json|value|yaml] [-c COLUMN]... [--watch]`
+ *
+ * Every format flag works as the `openstack` command's (`-f`, `-c`, `--noindent`, `--max-width`); for
+ * `server reap` and `quota audit` `-f table` is their report and `-f json` (or `--json`) the whole
+ * result, while `-c`, `-f value` and `-f yaml` show their list (one row per server, one per resource).
+ * Every duration flag takes bare milliseconds or `500ms`/`30s`/`5m`/`2h` (and `1d`, `1w`); a bare
+ * `server reap --older-than` below 1000 is refused (it would reap almost every server): give a unit.
  * - `fake-nova [--port 8774] [--cores 20]`
  *
  * Connection like the `openstack` command: `--os-cloud`/`OS_CLOUD`, `--os-auth-url` and the other

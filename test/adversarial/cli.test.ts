@@ -88,6 +88,25 @@ describe('nova-guard misuse', () => {
     expect(nova.requests).toHaveLength(0);
   });
 
+  // One duration syntax: the duration flags of reap and audit refuse what --interval-ms refuses (0 is
+  // a duration where it makes sense: --pass-interval, --retry-delay, --interval; a bare --older-than
+  // below 1000 has its own refusal, see test/cli/reapAuditBinary.test.ts).
+  it.each(
+    ['0x10', '1e3', '0b1', '1.5', ' 5', '5 ', 'Infinity', '-5', '+5', '9007199254740993', '5 s', '2y'].flatMap((value) => [
+      [['server', 'reap', '--prefix', 'ci-', '--older-than', '2h', '--pass-interval', value], '--pass-interval', value],
+      [['server', 'reap', '--prefix', 'ci-', '--older-than', '2h', '--timeout', value], '--timeout', value],
+      [['server', 'reap', '--prefix', 'ci-', '--older-than', value], '--older-than', value],
+      [['quota', 'audit', '--retry-delay', value], '--retry-delay', value],
+      [['quota', 'audit', '--watch', '--interval', value], '--interval', value],
+    ]),
+  )('%j is refused (exit 2), before any request', async (argv, flag, value) => {
+    const nova = await startNova();
+    const r = await run(argv as string[], { NOVA_ENDPOINT: nova.endpoint, NOVA_TOKEN: 'admin:demo' });
+    const positive = flag === '--timeout' ? 'positive ' : '';
+    expect(r).toEqual({ code: 2, out: '', err: `nova-guard: ${flag as string} must be a ${positive}duration (ms, or 500ms, 30s, 5m, 2h), got ${JSON.stringify(value)}` });
+    expect(nova.requests).toHaveLength(0);
+  });
+
   it.each([
     [['server', 'delete', 'x', '--concurrency', '0x2'], '--concurrency must be a positive integer, got "0x2"'],
     [['server', 'delete', 'x', '--timeout-ms', '1e5'], '--timeout-ms must be a positive duration (ms, or 500ms, 30s, 5m, 2h), got "1e5"'],

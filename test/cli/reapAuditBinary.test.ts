@@ -1,0 +1,169 @@
+// `server reap` and `quota audit` with `openstack` habits through the built binary against FakeNova
+// over HTTP: -f json|value|yaml, -c, --noindent, --json as -f json, bare ms in every duration flag,
+// and the safety rule of a bare --older-than below 1000.
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { FakeNova } from '../../src/testing/index.js';
+import { startNova } from '../helpers.js';
+import { ensureBuilt, runPiped } from './binary.js';
+
+beforeAll(async () => {
+  await ensureBuilt();
+}, 120_000);
+
+const envOf = (nova: FakeNova): Record<string, string> => ({ OS_ENDPOINT: nova.endpoint, OS_TOKEN: `admin:${nova.projectId}` });
+const HOUR = 3_600_000;
+
+/** Two leaked fleet servers (3 h old), one young fleet server, one server of another fleet. */
+function seed(nova: FakeNova): { old: string[]; young: string } {
+  const created = Date.now() - 3 * HOUR;
+  const old = [nova.addServer({ name: 'adt-1', createdMs: created }).id, nova.addServer({ name: 'adt-2', createdMs: created }).id];
+  const young = nova.addServer({ name: 'adt-new' }).id;
+  nova.addServer({ name: 'db', createdMs: created });
+  return { old, young };
+}
+
+describe('server reap: output formats', () => {
+  it('-f json is the whole result (as --json); bare ms for --pass-interval, --poll-interval, --delete-timeout, --timeout', async () => {
+    const nova = await startNova({ deleteDelayMs: 0 });
+    const { old } = seed(nova);
+    const r = await runPiped(
+      ['server', 'reap', '--prefix', 'adt-', '--older-than', '7200000', '--pass-interval', '10', '--poll-interval', '20', '--delete-timeout', '30000', '--timeout', '60000', '-f', 'json'],
+      envOf(nova),
+    );
+    expect(r.code).toBe(0);
+    const json = JSON.parse(r.stdout) as { dryRun: boolean; deleted: Array<{ serverId: string; ageMs: number }>; failed: unknown[]; skipped: Array<{ reason: string }> };
+    expect(json.dryRun).toBe(false);
+    expect(json.deleted.map((d) => d.serverId).sort()).toEqual([...old].sort());
+    expect(json.deleted[0]!.ageMs).toBeGreaterThanOrEqual(3 * HOUR);
+    expect(json.failed).toEqual([]);
+    expect(json.skipped.map((s) => s.reason)).toEqual(['too-young']);
+    expect(r.stdout).toContain('\n  "dryRun": false');
+    expect(nova.requestsTo('DELETE', /^\/servers\//).map((q) => q.serverId).sort()).toEqual([...old].sort());
+  });
+
+  it('--dry-run -f value -c ID -c Result: one line per server; -f yaml -c; -f json --noindent -c', async () => {
+    const nova = await startNova();
+    const { old, young } = seed(nova);
+    const base = ['server', 'reap', '--prefix', 'adt-', '--older-than', '2h', '--pass-interval', '10', '--dry-run'];
+    const value = await runPiped([...base, '-f', 'value', '-c', 'ID', '-c', 'Result'], envOf(nova));
+    expect(value.code).toBe(0);
+    expect(value.stdout.trimEnd().split('\n').sort()).toEqual([...old.map((id) => `${id} would-delete`), `${young} skipped`].sort());
+    const yaml = await runPiped([...base, '-f', 'yaml', '-c', 'Name', '-c', 'Reason'], envOf(nova));
+    expect(yaml.stdout.trimEnd().split('\n').sort()).toEqual(['- Name: adt-1', '- Name: adt-2', '- Name: adt-new', '  Reason: null', '  Reason: null', '  Reason: too-young'].sort());
+    const json = await runPiped([...base, '-f', 'json', '--noindent', '-c', 'Name', '-c', 'Age'], envOf(nova));
+    expect(json.stdout.trimEnd().split('\n')).toHaveLength(1);
+    expect(JSON.parse(json.stdout)).toContainEqual({ Name: 'adt-1', Age: '3h' });
+    const table = await runPiped([...base, '-c', 'Name', '-c', 'Result'], envOf(nova));
+    expect(table.stdout.split('\n')[1]).toMatch(/^\| Name +\| Result +\|$/);
+    expect(table.stdout).toMatch(/^\| adt-1 +\| would-delete \|$/m);
+    expect(nova.requests.filter((q) => q.method !== 'GET')).toHaveLength(0);
+  });
+
+  it('-c naming no column exits 1 naming the columns', async () => {
+    const nova = await startNova();
+    const r = await runPiped(['server', 'reap', '--prefix', 'adt-', '--older-than', '2h', '--pass-interval', '10', '--dry-run', '-c', 'Nope'], envOf(nova));
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("nova-guard: No recognized column names in ['Nope']. Recognized columns are ('ID', 'Name', 'Result', 'Reason', 'Age', 'Detail').");
+  });
+});
+
+describe('server reap: the --older-than safety', () => {
+  it.each(['2', '999', '0'])('a bare --older-than %s (ms) is refused before any request (exit 2), suggesting a unit', async (value) => {
+    const nova = await startNova();
+    seed(nova);
+    const r = await runPiped(['server', 'reap', '--prefix', 'adt-', '--older-than', value], envOf(nova));
+    expect(r).toMatchObject({ code: 2, stdout: '' });
+    expect(r.stderr.trimEnd()).toBe(
+      `nova-guard: --older-than ${value} would mean ${value} ms (a bare number is milliseconds) and reap almost every server: give a unit, e.g. --older-than ${value}h, ${value}m or ${value}s`,
+    );
+    expect(nova.requests).toHaveLength(0);
+  });
+
+  it('a bare --older-than of 1000 or more is ms: 10900000 (3 h 1 m 40 s) keeps the 3 h old servers', async () => {
+    const nova = await startNova();
+    seed(nova);
+    const r = await runPiped(['server', 'reap', '--prefix', 'adt-', '--older-than', '10900000', '--pass-interval', '10', '--dry-run', '-f', 'value', '-c', 'Result'], envOf(nova));
+    expect(r.code).toBe(0);
+    expect(r.stdout.trimEnd().split('\n')).toEqual(['skipped', 'skipped', 'skipped']);
+  });
+});
+
+describe('quota audit: output formats and durations', () => {
+  it('-f yaml: one mapping per resource, keys sorted, unlimited as -1', async () => {
+    const nova = await startNova({ maxTotalInstances: -1 });
+    nova.addServer({ flavorId: '2' });
+    const r = await runPiped(['quota', 'audit', '-f', 'yaml', '--no-ghosts'], envOf(nova));
+    expect(r.code).toBe(0);
+    expect(r.stdout.trimEnd()).toBe(
+      [
+        '- Counted: 2',
+        '  Drift: 0',
+        '  Limit: 20',
+        '  Reported After: 2',
+        '  Reported Before: 2',
+        '  Resource: cores',
+        '  Verdict: consistent',
+        '- Counted: 2048',
+        '  Drift: 0',
+        '  Limit: 51200',
+        '  Reported After: 2048',
+        '  Reported Before: 2048',
+        '  Resource: ram',
+        '  Verdict: consistent',
+        '- Counted: 1',
+        '  Drift: 0',
+        '  Limit: -1',
+        '  Reported After: 1',
+        '  Reported Before: 1',
+        '  Resource: instances',
+        '  Verdict: consistent',
+      ].join('\n'),
+    );
+  });
+
+  it('-f value -c Resource -c Drift -c Verdict: a line per resource; drift keeps exit 3', async () => {
+    const nova = await startNova();
+    nova.addServer({ flavorId: '1' });
+    nova.setUsageDrift({ cores: 4 });
+    const r = await runPiped(['quota', 'audit', '-f', 'value', '-c', 'Resource', '-c', 'Drift', '-c', 'Verdict', '--no-ghosts'], envOf(nova));
+    expect(r.code).toBe(3);
+    expect(r.stdout.trimEnd()).toBe('cores 4 over-reported\nram 0 consistent\ninstances 0 consistent');
+  });
+
+  it('-f json is --json (the whole audit); --noindent prints it on one line', async () => {
+    const nova = await startNova();
+    nova.addServer({ flavorId: '1' });
+    const viaFormat = await runPiped(['quota', 'audit', '-f', 'json', '--no-ghosts'], envOf(nova));
+    const viaJson = await runPiped(['quota', 'audit', '--json', '--no-ghosts'], envOf(nova));
+    const strip = (s: string): unknown => {
+      const j = JSON.parse(s) as Record<string, unknown>;
+      // What differs between two runs: times and request ids.
+      for (const k of ['readings', 'servers', 'elapsedMs', 'startedAtMs']) delete j[k];
+      return j;
+    };
+    expect(viaFormat.code).toBe(0);
+    expect(strip(viaFormat.stdout)).toEqual(strip(viaJson.stdout));
+    expect((JSON.parse(viaFormat.stdout) as { verdict: string }).verdict).toBe('consistent');
+    const one = await runPiped(['quota', 'audit', '-f', 'json', '--noindent', '--no-ghosts'], envOf(nova));
+    expect(one.stdout.trimEnd().split('\n')).toHaveLength(1);
+  });
+
+  it('bare ms are accepted: --retry-delay 1 --timeout 60000; --watch --interval 10 keeps its JSON lines', async () => {
+    const nova = await startNova();
+    nova.addServer({ flavorId: '1' });
+    const r = await runPiped(['quota', 'audit', '--retry-delay', '1', '--timeout', '60000', '--no-ghosts'], envOf(nova));
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/\nVerdict: consistent\./);
+    const w = await runPiped(['quota', 'audit', '--watch', '--interval', '10', '--samples', '2', '--no-ghosts'], envOf(nova));
+    expect(w.code).toBe(0);
+    const lines = w.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as { type: string });
+    expect(lines.map((l) => l.type)).toEqual(['sample', 'sample', 'summary']);
+  });
+
+  it('--watch with -f yaml or -c is bad usage (exit 2) before any request', async () => {
+    const nova = await startNova();
+    const r = await runPiped(['quota', 'audit', '--watch', '-f', 'yaml'], envOf(nova));
+    expect(r).toMatchObject({ code: 2, stdout: '', stderr: 'nova-guard: --watch prints JSON lines: -c and -f table|value|yaml do not apply to it\n' });
+    expect(nova.requests).toHaveLength(0);
+  });
+});
