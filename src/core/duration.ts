@@ -10,7 +10,8 @@ const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_00
 
 /**
  * Parse a duration with a unit (`ms`, `s`, `m`, `h`, `d`, `w`; decimals allowed, e.g. `1.5h`) to whole
- * milliseconds. A bare number is refused: `--older-than 2` meaning 2 ms would reap everything.
+ * milliseconds. A bare number is not a duration here: the CLI's flags take bare milliseconds too
+ * (`parseDurationFlag` in `src/cli/common.ts`, with a floor for `server reap --older-than`).
  * @throws {@link ValidationError} naming `flag` when the text is not such a duration.
  */
 export function parseDuration(text: string | undefined, flag: string): number {
