@@ -8,7 +8,7 @@
  * @module
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import type { ChurnConfig } from './churn.js';
+import { schedulingDelayMs, type ChurnConfig } from './churn.js';
 import type { FakeNovaProcess, RequestCounts } from './fakeProcess.js';
 import type { FleetPolicy, HostResult, HostTask } from './fleetHost.js';
 import { round } from './stats.js';
@@ -79,7 +79,7 @@ export async function runFleetChurn(fake: FakeNovaProcess, cfg: FleetChurnConfig
     const lowerBoundMs = Math.round(Math.max(c.jobsPerWorker * (c.buildDelayMs + c.runMs), (jobs * 2 * holdMs) / quotaCores));
     for (const policy of FLEET_POLICIES) {
       if (policy === 'nova-guard (Redis ledger)' && cfg.redisUrl === undefined) continue;
-      await fake.start({ maxTotalCores: quotaCores, maxTotalInstances: -1, maxTotalRAMSize: -1, buildDelayMs: c.buildDelayMs, deleteDelayMs: c.deleteDelayMs, deletedWindowMs: c.deletedWindowMs });
+      await fake.start({ maxTotalCores: quotaCores, maxTotalInstances: -1, maxTotalRAMSize: -1, buildDelayMs: c.buildDelayMs, schedulingDelayMs: schedulingDelayMs(c), deleteDelayMs: c.deleteDelayMs, deletedWindowMs: c.deletedWindowMs });
       const children = Array.from({ length: hosts }, spawnHost);
       try {
         const keyPrefix = `bench:${process.pid}:${Date.now()}:`;
