@@ -32,8 +32,18 @@ export interface ChurnConfig {
   autopkgtestSleepMs: number;
   /** Real-time defaults (QuotaGuard backoff) are divided by this. */
   scale: number;
+  /**
+   * The first part of the build during which Nova shows `task_state` `scheduling` (FakeNova's
+   * `schedulingDelayMs`). @default buildDelayMs / 10 (scheduling is a small part of a build)
+   */
+  schedulingDelayMs?: number;
   /** nova-guard's poll interval while its new server is in BUILD. @default 2000 / scale (QuotaGuard's default, scaled) */
   guardActiveIntervalMs?: number;
+}
+
+/** The `scheduling` part of the build, in ms. */
+export function schedulingDelayMs(cfg: ChurnConfig): number {
+  return cfg.schedulingDelayMs ?? Math.round(cfg.buildDelayMs / 10);
 }
 
 /** One policy's run. */
@@ -132,6 +142,7 @@ export async function runChurn(fake: FakeNovaProcess, cfg: ChurnConfig): Promise
       maxTotalInstances: -1,
       maxTotalRAMSize: -1,
       buildDelayMs: cfg.buildDelayMs,
+      schedulingDelayMs: schedulingDelayMs(cfg),
       deleteDelayMs: cfg.deleteDelayMs,
       deletedWindowMs: cfg.deletedWindowMs,
     });

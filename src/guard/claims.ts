@@ -10,12 +10,14 @@
  * When a claim ends (see `QuotaGuard` for the whole story):
  * - `'not-created'`: the POST failed, or the guard deleted the server again: Nova does not count it.
  *   The claim is dropped at once.
- * - `'counted'`: the server left BUILD (ACTIVE): by then Nova counts it (legacy counting: the
- *   instance row exists in its cell; placement counting: its allocations exist). A `/limits` read
+ * - `'counted'`: the server is past scheduling (BUILD with `task_state` `networking`,
+ *   `block_device_mapping` or `spawning`, or it left BUILD): by then Nova counts it (legacy
+ *   counting: the instance row exists in its cell; placement counting: its allocations exist; see
+ *   `isPastScheduling` in `waitForActive.ts`). A `/limits` read
  *   that was *sent before* that moment may still miss it, so the claim keeps counting for reads that
  *   started before its release and stops counting for reads that start after.
  *
- * While a server is in BUILD the claim and Nova's own count may both include it: the guard then
+ * While a server is being scheduled the claim and Nova's own count may both include it: the guard then
  * under-estimates headroom (waits a little more), never over-estimates it.
  *
  * @module

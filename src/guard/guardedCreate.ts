@@ -9,7 +9,9 @@
  *   when its answer is lost the server is searched for and adopted, or the POST re-sent once when
  *   surely nothing was created (`lostCreate.ts`). A rate limit or a refused
  *   connection keeps the claim for the re-send (`call.heldClaim`).
- * - With `waitForActive`: poll until the server leaves BUILD ({@link waitForActive}). ERROR with a
+ * - With `waitForActive`: poll until the server leaves BUILD ({@link waitForActive}); the claim ends
+ *   as `'counted'` at the first poll that shows the server past scheduling ({@link isPastScheduling}),
+ *   since Nova counts it from then on. ERROR with a
  *   quota fault ({@link parseQuotaMessage} on `fault.message`: Nova's recheck text, or a
  *   build-aborted fault naming another quota) → delete with wait, then a retryable
  *   {@link QuotaExceededError} whose `cause` is a {@link ServerBuildError}. Other ERROR, BUILD past
@@ -25,7 +27,7 @@ import type { CreateServerBody, Server } from '../core/types.js';
 import { bindClaim, releaseClaim } from './ledgerUse.js';
 import { CreateOutcomeUnknownError, ServerBuildError } from './errors.js';
 import { postOrAdopt } from './lostCreate.js';
-import { waitForActive } from './waitForActive.js';
+import { isPastScheduling, waitForActive } from './waitForActive.js';
 import type { Claim, GuardState, GuardedCall } from './state.js';
 
 /** True when the POST did not reach Nova or Nova refused it for its rate: nothing was created. */
@@ -87,6 +89,9 @@ async function settle(g: GuardState, call: GuardedCall, created: Server, claim: 
       timeoutMs: g.opts.activeTimeoutMs,
       intervalMs: g.opts.activeIntervalMs,
       signal,
+      // Nova counts the server once it is past scheduling: end the claim there, not at ACTIVE, so
+      // its cores are not subtracted twice for the rest of the build.
+      onBuild: (s) => (isPastScheduling(s) ? releaseClaim(g, claim, 'counted') : undefined),
     });
   } catch (e) {
     return abandon(g, call, created, claim, e);

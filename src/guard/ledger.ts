@@ -25,7 +25,7 @@
  * 5. `renew(claim)` right before `POST /servers`: `false` means the lease is lost and the guard
  *    must not POST (the fencing rule: Nova cannot check tokens).
  * 6. `bind(claim, serverId)` after the 202, `release(claim, 'counted')` once Nova counts the
- *    server (it left BUILD), `release(claim, 'not-created')` when nothing was created or the guard
+ *    server (past scheduling: `task_state` beyond `scheduling`, or it left BUILD), `release(claim, 'not-created')` when nothing was created or the guard
  *    deleted it again.
  *
  * Ported from the claim-before-launch design of Zuul nodepool (`QuotaInformation`,

@@ -39,6 +39,39 @@ export interface WaitForActiveOptions {
   jitter?: number;
   /** Rejects with {@link AbortError}. */
   signal?: AbortSignal | undefined;
+  /**
+   * Called (and awaited) with the body of each poll that still shows BUILD, before the next pause.
+   * `QuotaGuard` uses it to end its claim once the server is past scheduling
+   * ({@link isPastScheduling}). An error it throws ends the wait with that error.
+   */
+  onBuild?: ((server: Server) => void | Promise<void>) | undefined;
+}
+
+/**
+ * True when a BUILD server is surely counted by Nova's quota: its `OS-EXT-STS:task_state` is set
+ * and is not `scheduling` (`networking`, `block_device_mapping`, `spawning`, ...), or its
+ * `OS-EXT-SRV-ATTR:host` is set (admin only).
+ *
+ * Why (Nova's own code): the API answers `POST /servers` with a build request whose `task_state` is
+ * `scheduling`. Conductor (`nova/conductor/manager.py` `schedule_and_build_instances`) has the
+ * scheduler claim the placement allocations (what placement counting, `[quota]
+ * count_usage_from_placement`, counts as cores and RAM), creates the instance row in its cell (what
+ * legacy counting in `nova/quota.py` counts), runs its quota recheck (`[quota] recheck_quota`; a
+ * failure sets ERROR while `task_state` is still `scheduling`), and only then casts the build to
+ * nova-compute, whose `_do_build_and_run_instance` / `_build_and_run_instance` set the host and move
+ * `task_state` to `networking`, `block_device_mapping` and `spawning`. A `task_state` of null in
+ * BUILD is not taken as proof (it is briefly null on the compute host, but nothing promises it
+ * elsewhere). One gap is left to Nova's recheck and the guard's 403 path: a build that fails on its
+ * compute host and is rescheduled goes back to `scheduling` with its allocations moved.
+ */
+export function isPastScheduling(server: Server): boolean {
+  const s = server as Record<string, unknown>;
+  const status = String(server.status ?? '').toUpperCase();
+  if (status !== 'BUILD' && status !== '') return true;
+  const host = s['OS-EXT-SRV-ATTR:host'];
+  if (typeof host === 'string' && host !== '') return true;
+  const taskState = s['OS-EXT-STS:task_state'];
+  return typeof taskState === 'string' && taskState !== '' && taskState.toLowerCase() !== 'scheduling';
 }
 
 /** What {@link waitForActive} resolves. */
@@ -102,6 +135,7 @@ export async function waitForActive(client: NovaClient, serverId: string, option
       lastStatus = server.status;
       const outcome = outcomeOf(server);
       if (outcome) return end(outcome);
+      if (options.onBuild) await options.onBuild(server);
       if (leftMs() <= 0) return end('timeout');
       await sleep(clock, Math.min(jitteredMs(intervalMs, jitter), leftMs()), signal);
     }

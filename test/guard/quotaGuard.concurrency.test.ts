@@ -77,7 +77,8 @@ describe('20 concurrent callers', () => {
   });
 
   it('headroom() shows the claims of creates in flight', async () => {
-    const nova = await startNova({ maxTotalCores: 10, buildDelayMs: 100 });
+    // Both builds stay `scheduling` (a claim ends once its server is past scheduling).
+    const nova = await startNova({ maxTotalCores: 10, buildDelayMs: 100, schedulingDelayMs: 100 });
     const guard = guardFor(nova);
     const runs = [guard.createServer(body('a')), guard.createServer(body('b', '3'))];
     await runUntil(() => posts(nova).filter((p) => p.status === 202).length === 2, 1000);

@@ -145,7 +145,8 @@ describe('leases and fencing', () => {
   });
 
   it('renews right before the POST, then every leaseTtlMs / 3 until the server is ACTIVE', async () => {
-    const nova = await startNova({ maxTotalCores: 10, buildDelayMs: 1000 });
+    // The whole build is `scheduling`: the claim is held until ACTIVE.
+    const nova = await startNova({ maxTotalCores: 10, buildDelayMs: 1000, schedulingDelayMs: 1000 });
     const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
     const ledger = faulty(inner);
     const guard = guardFor(nova, { ledger, leaseTtlMs: 300, activeIntervalMs: 50 });

@@ -22,6 +22,8 @@ export const DEFAULT_TERMINATE_FAULT = 'Failed to terminate instance: fake compu
 /** Resolved timing options of the compute side. */
 export interface ComputeTiming {
   buildDelayMs: number;
+  /** BUILD shows `scheduling` for this long (within `buildDelayMs`), then `spawning`. */
+  schedulingDelayMs: number;
   deleteDelayMs: number;
   /** The `DELETED` window in ms for the number of deletes in flight (this one included). */
   deletedWindowMs: (inFlightDeletes: number) => number;
@@ -90,7 +92,7 @@ export class Compute {
           metadata: { ...req.metadata },
           status: 'BUILD',
           vmState: 'building',
-          taskState: this.timing.buildDelayMs > 0 ? 'spawning' : null,
+          taskState: this.timing.buildDelayMs > 0 ? (recheck !== undefined || this.timing.schedulingDelayMs > 0 ? 'scheduling' : 'spawning') : null,
           userId: req.userId,
           reservationId,
           launchIndex: i,
@@ -102,7 +104,12 @@ export class Compute {
       this.store.insert(r);
       out.push(r);
     }
-    for (const r of out) this.timers.after(this.timing.buildDelayMs, () => this.finishBuild(r, recheck));
+    const schedulingMs = Math.min(this.timing.schedulingDelayMs, this.timing.buildDelayMs);
+    for (const r of out) {
+      // Conductor's quota recheck fails while the server is still `scheduling`: it never spawns.
+      if (schedulingMs > 0 && recheck === undefined) this.timers.after(schedulingMs, () => this.startSpawning(r));
+      this.timers.after(this.timing.buildDelayMs, () => this.finishBuild(r, recheck));
+    }
     return out;
   }
 
@@ -220,6 +227,12 @@ export class Compute {
       description: null,
       ...f,
     };
+  }
+
+  /** Past scheduling: nova-compute took the build (`scheduling` -> `spawning`). */
+  private startSpawning(r: ServerRecord): void {
+    if (r.destroyed || r.vmState !== 'building' || r.deletePhase !== 'none' || r.taskState !== 'scheduling') return;
+    this.store.update(r, { taskState: 'spawning' }, Date.now());
   }
 
   private finishBuild(r: ServerRecord, recheck: string | undefined): void {

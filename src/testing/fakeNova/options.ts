@@ -113,6 +113,7 @@ export function resolveOptions(options: FakeNovaOptions): ResolvedOptions {
     quotaLagMs: nonNegative('quotaLagMs', options.quotaLagMs, 0),
     timing: {
       buildDelayMs: nonNegative('buildDelayMs', options.buildDelayMs, 0),
+      schedulingDelayMs: nonNegative('schedulingDelayMs', options.schedulingDelayMs, 0),
       deleteDelayMs: nonNegative('deleteDelayMs', options.deleteDelayMs, 0),
       deletedWindowMs: deletedWindow(options),
       softDelete: options.softDelete ?? false,

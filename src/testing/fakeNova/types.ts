@@ -49,6 +49,17 @@ export interface FakeNovaOptions {
   flavors?: FakeFlavor[];
   /** BUILD -> ACTIVE after this. Default 0 (ACTIVE before the POST is answered). While building, GET shows `BUILD` / `spawning`. */
   buildDelayMs?: number;
+  /**
+   * The first part of `buildDelayMs`, in ms, during which GET shows `BUILD` / `scheduling` (no
+   * `OS-EXT-SRV-ATTR:host`) before `spawning`: in Nova the API answers the POST with the build
+   * request in `scheduling`, and nova-compute moves `task_state` on (`networking`,
+   * `block_device_mapping`, `spawning`) only after conductor has created the instance in its cell
+   * (`nova/conductor/manager.py` `schedule_and_build_instances`). Kept below `buildDelayMs`. A create
+   * that fails conductor's quota recheck ({@link FakeNova.failCreatesWithQuotaRecheck}) stays `scheduling` until its
+   * `ERROR`, as in Nova. Default 0 (`spawning` from the start; the fake counts a BUILD server from
+   * its POST either way).
+   */
+  schedulingDelayMs?: number;
   /** DELETE sets `task_state` `deleting` (status unchanged) and the compute side finishes after this. Default 0. */
   deleteDelayMs?: number;
   /**
