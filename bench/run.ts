@@ -194,8 +194,8 @@ function hostsTargets(rows: FleetChurnRow[]): TargetResult[] {
 
 /** Why a Redis-ledger target is missed, as measured (request counts by kind in bench/results/hosts.json). */
 const MAKESPAN_REASON =
-  'a claim stays subtracted until its server leaves BUILD (placement counting may not count a BUILD server yet), while the fake already counts BUILD servers ' +
-  '(legacy counting): 2 cores counted twice for the build time of every job (300 ms of a 2.2 s hold here); plus the poll lag to see ACTIVE and the 404 before the quota is reused';
+  'the claim ends as soon as Nova counts the new server (past scheduling); what remains is the poll lag to see that, to see ACTIVE, and to see each ' +
+  "delete's 404 before the quota is reused";
 const REQUESTS_REASON =
   'nova-guard waits for the 404 of every delete before the quota is reused (about 2 GETs and a third of a listing per job here) and reads the flavor and /limits; ' +
   'the autopkgtest-style worker deletes without waiting and pays in quota 403s and failed jobs instead: see GET /limits per job and bench/results/hosts.json';
@@ -288,7 +288,7 @@ async function main(): Promise<void> {
       targets.push(...t);
       console.log(`## Fleet churn: hosts (worker processes) x ${hostsChurn.workers} workers x ${hostsChurn.jobsPerWorker} jobs of 2-core servers, core quota ${QUOTA_CORES_PER_HOST} per host\n`);
       console.log(
-        `Each host is a child process with its own client (and guard); the quota is ${QUOTA_CORES_PER_HOST} cores per host against a demand of ${2 * hostsChurn.workers}, so the lower bound stays the same as hosts are added. ` +
+        `Each host is a child process with its own client (and guard); the quota is ${QUOTA_CORES_PER_HOST} cores per host against a demand of ${2 * hostsChurn.workers}, so the lower bound stays the same as hosts are added. The lower bound counts whole jobs: the quota runs floor(quota / 2) servers at once and one slot must run ceil(jobs / slots) jobs in a row (hosts.json keeps the fluid bound, total core-time over the quota, as fluidLowerBoundMs). ` +
           `Timings as the churn above. nova-guard (in-process ledger): each host coordinates only its own workers; nova-guard (Redis ledger): all hosts share one RedisQuotaLedger on a real redis-server.\n`,
       );
       console.log(hostsTable(rows) + '\n');
