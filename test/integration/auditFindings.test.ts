@@ -25,46 +25,19 @@
  */
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { auditQuota, NotFoundError, OrphanedServerError, type Server } from '../../src/index.js';
 import type { Finding, PlacementUsagesReader } from '../../src/audit/index.js';
 import { buildCli, CLI, cliEnv, REPO } from './support/cli.js';
+import { breakMapping, HARNESS_DB, HARNESS_PLACEMENT, placement, placementUsages, sql, stickDeleting } from './support/harnessDb.js';
 import { createActiveServer, createServer, project, usage, waitForServer } from './support/realNova.js';
 
 const run = promisify(execFile);
 const p = project('findings');
-const STATE = process.env['REALNOVA_STATE'] ?? join(REPO, '.real-nova');
-const SOCKET = join(STATE, 'mysql', 'mysqld.sock');
-const HAS_DB = existsSync(SOCKET);
-const PLACEMENT = (process.env['PLACEMENT_ENDPOINT'] ?? `http://127.0.0.1:${process.env['REALNOVA_PLACEMENT_PORT'] ?? '8778'}`).replace(/\/+$/, '');
-/** Placement runs noauth2 in the harness; "admin" is its admin token. */
-const HAS_PLACEMENT = HAS_DB && p.nova.auth === 'noauth';
 
-/** Run SQL on one of the harness's databases (`nova_api`, `nova_cell1`, ...); tab-separated rows. */
-async function sql(database: string, statement: string): Promise<string> {
-  const { stdout } = await run('mysql', [`--socket=${SOCKET}`, '-u', 'root', '-N', '-B', database, '-e', statement], { timeout: 30_000 });
-  return stdout.trim();
-}
-
-/** One placement request with the admin token; the parsed body (undefined when empty). */
-async function placement(method: string, path: string, body?: unknown, microversion = '1.28'): Promise<unknown> {
-  const res = await fetch(PLACEMENT + path, {
-    method,
-    headers: { 'X-Auth-Token': 'admin', 'OpenStack-API-Version': `placement ${microversion}`, Accept: 'application/json', ...(body ? { 'Content-Type': 'application/json' } : {}) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`placement ${method} ${path} answered ${res.status}: ${text}`);
-  return text ? JSON.parse(text) : undefined;
-}
-
-/** What the audit's `readPlacementUsages` option wants: placement's `GET /usages?project_id=` (1.9+). */
-const readPlacementUsages: PlacementUsagesReader = async (projectId) =>
-  ((await placement('GET', `/usages?project_id=${encodeURIComponent(projectId)}`, undefined, '1.9')) as { usages: Record<string, number> }).usages;
+/** What the audit's `readPlacementUsages` option wants: placement's `GET /usages?project_id=`. */
+const readPlacementUsages: PlacementUsagesReader = (projectId) => placementUsages(projectId);
 
 const kinds = (fs: Finding[]): string[] => fs.map((f) => f.kind);
 function find(fs: Finding[], kind: string): Finding {
@@ -91,19 +64,17 @@ async function cli(args: string[]): Promise<CliResult> {
 }
 
 beforeAll(async () => {
-  if (HAS_DB) await buildCli();
+  if (HARNESS_DB) await buildCli();
   await p.cleanup();
 }, 240_000);
 afterAll(() => p.cleanup());
 beforeEach(() => p.cleanup());
 
-describe.skipIf(!HAS_DB)('audit findings on a real Nova, each cause made by hand', () => {
+describe.skipIf(!HARNESS_DB)('audit findings on a real Nova, each cause made by hand', () => {
   it('orphan-mapping: listed and counted, GET and DELETE answer 404; deleteServer fails with OrphanedServerError, the CLI exits 1', async () => {
     const plain = await createActiveServer(p, 'orphan-plain', p.nova.flavors.vcpus1);
     const orphan = await createActiveServer(p, 'orphan', p.nova.flavors.vcpus2);
-    const cell = await sql('nova_api', `SELECT cell_id FROM instance_mappings WHERE instance_uuid = '${orphan.id}'`);
-    expect(cell).toMatch(/^\d+$/);
-    await sql('nova_api', `UPDATE instance_mappings SET cell_id = NULL WHERE instance_uuid = '${orphan.id}'`);
+    const repair = await breakMapping(orphan.id);
     try {
       await expect(p.member.getServer(orphan.id)).rejects.toBeInstanceOf(NotFoundError);
       expect((await p.member.listServers()).map((s) => s.id).sort()).toEqual([plain.id, orphan.id].sort());
@@ -119,7 +90,9 @@ describe.skipIf(!HAS_DB)('audit findings on a real Nova, each cause made by hand
       expect(f).toMatchObject({ serverIds: [orphan.id], transient: false, holds: { cores: 2, ram: 2048, instances: 1 } });
       expect(f.projectCan).toMatch(/DELETE answers 404/);
       expect(f.operatorCan).toMatch(/nova-manage cell_v2 verify_instance/);
-      expect(audit.verdict).not.toBe('consistent');
+      // The books match the listing (Nova counts what it lists); the finding says which server cannot go.
+      expect(audit.verdict).toBe('consistent');
+      expect(audit.summary).toContain('1 listed server answers 404 on its own GET (ghosts).');
 
       // The delete cannot end: never `already-gone` while Nova lists and counts the server.
       const failed = await p.member.deleteServer(orphan.id, { wait: true, intervalMs: 50, timeoutMs: 60_000 }).then(
@@ -139,17 +112,14 @@ describe.skipIf(!HAS_DB)('audit findings on a real Nova, each cause made by hand
       expect(r.stderr).toContain('1 of 1 servers failed to delete.');
       expect(await usage(p.member)).toEqual({ cores: 3, ram: 2560, instances: 2 });
     } finally {
-      await sql('nova_api', `UPDATE instance_mappings SET cell_id = ${cell} WHERE instance_uuid = '${orphan.id}'`);
+      await repair();
     }
     expect((await p.member.getServer(orphan.id)).status).toBe('ACTIVE');
   });
 
   it('stuck-deleting: listed as DELETED and still counted; never "held by nothing"', async () => {
     const stuck = await createActiveServer(p, 'stuck', p.nova.flavors.vcpus2);
-    await sql(
-      'nova_cell1',
-      `UPDATE instances SET vm_state = 'deleted', task_state = NULL, updated_at = UTC_TIMESTAMP() - INTERVAL 1 HOUR WHERE uuid = '${stuck.id}' AND deleted = 0`,
-    );
+    const revive = await stickDeleting(stuck.id, 3600);
     try {
       const listed: Server[] = await p.member.listServers();
       expect(listed.map((s) => [s.id, s.status])).toEqual([[stuck.id, 'DELETED']]);
@@ -173,7 +143,7 @@ describe.skipIf(!HAS_DB)('audit findings on a real Nova, each cause made by hand
       expect(find(young.findings, 'delete-in-flight')).toMatchObject({ serverIds: [stuck.id], transient: true });
       expect(kinds(young.findings)).not.toContain('stuck-deleting');
     } finally {
-      await sql('nova_cell1', `UPDATE instances SET vm_state = 'active', updated_at = UTC_TIMESTAMP() WHERE uuid = '${stuck.id}' AND deleted = 0`);
+      await revive();
     }
   });
 
@@ -195,7 +165,7 @@ describe.skipIf(!HAS_DB)('audit findings on a real Nova, each cause made by hand
     expect(audit.servers.find((s) => s.id === active.id)?.holds).toEqual({ cores: 2, ram: 2048, instances: 1 });
   });
 
-  it.skipIf(!HAS_PLACEMENT)('shelved: SHELVED_OFFLOADED keeps its flavor under legacy counting; placement holds nothing for it', async () => {
+  it.skipIf(!HARNESS_PLACEMENT)('shelved: SHELVED_OFFLOADED keeps its flavor under legacy counting; placement holds nothing for it', async () => {
     const server = await createActiveServer(p, 'shelve', p.nova.flavors.vcpus2);
     await p.member.request({ method: 'POST', path: `/servers/${server.id}/action`, body: { shelve: null } });
     await waitForServer(p.member, server.id, (s) => s.status === 'SHELVED_OFFLOADED' && !s['OS-EXT-STS:task_state'], { intervalMs: 200, timeoutMs: 120_000 });
@@ -209,7 +179,7 @@ describe.skipIf(!HAS_DB)('audit findings on a real Nova, each cause made by hand
     expect(find(audit.findings, 'shelved')).toMatchObject({ serverIds: [server.id], transient: false, holds: { cores: 2, ram: 2048, instances: 1 }, projectCan: 'unshelve or delete it' });
   });
 
-  it.skipIf(!HAS_PLACEMENT)('stale-usage: an instance row counting 4 vCPUs more than its flavor; placement agrees with the servers', async () => {
+  it.skipIf(!HARNESS_PLACEMENT)('stale-usage: an instance row counting 4 vCPUs more than its flavor; placement agrees with the servers', async () => {
     const server = await createActiveServer(p, 'stale', p.nova.flavors.vcpus2);
     expect(await sql('nova_cell1', `UPDATE instances SET vcpus = vcpus + 4 WHERE uuid = '${server.id}'; SELECT vcpus FROM instances WHERE uuid = '${server.id}'`)).toBe('6');
     try {
@@ -230,7 +200,7 @@ describe.skipIf(!HAS_DB)('audit findings on a real Nova, each cause made by hand
     expect((await usage(p.member)).cores).toBe(2);
   });
 
-  it.skipIf(!HAS_PLACEMENT)('leaked-allocation: an allocation in placement with no server behind it; Nova (legacy) does not count it', async () => {
+  it.skipIf(!HARNESS_PLACEMENT)('leaked-allocation: an allocation in placement with no server behind it; Nova (legacy) does not count it', async () => {
     const server = await createActiveServer(p, 'leak', p.nova.flavors.vcpus1);
     const { resource_providers: rps } = (await placement('GET', '/resource_providers')) as { resource_providers: Array<{ uuid: string }> };
     expect(rps.length).toBeGreaterThan(0);

@@ -342,6 +342,48 @@ describe.each([
     expect(fault.message).toMatch(/^Invalid input for field\/attribute server\. .*'networks' is a required property$/);
   });
 
+  // Causes of quota drift made by hand (FakeNova: `nova.causes`; real Nova: the harness's databases).
+  const listed = async (id: string): Promise<string[]> => {
+    const res = await raw(t, 'GET', '/servers/detail');
+    expect(res.status).toBe(200);
+    const mine = (res.json as { servers: Array<Record<string, unknown>> }).servers.filter((s) => s['id'] === id);
+    return mine.map((s) => `${String(s['status'])}/${String(s['OS-EXT-STS:task_state'] ?? null)}/${String(s['OS-EXT-STS:vm_state'])}`);
+  };
+  const usedOf = (a: Absolute): number[] => [a.totalCoresUsed, a.totalInstancesUsed, a.totalRAMUsed];
+
+  it('an orphaned instance mapping: listed and counted; GET and DELETE answer 404 byte for byte', async (ctx) => {
+    if (!t.causes) return ctx.skip();
+    const before = await limits();
+    const id = await createActive(t.flavors.vcpus2);
+    const removeForGood = await t.causes.breakMapping(id);
+    try {
+      expect(await look(id)).toEqual({ http: 404 });
+      const del = await raw(t, 'DELETE', `/servers/${id}`);
+      expect(del.status).toBe(404);
+      expect(del.text).toBe(notFoundBody(id));
+      expect(await listed(id)).toEqual(['ACTIVE/null/active']);
+      expect(usedOf(await limits())).toEqual([before.totalCoresUsed + 2, before.totalInstancesUsed + 1, before.totalRAMUsed + 2048]);
+    } finally {
+      await removeForGood();
+    }
+    expect(usedOf(await limits())).toEqual(usedOf(before));
+  });
+
+  it('a delete never finished: listed and shown as DELETED/null/deleted, still counted', async (ctx) => {
+    if (!t.causes) return ctx.skip();
+    const before = await limits();
+    const id = await createActive(t.flavors.vcpus2);
+    const removeForGood = await t.causes.stickDeleting(id);
+    try {
+      expect(label(await look(id))).toBe('DELETED/null/deleted');
+      expect(await listed(id)).toEqual(['DELETED/null/deleted']);
+      expect(usedOf(await limits())).toEqual([before.totalCoresUsed + 2, before.totalInstancesUsed + 1, before.totalRAMUsed + 2048]);
+    } finally {
+      await removeForGood();
+    }
+    expect(usedOf(await limits())).toEqual(usedOf(before));
+  });
+
   it('a microversion above 2.93: 406 byte for byte', async () => {
     const res = await raw(t, 'GET', '/limits', { microversion: '2.94' });
     expect(res.status).toBe(406);

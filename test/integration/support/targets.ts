@@ -3,7 +3,19 @@
  * helper that keeps the exact bytes of each answer (the library's client parses them away).
  */
 import { FakeNova } from '../../../src/testing/index.js';
-import { project } from './realNova.js';
+import { breakMapping, HARNESS_DB, stickDeleting } from './harnessDb.js';
+import { project, waitForGone } from './realNova.js';
+
+/**
+ * Causes of quota drift a target can make by hand (FakeNova: `nova.causes`; the real Nova: the
+ * harness's databases). Each resolves a function that removes the server for good (waits for its 404).
+ */
+export interface TargetCauses {
+  /** The server's instance mapping loses its cell. */
+  breakMapping(serverId: string): Promise<() => Promise<void>>;
+  /** The server's delete never finishes: DELETED, never destroyed, an hour old. */
+  stickDeleting(serverId: string): Promise<() => Promise<void>>;
+}
 
 /** A Nova to run the fidelity scenarios against. */
 export interface Target {
@@ -16,6 +28,8 @@ export interface Target {
   memberToken: string;
   imageId: string;
   flavors: { vcpus1: string; vcpus2: string };
+  /** Causes it can make by hand; absent when it cannot (a real Nova without the harness's database). */
+  causes?: TargetCauses | undefined;
   /** Delete what the scenarios left, restore the quota, stop what was started. */
   close(): Promise<void>;
 }
@@ -34,6 +48,16 @@ export async function fakeTarget(): Promise<Target> {
     memberToken: `ci-bot:${fake.projectId}`,
     imageId: '155d900f-4e14-4e4c-a73d-069cbf4541e6',
     flavors: { vcpus1: '1', vcpus2: '2' },
+    causes: {
+      breakMapping: (id) => {
+        fake.causes.breakMapping(id);
+        return Promise.resolve(() => Promise.resolve(fake.destroyServer(id)));
+      },
+      stickDeleting: (id) => {
+        fake.causes.stickDeleting(id);
+        return Promise.resolve(() => Promise.resolve(fake.destroyServer(id)));
+      },
+    },
     close: () => fake.close(),
   };
 }
@@ -42,6 +66,18 @@ export async function fakeTarget(): Promise<Target> {
 export async function realTarget(): Promise<Target> {
   const p = project('fidelity');
   await p.cleanup();
+  // Undo the edit, then delete the server as admin and wait for its 404.
+  const thenDelete = (id: string, undo: () => Promise<void>) => async (): Promise<void> => {
+    await undo();
+    await p.admin.requestDelete(id);
+    await waitForGone(p.admin, id);
+  };
+  const causes: TargetCauses | undefined = HARNESS_DB
+    ? {
+        breakMapping: async (id) => thenDelete(id, await breakMapping(id)),
+        stickDeleting: async (id) => thenDelete(id, await stickDeleting(id)),
+      }
+    : undefined;
   return {
     name: 'real Nova',
     endpoint: p.nova.endpoint,
@@ -50,6 +86,7 @@ export async function realTarget(): Promise<Target> {
     memberToken: p.nova.memberToken,
     imageId: p.nova.imageId,
     flavors: { vcpus1: p.nova.flavors.vcpus1, vcpus2: p.nova.flavors.vcpus2 },
+    causes,
     close: () => p.cleanup(),
   };
 }
