@@ -139,6 +139,9 @@ describe('auditQuota on a real Nova', () => {
     expect([0, 2]).toContain(audit.resources.cores.reportedBefore);
     expect(audit.suspects.map((s) => [s.id, s.status])).toEqual([[server, 'BUILD']]);
     expect(audit.suspects[0]!.reasons[0]).toBe('status BUILD');
+    // The finding: transient, the server named, what it holds once placed (its flavor, or nothing yet).
+    expect(audit.findings.map((f) => f.kind)).toEqual(['build-in-flight']);
+    expect(audit.findings[0]).toMatchObject({ serverIds: [server], transient: true, projectCan: 'wait; a server in BUILD for long can be deleted' });
     await deleteAll([server]);
   });
 });
