@@ -73,7 +73,9 @@ export function serverCreated(r: ServerRecord, ctx: ViewContext, adminPass: stri
 /** The `GET /servers/{id}` body, per microversion and role; `listed`: as an item of `/servers/detail`. */
 export function serverDetail(r: ServerRecord, ctx: ViewContext, listed = false): Record<string, unknown> {
   const v = ctx.version;
-  const scheduled = r.vmState !== 'building' || r.taskState === 'spawning';
+  // On a host once spawning; never for a server in cell0 (no valid host) or shelved-offloaded (Nova
+  // clears its host, node and availability zone: hostId '', AZ '', as Nova 26.2 shows).
+  const scheduled = (r.vmState !== 'building' || r.taskState === 'spawning') && !r.cell0 && r.vmState !== 'shelved_offloaded';
   const host = scheduled ? FAKE_HOST : null;
   const s: Record<string, unknown> = {
     id: r.id,
