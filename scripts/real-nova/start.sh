@@ -296,7 +296,8 @@ export NOVA_IMAGE_ID=$IMAGE_ID
 export NOVA_FLAVOR_ID=1
 export NOVA_FLAVOR_ID_2VCPU=2
 export NOVA_FLAVOR_ID_4VCPU=3
-export NOVA_FLAVOR_ID_NO_VALID_HOST=no-valid-host"
+export NOVA_FLAVOR_ID_NO_VALID_HOST=no-valid-host
+export PLACEMENT_ENDPOINT=http://127.0.0.1:$PLACEMENT_PORT"
 if [ "$AUTH_MODE" = noauth ]; then
   cat >"$STATE/env" <<EOF
 # real-Nova stack, noauth2: X-Auth-Token is "user:project"; user "admin" is an admin.

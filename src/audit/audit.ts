@@ -47,6 +47,7 @@ import { presenceMicroversion } from '../delete/observe.js';
 import { holdingOf, inferModel, outside, sumHoldings, neverScheduled } from './model.js';
 import { findCauses } from './findings.js';
 import { describePlacement, leakedAllocation, readPlacement } from './placement.js';
+import { fillListedFaults } from './faults.js';
 
 /** Default {@link AuditQuotaOptions.stuckAfterMs}: 10 min. */
 const DEFAULT_STUCK_AFTER_MS = 600_000;
@@ -186,7 +187,6 @@ async function audit(client: NovaClient, options: AuditQuotaOptions, signal: Abo
   const flavors = await resolveFlavorSizes(client, reachable, signal);
   const audited = listing.servers.map((s) => toAudited(s, flavors.sizes.get(s.id), now()));
   const unreachable = audited.filter((a, i) => isUnreachable(listing.servers[i]!));
-  const unscheduled = audited.filter((a, i) => neverScheduled(listing.servers[i]!));
   const uncounted = [...flavors.unknown, ...unreachable.map((a) => ({ serverId: a.id, reason: 'status UNKNOWN: its cell does not answer' }))];
   const partialReasons: string[] = [];
   if (downCellsInvisible) partialReasons.push(`Nova lists below microversion 2.69 only: servers of a cell that does not answer would be missing from the listing`);
@@ -200,7 +200,11 @@ async function audit(client: NovaClient, options: AuditQuotaOptions, signal: Abo
   }
 
   const ghostsChecked = options.checkGhosts ?? true;
-  const ghosts = ghostsChecked ? await findGhosts(client, listing.servers, audited, options.ghostCheckConcurrency ?? 8, notes, signal, isUnreachable) : [];
+  const fetched = ghostsChecked ? new Map<string, Server>() : undefined;
+  const ghosts = fetched ? await findGhosts(client, listing.servers, audited, options.ghostCheckConcurrency ?? 8, notes, signal, isUnreachable, fetched) : [];
+  // A server never scheduled (cell0) is listed without its fault: its own GET has it.
+  await fillListedFaults(client, listing.servers, fetched, options.ghostCheckConcurrency ?? 8, notes, signal);
+  const unscheduled = audited.filter((a, i) => neverScheduled(listing.servers[i]!));
 
   const counted = zeroUsage();
   const inBuild = zeroUsage();
@@ -355,6 +359,7 @@ async function findGhosts(
   notes: string[],
   signal: AbortSignal,
   skip: (s: Server) => boolean,
+  fetched: Map<string, Server>,
 ): Promise<GhostServer[]> {
   const limit = pLimit(concurrency);
   signal.addEventListener('abort', () => limit.clearQueue(), { once: true });
@@ -364,7 +369,7 @@ async function findGhosts(
         // Its GET may answer 500 (a cell that does not answer): never a ghost, never freed.
         if (skip(s)) return undefined;
         try {
-          await client.getServer(s.id, { signal });
+          fetched.set(s.id, await client.getServer(s.id, { signal }));
           return undefined;
         } catch (e) {
           if (isServerNotFound(e, s.id)) return { ...audited[i]!, requestId: (e as NotFoundError).requestId };

@@ -116,13 +116,18 @@ describe('nova-guard server delete', () => {
     await p.admin.request({ method: 'POST', path: `/servers/${locked.id}/action`, body: { unlock: null } });
   });
 
-  it('an id Nova does not know: already gone, exit 0, no polling', async () => {
+  it('an id Nova does not know: "No server" like openstack, exit 1; with --ignore-missing exit 0 and nothing printed', async () => {
     const id = '7b4c6f7e-1111-4222-8333-944455556666';
 
     const r = await cli(['server', 'delete', id, '--wait', '--interval-ms', '50']);
+    const ignored = await cli(['server', 'delete', id, '--wait', '--interval-ms', '50', '--ignore-missing']);
 
-    expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(new RegExp(`^${id}: already-gone \\(0 polls, \\d+ ms\\)\\n$`));
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe(`Failed to delete server with name or ID '${id}': No server with a name or ID of '${id}' exists.\n1 of 1 servers failed to delete.\n`);
+    expect(ignored.code).toBe(0);
+    expect(ignored.stdout).toBe('');
+    expect(ignored.stderr).toBe('');
   });
 });
 

@@ -342,6 +342,90 @@ describe.each([
     expect(fault.message).toMatch(/^Invalid input for field\/attribute server\. .*'networks' is a required property$/);
   });
 
+  // Causes of quota drift made by hand (FakeNova: `nova.causes`; real Nova: the harness's databases).
+  const listed = async (id: string): Promise<string[]> => {
+    const res = await raw(t, 'GET', '/servers/detail');
+    expect(res.status).toBe(200);
+    const mine = (res.json as { servers: Array<Record<string, unknown>> }).servers.filter((s) => s['id'] === id);
+    return mine.map((s) => `${String(s['status'])}/${String(s['OS-EXT-STS:task_state'] ?? null)}/${String(s['OS-EXT-STS:vm_state'])}`);
+  };
+  const usedOf = (a: Absolute): number[] => [a.totalCoresUsed, a.totalInstancesUsed, a.totalRAMUsed];
+
+  it('an orphaned instance mapping: listed and counted; GET and DELETE answer 404 byte for byte', async (ctx) => {
+    if (!t.causes.breakMapping) return ctx.skip();
+    const before = await limits();
+    const id = await createActive(t.flavors.vcpus2);
+    const removeForGood = await t.causes.breakMapping(id);
+    try {
+      expect(await look(id)).toEqual({ http: 404 });
+      const del = await raw(t, 'DELETE', `/servers/${id}`);
+      expect(del.status).toBe(404);
+      expect(del.text).toBe(notFoundBody(id));
+      expect(await listed(id)).toEqual(['ACTIVE/null/active']);
+      expect(usedOf(await limits())).toEqual([before.totalCoresUsed + 2, before.totalInstancesUsed + 1, before.totalRAMUsed + 2048]);
+    } finally {
+      await removeForGood();
+    }
+    expect(usedOf(await limits())).toEqual(usedOf(before));
+  });
+
+  it('a delete never finished: listed and shown as DELETED/null/deleted, still counted', async (ctx) => {
+    if (!t.causes.stickDeleting) return ctx.skip();
+    const before = await limits();
+    const id = await createActive(t.flavors.vcpus2);
+    const removeForGood = await t.causes.stickDeleting(id);
+    try {
+      expect(label(await look(id))).toBe('DELETED/null/deleted');
+      expect(await listed(id)).toEqual(['DELETED/null/deleted']);
+      expect(usedOf(await limits())).toEqual([before.totalCoresUsed + 2, before.totalInstancesUsed + 1, before.totalRAMUsed + 2048]);
+    } finally {
+      await removeForGood();
+    }
+    expect(usedOf(await limits())).toEqual(usedOf(before));
+  });
+
+  /** The fields of a listed (or shown) server that say where it lives. */
+  const placeOf = (s: Record<string, unknown>): unknown[] => [
+    s['status'],
+    s['OS-EXT-STS:task_state'],
+    s['OS-EXT-STS:vm_state'],
+    s['OS-EXT-STS:power_state'],
+    s['hostId'],
+    s['OS-EXT-AZ:availability_zone'],
+  ];
+  const listedServer = async (id: string): Promise<Record<string, unknown> | undefined> => {
+    const res = await raw(t, 'GET', '/servers/detail');
+    return (res.json as { servers: Array<Record<string, unknown>> }).servers.find((s) => s['id'] === id);
+  };
+  const shown = async (id: string): Promise<Record<string, unknown>> => ((await raw(t, 'GET', `/servers/${id}`)).json as { server: Record<string, unknown> }).server;
+
+  it('a server never scheduled (cell0): ERROR on no host, listed without its fault, counted with its flavor', async () => {
+    const before = await limits();
+    const id = await t.causes.neverScheduled();
+    const item = await listedServer(id);
+    expect(placeOf(item!)).toEqual(['ERROR', null, 'error', 0, '', '']);
+    expect(item).not.toHaveProperty('fault');
+    expect(item!['OS-SRV-USG:launched_at']).toBeNull();
+    const own = await shown(id);
+    expect(placeOf(own)).toEqual(['ERROR', null, 'error', 0, '', '']);
+    expect((own['fault'] as { code: number; message: string }).code).toBe(500);
+    expect((own['fault'] as { message: string }).message).toMatch(/^No valid host was found\. /);
+    expect(usedOf(await limits())).toEqual([before.totalCoresUsed + 1, before.totalInstancesUsed + 1, before.totalRAMUsed + 512]);
+    await deleteAndWait(id);
+    expect(usedOf(await limits())).toEqual(usedOf(before));
+  });
+
+  it('a shelved-offloaded server: no host, no zone, still counted with its flavor (legacy counting)', async () => {
+    const before = await limits();
+    const id = await createActive(t.flavors.vcpus2);
+    await t.causes.shelveOffload(id);
+    expect(placeOf((await listedServer(id))!)).toEqual(['SHELVED_OFFLOADED', null, 'shelved_offloaded', 4, '', '']);
+    expect(placeOf(await shown(id))).toEqual(['SHELVED_OFFLOADED', null, 'shelved_offloaded', 4, '', '']);
+    expect(usedOf(await limits())).toEqual([before.totalCoresUsed + 2, before.totalInstancesUsed + 1, before.totalRAMUsed + 2048]);
+    await deleteAndWait(id);
+    expect(usedOf(await limits())).toEqual(usedOf(before));
+  });
+
   it('a microversion above 2.93: 406 byte for byte', async () => {
     const res = await raw(t, 'GET', '/limits', { microversion: '2.94' });
     expect(res.status).toBe(406);

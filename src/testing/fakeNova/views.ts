@@ -70,10 +70,12 @@ export function serverCreated(r: ServerRecord, ctx: ViewContext, adminPass: stri
   };
 }
 
-/** The `GET /servers/{id}` (and `/servers/detail` item) body, per microversion and role. */
-export function serverDetail(r: ServerRecord, ctx: ViewContext): Record<string, unknown> {
+/** The `GET /servers/{id}` body, per microversion and role; `listed`: as an item of `/servers/detail`. */
+export function serverDetail(r: ServerRecord, ctx: ViewContext, listed = false): Record<string, unknown> {
   const v = ctx.version;
-  const scheduled = r.vmState !== 'building' || r.taskState === 'spawning';
+  // On a host once spawning; never for a server in cell0 (no valid host) or shelved-offloaded (Nova
+  // clears its host, node and availability zone: hostId '', AZ '', as Nova 26.2 shows).
+  const scheduled = (r.vmState !== 'building' || r.taskState === 'spawning') && !r.cell0 && r.vmState !== 'shelved_offloaded';
   const host = scheduled ? FAKE_HOST : null;
   const s: Record<string, unknown> = {
     id: r.id,
@@ -136,7 +138,9 @@ export function serverDetail(r: ServerRecord, ctx: ViewContext): Record<string, 
   if (atLeast(v, 26)) s.tags = [];
   if (atLeast(v, 63)) s.trusted_image_certificates = null;
   if (atLeast(v, 71)) s.server_groups = [];
-  if (r.fault && (r.status === 'ERROR' || r.status === 'DELETED')) {
+  // A detail listing reads faults from the API's own database (Nova's `InstanceList.fill_faults`, not
+  // targeted at a cell): a server in cell0 is listed without its fault, which its own GET shows.
+  if (r.fault && (r.status === 'ERROR' || r.status === 'DELETED') && !(listed && r.cell0)) {
     s.fault = { code: r.fault.code, created: isoZ(r.fault.createdMs), message: r.fault.message };
   }
   return s;

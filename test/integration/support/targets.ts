@@ -3,7 +3,23 @@
  * helper that keeps the exact bytes of each answer (the library's client parses them away).
  */
 import { FakeNova } from '../../../src/testing/index.js';
-import { project } from './realNova.js';
+import { breakMapping, HARNESS_DB, stickDeleting } from './harnessDb.js';
+import { createServer, project, waitForGone, waitForServer } from './realNova.js';
+
+/**
+ * Causes of quota drift a target can make by hand (FakeNova: `nova.causes`; the real Nova: the
+ * harness's databases). Each resolves a function that removes the server for good (waits for its 404).
+ */
+export interface TargetCauses {
+  /** The server's instance mapping loses its cell (absent without the harness's database). */
+  breakMapping?: ((serverId: string) => Promise<() => Promise<void>>) | undefined;
+  /** The server's delete never finishes: DELETED, never destroyed, an hour old (absent without the harness's database). */
+  stickDeleting?: ((serverId: string) => Promise<() => Promise<void>>) | undefined;
+  /** A server of the project the scheduler found no host for (ERROR, in cell0); resolves its id. */
+  neverScheduled(): Promise<string>;
+  /** The server is shelved and offloaded (SHELVED_OFFLOADED, no task left). */
+  shelveOffload(serverId: string): Promise<void>;
+}
 
 /** A Nova to run the fidelity scenarios against. */
 export interface Target {
@@ -16,6 +32,8 @@ export interface Target {
   memberToken: string;
   imageId: string;
   flavors: { vcpus1: string; vcpus2: string };
+  /** Causes of quota drift it can make by hand. */
+  causes: TargetCauses;
   /** Delete what the scenarios left, restore the quota, stop what was started. */
   close(): Promise<void>;
 }
@@ -34,6 +52,18 @@ export async function fakeTarget(): Promise<Target> {
     memberToken: `ci-bot:${fake.projectId}`,
     imageId: '155d900f-4e14-4e4c-a73d-069cbf4541e6',
     flavors: { vcpus1: '1', vcpus2: '2' },
+    causes: {
+      neverScheduled: () => Promise.resolve(fake.causes.addNeverScheduled({ flavorId: '1' })),
+      shelveOffload: (id) => Promise.resolve(fake.causes.shelveOffload(id)),
+      breakMapping: (id) => {
+        fake.causes.breakMapping(id);
+        return Promise.resolve(() => Promise.resolve(fake.destroyServer(id)));
+      },
+      stickDeleting: (id) => {
+        fake.causes.stickDeleting(id);
+        return Promise.resolve(() => Promise.resolve(fake.destroyServer(id)));
+      },
+    },
     close: () => fake.close(),
   };
 }
@@ -42,6 +72,29 @@ export async function fakeTarget(): Promise<Target> {
 export async function realTarget(): Promise<Target> {
   const p = project('fidelity');
   await p.cleanup();
+  // Undo the edit, then delete the server as admin and wait for its 404.
+  const thenDelete = (id: string, undo: () => Promise<void>) => async (): Promise<void> => {
+    await undo();
+    await p.admin.requestDelete(id);
+    await waitForGone(p.admin, id);
+  };
+  const causes: TargetCauses = {
+    neverScheduled: async () => {
+      const id = (await createServer(p, 'fidelity-nvh', p.nova.flavors.noValidHost)).id;
+      await waitForServer(p.member, id, (s) => s.status !== 'BUILD');
+      return id;
+    },
+    shelveOffload: async (id) => {
+      await p.member.request({ method: 'POST', path: `/servers/${id}/action`, body: { shelve: null } });
+      await waitForServer(p.member, id, (s) => s.status === 'SHELVED_OFFLOADED' && !s['OS-EXT-STS:task_state'], { intervalMs: 100, timeoutMs: 120_000 });
+    },
+    ...(HARNESS_DB
+      ? {
+          breakMapping: async (id: string) => thenDelete(id, await breakMapping(id)),
+          stickDeleting: async (id: string) => thenDelete(id, await stickDeleting(id)),
+        }
+      : {}),
+  };
   return {
     name: 'real Nova',
     endpoint: p.nova.endpoint,
@@ -50,6 +103,7 @@ export async function realTarget(): Promise<Target> {
     memberToken: p.nova.memberToken,
     imageId: p.nova.imageId,
     flavors: { vcpus1: p.nova.flavors.vcpus1, vcpus2: p.nova.flavors.vcpus2 },
+    causes,
     close: () => p.cleanup(),
   };
 }

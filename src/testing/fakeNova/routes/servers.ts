@@ -123,7 +123,7 @@ export function listServers(e: Engine, ctx: Ctx, detail: boolean): Reply {
   }
   const page = limit === 0 ? [] : picked.slice(start, start + limit);
   const body: Record<string, unknown> = {
-    servers: page.map((r) => (r.downCell ? downCellStub(r, e, ctx, detail) : detail ? serverDetail(r, ctx.view) : serverBrief(r, ctx.view))),
+    servers: page.map((r) => (r.downCell ? downCellStub(r, e, ctx, detail) : detail ? serverDetail(r, ctx.view, true) : serverBrief(r, ctx.view))),
   };
   if (limit > 0 && page.length === limit) {
     const params = new URLSearchParams(ctx.search);
