@@ -25,6 +25,7 @@ import { currentOperation } from '../core/telemetry.js';
 import { jitteredMs, type Clock, type TimerHandle } from '../core/index.js';
 import { MAX_TIMER_MS } from '../core/validate.js';
 import { AbortError, OrphanedServerError } from '../errors/index.js';
+import { AbortGroups } from './abortGroups.js';
 import { DeleteLedger } from './ledger.js';
 import { runTick, type TickEntry } from './tick.js';
 import { RateTurns } from './turns.js';
@@ -44,7 +45,6 @@ interface Watch extends WatchSpec {
   end: WatchEnd;
   resolve: (end: WatchEnd) => void;
   reject: (error: unknown) => void;
-  onAbort: (() => void) | undefined;
 }
 
 interface Entry extends TickEntry {
@@ -60,6 +60,9 @@ const STATUS_REFRESH_INTERVALS = 3;
 /** Shortest time limit of a shared listing, in ms. */
 const MIN_LISTING_TIMEOUT_MS = 1000;
 
+/** The error of a wait its signal ended. */
+const watchAborted = (serverId: string, reason: unknown): AbortError => new AbortError(`Waiting for the deletion of server ${serverId} was aborted`, { cause: reason, serverId });
+
 /** The delete engine of one client. */
 export class DeleteEngine {
   /** Unconfirmed deletions and the "deletion confirmed" event. */
@@ -74,6 +77,8 @@ export class DeleteEngine {
   readonly #watchIntervalMs: number | undefined;
   readonly #turns: RateTurns;
   readonly #entries = new Map<string, Entry>();
+  /** One abort listener per signal shared by waits (a batch's). */
+  readonly #abortGroups = new AbortGroups<Watch>((w, signal) => this.#settle(w, watchAborted(w.entry.serverId, signal.reason)));
   /** What is remembered of servers between waits: the Date of their accepted DELETE, their faults. */
   readonly #memory = new ServerMemory();
   #offsetMs: number | undefined;
@@ -151,8 +156,7 @@ export class DeleteEngine {
    * looks in a row were exceeded, or a failure no later look can mend (401, 403).
    */
   watch(serverId: string, spec: WatchSpec): Promise<WatchEnd> {
-    const aborted = (reason: unknown): AbortError => new AbortError(`Waiting for the deletion of server ${serverId} was aborted`, { cause: reason, serverId });
-    if (spec.signal?.aborted) return Promise.reject(aborted(spec.signal.reason));
+    if (spec.signal?.aborted) return Promise.reject(watchAborted(serverId, spec.signal.reason));
     return new Promise<WatchEnd>((resolve, reject) => {
       let entry = this.#entries.get(serverId);
       if (!entry) {
@@ -181,13 +185,8 @@ export class DeleteEngine {
         end: { outcome: 'timeout', polls: 0, server: undefined, lastStatus: undefined, lastTaskState: undefined },
         resolve,
         reject,
-        onAbort: undefined,
       };
-      if (spec.signal) {
-        const signal = spec.signal;
-        w.onAbort = () => this.#settle(w, aborted(signal.reason));
-        signal.addEventListener('abort', w.onAbort, { once: true });
-      }
+      if (spec.signal) this.#abortGroups.add(spec.signal, w);
       entry.watches.push(w);
       this.#waits++;
       const fleet = this.#coalesce && this.#entries.size >= 2;
@@ -203,7 +202,7 @@ export class DeleteEngine {
     if (i < 0) return;
     entry.watches.splice(i, 1);
     this.#waits--;
-    if (w.onAbort) w.signal?.removeEventListener('abort', w.onAbort);
+    if (w.signal) this.#abortGroups.remove(w.signal, w);
     if (entry.watches.length === 0 && this.#entries.get(entry.serverId) === entry) {
       this.#entries.delete(entry.serverId);
       entry.controller.abort(new Error('no wait left for this server'));

@@ -1,0 +1,45 @@
+/**
+ * One signal for a whole batch: `deleteServers(ids, { signal })` gives every server's wait the same
+ * signal. The engine listens to it once (a listener per wait passed Node's limit of 10 and printed a
+ * MaxListenersExceededWarning for 11 servers or more), an abort still ends every wait with an
+ * `AbortError` naming its server, and no listener is left once the batch has settled.
+ */
+import { getEventListeners } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { AbortError } from '../../src/index.js';
+import { clientFor, settle, startNova, useFakeClock } from '../helpers.js';
+
+useFakeClock();
+
+describe('a batch sharing one signal', () => {
+  it('40 waits on one signal: one abort listener while they wait, none after; abort ends each with its server id', async () => {
+    const nova = await startNova();
+    nova.setDefaultDeleteBehavior('never');
+    const client = clientFor(nova);
+    const ids = Array.from({ length: 40 }, () => nova.addServer({ status: 'ACTIVE' }).id);
+    const controller = new AbortController();
+    const batch = client.deleteServers(ids, { wait: true, intervalMs: 1000, timeoutMs: 60_000, signal: controller.signal });
+    // Let every DELETE go out and every wait start.
+    for (let i = 0; i < 20 && client.deleteEngine.pendingWaits < 40; i++) await settle(Promise.resolve());
+    expect(client.deleteEngine.pendingWaits).toBe(40);
+    expect(getEventListeners(controller.signal, 'abort').length).toBeLessThanOrEqual(2);
+    controller.abort(new Error('stop'));
+    const r = await settle(batch);
+    expect(r.failed).toHaveLength(40);
+    for (const f of r.failed) {
+      expect(f.error).toBeInstanceOf(AbortError);
+      expect((f.error as AbortError).serverId).toBe(f.serverId);
+    }
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+  });
+
+  it('waits that end on their own leave no listener on the shared signal', async () => {
+    const nova = await startNova({ deleteDelayMs: 100 });
+    const client = clientFor(nova);
+    const ids = Array.from({ length: 12 }, () => nova.addServer({ status: 'ACTIVE' }).id);
+    const controller = new AbortController();
+    const r = await settle(client.deleteServers(ids, { wait: true, intervalMs: 200, timeoutMs: 60_000, signal: controller.signal }));
+    expect(r.succeeded).toHaveLength(12);
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+  });
+});
