@@ -25,7 +25,7 @@ export type { ResolvedOptions as ResolvedQuotaGuardOptions } from './options.js'
 export { backoffDelayMs } from './backoff.js';
 export type { ShortfallCause, ShortfallExplanation } from './explain.js';
 export type { BackoffPolicy } from './backoff.js';
-export { waitForActive } from './waitForActive.js';
+export { waitForActive, isPastScheduling } from './waitForActive.js';
 export type { WaitForActiveOptions, WaitForActiveResult, ActiveOutcome } from './waitForActive.js';
 export type { QuotaLedger, LimitsReading, LedgerPlace, LedgerClaim, LedgerLimits, RawHeadroom, AdmitRequest, Admission, ClaimEnd } from './ledger.js';
 export { InProcessQuotaLedger } from './inProcessLedger.js';
