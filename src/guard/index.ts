@@ -5,6 +5,7 @@
  * @module
  */
 export { QuotaGuard, quotaGuard, QUOTA_GUARD_DEFAULTS, QUOTA_LEDGER_DEFAULTS } from './quotaGuard.js';
+export { EXPLAIN_EVERY_WAITS } from './options.js';
 export type {
   QuotaGuardOptions,
   QuotaGuardStats,
