@@ -52,7 +52,7 @@
  *
  * @module
  */
-import { traceGuardedCreate } from '../core/telemetry.js';
+import { traceGuardedCreate, withOperation } from '../core/telemetry.js';
 import pRetry, { type RetryContext } from 'p-retry';
 import type { NovaClient } from '../nova/client.js';
 import { AbortError, NovaApiError, QuotaExceededError, ValidationError, throwIfAborted } from '../errors/index.js';
@@ -200,15 +200,18 @@ export class QuotaGuard {
     if (options.needs !== undefined) validateNeeds(options.needs, 'needs');
     throwIfAborted(options.signal);
     const given = options.needs;
-    let needs: QuotaNeeds;
-    if (isFullNeeds(given)) {
-      needs = { ...given };
-    } else {
-      const flavorId = flavorIdOf(body.flavorRef);
-      const flavor = await this.client.getFlavor(flavorId, { signal: options.signal });
-      needs = needsFromFlavor(this.#state, flavorId, flavor, 1, given);
-    }
-    return this.#guarded(needs, (claim, signal, call) => createAttempt(this.#state, call, body, claim, signal), options.signal);
+    // One operation (one X-OpenStack-Request-ID) from the flavor read to the last request of the create.
+    return withOperation(async () => {
+      let needs: QuotaNeeds;
+      if (isFullNeeds(given)) {
+        needs = { ...given };
+      } else {
+        const flavorId = flavorIdOf(body.flavorRef);
+        const flavor = await this.client.getFlavor(flavorId, { signal: options.signal });
+        needs = needsFromFlavor(this.#state, flavorId, flavor, 1, given);
+      }
+      return this.#guarded(needs, (claim, signal, call) => createAttempt(this.#state, call, body, claim, signal), options.signal);
+    });
   }
 
   /**
@@ -224,7 +227,11 @@ export class QuotaGuard {
    *   to your create's metadata so the audit and the reaper know the server).
    * @throws as {@link createServer} for waits and quota; whatever `fn` throws otherwise.
    */
-  async withQuotaGuard<T>(needs: QuotaNeedsSpec, fn: (signal: AbortSignal, claim: GuardClaimInfo) => Promise<T>, options: GuardedCallOptions = {}): Promise<T> {
+  withQuotaGuard<T>(needs: QuotaNeedsSpec, fn: (signal: AbortSignal, claim: GuardClaimInfo) => Promise<T>, options: GuardedCallOptions = {}): Promise<T> {
+    return withOperation(() => this.#withQuotaGuard(needs, fn, options)); // one request id, flavor read included
+  }
+
+  async #withQuotaGuard<T>(needs: QuotaNeedsSpec, fn: (signal: AbortSignal, claim: GuardClaimInfo) => Promise<T>, options: GuardedCallOptions): Promise<T> {
     if (typeof fn !== 'function') throw new ValidationError('withQuotaGuard needs a function');
     if (!needs || typeof needs !== 'object') throw new ValidationError('withQuotaGuard needs QuotaNeeds or { flavorRef, count }');
     checkKnownOptions('withQuotaGuard needs', needs, ['flavorRef', 'count', 'cores', 'ramMiB', 'instances']);
