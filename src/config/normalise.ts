@@ -15,6 +15,7 @@
  *
  * @module
  */
+import { MAX_TIMER_MS } from '../core/validate.js';
 import { homedir } from 'node:os';
 import { inspect } from 'node:util';
 import { ConfigError } from '../errors/index.js';
@@ -251,9 +252,13 @@ function mergeAuthAware(base: Record<string, unknown>, over: Record<string, unkn
 /** `api_timeout` (seconds, a number or numeric string) in ms; undefined when unset. */
 function apiTimeout(where: Where, v: unknown): number | undefined {
   if (v === undefined || v === null || v === '') return undefined;
-  const seconds = typeof v === 'number' ? v : typeof v === 'string' ? Number(v) : Number.NaN;
+  // Decimal seconds only (`Number('0x10')` would be 16): as openstacksdk's float().
+  const seconds = typeof v === 'number' ? v : typeof v === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(v) ? Number(v) : Number.NaN;
   if (!Number.isFinite(seconds) || seconds <= 0) throw where.error('api_timeout', 'must be a positive number of seconds');
-  return Math.round(seconds * 1000);
+  const ms = Math.round(seconds * 1000);
+  // A request time limit is a timer: at least 1 ms, at most about 24.8 days (2^31 - 1 ms).
+  if (ms < 1 || ms > MAX_TIMER_MS) throw where.error('api_timeout', `must be between 0.001 and ${Math.floor(MAX_TIMER_MS / 1000)} seconds`);
+  return ms;
 }
 
 /** Top-level keys nova-guard reads (after dashes become underscores); auth options given here are read too. */

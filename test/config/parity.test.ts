@@ -44,6 +44,12 @@ describe('clouds.yaml parity with openstacksdk', () => {
     const options = clientOptionsFromCloud(inline);
     expect([options.requestTimeoutMs, String(options.clientCert), String(options.clientKey)]).toEqual([7000, inline.cert, inline.cert]);
     expect(() => load({ OS_AUTH_URL: 'http://k', OS_TOKEN: 't', OS_API_TIMEOUT: 'soon' })).toThrow('environment cloud "envvars": api_timeout must be a positive number of seconds (set OS_API_TIMEOUT)');
+    // Out of range or not decimal: a ConfigError naming the key, never a later ValidationError of requestTimeoutMs.
+    for (const bad of ['0x10', '0.0004', '10000000', '1e3']) {
+      expect(() => load({ OS_AUTH_URL: 'http://k', OS_TOKEN: 't', OS_API_TIMEOUT: bad }), bad).toThrow(ConfigError);
+      expect(() => load({ OS_AUTH_URL: 'http://k', OS_TOKEN: 't', OS_API_TIMEOUT: bad }), bad).toThrow(/api_timeout must be/);
+    }
+    expect(load({ OS_AUTH_URL: 'http://k', OS_TOKEN: 't', OS_API_TIMEOUT: ' 2.5 ' }).config.api_timeout_ms).toBe(2500);
     expect(() => load({ OS_AUTH_URL: 'http://k', OS_TOKEN: 't', OS_KEY: '/k.pem' })).toThrow(ConfigError);
     const missing = load({ OS_AUTH_URL: 'http://k', OS_TOKEN: 't', OS_CERT: join(root, 'nope.pem') }).config;
     expect(() => clientOptionsFromCloud(missing)).toThrow(`cannot read the client certificate file ${join(root, 'nope.pem')} (cert): ENOENT`);
