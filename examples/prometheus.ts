@@ -14,7 +14,8 @@
  * await metrics.shutdown();
  * ```
  *
- * Run on its own (`node build/examples/prometheus.js`), it serves the (empty) metrics until Ctrl-C.
+ * Run on its own (`node build/examples/prometheus.js`; `PROMETHEUS_PORT` sets the port), it serves the
+ * (empty) metrics until Ctrl-C or SIGTERM, then shuts the exporter down.
  * Dependencies of the application (not of nova-guard): `@opentelemetry/sdk-metrics`,
  * `@opentelemetry/exporter-prometheus`.
  */
@@ -56,9 +57,29 @@ export async function startPrometheusMetrics(options: { port?: number } = {}): P
   };
 }
 
+/**
+ * Resolve on the first SIGINT or SIGTERM, keeping the process alive until then. The exporter's HTTP
+ * server is unref()'d by `@opentelemetry/exporter-prometheus` (it never keeps an application
+ * alive by itself; an application has its own work that does), so a process that only serves
+ * metrics holds a ref'd timer of its own while it waits.
+ */
+export function untilSignal(signals: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM']): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const keepAlive = setInterval(() => {}, 2 ** 31 - 1);
+    const on = (signal: NodeJS.Signals): void => {
+      clearInterval(keepAlive);
+      for (const s of signals) process.off(s, on);
+      resolve(signal);
+    };
+    for (const s of signals) process.once(s, on);
+  });
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   const port = Number(process.env['PROMETHEUS_PORT'] ?? 9464);
   const m = await startPrometheusMetrics({ port });
   console.log(`nova-guard metrics on http://localhost:${port}/metrics (Ctrl-C to stop)`);
-  process.once('SIGINT', () => void m.shutdown().then(() => process.exit(0)));
+  const signal = await untilSignal();
+  await m.shutdown();
+  console.log(`${signal}: metrics server stopped`);
 }

@@ -13,6 +13,7 @@ import { ConfigError, NovaApiError, ValidationError } from '../errors/index.js';
 import { loadCaCert, loadPem } from '../transport/tls.js';
 import type { Logger } from '../core/logger.js';
 import { parseDuration } from '../core/duration.js';
+import { redactUrlSecrets } from '../core/redact.js';
 import { withSlowNotice } from './waitNotice.js';
 
 /** Global options every subcommand accepts (like the `openstack` command's `--os-*` options). */
@@ -110,6 +111,25 @@ export function parseOlderThan(value: string): number {
   return parseDurationFlag(value, '--older-than', { allowZero: true });
 }
 
+/** Below this a bare `quota audit --interval` number is refused: `--interval 30` (30 ms) samples Nova 30 ms apart. */
+export const INTERVAL_BARE_MIN_MS = 1000;
+
+/**
+ * `quota audit --watch --interval`: a duration as {@link parseDurationFlag} reads it (0 allowed, e.g.
+ * `0s`), with the safety rule of {@link parseOlderThan}: a bare number below 1000 (`--interval 30`,
+ * which would mean 30 ms between samples, not 30 s) is refused with a message suggesting a unit.
+ * `--interval 30s`, `--interval 0s` and `--interval 30000` are accepted.
+ * @throws {@link ValidationError}.
+ */
+export function parseInterval(value: string): number {
+  if (/^\d+$/.test(value) && Number(value) < INTERVAL_BARE_MIN_MS) {
+    throw new ValidationError(
+      `--interval ${value} would mean ${Number(value)} ms between samples (a bare number is milliseconds): give a unit, e.g. --interval ${Number(value)}s or ${Number(value)}m (or ${Number(value)}ms if you mean it)`,
+    );
+  }
+  return parseDurationFlag(value, '--interval', { allowZero: true });
+}
+
 /**
  * Parse a whole number of at least `min` from a CLI flag, written in decimal digits only (a leading
  * `-` when `min` is negative): `0x10`, `1e3`, `1.0` and `Infinity` are refused.
@@ -187,6 +207,17 @@ export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.Process
   const direct = endpoint && token ? { endpoint, token } : !envAuthUrl && envToken && (endpoint ?? envEndpoint) ? { endpoint: (endpoint ?? envEndpoint)!, token: envToken } : undefined;
   if (direct && !opts.osCloud && !opts.osAuthUrl) {
     return new NovaClient({ ...common, ...direct });
+  }
+  // Half of the token pair and no Keystone or cloud to complete it: say which half is missing (not
+  // the "envvars" cloud's missing auth_url, which OS_ENDPOINT alone would otherwise lead to).
+  const anyEndpoint = endpoint ?? envEndpoint;
+  const anyToken = token ?? envToken;
+  if (!envAuthUrl && !opts.osCloud && !env['OS_CLOUD'] && Boolean(anyEndpoint) !== Boolean(anyToken)) {
+    throw new ConfigError(
+      anyEndpoint
+        ? `the compute endpoint is set (${redactUrlSecrets(anyEndpoint)}) but no token: pass --os-token (or OS_TOKEN) with it, or use --os-cloud / OS_CLOUD`
+        : 'a token is set but no endpoint: pass --os-endpoint (or OS_ENDPOINT), e.g. http://127.0.0.1:8774/v2.1, or use --os-auth-url / OS_AUTH_URL for Keystone',
+    );
   }
   const overrides: Partial<NovaClientOptions> = { ...common, ...(endpoint ? { endpoint } : {}) };
   // The --os-* flags are the OS_* variables (python-openstackclient's argparse defaults read them).

@@ -1,11 +1,14 @@
 /**
  * `nova-guard fake-nova [--port 8774] [--cores 20] ...`: run the fake Nova standalone, for trying the
- * CLI and for testing workers written in other languages. Runs until SIGINT or SIGTERM.
+ * CLI and for testing workers written in other languages. Runs until SIGINT or SIGTERM. Prints the
+ * `export OS_ENDPOINT=... OS_TOKEN=...` line to paste into another shell; a taken port is a
+ * {@link ConfigError} (exit 1) suggesting `--port 0` (a free port).
  *
  * @module
  */
 import type { Command } from 'commander';
 import { FakeNova, type FakeNovaOptions } from '../testing/index.js';
+import { ConfigError } from '../errors/index.js';
 import { parseIntFlag } from './common.js';
 
 function int(value: string | undefined, flag: string, min: number): number | undefined {
@@ -35,10 +38,18 @@ export function registerFakeNovaCommand(program: Command): void {
         deleteDelayMs: int(flags['deleteDelayMs'] as string, '--delete-delay-ms', 0)!,
         softDelete: Boolean(flags['softDelete']),
       };
-      const nova = await FakeNova.start(options);
+      let nova: FakeNova;
+      try {
+        nova = await FakeNova.start(options);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+          throw new ConfigError(`port ${options.port} on 127.0.0.1 is taken (EADDRINUSE): pass --port 0 for a free port, or another --port`, { cause: e });
+        }
+        throw e;
+      }
       console.log(`fake Nova listening on ${nova.endpoint} (project ${nova.projectId})`);
       console.log('In another shell:');
-      console.log(`  export NOVA_ENDPOINT=${nova.endpoint} NOVA_TOKEN=fake:${nova.projectId}`);
+      console.log(`  export OS_ENDPOINT=${nova.endpoint} OS_TOKEN=fake:${nova.projectId}`);
       console.log('  nova-guard limits            # or: node dist/cli/main.js limits, in a clone of nova-guard');
       console.log(`  curl -s -X POST -H 'X-Auth-Token: fake:${nova.projectId}' -H 'Content-Type: application/json' \\`);
       console.log(`    -d '{"server":{"name":"try","flavorRef":"1","imageRef":"img"}}' ${nova.endpoint}/servers`);

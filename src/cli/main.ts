@@ -11,7 +11,8 @@
  * `server reap` and `quota audit` `-f table` is their report and `-f json` (or `--json`) the whole
  * result, while `-c`, `-f value` and `-f yaml` show their list (one row per server, one per resource).
  * Every duration flag takes bare milliseconds or `500ms`/`30s`/`5m`/`2h` (and `1d`, `1w`); a bare
- * `server reap --older-than` below 1000 is refused (it would reap almost every server): give a unit.
+ * `server reap --older-than` below 1000 is refused (it would reap almost every server), and so is a
+ * bare `quota audit --interval` below 1000 (it would sample milliseconds apart): give a unit.
  * - `fake-nova [--port 8774] [--cores 20]`
  *
  * Connection like the `openstack` command: `--os-cloud`/`OS_CLOUD`, `--os-auth-url` and the other

@@ -6,7 +6,8 @@
  * Output (see `renderAudit`): `-f table` (the default) is the report in words and tables; `-f json`
  * (or `--json`) the whole audit; `-c COLUMN`, `-f value` and `-f yaml` one row per resource (cores,
  * ram in MiB, instances) with the columns of `AUDIT_COLUMNS`. Durations (`--retry-delay`,
- * `--timeout`, `--interval`) are bare ms or `500ms`, `30s`, `5m`, `2h`. `--watch` prints JSON lines
+ * `--timeout`, `--interval`) are bare ms or `500ms`, `30s`, `5m`, `2h`; a bare `--interval` below 1000
+ * is refused (`--interval 30` would sample 30 ms apart): give a unit. `--watch` prints JSON lines
  * whatever the format (only `-f json` may be given with it).
  *
  * Exit codes (for cron alerts): 0 consistent, 3 drift found (over- or under-reported), 4 inconclusive
@@ -27,7 +28,7 @@ import { formatAudit } from '../audit/format.js';
 import { formatDuration } from '../core/duration.js';
 import { jsonReplacer, terminalSafe } from '../core/table.js';
 import { AUDIT_RESOURCES } from '../audit/count.js';
-import { describeFailure, parseDurationFlag, parseIntFlag } from './common.js';
+import { describeFailure, parseDurationFlag, parseIntFlag, parseInterval } from './common.js';
 import { addFormatOptions, checkFormatFlags, formatList, type Cell, type FormatFlags } from './format.js';
 
 export { formatAudit } from '../audit/format.js';
@@ -101,7 +102,7 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
       .option('--timeout <duration>', 'time box of each attempt (with --watch: of each sample): ms, or 30s, 5m (default 5m)')
       .option('--model <model>', 'how the cloud counts usage: legacy, placement or unified-limits (default: inferred)')
       .option('--watch', 'sample the audit over time; one JSON line per sample, then a summary line (exit 3 when drift persists)')
-      .option('--interval <duration>', 'with --watch: pause between samples: ms, or 500ms, 30s, 5m (default 30s)')
+      .option('--interval <duration>', 'with --watch: pause between samples: 30s, 5m, 500ms, or ms of at least 1000 (default 30s)')
       .option('--samples <n>', 'with --watch: number of samples (default 20)'),
   ).action(async (flags: AuditFlags, cmd: Command) => {
     if (flags.json) flags.format = 'json';
@@ -114,7 +115,7 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
     const timeoutMs = flags.timeout === undefined ? undefined : parseDurationFlag(flags.timeout, '--timeout');
     const concurrency = flags.ghostConcurrency === undefined ? undefined : parseIntFlag(flags.ghostConcurrency, '--ghost-concurrency');
     if (flags.watch) {
-      const intervalMs = flags.interval === undefined ? 30_000 : parseDurationFlag(flags.interval, '--interval', { allowZero: true });
+      const intervalMs = flags.interval === undefined ? 30_000 : parseInterval(flags.interval);
       const samples = flags.samples === undefined ? 20 : parseIntFlag(flags.samples, '--samples');
       const client = await getClient();
       try {

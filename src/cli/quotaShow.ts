@@ -11,7 +11,7 @@
 import type { Command } from 'commander';
 import type { NovaClient } from '../nova/client.js';
 import type { QuotaDetailItem } from '../core/types.js';
-import { ValidationError } from '../errors/index.js';
+import { ConfigError } from '../errors/index.js';
 import { withWaitNotice } from './waitNotice.js';
 import { addFormatOptions, checkFormatFlags, formatList, type FormatFlags, type Cell } from './format.js';
 
@@ -45,7 +45,10 @@ export function registerQuotaShowCommand(quota: Command, getClient: () => Promis
     checkFormatFlags(flags);
     const client = await getClient();
     const projectId = project ?? client.projectId;
-    if (projectId === undefined) throw new ValidationError('no project id: pass it (quota show PROJECT_ID) or use a cloud whose token names its project');
+    // A token that names no project is a configuration problem (exit 1), not bad usage.
+    if (projectId === undefined) {
+      throw new ConfigError('the token names no project, so there is no project to show: pass one (nova-guard quota show PROJECT_ID), or authenticate with a project-scoped cloud (--os-project-name / OS_PROJECT_NAME)');
+    }
     const detail = await withWaitNotice(client, (onAttempt) => client.getQuotaSetDetail(projectId, { onAttempt }));
     const rows = Object.entries(detail)
       .filter((e): e is [string, QuotaDetailItem] => e[0] !== 'id' && typeof e[1] === 'object' && e[1] !== null)

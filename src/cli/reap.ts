@@ -67,7 +67,7 @@ export function reaperOptionsFromFlags(flags: ReapFlags): ReaperOptions & { pass
 }
 
 /** Progress on stderr: a bar on a TTY, a line per step otherwise. */
-function progressReporter(tty: boolean): { onEvent: (e: ReapEvent) => void; stop: () => void } {
+function progressReporter(tty: boolean, dryRun = false): { onEvent: (e: ReapEvent) => void; stop: () => void } {
   let bar: cliProgress.SingleBar | undefined;
   let done = 0;
   const stop = (): void => {
@@ -81,7 +81,8 @@ function progressReporter(tty: boolean): { onEvent: (e: ReapEvent) => void; stop
     switch (e.type) {
       case 'listed':
         stop();
-        console.error(`pass ${e.pass}: ${e.listed} servers listed, ${e.candidates} candidates, ${e.toDelete} to delete`);
+        // A dry run deletes nothing: it says what it would delete, as its result does (would-delete).
+        console.error(`pass ${e.pass}: ${e.listed} servers listed, ${e.candidates} candidates, ${dryRun ? `would delete ${e.wouldDelete} (dry run)` : `${e.toDelete} to delete`}`);
         if (tty && e.toDelete > 0) {
           done = 0;
           bar = new cliProgress.SingleBar(
@@ -135,8 +136,9 @@ export const REAP_COLUMNS = ['ID', 'Name', 'Result', 'Reason', 'Age', 'Detail'] 
  * - `ID`, `Name` (null when Nova gave none);
  * - `Result`: how the deletion ended (`deleted`, `already-gone`, `soft-deleted`, `delete-requested`),
  *   `failed`, `would-delete` (a candidate of a dry run) or `skipped`;
- * - `Reason`: why it was skipped (`too-young`, `first-sighting`, `changed`, ...) or the error class of
- *   a failure (`DeleteTimeoutError`, ...); null for a deletion;
+ * - `Reason`: why it was skipped (`too-young`, `first-sighting`, `changed`, ...; `dry-run` for a
+ *   would-delete, as `-f json` says) or the error class of a failure (`DeleteTimeoutError`, ...);
+ *   null for a deletion;
  * - `Age`: its age as `850ms`, `42s`, `3h`, `2d 4h` (`-` when unknown);
  * - `Detail`: the time the deletion took, the error message, or the reason in words.
  */
@@ -147,7 +149,7 @@ export function reapRows(r: Pick<ReapResult, 'deleted' | 'skipped' | 'failed'>, 
   for (const s of r.skipped) {
     const detail = s.reason === 'too-young' && olderThanMs !== undefined ? `younger than ${formatDuration(olderThanMs)}` : s.detail;
     const dry = s.reason === 'dry-run';
-    rows.push([s.serverId, s.name ?? null, dry ? 'would-delete' : 'skipped', dry ? null : s.reason, formatDuration(s.ageMs), detail]);
+    rows.push([s.serverId, s.name ?? null, dry ? 'would-delete' : 'skipped', s.reason, formatDuration(s.ageMs), detail]);
   }
   return rows;
 }
@@ -201,7 +203,7 @@ export function registerReapCommand(server: Command, getClient: () => Promise<No
     const options = reaperOptionsFromFlags(flags);
     checkFormatFlags(flags);
     const client = await getClient();
-    const progress = progressReporter(Boolean(process.stderr.isTTY) && flags.format === 'table');
+    const progress = progressReporter(Boolean(process.stderr.isTTY) && flags.format === 'table', Boolean(options.dryRun));
     options.onEvent = progress.onEvent;
     let result: Pick<ReapResult, 'dryRun' | 'deleted' | 'skipped' | 'failed' | 'candidates'>;
     try {

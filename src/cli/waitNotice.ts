@@ -24,7 +24,14 @@ export async function withWaitNotice<T>(
   const endpoint = (client.toJSON()['endpoint'] as string | undefined) ?? '(the catalog endpoint)';
   let attempt = 1;
   let timer: TimerHandle | undefined;
-  const say = (): void => console.error(terminalSafe(`waiting for nova at ${endpoint} ... (attempt ${attempt} of ${attempts})`, true));
+  // One line per attempt: the quiet-time timer does not repeat the line an attempt already got
+  // when it was retried (it used to fire again during the backoff before the next attempt).
+  let said = 0;
+  const say = (): void => {
+    if (said === attempt) return;
+    said = attempt;
+    console.error(terminalSafe(`waiting for nova at ${endpoint} ... (attempt ${attempt} of ${attempts})`, true));
+  };
   const arm = (): void => {
     clock.clearTimeout(timer);
     timer = clock.setTimeout(say, afterMs);

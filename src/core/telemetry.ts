@@ -98,6 +98,9 @@ let waitingCreates = 0;
 function instruments(): Instruments {
   const meter = metrics.getMeter(INSTRUMENTATION_SCOPE);
   if (cached?.meter === meter) return cached;
+  // Durations in ms (the project's unit), carried as the instrument's unit, not in its name
+  // (OpenTelemetry naming: `*.duration` with a unit). Prometheus exporters that append units
+  // derive the suffix from it; @opentelemetry/exporter-prometheus writes it as `# UNIT ... ms`.
   const ms = { unit: 'ms' };
   meter
     .createObservableGauge('nova_guard.deletes.pending', { description: 'deleteServer calls between their DELETE and the server confirmed gone' })

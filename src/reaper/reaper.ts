@@ -171,7 +171,8 @@ export class Reaper {
     for (const { server } of plan.toDelete) next.candidates[server.id]!.deleteAttempted = true;
     this.#state = next;
     const unreachable = plan.unreachable.length;
-    this.#emit({ type: 'listed', pass: next.passes, listed: servers.length, candidates: plan.candidates.length, toDelete: plan.toDelete.length, unreachable });
+    const wouldDelete = plan.skipped.filter((s) => s.reason === 'dry-run').length;
+    this.#emit({ type: 'listed', pass: next.passes, listed: servers.length, candidates: plan.candidates.length, toDelete: plan.toDelete.length, wouldDelete, unreachable });
     if (unreachable > 0) this.#log.warn({ unreachable }, 'servers with status UNKNOWN (a cell does not answer): never reaped');
     this.#log.info(
       { pass: next.passes, listed: servers.length, candidates: plan.candidates.length, toDelete: plan.toDelete.length, dryRun: o.dryRun ?? false },

@@ -72,7 +72,17 @@ export interface ReapFailure {
 
 /** A step of a pass, for {@link ReaperOptions.onEvent}. */
 export type ReapEvent =
-  | { type: 'listed'; pass: number; listed: number; candidates: number; toDelete: number; unreachable: number }
+  | {
+      type: 'listed';
+      pass: number;
+      listed: number;
+      candidates: number;
+      /** Servers this pass deletes (0 in a dry run). */
+      toDelete: number;
+      /** In a dry run, the servers this pass would delete (skip reason `dry-run`); 0 otherwise. */
+      wouldDelete: number;
+      unreachable: number;
+    }
   | { type: 'delete-started'; serverId: string; name: string | undefined }
   | { type: 'deleted'; serverId: string; name: string | undefined; outcome: DeleteOutcome; elapsedMs: number }
   | { type: 'delete-failed'; serverId: string; name: string | undefined; error: Error }

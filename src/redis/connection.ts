@@ -10,12 +10,46 @@
  *
  * @module
  */
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis } from 'ioredis';
 import pTimeout from 'p-timeout';
 import type { Clock, Logger } from '../core/index.js';
+import { ConfigError } from '../errors/index.js';
 import { redactSecrets, redactUrlSecrets } from '../core/redact.js';
 import { RedisLedgerError } from './errors.js';
 import * as lua from './scripts.js';
+
+/** The install command named when the optional peer dependency ioredis is missing. */
+export const IOREDIS_INSTALL = 'npm install ioredis@^5';
+
+/**
+ * What a failed load of `ioredis` becomes: when the module itself is not installed
+ * (`MODULE_NOT_FOUND` / `ERR_MODULE_NOT_FOUND` naming `ioredis`), a {@link ConfigError} naming the
+ * optional peer dependency and how to install it; any other error (one of ioredis's own
+ * dependencies missing, a syntax error) is returned as it is.
+ */
+export function ioredisLoadError(error: unknown): unknown {
+  const code = (error as { code?: unknown } | null)?.code;
+  const message = error instanceof Error ? error.message : String(error);
+  if ((code === 'MODULE_NOT_FOUND' || code === 'ERR_MODULE_NOT_FOUND') && /['"]ioredis['"]/.test(message)) {
+    return new ConfigError(`nova-guard/redis needs the optional peer dependency ioredis (5.x), which is not installed: ${IOREDIS_INSTALL}`, { cause: error });
+  }
+  return error;
+}
+
+/**
+ * The ioredis `Redis` class, loaded on first use (so that `nova-guard/redis` can be imported, and a
+ * ledger built on a caller's own client, without a top-level import of the optional peer).
+ * @param load - How to load the module. @default `createRequire(import.meta.url)('ioredis')`
+ * @throws {@link ConfigError} when ioredis is not installed (see {@link ioredisLoadError}).
+ */
+export function loadIoredis(load: () => unknown = () => createRequire(import.meta.url)('ioredis')): typeof Redis {
+  try {
+    return (load() as { Redis: typeof Redis }).Redis;
+  } catch (error) {
+    throw ioredisLoadError(error);
+  }
+}
 
 /** The scripts, by the command name they get on the client, and how many keys each takes. */
 const COMMANDS = {
@@ -67,7 +101,7 @@ export class RedisConnection {
     this.#init = init;
     this.#own = init.redis === undefined;
     const timeouts = { enableOfflineQueue: false, commandTimeout: init.commandTimeoutMs, maxRetriesPerRequest: 0 };
-    this.#client = init.redis ?? new Redis(init.url!, timeouts);
+    this.#client = init.redis ?? new (loadIoredis())(init.url!, timeouts);
     for (const [name, [lua, numberOfKeys]] of Object.entries(COMMANDS)) this.#client.defineCommand(name, { lua, numberOfKeys });
     // The subscriber queues its SUBSCRIBE until connected and subscribes again after a reconnect.
     this.#sub = this.#client.duplicate({ enableOfflineQueue: true, autoResubscribe: true, commandTimeout: undefined, maxRetriesPerRequest: null });

@@ -71,6 +71,8 @@ export class RedisQuotaLedger implements QuotaLedger {
 
   /**
    * @throws `ValidationError` for bad options (see {@link RedisQuotaLedgerOptions}).
+   * @throws `ConfigError` when `url` is given and the optional peer dependency ioredis is not
+   * installed (`npm install ioredis@^5`).
    */
   constructor(options: RedisQuotaLedgerOptions) {
     this.#opts = resolveOptions(options);

@@ -101,7 +101,8 @@ export function urlPassword(url: string | undefined): string | undefined {
 }
 
 /**
- * @throws `ValidationError` for an unknown option, neither or both of `url` and `redis`, a
+ * @throws `ValidationError` for an unknown option, neither or both of `url` and `redis` (naming a
+ * key given as undefined, e.g. `url: process.env.REDIS_URL` with the variable unset), a
  * URL that is not `redis:`/`rediss:`, an empty endpoint or project id, a holder with a comma, or a
  * duration that is not a positive number of ms.
  */
@@ -109,7 +110,16 @@ export function resolveOptions(options: RedisQuotaLedgerOptions): ResolvedOption
   checkKnownOptions('RedisQuotaLedger options', options, KNOWN_OPTIONS);
   if (options === undefined) throw new ValidationError('RedisQuotaLedger needs options { url | redis, endpoint, projectId }');
   const { url, redis } = options;
-  if ((url === undefined) === (redis === undefined)) throw new ValidationError('RedisQuotaLedger needs exactly one of url and redis');
+  if (url === undefined && redis === undefined) {
+    // A key given as undefined (e.g. `url: process.env.REDIS_URL` with the variable unset) is named.
+    const given = (['url', 'redis'] as const).filter((k) => Object.hasOwn(options, k));
+    throw new ValidationError(
+      given.length > 0
+        ? `RedisQuotaLedger: ${given.join(' and ')} ${given.length > 1 ? 'are' : 'is'} undefined: give url (a redis:// URL) or redis (an ioredis client)`
+        : 'RedisQuotaLedger needs exactly one of url and redis',
+    );
+  }
+  if (url !== undefined && redis !== undefined) throw new ValidationError('RedisQuotaLedger needs exactly one of url and redis');
   if (url !== undefined) {
     let scheme: string;
     try {

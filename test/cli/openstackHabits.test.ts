@@ -131,6 +131,29 @@ describe('--os-* options and exit codes', () => {
     expect(bad.code).toBe(2);
   });
 
+  it('an endpoint without a token, or a token without an endpoint, says which half is missing (exit 1)', async () => {
+    const noToken = await runPiped(['limits'], { OS_ENDPOINT: 'http://127.0.0.1:44353/v2.1' });
+    expect(noToken.code).toBe(1);
+    expect(noToken.stderr).toBe(
+      'nova-guard: the compute endpoint is set (http://127.0.0.1:44353/v2.1) but no token: pass --os-token (or OS_TOKEN) with it, or use --os-cloud / OS_CLOUD\n',
+    );
+    const flag = await runPiped(['--os-endpoint', 'http://127.0.0.1:44353/v2.1', 'limits'], {});
+    expect(flag).toMatchObject({ code: 1, stderr: noToken.stderr });
+    const noEndpoint = await runPiped(['limits'], { OS_TOKEN: 'x' });
+    expect(noEndpoint.code).toBe(1);
+    expect(noEndpoint.stderr).toMatch(/^nova-guard: a token is set but no endpoint: pass --os-endpoint \(or OS_ENDPOINT\)/);
+  });
+
+  it('quota show with a token that names no project is a configuration error (exit 1), before any request', async () => {
+    const nova = await startNova();
+    const r = await runPiped(['quota', 'show'], { OS_ENDPOINT: nova.endpoint, OS_TOKEN: 'opaque-token' });
+    expect(r).toMatchObject({ code: 1, stdout: '' });
+    expect(r.stderr).toBe(
+      'nova-guard: the token names no project, so there is no project to show: pass one (nova-guard quota show PROJECT_ID), or authenticate with a project-scoped cloud (--os-project-name / OS_PROJECT_NAME)\n',
+    );
+    expect(nova.requests).toHaveLength(0);
+  });
+
   it('--os-cert/--os-key load the client certificate: a file that cannot be read exits 1 naming it, a key without a cert too', async () => {
     const nova = await startNova();
     const missing = await runPiped(['--os-cert', '/nonexistent/x.pem', 'limits'], envOf(nova));

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { parseInterval } from '../../src/cli/common.js';
 import { registerQuotaAuditCommand } from '../../src/cli/quotaAudit.js';
 import { ValidationError } from '../../src/index.js';
 import { clientFor, startNova } from '../helpers.js';
@@ -132,12 +133,22 @@ describe('nova-guard quota audit', () => {
     );
   });
 
+  it('--interval: a unit, 0s, or bare ms of at least 1000; a bare number below 1000 is refused', () => {
+    expect(parseInterval('30s')).toBe(30_000);
+    expect(parseInterval('10ms')).toBe(10);
+    expect(parseInterval('0s')).toBe(0);
+    expect(parseInterval('1000')).toBe(1000);
+    expect(() => parseInterval('999')).toThrow(ValidationError);
+    expect(() => parseInterval('0')).toThrow('give a unit, e.g. --interval 0s or 0m');
+  });
+
   it('bad usage throws ValidationError before any request', async () => {
     const nova = await startNova();
     await expect(audit(clientFor(nova), ['--attempts', '0'])).rejects.toThrow(ValidationError);
     await expect(audit(clientFor(nova), ['--retry-delay', '5s5'])).rejects.toThrow('--retry-delay must be a duration (ms, or 500ms, 30s, 5m, 2h), got "5s5"');
     await expect(audit(clientFor(nova), ['--timeout', '1e3'])).rejects.toThrow('--timeout must be a positive duration (ms, or 500ms, 30s, 5m, 2h), got "1e3"');
     await expect(audit(clientFor(nova), ['--watch', '--interval', '-5'])).rejects.toThrow(/--interval must be a duration/);
+    await expect(audit(clientFor(nova), ['--watch', '--interval', '30'])).rejects.toThrow('--interval 30 would mean 30 ms between samples (a bare number is milliseconds): give a unit');
     await expect(audit(clientFor(nova), ['--watch', '-f', 'yaml'])).rejects.toThrow('--watch prints JSON lines: -c and -f table|value|yaml do not apply to it');
     await expect(audit(clientFor(nova), ['--watch', '-c', 'Drift'])).rejects.toThrow(ValidationError);
     await expect(audit(clientFor(nova), ['--ghost-concurrency', 'x'])).rejects.toThrow(ValidationError);

@@ -58,6 +58,10 @@ describe('nova-guard server reap', () => {
     expect(json.failed).toEqual([]);
     expect(json.skipped.filter((s) => s.reason === 'dry-run').map((s) => s.serverId).sort()).toEqual([...ids].sort());
     expect(nova.requests.filter((q) => q.method !== 'GET')).toHaveLength(0);
+    // The progress says what the dry run would delete, as its result does (not "0 to delete").
+    const err = r.stderr.split('\n');
+    expect(err[0]).toBe('pass 1: 4 servers listed, 2 candidates, would delete 0 (dry run)');
+    expect(err[2]).toBe('pass 2: 4 servers listed, 2 candidates, would delete 2 (dry run)');
   });
 
   it('a stuck server: the others are deleted, exit 1 with "1 of 3 servers failed to delete."', async () => {

@@ -49,7 +49,10 @@ describe('server reap: output formats', () => {
     expect(value.code).toBe(0);
     expect(value.stdout.trimEnd().split('\n').sort()).toEqual([...old.map((id) => `${id} would-delete`), `${young} skipped`].sort());
     const yaml = await runPiped([...base, '-f', 'yaml', '-c', 'Name', '-c', 'Reason'], envOf(nova));
-    expect(yaml.stdout.trimEnd().split('\n').sort()).toEqual(['- Name: adt-1', '- Name: adt-2', '- Name: adt-new', '  Reason: null', '  Reason: null', '  Reason: too-young'].sort());
+    expect(yaml.stdout.trimEnd().split('\n').sort()).toEqual(['- Name: adt-1', '- Name: adt-2', '- Name: adt-new', '  Reason: dry-run', '  Reason: dry-run', '  Reason: too-young'].sort());
+    // The flat view's Reason of a would-delete is the result's reason (`-f json`: "reason": "dry-run").
+    const reasons = await runPiped([...base, '-f', 'value', '-c', 'Result', '-c', 'Reason'], envOf(nova));
+    expect(reasons.stdout.trimEnd().split('\n').sort()).toEqual(['skipped too-young', 'would-delete dry-run', 'would-delete dry-run']);
     const json = await runPiped([...base, '-f', 'json', '--noindent', '-c', 'Name', '-c', 'Age'], envOf(nova));
     expect(json.stdout.trimEnd().split('\n')).toHaveLength(1);
     expect(JSON.parse(json.stdout)).toContainEqual({ Name: 'adt-1', Age: '3h' });
@@ -148,16 +151,27 @@ describe('quota audit: output formats and durations', () => {
     expect(one.stdout.trimEnd().split('\n')).toHaveLength(1);
   });
 
-  it('bare ms are accepted: --retry-delay 1 --timeout 60000; --watch --interval 10 keeps its JSON lines', async () => {
+  it('bare ms are accepted: --retry-delay 1 --timeout 60000; --watch --interval 10ms keeps its JSON lines', async () => {
     const nova = await startNova();
     nova.addServer({ flavorId: '1' });
     const r = await runPiped(['quota', 'audit', '--retry-delay', '1', '--timeout', '60000', '--no-ghosts'], envOf(nova));
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/\nVerdict: consistent\./);
-    const w = await runPiped(['quota', 'audit', '--watch', '--interval', '10', '--samples', '2', '--no-ghosts'], envOf(nova));
+    // A bare --interval below 1000 is refused (see below): 10 ms is written with its unit.
+    const w = await runPiped(['quota', 'audit', '--watch', '--interval', '10ms', '--samples', '2', '--no-ghosts'], envOf(nova));
     expect(w.code).toBe(0);
     const lines = w.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as { type: string });
     expect(lines.map((l) => l.type)).toEqual(['sample', 'sample', 'summary']);
+  });
+
+  it.each(['30', '999', '0'])('a bare --watch --interval %s (ms) is refused before any request (exit 2), suggesting a unit', async (value) => {
+    const nova = await startNova();
+    const r = await runPiped(['quota', 'audit', '--watch', '--interval', value, '--samples', '2', '--no-ghosts'], envOf(nova));
+    expect(r).toMatchObject({ code: 2, stdout: '' });
+    expect(r.stderr.trimEnd()).toBe(
+      `nova-guard: --interval ${value} would mean ${value} ms between samples (a bare number is milliseconds): give a unit, e.g. --interval ${value}s or ${value}m (or ${value}ms if you mean it)`,
+    );
+    expect(nova.requests).toHaveLength(0);
   });
 
   it('--watch with -f yaml or -c is bad usage (exit 2) before any request', async () => {

@@ -4,6 +4,7 @@
  */
 import { context, metrics, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { DataPointType, MeterProvider, MetricReader, type MetricData } from '@opentelemetry/sdk-metrics';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import type { AxiosAdapter } from 'axios';
@@ -114,6 +115,13 @@ describe('telemetry on @opentelemetry/api', () => {
     expect(d.sum).toBeGreaterThanOrEqual(40); // at least Nova's delete delay, on the fake clock
     expect(sum(after.get('nova_guard.deletes.pending'))).toBe(0);
     expect(histogram(after.get('nova_guard.request.duration')).count).toBeGreaterThanOrEqual(ids.length);
+    // Durations are histograms in ms, the unit carried as OpenTelemetry metadata (not in the name,
+    // as OpenTelemetry's naming conventions ask); the Prometheus exporter writes it as `# UNIT`.
+    for (const name of ['nova_guard.delete.duration', 'nova_guard.request.duration']) expect(after.get(name)?.descriptor.unit, name).toBe('ms');
+    const text = new PrometheusSerializer().serialize((await reader.collect()).resourceMetrics);
+    expect(text).toContain('# UNIT nova_guard_delete_duration ms\n');
+    expect(text).toContain('# UNIT nova_guard_request_duration ms\n');
+    expect(text).toMatch(/^nova_guard_delete_duration_bucket\{/m);
   });
 
   it('a guarded create that absorbs a quota 403: the guarded_create span, one request id, creates and quota_403s_absorbed, the headroom wait', async () => {
@@ -149,6 +157,7 @@ describe('telemetry on @opentelemetry/api', () => {
     expect(sum(after.get('nova_guard.quota_403s_absorbed'))).toBe(absorbedBefore + 1);
     expect(sum(after.get('nova_guard.creates'), { 'nova_guard.outcome': 'succeeded' })).toBe(createsBefore + 1);
     expect(histogram(after.get('nova_guard.headroom_wait.duration')).count).toBe(waitsBefore + 2);
+    expect(after.get('nova_guard.headroom_wait.duration')?.descriptor.unit).toBe('ms');
     expect(sum(after.get('nova_guard.creates.waiting'))).toBe(0);
   });
 

@@ -1,0 +1,50 @@
+// `nova-guard fake-nova` through the built binary: the line to paste into another shell, and a taken port.
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { CLI, cleanEnv, ensureBuilt, runPiped } from './binary.js';
+
+beforeAll(async () => {
+  await ensureBuilt();
+}, 120_000);
+
+/** Run `fake-nova` until stdout has a line matching `pattern` (then SIGTERM); stdout and the exit code. */
+function runFakeNovaUntil(args: string[], pattern: RegExp, limitMs = 15_000): Promise<{ stdout: string; code: number | null; signal: NodeJS.Signals | null }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, 'fake-nova', ...args], { env: cleanEnv({}), cwd: '/' });
+    let stdout = '';
+    const limit = setTimeout(() => child.kill('SIGTERM'), limitMs);
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+      if (pattern.test(stdout)) child.kill('SIGTERM');
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(limit);
+      resolve({ stdout, code, signal });
+    });
+  });
+}
+
+describe('nova-guard fake-nova', () => {
+  it('prints `export OS_ENDPOINT=... OS_TOKEN=...` (the variables the CLI reads), and stops on SIGTERM', async () => {
+    const r = await runFakeNovaUntil(['--port', '0'], /OS_TOKEN=\S+\n/);
+    const m = /^ {2}export OS_ENDPOINT=(http:\/\/127\.0\.0\.1:\d+\/v2\.1) OS_TOKEN=fake:(\S+)$/m.exec(r.stdout);
+    expect(m, r.stdout).not.toBeNull();
+    expect(r.stdout).toContain(`fake Nova listening on ${m![1]} (project ${m![2]})`);
+    expect(r.stdout).not.toContain('NOVA_ENDPOINT');
+    expect(r.code).toBe(0);
+  });
+
+  it('a taken port: exit 1, saying the port is taken and suggesting --port 0', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      const r = await runPiped(['fake-nova', '--port', String(port)], {});
+      expect(r).toMatchObject({ code: 1, stdout: '' });
+      expect(r.stderr).toBe(`nova-guard: port ${port} on 127.0.0.1 is taken (EADDRINUSE): pass --port 0 for a free port, or another --port\n`);
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
+  });
+});
