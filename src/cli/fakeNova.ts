@@ -47,6 +47,12 @@ export function registerFakeNovaCommand(program: Command): void {
         }
         throw e;
       }
+      // Listen for the signals before saying anything: a caller may stop us as soon as it reads the lines.
+      const stopped = new Promise<void>((resolve) => {
+        const stop = (): void => resolve();
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+      });
       console.log(`fake Nova listening on ${nova.endpoint} (project ${nova.projectId})`);
       console.log('In another shell:');
       console.log(`  export OS_ENDPOINT=${nova.endpoint} OS_TOKEN=fake:${nova.projectId}`);
@@ -54,11 +60,7 @@ export function registerFakeNovaCommand(program: Command): void {
       console.log(`  curl -s -X POST -H 'X-Auth-Token: fake:${nova.projectId}' -H 'Content-Type: application/json' \\`);
       console.log(`    -d '{"server":{"name":"try","flavorRef":"1","imageRef":"img"}}' ${nova.endpoint}/servers`);
       console.log('  nova-guard server delete <id> --wait --interval-ms 500');
-      await new Promise<void>((resolve) => {
-        const stop = (): void => resolve();
-        process.once('SIGINT', stop);
-        process.once('SIGTERM', stop);
-      });
+      await stopped;
       await nova.close();
     });
 }
