@@ -16,6 +16,7 @@ import { systemClock } from '../../src/core/clock.js';
 import type { FakeNova } from '../../src/testing/index.js';
 import { afterThisTest } from '../cleanup.js';
 import { body, guardFor, startNova } from '../guard/fixtures.js';
+import { ledgerKeys } from '../../src/redis/options.js';
 import { haveRedis, RedisServer, skipReason } from './support.js';
 
 const ENDPOINT = 'http://nova.example:8774/v2.1';
@@ -64,7 +65,13 @@ describe.skipIf(!haveRedis)(`QuotaGuard on a hung Redis${haveRedis ? '' : ` (${s
     // The hung LimitsBegin answers now ("lock": read for the others); the guard refuses the read.
     await sleep(1500);
     expect(limitsReads(nova)).toBe(settled);
-    // The lock was given back: the next reading comes at once, not after limitsLockMs (10 s).
+    // The refresh lock the abandoned call took was given back at once (not left for limitsLockMs).
+    const r = new Redis(server.url);
+    try {
+      expect(await r.exists(ledgerKeys('nova-guard:', ENDPOINT, `hang${n}`).limitsLock)).toBe(0);
+    } finally {
+      r.disconnect();
+    }
     const before = Date.now();
     await guard.headroom();
     expect(Date.now() - before).toBeLessThan(3000);
