@@ -17,7 +17,7 @@ import { sleep } from '../core/clock.js';
 import { traceHeadroomWait } from '../core/telemetry.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { LIMIT_KEYS, addNeeds, checkFit, computeHeadroom, describeShortfalls, NO_NEEDS, rawHeadroomOf, shortfallResources, type FitVerdict, type Headroom } from './headroom.js';
-import { bounded, holdClaim, inFlightOf, keepLease, moveToFallback, onFreed, onLedger, readThroughLedger, releaseClaim, renewBeforePost, renewQuietly } from './ledgerUse.js';
+import { holdClaim, leaveInBackground, inFlightOf, keepLease, moveToFallback, onFreed, onLedger, readThroughLedger, releaseClaim, renewBeforePost, renewQuietly } from './ledgerUse.js';
 import { QuotaWaitTimeoutError } from './errors.js';
 import { stepDelayMs } from './backoff.js';
 import { EXPLAIN_EVERY_WAITS, type QuotaWaitInfo } from './options.js';
@@ -55,7 +55,7 @@ async function readLimits(g: GuardState, signal: AbortSignal | undefined): Promi
 export async function readHeadroom(g: GuardState, signal: AbortSignal | undefined): Promise<Headroom> {
   await refreshUnwatched(g, signal);
   const { reading, ledger } = await readThroughLedger(g, undefined, (s) => readLimits(g, s), signal);
-  const inFlight = (await inFlightOf(g, ledger, reading.stamp)) ?? NO_NEEDS;
+  const inFlight = (await inFlightOf(g, ledger, reading.stamp, signal)) ?? NO_NEEDS;
   return computeHeadroom(reading.absolute, inFlight, { requestId: reading.requestId, readAtMs: g.clock.wallNow() });
 }
 
@@ -76,6 +76,7 @@ async function admitOnce(g: GuardState, call: GuardedCall, needs: ResourceAmount
     async (l, late) => {
       if (late.admitted) await l.release(late.claim, 'not-created');
     },
+    signal,
   );
   const headroom = computeHeadroom(reading.absolute, admission.inFlight, { requestId: reading.requestId, readAtMs: g.clock.wallNow() });
   if (admission.admitted) return { headroom, claim: holdClaim(g, admission.claim, ledger) };
@@ -152,6 +153,7 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
             'claimAnyway',
             (l) => l.claimAnyway(needs, g.opts.leaseTtlMs),
             (l, late) => l.release(late, 'not-created'),
+            signal,
           );
           return holdClaim(g, lc, ledger);
         }
@@ -190,15 +192,18 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
           'join',
           (l) => l.join(needs),
           (l, late) => l.leave(late),
+          signal,
         );
         call.place = { ledger, place };
       }
       await sleepUntilFreed(g, delayMs, signal);
     }
   } finally {
+    // Leaving never delays the settle: sent now, bounded, in the background (a place not left
+    // expires by the ledger's place lease).
     const held = call.place;
     call.place = undefined;
-    if (held) await (held.ledger === g.fallback ? held.ledger.leave(held.place) : bounded(g, 'leave', () => held.ledger.leave(held.place)).catch(() => undefined));
+    if (held) leaveInBackground(g, held);
   }
 }
 
@@ -251,7 +256,7 @@ export async function claimForAttempt(g: GuardState, call: GuardedCall, needs: R
   let kept = held;
   for (;;) {
     const claim = kept ?? (await traceHeadroomWait(() => g.clock.now(), () => waitForHeadroom(g, call, needs, signal)));
-    if (await renewBeforePost(g, call, claim)) {
+    if (await renewBeforePost(g, call, claim, signal)) {
       keepLease(g, claim);
       return { claim, fresh: claim !== held };
     }

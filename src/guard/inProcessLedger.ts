@@ -21,6 +21,8 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { systemClock, type Clock } from '../core/clock.js';
+import { checkKnownOptions } from '../core/options.js';
+import { ValidationError } from '../errors/index.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { ClaimLedger, type Claim } from './claims.js';
 import { NO_NEEDS, addNeeds, fitsRawHeadroom } from './headroom.js';
@@ -35,10 +37,31 @@ export const READ_GRACE_MS = 60_000;
 
 /** Options of {@link InProcessQuotaLedger}. */
 export interface InProcessQuotaLedgerOptions {
-  /** The clock of leases and stamps. Default {@link systemClock} (a guard's default ledger uses the client's clock). */
+  /**
+   * The clock of leases and stamps: an object with `now`, `wallNow`, `setTimeout` and
+   * `clearTimeout` functions. Default {@link systemClock} (a guard's default ledger uses the
+   * client's clock).
+   */
   clock?: Clock | undefined;
-  /** The holder written into claims. Default `${os.hostname()}:${process.pid}`. */
+  /**
+   * The holder written into claims: a non-empty string without commas (the same rule as
+   * `RedisQuotaLedger`'s `holder`). Default `${os.hostname()}:${process.pid}`.
+   */
   holder?: string | undefined;
+}
+
+const KNOWN_OPTIONS = ['clock', 'holder'] as const;
+
+/** True when `clock` has the four functions of a {@link Clock}. */
+export function isClock(clock: unknown): clock is Clock {
+  if (clock === null || typeof clock !== 'object') return false;
+  const c = clock as Record<string, unknown>;
+  return ['now', 'wallNow', 'setTimeout', 'clearTimeout'].every((k) => typeof c[k] === 'function');
+}
+
+/** True when `holder` is a holder name a ledger takes: a non-empty string without commas. */
+export function isHolderName(holder: unknown): holder is string {
+  return typeof holder === 'string' && holder.trim() !== '' && !holder.includes(',');
 }
 
 interface Lease {
@@ -79,7 +102,17 @@ export class InProcessQuotaLedger implements QuotaLedger {
   readonly #listeners = new Set<() => void>();
   #lastToken = 0;
 
+  /**
+   * @throws `ValidationError` for options that are not an object, an unknown option (a misspelt
+   * name), a `clock` that is not a {@link Clock}, or a `holder` that is not a non-empty string
+   * without commas.
+   */
   constructor(options: InProcessQuotaLedgerOptions = {}) {
+    checkKnownOptions('InProcessQuotaLedger options', options, KNOWN_OPTIONS);
+    if (options.clock !== undefined && !isClock(options.clock)) throw new ValidationError('InProcessQuotaLedger clock must be a Clock (now, wallNow, setTimeout, clearTimeout)');
+    if (options.holder !== undefined && !isHolderName(options.holder)) {
+      throw new ValidationError(`InProcessQuotaLedger holder must be a non-empty string without commas, got ${JSON.stringify(options.holder)}`);
+    }
     this.#clock = options.clock ?? systemClock;
     this.holder = options.holder ?? defaultHolder();
     this.#claims = new ClaimLedger(() => this.#clock.now());

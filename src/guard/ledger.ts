@@ -28,6 +28,14 @@
  *    server (past scheduling: `task_state` beyond `scheduling`, or it left BUILD), `release(claim, 'not-created')` when nothing was created or the guard
  *    deleted it again.
  *
+ * Time: the guard bounds every call of the wait by `ledgerTimeoutMs` or, when closer, what is left
+ * of the call's `maxWaitMs`, and by the caller's signal; it sends `leave`, `release` and `bind` at
+ * once and lets them finish in the background (bounded by `ledgerTimeoutMs`), so a hung ledger never
+ * delays a settle. What does not get through must expire: claims by their lease, places by the
+ * ledger's own place lease. The `read` handed to `limits` refuses (with an `AbortError`, before any
+ * request) once the guard has moved past that reading: a ledger must not hold a lock for a read
+ * that refused (free it at once).
+ *
  * Ported from the claim-before-launch design of Zuul nodepool (`QuotaInformation`,
  * `estimatedNodepoolQuotaUsed`: a node record is written before the server is launched), with
  * leases and fencing tokens in place of ZooKeeper session locks.
@@ -114,7 +122,10 @@ export interface QuotaLedger {
   join(needs: ResourceAmounts): Promise<LedgerPlace>;
   /** Leave the queue (idempotent). */
   leave(place: LedgerPlace): Promise<void>;
-  /** A `/limits` reading: fresh through `read`, or one the ledger keeps (shared reads). */
+  /**
+   * A `/limits` reading: fresh through `read`, or one the ledger keeps (shared reads). `read` may
+   * refuse with an `AbortError` (the guard moved on): give back any refresh lock and reject.
+   */
   limits(read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined): Promise<LedgerLimits>;
   /**
    * Optional: what `admit` would subtract for claims (not places) for a reading of `stamp`, without

@@ -15,8 +15,9 @@
 import pTimeout from 'p-timeout';
 import type { Clock } from '../core/clock.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
-import type { LedgerClaim, LedgerLimits, QuotaLedger } from './ledger.js';
-import { warnOnce, type Claim, type GuardState, type GuardedCall } from './state.js';
+import { AbortError, throwIfAborted } from '../errors/index.js';
+import type { LedgerClaim, LedgerLimits, LedgerPlace, QuotaLedger } from './ledger.js';
+import { remainingMs, warnOnce, type Claim, type GuardState, type GuardedCall } from './state.js';
 
 /** Metadata key of the claim's id on every server the guard creates. */
 export const CLAIM_ID_KEY = 'nova-guard-claim-id';
@@ -35,15 +36,54 @@ function timersOf(clock: Clock): { setTimeout: typeof globalThis.setTimeout; cle
   };
 }
 
-/** `work()` bounded by `ledgerTimeoutMs` on the guard's clock; a synchronous throw becomes a rejection. */
-export function bounded<T>(g: GuardState, what: string, work: () => Promise<T>): Promise<T> {
+/**
+ * The time limit of one ledger call of `call`'s wait, in ms: `ledgerTimeoutMs`, or less while the
+ * call's `maxWaitMs` is running and closer (a hung ledger never stretches the wait past
+ * `maxWaitMs`). Once `maxWaitMs` is spent (or without a call): `ledgerTimeoutMs`.
+ */
+export function ledgerLimitMs(g: GuardState, call: GuardedCall | undefined): number {
+  const remaining = call === undefined ? Number.POSITIVE_INFINITY : remainingMs(g, call);
+  return remaining > 0 ? Math.min(g.opts.ledgerTimeoutMs, Math.ceil(remaining)) : g.opts.ledgerTimeoutMs;
+}
+
+/**
+ * `work()` bounded on the guard's clock by `limitMs` (default `ledgerTimeoutMs`) and by `signal`;
+ * a synchronous throw becomes a rejection.
+ * @throws {@link AbortError} when `signal` aborts first (the ledger call is abandoned, not undone).
+ */
+export async function bounded<T>(g: GuardState, what: string, work: () => Promise<T>, signal?: AbortSignal, limitMs: number = g.opts.ledgerTimeoutMs): Promise<T> {
+  throwIfAborted(signal);
   let p: Promise<T>;
   try {
     p = work();
   } catch (e) {
     p = Promise.reject(e);
   }
-  return pTimeout(p, { milliseconds: g.opts.ledgerTimeoutMs, customTimers: timersOf(g.clock), message: `ledger ${what} took longer than ${g.opts.ledgerTimeoutMs} ms` });
+  try {
+    return await pTimeout(p, { milliseconds: limitMs, signal, customTimers: timersOf(g.clock), message: `ledger ${what} took longer than ${limitMs} ms` });
+  } catch (e) {
+    throwIfAborted(signal);
+    throw e;
+  }
+}
+
+/**
+ * Cleanup on a ledger (`leave`, `release`) that must not hold up the guarded call: run now, in the
+ * background, bounded by `ledgerTimeoutMs` and never by the caller's signal (an aborted call still
+ * leaves and releases). A failure goes to `onError`; what is not undone expires by its lease
+ * (`leaseTtlMs` for a claim, the ledger's place lease for a place). Never sends a Nova request.
+ */
+function inBackground(g: GuardState, ledger: QuotaLedger, what: string, work: () => Promise<void>, onError: (e: unknown) => void = () => undefined): void {
+  let run: Promise<void>;
+  if (ledger !== g.fallback) run = bounded(g, what, work);
+  else {
+    try {
+      run = work();
+    } catch (e) {
+      run = Promise.reject(e);
+    }
+  }
+  run.catch(onError);
 }
 
 /** Note a failed call of `ledger`: one warning, a counter. */
@@ -68,15 +108,17 @@ export async function onLedger<T>(
   what: string,
   op: (l: QuotaLedger) => Promise<T>,
   undo?: (l: QuotaLedger, late: T) => Promise<void>,
+  signal?: AbortSignal,
 ): Promise<{ value: T; ledger: QuotaLedger }> {
   const ledger = call?.ledger ?? g.ledger;
   if (ledger === g.fallback) return { value: await op(ledger), ledger };
   let pending: Promise<T> | undefined;
   try {
-    return { value: await bounded(g, what, () => (pending = op(ledger))), ledger };
+    return { value: await bounded(g, what, () => (pending = op(ledger)), signal, ledgerLimitMs(g, call)), ledger };
   } catch (e) {
-    // A call that answers after its time limit: undo what it took (a claim, a place), best effort.
-    if (undo && pending) pending.then((late) => undo(ledger, late)).catch(() => undefined);
+    // A call that answers after its time limit (or after the abort): undo what it took (a claim, a place), best effort.
+    if (undo && pending) pending.then((late) => inBackground(g, ledger, `undo ${what}`, () => undo(ledger, late))).catch(() => undefined);
+    throwIfAborted(signal);
     noteFallback(g, ledger, what, e);
     if (call) moveToFallback(g, call);
     return { value: await op(g.fallback), ledger: g.fallback };
@@ -88,13 +130,23 @@ export function moveToFallback(g: GuardState, call: GuardedCall): void {
   call.ledger = g.fallback;
   const place = call.place;
   call.place = undefined;
-  if (place && place.ledger !== g.fallback) void bounded(g, 'leave', () => place.ledger.leave(place.place)).catch(() => undefined);
+  if (place && place.ledger !== g.fallback) inBackground(g, place.ledger, 'leave', () => place.ledger.leave(place.place));
+}
+
+/** Leave `held` (a place of the call) in the background: see {@link inBackground}. */
+export function leaveInBackground(g: GuardState, held: { ledger: QuotaLedger; place: LedgerPlace }): void {
+  inBackground(g, held.ledger, 'leave', () => held.ledger.leave(held.place));
 }
 
 /**
- * A `/limits` reading through the call's ledger. The time limit counts the ledger's own work, not
- * the time Nova takes to answer `read`; an error of `read` itself (Nova's) is thrown as it is, never
- * taken for a ledger failure.
+ * A `/limits` reading through the call's ledger. The time limit ({@link ledgerLimitMs}) counts the
+ * ledger's own work, not the time Nova takes to answer `read`; an error of `read` itself (Nova's)
+ * is thrown as it is, never taken for a ledger failure. `signal` aborting ends the wait at once.
+ *
+ * The `read` the ledger gets is gated: once this function has settled (the reading came, the
+ * ledger was abandoned for the fallback, or the call aborted), a late `read` by the abandoned
+ * ledger call is refused with an {@link AbortError} before any request: no `GET /limits` ever
+ * reaches Nova for a call that has settled.
  */
 export async function readThroughLedger(
   g: GuardState,
@@ -113,25 +165,31 @@ export async function readThroughLedger(
     }
   };
   if (ledger === g.fallback) return { reading: await ledger.limits(ownRead, signal), ledger };
+  throwIfAborted(signal);
+  const gate = new AbortController();
   const late = new AbortController();
+  const onAbort = (): void => late.abort(signal?.reason);
+  signal?.addEventListener('abort', onAbort, { once: true });
   let timer: ReturnType<Clock['setTimeout']> | undefined;
   const arm = (): void => {
     g.clock.clearTimeout(timer);
-    timer = g.clock.setTimeout(() => late.abort(new Error(`ledger limits took longer than ${g.opts.ledgerTimeoutMs} ms`)), g.opts.ledgerTimeoutMs);
+    const ms = ledgerLimitMs(g, call);
+    timer = g.clock.setTimeout(() => late.abort(new Error(`ledger limits took longer than ${ms} ms`)), ms);
   };
   const timedRead = async (s: AbortSignal | undefined): Promise<{ absolute: AbsoluteLimits; requestId: string | undefined }> => {
+    if (gate.signal.aborted) throw new AbortError('the ledger call was abandoned: no GET /limits for it', { cause: gate.signal.reason });
     g.clock.clearTimeout(timer);
     try {
-      return await ownRead(s);
+      return await ownRead(s === undefined ? gate.signal : AbortSignal.any([s, gate.signal]));
     } finally {
-      arm();
+      if (!gate.signal.aborted) arm();
     }
   };
   arm();
   try {
     let p: Promise<LedgerLimits>;
     try {
-      p = ledger.limits(timedRead, signal);
+      p = ledger.limits(timedRead, signal === undefined ? gate.signal : AbortSignal.any([signal, gate.signal]));
     } catch (e) {
       p = Promise.reject(e);
     }
@@ -139,22 +197,26 @@ export async function readThroughLedger(
     return { reading: await pTimeout(p, { milliseconds: Number.POSITIVE_INFINITY, signal: late.signal }), ledger };
   } catch (e) {
     if (readFailure) throw readFailure.error;
-    if (signal?.aborted) throw e;
+    throwIfAborted(signal);
+    gate.abort(new Error('abandoned for the fallback ledger'));
     noteFallback(g, ledger, 'limits', e);
     if (call) moveToFallback(g, call);
     return { reading: await g.fallback.limits(ownRead, signal), ledger: g.fallback };
   } finally {
+    gate.abort(new Error('the guarded call is past this reading'));
     g.clock.clearTimeout(timer);
+    signal?.removeEventListener('abort', onAbort);
   }
 }
 
 /** What a ledger would subtract for claims for a reading of `stamp` (`undefined` when it cannot tell, or fails). */
-export async function inFlightOf(g: GuardState, ledger: QuotaLedger, stamp: number): Promise<ResourceAmounts | undefined> {
+export async function inFlightOf(g: GuardState, ledger: QuotaLedger, stamp: number, signal?: AbortSignal): Promise<ResourceAmounts | undefined> {
   const inFlight = ledger.inFlight?.bind(ledger);
   if (!inFlight) return undefined;
   try {
-    return ledger === g.fallback ? await inFlight(stamp) : await bounded(g, 'inFlight', () => inFlight(stamp));
+    return ledger === g.fallback ? await inFlight(stamp) : await bounded(g, 'inFlight', () => inFlight(stamp), signal);
   } catch (e) {
+    throwIfAborted(signal);
     noteFallback(g, ledger, 'inFlight', e);
     return undefined;
   }
@@ -167,27 +229,30 @@ export function holdClaim(g: GuardState, lc: LedgerClaim, ledger: QuotaLedger): 
   return claim;
 }
 
-/** End a claim on the ledger it came from (idempotent). A failure is logged: the lease then expires. */
+/**
+ * End a claim on the ledger it came from (idempotent). The release is sent at once and runs in the
+ * background, bounded by `ledgerTimeoutMs` (a hung ledger never delays the guarded call); a failure
+ * is logged and the claim's lease, no longer renewed, expires within `leaseTtlMs`.
+ */
 export async function releaseClaim(g: GuardState, claim: Claim, end: 'not-created' | 'counted'): Promise<void> {
   if (claim.ended) return;
   claim.ended = true;
   claim.stopRenewal?.();
   g.claims.delete(claim);
-  try {
-    await (claim.ledger === g.fallback ? claim.ledger.release(claim.lc, end) : bounded(g, 'release', () => claim.ledger.release(claim.lc, end)));
-  } catch (e) {
-    warnOnce(g, 'ledger-release', { ledger: claim.ledger.kind, claimId: claim.lc.id, err: (e as Error)?.message }, 'quota ledger could not release a claim: its lease expires instead');
-  }
+  inBackground(g, claim.ledger, 'release', () => claim.ledger.release(claim.lc, end), (e) =>
+    warnOnce(g, 'ledger-release', { ledger: claim.ledger.kind, claimId: claim.lc.id, err: (e as Error)?.message }, 'quota ledger could not release a claim: its lease expires instead'),
+  );
 }
 
-/** Note the created server on the claim's ledger (a failure is logged, nothing more). */
+/**
+ * Note the created server on the claim's ledger: sent at once, in the background, bounded by
+ * `ledgerTimeoutMs` (a failure is logged, nothing more; it never delays the create).
+ */
 export async function bindClaim(g: GuardState, claim: Claim, serverId: string): Promise<void> {
   claim.serverId = serverId;
-  try {
-    await bounded(g, 'bind', () => claim.ledger.bind(claim.lc, serverId));
-  } catch (e) {
-    warnOnce(g, 'ledger-bind', { ledger: claim.ledger.kind, claimId: claim.lc.id, err: (e as Error)?.message }, 'quota ledger could not note the created server');
-  }
+  inBackground(g, claim.ledger, 'bind', () => claim.ledger.bind(claim.lc, serverId), (e) =>
+    warnOnce(g, 'ledger-bind', { ledger: claim.ledger.kind, claimId: claim.lc.id, err: (e as Error)?.message }, 'quota ledger could not note the created server'),
+  );
 }
 
 /**
@@ -195,17 +260,21 @@ export async function bindClaim(g: GuardState, claim: Claim, serverId: string): 
  * when the lease is lost, or when the ledger failed (the claim is then released and the call moves
  * to the fallback ledger): either way the call goes back to admission.
  */
-export async function renewBeforePost(g: GuardState, call: GuardedCall, claim: Claim): Promise<boolean> {
+export async function renewBeforePost(g: GuardState, call: GuardedCall, claim: Claim, signal?: AbortSignal): Promise<boolean> {
   let ok: boolean;
   try {
-    ok = claim.ledger === g.fallback ? await claim.ledger.renew(claim.lc, g.opts.leaseTtlMs) : await bounded(g, 'renew', () => claim.ledger.renew(claim.lc, g.opts.leaseTtlMs));
+    ok = claim.ledger === g.fallback ? await claim.ledger.renew(claim.lc, g.opts.leaseTtlMs) : await bounded(g, 'renew', () => claim.ledger.renew(claim.lc, g.opts.leaseTtlMs), signal);
   } catch (e) {
+    if (signal?.aborted) {
+      await releaseClaim(g, claim, 'not-created');
+      throwIfAborted(signal);
+    }
     noteFallback(g, claim.ledger, 'renew', e);
     moveToFallback(g, call);
     ok = false;
   }
   if (!ok) {
-    g.log.warn({ claimId: claim.lc.id, token: claim.lc.token, ledger: claim.ledger.kind }, 'claim lost before POST /servers: not posting, back to admission');
+    g.log.warn({ claimId: claim.lc.id, fencingToken: claim.lc.token, ledger: claim.ledger.kind }, 'claim lost before POST /servers: not posting, back to admission');
     await releaseClaim(g, claim, 'not-created');
   }
   return ok;
@@ -234,7 +303,7 @@ export function keepLease(g: GuardState, claim: Claim): void {
     const ok = await renewQuietly(g, claim);
     if (stopped) return;
     if (!ok) {
-      g.log.warn({ claimId: claim.lc.id, token: claim.lc.token, serverId: claim.serverId }, 'claim lease lost while its create is in flight');
+      g.log.warn({ claimId: claim.lc.id, fencingToken: claim.lc.token, serverId: claim.serverId }, 'claim lease lost while its create is in flight');
       return;
     }
     schedule();

@@ -93,6 +93,10 @@ export class RedisConnection {
   readonly #own: boolean;
   readonly #init: ConnectionInit;
   #reasserting: Promise<void> | undefined;
+  /** One wait for `ready`, shared by every call made while connecting (one listener, however many calls). */
+  #readyWait: Promise<void> | undefined;
+  /** The last error ioredis reported (redacted): said when a wait for the connection runs out. */
+  #lastError: string | undefined;
   #down = false;
   #closed = false;
   readonly #listeners: Array<[string, (...args: never[]) => void]> = [];
@@ -132,6 +136,8 @@ export class RedisConnection {
   }
 
   #lost(error: Error | undefined): void {
+    // Redis's own words (WRONGPASS, NOAUTH, ECONNREFUSED...) hold no secret; redacted all the same.
+    if (error !== undefined) this.#lastError = this.redact(error.message);
     if (this.#down || this.#closed) return;
     this.#down = true;
     this.#init.logger.warn({ err: error === undefined ? undefined : this.redact(error.message) }, 'Redis ledger: connection lost (ioredis reconnects)');
@@ -154,17 +160,30 @@ export class RedisConnection {
     });
   }
 
-  /** Resolve once the command connection is ready, or reject after `commandTimeoutMs`. */
+  /**
+   * Resolve once the command connection is ready, or reject after `commandTimeoutMs` (saying the
+   * last error ioredis reported, e.g. Redis's `WRONGPASS` for a wrong password). Every call made
+   * while connecting shares one `ready` listener.
+   */
   #ready(): Promise<void> {
     if (this.#closed) return Promise.reject(new RedisLedgerError('Redis ledger: closed'));
     if (this.#client.status === 'ready') return Promise.resolve();
     if (this.#client.status === 'end') return Promise.reject(new RedisLedgerError('Redis ledger: the connection is closed'));
-    let onReady: (() => void) | undefined;
-    const ready = new Promise<void>((resolve) => {
-      onReady = resolve;
-      this.#client.once('ready', resolve);
+    this.#readyWait ??= new Promise<void>((resolve) => {
+      this.#client.once('ready', () => {
+        this.#readyWait = undefined;
+        resolve();
+      });
     });
-    return this.#bounded('waiting for the connection', ready).finally(() => this.#client.off('ready', onReady!));
+    const ms = this.#init.commandTimeoutMs;
+    return pTimeout(this.#readyWait, {
+      milliseconds: ms,
+      customTimers: this.#timers(),
+      fallback: () => {
+        const last = this.#lastError === undefined ? '' : ` (last error: ${this.#lastError})`;
+        throw new RedisLedgerError(`Redis ledger: waiting for the connection got no answer within ${ms} ms${last}`);
+      },
+    });
   }
 
   /**
@@ -205,19 +224,23 @@ export class RedisConnection {
     }
   }
 
-  /** Close the pub/sub connection, and the command connection if the ledger opened it. */
+  /** Close the pub/sub connection, and the command connection if the ledger opened it (always, whatever fails on the way). */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const [event, fn] of this.#listeners) this.#client.off(event, fn as (...args: unknown[]) => void);
     const quit = async (r: Redis): Promise<void> => {
       try {
         if (r.status === 'ready') await this.#bounded('QUIT', r.quit());
       } catch {
         // Closed below.
+      } finally {
+        r.disconnect();
       }
-      r.disconnect();
     };
-    await Promise.all([quit(this.#sub), this.#own ? quit(this.#client) : Promise.resolve()]);
+    try {
+      for (const [event, fn] of this.#listeners) this.#client.off(event, fn as (...args: unknown[]) => void);
+    } finally {
+      await Promise.all([quit(this.#sub), this.#own ? quit(this.#client) : Promise.resolve()]);
+    }
   }
 }

@@ -273,6 +273,8 @@ export class RedisQuotaLedger implements QuotaLedger {
         if (state !== 'lock' && json !== '') return kept();
         let reading: LimitsReading;
         try {
+          // The caller may have given up while Redis answered: no read for it.
+          throwIfAborted(signal);
           reading = await read(signal);
         } catch (error) {
           if (state === 'lock') await this.#conn.run('novaGuardLimitsUnlock', [limitsLock, lock]).catch(() => {});
@@ -287,17 +289,23 @@ export class RedisQuotaLedger implements QuotaLedger {
     }
   }
 
-  /** Leaves every place, drops every claim this ledger holds, and closes its connections. */
+  /**
+   * Leaves every place, drops every claim this ledger holds, and closes its connections (always,
+   * even when Redis does not answer or something on the way throws).
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
-    this.#clock.clearTimeout(this.#beat);
-    const places = [...this.#places.keys()];
-    const claims = [...this.#claims.keys()];
-    await Promise.allSettled([...places.map((id) => this.#run('novaGuardLeave', [id])), ...claims.map((id) => this.#run('novaGuardRelease', [id, 'not-created', '0,0,0']))]);
     this.#closed = true;
-    this.#places.clear();
-    this.#claims.clear();
-    await this.#conn.close();
+    try {
+      this.#clock.clearTimeout(this.#beat);
+      const places = [...this.#places.keys()];
+      const claims = [...this.#claims.keys()];
+      await Promise.allSettled([...places.map((id) => this.#run('novaGuardLeave', [id])), ...claims.map((id) => this.#run('novaGuardRelease', [id, 'not-created', '0,0,0']))]);
+    } finally {
+      this.#places.clear();
+      this.#claims.clear();
+      await this.#conn.close();
+    }
   }
 
   /** Never shows the Redis password. */

@@ -11,6 +11,7 @@ import { checkKnownOptions } from '../core/options.js';
 import { checkDurationMs } from '../core/validate.js';
 import { redactUrlSecrets } from '../core/redact.js';
 import { ValidationError } from '../errors/index.js';
+import { isClock, isHolderName } from '../guard/inProcessLedger.js';
 
 /** Options of `new RedisQuotaLedger(...)`. */
 export interface RedisQuotaLedgerOptions {
@@ -32,21 +33,35 @@ export interface RedisQuotaLedgerOptions {
   readonly projectId: string;
   /** The holder name written into claims (no commas). @default `<hostname>:<pid>` */
   readonly holder?: string;
-  /** Timers and "now" for waits and heartbeats (stamps and leases use Redis's clock). @default systemClock */
+  /**
+   * Timers and "now" for waits and heartbeats (stamps and leases use Redis's clock): an object with
+   * `now`, `wallNow`, `setTimeout` and `clearTimeout` functions. @default systemClock
+   */
   readonly clock?: Clock;
   /** A kept `/limits` reading younger than this, in ms, is handed out instead of a new read. @default 1000 */
   readonly limitsMaxAgeMs?: number;
   /** How long a holder may hold the refresh lock of the kept reading, in ms. @default 10000 */
   readonly limitsLockMs?: number;
-  /** Lease of a queue place, in ms; a live ledger renews it every third of it. @default 15000 */
+  /**
+   * Lease of a queue place, in ms; a live ledger renews it every third of it. At least
+   * {@link MIN_PLACE_TTL_MS} (1000 ms): a shorter lease would lapse between the heartbeats of a
+   * busy process and drop live places. @default 15000
+   */
   readonly placeTtlMs?: number;
   /** Bound of every Redis call (and of the wait for a connection), in ms. @default 2000 */
   readonly commandTimeoutMs?: number;
-  /** Prefix of every key and channel. @default 'nova-guard:' */
+  /**
+   * Prefix of every key and channel. No `{` or `}`: the ledger's keys carry their own hash tag
+   * (`{<endpoint hash>:<project>}`) so that one scope lands in one Redis Cluster slot, and a brace
+   * in the prefix would become the hash tag instead. @default 'nova-guard:'
+   */
   readonly keyPrefix?: string;
   /** pino logger (the default is silent). */
   readonly logger?: Logger;
 }
+
+/** The shortest `placeTtlMs` taken, in ms. */
+export const MIN_PLACE_TTL_MS = 1000;
 
 export const KNOWN_OPTIONS = [
   'url', 'redis', 'endpoint', 'projectId', 'holder', 'clock', 'limitsMaxAgeMs', 'limitsLockMs', 'placeTtlMs', 'commandTimeoutMs', 'keyPrefix', 'logger',
@@ -102,9 +117,11 @@ export function urlPassword(url: string | undefined): string | undefined {
 
 /**
  * @throws `ValidationError` for an unknown option, neither or both of `url` and `redis` (naming a
- * key given as undefined, e.g. `url: process.env.REDIS_URL` with the variable unset), a
- * URL that is not `redis:`/`rediss:`, an empty endpoint or project id, a holder with a comma, or a
- * duration that is not a positive number of ms.
+ * key given as undefined, e.g. `url: process.env.REDIS_URL` with the variable unset), a URL that is
+ * not `redis:`/`rediss:`, a `redis` that is not an ioredis client, a `clock` that is not a Clock, an
+ * empty endpoint or project id, a holder that is not a non-empty string without commas, a duration
+ * that is not a positive whole number of ms (`limitsMaxAgeMs` may be 0), a `placeTtlMs` below
+ * {@link MIN_PLACE_TTL_MS}, or a `keyPrefix` with `{` or `}`.
  */
 export function resolveOptions(options: RedisQuotaLedgerOptions): ResolvedOptions {
   checkKnownOptions('RedisQuotaLedger options', options, KNOWN_OPTIONS);
@@ -120,6 +137,14 @@ export function resolveOptions(options: RedisQuotaLedgerOptions): ResolvedOption
     );
   }
   if (url !== undefined && redis !== undefined) throw new ValidationError('RedisQuotaLedger needs exactly one of url and redis');
+  if (url !== undefined && typeof url !== 'string') throw new ValidationError(`RedisQuotaLedger url must be a string, got ${typeof url}`);
+  if (redis !== undefined) {
+    const r = redis as unknown as Record<string, unknown>;
+    if (r === null || typeof r !== 'object' || typeof r.defineCommand !== 'function' || typeof r.duplicate !== 'function') {
+      throw new ValidationError(`RedisQuotaLedger redis must be an ioredis client (new Redis(...)), got ${typeof redis === 'string' ? 'a string: pass a URL as url' : typeof redis}`);
+    }
+  }
+  if (options.clock !== undefined && !isClock(options.clock)) throw new ValidationError('RedisQuotaLedger clock must be a Clock (now, wallNow, setTimeout, clearTimeout)');
   if (url !== undefined) {
     let scheme: string;
     try {
@@ -132,16 +157,20 @@ export function resolveOptions(options: RedisQuotaLedgerOptions): ResolvedOption
   if (typeof options.endpoint !== 'string' || options.endpoint.trim() === '') throw new ValidationError('RedisQuotaLedger needs endpoint (the Nova compute endpoint)');
   if (typeof options.projectId !== 'string' || options.projectId.trim() === '') throw new ValidationError('RedisQuotaLedger needs projectId');
   const holder = options.holder ?? `${hostname()}:${process.pid}`;
-  if (typeof holder !== 'string' || holder === '' || holder.includes(',')) throw new ValidationError(`RedisQuotaLedger holder must be a non-empty string without commas, got ${JSON.stringify(holder)}`);
+  if (!isHolderName(holder)) throw new ValidationError(`RedisQuotaLedger holder must be a non-empty string without commas, got ${JSON.stringify(holder)}`);
   const durations = { limitsMaxAgeMs: 1000, limitsLockMs: 10_000, placeTtlMs: 15_000, commandTimeoutMs: 2000 } as const;
   const out: Record<string, number> = {};
   for (const [name, dflt] of Object.entries(durations)) {
     const value = (options as unknown as Record<string, unknown>)[name] ?? dflt;
     checkDurationMs(name, value, { allowZero: name === 'limitsMaxAgeMs', allowInfinity: false, timer: true });
+    // Redis takes whole milliseconds (PX, PEXPIRE).
+    if (!Number.isInteger(value)) throw new ValidationError(`RedisQuotaLedger ${name} must be a whole number of milliseconds, got ${String(value)}`);
     out[name] = value as number;
   }
+  if (out.placeTtlMs! < MIN_PLACE_TTL_MS) throw new ValidationError(`RedisQuotaLedger placeTtlMs must be at least ${MIN_PLACE_TTL_MS} ms, got ${out.placeTtlMs}`);
   const keyPrefix = options.keyPrefix ?? 'nova-guard:';
   if (typeof keyPrefix !== 'string') throw new ValidationError('RedisQuotaLedger keyPrefix must be a string');
+  if (/[{}]/.test(keyPrefix)) throw new ValidationError(`RedisQuotaLedger keyPrefix must not contain { or } (the keys carry their own hash tag), got ${JSON.stringify(keyPrefix)}`);
   return {
     holder,
     limitsMaxAgeMs: out.limitsMaxAgeMs!,

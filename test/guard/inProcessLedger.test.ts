@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { systemClock, type Clock } from '../../src/core/clock.js';
 import { InProcessQuotaLedger, READ_GRACE_MS } from '../../src/guard/inProcessLedger.js';
+import { ValidationError } from '../../src/errors/index.js';
 
 /** A clock whose `now` the test sets. */
 function manualClock(): Clock & { at: number } {
@@ -138,5 +139,25 @@ describe('InProcessQuotaLedger', () => {
     off();
     await l.publishFreed('srv-2');
     expect(heard).toEqual(['a', 'b', 'b']);
+  });
+
+  it('refuses misspelt and bad options instead of ignoring them', () => {
+    const clock = manualClock();
+    const bad: Array<[unknown, RegExp]> = [
+      [{ clok: clock }, /unknown option "clok" \(did you mean clock\?\)/],
+      ['x', /must be an object/],
+      [null, /must be an object/],
+      [{ clock: {} }, /clock must be a Clock/],
+      [{ clock: 5 }, /clock must be a Clock/],
+      [{ holder: 5 }, /holder must be a non-empty string without commas, got 5/],
+      [{ holder: '' }, /holder must be a non-empty string/],
+      [{ holder: 'a,b' }, /without commas, got "a,b"/],
+    ];
+    for (const [options, message] of bad) {
+      expect(() => new InProcessQuotaLedger(options as never), JSON.stringify(options)).toThrow(ValidationError);
+      expect(() => new InProcessQuotaLedger(options as never)).toThrow(message);
+    }
+    expect(new InProcessQuotaLedger({ clock, holder: 'ci-7:1' }).holder).toBe('ci-7:1');
+    expect(new InProcessQuotaLedger(undefined).kind).toBe('in-process');
   });
 });

@@ -122,7 +122,9 @@ describe.skipIf(!haveRedis)(`fleet of worker processes on one Redis${haveRedis ?
   }, 30_000);
 
   it('a host killed with SIGKILL while holding a claim: the claim expires, the others finish, only its tagged servers are left', async () => {
-    const n = await startNova({ maxTotalCores: 8, buildDelayMs: 800 });
+    // Servers stay `scheduling` (their claims bound and held) for 600 ms of the build: a window the
+    // poll below cannot miss (with 0 ms the claim ended at the first look, a race the poll could lose).
+    const n = await startNova({ maxTotalCores: 8, buildDelayMs: 800, schedulingDelayMs: 600 });
     const leaseTtlMs = 1500;
     const keys = ledgerKeys('nova-guard:', n.endpoint, n.projectId);
     const [claimsKey, expKey] = keys.scope as [string, string];

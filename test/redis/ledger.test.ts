@@ -127,7 +127,7 @@ describe.skipIf(!haveRedis)(`RedisQuotaLedger on a real redis-server${haveRedis 
     const projectId = project();
     const b = ledger({ projectId });
     const client = new Redis(server.url);
-    const dead = new RedisQuotaLedger({ redis: client, endpoint: ENDPOINT, projectId, placeTtlMs: 300, holder: 'dead' });
+    const dead = new RedisQuotaLedger({ redis: client, endpoint: ENDPOINT, projectId, placeTtlMs: 1000, holder: 'dead' });
     afterThisTest(() => dead.close());
     await dead.join(need(4));
     const blocked = await b.admit({ place: undefined, needs: need(2), headroom: { cores: 4 }, stamp: 0, ttlMs: 10_000 });
@@ -145,10 +145,11 @@ describe.skipIf(!haveRedis)(`RedisQuotaLedger on a real redis-server${haveRedis 
 
   it("a live holder's heartbeat keeps its place beyond the place TTL, and an admitted place is not brought back", async () => {
     const projectId = project();
-    const a = ledger({ projectId, placeTtlMs: 500 });
+    // placeTtlMs at its floor (1000 ms); 2.5 lease lengths pass.
+    const a = ledger({ projectId, placeTtlMs: 1000 });
     const b = ledger({ projectId });
     const place = await a.join(need(3));
-    await sleep(1500);
+    await sleep(2500);
     const behind = await b.admit({ place: undefined, needs: need(2), headroom: { cores: 4 }, stamp: 0, ttlMs: 10_000 });
     expect(behind).toMatchObject({ admitted: false, ahead: { cores: 3 } });
     const got = await a.admit({ place, needs: need(3), headroom: { cores: 4 }, stamp: 0, ttlMs: 10_000 });

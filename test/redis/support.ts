@@ -67,6 +67,16 @@ export class RedisServer {
     throw new Error('redis-server did not answer within 10 s');
   }
 
+  /** SIGSTOP the server: connections stay open, nothing answers (a hung Redis). */
+  pause(): void {
+    this.#child?.kill('SIGSTOP');
+  }
+
+  /** SIGCONT a paused server. */
+  resume(): void {
+    this.#child?.kill('SIGCONT');
+  }
+
   /** SIGKILL the server (no-op when not running). */
   async kill(): Promise<void> {
     const child = this.#child;
