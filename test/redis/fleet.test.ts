@@ -201,7 +201,10 @@ describe.skipIf(!haveRedis)(`fleet of worker processes on one Redis${haveRedis ?
       expect(res.stats.ledgerFallbacks).toBeGreaterThan(0);
       const log = hs[i]!.log;
       expect(log.filter((l) => FALLBACK.test(l)), log.join('\n')).toHaveLength(1);
-      expect(log.filter((l) => (JSON.parse(l) as { level: number }).level >= 40)).toHaveLength(1);
+      // Without the shared ledger the hosts may race and meet Nova's quota 403s, which the guard logs
+      // (warn) as it retries them: timing-dependent, so not counted. Nothing else warns.
+      const warnings = log.filter((l) => (JSON.parse(l) as { level: number }).level >= 40 && !/quota error .*retrying/.test((JSON.parse(l) as { msg: string }).msg));
+      expect(warnings, log.join('\n')).toHaveLength(1);
     }
     expect(live(n)).toEqual([]);
   }, 40_000);
