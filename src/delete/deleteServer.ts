@@ -3,7 +3,8 @@
  * with `wait: true`, wait until Nova has deleted them (its 404, when it frees their cores).
  *
  * - `DELETE /servers/{id}` (Nova API reference, "Delete Server"): 204 is accepted; Nova's 404 for this
- *   server means already gone; 409 (locked) throws {@link ConflictError} at once; transient failures
+ *   server means already gone once a listing (`GET /servers`) confirms it (while that listing fails it
+ *   is sent again, until `timeoutMs`); 409 (locked) throws {@link ConflictError} at once; transient failures
  *   are retried (`deleteRetries`), then {@link DeleteFailedError}. Any other 2xx (a proxy's page) is
  *   not taken as accepted.
  * - With `wait`, the client's delete engine watches the server. `error` (ERROR with no task) sends the
@@ -72,7 +73,8 @@ function startCall(engine: DeleteEngine, options: DeleteServerOptions): Call {
  * @throws {@link ValidationError} for a bad id or options (before any request); {@link ConflictError}
  * on 409; {@link DeleteFailedError} when the DELETE keeps failing or the server ends in ERROR twice;
  * {@link OrphanedServerError} (a DeleteFailedError) when Nova answers 404 for it yet still lists it;
- * {@link DeleteTimeoutError} when `timeoutMs` passes (DELETE phase included); {@link AbortError} (its `serverId` set) when
+ * {@link DeleteTimeoutError} when `timeoutMs` passes (DELETE phase included, and, with or without `wait`,
+ * a 404 no successful listing could confirm by then); {@link AbortError} (its `serverId` set) when
  * `signal` aborts; {@link AuthError} and {@link ForbiddenError} as they come.
  */
 export async function deleteServer(client: DeleteCapable, serverId: string, options: DeleteServerOptions = {}): Promise<DeleteServerResult> {
@@ -165,7 +167,9 @@ async function deleteOne(
   log.debug({ outcome: first, attempts: result.deleteAttempts }, 'delete requested');
   if (first !== 'accepted') {
     // Nova's 404 before anything showed the server: a listing that still shows it means an orphaned mapping.
-    await engine.confirmGone(serverId, call.signal, result.deleteAttempts).catch((e: unknown) => {
+    // While that listing fails nothing is confirmed: it is sent again until the call's deadline (then
+    // DeleteTimeoutError, wait or not), never "already gone" on an unchecked 404.
+    await engine.confirmGone(serverId, call.signal, result.deleteAttempts, options.intervalMs ?? DELETE_DEFAULTS.intervalMs).catch((e: unknown) => {
       if (call.timedOut()) throw timeout();
       if (e instanceof AbortError) throw new AbortError(`Deletion of server ${serverId} was aborted`, { cause: options.signal?.reason, serverId });
       throw e;

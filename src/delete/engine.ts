@@ -14,7 +14,8 @@
  *    the listings could not answer (absent, not anchored, listing failed or slow) and every server
  *    about to be confirmed gets its own GET. A failed listing is never a failed wait.
  * 4. Each answer goes to the waits of its server: Nova's 404 ends them as `deleted` (a 404 a listing
- *    contradicts is checked first, see `presenceCheck.ts`: an orphaned mapping); `SOFT_DELETED`
+ *    contradicts is checked first, see `presenceCheck.ts`: an orphaned mapping; while the checking
+ *    listing fails, the 404 counts for nothing and the server is looked at again); `SOFT_DELETED`
  *    and `ERROR` with no task end them; anything else (`DELETED` included) schedules the next look.
  *
  * Source: osc-lib `utils.wait_for_delete` (one wait), nodepool's shared server list (many waits),
@@ -102,17 +103,14 @@ export class DeleteEngine {
     this.#presence = new PresenceCheck({ api, send: (fn, signal) => this.send(fn, signal), microversion: () => this.#listings.presenceMicroversion, counted });
   }
 
-  /**
-   * After Nova's 404 for `serverId` before anything showed it (its DELETE answered 404): one brief listing,
-   * shared (see `presenceCheck.ts`). @throws {@link OrphanedServerError} when Nova still lists it; {@link AbortError}.
-   */
-  confirmGone(serverId: string, signal: AbortSignal, deleteAttempts: number): Promise<void> {
-    return this.#presence.confirmGone(serverId, signal, deleteAttempts, (e) => this.#checkFailed(serverId, e));
+  /** Check Nova's 404 for `serverId` before anything showed it: see `PresenceCheck.confirmGone`. */
+  confirmGone(serverId: string, signal: AbortSignal, deleteAttempts: number, minDelayMs?: number): Promise<void> {
+    return this.#presence.confirmGone(serverId, signal, deleteAttempts, (e) => this.#checkFailed(serverId, e), minDelayMs);
   }
 
-  /** The listing that checks a 404 failed: the 404 stands. */
+  /** The listing that checks a 404 failed: the 404 is not confirmed, the server is looked at (and checked) again. */
   #checkFailed(serverId: string, e: unknown): void {
-    this.api.logger.warn({ serverId, err: e instanceof Error ? e.message : String(e) }, 'listing to check a 404 failed: the 404 stands');
+    this.api.logger.warn({ serverId, err: e instanceof Error ? e.message : String(e) }, 'listing to check a 404 failed: not confirmed, checking again');
   }
 
   /** Pending waits. */
@@ -310,7 +308,8 @@ export class DeleteEngine {
       present: (e) => this.#present(e as Entry),
       listedNow: () => this.#presence.listed(controller.signal),
       orphan: (e) => this.#orphan(e as Entry),
-      checkFailed: (e, error) => this.#checkFailed(e.serverId, error),
+      // The listing that had to check its 404 failed: nothing confirmed, nothing failed; looked at again.
+      checkFailed: (e, error) => (this.#checkFailed(e.serverId, error), this.#present(e as Entry)),
       presenceMicroversion: this.#listings.presenceMicroversion,
       trustAbsence: this.#listings.trustAbsence,
       onPresenceUnsupported: () => this.#listings.presenceUnsupported(),
@@ -369,7 +368,7 @@ export class DeleteEngine {
     }
   }
 
-  /** A shared listing still has `entry`'s server: a look at it, its status as last seen. */
+  /** A shared listing still has `entry`'s server (or its 404 is unchecked): a look at it, its status as last seen. */
   #present(entry: Entry): void {
     const now = this.clock.now();
     for (const w of entry.watches) {

@@ -9,6 +9,8 @@ export { waitForDelete } from './waitForDelete.js';
 export type { DeleteCapable } from './waitForDelete.js';
 export { deleteServer, deleteServers } from './deleteServer.js';
 export { DeleteEngine } from './engine.js';
+export { confirmNotFound } from './requestDelete.js';
+export type { ConfirmNotFoundOptions } from './requestDelete.js';
 export type { DeleteEngineOptions } from './engine.js';
 export { DELETE_DEFAULTS, checkDeleteOptions } from './options.js';
 export { presenceMicroversion } from './observe.js';

@@ -3,7 +3,10 @@
  * reference, "List Servers"; at microversion 2.69 or later, so a server of an unreachable cell is
  * listed, not left out), shared by every caller that asks while it runs. A server Nova answers 404 for
  * and still lists has an orphaned instance mapping (its cell is lost): Nova keeps counting it and its
- * deletion cannot end, so no delete function answers `deleted` or `already-gone` for it.
+ * deletion cannot end, so no delete function answers `deleted` or `already-gone` for it. A 404 the
+ * check could not check (the listing failed) is not taken as "gone" either: the check is repeated
+ * until it succeeds or the caller's deadline passes (then the caller's wait ends as a timeout and the
+ * server stays unconfirmed).
  *
  * The listing is sent under the engine's rate limit and bounded by the client's `requestTimeoutMs`;
  * it is aborted when every caller waiting for it has gone (nothing is left running after a call).
@@ -11,6 +14,7 @@
  * @module
  */
 import { AbortError, OrphanedServerError } from '../errors/index.js';
+import { withRetry } from '../transport/retry.js';
 import { listIds } from './observe.js';
 import type { ServerApi } from './types.js';
 
@@ -29,6 +33,9 @@ interface Shared {
   controller: AbortController;
   users: number;
 }
+
+/** Longest pause between two listings that check one 404, in ms. */
+const MAX_CHECK_DELAY_MS = 30_000;
 
 /** The words of an orphan's evidence. */
 export const ORPHAN_EVIDENCE = 'Nova answered 404 (itemNotFound) for it, while a listing of the project (GET /servers) still shows it';
@@ -100,19 +107,24 @@ export class PresenceCheck {
   }
 
   /**
-   * After Nova's 404 for `serverId` (its DELETE or GET, before any look showed it): resolves when a
-   * listing confirms it is gone, or when the listing fails (the 404 stands; `onCheckFailed` is told).
-   * @throws {@link OrphanedServerError} when the listing still shows it; {@link AbortError} when `signal` aborts.
+   * After Nova's 404 for `serverId` (its DELETE or GET, before any look showed it): resolves only when a
+   * successful listing does not show it. A listing that fails (5xx, no answer, a garbled body, any
+   * error) confirms nothing: `onCheckFailed` is told and the listing is sent again after p-retry's
+   * backoff (from `minDelayMs`, doubling up to 30 s, Nova's `Retry-After` waited out), until `signal`
+   * aborts (the caller's deadline): an unchecked 404 is never taken as "gone".
+   * @throws {@link OrphanedServerError} when a listing still shows it; {@link AbortError} when `signal` aborts.
    */
-  async confirmGone(serverId: string, signal: AbortSignal, deleteAttempts: number, onCheckFailed: (error: unknown) => void): Promise<void> {
-    let ids: ReadonlySet<string>;
-    try {
-      ids = await this.listed(signal);
-    } catch (e) {
-      if (e instanceof AbortError || signal.aborted) throw e;
-      onCheckFailed(e);
-      return;
-    }
+  async confirmGone(serverId: string, signal: AbortSignal, deleteAttempts: number, onCheckFailed: (error: unknown) => void, minDelayMs = 1000): Promise<void> {
+    const ids = await withRetry(() => this.listed(signal), {
+      retries: Number.POSITIVE_INFINITY,
+      minDelayMs,
+      maxDelayMs: Math.max(minDelayMs, MAX_CHECK_DELAY_MS),
+      maxRetryTimeMs: Number.POSITIVE_INFINITY,
+      shouldRetry: (e) => !(e instanceof AbortError) && !signal.aborted,
+      onRetry: (e) => onCheckFailed(e),
+      signal,
+      clock: this.#d.api.clock,
+    });
     if (ids.has(serverId)) throw new OrphanedServerError({ serverId, deleteAttempts, evidence: ORPHAN_EVIDENCE });
   }
 }

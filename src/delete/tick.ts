@@ -87,7 +87,7 @@ export interface TickContext {
   listedNow: () => Promise<ReadonlySet<string>>;
   /** Its own GET answered 404, yet a successful listing still shows it (an orphaned mapping). */
   orphan: (entry: TickEntry) => void;
-  /** The check of a 404 failed (the listing did): the 404 stands. */
+  /** The check of a 404 failed (the listing did): the 404 is not confirmed; the server is looked at again next time. */
   checkFailed: (entry: TickEntry, error: unknown) => void;
   fail: (entry: TickEntry, error: unknown) => void;
 }
@@ -120,7 +120,6 @@ async function deliverGone(ctx: TickContext, e: TickEntry): Promise<void> {
   } catch (error) {
     if (!live(e)) return;
     ctx.checkFailed(e, error);
-    ctx.deliver(e, { gone: true });
     return;
   }
   if (!live(e)) return;

@@ -68,7 +68,8 @@ export function progressReporter(serverId: string, options: WaitForDeleteOptions
  * (its `serverId` set) when `signal` aborts; the last failure when more than `pollRetries` looks in a row failed, or a
  * failure no later look can mend (401 after re-authentication, 403); {@link OrphanedServerError} when
  * its GET answers 404 yet a listing still shows it (checked when the latest listing showed it, or, a
- * single wait, when nothing showed it reachable before).
+ * single wait, when nothing showed it reachable before). While that listing fails, the 404 counts for
+ * nothing: the wait goes on (GET and check again every `intervalMs`) and ends as `timeout` at worst.
  */
 export function waitForDelete(client: DeleteCapable, serverId: string, options: WaitForDeleteOptions = {}): Promise<WaitForDeleteResult> {
   try {

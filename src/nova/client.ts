@@ -24,6 +24,7 @@ import { componentLogger, type Logger } from '../core/logger.js';
 import type { CreateServerBody, Flavor, Limits, QuotaSetDetail, Server } from '../core/types.js';
 import {
   DeleteEngine,
+  confirmNotFound,
   deleteServer as deleteServerImpl,
   deleteServers as deleteServersImpl,
   type DeleteServerOptions,
@@ -245,11 +246,13 @@ export class NovaClient {
 
   /**
    * One `DELETE /servers/{id}` (Nova API reference, "Delete Server"), retried on transient failures.
-   * Resolves `'delete-requested'` on 204, `'already-gone'` on Nova's 404 for this server
-   * (`Instance <id> could not be found.`).
+   * Resolves `'delete-requested'` on 204 (nothing more is sent), `'already-gone'` on Nova's 404 for this
+   * server (`Instance <id> could not be found.`) once a listing (`GET /servers`) confirms Nova no longer
+   * lists it, as every delete function does; a failed listing is sent again within `requestTimeoutMs`.
    * @throws {@link ConflictError} on 409 (locked); {@link NotFoundError} on a 404 that does not name
-   * the server (a wrong endpoint: never taken as "already gone"); other {@link NovaApiError}s after
-   * the retries.
+   * the server (a wrong endpoint: never taken as "already gone"); {@link OrphanedServerError} when Nova
+   * answers 404 yet still lists it; {@link DeleteTimeoutError} when no listing could confirm the 404
+   * within `requestTimeoutMs`; other {@link NovaApiError}s after the retries.
    */
   async requestDelete(id: string, options: RequestOptions = {}): Promise<'delete-requested' | 'already-gone'> {
     checkPathId('server id', id);
@@ -257,9 +260,10 @@ export class NovaClient {
       await this.request({ method: 'DELETE', path: `/servers/${encodeURIComponent(id)}`, serverId: id, ...options });
       return 'delete-requested';
     } catch (e) {
-      if (isServerNotFound(e, id)) return 'already-gone';
-      throw e;
+      if (!isServerNotFound(e, id)) throw e;
     }
+    await confirmNotFound(this.deleteEngine, id, { timeoutMs: options.requestTimeoutMs ?? this.requestTimeoutMs, signal: options.signal });
+    return 'already-gone';
   }
 
   /**

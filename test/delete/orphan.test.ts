@@ -98,13 +98,21 @@ describe('an orphaned mapping (listed, counted, its GET answers 404)', () => {
 });
 
 describe('the checking listing', () => {
-  it('fails: the 404 stands (already-gone), the failure logged', async () => {
+  it('fails once: the 404 is not taken as gone until a later listing confirms it (already-gone after the second listing)', async () => {
     const nova = await startNova();
     const client = clientFor(nova);
     const id = '11111111-aaaa-4bbb-8ccc-0000000000bb';
     nova.inject({ method: 'GET', path: '/servers', status: 403, times: 1 });
     expect(await settle(client.deleteServer(id))).toMatchObject({ outcome: 'already-gone' });
-    expect(nova.requests.map(line)).toEqual([`0 DELETE ${serverPath(id)} 404`, '0 GET /servers 403']);
+    // Formerly the failed listing let the 404 stand (already-gone with no second listing).
+    const lines = nova.requests.map(line);
+    expect(lines.slice(0, 2)).toEqual([`0 DELETE ${serverPath(id)} 404`, '0 GET /servers 403']);
+    expect(lines).toHaveLength(3);
+    // The second listing after p-retry's backoff from intervalMs (5000 ms, randomized up to x2).
+    expect(lines[2]).toMatch(/^\d+ GET \/servers 200$/);
+    const at = Number(lines[2]!.split(' ')[0]);
+    expect(at).toBeGreaterThanOrEqual(5000);
+    expect(at).toBeLessThan(10_000);
   });
 
   it('hangs: the call ends at its timeoutMs with DeleteTimeoutError, the server unconfirmed', async () => {
