@@ -71,7 +71,10 @@ describe('finding a server by name or id (osc-lib find_resource)', () => {
     const dotted = nova.addServer({ name: 'web.1' }).id;
     nova.addServer({ name: 'webx1' });
     nova.addServer({ name: 'web.10' });
-    expect(await resolveServer(client, byId)).toEqual({ id: byId, unverified: false });
+    // A UUID is taken as an id without a request: the delete tells whether it exists.
+    const before = nova.requests.length;
+    expect(await resolveServer(client, byId)).toEqual({ id: byId, unverified: true });
+    expect(nova.requests.length).toBe(before);
     expect(await resolveServer(client, 'web.1')).toEqual({ id: dotted, unverified: false });
     // A UUID whose GET answers 404: missing or an orphaned mapping; the delete tells which.
     const uuid = '3bceb063-7bc7-41c3-acff-88b2d02e4240';
