@@ -7,4 +7,5 @@
  */
 export { RedisQuotaLedger } from './ledger.js';
 export type { RedisQuotaLedgerOptions } from './options.js';
+export { MIN_PLACE_TTL_MS } from './options.js';
 export { RedisLedgerError } from './errors.js';
