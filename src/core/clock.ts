@@ -36,6 +36,17 @@ export const systemClock: Clock = {
 };
 
 /**
+ * `clock`'s timers in the shape p-timeout's `customTimers` option takes, so that its time limits run
+ * on the clock (faked timers included).
+ */
+export function pTimeoutTimers(clock: Clock): { setTimeout: typeof globalThis.setTimeout; clearTimeout: typeof globalThis.clearTimeout } {
+  return {
+    setTimeout: ((fn: () => void, delayMs: number) => clock.setTimeout(fn, delayMs)) as typeof globalThis.setTimeout,
+    clearTimeout: ((handle: TimerHandle | undefined) => clock.clearTimeout(handle)) as typeof globalThis.clearTimeout,
+  };
+}
+
+/**
  * Resolve after `delayMs` ms on `clock`; reject with `signal.reason` as soon as `signal` aborts (the
  * timer is cleared). The timer keeps the process alive (work a caller awaits) unless `unref`.
  */

@@ -13,7 +13,7 @@
  * @module
  */
 import pTimeout from 'p-timeout';
-import type { Clock } from '../core/clock.js';
+import { pTimeoutTimers, type Clock } from '../core/clock.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { AbortError, throwIfAborted } from '../errors/index.js';
 import type { LedgerClaim, LedgerLimits, LedgerPlace, QuotaLedger } from './ledger.js';
@@ -27,14 +27,6 @@ export const CLAIM_TOKEN_KEY = 'nova-guard-token';
 export const CLAIM_HOLDER_KEY = 'nova-guard-holder';
 /** Longest metadata value Nova takes (Nova API reference, "Create Server": `metadata`). */
 const METADATA_VALUE_MAX = 255;
-
-/** p-timeout's timers, on `clock`. */
-function timersOf(clock: Clock): { setTimeout: typeof globalThis.setTimeout; clearTimeout: typeof globalThis.clearTimeout } {
-  return {
-    setTimeout: ((fn: () => void, ms: number) => clock.setTimeout(fn, ms)) as typeof globalThis.setTimeout,
-    clearTimeout: ((handle: ReturnType<typeof globalThis.setTimeout> | undefined) => clock.clearTimeout(handle)) as typeof globalThis.clearTimeout,
-  };
-}
 
 /**
  * The time limit of one ledger call of `call`'s wait, in ms: `ledgerTimeoutMs`, or less while the
@@ -60,7 +52,7 @@ export async function bounded<T>(g: GuardState, what: string, work: () => Promis
     p = Promise.reject(e);
   }
   try {
-    return await pTimeout(p, { milliseconds: limitMs, signal, customTimers: timersOf(g.clock), message: `ledger ${what} took longer than ${limitMs} ms` });
+    return await pTimeout(p, { milliseconds: limitMs, signal, customTimers: pTimeoutTimers(g.clock), message: `ledger ${what} took longer than ${limitMs} ms` });
   } catch (e) {
     throwIfAborted(signal);
     throw e;

@@ -15,6 +15,7 @@ import type { Redis } from 'ioredis';
 import pTimeout from 'p-timeout';
 import type { Clock, Logger } from '../core/index.js';
 import { ConfigError } from '../errors/index.js';
+import { pTimeoutTimers } from '../core/clock.js';
 import { redactSecrets, redactUrlSecrets } from '../core/redact.js';
 import { RedisLedgerError } from './errors.js';
 import * as lua from './scripts.js';
@@ -153,7 +154,7 @@ export class RedisConnection {
     const ms = this.#init.commandTimeoutMs;
     return pTimeout(promise, {
       milliseconds: ms,
-      customTimers: this.#timers(),
+      customTimers: pTimeoutTimers(this.#init.clock),
       fallback: () => {
         throw new RedisLedgerError(`Redis ledger: ${what} got no answer within ${ms} ms`);
       },
@@ -178,7 +179,7 @@ export class RedisConnection {
     const ms = this.#init.commandTimeoutMs;
     return pTimeout(this.#readyWait, {
       milliseconds: ms,
-      customTimers: this.#timers(),
+      customTimers: pTimeoutTimers(this.#init.clock),
       fallback: () => {
         const last = this.#lastError === undefined ? '' : ` (last error: ${this.#lastError})`;
         throw new RedisLedgerError(`Redis ledger: waiting for the connection got no answer within ${ms} ms${last}`);
@@ -203,14 +204,6 @@ export class RedisConnection {
       const message = this.redact(error instanceof Error ? error.message : String(error));
       throw new RedisLedgerError(`Redis ledger: ${name} failed: ${message}`, { cause: new Error(message) });
     }
-  }
-
-  #timers(): { setTimeout: typeof globalThis.setTimeout; clearTimeout: typeof globalThis.clearTimeout } {
-    const clock = this.#init.clock;
-    return {
-      setTimeout: ((fn: () => void, delay: number) => clock.setTimeout(fn, delay)) as typeof globalThis.setTimeout,
-      clearTimeout: ((handle: ReturnType<typeof globalThis.setTimeout> | undefined) => clock.clearTimeout(handle)) as typeof globalThis.clearTimeout,
-    };
   }
 
   /** PUBLISH on `channel`, bounded like {@link run}. */

@@ -13,7 +13,7 @@
  */
 import axios, { type AxiosAdapter, type AxiosInstance, type AxiosResponse } from 'axios';
 import pTimeout from 'p-timeout';
-import { systemClock, type Clock } from '../core/clock.js';
+import { pTimeoutTimers, systemClock, type Clock } from '../core/clock.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { redactSecrets, redactUrlSecrets } from '../core/redact.js';
 import { currentOperation, recordQuotaRefusal, startRequest } from '../core/telemetry.js';
@@ -154,15 +154,11 @@ export class Transport {
     if (signal?.aborted) throw new AbortError(undefined, { cause: signal.reason });
     const controller = new AbortController();
     const inner = signal ? AbortSignal.any([signal, controller.signal]) : controller.signal;
-    const clock = this.clock;
     try {
       return await pTimeout(work(inner), {
         milliseconds: timeoutMs,
         ...(signal ? { signal } : {}),
-        customTimers: {
-          setTimeout: ((fn: () => void, ms: number) => clock.setTimeout(fn, ms)) as typeof globalThis.setTimeout,
-          clearTimeout: ((handle: ReturnType<typeof globalThis.setTimeout> | undefined) => clock.clearTimeout(handle)) as typeof globalThis.clearTimeout,
-        },
+        customTimers: pTimeoutTimers(this.clock),
         fallback: () => {
           throw timeoutError();
         },
