@@ -206,17 +206,6 @@ export class RedisConnection {
     }
   }
 
-  /** PUBLISH on `channel`, bounded like {@link run}. */
-  async publish(channel: string, message: string): Promise<void> {
-    try {
-      await this.#ready();
-      await this.#bounded('PUBLISH', this.#client.publish(channel, message));
-    } catch (error) {
-      if (error instanceof RedisLedgerError) throw error;
-      throw new RedisLedgerError(`Redis ledger: PUBLISH failed: ${this.redact(error instanceof Error ? error.message : String(error))}`);
-    }
-  }
-
   /** Close the pub/sub connection, and the command connection if the ledger opened it (always, whatever fails on the way). */
   async close(): Promise<void> {
     if (this.#closed) return;
