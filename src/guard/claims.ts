@@ -30,12 +30,6 @@ import { NO_NEEDS, addNeeds } from './headroom.js';
 export interface Claim {
   readonly id: number;
   readonly needs: ResourceAmounts;
-  /** When the claim was taken, on the ledger's clock (monotonic ms). */
-  readonly claimedAtMs: number;
-  /** The created server, once the POST answered 202. */
-  serverId: string | undefined;
-  /** True when nobody waits for the server to leave BUILD (`waitForActive: false`). */
-  unwatched: boolean;
 }
 
 interface Released {
@@ -43,7 +37,7 @@ interface Released {
   releasedAtMs: number;
 }
 
-/** The claims of one guard. `nowMs` is the guard's clock (`client.clock.now`); default {@link systemClock}'s. */
+/** The claims of one `InProcessQuotaLedger`. `nowMs` is the ledger's clock; default {@link systemClock}'s. */
 export class ClaimLedger {
   readonly #active = new Map<number, Claim>();
   #released: Released[] = [];
@@ -96,7 +90,7 @@ export class ClaimLedger {
 
   /** Take a claim. */
   claim(needs: ResourceAmounts): Claim {
-    const c: Claim = { id: this.#nextId++, needs: { ...needs }, claimedAtMs: this.#now(), serverId: undefined, unwatched: false };
+    const c: Claim = { id: this.#nextId++, needs: { ...needs } };
     this.#active.set(c.id, c);
     return c;
   }
@@ -105,11 +99,6 @@ export class ClaimLedger {
   release(claim: Claim, kind: 'not-created' | 'counted'): void {
     if (!this.#active.delete(claim.id)) return;
     if (kind === 'counted' && this.#openReads.size > 0) this.#released.push({ needs: claim.needs, releasedAtMs: this.#now() });
-  }
-
-  /** Active claims whose server nobody watches (for the lazy BUILD check). */
-  unwatched(): Claim[] {
-    return [...this.#active.values()].filter((c) => c.unwatched && c.serverId !== undefined);
   }
 
   /** Number of active claims. */
