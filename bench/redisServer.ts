@@ -1,7 +1,8 @@
 /**
  * The bench's Redis: `$NOVA_GUARD_REDIS_URL` when set, else a throw-away `redis-server` child on a
  * free loopback port (no persistence), or none when `redis-server` is not installed
- * (`scripts/redis/start.sh` installs it).
+ * (`scripts/redis/start.sh` installs it). The tests' redis-server (`test/redis/support.ts`) starts
+ * its children with {@link freePort} and {@link spawnRedis} too.
  *
  * @module
  */
@@ -10,7 +11,8 @@ import { existsSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-const REDIS_SERVER = process.env.REDIS_SERVER ?? '/usr/bin/redis-server';
+/** The redis-server binary: `$REDIS_SERVER`, default `/usr/bin/redis-server`. */
+export const REDIS_SERVER = process.env.REDIS_SERVER ?? '/usr/bin/redis-server';
 
 /** A Redis for the bench, and how to stop it. */
 export interface BenchRedis {
@@ -18,7 +20,8 @@ export interface BenchRedis {
   stop: () => void;
 }
 
-function freePort(): Promise<number> {
+/** A free TCP port on 127.0.0.1. */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.once('error', reject);
@@ -43,17 +46,28 @@ function answers(port: number): Promise<boolean> {
   });
 }
 
+/**
+ * Start a redis-server child on 127.0.0.1:`port` (no persistence); resolves once it answers PING.
+ * @throws when the child exits first, or does not answer within 10 s.
+ */
+export async function spawnRedis(port: number): Promise<ChildProcess> {
+  const child = spawn(REDIS_SERVER, ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--logfile', ''], { stdio: 'ignore' });
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`);
+    if (await answers(port)) return child;
+    await sleep(20);
+  }
+  child.kill('SIGKILL');
+  throw new Error('redis-server did not answer within 10 s');
+}
+
 /** `undefined` when there is no Redis to use. */
 export async function benchRedis(): Promise<BenchRedis | undefined> {
   const given = process.env.NOVA_GUARD_REDIS_URL;
   if (given) return { url: given, stop: () => undefined };
   if (!existsSync(REDIS_SERVER)) return undefined;
   const port = await freePort();
-  const child: ChildProcess = spawn(REDIS_SERVER, ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--logfile', ''], { stdio: 'ignore' });
-  const deadline = Date.now() + 10_000;
-  while (!(await answers(port))) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error('bench: redis-server did not start');
-    await sleep(20);
-  }
+  const child = await spawnRedis(port);
   return { url: `redis://127.0.0.1:${port}`, stop: () => child.kill('SIGKILL') };
 }

@@ -3,40 +3,15 @@
  * after the file (and restartable, empty, on the same port). Files skip fast with a clear message
  * when `/usr/bin/redis-server` is missing (`scripts/redis/start.sh` installs it).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { REDIS_SERVER, freePort, spawnRedis } from '../../bench/redisServer.js';
 
-export const REDIS_SERVER = process.env.REDIS_SERVER ?? '/usr/bin/redis-server';
+export { REDIS_SERVER };
 /** True when the tests can run; otherwise the reason they skip. */
 export const haveRedis = existsSync(REDIS_SERVER);
 export const skipReason = `redis-server not found at ${REDIS_SERVER}: test/redis skipped (scripts/redis/start.sh installs it)`;
 if (!haveRedis) console.warn(skipReason);
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-async function answers(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const sock = connect(port, '127.0.0.1');
-    sock.once('connect', () => {
-      sock.write('PING\r\n');
-      sock.once('data', (d) => {
-        sock.destroy();
-        resolve(d.toString().startsWith('+PONG'));
-      });
-    });
-    sock.once('error', () => resolve(false));
-  });
-}
 
 /** One redis-server child. */
 export class RedisServer {
@@ -56,15 +31,7 @@ export class RedisServer {
   /** Start (again, empty) on the same port; resolves once it answers PING. */
   async restart(): Promise<void> {
     await this.kill();
-    const child = spawn(REDIS_SERVER, ['--bind', '127.0.0.1', '--port', String(this.port), '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--logfile', ''], { stdio: 'ignore' });
-    this.#child = child;
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline) {
-      if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`);
-      if (await answers(this.port)) return;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    throw new Error('redis-server did not answer within 10 s');
+    this.#child = await spawnRedis(this.port);
   }
 
   /** SIGSTOP the server: connections stay open, nothing answers (a hung Redis). */
