@@ -18,6 +18,7 @@
 import { InvalidResponseError } from '../errors/index.js';
 import { isServerNotFound, isTransient } from '../transport/http.js';
 import type { Server } from '../core/types.js';
+import { statusOf } from '../core/counting.js';
 import type { Observation, ServerApi, WaitOutcome } from './types.js';
 
 export type { Observation } from './types.js';
@@ -48,7 +49,7 @@ export function faultKey(server: Server | undefined): string | undefined {
  */
 export function classify(obs: Observation, deleteDateMs?: number, faultBeforeDelete?: string): Exclude<WaitOutcome, 'timeout'> | undefined {
   if (obs.gone) return 'deleted';
-  const status = String(obs.server.status ?? '').toUpperCase();
+  const status = statusOf(obs.server);
   const taskState = obs.server['OS-EXT-STS:task_state'];
   const idle = taskState === null || taskState === undefined || taskState === '';
   // SOFT_DELETED with task_state deleting: a force-delete of it is under way (Nova keeps the status).
@@ -65,7 +66,7 @@ export function classify(obs: Observation, deleteDateMs?: number, faultBeforeDel
 
 /** True when the server shows status `DELETED` (Nova is destroying it; its 404 follows). */
 export function showsDeleted(obs: Observation): boolean {
-  return !obs.gone && String(obs.server.status ?? '').toUpperCase() === 'DELETED';
+  return !obs.gone && statusOf(obs.server) === 'DELETED';
 }
 
 /**

@@ -6,6 +6,7 @@
  */
 import { inOperation, type OperationContext } from '../core/telemetry.js';
 import { timeoutSignal } from '../core/clock.js';
+import { statusOf } from '../core/counting.js';
 import { AbortError, NovaApiError } from '../errors/index.js';
 import { CHANGES_SINCE_MARGIN_MS, listChangedSince, listIds, lookById, type Observation } from './observe.js';
 import type { DeleteEngineStats, ServerApi } from './types.js';
@@ -193,7 +194,7 @@ async function statusListing(ctx: TickContext, wanted: TickEntry[]): Promise<Tic
   let missingAnchored = false;
   for (const e of wanted) {
     const server = listed.byId.get(e.serverId);
-    e.lastListed = server !== undefined && String(server.status ?? '').toUpperCase() !== 'DELETED';
+    e.lastListed = server !== undefined && statusOf(server) !== 'DELETED';
     if (server && live(e)) {
       ctx.deliver(e, { gone: false, server });
       // An absent server is only "not seen": its own GET answers for it.

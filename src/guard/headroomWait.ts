@@ -16,6 +16,7 @@ import { InvalidResponseError, NotFoundError, QuotaExceededError, throwIfAborted
 import { sleep } from '../core/clock.js';
 import { traceHeadroomWait } from '../core/telemetry.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
+import { statusOf } from '../core/counting.js';
 import { LIMIT_KEYS, addNeeds, checkFit, computeHeadroom, describeShortfalls, NO_NEEDS, rawHeadroomOf, shortfallResources, type FitVerdict, type Headroom } from './headroom.js';
 import { holdClaim, leaveInBackground, inFlightOf, keepLease, moveToFallback, onFreed, onLedger, readThroughLedger, releaseClaim, renewBeforePost, renewQuietly } from './ledgerUse.js';
 import { QuotaWaitTimeoutError } from './errors.js';
@@ -107,7 +108,7 @@ async function refreshUnwatched(g: GuardState, signal: AbortSignal | undefined):
       }
       try {
         const s = await g.client.getServer(c.serverId!, { signal });
-        if (String(s.status ?? '').toUpperCase() !== 'BUILD') await releaseClaim(g, c, 'counted');
+        if (statusOf(s) !== 'BUILD') await releaseClaim(g, c, 'counted');
       } catch (e) {
         if (e instanceof NotFoundError) await releaseClaim(g, c, 'not-created');
         else if (signal?.aborted) throw e;

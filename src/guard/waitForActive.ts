@@ -17,6 +17,7 @@ import { isServerNotFound } from '../transport/index.js';
 import { sleep, timeoutSignal } from '../core/clock.js';
 import { jitteredMs } from '../core/jitter.js';
 import type { Server } from '../core/types.js';
+import { statusOf } from '../core/counting.js';
 
 /** How the wait ended. */
 export type ActiveOutcome =
@@ -66,7 +67,7 @@ export interface WaitForActiveOptions {
  */
 export function isPastScheduling(server: Server): boolean {
   const s = server as Record<string, unknown>;
-  const status = String(server.status ?? '').toUpperCase();
+  const status = statusOf(server);
   if (status !== 'BUILD' && status !== '') return true;
   const host = s['OS-EXT-SRV-ATTR:host'];
   if (typeof host === 'string' && host !== '') return true;
@@ -89,7 +90,7 @@ export interface WaitForActiveResult {
 
 /** The outcome a server body means, or undefined while it is still building. */
 function outcomeOf(server: Server): Exclude<ActiveOutcome, 'timeout'> | undefined {
-  const status = String(server.status ?? '').toUpperCase();
+  const status = statusOf(server);
   if (status === 'DELETED') return 'gone';
   if (status === 'ERROR') return 'error';
   if (status !== 'BUILD' && status !== '') return 'active';

@@ -11,6 +11,7 @@
  */
 import { ValidationError } from '../errors/index.js';
 import type { Server } from '../core/types.js';
+import { statusOf } from '../core/counting.js';
 
 /** Which servers belong to the fleet. At least one of `prefix` and `metadataKey` is required; both must match when both are given. */
 export interface FleetSelector {
@@ -179,7 +180,7 @@ export function planPass(input: PlanInput): PassPlan {
 
   for (const server of input.servers) {
     listed.set(server.id, server);
-    const status = String(server.status ?? '').toUpperCase();
+    const status = statusOf(server);
     const created = typeof server.created === 'string' ? Date.parse(server.created) : Number.NaN;
     const ageMs = Number.isFinite(created) ? Math.max(0, nowMs - created) : undefined;
     const base = { serverId: server.id, name: server.name ?? previous.candidates[server.id]?.name, ageMs };
@@ -236,7 +237,7 @@ export function planPass(input: PlanInput): PassPlan {
   for (const [id, prev] of Object.entries(previous.candidates)) {
     if (seen[id]) continue;
     const server = listed.get(id);
-    if (server && String(server.status ?? '').toUpperCase() === 'UNKNOWN') continue;
+    if (server && statusOf(server) === 'UNKNOWN') continue;
     if (!server) {
       skipped.push({ serverId: id, name: prev.name, reason: 'vanished', detail: 'a candidate of the previous pass, no longer listed' });
     } else if (!isFleetMember(server, selector)) {
