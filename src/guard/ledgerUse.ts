@@ -66,16 +66,20 @@ export async function bounded<T>(g: GuardState, what: string, work: () => Promis
  * (`leaseTtlMs` for a claim, the ledger's place lease for a place). Never sends a Nova request.
  */
 function inBackground(g: GuardState, ledger: QuotaLedger, what: string, work: () => Promise<void>, onError: (e: unknown) => void = () => undefined): void {
-  let run: Promise<void>;
-  if (ledger !== g.fallback) run = bounded(g, what, work);
-  else {
-    try {
-      run = work();
-    } catch (e) {
-      run = Promise.reject(e);
-    }
+  boundedUnlessFallback(g, ledger, what, work).catch(onError);
+}
+
+/**
+ * `work()` on `ledger`: {@link bounded} for the guard's ledger; run as it is on the guard's own
+ * fallback (in-process, never hangs). A synchronous throw becomes a rejection either way.
+ */
+function boundedUnlessFallback<T>(g: GuardState, ledger: QuotaLedger, what: string, work: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (ledger !== g.fallback) return bounded(g, what, work, signal);
+  try {
+    return work();
+  } catch (e) {
+    return Promise.reject(e);
   }
-  run.catch(onError);
 }
 
 /** Note a failed call of `ledger`: one warning, a counter. */
@@ -206,7 +210,7 @@ export async function inFlightOf(g: GuardState, ledger: QuotaLedger, stamp: numb
   const inFlight = ledger.inFlight?.bind(ledger);
   if (!inFlight) return undefined;
   try {
-    return ledger === g.fallback ? await inFlight(stamp) : await bounded(g, 'inFlight', () => inFlight(stamp), signal);
+    return await boundedUnlessFallback(g, ledger, 'inFlight', () => inFlight(stamp), signal);
   } catch (e) {
     throwIfAborted(signal);
     noteFallback(g, ledger, 'inFlight', e);
@@ -255,7 +259,7 @@ export async function bindClaim(g: GuardState, claim: Claim, serverId: string): 
 export async function renewBeforePost(g: GuardState, call: GuardedCall, claim: Claim, signal?: AbortSignal): Promise<boolean> {
   let ok: boolean;
   try {
-    ok = claim.ledger === g.fallback ? await claim.ledger.renew(claim.lc, g.opts.leaseTtlMs) : await bounded(g, 'renew', () => claim.ledger.renew(claim.lc, g.opts.leaseTtlMs), signal);
+    ok = await boundedUnlessFallback(g, claim.ledger, 'renew', () => claim.ledger.renew(claim.lc, g.opts.leaseTtlMs), signal);
   } catch (e) {
     if (signal?.aborted) {
       await releaseClaim(g, claim, 'not-created');
