@@ -24,7 +24,7 @@ import { traceDeleteWait } from '../core/telemetry.js';
 import pLimit from 'p-limit';
 import { timeoutSignal, untilSettledOrAborted, type TimerHandle } from '../core/clock.js';
 import { checkPathId } from '../core/validate.js';
-import { statusOf } from '../core/counting.js';
+import { isDeleting } from '../core/counting.js';
 import { AbortError, AuthError, ConflictError, DeleteFailedError, DeleteTimeoutError, ForbiddenError } from '../errors/index.js';
 import { InvalidResponseError, NovaApiError, OrphanedServerError } from '../errors/index.js';
 import { isServerNotFound, isTransient } from '../transport/http.js';
@@ -192,8 +192,7 @@ async function deleteOne(
   const progress = progressReporter(serverId, options, call.elapsedMs);
   const onObservation = (obs: Observation, polls: number): void => {
     progress?.(obs, polls);
-    const taskState = obs.gone ? undefined : obs.server['OS-EXT-STS:task_state'];
-    if (obs.gone || taskState === 'deleting' || statusOf(obs.server) === 'DELETED') underway = true;
+    if (obs.gone || isDeleting(obs.server)) underway = true;
     if (!underway && !redeleted && redeleteAfterMs > 0 && call.elapsedMs() >= redeleteAfterMs) {
       redeleted = true;
       log.warn({ afterMs: call.elapsedMs() }, 'no sign of deletion: sending the DELETE again');
