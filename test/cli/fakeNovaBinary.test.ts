@@ -13,10 +13,18 @@ function runFakeNovaUntil(args: string[], pattern: RegExp, limitMs = 15_000): Pr
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [CLI, 'fake-nova', ...args], { env: cleanEnv({}), cwd: '/' });
     let stdout = '';
-    const limit = setTimeout(() => child.kill('SIGTERM'), limitMs);
+    // One SIGTERM only: the lines after the matching one arrive as more chunks, and a second SIGTERM
+    // during the orderly stop is the "stop now" signal (exit by signal, not 0).
+    let stopping = false;
+    const stopOnce = (): void => {
+      if (stopping) return;
+      stopping = true;
+      child.kill('SIGTERM');
+    };
+    const limit = setTimeout(stopOnce, limitMs);
     child.stdout.on('data', (d: Buffer) => {
       stdout += d.toString();
-      if (pattern.test(stdout)) child.kill('SIGTERM');
+      if (pattern.test(stdout)) stopOnce();
     });
     child.on('close', (code, signal) => {
       clearTimeout(limit);
