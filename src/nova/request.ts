@@ -20,7 +20,7 @@ import { currentOperation } from '../core/telemetry.js';
 import type { AuthProvider } from '../auth/provider.js';
 import type { Logger } from '../core/logger.js';
 import { checkDurationMs, checkRetryPolicy } from '../core/validate.js';
-import { AuthError, throwIfAborted } from '../errors/index.js';
+import { AuthError, isAbortError, throwIfAborted } from '../errors/index.js';
 import { isRetryable, networkError, type RequestContext } from '../transport/http.js';
 import { withRetry, type RetryPolicy } from '../transport/retry.js';
 import type { Transport } from '../transport/transport.js';
@@ -91,9 +91,20 @@ export class NovaRequester {
     const shouldRetry = req.retryOn ?? ((error: unknown): boolean => isRetryable(req.method, error));
     const { logger, transport } = this.#init;
     return withRetry(
-      (attempt) => {
+      async (attempt) => {
         req.onAttempt?.(attempt);
-        return this.#attempt<T>(req);
+        try {
+          return await this.#attempt<T>(req);
+        } catch (error) {
+          if (!isAbortError(error) && !req.signal?.aborted) {
+            try {
+              req.onFailedAttempt?.(error, attempt);
+            } catch {
+              // a callback must not break the request
+            }
+          }
+          throw error;
+        }
       },
       {
         ...policy,
