@@ -8,6 +8,7 @@
 import { createServer } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DeleteFailedError, DeleteTimeoutError, NovaClient, NovaNetworkError, ServerError, waitForDelete, type DeleteFailureNotice } from '../../src/index.js';
+import { KeystoneAuth } from '../../src/auth/keystone.js';
 import { ScriptedNova } from './support/scriptedNova.js';
 
 afterEach(() => {
@@ -56,6 +57,15 @@ describe('a Nova that refuses every connection (real sockets)', () => {
     expect(e).toBeInstanceOf(DeleteFailedError);
     expect((e as Error).message).toContain('refused every connection (ECONNREFUSED, 4 tries)');
     expect((e as DeleteFailedError).failures?.counts.delete).toBe(4);
+  });
+  it('a Keystone that refuses every connection is named as such: failures of kind auth', async () => {
+    const port = await closedPort();
+    const auth = new KeystoneAuth({ authUrl: `http://127.0.0.1:${port}/v3`, username: 'ci', password: 'pw', userDomainName: 'Default', projectName: 'ci', projectDomainName: 'Default' });
+    const client = new NovaClient({ auth, retry: { minDelayMs: 5, maxDelayMs: 20, maxRetryTimeMs: 1000 } });
+    const e = await client.deleteServer('8d3b2c1e-0000-4000-8000-000000000003', { timeoutMs: 5000 }).catch((x: unknown) => x);
+    expect((e as Error).message).toContain(`Keystone at http://127.0.0.1:${port}/v3 refused every connection (ECONNREFUSED, 4 tries)`);
+    expect((e as DeleteFailedError).failures?.counts).toEqual({ delete: 0, look: 0, auth: 4 });
+    expect((e as Error).message).not.toContain('pw');
   });
 });
 
