@@ -17,6 +17,10 @@ export class NovaPause {
   readonly #clock: Clock;
   readonly #logger: Logger;
 
+  /**
+   * @param clock - The clock of the pause (the engine's).
+   * @param logger - Where the start of a pause is said (info).
+   */
   constructor(clock: Clock, logger: Logger) {
     this.#clock = clock;
     this.#logger = logger;
