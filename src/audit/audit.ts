@@ -23,7 +23,7 @@
  */
 import pLimit from 'p-limit';
 import type { NovaClient } from '../nova/client.js';
-import { AbortError, AuthError, ForbiddenError, NotFoundError, ValidationError, isAbortError, throwIfAborted } from '../errors/index.js';
+import { AuthError, ForbiddenError, NotFoundError, OperationTimeoutError, ValidationError, isAbortError, throwIfAborted } from '../errors/index.js';
 import { componentLogger } from '../core/logger.js';
 import {
   AUDIT_RESOURCES,
@@ -105,22 +105,29 @@ function checkOptions(options: AuditQuotaOptions): void {
  * ```
  * @throws {@link ValidationError} for bad options (before any request); the {@link NovaApiError} of
  * `/limits` or the listing (the audit cannot go on without them); {@link AbortError} when `signal`
- * aborts. A 403/404 on the quota-set detail, an unreadable flavor and a failed ghost GET are noted.
+ * aborts; {@link OperationTimeoutError} (`operation` `auditQuota`) when `timeoutMs` runs out. A 403/404 on the quota-set detail, an unreadable flavor and a failed ghost GET are noted.
  */
 export async function auditQuota(client: NovaClient, options: AuditQuotaOptions = {}): Promise<QuotaAudit> {
   checkOptions(options);
   throwIfAborted(options.signal);
   const timeoutMs = options.timeoutMs ?? DEFAULT_AUDIT_TIMEOUT_MS;
-  const deadline = Number.isFinite(timeoutMs)
-    ? timeoutSignal(client.clock, timeoutMs, () => new AbortError(`The quota audit did not finish within timeoutMs (${timeoutMs} ms)`))
-    : undefined;
+  const startedAt = client.clock.now();
+  const deadline = Number.isFinite(timeoutMs) ? timeoutSignal(client.clock, timeoutMs, () => new Error('timeoutMs')) : undefined;
   // Aborted when the audit settles: no request of it (a sibling of a failed one) outlives it.
   const settled = new AbortController();
   const signal = AbortSignal.any([settled.signal, ...(options.signal ? [options.signal] : []), ...(deadline ? [deadline.signal] : [])]);
   try {
     return await audit(client, options, signal);
   } catch (e) {
-    if (deadline?.signal.aborted && !options.signal?.aborted) throw deadline.signal.reason;
+    if (deadline?.signal.aborted && !options.signal?.aborted) {
+      throw new OperationTimeoutError(`The quota audit did not finish within timeoutMs (${timeoutMs} ms)`, {
+        operation: 'auditQuota',
+        timeoutMs,
+        elapsedMs: Math.round(client.clock.now() - startedAt),
+        // What was in flight, when it was a failure of its own (not the abort the deadline caused).
+        cause: isAbortError(e) ? undefined : e,
+      });
+    }
     throw e;
   } finally {
     deadline?.dispose();

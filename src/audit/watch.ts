@@ -93,7 +93,8 @@ function unkey(k: string): { kind: FindingKind; serverId: string | undefined } {
  * Audit `samples` times, `intervalMs` apart, and say which drift settles and which stays. Read-only.
  *
  * @throws {@link ValidationError} for bad options (before any request); whatever a sample's
- *   {@link auditQuota} throws; {@link AbortError} when `signal` aborts (also between samples).
+ *   {@link auditQuota} throws (an {@link OperationTimeoutError} when a sample's `timeoutMs` runs out);
+ *   {@link AbortError} when `signal` aborts (also between samples).
  */
 export async function watchQuota(client: NovaClient, options: WatchQuotaOptions = {}): Promise<QuotaWatch> {
   const { intervalMs = 30_000, samples: count = 20, onSample, ...auditOptions } = options;

@@ -19,6 +19,8 @@
 import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
 import { ValidationError } from '../errors/index.js';
+import { failureWords } from '../errors/delete.js';
+import { isTransient } from '../transport/http.js';
 import type { NovaClient } from '../nova/client.js';
 import type { DeleteServerOptions } from '../delete/index.js';
 import type { DeleteProgress } from '../delete/index.js';
@@ -113,6 +115,16 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
         return parts.join(', ') || (done >= toDelete.length ? 'done' : 'starting');
       };
       const bar = bars?.create(toDelete.length, 0, { detail: 'starting' });
+      // The first failure of each deletion is said when it happens (a refused connection, a 503), not
+      // only at the timeout: the deletion goes on trying until then.
+      const troubled = new Set<string>();
+      options.onFailure = (f) => {
+        // A final failure (409, 403, 401) is the deletion's result, said when it settles.
+        if (troubled.has(f.serverId) || !isTransient(f.error)) return;
+        troubled.add(f.serverId);
+        const what = f.kind === 'delete' ? 'DELETE' : f.kind === 'auth' ? 'authentication' : 'look at the server';
+        report(`Warning: ${name(f.serverId)}: ${what} failed (${failureWords(f.error)}); still trying${options.wait ? ' until the timeout' : ''}`);
+      };
       options.onProgress = (p) => {
         // An observation follows an accepted DELETE.
         accepted.add(p.serverId);

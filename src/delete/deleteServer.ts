@@ -22,51 +22,21 @@
  */
 import { traceDeleteWait } from '../core/telemetry.js';
 import pLimit from 'p-limit';
-import { timeoutSignal, untilSettledOrAborted, type TimerHandle } from '../core/clock.js';
+import { untilSettledOrAborted, type TimerHandle } from '../core/clock.js';
+import { startCall, type Call } from './call.js';
 import { checkPathId } from '../core/validate.js';
 import { isDeleting } from '../core/counting.js';
 import { AbortError, AuthError, ConflictError, DeleteFailedError, DeleteTimeoutError, ForbiddenError } from '../errors/index.js';
 import { InvalidResponseError, NovaApiError, OrphanedServerError } from '../errors/index.js';
 import { isServerNotFound, isTransient } from '../transport/http.js';
-import { withRetry } from '../transport/retry.js';
+import { retryAfterOf, withRetry } from '../transport/retry.js';
+import { FailureLog } from './failureLog.js';
+import type { FailureSummary } from '../errors/index.js';
 import type { DeleteEngine } from './engine.js';
 import { DELETE_DEFAULTS, checkDeleteManyOptions, checkDeleteOptions } from './options.js';
 import { lookById, type Observation } from './observe.js';
 import type { DeleteServerOptions, DeleteServerResult, DeleteServersOptions, DeleteServersResult, DeleteSettled } from './types.js';
 import { aboutServer, progressReporter, watchSpec, type DeleteCapable } from './waitForDelete.js';
-
-/** One call's time and cancellation: the caller's signal, the deadline, and the call's own end. */
-interface Call {
-  readonly startedAt: number;
-  readonly timeoutMs: number;
-  /** Aborts on the caller's abort, at the deadline, and when the call settles. */
-  readonly signal: AbortSignal;
-  elapsedMs(): number;
-  timeLeftMs(): number;
-  timedOut(): boolean;
-  dispose(): void;
-}
-
-function startCall(engine: DeleteEngine, options: DeleteServerOptions): Call {
-  const clock = engine.clock;
-  const startedAt = clock.now();
-  const timeoutMs = options.timeoutMs ?? DELETE_DEFAULTS.timeoutMs;
-  const ended = new AbortController();
-  const deadline = Number.isFinite(timeoutMs) ? timeoutSignal(clock, timeoutMs, () => new Error('deadline')) : undefined;
-  const signals = [ended.signal, ...(deadline ? [deadline.signal] : []), ...(options.signal ? [options.signal] : [])];
-  return {
-    startedAt,
-    timeoutMs,
-    signal: AbortSignal.any(signals),
-    elapsedMs: () => Math.round(clock.now() - startedAt),
-    timeLeftMs: () => Math.max(1, startedAt + timeoutMs - clock.now()),
-    timedOut: () => deadline?.signal.aborted === true && options.signal?.aborted !== true,
-    dispose: () => {
-      deadline?.dispose();
-      ended.abort(new Error('call settled'));
-    },
-  };
-}
 
 /**
  * Delete one server; see the module description for the exact behaviour.
@@ -132,6 +102,9 @@ async function deleteOne(
   const log = engine.api.logger.child({ serverId });
   const result: DeleteServerResult = { serverId, outcome: 'delete-requested', deleteAttempts: 0, polls: 0, elapsedMs: 0, warnings: [] };
   const done = (outcome: DeleteServerResult['outcome']): DeleteServerResult => ({ ...result, outcome, elapsedMs: call.elapsedMs() });
+  // What failed on the way: the DELETEs and looks of this call, and (merged in) those of its waits.
+  const failures = new FailureLog(serverId, options.onFailure);
+  let waitFailures: FailureSummary | undefined;
   const timeout = (): DeleteTimeoutError =>
     new DeleteTimeoutError({
       serverId,
@@ -140,12 +113,16 @@ async function deleteOne(
       polls: result.polls,
       elapsedMs: call.elapsedMs(),
       timeoutMs: call.timeoutMs,
+      failures: failures.summary(waitFailures),
     });
+  // Nova asked for a pause longer than the call has left: no request can go out in time; the
+  // timeout names the Retry-After (its latest failure).
+  const pausedPastDeadline = (e: unknown): boolean => Number.isFinite(call.timeoutMs) && retryAfterOf(e) >= call.startedAt + call.timeoutMs - engine.clock.now();
   const send = (kind: 'delete' | 'force'): Promise<'accepted' | 'already-gone'> =>
-    sendDelete(engine, serverId, kind, call, options.deleteRetries ?? DELETE_DEFAULTS.deleteRetries, () => result.deleteAttempts++).catch((e: unknown) => {
-      if (call.timedOut()) throw timeout();
+    sendDelete(engine, serverId, kind, call, options.deleteRetries ?? DELETE_DEFAULTS.deleteRetries, () => result.deleteAttempts++, failures).catch((e: unknown) => {
+      if (call.timedOut() || pausedPastDeadline(e)) throw timeout();
       if (e instanceof NovaApiError && !(e instanceof ConflictError || e instanceof ForbiddenError || e instanceof AuthError)) {
-        throw new DeleteFailedError({ serverId, faultMessage: e.message, deleteAttempts: result.deleteAttempts, cause: e });
+        throw new DeleteFailedError({ serverId, faultMessage: e.message, deleteAttempts: result.deleteAttempts, cause: e, failures: failures.summary() });
       }
       throw e;
     });
@@ -155,11 +132,11 @@ async function deleteOne(
   // while the server may exist: look at it, then send the DELETE again with backoff, until timeoutMs.
   const first = await batch.gate(() =>
     options.wait
-      ? deleteUntilAnswered(engine, serverId, call, () => send(kind), options.intervalMs, (obs) => {
+      ? deleteUntilAnswered(engine, serverId, call, () => send(kind), failures, options.intervalMs, (obs) => {
           result.polls++;
           result.server = obs.gone ? undefined : obs.server;
         }).catch((e: unknown) => {
-          if (call.timedOut()) throw timeout();
+          if (call.timedOut() || pausedPastDeadline(e)) throw timeout();
           if (options.signal?.aborted) throw new AbortError(`Deletion of server ${serverId} was aborted`, { cause: options.signal.reason, serverId });
           throw e;
         })
@@ -214,6 +191,7 @@ async function deleteOne(
     }
     result.polls += end.polls;
     result.server = end.server;
+    waitFailures = end.failures ?? waitFailures;
     if (end.outcome === 'deleted') return done('deleted');
     if (end.outcome === 'timeout') throw timeout();
     if (end.outcome === 'soft-deleted') {
@@ -250,6 +228,7 @@ function deleteUntilAnswered(
   serverId: string,
   call: Call,
   send: () => Promise<'accepted' | 'already-gone'>,
+  failures: FailureLog,
   intervalMs: number = DELETE_DEFAULTS.intervalMs,
   onLook: (obs: Observation) => void = () => undefined,
 ): Promise<'accepted' | 'already-gone' | 'gone'> {
@@ -265,8 +244,15 @@ function deleteUntilAnswered(
         return await send();
       } catch (e) {
         if (!unanswered(e)) throw e;
-        const look = await engine.send(() => lookById(engine.api, serverId, call.signal, Math.min(engine.api.requestTimeoutMs, call.timeLeftMs())), call.signal).catch(() => undefined);
-        if (look) onLook(look);
+        // Nova asked for a pause (Retry-After): no look now; the DELETE goes again after the pause.
+        if (retryAfterOf(e) > 0) throw e;
+        const look = await engine
+          .send(() => lookById(engine.api, serverId, call.signal, Math.min(engine.api.requestTimeoutMs, call.timeLeftMs())), call.signal)
+          .catch((lookError: unknown) => void failures.note('look', lookError));
+        if (look) {
+          failures.answered();
+          onLook(look);
+        }
         if (look?.gone) return 'gone';
         throw e;
       }
@@ -295,6 +281,7 @@ async function sendDelete(
   call: Call,
   deleteRetries: number,
   onAttempt: () => void,
+  failures: FailureLog,
 ): Promise<'accepted' | 'already-gone'> {
   const path = `/servers/${encodeURIComponent(serverId)}${kind === 'force' ? '/action' : ''}`;
   try {
@@ -309,22 +296,33 @@ async function sendDelete(
           requestTimeoutMs: Math.min(engine.api.requestTimeoutMs, call.timeLeftMs()),
           retry: kind === 'force' ? false : { retries: deleteRetries, maxRetryTimeMs: call.timeLeftMs() },
           onAttempt,
+          // Each failed attempt is recorded (and told to `onFailure`) at once, not after the last retry;
+          // Nova's 404 for this server is its answer, not a failure.
+          onFailedAttempt: (error) => {
+            if (!isServerNotFound(error, serverId)) failures.note('delete', error);
+          },
         }),
       call.signal,
     );
     if (kind === 'delete' && res.status !== 204) {
-      throw new NovaApiError({
+      const notNova = new NovaApiError({
         status: res.status,
         message: `DELETE ${path} answered ${res.status}, not Nova's 204: the request may not have reached Nova (a proxy?)`,
         requestId: res.requestId,
         method: 'DELETE',
         serverId,
       });
+      failures.note('delete', notNova);
+      throw notNova;
     }
     if (kind === 'delete') engine.noteNovaDate(res.serverDateMs, serverId);
+    failures.answered();
     return 'accepted';
   } catch (e) {
-    if (isServerNotFound(e, serverId)) return 'already-gone';
+    if (isServerNotFound(e, serverId)) {
+      failures.answered();
+      return 'already-gone';
+    }
     if (call.signal.aborted && !(e instanceof NovaApiError && e.status > 0)) throw new AbortError(`Deletion of server ${serverId} was aborted`, { cause: call.signal.reason, serverId });
     throw e;
   }

@@ -25,10 +25,13 @@
 import { currentOperation } from '../core/telemetry.js';
 import { jitteredMs, type Clock, type TimerHandle } from '../core/index.js';
 import { MAX_TIMER_MS } from '../core/validate.js';
-import { AbortError, OrphanedServerError } from '../errors/index.js';
+import { OrphanedServerError } from '../errors/index.js';
+import { FailureLog } from './failureLog.js';
+import { NovaPause } from './pause.js';
 import { AbortGroups } from './abortGroups.js';
 import { DeleteLedger } from './ledger.js';
-import { runTick, type TickEntry } from './tick.js';
+import { runTick } from './tick.js';
+import { endWatch, watchAborted, type Entry, type Watch } from './watch.js';
 import { RateTurns } from './turns.js';
 import { ServerMemory } from './memory.js';
 import { ListingPolicy } from './listingPolicy.js';
@@ -38,20 +41,6 @@ import type { DeleteEngineOptions, DeleteEngineStats, ServerApi, WatchEnd, Watch
 
 export type { DeleteEngineOptions, DeleteEngineStats, WatchEnd, WatchSpec } from './types.js';
 
-interface Watch extends WatchSpec {
-  readonly entry: Entry;
-  nextAt: number;
-  polls: number;
-  failures: number;
-  end: WatchEnd;
-  resolve: (end: WatchEnd) => void;
-  reject: (error: unknown) => void;
-}
-
-interface Entry extends TickEntry {
-  readonly watches: Watch[];
-}
-
 /** No look starts this close to its wait's deadline, in ms: it would reach Nova after the wait has ended. */
 const LAST_LOOK_MARGIN_MS = 10;
 
@@ -60,9 +49,6 @@ const STATUS_REFRESH_INTERVALS = 3;
 
 /** Shortest time limit of a shared listing, in ms. */
 const MIN_LISTING_TIMEOUT_MS = 1000;
-
-/** The error of a wait its signal ended. */
-const watchAborted = (serverId: string, reason: unknown): AbortError => new AbortError(`Waiting for the deletion of server ${serverId} was aborted`, { cause: reason, serverId });
 
 /** The delete engine of one client. */
 export class DeleteEngine {
@@ -98,7 +84,7 @@ export class DeleteEngine {
     this.#listings = new ListingPolicy(api.microversion);
     this.#watchIntervalMs = options.watchIntervalMs;
     this.ledger = new DeleteLedger(() => this.clock.wallNow());
-    this.#turns = new RateTurns(options.maxRequestsPerSecond ?? 10);
+    this.#turns = new RateTurns(options.maxRequestsPerSecond ?? 10, new NovaPause(this.clock, api.logger));
     const counted = (): void => void this.stats.briefListings++;
     this.#presence = new PresenceCheck({ api, send: (fn, signal) => this.send(fn, signal), microversion: () => this.#listings.presenceMicroversion, counted });
   }
@@ -110,6 +96,7 @@ export class DeleteEngine {
 
   /** The listing that checks a 404 failed: the 404 is not confirmed, the server is looked at (and checked) again. */
   #checkFailed(serverId: string, e: unknown): void {
+    for (const w of this.#entries.get(serverId)?.watches ?? []) w.log.note('look', e);
     this.api.logger.warn({ serverId, err: e instanceof Error ? e.message : String(e) }, 'listing to check a 404 failed: not confirmed, checking again');
   }
 
@@ -180,6 +167,7 @@ export class DeleteEngine {
         nextAt: now,
         polls: 0,
         failures: 0,
+        log: new FailureLog(serverId, spec.onFailure),
         end: { outcome: 'timeout', polls: 0, server: undefined, lastStatus: undefined, lastTaskState: undefined },
         resolve,
         reject,
@@ -188,7 +176,7 @@ export class DeleteEngine {
       entry.watches.push(w);
       this.#waits++;
       const fleet = this.#coalesce && this.#entries.size >= 2;
-      const tickAt = fleet ? Math.max(now, this.#lastTickAt + this.#gapMs(w.intervalMs)) : now;
+      const tickAt = Math.max(fleet ? Math.max(now, this.#lastTickAt + this.#gapMs(w.intervalMs)) : now, this.#turns.pausedUntil);
       this.#wantTimer(Math.min(tickAt, w.deadlineAt));
     });
   }
@@ -206,8 +194,7 @@ export class DeleteEngine {
       entry.controller.abort(new Error('no wait left for this server'));
       if (this.#entries.size === 0) this.#ticking?.abort(new Error('no wait left'));
     }
-    if (end instanceof Error) w.reject(end);
-    else w.resolve(end);
+    endWatch(w, end);
     if (this.#entries.size === 0) this.#clearTimer();
   }
 
@@ -253,7 +240,7 @@ export class DeleteEngine {
     }
     // A look due at or after the deadline of its wait is never sent: the deadline ends the wait first.
     const fleet = this.#coalesce && this.#entries.size >= 2;
-    const tickAt = this.#ticking ? Number.POSITIVE_INFINITY : fleet ? Math.max(next, this.#lastTickAt + this.#gapMs(interval, confirm)) : next;
+    const tickAt = this.#ticking ? Number.POSITIVE_INFINITY : Math.max(fleet ? Math.max(next, this.#lastTickAt + this.#gapMs(interval, confirm)) : next, this.#turns.pausedUntil);
     this.#wantTimer(Math.min(deadline, tickAt));
   }
 
@@ -345,6 +332,7 @@ export class DeleteEngine {
     for (const w of [...entry.watches]) {
       w.polls++;
       w.failures = 0;
+      w.log.answered();
       w.end = {
         outcome: end ?? 'timeout',
         polls: w.polls,
@@ -374,6 +362,7 @@ export class DeleteEngine {
     for (const w of entry.watches) {
       w.polls++;
       w.failures = 0;
+      w.log.answered();
       w.end = { ...w.end, polls: w.polls };
       w.nextAt = now + jitteredMs(entry.seenDeleted ? Math.min(w.intervalMs, w.confirmIntervalMs) : w.intervalMs, w.jitter);
     }
@@ -390,6 +379,7 @@ export class DeleteEngine {
     for (const w of [...entry.watches]) {
       w.polls++;
       w.failures++;
+      w.log.note('look', error);
       w.end = { ...w.end, polls: w.polls };
       if (isFatalLookFailure(error) || w.failures > w.pollRetries) this.#settle(w, error instanceof Error ? error : new Error(String(error)));
       else w.nextAt = now + jitteredMs(w.intervalMs, w.jitter);

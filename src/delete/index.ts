@@ -19,6 +19,7 @@ export type {
   WaitForDeleteResult,
   WaitOutcome,
   DeleteProgress,
+  DeleteFailureNotice,
   DeleteServerOptions,
   DeleteServerResult,
   DeleteOutcome,

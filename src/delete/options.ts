@@ -23,7 +23,7 @@ export const DELETE_DEFAULTS = Object.freeze({
   concurrency: 10,
 });
 
-const WAIT_KEYS = ['intervalMs', 'confirmIntervalMs', 'jitter', 'timeoutMs', 'signal', 'onProgress', 'requestTimeoutMs', 'pollRetries'] as const;
+const WAIT_KEYS = ['intervalMs', 'confirmIntervalMs', 'jitter', 'timeoutMs', 'signal', 'onProgress', 'onFailure', 'requestTimeoutMs', 'pollRetries'] as const;
 const DELETE_KEYS = [...WAIT_KEYS, 'wait', 'redeleteAfterMs', 'forceSoftDeleted', 'confirmGoneMs', 'deleteRetries', 'force'] as const;
 const DELETE_MANY_KEYS = [...DELETE_KEYS, 'concurrency', 'onSettled'] as const;
 
@@ -48,6 +48,7 @@ function checkWaitValues(options: WaitForDeleteOptions): void {
   }
   checkNonNegativeInteger('pollRetries', options.pollRetries);
   if (options.onProgress !== undefined && typeof options.onProgress !== 'function') throw new ValidationError('onProgress must be a function');
+  if (options.onFailure !== undefined && typeof options.onFailure !== 'function') throw new ValidationError('onFailure must be a function');
   if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) throw new ValidationError('signal must be an AbortSignal');
 }
 

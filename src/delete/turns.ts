@@ -7,10 +7,14 @@
  * for one turn at a time, and each turn goes to whichever request is first in the queue when it
  * comes (none left: the turn goes unused).
  *
+ * Nova's pause goes first: while a `Retry-After` lasts (`NovaPause`, noted from every failed
+ * request sent here), no request asks for a turn; each waits the pause out on the clock.
+ *
  * @module
  */
 import pThrottle from 'p-throttle';
 import { AbortError } from '../errors/index.js';
+import type { NovaPause } from './pause.js';
 
 /** Turns of a rate limit, handed out in order to the requests still waiting. */
 export class RateTurns {
@@ -19,12 +23,22 @@ export class RateTurns {
   /** Requests waiting for a turn, in order. */
   readonly #waiting: Array<() => void> = [];
   #turnAsked = false;
+  readonly #pause: NovaPause | undefined;
 
-  /** @param rps - Requests per second; `Infinity`: no limit. */
-  constructor(rps: number) {
+  /**
+   * @param rps - Requests per second; `Infinity`: no limit.
+   * @param pause - Nova's pause, noted from every failed request and waited out before each turn.
+   */
+  constructor(rps: number, pause?: NovaPause) {
+    this.#pause = pause;
     if (!Number.isFinite(rps)) return;
     const limit = Math.max(1, Math.floor(rps));
     this.#askTurn = pThrottle({ limit, interval: Math.round((1000 * limit) / rps), strict: true })(() => this.#grantTurn());
+  }
+
+  /** Clock time until which Nova's pause holds every request back (in the past, or -Infinity, when none). */
+  get pausedUntil(): number {
+    return this.#pause?.until ?? Number.NEGATIVE_INFINITY;
   }
 
   /** Requests waiting for a turn. */
@@ -37,6 +51,16 @@ export class RateTurns {
    * waiting; `fn` is then never called, and the turn it waited for goes to the next request.
    */
   send<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    const pause = this.#pause;
+    if (!pause) return this.#send(fn, signal);
+    if (pause.active) return pause.over(signal).then(() => this.send(fn, signal));
+    return this.#send(fn, signal).catch((e: unknown) => {
+      pause.note(e);
+      throw e;
+    });
+  }
+
+  #send<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     const aborted = (): AbortError => new AbortError(undefined, { cause: signal?.reason });
     if (signal?.aborted) return Promise.reject(aborted());
     if (!this.#askTurn) return fn();

@@ -7,6 +7,10 @@
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import type { Server } from '../core/types.js';
+import type { FailureSummary } from '../errors/index.js';
+import type { DeleteFailureNotice } from './failureLog.js';
+
+export type { DeleteFailureNotice } from './failureLog.js';
 
 /** Options of one request the delete engine sends (a subset of the client's `RequestOptions`). */
 export interface EngineRequestOptions {
@@ -14,6 +18,7 @@ export interface EngineRequestOptions {
   requestTimeoutMs?: number | undefined;
   retry?: { retries?: number; maxRetryTimeMs?: number } | false | undefined;
   onAttempt?: ((attempt: number) => void) | undefined;
+  onFailedAttempt?: ((error: unknown, attempt: number) => void) | undefined;
   microversion?: string | undefined;
 }
 
@@ -87,6 +92,12 @@ export interface WaitForDeleteOptions {
   signal?: AbortSignal | undefined;
   /** Called after each observation; an exception thrown by it is ignored. */
   onProgress?: ((progress: DeleteProgress) => void) | undefined;
+  /**
+   * Called at once for each request that failed on the way (a DELETE attempt, a look, an
+   * authentication), with its kind, error and count so far: a caller can say what goes wrong long
+   * before the timeout. An exception thrown by it is ignored.
+   */
+  onFailure?: ((failure: DeleteFailureNotice) => void) | undefined;
   /** Time limit of each request, in ms. @default the client's `requestTimeoutMs`, capped by the time left */
   requestTimeoutMs?: number;
   /**
@@ -112,6 +123,8 @@ export interface WaitForDeleteResult {
   lastStatus: string | undefined;
   /** Last task_state seen. */
   lastTaskState: string | null | undefined;
+  /** What failed on the way (by kind, with the last error of each); absent when nothing did. */
+  failures?: FailureSummary | undefined;
 }
 
 /** Options of `deleteServer`. */
@@ -235,6 +248,8 @@ export interface WatchSpec {
   signal?: AbortSignal | undefined;
   /** Called after each observation of the server, with the observations so far. */
   onObservation?: ((obs: Observation, polls: number) => void) | undefined;
+  /** Told of each failed look at once. */
+  onFailure?: ((failure: DeleteFailureNotice) => void) | undefined;
 }
 
 /** How a wait ended. */
@@ -244,5 +259,7 @@ export interface WatchEnd {
   server: Server | undefined;
   lastStatus: string | undefined;
   lastTaskState: string | null | undefined;
+  /** What failed on the way; absent when nothing did. */
+  failures?: FailureSummary | undefined;
 }
 

@@ -34,6 +34,7 @@ export function watchSpec(engine: DeleteEngine, options: WaitForDeleteOptions, s
     pollRetries: options.pollRetries ?? DELETE_DEFAULTS.pollRetries,
     signal: options.signal,
     onObservation,
+    onFailure: options.onFailure,
   };
 }
 

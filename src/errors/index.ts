@@ -21,4 +21,6 @@ export {
 } from './api.js';
 export type { NovaErrorInit, QuotaExceededInit, QuotaResource } from './api.js';
 export { DeleteTimeoutError, DeleteFailedError, OrphanedServerError } from './delete.js';
-export type { DeleteTimeoutInit, DeleteFailedInit, OrphanedServerInit } from './delete.js';
+export { OperationTimeoutError } from './timeout.js';
+export type { OperationTimeoutInit } from './timeout.js';
+export type { DeleteTimeoutInit, DeleteFailedInit, OrphanedServerInit, FailureKind, FailureSummary } from './delete.js';

@@ -55,7 +55,7 @@ export type { ClientStats, CloudClientOptions, ListServersOptions, ListServersQu
 export { parseAbsoluteLimits } from './parse.js';
 
 /** The option names a request takes (see {@link RawRequest}). */
-const RAW_REQUEST_KEYS = ['signal', 'requestTimeoutMs', 'retry', 'retryOn', 'onAttempt', 'microversion', 'method', 'path', 'query', 'body', 'acceptStatus', 'serverId'] as const;
+const RAW_REQUEST_KEYS = ['signal', 'requestTimeoutMs', 'retry', 'retryOn', 'onAttempt', 'onFailedAttempt', 'microversion', 'method', 'path', 'query', 'body', 'acceptStatus', 'serverId'] as const;
 
 
 /**

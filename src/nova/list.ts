@@ -2,6 +2,12 @@
  * Reading every page of a server listing (`GET /servers/detail` or `GET /servers`), bounded: the
  * `servers_links` "next" links are followed (api-guide "Paginated collections") at most
  * `maxPages` times, within `timeoutMs` in all, a marker never twice, a server never listed twice.
+ * A marker server deleted between two pages (Nova answers 400 `marker [<id>] not found`) does not
+ * fail the listing: the last good page is read again (without that server) and the listing goes on
+ * from there, every re-read counted against `maxPages`.
+ *
+ * Sources (marker): Nova `api/openstack/compute/servers.py` `_get_servers` (`MarkerNotFound` becomes
+ * `HTTPBadRequest` with `marker [%s] not found`).
  *
  * Sources: Nova API reference, "List Servers" and "List Servers Detailed"; api-guide "Paginated
  * collections".
@@ -10,7 +16,7 @@
  */
 import type { Clock } from '../core/clock.js';
 import type { Server } from '../core/types.js';
-import { NovaNetworkError, throwIfAborted } from '../errors/index.js';
+import { BadRequestError, NovaNetworkError, throwIfAborted } from '../errors/index.js';
 import { idObjectListMember, invalidResponse, type ShapeContext } from '../transport/responseShape.js';
 import { LIST_SERVERS_DEFAULTS, checkListServersOptions, type ListServersOptions, type ListServersQuery, type RawRequest, type RawResponse } from './options.js';
 import { nextPageQuery } from './parse.js';
@@ -65,15 +71,28 @@ export async function listServerPages(deps: ListingDeps, query: ListServersQuery
   let url = path; // the endpoint's URL once a page came
   const seenMarkers = new Set<string>();
   const seenIds = new Set<unknown>();
+  // The query of every page read so far, in order: a vanished marker goes back to the last of them.
+  const goodQueries: Array<typeof q> = [];
+  let requests = 0;
   try {
     for (;;) {
       let res: RawResponse;
       try {
+        requests++;
         res = await deps.request({ method: 'GET', path, query: q, ...requestOptions, signal: controller.signal });
       } catch (e) {
         if (timedOut && !caller?.aborted) throw listingTimeout(url, timeoutMs, pages);
+        const previous = goodQueries.at(-1);
+        if (previous !== undefined && isVanishedMarker(e, q['marker']) && requests < maxPages) {
+          // The server the marker named was deleted (and its row archived) since its page was read:
+          // read that page again; the servers already listed are not listed twice.
+          goodQueries.pop();
+          q = previous;
+          continue;
+        }
         throw e;
       }
+      goodQueries.push(q);
       pages++;
       url = res.url ?? url;
       serverDateMs ??= res.serverDateMs;
@@ -85,7 +104,7 @@ export async function listServerPages(deps: ListingDeps, query: ListServersQuery
       }
       const nextQuery = nextPageQuery(res.data, deps.shape(res), seenMarkers, page.length === 0);
       if (!nextQuery) break;
-      if (pages >= maxPages) {
+      if (pages >= maxPages || requests >= maxPages) {
         throw invalidResponse(
           deps.shape(res),
           `page ${pages} of the listing still has a servers_links next link, and maxPages is ${maxPages}: a listing whose every page ` +
@@ -99,6 +118,16 @@ export async function listServerPages(deps: ListingDeps, query: ListServersQuery
     caller?.removeEventListener('abort', onAbort);
   }
   return { servers, serverDateMs, pages };
+}
+
+/**
+ * True when `error` is Nova's 400 for a marker it cannot find (`marker [<id>] not found`) and names
+ * the marker of this very page (a marker the caller gave is not the listing's to replace).
+ */
+export function isVanishedMarker(error: unknown, marker: unknown): boolean {
+  if (!(error instanceof BadRequestError) || typeof marker !== 'string') return false;
+  const named = /^marker \[(.*)\] not found\.?$/.exec(error.message.trim())?.[1];
+  return named === marker;
 }
 
 /** The error of a listing that ran out of its `timeoutMs`. */

@@ -131,6 +131,8 @@ export interface RequestOptions {
   retryOn?: ((error: unknown) => boolean) | undefined;
   /** Called before each attempt with its number (1-based), e.g. to count DELETE attempts. */
   onAttempt?: ((attempt: number) => void) | undefined;
+  /** Called after each attempt that failed (an abort excepted), with its error and number (1-based), before any retry. */
+  onFailedAttempt?: ((error: unknown, attempt: number) => void) | undefined;
   /** The compute microversion of this call only (`"2.<minor>"` or `"latest"`). @default the client's `microversion` */
   microversion?: string | undefined;
 }

@@ -4,6 +4,13 @@
  * (token and exchange together), the 401 handling (invalidate the token, repeat once), and the
  * retries of the one retry policy (`withRetry`, `isRetryable`).
  *
+ * One authentication per token generation: the token a repeat after a 401 is sent with is on trial
+ * until Nova accepts it. A 401 on it is a verdict (the credentials lack the role: a new token will
+ * not help): every request that gets a 401 on that token from then on fails with {@link AuthError}
+ * at once, without another authentication, for {@link REFUSED_TOKEN_HOLD_MS} (then a 401 may start
+ * one new generation). However many requests see a 401 at once, the provider renews once (its
+ * single flight), and they all repeat with that one token.
+ *
  * Sources: keystoneauth1 `Session.request` (a 401 invalidates the plugin and the request is
  * repeated once); microversion headers per the Nova api-guide "Microversions".
  *
@@ -13,7 +20,7 @@ import { currentOperation } from '../core/telemetry.js';
 import type { AuthProvider } from '../auth/provider.js';
 import type { Logger } from '../core/logger.js';
 import { checkDurationMs, checkRetryPolicy } from '../core/validate.js';
-import { AuthError, throwIfAborted } from '../errors/index.js';
+import { AuthError, isAbortError, throwIfAborted } from '../errors/index.js';
 import { isRetryable, networkError, type RequestContext } from '../transport/http.js';
 import { withRetry, type RetryPolicy } from '../transport/retry.js';
 import type { Transport } from '../transport/transport.js';
@@ -37,10 +44,22 @@ export interface RequesterInit {
 /** A repeat after a 401, outside the time limit of the attempt that got it. */
 const REAUTHENTICATE = Symbol('reauthenticate');
 
+/**
+ * How long a token issued after a 401 and refused in turn stays a verdict, in ms: a 401 on it within
+ * this time fails at once, without asking the provider for another token.
+ */
+export const REFUSED_TOKEN_HOLD_MS = 60_000;
+
 /** Sends `NovaClient`'s requests: see the module. */
 export class NovaRequester {
   readonly #init: RequesterInit;
   #endpoint: string | undefined;
+  /** The token a repeat after a 401 went out with, until Nova answers it with anything but 401. */
+  #onTrial: string | undefined;
+  /** That token, refused in turn (401), and when (clock ms): the verdict. */
+  #refused: { token: string; atMs: number } | undefined;
+  /** The last token Nova took (answered with anything but 401). */
+  #accepted: string | undefined;
 
   constructor(init: RequesterInit) {
     this.#init = init;
@@ -72,9 +91,20 @@ export class NovaRequester {
     const shouldRetry = req.retryOn ?? ((error: unknown): boolean => isRetryable(req.method, error));
     const { logger, transport } = this.#init;
     return withRetry(
-      (attempt) => {
+      async (attempt) => {
         req.onAttempt?.(attempt);
-        return this.#attempt<T>(req);
+        try {
+          return await this.#attempt<T>(req);
+        } catch (error) {
+          if (!isAbortError(error) && !req.signal?.aborted) {
+            try {
+              req.onFailedAttempt?.(error, attempt);
+            } catch {
+              // a callback must not break the request
+            }
+          }
+          throw error;
+        }
       },
       {
         ...policy,
@@ -116,6 +146,8 @@ export class NovaRequester {
   async #exchange<T>(req: RawRequest, ctx: RequestContext, token: string, signal: AbortSignal, reauthenticated: boolean): Promise<RawResponse<T> | typeof REAUTHENTICATE> {
     const { transport, stats, logger } = this.#init;
     const microversion = req.microversion ?? this.#init.microversion;
+    // The token of a repeat after a 401 is on trial until Nova takes it (one that Nova took already is not).
+    if (reauthenticated && this.#accepted !== token) this.#onTrial = token;
     stats.requests++;
     stats.byMethod[req.method] = (stats.byMethod[req.method] ?? 0) + 1;
     const res = await transport.send({
@@ -133,15 +165,40 @@ export class NovaRequester {
     });
     const { requestId } = res;
     if (requestId !== undefined) this.#init.onRequestId(requestId);
+    if (res.status !== 401) this.#tokenTaken(token);
     logger.debug({ method: req.method, path: req.path, serverId: req.serverId, status: res.status, requestId, globalRequestId: currentOperation()?.requestId, elapsedMs: res.elapsedMs }, 'nova request');
     if ((res.status >= 200 && res.status < 300) || req.acceptStatus?.includes(res.status)) {
       return { status: res.status, data: res.data as T, requestId, serverDateMs: res.serverDateMs, url: ctx.url };
     }
     const error = transport.errorFor(res, ctx);
-    if (error instanceof AuthError && !reauthenticated && this.#init.auth.invalidate?.(token)) {
+    if (!(error instanceof AuthError)) throw error;
+    if (this.#isRefused(token)) throw error;
+    if (reauthenticated || token === this.#onTrial) {
+      // The token issued after a 401 is refused too: a verdict for every request that gets a 401 on it.
+      this.#refused = { token, atMs: transport.clock.now() };
+      this.#onTrial = undefined;
+      logger.warn({ method: req.method, path: req.path, serverId: req.serverId, requestId }, 'the token issued after a 401 was refused too (401): not re-authenticating again');
+      throw error;
+    }
+    if (this.#init.auth.invalidate?.(token)) {
       logger.info({ method: req.method, path: req.path, serverId: req.serverId, requestId }, 'token rejected (401): re-authenticating once');
       return REAUTHENTICATE;
     }
     throw error;
+  }
+
+  #tokenTaken(token: string): void {
+    this.#accepted = token;
+    if (this.#onTrial === token) this.#onTrial = undefined;
+    if (this.#refused?.token === token) this.#refused = undefined;
+  }
+
+  /** `token` is the refused token of the verdict, and the verdict still holds. */
+  #isRefused(token: string): boolean {
+    const r = this.#refused;
+    if (r === undefined || r.token !== token) return false;
+    if (this.#init.transport.clock.now() - r.atMs < REFUSED_TOKEN_HOLD_MS) return true;
+    this.#refused = undefined;
+    return false;
   }
 }

@@ -28,7 +28,7 @@
 import pLimit from 'p-limit';
 import type { NovaClient } from '../nova/client.js';
 import { checkDeleteOptions, deleteServer } from '../delete/index.js';
-import { AbortError, ValidationError, throwIfAborted } from '../errors/index.js';
+import { AbortError, OperationTimeoutError, ValidationError, throwIfAborted } from '../errors/index.js';
 import { componentLogger, type Logger } from '../core/logger.js';
 import { sleep, timeoutSignal } from '../core/clock.js';
 import {
@@ -120,8 +120,10 @@ export class Reaper {
    * candidates at bounded concurrency, each time-boxed, and remember this pass's candidates.
    *
    * @throws {@link ValidationError} when another pass of this reaper is running; the listing's
-   * {@link NovaApiError} (the state is then unchanged); {@link AbortError} when `signal` aborts.
-   * Deletion failures never throw: they are in `failed`.
+   * {@link NovaApiError} (the state is then unchanged); {@link AbortError} when `signal` aborts;
+   * {@link OperationTimeoutError} (`operation` `Reaper.pass`) when `timeoutMs` runs out. Deletion
+   * failures never throw: they are in `failed` (a deletion the pass had no time left to start:
+   * an OperationTimeoutError).
    */
   async pass(): Promise<ReapPassResult> {
     if (this.#running) throw new ValidationError('a pass of this reaper is already running');
@@ -141,7 +143,8 @@ export class Reaper {
     const started = clock.now();
     const timeoutMs = o.timeoutMs ?? DEFAULT_PASS_TIMEOUT_MS;
     const deadlineAt = started + timeoutMs;
-    const timedOut = (): AbortError => new AbortError(`The reaper pass did not finish within timeoutMs (${timeoutMs} ms)`);
+    const timedOut = (): OperationTimeoutError =>
+      new OperationTimeoutError(`The reaper pass did not finish within timeoutMs (${timeoutMs} ms)`, { operation: 'Reaper.pass', timeoutMs, elapsedMs: Math.round(clock.now() - started) });
     const deadline = Number.isFinite(timeoutMs) ? timeoutSignal(clock, timeoutMs, timedOut) : undefined;
     // Aborted when the pass settles: no request of this pass outlives it.
     const settled = new AbortController();
@@ -188,7 +191,7 @@ export class Reaper {
           if (signal?.aborted) return;
           const leftMs = deadlineAt - this.#client.clock.now();
           if (leftMs < 1) {
-            const error = new AbortError(`not attempted: the pass's timeoutMs ran out before this deletion could start`);
+            const error = new OperationTimeoutError(`not attempted: the pass's timeoutMs ran out before this deletion could start`, { operation: 'Reaper.pass', timeoutMs: o.timeoutMs ?? DEFAULT_PASS_TIMEOUT_MS });
             failed.push({ serverId: server.id, name: server.name, ageMs: candidate.ageMs, error });
             this.#emit({ type: 'delete-failed', serverId: server.id, name: server.name, error });
             return;

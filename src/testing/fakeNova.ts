@@ -344,6 +344,15 @@ export class FakeNova {
     this.compute.destroy(this.mustGet(id, 'destroyServer'));
   }
 
+  /**
+   * Archive and purge the rows of destroyed servers (`nova-manage db archive_deleted_rows --purge`):
+   * from then on such a server is no longer a valid listing marker (400 `marker [<id>] not found`,
+   * as Nova answers) and `changes-since` no longer shows it. Returns the number of rows dropped.
+   */
+  archiveDeletedRows(): number {
+    return this.store.purgeDestroyed();
+  }
+
   /** Number of pending timers (builds, deletes, delayed faults); 0 after close(). */
   pendingTimers(): number {
     return this.timers.size;

@@ -30,7 +30,10 @@ import { redactUrlSecrets } from '../core/redact.js';
 export type HeaderBag = Record<string, unknown>;
 
 function header(headers: HeaderBag, name: string): string | undefined {
-  const v = headers[name] ?? headers[name.toLowerCase()];
+  const lower = name.toLowerCase();
+  // Names in any case (node:http gives lower case; an adapter or a proxy may not).
+  const key = lower in headers ? lower : name in headers ? name : Object.keys(headers).find((k) => k.toLowerCase() === lower);
+  const v = key === undefined ? undefined : headers[key];
   if (Array.isArray(v)) return v[0] === undefined ? undefined : String(v[0]);
   return v === undefined || v === null ? undefined : String(v);
 }

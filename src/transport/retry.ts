@@ -7,7 +7,8 @@
  * the `retries` (p-retry's `shouldConsumeRetry`): the pause is Nova's (at least `minDelayMs`), not
  * a failure; only `maxRetryTimeMs` bounds how long such pauses go on (with an infinite
  * `maxRetryTimeMs` they use retries like any other failure). A `Retry-After` at least as long as what is
- * left of `maxRetryTimeMs` ends the retries at once, with that error.
+ * left of `maxRetryTimeMs` ends the retries at once, with that error. Any retried error's `Retry-After`
+ * is waited out (a 503's too), also when it is the `cause` of the error thrown ({@link retryAfterOf}).
  *
  * Source: keystoneauth1 `Session._send_request` (`connect_retries`, `status_code_retries`: the
  * request repeated after a doubling backoff).
@@ -53,9 +54,20 @@ export interface WithRetryOptions extends RetryPolicy {
   onRetry?: ((error: unknown, attempt: number, retryAfterMs: number) => void) | undefined;
 }
 
+/**
+ * Nova's `Retry-After` of `error` in ms (0: none): its own `retryAfterMs`, else that of its `cause`,
+ * and so on (a `DeleteFailedError` wrapping the 503 that named the pause).
+ */
+export function retryAfterOf(error: unknown): number {
+  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (e instanceof NovaApiError && e.retryAfterMs !== undefined && e.retryAfterMs > 0) return e.retryAfterMs;
+  }
+  return 0;
+}
+
 /** A rate limit whose pause Nova named: waited out without using a retry (while the budget is finite). */
 function pausesWithoutRetry(error: unknown, maxRetryTimeMs: number): boolean {
-  return error instanceof RateLimitError && (error.retryAfterMs ?? 0) > 0 && Number.isFinite(maxRetryTimeMs);
+  return error instanceof RateLimitError && retryAfterOf(error) > 0 && Number.isFinite(maxRetryTimeMs);
 }
 
 
@@ -83,7 +95,7 @@ export async function withRetry<T>(fn: (attempt: number) => Promise<T>, options:
       shouldConsumeRetry: ({ error }) => !pausesWithoutRetry(error, maxRetryTimeMs),
       onFailedAttempt: async ({ error, attemptNumber, retriesLeft }) => {
         if (retriesLeft <= 0 || !options.shouldRetry(error)) return;
-        const retryAfterMs = error instanceof NovaApiError ? (error.retryAfterMs ?? 0) : 0;
+        const retryAfterMs = retryAfterOf(error);
         // Nova asks for a pause at least as long as the budget has left: waiting it out would spend
         // the whole budget and then fail without another attempt. Fail now, with Nova's retryAfterMs.
         if (retryAfterMs > 0 && retryAfterMs >= maxRetryTimeMs - (clock.now() - startedAt)) throw error;

@@ -3,7 +3,7 @@
  * fake timers through FakeNova's in-process adapter, so deadlines are exact.
  */
 import { describe, expect, it, vi } from 'vitest';
-import { AbortError, auditQuota, formatAudit, ValidationError } from '../../src/index.js';
+import { AbortError, auditQuota, OperationTimeoutError, formatAudit, ValidationError } from '../../src/index.js';
 import type { FakeNova } from '../../src/testing/index.js';
 import { clientFor, fakeMs, rejection, settle, startNova, useFakeClock } from '../helpers.js';
 
@@ -33,13 +33,14 @@ async function withDownCellStub(nova: FakeNova): Promise<void> {
 }
 
 describe('auditQuota: timeoutMs', () => {
-  it('rejects with AbortError at timeoutMs exactly when a request hangs, and leaves no request or timer behind', async () => {
+  it('rejects with OperationTimeoutError (a timeout, not an AbortError) at timeoutMs exactly when a request hangs, and leaves no request or timer behind', async () => {
     const nova = await startNova();
     nova.addServer({ flavorId: '1' });
     nova.inject({ method: 'GET', path: '/servers/detail', hang: true });
     const client = clientFor(nova, { requestTimeoutMs: 3_600_000 });
     const e = await rejection(settle(auditQuota(client, { timeoutMs: 10_000 })));
-    expect(e).toBeInstanceOf(AbortError);
+    expect(e).toBeInstanceOf(OperationTimeoutError);
+    expect(e).not.toBeInstanceOf(AbortError);
     expect(e.message).toBe('The quota audit did not finish within timeoutMs (10000 ms)');
     expect(fakeMs()).toBe(10_000);
     const sent = nova.requests.length;
@@ -52,7 +53,7 @@ describe('auditQuota: timeoutMs', () => {
     const nova = await startNova();
     nova.inject({ method: 'GET', path: '/limits', hang: true });
     const e = await rejection(settle(auditQuota(clientFor(nova, { requestTimeoutMs: 3_600_000 }))));
-    expect(e).toBeInstanceOf(AbortError);
+    expect(e).toBeInstanceOf(OperationTimeoutError);
     expect(fakeMs()).toBe(300_000);
     expect(vi.getTimerCount()).toBe(0);
   });
@@ -62,7 +63,7 @@ describe('auditQuota: timeoutMs', () => {
     const ids = Array.from({ length: 6 }, () => nova.addServer({ flavorId: '1' }).id);
     nova.inject({ method: 'GET', path: /^\/servers\/[0-9a-f-]{36}$/, delayMs: 4_000, times: Infinity });
     const e = await rejection(settle(auditQuota(clientFor(nova), { timeoutMs: 5_000, ghostCheckConcurrency: 2 })));
-    expect(e).toBeInstanceOf(AbortError);
+    expect(e).toBeInstanceOf(OperationTimeoutError);
     expect(fakeMs()).toBe(5_000);
     const ghostGets = (): number => ids.reduce((n, id) => n + nova.requestsTo('GET', `/servers/${id}`).length, 0);
     expect(ghostGets()).toBe(4); // two at 0 s, two more at 4 s; none after the deadline

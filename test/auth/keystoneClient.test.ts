@@ -9,6 +9,7 @@ import { NovaClient, type NovaClientOptions } from '../../src/nova/client.js';
 import { AuthError } from '../../src/errors/index.js';
 import { KeystoneAuth, type KeystoneAuthOptions } from '../../src/auth/keystone.js';
 import { FakeKeystone, FakeNova, type FakeKeystoneOptions, type FakeNovaOptions } from '../../src/testing/index.js';
+import { REFUSED_TOKEN_HOLD_MS } from '../../src/nova/request.js';
 import { settle, useFakeClock } from '../helpers.js';
 
 useFakeClock();
@@ -186,5 +187,49 @@ describe('NovaClient with KeystoneAuth', () => {
     expect((await c.getQuotaSetDetail())['cores']).toMatchObject({ in_use: 0 });
     expect(s.keystone.tokenRequests).toBe(1);
     await expect(NovaClient.fromEnv({ ...env, OS_APPLICATION_CREDENTIAL_SECRET: 'wrong-secret' })).rejects.toBeInstanceOf(AuthError);
+  });
+});
+
+describe('a 401 on a brand-new token (a revoked role): one authentication for the client, not one per wait', () => {
+  it('20 pending delete-waits whose token Nova starts refusing: one re-authentication, every wait ends with AuthError, every server still unconfirmed', async () => {
+    let roleRevoked = false;
+    const ref: { keystone?: FakeKeystone } = {};
+    const s = await stack({}, {}, (t) => !roleRevoked && ref.keystone!.isValid(t));
+    ref.keystone = s.keystone;
+    // The engine's rate cap on (the default): the waits' requests go out one after another, as in the field.
+    const c = client(s, {}, { maxRequestsPerSecond: 10 });
+    const ids = Array.from({ length: 20 }, () => s.nova.addServer({ status: 'ACTIVE' }).id);
+    s.nova.setDefaultDeleteBehavior('never');
+    const run = c.deleteServers(ids, { wait: true, intervalMs: 1000, timeoutMs: 120_000 });
+    // Every DELETE accepted, then the role goes.
+    for (let i = 0; i < 200 && s.nova.requests.filter((r) => r.method === 'DELETE').length < 20; i++) await vi.advanceTimersByTimeAsync(50);
+    expect(s.nova.requests.filter((r) => r.method === 'DELETE' && r.status === 204)).toHaveLength(20);
+    const before = s.keystone.tokenRequests;
+    roleRevoked = true;
+    const result = await settle(run);
+    expect(s.keystone.tokenRequests - before).toBe(1);
+    expect(result.failed).toHaveLength(20);
+    for (const f of result.failed) expect(f.error).toBeInstanceOf(AuthError);
+    expect(c.unconfirmedDeletes().map((u) => u.serverId).sort()).toEqual([...ids].sort());
+    expect(c.unconfirmedDeletes().every((u) => u.state === 'failed' && u.lastError?.startsWith('AuthError'))).toBe(true);
+  });
+});
+
+describe('the verdict on a refused fresh token holds for REFUSED_TOKEN_HOLD_MS', () => {
+  it('later requests get AuthError without authenticating; after the hold a 401 starts one new generation, and a restored role works again', async () => {
+    let roleRevoked = true;
+    const ref: { keystone?: FakeKeystone } = {};
+    const s = await stack({}, {}, (t) => !roleRevoked && ref.keystone!.isValid(t));
+    ref.keystone = s.keystone;
+    const c = client(s);
+    expect(await settle(c.getLimits()).catch((e: unknown) => e)).toBeInstanceOf(AuthError);
+    expect(s.keystone.tokenRequests).toBe(2);
+    for (let i = 0; i < 5; i++) expect(await settle(c.getLimits()).catch((e: unknown) => e)).toBeInstanceOf(AuthError);
+    expect(s.keystone.tokenRequests).toBe(2);
+    await vi.advanceTimersByTimeAsync(REFUSED_TOKEN_HOLD_MS);
+    roleRevoked = false; // an operator restored the role: the tokens issued meanwhile lack it still
+    s.keystone.expireAllTokens();
+    expect((await settle(c.getLimits())).absolute).toBeDefined();
+    expect(s.keystone.tokenRequests).toBe(3);
   });
 });

@@ -16,6 +16,6 @@ describe('--timeout', () => {
     nova.inject({ method: 'GET', path: '/servers/detail', delayMs: 2_000 });
     const r = await runCli('quota', registerQuotaAuditCommand, clientFor(nova), ['audit', '--timeout', '50ms', '--attempts', '1']);
     expect(r.exitCode).toBe(1);
-    expect(r.stderr).toMatch(/AbortError: The quota audit did not finish within timeoutMs \(50 ms\)/);
+    expect(r.stderr).toMatch(/OperationTimeoutError: The quota audit did not finish within timeoutMs \(50 ms\)/);
   });
 });

@@ -6,8 +6,9 @@
  */
 import type { AxiosAdapter } from 'axios';
 import { describe, expect, it, vi } from 'vitest';
-import { AbortError, InvalidResponseError, NovaClient, NovaNetworkError, ValidationError } from '../../src/index.js';
-import { fakeMs, rejection, settle, useFakeClock } from '../helpers.js';
+import { AbortError, BadRequestError, InvalidResponseError, NovaClient, NovaNetworkError, ValidationError } from '../../src/index.js';
+import type { FakeNova } from '../../src/testing/index.js';
+import { clientFor, fakeMs, rejection, settle, startNova, useFakeClock } from '../helpers.js';
 import { scriptedAdapter, type SentRequest } from '../transport/scriptedAdapter.js';
 
 const ENDPOINT = 'http://nova.test/v2.1';
@@ -147,5 +148,90 @@ describe('listServers time bound (timeoutMs)', () => {
     expect((await settle(client(slow(adapter, 1000)).listServers())).map((s) => s.id)).toEqual(['a']);
     expect(fakeMs()).toBe(1000);
     expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
+describe('listServers when the marker server vanishes between pages (churn)', () => {
+  /** FakeNova with pages of 3; `between` runs once, right after page `afterPage` was answered. */
+  async function churning(afterPage: number, between: (nova: FakeNova, lastIds: string[]) => void): Promise<{ nova: FakeNova; sent: string[] }> {
+    const nova = await startNova({ pageSize: 3 });
+    const sent: string[] = [];
+    const inner = nova.adapter;
+    let pages = 0;
+    const wrapped: AxiosAdapter = async (config) => {
+      sent.push(String(config.url ?? '') + JSON.stringify(config.params ?? {}));
+      const res = await inner(config);
+      if (res.status === 200 && /\/servers(\/detail)?$/.test(String(config.url)) && ++pages === afterPage) {
+        const body = JSON.parse(String(res.data)) as { servers: Array<{ id: string }> };
+        between(nova, body.servers.map((s) => s.id));
+      }
+      return res;
+    };
+    (nova as unknown as { churnAdapter: AxiosAdapter }).churnAdapter = wrapped;
+    return { nova, sent };
+  }
+  const listing = (nova: FakeNova): NovaClient =>
+    clientFor(nova, { adapter: (nova as unknown as { churnAdapter: AxiosAdapter }).churnAdapter, retry: { retries: 0 } });
+
+  it("Nova's 400 'marker [<id>] not found' (the marker deleted and archived) re-reads the last good page: every server once, none lost", async () => {
+    const { nova, sent } = await churning(2, (n, ids) => {
+      n.destroyServer(ids.at(-1)!);
+      n.archiveDeletedRows();
+    });
+    const ids = Array.from({ length: 8 }, () => nova.addServer({ status: 'ACTIVE' }).id);
+    const servers = await listing(nova).listServers();
+    const got = servers.map((s) => s.id);
+    expect(new Set(got).size).toBe(got.length);
+    // Every server once: the vanished one as its page showed it, the others on the pages after it.
+    expect(got.sort()).toEqual([...ids].sort());
+    expect(nova.requestsTo('GET', /\/servers\/detail$/).filter((r) => r.status === 400)).toHaveLength(1);
+    expect(sent.length).toBe(5); // pages 1, 2, the 400, page 2 again, page 3
+  });
+
+  it('the marker of the first page vanishing restarts the listing from its first page', async () => {
+    const { nova } = await churning(1, (n, ids) => {
+      n.destroyServer(ids.at(-1)!);
+      n.archiveDeletedRows();
+    });
+    for (let i = 0; i < 5; i++) nova.addServer({ status: 'ACTIVE' });
+    const servers = await listing(nova).listServers();
+    expect(servers).toHaveLength(5);
+    expect(new Set(servers.map((s) => s.id)).size).toBe(5);
+  });
+
+  it('a marker the caller gave that Nova cannot find is still a BadRequestError (not the listing\'s to replace)', async () => {
+    const nova = await startNova({ pageSize: 3 });
+    nova.addServer({ status: 'ACTIVE' });
+    const e = await rejection(clientFor(nova, { retry: { retries: 0 } }).listServers({ marker: 'no-such-server' }));
+    expect(e).toBeInstanceOf(BadRequestError);
+    expect(e.message).toBe('marker [no-such-server] not found');
+  });
+
+  it('re-reads count against maxPages: a marker that vanishes after every page is followed to the end with room, and ends at maxPages without', async () => {
+    /** 40 servers, pages of 2; every full page's last server is deleted and archived as soon as the page is answered. */
+    async function everyMarkerVanishes(): Promise<{ nova: FakeNova; adapter: AxiosAdapter }> {
+      const nova = await startNova({ pageSize: 2 });
+      for (let i = 0; i < 40; i++) nova.addServer({ status: 'ACTIVE' });
+      const inner = nova.adapter;
+      const adapter: AxiosAdapter = async (config) => {
+        const res = await inner(config);
+        const body = res.status === 200 ? (JSON.parse(String(res.data)) as { servers: Array<{ id: string }> }) : undefined;
+        const last = body?.servers.at(-1)?.id;
+        if (last && body?.servers.length === 2) {
+          nova.destroyServer(last);
+          nova.archiveDeletedRows();
+        }
+        return res;
+      };
+      return { nova, adapter };
+    }
+    const roomy = await everyMarkerVanishes();
+    const all = await clientFor(roomy.nova, { adapter: roomy.adapter, retry: { retries: 0 } }).listServers();
+    expect(new Set(all.map((s) => s.id)).size).toBe(40);
+    expect(all).toHaveLength(40);
+    const tight = await everyMarkerVanishes();
+    const e = await rejection(clientFor(tight.nova, { adapter: tight.adapter, retry: { retries: 0 } }).listServers({}, { maxPages: 6 }));
+    expect(e).toBeInstanceOf(BadRequestError);
+    expect(tight.nova.requestsTo('GET', /\/servers\/detail$/)).toHaveLength(6);
   });
 });

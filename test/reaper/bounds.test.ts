@@ -4,7 +4,7 @@
  * have excluded. On fake timers through FakeNova's in-process adapter: deadlines are exact.
  */
 import { describe, expect, it, vi } from 'vitest';
-import { AbortError, DeleteTimeoutError, ForbiddenError, Reaper, reapServers, ValidationError, type ReaperOptions } from '../../src/index.js';
+import { AbortError, DeleteTimeoutError, OperationTimeoutError, ForbiddenError, Reaper, reapServers, ValidationError, type ReaperOptions } from '../../src/index.js';
 import { emptyReaperState, planPass } from '../../src/reaper/plan.js';
 import type { FakeNova } from '../../src/testing/index.js';
 import { clientFor, fakeMs, rejection, settle, startNova, useFakeClock } from '../helpers.js';
@@ -26,13 +26,14 @@ async function listAlso(nova: FakeNova, extra: Record<string, unknown>[]): Promi
 }
 
 describe('Reaper.pass: timeoutMs', () => {
-  it('a listing that hangs rejects the pass with AbortError at timeoutMs, state unchanged, nothing left running', async () => {
+  it('a listing that hangs rejects the pass with OperationTimeoutError (not AbortError) at timeoutMs, state unchanged, nothing left running', async () => {
     const nova = await startNova();
     nova.addServer({ name: 'ci-1', createdMs: Date.now() - 3 * HOUR });
     nova.inject({ method: 'GET', path: '/servers/detail', hang: true });
     const reaper = new Reaper(clientFor(nova, { requestTimeoutMs: 3_600_000 }), { prefix: 'ci-', olderThanMs: HOUR, timeoutMs: 20_000 });
     const e = await rejection(settle(reaper.pass()));
-    expect(e).toBeInstanceOf(AbortError);
+    expect(e).toBeInstanceOf(OperationTimeoutError);
+    expect(e).not.toBeInstanceOf(AbortError);
     expect(e.message).toBe('The reaper pass did not finish within timeoutMs (20000 ms)');
     expect(fakeMs()).toBe(20_000);
     expect(reaper.state).toEqual(emptyReaperState());
@@ -45,7 +46,7 @@ describe('Reaper.pass: timeoutMs', () => {
     const nova = await startNova();
     nova.inject({ method: 'GET', path: '/servers/detail', hang: true });
     const e = await rejection(settle(new Reaper(clientFor(nova, { requestTimeoutMs: 3_600_000 }), { prefix: 'ci-', olderThanMs: HOUR }).pass()));
-    expect(e).toBeInstanceOf(AbortError);
+    expect(e).toBeInstanceOf(OperationTimeoutError);
     expect(fakeMs()).toBe(900_000);
     expect(vi.getTimerCount()).toBe(0);
   });
@@ -64,7 +65,7 @@ describe('Reaper.pass: timeoutMs', () => {
     expect(p2.failed.map((f) => [f.error.constructor.name, (f.error as Partial<DeleteTimeoutError>).timeoutMs])).toEqual([
       ['DeleteTimeoutError', 6_000],
       ['DeleteTimeoutError', 4_000],
-      ['AbortError', undefined],
+      ['OperationTimeoutError', 10_000],
     ]);
     expect(p2.failed[2]!.error.message).toBe("not attempted: the pass's timeoutMs ran out before this deletion could start");
     expect(DELETES(nova)).toHaveLength(2);

@@ -140,6 +140,19 @@ export class ServerStore {
     return r && !r.destroyed ? r : undefined;
   }
 
+  /**
+   * Drop every destroyed row, as `nova-manage db archive_deleted_rows --purge` does: a server so
+   * dropped is no longer found as a listing's marker (Nova answers 400 `marker [<id>] not found`)
+   * nor listed by `changes-since`. Returns the number of rows dropped.
+   */
+  purgeDestroyed(): number {
+    const kept = this.rows.filter((r) => !r.destroyed);
+    const dropped = this.rows.length - kept.length;
+    for (const r of this.rows) if (r.destroyed) this.byId.delete(r.id);
+    this.rows.splice(0, this.rows.length, ...kept);
+    return dropped;
+  }
+
   /** Every row in insertion order (destroyed ones too). Do not mutate. */
   all(): readonly ServerRecord[] {
     return this.rows;
