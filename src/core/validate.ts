@@ -21,6 +21,37 @@ export function checkPathId(what: string, id: unknown): asserts id is string {
 }
 
 /**
+ * Nova's server ids are UUIDs: 32 hexadecimal digits, in any case, with or without the dashes of the
+ * 8-4-4-4-12 form (oslo.utils `uuidutils.is_uuid_like`, which Nova's compute API checks before any
+ * lookup: anything else is answered 404, `Instance ... could not be found.`).
+ */
+export const SERVER_ID_PATTERN = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i;
+
+/** True when `id` has the form of a Nova server id ({@link SERVER_ID_PATTERN}). */
+export function isServerId(id: unknown): boolean {
+  return typeof id === 'string' && SERVER_ID_PATTERN.test(id);
+}
+
+/**
+ * Check a server id given to a library call (`getServer`, `deleteServer`, `waitForDelete`, ...):
+ * a UUID ({@link SERVER_ID_PATTERN}). Any other string is one Nova could never accept as a server id
+ * (its 404 would read as "already gone" while a server of that *name* exists), so it is refused
+ * before any request, with the lookup to use: `client.listServers({ name: '^<name>$' })` (Nova's
+ * name filter is a regular expression), as the CLI does when it is given a name.
+ * @param what - How the id is named in the message, e.g. `server id`.
+ * @throws {@link ValidationError}
+ */
+export function checkServerId(what: string, id: unknown): asserts id is string {
+  checkPathId(what, id);
+  if (isServerId(id)) return;
+  const name = id.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  throw new ValidationError(
+    `${what} must be a UUID (Nova's server ids are; Nova answers 404 for anything else), got ${JSON.stringify(id)}: ` +
+      `to find a server by name, use client.listServers({ name: ${JSON.stringify(`^${name}$`)} }) and take the id of the server whose name is exactly ${JSON.stringify(id)}`,
+  );
+}
+
+/**
  * The longest delay a Node timer can wait: 2147483647 ms (about 24.8 days). A longer `setTimeout`
  * fires after 1 ms (with a TimeoutOverflowWarning), so a longer finite timeout would end at once.
  */

@@ -23,7 +23,7 @@
 import { traceDeleteWait } from '../core/telemetry.js';
 import pLimit from 'p-limit';
 import { timeoutSignal, untilSettledOrAborted, type TimerHandle } from '../core/clock.js';
-import { checkPathId } from '../core/validate.js';
+import { checkServerId } from '../core/validate.js';
 import { isDeleting } from '../core/counting.js';
 import { AbortError, AuthError, ConflictError, DeleteFailedError, DeleteTimeoutError, ForbiddenError } from '../errors/index.js';
 import { InvalidResponseError, NovaApiError, OrphanedServerError } from '../errors/index.js';
@@ -79,7 +79,7 @@ function startCall(engine: DeleteEngine, options: DeleteServerOptions): Call {
  * `signal` aborts; {@link AuthError} and {@link ForbiddenError} as they come.
  */
 export async function deleteServer(client: DeleteCapable, serverId: string, options: DeleteServerOptions = {}): Promise<DeleteServerResult> {
-  checkPathId('server id', serverId);
+  checkServerId('server id', serverId);
   try {
     checkDeleteOptions(options);
   } catch (error) {

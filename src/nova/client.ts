@@ -17,7 +17,7 @@ import { ValidationError } from '../errors/index.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../transport/retry.js';
 import { Transport } from '../transport/transport.js';
 import { isServerNotFound } from '../transport/http.js';
-import { checkPathId } from '../core/validate.js';
+import { checkPathId, checkServerId } from '../core/validate.js';
 import { checkKnownOptions } from '../core/options.js';
 import { idObjectMember, objectMember, type ShapeContext } from '../transport/responseShape.js';
 import { componentLogger, type Logger } from '../core/logger.js';
@@ -191,7 +191,7 @@ export class NovaClient {
    * 2xx body has no `server` object with an `id`.
    */
   async getServer(id: string, options: RequestOptions = {}): Promise<Server> {
-    checkPathId('server id', id);
+    checkServerId('server id', id);
     const res = await this.request({ method: 'GET', path: `/servers/${encodeURIComponent(id)}`, serverId: id, ...options });
     return idObjectMember<Server>(res.data, 'server', this.#shape('GET', res, id));
   }
@@ -255,7 +255,7 @@ export class NovaClient {
    * within `requestTimeoutMs`; other {@link NovaApiError}s after the retries.
    */
   async requestDelete(id: string, options: RequestOptions = {}): Promise<'delete-requested' | 'already-gone'> {
-    checkPathId('server id', id);
+    checkServerId('server id', id);
     try {
       await this.request({ method: 'DELETE', path: `/servers/${encodeURIComponent(id)}`, serverId: id, ...options });
       return 'delete-requested';
@@ -300,7 +300,7 @@ export class NovaClient {
    * @throws {@link ForbiddenError} when policy forbids it, {@link NotFoundError}, {@link ConflictError}.
    */
   async forceDeleteServer(id: string, options: RequestOptions = {}): Promise<void> {
-    checkPathId('server id', id);
+    checkServerId('server id', id);
     await this.request({ method: 'POST', path: `/servers/${encodeURIComponent(id)}/action`, body: { forceDelete: null }, serverId: id, ...options });
   }
 

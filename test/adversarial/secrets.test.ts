@@ -15,9 +15,9 @@ const TOKEN = 'gAAAAA-super-secret-token-123456';
 describe('NovaClient error messages', () => {
   it('a 400 page that echoes the X-Auth-Token never puts the token in the error', async () => {
     const s = await scripted((q, res) => reply(res, 400, `<html>bad request; x-auth-token=${String(q.headers['x-auth-token'])}</html>`, { 'Content-Type': 'text/html' }));
-    const e = await rejection(new NovaClient({ endpoint: s.endpoint, token: TOKEN }).getServer('abc'));
+    const e = await rejection(new NovaClient({ endpoint: s.endpoint, token: TOKEN }).getServer('abcabcab-0000-4000-8000-000000000abc'));
     expect(e).toBeInstanceOf(BadRequestError);
-    expect(e.message).toBe(`HTTP 400 Bad Request from GET ${s.endpoint}/servers/abc (body: "bad request; x-auth-token=[REDACTED]")`);
+    expect(e.message).toBe(`HTTP 400 Bad Request from GET ${s.endpoint}/servers/abcabcab-0000-4000-8000-000000000abc (body: "bad request; x-auth-token=[REDACTED]")`);
     expect(inspect(e)).not.toContain(TOKEN);
     expect(JSON.stringify(e)).not.toContain(TOKEN);
   });
@@ -27,7 +27,7 @@ describe('NovaClient error messages', () => {
     const s = await scripted((q, res) =>
       reply(res, 500, `{"computeFault": {"code": 500, "message": "bad token ${JSON.stringify(String(q.headers['x-auth-token'])).slice(1, -1)}"}}`),
     );
-    const e = await rejection(new NovaClient({ endpoint: s.endpoint, token, retry: { retries: 0 } }).getServer('abc'));
+    const e = await rejection(new NovaClient({ endpoint: s.endpoint, token, retry: { retries: 0 } }).getServer('abcabcab-0000-4000-8000-000000000abc'));
     expect(e).toBeInstanceOf(ServerError);
     expect(e.message).toBe('bad token [REDACTED]');
   });

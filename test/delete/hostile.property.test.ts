@@ -89,8 +89,8 @@ async function play(sc: Scenario): Promise<void> {
     return undefined;
   };
   const ids = sc.timelines.map((t, i) => {
-    nova.add(`s${i}`, t);
-    return `s${i}`;
+    nova.add(`${String(i).padStart(8, '0')}-0000-4000-8000-000000000000`, t);
+    return `${String(i).padStart(8, '0')}-0000-4000-8000-000000000000`;
   });
   const controller = new AbortController();
   if (sc.abortAtMs !== undefined) setTimeout(() => controller.abort(new Error('caller gave up')), sc.abortAtMs);
