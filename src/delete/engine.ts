@@ -312,6 +312,8 @@ export class DeleteEngine {
       checkFailed: (e, error) => (this.#checkFailed(e.serverId, error), this.#present(e as Entry)),
       presenceMicroversion: this.#listings.presenceMicroversion,
       trustAbsence: this.#listings.trustAbsence,
+      knownListed: this.#listings.knownListed,
+      onPlausibleListing: (ids) => void (this.#listings.knownListed = ids),
       onPresenceUnsupported: () => this.#listings.presenceUnsupported(),
       fail: (e, error) => this.#fail(e as Entry, error),
     }).finally(() => {

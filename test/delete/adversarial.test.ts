@@ -82,6 +82,54 @@ describe('listings that never end', () => {
   });
 });
 
+describe('evidence about the right servers only', () => {
+  const ID = (i: number): string => `${String(i).padStart(8, '0')}-0000-4000-8000-0000000000a1`;
+  const OTHER = (i: number): string => `${String(i).padStart(8, '0')}-0000-4000-8000-0000000000f0`;
+
+  it.each([
+    ["another project's servers (a misrouted cache or proxy)", () => ({ servers: [1, 2, 3].map((i) => ({ id: OTHER(i), links: [] })) })],
+    ['none of the servers it listed a moment ago, one unknown server instead', () => ({ servers: [{ id: OTHER(9), links: [] }] })],
+  ])('a brief listing that shows %s proves no absence: every wait ends deleted only at its own 404', async (_what, body) => {
+    const { nova, client, front } = hostileSetup({ requestTimeoutMs: 2000 });
+    const ids = [1, 2, 3, 4].map(ID);
+    for (const id of ids) nova.add(id, { deletedAfterMs: 500, goneAfterMs: 8000 });
+    for (const id of ids) await client.requestDelete(id);
+    // Honest listings until 3 s (every server listed, DELETED), then the brief listing goes wrong.
+    front.override = ({ config, method, path }) => (method === 'GET' && path === '/servers' && Date.now() - T0 >= 3000 ? reply(config, 200, body()) : undefined);
+    const results = await Promise.all(ids.map((id) => run(waitForDelete(client, id, { intervalMs: 1000, confirmIntervalMs: 500, jitter: 0, timeoutMs: 20_000 }))));
+    for (const r of results) {
+      expect(r.value).toMatchObject({ outcome: 'deleted' });
+      expect(r.settledAt, 'deleted before Nova destroyed it').toBeGreaterThanOrEqual(8000);
+    }
+    // Each was confirmed by its own 404.
+    for (const id of ids) expect(nova.seen.filter((q) => q.method === 'GET' && q.serverId === id && q.status === 404).length).toBeGreaterThanOrEqual(1);
+  });
+
+  it('a changes-since listing with a server of another project (tenant_id) is a failed listing: counted so, the servers answered by their own GETs', async () => {
+    const { nova, client, front } = hostileSetup();
+    const ids = [1, 2, 3].map(ID);
+    for (const id of ids) nova.add(id, { goneAfterMs: 2500 });
+    for (const id of ids) await client.requestDelete(id);
+    front.override = ({ config, method, path }) =>
+      method === 'GET' && path === '/servers/detail' ? reply(config, 200, { servers: [{ id: OTHER(1), status: 'ACTIVE', tenant_id: 'someone-else', updated: new Date().toISOString() }] }) : undefined;
+    const results = await Promise.all(ids.map((id) => run(waitForDelete(client, id, { intervalMs: 1000, jitter: 0, timeoutMs: 20_000 }))));
+    for (const r of results) expect(r.value).toMatchObject({ outcome: 'deleted' });
+    for (const r of results) expect(r.settledAt).toBeGreaterThanOrEqual(2500);
+    expect(client.deleteEngine.stats.listingFailures).toBeGreaterThanOrEqual(1);
+  });
+
+  it('a listing that drops every pending server at once while a bystander stays listed is still trusted (no extra GETs)', async () => {
+    const { nova, client } = hostileSetup();
+    nova.add(OTHER(7), {}); // a server of the project nobody deletes
+    const ids = [1, 2, 3].map(ID);
+    for (const id of ids) nova.add(id, { deletedAfterMs: 500, goneAfterMs: 1500 });
+    for (const id of ids) await client.requestDelete(id);
+    const results = await Promise.all(ids.map((id) => run(waitForDelete(client, id, { intervalMs: 1000, confirmIntervalMs: 500, jitter: 0 }))));
+    for (const r of results) expect(r.value).toMatchObject({ outcome: 'deleted' });
+    expect(nova.seen.filter((q) => q.method === 'GET' && q.serverId !== undefined)).toHaveLength(0);
+  });
+});
+
 describe('odd durations', () => {
   it('timeoutMs: Infinity with a look in flight asks for no timer of Infinity (Node would fire it after 1 ms, a busy loop)', async () => {
     const delays: number[] = [];
