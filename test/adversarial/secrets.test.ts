@@ -6,7 +6,8 @@
 import { inspect } from 'node:util';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BadRequestError, KeystoneAuth, NovaClient, ServerError, ValidationError } from '../../src/index.js';
+import { BadRequestError, InvalidResponseError, KeystoneAuth, NovaClient, ServerError, ValidationError } from '../../src/index.js';
+import { scriptedAdapter } from '../transport/scriptedAdapter.js';
 import { redactSecrets } from '../../src/auth/keystone.js';
 import { redactUrlSecrets } from '../../src/core/redact.js';
 import { errorFromResponse } from '../../src/transport/http.js';
@@ -225,4 +226,22 @@ describe('secrets that markup, odd user info or odd characters used to let throu
     // A Keystone token credential the same.
     expect(refusal(() => new KeystoneAuth({ token, endpointOverride: s.endpoint }))).toBeInstanceOf(ValidationError);
   });
+});
+
+describe('a Keystone token that cannot be a header value', () => {
+  it.each([['a snowman (through an adapter)', 'gAAAA☃-issued']])(
+    'an X-Subject-Token with %s is an InvalidResponseError and is not kept (never sent empty or stripped)',
+    async (_what, issued) => {
+      const { adapter } = scriptedAdapter(() => ({
+        status: 201,
+        headers: { 'x-subject-token': issued },
+        body: { token: { methods: ['password'], expires_at: '2099-01-01T00:00:00.000000Z', project: { id: 'p' }, catalog: [] } },
+      }));
+      const auth = new KeystoneAuth({ authUrl: 'http://keystone.test/v3', username: 'u', password: 'pw-secret-1', userDomainName: 'Default', projectName: 'p', projectDomainName: 'Default', adapter });
+      const e = await rejection(auth.getToken());
+      expect(e).toBeInstanceOf(InvalidResponseError);
+      expect(e.message).toContain('X-Subject-Token that cannot be sent as a header');
+      expect(shown(e)).not.toContain('issued');
+    },
+  );
 });
