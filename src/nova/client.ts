@@ -187,8 +187,9 @@ export class NovaClient {
 
   /**
    * `GET /servers/{id}` (Nova API reference, "Show Server Details").
-   * @throws {@link NotFoundError} when the server does not exist; {@link InvalidResponseError} when a
-   * 2xx body has no `server` object with an `id`.
+   * @throws {@link ValidationError} (before any request) when `id` is not a UUID (a server's name:
+   * look it up with `listServers({ name: '^<name>$' })`); {@link NotFoundError} when the server does
+   * not exist; {@link InvalidResponseError} when a 2xx body has no `server` object with an `id`.
    */
   async getServer(id: string, options: RequestOptions = {}): Promise<Server> {
     checkServerId('server id', id);
@@ -249,8 +250,9 @@ export class NovaClient {
    * Resolves `'delete-requested'` on 204 (nothing more is sent), `'already-gone'` on Nova's 404 for this
    * server (`Instance <id> could not be found.`) once a listing (`GET /servers`) confirms Nova no longer
    * lists it, as every delete function does; a failed listing is sent again within `requestTimeoutMs`.
-   * @throws {@link ConflictError} on 409 (locked); {@link NotFoundError} on a 404 that does not name
-   * the server (a wrong endpoint: never taken as "already gone"); {@link OrphanedServerError} when Nova
+   * @throws {@link ValidationError} (before any request) when `id` is not a UUID (a name is never
+   * taken for an id: look it up with `listServers({ name })`); {@link ConflictError} on 409 (locked);
+   * {@link NotFoundError} on a 404 that does not name the server (a wrong endpoint: never taken as "already gone"); {@link OrphanedServerError} when Nova
    * answers 404 yet still lists it; {@link DeleteTimeoutError} when no listing could confirm the 404
    * within `requestTimeoutMs`; other {@link NovaApiError}s after the retries.
    */
@@ -270,7 +272,8 @@ export class NovaClient {
    * `DELETE /servers/{id}` (Nova API reference, "Delete Server") and, with `wait: true`, wait until
    * Nova answers 404 for the server (osc-lib `wait_for_delete`). See {@link DeleteServerOptions}.
    * @returns outcome `'deleted'`, `'already-gone'`, `'soft-deleted'` or (without `wait`) `'delete-requested'`.
-   * @throws {@link ValidationError} for a bad id or option (before any request); {@link ConflictError}
+   * @throws {@link ValidationError} for a bad id (not a UUID: a server's name is looked up with
+   * `listServers({ name: '^<name>$' })`) or option (before any request); {@link ConflictError}
    * on 409 (locked); {@link DeleteFailedError} when the DELETE keeps failing or the server ends in
    * ERROR; {@link DeleteTimeoutError} at `timeoutMs`; {@link AbortError} when `signal` aborts;
    * {@link AuthError}, {@link ForbiddenError} as they come.
@@ -297,7 +300,8 @@ export class NovaClient {
   /**
    * `POST /servers/{id}/action` with `{"forceDelete": null}` (Nova API reference, "Force-Delete Server
    * (forceDelete Action)"): hard-deletes a SOFT_DELETED server. Not retried (a POST).
-   * @throws {@link ForbiddenError} when policy forbids it, {@link NotFoundError}, {@link ConflictError}.
+   * @throws {@link ValidationError} (before any request) when `id` is not a UUID; {@link ForbiddenError}
+   * when policy forbids it, {@link NotFoundError}, {@link ConflictError}.
    */
   async forceDeleteServer(id: string, options: RequestOptions = {}): Promise<void> {
     checkServerId('server id', id);
