@@ -9,6 +9,7 @@
  * @module
  */
 import { ValidationError } from '../errors/index.js';
+import { checkHeaderToken } from '../core/validate.js';
 
 /** The three ways nova-guard authenticates against Keystone v3. */
 export type KeystoneMethod = 'password' | 'application_credential' | 'token';
@@ -95,6 +96,7 @@ export function validateCredentials(creds: KeystoneCredentials): KeystoneMethod 
     }
   } else if (method === 'token') {
     if (creds.token === undefined) throw new ValidationError('token auth needs token');
+    checkHeaderToken('token', creds.token);
   } else {
     throw new ValidationError(`method must be password, application_credential or token, got ${JSON.stringify(method)}`);
   }

@@ -25,6 +25,7 @@ import { Transport, type TransportResponse } from '../transport/transport.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { componentLogger, type Logger } from '../core/logger.js';
 import { redactUrlSecrets } from '../core/redact.js';
+import { tokenHeaderProblem } from '../core/validate.js';
 import {
   authRequestBody,
   credentialSecrets,
@@ -329,6 +330,11 @@ export class KeystoneAuth implements AuthProvider {
     const token = Array.isArray(subject) ? String(subject[0]) : typeof subject === 'string' ? subject : undefined;
     if (!token) {
       throw new NovaApiError({ status: res.status, message: `Keystone answered ${res.status} without an X-Subject-Token header (POST ${url})`, method: 'POST', url, requestId });
+    }
+    const unsafe = tokenHeaderProblem(token);
+    if (unsafe !== undefined) {
+      // Never kept: it could not be sent as X-Auth-Token as it is (it would go out empty or changed).
+      throw new InvalidResponseError({ status: res.status, message: `Keystone answered ${res.status} with an X-Subject-Token that cannot be sent as a header: ${unsafe} (POST ${url})`, method: 'POST', url, requestId });
     }
     const tokenBody = data !== null && typeof data === 'object' && !Array.isArray(data) ? (data as Record<string, unknown>)['token'] : undefined;
     if (tokenBody === null || typeof tokenBody !== 'object' || Array.isArray(tokenBody)) {

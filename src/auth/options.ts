@@ -7,7 +7,7 @@ import type { AxiosAdapter } from 'axios';
 import type { Clock } from '../core/clock.js';
 import type { LoggerOption } from '../core/logger.js';
 import { MAX_TIMER_MS } from '../core/validate.js';
-import { redactUrlSecrets } from '../core/redact.js';
+import { redactUrlSecrets, withoutUserInfo } from '../core/redact.js';
 import { ValidationError } from '../errors/index.js';
 import type { TlsOptions } from '../transport/tls.js';
 import type { KeystoneCredentials } from './authBody.js';
@@ -60,9 +60,10 @@ export interface KeystoneAuthOptions extends KeystoneCredentials, TlsOptions {
  */
 export function normaliseAuthUrl(authUrl: string): string {
   if (typeof authUrl !== 'string' || !/^https?:\/\/[^/]+/i.test(authUrl)) {
-    throw new ValidationError(`authUrl must be an http(s) URL, got ${JSON.stringify(typeof authUrl === 'string' ? redactUrlSecrets(authUrl.replace(/\/\/[^@/]*@/, '//')) : authUrl)}`);
+    throw new ValidationError(`authUrl must be an http(s) URL, got ${JSON.stringify(typeof authUrl === 'string' ? redactUrlSecrets(withoutUserInfo(authUrl)) : authUrl)}`);
   }
-  if (/^https?:\/\/[^/]*@/i.test(authUrl)) throw new ValidationError('authUrl must not contain user info (user:password@)');
+  // Any `@`: user info whose password holds a `/` would not end at the first `/`.
+  if (authUrl.includes('@')) throw new ValidationError('authUrl must not contain user info (user:password@)');
   if (/[?#]/.test(authUrl)) throw new ValidationError(`authUrl must not have a query or fragment (/v3/auth/tokens is appended to it), got ${JSON.stringify(redactUrlSecrets(authUrl))}`);
   const trimmed = authUrl.replace(/\/+$/, '');
   if (/\/v2\.0$/i.test(trimmed)) throw new ValidationError(`Keystone v2.0 is not supported: use the v3 URL instead of ${trimmed}`);

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { checkHeaderToken } from '../core/validate.js';
 
 /** Options passed to {@link AuthProvider.getToken}. */
 export interface GetTokenOptions {
@@ -43,8 +44,14 @@ export interface AuthProvider {
 /** A fixed token, as given by `{ token }` or `--token`: never renewed; a 401 is final. */
 export class StaticTokenProvider implements AuthProvider {
   readonly #token: string;
-  /** @param token - The token to send as `X-Auth-Token`. */
+  /**
+   * @param token - The token to send as `X-Auth-Token`.
+   * @throws {@link ValidationError} when it cannot be a header value (empty, a CR or LF, a space, a
+   * control or non-ASCII character: see `tokenHeaderProblem`), before any request; the message never
+   * shows the token.
+   */
   constructor(token: string) {
+    checkHeaderToken('token', token);
     this.#token = token;
   }
   /** Resolves the fixed token. */

@@ -1,17 +1,21 @@
 /**
  * Finding servers by name or id the way `openstack server delete` does (osc-lib
- * `utils.find_resource`): `GET /servers/{x}` first; on a 404, `GET /servers/detail?name=^x$` (Nova's
- * name filter is a regular expression, so `x` is escaped) and an exact match of the name. One
- * difference, for fleets that delete many servers by id: a UUID is taken as an id without a lookup
- * (its DELETE and the delete's own check tell whether it exists), so deleting 40 ids costs no 40
- * extra GETs; a server whose *name* is another server's UUID is therefore not found by that name.
+ * `utils.find_resource`): by id first; when no server has that id, `GET /servers/detail?name=^x$`
+ * (Nova's name filter is a regular expression, so `x` is escaped) and an exact match of the name.
+ *
+ * - A UUID is taken as an id without a lookup (its DELETE and the delete's own check tell whether
+ *   a server has that id), so deleting 40 ids costs no 40 extra GETs. When the delete finds no
+ *   server with that id (`already-gone`), the CLI looks the string up as a name
+ *   ({@link resolveByName}), as openstack does after its GET's 404: a server whose *name* looks like
+ *   a UUID is found and deleted.
+ * - Anything else cannot be a Nova server id (Nova answers 404 for a string that is not a UUID, and
+ *   the library refuses one): it is looked up by name at once, with no `GET /servers/{x}`.
  *
  * @module
  */
 import pLimit from 'p-limit';
-import { NotFoundError } from '../errors/index.js';
 import type { NovaClient } from '../nova/client.js';
-import { checkPathId } from '../core/validate.js';
+import { checkPathId, isServerId } from '../core/validate.js';
 
 /** A server that could not be found (or not uniquely). */
 export class ServerLookupError extends Error {}
@@ -25,9 +29,10 @@ export interface Resolved {
   /** Names or ids that matched several servers, or were not found (as a name either) and cannot be ids. */
   failures: Array<{ nameOrId: string; error: Error }>;
   /**
-   * UUIDs, taken as ids without a lookup: the delete tells whether each exists (`already-gone`
-   * means it does not: openstack's "No server with a name or ID" failure; `OrphanedServerError`
-   * means Nova still lists and counts it under an orphaned instance mapping).
+   * UUIDs, taken as ids without a lookup: the delete tells whether a server has that id
+   * (`already-gone` means none has: the string is then looked up as a name, and only when no server
+   * has that name either is it openstack's "No server with a name or ID" failure;
+   * `OrphanedServerError` means Nova still lists and counts it under an orphaned instance mapping).
    */
   unverified: Set<string>;
 }
@@ -36,9 +41,6 @@ export interface Resolved {
 export function notFound(nameOrId: string): ServerLookupError {
   return new ServerLookupError(`No server with a name or ID of '${nameOrId}' exists.`);
 }
-
-/** Nova's server ids are UUIDs (with or without dashes). */
-const UUID = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i;
 
 const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -53,24 +55,27 @@ export function isPathId(id: string): boolean {
 }
 
 /**
- * Find one server by id, else by exact name; a UUID is taken as an id without a request
- * (`unverified`, see {@link Resolved.unverified}).
+ * Find one server by its exact name (`GET /servers/detail?name=^x$`, then an exact match).
+ * @returns its id, or undefined when no server has that name.
+ * @throws {@link ServerLookupError} when several have it; API errors as they are.
+ */
+export async function resolveByName(client: NovaClient, name: string): Promise<string | undefined> {
+  const listed = await client.listServers({ name: `^${escapeRegExp(name)}$` });
+  const exact = listed.filter((s) => s.name === name);
+  if (exact.length > 1) throw new ServerLookupError(`More than one server exists with the name '${name}'.`);
+  return exact[0]?.id;
+}
+
+/**
+ * Find one server by id, else by exact name. A UUID is taken as an id without a request
+ * (`unverified`, see {@link Resolved.unverified}); any other string is looked up by name only (it
+ * cannot be a Nova server id).
  * @throws {@link ServerLookupError}; API errors as they are.
  */
 export async function resolveServer(client: NovaClient, nameOrId: string): Promise<{ id: string; unverified: boolean } | undefined> {
-  if (UUID.test(nameOrId)) return { id: nameOrId, unverified: true };
-  if (isPathId(nameOrId)) {
-    try {
-      return { id: (await client.getServer(nameOrId)).id, unverified: false };
-    } catch (e) {
-      if (!(e instanceof NotFoundError)) throw e;
-    }
-  }
-  const listed = await client.listServers({ name: `^${escapeRegExp(nameOrId)}$` });
-  const exact = listed.filter((s) => s.name === nameOrId);
-  if (exact.length === 1) return { id: exact[0]!.id, unverified: false };
-  if (exact.length > 1) throw new ServerLookupError(`More than one server exists with the name '${nameOrId}'.`);
-  return undefined;
+  if (isServerId(nameOrId)) return { id: nameOrId, unverified: true };
+  const id = await resolveByName(client, nameOrId);
+  return id === undefined ? undefined : { id, unverified: false };
 }
 
 /**

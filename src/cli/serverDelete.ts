@@ -3,9 +3,10 @@
  * [--ignore-missing]`: messages and exit codes like `openstack server delete --wait`
  * (python-openstackclient `DeleteServer`): each failure is reported as `Failed to delete server
  * with name or ID '<server>': <error>`, then `N of M servers failed to delete.` and exit code 1; 0
- * when all succeeded. Each server is found like osc-lib's `find_resource`: `GET /servers/{x}` first
- * (an id), else a listing filtered by name and an exact name match: none is `No server with a name
- * or ID of 'x' exists.`, several `More than one server exists with the name 'x'.` (both failures,
+ * when all succeeded. Each server is found like osc-lib's `find_resource`: by id first (a UUID is
+ * deleted as an id; when no server has that id, it is looked up as a name, so a server whose name
+ * looks like a UUID is found too), else a listing filtered by name and an exact name match: none is
+ * `No server with a name or ID of 'x' exists.`, several `More than one server exists with the name 'x'.` (both failures,
  * exit 1). With `--ignore-missing` a server that does not exist is skipped (exit 0), for workers that
  * repeat a delete. A server Nova answers 404 for but still lists (an orphaned instance
  * mapping: Nova still counts it) is a failure (`OrphanedServerError`, its message says what an
@@ -22,11 +23,11 @@ import { ValidationError } from '../errors/index.js';
 import { failureWords } from '../errors/delete.js';
 import { isTransient } from '../transport/http.js';
 import type { NovaClient } from '../nova/client.js';
-import type { DeleteServerOptions } from '../delete/index.js';
+import type { DeleteServerOptions, DeleteSettled } from '../delete/index.js';
 import type { DeleteProgress } from '../delete/index.js';
 import { parseIntFlag, parseMs } from './common.js';
 import { terminalSafe } from '../core/table.js';
-import { isPathId, notFound, resolveServers } from './resolve.js';
+import { isPathId, notFound, resolveByName, resolveServers } from './resolve.js';
 import { withSlowNotice } from './waitNotice.js';
 
 interface DeleteFlags {
@@ -136,38 +137,55 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
       const onSigint = (): void => interrupt.abort(new Error('interrupted (Ctrl-C)'));
       process.once('SIGINT', onSigint);
       const held: string[] = [];
+      // UUIDs no server has as its id: looked up as names afterwards (openstack's find_resource).
+      const byName: string[] = [];
+      const onSettled = (s: DeleteSettled): void => {
+        latest.delete(s.serverId);
+        settled.add(s.serverId);
+        if (s.status === 'rejected') {
+          if (!interrupt.signal.aborted) fail(name(s.serverId), s.reason);
+          bar?.update(done, { detail: detail() });
+          return;
+        }
+        const r = s.value;
+        accepted.add(r.serverId);
+        // A UUID no server has as its id (Nova's 404 on the DELETE, and no listing shows it; an
+        // orphan would have been OrphanedServerError): it may still be a server's name.
+        if (r.outcome === 'already-gone' && found.unverified.has(r.serverId)) {
+          byName.push(r.serverId);
+          return;
+        }
+        done++;
+        bar?.update(done, { detail: detail() });
+        const line = `${r.serverId}: ${r.outcome} (${r.polls} polls, ${r.elapsedMs} ms)`;
+        // Under a progress bar the results are printed once it stops, so stdout always has them.
+        if (bars) held.push(line);
+        else console.log(line);
+        for (const w of r.warnings) report(`Warning: ${w}`);
+      };
       try {
         // All DELETEs first (paced, at most --concurrency in flight), then every wait together.
-        await client.deleteServers(toDelete, {
-          ...options,
-          signal: interrupt.signal,
-          concurrency,
-          onSettled: (s) => {
-            latest.delete(s.serverId);
-            settled.add(s.serverId);
-            if (s.status === 'rejected') {
-              if (!interrupt.signal.aborted) fail(name(s.serverId), s.reason);
-              bar?.update(done, { detail: detail() });
-              return;
-            }
-            const r = s.value;
-            accepted.add(r.serverId);
+        await client.deleteServers(toDelete, { ...options, signal: interrupt.signal, concurrency, onSettled });
+        // Then the UUIDs no server had as its id, as names: found ones are deleted like the others.
+        const named: string[] = [];
+        for (const given of interrupt.signal.aborted ? [] : byName) {
+          let id: string | undefined;
+          try {
+            id = await resolveByName(client, given);
+          } catch (e) {
+            fail(name(given), e as Error);
+            continue;
+          }
+          if (id === undefined || settled.has(id) || named.includes(id)) {
+            if (id === undefined && !flags.ignoreMissing) fail(name(given), notFound(name(given)));
             done++;
-            // An id whose GET answered 404 (no such name either): Nova's 404 on the DELETE too, and no
-            // listing shows it, so it does not exist (an orphan would have been OrphanedServerError).
-            if (r.outcome === 'already-gone' && found.unverified.has(r.serverId)) {
-              if (!flags.ignoreMissing) fail(name(r.serverId), notFound(name(r.serverId)));
-              bar?.update(done, { detail: detail() });
-              return;
-            }
             bar?.update(done, { detail: detail() });
-            const line = `${r.serverId}: ${r.outcome} (${r.polls} polls, ${r.elapsedMs} ms)`;
-            // Under a progress bar the results are printed once it stops, so stdout always has them.
-            if (bars) held.push(line);
-            else console.log(line);
-            for (const w of r.warnings) report(`Warning: ${w}`);
-          },
-        });
+            continue;
+          }
+          found.givenAs.set(id, name(given));
+          named.push(id);
+        }
+        if (named.length > 0) await client.deleteServers(named, { ...options, signal: interrupt.signal, concurrency, onSettled });
       } finally {
         process.removeListener('SIGINT', onSigint);
         bars?.stop();

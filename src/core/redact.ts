@@ -42,8 +42,21 @@ export function redactSecrets(text: string, secrets: readonly string[]): string 
  */
 const SECRET_PARAM = /([?&#;])([\w.~%[\]-]*?(?:token|pass|pwd|secret|key|auth|credential|sig|session)[\w.~%[\]-]*)=([^&#;\s"'<>]*)/gi;
 
-/** User info of a URL (`http://user:password@host`, also with one slash or none after the scheme). */
-const USER_INFO = /\b([a-z][a-z0-9+.-]*:\/{0,2})([^\s/?#@"'<>]+)@/gi;
+/**
+ * User info of a URL (`http://user:password@host`, also with one slash or none after the scheme).
+ * A password may hold any character, `/`, `?`, `#` and `@` included: everything up to the last `@`
+ * of the URL (up to a space or a quote) is taken for user info (a path with an `@` is redacted too).
+ */
+const USER_INFO = /\b([a-z][a-z0-9+.-]*:\/{0,2})([^\s"'<>]+)@/gi;
+
+/**
+ * `url` without anything that may be user info: everything between `scheme://` and the last `@` is
+ * removed (user info may hold any character, spaces included), for a URL echoed by a validation
+ * error; other forms (`http:/user:pw@host`) are left to {@link redactUrlSecrets}.
+ */
+export function withoutUserInfo(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[\s\S]*@/i, '$1');
+}
 
 /**
  * `text` with what a URL may carry of a secret replaced by `[REDACTED]`: its user info

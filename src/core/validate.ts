@@ -21,6 +21,67 @@ export function checkPathId(what: string, id: unknown): asserts id is string {
 }
 
 /**
+ * Nova's server ids are UUIDs: 32 hexadecimal digits, in any case, with or without the dashes of the
+ * 8-4-4-4-12 form (oslo.utils `uuidutils.is_uuid_like`, which Nova's compute API checks before any
+ * lookup: anything else is answered 404, `Instance ... could not be found.`).
+ */
+export const SERVER_ID_PATTERN = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i;
+
+/** True when `id` has the form of a Nova server id ({@link SERVER_ID_PATTERN}). */
+export function isServerId(id: unknown): boolean {
+  return typeof id === 'string' && SERVER_ID_PATTERN.test(id);
+}
+
+/**
+ * Check a server id given to a library call (`getServer`, `deleteServer`, `waitForDelete`, ...):
+ * a UUID ({@link SERVER_ID_PATTERN}). Any other string is one Nova could never accept as a server id
+ * (its 404 would read as "already gone" while a server of that *name* exists), so it is refused
+ * before any request, with the lookup to use: `client.listServers({ name: '^<name>$' })` (Nova's
+ * name filter is a regular expression), as the CLI does when it is given a name.
+ * @param what - How the id is named in the message, e.g. `server id`.
+ * @throws {@link ValidationError}
+ */
+export function checkServerId(what: string, id: unknown): asserts id is string {
+  checkPathId(what, id);
+  if (isServerId(id)) return;
+  const name = id.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  throw new ValidationError(
+    `${what} must be a UUID (Nova's server ids are; Nova answers 404 for anything else), got ${JSON.stringify(id)}: ` +
+      `to find a server by name, use client.listServers({ name: ${JSON.stringify(`^${name}$`)} }) and take the id of the server whose name is exactly ${JSON.stringify(id)}`,
+  );
+}
+
+/**
+ * Why `token` cannot be sent as an HTTP header value (`X-Auth-Token`) as it is, or undefined when it
+ * can. An HTTP field value (RFC 9110, 5.5) is visible ASCII and `obs-text` (bytes 0x80-0xFF, which
+ * Node sends as Latin-1), with spaces or tabs only inside: a CR or LF would end the header (the HTTP
+ * stack strips or refuses it), a character above U+00FF (`'☃'`) cannot be sent, and whitespace at
+ * either end is trimmed; so such a token is refused before any request instead of being sent empty
+ * or changed. The reason never shows the token.
+ */
+export function tokenHeaderProblem(token: unknown): string | undefined {
+  if (typeof token !== 'string' || token.length === 0) return 'it is not a non-empty string';
+  const bad = /[^\t\x20-\x7e\x80-\xff]/.exec(token);
+  if (bad) {
+    const c = bad[0].charCodeAt(0);
+    const what = c === 13 || c === 10 ? 'a line break (CR or LF)' : c < 0x20 || c === 0x7f ? 'a control character' : 'a character above U+00FF';
+    return `it holds ${what} at position ${bad.index}`;
+  }
+  if (/^[\t ]|[\t ]$/.test(token)) return 'it starts or ends with whitespace (a header value is trimmed)';
+  return undefined;
+}
+
+/**
+ * Check a token before it is used as the `X-Auth-Token` header: see {@link tokenHeaderProblem}.
+ * @param what - How the token is named in the message, e.g. `token`.
+ * @throws {@link ValidationError} (the message never shows the token)
+ */
+export function checkHeaderToken(what: string, token: unknown): asserts token is string {
+  const problem = tokenHeaderProblem(token);
+  if (problem !== undefined) throw new ValidationError(`${what} cannot be sent as an X-Auth-Token header: ${problem}`);
+}
+
+/**
  * The longest delay a Node timer can wait: 2147483647 ms (about 24.8 days). A longer `setTimeout`
  * fires after 1 ms (with a TimeoutOverflowWarning), so a longer finite timeout would end at once.
  */

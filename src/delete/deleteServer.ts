@@ -24,7 +24,7 @@ import { traceDeleteWait } from '../core/telemetry.js';
 import pLimit from 'p-limit';
 import { untilSettledOrAborted, type TimerHandle } from '../core/clock.js';
 import { startCall, type Call } from './call.js';
-import { checkPathId } from '../core/validate.js';
+import { checkServerId } from '../core/validate.js';
 import { isDeleting } from '../core/counting.js';
 import { AbortError, AuthError, ConflictError, DeleteFailedError, DeleteTimeoutError, ForbiddenError } from '../errors/index.js';
 import { InvalidResponseError, NovaApiError, OrphanedServerError } from '../errors/index.js';
@@ -49,7 +49,7 @@ import { aboutServer, progressReporter, watchSpec, type DeleteCapable } from './
  * `signal` aborts; {@link AuthError} and {@link ForbiddenError} as they come.
  */
 export async function deleteServer(client: DeleteCapable, serverId: string, options: DeleteServerOptions = {}): Promise<DeleteServerResult> {
-  checkPathId('server id', serverId);
+  checkServerId('server id', serverId);
   try {
     checkDeleteOptions(options);
   } catch (error) {

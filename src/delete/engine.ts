@@ -10,7 +10,7 @@
  *    a slow request never holds a wait past it).
  * 2. One server pending (or `coalesce: false`): each due server gets its own `GET /servers/{id}`.
  * 3. Two or more pending: one `changes-since` listing answers the servers not yet seen `DELETED`;
- *    one brief `GET /servers` tells which of those seen `DELETED` Nova no longer lists; every server
+ *    one brief `GET /servers` tells which of those seen `DELETED` Nova no longer lists (if plausibly ours: tick.ts); every server
  *    the listings could not answer (absent, not anchored, listing failed or slow) and every server
  *    about to be confirmed gets its own GET. A failed listing is never a failed wait.
  * 4. Each answer goes to the waits of its server: Nova's 404 ends them as `deleted` (a 404 a listing
@@ -299,6 +299,8 @@ export class DeleteEngine {
       checkFailed: (e, error) => (this.#checkFailed(e.serverId, error), this.#present(e as Entry)),
       presenceMicroversion: this.#listings.presenceMicroversion,
       trustAbsence: this.#listings.trustAbsence,
+      knownListed: this.#listings.knownListed,
+      onPlausibleListing: (ids) => void (this.#listings.knownListed = ids),
       onPresenceUnsupported: () => this.#listings.presenceUnsupported(),
       fail: (e, error) => this.#fail(e as Entry, error),
     }).finally(() => {

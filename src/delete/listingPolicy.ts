@@ -1,8 +1,10 @@
 /**
  * How a delete engine uses shared listings over time: a back-off after listings fail (the servers get
- * their own GETs meanwhile), a wider `changes-since` window after servers were missing from one, and
- * the microversion of the brief listing (2.69 or later, unless Nova answers 406 to it: then every
- * absence is proved by a GET).
+ * their own GETs meanwhile), a wider `changes-since` window after servers were missing from one, the
+ * microversion of the brief listing (2.69 or later, unless Nova answers 406 to it: then every
+ * absence is proved by a GET), and the ids of the latest plausible brief listing (a listing that
+ * shows none of them nor any pending server is not this project's, or dropped everything at once:
+ * its absences are proved by GETs, see `plausiblyOurs` in `tick.ts`).
  *
  * @module
  */
@@ -22,6 +24,11 @@ export class ListingPolicy {
   presenceMicroversion: string | undefined;
   /** A server missing from a brief listing that had it is gone (false once Nova refused 2.69). */
   trustAbsence = true;
+  /**
+   * The ids of the latest brief listing that was plausibly this project's (it showed a server known
+   * to exist): a later listing that shows none of these nor any pending server proves no absence.
+   */
+  knownListed: ReadonlySet<string> = new Set();
   #offUntil = Number.NEGATIVE_INFINITY;
   #backoffMs = 0;
 

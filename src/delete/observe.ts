@@ -102,7 +102,26 @@ export async function lookById(api: ServerApi, serverId: string, signal: AbortSi
   return { gone: false, server };
 }
 
-/** `GET /servers/detail?changes-since=<sinceNovaMs>`: the bodies by id, and Nova's `Date` of the answer. */
+/**
+ * The `tenant_id` of a listed server that is not `projectId` (the client's project), or undefined.
+ * Nova lists only the project's own servers unless asked for `all_tenants`, which the delete engine
+ * never asks for: a server of another project means the answer is not this project's listing (a
+ * misrouted cache or proxy), and its absences prove nothing.
+ */
+export function foreignProject(servers: readonly Server[], projectId: string | undefined): string | undefined {
+  if (projectId === undefined) return undefined;
+  for (const s of servers) {
+    const tenant = s['tenant_id'];
+    if (typeof tenant === 'string' && tenant !== projectId) return tenant;
+  }
+  return undefined;
+}
+
+/**
+ * `GET /servers/detail?changes-since=<sinceNovaMs>`: the bodies by id, and Nova's `Date` of the answer.
+ * @throws {@link InvalidResponseError} when it lists a server of another project than the client's
+ * (`tenant_id`, see {@link foreignProject}): a failed listing, never evidence.
+ */
 export async function listChangedSince(
   api: ServerApi,
   sinceNovaMs: number,
@@ -110,6 +129,14 @@ export async function listChangedSince(
   requestTimeoutMs: number,
 ): Promise<{ byId: Map<string, Server>; serverDateMs: number | undefined; pages: number }> {
   const { servers, serverDateMs, pages } = await api.listServersWithMeta({ 'changes-since': isoSeconds(sinceNovaMs) }, { signal, requestTimeoutMs, retry: false });
+  const foreign = foreignProject(servers, api.projectId);
+  if (foreign !== undefined) {
+    throw new InvalidResponseError({
+      status: 200,
+      message: `GET /servers/detail listed a server of project ${JSON.stringify(foreign)}, not of the client's project ${JSON.stringify(api.projectId)}: not this project's listing (a misrouted cache or proxy?), taken as a failed listing`,
+      method: 'GET',
+    });
+  }
   const byId = new Map<string, Server>();
   for (const s of servers) if (typeof s.id === 'string') byId.set(s.id, s);
   return { byId, serverDateMs, pages };

@@ -4,7 +4,7 @@
  * @module
  */
 import { checkKnownOptions } from '../core/options.js';
-import { checkDurationMs, checkPathId } from '../core/validate.js';
+import { checkDurationMs, checkServerId } from '../core/validate.js';
 import { ValidationError, throwIfAborted } from '../errors/index.js';
 import type { DeleteServerOptions, DeleteServersOptions, WaitForDeleteOptions } from './types.js';
 
@@ -81,7 +81,7 @@ export function checkDeleteOptions(options: DeleteServerOptions, keys: readonly 
 export function checkDeleteManyOptions(ids: unknown, options: DeleteServersOptions): asserts ids is readonly string[] {
   if (!Array.isArray(ids)) throw new ValidationError('deleteServers needs an array of server ids');
   checkDeleteOptions(options, DELETE_MANY_KEYS);
-  for (const id of ids) checkPathId('server id', id);
+  for (const id of ids) checkServerId('server id', id);
   const c = options.concurrency;
   if (c !== undefined && (typeof c !== 'number' || !Number.isInteger(c) || c < 1)) throw new ValidationError(`concurrency must be a positive integer, got ${String(c)}`);
   if (options.onSettled !== undefined && typeof options.onSettled !== 'function') throw new ValidationError('onSettled must be a function');

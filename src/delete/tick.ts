@@ -78,6 +78,10 @@ export interface TickContext {
    */
   presenceMicroversion: string | undefined;
   trustAbsence: boolean;
+  /** The ids of the latest brief listing that was plausibly this project's (see {@link plausiblyOurs}). */
+  knownListed: ReadonlySet<string>;
+  /** A brief listing was plausibly this project's: its ids are the known ones from now on. */
+  onPlausibleListing: (ids: ReadonlySet<string>) => void;
   onPresenceUnsupported: () => void;
   /** A listing still has the server: a look that shows it there (its status as last seen). */
   present: (entry: TickEntry) => void;
@@ -209,12 +213,30 @@ async function statusListing(ctx: TickContext, wanted: TickEntry[]): Promise<Tic
 }
 
 /**
+ * True when a brief listing is plausibly this project's complete listing: it shows a server known
+ * to exist, i.e. one of the servers the engine waits for, or one an earlier plausible listing showed
+ * (a server of the project nobody deletes: Nova lists a server until it destroys it). The brief
+ * listing carries ids only, no `tenant_id`, so this is its check: a listing of another project (a
+ * misrouted cache or proxy), an empty one, or one that drops every server listed a moment ago shows
+ * none of them, and then no absence from it is trusted: each server gets its own GET instead (Nova's
+ * 404 for it is the proof). An honest listing that drops them all at once (the project's last servers
+ * gone together) then costs one GET each, never a wrong "deleted".
+ */
+export function plausiblyOurs(ids: ReadonlySet<string>, entries: readonly TickEntry[], known: ReadonlySet<string>): boolean {
+  if (entries.some((e) => live(e) && ids.has(e.serverId))) return true;
+  for (const id of known) if (ids.has(id)) return true;
+  return false;
+}
+
+/**
  * The brief listing for the servers under way. A server it no longer has, that an earlier listing
  * had, is gone (Nova lists a server until it destroys it, its `DELETED` window included, and from
- * microversion 2.69 lists the servers of an unreachable cell too). A server it never had (another
- * project's, seen through an admin token), any server when the listing is empty, and any server when
- * Nova cannot list at 2.69, is looked at by its own GET for the 404. When the listing fails, the due
- * ones are looked at.
+ * microversion 2.69 lists the servers of an unreachable cell too), provided the listing is plausibly
+ * this project's ({@link plausiblyOurs}: it still shows one of the pending servers). A server it
+ * never had (another project's, seen through an admin token), any server when the listing shows none
+ * of the pending ones (empty, another project's, or all dropped at once), and any server when Nova
+ * cannot list at 2.69, is looked at by its own GET for the 404. When the listing fails, the due ones
+ * are looked at.
  */
 async function presenceListing(ctx: TickContext, underway: TickEntry[]): Promise<{ gone: TickEntry[]; look: TickEntry[] }> {
   if (underway.length <= 1) return { gone: [], look: underway.filter((e) => e.seenDeleted || ctx.due.has(e)) };
@@ -224,6 +246,14 @@ async function presenceListing(ctx: TickContext, underway: TickEntry[]): Promise
       return bounded(ctx, (signal, limitMs) => listIds(ctx.api, signal, limitMs, ctx.presenceMicroversion));
     }, ctx.signal);
     ctx.onListing(true);
+    const plausible = plausiblyOurs(ids, ctx.entries, ctx.knownListed);
+    if (plausible) ctx.onPlausibleListing(ids);
+    if (!plausible && underway.some((e) => e.listed)) {
+      ctx.api.logger.warn(
+        { listed: ids.size, pending: ctx.entries.length },
+        'a listing (GET /servers) shows none of the servers being deleted: its absences are not trusted, each is confirmed by its own GET',
+      );
+    }
     const gone: TickEntry[] = [];
     const look: TickEntry[] = [];
     for (const e of underway) {
@@ -231,7 +261,7 @@ async function presenceListing(ctx: TickContext, underway: TickEntry[]): Promise
       if (ids.has(e.serverId)) {
         e.listed = true;
         ctx.present(e);
-      } else if (e.listed && ids.size > 0 && ctx.trustAbsence) gone.push(e);
+      } else if (e.listed && plausible && ctx.trustAbsence) gone.push(e);
       else look.push(e);
     }
     return { gone, look };

@@ -43,6 +43,11 @@ export interface ServerApi {
   readonly requestTimeoutMs: number;
   /** The client's compute microversion (`"2.<minor>"` or `"latest"`). */
   readonly microversion: string;
+  /**
+   * The client's project id, when known: a listing with a server of another project (`tenant_id`)
+   * is a failed listing, never evidence of absence.
+   */
+  readonly projectId?: string | undefined;
   /** `GET /servers/{id}` (Nova API reference, "Show Server Details"). */
   getServer(id: string, options?: EngineRequestOptions): Promise<Server>;
   /** `GET /servers/detail` or, with `brief`, `GET /servers`, every page, with the first page's `Date` header. */

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { checkPathId } from '../core/validate.js';
+import { checkServerId } from '../core/validate.js';
 import { AbortError } from '../errors/index.js';
 import type { DeleteEngine, WatchSpec } from './engine.js';
 import { DELETE_DEFAULTS, checkWaitOptions } from './options.js';
@@ -74,7 +74,7 @@ export function progressReporter(serverId: string, options: WaitForDeleteOptions
  */
 export function waitForDelete(client: DeleteCapable, serverId: string, options: WaitForDeleteOptions = {}): Promise<WaitForDeleteResult> {
   try {
-    checkPathId('server id', serverId);
+    checkServerId('server id', serverId);
     checkWaitOptions(options);
   } catch (error) {
     return Promise.reject(aboutServer(error, serverId, 'Waiting for the deletion'));

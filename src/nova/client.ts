@@ -17,7 +17,7 @@ import { ValidationError } from '../errors/index.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../transport/retry.js';
 import { Transport } from '../transport/transport.js';
 import { isServerNotFound } from '../transport/http.js';
-import { checkPathId } from '../core/validate.js';
+import { checkPathId, checkServerId } from '../core/validate.js';
 import { checkKnownOptions } from '../core/options.js';
 import { idObjectMember, objectMember, type ShapeContext } from '../transport/responseShape.js';
 import { componentLogger, type Logger } from '../core/logger.js';
@@ -187,11 +187,12 @@ export class NovaClient {
 
   /**
    * `GET /servers/{id}` (Nova API reference, "Show Server Details").
-   * @throws {@link NotFoundError} when the server does not exist; {@link InvalidResponseError} when a
-   * 2xx body has no `server` object with an `id`.
+   * @throws {@link ValidationError} (before any request) when `id` is not a UUID (a server's name:
+   * look it up with `listServers({ name: '^<name>$' })`); {@link NotFoundError} when the server does
+   * not exist; {@link InvalidResponseError} when a 2xx body has no `server` object with an `id`.
    */
   async getServer(id: string, options: RequestOptions = {}): Promise<Server> {
-    checkPathId('server id', id);
+    checkServerId('server id', id);
     const res = await this.request({ method: 'GET', path: `/servers/${encodeURIComponent(id)}`, serverId: id, ...options });
     return idObjectMember<Server>(res.data, 'server', this.#shape('GET', res, id));
   }
@@ -249,13 +250,14 @@ export class NovaClient {
    * Resolves `'delete-requested'` on 204 (nothing more is sent), `'already-gone'` on Nova's 404 for this
    * server (`Instance <id> could not be found.`) once a listing (`GET /servers`) confirms Nova no longer
    * lists it, as every delete function does; a failed listing is sent again within `requestTimeoutMs`.
-   * @throws {@link ConflictError} on 409 (locked); {@link NotFoundError} on a 404 that does not name
-   * the server (a wrong endpoint: never taken as "already gone"); {@link OrphanedServerError} when Nova
+   * @throws {@link ValidationError} (before any request) when `id` is not a UUID (a name is never
+   * taken for an id: look it up with `listServers({ name })`); {@link ConflictError} on 409 (locked);
+   * {@link NotFoundError} on a 404 that does not name the server (a wrong endpoint: never taken as "already gone"); {@link OrphanedServerError} when Nova
    * answers 404 yet still lists it; {@link DeleteTimeoutError} when no listing could confirm the 404
    * within `requestTimeoutMs`; other {@link NovaApiError}s after the retries.
    */
   async requestDelete(id: string, options: RequestOptions = {}): Promise<'delete-requested' | 'already-gone'> {
-    checkPathId('server id', id);
+    checkServerId('server id', id);
     try {
       await this.request({ method: 'DELETE', path: `/servers/${encodeURIComponent(id)}`, serverId: id, ...options });
       return 'delete-requested';
@@ -270,7 +272,8 @@ export class NovaClient {
    * `DELETE /servers/{id}` (Nova API reference, "Delete Server") and, with `wait: true`, wait until
    * Nova answers 404 for the server (osc-lib `wait_for_delete`). See {@link DeleteServerOptions}.
    * @returns outcome `'deleted'`, `'already-gone'`, `'soft-deleted'` or (without `wait`) `'delete-requested'`.
-   * @throws {@link ValidationError} for a bad id or option (before any request); {@link ConflictError}
+   * @throws {@link ValidationError} for a bad id (not a UUID: a server's name is looked up with
+   * `listServers({ name: '^<name>$' })`) or option (before any request); {@link ConflictError}
    * on 409 (locked); {@link DeleteFailedError} when the DELETE keeps failing or the server ends in
    * ERROR; {@link DeleteTimeoutError} at `timeoutMs`; {@link AbortError} when `signal` aborts;
    * {@link AuthError}, {@link ForbiddenError} as they come.
@@ -297,10 +300,11 @@ export class NovaClient {
   /**
    * `POST /servers/{id}/action` with `{"forceDelete": null}` (Nova API reference, "Force-Delete Server
    * (forceDelete Action)"): hard-deletes a SOFT_DELETED server. Not retried (a POST).
-   * @throws {@link ForbiddenError} when policy forbids it, {@link NotFoundError}, {@link ConflictError}.
+   * @throws {@link ValidationError} (before any request) when `id` is not a UUID; {@link ForbiddenError}
+   * when policy forbids it, {@link NotFoundError}, {@link ConflictError}.
    */
   async forceDeleteServer(id: string, options: RequestOptions = {}): Promise<void> {
-    checkPathId('server id', id);
+    checkServerId('server id', id);
     await this.request({ method: 'POST', path: `/servers/${encodeURIComponent(id)}/action`, body: { forceDelete: null }, serverId: id, ...options });
   }
 

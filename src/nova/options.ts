@@ -9,7 +9,7 @@ import type { LoggerOption } from '../core/logger.js';
 import type { AuthProvider } from '../auth/provider.js';
 import type { CloudClientExtras } from '../config/load.js';
 import { checkKnownOptions } from '../core/options.js';
-import { redactUrlSecrets } from '../core/redact.js';
+import { redactUrlSecrets, withoutUserInfo } from '../core/redact.js';
 import { ValidationError } from '../errors/index.js';
 import { checkDurationMs, checkRetryPolicy } from '../core/validate.js';
 
@@ -234,8 +234,10 @@ export function checkEndpoint(endpoint: unknown): void {
     url = undefined;
   }
   // The message echoes the endpoint without what it may carry of a secret (user info, `?token=`).
-  const shown = typeof endpoint === 'string' ? JSON.stringify(redactUrlSecrets(endpoint.replace(/\/\/[^@/]*@/, '//'))) : String(endpoint);
+  const shown = typeof endpoint === 'string' ? JSON.stringify(redactUrlSecrets(withoutUserInfo(endpoint))) : String(endpoint);
   if (!url) throw new ValidationError(`endpoint must be an http(s) URL, got ${shown}`);
+  // An `@` anywhere may end user info whose password holds a `/` (then URL parsing sees another host).
+  if ((endpoint as string).includes('@')) throw new ValidationError('endpoint must not contain user info (user:password@): give the token as token or auth');
   if (url.username !== '' || url.password !== '') throw new ValidationError('endpoint must not contain user info (user:password@): give the token as token or auth');
   if (url.search !== '' || url.hash !== '' || /[?#]/.test(endpoint as string)) {
     throw new ValidationError(`endpoint must not have a query or fragment, got ${shown}`);

@@ -19,7 +19,7 @@
 import { currentOperation } from '../core/telemetry.js';
 import type { AuthProvider } from '../auth/provider.js';
 import type { Logger } from '../core/logger.js';
-import { checkDurationMs, checkRetryPolicy } from '../core/validate.js';
+import { checkDurationMs, checkHeaderToken, checkRetryPolicy } from '../core/validate.js';
 import { AuthError, isAbortError, throwIfAborted } from '../errors/index.js';
 import { isRetryable, networkError, type RequestContext } from '../transport/http.js';
 import { withRetry, type RetryPolicy } from '../transport/retry.js';
@@ -137,6 +137,8 @@ export class NovaRequester {
         const base = await this.endpoint(signal);
         ctx = transport.context(req.method, base + req.path, req.serverId);
         const token = await this.#init.auth.getToken({ signal });
+        // A provider's token that cannot be a header value is refused, never sent empty or stripped.
+        checkHeaderToken("the auth provider's token", token);
         return this.#exchange<T>(req, ctx, token, signal, reauthenticated);
       },
       () => transport.redact(networkError('ETIMEDOUT', `no response within ${timeoutMs} ms`, ctx, true)),

@@ -120,13 +120,20 @@ export function redactedBody(data: unknown, redact: Redactor | undefined): unkno
 
 /**
  * A short, tag-stripped excerpt of a body for an error message (`empty body` when there is none).
- * With `redact`, secrets are removed from the whole body first, before tags are stripped and the
- * excerpt is cut (a cut or a stripped tag could leave part of a secret unrecognised).
+ * With `redact`, secrets are removed from the whole body first, then again from the text with its
+ * tags taken out (a secret split by a tag, `S3cr3t-XY<b>ZZY-1234</b>`, is whole only there), before
+ * tags become spaces and the excerpt is cut (a cut could leave part of a secret unrecognised).
  */
 export function textSnippet(data: unknown, redact?: Redactor): string {
   if (data === undefined || data === null || data === '') return 'empty body';
   const raw = typeof data === 'string' ? data : Buffer.isBuffer(data) ? data.toString('utf8') : JSON.stringify(data);
-  const s = redact ? redact(raw) : raw;
+  let s = redact ? redact(raw) : raw;
+  if (redact && /<[^>]*>/.test(s)) {
+    // A secret that only shows once the tags are out: the text is then shown without them (no
+    // space in their place), so that the secret is redacted whole.
+    const joined = s.replace(/<[^>]*>/g, '');
+    if (redact(joined) !== joined) s = redact(joined);
+  }
   const text = s.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim();
   if (!text) return 'empty body';
   return `body: "${text.length > 200 ? `${text.slice(0, 200)}...` : text}"`;
@@ -190,7 +197,7 @@ export function errorFromResponse(status: number, headers: HeaderBag, data: unkn
   const { fault, message: novaMessage, body } = parseFaultBody(safe);
   const message =
     novaMessage ??
-    `HTTP ${status} ${STATUS_TEXT[status] ?? ''}`.trim() + ` from ${ctx.method} ${ctx.url} (${textSnippet(safe)})`;
+    `HTTP ${status} ${STATUS_TEXT[status] ?? ''}`.trim() + ` from ${ctx.method} ${ctx.url} (${textSnippet(safe, ctx.redact)})`;
   const init: NovaErrorInit = {
     status,
     fault,

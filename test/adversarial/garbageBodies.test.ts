@@ -22,18 +22,18 @@ describe('2xx bodies that are not what Nova promises', () => {
     ['{"server": "x"}', '{"server": "x"}', 'body: "{"server":"x"}"'],
   ])('getServer with %s rejects with InvalidResponseError', async (_what, body, snippet) => {
     const s = await scripted((_q, res) => reply(res, 200, body, { 'x-openstack-request-id': 'req-1' }));
-    const e = await rejection(client(s.endpoint).getServer('abc'));
+    const e = await rejection(client(s.endpoint).getServer('abcabcab-0000-4000-8000-000000000abc'));
     expect(e).toBeInstanceOf(InvalidResponseError);
     expect(e.message).toBe(
-      `Nova answered 200 to GET ${s.endpoint}/servers/abc with an unexpected body: expected a JSON object with a "server" object (${snippet})`,
+      `Nova answered 200 to GET ${s.endpoint}/servers/abcabcab-0000-4000-8000-000000000abc with an unexpected body: expected a JSON object with a "server" object (${snippet})`,
     );
-    expect(e).toMatchObject({ status: 200, requestId: 'req-1', serverId: 'abc', method: 'GET', url: `${s.endpoint}/servers/abc` });
+    expect(e).toMatchObject({ status: 200, requestId: 'req-1', serverId: 'abcabcab-0000-4000-8000-000000000abc', method: 'GET', url: `${s.endpoint}/servers/abcabcab-0000-4000-8000-000000000abc` });
     expect(s.seen).toHaveLength(1); // never retried
   });
 
   it('waitForDelete rejects with InvalidResponseError instead of a TypeError', async () => {
     const s = await scripted((_q, res) => reply(res, 200, '{"server": null}'));
-    const e = await rejection(waitForDelete(client(s.endpoint), 'abc', { intervalMs: 5, timeoutMs: 1000 }));
+    const e = await rejection(waitForDelete(client(s.endpoint), 'abcabcab-0000-4000-8000-000000000abc', { intervalMs: 5, timeoutMs: 1000 }));
     expect(e).toBeInstanceOf(InvalidResponseError);
     expect(s.seen).toHaveLength(1);
   });
@@ -92,7 +92,7 @@ describe('2xx bodies that are not what Nova promises', () => {
   });
 
   it.each([
-    ['getServer', (c: NovaClient) => c.getServer('abc'), '{"server": {"status": "ACTIVE"}}', '"server" object that has an "id"'],
+    ['getServer', (c: NovaClient) => c.getServer('abcabcab-0000-4000-8000-000000000abc'), '{"server": {"status": "ACTIVE"}}', '"server" object that has an "id"'],
     ['listServers', (c: NovaClient) => c.listServers(), '{"servers": [{"id": "a"}, {"name": "no-id"}]}', '"servers" list of objects that have an "id"'],
     ['createServer', (c: NovaClient) => c.createServer({ name: 'x', flavorRef: '1' }), '{"reservation_id": "r-3fhpjulh"}', '"server" object'],
   ])('%s with a server without an id (%s) rejects with InvalidResponseError', async (_m, call, body, expected) => {

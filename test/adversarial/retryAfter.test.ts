@@ -18,7 +18,7 @@ afterEach(() => {
 
 function firstThen429(retryAfter: string): { client: NovaClient; seen: () => number } {
   const { adapter, sent } = scriptedAdapter((_r, n) =>
-    n === 1 ? { status: 429, body: OVER_LIMIT, headers: { 'Retry-After': retryAfter } } : { status: 200, body: { server: { id: 'a', status: 'ACTIVE' } } },
+    n === 1 ? { status: 429, body: OVER_LIMIT, headers: { 'Retry-After': retryAfter } } : { status: 200, body: { server: { id: 'aaaaaaaa-0000-4000-8000-00000000000a', status: 'ACTIVE' } } },
   );
   const client = new NovaClient({ endpoint: 'http://nova.test/v2.1', token: 'admin:demo', adapter, retry: { minDelayMs: 1, maxDelayMs: 5, maxRetryTimeMs: 1000 } });
   return { client, seen: () => sent.length };
@@ -39,7 +39,7 @@ describe('Retry-After on 429', () => {
   it.each([['3600'], ['1e9'], [new Date(Date.now() + 3_600_000).toUTCString()]])('%s (beyond maxRetryTimeMs): RateLimitError at once, one request', async (ra) => {
     const { client, seen } = firstThen429(ra);
     const t0 = performance.now();
-    const e = await onFakeClock(client.getServer('a')).catch((x: unknown) => x);
+    const e = await onFakeClock(client.getServer('aaaaaaaa-0000-4000-8000-00000000000a')).catch((x: unknown) => x);
     expect(performance.now() - t0).toBeLessThan(500);
     expect(performance.now() - t0).toBe(0); // at once: no timer ran
     expect(e).toBeInstanceOf(RateLimitError);
@@ -49,7 +49,7 @@ describe('Retry-After on 429', () => {
 
   it.each([['0.02'], ['-5'], ['Wed, 21 Oct 2015 07:28:00 GMT'], ['soon']])('%s: retried, and the retry succeeds', async (ra) => {
     const { client, seen } = firstThen429(ra);
-    expect(await onFakeClock(client.getServer('a'))).toEqual({ id: 'a', status: 'ACTIVE' });
+    expect(await onFakeClock(client.getServer('aaaaaaaa-0000-4000-8000-00000000000a'))).toEqual({ id: 'aaaaaaaa-0000-4000-8000-00000000000a', status: 'ACTIVE' });
     expect(seen()).toBe(2);
   });
 });

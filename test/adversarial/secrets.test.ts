@@ -4,9 +4,13 @@
  * an endpoint URL with a password in it.
  */
 import { inspect } from 'node:util';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BadRequestError, KeystoneAuth, NovaClient, ServerError, ValidationError } from '../../src/index.js';
+import { BadRequestError, InvalidResponseError, KeystoneAuth, NovaClient, ServerError, ValidationError } from '../../src/index.js';
+import { scriptedAdapter } from '../transport/scriptedAdapter.js';
 import { redactSecrets } from '../../src/auth/keystone.js';
+import { redactUrlSecrets } from '../../src/core/redact.js';
+import { errorFromResponse } from '../../src/transport/http.js';
 import { reply, scripted } from './scripted.js';
 import { rejection } from '../helpers.js';
 
@@ -15,9 +19,9 @@ const TOKEN = 'gAAAAA-super-secret-token-123456';
 describe('NovaClient error messages', () => {
   it('a 400 page that echoes the X-Auth-Token never puts the token in the error', async () => {
     const s = await scripted((q, res) => reply(res, 400, `<html>bad request; x-auth-token=${String(q.headers['x-auth-token'])}</html>`, { 'Content-Type': 'text/html' }));
-    const e = await rejection(new NovaClient({ endpoint: s.endpoint, token: TOKEN }).getServer('abc'));
+    const e = await rejection(new NovaClient({ endpoint: s.endpoint, token: TOKEN }).getServer('abcabcab-0000-4000-8000-000000000abc'));
     expect(e).toBeInstanceOf(BadRequestError);
-    expect(e.message).toBe(`HTTP 400 Bad Request from GET ${s.endpoint}/servers/abc (body: "bad request; x-auth-token=[REDACTED]")`);
+    expect(e.message).toBe(`HTTP 400 Bad Request from GET ${s.endpoint}/servers/abcabcab-0000-4000-8000-000000000abc (body: "bad request; x-auth-token=[REDACTED]")`);
     expect(inspect(e)).not.toContain(TOKEN);
     expect(JSON.stringify(e)).not.toContain(TOKEN);
   });
@@ -27,7 +31,7 @@ describe('NovaClient error messages', () => {
     const s = await scripted((q, res) =>
       reply(res, 500, `{"computeFault": {"code": 500, "message": "bad token ${JSON.stringify(String(q.headers['x-auth-token'])).slice(1, -1)}"}}`),
     );
-    const e = await rejection(new NovaClient({ endpoint: s.endpoint, token, retry: { retries: 0 } }).getServer('abc'));
+    const e = await rejection(new NovaClient({ endpoint: s.endpoint, token, retry: { retries: 0 } }).getServer('abcabcab-0000-4000-8000-000000000abc'));
     expect(e).toBeInstanceOf(ServerError);
     expect(e.message).toBe('bad token [REDACTED]');
   });
@@ -155,4 +159,89 @@ describe('URLs that validation errors echo', () => {
     expect(shown(e)).not.toContain(SECRET);
     expect(s.seen).toHaveLength(0);
   });
+});
+
+describe('secrets that markup, odd user info or odd characters used to let through', () => {
+  const SECRET = 'S3cr3t-XYZZY-1234';
+  const URL_SECRET = 'pa/ss-hunter2-778';
+
+  it('a secret split by an HTML tag in an error page (S3cr3t-XY<b>ZZY-1234</b>) is redacted whole, not shown with a space', async () => {
+    const s = await scripted((_q, res) => reply(res, 502, '<html><body><h1>Bad Gateway</h1><p>upstream said: S3cr3t-XY<b>ZZY-1234</b></p></body></html>', { 'content-type': 'text/html' }));
+    const e = await rejection(new NovaClient({ endpoint: s.endpoint, token: SECRET, retry: { retries: 0 } }).getServer('abcabcab-0000-4000-8000-000000000abc'));
+    expect(shown(e)).not.toContain('S3cr3t');
+    expect(shown(e)).not.toContain('ZZY-1234');
+    expect(e.message).toContain('[REDACTED]');
+  });
+
+  it('property: a secret cut anywhere by any tag in an error page never shows, whole or in its two parts', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: SECRET.length - 1 }), fc.constantFrom('<b>', '</b>', '<br/>', '<span class="x">', '<!-- c -->', '</td><td>'), (cut, tag) => {
+        const body = `<html><p>echo: ${SECRET.slice(0, cut)}${tag}${SECRET.slice(cut)}</p></html>`;
+        const e = errorFromResponse(502, {}, body, { method: 'GET', url: 'http://nova/v2.1/servers', redact: (t) => redactSecrets(t, [SECRET]) });
+        expect(e.message).not.toContain(SECRET.slice(0, Math.max(cut, 6)));
+        expect(e.message).not.toContain(SECRET.slice(Math.min(cut, SECRET.length - 6)));
+        expect(e.message).toContain('[REDACTED]');
+      }),
+    );
+  });
+
+  it.each([`http://user:${URL_SECRET}@host/v2.1`, `https://u:${URL_SECRET}@nova:8774/v2.1`, `http://u:${URL_SECRET}?#x@host/v2.1`])(
+    'a NovaClient endpoint whose user info holds a / (%s) is refused without echoing it',
+    (endpoint) => {
+      const e = refusal(() => new NovaClient({ endpoint, token: TOKEN }));
+      expect(e).toBeInstanceOf(ValidationError);
+      expect(shown(e)).not.toContain('hunter2');
+    },
+  );
+
+  it('a KeystoneAuth authUrl whose user info holds a / is refused without echoing it', () => {
+    const e = refusal(() => new KeystoneAuth({ authUrl: `http://u:${URL_SECRET}@keystone/v3`, username: 'u', password: 'pw-secret-1', projectName: 'p' }));
+    expect(e).toBeInstanceOf(ValidationError);
+    expect(shown(e)).not.toContain('hunter2');
+    expect(redactUrlSecrets(`see http://u:${URL_SECRET}@keystone/v3 now`)).toBe('see http://[REDACTED]@keystone/v3 now');
+  });
+
+  it.each([
+    ['a snowman', '☃'],
+    ['a CR LF (header injection)', `${TOKEN}\r\nX-Evil: 1`],
+    ['a trailing LF', `${TOKEN}\n`],
+    ['a NUL', `${TOKEN}\u0000`],
+    ['a leading space', ` ${TOKEN}`],
+  ])('a token with %s is refused before any request, not sent empty or stripped; the message does not show it', async (_what, token) => {
+    let requests = 0;
+    const s = await scripted((_q, res) => {
+      requests++;
+      reply(res, 200, { server: { id: 'abcabcab-0000-4000-8000-000000000abc' } });
+    });
+    const e = refusal(() => new NovaClient({ endpoint: s.endpoint, token }));
+    expect(e).toBeInstanceOf(ValidationError);
+    expect(e.message).toMatch(/^token cannot be sent as an X-Auth-Token header: /);
+    expect(shown(e)).not.toContain(TOKEN);
+    // The same token from a provider of the caller's own: refused at the request, nothing sent.
+    const client = new NovaClient({ endpoint: s.endpoint, auth: { getToken: () => Promise.resolve(token) } });
+    const r = await rejection(client.getServer('abcabcab-0000-4000-8000-000000000abc'));
+    expect(r).toBeInstanceOf(ValidationError);
+    expect(shown(r)).not.toContain(TOKEN);
+    expect(requests).toBe(0);
+    // A Keystone token credential the same.
+    expect(refusal(() => new KeystoneAuth({ token, endpointOverride: s.endpoint }))).toBeInstanceOf(ValidationError);
+  });
+});
+
+describe('a Keystone token that cannot be a header value', () => {
+  it.each([['a snowman (through an adapter)', 'gAAAA☃-issued']])(
+    'an X-Subject-Token with %s is an InvalidResponseError and is not kept (never sent empty or stripped)',
+    async (_what, issued) => {
+      const { adapter } = scriptedAdapter(() => ({
+        status: 201,
+        headers: { 'x-subject-token': issued },
+        body: { token: { methods: ['password'], expires_at: '2099-01-01T00:00:00.000000Z', project: { id: 'p' }, catalog: [] } },
+      }));
+      const auth = new KeystoneAuth({ authUrl: 'http://keystone.test/v3', username: 'u', password: 'pw-secret-1', userDomainName: 'Default', projectName: 'p', projectDomainName: 'Default', adapter });
+      const e = await rejection(auth.getToken());
+      expect(e).toBeInstanceOf(InvalidResponseError);
+      expect(e.message).toContain('X-Subject-Token that cannot be sent as a header');
+      expect(shown(e)).not.toContain('issued');
+    },
+  );
 });

@@ -64,7 +64,7 @@ describe('cliff formats', () => {
 });
 
 describe('finding a server by name or id (osc-lib find_resource)', () => {
-  it('an id first; else an exact name: a regular expression character in the name is literal', async () => {
+  it('a UUID is an id (no request); anything else an exact name, with no GET by id: a regular expression character in the name is literal', async () => {
     const nova = await startNova();
     const client = clientFor(nova);
     const byId = nova.addServer({ name: 'x' }).id;
@@ -76,7 +76,9 @@ describe('finding a server by name or id (osc-lib find_resource)', () => {
     expect(await resolveServer(client, byId)).toEqual({ id: byId, unverified: true });
     expect(nova.requests.length).toBe(before);
     expect(await resolveServer(client, 'web.1')).toEqual({ id: dotted, unverified: false });
-    // A UUID whose GET answers 404: missing or an orphaned mapping; the delete tells which.
+    // Nova answers 404 for a string that is not a UUID: no GET /servers/web.1 is sent.
+    expect(nova.requests.slice(before).map((r) => `${r.method} ${r.path}`)).toEqual(['GET /servers/detail']);
+    // A UUID no server has as its id: the delete tells (then it is looked up as a name).
     const uuid = '3bceb063-7bc7-41c3-acff-88b2d02e4240';
     expect(await resolveServer(client, uuid)).toEqual({ id: uuid, unverified: true });
     expect(await resolveServer(client, 'web.')).toBeUndefined();

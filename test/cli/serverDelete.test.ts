@@ -35,4 +35,30 @@ describe('server delete on an orphaned mapping', () => {
     expect(ignored.exitCode ?? 0).toBe(0);
     expect(ignored.stderr).toBe('');
   });
+
+  it.each([[[]], [['--ignore-missing']], [['--wait']]])(
+    '%j: a server whose *name* looks like a UUID (no server has it as its id) is found by name and deleted, as openstack does',
+    async (extra) => {
+      const nova = await startNova();
+      const client = clientFor(nova);
+      const uuidName = '0b6f4d1e-8c2a-4f3b-9e7d-5a1c2b3d4e5f';
+      const id = nova.addServer({ name: uuidName, status: 'ACTIVE' }).id;
+      const r = await settle(runCli('server', registerServerDeleteCommand, client, ['delete', uuidName, ...extra]));
+      expect(r.exitCode).toBe(0);
+      expect(r.stderr).toBe('');
+      expect(r.stdout).toContain(`${id}: ${extra[0] === '--wait' ? 'deleted' : 'delete-requested'}`);
+      expect(nova.requestsTo('DELETE', `/servers/${id}`)).toHaveLength(1);
+      if (extra[0] === '--wait') expect(nova.getServerState(id)).toBeUndefined();
+    },
+  );
+
+  it('a name that is not a UUID is looked up by name only: no GET /servers/<name> (Nova would answer 404)', async () => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    const id = nova.addServer({ name: 'web.1', status: 'ACTIVE' }).id;
+    const r = await settle(runCli('server', registerServerDeleteCommand, client, ['delete', 'web.1']));
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout).toContain(`${id}: delete-requested`);
+    expect(nova.requests.map((q) => `${q.method} ${q.path}`).filter((x) => x.startsWith('GET /servers/web'))).toEqual([]);
+  });
 });

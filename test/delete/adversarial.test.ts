@@ -19,31 +19,31 @@ afterEach(() => {
 
 describe('a 404 is gone only when it is Nova itemNotFound naming this very server', () => {
   it.each([
-    ['another id that contains this one', { itemNotFound: { code: 404, message: 'Instance abcd could not be found.' } }],
-    ['an id this one is the start of, after a dot', { itemNotFound: { code: 404, message: 'Instance abc.d could not be found.' } }],
+    ['another id that contains this one', { itemNotFound: { code: 404, message: 'Instance abcabcab-0000-4000-8000-000000000abcd could not be found.' } }],
+    ['an id this one is the start of, after a dot', { itemNotFound: { code: 404, message: 'Instance abcabcab-0000-4000-8000-000000000abc.d could not be found.' } }],
     ['no message (the made-up one quotes the URL)', { itemNotFound: { code: 404 } }],
   ])('GET answering itemNotFound with %s is a failed look, never deleted', async (_what, body) => {
     const { nova, client, front } = hostileSetup();
-    nova.add('abc', {});
-    await client.requestDelete('abc');
-    front.override = ({ config, method, path }) => (method === 'GET' && path === '/servers/abc' ? reply(config, 404, body) : undefined);
-    const r = await run(waitForDelete(client, 'abc', { intervalMs: 1000, timeoutMs: 5000 }));
+    nova.add('abcabcab-0000-4000-8000-000000000abc', {});
+    await client.requestDelete('abcabcab-0000-4000-8000-000000000abc');
+    front.override = ({ config, method, path }) => (method === 'GET' && path === '/servers/abcabcab-0000-4000-8000-000000000abc' ? reply(config, 404, body) : undefined);
+    const r = await run(waitForDelete(client, 'abcabcab-0000-4000-8000-000000000abc', { intervalMs: 1000, timeoutMs: 5000 }));
     expect(r.error).toBeInstanceOf(NotFoundError);
     expect(r.value).toBeUndefined();
   });
 
   it('a DELETE answered with itemNotFound naming another id is not already-gone; the server stays unconfirmed', async () => {
     const { nova, client, front } = hostileSetup();
-    nova.add('abc', {});
-    front.override = ({ config, method }) => (method === 'DELETE' ? reply(config, 404, { itemNotFound: { code: 404, message: 'Instance abcd could not be found.' } }) : undefined);
-    const r = await run(client.deleteServer('abc', { wait: true, intervalMs: 1000, timeoutMs: 5000 }));
+    nova.add('abcabcab-0000-4000-8000-000000000abc', {});
+    front.override = ({ config, method }) => (method === 'DELETE' ? reply(config, 404, { itemNotFound: { code: 404, message: 'Instance abcabcab-0000-4000-8000-000000000abcd could not be found.' } }) : undefined);
+    const r = await run(client.deleteServer('abcabcab-0000-4000-8000-000000000abc', { wait: true, intervalMs: 1000, timeoutMs: 5000 }));
     expect(r.error).toBeInstanceOf(DeleteFailedError);
-    expect(client.unconfirmedDeletes()).toMatchObject([{ serverId: 'abc', state: 'failed' }]);
+    expect(client.unconfirmedDeletes()).toMatchObject([{ serverId: 'abcabcab-0000-4000-8000-000000000abc', state: 'failed' }]);
   });
 
-  it("Nova's own message still counts, for ids with odd characters too", async () => {
+  it("Nova's own message still counts, for ids in upper case or without dashes too", async () => {
     const { nova, client } = hostileSetup();
-    for (const id of ['abc', 'a.b+c(1)']) {
+    for (const id of ['abcabcab-0000-4000-8000-000000000abc', 'ABCABCAB-0000-4000-8000-000000000ABC', 'abcabcab00004000800000000000aaaa']) {
       nova.add(id, { goneAfterMs: 0 });
       await client.requestDelete(id);
       const r = await run(waitForDelete(client, id, { intervalMs: 1000, timeoutMs: 5000 }));
@@ -62,7 +62,7 @@ describe('listings that never end', () => {
       const body = { servers: [{ id: `other-${pages}`, status: 'ACTIVE' }], servers_links: [{ rel: 'next', href: `http://nova.test/v2.1${path}?marker=m${pages}` }] };
       return new Promise((resolve) => setTimeout(() => resolve(reply(config, 200, body)), 100));
     };
-    const ids = ['s1', 's2', 's3'];
+    const ids = ['00000001-0000-4000-8000-000000000000', '00000002-0000-4000-8000-000000000000', '00000003-0000-4000-8000-000000000000'];
     for (const id of ids) {
       nova.add(id, { deletedAfterMs: 500, goneAfterMs: 1500 });
       await client.requestDelete(id);
@@ -82,17 +82,65 @@ describe('listings that never end', () => {
   });
 });
 
+describe('evidence about the right servers only', () => {
+  const ID = (i: number): string => `${String(i).padStart(8, '0')}-0000-4000-8000-0000000000a1`;
+  const OTHER = (i: number): string => `${String(i).padStart(8, '0')}-0000-4000-8000-0000000000f0`;
+
+  it.each([
+    ["another project's servers (a misrouted cache or proxy)", () => ({ servers: [1, 2, 3].map((i) => ({ id: OTHER(i), links: [] })) })],
+    ['none of the servers it listed a moment ago, one unknown server instead', () => ({ servers: [{ id: OTHER(9), links: [] }] })],
+  ])('a brief listing that shows %s proves no absence: every wait ends deleted only at its own 404', async (_what, body) => {
+    const { nova, client, front } = hostileSetup({ requestTimeoutMs: 2000 });
+    const ids = [1, 2, 3, 4].map(ID);
+    for (const id of ids) nova.add(id, { deletedAfterMs: 500, goneAfterMs: 8000 });
+    for (const id of ids) await client.requestDelete(id);
+    // Honest listings until 3 s (every server listed, DELETED), then the brief listing goes wrong.
+    front.override = ({ config, method, path }) => (method === 'GET' && path === '/servers' && Date.now() - T0 >= 3000 ? reply(config, 200, body()) : undefined);
+    const results = await Promise.all(ids.map((id) => run(waitForDelete(client, id, { intervalMs: 1000, confirmIntervalMs: 500, jitter: 0, timeoutMs: 20_000 }))));
+    for (const r of results) {
+      expect(r.value).toMatchObject({ outcome: 'deleted' });
+      expect(r.settledAt, 'deleted before Nova destroyed it').toBeGreaterThanOrEqual(8000);
+    }
+    // Each was confirmed by its own 404.
+    for (const id of ids) expect(nova.seen.filter((q) => q.method === 'GET' && q.serverId === id && q.status === 404).length).toBeGreaterThanOrEqual(1);
+  });
+
+  it('a changes-since listing with a server of another project (tenant_id) is a failed listing: counted so, the servers answered by their own GETs', async () => {
+    const { nova, client, front } = hostileSetup();
+    const ids = [1, 2, 3].map(ID);
+    for (const id of ids) nova.add(id, { goneAfterMs: 2500 });
+    for (const id of ids) await client.requestDelete(id);
+    front.override = ({ config, method, path }) =>
+      method === 'GET' && path === '/servers/detail' ? reply(config, 200, { servers: [{ id: OTHER(1), status: 'ACTIVE', tenant_id: 'someone-else', updated: new Date().toISOString() }] }) : undefined;
+    const results = await Promise.all(ids.map((id) => run(waitForDelete(client, id, { intervalMs: 1000, jitter: 0, timeoutMs: 20_000 }))));
+    for (const r of results) expect(r.value).toMatchObject({ outcome: 'deleted' });
+    for (const r of results) expect(r.settledAt).toBeGreaterThanOrEqual(2500);
+    expect(client.deleteEngine.stats.listingFailures).toBeGreaterThanOrEqual(1);
+  });
+
+  it('a listing that drops every pending server at once while a bystander stays listed is still trusted (no extra GETs)', async () => {
+    const { nova, client } = hostileSetup();
+    nova.add(OTHER(7), {}); // a server of the project nobody deletes
+    const ids = [1, 2, 3].map(ID);
+    for (const id of ids) nova.add(id, { deletedAfterMs: 500, goneAfterMs: 1500 });
+    for (const id of ids) await client.requestDelete(id);
+    const results = await Promise.all(ids.map((id) => run(waitForDelete(client, id, { intervalMs: 1000, confirmIntervalMs: 500, jitter: 0 }))));
+    for (const r of results) expect(r.value).toMatchObject({ outcome: 'deleted' });
+    expect(nova.seen.filter((q) => q.method === 'GET' && q.serverId !== undefined)).toHaveLength(0);
+  });
+});
+
 describe('odd durations', () => {
   it('timeoutMs: Infinity with a look in flight asks for no timer of Infinity (Node would fire it after 1 ms, a busy loop)', async () => {
     const delays: number[] = [];
     let recording = false;
     const clock = { ...systemClock, setTimeout: (fn: () => void, ms: number) => (recording && delays.push(ms), systemClock.setTimeout(fn, ms)) };
     const { nova, client } = hostileSetup({ requestTimeoutMs: 5000, clock });
-    nova.add('s1', {});
-    await client.requestDelete('s1');
+    nova.add('00000001-0000-4000-8000-000000000000', {});
+    await client.requestDelete('00000001-0000-4000-8000-000000000000');
     nova.fault = ({ method }) => (method === 'GET' ? { kind: 'hang' } : undefined);
     const controller = new AbortController();
-    const p = waitForDelete(client, 's1', { intervalMs: 1000, timeoutMs: Number.POSITIVE_INFINITY, signal: controller.signal });
+    const p = waitForDelete(client, '00000001-0000-4000-8000-000000000000', { intervalMs: 1000, timeoutMs: Number.POSITIVE_INFINITY, signal: controller.signal });
     await vi.advanceTimersByTimeAsync(100);
     recording = true;
     await vi.advanceTimersByTimeAsync(1000);
@@ -109,29 +157,29 @@ describe('odd durations', () => {
 describe('the ledger of unconfirmed deletes and its one event', () => {
   it('a deleteServer without wait, then a waitForDelete that sees the 404: the server leaves the ledger, one event', async () => {
     const { nova, client } = hostileSetup();
-    nova.add('s1', { goneAfterMs: 500 });
+    nova.add('00000001-0000-4000-8000-000000000000', { goneAfterMs: 500 });
     const events: string[] = [];
     client.deleteEngine.ledger.onConfirmed((id) => events.push(id));
-    await run(client.deleteServer('s1'));
-    expect(client.unconfirmedDeletes()).toMatchObject([{ serverId: 's1', state: 'delete-requested' }]);
-    const r = await run(waitForDelete(client, 's1', { intervalMs: 1000, jitter: 0 }));
+    await run(client.deleteServer('00000001-0000-4000-8000-000000000000'));
+    expect(client.unconfirmedDeletes()).toMatchObject([{ serverId: '00000001-0000-4000-8000-000000000000', state: 'delete-requested' }]);
+    const r = await run(waitForDelete(client, '00000001-0000-4000-8000-000000000000', { intervalMs: 1000, jitter: 0 }));
     expect(r.value).toMatchObject({ outcome: 'deleted' });
     expect(client.unconfirmedDeletes()).toEqual([]);
-    expect(events).toEqual(['s1']);
+    expect(events).toEqual(['00000001-0000-4000-8000-000000000000']);
   });
 
   it('two deleteServer calls for the same id at once: one deletion confirmed, one event, nothing left', async () => {
     const { nova, client } = hostileSetup();
-    nova.add('s1', { deletedAfterMs: 300, goneAfterMs: 1500 });
+    nova.add('00000001-0000-4000-8000-000000000000', { deletedAfterMs: 300, goneAfterMs: 1500 });
     const events: string[] = [];
     client.deleteEngine.ledger.onConfirmed((id) => events.push(id));
     const [a, b] = await Promise.all([
-      run(client.deleteServer('s1', { wait: true, intervalMs: 1000, jitter: 0 })),
-      run(client.deleteServer('s1', { wait: true, intervalMs: 1000, jitter: 0 })),
+      run(client.deleteServer('00000001-0000-4000-8000-000000000000', { wait: true, intervalMs: 1000, jitter: 0 })),
+      run(client.deleteServer('00000001-0000-4000-8000-000000000000', { wait: true, intervalMs: 1000, jitter: 0 })),
     ]);
     expect(a.value).toMatchObject({ outcome: 'deleted' });
     expect(b.value).toMatchObject({ outcome: 'deleted' });
-    expect(events).toEqual(['s1']);
+    expect(events).toEqual(['00000001-0000-4000-8000-000000000000']);
     expect(client.unconfirmedDeletes()).toEqual([]);
   });
 });
@@ -139,19 +187,19 @@ describe('the ledger of unconfirmed deletes and its one event', () => {
 describe('deleteServers: the batch barrier', () => {
   it('one DELETE that hangs does not hold the waits of the servers already accepted', async () => {
     const { nova, client } = hostileSetup({ requestTimeoutMs: 30_000 });
-    const ids = ['s1', 's2', 's3', 's4', 's5'];
+    const ids = ['00000001-0000-4000-8000-000000000000', '00000002-0000-4000-8000-000000000000', '00000003-0000-4000-8000-000000000000', '00000004-0000-4000-8000-000000000000', '00000005-0000-4000-8000-000000000000'];
     for (const id of ids) nova.add(id, { deletedAfterMs: 200, goneAfterMs: 1000 });
-    nova.fault = ({ method, serverId }) => (method === 'DELETE' && serverId === 's5' ? { kind: 'hang' } : undefined);
+    nova.fault = ({ method, serverId }) => (method === 'DELETE' && serverId === '00000005-0000-4000-8000-000000000000' ? { kind: 'hang' } : undefined);
     const r = await run(client.deleteServers(ids, { wait: true, intervalMs: 1000, timeoutMs: 20_000, jitter: 0 }));
-    expect(r.value?.succeeded).toEqual(['s1', 's2', 's3', 's4']);
+    expect(r.value?.succeeded).toEqual(['00000001-0000-4000-8000-000000000000', '00000002-0000-4000-8000-000000000000', '00000003-0000-4000-8000-000000000000', '00000004-0000-4000-8000-000000000000']);
     for (const x of r.value!.results.slice(0, 4)) expect(x).toMatchObject({ status: 'fulfilled', value: { outcome: 'deleted' } });
-    expect(r.value?.failed.map((f) => [f.serverId, f.error.name])).toEqual([['s5', 'DeleteTimeoutError']]);
+    expect(r.value?.failed.map((f) => [f.serverId, f.error.name])).toEqual([['00000005-0000-4000-8000-000000000000', 'DeleteTimeoutError']]);
     // The waits started one interval after the last answered DELETE, not at s5's deadline.
     const firstLook = Math.min(...nova.seen.filter((q) => q.method === 'GET').map((q) => q.at - T0));
     expect(firstLook).toBeGreaterThanOrEqual(1000);
     expect(firstLook).toBeLessThan(1100);
     expect(r.settledAt).toBe(20_000);
-    expect(client.unconfirmedDeletes()).toMatchObject([{ serverId: 's5', state: 'failed' }]);
+    expect(client.unconfirmedDeletes()).toMatchObject([{ serverId: '00000005-0000-4000-8000-000000000000', state: 'failed' }]);
     expect(vi.getTimerCount()).toBe(0);
   });
 });
@@ -159,7 +207,7 @@ describe('deleteServers: the batch barrier', () => {
 describe('the rate limit never holds a call past its deadline or its abort', () => {
   it('deleteServer calls queued behind the rate limit settle at timeoutMs, and their queued DELETEs are never sent', async () => {
     const { nova, client } = hostileSetup({ maxRequestsPerSecond: 1 });
-    const ids = ['s1', 's2', 's3', 's4', 's5', 's6'];
+    const ids = ['00000001-0000-4000-8000-000000000000', '00000002-0000-4000-8000-000000000000', '00000003-0000-4000-8000-000000000000', '00000004-0000-4000-8000-000000000000', '00000005-0000-4000-8000-000000000000', '00000006-0000-4000-8000-000000000000'];
     for (const id of ids) nova.add(id, { goneAfterMs: 100 });
     const results = await Promise.all(ids.map((id) => run(client.deleteServer(id, { wait: true, timeoutMs: 1500, intervalMs: 1000 }))));
     for (const r of results) {
@@ -173,7 +221,7 @@ describe('the rate limit never holds a call past its deadline or its abort', () 
 
   it('an abort settles every call queued behind the rate limit at once', async () => {
     const { nova, client } = hostileSetup({ maxRequestsPerSecond: 1 });
-    const ids = ['s1', 's2', 's3', 's4'];
+    const ids = ['00000001-0000-4000-8000-000000000000', '00000002-0000-4000-8000-000000000000', '00000003-0000-4000-8000-000000000000', '00000004-0000-4000-8000-000000000000'];
     for (const id of ids) nova.add(id, { goneAfterMs: 100 });
     const controller = new AbortController();
     setTimeout(() => controller.abort(new Error('stop')), 300);
@@ -183,6 +231,6 @@ describe('the rate limit never holds a call past its deadline or its abort', () 
       expect(r.settledAt).toBe(300);
     }
     await vi.advanceTimersByTimeAsync(60_000);
-    expect(nova.seen.map((q) => `${q.at - T0} ${q.method} ${q.path}`)).toEqual(['0 DELETE /servers/s1']);
+    expect(nova.seen.map((q) => `${q.at - T0} ${q.method} ${q.path}`)).toEqual(['0 DELETE /servers/00000001-0000-4000-8000-000000000000']);
   });
 });

@@ -313,7 +313,7 @@ describe('client.unconfirmedDeletes: nothing is forgotten', () => {
     const client = clientFor(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
     await settle(client.deleteServer(id));
-    await settle(client.deleteServer('gone-already'));
+    await settle(client.deleteServer('9011e000-0000-4000-8000-000000000000'));
     expect(client.unconfirmedDeletes().map((u) => [u.serverId, u.state])).toEqual([[id, 'delete-requested']]);
   });
 

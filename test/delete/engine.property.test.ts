@@ -90,8 +90,8 @@ async function play(sc: Scenario, faultsOn: 'all' | 'listings'): Promise<{ nova:
     retry: { retries: 2, minDelayMs: 50, maxDelayMs: 200, maxRetryTimeMs: 1000 },
   });
   const ids = sc.timelines.map((t, k) => {
-    nova.add(`s${k}`, t);
-    return `s${k}`;
+    nova.add(`${String(k).padStart(8, '0')}-0000-4000-8000-000000000000`, t);
+    return `${String(k).padStart(8, '0')}-0000-4000-8000-000000000000`;
   });
   const ends: Settled[] = [];
   const opts = { intervalMs: sc.intervalMs, timeoutMs: sc.timeoutMs, jitter: 0.1 };

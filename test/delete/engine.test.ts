@@ -21,7 +21,7 @@ function setup(options: Partial<NovaClientOptions> = {}): { nova: ScriptedNova; 
   return { nova, client };
 }
 
-const ids = (n: number): string[] => Array.from({ length: n }, (_, i) => `s${i + 1}`);
+const ids = (n: number): string[] => Array.from({ length: n }, (_, i) => `${String(i + 1).padStart(8, '0')}-0000-4000-8000-000000000000`);
 const at = (q: Seen): number => q.at - T0;
 const describeSeen = (seen: Seen[]): string[] => seen.map((q) => `${at(q)} ${q.method} ${q.path}${q.query['changes-since'] ? '?changes-since' : ''} ${q.status}`);
 
@@ -40,20 +40,20 @@ async function run<T>(p: Promise<T>, maxMs = 600_000): Promise<{ value?: T; erro
 describe('one pending wait: its own GET on its own schedule', () => {
   it('looks at 0, then every intervalMs; once DELETED every confirmIntervalMs; deleted at the first 404', async () => {
     const { nova, client } = setup();
-    nova.add('s1', { deletedAfterMs: 2500, goneAfterMs: 4200 });
-    await client.requestDelete('s1');
-    const r = await run(waitForDelete(client, 's1', { intervalMs: 1000, confirmIntervalMs: 300, jitter: 0 }));
+    nova.add('00000001-0000-4000-8000-000000000000', { deletedAfterMs: 2500, goneAfterMs: 4200 });
+    await client.requestDelete('00000001-0000-4000-8000-000000000000');
+    const r = await run(waitForDelete(client, '00000001-0000-4000-8000-000000000000', { intervalMs: 1000, confirmIntervalMs: 300, jitter: 0 }));
     expect(r.value).toMatchObject({ outcome: 'deleted', lastStatus: 'NOT_FOUND' });
     expect(describeSeen(nova.seen)).toEqual([
-      '0 DELETE /servers/s1 204',
-      '0 GET /servers/s1 200',
-      '1000 GET /servers/s1 200',
-      '2000 GET /servers/s1 200',
-      '3000 GET /servers/s1 200', // DELETED: from now on every 300 ms
-      '3300 GET /servers/s1 200',
-      '3600 GET /servers/s1 200',
-      '3900 GET /servers/s1 200',
-      '4200 GET /servers/s1 404',
+      '0 DELETE /servers/00000001-0000-4000-8000-000000000000 204',
+      '0 GET /servers/00000001-0000-4000-8000-000000000000 200',
+      '1000 GET /servers/00000001-0000-4000-8000-000000000000 200',
+      '2000 GET /servers/00000001-0000-4000-8000-000000000000 200',
+      '3000 GET /servers/00000001-0000-4000-8000-000000000000 200', // DELETED: from now on every 300 ms
+      '3300 GET /servers/00000001-0000-4000-8000-000000000000 200',
+      '3600 GET /servers/00000001-0000-4000-8000-000000000000 200',
+      '3900 GET /servers/00000001-0000-4000-8000-000000000000 200',
+      '4200 GET /servers/00000001-0000-4000-8000-000000000000 404',
     ]);
     expect(r.settledAt).toBe(4200);
     expect(vi.getTimerCount()).toBe(0);
@@ -61,9 +61,9 @@ describe('one pending wait: its own GET on its own schedule', () => {
 
   it('a stuck server times out exactly at timeoutMs; no request after, no timer left', async () => {
     const { nova, client } = setup();
-    nova.add('s1', {});
-    await client.requestDelete('s1');
-    const r = await run(waitForDelete(client, 's1', { intervalMs: 1000, timeoutMs: 3500, jitter: 0 }));
+    nova.add('00000001-0000-4000-8000-000000000000', {});
+    await client.requestDelete('00000001-0000-4000-8000-000000000000');
+    const r = await run(waitForDelete(client, '00000001-0000-4000-8000-000000000000', { intervalMs: 1000, timeoutMs: 3500, jitter: 0 }));
     expect(r.value).toMatchObject({ outcome: 'timeout', lastStatus: 'ACTIVE', lastTaskState: 'deleting', polls: 4 });
     expect(r.settledAt).toBe(3500);
     const count = nova.seen.length;
@@ -76,9 +76,9 @@ describe('one pending wait: its own GET on its own schedule', () => {
     const delays: number[] = [];
     const clock = { ...systemClock, setTimeout: (fn: () => void, ms: number) => (delays.push(ms), systemClock.setTimeout(fn, ms)) };
     const { nova, client } = setup({ clock });
-    nova.add('s1', { deletedAfterMs: 1500, goneAfterMs: 2500 });
-    await client.requestDelete('s1');
-    const r = await run(waitForDelete(client, 's1', { intervalMs: 1000, timeoutMs: Number.POSITIVE_INFINITY, jitter: 0 }));
+    nova.add('00000001-0000-4000-8000-000000000000', { deletedAfterMs: 1500, goneAfterMs: 2500 });
+    await client.requestDelete('00000001-0000-4000-8000-000000000000');
+    const r = await run(waitForDelete(client, '00000001-0000-4000-8000-000000000000', { intervalMs: 1000, timeoutMs: Number.POSITIVE_INFINITY, jitter: 0 }));
     expect(r.value).toMatchObject({ outcome: 'deleted' });
     expect(delays.length).toBeGreaterThan(0);
     expect(delays.every((ms) => Number.isFinite(ms) && ms >= 0 && ms <= 2_147_483_647)).toBe(true);
@@ -86,11 +86,11 @@ describe('one pending wait: its own GET on its own schedule', () => {
 
   it('an abort rejects at once and cancels the look in flight', async () => {
     const { nova, client } = setup();
-    nova.add('s1', {});
-    await client.requestDelete('s1');
+    nova.add('00000001-0000-4000-8000-000000000000', {});
+    await client.requestDelete('00000001-0000-4000-8000-000000000000');
     nova.fault = ({ method }) => (method === 'GET' ? { kind: 'hang' } : undefined);
     const controller = new AbortController();
-    const p = waitForDelete(client, 's1', { intervalMs: 1000, signal: controller.signal });
+    const p = waitForDelete(client, '00000001-0000-4000-8000-000000000000', { intervalMs: 1000, signal: controller.signal });
     setTimeout(() => controller.abort(new Error('stop')), 250);
     const r = await run(p);
     expect(r.error).toBeInstanceOf(AbortError);
@@ -102,30 +102,30 @@ describe('one pending wait: its own GET on its own schedule', () => {
 
   it("a 404 that is not Nova's answer for this server is never deleted", async () => {
     const { nova, client } = setup();
-    nova.add('s1', {});
-    await client.requestDelete('s1');
+    nova.add('00000001-0000-4000-8000-000000000000', {});
+    await client.requestDelete('00000001-0000-4000-8000-000000000000');
     nova.fault = ({ method }) => (method === 'GET' ? { kind: 'proxy404' } : undefined);
-    const r = await run(waitForDelete(client, 's1', { intervalMs: 1000 }));
+    const r = await run(waitForDelete(client, '00000001-0000-4000-8000-000000000000', { intervalMs: 1000 }));
     expect(r.error).toBeInstanceOf(NotFoundError);
     expect(client.deleteEngine.idle).toBe(true);
   });
 
   it("a 200 with another server's body is a failed look, not an observation of this one", async () => {
     const { nova, client } = setup();
-    nova.add('s1', { deletedAfterMs: 0 });
-    await client.requestDelete('s1');
+    nova.add('00000001-0000-4000-8000-000000000000', { deletedAfterMs: 0 });
+    await client.requestDelete('00000001-0000-4000-8000-000000000000');
     nova.fault = ({ method }) => (method === 'GET' ? { kind: 'otherServer' } : undefined);
-    const r = await run(waitForDelete(client, 's1', { intervalMs: 1000 }));
+    const r = await run(waitForDelete(client, '00000001-0000-4000-8000-000000000000', { intervalMs: 1000 }));
     expect(r.error).toBeInstanceOf(InvalidResponseError);
   });
 
   it('5xx and resets are failed looks: retried on the next tick, the wait ends deleted', async () => {
     const { nova, client } = setup();
-    nova.add('s1', { deletedAfterMs: 1500, goneAfterMs: 2500 });
-    await client.requestDelete('s1');
+    nova.add('00000001-0000-4000-8000-000000000000', { deletedAfterMs: 1500, goneAfterMs: 2500 });
+    await client.requestDelete('00000001-0000-4000-8000-000000000000');
     let n = 0;
     nova.fault = ({ method }) => (method === 'GET' && n++ < 3 ? [{ kind: 'status', status: 500 } as const, { kind: 'reset' } as const, { kind: 'status', status: 503 } as const][n - 1] : undefined);
-    const r = await run(waitForDelete(client, 's1', { intervalMs: 1000, jitter: 0, pollRetries: 3 }));
+    const r = await run(waitForDelete(client, '00000001-0000-4000-8000-000000000000', { intervalMs: 1000, jitter: 0, pollRetries: 3 }));
     expect(r.value).toMatchObject({ outcome: 'deleted' });
     expect(r.settledAt).toBeGreaterThanOrEqual(2500);
   });
@@ -261,21 +261,21 @@ describe('deleteServers: the DELETEs first, then one wait for all', () => {
 describe('deleteServer: timeoutMs bounds the whole call', () => {
   it('a DELETE that hangs ends as DeleteTimeoutError at timeoutMs, and nothing is sent after', async () => {
     const { nova, client } = setup({ requestTimeoutMs: 30_000 });
-    nova.add('s1', { goneAfterMs: 100 });
+    nova.add('00000001-0000-4000-8000-000000000000', { goneAfterMs: 100 });
     nova.fault = ({ method }) => (method === 'DELETE' ? { kind: 'hang' } : undefined);
-    const r = await run(client.deleteServer('s1', { wait: true, timeoutMs: 500 }));
+    const r = await run(client.deleteServer('00000001-0000-4000-8000-000000000000', { wait: true, timeoutMs: 500 }));
     expect(r.error).toBeInstanceOf(DeleteTimeoutError);
     expect(r.settledAt).toBe(500);
     await vi.advanceTimersByTimeAsync(120_000);
     expect(nova.seen).toHaveLength(1);
-    expect(client.unconfirmedDeletes()).toMatchObject([{ serverId: 's1', state: 'failed' }]);
+    expect(client.unconfirmedDeletes()).toMatchObject([{ serverId: '00000001-0000-4000-8000-000000000000', state: 'failed' }]);
     expect(vi.getTimerCount()).toBe(0);
   });
 
   it('the re-DELETE of a call that timed out is never sent', async () => {
     const { nova, client } = setup({ maxRequestsPerSecond: 1 });
-    nova.add('s1', { ignoresDelete: true }); // 204, then no sign of deletion at all
-    const r = await run(client.deleteServer('s1', { wait: true, intervalMs: 1000, timeoutMs: 1500, redeleteAfterMs: 900, jitter: 0 }));
+    nova.add('00000001-0000-4000-8000-000000000000', { ignoresDelete: true }); // 204, then no sign of deletion at all
+    const r = await run(client.deleteServer('00000001-0000-4000-8000-000000000000', { wait: true, intervalMs: 1000, timeoutMs: 1500, redeleteAfterMs: 900, jitter: 0 }));
     expect(r.error).toBeInstanceOf(DeleteTimeoutError);
     expect(r.settledAt).toBe(1500);
     await vi.advanceTimersByTimeAsync(60_000);
@@ -286,8 +286,8 @@ describe('deleteServer: timeoutMs bounds the whole call', () => {
 
   it('with no sign of deletion within redeleteAfterMs the DELETE is sent once more', async () => {
     const { nova, client } = setup();
-    nova.add('s1', { ignoresDelete: true });
-    const r = await run(client.deleteServer('s1', { wait: true, intervalMs: 1000, timeoutMs: 5500, redeleteAfterMs: 2000, jitter: 0 }));
+    nova.add('00000001-0000-4000-8000-000000000000', { ignoresDelete: true });
+    const r = await run(client.deleteServer('00000001-0000-4000-8000-000000000000', { wait: true, intervalMs: 1000, timeoutMs: 5500, redeleteAfterMs: 2000, jitter: 0 }));
     expect(r.error).toBeInstanceOf(DeleteTimeoutError);
     expect(nova.seen.filter((q) => q.method === 'DELETE').map(at)).toEqual([0, 2000]);
   });

@@ -2,7 +2,8 @@
  * Property tests of the delete path against a hostile cloud (fast-check, on fake timers): 404s that
  * are not Nova's answer for the server (another id containing it, no message, a generic one),
  * endless listings, 429 with Retry-After, garbled or far-off `Date` headers, odd status values,
- * a finite rate limit, callers that abort, `deleteServers` batches. For every run:
+ * a finite rate limit, callers that abort, `deleteServers` batches, listings answered with another
+ * project's servers (a misrouted cache or proxy: brief, or detailed with their `tenant_id`). For every run:
  * - never `deleted`/`already-gone` before Nova's 404 for the server;
  * - every call settles by its `timeoutMs` (or its abort), plus the stepping of the fake clock;
  * - nothing reaches Nova after the last call settled, and no timer is left;
@@ -23,11 +24,11 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-type Hostile = 'substring404' | 'noMessage404' | 'generic404' | 'endless' | 'rateLimited' | 'garbageDate' | 'farDate' | 'oddStatus' | 'hang';
+type Hostile = 'substring404' | 'noMessage404' | 'generic404' | 'endless' | 'rateLimited' | 'garbageDate' | 'farDate' | 'oddStatus' | 'hang' | 'foreignListing' | 'foreignDetail';
 
 const hostileArb: fc.Arbitrary<Hostile | undefined> = fc.oneof(
   { weight: 10, arbitrary: fc.constant(undefined) },
-  { weight: 4, arbitrary: fc.constantFrom<Hostile>('substring404', 'noMessage404', 'generic404', 'endless', 'rateLimited', 'garbageDate', 'farDate', 'oddStatus', 'hang') },
+  { weight: 4, arbitrary: fc.constantFrom<Hostile>('substring404', 'noMessage404', 'generic404', 'endless', 'rateLimited', 'garbageDate', 'farDate', 'oddStatus', 'hang', 'foreignListing', 'foreignListing', 'foreignDetail') },
 );
 
 const timelineArb: fc.Arbitrary<Timeline> = fc.oneof(
@@ -73,6 +74,10 @@ async function play(sc: Scenario): Promise<void> {
       if (h === 'noMessage404') return reply(config, 404, { itemNotFound: { code: 404 } });
       if (h === 'generic404') return reply(config, 404, { itemNotFound: { code: 404, message: 'The resource could not be found.' } });
     }
+    if (listing && (h === 'foreignListing' || h === 'foreignDetail') && method === 'GET') {
+      const other = { id: `${String(k).padStart(8, '0')}-0000-4000-8000-0000000000f0`, status: 'ACTIVE', tenant_id: 'another-project', links: [] };
+      return reply(config, 200, { servers: [other] });
+    }
     if (listing && h === 'endless' && method === 'GET') {
       const body = { servers: [{ id: `other-${k}`, status: 'ACTIVE' }], servers_links: [{ rel: 'next', href: `http://nova.test/v2.1${path}?marker=m${k}` }] };
       return new Promise<AxiosResponse>((resolve) => setTimeout(() => resolve(reply(config, 200, body)), 100));
@@ -89,8 +94,8 @@ async function play(sc: Scenario): Promise<void> {
     return undefined;
   };
   const ids = sc.timelines.map((t, i) => {
-    nova.add(`s${i}`, t);
-    return `s${i}`;
+    nova.add(`${String(i).padStart(8, '0')}-0000-4000-8000-000000000000`, t);
+    return `${String(i).padStart(8, '0')}-0000-4000-8000-000000000000`;
   });
   const controller = new AbortController();
   if (sc.abortAtMs !== undefined) setTimeout(() => controller.abort(new Error('caller gave up')), sc.abortAtMs);

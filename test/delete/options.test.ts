@@ -8,9 +8,9 @@ describe('unknown option names', () => {
   it('deleteServer, deleteServers and waitForDelete refuse { wiat: true } and name wait', async () => {
     const c = client();
     for (const p of [
-      deleteServer(c, 's1', { wiat: true } as never),
-      deleteServers(c, ['s1'], { concurency: 2 } as never),
-      waitForDelete(c, 's1', { intervalMS: 5 } as never),
+      deleteServer(c, '00000001-0000-4000-8000-000000000000', { wiat: true } as never),
+      deleteServers(c, ['00000001-0000-4000-8000-000000000000'], { concurency: 2 } as never),
+      waitForDelete(c, '00000001-0000-4000-8000-000000000000', { intervalMS: 5 } as never),
     ]) {
       const e = await p.catch((x: unknown) => x);
       expect(e).toBeInstanceOf(ValidationError);
@@ -21,7 +21,7 @@ describe('unknown option names', () => {
 
   it("a request's misspelt option (getLimits, getServer, listServers) is refused before any request", async () => {
     const c = client();
-    for (const p of [c.getLimits({ requestTimout: 5 } as never), c.getServer('s1', { sigal: undefined } as never), c.listServers({}, { requestTimout: 5 } as never)]) {
+    for (const p of [c.getLimits({ requestTimout: 5 } as never), c.getServer('00000001-0000-4000-8000-000000000000', { sigal: undefined } as never), c.listServers({}, { requestTimout: 5 } as never)]) {
       const e = await p.catch((x: unknown) => x);
       expect(e).toBeInstanceOf(ValidationError);
       expect((e as Error).message).toMatch(/unknown option "(requestTimout|sigal)" \(did you mean (requestTimeoutMs|signal)\?\)/);

@@ -96,7 +96,7 @@ describe.each([true, false])('delete field cases with coalesce: %s', (coalesce) 
   it('Gone comes in several forms: waitForDelete on ids that never existed resolves deleted (confirmed by a 404)', async () => {
     const nova = await startNova();
     const c = client(nova);
-    const ids = ['no-such-1', 'no-such-2', 'no-such-3'];
+    const ids = ['00000001-0000-4000-8000-00000000dead', '00000002-0000-4000-8000-00000000dead', '00000003-0000-4000-8000-00000000dead'];
     const r = await settle(Promise.all(ids.map((id) => waitForDelete(c, id, FAST))));
     expect(r.map((x) => [x.outcome, x.lastStatus])).toEqual(Array(3).fill(['deleted', 'NOT_FOUND']));
     for (const id of ids) expect(nova.requestsTo('GET', serverPath(id)).at(-1)?.status).toBe(404);

@@ -126,7 +126,7 @@ describe('waitForDelete (port of osc-lib wait_for_delete)', () => {
     const nova = await startNova();
     const client = clientFor(nova);
     nova.inject({ method: 'GET', path: SERVER_PATH, hang: true });
-    const r = await settle(waitForDelete(client, 'no-such-server', { intervalMs: 5, requestTimeoutMs: 50 }));
+    const r = await settle(waitForDelete(client, '00000000-0000-4000-8000-00000000dead', { intervalMs: 5, requestTimeoutMs: 50 }));
     expect(r).toMatchObject({ outcome: 'deleted', polls: 2 });
   });
 
@@ -162,7 +162,7 @@ describe('waitForDelete (port of osc-lib wait_for_delete)', () => {
     const nova = await startNova();
     const client = clientFor(nova, { adapter: undefined });
     await nova.close();
-    const err = await settle(waitForDelete(client, 'x', { intervalMs: 1, pollRetries: 1 }).catch((e: unknown) => e));
+    const err = await settle(waitForDelete(client, '00000000-0000-4000-8000-00000000dead', { intervalMs: 1, pollRetries: 1 }).catch((e: unknown) => e));
     expect(err).toBeInstanceOf(NovaNetworkError);
     expect((err as NovaNetworkError).code).toBe('ECONNREFUSED');
   });

@@ -50,7 +50,7 @@ describe('/limits bodies seen in the field', () => {
       const h = await guard.headroom();
       expect([h.cores.headroom, h.ram.headroom, h.instances.headroom]).toEqual([undefined, undefined, undefined]);
       const server = await onFakeTimers(guard.createServer(body('x')));
-      expect(server.id).toBe('srv-1');
+      expect(server.id).toBe('00000001-0000-4000-8000-000000000000');
       expect(nova.schedule()).toEqual([
         ['GET /limits', 0],
         ['GET /limits', 0],
@@ -90,7 +90,7 @@ describe('a flavor without vcpus', () => {
     const { guard, warnings } = withLog(nova);
     await onFakeTimers(Promise.all([guard.createServer(body('a', '9')), guard.createServer(body('b', '9'))]));
     expect(nova.posts().map((p) => p.status)).toEqual([202, 202]);
-    for (const id of ['srv-1', 'srv-2']) nova.reply(`GET /servers/${id}`, { status: 200, body: { server: { id, status: 'BUILD' } } });
+    for (const id of ['00000001-0000-4000-8000-000000000000', '00000002-0000-4000-8000-000000000000']) nova.reply(`GET /servers/${id}`, { status: 200, body: { server: { id, status: 'BUILD' } } });
     const h = await guard.headroom();
     // Two claims held (waitForActive false; both servers still in BUILD): cores 0, RAM 2 × 512.
     expect(h.cores).toEqual({ max: 20, used: 0, inFlight: 0, headroom: 20 });

@@ -40,7 +40,7 @@ describe('a create whose answer was lost or garbled', () => {
     nova.reply('POST /servers', { ...fault, created: true });
     const guard = new QuotaGuard(nova.client(), OPTS);
     const server = await onFakeTimers(guard.createServer(body('ci-1')));
-    expect(server.id).toBe('srv-1');
+    expect(server.id).toBe('00000001-0000-4000-8000-000000000000');
     expect(posts(nova)).toEqual([
       ['POST /servers', 0],
       ['GET /servers/detail', 0],
@@ -63,14 +63,14 @@ describe('a create whose answer was lost or garbled', () => {
       // The claim stays held while the guard searches.
       expect(guard.inFlightClaims).toBe(1);
       const server = await onFakeTimers(pending);
-      expect(server.id).toBe('srv-1');
+      expect(server.id).toBe('00000001-0000-4000-8000-000000000000');
       expect(posts(nova)).toEqual([
         ['POST /servers', 0],
         ['GET /servers/detail', 0],
         ['GET /servers/detail', 1000],
         ['POST /servers', 1000],
       ]);
-      expect(nova.liveServers().map((s) => s.id)).toEqual(['srv-1']);
+      expect(nova.liveServers().map((s) => s.id)).toEqual(['00000001-0000-4000-8000-000000000000']);
       expect(guard.stats).toMatchObject({ ambiguousCreates: 1, adoptedServers: 0, attempts: 1 });
       expect(guard.inFlightClaims).toBe(0);
     },
@@ -82,7 +82,7 @@ describe('a create whose answer was lost or garbled', () => {
     nova.reply('POST /servers', FAULTS[4]![1]);
     const guard = new QuotaGuard(nova.client(), OPTS);
     const server = await onFakeTimers(guard.createServer(body('ci-1')));
-    expect(server.id).toBe('srv-1');
+    expect(server.id).toBe('00000001-0000-4000-8000-000000000000');
     expect(posts(nova)).toEqual([
       ['POST /servers', 0],
       ['GET /servers/detail', 0],
@@ -126,9 +126,9 @@ describe('a create whose answer was lost or garbled', () => {
     nova.reply('GET /servers/detail', { status: 200, body: { servers: [] } }, { status: 200, body: { servers: [] } });
     const guard = new QuotaGuard(nova.client(), OPTS);
     const server = await onFakeTimers(guard.createServer(body('ci-1')));
-    expect(server.id).toBe('srv-1');
-    expect(nova.sent.filter((r) => r.method === 'DELETE').map((r) => r.path)).toEqual(['/servers/srv-2']);
-    expect(nova.liveServers().map((s) => s.id)).toEqual(['srv-1']);
+    expect(server.id).toBe('00000001-0000-4000-8000-000000000000');
+    expect(nova.sent.filter((r) => r.method === 'DELETE').map((r) => r.path)).toEqual(['/servers/00000002-0000-4000-8000-000000000000']);
+    expect(nova.liveServers().map((s) => s.id)).toEqual(['00000001-0000-4000-8000-000000000000']);
     expect(guard.stats).toMatchObject({ ambiguousCreates: 2, adoptedServers: 1, cleanups: 1 });
     expect(guard.inFlightClaims).toBe(0);
   });

@@ -33,7 +33,7 @@ export interface ScriptedServer {
 /** One request as the scripted Nova saw it. */
 export interface Sent {
   method: string;
-  /** Path after the endpoint, e.g. `/limits`, `/servers/srv-1`. */
+  /** Path after the endpoint, e.g. `/limits`, `/servers/00000001-0000-4000-8000-000000000000`. */
   path: string;
   /** `performance.now()` when it was sent, ms since the ScriptedNova was made (fake timers: exact). */
   atMs: number;
@@ -122,7 +122,7 @@ export class ScriptedNova {
 
   #create(record: Sent, config: InternalAxiosRequestConfig): ScriptedServer {
     const posted = (typeof config.data === 'string' ? JSON.parse(config.data) : config.data) as { server: { name: string; metadata?: Record<string, string> } };
-    record.serverId = `srv-${++this.#created}`;
+    record.serverId = `${String(++this.#created).padStart(8, '0')}-0000-4000-8000-000000000000`;
     const created = { id: record.serverId, name: posted.server.name, metadata: { ...(posted.server.metadata ?? {}) } };
     this.servers.push(created);
     return created;

@@ -27,7 +27,7 @@ describe('waitForActive (port of osc-lib wait_for_status, on the shared poll loo
     const built = nova.addServer({ status: 'BUILD' }).id;
     expect(await settle(waitForActive(client, err, { intervalMs: 5 }))).toMatchObject({ outcome: 'error', lastStatus: 'ERROR', polls: 1 });
     expect((await settle(waitForActive(client, err, { intervalMs: 5 }))).server?.fault?.message).toBe('No valid host was found.');
-    expect(await settle(waitForActive(client, 'gone-server', { intervalMs: 5 }))).toMatchObject({ outcome: 'gone', lastStatus: 'NOT_FOUND', server: undefined });
+    expect(await settle(waitForActive(client, '00000000-0000-4000-8000-00000000dead', { intervalMs: 5 }))).toMatchObject({ outcome: 'gone', lastStatus: 'NOT_FOUND', server: undefined });
     const t = await settle(waitForActive(client, built, { intervalMs: 5, timeoutMs: 60 }));
     expect(t).toMatchObject({ outcome: 'timeout', lastStatus: 'BUILD' });
     expect(t.elapsedMs).toBe(60);

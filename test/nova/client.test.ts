@@ -164,11 +164,11 @@ describe('servers', () => {
   it('getServer of an unknown id throws NotFoundError with Nova\'s message and the request id', async () => {
     const nova = await startNova();
     const client = clientFor(nova);
-    const err = (await client.getServer('nope').catch((e: unknown) => e)) as NotFoundError;
+    const err = (await client.getServer('00000000-0000-4000-8000-00000000dead').catch((e: unknown) => e)) as NotFoundError;
     expect(err).toBeInstanceOf(NotFoundError);
     expect(err.name).toBe('NotFoundError');
-    expect(err).toMatchObject({ status: 404, fault: 'itemNotFound', message: 'Instance nope could not be found.', method: 'GET', serverId: 'nope' });
-    expect(err.url).toBe(`${nova.endpoint}/servers/nope`);
+    expect(err).toMatchObject({ status: 404, fault: 'itemNotFound', message: 'Instance 00000000-0000-4000-8000-00000000dead could not be found.', method: 'GET', serverId: '00000000-0000-4000-8000-00000000dead' });
+    expect(err.url).toBe(`${nova.endpoint}/servers/00000000-0000-4000-8000-00000000dead`);
     expect(err.requestId).toMatch(/^req-/);
   });
 
@@ -212,8 +212,8 @@ describe('retries', () => {
     nova.inject({ method: 'GET', path: '/limits', status: 403, body: { forbidden: { code: 403, message: 'Policy does not allow it.' } } });
     await expect(client.getLimits()).rejects.toBeInstanceOf(ForbiddenError);
     expect(nova.requestsTo('GET', '/limits')).toHaveLength(1);
-    await expect(client.getServer('nope')).rejects.toBeInstanceOf(NotFoundError);
-    expect(nova.requestsTo('GET', '/servers/nope')).toHaveLength(1);
+    await expect(client.getServer('00000000-0000-4000-8000-00000000dead')).rejects.toBeInstanceOf(NotFoundError);
+    expect(nova.requestsTo('GET', '/servers/00000000-0000-4000-8000-00000000dead')).toHaveLength(1);
   });
 
   it('retries are bounded', async () => {

@@ -363,7 +363,7 @@ describe('Reaper state for cron jobs', () => {
 });
 
 describe('planPass (pure)', () => {
-  const base = { id: 's1', name: 'ci-1', status: 'ACTIVE', created: '2026-01-01T00:00:00Z', updated: '2026-01-01T00:00:00Z', metadata: {} };
+  const base = { id: '00000001-0000-4000-8000-000000000000', name: 'ci-1', status: 'ACTIVE', created: '2026-01-01T00:00:00Z', updated: '2026-01-01T00:00:00Z', metadata: {} };
   const nowMs = Date.parse('2026-01-01T03:00:00Z');
   const plan = (servers: (typeof base)[], previous = emptyReaperState(), dryRun = false): ReturnType<typeof planPass> =>
     planPass({ servers, previous, selector: { prefix: 'ci-' }, olderThanMs: HOUR, dryRun, nowMs });
@@ -372,7 +372,7 @@ describe('planPass (pure)', () => {
     const first = plan([base]);
     const second = plan([{ ...base, name: 'kept-1' }], first.next);
     expect(second.toDelete).toEqual([]);
-    expect(second.skipped).toEqual([{ serverId: 's1', name: 'kept-1', reason: 'left-fleet', detail: expect.any(String) }]);
+    expect(second.skipped).toEqual([{ serverId: '00000001-0000-4000-8000-000000000000', name: 'kept-1', reason: 'left-fleet', detail: expect.any(String) }]);
     expect(second.next.candidates).toEqual({});
   });
 
@@ -380,17 +380,17 @@ describe('planPass (pure)', () => {
     const first = plan([base]);
     const second = plan([{ ...base, metadata: { job: '42' } }], first.next);
     expect(second.skipped.map((s) => s.reason)).toEqual(['changed']);
-    expect(second.next.candidates['s1']!.firstSeenMs).toBe(nowMs);
+    expect(second.next.candidates['00000001-0000-4000-8000-000000000000']!.firstSeenMs).toBe(nowMs);
     const third = plan([{ ...base, metadata: { job: '42' } }], second.next);
-    expect(third.toDelete.map((t) => t.server.id)).toEqual(['s1']);
+    expect(third.toDelete.map((t) => t.server.id)).toEqual(['00000001-0000-4000-8000-000000000000']);
     expect(plan([{ ...base, updated: '2026-01-01T02:00:00Z' }], first.next).skipped.map((s) => s.reason)).toEqual(['changed']);
   });
 
   it('a deletion already attempted ignores its own changes', () => {
     const first = plan([base]);
-    first.next.candidates['s1']!.deleteAttempted = true;
+    first.next.candidates['00000001-0000-4000-8000-000000000000']!.deleteAttempted = true;
     const second = plan([{ ...base, updated: '2026-01-01T02:59:00Z' }], first.next);
-    expect(second.toDelete.map((t) => t.server.id)).toEqual(['s1']);
+    expect(second.toDelete.map((t) => t.server.id)).toEqual(['00000001-0000-4000-8000-000000000000']);
   });
 
   it('ages, dry run, missing created, deleted status', () => {

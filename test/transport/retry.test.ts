@@ -75,11 +75,11 @@ describe('backoff schedule (p-retry: factor 2, minDelayMs, maxDelayMs)', () => {
   });
 
   it('a POST is not retried on 503, but is on 429', async () => {
-    const { c, sent } = client([FAULT(503), { status: 429, body: { error: { message: 'slow down' } } }, { status: 202, body: { server: { id: 's1' } } }]);
+    const { c, sent } = client([FAULT(503), { status: 429, body: { error: { message: 'slow down' } } }, { status: 202, body: { server: { id: '00000001-0000-4000-8000-000000000000' } } }]);
     const body = { name: 'x', flavorRef: '1' };
     expect((await run(c.createServer(body))).error).toBeInstanceOf(ServerError);
     const r = await run(c.createServer(body));
-    expect(r.value).toMatchObject({ id: 's1' });
+    expect(r.value).toMatchObject({ id: '00000001-0000-4000-8000-000000000000' });
     expect(times(sent)).toEqual([0, 0, 250]);
   });
 });
@@ -87,7 +87,7 @@ describe('backoff schedule (p-retry: factor 2, minDelayMs, maxDelayMs)', () => {
 describe('rate limits (429, 413 rate limit) with Retry-After', () => {
   it('a 413 rate limit on DELETE is retried like a 429, waiting Retry-After, without using a retry', async () => {
     const { c, sent } = client([RATE_413, RATE_413, RATE_413, { status: 204 }], { retry: { retries: 1 } });
-    const r = await run(c.requestDelete('s1'));
+    const r = await run(c.requestDelete('00000001-0000-4000-8000-000000000000'));
     expect(r.value).toBe('delete-requested');
     expect(sent.map((s) => s.method)).toEqual(['DELETE', 'DELETE', 'DELETE', 'DELETE']);
     expect(times(sent)).toEqual([0, 2000, 4000, 6000]);
@@ -95,7 +95,7 @@ describe('rate limits (429, 413 rate limit) with Retry-After', () => {
 
   it('a 500 on DELETE is retried (transient)', async () => {
     const { c, sent } = client([FAULT(500), { status: 204 }]);
-    expect((await run(c.requestDelete('s1'))).value).toBe('delete-requested');
+    expect((await run(c.requestDelete('00000001-0000-4000-8000-000000000000'))).value).toBe('delete-requested');
     expect(times(sent)).toEqual([0, 250]);
   });
 
@@ -170,13 +170,13 @@ describe('time limit of an attempt (requestTimeoutMs) and abort', () => {
 describe('the one definition of transient, in a delete-wait', () => {
   it('a GET 500 while waiting for a delete is retried, and the wait ends deleted at the 404', async () => {
     const { waitForDelete } = await import('../../src/index.js');
-    const deleting: ScriptedReply = { status: 200, body: { server: { id: 's1', status: 'ACTIVE', 'OS-EXT-STS:task_state': 'deleting' } } };
-    const gone: ScriptedReply = { status: 404, body: { itemNotFound: { code: 404, message: 'Instance s1 could not be found.' } } };
+    const deleting: ScriptedReply = { status: 200, body: { server: { id: '00000001-0000-4000-8000-000000000000', status: 'ACTIVE', 'OS-EXT-STS:task_state': 'deleting' } } };
+    const gone: ScriptedReply = { status: 404, body: { itemNotFound: { code: 404, message: 'Instance 00000001-0000-4000-8000-000000000000 could not be found.' } } };
     // The delete-wait's pauses are not on the injectable clock yet (the delete engine's part): real
     // timers here, with short intervals and an outcome, not a schedule.
     vi.useRealTimers();
     const { c, sent } = client([deleting, FAULT(500), gone], { coalesce: false });
-    const r = await waitForDelete(c, 's1', { intervalMs: 5, jitter: 0, timeoutMs: 20_000 });
+    const r = await waitForDelete(c, '00000001-0000-4000-8000-000000000000', { intervalMs: 5, jitter: 0, timeoutMs: 20_000 });
     expect(r).toMatchObject({ outcome: 'deleted' });
     expect(sent.map((s) => s.method)).toEqual(['GET', 'GET', 'GET']);
   });

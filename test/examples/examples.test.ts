@@ -1,0 +1,103 @@
+/**
+ * Every file in examples/ is code that runs: each is run here, as a child process, against the
+ * embedded FakeNova in a small mode (few workers, short delays), and must exit 0 with the output it
+ * promises. A failing example fails `npm test`, and so CI. (They are type-checked by `npm run
+ * typecheck`, whose tsconfig includes examples/.) prometheus.ts on its own is run by
+ * test/telemetry/prometheusExample.test.ts, and here through `demo --metrics`; demoHost.ts and
+ * worker.ts through `demo` (with `--ledger`, demo forks demoHost.ts processes sharing a Redis).
+ *
+ * The examples import `nova-guard` as an application does: the package's own exports (dist/, built
+ * first when src/ is newer), from JavaScript transpiled into build/ inside the repository.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import ts from 'typescript';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REDIS_SERVER, freePort, spawnRedis } from '../../bench/redisServer.js';
+import { REPO, ensureBuilt } from '../cli/binary.js';
+
+const OUT = `${REPO}build/test-examples-${process.pid}`;
+
+/** Each example and how it is run in small mode; `demoHost.ts` and `worker.ts` are run by demo. */
+const RUNS = {
+  'guarded-worker.ts': ['--workers', '2', '--jobs', '1'],
+  'audit-watch.ts': ['--samples', '3', '--interval-ms', '50', '--out', `${OUT}/audit-watch.svg`],
+  'demo.ts': ['--workers', '2', '--hosts', '2', '--jobs', '1', '--cores', '4', '--test-ms', '20', '--delete-delay-ms', '50', '--latency-ms', '2', '--quiet', '--metrics'],
+} as const;
+/** Examples run through another one (or on their own by another test file). */
+const RUN_BY = { 'demoHost.ts': 'demo.ts --ledger', 'worker.ts': 'demo.ts', 'prometheus.ts': 'demo.ts --metrics, test/telemetry/prometheusExample.test.ts' };
+
+interface Exit {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function run(example: string, args: readonly string[], timeoutMs = 60_000): Promise<Exit> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [`${OUT}/${example.replace(/\.ts$/, '.js')}`, ...args], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+beforeAll(async () => {
+  await ensureBuilt();
+  mkdirSync(OUT, { recursive: true });
+  for (const f of readdirSync(`${REPO}examples`).filter((n) => n.endsWith('.ts'))) {
+    const { outputText } = ts.transpileModule(readFileSync(`${REPO}examples/${f}`, 'utf8'), {
+      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+    });
+    writeFileSync(`${OUT}/${f.replace(/\.ts$/, '.js')}`, outputText);
+  }
+}, 120_000);
+
+afterAll(() => {
+  rmSync(OUT, { recursive: true, force: true });
+});
+
+describe('examples/ run against FakeNova', () => {
+  it('every file in examples/ is run by this file (a new example must be added here)', () => {
+    const files = readdirSync(`${REPO}examples`).filter((n) => n.endsWith('.ts')).sort();
+    expect(files).toEqual([...Object.keys(RUNS), ...Object.keys(RUN_BY)].sort());
+  });
+
+  it('guarded-worker.ts: every job succeeds (networks "none" at a microversion that allows it), exit 0', async () => {
+    const r = await run('guarded-worker.ts', RUNS['guarded-worker.ts']);
+    expect(r.stdout).not.toContain('FAILED');
+    expect(r.stdout).toMatch(/2 guarded creates, \d+ waits for headroom, \d+ quota retries, 0 failed jobs/);
+    expect(r.code).toBe(0);
+  }, 60_000);
+
+  it('audit-watch.ts: one JSON line per sample and a summary, the picture written, exit 0', async () => {
+    const r = await run('audit-watch.ts', RUNS['audit-watch.ts']);
+    const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string });
+    expect(lines.map((l) => l.type)).toEqual(['sample', 'sample', 'sample', 'summary']);
+    expect(readFileSync(`${OUT}/audit-watch.svg`, 'utf8')).toContain('<svg');
+    expect(r.code).toBe(0);
+  }, 60_000);
+
+  it('demo.ts (worker.ts, prometheus.ts): no job failed, the metrics printed, exit 0', async () => {
+    const r = await run('demo.ts', RUNS['demo.ts']);
+    expect(r.stdout).toContain('nova_guard_');
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+  }, 60_000);
+
+  it.skipIf(!existsSync(REDIS_SERVER))('demo.ts --ledger (demoHost.ts processes sharing a Redis): exit 0', async () => {
+    const port = await freePort();
+    const redis = await spawnRedis(port);
+    try {
+      const r = await run('demo.ts', [...RUNS['demo.ts'].filter((a) => a !== '--metrics'), '--ledger', `redis://127.0.0.1:${port}`]);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+    } finally {
+      redis.kill('SIGKILL');
+    }
+  }, 60_000);
+});
