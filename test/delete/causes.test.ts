@@ -11,6 +11,9 @@ import { DeleteFailedError, DeleteTimeoutError, NovaClient, NovaNetworkError, Se
 import { KeystoneAuth } from '../../src/auth/keystone.js';
 import { ScriptedNova } from './support/scriptedNova.js';
 
+/** Server ids: Nova's are UUIDs, and the library refuses anything else. */
+const S1 = '00000001-0000-4000-8000-000000000000';
+
 afterEach(() => {
   vi.useRealTimers();
 });
@@ -84,10 +87,10 @@ describe('failures that do not read alike', () => {
   it('a DELETE answered 500 every time: the timeout says Nova answered every request with HTTP 500, not a refused connection', async () => {
     vi.useFakeTimers();
     const nova = new ScriptedNova();
-    nova.add('s1', { deletedAfterMs: 1000, goneAfterMs: 2000 });
+    nova.add(S1, { deletedAfterMs: 1000, goneAfterMs: 2000 });
     nova.fault = () => ({ kind: 'status', status: 500, body: { computeFault: { code: 500, message: 'Unexpected API Error.' } } });
     const client = new NovaClient({ endpoint: 'http://nova.test/v2.1', token: 'admin:demo', adapter: nova.adapter });
-    const r = await fakeSettle(client.deleteServer('s1', { wait: true, timeoutMs: 60_000 }));
+    const r = await fakeSettle(client.deleteServer(S1, { wait: true, timeoutMs: 60_000 }));
     expect(r.error).toBeInstanceOf(DeleteTimeoutError);
     const t = r.error as DeleteTimeoutError;
     expect(t.message).toMatch(/: Nova at http:\/\/nova\.test\/v2\.1 answered every request with HTTP 500 \(\d+ tries\): Unexpected API Error\.$/);
@@ -99,12 +102,12 @@ describe('failures that do not read alike', () => {
   it("waitForDelete's timeout outcome carries the failed looks (by kind, the last error) beside the observations", async () => {
     vi.useFakeTimers();
     const nova = new ScriptedNova();
-    nova.add('s1', { deletedAfterMs: 10_000_000 });
+    nova.add(S1, { deletedAfterMs: 10_000_000 });
     const client = new NovaClient({ endpoint: 'http://nova.test/v2.1', token: 'admin:demo', adapter: nova.adapter });
-    await fakeSettle(client.deleteServer('s1'));
+    await fakeSettle(client.deleteServer(S1));
     let gets = 0;
     nova.fault = ({ method }) => (method === 'GET' && ++gets % 2 === 0 ? { kind: 'reset' } : undefined);
-    const r = await fakeSettle(waitForDelete(client, 's1', { intervalMs: 1000, timeoutMs: 10_000 }));
+    const r = await fakeSettle(waitForDelete(client, S1, { intervalMs: 1000, timeoutMs: 10_000 }));
     expect(r.value?.outcome).toBe('timeout');
     expect(r.value?.failures?.counts.look).toBeGreaterThanOrEqual(3);
     expect((r.value?.failures?.lastError.look as NovaNetworkError).code).toBe('ECONNRESET');
