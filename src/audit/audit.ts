@@ -37,7 +37,7 @@ import {
   zeroUsage,
   type AuditResource,
 } from './count.js';
-import type { QuotaSetDetail, Server } from '../core/types.js';
+import type { QuotaResourceName, QuotaSetDetail, Server } from '../core/types.js';
 import { describeAudit } from './verdict.js';
 import { isServerNotFound } from '../transport/http.js';
 import { timeoutSignal } from '../core/clock.js';
@@ -63,21 +63,21 @@ import type { UsageReading, ResourceAudit, AuditQuotaOptions, AuditedServer, Sus
 function fromLimits(absolute: Record<string, number | undefined>, requestId: string | undefined): UsageReading {
   return {
     source: 'limits',
-    used: { cores: absolute['totalCoresUsed'], ram: absolute['totalRAMUsed'], instances: absolute['totalInstancesUsed'] },
-    limit: { cores: absolute['maxTotalCores'], ram: absolute['maxTotalRAMSize'], instances: absolute['maxTotalInstances'] },
+    used: { cores: absolute['totalCoresUsed'], ramMiB: absolute['totalRAMUsed'], instances: absolute['totalInstancesUsed'] },
+    limit: { cores: absolute['maxTotalCores'], ramMiB: absolute['maxTotalRAMSize'], instances: absolute['maxTotalInstances'] },
     requestId,
   };
 }
 
 function fromQuotaSet(detail: QuotaSetDetail): UsageReading {
-  const item = (r: AuditResource): { in_use?: number; limit?: number } => {
+  const item = (r: QuotaResourceName): { in_use?: number; limit?: number } => {
     const v = detail[r];
     return v && typeof v === 'object' ? v : {};
   };
   return {
     source: 'quota-set-detail',
-    used: { cores: item('cores').in_use, ram: item('ram').in_use, instances: item('instances').in_use },
-    limit: { cores: item('cores').limit, ram: item('ram').limit, instances: item('instances').limit },
+    used: { cores: item('cores').in_use, ramMiB: item('ram').in_use, instances: item('instances').in_use },
+    limit: { cores: item('cores').limit, ramMiB: item('ram').limit, instances: item('instances').limit },
   };
 }
 
@@ -282,7 +282,7 @@ async function audit(client: NovaClient, options: AuditQuotaOptions, signal: Abo
   });
   const placementReading = await readPlacement(options.readPlacementUsages, projectId, signal);
   // A server of a cell that does not answer has an allocation of unknown size: no upper bound then.
-  const leakRange = unreachable.length ? { min: ranges.placement.min, max: { ...ranges.placement.max, cores: Infinity, ram: Infinity } } : ranges.placement;
+  const leakRange = unreachable.length ? { min: ranges.placement.min, max: { ...ranges.placement.max, cores: Infinity, ramMiB: Infinity } } : ranges.placement;
   const leak = leakedAllocation(placementReading, leakRange);
   if (leak) findings.push(leak);
 
@@ -344,8 +344,8 @@ function toAudited(s: Server, size: { vcpus: number; ram: number } | undefined, 
     status: statusOf(s) || 'UNKNOWN',
     taskState: taskStateOf(s),
     vmState: typeof vmState === 'string' ? vmState : undefined,
-    vcpus: size?.vcpus,
-    ram: size?.ram,
+    cores: size?.vcpus,
+    ramMiB: size?.ram,
     counted: countsTowardUsage(s),
     ageMs: Number.isFinite(created) ? Math.max(0, nowMs - created) : undefined,
   };

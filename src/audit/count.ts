@@ -1,5 +1,5 @@
 /**
- * Nova's counting rules for the `cores`, `ram` and `instances` quota, applied to listed servers:
+ * Nova's counting rules for the `cores`, `ram` (MiB: `ramMiB`) and `instances` quota, applied to listed servers:
  * plain functions on plain data, used by {@link auditQuota}.
  *
  * Sources: `nova/quota.py` `_instances_cores_ram_count_legacy` → `InstanceList.get_counts`
@@ -14,23 +14,26 @@
  */
 import type { NovaClient } from '../nova/client.js';
 import { AuthError, isAbortError } from '../errors/index.js';
-import type { QuotaResourceName, Server } from '../core/types.js';
+import type { ResourceAmounts, Server } from '../core/types.js';
 import { countsTowardUsage, embeddedFlavor, statusOf, taskStateOf, type FlavorSize } from '../core/counting.js';
 
 export { countsTowardUsage, embeddedFlavor, statusOf, taskStateOf, type FlavorSize } from '../core/counting.js';
 
-/** The three resources an audit compares, by Nova's quota resource names. `ram` is in MiB. */
-export type AuditResource = QuotaResourceName;
+/**
+ * The three resources an audit compares, spelt as every amount of nova-guard is
+ * ({@link ResourceAmounts}): `cores` (vCPUs), `ramMiB` (RAM in MiB, Nova's `ram` quota), `instances`.
+ */
+export type AuditResource = keyof ResourceAmounts;
 
 /** The audited resources, in display order. */
-export const AUDIT_RESOURCES: readonly AuditResource[] = ['cores', 'ram', 'instances'];
+export const AUDIT_RESOURCES: readonly AuditResource[] = ['cores', 'ramMiB', 'instances'];
 
-/** Usage of one resource set: cores (vCPUs), RAM (MiB), instances. */
-export type Usage = Record<AuditResource, number>;
+/** Usage of one resource set: cores (vCPUs), RAM (MiB), instances. The audit's name for {@link ResourceAmounts}. */
+export type Usage = ResourceAmounts;
 
 /** A zero {@link Usage}. */
 export function zeroUsage(): Usage {
-  return { cores: 0, ram: 0, instances: 0 };
+  return { cores: 0, ramMiB: 0, instances: 0 };
 }
 
 /**
@@ -95,7 +98,7 @@ export async function resolveFlavorSizes(client: NovaClient, servers: readonly S
 /** One server's share of usage, or zero when Nova does not count it. */
 export function usageOf(server: Server, size: FlavorSize | undefined): Usage {
   if (!countsTowardUsage(server)) return zeroUsage();
-  return { cores: size?.vcpus ?? 0, ram: size?.ram ?? 0, instances: 1 };
+  return { cores: size?.vcpus ?? 0, ramMiB: size?.ram ?? 0, instances: 1 };
 }
 
 /** Add `b` into `a` (mutates and returns `a`). */

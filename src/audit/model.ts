@@ -1,5 +1,5 @@
 /**
- * How Nova counts the `cores`, `ram` and `instances` usage of a project, per counting model, and
+ * How Nova counts the `cores`, `ram` (MiB: `ramMiB`) and `instances` usage of a project, per counting model, and
  * which model fits the usage Nova reports. Plain functions on plain data, used by {@link auditQuota}.
  *
  * Ported behaviour (not code) of `nova/quota.py`:
@@ -51,8 +51,8 @@ function softDeleted(s: Server): boolean {
   return statusOf(s) === 'SOFT_DELETED' || vm === 'soft-delete' || vm === 'soft_deleted';
 }
 
-function of(cores: number, ram: number, instances: number): Usage {
-  return { cores, ram, instances };
+function of(cores: number, ramMiB: number, instances: number): Usage {
+  return { cores, ramMiB, instances };
 }
 
 function fixed(u: Usage, why: string): Holding {

@@ -25,7 +25,7 @@ export interface UsageReading {
 /** How reported usage compares with the count. */
 export type AuditVerdict = 'consistent' | 'over-reported' | 'under-reported' | 'inconclusive';
 
-/** The audit of one resource. `ram` values are MiB. */
+/** The audit of one resource (`ramMiB`: in MiB). */
 export interface ResourceAudit {
   /** Usage Nova reported before the listing (`/limits`, else the quota-set detail). */
   reportedBefore: number | undefined;
@@ -98,10 +98,10 @@ export interface AuditedServer {
   status: string;
   taskState: string | undefined;
   vmState: string | undefined;
-  /** Flavor vCPUs, undefined when the flavor could not be read. */
-  vcpus: number | undefined;
-  /** Flavor RAM in MiB, undefined when the flavor could not be read. */
-  ram: number | undefined;
+  /** Its flavor's vCPUs (`cores`), undefined when the flavor could not be read or has none. */
+  cores: number | undefined;
+  /** Its flavor's RAM in MiB (`ramMiB`), undefined when the flavor could not be read or has none. */
+  ramMiB: number | undefined;
   /**
    * True when Nova's legacy counting counts the server (every listed server but a soft-deleted one: a
    * listed DELETED record counts until its row is destroyed). Per counting model: `holds`.

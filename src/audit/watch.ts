@@ -59,7 +59,7 @@ export interface QuotaWatch {
 
 function sampleOf(index: number, a: QuotaAudit): WatchSample {
   const reported: Partial<Usage> = {};
-  const counted = { cores: 0, ram: 0, instances: 0 };
+  const counted = { cores: 0, ramMiB: 0, instances: 0 };
   const drift = {} as Record<AuditResource, number | null>;
   for (const r of AUDIT_RESOURCES) {
     const v = a.resources[r].reportedBefore;

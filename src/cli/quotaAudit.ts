@@ -5,7 +5,7 @@
  *
  * Output (see `renderAudit`): `-f table` (the default) is the report in words and tables; `-f json`
  * (or `--json`) the whole audit; `-c COLUMN`, `-f value` and `-f yaml` one row per resource (cores,
- * ram in MiB, instances) with the columns of `AUDIT_COLUMNS`. Durations (`--retry-delay`,
+ * ramMiB, instances) with the columns of `AUDIT_COLUMNS`. Durations (`--retry-delay`,
  * `--timeout`, `--interval`) are bare ms or `500ms`, `30s`, `5m`, `2h`; a bare `--interval` below 1000
  * is refused (`--interval 30` would sample 30 ms apart): give a unit. `--watch` prints JSON lines
  * whatever the format (only `-f json` may be given with it).
@@ -55,7 +55,7 @@ export const AUDIT_COLUMNS = ['Resource', 'Reported Before', 'Counted', 'Reporte
 const cell = (n: number | null | undefined): Cell => (n === undefined ? null : n === Number.POSITIVE_INFINITY ? -1 : n);
 
 /**
- * The list view of an audit: one row per resource (`cores`, `ram` in MiB, `instances`), with the usage
+ * The list view of an audit: one row per resource (`cores`, `ramMiB`, `instances`), with the usage
  * Nova reported before and after the listing, the usage counted from the listed servers, the limit
  * (-1 unlimited), the drift (`reported − counted`; null when it cannot be judged) and the resource's
  * verdict (`consistent`, `over-reported`, `under-reported`, `inconclusive`). A value Nova did not

@@ -10,7 +10,7 @@
  *
  * @module
  */
-import type { QuotaResourceName, Server } from './types.js';
+import type { ResourceAmounts, Server } from './types.js';
 
 /** The vCPUs and RAM (MiB) of one server's flavor. */
 export interface FlavorSize {
@@ -57,8 +57,8 @@ export function embeddedFlavor(server: Server): FlavorSize | undefined {
 }
 
 /** What the listed servers hold under legacy counting, from their embedded flavors; `unsized`: counted servers without one. */
-export function heldByServers(servers: readonly Server[]): { held: Record<QuotaResourceName, number>; unsized: number } {
-  const held = { cores: 0, ram: 0, instances: 0 };
+export function heldByServers(servers: readonly Server[]): { held: ResourceAmounts; unsized: number } {
+  const held = { cores: 0, ramMiB: 0, instances: 0 };
   let unsized = 0;
   for (const s of servers) {
     if (!countsTowardUsage(s)) continue;
@@ -66,7 +66,7 @@ export function heldByServers(servers: readonly Server[]): { held: Record<QuotaR
     const f = embeddedFlavor(s);
     if (f) {
       held.cores += f.vcpus;
-      held.ram += f.ram;
+      held.ramMiB += f.ram;
     } else unsized++;
   }
   return { held, unsized };

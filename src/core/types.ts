@@ -174,8 +174,8 @@ export interface QuotaFinding {
   transient: boolean;
   /** The servers behind it (empty for usage with no server behind it). */
   serverIds: string[];
-  /** What it holds (for usage with no server: the unexplained part): cores, RAM in MiB, instances. */
-  holds: Record<QuotaResourceName, number>;
+  /** What it holds (for usage with no server: the unexplained part): `cores`, `ramMiB`, `instances`. */
+  holds: ResourceAmounts;
   /** What was seen, in words. */
   evidence: string;
   /** What the project can do itself. */

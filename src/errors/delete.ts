@@ -125,7 +125,7 @@ export class OrphanedServerError extends DeleteFailedError {
       kind: 'orphan-mapping',
       transient: false,
       serverIds: [init.serverId],
-      holds: { cores: 0, ram: 0, instances: 0 },
+      holds: { cores: 0, ramMiB: 0, instances: 0 },
       evidence: init.evidence,
       projectCan: ORPHAN_MAPPING_REMEDY.projectCan,
       operatorCan: ORPHAN_MAPPING_REMEDY.operatorCan,

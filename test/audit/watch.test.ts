@@ -28,7 +28,7 @@ describe('watchQuota', () => {
     expect(nova.requestsTo('GET', '/servers/detail').map((r) => r.timeMs - nova.requests[0]!.timeMs)).toEqual([0, 30_000, 60_000]);
     expect(w.samples.map((s) => s.drift.cores)).toEqual([8, 8, 8]);
     expect(w.samples.map((s) => s.counted.instances)).toEqual([2, 1, 1]);
-    expect(w.trend).toEqual({ cores: 'persistent', ram: 'none', instances: 'none' });
+    expect(w.trend).toEqual({ cores: 'persistent', ramMiB: 'none', instances: 'none' });
     expect(w.persistent).toEqual([{ kind: 'stale-usage', serverId: undefined }]);
     expect(w.settled).toEqual([{ kind: 'delete-in-flight', serverId: deleting }]);
     expect(w.last.verdict).toBe('over-reported');

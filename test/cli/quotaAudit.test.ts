@@ -19,7 +19,7 @@ describe('nova-guard quota audit', () => {
     expect(lines.slice(2, 6)).toEqual([
       'resource   reported before  counted  reported after  limit  drift  verdict',
       'cores      3                3        3               20     0      consistent',
-      'ram (MiB)  2560             2560     2560            51200  0      consistent',
+      'ramMiB     2560             2560     2560            51200  0      consistent',
       'instances  2                2        2               10     0      consistent',
     ]);
     expect(r.stdout).toContain('Servers by status: ACTIVE 1, BUILD 1');
@@ -77,7 +77,7 @@ describe('nova-guard quota audit', () => {
     expect(r.exitCode).toBe(4);
     expect(r.stdout).toContain('readings CHANGED during the audit');
     expect(r.stdout).toContain('cores      2                1        1               20     ?      inconclusive');
-    expect(r.stdout).toMatch(/\nVerdict: inconclusive\. Reported usage changed while the servers were listed \(cores 2 → 1, ram 1024 → 512, instances 2 → 1\)/);
+    expect(r.stdout).toMatch(/\nVerdict: inconclusive\. Reported usage changed while the servers were listed \(cores 2 → 1, ramMiB 1024 → 512, instances 2 → 1\)/);
   });
 
   it('unstable on the first attempt, stable on the second: exits 0', async () => {
@@ -113,9 +113,9 @@ describe('nova-guard quota audit', () => {
     const client = clientFor(nova);
     const value = await audit(client, ['-f', 'value', '--no-ghosts']);
     expect(value.exitCode).toBe(3);
-    expect(value.stdout).toBe('cores 6 2 6 20 4 over-reported\nram 2048 2048 2048 51200 0 consistent\ninstances 1 1 1 -1 0 consistent');
+    expect(value.stdout).toBe('cores 6 2 6 20 4 over-reported\nramMiB 2048 2048 2048 51200 0 consistent\ninstances 1 1 1 -1 0 consistent');
     const yaml = await audit(client, ['-f', 'yaml', '-c', 'Resource', '-c', 'Drift', '--no-ghosts']);
-    expect(yaml.stdout).toBe('- Drift: 4\n  Resource: cores\n- Drift: 0\n  Resource: ram\n- Drift: 0\n  Resource: instances');
+    expect(yaml.stdout).toBe('- Drift: 4\n  Resource: cores\n- Drift: 0\n  Resource: ramMiB\n- Drift: 0\n  Resource: instances');
     const json = await audit(client, ['-f', 'json', '--noindent', '--no-ghosts']);
     expect(json.stdout.split('\n')).toHaveLength(1);
     expect((JSON.parse(json.stdout) as { verdict: string; resources: { instances: { limit: number } } })).toMatchObject({ verdict: 'over-reported', resources: { instances: { limit: -1 } } });

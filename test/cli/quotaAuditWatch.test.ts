@@ -16,7 +16,7 @@ describe('nova-guard quota audit --watch', () => {
     const lines = r.stdout.split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.map((l) => l['type'])).toEqual(['sample', 'sample', 'sample', 'summary']);
     expect(lines.slice(0, 3).map((l) => (l['drift'] as Record<string, number>)['cores'])).toEqual([2, 2, 2]);
-    expect(lines[3]).toMatchObject({ trend: { cores: 'persistent', ram: 'none', instances: 'none' }, persistent: [{ kind: 'stale-usage' }] });
+    expect(lines[3]).toMatchObject({ trend: { cores: 'persistent', ramMiB: 'none', instances: 'none' }, persistent: [{ kind: 'stale-usage' }] });
     expect(r.exitCode).toBe(3);
   });
 
@@ -25,7 +25,7 @@ describe('nova-guard quota audit --watch', () => {
     nova.addServer({ flavorId: '1' });
     const r = await audit(clientFor(nova), ['--watch', '--interval', '10ms', '--samples', '2', '--model', 'placement']);
     expect(r.exitCode).toBe(0);
-    expect(JSON.parse(r.stdout.split('\n')[2]!)).toMatchObject({ type: 'summary', trend: { cores: 'none', ram: 'none', instances: 'none' } });
+    expect(JSON.parse(r.stdout.split('\n')[2]!)).toMatchObject({ type: 'summary', trend: { cores: 'none', ramMiB: 'none', instances: 'none' } });
     const j = await audit(clientFor(nova), ['--json', '--model', 'placement']);
     expect((JSON.parse(j.stdout) as { countingModel: unknown }).countingModel).toEqual({ model: 'placement', basis: 'given', misfits: { legacy: 0, placement: 0 } });
     await expect(audit(clientFor(nova), ['--model', 'magic'])).rejects.toBeInstanceOf(ValidationError);
