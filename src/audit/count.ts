@@ -15,7 +15,7 @@
 import type { NovaClient } from '../nova/client.js';
 import { AuthError, isAbortError } from '../errors/index.js';
 import type { ResourceAmounts, Server } from '../core/types.js';
-import { countsTowardUsage, embeddedFlavor, statusOf, taskStateOf, type FlavorSize } from '../core/counting.js';
+import { countsTowardUsage, embeddedFlavor, flavorSize, statusOf, taskStateOf, type FlavorSize } from '../core/counting.js';
 
 export { countsTowardUsage, embeddedFlavor, statusOf, taskStateOf, type FlavorSize } from '../core/counting.js';
 
@@ -73,7 +73,8 @@ export async function resolveFlavorSizes(client: NovaClient, servers: readonly S
     }
     const flavorId = s.flavor?.id;
     if (flavorId === undefined || String(flavorId) === '') {
-      unknown.push({ serverId: s.id, reason: 'the server has no flavor id' });
+      const embeddedWithout = s.flavor && ('vcpus' in s.flavor || 'ram' in s.flavor || 'original_name' in s.flavor);
+      unknown.push({ serverId: s.id, reason: embeddedWithout ? 'its embedded flavor has no usable vcpus or ram' : 'the server has no flavor id' });
       continue;
     }
     const ids = byFlavor.get(String(flavorId)) ?? [];
@@ -84,7 +85,13 @@ export async function resolveFlavorSizes(client: NovaClient, servers: readonly S
     [...byFlavor.entries()].map(async ([flavorId, serverIds]) => {
       try {
         const flavor = await client.getFlavor(flavorId, { signal });
-        for (const id of serverIds) sizes.set(id, { vcpus: Number(flavor.vcpus) || 0, ram: Number(flavor.ram) || 0 });
+        // A flavor without a usable vcpus or ram is unknown, as the guard takes it: never counted as 0.
+        const size = flavorSize(flavor as { vcpus?: unknown; ram?: unknown });
+        if (size) for (const id of serverIds) sizes.set(id, size);
+        else {
+          const reason = `flavor ${flavorId} has no usable vcpus or ram (vcpus ${JSON.stringify(flavor.vcpus ?? null)}, ram ${JSON.stringify(flavor.ram ?? null)})`;
+          for (const id of serverIds) unknown.push({ serverId: id, reason });
+        }
       } catch (e) {
         if (isAbortError(e) || e instanceof AuthError) throw e;
         const reason = `flavor ${flavorId} could not be read: ${(e as Error).message}`;
