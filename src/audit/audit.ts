@@ -23,7 +23,7 @@
  */
 import pLimit from 'p-limit';
 import type { NovaClient } from '../nova/client.js';
-import { AbortError, AuthError, ForbiddenError, NotFoundError, ValidationError, isAbortError, throwIfAborted } from '../errors/index.js';
+import { AbortError, AuthError, ForbiddenError, NotFoundError, isAbortError, throwIfAborted } from '../errors/index.js';
 import { componentLogger } from '../core/logger.js';
 import {
   AUDIT_RESOURCES,
@@ -41,7 +41,7 @@ import type { QuotaResourceName, QuotaSetDetail, Server } from '../core/types.js
 import { describeAudit } from './verdict.js';
 import { isServerNotFound } from '../transport/http.js';
 import { timeoutSignal } from '../core/clock.js';
-import { checkDurationMs } from '../core/validate.js';
+import { DEFAULT_AUDIT_TIMEOUT_MS, DEFAULT_STUCK_AFTER_MS, DEFAULT_STUCK_BUILD_AFTER_MS, checkOptions } from './options.js';
 import { NovaApiError } from '../errors/index.js';
 import { presenceMicroversion } from '../delete/observe.js';
 import { holdingOf, inferModel, outside, sumHoldings, neverScheduled } from './model.js';
@@ -49,11 +49,6 @@ import { findCauses } from './findings.js';
 import { describePlacement, leakedAllocation, readPlacement } from './placement.js';
 import { fillListedFaults } from './faults.js';
 
-/** Default {@link AuditQuotaOptions.stuckAfterMs}: 10 min. */
-const DEFAULT_STUCK_AFTER_MS = 600_000;
-
-/** Default {@link AuditQuotaOptions.timeoutMs}: 5 min. */
-const DEFAULT_AUDIT_TIMEOUT_MS = 300_000;
 
 export type { AuditResource, Usage } from './count.js';
 
@@ -81,19 +76,6 @@ function fromQuotaSet(detail: QuotaSetDetail): UsageReading {
   };
 }
 
-function checkOptions(options: AuditQuotaOptions): void {
-  checkDurationMs('timeoutMs', options.timeoutMs, { timer: true });
-  const c = options.ghostCheckConcurrency;
-  if (c !== undefined && (!Number.isInteger(c) || c < 1)) throw new ValidationError(`ghostCheckConcurrency must be a positive integer, got ${String(c)}`);
-  const p = options.pageSize;
-  if (p !== undefined && (!Number.isInteger(p) || p < 1)) throw new ValidationError(`pageSize must be a positive integer, got ${String(p)}`);
-  if (options.now !== undefined && typeof options.now !== 'function') throw new ValidationError('now must be a function returning epoch milliseconds');
-  checkDurationMs('stuckAfterMs', options.stuckAfterMs);
-  const m = options.countingModel;
-  if (m !== undefined && m !== 'legacy' && m !== 'placement' && m !== 'unified-limits') throw new ValidationError(`countingModel must be 'legacy', 'placement' or 'unified-limits', got ${String(m)}`);
-  if (options.readPlacementUsages !== undefined && typeof options.readPlacementUsages !== 'function') throw new ValidationError('readPlacementUsages must be a function');
-  if (options.ownedBy !== undefined && typeof options.ownedBy !== 'function') throw new ValidationError('ownedBy must be a function of a server');
-}
 
 /**
  * Audit the project's quota usage: reported (twice) against counted. Read-only.
@@ -277,6 +259,7 @@ async function audit(client: NovaClient, options: AuditQuotaOptions, signal: Abo
     foreign: (s) => (ownedBy ? !ownedBy(s) : false),
     nowMs: now(),
     stuckAfterMs: options.stuckAfterMs ?? DEFAULT_STUCK_AFTER_MS,
+    stuckBuildAfterMs: options.stuckBuildAfterMs ?? DEFAULT_STUCK_BUILD_AFTER_MS,
     downCellsInvisible,
     model: fit.model,
   });
@@ -293,7 +276,7 @@ async function audit(client: NovaClient, options: AuditQuotaOptions, signal: Abo
     mayBeExtra[res] = Math.max(0, range.max[res] - counted[res]);
     mayBeUncounted[res] = Math.max(mayBeUncounted[res], counted[res] - inBuild[res] - range.min[res]);
   }
-  const { verdict, summary } = describeAudit({
+  const described = describeAudit({
     mayBeExtra,
     model: fit.model,
     resources,
@@ -304,6 +287,12 @@ async function audit(client: NovaClient, options: AuditQuotaOptions, signal: Abo
     mayBeUncounted,
     partialReasons,
   });
+  const { verdict } = described;
+  const operatorFindings = findings.filter((f) => f.needsOperator);
+  // An orphaned mapping or a stuck build leaves the numbers consistent: say it in the summary too.
+  const summary = operatorFindings.length
+    ? `${described.summary} An operator must act: ${operatorFindings.map((f) => f.kind + (f.serverIds.length ? ` (${f.serverIds.join(', ')})` : '')).join('; ')}.`
+    : described.summary;
   const result: QuotaAudit = {
     verdict,
     summary,
@@ -320,6 +309,7 @@ async function audit(client: NovaClient, options: AuditQuotaOptions, signal: Abo
     unscheduled,
     countingModel: fit,
     findings,
+    needsOperator: operatorFindings.length > 0,
     placementUsage: describePlacement(placementReading),
     partial: partialReasons.length > 0,
     partialReasons,

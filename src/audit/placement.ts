@@ -52,6 +52,7 @@ export function leakedAllocation(p: PlacementReading, range: { min: Usage; max: 
   return {
     kind: 'leaked-allocation',
     transient: false,
+    needsOperator: true,
     serverIds: [],
     holds,
     evidence:

@@ -82,6 +82,14 @@ export interface AuditQuotaOptions {
   /** A deletion older than this (since the server's `updated`), in ms, is `stuck-deleting`. @default 600000 (10 min) */
   stuckAfterMs?: number | undefined;
   /**
+   * A server in BUILD for longer than this since its `created`, in ms, is `stuck-build` (stuck, not
+   * under way; it needs an operator), no longer `build-in-flight`. Nova's own bound,
+   * `[compute] instance_build_timeout`, is off (0) by default; nodepool's launch timeout is 3600 s.
+   * `Infinity`: never stuck.
+   * @default 3600000 (1 h)
+   */
+  stuckBuildAfterMs?: number | undefined;
+  /**
    * Reads placement's usage of the project (`GET /usages?project_id=` on the placement endpoint, which
    * needs its own URL and usually an admin token); with it the audit can name a `leaked-allocation`.
    * Default: placement is not read.
@@ -172,6 +180,12 @@ export interface QuotaAudit {
   countingModel: ModelFit;
   /** Each cause of drift found, with its servers, evidence and remedy; see `docs/audit.md`. */
   findings: Finding[];
+  /**
+   * True when some finding needs an operator (`findings[].needsOperator`: quota the project cannot
+   * free itself), whatever the verdict: an orphaned mapping leaves the numbers consistent. The CLI
+   * exits 5 then.
+   */
+  needsOperator: boolean;
   /** Whether placement's usage (`GET /usages?project_id=`) was read, in words. */
   placementUsage: string;
   /** True when the audit could not see everything (servers in a cell that does not answer); see `partialReasons`. */

@@ -124,6 +124,7 @@ export class OrphanedServerError extends DeleteFailedError {
     this.finding = {
       kind: 'orphan-mapping',
       transient: false,
+      needsOperator: true,
       serverIds: [init.serverId],
       holds: { cores: 0, ramMiB: 0, instances: 0 },
       evidence: init.evidence,

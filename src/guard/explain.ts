@@ -62,6 +62,7 @@ export async function explainShortfall(
         finding: {
           kind: 'down-cell',
           transient: false,
+          needsOperator: true,
           serverIds: ids(down),
           holds: excess,
           evidence: `Nova reports more than the listed servers hold (${parts.join(', ')}), and ${down.length} listed server(s) have status UNKNOWN: a cell does not answer, their sizes are unknown`,
@@ -74,6 +75,7 @@ export async function explainShortfall(
       finding: {
         kind: 'stale-usage',
         transient: false,
+        needsOperator: true,
         serverIds: [],
         holds: excess,
         evidence: `Nova reports more than every listed server holds under legacy counting (${parts.join(', ')}): usage with no server behind it`,
@@ -97,6 +99,7 @@ export async function explainShortfall(
       finding: {
         kind: 'stuck-deleting',
         transient: false,
+        needsOperator: true,
         serverIds: ids(stuck),
         holds,
         evidence: `${stuck.length} server(s) have been deleting since before the wait began and still hold quota (${stuck.map((s) => `${s.id} ${statusOf(s)}`).join(', ')})`,

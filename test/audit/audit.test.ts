@@ -104,8 +104,10 @@ describe('auditQuota', () => {
     expect(a.summary).toBe(
       'Nova reports 8 cores, 4096 MiB RAM and 2 instances more than the 0 listed servers hold ' +
         '(8 cores reported, 0 counted; 4096 MiB RAM reported, 0 counted; 2 instances reported, 0 counted): ' +
-        'that quota is held by nothing the listing shows, and blocks creates until the usage is corrected.',
+        'that quota is held by nothing the listing shows, and blocks creates until the usage is corrected. ' +
+        'An operator must act: stale-usage.',
     );
+    expect(a.needsOperator).toBe(true);
   });
 
   it('under-reported: Nova counts less than the listed servers hold', async () => {
@@ -177,7 +179,10 @@ describe('auditQuota', () => {
     expect(a.ghosts[0]!.requestId).toMatch(/^req-/);
     expect(a.resources.cores).toMatchObject({ counted: 5, countedInGhosts: 4, reportedBefore: 5 });
     expect(a.verdict).toBe('consistent');
-    expect(a.summary).toBe('Reported usage matches the 2 listed servers: 5 cores, 4608 MiB RAM and 2 instances. 1 listed server answers 404 on its own GET (ghosts).');
+    expect(a.summary).toBe(
+      `Reported usage matches the 2 listed servers: 5 cores, 4608 MiB RAM and 2 instances. 1 listed server answers 404 on its own GET (ghosts). An operator must act: orphan-mapping (${ghost}).`,
+    );
+    expect(a.needsOperator).toBe(true);
   });
 
   it('checkGhosts: false sends no per-server GET', async () => {
