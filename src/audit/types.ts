@@ -3,9 +3,8 @@
  *
  * @module
  */
-import type { AuditResource, Usage } from './count.js';
 import type { LoggerOption } from '../core/logger.js';
-import type { Server } from '../core/types.js';
+import type { ResourceAmounts, Server } from '../core/types.js';
 import type { CountingModel, ModelFit } from './model.js';
 import type { Finding } from './findings.js';
 import type { PlacementUsagesReader } from './placement.js';
@@ -15,9 +14,9 @@ export interface UsageReading {
   /** Where it came from. */
   source: 'limits' | 'quota-set-detail';
   /** Usage Nova reports (`totalCoresUsed`, `totalRAMUsed`, `totalInstancesUsed`, or `in_use`). */
-  used: Partial<Usage>;
+  used: Partial<ResourceAmounts>;
   /** Limits (`maxTotalCores`, `maxTotalRAMSize`, `maxTotalInstances`, or `limit`). */
-  limit: Partial<Usage>;
+  limit: Partial<ResourceAmounts>;
   /** `x-openstack-request-id` of the response, when known. */
   requestId?: string | undefined;
 }
@@ -118,7 +117,7 @@ export interface AuditedServer {
   /** Time since `created`, in ms (0 when in the future); undefined without a valid `created`. */
   ageMs: number | undefined;
   /** What it holds under the audit's counting model (`QuotaAudit.countingModel`), at least. */
-  holds?: Usage | undefined;
+  holds?: ResourceAmounts | undefined;
   /** Why it holds that, in words. */
   why?: string | undefined;
 }
@@ -144,7 +143,7 @@ export interface QuotaAudit {
   /** False when reported usage changed between the two readings: the comparison is inconclusive. */
   stable: boolean;
   /** Per resource: reported before, counted, reported after, limit, drift. */
-  resources: Record<AuditResource, ResourceAudit>;
+  resources: Record<keyof ResourceAmounts, ResourceAudit>;
   /** The raw readings. The quota-set ones are absent when not read (no project id, 403, ...). */
   readings: {
     limitsBefore: UsageReading;

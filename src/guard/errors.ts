@@ -79,7 +79,7 @@ export class QuotaWaitTimeoutError extends NovaGuardError {
   readonly shortfallCause: ShortfallCause | undefined;
   /** With `'wrong-books'`: the finding (`stale-usage`, `stuck-deleting`, `down-cell`), shaped as the audit's, with what the project and an operator can do. */
   readonly finding: QuotaFinding | undefined;
-  /** @param init - See {@link QuotaWaitTimeoutInit}. */
+  /** @param init - See `QuotaWaitTimeoutInit`. */
   constructor(init: QuotaWaitTimeoutInit) {
     super(init.message);
     this.requestId = init.requestId;
@@ -143,7 +143,7 @@ export class ServerBuildError extends NovaGuardError {
    * cannot help; more capacity, another flavor or a later try can.
    */
   readonly capacity: boolean;
-  /** @param init - See {@link ServerBuildInit}. */
+  /** @param init - See `ServerBuildInit`. */
   constructor(init: ServerBuildInit) {
     const what =
       init.reason === 'error'
@@ -202,7 +202,7 @@ export class CreateOutcomeUnknownError extends NovaGuardError {
   readonly searches: number;
   /** The error of the last failed search, if any. */
   readonly lastSearchError: Error | undefined;
-  /** @param init - See {@link CreateOutcomeUnknownInit}. */
+  /** @param init - See `CreateOutcomeUnknownInit`. */
   constructor(init: CreateOutcomeUnknownInit) {
     const why = (init.cause as Error | undefined)?.message ?? String(init.cause);
     super(
@@ -253,7 +253,7 @@ export class QuotaNeverFitsError extends NovaGuardError {
   readonly needs: ResourceAmounts;
   /** The headroom computed from the read. */
   readonly headroom: Headroom;
-  /** @param init - See {@link QuotaNeverFitsInit}. */
+  /** @param init - See `QuotaNeverFitsInit`. */
   constructor(init: QuotaNeverFitsInit) {
     super(`Quota can never fit this request (needed above the limit itself): ${describeShortfalls(init.shortfalls)}`);
     this.requestId = init.requestId;
@@ -296,7 +296,7 @@ export class QuotaBuildFaultError extends NovaGuardError {
   readonly resources: QuotaResource[];
   /** True when the fault says the request is above a limit itself. */
   readonly permanent: boolean;
-  /** @param init - See {@link QuotaBuildFaultInit}. */
+  /** @param init - See `QuotaBuildFaultInit`. */
   constructor(init: QuotaBuildFaultInit) {
     super(`Server ${init.serverId} went to ERROR with a quota fault and was deleted: ${init.faultMessage}`, { cause: init.cause });
     this.serverId = init.serverId;

@@ -10,7 +10,7 @@
  *   surely nothing was created (`lostCreate.ts`). A rate limit or a refused
  *   connection keeps the claim for the re-send (`call.heldClaim`).
  * - With `waitForActive`: poll until the server leaves BUILD ({@link waitForActive}); the claim ends
- *   as `'counted'` at the first poll that shows the server past scheduling ({@link isPastScheduling}),
+ *   as `'counted'` at the first poll that shows the server past scheduling (`isPastScheduling`),
  *   since Nova counts it from then on. ERROR with a
  *   quota fault ({@link parseQuotaMessage} on `fault.message`: Nova's recheck text, or a
  *   build-aborted fault naming another quota) → delete with wait, then a retryable

@@ -1,6 +1,7 @@
 /** `watchQuota` on fake timers: samples at the interval, drift that settles versus drift that stays. */
 import { describe, expect, it } from 'vitest';
-import { driftTrend, ValidationError, watchQuota } from '../../src/index.js';
+import { ValidationError, watchQuota } from '../../src/index.js';
+import { driftTrend } from '../../src/audit/watch.js';
 import { clientFor, fakeMs, settle, startNova, useFakeClock } from '../helpers.js';
 
 useFakeClock();
