@@ -68,6 +68,7 @@ interface AuditFlags extends FormatFlags {
   interval?: string;
   samples?: string;
   model?: string;
+  stuckBuildAfter?: string;
 }
 
 /** The columns of `quota audit`'s list view (`-c`, `-f value|yaml`, see {@link auditRows}). */
@@ -123,6 +124,7 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
       .option('--retry-delay <duration>', 'pause before another attempt: ms, or 500ms, 5s (default 5s)')
       .option('--timeout <duration>', 'time box of each attempt (with --watch: of each sample): ms, or 30s, 5m (default 5m)')
       .option('--model <model>', 'how the cloud counts usage: legacy, placement or unified-limits (default: inferred)')
+      .option('--stuck-build-after <duration>', 'a server in BUILD longer than this since its creation is stuck-build (exit 5): 30m, 2h, or ms (default 1h)')
       .option('--watch', 'sample the audit over time; one JSON line per sample, then a summary line (exit 5 when a finding that needs an operator persists, 3 when drift does)')
       .option('--interval <duration>', 'with --watch: pause between samples: 30s, 5m, 500ms, or ms of at least 1000 (default 30s)')
       .option('--samples <n>', 'with --watch: number of samples (default 20)'),
@@ -136,6 +138,7 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
     if (model !== undefined && !['legacy', 'placement', 'unified-limits'].includes(model)) throw new ValidationError(`--model must be legacy, placement or unified-limits, got ${model}`);
     const timeoutMs = flags.timeout === undefined ? undefined : parseDurationFlag(flags.timeout, '--timeout');
     const concurrency = flags.ghostConcurrency === undefined ? undefined : parseIntFlag(flags.ghostConcurrency, '--ghost-concurrency');
+    const stuckBuildAfterMs = flags.stuckBuildAfter === undefined ? undefined : parseDurationFlag(flags.stuckBuildAfter, '--stuck-build-after');
     if (flags.watch) {
       const intervalMs = flags.interval === undefined ? 30_000 : parseInterval(flags.interval);
       const samples = flags.samples === undefined ? 20 : parseIntFlag(flags.samples, '--samples');
@@ -148,6 +151,7 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
           ...(model ? { countingModel: model } : {}),
           ...(concurrency ? { ghostCheckConcurrency: concurrency } : {}),
           ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+          ...(stuckBuildAfterMs !== undefined ? { stuckBuildAfterMs } : {}),
           onSample: (s) => console.log(JSON.stringify({ type: 'sample', ...s }, jsonReplacer)),
         });
         console.log(JSON.stringify({ type: 'summary', trend: w.trend, persistent: w.persistent, settled: w.settled, findings: w.last.findings }, jsonReplacer));
@@ -170,6 +174,7 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
           ...(model ? { countingModel: model } : {}),
           ...(concurrency ? { ghostCheckConcurrency: concurrency } : {}),
           ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+          ...(stuckBuildAfterMs !== undefined ? { stuckBuildAfterMs } : {}),
         });
         if (audit.stable || attempt === attempts) break;
         console.error(`Reported usage changed during attempt ${attempt} of ${attempts}; auditing again in ${formatDuration(retryDelayMs)}.`);

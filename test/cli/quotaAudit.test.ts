@@ -189,5 +189,10 @@ describe('nova-guard quota audit', () => {
       ['stuck-build', [stuck], false, true],
     ]);
     expect(r.exitCode).toBe(5);
+    // --stuck-build-after moves the bound: a 3 h one keeps both builds in flight.
+    const later = await audit(clientFor(nova), ['--json', '--no-ghosts', '--stuck-build-after', '3h']);
+    expect((JSON.parse(later.stdout) as { findings: Array<{ kind: string }> }).findings.map((f) => f.kind)).toEqual(['build-in-flight']);
+    expect(later.exitCode).toBe(0);
+    await expect(audit(clientFor(nova), ['--stuck-build-after', 'soon'])).rejects.toThrow(/--stuck-build-after must be a positive duration/);
   });
 });
