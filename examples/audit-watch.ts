@@ -37,7 +37,7 @@ async function drawDrift(samples: WatchSample[], file: string): Promise<void> {
   }
   const t0 = samples[0]?.atMs ?? 0;
   const values = samples.flatMap((s) =>
-    (['cores', 'ram', 'instances'] as const).map((resource) => ({ t: (s.atMs - t0) / 1000, resource, drift: s.drift[resource] })),
+    (['cores', 'ramMiB', 'instances'] as const).map((resource) => ({ t: (s.atMs - t0) / 1000, resource, drift: s.drift[resource] })),
   );
   const spec: import('vega-lite').TopLevelSpec = {
     title: 'Quota audit: reported − counted, over time',

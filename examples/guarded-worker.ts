@@ -4,7 +4,8 @@
  * this process has in flight), calls the function, and calls it again after a backoff when it
  * rejects with a transient quota error. The function waits until the server is ACTIVE (so that Nova
  * counts it when the guard's claim ends), and when the server lands in ERROR with a quota fault
- * (Nova's recheck race) it deletes it and throws a `QuotaExceededError`, which the guard retries.
+ * (Nova's recheck race) it deletes it and throws an Error whose message is Nova's quota fault, which
+ * the guard retries (a message `parseQuotaMessage` reads as a transient quota error).
  *
  * Run: `npm run build:examples && node build/examples/guarded-worker.js` (an embedded FakeNova with
  * a 6-core quota, 4 workers × 3 jobs of 2-core servers, one recheck race), or against a cloud:
@@ -12,7 +13,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Command } from 'commander';
-import { NovaClient, QuotaExceededError, QuotaGuard, parseQuotaMessage, waitForActive, type Server } from 'nova-guard';
+import { NovaClient, QuotaGuard, parseQuotaMessage, waitForActive, type Server } from 'nova-guard';
 import { FakeNova } from 'nova-guard/testing';
 
 interface Flags {
@@ -36,7 +37,8 @@ const flags = new Command('guarded-worker')
 
 /**
  * The worker's own create: POST, wait for ACTIVE, and on ERROR delete the server (it holds quota)
- * and throw: a `QuotaExceededError` for a quota fault (retried by the guard), a plain Error otherwise.
+ * and throw: an Error with Nova's quota fault as its message (retried by the guard unless permanent),
+ * another Error otherwise (not retried).
  */
 async function createActive(client: NovaClient, name: string, signal: AbortSignal): Promise<Server> {
   const created = await client.createServer({ name, flavorRef: flags.flavor, imageRef: flags.image, networks: 'none' }, { signal });
@@ -44,10 +46,7 @@ async function createActive(client: NovaClient, name: string, signal: AbortSigna
   if (res.outcome === 'active') return res.server!;
   await client.deleteServer(created.id, { wait: true, intervalMs: 20 });
   const fault = res.server?.fault?.message;
-  const quota = parseQuotaMessage(fault);
-  if (quota) {
-    throw new QuotaExceededError({ status: 0, message: fault!, serverId: created.id, resources: quota.resources, permanent: quota.permanent });
-  }
+  if (parseQuotaMessage(fault)) throw new Error(fault);
   throw new Error(`server ${created.id} ended ${res.outcome}: ${fault ?? 'no fault'}`);
 }
 

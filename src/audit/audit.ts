@@ -23,7 +23,7 @@
  */
 import pLimit from 'p-limit';
 import type { NovaClient } from '../nova/client.js';
-import { AuthError, ForbiddenError, NotFoundError, OperationTimeoutError, ValidationError, isAbortError, throwIfAborted } from '../errors/index.js';
+import { AuthError, ForbiddenError, NotFoundError, OperationTimeoutError, isAbortError, throwIfAborted } from '../errors/index.js';
 import { componentLogger } from '../core/logger.js';
 import {
   AUDIT_RESOURCES,
@@ -37,11 +37,11 @@ import {
   zeroUsage,
   type AuditResource,
 } from './count.js';
-import type { QuotaSetDetail, Server } from '../core/types.js';
+import type { QuotaResourceName, QuotaSetDetail, Server } from '../core/types.js';
 import { describeAudit } from './verdict.js';
 import { isServerNotFound } from '../transport/http.js';
 import { timeoutSignal } from '../core/clock.js';
-import { checkDurationMs } from '../core/validate.js';
+import { DEFAULT_AUDIT_TIMEOUT_MS, DEFAULT_STUCK_AFTER_MS, DEFAULT_STUCK_BUILD_AFTER_MS, checkOptions } from './options.js';
 import { NovaApiError } from '../errors/index.js';
 import { presenceMicroversion } from '../delete/observe.js';
 import { holdingOf, inferModel, outside, sumHoldings, neverScheduled } from './model.js';
@@ -49,11 +49,6 @@ import { findCauses } from './findings.js';
 import { describePlacement, leakedAllocation, readPlacement } from './placement.js';
 import { fillListedFaults } from './faults.js';
 
-/** Default {@link AuditQuotaOptions.stuckAfterMs}: 10 min. */
-const DEFAULT_STUCK_AFTER_MS = 600_000;
-
-/** Default {@link AuditQuotaOptions.timeoutMs}: 5 min. */
-const DEFAULT_AUDIT_TIMEOUT_MS = 300_000;
 
 export type { AuditResource, Usage } from './count.js';
 
@@ -63,37 +58,24 @@ import type { UsageReading, ResourceAudit, AuditQuotaOptions, AuditedServer, Sus
 function fromLimits(absolute: Record<string, number | undefined>, requestId: string | undefined): UsageReading {
   return {
     source: 'limits',
-    used: { cores: absolute['totalCoresUsed'], ram: absolute['totalRAMUsed'], instances: absolute['totalInstancesUsed'] },
-    limit: { cores: absolute['maxTotalCores'], ram: absolute['maxTotalRAMSize'], instances: absolute['maxTotalInstances'] },
+    used: { cores: absolute['totalCoresUsed'], ramMiB: absolute['totalRAMUsed'], instances: absolute['totalInstancesUsed'] },
+    limit: { cores: absolute['maxTotalCores'], ramMiB: absolute['maxTotalRAMSize'], instances: absolute['maxTotalInstances'] },
     requestId,
   };
 }
 
 function fromQuotaSet(detail: QuotaSetDetail): UsageReading {
-  const item = (r: AuditResource): { in_use?: number; limit?: number } => {
+  const item = (r: QuotaResourceName): { in_use?: number; limit?: number } => {
     const v = detail[r];
     return v && typeof v === 'object' ? v : {};
   };
   return {
     source: 'quota-set-detail',
-    used: { cores: item('cores').in_use, ram: item('ram').in_use, instances: item('instances').in_use },
-    limit: { cores: item('cores').limit, ram: item('ram').limit, instances: item('instances').limit },
+    used: { cores: item('cores').in_use, ramMiB: item('ram').in_use, instances: item('instances').in_use },
+    limit: { cores: item('cores').limit, ramMiB: item('ram').limit, instances: item('instances').limit },
   };
 }
 
-function checkOptions(options: AuditQuotaOptions): void {
-  checkDurationMs('timeoutMs', options.timeoutMs, { timer: true });
-  const c = options.ghostCheckConcurrency;
-  if (c !== undefined && (!Number.isInteger(c) || c < 1)) throw new ValidationError(`ghostCheckConcurrency must be a positive integer, got ${String(c)}`);
-  const p = options.pageSize;
-  if (p !== undefined && (!Number.isInteger(p) || p < 1)) throw new ValidationError(`pageSize must be a positive integer, got ${String(p)}`);
-  if (options.now !== undefined && typeof options.now !== 'function') throw new ValidationError('now must be a function returning epoch milliseconds');
-  checkDurationMs('stuckAfterMs', options.stuckAfterMs);
-  const m = options.countingModel;
-  if (m !== undefined && m !== 'legacy' && m !== 'placement' && m !== 'unified-limits') throw new ValidationError(`countingModel must be 'legacy', 'placement' or 'unified-limits', got ${String(m)}`);
-  if (options.readPlacementUsages !== undefined && typeof options.readPlacementUsages !== 'function') throw new ValidationError('readPlacementUsages must be a function');
-  if (options.ownedBy !== undefined && typeof options.ownedBy !== 'function') throw new ValidationError('ownedBy must be a function of a server');
-}
 
 /**
  * Audit the project's quota usage: reported (twice) against counted. Read-only.
@@ -284,12 +266,13 @@ async function audit(client: NovaClient, options: AuditQuotaOptions, signal: Abo
     foreign: (s) => (ownedBy ? !ownedBy(s) : false),
     nowMs: now(),
     stuckAfterMs: options.stuckAfterMs ?? DEFAULT_STUCK_AFTER_MS,
+    stuckBuildAfterMs: options.stuckBuildAfterMs ?? DEFAULT_STUCK_BUILD_AFTER_MS,
     downCellsInvisible,
     model: fit.model,
   });
   const placementReading = await readPlacement(options.readPlacementUsages, projectId, signal);
   // A server of a cell that does not answer has an allocation of unknown size: no upper bound then.
-  const leakRange = unreachable.length ? { min: ranges.placement.min, max: { ...ranges.placement.max, cores: Infinity, ram: Infinity } } : ranges.placement;
+  const leakRange = unreachable.length ? { min: ranges.placement.min, max: { ...ranges.placement.max, cores: Infinity, ramMiB: Infinity } } : ranges.placement;
   const leak = leakedAllocation(placementReading, leakRange);
   if (leak) findings.push(leak);
 
@@ -300,7 +283,7 @@ async function audit(client: NovaClient, options: AuditQuotaOptions, signal: Abo
     mayBeExtra[res] = Math.max(0, range.max[res] - counted[res]);
     mayBeUncounted[res] = Math.max(mayBeUncounted[res], counted[res] - inBuild[res] - range.min[res]);
   }
-  const { verdict, summary } = describeAudit({
+  const described = describeAudit({
     mayBeExtra,
     model: fit.model,
     resources,
@@ -311,6 +294,12 @@ async function audit(client: NovaClient, options: AuditQuotaOptions, signal: Abo
     mayBeUncounted,
     partialReasons,
   });
+  const { verdict } = described;
+  const operatorFindings = findings.filter((f) => f.needsOperator);
+  // An orphaned mapping or a stuck build leaves the numbers consistent: say it in the summary too.
+  const summary = operatorFindings.length
+    ? `${described.summary} An operator must act: ${operatorFindings.map((f) => f.kind + (f.serverIds.length ? ` (${f.serverIds.join(', ')})` : '')).join('; ')}.`
+    : described.summary;
   const result: QuotaAudit = {
     verdict,
     summary,
@@ -327,6 +316,7 @@ async function audit(client: NovaClient, options: AuditQuotaOptions, signal: Abo
     unscheduled,
     countingModel: fit,
     findings,
+    needsOperator: operatorFindings.length > 0,
     placementUsage: describePlacement(placementReading),
     partial: partialReasons.length > 0,
     partialReasons,
@@ -351,8 +341,8 @@ function toAudited(s: Server, size: { vcpus: number; ram: number } | undefined, 
     status: statusOf(s) || 'UNKNOWN',
     taskState: taskStateOf(s),
     vmState: typeof vmState === 'string' ? vmState : undefined,
-    vcpus: size?.vcpus,
-    ram: size?.ram,
+    cores: size?.vcpus,
+    ramMiB: size?.ram,
     counted: countsTowardUsage(s),
     ageMs: Number.isFinite(created) ? Math.max(0, nowMs - created) : undefined,
   };

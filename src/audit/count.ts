@@ -1,5 +1,5 @@
 /**
- * Nova's counting rules for the `cores`, `ram` and `instances` quota, applied to listed servers:
+ * Nova's counting rules for the `cores`, `ram` (MiB: `ramMiB`) and `instances` quota, applied to listed servers:
  * plain functions on plain data, used by {@link auditQuota}.
  *
  * Sources: `nova/quota.py` `_instances_cores_ram_count_legacy` → `InstanceList.get_counts`
@@ -14,23 +14,26 @@
  */
 import type { NovaClient } from '../nova/client.js';
 import { AuthError, isAbortError } from '../errors/index.js';
-import type { QuotaResourceName, Server } from '../core/types.js';
-import { countsTowardUsage, embeddedFlavor, statusOf, taskStateOf, type FlavorSize } from '../core/counting.js';
+import type { ResourceAmounts, Server } from '../core/types.js';
+import { countsTowardUsage, embeddedFlavor, flavorSize, statusOf, taskStateOf, type FlavorSize } from '../core/counting.js';
 
 export { countsTowardUsage, embeddedFlavor, statusOf, taskStateOf, type FlavorSize } from '../core/counting.js';
 
-/** The three resources an audit compares, by Nova's quota resource names. `ram` is in MiB. */
-export type AuditResource = QuotaResourceName;
+/**
+ * The three resources an audit compares, spelt as every amount of nova-guard is
+ * ({@link ResourceAmounts}): `cores` (vCPUs), `ramMiB` (RAM in MiB, Nova's `ram` quota), `instances`.
+ */
+export type AuditResource = keyof ResourceAmounts;
 
 /** The audited resources, in display order. */
-export const AUDIT_RESOURCES: readonly AuditResource[] = ['cores', 'ram', 'instances'];
+export const AUDIT_RESOURCES: readonly AuditResource[] = ['cores', 'ramMiB', 'instances'];
 
-/** Usage of one resource set: cores (vCPUs), RAM (MiB), instances. */
-export type Usage = Record<AuditResource, number>;
+/** Usage of one resource set: cores (vCPUs), RAM (MiB), instances. The audit's name for {@link ResourceAmounts}. */
+export type Usage = ResourceAmounts;
 
 /** A zero {@link Usage}. */
 export function zeroUsage(): Usage {
-  return { cores: 0, ram: 0, instances: 0 };
+  return { cores: 0, ramMiB: 0, instances: 0 };
 }
 
 /**
@@ -70,7 +73,8 @@ export async function resolveFlavorSizes(client: NovaClient, servers: readonly S
     }
     const flavorId = s.flavor?.id;
     if (flavorId === undefined || String(flavorId) === '') {
-      unknown.push({ serverId: s.id, reason: 'the server has no flavor id' });
+      const embeddedWithout = s.flavor && ('vcpus' in s.flavor || 'ram' in s.flavor || 'original_name' in s.flavor);
+      unknown.push({ serverId: s.id, reason: embeddedWithout ? 'its embedded flavor has no usable vcpus or ram' : 'the server has no flavor id' });
       continue;
     }
     const ids = byFlavor.get(String(flavorId)) ?? [];
@@ -81,7 +85,13 @@ export async function resolveFlavorSizes(client: NovaClient, servers: readonly S
     [...byFlavor.entries()].map(async ([flavorId, serverIds]) => {
       try {
         const flavor = await client.getFlavor(flavorId, { signal });
-        for (const id of serverIds) sizes.set(id, { vcpus: Number(flavor.vcpus) || 0, ram: Number(flavor.ram) || 0 });
+        // A flavor without a usable vcpus or ram is unknown, as the guard takes it: never counted as 0.
+        const size = flavorSize(flavor as { vcpus?: unknown; ram?: unknown });
+        if (size) for (const id of serverIds) sizes.set(id, size);
+        else {
+          const reason = `flavor ${flavorId} has no usable vcpus or ram (vcpus ${JSON.stringify(flavor.vcpus ?? null)}, ram ${JSON.stringify(flavor.ram ?? null)})`;
+          for (const id of serverIds) unknown.push({ serverId: id, reason });
+        }
       } catch (e) {
         if (isAbortError(e) || e instanceof AuthError) throw e;
         const reason = `flavor ${flavorId} could not be read: ${(e as Error).message}`;
@@ -95,7 +105,7 @@ export async function resolveFlavorSizes(client: NovaClient, servers: readonly S
 /** One server's share of usage, or zero when Nova does not count it. */
 export function usageOf(server: Server, size: FlavorSize | undefined): Usage {
   if (!countsTowardUsage(server)) return zeroUsage();
-  return { cores: size?.vcpus ?? 0, ram: size?.ram ?? 0, instances: 1 };
+  return { cores: size?.vcpus ?? 0, ramMiB: size?.ram ?? 0, instances: 1 };
 }
 
 /** Add `b` into `a` (mutates and returns `a`). */

@@ -25,16 +25,19 @@ export interface FindingsInput {
   excess: Partial<Record<AuditResource, number>>;
   /** A server not the caller's (its `ownedBy` said no). */
   foreign: (s: Server) => boolean;
-  /** Epoch ms now, and how long a delete may take before it is stuck. */
+  /** Epoch ms now, how long a delete may take before it is stuck, and how long a build may. */
   nowMs: number;
   stuckAfterMs: number;
+  stuckBuildAfterMs: number;
   /** The listing could not show servers of a down cell (Nova below 2.69). */
   downCellsInvisible: boolean;
   model: string;
 }
 
-function ageOf(s: Server, nowMs: number): number | undefined {
-  const t = typeof s.updated === 'string' ? Date.parse(s.updated) : Number.NaN;
+/** Time since the server's `updated` (or, with `field: 'created'`, its `created`), ms; undefined without a valid time. */
+function ageOf(s: Server, nowMs: number, field: 'updated' | 'created' = 'updated'): number | undefined {
+  const v = s[field];
+  const t = typeof v === 'string' ? Date.parse(v) : Number.NaN;
   return Number.isFinite(t) ? Math.max(0, nowMs - t) : undefined;
 }
 
@@ -53,7 +56,8 @@ export function findCauses(input: FindingsInput): Finding[] {
     const status = statusOf(s);
     if (input.ghostIds.has(s.id)) put('orphan-mapping', i);
     else if (deleting(s)) put((ageOf(s, input.nowMs) ?? 0) >= input.stuckAfterMs ? 'stuck-deleting' : 'delete-in-flight', i);
-    else if (status === 'BUILD') put('build-in-flight', i);
+    // Nova's own bound (`[compute] instance_build_timeout`) counts from the instance's created_at.
+    else if (status === 'BUILD') put((ageOf(s, input.nowMs, 'created') ?? 0) >= input.stuckBuildAfterMs ? 'stuck-build' : 'build-in-flight', i);
     else if (status === 'UNKNOWN') put('down-cell', i);
     else if (neverScheduled(s)) put('never-scheduled', i);
     else if (status === 'VERIFY_RESIZE') put('resize-double', i);
@@ -71,12 +75,23 @@ export function findCauses(input: FindingsInput): Finding[] {
     if (!idx) continue;
     const ids = idx.map((i) => servers[i]!.id);
     const r = REMEDY[kind];
-    out.push({ kind, transient: r.transient, serverIds: ids, holds: held(idx), evidence: r.evidence(idx.map((i) => servers[i]!), input), projectCan: r.project, operatorCan: r.operator });
+    out.push({
+      kind,
+      transient: r.transient,
+      needsOperator: r.needsOperator,
+      serverIds: ids,
+      holds: held(idx),
+      evidence: r.evidence(idx.map((i) => servers[i]!), input),
+      projectCan: r.project,
+      operatorCan: r.operator,
+    });
   }
   if (input.downCellsInvisible) {
     out.push({
       kind: 'down-cell',
       transient: false,
+      // A limit of the listing (Nova before 2.69), not evidence of a cell that does not answer.
+      needsOperator: false,
       serverIds: [],
       holds: zeroUsage(),
       evidence: 'Nova does not support microversion 2.69: servers of a cell that does not answer are left out of the listing, so the audit cannot tell whether any are missing',
@@ -92,6 +107,7 @@ export function findCauses(input: FindingsInput): Finding[] {
     out.push({
       kind: 'stale-usage',
       transient: false,
+      needsOperator: true,
       serverIds: [],
       holds: excess,
       evidence:
@@ -108,10 +124,12 @@ export function findCauses(input: FindingsInput): Finding[] {
 
 type ServerKind = Exclude<FindingKind, 'stale-usage' | 'leaked-allocation'>;
 
-const ORDER: readonly ServerKind[] = ['build-in-flight', 'delete-in-flight', 'stuck-deleting', 'orphan-mapping', 'never-scheduled', 'resize-double', 'shelved', 'down-cell', 'foreign-usage'];
+const ORDER: readonly ServerKind[] = ['build-in-flight', 'stuck-build', 'delete-in-flight', 'stuck-deleting', 'orphan-mapping', 'never-scheduled', 'resize-double', 'shelved', 'down-cell', 'foreign-usage'];
 
 interface Remedy {
   transient: boolean;
+  /** Only an operator can end it (see `QuotaFinding.needsOperator`). */
+  needsOperator: boolean;
   evidence: (servers: Server[], input: FindingsInput) => string;
   project: string;
   operator: string;
@@ -120,18 +138,30 @@ interface Remedy {
 const REMEDY: Record<ServerKind, Remedy> = {
   'build-in-flight': {
     transient: true,
+    needsOperator: false,
     evidence: (s) => `${plural(s.length, 'server is', 'servers are')} in BUILD: Nova counts each once it is placed`,
     project: 'wait; a server in BUILD for long can be deleted',
     operator: '',
   },
+  'stuck-build': {
+    transient: false,
+    needsOperator: true,
+    evidence: (s, i) =>
+      `${plural(s.length, 'server has', 'servers have')} been in BUILD for longer than ${Math.round(i.stuckBuildAfterMs / 1000)} s since ${s.length === 1 ? 'its' : 'their'} creation (${s.map((x) => `${x.id}${taskStateOf(x) ? ` ${taskStateOf(x)}` : ''}`).join(', ')}): stuck, not under way; ${s.length === 1 ? 'it holds' : 'they hold'} quota`,
+    project: 'delete it (a delete of a BUILD server is allowed); create again',
+    operator:
+      'find why the build did not finish (`openstack server event list <id>`, the nova-conductor and nova-compute logs of its request id); `[compute] instance_build_timeout` puts such builds in ERROR',
+  },
   'delete-in-flight': {
     transient: true,
+    needsOperator: false,
     evidence: (s) => `${plural(s.length, 'server is', 'servers are')} being deleted (status DELETED or task_state deleting): counted until the host finishes`,
     project: 'wait',
     operator: '',
   },
   'stuck-deleting': {
     transient: false,
+    needsOperator: true,
     evidence: (s, i) =>
       `${plural(s.length, 'server has', 'servers have')} been deleting for longer than ${Math.round(i.stuckAfterMs / 1000)} s (${s.map((x) => `${x.id} ${statusOf(x)}${taskStateOf(x) ? `/${taskStateOf(x)}` : ''}`).join(', ')}): the record still holds its quota`,
     project: REMEDIES['stuck-deleting'].projectCan,
@@ -139,36 +169,42 @@ const REMEDY: Record<ServerKind, Remedy> = {
   },
   'orphan-mapping': {
     transient: false,
+    needsOperator: true,
     evidence: (s) => `${plural(s.length, 'listed server answers', 'listed servers answer')} 404 on ${s.length === 1 ? 'its' : 'their'} own GET: an instance mapping without a reachable instance`,
     project: ORPHAN_MAPPING_REMEDY.projectCan,
     operator: ORPHAN_MAPPING_REMEDY.operatorCan,
   },
   'never-scheduled': {
     transient: false,
+    needsOperator: false,
     evidence: (s) => `${plural(s.length, 'server', 'servers')} in ERROR with "No valid host was found" (cell0): an instance always, cores and RAM under legacy counting`,
     project: 'delete it (a capacity problem, not quota); retry later',
     operator: '',
   },
   'resize-double': {
     transient: false,
+    needsOperator: false,
     evidence: (s) => `${plural(s.length, 'server waits', 'servers wait')} in VERIFY_RESIZE: counting from placement holds the old and the new flavor`,
     project: 'confirm or revert the resize (`openstack server resize confirm|revert`)',
     operator: '`[DEFAULT] resize_confirm_window` confirms resizes automatically',
   },
   shelved: {
     transient: false,
+    needsOperator: false,
     evidence: (s) => `${plural(s.length, 'server is', 'servers are')} shelved: an instance always, cores and RAM under legacy counting`,
     project: 'unshelve or delete it',
     operator: '',
   },
   'down-cell': {
     transient: false,
+    needsOperator: true,
     evidence: (s) => `${plural(s.length, 'listed server has', 'listed servers have')} status UNKNOWN: a cell does not answer (the audit is partial)`,
     project: REMEDIES['down-cell'].projectCan,
     operator: REMEDIES['down-cell'].operatorCan,
   },
   'foreign-usage': {
     transient: false,
+    needsOperator: false,
     evidence: (s) => `${plural(s.length, 'server', 'servers')} of the project that the caller's filter leaves out hold quota too`,
     project: 'delete them if they are leftovers, or count them in the quota you plan for',
     operator: '',

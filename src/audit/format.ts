@@ -10,7 +10,7 @@ import { renderTable, terminalSafe } from '../core/table.js';
 import type { QuotaAudit, ResourceAudit } from './audit.js';
 import { AUDIT_RESOURCES, type AuditResource } from './count.js';
 
-const LABEL: Record<AuditResource, string> = { cores: 'cores', ram: 'ram (MiB)', instances: 'instances' };
+const LABEL: Record<AuditResource, string> = { cores: 'cores', ramMiB: 'ramMiB', instances: 'instances' };
 
 function num(n: number | undefined): string {
   if (n === undefined) return '-';
@@ -61,8 +61,8 @@ export function formatAudit(audit: QuotaAudit): string {
     out.push(
       renderTable(
         [
-          ['id', 'name', 'status', 'vcpus', 'ram (MiB)', 'request id'],
-          ...audit.ghosts.map((g) => [g.id, g.name ?? '-', g.status, num(g.vcpus), num(g.ram), g.requestId ?? '-']),
+          ['id', 'name', 'status', 'cores', 'ramMiB', 'request id'],
+          ...audit.ghosts.map((g) => [g.id, g.name ?? '-', g.status, num(g.cores), num(g.ramMiB), g.requestId ?? '-']),
         ],
         '  ',
       ),
@@ -77,12 +77,12 @@ export function formatAudit(audit: QuotaAudit): string {
     out.push(
       renderTable(
         [
-          ['finding', 'kind', 'servers', 'holds (cores/ram/inst)', 'project can', 'operator can'],
+          ['finding', 'kind', 'servers', 'holds (cores/ramMiB/instances)', 'project can', 'operator can'],
           ...audit.findings.map((f) => [
             f.kind,
             f.transient ? 'transient' : 'persistent',
             f.serverIds.length ? f.serverIds.join(' ') : '-',
-            `${f.holds.cores}/${f.holds.ram}/${f.holds.instances}`,
+            `${f.holds.cores}/${f.holds.ramMiB}/${f.holds.instances}`,
             f.projectCan,
             f.operatorCan || '-',
           ]),

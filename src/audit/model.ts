@@ -1,5 +1,5 @@
 /**
- * How Nova counts the `cores`, `ram` and `instances` usage of a project, per counting model, and
+ * How Nova counts the `cores`, `ram` (MiB: `ramMiB`) and `instances` usage of a project, per counting model, and
  * which model fits the usage Nova reports. Plain functions on plain data, used by {@link auditQuota}.
  *
  * Ported behaviour (not code) of `nova/quota.py`:
@@ -51,18 +51,31 @@ function softDeleted(s: Server): boolean {
   return statusOf(s) === 'SOFT_DELETED' || vm === 'soft-delete' || vm === 'soft_deleted';
 }
 
-function of(cores: number, ram: number, instances: number): Usage {
-  return { cores, ram, instances };
+function of(cores: number, ramMiB: number, instances: number): Usage {
+  return { cores, ramMiB, instances };
 }
 
 function fixed(u: Usage, why: string): Holding {
   return { min: u, max: { ...u }, why };
 }
 
-/** What `server` (of flavor `size`, undefined when unknown) holds under `model`. */
+/**
+ * What `server` (of flavor `size`, undefined when unknown) holds under `model`. A server of unknown
+ * size holds at least no cores or RAM and at most any (`Infinity`) where its flavor would count: its
+ * share is unknown, never 0, so it can make no usage look unexplained.
+ */
 export function holdingOf(s: Server, size: FlavorSize | undefined, model: CountingModel): Holding {
-  const c = size?.vcpus ?? 0;
-  const r = size?.ram ?? 0;
+  if (size) return holdingOfSized(s, size, model);
+  const held = holdingOfSized(s, { vcpus: 0, ram: 0 }, model);
+  const probe = holdingOfSized(s, { vcpus: 1, ram: 1 }, model);
+  if (probe.max.cores > 0) held.max.cores = Number.POSITIVE_INFINITY;
+  if (probe.max.ramMiB > 0) held.max.ramMiB = Number.POSITIVE_INFINITY;
+  return held;
+}
+
+function holdingOfSized(s: Server, size: FlavorSize, model: CountingModel): Holding {
+  const c = size.vcpus;
+  const r = size.ram;
   const status = statusOf(s);
   if (softDeleted(s)) return fixed(zeroUsage(), 'soft-deleted: counted by neither model');
   if (model === 'legacy') {

@@ -18,7 +18,7 @@ import type { Finding } from './findings.js';
 export type PlacementUsagesReader = (projectId: string, signal: AbortSignal) => Promise<Record<string, number>>;
 
 /** What placement says, or why it was not read. */
-export type PlacementReading = { read: true; cores: number; ram: number } | { read: false; reason: string };
+export type PlacementReading = { read: true; cores: number; ramMiB: number } | { read: false; reason: string };
 
 /** Read placement's usage with `reader`; a failure (403, no endpoint) is a reason, not an error. Aborts and auth failures are rethrown. */
 export async function readPlacement(reader: PlacementUsagesReader | undefined, projectId: string | undefined, signal: AbortSignal): Promise<PlacementReading> {
@@ -26,7 +26,7 @@ export async function readPlacement(reader: PlacementUsagesReader | undefined, p
   if (!projectId) return { read: false, reason: 'not read: no project id known' };
   try {
     const u = await reader(projectId, signal);
-    return { read: true, cores: Number(u['VCPU'] ?? 0), ram: Number(u['MEMORY_MB'] ?? 0) };
+    return { read: true, cores: Number(u['VCPU'] ?? 0), ramMiB: Number(u['MEMORY_MB'] ?? 0) };
   } catch (e) {
     if (isAbortError(e) || e instanceof AuthError) throw e;
     return { read: false, reason: `not read: ${(e as Error).message}` };
@@ -35,7 +35,7 @@ export async function readPlacement(reader: PlacementUsagesReader | undefined, p
 
 /** In words, for {@link QuotaAudit.placementUsage}. */
 export function describePlacement(p: PlacementReading): string {
-  return p.read ? `read: ${p.cores} VCPU, ${p.ram} MEMORY_MB allocated` : p.reason;
+  return p.read ? `read: ${p.cores} VCPU, ${p.ramMiB} MEMORY_MB allocated` : p.reason;
 }
 
 /**
@@ -46,17 +46,18 @@ export function leakedAllocation(p: PlacementReading, range: { min: Usage; max: 
   if (!p.read) return undefined;
   const holds = zeroUsage();
   holds.cores = p.cores > range.max.cores ? p.cores - range.max.cores : p.cores < range.min.cores ? p.cores - range.min.cores : 0;
-  holds.ram = p.ram > range.max.ram ? p.ram - range.max.ram : p.ram < range.min.ram ? p.ram - range.min.ram : 0;
-  if (holds.cores === 0 && holds.ram === 0) return undefined;
-  const over = holds.cores > 0 || holds.ram > 0;
+  holds.ramMiB = p.ramMiB > range.max.ramMiB ? p.ramMiB - range.max.ramMiB : p.ramMiB < range.min.ramMiB ? p.ramMiB - range.min.ramMiB : 0;
+  if (holds.cores === 0 && holds.ramMiB === 0) return undefined;
+  const over = holds.cores > 0 || holds.ramMiB > 0;
   return {
     kind: 'leaked-allocation',
     transient: false,
+    needsOperator: true,
     serverIds: [],
     holds,
     evidence:
-      `placement allocates ${p.cores} VCPU and ${p.ram} MEMORY_MB to the project; its listed servers account for ` +
-      `${range.min.cores}${range.max.cores !== range.min.cores ? `-${range.max.cores}` : ''} VCPU and ${range.min.ram}${range.max.ram !== range.min.ram ? `-${range.max.ram}` : ''} MEMORY_MB` +
+      `placement allocates ${p.cores} VCPU and ${p.ramMiB} MEMORY_MB to the project; its listed servers account for ` +
+      `${range.min.cores}${range.max.cores !== range.min.cores ? `-${range.max.cores}` : ''} VCPU and ${range.min.ramMiB}${range.max.ramMiB !== range.min.ramMiB ? `-${range.max.ramMiB}` : ''} MEMORY_MB` +
       (over ? ': allocations with no server behind them' : ': servers without their allocations'),
     projectCan: over ? 'nothing: the allocations belong to no server of the project; ask an operator' : 'nothing needed for quota; ask an operator to heal them',
     operatorCan: over ? '`nova-manage placement audit --delete` (removes orphaned allocations)' : '`nova-manage placement heal_allocations`',

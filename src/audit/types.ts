@@ -3,9 +3,8 @@
  *
  * @module
  */
-import type { AuditResource, Usage } from './count.js';
 import type { LoggerOption } from '../core/logger.js';
-import type { Server } from '../core/types.js';
+import type { ResourceAmounts, Server } from '../core/types.js';
 import type { CountingModel, ModelFit } from './model.js';
 import type { Finding } from './findings.js';
 import type { PlacementUsagesReader } from './placement.js';
@@ -15,9 +14,9 @@ export interface UsageReading {
   /** Where it came from. */
   source: 'limits' | 'quota-set-detail';
   /** Usage Nova reports (`totalCoresUsed`, `totalRAMUsed`, `totalInstancesUsed`, or `in_use`). */
-  used: Partial<Usage>;
+  used: Partial<ResourceAmounts>;
   /** Limits (`maxTotalCores`, `maxTotalRAMSize`, `maxTotalInstances`, or `limit`). */
-  limit: Partial<Usage>;
+  limit: Partial<ResourceAmounts>;
   /** `x-openstack-request-id` of the response, when known. */
   requestId?: string | undefined;
 }
@@ -25,7 +24,7 @@ export interface UsageReading {
 /** How reported usage compares with the count. */
 export type AuditVerdict = 'consistent' | 'over-reported' | 'under-reported' | 'inconclusive';
 
-/** The audit of one resource. `ram` values are MiB. */
+/** The audit of one resource (`ramMiB`: in MiB). */
 export interface ResourceAudit {
   /** Usage Nova reported before the listing (`/limits`, else the quota-set detail). */
   reportedBefore: number | undefined;
@@ -82,6 +81,14 @@ export interface AuditQuotaOptions {
   /** A deletion older than this (since the server's `updated`), in ms, is `stuck-deleting`. @default 600000 (10 min) */
   stuckAfterMs?: number | undefined;
   /**
+   * A server in BUILD for longer than this since its `created`, in ms, is `stuck-build` (stuck, not
+   * under way; it needs an operator), no longer `build-in-flight`. Nova's own bound,
+   * `[compute] instance_build_timeout`, is off (0) by default; nodepool's launch timeout is 3600 s.
+   * `Infinity`: never stuck.
+   * @default 3600000 (1 h)
+   */
+  stuckBuildAfterMs?: number | undefined;
+  /**
    * Reads placement's usage of the project (`GET /usages?project_id=` on the placement endpoint, which
    * needs its own URL and usually an admin token); with it the audit can name a `leaked-allocation`.
    * Default: placement is not read.
@@ -98,10 +105,10 @@ export interface AuditedServer {
   status: string;
   taskState: string | undefined;
   vmState: string | undefined;
-  /** Flavor vCPUs, undefined when the flavor could not be read. */
-  vcpus: number | undefined;
-  /** Flavor RAM in MiB, undefined when the flavor could not be read. */
-  ram: number | undefined;
+  /** Its flavor's vCPUs (`cores`), undefined when the flavor could not be read or has none. */
+  cores: number | undefined;
+  /** Its flavor's RAM in MiB (`ramMiB`), undefined when the flavor could not be read or has none. */
+  ramMiB: number | undefined;
   /**
    * True when Nova's legacy counting counts the server (every listed server but a soft-deleted one: a
    * listed DELETED record counts until its row is destroyed). Per counting model: `holds`.
@@ -110,7 +117,7 @@ export interface AuditedServer {
   /** Time since `created`, in ms (0 when in the future); undefined without a valid `created`. */
   ageMs: number | undefined;
   /** What it holds under the audit's counting model (`QuotaAudit.countingModel`), at least. */
-  holds?: Usage | undefined;
+  holds?: ResourceAmounts | undefined;
   /** Why it holds that, in words. */
   why?: string | undefined;
 }
@@ -136,7 +143,7 @@ export interface QuotaAudit {
   /** False when reported usage changed between the two readings: the comparison is inconclusive. */
   stable: boolean;
   /** Per resource: reported before, counted, reported after, limit, drift. */
-  resources: Record<AuditResource, ResourceAudit>;
+  resources: Record<keyof ResourceAmounts, ResourceAudit>;
   /** The raw readings. The quota-set ones are absent when not read (no project id, 403, ...). */
   readings: {
     limitsBefore: UsageReading;
@@ -172,6 +179,12 @@ export interface QuotaAudit {
   countingModel: ModelFit;
   /** Each cause of drift found, with its servers, evidence and remedy; see `docs/audit.md`. */
   findings: Finding[];
+  /**
+   * True when some finding needs an operator (`findings[].needsOperator`: quota the project cannot
+   * free itself), whatever the verdict: an orphaned mapping leaves the numbers consistent. The CLI
+   * exits 5 then.
+   */
+  needsOperator: boolean;
   /** Whether placement's usage (`GET /usages?project_id=`) was read, in words. */
   placementUsage: string;
   /** True when the audit could not see everything (servers in a cell that does not answer); see `partialReasons`. */

@@ -60,7 +60,7 @@ export function resourceVerdict(
 
 const UNIT: Record<AuditResource, (n: number) => string> = {
   cores: (n) => `${n} ${n === 1 ? 'core' : 'cores'}`,
-  ram: (n) => `${n} MiB RAM`,
+  ramMiB: (n) => `${n} MiB RAM`,
   instances: (n) => `${n} ${n === 1 ? 'instance' : 'instances'}`,
 };
 

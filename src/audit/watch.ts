@@ -9,7 +9,8 @@ import { ValidationError, throwIfAborted } from '../errors/index.js';
 import { sleep } from '../core/clock.js';
 import { checkDurationMs } from '../core/validate.js';
 import { auditQuota } from './audit.js';
-import { AUDIT_RESOURCES, type AuditResource, type Usage } from './count.js';
+import { AUDIT_RESOURCES, type AuditResource } from './count.js';
+import type { ResourceAmounts } from '../core/types.js';
 import type { FindingKind } from './findings.js';
 import type { AuditQuotaOptions, AuditVerdict, QuotaAudit } from './types.js';
 
@@ -32,11 +33,11 @@ export interface WatchSample {
   verdict: AuditVerdict;
   stable: boolean;
   /** Usage Nova reported (first reading of the sample). */
-  reported: Partial<Usage>;
+  reported: Partial<ResourceAmounts>;
   /** Usage of the listed servers. */
-  counted: Usage;
+  counted: ResourceAmounts;
   /** `reported − counted` per resource; null when it could not be judged. */
-  drift: Record<AuditResource, number | null>;
+  drift: Record<keyof ResourceAmounts, number | null>;
   /** The findings, by kind and servers. */
   findings: Array<{ kind: FindingKind; serverIds: string[] }>;
 }
@@ -48,7 +49,7 @@ export type DriftTrend = 'none' | 'settled' | 'persistent' | 'fluctuating' | 'un
 export interface QuotaWatch {
   samples: WatchSample[];
   /** Per resource: no drift, drift gone by the last sample, drift in every sample of the second half, drift that came back, or unknown (last sample not judged). */
-  trend: Record<AuditResource, DriftTrend>;
+  trend: Record<keyof ResourceAmounts, DriftTrend>;
   /** Findings (kind and server) present in every sample of the second half, the last included: they stay until someone acts. */
   persistent: Array<{ kind: FindingKind; serverId: string | undefined }>;
   /** Findings seen in some sample but gone by the last one. */
@@ -58,8 +59,8 @@ export interface QuotaWatch {
 }
 
 function sampleOf(index: number, a: QuotaAudit): WatchSample {
-  const reported: Partial<Usage> = {};
-  const counted = { cores: 0, ram: 0, instances: 0 };
+  const reported: Partial<ResourceAmounts> = {};
+  const counted = { cores: 0, ramMiB: 0, instances: 0 };
   const drift = {} as Record<AuditResource, number | null>;
   for (const r of AUDIT_RESOURCES) {
     const v = a.resources[r].reportedBefore;

@@ -5,15 +5,20 @@
  *
  * Output (see `renderAudit`): `-f table` (the default) is the report in words and tables; `-f json`
  * (or `--json`) the whole audit; `-c COLUMN`, `-f value` and `-f yaml` one row per resource (cores,
- * ram in MiB, instances) with the columns of `AUDIT_COLUMNS`. Durations (`--retry-delay`,
+ * ramMiB, instances) with the columns of `AUDIT_COLUMNS`. Durations (`--retry-delay`,
  * `--timeout`, `--interval`) are bare ms or `500ms`, `30s`, `5m`, `2h`; a bare `--interval` below 1000
  * is refused (`--interval 30` would sample 30 ms apart): give a unit. `--watch` prints JSON lines
  * whatever the format (only `-f json` may be given with it).
  *
- * Exit codes (for cron alerts): 0 consistent, 3 drift found (over- or under-reported), 4 inconclusive
- * (usage kept changing during every attempt, or could not be compared), 1 error (the message on stderr).
- * With `--watch` (JSON lines: one per sample, then a summary): 0 no drift or drift that settled,
- * 3 drift that persisted or came back, 4 the last sample could not be judged, 1 error.
+ * Exit codes (for cron alerts; {@link auditExitCode}): 5 an operator must act (a finding with
+ * `needsOperator`: an orphaned mapping, a delete or build stuck, a cell that does not answer, stale
+ * usage, a leaked allocation; whatever the verdict, since an orphaned mapping leaves the numbers
+ * consistent), else 3 drift found (over- or under-reported), 4 inconclusive (usage kept changing
+ * during every attempt, or could not be compared), 0 consistent; 1 error (the message on stderr),
+ * 2 bad usage or configuration. With `--watch` (JSON lines: one per sample, then a summary): 5 a
+ * finding that needs an operator persisted (every sample of the second half, the last included),
+ * else 3 drift that persisted or came back, 4 the last sample could not be judged, 0 no drift or
+ * drift that settled; 1 error.
  *
  * @module
  */
@@ -22,7 +27,7 @@ import type { Command } from 'commander';
 import type { NovaClient } from '../nova/client.js';
 import { ValidationError } from '../errors/index.js';
 import { auditQuota, type QuotaAudit } from '../audit/audit.js';
-import { watchQuota } from '../audit/watch.js';
+import { watchQuota, type QuotaWatch } from '../audit/watch.js';
 import type { CountingModel } from '../audit/model.js';
 import { formatAudit } from '../audit/format.js';
 import { formatDuration } from '../core/duration.js';
@@ -33,8 +38,24 @@ import { addFormatOptions, checkFormatFlags, formatList, type Cell, type FormatF
 
 export { formatAudit } from '../audit/format.js';
 
-/** Exit code of each verdict. */
+/** Exit code of each verdict, when no finding needs an operator. */
 export const AUDIT_EXIT_CODES = { consistent: 0, 'over-reported': 3, 'under-reported': 3, inconclusive: 4 } as const;
+
+/** Exit code when some finding needs an operator (`QuotaAudit.needsOperator`), whatever the verdict. */
+export const AUDIT_EXIT_OPERATOR = 5;
+
+/** The exit code of one audit: {@link AUDIT_EXIT_OPERATOR} when a finding needs an operator, else the verdict's. */
+export function auditExitCode(audit: Pick<QuotaAudit, 'verdict' | 'needsOperator'>): number {
+  return audit.needsOperator ? AUDIT_EXIT_OPERATOR : AUDIT_EXIT_CODES[audit.verdict];
+}
+
+/** The exit code of a watch: 5 when a finding that needs an operator persisted, else 3 drift that stayed or came back, 4 the last sample not judged, 0. */
+export function watchExitCode(w: Pick<QuotaWatch, 'trend' | 'persistent' | 'last'>): number {
+  const operatorKinds = new Set(w.last.findings.filter((f) => f.needsOperator).map((f) => f.kind));
+  if (w.persistent.some((p) => operatorKinds.has(p.kind))) return AUDIT_EXIT_OPERATOR;
+  if (Object.values(w.trend).some((t) => t === 'persistent' || t === 'fluctuating')) return 3;
+  return Object.values(w.trend).includes('unknown') ? 4 : 0;
+}
 
 interface AuditFlags extends FormatFlags {
   json?: boolean;
@@ -47,6 +68,7 @@ interface AuditFlags extends FormatFlags {
   interval?: string;
   samples?: string;
   model?: string;
+  stuckBuildAfter?: string;
 }
 
 /** The columns of `quota audit`'s list view (`-c`, `-f value|yaml`, see {@link auditRows}). */
@@ -55,7 +77,7 @@ export const AUDIT_COLUMNS = ['Resource', 'Reported Before', 'Counted', 'Reporte
 const cell = (n: number | null | undefined): Cell => (n === undefined ? null : n === Number.POSITIVE_INFINITY ? -1 : n);
 
 /**
- * The list view of an audit: one row per resource (`cores`, `ram` in MiB, `instances`), with the usage
+ * The list view of an audit: one row per resource (`cores`, `ramMiB`, `instances`), with the usage
  * Nova reported before and after the listing, the usage counted from the listed servers, the limit
  * (-1 unlimited), the drift (`reported − counted`; null when it cannot be judged) and the resource's
  * verdict (`consistent`, `over-reported`, `under-reported`, `inconclusive`). A value Nova did not
@@ -90,7 +112,8 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
     quota
       .command('audit')
       .description(
-        'compare the usage Nova reports (/limits, quota-set detail) with the servers it lists; exit 0 consistent, 3 drift, 4 inconclusive, 1 error, 2 bad usage or configuration. ' +
+        'compare the usage Nova reports (/limits, quota-set detail) with the servers it lists; exit 5 an operator must act (orphaned mapping, stuck delete or build, down cell, stale usage, leaked allocation; whatever the verdict), ' +
+          'else 3 drift, 4 inconclusive, 0 consistent; 1 error, 2 bad usage or configuration. ' +
           'Output: -f table (default) is the report, -f json (or --json) the whole audit; -c COLUMN, -f value and -f yaml show one row per resource ' +
           `with the columns ${AUDIT_COLUMNS.join(', ')}. Durations are bare ms or 500ms, 30s, 5m, 2h`,
       )
@@ -101,7 +124,8 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
       .option('--retry-delay <duration>', 'pause before another attempt: ms, or 500ms, 5s (default 5s)')
       .option('--timeout <duration>', 'time box of each attempt (with --watch: of each sample): ms, or 30s, 5m (default 5m)')
       .option('--model <model>', 'how the cloud counts usage: legacy, placement or unified-limits (default: inferred)')
-      .option('--watch', 'sample the audit over time; one JSON line per sample, then a summary line (exit 3 when drift persists)')
+      .option('--stuck-build-after <duration>', 'a server in BUILD longer than this since its creation is stuck-build (exit 5): 30m, 2h, or ms (default 1h)')
+      .option('--watch', 'sample the audit over time; one JSON line per sample, then a summary line (exit 5 when a finding that needs an operator persists, 3 when drift does)')
       .option('--interval <duration>', 'with --watch: pause between samples: 30s, 5m, 500ms, or ms of at least 1000 (default 30s)')
       .option('--samples <n>', 'with --watch: number of samples (default 20)'),
   ).action(async (flags: AuditFlags, cmd: Command) => {
@@ -114,6 +138,7 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
     if (model !== undefined && !['legacy', 'placement', 'unified-limits'].includes(model)) throw new ValidationError(`--model must be legacy, placement or unified-limits, got ${model}`);
     const timeoutMs = flags.timeout === undefined ? undefined : parseDurationFlag(flags.timeout, '--timeout');
     const concurrency = flags.ghostConcurrency === undefined ? undefined : parseIntFlag(flags.ghostConcurrency, '--ghost-concurrency');
+    const stuckBuildAfterMs = flags.stuckBuildAfter === undefined ? undefined : parseDurationFlag(flags.stuckBuildAfter, '--stuck-build-after');
     if (flags.watch) {
       const intervalMs = flags.interval === undefined ? 30_000 : parseInterval(flags.interval);
       const samples = flags.samples === undefined ? 20 : parseIntFlag(flags.samples, '--samples');
@@ -126,11 +151,11 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
           ...(model ? { countingModel: model } : {}),
           ...(concurrency ? { ghostCheckConcurrency: concurrency } : {}),
           ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+          ...(stuckBuildAfterMs !== undefined ? { stuckBuildAfterMs } : {}),
           onSample: (s) => console.log(JSON.stringify({ type: 'sample', ...s }, jsonReplacer)),
         });
         console.log(JSON.stringify({ type: 'summary', trend: w.trend, persistent: w.persistent, settled: w.settled, findings: w.last.findings }, jsonReplacer));
-        const drifting = Object.values(w.trend).some((t) => t === 'persistent' || t === 'fluctuating');
-        process.exitCode = drifting ? 3 : Object.values(w.trend).includes('unknown') ? 4 : 0;
+        process.exitCode = watchExitCode(w);
       } catch (e) {
         if (e instanceof ValidationError) throw e;
         console.error(terminalSafe(`nova-guard quota audit: ${(e as Error).name}: ${describeFailure(e)}`, true));
@@ -149,6 +174,7 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
           ...(model ? { countingModel: model } : {}),
           ...(concurrency ? { ghostCheckConcurrency: concurrency } : {}),
           ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+          ...(stuckBuildAfterMs !== undefined ? { stuckBuildAfterMs } : {}),
         });
         if (audit.stable || attempt === attempts) break;
         console.error(`Reported usage changed during attempt ${attempt} of ${attempts}; auditing again in ${formatDuration(retryDelayMs)}.`);
@@ -162,6 +188,6 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
     }
     const result = audit!;
     console.log(renderAudit(result, flags));
-    process.exitCode = AUDIT_EXIT_CODES[result.verdict];
+    process.exitCode = auditExitCode(result);
   });
 }

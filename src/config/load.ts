@@ -144,7 +144,7 @@ function findCloud(options: LoadCloudConfigOptions, env: Record<string, string |
 }
 
 /**
- * What configuration reads of the extra options of {@link clientOptionsFromCloud} (and of
+ * What configuration reads of the extra options of `clientOptionsFromCloud` (and of
  * `NovaClient.fromCloud` / `fromEnv`, whose `CloudClientOptions` add every `NovaClientOptions`
  * field). Every other field is passed through to the result as it is.
  */
@@ -181,7 +181,7 @@ export interface CloudClientSettings {
   projectId?: string;
 }
 
-/** The result of {@link clientOptionsFromCloud}: the cloud's settings, with the extra options (less `keystone`) over them. */
+/** The result of `clientOptionsFromCloud`: the cloud's settings, with the extra options (less `keystone`) over them. */
 export type CloudClientResult<E extends CloudClientExtras> = CloudClientSettings & Omit<E, 'keystone'>;
 
 /**
@@ -250,10 +250,10 @@ export function clientOptionsFromCloud<E extends CloudClientExtras = CloudClient
 }
 
 /**
- * Like {@link clientOptionsFromCloud}, but authenticates once first (unless the token is used as it
+ * Like `clientOptionsFromCloud`, but authenticates once first (unless the token is used as it
  * is), so that bad credentials fail here and the project id of the token (application credentials,
  * projects given by name) becomes the client's `projectId`.
- * @throws the errors of {@link clientOptionsFromCloud} and of {@link KeystoneAuth.getToken}.
+ * @throws the errors of `clientOptionsFromCloud` and of {@link KeystoneAuth.getToken}.
  */
 export async function resolveClientOptions<E extends CloudClientExtras = CloudClientExtras>(config: CloudConfig, extra: E = {} as E): Promise<CloudClientResult<E>> {
   const options = clientOptionsFromCloud(config, extra);

@@ -10,7 +10,7 @@
  *
  * @module
  */
-import type { QuotaResourceName, Server } from './types.js';
+import type { ResourceAmounts, Server } from './types.js';
 
 /** The vCPUs and RAM (MiB) of one server's flavor. */
 export interface FlavorSize {
@@ -49,16 +49,31 @@ export function isDeleting(server: Server): boolean {
   return statusOf(server) === 'DELETED' || taskStateOf(server) === 'deleting';
 }
 
+/**
+ * A flavor's number (`vcpus`, `ram`): a finite non-negative number, or a numeric string as its
+ * number; else (missing, `null`, `'n/a'`, negative) undefined: unknown, never 0. The guard and the
+ * audit read flavors with it alike.
+ */
+export function flavorNumber(v: unknown): number | undefined {
+  const n = typeof v === 'number' ? v : typeof v === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(v) ? Number(v) : Number.NaN;
+  return Number.isFinite(n) && n >= 0 ? n : undefined;
+}
+
+/** The size of a flavor (a `GET /flavors/{id}` answer or an embedded one), or undefined when its `vcpus` or `ram` is unknown ({@link flavorNumber}). */
+export function flavorSize(flavor: { vcpus?: unknown; ram?: unknown } | undefined): FlavorSize | undefined {
+  const vcpus = flavorNumber(flavor?.vcpus);
+  const ram = flavorNumber(flavor?.ram);
+  return vcpus === undefined || ram === undefined ? undefined : { vcpus, ram };
+}
+
 /** The flavor embedded in the server (microversion 2.47 or later), if it carries vcpus and ram. */
 export function embeddedFlavor(server: Server): FlavorSize | undefined {
-  const f = server.flavor;
-  if (f && typeof f.vcpus === 'number' && typeof f.ram === 'number') return { vcpus: f.vcpus, ram: f.ram };
-  return undefined;
+  return server.flavor ? flavorSize(server.flavor) : undefined;
 }
 
 /** What the listed servers hold under legacy counting, from their embedded flavors; `unsized`: counted servers without one. */
-export function heldByServers(servers: readonly Server[]): { held: Record<QuotaResourceName, number>; unsized: number } {
-  const held = { cores: 0, ram: 0, instances: 0 };
+export function heldByServers(servers: readonly Server[]): { held: ResourceAmounts; unsized: number } {
+  const held = { cores: 0, ramMiB: 0, instances: 0 };
   let unsized = 0;
   for (const s of servers) {
     if (!countsTowardUsage(s)) continue;
@@ -66,7 +81,7 @@ export function heldByServers(servers: readonly Server[]): { held: Record<QuotaR
     const f = embeddedFlavor(s);
     if (f) {
       held.cores += f.vcpus;
-      held.ram += f.ram;
+      held.ramMiB += f.ram;
     } else unsized++;
   }
   return { held, unsized };

@@ -31,13 +31,13 @@ export interface LoggerLike {
   level?: unknown;
 }
 
-/** What a `logger` option takes: a pino `Logger` or a {@link LoggerLike}. */
+/** What a `logger` option takes: a pino `Logger` or a `LoggerLike`. */
 export type LoggerOption = Logger | LoggerLike;
 
 /**
  * pino `redact` paths for the fields where a secret could appear if a caller logs its own objects
  * beside nova-guard's (nova-guard's own lines never carry one). Used by the wrapper of a
- * {@link LoggerLike}; give them to your own pino logger too: `pino({ redact: LOG_REDACT_PATHS })`.
+ * `LoggerLike`; give them to your own pino logger too: `pino({ redact: LOG_REDACT_PATHS })`.
  */
 export const LOG_REDACT_PATHS: readonly string[] = Object.freeze([
   'password',
@@ -76,7 +76,7 @@ function methodFor(target: LoggerLike, level: Level): LogMethod {
 }
 
 /**
- * `logger` as a pino `Logger`: a pino logger as it is, a {@link LoggerLike} wrapped (each line is
+ * `logger` as a pino `Logger`: a pino logger as it is, a `LoggerLike` wrapped (each line is
  * handed to its method as `(msg, fields)`, pino's `level`, `time`, `pid` and `hostname` left out),
  * undefined as {@link silentLogger}.
  * @throws TypeError naming the missing method when `logger` is neither.

@@ -153,6 +153,7 @@ export interface ResourceAmounts {
 /** The kinds of quota finding (see `docs/audit.md`): why Nova's usage differs from what the servers hold. */
 export type QuotaFindingKind =
   | 'build-in-flight'
+  | 'stuck-build'
   | 'delete-in-flight'
   | 'stuck-deleting'
   | 'orphan-mapping'
@@ -172,10 +173,16 @@ export interface QuotaFinding {
   kind: QuotaFindingKind;
   /** True when it settles by itself (a build or delete under way); false when it stays until someone acts. */
   transient: boolean;
+  /**
+   * True when only an operator (cloud admin) can end it: the project cannot free that quota itself
+   * (`orphan-mapping`, `stuck-deleting`, `stuck-build`, `down-cell`, `stale-usage`,
+   * `leaked-allocation`). `nova-guard quota audit` exits 5 on such a finding.
+   */
+  needsOperator: boolean;
   /** The servers behind it (empty for usage with no server behind it). */
   serverIds: string[];
-  /** What it holds (for usage with no server: the unexplained part): cores, RAM in MiB, instances. */
-  holds: Record<QuotaResourceName, number>;
+  /** What it holds (for usage with no server: the unexplained part): `cores`, `ramMiB`, `instances`. */
+  holds: ResourceAmounts;
   /** What was seen, in words. */
   evidence: string;
   /** What the project can do itself. */

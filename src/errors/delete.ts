@@ -223,8 +223,9 @@ export class OrphanedServerError extends DeleteFailedError {
     this.finding = {
       kind: 'orphan-mapping',
       transient: false,
+      needsOperator: true,
       serverIds: [init.serverId],
-      holds: { cores: 0, ram: 0, instances: 0 },
+      holds: { cores: 0, ramMiB: 0, instances: 0 },
       evidence: init.evidence,
       projectCan: ORPHAN_MAPPING_REMEDY.projectCan,
       operatorCan: ORPHAN_MAPPING_REMEDY.operatorCan,

@@ -3,7 +3,9 @@
  * {@link NovaGuardError} and not from `NovaApiError` (they have no `status`):
  * - {@link QuotaWaitTimeoutError}: `maxWaitMs` ran out while `GET /limits` said the create does not fit;
  * - {@link ServerBuildError}: a server the guard created did not become usable;
- * - {@link CreateOutcomeUnknownError}: a create's answer was lost and the search for it did not settle.
+ * - {@link CreateOutcomeUnknownError}: a create's answer was lost and the search for it did not settle;
+ * - {@link QuotaNeverFitsError}: the request needs more than a limit itself (0 POSTs);
+ * - {@link QuotaBuildFaultError}: a created server went to ERROR with a quota fault and was deleted.
  *
  * @module
  */
@@ -11,7 +13,7 @@ import { NovaGuardError } from '../errors/base.js';
 import type { QuotaResource } from '../errors/quotaMessage.js';
 import type { QuotaFinding, ResourceAmounts } from '../core/types.js';
 import type { ShortfallCause } from './explain.js';
-import type { Headroom } from './headroom.js';
+import { describeShortfalls, shortfallResources, type Headroom, type Shortfall } from './headroom.js';
 
 /** What {@link QuotaWaitTimeoutError} carries. */
 export interface QuotaWaitTimeoutInit {
@@ -77,7 +79,7 @@ export class QuotaWaitTimeoutError extends NovaGuardError {
   readonly shortfallCause: ShortfallCause | undefined;
   /** With `'wrong-books'`: the finding (`stale-usage`, `stuck-deleting`, `down-cell`), shaped as the audit's, with what the project and an operator can do. */
   readonly finding: QuotaFinding | undefined;
-  /** @param init - See {@link QuotaWaitTimeoutInit}. */
+  /** @param init - See `QuotaWaitTimeoutInit`. */
   constructor(init: QuotaWaitTimeoutInit) {
     super(init.message);
     this.requestId = init.requestId;
@@ -141,7 +143,7 @@ export class ServerBuildError extends NovaGuardError {
    * cannot help; more capacity, another flavor or a later try can.
    */
   readonly capacity: boolean;
-  /** @param init - See {@link ServerBuildInit}. */
+  /** @param init - See `ServerBuildInit`. */
   constructor(init: ServerBuildInit) {
     const what =
       init.reason === 'error'
@@ -200,7 +202,7 @@ export class CreateOutcomeUnknownError extends NovaGuardError {
   readonly searches: number;
   /** The error of the last failed search, if any. */
   readonly lastSearchError: Error | undefined;
-  /** @param init - See {@link CreateOutcomeUnknownInit}. */
+  /** @param init - See `CreateOutcomeUnknownInit`. */
   constructor(init: CreateOutcomeUnknownInit) {
     const why = (init.cause as Error | undefined)?.message ?? String(init.cause);
     super(
@@ -213,5 +215,93 @@ export class CreateOutcomeUnknownError extends NovaGuardError {
     this.posts = init.posts;
     this.searches = init.searches;
     this.lastSearchError = init.lastSearchError;
+  }
+}
+
+/** What {@link QuotaNeverFitsError} carries. */
+export interface QuotaNeverFitsInit {
+  /** `x-openstack-request-id` of the `GET /limits` read that showed it. */
+  requestId?: string | undefined;
+  /** Each resource whose need is above its limit: its numbers (`max` the limit, `used`, `inFlight`, `needed`). */
+  shortfalls: Shortfall[];
+  /** What the request needed. */
+  needs: ResourceAmounts;
+  /** The headroom computed from that read. */
+  headroom: Headroom;
+}
+
+/**
+ * `QuotaGuard` found, before any POST, that the request needs more of a resource than its limit
+ * itself (`needed > max` in `GET /limits`, e.g. 12 cores against `maxTotalCores=10`): no amount of
+ * waiting helps (nodepool's `hasProviderQuota`). 0 POSTs were made. The message carries the numbers
+ * in Nova's `/limits` terms.
+ *
+ * The guard's verdict, not an HTTP answer: a {@link NovaGuardError}, not a `NovaApiError` or
+ * `QuotaExceededError` (it has no `status`). A quota 403 from Nova itself for such a request stays a
+ * `QuotaExceededError` with `permanent: true`.
+ */
+export class QuotaNeverFitsError extends NovaGuardError {
+  /** `x-openstack-request-id` of the `GET /limits` read. */
+  readonly requestId: string | undefined;
+  /** The resources over their limit, as in a `QuotaExceededError`: name (`cores`, `ram`, `instances`), requested, used, allowed (the limit; -1 unlimited). */
+  readonly resources: QuotaResource[];
+  /** Always true: waiting cannot help; a smaller request or a higher limit can. */
+  readonly permanent = true;
+  /** The shortfalls with their numbers. */
+  readonly shortfalls: Shortfall[];
+  /** What the request needed. */
+  readonly needs: ResourceAmounts;
+  /** The headroom computed from the read. */
+  readonly headroom: Headroom;
+  /** @param init - See `QuotaNeverFitsInit`. */
+  constructor(init: QuotaNeverFitsInit) {
+    super(`Quota can never fit this request (needed above the limit itself): ${describeShortfalls(init.shortfalls)}`);
+    this.requestId = init.requestId;
+    this.shortfalls = init.shortfalls;
+    this.resources = shortfallResources(init.shortfalls);
+    this.needs = init.needs;
+    this.headroom = init.headroom;
+  }
+}
+
+/** What {@link QuotaBuildFaultError} carries. */
+export interface QuotaBuildFaultInit {
+  /** The server that went to ERROR (already deleted). */
+  serverId: string;
+  /** Nova's `fault.message` of the server. */
+  faultMessage: string;
+  /** The resources parsed from the fault message. */
+  resources: QuotaResource[];
+  /** True when the fault says a request is above a limit itself. */
+  permanent: boolean;
+  /** The {@link ServerBuildError} of the server (its status, fault, elapsed time, `deleted: true`). */
+  cause: ServerBuildError;
+}
+
+/**
+ * A server `QuotaGuard.createServer` created went to ERROR with a quota fault (Nova's recheck after
+ * the POST was accepted: `Quota exceeded for ...`, or a build aborted on another quota) and the
+ * guard deleted it (with wait). Retried by the guard unless `permanent`, as reason
+ * `'late-quota-fault'`; thrown when no retry is left. `cause` is the {@link ServerBuildError}.
+ *
+ * The guard's verdict on a server's fault, not an HTTP answer: a {@link NovaGuardError}, not a
+ * `NovaApiError` or `QuotaExceededError` (it has no `status`).
+ */
+export class QuotaBuildFaultError extends NovaGuardError {
+  /** The deleted server. */
+  readonly serverId: string;
+  /** Nova's `fault.message`. */
+  readonly faultMessage: string;
+  /** Parsed resources of the fault: name, requested, used, allowed. */
+  readonly resources: QuotaResource[];
+  /** True when the fault says the request is above a limit itself. */
+  readonly permanent: boolean;
+  /** @param init - See `QuotaBuildFaultInit`. */
+  constructor(init: QuotaBuildFaultInit) {
+    super(`Server ${init.serverId} went to ERROR with a quota fault and was deleted: ${init.faultMessage}`, { cause: init.cause });
+    this.serverId = init.serverId;
+    this.faultMessage = init.faultMessage;
+    this.resources = init.resources;
+    this.permanent = init.permanent;
   }
 }

@@ -19,10 +19,10 @@
  * @module
  */
 import { REMEDIES, heldByServers, isDeleting, embeddedFlavor, statusOf } from '../core/counting.js';
-import type { QuotaFinding, QuotaResourceName, Server } from '../core/types.js';
+import type { QuotaFinding, ResourceAmounts, Server } from '../core/types.js';
 import { presenceMicroversion } from '../delete/index.js';
 import type { NovaClient } from '../nova/index.js';
-import type { Shortfall } from './headroom.js';
+import { AMOUNT_FIELD, type Shortfall } from './headroom.js';
 
 /** `busy-fleet`: the project's servers hold the quota; `wrong-books`: Nova counts quota no live server explains (see `finding`). */
 export type ShortfallCause = 'busy-fleet' | 'wrong-books';
@@ -34,7 +34,7 @@ export interface ShortfallExplanation {
   finding: QuotaFinding | undefined;
 }
 
-const RESOURCES: readonly QuotaResourceName[] = ['cores', 'ram', 'instances'];
+const RESOURCES: readonly (keyof ResourceAmounts)[] = ['cores', 'ramMiB', 'instances'];
 
 const ids = (servers: readonly Server[]): string[] => servers.map((s) => s.id);
 
@@ -51,8 +51,8 @@ export async function explainShortfall(
 ): Promise<ShortfallExplanation> {
   const servers = await client.listServers({}, { microversion: presenceMicroversion(client.microversion), signal, timeoutMs: client.requestTimeoutMs, maxPages: 100 });
   const { held, unsized } = heldByServers(servers);
-  const excess = { cores: 0, ram: 0, instances: 0 };
-  for (const s of shortfalls) if (s.used !== undefined) excess[s.resource] = Math.max(0, s.used - held[s.resource]);
+  const excess = { cores: 0, ramMiB: 0, instances: 0 };
+  for (const s of shortfalls) if (s.used !== undefined) excess[AMOUNT_FIELD[s.resource]] = Math.max(0, s.used - held[AMOUNT_FIELD[s.resource]]);
   if (RESOURCES.some((r) => excess[r] > 0)) {
     const parts = RESOURCES.filter((r) => excess[r] > 0).map((r) => `${r} ${excess[r]}`);
     const down = servers.filter((s) => statusOf(s) === 'UNKNOWN');
@@ -62,6 +62,7 @@ export async function explainShortfall(
         finding: {
           kind: 'down-cell',
           transient: false,
+          needsOperator: true,
           serverIds: ids(down),
           holds: excess,
           evidence: `Nova reports more than the listed servers hold (${parts.join(', ')}), and ${down.length} listed server(s) have status UNKNOWN: a cell does not answer, their sizes are unknown`,
@@ -74,6 +75,7 @@ export async function explainShortfall(
       finding: {
         kind: 'stale-usage',
         transient: false,
+        needsOperator: true,
         serverIds: [],
         holds: excess,
         evidence: `Nova reports more than every listed server holds under legacy counting (${parts.join(', ')}): usage with no server behind it`,
@@ -86,17 +88,18 @@ export async function explainShortfall(
     return isDeleting(s) && Number.isFinite(updated) && updated <= waitStartedWallMs;
   });
   if (stuck.length > 0) {
-    const holds = { cores: 0, ram: 0, instances: stuck.length };
+    const holds = { cores: 0, ramMiB: 0, instances: stuck.length };
     for (const s of stuck) {
       const f = embeddedFlavor(s);
       holds.cores += f?.vcpus ?? 0;
-      holds.ram += f?.ram ?? 0;
+      holds.ramMiB += f?.ram ?? 0;
     }
     return {
       cause: 'wrong-books',
       finding: {
         kind: 'stuck-deleting',
         transient: false,
+        needsOperator: true,
         serverIds: ids(stuck),
         holds,
         evidence: `${stuck.length} server(s) have been deleting since before the wait began and still hold quota (${stuck.map((s) => `${s.id} ${statusOf(s)}`).join(', ')})`,

@@ -8,13 +8,8 @@
  * @module
  */
 import type { Flavor, ResourceAmounts } from '../core/types.js';
+import { flavorNumber } from '../core/counting.js';
 import { warnOnce, type GuardState } from './state.js';
-
-/** A flavor's number: a finite non-negative number, or a numeric string as its number; else undefined. */
-export function flavorNumber(v: unknown): number | undefined {
-  const n = typeof v === 'number' ? v : typeof v === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(v) ? Number(v) : Number.NaN;
-  return Number.isFinite(n) && n >= 0 ? n : undefined;
-}
 
 /**
  * Needs of `count` servers of `flavor`; fields of `given` win. An unknown `vcpus` or `ram` is 0

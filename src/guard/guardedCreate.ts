@@ -10,11 +10,11 @@
  *   surely nothing was created (`lostCreate.ts`). A rate limit or a refused
  *   connection keeps the claim for the re-send (`call.heldClaim`).
  * - With `waitForActive`: poll until the server leaves BUILD ({@link waitForActive}); the claim ends
- *   as `'counted'` at the first poll that shows the server past scheduling ({@link isPastScheduling}),
+ *   as `'counted'` at the first poll that shows the server past scheduling (`isPastScheduling`),
  *   since Nova counts it from then on. ERROR with a
  *   quota fault ({@link parseQuotaMessage} on `fault.message`: Nova's recheck text, or a
  *   build-aborted fault naming another quota) → delete with wait, then a retryable
- *   {@link QuotaExceededError} whose `cause` is a {@link ServerBuildError}. Other ERROR, BUILD past
+ *   {@link QuotaBuildFaultError} whose `cause` is a {@link ServerBuildError}. Other ERROR, BUILD past
  *   `activeTimeoutMs`, an abort or a failed poll → delete with wait, then throw.
  * - Deletion uses `client.deleteServer(id, { ...deleteOptions, wait: true })` without the caller's
  *   signal, so an abort still cleans up.
@@ -25,7 +25,7 @@ import { AbortError, ForbiddenError, NovaNetworkError, QuotaExceededError, RateL
 import { parseQuotaMessage } from '../errors/quotaMessage.js';
 import type { CreateServerBody, Server } from '../core/types.js';
 import { bindClaim, releaseClaim } from './ledgerUse.js';
-import { CreateOutcomeUnknownError, ServerBuildError } from './errors.js';
+import { CreateOutcomeUnknownError, QuotaBuildFaultError, ServerBuildError } from './errors.js';
 import { postOrAdopt } from './lostCreate.js';
 import { isPastScheduling, waitForActive } from './waitForActive.js';
 import type { Claim, GuardState, GuardedCall } from './state.js';
@@ -121,14 +121,7 @@ async function settle(g: GuardState, call: GuardedCall, created: Server, claim: 
     g.stats.lateQuotaFaults++;
     call.lastQuotaMessage = fault?.message;
     g.log.warn({ serverId: id, fault: fault?.message }, 'server went to ERROR with a quota fault: deleted it');
-    throw new QuotaExceededError({
-      status: 0,
-      message: `Server ${id} went to ERROR with a quota fault and was deleted: ${fault?.message ?? ''}`,
-      serverId: id,
-      resources: parsed.resources,
-      permanent: parsed.permanent,
-      cause: buildError,
-    });
+    throw new QuotaBuildFaultError({ serverId: id, faultMessage: fault?.message ?? '', resources: parsed.resources, permanent: parsed.permanent, cause: buildError });
   }
   g.log.warn({ serverId: id, outcome: res.outcome, fault: fault?.message, deleted: cleanupError === undefined }, 'server did not become ACTIVE');
   throw buildError;

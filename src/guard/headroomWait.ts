@@ -12,14 +12,14 @@
  *
  * @module
  */
-import { InvalidResponseError, NotFoundError, QuotaExceededError, throwIfAborted } from '../errors/index.js';
+import { InvalidResponseError, NotFoundError, throwIfAborted } from '../errors/index.js';
 import { sleep } from '../core/clock.js';
 import { traceHeadroomWait } from '../core/telemetry.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { statusOf } from '../core/counting.js';
 import { LIMIT_KEYS, addNeeds, checkFit, computeHeadroom, describeShortfalls, NO_NEEDS, rawHeadroomOf, shortfallResources, type FitVerdict, type Headroom } from './headroom.js';
 import { holdClaim, leaveInBackground, inFlightOf, keepLease, moveToFallback, onFreed, onLedger, readThroughLedger, releaseClaim, renewBeforePost, renewQuietly } from './ledgerUse.js';
-import { QuotaWaitTimeoutError } from './errors.js';
+import { QuotaNeverFitsError, QuotaWaitTimeoutError } from './errors.js';
 import { stepDelayMs } from './backoff.js';
 import { EXPLAIN_EVERY_WAITS, type QuotaWaitInfo } from './options.js';
 import { explainShortfall, type ShortfallExplanation } from './explain.js';
@@ -121,7 +121,7 @@ async function refreshUnwatched(g: GuardState, signal: AbortSignal | undefined):
 /**
  * Read, check and claim; wait while short. Resolves the claim.
  *
- * @throws {@link QuotaExceededError} `permanent: true` when `needs` is above a limit itself (0
+ * @throws {@link QuotaNeverFitsError} when `needs` is above a limit itself (0
  * POSTs); {@link QuotaWaitTimeoutError} when `maxWaitMs` runs out while short (unless
  * `onStaleLimits: 'attempt'`, which claims anyway); {@link AbortError}; the client's errors.
  */
@@ -133,13 +133,7 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
       if (claim) return claim;
       const shortfalls = fit!.shortfalls;
       if (fit!.verdict === 'never') {
-        throw new QuotaExceededError({
-          status: 0,
-          message: `Quota can never fit this request (needed above the limit itself): ${describeShortfalls(shortfalls)}`,
-          requestId: headroom.requestId,
-          resources: shortfallResources(shortfalls),
-          permanent: true,
-        });
+        throw new QuotaNeverFitsError({ requestId: headroom.requestId, shortfalls, needs, headroom });
       }
       const remaining = remainingMs(g, call);
       if (call.deadlineReached || remaining <= 0) {

@@ -17,8 +17,8 @@ export type {
   QuotaNeedsSpec,
   GuardClaimInfo,
 } from './quotaGuard.js';
-export { QuotaWaitTimeoutError, ServerBuildError, CreateOutcomeUnknownError } from './errors.js';
-export type { QuotaWaitTimeoutInit, ServerBuildInit, ServerBuildFailure, CreateOutcomeUnknownInit } from './errors.js';
+export { QuotaWaitTimeoutError, ServerBuildError, CreateOutcomeUnknownError, QuotaNeverFitsError, QuotaBuildFaultError } from './errors.js';
+export type { QuotaWaitTimeoutInit, ServerBuildInit, ServerBuildFailure, CreateOutcomeUnknownInit, QuotaNeverFitsInit, QuotaBuildFaultInit } from './errors.js';
 export { CLAIM_TAG_KEY } from './lostCreate.js';
 export { computeHeadroom, checkFit, describeShortfalls } from './headroom.js';
 export type { QuotaNeeds, Headroom, ResourceHeadroom, Shortfall, FitVerdict, QuotaResourceName } from './headroom.js';

@@ -11,7 +11,7 @@
 import { checkDeleteOptions, type DeleteServerOptions } from '../delete/index.js';
 import { checkKnownOptions } from '../core/options.js';
 import { ValidationError } from '../errors/index.js';
-import type { Headroom, QuotaNeeds, Shortfall } from './headroom.js';
+import type { Headroom, Shortfall } from './headroom.js';
 import type { QuotaFinding, ResourceAmounts } from '../core/types.js';
 import type { ShortfallCause } from './explain.js';
 import type { LoggerOption } from '../core/logger.js';
@@ -21,7 +21,7 @@ import type { QuotaLedger } from './ledger.js';
 /** One wait for headroom, passed to {@link QuotaGuardOptions.onWait}. */
 export interface QuotaWaitInfo {
   /** What the create needs. */
-  needs: QuotaNeeds;
+  needs: ResourceAmounts;
   /** The resources that do not fit, each with needed, max, used, inFlight and headroom. */
   shortfalls: Shortfall[];
   /** The headroom just read. */
@@ -35,7 +35,7 @@ export interface QuotaWaitInfo {
   /** Time since the call started, in ms. */
   elapsedMs: number;
   /**
-   * On every {@link EXPLAIN_EVERY_WAITS}th wait of a call (with `explainShortfall`): what the check of
+   * On every `EXPLAIN_EVERY_WAITS`th wait of a call (with `explainShortfall`): what the check of
    * the shortfall found (`busy-fleet` or `wrong-books`, see `QuotaWaitTimeoutError.shortfallCause`);
    * undefined on other waits or when the check failed.
    */
@@ -120,7 +120,7 @@ export interface QuotaGuardOptions {
   /** Wait for a created server to leave BUILD (late quota faults, cleanup). Default true. */
   waitForActive?: boolean;
   /**
-   * When a wait for headroom runs out (and on every {@link EXPLAIN_EVERY_WAITS}th wait, for
+   * When a wait for headroom runs out (and on every `EXPLAIN_EVERY_WAITS`th wait, for
    * `onWait`), check why with one bounded listing of the project's servers (`GET /servers/detail` at
    * microversion 2.69 or later), compared with what `GET /limits` reports as used: the
    * {@link QuotaWaitTimeoutError} then says `shortfallCause` `'busy-fleet'` (the servers hold it) or
@@ -203,11 +203,11 @@ export interface GuardedCallOptions {
 /** Options of {@link QuotaGuard.createServer}. */
 export interface GuardedCreateOptions extends GuardedCallOptions {
   /** Needs to use instead of the flavor's (missing fields come from the flavor). */
-  needs?: Partial<QuotaNeeds> | undefined;
+  needs?: Partial<ResourceAmounts> | undefined;
 }
 
 /** What {@link QuotaGuard.withQuotaGuard} accepts as needs: numbers, or a flavor and a server count. */
-export type QuotaNeedsSpec = QuotaNeeds | { flavorRef: string; count?: number };
+export type QuotaNeedsSpec = ResourceAmounts | { flavorRef: string; count?: number };
 
 /** Counters of one guard, for summaries (e.g. the demo). */
 export interface QuotaGuardStats {

@@ -10,8 +10,8 @@
  *    client) or as given.
  * 2. Before every attempt, a fresh `GET /limits` (Nova API reference, "Limits") through the ledger
  *    (`ledger.ts`); headroom = max - used - in-flight claims of the ledger, -1 = unlimited, used above max
- *    = 0, missing = unknown (Nova decides). Needed above the limit itself: permanent
- *    {@link QuotaExceededError} at once, 0 POSTs (nodepool's `hasProviderQuota`).
+ *    = 0, missing = unknown (Nova decides). Needed above the limit itself:
+ *    {@link QuotaNeverFitsError} at once, 0 POSTs (nodepool's `hasProviderQuota`).
  * 3. While short: wait (`headroomWait.ts`: the call's backoff, first come first served, woken by a
  *    deletion the guard's client confirms), re-reading `/limits`, reporting each wait through
  *    `onWait` and the logger, up to `maxWaitMs`; then {@link QuotaWaitTimeoutError}, or with
@@ -55,13 +55,13 @@
 import { traceGuardedCreate, withOperation } from '../core/telemetry.js';
 import pRetry, { type RetryContext } from 'p-retry';
 import type { NovaClient } from '../nova/client.js';
-import { AbortError, NovaApiError, QuotaExceededError, ValidationError, throwIfAborted } from '../errors/index.js';
+import { AbortError, NovaApiError, ValidationError, throwIfAborted } from '../errors/index.js';
 import { componentLogger } from '../core/logger.js';
 import { sleep } from '../core/clock.js';
 import { checkKnownOptions } from '../core/options.js';
 import type { CreateServerBody, ResourceAmounts, Server } from '../core/types.js';
 import { createAttempt } from './guardedCreate.js';
-import { CreateOutcomeUnknownError } from './errors.js';
+import { CreateOutcomeUnknownError, type QuotaBuildFaultError } from './errors.js';
 import { needsFromFlavor } from './flavorNeeds.js';
 import { retrySchedule } from './backoff.js';
 import type { Headroom, QuotaNeeds } from './headroom.js';
@@ -177,9 +177,10 @@ export class QuotaGuard {
    * @param body - The `server` member of `POST /servers` (Nova API reference, "Create Server"). One
    *   server per call: `min_count`/`max_count` above 1 are refused (use {@link withQuotaGuard}).
    * @throws {@link ValidationError} for a bad body or needs (before any request);
-   * {@link QuotaExceededError} `permanent: true` when the request can never fit (0 POSTs when the
-   * guard sees it first, 1 POST when Nova does), `permanent: false` when `maxAttempts` or `maxWaitMs`
-   * ran out after quota errors; {@link QuotaWaitTimeoutError} (the guard's verdict, not an HTTP
+   * {@link QuotaNeverFitsError} (the guard's verdict) when `/limits` shows it can never fit (0 POSTs);
+   * `QuotaExceededError` (Nova's 403) `permanent: true` when Nova says so (1 POST), `permanent: false`
+   * when `maxAttempts` or `maxWaitMs` ran out after quota 403s; {@link QuotaBuildFaultError} (the
+   * guard's verdict) when the last attempt's server went to ERROR with a quota fault and was deleted; {@link QuotaWaitTimeoutError} (the guard's verdict, not an HTTP
    * error) when `maxWaitMs` ran out while `/limits` said it does not fit; {@link RateLimitError} when
    * Nova's Retry-After is not shorter than what is left of `maxWaitMs`; {@link ForbiddenError} (policy, proxy), {@link RequestTooLargeError},
    * {@link BadRequestError} at once; {@link ServerBuildError} when the server went to ERROR (not a
@@ -217,7 +218,7 @@ export class QuotaGuard {
   /**
    * Run your own create under the guard: wait for headroom for `needs`, claim it, call `fn`, and
    * retry `fn` (after backoff and a fresh `/limits` read) when it rejects with a non-permanent
-   * {@link QuotaExceededError}, or a plain `Error` whose message is a quota message. The claim ends
+   * `QuotaExceededError`, or a plain `Error` whose message is a quota message. The claim ends
    * when `fn` settles, so `fn` should resolve once Nova counts what it created (e.g. after the
    * server is ACTIVE), and clean up after itself when it rejects.
    *
@@ -365,7 +366,7 @@ export class QuotaGuard {
         attemptsLeft: plan.attemptsLeft,
         delayMs: plan.delayMs,
         elapsedMs: elapsedMs(g, call),
-        serverId: plan.reason === 'late-quota-fault' ? (error as QuotaExceededError).serverId : undefined,
+        serverId: plan.reason === 'late-quota-fault' ? (error as QuotaBuildFaultError).serverId : undefined,
       };
       if (g.onRetry(info) === false) {
         call.plan = { ...plan, retry: false, consume: true };

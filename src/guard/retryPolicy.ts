@@ -20,7 +20,7 @@ import { NovaApiError, QuotaExceededError, isAbortError } from '../errors/index.
 import { NovaGuardError } from '../errors/base.js';
 import { parseQuotaMessage } from '../errors/quotaMessage.js';
 import { stepDelayMs } from './backoff.js';
-import { ServerBuildError } from './errors.js';
+import { QuotaBuildFaultError } from './errors.js';
 import type { QuotaRetryReason } from './options.js';
 
 /** How the guard's own POST failed without creating a server, when it did. */
@@ -74,10 +74,8 @@ export interface RetryPlan {
 
 /** Why an error of an attempt is retried using an attempt, or undefined when it is not. */
 export function quotaRetryReasonOf(error: unknown): 'quota' | 'late-quota-fault' | undefined {
-  if (error instanceof QuotaExceededError) {
-    if (error.permanent) return undefined;
-    return error.cause instanceof ServerBuildError ? 'late-quota-fault' : 'quota';
-  }
+  if (error instanceof QuotaExceededError) return error.permanent ? undefined : 'quota';
+  if (error instanceof QuotaBuildFaultError) return error.permanent ? undefined : 'late-quota-fault';
   // A plain Error from a caller's own create (withQuotaGuard) whose text is a quota message.
   if (error instanceof Error && !(error instanceof NovaGuardError) && !(error instanceof NovaApiError) && !(error instanceof TypeError) && !isAbortError(error)) {
     const parsed = parseQuotaMessage(error.message);

@@ -43,7 +43,7 @@ export interface WaitForActiveOptions {
   /**
    * Called (and awaited) with the body of each poll that still shows BUILD, before the next pause.
    * `QuotaGuard` uses it to end its claim once the server is past scheduling
-   * ({@link isPastScheduling}). An error it throws ends the wait with that error.
+   * (`isPastScheduling`). An error it throws ends the wait with that error.
    */
   onBuild?: ((server: Server) => void | Promise<void>) | undefined;
 }

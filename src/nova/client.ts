@@ -201,7 +201,7 @@ export class NovaClient {
    * `GET /servers/detail` with query filters (including `changes-since`), following `servers_links`
    * "next" links until the last page (Nova API reference, "List Servers Detailed").
    * A server listed on two pages is returned once. Bounded: at most `maxPages` pages (default 1000)
-   * within `timeoutMs` (default 600000 ms) in all; see {@link ListServersOptions}.
+   * within `timeoutMs` (default 600000 ms) in all; see `ListServersOptions`.
    * @throws {@link InvalidResponseError} when a page has no `servers` list of objects with ids (a proxy page is
    * never taken as an empty listing), when the next link is not a URL or asks for a marker already
    * followed (a loop: the listing would be truncated), or when page `maxPages` still has a next

@@ -158,7 +158,7 @@ export interface ListServersOptions extends RequestOptions {
   timeoutMs?: number | undefined;
 }
 
-/** The defaults of {@link ListServersOptions}. */
+/** The defaults of `ListServersOptions`. */
 export const LIST_SERVERS_DEFAULTS = Object.freeze({ maxPages: 1000, timeoutMs: 600_000 });
 
 /**

@@ -123,7 +123,7 @@ export interface ReapResult {
   failed: ReapFailure[];
   /** The last pass's candidates. */
   candidates: ReapCandidate[];
-  /** The last pass's servers with status UNKNOWN (see {@link ReapPassResult.unreachable}). */
+  /** The last pass's servers with status UNKNOWN (see `ReapPassResult.unreachable`). */
   unreachable: string[];
   /** Each pass's own result (one when the first pass found no candidate: a second could not delete anything). */
   passes: ReapPassResult[];

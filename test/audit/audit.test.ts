@@ -24,7 +24,7 @@ describe('auditQuota', () => {
     expect(a.verdict).toBe('consistent');
     expect(a.stable).toBe(true);
     expect(a.resources.cores).toEqual({ reportedBefore: 7, counted: 7, countedInBuild: 0, countedInGhosts: 0, reportedAfter: 7, limit: 20, drift: 0, verdict: 'consistent' });
-    expect(a.resources.ram).toEqual({ reportedBefore: 6656, counted: 6656, countedInBuild: 0, countedInGhosts: 0, reportedAfter: 6656, limit: 51200, drift: 0, verdict: 'consistent' });
+    expect(a.resources.ramMiB).toEqual({ reportedBefore: 6656, counted: 6656, countedInBuild: 0, countedInGhosts: 0, reportedAfter: 6656, limit: 51200, drift: 0, verdict: 'consistent' });
     expect(a.resources.instances).toMatchObject({ reportedBefore: 3, counted: 3, reportedAfter: 3, limit: 10, drift: 0 });
     expect(a.byStatus).toEqual({ ACTIVE: 3 });
     expect(a.suspects).toEqual([]);
@@ -32,7 +32,7 @@ describe('auditQuota', () => {
     expect(a.ghostsChecked).toBe(true);
     expect(a.notes).toEqual(['Nova refused microversion 2.69 (406): listed at 2.1, where servers of a cell that does not answer are left out']);
     expect(a.partial).toBe(true);
-    expect(a.readings.quotaSetBefore?.used).toEqual({ cores: 7, ram: 6656, instances: 3 });
+    expect(a.readings.quotaSetBefore?.used).toEqual({ cores: 7, ramMiB: 6656, instances: 3 });
     expect(a.servers.map((s) => s.ageMs)).toEqual([90_000, 90_000, 90_000]);
     expect(a.summary).toBe(
       'Reported usage matches the 3 listed servers: 7 cores, 6656 MiB RAM and 3 instances. ' +
@@ -83,9 +83,9 @@ describe('auditQuota', () => {
     nova.addServer({ flavorId: '3' });
     const a = await auditQuota(clientFor(nova, { microversion: '2.47' }), { checkGhosts: false });
     expect(a.resources.cores.counted).toBe(8);
-    expect(a.resources.ram.counted).toBe(8192);
+    expect(a.resources.ramMiB.counted).toBe(8192);
     expect(nova.requestsTo('GET', /^\/flavors/)).toHaveLength(0);
-    expect(a.servers.map((s) => [s.vcpus, s.ram])).toEqual([
+    expect(a.servers.map((s) => [s.cores, s.ramMiB])).toEqual([
       [4, 4096],
       [4, 4096],
     ]);
@@ -99,13 +99,15 @@ describe('auditQuota', () => {
     expect(a.stable).toBe(true);
     expect(a.servers).toEqual([]);
     expect(a.resources.cores).toMatchObject({ reportedBefore: 8, counted: 0, reportedAfter: 8, drift: 8, verdict: 'over-reported' });
-    expect(a.resources.ram).toMatchObject({ drift: 4096, verdict: 'over-reported' });
+    expect(a.resources.ramMiB).toMatchObject({ drift: 4096, verdict: 'over-reported' });
     expect(a.resources.instances).toMatchObject({ drift: 2, verdict: 'over-reported' });
     expect(a.summary).toBe(
       'Nova reports 8 cores, 4096 MiB RAM and 2 instances more than the 0 listed servers hold ' +
         '(8 cores reported, 0 counted; 4096 MiB RAM reported, 0 counted; 2 instances reported, 0 counted): ' +
-        'that quota is held by nothing the listing shows, and blocks creates until the usage is corrected.',
+        'that quota is held by nothing the listing shows, and blocks creates until the usage is corrected. ' +
+        'An operator must act: stale-usage.',
     );
+    expect(a.needsOperator).toBe(true);
   });
 
   it('under-reported: Nova counts less than the listed servers hold', async () => {
@@ -116,7 +118,7 @@ describe('auditQuota', () => {
     const a = await auditQuota(clientFor(nova));
     expect(a.verdict).toBe('under-reported');
     expect(a.resources.cores).toMatchObject({ reportedBefore: 2, counted: 4, reportedAfter: 2, drift: -2, verdict: 'under-reported' });
-    expect(a.resources.ram).toMatchObject({ reportedBefore: 2048, counted: 4096, drift: -2048 });
+    expect(a.resources.ramMiB).toMatchObject({ reportedBefore: 2048, counted: 4096, drift: -2048 });
     expect(a.resources.instances).toMatchObject({ reportedBefore: 1, counted: 2, drift: -1 });
     expect(a.summary).toMatch(/^Nova reports 2 cores, 2048 MiB RAM and 1 instance less than the 2 listed servers hold/);
   });
@@ -127,7 +129,7 @@ describe('auditQuota', () => {
     nova.setUsageDrift({ cores: 3 });
     const a = await auditQuota(clientFor(nova));
     expect(a.verdict).toBe('over-reported');
-    expect([a.resources.cores.verdict, a.resources.ram.verdict, a.resources.instances.verdict]).toEqual(['over-reported', 'consistent', 'consistent']);
+    expect([a.resources.cores.verdict, a.resources.ramMiB.verdict, a.resources.instances.verdict]).toEqual(['over-reported', 'consistent', 'consistent']);
     expect(a.resources.cores.drift).toBe(3);
   });
 
@@ -146,7 +148,7 @@ describe('auditQuota', () => {
     expect(a.resources.instances).toMatchObject({ reportedBefore: 2, counted: 1, reportedAfter: 1, drift: null });
     expect(a.servers.map((s) => s.id)).toEqual([keep]);
     expect(a.summary).toBe(
-      'Reported usage changed while the servers were listed (cores 4 → 2, ram 4096 → 2048, instances 2 → 1): ' +
+      'Reported usage changed while the servers were listed (cores 4 → 2, ramMiB 4096 → 2048, instances 2 → 1): ' +
         'servers were created or deleted during the audit, so the count cannot be compared; run it again when the fleet is quiet.',
     );
   });
@@ -163,7 +165,7 @@ describe('auditQuota', () => {
     expect(a.verdict).toBe('inconclusive');
     expect(a.resources.cores).toMatchObject({ reportedBefore: 1, counted: 1, reportedAfter: 7, drift: null });
     // the resources that did not change are still judged
-    expect(a.resources.ram).toMatchObject({ drift: 0, verdict: 'consistent' });
+    expect(a.resources.ramMiB).toMatchObject({ drift: 0, verdict: 'consistent' });
   });
 
   it('ghosts: a listed server whose own GET answers 404 is reported with its share of the count', async () => {
@@ -173,11 +175,14 @@ describe('auditQuota', () => {
     nova.makeGhost(ghost);
     const a = await auditQuota(clientFor(nova), { now });
     expect(a.ghosts).toHaveLength(1);
-    expect(a.ghosts[0]).toMatchObject({ id: ghost, name: 'phantom', status: 'ACTIVE', vcpus: 4, ram: 4096, ageMs: 90_000 });
+    expect(a.ghosts[0]).toMatchObject({ id: ghost, name: 'phantom', status: 'ACTIVE', cores: 4, ramMiB: 4096, ageMs: 90_000 });
     expect(a.ghosts[0]!.requestId).toMatch(/^req-/);
     expect(a.resources.cores).toMatchObject({ counted: 5, countedInGhosts: 4, reportedBefore: 5 });
     expect(a.verdict).toBe('consistent');
-    expect(a.summary).toBe('Reported usage matches the 2 listed servers: 5 cores, 4608 MiB RAM and 2 instances. 1 listed server answers 404 on its own GET (ghosts).');
+    expect(a.summary).toBe(
+      `Reported usage matches the 2 listed servers: 5 cores, 4608 MiB RAM and 2 instances. 1 listed server answers 404 on its own GET (ghosts). An operator must act: orphan-mapping (${ghost}).`,
+    );
+    expect(a.needsOperator).toBe(true);
   });
 
   it('checkGhosts: false sends no per-server GET', async () => {
@@ -268,7 +273,7 @@ describe('auditQuota', () => {
     const a = await audit;
     expect(a.stable).toBe(true);
     expect(a.verdict).toBe('consistent');
-    expect(a.readings.quotaSetBefore?.used).toEqual({ cores: 1, ram: 512, instances: 1 });
+    expect(a.readings.quotaSetBefore?.used).toEqual({ cores: 1, ramMiB: 512, instances: 1 });
     expect(a.readings.quotaSetAfter).toBeUndefined();
     expect(a.notes).toHaveLength(1);
     expect(a.notes[0]).toMatch(/^quota-set detail not readable \(403\): /);

@@ -165,7 +165,7 @@ describe('auditQuota: servers never scheduled (NoValidHost, cell0)', () => {
     nova.setUsageDrift({ cores: -2, ram: -2048 });
     const a = await settle(auditQuota(clientFor(nova)));
     expect(a.resources.cores).toMatchObject({ reportedBefore: 1, counted: 3, drift: -2, verdict: 'consistent' });
-    expect(a.resources.ram).toMatchObject({ reportedBefore: 512, counted: 2560, drift: -2048, verdict: 'consistent' });
+    expect(a.resources.ramMiB).toMatchObject({ reportedBefore: 512, counted: 2560, drift: -2048, verdict: 'consistent' });
     expect(a.resources.instances).toMatchObject({ reportedBefore: 2, counted: 2, drift: 0, verdict: 'consistent' });
     expect(a.verdict).toBe('consistent');
     expect(a.summary).toMatch(/servers never scheduled \(no valid host: no cores or RAM under counting from placement\)/);

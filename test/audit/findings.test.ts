@@ -23,7 +23,7 @@ describe('audit findings (FakeNova causes)', () => {
     nova.causes.breakMapping(id);
     const a = await audit(clientFor(nova));
     const f = find(a.findings, 'orphan-mapping');
-    expect(f).toMatchObject({ serverIds: [id], transient: false, holds: { cores: 2, ram: 2048, instances: 1 } });
+    expect(f).toMatchObject({ serverIds: [id], transient: false, holds: { cores: 2, ramMiB: 2048, instances: 1 } });
     expect(f.operatorCan).toMatch(/nova-manage cell_v2 verify_instance/);
     expect(f.projectCan).toMatch(/DELETE answers 404/);
   });
@@ -37,7 +37,7 @@ describe('audit findings (FakeNova causes)', () => {
     expect(a.resources.cores).toMatchObject({ reportedBefore: 4, counted: 4, verdict: 'consistent' });
     expect(a.verdict).toBe('consistent');
     const f = find(a.findings, 'stuck-deleting');
-    expect(f).toMatchObject({ serverIds: [id], transient: false, holds: { cores: 4, ram: 4096, instances: 1 } });
+    expect(f).toMatchObject({ serverIds: [id], transient: false, holds: { cores: 4, ramMiB: 4096, instances: 1 } });
     expect(f.projectCan).toMatch(/force-delete/);
     expect(f.operatorCan).toMatch(/archive_deleted_rows/);
   });
@@ -59,7 +59,7 @@ describe('audit findings (FakeNova causes)', () => {
     const a = await audit(clientFor(nova));
     expect(a.countingModel).toMatchObject({ model: 'placement', basis: 'inferred' });
     expect(a.resources.cores).toMatchObject({ reportedBefore: 1, counted: 5, verdict: 'consistent' });
-    expect(find(a.findings, 'never-scheduled')).toMatchObject({ serverIds: [id], holds: { cores: 0, ram: 0, instances: 1 } });
+    expect(find(a.findings, 'never-scheduled')).toMatchObject({ serverIds: [id], holds: { cores: 0, ramMiB: 0, instances: 1 } });
     expect(a.servers.find((s) => s.id === id)?.why).toMatch(/never scheduled/);
   });
 
@@ -69,7 +69,7 @@ describe('audit findings (FakeNova causes)', () => {
     const id = nova.causes.addNeverScheduled({ flavorId: '3' });
     const a = await audit(clientFor(nova));
     expect(a.countingModel).toMatchObject({ model: 'legacy', basis: 'inferred', misfits: { legacy: 0, placement: 2 } });
-    expect(find(a.findings, 'never-scheduled')).toMatchObject({ serverIds: [id], holds: { cores: 4, ram: 4096, instances: 1 } });
+    expect(find(a.findings, 'never-scheduled')).toMatchObject({ serverIds: [id], holds: { cores: 4, ramMiB: 4096, instances: 1 } });
     expect(find(a.findings, 'never-scheduled').projectCan).toMatch(/^delete it/);
   });
 
@@ -82,7 +82,7 @@ describe('audit findings (FakeNova causes)', () => {
     const a = await audit(clientFor(nova));
     expect(a.countingModel.model).toBe('placement');
     expect(a.resources.cores).toMatchObject({ reportedBefore: 1 });
-    expect(find(a.findings, 'shelved')).toMatchObject({ serverIds: [id], holds: { cores: 0, ram: 0, instances: 1 }, projectCan: 'unshelve or delete it' });
+    expect(find(a.findings, 'shelved')).toMatchObject({ serverIds: [id], holds: { cores: 0, ramMiB: 0, instances: 1 }, projectCan: 'unshelve or delete it' });
   });
 
   it('resize-double: VERIFY_RESIZE holds the old and the new flavor under placement; told the model, no stale usage', async () => {
@@ -93,7 +93,7 @@ describe('audit findings (FakeNova causes)', () => {
     const a = await audit(clientFor(nova), { countingModel: 'placement' });
     expect(a.resources.cores).toMatchObject({ reportedBefore: 3, counted: 2 });
     expect(a.countingModel).toMatchObject({ model: 'placement', basis: 'given' });
-    expect(find(a.findings, 'resize-double')).toMatchObject({ serverIds: [id], holds: { cores: 2, ram: 2048, instances: 1 } });
+    expect(find(a.findings, 'resize-double')).toMatchObject({ serverIds: [id], holds: { cores: 2, ramMiB: 2048, instances: 1 } });
     expect(kinds(a.findings)).not.toContain('stale-usage');
     // the old flavor's share is what placement counting holds, not over-reporting
     expect(a.resources.cores).toMatchObject({ drift: 1, verdict: 'consistent' });
@@ -108,7 +108,7 @@ describe('audit findings (FakeNova causes)', () => {
     nova.causes.countUsageFromPlacement(true);
     const a = await audit(clientFor(nova), { countingModel: 'legacy' });
     expect(a.resources.cores).toMatchObject({ drift: 1, verdict: 'over-reported' });
-    expect(find(a.findings, 'stale-usage').holds).toEqual({ cores: 1, ram: 512, instances: 0 });
+    expect(find(a.findings, 'stale-usage').holds).toEqual({ cores: 1, ramMiB: 512, instances: 0 });
   });
 
   it('down-cell: a stub at 2.69 makes the audit partial; legacy counting leaves the server out', async () => {
@@ -139,7 +139,7 @@ describe('audit findings (FakeNova causes)', () => {
     nova.causes.staleUsage({ cores: 8, ram: 4096, instances: 2 });
     const a = await audit(clientFor(nova));
     expect(a.verdict).toBe('over-reported');
-    expect(find(a.findings, 'stale-usage')).toMatchObject({ serverIds: [], holds: { cores: 8, ram: 4096, instances: 2 } });
+    expect(find(a.findings, 'stale-usage')).toMatchObject({ serverIds: [], holds: { cores: 8, ramMiB: 4096, instances: 2 } });
     expect(find(a.findings, 'stale-usage').operatorCan).toMatch(/archive_deleted_rows/);
   });
 
@@ -150,7 +150,7 @@ describe('audit findings (FakeNova causes)', () => {
     nova.causes.leakAllocation({ cores: 2, ram: 2048 });
     const a = await audit(clientFor(nova), { countingModel: 'placement' });
     const f = find(a.findings, 'stale-usage');
-    expect(f.holds).toEqual({ cores: 2, ram: 2048, instances: 0 });
+    expect(f.holds).toEqual({ cores: 2, ramMiB: 2048, instances: 0 });
     expect(f.operatorCan).toMatch(/nova-manage placement audit --delete/);
     expect(a.placementUsage).toMatch(/^not read: no readPlacementUsages given/);
     expect(kinds(a.findings)).not.toContain('leaked-allocation');
@@ -170,7 +170,7 @@ describe('audit findings (FakeNova causes)', () => {
     expect(seen).toEqual([nova.projectId]);
     expect(a.placementUsage).toBe('read: 3 VCPU, 2560 MEMORY_MB allocated');
     const f = find(a.findings, 'leaked-allocation');
-    expect(f).toMatchObject({ serverIds: [], transient: false, holds: { cores: 2, ram: 2048, instances: 0 } });
+    expect(f).toMatchObject({ serverIds: [], transient: false, holds: { cores: 2, ramMiB: 2048, instances: 0 } });
     expect(f.operatorCan).toMatch(/nova-manage placement audit --delete/);
     // legacy counting (the fake's default) does not count the leak: Nova's numbers are right
     expect(a.verdict).toBe('consistent');
@@ -181,7 +181,7 @@ describe('audit findings (FakeNova causes)', () => {
     nova.addServer({ flavorId: '2' });
     nova.causes.leakAllocation({ cores: -2, ram: -2048 });
     const a = await audit(clientFor(nova), { readPlacementUsages: () => Promise.resolve(nova.causes.placementUsages()) });
-    expect(find(a.findings, 'leaked-allocation')).toMatchObject({ holds: { cores: -2, ram: -2048, instances: 0 }, operatorCan: '`nova-manage placement heal_allocations`' });
+    expect(find(a.findings, 'leaked-allocation')).toMatchObject({ holds: { cores: -2, ramMiB: -2048, instances: 0 }, operatorCan: '`nova-manage placement heal_allocations`' });
     const b = await audit(clientFor(nova), { readPlacementUsages: () => Promise.reject(new Error('403 Forbidden')) });
     expect(b.placementUsage).toBe('not read: 403 Forbidden');
     expect(kinds(b.findings)).not.toContain('leaked-allocation');
@@ -193,7 +193,7 @@ describe('audit findings (FakeNova causes)', () => {
     const other = nova.addServer({ flavorId: '2', name: 'someone-else' }).id;
     const a = await audit(clientFor(nova), { ownedBy: (s) => s.name !== 'someone-else' });
     expect(find(a.findings, 'build-in-flight')).toMatchObject({ serverIds: [build], transient: true });
-    expect(find(a.findings, 'foreign-usage')).toMatchObject({ serverIds: [other], holds: { cores: 2, ram: 2048, instances: 1 } });
+    expect(find(a.findings, 'foreign-usage')).toMatchObject({ serverIds: [other], holds: { cores: 2, ramMiB: 2048, instances: 1 } });
   });
 
   it('a quiet, consistent project has no findings', async () => {

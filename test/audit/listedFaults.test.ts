@@ -32,7 +32,7 @@ describe('the fault of a server never scheduled', () => {
 
     expect(a.unscheduled.map((s) => s.id)).toEqual([id]);
     expect(a.findings.map((f) => [f.kind, f.serverIds])).toEqual([['never-scheduled', [id]]]);
-    expect(a.findings[0]!.holds).toEqual({ cores: 2, ram: 2048, instances: 1 });
+    expect(a.findings[0]!.holds).toEqual({ cores: 2, ramMiB: 2048, instances: 1 });
     // One GET per listed server (the ghost check), none more.
     expect(nova.requestsTo('GET', GET_ONE)).toHaveLength(2);
   });

@@ -1,6 +1,7 @@
 /** `watchQuota` on fake timers: samples at the interval, drift that settles versus drift that stays. */
 import { describe, expect, it } from 'vitest';
-import { driftTrend, ValidationError, watchQuota } from '../../src/index.js';
+import { ValidationError, watchQuota } from '../../src/index.js';
+import { driftTrend } from '../../src/audit/watch.js';
 import { clientFor, fakeMs, settle, startNova, useFakeClock } from '../helpers.js';
 
 useFakeClock();
@@ -28,7 +29,7 @@ describe('watchQuota', () => {
     expect(nova.requestsTo('GET', '/servers/detail').map((r) => r.timeMs - nova.requests[0]!.timeMs)).toEqual([0, 30_000, 60_000]);
     expect(w.samples.map((s) => s.drift.cores)).toEqual([8, 8, 8]);
     expect(w.samples.map((s) => s.counted.instances)).toEqual([2, 1, 1]);
-    expect(w.trend).toEqual({ cores: 'persistent', ram: 'none', instances: 'none' });
+    expect(w.trend).toEqual({ cores: 'persistent', ramMiB: 'none', instances: 'none' });
     expect(w.persistent).toEqual([{ kind: 'stale-usage', serverId: undefined }]);
     expect(w.settled).toEqual([{ kind: 'delete-in-flight', serverId: deleting }]);
     expect(w.last.verdict).toBe('over-reported');

@@ -1,3 +1,4 @@
+import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { parseInterval } from '../../src/cli/common.js';
 import { registerQuotaAuditCommand } from '../../src/cli/quotaAudit.js';
@@ -19,7 +20,7 @@ describe('nova-guard quota audit', () => {
     expect(lines.slice(2, 6)).toEqual([
       'resource   reported before  counted  reported after  limit  drift  verdict',
       'cores      3                3        3               20     0      consistent',
-      'ram (MiB)  2560             2560     2560            51200  0      consistent',
+      'ramMiB     2560             2560     2560            51200  0      consistent',
       'instances  2                2        2               10     0      consistent',
     ]);
     expect(r.stdout).toContain('Servers by status: ACTIVE 1, BUILD 1');
@@ -29,13 +30,13 @@ describe('nova-guard quota audit', () => {
     expect(lines[lines.length - 1]).toBe('Verdict: consistent. Reported usage matches the 2 listed servers: 3 cores, 2560 MiB RAM and 2 instances.');
   });
 
-  it('drift: exits 3 and says over-reported; ghosts are listed', async () => {
+  it('drift with a ghost and usage no server holds: says over-reported, lists the ghost, and exits 5 (an operator must act)', async () => {
     const nova = await startNova();
     const ghost = nova.addServer({ name: 'lost', flavorId: '1' }).id;
     nova.makeGhost(ghost);
     nova.setUsageDrift({ cores: 4 });
     const r = await audit(clientFor(nova), []);
-    expect(r.exitCode).toBe(3);
+    expect(r.exitCode).toBe(5);
     expect(r.stdout).toContain('cores      5                1        5               20     +4     over-reported');
     expect(r.stdout).toContain('Ghosts (listed, but GET answers 404): 1');
     expect(r.stdout).toContain(`  ${ghost}  lost  ACTIVE  1      512`);
@@ -77,7 +78,7 @@ describe('nova-guard quota audit', () => {
     expect(r.exitCode).toBe(4);
     expect(r.stdout).toContain('readings CHANGED during the audit');
     expect(r.stdout).toContain('cores      2                1        1               20     ?      inconclusive');
-    expect(r.stdout).toMatch(/\nVerdict: inconclusive\. Reported usage changed while the servers were listed \(cores 2 → 1, ram 1024 → 512, instances 2 → 1\)/);
+    expect(r.stdout).toMatch(/\nVerdict: inconclusive\. Reported usage changed while the servers were listed \(cores 2 → 1, ramMiB 1024 → 512, instances 2 → 1\)/);
   });
 
   it('unstable on the first attempt, stable on the second: exits 0', async () => {
@@ -112,10 +113,10 @@ describe('nova-guard quota audit', () => {
     nova.setUsageDrift({ cores: 4 });
     const client = clientFor(nova);
     const value = await audit(client, ['-f', 'value', '--no-ghosts']);
-    expect(value.exitCode).toBe(3);
-    expect(value.stdout).toBe('cores 6 2 6 20 4 over-reported\nram 2048 2048 2048 51200 0 consistent\ninstances 1 1 1 -1 0 consistent');
+    expect(value.exitCode).toBe(5);
+    expect(value.stdout).toBe('cores 6 2 6 20 4 over-reported\nramMiB 2048 2048 2048 51200 0 consistent\ninstances 1 1 1 -1 0 consistent');
     const yaml = await audit(client, ['-f', 'yaml', '-c', 'Resource', '-c', 'Drift', '--no-ghosts']);
-    expect(yaml.stdout).toBe('- Drift: 4\n  Resource: cores\n- Drift: 0\n  Resource: ram\n- Drift: 0\n  Resource: instances');
+    expect(yaml.stdout).toBe('- Drift: 4\n  Resource: cores\n- Drift: 0\n  Resource: ramMiB\n- Drift: 0\n  Resource: instances');
     const json = await audit(client, ['-f', 'json', '--noindent', '--no-ghosts']);
     expect(json.stdout.split('\n')).toHaveLength(1);
     expect((JSON.parse(json.stdout) as { verdict: string; resources: { instances: { limit: number } } })).toMatchObject({ verdict: 'over-reported', resources: { instances: { limit: -1 } } });
@@ -153,5 +154,45 @@ describe('nova-guard quota audit', () => {
     await expect(audit(clientFor(nova), ['--watch', '-c', 'Drift'])).rejects.toThrow(ValidationError);
     await expect(audit(clientFor(nova), ['--ghost-concurrency', 'x'])).rejects.toThrow(ValidationError);
     expect(nova.requests).toHaveLength(0);
+  });
+
+  it('an orphaned mapping with consistent numbers: the verdict says consistent, but the exit code is 5 (an operator must act), and the help says so', async () => {
+    const nova = await startNova();
+    nova.addServer({ name: 'ok', flavorId: '1' });
+    const orphan = nova.addServer({ name: 'orphan', flavorId: '2' }).id;
+    nova.makeGhost(orphan);
+    const r = await audit(clientFor(nova), []);
+    expect(r.stdout).toMatch(/\nVerdict: consistent\. /);
+    expect(r.stdout).toContain(`An operator must act: orphan-mapping (${orphan}).`);
+    expect(r.exitCode).toBe(5);
+    const json = await audit(clientFor(nova), ['--json']);
+    expect(json.exitCode).toBe(5);
+    expect(JSON.parse(json.stdout)).toMatchObject({ verdict: 'consistent', needsOperator: true, findings: [{ kind: 'orphan-mapping', needsOperator: true, serverIds: [orphan] }] });
+    const quota = new Command('quota');
+    registerQuotaAuditCommand(quota, () => Promise.resolve(clientFor(nova)));
+    expect(quota.commands.find((c) => c.name() === 'audit')!.helpInformation()).toMatch(/exit 5 an operator must act \(orphaned mapping, stuck delete or build/);
+  });
+
+  it('a server in BUILD past stuckBuildAfterMs (1 h) since its creation is stuck-build: exit 5; a younger one is build-in-flight: exit 0', async () => {
+    const nova = await startNova();
+    nova.addServer({ name: 'ok', flavorId: '1' });
+    const young = nova.addServer({ name: 'young', flavorId: '1', status: 'BUILD', taskState: 'spawning', createdMs: Date.now() - 50 * 60_000 }).id;
+    const first = await audit(clientFor(nova), ['--json', '--no-ghosts']);
+    expect(JSON.parse(first.stdout)).toMatchObject({ verdict: 'consistent', needsOperator: false, findings: [{ kind: 'build-in-flight', serverIds: [young], transient: true }] });
+    expect(first.exitCode).toBe(0);
+    const stuck = nova.addServer({ name: 'stuck', flavorId: '1', status: 'BUILD', taskState: 'spawning', createdMs: Date.now() - 2 * 3600_000 }).id;
+    const r = await audit(clientFor(nova), ['--json', '--no-ghosts']);
+    const a = JSON.parse(r.stdout) as { verdict: string; findings: Array<{ kind: string; serverIds: string[]; needsOperator: boolean; transient: boolean }> };
+    expect(a.verdict).toBe('consistent');
+    expect(a.findings.map((f) => [f.kind, f.serverIds, f.transient, f.needsOperator])).toEqual([
+      ['build-in-flight', [young], true, false],
+      ['stuck-build', [stuck], false, true],
+    ]);
+    expect(r.exitCode).toBe(5);
+    // --stuck-build-after moves the bound: a 3 h one keeps both builds in flight.
+    const later = await audit(clientFor(nova), ['--json', '--no-ghosts', '--stuck-build-after', '3h']);
+    expect((JSON.parse(later.stdout) as { findings: Array<{ kind: string }> }).findings.map((f) => f.kind)).toEqual(['build-in-flight']);
+    expect(later.exitCode).toBe(0);
+    await expect(audit(clientFor(nova), ['--stuck-build-after', 'soon'])).rejects.toThrow(/--stuck-build-after must be a positive duration/);
   });
 });

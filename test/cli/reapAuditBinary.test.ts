@@ -111,7 +111,7 @@ describe('quota audit: output formats and durations', () => {
         '  Limit: 51200',
         '  Reported After: 2048',
         '  Reported Before: 2048',
-        '  Resource: ram',
+        '  Resource: ramMiB',
         '  Verdict: consistent',
         '- Counted: 1',
         '  Drift: 0',
@@ -124,13 +124,13 @@ describe('quota audit: output formats and durations', () => {
     );
   });
 
-  it('-f value -c Resource -c Drift -c Verdict: a line per resource; drift keeps exit 3', async () => {
+  it('-f value -c Resource -c Drift -c Verdict: a line per resource; usage no server holds exits 5', async () => {
     const nova = await startNova();
     nova.addServer({ flavorId: '1' });
     nova.setUsageDrift({ cores: 4 });
     const r = await runPiped(['quota', 'audit', '-f', 'value', '-c', 'Resource', '-c', 'Drift', '-c', 'Verdict', '--no-ghosts'], envOf(nova));
-    expect(r.code).toBe(3);
-    expect(r.stdout.trimEnd()).toBe('cores 4 over-reported\nram 0 consistent\ninstances 0 consistent');
+    expect(r.code).toBe(5);
+    expect(r.stdout.trimEnd()).toBe('cores 4 over-reported\nramMiB 0 consistent\ninstances 0 consistent');
   });
 
   it('-f json is --json (the whole audit); --noindent prints it on one line', async () => {

@@ -4,7 +4,8 @@
  * 404 naming the server, every call settled by its deadline, nothing left running.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { AbortError, DeleteFailedError, DeleteTimeoutError, NotFoundError, systemClock, waitForDelete } from '../../src/index.js';
+import { AbortError, DeleteFailedError, DeleteTimeoutError, NotFoundError, waitForDelete } from '../../src/index.js';
+import { systemClock } from '../../src/core/clock.js';
 import { hostileSetup, reply, settle } from './support/hostile.js';
 
 const T0 = Date.UTC(2026, 11, 1, 12, 0, 0);

@@ -3,7 +3,8 @@
  * means. A scripted Nova answers through an axios adapter under a real NovaClient.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { AbortError, DeleteTimeoutError, InvalidResponseError, NotFoundError, NovaClient, systemClock, waitForDelete, type NovaClientOptions } from '../../src/index.js';
+import { AbortError, DeleteTimeoutError, InvalidResponseError, NotFoundError, NovaClient, waitForDelete, type NovaClientOptions } from '../../src/index.js';
+import { systemClock } from '../../src/core/clock.js';
 import { ScriptedNova, type Seen } from './support/scriptedNova.js';
 
 const T0 = Date.UTC(2026, 11, 1, 12, 0, 0);

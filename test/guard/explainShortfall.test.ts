@@ -27,7 +27,7 @@ describe('QuotaWaitTimeoutError says why the create did not fit', () => {
     nova.causes.staleUsage({ cores: 4 });
     const e = await timeout(nova);
     expect(e.shortfallCause).toBe('wrong-books');
-    expect(e.finding).toMatchObject({ kind: 'stale-usage', transient: false, serverIds: [], holds: { cores: 4, ram: 0, instances: 0 } });
+    expect(e.finding).toMatchObject({ kind: 'stale-usage', transient: false, serverIds: [], holds: { cores: 4, ramMiB: 0, instances: 0 } });
     expect(e.finding!.operatorCan).toContain('nova-manage');
     expect(e.message).toContain("Nova's books are wrong (stale-usage)");
     // One listing at the timeout, and one on each 5th wait before it.
@@ -42,7 +42,7 @@ describe('QuotaWaitTimeoutError says why the create did not fit', () => {
     await settle(new Promise((r) => setTimeout(r, 1000)));
     const e = await timeout(nova);
     expect(e.shortfallCause).toBe('wrong-books');
-    expect(e.finding).toMatchObject({ kind: 'stuck-deleting', serverIds: [stuck], holds: { cores: 2, ram: 2048, instances: 1 } });
+    expect(e.finding).toMatchObject({ kind: 'stuck-deleting', serverIds: [stuck], holds: { cores: 2, ramMiB: 2048, instances: 1 } });
   });
 
   it('a busy fleet (live servers hold the quota): busy-fleet, no finding', async () => {

@@ -10,7 +10,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ForbiddenError, NovaApiError, NovaGuardError, QuotaExceededError, RateLimitError, RequestTooLargeError } from '../../src/errors/index.js';
-import { QuotaWaitTimeoutError } from '../../src/guard/index.js';
+import { QuotaNeverFitsError, QuotaWaitTimeoutError } from '../../src/guard/index.js';
 import type { QuotaRetryInfo, QuotaWaitInfo } from '../../src/guard/quotaGuard.js';
 import { body, guardFor, limitsAndPosts, limitsBody, liveServers, posts, quota403, startNova } from './fixtures.js';
 import { rejection, runUntil, settle, useFakeClock } from '../helpers.js';
@@ -308,14 +308,17 @@ describe('-1, 0 and used > max', () => {
     expect(Math.abs(h.readAtMs - Date.now())).toBeLessThan(1000);
   });
 
-  it('maxTotalCores 0 → permanent QuotaExceededError at once, 0 POSTs', async () => {
+  it('maxTotalCores 0 → QuotaNeverFitsError (the guard\'s verdict, no status) at once, 0 POSTs', async () => {
     const nova = await startNova({ maxTotalCores: 0 });
     const guard = guardFor(nova);
     const err = await rejection(settle(guard.createServer(body('x'))));
-    expect(err).toBeInstanceOf(QuotaExceededError);
-    expect(err).not.toBeInstanceOf(QuotaWaitTimeoutError);
-    expect((err as QuotaExceededError).permanent).toBe(true);
-    expect((err as QuotaExceededError).resources).toEqual([{ name: 'cores', requested: 2, used: 0, allowed: 0 }]);
+    expect(err).toBeInstanceOf(QuotaNeverFitsError);
+    expect(err).toBeInstanceOf(NovaGuardError);
+    expect(err).not.toBeInstanceOf(NovaApiError);
+    expect(err).not.toHaveProperty('status');
+    expect((err as QuotaNeverFitsError).permanent).toBe(true);
+    expect((err as QuotaNeverFitsError).resources).toEqual([{ name: 'cores', requested: 2, used: 0, allowed: 0 }]);
+    expect((err as QuotaNeverFitsError).shortfalls).toEqual([expect.objectContaining({ resource: 'cores', needed: 2, max: 0, used: 0 })]);
     expect(err.message).toContain('maxTotalCores=0 totalCoresUsed=0 requested=2');
     expect(limitsAndPosts(nova)).toEqual(['GET /limits']);
   });
@@ -344,9 +347,10 @@ describe('quota shapes and permanence', () => {
   it('pre-check: 32 cores needed, maxTotalCores 20 → permanent, 0 POSTs', async () => {
     const nova = await startNova({ maxTotalCores: 20 });
     const err = await rejection(settle(guardFor(nova).createServer(body('big'), { needs: { cores: 32, ramMiB: 98304, instances: 1 } })));
-    expect(err).toBeInstanceOf(QuotaExceededError);
-    expect((err as QuotaExceededError).permanent).toBe(true);
-    expect((err as QuotaExceededError).resources).toEqual([
+    expect(err).toBeInstanceOf(QuotaNeverFitsError);
+    expect((err as QuotaNeverFitsError).permanent).toBe(true);
+    expect((err as QuotaNeverFitsError).needs).toEqual({ cores: 32, ramMiB: 98304, instances: 1 });
+    expect((err as QuotaNeverFitsError).resources).toEqual([
       { name: 'cores', requested: 32, used: 0, allowed: 20 },
       { name: 'ram', requested: 98304, used: 0, allowed: 51200 },
     ]);

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AbortError, ConflictError, NovaApiError, NovaGuardError, QuotaExceededError } from '../../src/errors/index.js';
-import { ServerBuildError } from '../../src/guard/index.js';
+import { QuotaBuildFaultError, ServerBuildError } from '../../src/guard/index.js';
 import type { QuotaRetryInfo } from '../../src/guard/quotaGuard.js';
 import { body, guardFor, limitsAndPosts, liveServers, posts, startNova } from './fixtures.js';
 import { rejection, settle, useFakeClock } from '../helpers.js';
@@ -47,8 +47,10 @@ describe('late quota fault (202, then ERROR)', () => {
     expect(liveServers(nova)).toEqual([server.id]);
     expect(retries).toHaveLength(1);
     expect(retries[0]).toMatchObject({ reason: 'late-quota-fault', attempt: 1, serverId: first });
-    const e = retries[0]!.error as QuotaExceededError;
-    expect(e).toBeInstanceOf(QuotaExceededError);
+    const e = retries[0]!.error as QuotaBuildFaultError;
+    expect(e).toBeInstanceOf(QuotaBuildFaultError);
+    expect(e).not.toBeInstanceOf(QuotaExceededError);
+    expect(e.faultMessage).toContain('Quota exceeded for cores');
     expect(e.permanent).toBe(false);
     expect(e.resources).toEqual([{ name: 'cores', requested: 2, used: 20, allowed: 20 }]);
     expect(e.cause).toBeInstanceOf(ServerBuildError);
@@ -76,9 +78,9 @@ describe('late quota fault (202, then ERROR)', () => {
     nova.failCreatesWithQuotaRecheck(10);
     const guard = guardFor(nova, { maxAttempts: 3 });
     const err = await rejection(settle(guard.createServer(body('late3'))));
-    expect(err).toBeInstanceOf(QuotaExceededError);
-    expect((err as QuotaExceededError).permanent).toBe(false);
-    expect((err as QuotaExceededError).serverId).toBe(posts(nova)[2]!.serverId);
+    expect(err).toBeInstanceOf(QuotaBuildFaultError);
+    expect((err as QuotaBuildFaultError).permanent).toBe(false);
+    expect((err as QuotaBuildFaultError).serverId).toBe(posts(nova)[2]!.serverId);
     expect(posts(nova)).toHaveLength(3);
     expect(nova.requestsTo('DELETE', /^\/servers\/[^/]+$/)).toHaveLength(3);
     expect(liveServers(nova)).toEqual([]);

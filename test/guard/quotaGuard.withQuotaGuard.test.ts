@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { NovaClient } from '../../src/nova/client.js';
 import { ForbiddenError, QuotaExceededError, ValidationError } from '../../src/errors/index.js';
 import { QuotaGuard, quotaGuard, QUOTA_GUARD_DEFAULTS, type QuotaRetryInfo } from '../../src/guard/quotaGuard.js';
+import { QuotaNeverFitsError } from '../../src/guard/errors.js';
 import type { Server } from '../../src/core/types.js';
 import { body, clientFor, guardFor, limitsAndPosts, posts, quota403, startNova } from './fixtures.js';
 import { rejection } from '../helpers.js';
@@ -37,9 +38,9 @@ describe('withQuotaGuard', () => {
         calls++;
       }),
     );
-    expect(err).toBeInstanceOf(QuotaExceededError);
-    expect((err as QuotaExceededError).permanent).toBe(true);
-    expect((err as QuotaExceededError).resources).toEqual([{ name: 'cores', requested: 12, used: 0, allowed: 10 }]);
+    expect(err).toBeInstanceOf(QuotaNeverFitsError);
+    expect((err as QuotaNeverFitsError).permanent).toBe(true);
+    expect((err as QuotaNeverFitsError).resources).toEqual([{ name: 'cores', requested: 12, used: 0, allowed: 10 }]);
     expect(calls).toBe(0);
   });
 

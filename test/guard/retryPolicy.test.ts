@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ForbiddenError, NovaNetworkError, QuotaExceededError, RateLimitError } from '../../src/errors/index.js';
-import { QuotaWaitTimeoutError, ServerBuildError } from '../../src/guard/index.js';
+import { QuotaBuildFaultError, QuotaWaitTimeoutError, ServerBuildError } from '../../src/guard/index.js';
 import { planRetry, quotaRetryReasonOf, type FailedAttempt } from '../../src/guard/retryPolicy.js';
 import { QuotaGuard, type QuotaRetryInfo } from '../../src/guard/quotaGuard.js';
 import { FAST, body } from './fixtures.js';
@@ -36,9 +36,11 @@ describe('planRetry', () => {
     expect(planRetry(failed({ error: quota(), remainingMs: 500.2 }), limits)).toMatchObject({ retry: true, delayMs: 501 });
   });
 
-  it('a late quota fault (cause ServerBuildError) is retried as late-quota-fault', () => {
+  it('a late quota fault (QuotaBuildFaultError, cause ServerBuildError) is retried as late-quota-fault; a permanent one is not', () => {
     const cause = new ServerBuildError({ serverId: 's1', reason: 'error', lastStatus: 'ERROR', faultMessage: MSG, elapsedMs: 5, deleted: true });
-    expect(planRetry(failed({ error: quota({ cause }) }), limits)).toMatchObject({ retry: true, consume: true, reason: 'late-quota-fault', delayMs: 2000 });
+    const late = (permanent: boolean): QuotaBuildFaultError => new QuotaBuildFaultError({ serverId: 's1', faultMessage: MSG, resources: [], permanent, cause });
+    expect(planRetry(failed({ error: late(false) }), limits)).toMatchObject({ retry: true, consume: true, reason: 'late-quota-fault', delayMs: 2000 });
+    expect(planRetry(failed({ error: late(true) }), limits)).toMatchObject({ retry: false });
   });
 
   it('a rate-limited POST uses no attempt: the guard waits Retry-After (at least the backoff, growing), p-retry adds nothing', () => {

@@ -10,17 +10,17 @@ import { auditQuota, formatAudit, type NovaClient, type QuotaAudit } from '../..
 import { createActiveServer, createServer, memberClient, project, waitForGone, waitForServer } from './support/realNova.js';
 
 const p = project('audit');
-const LIMITS = { cores: 20, ram: 51200, instances: 10 };
+const LIMITS = { cores: 20, ramMiB: 51200, instances: 10 };
 
 beforeAll(() => p.cleanup());
 afterAll(() => p.cleanup());
 beforeEach(() => p.cleanup());
 
 /** Every resource: reported before = counted = reported after, drift 0. */
-function expectConsistent(audit: QuotaAudit, counted: { cores: number; ram: number; instances: number }, inBuild = { cores: 0, ram: 0, instances: 0 }): void {
+function expectConsistent(audit: QuotaAudit, counted: { cores: number; ramMiB: number; instances: number }, inBuild = { cores: 0, ramMiB: 0, instances: 0 }): void {
   expect(audit.verdict).toBe('consistent');
   expect(audit.stable).toBe(true);
-  for (const r of ['cores', 'ram', 'instances'] as const) {
+  for (const r of ['cores', 'ramMiB', 'instances'] as const) {
     expect(audit.resources[r]).toEqual({
       reportedBefore: counted[r],
       counted: counted[r],
@@ -46,7 +46,7 @@ describe('auditQuota on a real Nova', () => {
   it('an empty project is consistent: nothing reported, nothing listed', async () => {
     const audit = await auditQuota(p.member);
 
-    expectConsistent(audit, { cores: 0, ram: 0, instances: 0 });
+    expectConsistent(audit, { cores: 0, ramMiB: 0, instances: 0 });
     expect(audit.servers).toEqual([]);
     expect(audit.byStatus).toEqual({});
     expect(audit.suspects).toEqual([]);
@@ -59,12 +59,12 @@ describe('auditQuota on a real Nova', () => {
 
     const audit = await auditQuota(p.member);
 
-    expectConsistent(audit, { cores: 3, ram: 2560, instances: 2 });
+    expectConsistent(audit, { cores: 3, ramMiB: 2560, instances: 2 });
     expect(audit.summary).toBe('Reported usage matches the 2 listed servers: 3 cores, 2560 MiB RAM and 2 instances.');
     expect(audit.byStatus).toEqual({ ACTIVE: 2 });
     expect(audit.suspects).toEqual([]);
     expect(audit.pages).toBe(1);
-    expect(audit.servers.map((s) => [s.id, s.status, s.vcpus, s.ram, s.counted]).sort()).toEqual(
+    expect(audit.servers.map((s) => [s.id, s.status, s.cores, s.ramMiB, s.counted]).sort()).toEqual(
       [
         [a.id, 'ACTIVE', 1, 512, true],
         [b.id, 'ACTIVE', 2, 2048, true],
@@ -75,12 +75,12 @@ describe('auditQuota on a real Nova', () => {
       expect(s.ageMs).toBeLessThan(600_000);
     }
     for (const reading of [audit.readings.quotaSetBefore, audit.readings.quotaSetAfter]) {
-      expect(reading).toEqual({ source: 'quota-set-detail', used: { cores: 3, ram: 2560, instances: 2 }, limit: LIMITS });
+      expect(reading).toEqual({ source: 'quota-set-detail', used: { cores: 3, ramMiB: 2560, instances: 2 }, limit: LIMITS });
     }
     expect(audit.readings.limitsBefore.requestId).toMatch(/^req-[0-9a-f-]{36}$/);
     const table = formatAudit(audit);
     expect(table).toMatch(/^cores +3 +3 +3 +20 +0 +consistent$/m);
-    expect(table).toMatch(/^ram \(MiB\) +2560 +2560 +2560 +51200 +0 +consistent$/m);
+    expect(table).toMatch(/^ramMiB +2560 +2560 +2560 +51200 +0 +consistent$/m);
   });
 
   it('a client at microversion 2.1 and one server a page: listed at 2.69 (flavors embedded), the same counts', async () => {
@@ -94,7 +94,7 @@ describe('auditQuota on a real Nova', () => {
 
     expect(audit.verdict).toBe('consistent');
     expect(audit.stable).toBe(true);
-    expect([audit.resources.cores.counted, audit.resources.ram.counted, audit.resources.instances.counted]).toEqual([3, 2560, 2]);
+    expect([audit.resources.cores.counted, audit.resources.ramMiB.counted, audit.resources.instances.counted]).toEqual([3, 2560, 2]);
     expect(audit.resources.cores.drift).toBe(0);
     expect(audit.ghostsChecked).toBe(false);
     // Two full pages of one server each, then the empty page after the last `next` link.
@@ -112,7 +112,7 @@ describe('auditQuota on a real Nova', () => {
 
     const audit = await auditQuota(p.member);
 
-    expectConsistent(audit, { cores: 3, ram: 2560, instances: 2 });
+    expectConsistent(audit, { cores: 3, ramMiB: 2560, instances: 2 });
     expect(audit.byStatus).toEqual({ ERROR: 2 });
     expect(audit.suspects).toEqual([]);
     expect(audit.servers.every((s) => s.counted && s.vmState === 'error' && s.taskState === undefined)).toBe(true);

@@ -7,7 +7,7 @@
  * - two guards (two worker hosts that do not share claims) pass the same headroom check and race: Nova
  *   answers one of them with a 403, or accepts both and puts one or both into ERROR at its quota recheck
  *   (a late quota fault); either way both creates succeed and nothing leaks;
- * - a request above the limit itself: permanent QuotaExceededError, 0 POSTs;
+ * - a request above the limit itself: QuotaNeverFitsError (the guard's verdict), 0 POSTs;
  * - the real policy 403s of `POST /servers` (forced host, requested destination): ForbiddenError after
  *   exactly one POST, never retried;
  * - `onStaleLimits: 'attempt'`: the last try meets Nova's own 403, which is thrown.
@@ -16,8 +16,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   ForbiddenError,
+  QuotaBuildFaultError,
   QuotaExceededError,
   QuotaGuard,
+  QuotaNeverFitsError,
   type NovaClient,
   type QuotaGuardOptions,
   type QuotaRetryInfo,
@@ -159,9 +161,9 @@ describe('QuotaGuard against real quota 403s', () => {
     expect(all.length).toBeGreaterThanOrEqual(1);
     for (const r of all) {
       expect(['quota', 'late-quota-fault']).toContain(r.reason);
-      expect(r.error).toBeInstanceOf(QuotaExceededError);
-      expect((r.error as QuotaExceededError).permanent).toBe(false);
-      expect((r.error as QuotaExceededError).resources.map((x) => x.name)).toContain('cores');
+      expect(r.error).toBeInstanceOf(r.reason === 'quota' ? QuotaExceededError : QuotaBuildFaultError);
+      expect((r.error as QuotaExceededError | QuotaBuildFaultError).permanent).toBe(false);
+      expect((r.error as QuotaExceededError | QuotaBuildFaultError).resources.map((x) => x.name)).toContain('cores');
     }
     for (const [i, g] of guards.entries()) {
       const s = g.stats;
@@ -181,17 +183,17 @@ describe('QuotaGuard against real quota 403s', () => {
     expect(await usage(p.member)).toEqual({ cores: 0, instances: 0, ram: 0 });
   });
 
-  it('a flavor above the core quota itself: permanent QuotaExceededError, 0 POSTs', async () => {
+  it('a flavor above the core quota itself: QuotaNeverFitsError (no status), 0 POSTs', async () => {
     const client = memberClient(p.nova);
     const retries: QuotaRetryInfo[] = [];
     const guard = new QuotaGuard(client, { ...FAST, onRetry: (info) => void retries.push(info) });
 
     const error = await guard.createServer(body('toobig', p.nova.flavors.vcpus4)).catch((e: unknown) => e);
 
-    expect(error).toBeInstanceOf(QuotaExceededError);
-    const e = error as QuotaExceededError;
+    expect(error).toBeInstanceOf(QuotaNeverFitsError);
+    const e = error as QuotaNeverFitsError;
     expect(e.permanent).toBe(true);
-    expect(e.status).toBe(0);
+    expect('status' in e).toBe(false);
     expect(e.resources).toEqual([{ name: 'cores', requested: 4, used: 0, allowed: 2 }]);
     expect(e.message).toMatch(/^Quota can never fit this request \(needed above the limit itself\): /);
     expect(posts(client)).toBe(0);

@@ -14,8 +14,8 @@ import {
   RequestTooLargeError,
   ServerError,
   ValidationError,
-  parseAbsoluteLimits,
 } from '../../src/index.js';
+import { parseAbsoluteLimits } from '../../src/nova/client.js';
 import { clientFor, settle, startNova } from '../helpers.js';
 import { scriptedAdapter, type ScriptedReply } from '../transport/scriptedAdapter.js';
 

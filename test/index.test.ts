@@ -1,0 +1,97 @@
+/**
+ * The main entry (`nova-guard`, src/index.ts) is a small surface with one name per thing: at most 110
+ * exported names (values and types), none of the plumbing under the capabilities, and every name the
+ * README, examples/ and bench/ import.
+ */
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+import * as lib from '../src/index.js';
+
+const INDEX = fileURLToPath(new URL('../src/index.ts', import.meta.url));
+
+let names: string[] | undefined;
+
+/** Every name src/index.ts exports, values and types alike, as the compiler resolves them. */
+function exportedNames(): string[] {
+  names ??= compile();
+  return names;
+}
+
+function compile(): string[] {
+  const program = ts.createProgram([INDEX], { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022, strict: true, noEmit: true });
+  const checker = program.getTypeChecker();
+  const symbol = checker.getSymbolAtLocation(program.getSourceFile(INDEX)!)!;
+  return checker.getExportsOfModule(symbol).map((s) => s.name);
+}
+
+describe('the main entry', () => {
+  it('exports at most 110 names, values and types counted', () => {
+    const all = exportedNames();
+    expect(all.length).toBeGreaterThan(50);
+    expect(all.length).toBeLessThanOrEqual(110);
+  }, 60_000);
+
+  it('leaves the plumbing out: delete engine, option checks, headroom arithmetic, ledger keys, telemetry and logging helpers', () => {
+    const plumbing = [
+      'DeleteEngine',
+      'checkDeleteOptions',
+      'confirmNotFound',
+      'presenceMicroversion',
+      'backoffDelayMs',
+      'computeHeadroom',
+      'checkFit',
+      'describeShortfalls',
+      'CLAIM_ID_KEY',
+      'CLAIM_TOKEN_KEY',
+      'CLAIM_HOLDER_KEY',
+      'LOG_REDACT_PATHS',
+      'withOperation',
+      'newRequestId',
+      'jitteredMs',
+      'timeoutSignal',
+      'onDeleteConfirmed',
+      'parseAbsoluteLimits',
+      'throwIfAborted',
+      'driftTrend',
+      'isPastScheduling',
+      'EXPLAIN_EVERY_WAITS',
+    ];
+    expect(plumbing.filter((n) => n in lib)).toEqual([]);
+  });
+
+  it('one spelling per thing: no alias of ResourceAmounts or QuotaFinding, no second way to build a guard', () => {
+    const all = exportedNames();
+    expect(all).toEqual(expect.arrayContaining(['ResourceAmounts', 'QuotaFinding', 'QuotaFindingKind', 'QuotaGuard']));
+    expect(all.filter((n) => ['QuotaNeeds', 'Usage', 'Finding', 'FindingKind', 'AuditResource', 'quotaGuard'].includes(n))).toEqual([]);
+  }, 60_000);
+
+  it('keeps what the README, examples/ and bench/ import from nova-guard', () => {
+    const used = [
+      'NovaClient',
+      'KeystoneAuth',
+      'QuotaGuard',
+      'auditQuota',
+      'formatAudit',
+      'watchQuota',
+      'reapServers',
+      'Reaper',
+      'readReaperState',
+      'writeReaperState',
+      'waitForActive',
+      'waitForDelete',
+      'deleteServer',
+      'deleteServers',
+      'parseQuotaMessage',
+      'loadCloudConfig',
+      'systemClock',
+      'InProcessQuotaLedger',
+      'NotFoundError',
+      'NovaApiError',
+      'QuotaExceededError',
+      'QuotaNeverFitsError',
+      'QuotaBuildFaultError',
+    ];
+    expect(used.filter((n) => !(n in lib))).toEqual([]);
+  });
+});
