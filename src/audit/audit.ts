@@ -23,7 +23,7 @@
  */
 import pLimit from 'p-limit';
 import type { NovaClient } from '../nova/client.js';
-import { AbortError, AuthError, ForbiddenError, NotFoundError, ValidationError, isAbortError, throwIfAborted } from '../errors/index.js';
+import { AbortError, AuthError, ForbiddenError, NotFoundError, isAbortError, throwIfAborted } from '../errors/index.js';
 import { componentLogger } from '../core/logger.js';
 import {
   AUDIT_RESOURCES,
@@ -41,7 +41,8 @@ import type { QuotaSetDetail, Server } from '../core/types.js';
 import { describeAudit } from './verdict.js';
 import { isServerNotFound } from '../transport/http.js';
 import { timeoutSignal } from '../core/clock.js';
-import { checkDurationMs } from '../core/validate.js';
+import { checkOptions } from '../core/options.js';
+import { AUDIT_QUOTA_SPEC } from './options.js';
 import { NovaApiError } from '../errors/index.js';
 import { presenceMicroversion } from '../delete/observe.js';
 import { holdingOf, inferModel, outside, sumHoldings, neverScheduled } from './model.js';
@@ -81,20 +82,6 @@ function fromQuotaSet(detail: QuotaSetDetail): UsageReading {
   };
 }
 
-function checkOptions(options: AuditQuotaOptions): void {
-  checkDurationMs('timeoutMs', options.timeoutMs, { timer: true });
-  const c = options.ghostCheckConcurrency;
-  if (c !== undefined && (!Number.isInteger(c) || c < 1)) throw new ValidationError(`ghostCheckConcurrency must be a positive integer, got ${String(c)}`);
-  const p = options.pageSize;
-  if (p !== undefined && (!Number.isInteger(p) || p < 1)) throw new ValidationError(`pageSize must be a positive integer, got ${String(p)}`);
-  if (options.now !== undefined && typeof options.now !== 'function') throw new ValidationError('now must be a function returning epoch milliseconds');
-  checkDurationMs('stuckAfterMs', options.stuckAfterMs);
-  const m = options.countingModel;
-  if (m !== undefined && m !== 'legacy' && m !== 'placement' && m !== 'unified-limits') throw new ValidationError(`countingModel must be 'legacy', 'placement' or 'unified-limits', got ${String(m)}`);
-  if (options.readPlacementUsages !== undefined && typeof options.readPlacementUsages !== 'function') throw new ValidationError('readPlacementUsages must be a function');
-  if (options.ownedBy !== undefined && typeof options.ownedBy !== 'function') throw new ValidationError('ownedBy must be a function of a server');
-}
-
 /**
  * Audit the project's quota usage: reported (twice) against counted. Read-only.
  *
@@ -108,7 +95,7 @@ function checkOptions(options: AuditQuotaOptions): void {
  * aborts. A 403/404 on the quota-set detail, an unreadable flavor and a failed ghost GET are noted.
  */
 export async function auditQuota(client: NovaClient, options: AuditQuotaOptions = {}): Promise<QuotaAudit> {
-  checkOptions(options);
+  checkOptions('auditQuota options', options, AUDIT_QUOTA_SPEC);
   throwIfAborted(options.signal);
   const timeoutMs = options.timeoutMs ?? DEFAULT_AUDIT_TIMEOUT_MS;
   const deadline = Number.isFinite(timeoutMs)

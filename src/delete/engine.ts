@@ -25,6 +25,7 @@
 import { currentOperation } from '../core/telemetry.js';
 import { jitteredMs, type Clock, type TimerHandle } from '../core/index.js';
 import { MAX_TIMER_MS } from '../core/validate.js';
+import { checkEngineOptions } from './options.js';
 import { AbortError, OrphanedServerError } from '../errors/index.js';
 import { AbortGroups } from './abortGroups.js';
 import { DeleteLedger } from './ledger.js';
@@ -92,6 +93,7 @@ export class DeleteEngine {
   readonly #presence: PresenceCheck;
 
   constructor(api: ServerApi, options: DeleteEngineOptions = {}) {
+    checkEngineOptions(options);
     this.api = api;
     this.clock = api.clock;
     this.#coalesce = options.coalesce ?? true;

@@ -9,13 +9,13 @@
  * @module
  */
 import { checkDeleteOptions, type DeleteServerOptions } from '../delete/index.js';
-import { checkKnownOptions } from '../core/options.js';
+import { checkKnownOptions, checkOptions, type OptionsSpec } from '../core/options.js';
 import { ValidationError } from '../errors/index.js';
 import type { Headroom, QuotaNeeds, Shortfall } from './headroom.js';
 import type { QuotaFinding, ResourceAmounts } from '../core/types.js';
 import type { ShortfallCause } from './explain.js';
 import type { LoggerOption } from '../core/logger.js';
-import { checkDurationMs } from '../core/validate.js';
+import { checkDurationMs, is } from '../core/validate.js';
 import type { QuotaLedger } from './ledger.js';
 
 /** One wait for headroom, passed to {@link QuotaGuardOptions.onWait}. */
@@ -321,8 +321,24 @@ export function validateOptions(o: QuotaGuardOptions): ResolvedOptions {
   return r;
 }
 
-/** @throws {@link ValidationError} when a given field is negative, not finite, or `instances` is not an integer. */
+/** What `headroom` and `withQuotaGuard` take (see {@link GuardedCallOptions}). */
+export const GUARDED_CALL_SPEC: OptionsSpec<GuardedCallOptions> = { signal: is.signal };
+
+/** What `createServer` takes (see {@link GuardedCreateOptions}); `needs` is checked by {@link validateNeeds}. */
+export const GUARDED_CREATE_SPEC: OptionsSpec<GuardedCreateOptions> = { signal: is.signal, needs: null };
+
+/** The names of a {@link QuotaNeeds}: `ram` or `ramGiB` is refused with "did you mean ramMiB?". */
+const NEEDS_SPEC: OptionsSpec<ResourceAmounts> = { cores: null, ramMiB: null, instances: null };
+
+/** The names of `withQuotaGuard`'s `needs` (see {@link QuotaNeedsSpec}): numbers, or a flavor and a count. */
+export const NEEDS_OR_FLAVOR_SPEC: OptionsSpec<ResourceAmounts & { flavorRef: string; count: number }> = { ...NEEDS_SPEC, flavorRef: null, count: null };
+
+/**
+ * @throws {@link ValidationError} for a name other than `cores`, `ramMiB`, `instances` (naming the
+ * closest), or when a given field is negative, not finite, or `instances` is not an integer.
+ */
 export function validateNeeds(n: Partial<ResourceAmounts>, what: string): void {
+  checkOptions(what, n, NEEDS_SPEC);
   for (const k of ['cores', 'ramMiB', 'instances'] as const) {
     const v = n[k];
     if (v === undefined) continue;

@@ -7,11 +7,11 @@ import type { AxiosAdapter } from 'axios';
 import type { Clock } from '../core/clock.js';
 import type { LoggerOption } from '../core/logger.js';
 import type { AuthProvider } from '../auth/provider.js';
-import type { CloudClientExtras } from '../config/load.js';
-import { checkKnownOptions } from '../core/options.js';
+import { NOVA_CLIENT_OPTION_NAMES, type CloudClientExtras } from '../config/load.js';
+import { checkKnownOptions, checkOptions, type OptionsSpec } from '../core/options.js';
 import { redactUrlSecrets } from '../core/redact.js';
 import { ValidationError } from '../errors/index.js';
-import { checkDurationMs, checkRetryPolicy } from '../core/validate.js';
+import { checkDurationMs, checkRetryPolicy, is, retryPolicyOption } from '../core/validate.js';
 
 /** Retry policy of idempotent requests (GET, DELETE). */
 export interface RetryOptions {
@@ -165,11 +165,51 @@ export const LIST_SERVERS_DEFAULTS = Object.freeze({ maxPages: 1000, timeoutMs: 
  * `timeoutMs` not a positive duration.
  */
 export function checkListServersOptions(options: ListServersOptions): void {
-  const { maxPages } = options;
-  if (maxPages !== undefined && maxPages !== Number.POSITIVE_INFINITY && (!Number.isSafeInteger(maxPages) || maxPages < 1)) {
-    throw new ValidationError(`maxPages must be a positive integer (or Infinity), got ${String(maxPages)}`);
-  }
-  checkDurationMs('timeoutMs', options.timeoutMs, { timer: true });
+  checkOptions('listServers options', options, LIST_SERVERS_SPEC);
+}
+
+/** What every request method takes (see {@link RequestOptions}). */
+const REQUEST_SPEC: OptionsSpec<RequestOptions> = {
+  signal: is.signal,
+  requestTimeoutMs: is.durationMs({ timer: true }),
+  retry: retryPolicyOption,
+  retryOn: is.function,
+  onAttempt: is.function,
+  microversion: is.string({ nonEmpty: true }),
+};
+
+/** What `listServers` and `listServersWithMeta` take (see {@link ListServersOptions}). */
+const LIST_SERVERS_SPEC: OptionsSpec<ListServersOptions> = {
+  ...REQUEST_SPEC,
+  brief: is.boolean,
+  maxPages: (value, name) => {
+    if (value !== Number.POSITIVE_INFINITY && (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)) {
+      throw new ValidationError(`${name} must be a positive integer (or Infinity), got ${String(value)}`);
+    }
+  },
+  timeoutMs: is.durationMs({ timer: true }),
+};
+
+/** What `NovaClient.request` takes (see {@link RawRequest}). */
+export const RAW_REQUEST_SPEC: OptionsSpec<RawRequest> = {
+  ...REQUEST_SPEC,
+  method: is.oneOf(['GET', 'POST', 'PUT', 'DELETE']),
+  path: is.string({ nonEmpty: true }),
+  query: is.object,
+  body: null,
+  acceptStatus: is.arrayOf(is.integer({ min: 100, max: 599 })),
+  serverId: is.string(),
+};
+
+/**
+ * Check the options of one request method (`getServer`, `createServer`, `getLimits`, ...): only
+ * {@link RequestOptions} names (a `method` or `path` there would change the request), each value
+ * of its type.
+ * @param where - The method, for the message (e.g. `getServer`).
+ * @throws {@link ValidationError}
+ */
+export function checkRequestOptions(where: string, options: RequestOptions): void {
+  checkOptions(`${where} options`, options, REQUEST_SPEC);
 }
 
 /** Low-level request description for {@link NovaClient.request}. */
@@ -259,33 +299,16 @@ export const NOVA_CLIENT_DEFAULTS = Object.freeze({
   maxResponseBytes: DEFAULT_MAX_RESPONSE_BYTES,
 });
 
+/** The option names of {@link NovaClientOptions}: any other is refused (a misspelling must not be ignored). */
+const NOVA_CLIENT_OPTION_KEYS = NOVA_CLIENT_OPTION_NAMES;
+/** Compile-time proof that `NOVA_CLIENT_OPTION_NAMES` (kept in `config/load.ts`, below this layer) names every option. */
+type MissingClientOption = Exclude<keyof NovaClientOptions, (typeof NOVA_CLIENT_OPTION_NAMES)[number]>;
+const _everyClientOptionNamed: [MissingClientOption] extends [never] ? true : MissingClientOption = true;
+
 /**
  * Check the options of `NovaClient` before anything is built.
  * @throws {@link ValidationError} naming the option.
  */
-/** The option names of {@link NovaClientOptions}: any other is refused (a misspelling must not be ignored). */
-const NOVA_CLIENT_OPTION_KEYS = [
-  'endpoint',
-  'token',
-  'auth',
-  'projectId',
-  'microversion',
-  'requestTimeoutMs',
-  'retry',
-  'logger',
-  'caCert',
-  'clientCert',
-  'clientKey',
-  'insecure',
-  'userAgent',
-  'maxResponseBytes',
-  'adapter',
-  'clock',
-  'coalesce',
-  'maxRequestsPerSecond',
-  'watchIntervalMs',
-] as const;
-
 export function checkNovaClientOptions(options: NovaClientOptions): void {
   if (!options || typeof options !== 'object') throw new ValidationError('NovaClient needs an options object');
   checkKnownOptions('NovaClient options', options, NOVA_CLIENT_OPTION_KEYS);

@@ -115,6 +115,11 @@ export function urlPassword(url: string | undefined): string | undefined {
   }
 }
 
+/** Refuse a name that is not an option of {@link RedisQuotaLedgerOptions} (naming the closest), as `forClient` does before it asks the client anything. */
+export function checkOptionNames(where: string, options: unknown): void {
+  checkKnownOptions(where, options, KNOWN_OPTIONS);
+}
+
 /**
  * @throws `ValidationError` for an unknown option, neither or both of `url` and `redis` (naming a
  * key given as undefined, e.g. `url: process.env.REDIS_URL` with the variable unset), a URL that is
