@@ -99,7 +99,7 @@ export const is = Object.freeze({
   integer({ min = 0, max = Number.MAX_SAFE_INTEGER }: { min?: number; max?: number } = {}): OptionCheck {
     return (value, name) => {
       if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-        const range = max === Number.MAX_SAFE_INTEGER ? (min === 0 ? 'a non-negative integer' : min === 1 ? 'a positive integer' : `an integer >= ${min}`) : `an integer in [${min}, ${max}]`;
+        const range = max === Number.MAX_SAFE_INTEGER ? (min === 0 ? 'a non-negative integer' : min === 1 ? 'a positive integer' : `an integer of at least ${min}`) : `an integer in [${min}, ${max}]`;
         throw new ValidationError(`${name} must be ${range}, got ${String(value)}`);
       }
     };
@@ -125,12 +125,16 @@ export const is = Object.freeze({
   /** One of `values`. */
   oneOf(values: readonly unknown[]): OptionCheck {
     return (value, name) => {
-      if (!values.includes(value)) throw new ValidationError(`${name} must be one of ${values.map((v) => JSON.stringify(v)).join(', ')}, got ${JSON.stringify(value) ?? String(value)}`);
+      if (!values.includes(value)) {
+        const quoted = values.map((v) => (typeof v === 'string' ? `'${v}'` : String(v)));
+        const list = quoted.length > 1 ? `${quoted.slice(0, -1).join(', ')} or ${quoted[quoted.length - 1]}` : quoted.join('');
+        throw new ValidationError(`${name} must be ${list}, got ${JSON.stringify(value) ?? String(value)}`);
+      }
     };
   },
   /** A function. */
   function: ((value, name) => {
-    if (typeof value !== 'function') throw new ValidationError(`${name} must be a function, got ${typeof value}`);
+    if (typeof value !== 'function') throw new ValidationError(`${name} must be a function`);
   }) as OptionCheck,
   /** An `AbortSignal`. */
   signal: ((value, name) => {

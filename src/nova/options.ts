@@ -8,10 +8,10 @@ import type { Clock } from '../core/clock.js';
 import type { LoggerOption } from '../core/logger.js';
 import type { AuthProvider } from '../auth/provider.js';
 import { NOVA_CLIENT_OPTION_NAMES, type CloudClientExtras } from '../config/load.js';
-import { checkKnownOptions, checkOptions, type OptionsSpec } from '../core/options.js';
+import { checkOptions, type OptionsSpec } from '../core/options.js';
 import { redactUrlSecrets } from '../core/redact.js';
 import { ValidationError } from '../errors/index.js';
-import { checkDurationMs, checkRetryPolicy, is, retryPolicyOption } from '../core/validate.js';
+import { is, retryPolicyOption } from '../core/validate.js';
 
 /** Retry policy of idempotent requests (GET, DELETE). */
 export interface RetryOptions {
@@ -299,8 +299,34 @@ export const NOVA_CLIENT_DEFAULTS = Object.freeze({
   maxResponseBytes: DEFAULT_MAX_RESPONSE_BYTES,
 });
 
-/** The option names of {@link NovaClientOptions}: any other is refused (a misspelling must not be ignored). */
-const NOVA_CLIENT_OPTION_KEYS = NOVA_CLIENT_OPTION_NAMES;
+/**
+ * What {@link NovaClientOptions} takes: any other name is refused (a misspelling must not be
+ * ignored). `token`, `auth`, `endpoint`, `maxResponseBytes` and `microversion` are checked together
+ * by {@link checkNovaClientOptions}; TLS material by the transport.
+ */
+const NOVA_CLIENT_SPEC: OptionsSpec<NovaClientOptions> = {
+  endpoint: null,
+  token: null,
+  auth: null,
+  projectId: null,
+  microversion: null,
+  requestTimeoutMs: is.durationMs({ timer: true }),
+  retry: retryPolicyOption,
+  logger: null,
+  caCert: null,
+  clientCert: null,
+  clientKey: null,
+  insecure: null,
+  userAgent: null,
+  maxResponseBytes: null,
+  adapter: null,
+  clock: null,
+  coalesce: is.boolean,
+  maxRequestsPerSecond: (value, name) => {
+    if (typeof value !== 'number' || Number.isNaN(value) || value <= 0) throw new ValidationError(`${name} must be a positive number (or Infinity), got ${String(value)}`);
+  },
+  watchIntervalMs: is.durationMs({ timer: true }),
+};
 /** Compile-time proof that `NOVA_CLIENT_OPTION_NAMES` (kept in `config/load.ts`, below this layer) names every option. */
 type MissingClientOption = Exclude<keyof NovaClientOptions, (typeof NOVA_CLIENT_OPTION_NAMES)[number]>;
 const _everyClientOptionNamed: [MissingClientOption] extends [never] ? true : MissingClientOption = true;
@@ -311,7 +337,7 @@ const _everyClientOptionNamed: [MissingClientOption] extends [never] ? true : Mi
  */
 export function checkNovaClientOptions(options: NovaClientOptions): void {
   if (!options || typeof options !== 'object') throw new ValidationError('NovaClient needs an options object');
-  checkKnownOptions('NovaClient options', options, NOVA_CLIENT_OPTION_KEYS);
+  checkOptions('NovaClient options', options, NOVA_CLIENT_SPEC);
   const { endpoint, token, auth } = options;
   if (auth && token !== undefined) throw new ValidationError('give either token or auth, not both');
   if (!auth && (typeof token !== 'string' || token.length === 0)) {
@@ -322,16 +348,6 @@ export function checkNovaClientOptions(options: NovaClientOptions): void {
   } else if (!auth?.getEndpoint) {
     throw new ValidationError('NovaClient needs an endpoint (or an auth provider with a service catalog)');
   }
-  checkDurationMs('requestTimeoutMs', options.requestTimeoutMs, { timer: true });
-  checkDurationMs('watchIntervalMs', options.watchIntervalMs, { timer: true });
-  const rps = options.maxRequestsPerSecond;
-  if (rps !== undefined && (typeof rps !== 'number' || Number.isNaN(rps) || rps <= 0)) {
-    throw new ValidationError(`maxRequestsPerSecond must be a positive number (or Infinity), got ${String(rps)}`);
-  }
-  if (options.coalesce !== undefined && typeof options.coalesce !== 'boolean') {
-    throw new ValidationError(`coalesce must be a boolean, got ${String(options.coalesce)}`);
-  }
-  if (options.retry !== false) checkRetryPolicy('retry', options.retry ?? {});
   const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   if (!Number.isInteger(maxResponseBytes) || maxResponseBytes < 1) {
     throw new ValidationError(`maxResponseBytes must be a positive integer, got ${String(options.maxResponseBytes)}`);
