@@ -93,6 +93,7 @@ const LOAD_CLOUD_CONFIG_SPEC: OptionsSpec<LoadCloudConfigOptions> = {
  * @throws {@link ConfigError} naming the file and key: a file that does not parse, a cloud that is
  * not there, several clouds and none chosen, no configuration at all, a missing required field
  * (`auth.auth_url`, `auth.password`, ...), an unknown `auth_type`, `interface` or region. Never a secret.
+ * {@link ValidationError} (before any file is read) for an unknown option name or a bad option value.
  */
 export function loadCloudConfig(options: LoadCloudConfigOptions = {}): CloudConfig {
   checkOptions('loadCloudConfig options', options, LOAD_CLOUD_CONFIG_SPEC);
@@ -297,7 +298,8 @@ export function keystoneOptionsFromCloud(config: CloudConfig): KeystoneAuthOptio
  * Client options for a cloud ({@link CloudClientSettings}): a {@link KeystoneAuth}, the
  * microversion (`compute_api_version`), TLS options (`cacert` read from its file, `insecure`) and
  * the project id when the cloud names one by id. `extra` wins over all of these.
- * @throws {@link ConfigError} when the CA file cannot be read; ValidationError from {@link KeystoneAuth}.
+ * @throws {@link ConfigError} when the CA file cannot be read; ValidationError for an unknown name in
+ * `extra` (naming the closest, before anything else) and from {@link KeystoneAuth}.
  */
 export function clientOptionsFromCloud<E extends CloudClientExtras = CloudClientExtras>(config: CloudConfig, extra: E = {} as E): CloudClientResult<E> {
   checkCloudClientExtras('cloud client', extra);

@@ -124,7 +124,7 @@ export class Reaper {
   #state: ReaperState;
   #running = false;
 
-  /** @throws {@link ValidationError} for bad options (no fleet, no `olderThanMs`, bad durations or state). */
+  /** @throws {@link ValidationError} for bad options (an unknown name such as `dryrun`, naming the closest; no fleet, no `olderThanMs`, a `dryRun` that is not a boolean, bad durations, state or `deleteOptions`). */
   constructor(client: NovaClient, options: ReaperOptions) {
     checkOptions(options);
     this.#client = client;
@@ -331,7 +331,7 @@ const REAP_SERVERS_SPEC: OptionsSpec<ReapServersOptions> = {
  * const r = await reapServers(nova, { prefix: 'adt-', olderThanMs: 7_200_000 });
  * console.log(`${r.deleted.length} deleted, ${r.failed.length} failed`);
  * ```
- * @throws {@link ValidationError} for bad options (before any request); a listing's
+ * @throws {@link ValidationError} for bad options, an unknown name included (before any request); a listing's
  * {@link NovaApiError}; {@link AbortError} when `signal` aborts. Deletion failures are in `failed`.
  */
 export async function reapServers(client: NovaClient, options: ReapServersOptions): Promise<ReapResult> {

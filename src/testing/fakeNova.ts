@@ -150,8 +150,9 @@ export class FakeNova {
    *
    * @param options - See {@link FakeNovaOptions}; every duration is in milliseconds.
    * @returns the running fake.
-   * @throws `ValidationError` (nova-guard) for a negative duration, a quota below -1, a malformed
-   *   microversion, duplicate or invalid flavors, or a non-positive page size.
+   * @throws `ValidationError` (nova-guard) for an unknown option name (here or in a flavor, naming the
+   *   closest), a negative duration, a quota below -1, a malformed microversion, duplicate or invalid
+   *   flavors, or a non-positive page size.
    * @throws the listen error (e.g. `EADDRINUSE`) when the port is taken.
    */
   static async start(options: FakeNovaOptions = {}): Promise<FakeNova> {
