@@ -97,6 +97,16 @@ describe('options the library used to ignore are checked, nested ones too', () =
     expect(nova.requests).toEqual([]);
   });
 
+  it('values are checked too, before any request: types, ranges and units (waitForActive jitter 2, watchQuota samples 0, auditQuota countingModel, a Reaper concurrency of 0)', async () => {
+    const { nova, client, id } = await fleet();
+    await expect(waitForActive(client, id, { jitter: 2 })).rejects.toThrow('jitter must be a number in [0, 1), got 2');
+    await expect(waitForActive(client, id, { intervalMs: -5 })).rejects.toThrow('intervalMs must be a positive, finite number of milliseconds, got -5');
+    await expect(watchQuota(client, { samples: 0 })).rejects.toThrow('samples must be a positive integer, got 0');
+    await expect(auditQuota(client, { countingModel: 'cells' } as never)).rejects.toThrow(`countingModel must be 'legacy', 'placement' or 'unified-limits', got "cells"`);
+    expect(() => new Reaper(client, { prefix: 'x-', olderThanMs: HOUR, concurrency: 0 })).toThrow('concurrency must be a positive integer, got 0');
+    expect(nova.requests).toEqual([]);
+  });
+
   it("FakeNova.start checks its nested flavors, FakeKeystone.start its users, and a request's retry policy its names", async () => {
     await expect(FakeNova.start({ flavors: [{ id: '9', name: 'x', vcpus: 1, ramMiB: 512, disk: 1 }] } as never)).rejects.toThrow(/flavors\[0\]: unknown option "ramMiB" \(did you mean ram\?\)/);
     await expect(FakeKeystone.start({ users: [{ name: 'u', pasword: 'p' }] } as never)).rejects.toThrow(/users\[0\]: unknown option "pasword" \(did you mean password\?\)/);
