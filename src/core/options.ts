@@ -6,6 +6,11 @@
  * option's value is checked by the spec's {@link OptionCheck} (types, ranges, units: see
  * `core/validate.ts` for the checks).
  *
+ * Not a schema library (zod 4 strict objects, valibot): the checks are mostly durations with this
+ * project's wording and timer ceiling, the unknown-name message (closest name, then every known
+ * one) would need a custom error map at every call site, and a spec typed `OptionsSpec<T>` makes the
+ * compiler check that it names every option of the interface, which a schema does not.
+ *
  * @module
  */
 import { ValidationError } from '../errors/index.js';

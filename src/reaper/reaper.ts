@@ -46,8 +46,8 @@ const DEFAULT_PASS_TIMEOUT_MS = 900_000;
 
 export type { FleetSelector, ReapCandidate, ReaperState, ReapSkip, ReapSkipReason, SeenCandidate } from './plan.js';
 
-export type { ReaperOptions, ReapServersOptions, ReapDeleted, ReapFailure, ReapEvent, ReapPassResult, ReapResult } from './types.js';
-import type { ReaperOptions, ReapServersOptions, ReapDeleted, ReapFailure, ReapEvent, ReapPassResult, ReapResult } from './types.js';
+export type { ReaperOptions, ReaperRunOptions, ReapServersOptions, ReapDeleted, ReapFailure, ReapEvent, ReapPassResult, ReapResult } from './types.js';
+import type { ReaperOptions, ReaperRunOptions, ReapServersOptions, ReapDeleted, ReapFailure, ReapEvent, ReapPassResult, ReapResult } from './types.js';
 
 /** What a {@link Reaper} takes (see {@link ReaperOptions}); `deleteOptions` is checked as `deleteServer`'s. */
 const REAPER_SPEC: OptionsSpec<ReaperOptions> = {
@@ -79,14 +79,6 @@ function checkOptions(options: ReaperOptions): void {
   checkOptionsSpec('Reaper options', options, REAPER_SPEC);
   checkSelector(options);
   if (options.olderThanMs === undefined) throw new ValidationError('olderThanMs is required (ms; 0 means any age)');
-}
-
-/** What {@link Reaper.run} takes. */
-interface ReaperRunOptions {
-  intervalMs: number;
-  signal: AbortSignal;
-  onPass?: (result: ReapPassResult) => void;
-  onError?: (error: Error) => void;
 }
 
 const RUN_SPEC: OptionsSpec<ReaperRunOptions> = {
