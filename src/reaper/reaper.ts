@@ -72,7 +72,9 @@ const REAPER_SPEC: OptionsSpec<ReaperOptions> = {
 };
 
 /** The `deleteServer` options a reaper passes on: all but the four it sets itself. */
-const REAPER_DELETE_KEYS = ['pollRetries', 'jitter', 'confirmIntervalMs', 'onProgress', 'requestTimeoutMs', 'redeleteAfterMs', 'forceSoftDeleted', 'confirmGoneMs', 'deleteRetries', 'force'] as const;
+const REAPER_DELETE_KEYS = ['pollRetries', 'jitter', 'confirmIntervalMs', 'onProgress', 'requestTimeoutMs', 'redeleteAfterMs', 'forceSoftDeleted', 'confirmGoneMs', 'deleteRetries', 'force'] as const satisfies ReadonlyArray<
+  keyof NonNullable<ReaperOptions['deleteOptions']>
+>;
 
 function checkOptions(options: ReaperOptions): void {
   if (!options || typeof options !== 'object') throw new ValidationError('the reaper needs options');
@@ -81,6 +83,7 @@ function checkOptions(options: ReaperOptions): void {
   if (options.olderThanMs === undefined) throw new ValidationError('olderThanMs is required (ms; 0 means any age)');
 }
 
+/** What {@link Reaper.run} takes (see {@link ReaperRunOptions}). */
 const RUN_SPEC: OptionsSpec<ReaperRunOptions> = {
   intervalMs: is.durationMs({ allowInfinity: false, timer: true }),
   signal: is.signal,
@@ -309,6 +312,7 @@ export class Reaper {
   }
 }
 
+/** What {@link reapServers} takes: a {@link Reaper}'s options and the time between its two passes. */
 const REAP_SERVERS_SPEC: OptionsSpec<ReapServersOptions> = {
   ...REAPER_SPEC,
   passIntervalMs: is.durationMs({ allowZero: true, allowInfinity: false, timer: true }),
