@@ -41,7 +41,8 @@ import type { QuotaResourceName, QuotaSetDetail, Server } from '../core/types.js
 import { describeAudit } from './verdict.js';
 import { isServerNotFound } from '../transport/http.js';
 import { timeoutSignal } from '../core/clock.js';
-import { DEFAULT_AUDIT_TIMEOUT_MS, DEFAULT_STUCK_AFTER_MS, DEFAULT_STUCK_BUILD_AFTER_MS, checkOptions } from './options.js';
+import { checkOptions } from '../core/options.js';
+import { AUDIT_QUOTA_SPEC, DEFAULT_AUDIT_TIMEOUT_MS, DEFAULT_STUCK_AFTER_MS, DEFAULT_STUCK_BUILD_AFTER_MS } from './options.js';
 import { NovaApiError } from '../errors/index.js';
 import { presenceMicroversion } from '../delete/observe.js';
 import { holdingOf, inferModel, outside, sumHoldings, neverScheduled } from './model.js';
@@ -76,7 +77,6 @@ function fromQuotaSet(detail: QuotaSetDetail): UsageReading {
   };
 }
 
-
 /**
  * Audit the project's quota usage: reported (twice) against counted. Read-only.
  *
@@ -90,7 +90,7 @@ function fromQuotaSet(detail: QuotaSetDetail): UsageReading {
  * aborts; {@link OperationTimeoutError} (`operation` `auditQuota`) when `timeoutMs` runs out. A 403/404 on the quota-set detail, an unreadable flavor and a failed ghost GET are noted.
  */
 export async function auditQuota(client: NovaClient, options: AuditQuotaOptions = {}): Promise<QuotaAudit> {
-  checkOptions(options);
+  checkOptions('auditQuota options', options, AUDIT_QUOTA_SPEC);
   throwIfAborted(options.signal);
   const timeoutMs = options.timeoutMs ?? DEFAULT_AUDIT_TIMEOUT_MS;
   const startedAt = client.clock.now();

@@ -5,9 +5,11 @@
  * @module
  */
 import type { NovaClient } from '../nova/client.js';
-import { ValidationError, throwIfAborted } from '../errors/index.js';
+import { throwIfAborted } from '../errors/index.js';
 import { sleep } from '../core/clock.js';
-import { checkDurationMs } from '../core/validate.js';
+import { is } from '../core/validate.js';
+import { checkOptions, type OptionsSpec } from '../core/options.js';
+import { AUDIT_QUOTA_SPEC } from './options.js';
 import { auditQuota } from './audit.js';
 import { AUDIT_RESOURCES, type AuditResource } from './count.js';
 import type { ResourceAmounts } from '../core/types.js';
@@ -23,6 +25,14 @@ export interface WatchQuotaOptions extends AuditQuotaOptions {
   /** Called with each sample as it is taken (e.g. to print a JSON line). */
   onSample?: ((sample: WatchSample, audit: QuotaAudit) => void) | undefined;
 }
+
+/** What {@link watchQuota} takes: {@link auditQuota}'s options and the sampling. */
+const WATCH_QUOTA_SPEC: OptionsSpec<WatchQuotaOptions> = {
+  ...AUDIT_QUOTA_SPEC,
+  intervalMs: is.durationMs({ timer: true }),
+  samples: is.integer({ min: 1 }),
+  onSample: is.function,
+};
 
 /** One sample of a watch. */
 export interface WatchSample {
@@ -98,9 +108,8 @@ function unkey(k: string): { kind: FindingKind; serverId: string | undefined } {
  *   {@link AbortError} when `signal` aborts (also between samples).
  */
 export async function watchQuota(client: NovaClient, options: WatchQuotaOptions = {}): Promise<QuotaWatch> {
+  checkOptions('watchQuota options', options, WATCH_QUOTA_SPEC);
   const { intervalMs = 30_000, samples: count = 20, onSample, ...auditOptions } = options;
-  checkDurationMs('intervalMs', intervalMs, { timer: true });
-  if (!Number.isInteger(count) || count < 1) throw new ValidationError(`samples must be a positive integer, got ${String(count)}`);
   const samples: WatchSample[] = [];
   let last: QuotaAudit | undefined;
   for (let i = 0; i < count; i++) {

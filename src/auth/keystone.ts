@@ -36,7 +36,8 @@ import {
 } from './authBody.js';
 import { normaliseInterface, selectEndpoint, type EndpointInterface } from './catalog.js';
 import { parseTokenBody, type KeystoneTokenInfo } from './token.js';
-import { CREDENTIAL_KEYS, MIN_TOKEN_LIFE_MS, checkKeystoneDurations, normaliseAuthUrl, type KeystoneAuthOptions } from './options.js';
+import { CREDENTIAL_KEYS, GET_TOKEN_SPEC, KEYSTONE_AUTH_SPEC, MIN_TOKEN_LIFE_MS, checkKeystoneDurations, normaliseAuthUrl, type KeystoneAuthOptions } from './options.js';
+import { checkOptions } from '../core/options.js';
 
 export type { KeystoneCredentials, KeystoneMethod } from './authBody.js';
 export { MIN_TOKEN_LIFE_MS, normaliseAuthUrl } from './options.js';
@@ -131,6 +132,7 @@ export class KeystoneAuth implements AuthProvider {
    */
   constructor(options: KeystoneAuthOptions) {
     if (!options || typeof options !== 'object') throw new ValidationError('KeystoneAuth needs an options object');
+    checkOptions('KeystoneAuth options', options, KEYSTONE_AUTH_SPEC);
     const creds: KeystoneCredentials = {};
     for (const key of CREDENTIAL_KEYS) {
       const v = options[key];
@@ -187,6 +189,7 @@ export class KeystoneAuth implements AuthProvider {
    * Keystone statuses; {@link NovaNetworkError} when Keystone does not answer.
    */
   async getToken(options: GetTokenOptions = {}): Promise<string> {
+    checkOptions('getToken options', options, GET_TOKEN_SPEC);
     throwIfAborted(options.signal);
     if (this.#direct) return this.#creds.token!;
     const cur = this.#current;
@@ -215,6 +218,7 @@ export class KeystoneAuth implements AuthProvider {
    * @throws {@link EndpointNotFoundError} (a ConfigError) when the catalog has none; the errors of {@link getToken}.
    */
   async getEndpoint(options: GetTokenOptions = {}): Promise<string> {
+    checkOptions('getEndpoint options', options, GET_TOKEN_SPEC);
     if (this.#endpointOverride !== undefined) return this.#endpointOverride;
     await this.getToken(options);
     return selectEndpoint(this.#current?.info.catalog, { serviceType: this.serviceType, interface: this.interface, region: this.regionName });

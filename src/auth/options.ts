@@ -6,7 +6,8 @@
 import type { AxiosAdapter } from 'axios';
 import type { Clock } from '../core/clock.js';
 import type { LoggerOption } from '../core/logger.js';
-import { MAX_TIMER_MS } from '../core/validate.js';
+import { MAX_TIMER_MS, is } from '../core/validate.js';
+import type { OptionsSpec } from '../core/options.js';
 import { redactUrlSecrets, withoutUserInfo } from '../core/redact.js';
 import { ValidationError } from '../errors/index.js';
 import type { TlsOptions } from '../transport/tls.js';
@@ -104,3 +105,29 @@ export function checkKeystoneDurations(options: Pick<KeystoneAuthOptions, 'minTo
     }
   }
 }
+
+/**
+ * What {@link KeystoneAuth} takes (see {@link KeystoneAuthOptions}): credentials are checked together
+ * by `validateCredentials`, URLs, interface and durations by the constructor.
+ */
+export const KEYSTONE_AUTH_SPEC: OptionsSpec<KeystoneAuthOptions> = {
+  ...(Object.fromEntries(CREDENTIAL_KEYS.map((k) => [k, null])) as OptionsSpec<KeystoneCredentials>),
+  caCert: null,
+  clientCert: null,
+  clientKey: null,
+  insecure: is.boolean,
+  authUrl: null,
+  interface: null,
+  regionName: null,
+  serviceType: is.string({ nonEmpty: true }),
+  endpointOverride: null,
+  minTokenLifeMs: null,
+  requestTimeoutMs: null,
+  logger: null,
+  userAgent: is.string({ nonEmpty: true }),
+  adapter: is.function,
+  clock: is.object,
+};
+
+/** What `getToken` and `getEndpoint` take (see `GetTokenOptions`). */
+export const GET_TOKEN_SPEC: OptionsSpec<{ signal?: AbortSignal | undefined }> = { signal: is.signal };

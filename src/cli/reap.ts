@@ -208,7 +208,9 @@ export function registerReapCommand(server: Command, getClient: () => Promise<No
     let result: Pick<ReapResult, 'dryRun' | 'deleted' | 'skipped' | 'failed' | 'candidates'>;
     try {
       if (flags.stateFile) {
-        const reaper = new Reaper(client, { ...options, state: await readReaperState(flags.stateFile) });
+        // One pass per run: the time between passes is the cron schedule's, not an option of the Reaper.
+        const { passIntervalMs: _passIntervalMs, ...reaperOptions } = options;
+        const reaper = new Reaper(client, { ...reaperOptions, state: await readReaperState(flags.stateFile) });
         result = await reaper.pass();
         if (!options.dryRun) await writeReaperState(flags.stateFile, reaper.state);
       } else {

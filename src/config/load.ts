@@ -31,6 +31,8 @@
 import { homedir } from 'node:os';
 import type { LoggerOption } from '../core/logger.js';
 import { ConfigError } from '../errors/index.js';
+import { checkOptions, type OptionsSpec } from '../core/options.js';
+import { is } from '../core/validate.js';
 import { KeystoneAuth, loadCaCert, type KeystoneAuthOptions } from '../auth/keystone.js';
 import { loadPem } from '../transport/tls.js';
 import { envCloud } from './env.js';
@@ -71,6 +73,19 @@ export interface LoadCloudConfigOptions {
   onWarning?: (message: string) => void;
 }
 
+/** What {@link loadCloudConfig} takes (see {@link LoadCloudConfigOptions}). */
+const LOAD_CLOUD_CONFIG_SPEC: OptionsSpec<LoadCloudConfigOptions> = {
+  cloud: is.string(),
+  env: is.object,
+  cwd: is.string({ nonEmpty: true }),
+  homeDir: is.string({ nonEmpty: true }),
+  systemDirs: is.arrayOf(is.string({ nonEmpty: true })),
+  regionName: is.string(),
+  interface: is.string(),
+  platform: is.string({ nonEmpty: true }),
+  onWarning: is.function,
+};
+
 /**
  * Find and resolve one cloud.
  *
@@ -78,8 +93,10 @@ export interface LoadCloudConfigOptions {
  * @throws {@link ConfigError} naming the file and key: a file that does not parse, a cloud that is
  * not there, several clouds and none chosen, no configuration at all, a missing required field
  * (`auth.auth_url`, `auth.password`, ...), an unknown `auth_type`, `interface` or region. Never a secret.
+ * {@link ValidationError} (before any file is read) for an unknown option name or a bad option value.
  */
 export function loadCloudConfig(options: LoadCloudConfigOptions = {}): CloudConfig {
+  checkOptions('loadCloudConfig options', options, LOAD_CLOUD_CONFIG_SPEC);
   const env = options.env ?? process.env;
   const search: SearchOptions = { env, cwd: options.cwd ?? process.cwd(), homeDir: options.homeDir ?? homedir(), systemDirs: options.systemDirs, platform: options.platform };
   const config = findCloud(options, env, search);
@@ -158,6 +175,57 @@ export interface CloudClientExtras {
 }
 
 /**
+ * The option names of `NovaClient` (`NovaClientOptions`, in `src/nova/options.ts`, which checks at
+ * compile time that this lists every one): what `extra` may carry besides {@link CloudClientExtras}.
+ */
+export const NOVA_CLIENT_OPTION_NAMES = [
+  'endpoint',
+  'token',
+  'auth',
+  'projectId',
+  'microversion',
+  'requestTimeoutMs',
+  'retry',
+  'logger',
+  'caCert',
+  'clientCert',
+  'clientKey',
+  'insecure',
+  'userAgent',
+  'maxResponseBytes',
+  'adapter',
+  'clock',
+  'coalesce',
+  'maxRequestsPerSecond',
+  'watchIntervalMs',
+] as const;
+
+/** What `extra.keystone` takes. */
+const KEYSTONE_EXTRAS_SPEC: OptionsSpec<NonNullable<CloudClientExtras['keystone']>> = { minTokenLifeMs: null, requestTimeoutMs: null, userAgent: null };
+
+/**
+ * What `extra` of {@link clientOptionsFromCloud} and {@link resolveClientOptions} takes: the
+ * {@link CloudClientExtras} and the client's own options (checked by `NovaClient`). Refuses an
+ * unknown name before the Keystone provider is built, so before any request.
+ */
+const CLOUD_EXTRAS_SPEC: OptionsSpec = {
+  ...Object.fromEntries(NOVA_CLIENT_OPTION_NAMES.map((k) => [k, null])),
+  keystone: is.options(KEYSTONE_EXTRAS_SPEC),
+  logger: is.object,
+  projectId: is.string({ nonEmpty: true }),
+};
+
+/**
+ * Check the `extra` options of {@link clientOptionsFromCloud} (also `NovaClient.fromCloud`'s and
+ * `fromEnv`'s options, before any file is read): an unknown name is refused with the closest known one.
+ * @param where - The caller, for the message.
+ * @throws {@link ValidationError}
+ */
+export function checkCloudClientExtras(where: string, extra: unknown): void {
+  checkOptions(`${where} options`, extra, CLOUD_EXTRAS_SPEC);
+}
+
+/**
  * The client options a cloud gives (structurally part of `NovaClientOptions`): a
  * {@link KeystoneAuth}, the microversion (`compute_api_version`), TLS (`cacert` read from its
  * file, `insecure`) and the project id when known.
@@ -230,9 +298,11 @@ export function keystoneOptionsFromCloud(config: CloudConfig): KeystoneAuthOptio
  * Client options for a cloud ({@link CloudClientSettings}): a {@link KeystoneAuth}, the
  * microversion (`compute_api_version`), TLS options (`cacert` read from its file, `insecure`) and
  * the project id when the cloud names one by id. `extra` wins over all of these.
- * @throws {@link ConfigError} when the CA file cannot be read; ValidationError from {@link KeystoneAuth}.
+ * @throws {@link ConfigError} when the CA file cannot be read; ValidationError for an unknown name in
+ * `extra` (naming the closest, before anything else) and from {@link KeystoneAuth}.
  */
 export function clientOptionsFromCloud<E extends CloudClientExtras = CloudClientExtras>(config: CloudConfig, extra: E = {} as E): CloudClientResult<E> {
+  checkCloudClientExtras('cloud client', extra);
   const { keystone, ...clientExtra } = extra;
   const auth = new KeystoneAuth({ ...keystoneOptionsFromCloud(config), ...(keystone ?? {}), ...(extra.logger ? { logger: extra.logger } : {}) });
   const out: CloudClientSettings = { auth };
@@ -256,6 +326,7 @@ export function clientOptionsFromCloud<E extends CloudClientExtras = CloudClient
  * @throws the errors of `clientOptionsFromCloud` and of {@link KeystoneAuth.getToken}.
  */
 export async function resolveClientOptions<E extends CloudClientExtras = CloudClientExtras>(config: CloudConfig, extra: E = {} as E): Promise<CloudClientResult<E>> {
+  checkCloudClientExtras('cloud client', extra);
   const options = clientOptionsFromCloud(config, extra);
   const auth = options.auth;
   if (auth.authUrl !== undefined) {

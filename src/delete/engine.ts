@@ -25,7 +25,8 @@
 import { currentOperation } from '../core/telemetry.js';
 import { jitteredMs, type Clock, type TimerHandle } from '../core/index.js';
 import { MAX_TIMER_MS } from '../core/validate.js';
-import { OrphanedServerError } from '../errors/index.js';
+import { checkEngineOptions } from './options.js';
+import { AbortError, OrphanedServerError } from '../errors/index.js';
 import { FailureLog } from './failureLog.js';
 import { NovaPause } from './pause.js';
 import { AbortGroups } from './abortGroups.js';
@@ -78,6 +79,7 @@ export class DeleteEngine {
   readonly #presence: PresenceCheck;
 
   constructor(api: ServerApi, options: DeleteEngineOptions = {}) {
+    checkEngineOptions(options);
     this.api = api;
     this.clock = api.clock;
     this.#coalesce = options.coalesce ?? true;

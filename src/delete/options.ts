@@ -3,10 +3,10 @@
  *
  * @module
  */
-import { checkKnownOptions } from '../core/options.js';
-import { checkDurationMs, checkServerId } from '../core/validate.js';
+import { checkOptions, type OptionCheck, type OptionsSpec } from '../core/options.js';
+import { checkServerId, is } from '../core/validate.js';
 import { ValidationError, throwIfAborted } from '../errors/index.js';
-import type { DeleteServerOptions, DeleteServersOptions, WaitForDeleteOptions } from './types.js';
+import type { DeleteEngineOptions, DeleteServerOptions, DeleteServersOptions, WaitForDeleteOptions } from './types.js';
 
 /** Defaults of `waitForDelete`, `deleteServer` and `deleteServers` (durations in ms). */
 export const DELETE_DEFAULTS = Object.freeze({
@@ -23,33 +23,52 @@ export const DELETE_DEFAULTS = Object.freeze({
   concurrency: 10,
 });
 
-const WAIT_KEYS = ['intervalMs', 'confirmIntervalMs', 'jitter', 'timeoutMs', 'signal', 'onProgress', 'onFailure', 'requestTimeoutMs', 'pollRetries'] as const;
-const DELETE_KEYS = [...WAIT_KEYS, 'wait', 'redeleteAfterMs', 'forceSoftDeleted', 'confirmGoneMs', 'deleteRetries', 'force'] as const;
-const DELETE_MANY_KEYS = [...DELETE_KEYS, 'concurrency', 'onSettled'] as const;
+/** What `waitForDelete` takes (see {@link WaitForDeleteOptions}). */
+const WAIT_SPEC: OptionsSpec<WaitForDeleteOptions> = {
+  intervalMs: is.durationMs({ allowInfinity: false, timer: true }),
+  confirmIntervalMs: is.durationMs({ allowInfinity: false, timer: true }),
+  jitter: is.number({ min: 0, max: 1, maxExclusive: true }),
+  timeoutMs: is.durationMs({ timer: true }),
+  signal: is.signal,
+  onProgress: is.function,
+  onFailure: is.function,
+  requestTimeoutMs: is.durationMs({ timer: true }),
+  pollRetries: is.integer(),
+};
 
-function checkNonNegativeInteger(name: string, value: unknown): void {
-  if (value !== undefined && (typeof value !== 'number' || !Number.isInteger(value) || value < 0)) {
-    throw new ValidationError(`${name} must be a non-negative integer, got ${String(value)}`);
-  }
-}
+/** What `deleteServer` takes (see {@link DeleteServerOptions}). */
+const DELETE_SPEC: OptionsSpec<DeleteServerOptions> = {
+  ...WAIT_SPEC,
+  wait: is.boolean,
+  redeleteAfterMs: is.durationMs({ allowZero: true, timer: true }),
+  forceSoftDeleted: is.boolean,
+  confirmGoneMs: is.durationMs({ allowZero: true }),
+  deleteRetries: is.integer(),
+  force: is.boolean,
+};
 
-function checkBoolean(name: string, value: unknown): void {
-  if (value !== undefined && typeof value !== 'boolean') throw new ValidationError(`${name} must be a boolean, got ${String(value)}`);
-}
+/** What `deleteServers` takes (see {@link DeleteServersOptions}). */
+const DELETE_MANY_SPEC: OptionsSpec<DeleteServersOptions> = {
+  ...DELETE_SPEC,
+  concurrency: is.integer({ min: 1 }),
+  onSettled: is.function,
+};
 
-function checkWaitValues(options: WaitForDeleteOptions): void {
-  checkDurationMs('intervalMs', options.intervalMs, { allowInfinity: false, timer: true });
-  checkDurationMs('confirmIntervalMs', options.confirmIntervalMs, { allowInfinity: false, timer: true });
-  checkDurationMs('timeoutMs', options.timeoutMs, { timer: true });
-  checkDurationMs('requestTimeoutMs', options.requestTimeoutMs, { timer: true });
-  const jitter = options.jitter;
-  if (jitter !== undefined && (typeof jitter !== 'number' || !(jitter >= 0 && jitter < 1))) {
-    throw new ValidationError(`jitter must be a number in [0, 1), got ${String(jitter)}`);
-  }
-  checkNonNegativeInteger('pollRetries', options.pollRetries);
-  if (options.onProgress !== undefined && typeof options.onProgress !== 'function') throw new ValidationError('onProgress must be a function');
-  if (options.onFailure !== undefined && typeof options.onFailure !== 'function') throw new ValidationError('onFailure must be a function');
-  if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) throw new ValidationError('signal must be an AbortSignal');
+/** What a `DeleteEngine` takes (see {@link DeleteEngineOptions}). */
+const DELETE_ENGINE_SPEC: OptionsSpec<DeleteEngineOptions> = {
+  coalesce: is.boolean,
+  watchIntervalMs: is.durationMs({ timer: true }),
+  maxRequestsPerSecond: (value, name) => {
+    if (typeof value !== 'number' || Number.isNaN(value) || value <= 0) throw new ValidationError(`${name} must be a positive number (or Infinity), got ${String(value)}`);
+  },
+};
+
+/**
+ * Check the options of a `DeleteEngine`.
+ * @throws {@link ValidationError} for an unknown option name or a bad value.
+ */
+export function checkEngineOptions(options: DeleteEngineOptions): void {
+  checkOptions('DeleteEngine options', options, DELETE_ENGINE_SPEC);
 }
 
 /**
@@ -57,32 +76,27 @@ function checkWaitValues(options: WaitForDeleteOptions): void {
  * @throws {@link ValidationError} for an unknown option name or a bad value; {@link AbortError} when `signal` is already aborted.
  */
 export function checkWaitOptions(options: WaitForDeleteOptions): void {
-  checkKnownOptions('waitForDelete options', options, WAIT_KEYS);
-  checkWaitValues(options);
+  checkOptions('waitForDelete options', options, WAIT_SPEC);
   throwIfAborted(options.signal);
 }
 
 /**
  * Check the options of `deleteServer` (the wait's included) without an id: what the reaper and the
  * quota guard check when they are given `deleteOptions`.
+ * @param keys - The option names allowed (default: every `deleteServer` option); a caller that sets
+ *   some itself (the reaper sets `wait`, `timeoutMs`, `intervalMs`, `signal`) leaves them out.
  * @throws {@link ValidationError} for an unknown option name or a bad value; {@link AbortError} when `signal` is already aborted.
  */
-export function checkDeleteOptions(options: DeleteServerOptions, keys: readonly string[] = DELETE_KEYS): void {
-  checkKnownOptions('deleteServer options', options, keys);
-  checkWaitValues(options);
-  checkDurationMs('redeleteAfterMs', options.redeleteAfterMs, { allowZero: true, timer: true });
-  checkDurationMs('confirmGoneMs', options.confirmGoneMs, { allowZero: true });
-  checkNonNegativeInteger('deleteRetries', options.deleteRetries);
-  for (const name of ['wait', 'forceSoftDeleted', 'force'] as const) checkBoolean(name, options[name]);
+export function checkDeleteOptions(options: DeleteServerOptions, keys: readonly string[] = Object.keys(DELETE_SPEC)): void {
+  const all = DELETE_MANY_SPEC as Record<string, OptionCheck | null>;
+  checkOptions('deleteServer options', options, Object.fromEntries(keys.map((k) => [k, all[k] ?? null])));
   throwIfAborted(options.signal);
 }
 
 /** Check the ids and options of `deleteServers`. @throws {@link ValidationError} */
 export function checkDeleteManyOptions(ids: unknown, options: DeleteServersOptions): asserts ids is readonly string[] {
   if (!Array.isArray(ids)) throw new ValidationError('deleteServers needs an array of server ids');
-  checkDeleteOptions(options, DELETE_MANY_KEYS);
+  checkOptions('deleteServers options', options, DELETE_MANY_SPEC);
+  throwIfAborted(options.signal);
   for (const id of ids) checkServerId('server id', id);
-  const c = options.concurrency;
-  if (c !== undefined && (typeof c !== 'number' || !Number.isInteger(c) || c < 1)) throw new ValidationError(`concurrency must be a positive integer, got ${String(c)}`);
-  if (options.onSettled !== undefined && typeof options.onSettled !== 'function') throw new ValidationError('onSettled must be a function');
 }

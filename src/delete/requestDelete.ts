@@ -5,8 +5,9 @@
  * @module
  */
 import { timeoutSignal } from '../core/clock.js';
-import { MAX_TIMER_MS } from '../core/validate.js';
-import { AbortError, DeleteTimeoutError } from '../errors/index.js';
+import { MAX_TIMER_MS, is } from '../core/validate.js';
+import { checkOptions, type OptionsSpec } from '../core/options.js';
+import { AbortError, DeleteTimeoutError, ValidationError } from '../errors/index.js';
 import type { DeleteEngine } from './engine.js';
 
 /** Options of {@link confirmNotFound} (durations in ms). */
@@ -17,6 +18,9 @@ export interface ConfirmNotFoundOptions {
   signal?: AbortSignal | undefined;
 }
 
+/** What {@link confirmNotFound} takes. */
+const CONFIRM_NOT_FOUND_SPEC: OptionsSpec<ConfirmNotFoundOptions> = { timeoutMs: is.durationMs(), signal: is.signal };
+
 /**
  * After Nova's 404 to the DELETE of `serverId`: resolves when a listing (`GET /servers`, Nova API
  * reference "List Servers") confirms Nova no longer lists it; a failed listing is sent again (backoff
@@ -26,6 +30,9 @@ export interface ConfirmNotFoundOptions {
  * {@link AbortError} (its `serverId` set) when `signal` aborts.
  */
 export async function confirmNotFound(engine: DeleteEngine, serverId: string, options: ConfirmNotFoundOptions): Promise<void> {
+  if (!options || typeof options !== 'object') throw new ValidationError('confirmNotFound needs options ({ timeoutMs })');
+  checkOptions('confirmNotFound options', options, CONFIRM_NOT_FOUND_SPEC);
+  if (options.timeoutMs === undefined) throw new ValidationError('confirmNotFound: timeoutMs is required (ms)');
   const clock = engine.clock;
   const startedAt = clock.now();
   const limit = timeoutSignal(clock, Math.min(options.timeoutMs, MAX_TIMER_MS), () => new Error('deadline'));

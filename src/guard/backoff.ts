@@ -15,6 +15,8 @@
  * @module
  */
 import { jitteredMs } from '../core/jitter.js';
+import { checkOptions, type OptionsSpec } from '../core/options.js';
+import { is } from '../core/validate.js';
 
 /** Backoff parameters (all durations in milliseconds). */
 export interface BackoffPolicy {
@@ -38,6 +40,14 @@ export function firstDelayMs(policy: BackoffPolicy, random: number = Math.random
   return Math.min(policy.maxDelayMs, Math.max(policy.minDelayMs, jitteredMs(policy.baseDelayMs, policy.jitter, random)));
 }
 
+/** The names of a {@link BackoffPolicy}, each a duration in ms but `jitter` (a fraction in [0, 1)). */
+const BACKOFF_POLICY_SPEC: OptionsSpec<BackoffPolicy> = {
+  baseDelayMs: is.durationMs({ allowZero: true, allowInfinity: false }),
+  minDelayMs: is.durationMs({ allowZero: true, allowInfinity: false }),
+  maxDelayMs: is.durationMs({ allowZero: true }),
+  jitter: is.number({ min: 0, max: 1, maxExclusive: true }),
+};
+
 /**
  * Delay of wait number `step` (0-based), as p-retry computes it from the options of
  * `retrySchedule`: `round(first × 2^step)`, at most `maxDelayMs`, where `first` is
@@ -48,6 +58,7 @@ export function firstDelayMs(policy: BackoffPolicy, random: number = Math.random
  * @param random - A number in [0, 1); default `Math.random()`. One call uses one draw for all its steps.
  */
 export function backoffDelayMs(step: number, policy: BackoffPolicy, random: number = Math.random()): number {
+  checkOptions('backoffDelayMs policy', policy, BACKOFF_POLICY_SPEC);
   return stepDelayMs(firstDelayMs(policy, random), step, policy.maxDelayMs);
 }
 

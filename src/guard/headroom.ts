@@ -18,6 +18,7 @@
  * @module
  */
 import type { AbsoluteLimits, QuotaResourceName, ResourceAmounts } from '../core/types.js';
+import { checkOptions, type OptionsSpec } from '../core/options.js';
 
 export type { QuotaResourceName } from '../core/types.js';
 
@@ -122,11 +123,15 @@ export interface FitVerdict {
   shortfalls: Shortfall[];
 }
 
+/** The names of a {@link QuotaNeeds}: `{ ram }` is refused (did you mean ramMiB?), not read as 0. */
+const NEEDS_NAMES: OptionsSpec<ResourceAmounts> = { cores: null, ramMiB: null, instances: null };
+
 /**
  * Does `needs` fit in `headroom`? A resource with unknown headroom, or needed 0, never blocks.
  * `'never'` wins over `'short'`: when some resource needs more than its limit, waiting cannot help.
  */
 export function checkFit(needs: QuotaNeeds, headroom: Headroom): FitVerdict {
+  checkOptions('checkFit needs', needs, NEEDS_NAMES);
   const never: Shortfall[] = [];
   const short: Shortfall[] = [];
   for (const resource of QUOTA_RESOURCES) {

@@ -21,7 +21,7 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { systemClock, type Clock } from '../core/clock.js';
-import { checkKnownOptions } from '../core/options.js';
+import { checkOptions, type OptionsSpec } from '../core/options.js';
 import { ValidationError } from '../errors/index.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { ClaimLedger, type Claim } from './claims.js';
@@ -50,7 +50,8 @@ export interface InProcessQuotaLedgerOptions {
   holder?: string | undefined;
 }
 
-const KNOWN_OPTIONS = ['clock', 'holder'] as const;
+/** The names of {@link InProcessQuotaLedgerOptions}; the constructor checks the values. */
+const OPTION_NAMES: OptionsSpec<InProcessQuotaLedgerOptions> = { clock: null, holder: null };
 
 /** True when `clock` has the four functions of a {@link Clock}. */
 export function isClock(clock: unknown): clock is Clock {
@@ -108,7 +109,7 @@ export class InProcessQuotaLedger implements QuotaLedger {
    * without commas.
    */
   constructor(options: InProcessQuotaLedgerOptions = {}) {
-    checkKnownOptions('InProcessQuotaLedger options', options, KNOWN_OPTIONS);
+    checkOptions('InProcessQuotaLedger options', options, OPTION_NAMES);
     if (options.clock !== undefined && !isClock(options.clock)) throw new ValidationError('InProcessQuotaLedger clock must be a Clock (now, wallNow, setTimeout, clearTimeout)');
     if (options.holder !== undefined && !isHolderName(options.holder)) {
       throw new ValidationError(`InProcessQuotaLedger holder must be a non-empty string without commas, got ${JSON.stringify(options.holder)}`);

@@ -9,13 +9,13 @@
  * @module
  */
 import { checkDeleteOptions, type DeleteServerOptions } from '../delete/index.js';
-import { checkKnownOptions } from '../core/options.js';
+import { checkOptions, type OptionsSpec } from '../core/options.js';
 import { ValidationError } from '../errors/index.js';
 import type { Headroom, Shortfall } from './headroom.js';
 import type { QuotaFinding, ResourceAmounts } from '../core/types.js';
 import type { ShortfallCause } from './explain.js';
 import type { LoggerOption } from '../core/logger.js';
-import { checkDurationMs } from '../core/validate.js';
+import { is } from '../core/validate.js';
 import type { QuotaLedger } from './ledger.js';
 
 /** One wait for headroom, passed to {@link QuotaGuardOptions.onWait}. */
@@ -260,8 +260,51 @@ export const QUOTA_LEDGER_DEFAULTS = Object.freeze({
   ledgerTimeoutMs: 2000,
 });
 
-/** The option names of {@link QuotaGuardOptions}: any other is refused. */
-const QUOTA_GUARD_OPTION_KEYS = [...Object.keys(QUOTA_GUARD_DEFAULTS), ...Object.keys(QUOTA_LEDGER_DEFAULTS), 'onWait', 'onRetry', 'deleteOptions', 'logger', 'ledger'];
+/** The `deleteServer` options the guard passes on: all but `wait` and `signal`, which are its own. */
+const GUARD_DELETE_KEYS = [
+  'intervalMs',
+  'confirmIntervalMs',
+  'jitter',
+  'timeoutMs',
+  'onProgress',
+  'requestTimeoutMs',
+  'pollRetries',
+  'redeleteAfterMs',
+  'forceSoftDeleted',
+  'confirmGoneMs',
+  'deleteRetries',
+  'force',
+] as const satisfies ReadonlyArray<keyof NonNullable<QuotaGuardOptions['deleteOptions']>>;
+
+/**
+ * What {@link QuotaGuardOptions} takes: any other name is refused. Delays are timers: finite and at
+ * most 2^31-1 ms (a longer Node timer fires at once). The rules between options (`maxDelayMs` not
+ * below `minDelayMs`, a `ledger` with every method) are {@link validateOptions}'s.
+ */
+const QUOTA_GUARD_SPEC: OptionsSpec<QuotaGuardOptions> = {
+  maxWaitMs: is.durationMs({ allowZero: true, timer: true }),
+  maxAttempts: is.integer({ min: 1 }),
+  minDelayMs: is.durationMs({ allowZero: true, allowInfinity: false, timer: true }),
+  baseDelayMs: is.durationMs({ allowZero: true, allowInfinity: false, timer: true }),
+  maxDelayMs: is.durationMs({ allowZero: true, allowInfinity: false, timer: true }),
+  jitter: is.number({ min: 0, max: 1, maxExclusive: true }),
+  onWait: is.function,
+  onRetry: is.function,
+  onStaleLimits: is.oneOf(['throw', 'attempt']),
+  waitForActive: is.boolean,
+  explainShortfall: is.boolean,
+  activeTimeoutMs: is.durationMs({ timer: true }),
+  activeIntervalMs: is.durationMs({ allowInfinity: false, timer: true }),
+  lostCreateIntervalMs: is.durationMs({ allowZero: true, allowInfinity: false, timer: true }),
+  lostCreateSearches: is.integer({ min: 2 }),
+  // The guard deletes servers it gives up on with these: a bad one must fail now, not leave a server behind.
+  deleteOptions: (value) => checkDeleteOptions(value as DeleteServerOptions, GUARD_DELETE_KEYS),
+  ledger: null,
+  // A lease is renewed every third of it: at least 3 ms, finite.
+  leaseTtlMs: is.durationMs({ allowInfinity: false, timer: true }),
+  ledgerTimeoutMs: is.durationMs({ allowInfinity: false, timer: true }),
+  logger: null,
+};
 
 /** The methods a {@link QuotaGuardOptions.ledger} must have. */
 const LEDGER_METHODS = ['join', 'leave', 'limits', 'admit', 'claimAnyway', 'renew', 'bind', 'release', 'publishFreed', 'onFreed', 'close'] as const;
@@ -279,21 +322,8 @@ export type ResolvedOptions = Required<Omit<QuotaGuardOptions, 'onWait' | 'onRet
  */
 export function validateOptions(o: QuotaGuardOptions): ResolvedOptions {
   if (o === null || typeof o !== 'object') throw new ValidationError('QuotaGuard options must be an object');
-  checkKnownOptions('QuotaGuard options', o, QUOTA_GUARD_OPTION_KEYS);
-  // The guard deletes servers it gives up on with these: a bad one must fail now, not leave a server behind.
-  if (o.deleteOptions !== undefined) checkDeleteOptions({ ...o.deleteOptions, wait: true });
-  // Delays are timers: finite and at most 2^31-1 ms (a longer Node timer fires at once).
-  checkDurationMs('maxWaitMs', o.maxWaitMs, { allowZero: true, timer: true });
-  checkDurationMs('minDelayMs', o.minDelayMs, { allowZero: true, allowInfinity: false, timer: true });
-  checkDurationMs('baseDelayMs', o.baseDelayMs, { allowZero: true, allowInfinity: false, timer: true });
-  checkDurationMs('maxDelayMs', o.maxDelayMs, { allowZero: true, allowInfinity: false, timer: true });
-  checkDurationMs('activeTimeoutMs', o.activeTimeoutMs, { timer: true });
-  checkDurationMs('activeIntervalMs', o.activeIntervalMs, { allowInfinity: false, timer: true });
-  checkDurationMs('lostCreateIntervalMs', o.lostCreateIntervalMs, { allowZero: true, allowInfinity: false, timer: true });
-  // A lease is renewed every third of it: at least 3 ms, finite.
-  checkDurationMs('leaseTtlMs', o.leaseTtlMs, { allowInfinity: false, timer: true });
+  checkOptions('QuotaGuard options', o, QUOTA_GUARD_SPEC);
   if (o.leaseTtlMs !== undefined && o.leaseTtlMs < 3) throw new ValidationError(`leaseTtlMs must be at least 3, got ${o.leaseTtlMs}`);
-  checkDurationMs('ledgerTimeoutMs', o.ledgerTimeoutMs, { allowInfinity: false, timer: true });
   if (o.ledger !== undefined) {
     const l = o.ledger as unknown as Record<string, unknown> | null;
     const missing = LEDGER_METHODS.filter((m) => typeof l?.[m] !== 'function');
@@ -304,25 +334,28 @@ export function validateOptions(o: QuotaGuardOptions): ResolvedOptions {
     ...QUOTA_LEDGER_DEFAULTS,
     ...Object.fromEntries(Object.entries(o).filter(([k, v]) => v !== undefined && k !== 'logger')),
   } as ResolvedOptions;
-  if (!Number.isInteger(r.lostCreateSearches) || r.lostCreateSearches < 2) {
-    throw new ValidationError(`lostCreateSearches must be an integer of at least 2, got ${String(r.lostCreateSearches)}`);
-  }
-  if (!Number.isInteger(r.maxAttempts) || r.maxAttempts < 1) throw new ValidationError(`maxAttempts must be a positive integer, got ${String(r.maxAttempts)}`);
-  if (typeof r.jitter !== 'number' || !(r.jitter >= 0 && r.jitter < 1)) throw new ValidationError(`jitter must be a number in [0, 1), got ${String(r.jitter)}`);
   if (r.maxDelayMs < r.minDelayMs) throw new ValidationError(`maxDelayMs (${r.maxDelayMs}) must not be below minDelayMs (${r.minDelayMs})`);
-  if (r.onStaleLimits !== 'throw' && r.onStaleLimits !== 'attempt') {
-    throw new ValidationError(`onStaleLimits must be 'throw' or 'attempt', got ${JSON.stringify(r.onStaleLimits)}`);
-  }
-  if (typeof r.waitForActive !== 'boolean') throw new ValidationError('waitForActive must be a boolean');
-  if (typeof r.explainShortfall !== 'boolean') throw new ValidationError('explainShortfall must be a boolean');
-  for (const hook of ['onWait', 'onRetry'] as const) {
-    if (r[hook] !== undefined && typeof r[hook] !== 'function') throw new ValidationError(`${hook} must be a function`);
-  }
   return r;
 }
 
-/** @throws {@link ValidationError} when a given field is negative, not finite, or `instances` is not an integer. */
+/** What `headroom` and `withQuotaGuard` take (see {@link GuardedCallOptions}). */
+export const GUARDED_CALL_SPEC: OptionsSpec<GuardedCallOptions> = { signal: is.signal };
+
+/** What `createServer` takes (see {@link GuardedCreateOptions}); `needs` is checked by {@link validateNeeds}. */
+export const GUARDED_CREATE_SPEC: OptionsSpec<GuardedCreateOptions> = { signal: is.signal, needs: null };
+
+/** The names of a {@link QuotaNeeds}: `ram` or `ramGiB` is refused with "did you mean ramMiB?". */
+const NEEDS_SPEC: OptionsSpec<ResourceAmounts> = { cores: null, ramMiB: null, instances: null };
+
+/** The names of `withQuotaGuard`'s `needs` (see {@link QuotaNeedsSpec}): numbers, or a flavor and a count. */
+export const NEEDS_OR_FLAVOR_SPEC: OptionsSpec<ResourceAmounts & { flavorRef: string; count: number }> = { ...NEEDS_SPEC, flavorRef: null, count: null };
+
+/**
+ * @throws {@link ValidationError} for a name other than `cores`, `ramMiB`, `instances` (naming the
+ * closest), or when a given field is negative, not finite, or `instances` is not an integer.
+ */
 export function validateNeeds(n: Partial<ResourceAmounts>, what: string): void {
+  checkOptions(what, n, NEEDS_SPEC);
   for (const k of ['cores', 'ramMiB', 'instances'] as const) {
     const v = n[k];
     if (v === undefined) continue;

@@ -58,7 +58,7 @@ import type { NovaClient } from '../nova/client.js';
 import { AbortError, NovaApiError, ValidationError, throwIfAborted } from '../errors/index.js';
 import { componentLogger } from '../core/logger.js';
 import { sleep } from '../core/clock.js';
-import { checkKnownOptions } from '../core/options.js';
+import { checkOptions } from '../core/options.js';
 import type { CreateServerBody, ResourceAmounts, Server } from '../core/types.js';
 import { createAttempt } from './guardedCreate.js';
 import { CreateOutcomeUnknownError, type QuotaBuildFaultError } from './errors.js';
@@ -72,7 +72,7 @@ import { CLAIM_TAG_KEY } from './lostCreate.js';
 import { onDeleteConfirmed } from '../delete/index.js';
 import { planRetry, quotaRetryReasonOf } from './retryPolicy.js';
 import { elapsedMs, newCall, remainingMs, type Claim, type GuardState, type GuardedCall } from './state.js';
-import { flavorIdOf, isFullNeeds, validateNeeds, validateOptions } from './options.js';
+import { GUARDED_CALL_SPEC, GUARDED_CREATE_SPEC, NEEDS_OR_FLAVOR_SPEC, flavorIdOf, isFullNeeds, validateNeeds, validateOptions } from './options.js';
 import type { GuardedCallOptions, GuardedCreateOptions, QuotaGuardOptions, QuotaGuardStats, QuotaNeedsSpec, QuotaRetryInfo, GuardClaimInfo } from './options.js';
 import type { ResolvedOptions } from './options.js';
 
@@ -166,7 +166,7 @@ export class QuotaGuard {
    * @throws the client's {@link NovaApiError} when `/limits` cannot be read; {@link AbortError}.
    */
   async headroom(options: GuardedCallOptions = {}): Promise<Headroom> {
-    checkKnownOptions('headroom options', options, ['signal']);
+    checkOptions('headroom options', options, GUARDED_CALL_SPEC);
     return readHeadroom(this.#state, options.signal);
   }
 
@@ -190,7 +190,7 @@ export class QuotaGuard {
    */
   async createServer(body: CreateServerBody, options: GuardedCreateOptions = {}): Promise<Server> {
     if (!body || typeof body !== 'object') throw new ValidationError('createServer needs the server body');
-    checkKnownOptions('createServer options', options, ['signal', 'needs']);
+    checkOptions('createServer options', options, GUARDED_CREATE_SPEC);
     if (typeof body.name !== 'string' || body.name.length === 0) throw new ValidationError('createServer: body.name must be a non-empty string');
     if (body.flavorRef === undefined || String(body.flavorRef).length === 0) throw new ValidationError('createServer: body.flavorRef is required');
     for (const k of ['min_count', 'max_count'] as const) {
@@ -235,8 +235,8 @@ export class QuotaGuard {
   async #withQuotaGuard<T>(needs: QuotaNeedsSpec, fn: (signal: AbortSignal, claim: GuardClaimInfo) => Promise<T>, options: GuardedCallOptions): Promise<T> {
     if (typeof fn !== 'function') throw new ValidationError('withQuotaGuard needs a function');
     if (!needs || typeof needs !== 'object') throw new ValidationError('withQuotaGuard needs QuotaNeeds or { flavorRef, count }');
-    checkKnownOptions('withQuotaGuard needs', needs, ['flavorRef', 'count', 'cores', 'ramMiB', 'instances']);
-    checkKnownOptions('withQuotaGuard options', options, ['signal']);
+    checkOptions('withQuotaGuard needs', needs, NEEDS_OR_FLAVOR_SPEC);
+    checkOptions('withQuotaGuard options', options, GUARDED_CALL_SPEC);
     let resolved: QuotaNeeds;
     if ('flavorRef' in needs) {
       const count = needs.count ?? 1;

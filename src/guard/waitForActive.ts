@@ -18,6 +18,8 @@ import { sleep, timeoutSignal } from '../core/clock.js';
 import { jitteredMs } from '../core/jitter.js';
 import type { Server } from '../core/types.js';
 import { statusOf } from '../core/counting.js';
+import { checkOptions, type OptionsSpec } from '../core/options.js';
+import { is } from '../core/validate.js';
 
 /** How the wait ended. */
 export type ActiveOutcome =
@@ -75,6 +77,15 @@ export function isPastScheduling(server: Server): boolean {
   return typeof taskState === 'string' && taskState !== '' && taskState.toLowerCase() !== 'scheduling';
 }
 
+/** What {@link waitForActive} takes (see {@link WaitForActiveOptions}). */
+const WAIT_FOR_ACTIVE_SPEC: OptionsSpec<WaitForActiveOptions> = {
+  timeoutMs: is.durationMs({ timer: true }),
+  intervalMs: is.durationMs({ allowInfinity: false, timer: true }),
+  jitter: is.number({ min: 0, max: 1, maxExclusive: true }),
+  signal: is.signal,
+  onBuild: is.function,
+};
+
 /** What {@link waitForActive} resolves. */
 export interface WaitForActiveResult {
   outcome: ActiveOutcome;
@@ -101,10 +112,12 @@ function outcomeOf(server: Server): Exclude<ActiveOutcome, 'timeout'> | undefine
  * Poll `GET /servers/{id}` until the server leaves BUILD or `timeoutMs` passes. Outcomes are
  * resolved, not thrown.
  *
- * @throws {@link AbortError} when `signal` aborts; a poll's {@link NovaApiError} when it is not
+ * @throws {@link ValidationError} (before any request) for an unknown option name or a bad value;
+ * {@link AbortError} when `signal` aborts; a poll's {@link NovaApiError} when it is not
  * transient (401, 403) or keeps failing past the client's retries.
  */
 export async function waitForActive(client: NovaClient, serverId: string, options: WaitForActiveOptions = {}): Promise<WaitForActiveResult> {
+  checkOptions('waitForActive options', options, WAIT_FOR_ACTIVE_SPEC);
   const timeoutMs = options.timeoutMs ?? 600000;
   const intervalMs = options.intervalMs ?? 2000;
   const jitter = options.jitter ?? 0.1;

@@ -12,13 +12,13 @@
 import { VERSION } from '../core/version.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { StaticTokenProvider, type AuthProvider } from '../auth/provider.js';
-import { loadCloudConfig, resolveClientOptions } from '../config/load.js';
+import { checkCloudClientExtras, loadCloudConfig, resolveClientOptions } from '../config/load.js';
 import { ValidationError } from '../errors/index.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../transport/retry.js';
 import { Transport } from '../transport/transport.js';
 import { isServerNotFound } from '../transport/http.js';
 import { checkPathId, checkServerId } from '../core/validate.js';
-import { checkKnownOptions } from '../core/options.js';
+import { checkOptions } from '../core/options.js';
 import { idObjectMember, objectMember, type ShapeContext } from '../transport/responseShape.js';
 import { componentLogger, type Logger } from '../core/logger.js';
 import type { CreateServerBody, Flavor, Limits, QuotaSetDetail, Server } from '../core/types.js';
@@ -33,20 +33,8 @@ import {
   type DeleteServersResult,
   type UnconfirmedDelete,
 } from '../delete/index.js';
-import {
-  NOVA_CLIENT_DEFAULTS,
-  checkCreateServerBody,
-  checkNovaClientOptions,
-  projectFromNoauthToken,
-  type ClientStats,
-  type CloudClientOptions,
-  type ListServersOptions,
-  type ListServersQuery,
-  type NovaClientOptions,
-  type RawRequest,
-  type RawResponse,
-  type RequestOptions,
-} from './options.js';
+import { NOVA_CLIENT_DEFAULTS, RAW_REQUEST_SPEC, checkCreateServerBody, checkNovaClientOptions, checkRequestOptions, projectFromNoauthToken } from './options.js';
+import type { ClientStats, CloudClientOptions, ListServersOptions, ListServersQuery, NovaClientOptions, RawRequest, RawResponse, RequestOptions } from './options.js';
 import { NovaRequester } from './request.js';
 import { parseAbsoluteLimits, parseQuotaSetDetail } from './parse.js';
 import { listServerPages } from './list.js';
@@ -54,8 +42,6 @@ import { listServerPages } from './list.js';
 export type { ClientStats, CloudClientOptions, ListServersOptions, ListServersQuery, NovaClientOptions, RawRequest, RawResponse, RequestOptions, RetryOptions } from './options.js';
 export { parseAbsoluteLimits } from './parse.js';
 
-/** The option names a request takes (see {@link RawRequest}). */
-const RAW_REQUEST_KEYS = ['signal', 'requestTimeoutMs', 'retry', 'retryOn', 'onAttempt', 'onFailedAttempt', 'microversion', 'method', 'path', 'query', 'body', 'acceptStatus', 'serverId'] as const;
 
 
 /**
@@ -178,7 +164,7 @@ export class NovaClient {
   request<T = unknown>(req: RawRequest): Promise<RawResponse<T>> {
     try {
       // A misspelt option (`{ requestTimout: 5 }`) must fail, not be ignored.
-      checkKnownOptions('request options', req, RAW_REQUEST_KEYS);
+      checkOptions('request options', req, RAW_REQUEST_SPEC);
     } catch (e) {
       return Promise.reject(e as Error);
     }
@@ -192,6 +178,7 @@ export class NovaClient {
    * not exist; {@link InvalidResponseError} when a 2xx body has no `server` object with an `id`.
    */
   async getServer(id: string, options: RequestOptions = {}): Promise<Server> {
+    checkRequestOptions('getServer', options);
     checkServerId('server id', id);
     const res = await this.request({ method: 'GET', path: `/servers/${encodeURIComponent(id)}`, serverId: id, ...options });
     return idObjectMember<Server>(res.data, 'server', this.#shape('GET', res, id));
@@ -237,6 +224,7 @@ export class NovaClient {
    * object with an `id` (e.g. `{"reservation_id": ...}`; a server may have been created all the same).
    */
   async createServer(body: CreateServerBody, options: RequestOptions = {}): Promise<Server> {
+    checkRequestOptions('createServer', options);
     checkCreateServerBody(body);
     const res = await this.request({ method: 'POST', path: '/servers', body: { server: body }, ...options });
     return idObjectMember<Server>(res.data, 'server', {
@@ -257,6 +245,7 @@ export class NovaClient {
    * within `requestTimeoutMs`; other {@link NovaApiError}s after the retries.
    */
   async requestDelete(id: string, options: RequestOptions = {}): Promise<'delete-requested' | 'already-gone'> {
+    checkRequestOptions('requestDelete', options);
     checkServerId('server id', id);
     try {
       await this.request({ method: 'DELETE', path: `/servers/${encodeURIComponent(id)}`, serverId: id, ...options });
@@ -304,6 +293,7 @@ export class NovaClient {
    * when policy forbids it, {@link NotFoundError}, {@link ConflictError}.
    */
   async forceDeleteServer(id: string, options: RequestOptions = {}): Promise<void> {
+    checkRequestOptions('forceDeleteServer', options);
     checkServerId('server id', id);
     await this.request({ method: 'POST', path: `/servers/${encodeURIComponent(id)}/action`, body: { forceDelete: null }, serverId: id, ...options });
   }
@@ -317,6 +307,7 @@ export class NovaClient {
   getFlavor(id: string, options: RequestOptions = {}): Promise<Flavor> {
     try {
       checkPathId('flavor id', String(id));
+      checkRequestOptions('getFlavor', options);
     } catch (e) {
       return Promise.reject(e as Error); // a Promise-returning method never throws synchronously
     }
@@ -338,6 +329,7 @@ export class NovaClient {
    * @throws {@link InvalidResponseError} when a 2xx body has no `limits.absolute` object.
    */
   async getLimits(options: RequestOptions = {}): Promise<Limits> {
+    checkRequestOptions('getLimits', options);
     const res = await this.request({ method: 'GET', path: '/limits', ...options });
     const limits = objectMember<Record<string, unknown>>(res.data, 'limits', this.#shape('GET', res));
     const absolute = objectMember<Record<string, unknown>>(limits, 'absolute', this.#shape('GET', res));
@@ -354,6 +346,7 @@ export class NovaClient {
    * `quota_set` object.
    */
   async getQuotaSetDetail(projectId: string | undefined = this.projectId, options: RequestOptions = {}): Promise<QuotaSetDetail> {
+    checkRequestOptions('getQuotaSetDetail', options);
     if (!projectId) throw new ValidationError('getQuotaSetDetail needs a project id (pass one, or set projectId on the client)');
     checkPathId('project id', projectId);
     const res = await this.request({
@@ -385,6 +378,7 @@ export class NovaClient {
    * @throws {@link ConfigError} naming the file and key; {@link AuthError} when Keystone rejects the credentials.
    */
   static async fromCloud(name?: string, options?: CloudClientOptions): Promise<NovaClient> {
+    checkCloudClientExtras('NovaClient.fromCloud', options);
     return new NovaClient(await resolveClientOptions(loadCloudConfig({ cloud: name }), options));
   }
 
@@ -393,6 +387,7 @@ export class NovaClient {
    * `OS_*` variables alone. Same behaviour and errors as {@link NovaClient.fromCloud}.
    */
   static async fromEnv(env: Record<string, string | undefined> = process.env, options?: CloudClientOptions): Promise<NovaClient> {
+    checkCloudClientExtras('NovaClient.fromEnv', options);
     return new NovaClient(await resolveClientOptions(loadCloudConfig({ env }), options));
   }
 }

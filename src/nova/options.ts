@@ -7,11 +7,11 @@ import type { AxiosAdapter } from 'axios';
 import type { Clock } from '../core/clock.js';
 import type { LoggerOption } from '../core/logger.js';
 import type { AuthProvider } from '../auth/provider.js';
-import type { CloudClientExtras } from '../config/load.js';
-import { checkKnownOptions } from '../core/options.js';
+import { NOVA_CLIENT_OPTION_NAMES, type CloudClientExtras } from '../config/load.js';
+import { checkOptions, type OptionsSpec } from '../core/options.js';
 import { redactUrlSecrets, withoutUserInfo } from '../core/redact.js';
 import { ValidationError } from '../errors/index.js';
-import { checkDurationMs, checkRetryPolicy } from '../core/validate.js';
+import { is, retryPolicyOption } from '../core/validate.js';
 
 /** Retry policy of idempotent requests (GET, DELETE). */
 export interface RetryOptions {
@@ -167,11 +167,52 @@ export const LIST_SERVERS_DEFAULTS = Object.freeze({ maxPages: 1000, timeoutMs: 
  * `timeoutMs` not a positive duration.
  */
 export function checkListServersOptions(options: ListServersOptions): void {
-  const { maxPages } = options;
-  if (maxPages !== undefined && maxPages !== Number.POSITIVE_INFINITY && (!Number.isSafeInteger(maxPages) || maxPages < 1)) {
-    throw new ValidationError(`maxPages must be a positive integer (or Infinity), got ${String(maxPages)}`);
-  }
-  checkDurationMs('timeoutMs', options.timeoutMs, { timer: true });
+  checkOptions('listServers options', options, LIST_SERVERS_SPEC);
+}
+
+/** What every request method takes (see {@link RequestOptions}). */
+const REQUEST_SPEC: OptionsSpec<RequestOptions> = {
+  signal: is.signal,
+  requestTimeoutMs: is.durationMs({ timer: true }),
+  retry: retryPolicyOption,
+  retryOn: is.function,
+  onAttempt: is.function,
+  onFailedAttempt: is.function,
+  microversion: is.string({ nonEmpty: true }),
+};
+
+/** What `listServers` and `listServersWithMeta` take (see {@link ListServersOptions}). */
+const LIST_SERVERS_SPEC: OptionsSpec<ListServersOptions> = {
+  ...REQUEST_SPEC,
+  brief: is.boolean,
+  maxPages: (value, name) => {
+    if (value !== Number.POSITIVE_INFINITY && (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)) {
+      throw new ValidationError(`${name} must be a positive integer (or Infinity), got ${String(value)}`);
+    }
+  },
+  timeoutMs: is.durationMs({ timer: true }),
+};
+
+/** What `NovaClient.request` takes (see {@link RawRequest}). */
+export const RAW_REQUEST_SPEC: OptionsSpec<RawRequest> = {
+  ...REQUEST_SPEC,
+  method: is.oneOf(['GET', 'POST', 'PUT', 'DELETE']),
+  path: is.string({ nonEmpty: true }),
+  query: is.object,
+  body: null,
+  acceptStatus: is.arrayOf(is.integer({ min: 100, max: 599 })),
+  serverId: is.string(),
+};
+
+/**
+ * Check the options of one request method (`getServer`, `createServer`, `getLimits`, ...): only
+ * {@link RequestOptions} names (a `method` or `path` there would change the request), each value
+ * of its type.
+ * @param where - The method, for the message (e.g. `getServer`).
+ * @throws {@link ValidationError}
+ */
+export function checkRequestOptions(where: string, options: RequestOptions): void {
+  checkOptions(`${where} options`, options, REQUEST_SPEC);
 }
 
 /** Low-level request description for {@link NovaClient.request}. */
@@ -264,35 +305,44 @@ export const NOVA_CLIENT_DEFAULTS = Object.freeze({
 });
 
 /**
+ * What {@link NovaClientOptions} takes: any other name is refused (a misspelling must not be
+ * ignored). `token`, `auth`, `endpoint`, `maxResponseBytes` and `microversion` are checked together
+ * by {@link checkNovaClientOptions}; TLS material by the transport.
+ */
+const NOVA_CLIENT_SPEC: OptionsSpec<NovaClientOptions> = {
+  endpoint: null,
+  token: null,
+  auth: null,
+  projectId: null,
+  microversion: null,
+  requestTimeoutMs: is.durationMs({ timer: true }),
+  retry: retryPolicyOption,
+  logger: null,
+  caCert: null,
+  clientCert: null,
+  clientKey: null,
+  insecure: null,
+  userAgent: null,
+  maxResponseBytes: null,
+  adapter: null,
+  clock: null,
+  coalesce: is.boolean,
+  maxRequestsPerSecond: (value, name) => {
+    if (typeof value !== 'number' || Number.isNaN(value) || value <= 0) throw new ValidationError(`${name} must be a positive number (or Infinity), got ${String(value)}`);
+  },
+  watchIntervalMs: is.durationMs({ timer: true }),
+};
+/** Compile-time proof that `NOVA_CLIENT_OPTION_NAMES` (kept in `config/load.ts`, below this layer) names every option. */
+type MissingClientOption = Exclude<keyof NovaClientOptions, (typeof NOVA_CLIENT_OPTION_NAMES)[number]>;
+const _everyClientOptionNamed: [MissingClientOption] extends [never] ? true : MissingClientOption = true;
+
+/**
  * Check the options of `NovaClient` before anything is built.
  * @throws {@link ValidationError} naming the option.
  */
-/** The option names of {@link NovaClientOptions}: any other is refused (a misspelling must not be ignored). */
-const NOVA_CLIENT_OPTION_KEYS = [
-  'endpoint',
-  'token',
-  'auth',
-  'projectId',
-  'microversion',
-  'requestTimeoutMs',
-  'retry',
-  'logger',
-  'caCert',
-  'clientCert',
-  'clientKey',
-  'insecure',
-  'userAgent',
-  'maxResponseBytes',
-  'adapter',
-  'clock',
-  'coalesce',
-  'maxRequestsPerSecond',
-  'watchIntervalMs',
-] as const;
-
 export function checkNovaClientOptions(options: NovaClientOptions): void {
   if (!options || typeof options !== 'object') throw new ValidationError('NovaClient needs an options object');
-  checkKnownOptions('NovaClient options', options, NOVA_CLIENT_OPTION_KEYS);
+  checkOptions('NovaClient options', options, NOVA_CLIENT_SPEC);
   const { endpoint, token, auth } = options;
   if (auth && token !== undefined) throw new ValidationError('give either token or auth, not both');
   if (!auth && (typeof token !== 'string' || token.length === 0)) {
@@ -303,16 +353,6 @@ export function checkNovaClientOptions(options: NovaClientOptions): void {
   } else if (!auth?.getEndpoint) {
     throw new ValidationError('NovaClient needs an endpoint (or an auth provider with a service catalog)');
   }
-  checkDurationMs('requestTimeoutMs', options.requestTimeoutMs, { timer: true });
-  checkDurationMs('watchIntervalMs', options.watchIntervalMs, { timer: true });
-  const rps = options.maxRequestsPerSecond;
-  if (rps !== undefined && (typeof rps !== 'number' || Number.isNaN(rps) || rps <= 0)) {
-    throw new ValidationError(`maxRequestsPerSecond must be a positive number (or Infinity), got ${String(rps)}`);
-  }
-  if (options.coalesce !== undefined && typeof options.coalesce !== 'boolean') {
-    throw new ValidationError(`coalesce must be a boolean, got ${String(options.coalesce)}`);
-  }
-  if (options.retry !== false) checkRetryPolicy('retry', options.retry ?? {});
   const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   if (!Number.isInteger(maxResponseBytes) || maxResponseBytes < 1) {
     throw new ValidationError(`maxResponseBytes must be a positive integer, got ${String(options.maxResponseBytes)}`);

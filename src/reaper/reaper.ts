@@ -37,33 +37,59 @@ import {
   planPass,
   type ReaperState,
 } from './plan.js';
-import { checkDurationMs } from '../core/validate.js';
+import { is } from '../core/validate.js';
+import { checkOptions as checkOptionsSpec, type OptionsSpec } from '../core/options.js';
+import type { DeleteServerOptions } from '../delete/index.js';
 
 /** Default {@link ReaperOptions.timeoutMs}: 15 min per pass. */
 const DEFAULT_PASS_TIMEOUT_MS = 900_000;
 
 export type { FleetSelector, ReapCandidate, ReaperState, ReapSkip, ReapSkipReason, SeenCandidate } from './plan.js';
 
-export type { ReaperOptions, ReapServersOptions, ReapDeleted, ReapFailure, ReapEvent, ReapPassResult, ReapResult } from './types.js';
-import type { ReaperOptions, ReapServersOptions, ReapDeleted, ReapFailure, ReapEvent, ReapPassResult, ReapResult } from './types.js';
+export type { ReaperOptions, ReaperRunOptions, ReapServersOptions, ReapDeleted, ReapFailure, ReapEvent, ReapPassResult, ReapResult } from './types.js';
+import type { ReaperOptions, ReaperRunOptions, ReapServersOptions, ReapDeleted, ReapFailure, ReapEvent, ReapPassResult, ReapResult } from './types.js';
+
+/** What a {@link Reaper} takes (see {@link ReaperOptions}); `deleteOptions` is checked as `deleteServer`'s. */
+const REAPER_SPEC: OptionsSpec<ReaperOptions> = {
+  prefix: null,
+  metadataKey: null,
+  metadataValue: null,
+  olderThanMs: is.durationMs({ allowZero: true }),
+  dryRun: is.boolean,
+  // Both feed timers: a finite value above MAX_TIMER_MS would fire at once.
+  deleteTimeoutMs: is.durationMs({ timer: true }),
+  deleteIntervalMs: is.durationMs({ allowInfinity: false, timer: true }),
+  timeoutMs: is.durationMs({ timer: true }),
+  concurrency: is.integer({ min: 1 }),
+  pageSize: is.integer({ min: 1 }),
+  state: (value) => checkState(value),
+  // deleteOptions reach every deleteServer call: a bad one is refused before the listing, not once per server.
+  deleteOptions: (value) => checkDeleteOptions(value as DeleteServerOptions, REAPER_DELETE_KEYS),
+  now: is.function,
+  signal: is.signal,
+  logger: is.object,
+  onEvent: is.function,
+};
+
+/** The `deleteServer` options a reaper passes on: all but the four it sets itself. */
+const REAPER_DELETE_KEYS = ['pollRetries', 'jitter', 'confirmIntervalMs', 'onProgress', 'requestTimeoutMs', 'redeleteAfterMs', 'forceSoftDeleted', 'confirmGoneMs', 'deleteRetries', 'force'] as const satisfies ReadonlyArray<
+  keyof NonNullable<ReaperOptions['deleteOptions']>
+>;
 
 function checkOptions(options: ReaperOptions): void {
   if (!options || typeof options !== 'object') throw new ValidationError('the reaper needs options');
+  checkOptionsSpec('Reaper options', options, REAPER_SPEC);
   checkSelector(options);
   if (options.olderThanMs === undefined) throw new ValidationError('olderThanMs is required (ms; 0 means any age)');
-  checkDurationMs('olderThanMs', options.olderThanMs, { allowZero: true });
-  // Both feed timers: a finite value above MAX_TIMER_MS would fire at once.
-  checkDurationMs('deleteTimeoutMs', options.deleteTimeoutMs, { timer: true });
-  checkDurationMs('deleteIntervalMs', options.deleteIntervalMs, { allowInfinity: false, timer: true });
-  checkDurationMs('timeoutMs', options.timeoutMs, { timer: true });
-  const c = options.concurrency;
-  if (c !== undefined && (!Number.isInteger(c) || c < 1)) throw new ValidationError(`concurrency must be a positive integer, got ${String(c)}`);
-  const p = options.pageSize;
-  if (p !== undefined && (!Number.isInteger(p) || p < 1)) throw new ValidationError(`pageSize must be a positive integer, got ${String(p)}`);
-  if (options.state !== undefined) checkState(options.state);
-  // deleteOptions reach every deleteServer call: a bad one is refused before the listing, not once per server.
-  if (options.deleteOptions !== undefined) checkDeleteOptions(options.deleteOptions);
 }
+
+/** What {@link Reaper.run} takes (see {@link ReaperRunOptions}). */
+const RUN_SPEC: OptionsSpec<ReaperRunOptions> = {
+  intervalMs: is.durationMs({ allowInfinity: false, timer: true }),
+  signal: is.signal,
+  onPass: is.function,
+  onError: is.function,
+};
 
 /** Throws {@link ValidationError} unless `state` is a {@link ReaperState}. */
 export function checkState(state: unknown): asserts state is ReaperState {
@@ -93,7 +119,7 @@ export class Reaper {
   #state: ReaperState;
   #running = false;
 
-  /** @throws {@link ValidationError} for bad options (no fleet, no `olderThanMs`, bad durations or state). */
+  /** @throws {@link ValidationError} for bad options (an unknown name such as `dryrun`, naming the closest; no fleet, no `olderThanMs`, a `dryRun` that is not a boolean, bad durations, state or `deleteOptions`). */
   constructor(client: NovaClient, options: ReaperOptions) {
     checkOptions(options);
     this.#client = client;
@@ -254,13 +280,10 @@ export class Reaper {
    * when aborted between or during passes; a pass whose listing fails is logged, given to `onError`
    * and retried at the next interval.
    */
-  async run(options: {
-    intervalMs: number;
-    signal: AbortSignal;
-    onPass?: (result: ReapPassResult) => void;
-    onError?: (error: Error) => void;
-  }): Promise<number> {
-    checkDurationMs('intervalMs', options.intervalMs, { allowInfinity: false, timer: true });
+  async run(options: ReaperRunOptions): Promise<number> {
+    if (!options || typeof options !== 'object') throw new ValidationError('Reaper.run needs options ({ intervalMs, signal })');
+    checkOptionsSpec('Reaper.run options', options, RUN_SPEC);
+    if (options.intervalMs === undefined) throw new ValidationError('intervalMs is required (ms)');
     let passes = 0;
     const { signal } = options;
     const outer = this.#options.signal;
@@ -292,6 +315,12 @@ export class Reaper {
   }
 }
 
+/** What {@link reapServers} takes: a {@link Reaper}'s options and the time between its two passes. */
+const REAP_SERVERS_SPEC: OptionsSpec<ReapServersOptions> = {
+  ...REAPER_SPEC,
+  passIntervalMs: is.durationMs({ allowZero: true, allowInfinity: false, timer: true }),
+};
+
 /**
  * Find and delete the fleet's leaked servers: two passes `passIntervalMs` apart (see {@link Reaper}).
  * When the first pass finds no candidate it returns at once: a second pass could not delete anything.
@@ -301,12 +330,14 @@ export class Reaper {
  * const r = await reapServers(nova, { prefix: 'adt-', olderThanMs: 7_200_000 });
  * console.log(`${r.deleted.length} deleted, ${r.failed.length} failed`);
  * ```
- * @throws {@link ValidationError} for bad options (before any request); a listing's
+ * @throws {@link ValidationError} for bad options, an unknown name included (before any request); a listing's
  * {@link NovaApiError}; {@link AbortError} when `signal` aborts. Deletion failures are in `failed`.
  */
 export async function reapServers(client: NovaClient, options: ReapServersOptions): Promise<ReapResult> {
-  checkDurationMs('passIntervalMs', options.passIntervalMs, { allowZero: true, allowInfinity: false, timer: true });
-  const reaper = new Reaper(client, options);
+  if (!options || typeof options !== 'object') throw new ValidationError('reapServers needs options');
+  checkOptionsSpec('reapServers options', options, REAP_SERVERS_SPEC);
+  const { passIntervalMs: _passIntervalMs, ...reaperOptions } = options;
+  const reaper = new Reaper(client, reaperOptions);
   const passes: ReapPassResult[] = [await reaper.pass()];
   const first = passes[0]!;
   const needSecond = first.candidates.some((c) => !c.confirmed) || first.failed.length > 0;

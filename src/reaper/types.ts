@@ -50,6 +50,18 @@ export interface ReapServersOptions extends ReaperOptions {
   passIntervalMs?: number;
 }
 
+/** Options of {@link Reaper.run} (a daemon: a pass every `intervalMs` until `signal` aborts). */
+export interface ReaperRunOptions {
+  /** Time between passes, in ms. Required. */
+  intervalMs: number;
+  /** Stops the daemon (between or during passes). Required. */
+  signal: AbortSignal;
+  /** Called with each pass's result. */
+  onPass?: (result: ReapPassResult) => void;
+  /** Called with the error of a pass whose listing failed (the next pass is at the next interval). */
+  onError?: (error: Error) => void;
+}
+
 /** A server the reaper deleted. */
 export interface ReapDeleted {
   serverId: string;

@@ -12,7 +12,7 @@ import { AbortError, ValidationError, throwIfAborted } from '../errors/index.js'
 import type { Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from '../guard/index.js';
 import type { NovaClient } from '../nova/index.js';
 import { RedisConnection, type LedgerCommand } from './connection.js';
-import { ledgerKeys, resolveOptions, urlPassword, type LedgerKeys, type RedisQuotaLedgerOptions, type ResolvedOptions } from './options.js';
+import { checkOptionNames, ledgerKeys, resolveOptions, urlPassword, type LedgerKeys, type RedisQuotaLedgerOptions, type ResolvedOptions } from './options.js';
 
 /** How long a claim released as `'counted'` stays subtracted from readings sent before it, in ms. */
 const COUNTED_RETENTION_MS = 10 * 60_000;
@@ -100,6 +100,7 @@ export class RedisQuotaLedger implements QuotaLedger {
    * @throws `ValidationError` when the client has no project id and none is given.
    */
   static async forClient(client: NovaClient, options: Omit<RedisQuotaLedgerOptions, 'endpoint' | 'projectId'> & { endpoint?: string; projectId?: string }): Promise<RedisQuotaLedger> {
+    checkOptionNames('RedisQuotaLedger.forClient options', options);
     const projectId = options.projectId ?? client.projectId;
     if (projectId === undefined) throw new ValidationError('RedisQuotaLedger.forClient: the client has no projectId; pass projectId');
     const endpoint = options.endpoint ?? (await client.endpoint());

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import type { Clock, Logger } from '../core/index.js';
-import { checkKnownOptions } from '../core/options.js';
+import { checkOptions, type OptionsSpec } from '../core/options.js';
 import { checkDurationMs } from '../core/validate.js';
 import { redactUrlSecrets } from '../core/redact.js';
 import { ValidationError } from '../errors/index.js';
@@ -63,9 +63,24 @@ export interface RedisQuotaLedgerOptions {
 /** The shortest `placeTtlMs` taken, in ms. */
 export const MIN_PLACE_TTL_MS = 1000;
 
-export const KNOWN_OPTIONS = [
-  'url', 'redis', 'endpoint', 'projectId', 'holder', 'clock', 'limitsMaxAgeMs', 'limitsLockMs', 'placeTtlMs', 'commandTimeoutMs', 'keyPrefix', 'logger',
-] as const;
+/**
+ * The names of {@link RedisQuotaLedgerOptions} (typed: the compiler checks it names every option);
+ * values are checked by {@link resolveOptions}.
+ */
+const OPTION_NAMES: OptionsSpec<RedisQuotaLedgerOptions> = {
+  url: null,
+  redis: null,
+  endpoint: null,
+  projectId: null,
+  holder: null,
+  clock: null,
+  limitsMaxAgeMs: null,
+  limitsLockMs: null,
+  placeTtlMs: null,
+  commandTimeoutMs: null,
+  keyPrefix: null,
+  logger: null,
+};
 
 /** The key and channel names of one ledger scope (one endpoint, one project). */
 export interface LedgerKeys {
@@ -115,6 +130,11 @@ export function urlPassword(url: string | undefined): string | undefined {
   }
 }
 
+/** Refuse a name that is not an option of {@link RedisQuotaLedgerOptions} (naming the closest), as `forClient` does before it asks the client anything. */
+export function checkOptionNames(where: string, options: unknown): void {
+  checkOptions(where, options, OPTION_NAMES);
+}
+
 /**
  * @throws `ValidationError` for an unknown option, neither or both of `url` and `redis` (naming a
  * key given as undefined, e.g. `url: process.env.REDIS_URL` with the variable unset), a URL that is
@@ -124,7 +144,7 @@ export function urlPassword(url: string | undefined): string | undefined {
  * {@link MIN_PLACE_TTL_MS}, or a `keyPrefix` with `{` or `}`.
  */
 export function resolveOptions(options: RedisQuotaLedgerOptions): ResolvedOptions {
-  checkKnownOptions('RedisQuotaLedger options', options, KNOWN_OPTIONS);
+  checkOptions('RedisQuotaLedger options', options, OPTION_NAMES);
   if (options === undefined) throw new ValidationError('RedisQuotaLedger needs options { url | redis, endpoint, projectId }');
   const { url, redis } = options;
   if (url === undefined && redis === undefined) {

@@ -26,7 +26,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { AxiosAdapter } from 'axios';
-import { ValidationError } from '../errors/index.js';
+import { checkOptions } from '../core/options.js';
+import { APP_CRED_SPEC, FAKE_KEYSTONE_SPEC, PROJECT_SPEC, USER_SPEC } from './fakeKeystone/options.js';
 import { AuthFailure, hexId, obj, TokenIssuer, UNAUTHORIZED, type StoredUser } from './fakeKeystone/tokens.js';
 import type { FakeKeystoneAppCred, FakeKeystoneEndpoint, FakeKeystoneOptions, FakeKeystoneProject, FakeKeystoneRequest, FakeKeystoneUser } from './fakeKeystone/types.js';
 import { AdapterBinding } from './wire/adapterBinding.js';
@@ -93,18 +94,13 @@ export class FakeKeystone {
 
   /**
    * Start a fake Keystone on 127.0.0.1 (HTTPS when `options.tls` is given).
-   * @throws `ValidationError` (nova-guard) for a `tokenLifetimeMs` that is not a finite number >= 0 (NaN made
-   * every token request a 500) or a port outside 0-65535.
+   * @throws `ValidationError` (nova-guard) for an unknown option name (in `options` or a nested user,
+   * project, credential, endpoint or `tls`), a `tokenLifetimeMs` that is not a finite number >= 0 (NaN
+   * made every token request a 500) or a port outside 0-65535.
    */
   static async start(options: FakeKeystoneOptions = {}): Promise<FakeKeystone> {
-    const life = options.tokenLifetimeMs;
-    if (life !== undefined && !(typeof life === 'number' && Number.isFinite(life) && life >= 0)) {
-      throw new ValidationError(`FakeKeystone option tokenLifetimeMs must be a finite number >= 0 (got ${String(life)})`);
-    }
+    checkOptions('FakeKeystone options', options, FAKE_KEYSTONE_SPEC);
     const listenPort = options.port ?? 0;
-    if (!Number.isInteger(listenPort) || listenPort < 0 || listenPort > 65535) {
-      throw new ValidationError(`FakeKeystone option port must be an integer from 0 to 65535 (got ${String(listenPort)})`);
-    }
     const ref: { self?: FakeKeystone } = {};
     const http = new HttpBinding((req, reply) => ref.self!.#serve(req, reply), options.tls);
     const port = await http.listen(listenPort);
@@ -138,6 +134,7 @@ export class FakeKeystone {
 
   /** Add a project; returns its id. */
   addProject(p: FakeKeystoneProject): string {
+    checkOptions('FakeKeystone.addProject', p, PROJECT_SPEC);
     const id = p.id ?? hexId();
     this.projects.set(id, { id, name: p.name, domainId: p.domainId ?? 'default' });
     return id;
@@ -145,6 +142,7 @@ export class FakeKeystone {
 
   /** Add a user; `projects` may name projects by id or name. Returns the user id. */
   addUser(u: FakeKeystoneUser): string {
+    checkOptions('FakeKeystone.addUser', u, USER_SPEC);
     const id = u.id ?? hexId();
     const projects = (u.projects ?? [...this.projects.values()].slice(0, 1).map((p) => p.id)).map((p) => this.#projectId(p));
     const defaultProject = u.defaultProject ? this.#projectId(u.defaultProject) : projects[0];
@@ -154,6 +152,7 @@ export class FakeKeystone {
 
   /** Add an application credential; returns its id. */
   addApplicationCredential(a: FakeKeystoneAppCred): string {
+    checkOptions('FakeKeystone.addApplicationCredential', a, APP_CRED_SPEC);
     const id = a.id ?? hexId();
     const user = [...this.users.values()].find((u) => u.id === a.user || u.name === a.user);
     if (!user) throw new Error(`FakeKeystone: unknown user ${a.user} for application credential ${a.name}`);

@@ -18,7 +18,8 @@ import { assemble } from './fakeNova/assemble.js';
 import { FakeNovaCauses } from './fakeNova/causes.js';
 import { checkFaultSpec } from './fakeNova/faultSpec.js';
 import { checkPathId } from '../core/validate.js';
-import { BEHAVIORS, quotaValue, resolveOptions } from './fakeNova/options.js';
+import { BEHAVIORS, FAKE_SERVER_INIT_SPEC, FAKE_USAGE_SPEC, SERVER_BEHAVIOR_SPEC, quotaValue, resolveOptions } from './fakeNova/options.js';
+import { checkOptions } from '../core/options.js';
 import type { QuotaBook } from './fakeNova/quota.js';
 import { viewOf, type ServerRecord, type ServerStore } from './fakeNova/state.js';
 import type { TimerSet } from './fakeNova/timers.js';
@@ -149,8 +150,9 @@ export class FakeNova {
    *
    * @param options - See {@link FakeNovaOptions}; every duration is in milliseconds.
    * @returns the running fake.
-   * @throws `ValidationError` (nova-guard) for a negative duration, a quota below -1, a malformed
-   *   microversion, duplicate or invalid flavors, or a non-positive page size.
+   * @throws `ValidationError` (nova-guard) for an unknown option name (here or in a flavor, naming the
+   *   closest), a negative duration, a quota below -1, a malformed microversion, duplicate or invalid
+   *   flavors, or a non-positive page size.
    * @throws the listen error (e.g. `EADDRINUSE`) when the port is taken.
    */
   static async start(options: FakeNovaOptions = {}): Promise<FakeNova> {
@@ -208,6 +210,7 @@ export class FakeNova {
    * not ask for (empty, or with `/`, `?`, `#`, or `.`/`..`).
    */
   addServer(init: Partial<FakeServerInit> = {}): FakeServerView {
+    checkOptions('FakeNova.addServer', init, FAKE_SERVER_INIT_SPEC);
     if (init.id !== undefined) checkPathId('FakeNova.addServer: id', init.id);
     const flavorId = init.flavorId ?? this.firstFlavorId();
     const flavor = this.flavors.get(flavorId);
@@ -239,6 +242,7 @@ export class FakeNova {
    * @throws `ValidationError` (nova-guard) for a value that is not an integer >= -1.
    */
   setQuota(q: Partial<FakeUsage>): void {
+    checkOptions('FakeNova.setQuota', q, FAKE_USAGE_SPEC);
     const next = { ...this.quota.limits };
     if (q.cores !== undefined) next.cores = quotaValue('cores', q.cores, 0);
     if (q.instances !== undefined) next.instances = quotaValue('instances', q.instances, 0);
@@ -269,6 +273,7 @@ export class FakeNova {
    * @throws `ValidationError` (nova-guard) for an unknown server or behaviour.
    */
   setServerBehavior(id: string, b: { onDelete?: FakeDeleteBehavior; faultMessage?: string }): void {
+    checkOptions('FakeNova.setServerBehavior', b, SERVER_BEHAVIOR_SPEC);
     const r = this.mustGet(id, 'setServerBehavior');
     if (b.onDelete !== undefined) {
       if (!BEHAVIORS.includes(b.onDelete)) throw new ValidationError(`unknown delete behaviour '${String(b.onDelete)}'`);
@@ -304,6 +309,7 @@ export class FakeNova {
    * @throws `ValidationError` (nova-guard) for a value that is not an integer (NaN would reach `/limits`).
    */
   setUsageDrift(d: Partial<FakeUsage>): void {
+    checkOptions('FakeNova.setUsageDrift', d, FAKE_USAGE_SPEC);
     const drift = { cores: d.cores ?? 0, instances: d.instances ?? 0, ram: d.ram ?? 0 };
     for (const [k, v] of Object.entries(drift)) {
       if (!Number.isInteger(v)) throw new ValidationError(`FakeNova.setUsageDrift: ${k} must be an integer, got ${String(v)}`);

@@ -12,6 +12,8 @@ import type { Compute } from './compute.js';
 import type { QuotaBook } from './quota.js';
 import type { ServerRecord, ServerStore } from './state.js';
 import type { FakeFlavor, FakeServerInit, FakeUsage } from './types.js';
+import { checkOptions, type OptionsSpec } from '../../core/options.js';
+import { FAKE_SERVER_INIT_SPEC, FAKE_USAGE_SPEC } from './options.js';
 
 /** The fault message of a server the scheduler found no host for (Nova's NoValidHost). */
 export const NO_VALID_HOST_MESSAGE = 'No valid host was found. There are not enough hosts available.';
@@ -24,7 +26,8 @@ export interface CausesDeps {
   flavors: Map<string, FakeFlavor>;
 }
 
-function usageOf(u: Partial<FakeUsage>, what: string): FakeUsage {
+function usageOf(u: Partial<FakeUsage>, what: string, spec: OptionsSpec<Partial<FakeUsage>> = FAKE_USAGE_SPEC): FakeUsage {
+  checkOptions(`FakeNova.causes.${what}`, u, spec);
   const out = { cores: u.cores ?? 0, instances: u.instances ?? 0, ram: u.ram ?? 0 };
   for (const [k, v] of Object.entries(out)) {
     if (!Number.isInteger(v)) throw new ValidationError(`FakeNova.causes.${what}: ${k} must be an integer, got ${String(v)}`);
@@ -72,6 +75,7 @@ export class FakeNovaCauses {
    * instance under both models; cores and RAM only under legacy counting.
    */
   addNeverScheduled(init: Partial<FakeServerInit> = {}): string {
+    checkOptions('FakeNova.causes.addNeverScheduled', init, FAKE_SERVER_INIT_SPEC);
     const r = this.d.compute.seed({ ...init, status: 'ERROR', vmState: 'error', faultMessage: init.faultMessage ?? NO_VALID_HOST_MESSAGE }, this.flavor(init.flavorId ?? [...this.d.flavors.keys()][0]!, 'addNeverScheduled'));
     this.d.store.update(r, { cell0: true });
     this.d.store.scan = true;
@@ -113,7 +117,7 @@ export class FakeNovaCauses {
 
   /** Cores and RAM placement keeps allocated for the project with no server behind them (counted only from placement). */
   leakAllocation(u: Partial<Pick<FakeUsage, 'cores' | 'ram'>>): void {
-    const add = usageOf(u, 'leakAllocation');
+    const add = usageOf(u, 'leakAllocation', { cores: null, ram: null } as OptionsSpec<Partial<FakeUsage>>);
     const l = this.d.store.leaked;
     this.d.store.leaked = { cores: l.cores + add.cores, instances: 0, ram: l.ram + add.ram };
   }

@@ -9,9 +9,13 @@ import { validateHeaderName, validateHeaderValue } from 'node:http';
 import { ValidationError } from '../../errors/index.js';
 import { MAX_TIMER_MS } from '../../core/validate.js';
 import type { FaultSpec } from './types.js';
+import { checkOptions, type OptionsSpec } from '../../core/options.js';
+
+/** Every field of a {@link FaultSpec}: another name is refused (a misspelt `stauts` would inject a 200). Values are checked below. */
+const FAULT_SPEC: OptionsSpec<FaultSpec> = { method: null, path: null, status: null, body: null, headers: null, delayMs: null, hang: null, reset: null, times: null };
 
 /**
- * @throws `ValidationError` (nova-guard) for a spec that is not an object, a `path` that is neither a
+ * @throws `ValidationError` (nova-guard) for a spec that is not an object, an unknown field name, a `path` that is neither a
  * string nor a RegExp, a `method` that is not a string, a `status` that is not an integer from 100
  * to 999 (what node:http can send), `headers` that are not valid HTTP header names and values,
  * `times` that is not a positive integer or `Infinity`, a `delayMs` outside 0 to 2147483647 (a longer
@@ -20,6 +24,7 @@ import type { FaultSpec } from './types.js';
  */
 export function checkFaultSpec(spec: FaultSpec): void {
   if (!spec || typeof spec !== 'object') throw new ValidationError('FakeNova.inject needs a FaultSpec object');
+  checkOptions('FaultSpec', spec, FAULT_SPEC);
   const bad = (what: string): ValidationError => new ValidationError(`FaultSpec.${what}`);
   if (typeof spec.path !== 'string' && !(spec.path instanceof RegExp)) throw bad(`path must be a string or a RegExp (got ${String(spec.path)})`);
   if (spec.method !== undefined && typeof spec.method !== 'string') throw bad(`method must be a string (got ${String(spec.method)})`);

@@ -4,11 +4,12 @@
  * @module
  */
 import { ValidationError } from '../../errors/index.js';
-import { MAX_TIMER_MS } from '../../core/validate.js';
+import { MAX_TIMER_MS, is } from '../../core/validate.js';
+import { checkOptions, type OptionsSpec } from '../../core/options.js';
 import type { ComputeTiming } from './compute.js';
 import { realNovaDeletedWindowMs, windowFunction } from './deleteLoad.js';
 import { compareMicroversion, parseMicroversion, type Microversion } from './microversion.js';
-import type { FakeDeleteBehavior, FakeFlavor, FakeNovaOptions, FakeUsage } from './types.js';
+import type { FakeDeleteBehavior, FakeFlavor, FakeNovaOptions, FakeServerInit, FakeUsage } from './types.js';
 
 /** The default flavors: `'1'` m1.tiny, `'2'` m1.small, `'3'` m1.medium (as the real-Nova test stack). */
 export const DEFAULT_FLAVORS: readonly FakeFlavor[] = Object.freeze([
@@ -71,12 +72,70 @@ function terminateErrorTaskState(value: FakeNovaOptions['terminateErrorTaskState
   return value;
 }
 
+/** What a {@link FakeFlavor} holds (each of `FakeNovaOptions.flavors`). */
+const FLAVOR_SPEC: OptionsSpec<FakeFlavor> = {
+  id: is.string({ nonEmpty: true }),
+  name: is.string(),
+  vcpus: null,
+  ram: null,
+  disk: is.integer(),
+};
+
 /**
- * @throws `ValidationError` (nova-guard) for a negative duration, a quota below -1, a malformed
+ * What `FakeNova.start` takes (see {@link FakeNovaOptions}): names and types; the ranges of
+ * durations, quotas, microversions and flavors are {@link resolveOptions}'s.
+ */
+export const FAKE_NOVA_SPEC: OptionsSpec<FakeNovaOptions> = {
+  port: null,
+  projectId: is.string(),
+  maxTotalCores: null,
+  maxTotalInstances: null,
+  maxTotalRAMSize: null,
+  flavors: is.arrayOf(is.options(FLAVOR_SPEC)),
+  buildDelayMs: null,
+  schedulingDelayMs: null,
+  deleteDelayMs: null,
+  deletedWindowMs: null,
+  terminateErrorTaskState: null,
+  softDelete: is.boolean,
+  reclaimIntervalMs: null,
+  quotaLagMs: null,
+  validateToken: is.function,
+  keystoneUri: is.string({ nonEmpty: true }),
+  pageSize: null,
+  minMicroversion: is.string(),
+  maxMicroversion: is.string(),
+};
+
+/** What `FakeNova.addServer` takes (see {@link FakeServerInit}). */
+export const FAKE_SERVER_INIT_SPEC: OptionsSpec<FakeServerInit> = {
+  id: null,
+  name: is.string(),
+  flavorId: is.string({ nonEmpty: true }),
+  status: is.string({ nonEmpty: true }),
+  vmState: is.string(),
+  taskState: null,
+  metadata: is.object,
+  createdMs: is.number(),
+  faultMessage: is.string(),
+};
+
+/** The resources of `FakeNova.setQuota` and `FakeNova.setUsageDrift` (see {@link FakeUsage}); values are checked there. */
+export const FAKE_USAGE_SPEC: OptionsSpec<FakeUsage> = { cores: null, instances: null, ram: null };
+
+/** What `FakeNova.setServerBehavior` takes. */
+export const SERVER_BEHAVIOR_SPEC: OptionsSpec<{ onDelete?: FakeDeleteBehavior; faultMessage?: string }> = {
+  onDelete: is.oneOf(BEHAVIORS),
+  faultMessage: is.string(),
+};
+
+/**
+ * @throws `ValidationError` (nova-guard) for an unknown option name, a negative duration, a quota below -1, a malformed
  *   microversion, duplicate or invalid flavors, a non-positive page size, or a
  *   `terminateErrorTaskState` other than `'deleting'` or null.
  */
 export function resolveOptions(options: FakeNovaOptions): ResolvedOptions {
+  checkOptions('FakeNova options', options, FAKE_NOVA_SPEC);
   const projectId = options.projectId ?? 'demo';
   if (!projectId || /[/?#\s]/.test(projectId)) throw new ValidationError(`FakeNova projectId is invalid: ${projectId}`);
   const port = nonNegative('port', options.port, 0);
