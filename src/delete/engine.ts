@@ -26,7 +26,7 @@ import { currentOperation } from '../core/telemetry.js';
 import { jitteredMs, type Clock, type TimerHandle } from '../core/index.js';
 import { MAX_TIMER_MS } from '../core/validate.js';
 import { checkEngineOptions } from './options.js';
-import { AbortError, OrphanedServerError } from '../errors/index.js';
+import { OrphanedServerError } from '../errors/index.js';
 import { FailureLog } from './failureLog.js';
 import { NovaPause } from './pause.js';
 import { AbortGroups } from './abortGroups.js';
