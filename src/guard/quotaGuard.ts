@@ -66,20 +66,20 @@ import { needsFromFlavor } from './flavorNeeds.js';
 import { retrySchedule } from './backoff.js';
 import type { Headroom, QuotaNeeds } from './headroom.js';
 import { claimForAttempt, readHeadroom } from './headroomWait.js';
-import { InProcessQuotaLedger } from './inProcessLedger.js';
 import { claimMetadata, publishFreed, releaseClaim } from './ledgerUse.js';
-import { CLAIM_TAG_KEY } from './lostCreate.js';
+import { CLAIM_TAG_KEY } from './claimTag.js';
+import { closeWatches, endCallWatch, watchedCreates, type UnsettledCreate } from './lateCreates.js';
 import { onDeleteConfirmed } from '../delete/index.js';
 import { planRetry, quotaRetryReasonOf } from './retryPolicy.js';
-import { elapsedMs, newCall, remainingMs, type Claim, type GuardState, type GuardedCall } from './state.js';
+import { elapsedMs, newCall, newGuardState, newStats, remainingMs, type Claim, type GuardState, type GuardedCall } from './state.js';
 import { flavorIdOf, isFullNeeds, validateNeeds, validateOptions } from './options.js';
-import type { GuardedCallOptions, GuardedCreateOptions, QuotaGuardOptions, QuotaGuardStats, QuotaNeedsSpec, QuotaRetryInfo, GuardClaimInfo } from './options.js';
-import type { ResolvedOptions } from './options.js';
+import type { GuardedCallOptions, GuardedCreateOptions, QuotaGuardOptions, QuotaGuardStats, QuotaNeedsSpec, QuotaRetryInfo, GuardClaimInfo, ResolvedOptions } from './options.js';
 
 export type { QuotaNeeds, Headroom, ResourceHeadroom, Shortfall } from './headroom.js';
 export type { QuotaWaitInfo, QuotaRetryReason, QuotaRetryInfo, QuotaGuardOptions, GuardedCallOptions } from './options.js';
 export type { GuardedCreateOptions, QuotaNeedsSpec, QuotaGuardStats, ResolvedOptions, GuardClaimInfo } from './options.js';
 export { QUOTA_GUARD_DEFAULTS, QUOTA_LEDGER_DEFAULTS } from './options.js';
+export type { UnsettledCreate } from './lateCreates.js';
 
 /** One attempt of a guarded call, given the claim it may use. */
 type Attempt<T> = (claim: Claim, signal: AbortSignal | undefined, call: GuardedCall) => Promise<T>;
@@ -99,20 +99,7 @@ export class QuotaGuard {
   /** The client the guard uses. */
   readonly client: NovaClient;
   /** Counters. */
-  readonly stats: QuotaGuardStats = {
-    succeeded: 0,
-    failed: 0,
-    waits: 0,
-    attempts: 0,
-    quota403s: 0,
-    quotaRetries: 0,
-    lateQuotaFaults: 0,
-    rateLimitRetries: 0,
-    cleanups: 0,
-    ambiguousCreates: 0,
-    adoptedServers: 0,
-    ledgerFallbacks: 0,
-  };
+  readonly stats: QuotaGuardStats = newStats();
   readonly #state: GuardState;
 
   /**
@@ -124,27 +111,7 @@ export class QuotaGuard {
     this.client = client;
     const opts = validateOptions(options);
     const log = componentLogger(options.logger, 'quota-guard');
-    const clock = client.clock;
-    const ledger = opts.ledger ?? new InProcessQuotaLedger({ clock });
-    this.#state = {
-      client,
-      clock,
-      opts,
-      ledger,
-      fallback: new InProcessQuotaLedger({ clock, holder: ledger.holder }),
-      claims: new Set(),
-      log,
-      stats: this.stats,
-      warned: new Set(),
-      onRetry: (info) => {
-        try {
-          return opts.onRetry?.(info);
-        } catch (e) {
-          log.warn({ err: (e as Error)?.message }, 'onRetry hook threw (ignored)');
-          return undefined;
-        }
-      },
-    };
+    this.#state = newGuardState(client, opts, log, this.stats);
     // Nova's 404 after a delete of this client frees quota: every holder of the ledger hears of it.
     onDeleteConfirmed(client, (serverId) => publishFreed(this.#state, serverId));
   }
@@ -157,6 +124,22 @@ export class QuotaGuard {
   /** Claims currently held by this guard's creates. */
   get inFlightClaims(): number {
     return this.#state.claims.size;
+  }
+
+  /**
+   * Claim tags still watched after a POST whose fate is not known, during the call and after it
+   * (see `lateCreates.ts` and {@link QuotaGuardOptions.novaApiTimeoutMs}); empty when none.
+   */
+  unsettledCreates(): UnsettledCreate[] {
+    return watchedCreates(this.#state);
+  }
+
+  /**
+   * End every watch of {@link unsettledCreates} (see `lateCreates.ts`); resolves once they have
+   * stopped. The `ledger` stays open (yours to close). Idempotent.
+   */
+  async close(): Promise<void> {
+    await closeWatches(this.#state);
   }
 
   /**
@@ -323,6 +306,8 @@ export class QuotaGuard {
     } finally {
       signal?.removeEventListener('abort', onAbort);
       if (call.heldClaim) await releaseClaim(g, call.heldClaim, 'not-created');
+      // A POST of the call whose fate is not known yet: its tag stays watched after the call.
+      endCallWatch(g, call, call.settled ? call.keptServerId : undefined);
     }
   }
 

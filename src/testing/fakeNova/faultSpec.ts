@@ -15,8 +15,8 @@ import type { FaultSpec } from './types.js';
  * string nor a RegExp, a `method` that is not a string, a `status` that is not an integer from 100
  * to 999 (what node:http can send), `headers` that are not valid HTTP header names and values,
  * `times` that is not a positive integer or `Infinity`, a `delayMs` outside 0 to 2147483647 (a longer
- * timer fires at once), or
- * `hang`/`reset` that are not booleans.
+ * timer fires at once), a `passThroughAfterMs` outside the same range, or `hang`/`reset` that are not
+ * booleans.
  */
 export function checkFaultSpec(spec: FaultSpec): void {
   if (!spec || typeof spec !== 'object') throw new ValidationError('FakeNova.inject needs a FaultSpec object');
@@ -29,8 +29,11 @@ export function checkFaultSpec(spec: FaultSpec): void {
   if (spec.times !== undefined && !(spec.times === Number.POSITIVE_INFINITY || (Number.isInteger(spec.times) && spec.times > 0))) {
     throw bad(`times must be a positive integer or Infinity (got ${String(spec.times)})`);
   }
-  if (spec.delayMs !== undefined && !(typeof spec.delayMs === 'number' && Number.isFinite(spec.delayMs) && spec.delayMs >= 0 && spec.delayMs <= MAX_TIMER_MS)) {
-    throw bad(`delayMs must be a finite number from 0 to ${MAX_TIMER_MS} (got ${String(spec.delayMs)})`);
+  for (const key of ['delayMs', 'passThroughAfterMs'] as const) {
+    const v = spec[key];
+    if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= MAX_TIMER_MS)) {
+      throw bad(`${key} must be a finite number from 0 to ${MAX_TIMER_MS} (got ${String(v)})`);
+    }
   }
   for (const flag of ['hang', 'reset'] as const) {
     if (spec[flag] !== undefined && typeof spec[flag] !== 'boolean') throw bad(`${flag} must be a boolean (got ${String(spec[flag])})`);
