@@ -69,6 +69,7 @@ import { claimForAttempt, readHeadroom } from './headroomWait.js';
 import { claimMetadata, publishFreed, releaseClaim } from './ledgerUse.js';
 import { CLAIM_TAG_KEY } from './claimTag.js';
 import { closeWatches, endCallWatch, watchedCreates, type UnsettledCreate } from './lateCreates.js';
+import { bindLedgerScope, checkScopeNow } from './ledgerScope.js';
 import { onDeleteConfirmed } from '../delete/index.js';
 import { planRetry, quotaRetryReasonOf } from './retryPolicy.js';
 import { elapsedMs, newCall, newGuardState, newStats, remainingMs, type Claim, type GuardState, type GuardedCall } from './state.js';
@@ -101,19 +102,31 @@ export class QuotaGuard {
   /** Counters. */
   readonly stats: QuotaGuardStats = newStats();
   readonly #state: GuardState;
+  #scopeBound: Promise<void> | undefined;
 
   /**
-   * @throws {@link ValidationError} when `client` is missing or an option is out of range (a
-   * negative duration, `maxAttempts` < 1, `jitter` outside [0, 1), `maxDelayMs` < `minDelayMs`).
+   * @throws {@link ValidationError} when `client` is missing, an option is out of range (a negative
+   * duration, `maxAttempts` < 1, `jitter` outside [0, 1), `maxDelayMs` < `minDelayMs`), or `ledger`
+   * serves another project than `client.projectId` (another endpoint: at the first call, before any
+   * request; see `ledgerScope.ts`).
    */
   constructor(client: NovaClient, options: QuotaGuardOptions = {}) {
     if (!client || typeof client.getLimits !== 'function') throw new ValidationError('QuotaGuard needs a NovaClient');
     this.client = client;
     const opts = validateOptions(options);
     const log = componentLogger(options.logger, 'quota-guard');
+    if (opts.ledger) checkScopeNow(opts.ledger, client);
     this.#state = newGuardState(client, opts, log, this.stats);
     // Nova's 404 after a delete of this client frees quota: every holder of the ledger hears of it.
     onDeleteConfirmed(client, (serverId) => publishFreed(this.#state, serverId));
+  }
+
+  /** Before the first request: the ledger serves this client's endpoint and project (`ledgerScope.ts`); a refusal stays. */
+  #bindScope(signal: AbortSignal | undefined): Promise<void> {
+    return (this.#scopeBound ??= bindLedgerScope(this.#state.opts.ledger, this.client, signal).catch((e: unknown) => {
+      if (!(e instanceof ValidationError)) this.#scopeBound = undefined;
+      throw e;
+    }));
   }
 
   /** The resolved options (defaults filled in). */
@@ -150,6 +163,7 @@ export class QuotaGuard {
    */
   async headroom(options: GuardedCallOptions = {}): Promise<Headroom> {
     checkKnownOptions('headroom options', options, ['signal']);
+    await this.#bindScope(options.signal);
     return readHeadroom(this.#state, options.signal);
   }
 
@@ -185,6 +199,7 @@ export class QuotaGuard {
     const given = options.needs;
     // One operation (one X-OpenStack-Request-ID) from the flavor read to the last request of the create.
     return withOperation(async () => {
+      await this.#bindScope(options.signal);
       let needs: QuotaNeeds;
       if (isFullNeeds(given)) {
         needs = { ...given };
@@ -219,6 +234,7 @@ export class QuotaGuard {
     if (!needs || typeof needs !== 'object') throw new ValidationError('withQuotaGuard needs QuotaNeeds or { flavorRef, count }');
     checkKnownOptions('withQuotaGuard needs', needs, ['flavorRef', 'count', 'cores', 'ramMiB', 'instances']);
     checkKnownOptions('withQuotaGuard options', options, ['signal']);
+    await this.#bindScope(options.signal);
     let resolved: QuotaNeeds;
     if ('flavorRef' in needs) {
       const count = needs.count ?? 1;

@@ -11,6 +11,8 @@ import { componentLogger } from '../core/logger.js';
 import { AbortError, ValidationError, throwIfAborted } from '../errors/index.js';
 import type { Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from '../guard/index.js';
 import type { NovaClient } from '../nova/index.js';
+import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
+import { scopeMismatch } from '../guard/ledgerScope.js';
 import { RedisConnection, type LedgerCommand } from './connection.js';
 import { ledgerKeys, resolveOptions, urlPassword, type LedgerKeys, type RedisQuotaLedgerOptions, type ResolvedOptions } from './options.js';
 
@@ -54,6 +56,8 @@ function amounts(a: unknown[], from: number): ResourceAmounts {
 export class RedisQuotaLedger implements QuotaLedger {
   readonly kind = 'redis';
   readonly holder: string;
+  /** The endpoint (normalised) and project this ledger serves: a guard of another is refused. */
+  readonly scope: LedgerScope;
   readonly #opts: ResolvedOptions;
   readonly #keys: LedgerKeys;
   readonly #clock: Clock;
@@ -78,6 +82,7 @@ export class RedisQuotaLedger implements QuotaLedger {
     this.#opts = resolveOptions(options);
     this.holder = this.#opts.holder;
     this.#keys = ledgerKeys(this.#opts.keyPrefix, options.endpoint, options.projectId);
+    this.scope = ledgerScope(options.endpoint, options.projectId);
     this.#clock = options.clock ?? systemClock;
     const password = urlPassword(options.url);
     this.#conn = new RedisConnection({
@@ -104,6 +109,14 @@ export class RedisQuotaLedger implements QuotaLedger {
     if (projectId === undefined) throw new ValidationError('RedisQuotaLedger.forClient: the client has no projectId; pass projectId');
     const endpoint = options.endpoint ?? (await client.endpoint());
     return new RedisQuotaLedger({ ...options, endpoint, projectId });
+  }
+
+  /**
+   * A guard of `scope` is about to use this ledger (see `QuotaLedger.bindScope`).
+   * @throws `ValidationError` naming both when `scope` is another endpoint or project.
+   */
+  bindScope(scope: LedgerScope): void {
+    if (!sameScope(this.scope, scope)) throw scopeMismatch(this.kind, this.scope, scope);
   }
 
   #run(name: LedgerCommand, args: ReadonlyArray<string | number>, raw = false): Promise<unknown> {
