@@ -38,7 +38,8 @@
  */
 import { NovaApiError, RateLimitError } from '../errors/index.js';
 import { sleep } from '../core/clock.js';
-import { isDeletedStatus, listTagged } from './claimTag.js';
+import { CLAIM_TAG_KEY, isDeletedStatus, listTagged } from './claimTag.js';
+import { CLAIM_ID_KEY } from './ledgerUse.js';
 import type { GuardState, GuardedCall, LateCreateWatch } from './state.js';
 
 export type { LateCreateWatch } from './state.js';
@@ -186,6 +187,23 @@ async function watchAfterCall(g: GuardState, w: LateCreateWatch): Promise<void> 
     }
   }
   g.log.warn({ claimTag: w.tag, name: w.name }, 'guard closed while a claim tag was watched: a server may still appear with it (the reaper finds it by its tag)');
+}
+
+/** Server metadata that marks a live claim of the guard: `key` with one of `values`. */
+export interface LiveClaimMark {
+  readonly key: string;
+  readonly values: string[];
+}
+
+/**
+ * The guard's live claims as metadata marks (the reaper's `liveClaims`): the claims it holds by
+ * `nova-guard-claim-id`, the claim tags it watches by `nova-guard-claim`.
+ */
+export function liveMarks(g: GuardState): LiveClaimMark[] {
+  return [
+    { key: CLAIM_ID_KEY, values: [...g.claims].map((c) => c.lc.id) },
+    { key: CLAIM_TAG_KEY, values: [...g.watches.keys()] },
+  ];
 }
 
 /** What the guard still watches, oldest first. */

@@ -68,7 +68,7 @@ import type { Headroom, QuotaNeeds } from './headroom.js';
 import { claimForAttempt, readHeadroom } from './headroomWait.js';
 import { claimMetadata, publishFreed, releaseClaim } from './ledgerUse.js';
 import { CLAIM_TAG_KEY } from './claimTag.js';
-import { closeWatches, endCallWatch, watchedCreates, type UnsettledCreate } from './lateCreates.js';
+import { closeWatches, endCallWatch, liveMarks, watchedCreates, type LiveClaimMark, type UnsettledCreate } from './lateCreates.js';
 import { bindLedgerScope, checkScopeNow } from './ledgerScope.js';
 import { onDeleteConfirmed } from '../delete/index.js';
 import { planRetry, quotaRetryReasonOf } from './retryPolicy.js';
@@ -80,7 +80,7 @@ export type { QuotaNeeds, Headroom, ResourceHeadroom, Shortfall } from './headro
 export type { QuotaWaitInfo, QuotaRetryReason, QuotaRetryInfo, QuotaGuardOptions, GuardedCallOptions } from './options.js';
 export type { GuardedCreateOptions, QuotaNeedsSpec, QuotaGuardStats, ResolvedOptions, GuardClaimInfo } from './options.js';
 export { QUOTA_GUARD_DEFAULTS, QUOTA_LEDGER_DEFAULTS } from './options.js';
-export type { UnsettledCreate } from './lateCreates.js';
+export type { UnsettledCreate, LiveClaimMark } from './lateCreates.js';
 
 /** One attempt of a guarded call, given the claim it may use. */
 type Attempt<T> = (claim: Claim, signal: AbortSignal | undefined, call: GuardedCall) => Promise<T>;
@@ -139,18 +139,17 @@ export class QuotaGuard {
     return this.#state.claims.size;
   }
 
-  /**
-   * Claim tags still watched after a POST whose fate is not known, during the call and after it
-   * (see `lateCreates.ts` and {@link QuotaGuardOptions.novaApiTimeoutMs}); empty when none.
-   */
+  /** Claim tags still watched after a POST whose fate is not known, during the call and after (`lateCreates.ts`). */
   unsettledCreates(): UnsettledCreate[] {
     return watchedCreates(this.#state);
   }
 
-  /**
-   * End every watch of {@link unsettledCreates} (see `lateCreates.ts`); resolves once they have
-   * stopped. The `ledger` stays open (yours to close). Idempotent.
-   */
+  /** For `Reaper`'s `liveClaims`: held claims by `nova-guard-claim-id`, watched tags by `nova-guard-claim`. */
+  liveClaims(): LiveClaimMark[] {
+    return liveMarks(this.#state);
+  }
+
+  /** End every watch of {@link unsettledCreates} (`lateCreates.ts`), once stopped. The `ledger` stays open. Idempotent. */
   async close(): Promise<void> {
     await closeWatches(this.#state);
   }

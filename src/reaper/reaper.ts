@@ -42,7 +42,7 @@ import { checkDurationMs } from '../core/validate.js';
 /** Default {@link ReaperOptions.timeoutMs}: 15 min per pass. */
 const DEFAULT_PASS_TIMEOUT_MS = 900_000;
 
-export type { FleetSelector, ReapCandidate, ReaperState, ReapSkip, ReapSkipReason, SeenCandidate } from './plan.js';
+export type { FleetSelector, LiveMark, ReapCandidate, ReaperState, ReapSkip, ReapSkipReason, SeenCandidate } from './plan.js';
 
 export type { ReaperOptions, ReapServersOptions, ReapDeleted, ReapFailure, ReapEvent, ReapPassResult, ReapResult } from './types.js';
 import type { ReaperOptions, ReapServersOptions, ReapDeleted, ReapFailure, ReapEvent, ReapPassResult, ReapResult } from './types.js';
@@ -63,6 +63,7 @@ function checkOptions(options: ReaperOptions): void {
   if (options.state !== undefined) checkState(options.state);
   // deleteOptions reach every deleteServer call: a bad one is refused before the listing, not once per server.
   if (options.deleteOptions !== undefined) checkDeleteOptions(options.deleteOptions);
+  if (options.liveClaims !== undefined && typeof options.liveClaims !== 'function') throw new ValidationError('liveClaims must be a function');
 }
 
 /** Throws {@link ValidationError} unless `state` is a {@link ReaperState}. */
@@ -166,7 +167,9 @@ export class Reaper {
     const listingTimeoutMs = Number.isFinite(deadlineAt) ? Math.max(1, deadlineAt - this.#client.clock.now()) : Number.POSITIVE_INFINITY;
     const servers = await this.#client.listServers(o.pageSize ? { limit: o.pageSize } : {}, { signal: signals.listing, timeoutMs: listingTimeoutMs });
     const startedAtMs = now();
-    const plan = planPass({ servers, previous: this.#state, selector: o, olderThanMs: o.olderThanMs, dryRun: o.dryRun ?? false, nowMs: startedAtMs });
+    // After the listing: a claim that began before it is seen live.
+    const live = o.liveClaims ? await o.liveClaims() : undefined;
+    const plan = planPass({ servers, previous: this.#state, selector: o, olderThanMs: o.olderThanMs, dryRun: o.dryRun ?? false, nowMs: startedAtMs, live });
     const next = plan.next;
     for (const { server } of plan.toDelete) next.candidates[server.id]!.deleteAttempted = true;
     this.#state = next;

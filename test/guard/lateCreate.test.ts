@@ -90,6 +90,8 @@ describe('a POST that nova-api handles after the lost-create searches', () => {
     const [watched] = guard.unsettledCreates();
     expect(watched).toMatchObject({ serverName: 'ci-1', callRunning: false, keptServerId: server.id, posts: 2, serversSeen: 1, deletedServerIds: [] });
     expect(guard.unsettledCreates()).toHaveLength(1);
+    // The reaper's liveClaims sees the watched tag as live.
+    expect(guard.liveClaims()).toContainEqual({ key: CLAIM_TAG_KEY, values: [watched!.claimTag] });
     // Nova makes the first POST's server late, with the same tag.
     await runUntil(() => nova.listServerStates().length === 2);
     const late = nova.listServerStates().find((s) => s.id !== server.id)!;
@@ -98,6 +100,7 @@ describe('a POST that nova-api handles after the lost-create searches', () => {
     expect(nova.requests.filter((r) => r.method === 'DELETE').map((r) => r.serverId)).toEqual([late.id]);
     expect(liveServers(nova)).toEqual([server.id]);
     expect(guard.stats).toMatchObject({ lateCreatesDeleted: 1, rateLimitRetries: 1 });
+    expect(guard.liveClaims()).toContainEqual({ key: CLAIM_TAG_KEY, values: [] });
   });
 
   it('(b) the call ran out of maxWaitMs before the bound: CreateOutcomeUnknownError, and the server that lands afterwards is deleted', async () => {
