@@ -142,6 +142,16 @@ export class InProcessQuotaLedger implements QuotaLedger {
     return this.#leases.size;
   }
 
+  /**
+   * The ids of the claims not yet released nor past their lease (the metadata
+   * `nova-guard-claim-id` of the servers they create), for the reaper's `liveClaims`:
+   * `() => [{ key: CLAIM_ID_KEY, values: ledger.liveClaimIds() }]`.
+   */
+  liveClaimIds(): string[] {
+    this.#expire();
+    return [...this.#leases.keys()];
+  }
+
   /** The endpoint and project this ledger serves: given, or the first guard's; undefined before. */
   get scope(): LedgerScope | undefined {
     return this.#scope;

@@ -3,9 +3,9 @@
  * rules, a server that carries a live claim's mark (a create still in flight, a claim tag still
  * watched) is never reaped, whatever its age. FakeNova on fake timers.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { Reaper, type ReaperOptions } from '../../src/index.js';
-import { CLAIM_ID_KEY, CLAIM_TAG_KEY, QuotaGuard } from '../../src/guard/index.js';
+import { CLAIM_ID_KEY, CLAIM_TAG_KEY, InProcessQuotaLedger, QuotaGuard } from '../../src/guard/index.js';
 import { planPass, emptyReaperState } from '../../src/reaper/plan.js';
 import { clientFor, runUntil, settle, startNova, useFakeClock, rejection } from '../helpers.js';
 import { body } from '../guard/fixtures.js';
@@ -47,5 +47,17 @@ describe('Reaper liveClaims', () => {
     expect(plan(['watched']).skipped).toMatchObject([{ serverId: 's1', reason: 'claim-live' }]);
     expect(plan(['watched']).candidates).toEqual([]);
     expect(plan([]).candidates.map((c) => c.serverId)).toEqual(['s1']);
+  });
+
+  it('a claim older than its lease is no longer live in the ledger: its server becomes a candidate', async () => {
+    const ledger = new InProcessQuotaLedger();
+    const claim = await ledger.claimAnyway({ cores: 1, ramMiB: 1, instances: 1 }, 1000);
+    const server = { id: 's1', name: 'ci-1', status: 'BUILD', created: new Date(Date.now() - HOUR).toISOString(), metadata: { [CLAIM_ID_KEY]: claim.id } };
+    const plan = () =>
+      planPass({ servers: [server], previous: emptyReaperState(), selector: { metadataKey: CLAIM_ID_KEY }, olderThanMs: 0, dryRun: false, nowMs: Date.now(), live: [{ key: CLAIM_ID_KEY, values: ledger.liveClaimIds() }] });
+    expect(plan().skipped).toMatchObject([{ serverId: 's1', reason: 'claim-live' }]);
+    await vi.advanceTimersByTimeAsync(1001);
+    expect(ledger.liveClaimIds()).toEqual([]);
+    expect(plan().candidates.map((c) => c.serverId)).toEqual(['s1']);
   });
 });
