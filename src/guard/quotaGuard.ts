@@ -233,12 +233,12 @@ export class QuotaGuard {
     if (!needs || typeof needs !== 'object') throw new ValidationError('withQuotaGuard needs QuotaNeeds or { flavorRef, count }');
     checkKnownOptions('withQuotaGuard needs', needs, ['flavorRef', 'count', 'cores', 'ramMiB', 'instances']);
     checkKnownOptions('withQuotaGuard options', options, ['signal']);
-    await this.#bindScope(options.signal);
     let resolved: QuotaNeeds;
     if ('flavorRef' in needs) {
       const count = needs.count ?? 1;
       if (!Number.isInteger(count) || count < 1) throw new ValidationError(`count must be a positive integer, got ${String(count)}`);
       if (needs.flavorRef === undefined || String(needs.flavorRef).length === 0) throw new ValidationError('flavorRef must be a non-empty string');
+      await this.#bindScope(options.signal);
       throwIfAborted(options.signal);
       const flavorId = flavorIdOf(needs.flavorRef);
       const flavor = await this.client.getFlavor(flavorId, { signal: options.signal });
@@ -248,6 +248,7 @@ export class QuotaGuard {
       validateNeeds(needs, 'needs');
       resolved = { cores: needs.cores, ramMiB: needs.ramMiB, instances: needs.instances };
     }
+    await this.#bindScope(options.signal); // needs checked first: bad input fails before any request
     const fnSignal = options.signal ?? new AbortController().signal;
     return this.#guarded(
       resolved,
