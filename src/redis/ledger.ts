@@ -216,6 +216,17 @@ export class RedisQuotaLedger implements QuotaLedger {
     return amounts(res, 0);
   }
 
+  /**
+   * The ids of the scope's claims, of every holder, neither released nor past their lease (Redis's
+   * clock): the metadata `nova-guard-claim-id` of the servers they create. For the reaper's
+   * `liveClaims` in any process: `async () => [{ key: CLAIM_ID_KEY, values: await ledger.liveClaimIds() }]`.
+   * One read-only script.
+   */
+  async liveClaimIds(): Promise<string[]> {
+    const ids = (await this.#run('novaGuardLiveClaims', [])) as unknown[];
+    return ids.map(String);
+  }
+
   async claimAnyway(needs: ResourceAmounts, ttlMs: number): Promise<LedgerClaim> {
     const id = randomUUID();
     const token = Number(await this.#run('novaGuardClaimAnyway', [...needsArgs('claimAnyway', needs), Math.ceil(ttlMs), this.holder, id]));

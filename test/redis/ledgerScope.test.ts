@@ -1,7 +1,8 @@
 /**
  * A RedisQuotaLedger is bound to one endpoint and project: a guard of another project is refused
  * with a ValidationError at construction, a guard of another endpoint at its first call, before any
- * request; two spellings of one endpoint share one ledger (one set of keys). Real redis-server.
+ * request; two spellings of one endpoint share one ledger (one set of keys); `liveClaimIds()` lists
+ * the live claims of the scope for a reaper. Real redis-server.
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -58,5 +59,19 @@ describe.skipIf(!haveRedis)(`RedisQuotaLedger scope${haveRedis ? '' : ` (${skipR
     const r = new Redis(server.url);
     afterThisTest(async () => void (await r.quit()));
     expect(await r.exists(ledgerKeys('nova-guard:', nova.endpoint, 'p1').limits)).toBe(1);
+  });
+
+  it('liveClaimIds: the claims of every holder of the scope, neither released nor past their lease', async () => {
+    const a = ledgerFor('http://nova.example/v2.1', 'live');
+    const b = ledgerFor('http://nova.example/v2.1', 'live');
+    const needs = { cores: 1, ramMiB: 1, instances: 1 };
+    const held = await a.claimAnyway(needs, 60_000);
+    const released = await b.claimAnyway(needs, 60_000);
+    const short = await b.claimAnyway(needs, 50);
+    await b.release(released, 'counted');
+    await new Promise((r) => setTimeout(r, 120));
+    expect(await b.liveClaimIds()).toEqual([held.id]);
+    expect(await a.liveClaimIds()).toEqual([held.id]);
+    expect(short.id).not.toBe(held.id);
   });
 });
