@@ -64,7 +64,6 @@ export interface UnsettledCreate {
   readonly boundInMs: number;
 }
 
-
 /**
  * True when `error` is Nova's own answer to the POST: a 5xx with Nova's fault body and its request
  * id. nova-api is then done with that POST.
