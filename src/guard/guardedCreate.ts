@@ -43,10 +43,17 @@ function refusalOf(error: unknown): GuardedCall['refusal'] {
  * description.
  */
 export async function createAttempt(g: GuardState, call: GuardedCall, body: CreateServerBody, claim: Claim, signal: AbortSignal | undefined): Promise<Server> {
+  const server = await attempt(g, call, body, claim, signal);
+  // The one server of the call's claim tag that stays (`lateCreates.ts`).
+  call.keptServerId = server.id;
+  return server;
+}
+
+async function attempt(g: GuardState, call: GuardedCall, body: CreateServerBody, claim: Claim, signal: AbortSignal | undefined): Promise<Server> {
   let server: Server;
   try {
     // The POST itself never takes the signal: an abort must not hide a server Nova created.
-    server = await postOrAdopt(g, call, body, claim);
+    server = await postOrAdopt(g, call, body, claim, signal);
   } catch (e) {
     if (e instanceof CreateOutcomeUnknownError) {
       // A server may exist and Nova may count it.

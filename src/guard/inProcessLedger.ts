@@ -27,6 +27,8 @@ import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { ClaimLedger, type Claim } from './claims.js';
 import { NO_NEEDS, addNeeds, fitsRawHeadroom } from './headroom.js';
 import type { AdmitRequest, Admission, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, QuotaLedger } from './ledger.js';
+import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
+import { scopeMismatch } from './ledgerScope.js';
 
 /**
  * How long a reading that answered keeps the `'counted'` releases it may miss, waiting for its
@@ -48,10 +50,18 @@ export interface InProcessQuotaLedgerOptions {
    * `RedisQuotaLedger`'s `holder`). Default `${os.hostname()}:${process.pid}`.
    */
   holder?: string | undefined;
+  /**
+   * The Nova compute endpoint this ledger serves, with `projectId` (give both or neither). Without
+   * them the ledger takes the endpoint and project of the first guard that uses it. Either way, a
+   * guard of another endpoint or project is refused (`ValidationError`) before any request.
+   */
+  endpoint?: string | undefined;
+  /** The project id this ledger serves, with `endpoint`. */
+  projectId?: string | undefined;
 }
 
 /** The names of {@link InProcessQuotaLedgerOptions}; the constructor checks the values. */
-const OPTION_NAMES: OptionsSpec<InProcessQuotaLedgerOptions> = { clock: null, holder: null };
+const OPTION_NAMES: OptionsSpec<InProcessQuotaLedgerOptions> = { clock: null, holder: null, endpoint: null, projectId: null };
 
 /** True when `clock` has the four functions of a {@link Clock}. */
 export function isClock(clock: unknown): clock is Clock {
@@ -102,17 +112,25 @@ export class InProcessQuotaLedger implements QuotaLedger {
   readonly #readings: Reading[] = [];
   readonly #listeners = new Set<() => void>();
   #lastToken = 0;
+  #scope: LedgerScope | undefined;
 
   /**
    * @throws `ValidationError` for options that are not an object, an unknown option (a misspelt
-   * name), a `clock` that is not a {@link Clock}, or a `holder` that is not a non-empty string
-   * without commas.
+   * name), a `clock` that is not a {@link Clock}, a `holder` that is not a non-empty string
+   * without commas, or only one of `endpoint` and `projectId` (or either empty).
    */
   constructor(options: InProcessQuotaLedgerOptions = {}) {
     checkOptions('InProcessQuotaLedger options', options, OPTION_NAMES);
     if (options.clock !== undefined && !isClock(options.clock)) throw new ValidationError('InProcessQuotaLedger clock must be a Clock (now, wallNow, setTimeout, clearTimeout)');
     if (options.holder !== undefined && !isHolderName(options.holder)) {
       throw new ValidationError(`InProcessQuotaLedger holder must be a non-empty string without commas, got ${JSON.stringify(options.holder)}`);
+    }
+    const { endpoint, projectId } = options;
+    if (endpoint !== undefined || projectId !== undefined) {
+      if (typeof endpoint !== 'string' || endpoint.trim() === '' || typeof projectId !== 'string' || projectId.trim() === '') {
+        throw new ValidationError('InProcessQuotaLedger needs both endpoint and projectId (non-empty strings), or neither');
+      }
+      this.#scope = ledgerScope(endpoint, projectId);
     }
     this.#clock = options.clock ?? systemClock;
     this.holder = options.holder ?? defaultHolder();
@@ -123,6 +141,30 @@ export class InProcessQuotaLedger implements QuotaLedger {
   get activeClaims(): number {
     this.#expire();
     return this.#leases.size;
+  }
+
+  /**
+   * The ids of the claims not yet released nor past their lease (the metadata
+   * `nova-guard-claim-id` of the servers they create), for the reaper's `liveClaims`:
+   * `() => [{ key: CLAIM_ID_KEY, values: ledger.liveClaimIds() }]`.
+   */
+  liveClaimIds(): string[] {
+    this.#expire();
+    return [...this.#leases.keys()];
+  }
+
+  /** The endpoint and project this ledger serves: given, or the first guard's; undefined before. */
+  get scope(): LedgerScope | undefined {
+    return this.#scope;
+  }
+
+  /**
+   * Take `scope` when the ledger has none yet (see `QuotaLedger.bindScope`).
+   * @throws `ValidationError` naming both when `scope` is another endpoint or project.
+   */
+  bindScope(scope: LedgerScope): void {
+    if (this.#scope === undefined) this.#scope = ledgerScope(scope.endpoint, scope.projectId);
+    else if (!sameScope(this.#scope, scope)) throw scopeMismatch(this.kind, this.#scope, scope);
   }
 
   async join(needs: ResourceAmounts): Promise<LedgerPlace> {

@@ -16,6 +16,8 @@ export type {
   GuardedCreateOptions,
   QuotaNeedsSpec,
   GuardClaimInfo,
+  UnsettledCreate,
+  LiveClaimMark,
 } from './quotaGuard.js';
 export { QuotaWaitTimeoutError, ServerBuildError, CreateOutcomeUnknownError, QuotaNeverFitsError, QuotaBuildFaultError } from './errors.js';
 export type { QuotaWaitTimeoutInit, ServerBuildInit, ServerBuildFailure, CreateOutcomeUnknownInit, QuotaNeverFitsInit, QuotaBuildFaultInit } from './errors.js';
@@ -28,7 +30,7 @@ export type { ShortfallCause, ShortfallExplanation } from './explain.js';
 export type { BackoffPolicy } from './backoff.js';
 export { waitForActive, isPastScheduling } from './waitForActive.js';
 export type { WaitForActiveOptions, WaitForActiveResult, ActiveOutcome } from './waitForActive.js';
-export type { QuotaLedger, LimitsReading, LedgerPlace, LedgerClaim, LedgerLimits, RawHeadroom, AdmitRequest, Admission, ClaimEnd } from './ledger.js';
+export type { QuotaLedger, LimitsReading, LedgerPlace, LedgerClaim, LedgerLimits, RawHeadroom, AdmitRequest, Admission, ClaimEnd, LedgerScope } from './ledger.js';
 export { InProcessQuotaLedger } from './inProcessLedger.js';
 export type { InProcessQuotaLedgerOptions } from './inProcessLedger.js';
 export { CLAIM_ID_KEY, CLAIM_TOKEN_KEY, CLAIM_HOLDER_KEY } from './ledgerUse.js';

@@ -7,7 +7,9 @@
  * cell; placement counting: its allocations). A ledger that is lost, slow or wrong degrades to
  * Nova's own quota check (the 403 path), never to a create that skips it.
  *
- * One ledger serves the guards of one project on one Nova endpoint. Two kinds ship:
+ * One ledger serves the guards of one project on one Nova endpoint (its {@link QuotaLedger.scope}:
+ * a guard of another endpoint or project is refused with a `ValidationError` before any request,
+ * since its claims would be subtracted from the wrong quota). Two kinds ship:
  * - the in-process ledger (the default): the guards of one process;
  * - `RedisQuotaLedger` (`nova-guard/redis`): every process on every host that shares a Redis.
  *
@@ -43,6 +45,9 @@
  * @module
  */
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
+import type { LedgerScope } from '../core/endpoint.js';
+
+export type { LedgerScope } from '../core/endpoint.js';
 
 /** A place in the fleet's queue for headroom. Opaque to the guard. */
 export interface LedgerPlace {
@@ -118,6 +123,17 @@ export interface QuotaLedger {
   readonly kind: string;
   /** The holder name this ledger writes into claims (host and process by default). */
   readonly holder: string;
+  /**
+   * Optional: the endpoint and project this ledger serves, once known (endpoint normalised:
+   * `normaliseEndpoint`). A ledger without it is not checked.
+   */
+  readonly scope?: LedgerScope | undefined;
+  /**
+   * Optional: a guard of `scope` is about to use the ledger. A ledger without a scope yet takes this
+   * one; a ledger of another scope throws. The guard calls it before its first request.
+   * @throws `ValidationError` naming both scopes when `scope` is another endpoint or project.
+   */
+  bindScope?(scope: LedgerScope): void;
   /** Take a place in the queue. */
   join(needs: ResourceAmounts): Promise<LedgerPlace>;
   /** Leave the queue (idempotent). */

@@ -3,28 +3,33 @@
  * Nova's answer to `POST /servers` (Nova API reference, "Create Server").
  *
  * Every POST of a guarded call carries the call's claim tag: server metadata
- * `nova-guard-claim: <uuid>` (Nova API reference, "Create Server", `metadata`), next to the caller's
- * name, and the ledger claim's `nova-guard-claim-id`, `nova-guard-token` and `nova-guard-holder`. When the outcome of a POST is unknown ({@link isAmbiguousCreateError}: no answer (reset,
- * request timeout), a 5xx, a 2xx without a `server` object, or a 429 that is not Nova's own
- * `overLimit`, which a proxy may send after forwarding the request), the guard searches for the
- * server, keeping its claim on the quota meanwhile:
+ * `nova-guard-claim: <uuid>` (`claimTag.ts`), next to the caller's name, and the ledger claim's
+ * `nova-guard-claim-id`, `nova-guard-token` and `nova-guard-holder`. When the outcome of a POST is
+ * unknown ({@link isAmbiguousCreateError}: no answer (reset, request timeout), a 5xx, a 2xx without
+ * a `server` object, or a 429 that is not Nova's own `overLimit`, which a proxy may send after
+ * forwarding the request), the call's tag is watched (`lateCreates.ts`) and the guard searches for
+ * the server, keeping its claim on the quota meanwhile:
  *
- * - `GET /servers/detail?name=^<name>$` (Nova API reference, "List Servers Detailed": `name` is a
- *   regular expression), filtered by the tag on the client side: Nova silently ignores the filters a
- *   non-admin may not use, `metadata` among them (Nova API reference, "List Servers");
  * - a search that finds the server adopts it: the call goes on as if the POST had answered 202
  *   (further servers with the same tag, from an earlier lost POST of the call, are deleted);
- * - the rule for "nothing was created": two searches that both succeed and find nothing, the first
- *   right after the answer and the next at least `lostCreateIntervalMs` later (Nova lists a server
- *   from the moment its create is accepted, as a build request). Then the POST is re-sent once (a
- *   proxy's 429 goes back to the rate-limit path instead: re-sent after Retry-After); a second
- *   unknown outcome with nothing created is thrown as the POST's error;
- * - after `lostCreateSearches` searches that neither found it nor made sure (listings failing):
- *   {@link CreateOutcomeUnknownError} naming the tag. A server that shows up later carries the tag:
- *   `reapServers({ metadataKey: 'nova-guard-claim', metadataValue: tag })` or a search by the tag
- *   finds it.
+ * - the rule for "nothing was created": two searches that both succeed and find nothing, the last
+ *   one started after the POST's time surely passed (`sent + client.requestTimeoutMs +
+ *   novaApiTimeoutMs`; at Nova's own 5xx answer, nova-api is done with it at once): a POST that
+ *   lands late is found and adopted, never duplicated. The searches are `lostCreateIntervalMs`
+ *   apart, doubling after each, the last landing on that bound, within the call's
+ *   `maxWaitMs`. Then the POST is re-sent once (a proxy's 429 goes back to the rate-limit path
+ *   instead: re-sent after Retry-After once two searches found nothing, its tag still watched);
+ *   a second unknown outcome with nothing created is thrown as the POST's error;
+ * - after `lostCreateSearches` failed searches, when the call's `maxWaitMs` runs out before the
+ *   bound, or on an abort: {@link CreateOutcomeUnknownError} naming the tag. The guard goes on
+ *   watching the tag after the call and deletes a server that shows up with it (`lateCreates.ts`);
+ *   `reapServers({ metadataKey: 'nova-guard-claim', metadataValue: tag })` finds one later still.
  *
- * The searches and the POST never take the caller's AbortSignal: an abort must not hide a server.
+ * Nova's own `overLimit` (429, or 413 with Retry-After) is re-sent after Retry-After without a
+ * search, its tag watched in the same way.
+ *
+ * The listings and the POST never take the caller's AbortSignal (an abort must not hide a server);
+ * an abort only ends the wait between searches.
  *
  * @module
  */
@@ -32,12 +37,13 @@ import { InvalidResponseError, NovaApiError, NovaNetworkError, RateLimitError } 
 import { sleep } from '../core/clock.js';
 import type { CreateServerBody, Server } from '../core/types.js';
 import { CreateOutcomeUnknownError } from './errors.js';
-import type { Claim, GuardState, GuardedCall } from './state.js';
+import { remainingMs, type Claim, type GuardState, type GuardedCall } from './state.js';
 import type { LedgerClaim } from './ledger.js';
 import { claimMetadata } from './ledgerUse.js';
+import { CLAIM_TAG_KEY, isDeletedStatus, listTagged } from './claimTag.js';
+import { deleteExtra, noteNothingMore, noteServer, noteUncertainPost, type LateCreateWatch } from './lateCreates.js';
 
-/** The metadata key of the guard's claim tag. */
-export const CLAIM_TAG_KEY = 'nova-guard-claim';
+export { CLAIM_TAG_KEY, exactNamePattern } from './claimTag.js';
 
 /**
  * True when a failed `POST /servers` may have created the server all the same: no answer (except a
@@ -60,34 +66,61 @@ export function tagBody(body: CreateServerBody, tag: string, claim?: LedgerClaim
   return { ...body, metadata: { ...(body.metadata ?? {}), ...tags } };
 }
 
-/** A regular expression that matches exactly `name` (Nova's `name` filter is a regular expression). */
-export function exactNamePattern(name: string): string {
-  return `^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`;
-}
-
 /** What the searches after one lost answer found. */
 export type SearchResult =
   | { kind: 'found'; servers: Server[]; searches: number }
   | { kind: 'absent'; searches: number }
   | { kind: 'unknown'; searches: number; lastError: Error | undefined };
 
-/** Search for the servers of `name` tagged `tag`. See the module description for the rule. */
-export async function searchLostCreate(g: GuardState, name: string, tag: string): Promise<SearchResult> {
+/** How {@link searchLostCreate} searches. */
+export interface SearchRule {
+  /** Only call it absent after a clean search that started once the watch's bound passed. */
+  waitForBound: boolean;
+  /** The caller's signal: ends the wait between searches (never a listing). */
+  signal: AbortSignal | undefined;
+}
+
+/**
+ * Search for the servers of `name` tagged `w.tag` that no earlier POST of the call accounts for.
+ * See the module description for the rule.
+ */
+export async function searchLostCreate(g: GuardState, call: GuardedCall, w: LateCreateWatch, name: string, rule: SearchRule): Promise<SearchResult> {
   let clean = 0;
+  let failed = 0;
   let lastError: Error | undefined;
-  for (let i = 1; i <= g.opts.lostCreateSearches; i++) {
-    if (i > 1) await sleep(g.clock, g.opts.lostCreateIntervalMs);
+  let waitMs = g.opts.lostCreateIntervalMs;
+  const stop = rule.signal ? AbortSignal.any([rule.signal, g.closing.signal]) : g.closing.signal;
+  for (let i = 1; ; i++) {
+    if (i > 1) {
+      let delayMs = g.opts.lostCreateIntervalMs;
+      const toBound = w.untilMs - g.clock.now();
+      if (rule.waitForBound && toBound > 0) {
+        delayMs = waitMs > 0 ? Math.min(waitMs, toBound) : toBound;
+        waitMs *= 2;
+        // Never past the call's maxWaitMs: the watch goes on after the call instead.
+        const left = remainingMs(g, call);
+        if (left <= 0) return { kind: 'unknown', searches: i - 1, lastError };
+        delayMs = Math.min(delayMs, left);
+      }
+      try {
+        await sleep(g.clock, delayMs, stop);
+      } catch {
+        return { kind: 'unknown', searches: i - 1, lastError };
+      }
+    }
+    const startedAt = g.clock.now();
     try {
-      const servers = await g.client.listServers({ name: exactNamePattern(name) });
-      const mine = servers.filter((s) => s.metadata?.[CLAIM_TAG_KEY] === tag && !/^(SOFT_)?DELETED$/i.test(String(s.status ?? '')));
+      const tagged = await listTagged(g, name, w.tag);
+      const mine = tagged.filter((s) => !isDeletedStatus(s) && !w.seen.has(s.id));
       if (mine.length > 0) return { kind: 'found', servers: mine, searches: i };
-      if (++clean >= 2) return { kind: 'absent', searches: i };
+      clean++;
+      if (clean >= 2 && (!rule.waitForBound || startedAt >= w.untilMs)) return { kind: 'absent', searches: i };
     } catch (e) {
       lastError = e instanceof Error ? e : new Error(String(e));
-      g.log.warn({ claimTag: tag, err: lastError.message, search: i }, 'search for a create of unknown outcome failed');
+      g.log.warn({ claimTag: w.tag, err: lastError.message, search: i }, 'search for a create of unknown outcome failed');
+      if (++failed >= g.opts.lostCreateSearches) return { kind: 'unknown', searches: i, lastError };
     }
   }
-  return { kind: 'unknown', searches: g.opts.lostCreateSearches, lastError };
 }
 
 /**
@@ -96,26 +129,35 @@ export async function searchLostCreate(g: GuardState, name: string, tag: string)
  * @throws the POST's error when it created nothing; {@link CreateOutcomeUnknownError} when the
  * search could not settle it (the claim is then the caller's to end as counted).
  */
-export async function postOrAdopt(g: GuardState, call: GuardedCall, body: CreateServerBody, claim?: Claim): Promise<Server> {
+export async function postOrAdopt(g: GuardState, call: GuardedCall, body: CreateServerBody, claim?: Claim, signal?: AbortSignal): Promise<Server> {
   const request = tagBody(body, call.claimTag, claim?.lc);
   let lost = 0;
   for (;;) {
+    const sentAtMs = g.clock.now();
     try {
-      return await g.client.createServer(request, { retry: false });
+      const server = await g.client.createServer(request, { retry: false });
+      noteServer(g, call, server.id, true);
+      return server;
     } catch (e) {
+      const rateLimited = e instanceof RateLimitError;
+      if (!isAmbiguousCreateError(e) && !rateLimited) throw e;
+      // From here on, the call's tag is watched until every POST's fate is known.
+      const w = noteUncertainPost(g, call, body.name, sentAtMs, e);
+      // Nova's own overLimit: re-sent after Retry-After by the rate-limit path, the tag watched.
       if (!isAmbiguousCreateError(e)) throw e;
       lost++;
       g.stats.ambiguousCreates++;
       const requestId = e instanceof NovaApiError ? e.requestId : undefined;
       g.log.warn({ claimTag: call.claimTag, name: body.name, err: (e as Error).message, requestId }, 'create answer lost or garbled: searching for the server by its claim tag');
-      const found = await searchLostCreate(g, body.name, call.claimTag);
-      if (found.kind === 'found') return adopt(g, call, found.servers);
+      const found = await searchLostCreate(g, call, w, body.name, { waitForBound: !rateLimited, signal });
+      if (found.kind === 'found') return adopt(g, call, w, found.servers);
       if (found.kind === 'unknown') {
-        g.log.error({ claimTag: call.claimTag, name: body.name, searches: found.searches }, 'create outcome unknown: a server may exist with this claim tag');
+        g.log.error({ claimTag: call.claimTag, name: body.name, searches: found.searches }, 'create outcome unknown: a server may exist with this claim tag (watched after the call)');
         throw new CreateOutcomeUnknownError({ claimTag: call.claimTag, serverName: body.name, posts: lost, searches: found.searches, cause: e, lastSearchError: found.lastError });
       }
-      // Nothing was created.
-      if (e instanceof RateLimitError || lost > 1) throw e;
+      // Nothing was created (for a rate limit: nothing yet; the watch goes on).
+      if (!rateLimited) noteNothingMore(w);
+      if (rateLimited || lost > 1) throw e;
       call.posts++;
       g.log.warn({ claimTag: call.claimTag, name: body.name, searches: found.searches }, 'nothing was created: re-sending the POST once');
     }
@@ -123,17 +165,11 @@ export async function postOrAdopt(g: GuardState, call: GuardedCall, body: Create
 }
 
 /** Adopt the first server found; delete any other with the same tag (an earlier lost POST of the call). */
-async function adopt(g: GuardState, call: GuardedCall, servers: Server[]): Promise<Server> {
+async function adopt(g: GuardState, call: GuardedCall, w: LateCreateWatch, servers: Server[]): Promise<Server> {
   const [server, ...extra] = servers as [Server, ...Server[]];
   g.stats.adoptedServers++;
+  noteServer(g, call, server.id, false);
   g.log.warn({ claimTag: call.claimTag, serverId: server.id, status: server.status }, 'found the server of a lost create answer: adopted');
-  for (const s of extra) {
-    g.stats.cleanups++;
-    try {
-      await g.client.deleteServer(s.id, { intervalMs: g.opts.activeIntervalMs, ...g.opts.deleteOptions, wait: true });
-    } catch (e) {
-      g.log.error({ serverId: s.id, claimTag: call.claimTag, err: (e as Error)?.message }, 'could not delete a duplicate server of a lost create: it is left behind');
-    }
-  }
+  for (const s of extra) await deleteExtra(g, w, s.id);
   return server;
 }

@@ -140,11 +140,25 @@ export interface QuotaGuardOptions {
    */
   lostCreateIntervalMs?: number;
   /**
-   * Most searches after one POST of unknown outcome (successful or failed listings alike), at least
-   * 2. When they neither find the server nor twice find nothing, the call fails with
-   * {@link CreateOutcomeUnknownError}. Default 4.
+   * Most failed searches (listings that failed) after one POST of unknown outcome, at least 2; also
+   * the failed searches in a row that end a watch after its bound. When they fail this often before
+   * the server is found or surely absent, the call fails with {@link CreateOutcomeUnknownError}.
+   * Default 4.
    */
   lostCreateSearches?: number;
+  /**
+   * How long nova-api may go on handling a `POST /servers` after the guard stopped waiting for its
+   * answer, in ms: a POST whose answer was lost or was not Nova's own (a proxy's timeout, 5xx or
+   * 429, a reset) may still make its server until `sent + client.requestTimeoutMs +
+   * novaApiTimeoutMs`. Until then the guard does not re-send it (unless the search finds it, or the
+   * answer was a rate limit with Retry-After), and it watches the call's claim tag, after the call
+   * too, deleting every server with the tag beyond the one returned (`lateCreates.ts`). nova-api
+   * has no hard limit of its own (its WSGI handling goes on when the client leaves, and its calls
+   * to Glance, Neutron, Cinder and Placement have their own timeouts); the default is three times
+   * Nova's `rpc_response_timeout` (60 s). Later still, the reaper finds the server by its tag.
+   * @default 180000
+   */
+  novaApiTimeoutMs?: number;
   /**
    * Options of the guard's own deletes of servers it created and gave up on (always with `wait`).
    * Default `{ intervalMs: activeIntervalMs }` and `deleteServer`'s other defaults.
@@ -235,6 +249,8 @@ export interface QuotaGuardStats {
   adoptedServers: number;
   /** Ledger calls that rejected or ran past `ledgerTimeoutMs`, after which a guarded call went on with the private in-process ledger. */
   ledgerFallbacks: number;
+  /** Servers deleted because another server of the same guarded call carries its claim tag (a POST that landed late). */
+  lateCreatesDeleted: number;
 }
 
 /** Defaults of {@link QuotaGuardOptions}: the one place they are written. */
@@ -252,6 +268,7 @@ export const QUOTA_GUARD_DEFAULTS = Object.freeze({
   activeIntervalMs: 2000,
   lostCreateIntervalMs: 5000,
   lostCreateSearches: 4,
+  novaApiTimeoutMs: 180000,
 });
 
 /** Defaults of the ledger options of {@link QuotaGuardOptions} (`leaseTtlMs`, `ledgerTimeoutMs`). */
@@ -296,6 +313,7 @@ const QUOTA_GUARD_SPEC: OptionsSpec<QuotaGuardOptions> = {
   activeTimeoutMs: is.durationMs({ timer: true }),
   activeIntervalMs: is.durationMs({ allowInfinity: false, timer: true }),
   lostCreateIntervalMs: is.durationMs({ allowZero: true, allowInfinity: false, timer: true }),
+  novaApiTimeoutMs: is.durationMs({ allowZero: true, allowInfinity: false, timer: true }),
   lostCreateSearches: is.integer({ min: 2 }),
   // The guard deletes servers it gives up on with these: a bad one must fail now, not leave a server behind.
   deleteOptions: (value) => checkDeleteOptions(value as DeleteServerOptions, GUARD_DELETE_KEYS),

@@ -66,20 +66,21 @@ import { needsFromFlavor } from './flavorNeeds.js';
 import { retrySchedule } from './backoff.js';
 import type { Headroom, QuotaNeeds } from './headroom.js';
 import { claimForAttempt, readHeadroom } from './headroomWait.js';
-import { InProcessQuotaLedger } from './inProcessLedger.js';
 import { claimMetadata, publishFreed, releaseClaim } from './ledgerUse.js';
-import { CLAIM_TAG_KEY } from './lostCreate.js';
+import { CLAIM_TAG_KEY } from './claimTag.js';
+import { closeWatches, endCallWatch, liveMarks, watchedCreates, type LiveClaimMark, type UnsettledCreate } from './lateCreates.js';
+import { bindLedgerScope, checkScopeNow } from './ledgerScope.js';
 import { onDeleteConfirmed } from '../delete/index.js';
 import { planRetry, quotaRetryReasonOf } from './retryPolicy.js';
-import { elapsedMs, newCall, remainingMs, type Claim, type GuardState, type GuardedCall } from './state.js';
+import { elapsedMs, newCall, newGuardState, newStats, remainingMs, type Claim, type GuardState, type GuardedCall } from './state.js';
 import { GUARDED_CALL_SPEC, GUARDED_CREATE_SPEC, NEEDS_OR_FLAVOR_SPEC, flavorIdOf, isFullNeeds, validateNeeds, validateOptions } from './options.js';
-import type { GuardedCallOptions, GuardedCreateOptions, QuotaGuardOptions, QuotaGuardStats, QuotaNeedsSpec, QuotaRetryInfo, GuardClaimInfo } from './options.js';
-import type { ResolvedOptions } from './options.js';
+import type { GuardedCallOptions, GuardedCreateOptions, QuotaGuardOptions, QuotaGuardStats, QuotaNeedsSpec, QuotaRetryInfo, GuardClaimInfo, ResolvedOptions } from './options.js';
 
 export type { QuotaNeeds, Headroom, ResourceHeadroom, Shortfall } from './headroom.js';
 export type { QuotaWaitInfo, QuotaRetryReason, QuotaRetryInfo, QuotaGuardOptions, GuardedCallOptions } from './options.js';
 export type { GuardedCreateOptions, QuotaNeedsSpec, QuotaGuardStats, ResolvedOptions, GuardClaimInfo } from './options.js';
 export { QUOTA_GUARD_DEFAULTS, QUOTA_LEDGER_DEFAULTS } from './options.js';
+export type { UnsettledCreate, LiveClaimMark } from './lateCreates.js';
 
 /** One attempt of a guarded call, given the claim it may use. */
 type Attempt<T> = (claim: Claim, signal: AbortSignal | undefined, call: GuardedCall) => Promise<T>;
@@ -99,54 +100,33 @@ export class QuotaGuard {
   /** The client the guard uses. */
   readonly client: NovaClient;
   /** Counters. */
-  readonly stats: QuotaGuardStats = {
-    succeeded: 0,
-    failed: 0,
-    waits: 0,
-    attempts: 0,
-    quota403s: 0,
-    quotaRetries: 0,
-    lateQuotaFaults: 0,
-    rateLimitRetries: 0,
-    cleanups: 0,
-    ambiguousCreates: 0,
-    adoptedServers: 0,
-    ledgerFallbacks: 0,
-  };
+  readonly stats: QuotaGuardStats = newStats();
   readonly #state: GuardState;
+  #scopeBound: Promise<void> | undefined;
 
   /**
-   * @throws {@link ValidationError} when `client` is missing or an option is out of range (a
-   * negative duration, `maxAttempts` < 1, `jitter` outside [0, 1), `maxDelayMs` < `minDelayMs`).
+   * @throws {@link ValidationError} when `client` is missing, an option is out of range (a negative
+   * duration, `maxAttempts` < 1, `jitter` outside [0, 1), `maxDelayMs` < `minDelayMs`), or `ledger`
+   * serves another project than `client.projectId` (another endpoint: at the first call, before any
+   * request; see `ledgerScope.ts`).
    */
   constructor(client: NovaClient, options: QuotaGuardOptions = {}) {
     if (!client || typeof client.getLimits !== 'function') throw new ValidationError('QuotaGuard needs a NovaClient');
     this.client = client;
     const opts = validateOptions(options);
     const log = componentLogger(options.logger, 'quota-guard');
-    const clock = client.clock;
-    const ledger = opts.ledger ?? new InProcessQuotaLedger({ clock });
-    this.#state = {
-      client,
-      clock,
-      opts,
-      ledger,
-      fallback: new InProcessQuotaLedger({ clock, holder: ledger.holder }),
-      claims: new Set(),
-      log,
-      stats: this.stats,
-      warned: new Set(),
-      onRetry: (info) => {
-        try {
-          return opts.onRetry?.(info);
-        } catch (e) {
-          log.warn({ err: (e as Error)?.message }, 'onRetry hook threw (ignored)');
-          return undefined;
-        }
-      },
-    };
+    if (opts.ledger) checkScopeNow(opts.ledger, client);
+    this.#state = newGuardState(client, opts, log, this.stats);
     // Nova's 404 after a delete of this client frees quota: every holder of the ledger hears of it.
     onDeleteConfirmed(client, (serverId) => publishFreed(this.#state, serverId));
+  }
+
+  /** Before the first request: the ledger serves this client's endpoint and project (`ledgerScope.ts`); a refusal stays. */
+  #bindScope(signal: AbortSignal | undefined): Promise<void> {
+    return (this.#scopeBound ??= bindLedgerScope(this.#state.opts.ledger, this.client, signal).catch((e: unknown) => {
+      if (!(e instanceof ValidationError)) this.#scopeBound = undefined;
+      throw e;
+    }));
   }
 
   /** The resolved options (defaults filled in). */
@@ -159,6 +139,21 @@ export class QuotaGuard {
     return this.#state.claims.size;
   }
 
+  /** Claim tags still watched after a POST whose fate is not known, during the call and after (`lateCreates.ts`). */
+  unsettledCreates(): UnsettledCreate[] {
+    return watchedCreates(this.#state);
+  }
+
+  /** For `Reaper`'s `liveClaims`: held claims by `nova-guard-claim-id`, watched tags by `nova-guard-claim`. */
+  liveClaims(): LiveClaimMark[] {
+    return liveMarks(this.#state);
+  }
+
+  /** End every watch of {@link unsettledCreates} (`lateCreates.ts`), once stopped. The `ledger` stays open. Idempotent. */
+  async close(): Promise<void> {
+    await closeWatches(this.#state);
+  }
+
   /**
    * Read `GET /limits` now (through the ledger) and return the headroom of cores, RAM (MiB) and
    * instances, minus the ledger's in-flight claims (`QuotaLedger.inFlight`). Never cached.
@@ -167,6 +162,7 @@ export class QuotaGuard {
    */
   async headroom(options: GuardedCallOptions = {}): Promise<Headroom> {
     checkOptions('headroom options', options, GUARDED_CALL_SPEC);
+    await this.#bindScope(options.signal);
     return readHeadroom(this.#state, options.signal);
   }
 
@@ -203,6 +199,7 @@ export class QuotaGuard {
     const given = options.needs;
     // One operation (one X-OpenStack-Request-ID) from the flavor read to the last request of the create.
     return withOperation(async () => {
+      await this.#bindScope(options.signal);
       let needs: QuotaNeeds;
       if (isFullNeeds(given)) {
         needs = { ...given };
@@ -242,6 +239,7 @@ export class QuotaGuard {
       const count = needs.count ?? 1;
       if (!Number.isInteger(count) || count < 1) throw new ValidationError(`count must be a positive integer, got ${String(count)}`);
       if (needs.flavorRef === undefined || String(needs.flavorRef).length === 0) throw new ValidationError('flavorRef must be a non-empty string');
+      await this.#bindScope(options.signal);
       throwIfAborted(options.signal);
       const flavorId = flavorIdOf(needs.flavorRef);
       const flavor = await this.client.getFlavor(flavorId, { signal: options.signal });
@@ -251,6 +249,7 @@ export class QuotaGuard {
       validateNeeds(needs, 'needs');
       resolved = { cores: needs.cores, ramMiB: needs.ramMiB, instances: needs.instances };
     }
+    await this.#bindScope(options.signal); // needs checked first: bad input fails before any request
     const fnSignal = options.signal ?? new AbortController().signal;
     return this.#guarded(
       resolved,
@@ -324,6 +323,8 @@ export class QuotaGuard {
     } finally {
       signal?.removeEventListener('abort', onAbort);
       if (call.heldClaim) await releaseClaim(g, call.heldClaim, 'not-created');
+      // A POST of the call whose fate is not known yet: its tag stays watched after the call.
+      endCallWatch(g, call, call.settled ? call.keptServerId : undefined);
     }
   }
 

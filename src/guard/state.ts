@@ -8,7 +8,7 @@ import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import type { ResourceAmounts } from '../core/types.js';
 import type { LedgerClaim, LedgerPlace, QuotaLedger } from './ledger.js';
-import type { InProcessQuotaLedger } from './inProcessLedger.js';
+import { InProcessQuotaLedger } from './inProcessLedger.js';
 import type { QuotaGuardStats, QuotaRetryInfo, ResolvedOptions } from './options.js';
 import type { PostRefusal, RetryPlan } from './retryPolicy.js';
 import { randomUUID } from 'node:crypto';
@@ -32,6 +32,41 @@ export interface GuardState {
   onRetry: (info: QuotaRetryInfo) => boolean | void;
   /** Keys of the warnings already logged (see {@link warnOnce}). */
   warned: Set<string>;
+  /** Claim tags watched after a POST whose fate is not known, by tag (`lateCreates.ts`). */
+  watches: Map<string, LateCreateWatch>;
+  /** Aborted by `QuotaGuard.close()`: ends every watch. */
+  closing: AbortController;
+}
+
+/**
+ * The state of a new guard on `client`: the `ledger` option or a new in-process ledger on the
+ * client's clock, a private in-process fallback ledger with the same holder, and `onRetry` with its
+ * exceptions caught (logged, ignored).
+ */
+export function newGuardState(client: NovaClient, opts: ResolvedOptions, log: Logger, stats: QuotaGuardStats): GuardState {
+  const clock = client.clock;
+  const ledger = opts.ledger ?? new InProcessQuotaLedger({ clock });
+  return {
+    client,
+    clock,
+    opts,
+    ledger,
+    fallback: new InProcessQuotaLedger({ clock, holder: ledger.holder }),
+    claims: new Set(),
+    log,
+    stats,
+    warned: new Set(),
+    watches: new Map(),
+    closing: new AbortController(),
+    onRetry: (info) => {
+      try {
+        return opts.onRetry?.(info);
+      } catch (e) {
+        log.warn({ err: (e as Error)?.message }, 'onRetry hook threw (ignored)');
+        return undefined;
+      }
+    },
+  };
 }
 
 /** Log `msg` at warn level the first time `key` is seen by this guard; later times at debug level. */
@@ -42,6 +77,45 @@ export function warnOnce(g: Pick<GuardState, 'log' | 'warned'>, key: string, fie
   }
   g.warned.add(key);
   g.log.warn(fields, msg);
+}
+
+/** One claim tag watched after a POST whose fate is not known (see `lateCreates.ts`). */
+export interface LateCreateWatch {
+  readonly tag: string;
+  readonly name: string;
+  /** When the last uncertain POST's time surely passes, on the guard's clock (ms). */
+  untilMs: number;
+  /** POSTs that may have made a server since the watch began. */
+  posts: number;
+  /** Servers with the tag accounted for: answered, adopted or deleted. */
+  readonly seen: Set<string>;
+  /** Servers with the tag the guard deleted. */
+  readonly deleted: string[];
+  /** The server the call returned, once it did. */
+  kept: string | undefined;
+  /** True while the call runs. */
+  callRunning: boolean;
+  /** The background watch, once the call has ended. */
+  done: Promise<void> | undefined;
+}
+
+/** Counters of a new guard, all 0. */
+export function newStats(): QuotaGuardStats {
+  return {
+    succeeded: 0,
+    failed: 0,
+    waits: 0,
+    attempts: 0,
+    quota403s: 0,
+    quotaRetries: 0,
+    lateQuotaFaults: 0,
+    rateLimitRetries: 0,
+    cleanups: 0,
+    ambiguousCreates: 0,
+    adoptedServers: 0,
+    ledgerFallbacks: 0,
+    lateCreatesDeleted: 0,
+  };
 }
 
 /** A claim the guard holds: the ledger's claim, the ledger it came from, and the guard's own notes. */
@@ -103,6 +177,8 @@ export interface GuardedCall {
    * carries, so that a server whose create answer was lost can be found (`lostCreate.ts`).
    */
   readonly claimTag: string;
+  /** The server the call returns, once an attempt has made it (the one server of its tag that stays). */
+  keptServerId: string | undefined;
 }
 
 /** A new call starting now. */
@@ -127,6 +203,7 @@ export function newCall(g: Pick<GuardState, 'clock' | 'opts' | 'ledger'>, random
     ledger: g.ledger,
     place: undefined,
     claimTag: randomUUID(),
+    keptServerId: undefined,
   };
 }
 

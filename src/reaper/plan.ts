@@ -49,8 +49,34 @@ export type ReapSkipReason =
    * unknowable: never reaped; its run of consecutive sightings starts again once its cell answers.
    */
   | 'status-unknown'
+  /**
+   * The server carries the mark of a live claim (see {@link LiveMark}: e.g. a `QuotaGuard` create
+   * still in flight, or a claim tag it still watches): never reaped, whatever its age; its run of
+   * consecutive sightings starts again once the claim has ended.
+   */
+  | 'claim-live'
   /** Would be deleted, but this is a dry run. */
   | 'dry-run';
+
+/**
+ * Servers that belong to a live claim: those whose metadata `key` has one of `values`. A
+ * `QuotaGuard`'s `liveClaims()` gives them: its held claims by `nova-guard-claim-id`, the claim
+ * tags it still watches by `nova-guard-claim`. A tagged server whose claim has ended (in no mark)
+ * is a candidate under the usual rules (`olderThanMs`, two passes).
+ */
+export interface LiveMark {
+  /** Metadata key, e.g. `'nova-guard-claim'`. */
+  readonly key: string;
+  /** Its values that mark a live claim. */
+  readonly values: readonly string[];
+}
+
+/** True when `server`'s metadata carries one of `marks`. */
+export function hasLiveMark(server: Server, marks: readonly LiveMark[]): boolean {
+  const md = server.metadata;
+  if (!md || typeof md !== 'object') return false;
+  return marks.some((m) => Object.hasOwn(md, m.key) && m.values.includes(String(md[m.key])));
+}
 
 /** A fleet server the pass did not delete. */
 export interface ReapSkip {
@@ -154,6 +180,8 @@ export interface PlanInput {
   dryRun: boolean;
   /** The pass's time, epoch ms. */
   nowMs: number;
+  /** Marks of live claims, read after the listing (see {@link LiveMark}). Default none. */
+  live?: readonly LiveMark[] | undefined;
 }
 
 /** What {@link planPass} decides. */
@@ -195,6 +223,10 @@ export function planPass(input: PlanInput): PassPlan {
     if (!isFleetMember(server, selector)) continue;
     if (status === 'SOFT_DELETED' || status === 'DELETED') {
       skipped.push({ ...base, reason: 'deleted-status', detail: `status ${status}: already deleted` });
+      continue;
+    }
+    if (input.live && hasLiveMark(server, input.live)) {
+      skipped.push({ ...base, reason: 'claim-live', detail: 'carries the mark of a live claim (a create in flight or a claim tag still watched): never reaped' });
       continue;
     }
     if (ageMs === undefined) {

@@ -44,7 +44,7 @@ import type { DeleteServerOptions } from '../delete/index.js';
 /** Default {@link ReaperOptions.timeoutMs}: 15 min per pass. */
 const DEFAULT_PASS_TIMEOUT_MS = 900_000;
 
-export type { FleetSelector, ReapCandidate, ReaperState, ReapSkip, ReapSkipReason, SeenCandidate } from './plan.js';
+export type { FleetSelector, LiveMark, ReapCandidate, ReaperState, ReapSkip, ReapSkipReason, SeenCandidate } from './plan.js';
 
 export type { ReaperOptions, ReaperRunOptions, ReapServersOptions, ReapDeleted, ReapFailure, ReapEvent, ReapPassResult, ReapResult } from './types.js';
 import type { ReaperOptions, ReaperRunOptions, ReapServersOptions, ReapDeleted, ReapFailure, ReapEvent, ReapPassResult, ReapResult } from './types.js';
@@ -69,6 +69,7 @@ const REAPER_SPEC: OptionsSpec<ReaperOptions> = {
   signal: is.signal,
   logger: is.object,
   onEvent: is.function,
+  liveClaims: is.function,
 };
 
 /** The `deleteServer` options a reaper passes on: all but the four it sets itself. */
@@ -195,7 +196,9 @@ export class Reaper {
     const listingTimeoutMs = Number.isFinite(deadlineAt) ? Math.max(1, deadlineAt - this.#client.clock.now()) : Number.POSITIVE_INFINITY;
     const servers = await this.#client.listServers(o.pageSize ? { limit: o.pageSize } : {}, { signal: signals.listing, timeoutMs: listingTimeoutMs });
     const startedAtMs = now();
-    const plan = planPass({ servers, previous: this.#state, selector: o, olderThanMs: o.olderThanMs, dryRun: o.dryRun ?? false, nowMs: startedAtMs });
+    // After the listing: a claim that began before it is seen live.
+    const live = o.liveClaims ? await o.liveClaims() : undefined;
+    const plan = planPass({ servers, previous: this.#state, selector: o, olderThanMs: o.olderThanMs, dryRun: o.dryRun ?? false, nowMs: startedAtMs, live });
     const next = plan.next;
     for (const { server } of plan.toDelete) next.candidates[server.id]!.deleteAttempted = true;
     this.#state = next;

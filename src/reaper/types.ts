@@ -5,7 +5,7 @@
  */
 import type { DeleteOutcome, DeleteServerOptions } from '../delete/index.js';
 import type { LoggerOption } from '../core/logger.js';
-import type { FleetSelector, ReapCandidate, ReaperState, ReapSkip } from './plan.js';
+import type { FleetSelector, LiveMark, ReapCandidate, ReaperState, ReapSkip } from './plan.js';
 
 /** Options of {@link Reaper} and {@link reapServers}. */
 export interface ReaperOptions extends FleetSelector {
@@ -42,6 +42,13 @@ export interface ReaperOptions extends FleetSelector {
   onEvent?: ((event: ReapEvent) => void) | undefined;
   /** Page size (`limit`) of the server listing; every page is read. Default: Nova's own. */
   pageSize?: number | undefined;
+  /**
+   * The marks of live claims, called once per pass right after the listing: a fleet server that
+   * carries one is skipped (`'claim-live'`) whatever its age, so a create still in flight, or a
+   * claim tag a guard still watches, is never reaped. E.g. `() => guard.liveClaims()`
+   * (`QuotaGuard`). A rejection fails the pass before any DELETE (state unchanged). Default: none.
+   */
+  liveClaims?: (() => readonly LiveMark[] | Promise<readonly LiveMark[]>) | undefined;
 }
 
 /** Options of {@link reapServers}: a {@link Reaper}'s, plus the time between its two passes. */

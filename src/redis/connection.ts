@@ -63,6 +63,7 @@ const COMMANDS = {
   novaGuardLeave: [lua.LEAVE, 9],
   novaGuardAssert: [lua.ASSERT, 9],
   novaGuardInFlight: [lua.IN_FLIGHT, 9],
+  novaGuardLiveClaims: [lua.LIVE_CLAIMS, 9],
   novaGuardLimitsBegin: [lua.LIMITS_BEGIN, 2],
   novaGuardLimitsStore: [lua.LIMITS_STORE, 2],
   novaGuardLimitsUnlock: [lua.LIMITS_UNLOCK, 1],

@@ -11,6 +11,8 @@ import { componentLogger } from '../core/logger.js';
 import { AbortError, ValidationError, throwIfAborted } from '../errors/index.js';
 import type { Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from '../guard/index.js';
 import type { NovaClient } from '../nova/index.js';
+import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
+import { scopeMismatch } from '../guard/ledgerScope.js';
 import { RedisConnection, type LedgerCommand } from './connection.js';
 import { checkOptionNames, ledgerKeys, resolveOptions, urlPassword, type LedgerKeys, type RedisQuotaLedgerOptions, type ResolvedOptions } from './options.js';
 
@@ -54,6 +56,8 @@ function amounts(a: unknown[], from: number): ResourceAmounts {
 export class RedisQuotaLedger implements QuotaLedger {
   readonly kind = 'redis';
   readonly holder: string;
+  /** The endpoint (normalised) and project this ledger serves: a guard of another is refused. */
+  readonly scope: LedgerScope;
   readonly #opts: ResolvedOptions;
   readonly #keys: LedgerKeys;
   readonly #clock: Clock;
@@ -78,6 +82,7 @@ export class RedisQuotaLedger implements QuotaLedger {
     this.#opts = resolveOptions(options);
     this.holder = this.#opts.holder;
     this.#keys = ledgerKeys(this.#opts.keyPrefix, options.endpoint, options.projectId);
+    this.scope = ledgerScope(options.endpoint, options.projectId);
     this.#clock = options.clock ?? systemClock;
     const password = urlPassword(options.url);
     this.#conn = new RedisConnection({
@@ -105,6 +110,14 @@ export class RedisQuotaLedger implements QuotaLedger {
     if (projectId === undefined) throw new ValidationError('RedisQuotaLedger.forClient: the client has no projectId; pass projectId');
     const endpoint = options.endpoint ?? (await client.endpoint());
     return new RedisQuotaLedger({ ...options, endpoint, projectId });
+  }
+
+  /**
+   * A guard of `scope` is about to use this ledger (see `QuotaLedger.bindScope`).
+   * @throws `ValidationError` naming both when `scope` is another endpoint or project.
+   */
+  bindScope(scope: LedgerScope): void {
+    if (!sameScope(this.scope, scope)) throw scopeMismatch(this.kind, this.scope, scope);
   }
 
   #run(name: LedgerCommand, args: ReadonlyArray<string | number>, raw = false): Promise<unknown> {
@@ -202,6 +215,17 @@ export class RedisQuotaLedger implements QuotaLedger {
   async inFlight(stamp: number): Promise<ResourceAmounts> {
     const res = (await this.#run('novaGuardInFlight', [Math.floor(stamp)])) as unknown[];
     return amounts(res, 0);
+  }
+
+  /**
+   * The ids of the scope's claims, of every holder, neither released nor past their lease (Redis's
+   * clock): the metadata `nova-guard-claim-id` of the servers they create. For the reaper's
+   * `liveClaims` in any process: `async () => [{ key: CLAIM_ID_KEY, values: await ledger.liveClaimIds() }]`.
+   * One read-only script.
+   */
+  async liveClaimIds(): Promise<string[]> {
+    const ids = (await this.#run('novaGuardLiveClaims', [])) as unknown[];
+    return ids.map(String);
   }
 
   async claimAnyway(needs: ResourceAmounts, ttlMs: number): Promise<LedgerClaim> {

@@ -10,6 +10,7 @@ import type { Clock, Logger } from '../core/index.js';
 import { checkOptions, type OptionsSpec } from '../core/options.js';
 import { checkDurationMs } from '../core/validate.js';
 import { redactUrlSecrets } from '../core/redact.js';
+import { normaliseEndpoint } from '../core/endpoint.js';
 import { ValidationError } from '../errors/index.js';
 import { isClock, isHolderName } from '../guard/inProcessLedger.js';
 
@@ -93,12 +94,13 @@ export interface LedgerKeys {
 }
 
 /**
- * Key names: `<keyPrefix>{<endpoint hash>:<project>}:<name>`. The endpoint is normalised (no
- * trailing slash) and hashed (SHA-256, 16 hex digits), so a URL never lands in Redis; the braces
- * keep one scope in one Redis Cluster slot.
+ * Key names: `<keyPrefix>{<endpoint hash>:<project>}:<name>`. The endpoint is normalised
+ * (`normaliseEndpoint`: scheme and host in lower case, no default port, no trailing slash, no
+ * trailing `/<projectId>`, so every spelling of one endpoint shares one ledger) and hashed (SHA-256,
+ * 16 hex digits), so a URL never lands in Redis; the braces keep one scope in one Redis Cluster slot.
  */
 export function ledgerKeys(keyPrefix: string, endpoint: string, projectId: string): LedgerKeys {
-  const hash = createHash('sha256').update(endpoint.replace(/\/+$/, '')).digest('hex').slice(0, 16);
+  const hash = createHash('sha256').update(normaliseEndpoint(endpoint, projectId)).digest('hex').slice(0, 16);
   const base = `${keyPrefix}{${hash}:${encodeURIComponent(projectId)}}:`;
   return {
     scope: ['claims', 'claimexp', 'counted', 'countedneeds', 'queue', 'placeexp', 'places', 'token', 'seq'].map((n) => base + n),

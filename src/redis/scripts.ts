@@ -251,6 +251,16 @@ return inflight
 `;
 
 /**
+ * liveClaims (read-only): the ids of the claims whose lease has not expired by Redis's clock
+ * (released claims are gone from `claimexp`). Returns a list of claim ids.
+ */
+export const LIVE_CLAIMS = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+return redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. now, '+inf')
+`;
+
+/**
  * freed: KEYS 1 the kept reading, ARGV 1 channel, 2 message. Notes when a deletion was confirmed
  * (`freedAt`, Redis ms: older kept readings are no longer handed out as fresh) and publishes the
  * wake-up, in one step, so a woken waiter never gets a reading from before the deletion.

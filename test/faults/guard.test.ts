@@ -56,7 +56,7 @@ describe('fault matrix: QuotaGuard.createServer, fault on the POST', () => {
     const nova = await startNova();
     const guard = new QuotaGuard(matrixClient(nova), GUARD_OPTIONS);
     inject(nova, fault, 'POST', '/servers');
-    const s = await runCell(nova, guard.createServer(body), GUARD_DEADLINE_MS);
+    const s = await runCell(nova, guard.createServer(body), GUARD_DEADLINE_MS, () => guard.unsettledCreates().length === 0);
     expect(outcomeClass(s)).toBe(outcome);
     expect(nova.requestsTo('POST', '/servers'), 'never retried blindly').toHaveLength(posts);
     checkNoLeak(nova, s.ok ? s.value.id : undefined);
@@ -108,7 +108,7 @@ describe('fault matrix: QuotaGuard.createServer, the answer to a create that rea
   it.each(LOST)('%s → the server is adopted, no server left behind', async (lost) => {
     const nova = await startNova();
     const guard = new QuotaGuard(matrixClient(nova, { adapter: losingFirstCreate(nova, lost) }), GUARD_OPTIONS);
-    const s = await runCell(nova, guard.createServer(body), GUARD_DEADLINE_MS);
+    const s = await runCell(nova, guard.createServer(body), GUARD_DEADLINE_MS, () => guard.unsettledCreates().length === 0);
     expect(s.ok, 'the server Nova made is adopted').toBe(true);
     expect(nova.requestsTo('POST', '/servers'), 'adopted, not created twice').toHaveLength(1);
     checkNoLeak(nova, s.ok ? s.value.id : undefined);

@@ -32,6 +32,8 @@ const GUARD = {
   activeTimeoutMs: 1000,
   deleteOptions: { intervalMs: 5, timeoutMs: 2000, redeleteAfterMs: 0 },
   lostCreateIntervalMs: 100,
+  // A lost POST's time surely passes (the client's request limit) + 500 ms after it was sent (scaled).
+  novaApiTimeoutMs: 500,
 };
 
 
@@ -137,8 +139,9 @@ describe('soak: create/delete cycles with random faults', () => {
     expect(total('quota403s'), 'quota races lost').toBeGreaterThan(0);
     expect(lateQuotaFaults).toBeGreaterThan(0);
 
-    // Nothing left: no server, no usage, no claim.
+    // Nothing left: no server, no usage, no claim; the guards' watches of claim tags have ended.
     await vi.advanceTimersByTimeAsync(5000);
+    for (const g of guards) expect(g.unsettledCreates(), 'watches ended').toEqual([]);
     expect(nova.listServerStates(), 'servers left').toEqual([]);
     expect(nova.usage()).toMatchObject({ cores: 0, ram: 0, instances: 0 });
     const limits = await settle(client.getLimits());

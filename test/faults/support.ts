@@ -113,9 +113,12 @@ export type Settled<T> = { ok: true; value: T; atMs: number } | { ok: false; err
 
 /**
  * Run `p` on the fake clock until it settles, by `deadlineMs` of fake time; then run the clock on
- * (2 s) and check that no timer is left and that no request arrived after the call settled.
+ * (2 s) and check that no timer is left and that no request arrived after the call settled. With
+ * `background` (the documented work that goes on after a call, e.g. a guard's late-create watch:
+ * `() => guard.unsettledCreates().length === 0`), the clock first runs until it has ended, within
+ * `deadlineMs` more.
  */
-export async function runCell<T>(nova: FakeNova, p: Promise<T>, deadlineMs: number): Promise<Settled<T>> {
+export async function runCell<T>(nova: FakeNova, p: Promise<T>, deadlineMs: number, background?: () => boolean): Promise<Settled<T>> {
   const start = Date.now();
   let out: Settled<T>;
   try {
@@ -125,6 +128,11 @@ export async function runCell<T>(nova: FakeNova, p: Promise<T>, deadlineMs: numb
     out = { ok: false, error: error as Error, atMs: Date.now() - start };
   }
   expect(out.atMs, 'settled by its deadline').toBeLessThanOrEqual(deadlineMs);
+  if (background) {
+    const until = Date.now() + deadlineMs;
+    while (!background() && Date.now() < until) await vi.advanceTimersToNextTimerAsync();
+    expect(background(), 'background work ended').toBe(true);
+  }
   const seen = nova.requests.length;
   await vi.advanceTimersByTimeAsync(2000);
   expect(nova.requests.length, 'no request after the call settled').toBe(seen);
@@ -149,5 +157,7 @@ export const GUARD_OPTIONS = {
   activeTimeoutMs: 1000,
   deleteOptions: { intervalMs: 5, timeoutMs: 1000, redeleteAfterMs: 0 },
   lostCreateIntervalMs: 100,
+  // A lost POST's time surely passes 200 + 500 ms after it was sent (scaled like the rest).
+  novaApiTimeoutMs: 500,
 };
 export const GUARD_DEADLINE_MS = 6000;

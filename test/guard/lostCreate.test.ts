@@ -51,13 +51,36 @@ describe('a create whose answer was lost or garbled', () => {
     expect(guard.inFlightClaims).toBe(0);
   });
 
-  it.each(FAULTS.filter(([what]) => !what.includes('429')))(
-    '%s when nothing was created: two clean searches 1000 ms apart, then one re-sent POST',
+  it('a 500 with Nova\'s fault body and request id when nothing was created: nova-api is done with it, two clean searches 1000 ms apart, then one re-sent POST', async () => {
+    vi.useFakeTimers();
+    const nova = new ScriptedNova();
+    nova.reply('POST /servers', FAULTS[1]![1]);
+    const guard = new QuotaGuard(nova.client(), OPTS);
+    const pending = guard.createServer(body('ci-1'));
+    await vi.advanceTimersByTimeAsync(500);
+    // The claim stays held while the guard searches.
+    expect(guard.inFlightClaims).toBe(1);
+    const server = await onFakeTimers(pending);
+    expect(server.id).toBe('srv-1');
+    expect(posts(nova)).toEqual([
+      ['POST /servers', 0],
+      ['GET /servers/detail', 0],
+      ['GET /servers/detail', 1000],
+      ['POST /servers', 1000],
+    ]);
+    expect(nova.liveServers().map((s) => s.id)).toEqual(['srv-1']);
+    expect(guard.stats).toMatchObject({ ambiguousCreates: 1, adoptedServers: 0, attempts: 1 });
+    expect(guard.inFlightClaims).toBe(0);
+    expect(guard.unsettledCreates()).toEqual([]);
+  });
+
+  it.each(FAULTS.filter(([what]) => !what.includes('429') && !what.includes('500')))(
+    '%s (not Nova\'s own answer) when nothing was created: no re-sent POST before the first one\'s time surely passed (30000 ms request limit + novaApiTimeoutMs 5000), searches doubling from 1000 ms',
     async (_what, fault) => {
       vi.useFakeTimers();
       const nova = new ScriptedNova();
       nova.reply('POST /servers', fault);
-      const guard = new QuotaGuard(nova.client(), OPTS);
+      const guard = new QuotaGuard(nova.client(), { ...OPTS, maxWaitMs: 60000, novaApiTimeoutMs: 5000 });
       const pending = guard.createServer(body('ci-1'));
       await vi.advanceTimersByTimeAsync(500);
       // The claim stays held while the guard searches.
@@ -68,11 +91,17 @@ describe('a create whose answer was lost or garbled', () => {
         ['POST /servers', 0],
         ['GET /servers/detail', 0],
         ['GET /servers/detail', 1000],
-        ['POST /servers', 1000],
+        ['GET /servers/detail', 3000],
+        ['GET /servers/detail', 7000],
+        ['GET /servers/detail', 15000],
+        ['GET /servers/detail', 31000],
+        ['GET /servers/detail', 35000],
+        ['POST /servers', 35000],
       ]);
       expect(nova.liveServers().map((s) => s.id)).toEqual(['00000001-0000-4000-8000-000000000000']);
       expect(guard.stats).toMatchObject({ ambiguousCreates: 1, adoptedServers: 0, attempts: 1 });
       expect(guard.inFlightClaims).toBe(0);
+      expect(guard.unsettledCreates()).toEqual([]);
     },
   );
 
@@ -148,12 +177,13 @@ describe('a create whose answer was lost or garbled', () => {
     expect(e.cause).toBeInstanceOf(NovaNetworkError);
     expect(e.claimTag).toBe(nova.liveServers()[0]!.metadata[CLAIM_TAG_KEY]);
     expect(e.message).toContain(`nova-guard-claim=${e.claimTag}`);
+    // Spaced 1000 ms apart and doubling (a failing Nova gets fewer requests), never past maxWaitMs (5000).
     expect(posts(nova)).toEqual([
       ['POST /servers', 0],
       ['GET /servers/detail', 0],
       ['GET /servers/detail', 1000],
-      ['GET /servers/detail', 2000],
       ['GET /servers/detail', 3000],
+      ['GET /servers/detail', 5000],
     ]);
     expect(guard.inFlightClaims).toBe(0);
   });
@@ -199,17 +229,19 @@ describe('isAmbiguousCreateError', () => {
 });
 
 describe('FakeNova: a POST past the request timeout', () => {
-  it('the client gave up before Nova handled it: two clean searches, one re-sent POST, exactly one server', async () => {
+  it('the client gave up and Nova dropped the request: clean searches until the POST\'s time surely passed (1000 ms limit + novaApiTimeoutMs 3000), then one re-sent POST, exactly one server', async () => {
     vi.useFakeTimers();
     const nova = await startNova();
     const client = new NovaClient({ endpoint: nova.endpoint, token: `admin:${nova.projectId}`, microversion: '2.79', adapter: nova.adapter, requestTimeoutMs: 1000, retry: { retries: 0 } });
     // The POST would reach Nova's handler 1500 ms late: the client's 1000 ms request timeout ends it first.
     nova.inject({ method: 'POST', path: '/servers', delayMs: 1500 });
-    const guard = new QuotaGuard(client, { ...OPTS, lostCreateIntervalMs: 2000 });
+    const guard = new QuotaGuard(client, { ...OPTS, lostCreateIntervalMs: 2000, novaApiTimeoutMs: 3000 });
     const server = await settle(guard.createServer(body('ci-1')));
     expect(guard.stats).toMatchObject({ ambiguousCreates: 1, adoptedServers: 0 });
-    expect(nova.requestsTo('GET', '/servers/detail')).toHaveLength(2);
+    // At 1000 (the timeout), 3000, and 4000 (the bound).
+    expect(nova.requestsTo('GET', '/servers/detail')).toHaveLength(3);
     expect(nova.requestsTo('POST', '/servers')).toHaveLength(2);
+    expect(guard.unsettledCreates()).toEqual([]);
     expect(liveServers(nova)).toEqual([server.id]);
     expect(server.status).toBe('ACTIVE');
   });

@@ -120,6 +120,7 @@ describe('quotaGuard() and options', () => {
       activeIntervalMs: 2000,
       lostCreateIntervalMs: 5000,
       lostCreateSearches: 4,
+      novaApiTimeoutMs: 180000,
     });
   });
 

@@ -43,9 +43,10 @@ describe.skipIf(!haveRedis)(`QuotaGuard on a hung Redis${haveRedis ? '' : ` (${s
   afterEach(() => server.resume());
 
   /** A connected ledger (closed after the test). */
-  async function ledger(extra: Partial<RedisQuotaLedgerOptions> = {}): Promise<RedisQuotaLedger> {
+  async function ledger(nova: FakeNova, extra: Partial<RedisQuotaLedgerOptions> = {}): Promise<RedisQuotaLedger> {
     n += 1;
-    const l = new RedisQuotaLedger({ url: server.url, endpoint: ENDPOINT, projectId: `hang${n}`, holder: `h${n}`, ...extra });
+    // The guard's own endpoint and project (a ledger of another is refused); one key prefix per test.
+    const l = new RedisQuotaLedger({ url: server.url, endpoint: nova.endpoint, projectId: nova.projectId, keyPrefix: `hang${n}:`, holder: `h${n}`, ...extra });
     afterThisTest(() => l.close());
     await l.inFlight(0);
     return l;
@@ -53,7 +54,7 @@ describe.skipIf(!haveRedis)(`QuotaGuard on a hung Redis${haveRedis ? '' : ` (${s
 
   it('an abandoned limits call sends no GET /limits after the call settled, and frees its refresh lock', async () => {
     const nova = await fullNova();
-    const l = await ledger({ commandTimeoutMs: 3000 });
+    const l = await ledger(nova, { commandTimeoutMs: 3000 });
     const guard = guardFor(nova, { ledger: l, ledgerTimeoutMs: 300, maxWaitMs: 0 });
     server.pause();
     const started = Date.now();
@@ -68,7 +69,7 @@ describe.skipIf(!haveRedis)(`QuotaGuard on a hung Redis${haveRedis ? '' : ` (${s
     // The refresh lock the abandoned call took was given back at once (not left for limitsLockMs).
     const r = new Redis(server.url);
     try {
-      expect(await r.exists(ledgerKeys('nova-guard:', ENDPOINT, `hang${n}`).limitsLock)).toBe(0);
+      expect(await r.exists(ledgerKeys(`hang${n}:`, nova.endpoint, nova.projectId).limitsLock)).toBe(0);
     } finally {
       r.disconnect();
     }
@@ -80,7 +81,7 @@ describe.skipIf(!haveRedis)(`QuotaGuard on a hung Redis${haveRedis ? '' : ` (${s
 
   it('maxWaitMs bounds the wait while Redis hangs: QuotaWaitTimeoutError near maxWaitMs, not at ledgerTimeoutMs', async () => {
     const nova = await fullNova();
-    const l = await ledger({ commandTimeoutMs: 6000 });
+    const l = await ledger(nova, { commandTimeoutMs: 6000 });
     const guard = guardFor(nova, { ledger: l, ledgerTimeoutMs: 6000, maxWaitMs: 500 });
     server.pause();
     const started = Date.now();
@@ -93,7 +94,7 @@ describe.skipIf(!haveRedis)(`QuotaGuard on a hung Redis${haveRedis ? '' : ` (${s
 
   it("the caller's abort ends the call at once while Redis hangs", async () => {
     const nova = await fullNova();
-    const l = await ledger({ commandTimeoutMs: 6000 });
+    const l = await ledger(nova, { commandTimeoutMs: 6000 });
     const guard = guardFor(nova, { ledger: l, ledgerTimeoutMs: 6000, maxWaitMs: 60_000 });
     server.pause();
     const controller = new AbortController();
@@ -109,7 +110,7 @@ describe.skipIf(!haveRedis)(`QuotaGuard on a hung Redis${haveRedis ? '' : ` (${s
 
   it('an abort during the backoff sleep does not wait for leave on a hung Redis', async () => {
     const nova = await fullNova();
-    const l = await ledger({ commandTimeoutMs: 6000 });
+    const l = await ledger(nova, { commandTimeoutMs: 6000 });
     let waited: () => void = () => undefined;
     const waiting = new Promise<void>((r) => (waited = r));
     const guard = guardFor(nova, { ledger: l, ledgerTimeoutMs: 6000, maxWaitMs: 60_000, minDelayMs: 5000, baseDelayMs: 5000, maxDelayMs: 10_000, onWait: () => waited() });

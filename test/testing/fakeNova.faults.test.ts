@@ -111,6 +111,20 @@ describe.each(FRONTS)('fault injection (%s front)', (front) => {
     expect(n.pendingTimers()).toBe(0);
   });
 
+  it('passThroughAfterMs: the client gets the fault, and Nova handles the request that long later (the POST creates its server then)', async () => {
+    const n = await start();
+    n.inject({ path: '/servers', method: 'POST', status: 504, body: 'Gateway Time-out', headers: { 'Content-Type': 'text/plain' }, passThroughAfterMs: 50 });
+    vi.useFakeTimers();
+    const r = await createServer(n, '1');
+    expect(r.status).toBe(504);
+    expect(n.listServerStates()).toHaveLength(0);
+    await vi.advanceTimersByTimeAsync(49);
+    expect(n.listServerStates()).toHaveLength(0);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(n.listServerStates()).toHaveLength(1);
+    expect(() => n.inject({ path: '/servers', passThroughAfterMs: -1 })).toThrow(/passThroughAfterMs/);
+  });
+
   it('rejects times <= 0', async () => {
     const n = await start();
     expect(() => n.inject({ path: '/limits', times: 0 })).toThrow(/times/);

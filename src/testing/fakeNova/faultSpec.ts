@@ -12,15 +12,15 @@ import type { FaultSpec } from './types.js';
 import { checkOptions, type OptionsSpec } from '../../core/options.js';
 
 /** Every field of a {@link FaultSpec}: another name is refused (a misspelt `stauts` would inject a 200). Values are checked below. */
-const FAULT_SPEC: OptionsSpec<FaultSpec> = { method: null, path: null, status: null, body: null, headers: null, delayMs: null, hang: null, reset: null, times: null };
+const FAULT_SPEC: OptionsSpec<FaultSpec> = { method: null, path: null, status: null, body: null, headers: null, delayMs: null, hang: null, reset: null, times: null, passThroughAfterMs: null };
 
 /**
  * @throws `ValidationError` (nova-guard) for a spec that is not an object, an unknown field name, a `path` that is neither a
  * string nor a RegExp, a `method` that is not a string, a `status` that is not an integer from 100
  * to 999 (what node:http can send), `headers` that are not valid HTTP header names and values,
  * `times` that is not a positive integer or `Infinity`, a `delayMs` outside 0 to 2147483647 (a longer
- * timer fires at once), or
- * `hang`/`reset` that are not booleans.
+ * timer fires at once), a `passThroughAfterMs` outside the same range, or `hang`/`reset` that are not
+ * booleans.
  */
 export function checkFaultSpec(spec: FaultSpec): void {
   if (!spec || typeof spec !== 'object') throw new ValidationError('FakeNova.inject needs a FaultSpec object');
@@ -34,8 +34,11 @@ export function checkFaultSpec(spec: FaultSpec): void {
   if (spec.times !== undefined && !(spec.times === Number.POSITIVE_INFINITY || (Number.isInteger(spec.times) && spec.times > 0))) {
     throw bad(`times must be a positive integer or Infinity (got ${String(spec.times)})`);
   }
-  if (spec.delayMs !== undefined && !(typeof spec.delayMs === 'number' && Number.isFinite(spec.delayMs) && spec.delayMs >= 0 && spec.delayMs <= MAX_TIMER_MS)) {
-    throw bad(`delayMs must be a finite number from 0 to ${MAX_TIMER_MS} (got ${String(spec.delayMs)})`);
+  for (const key of ['delayMs', 'passThroughAfterMs'] as const) {
+    const v = spec[key];
+    if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= MAX_TIMER_MS)) {
+      throw bad(`${key} must be a finite number from 0 to ${MAX_TIMER_MS} (got ${String(v)})`);
+    }
   }
   for (const flag of ['hang', 'reset'] as const) {
     if (spec[flag] !== undefined && typeof spec[flag] !== 'boolean') throw bad(`${flag} must be a boolean (got ${String(spec[flag])})`);

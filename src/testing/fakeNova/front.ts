@@ -80,6 +80,19 @@ export class NovaFront {
       );
     };
     if (!spec) return proceed();
+    if (spec.passThroughAfterMs !== undefined) {
+      // The request got through to Nova after all: handled late, its answer dropped (nobody waits for it).
+      const late = spec.passThroughAfterMs;
+      this.deps.timers.later(late, () => {
+        void req.body.then((raw) => {
+          try {
+            this.answer(req, method, path, url, raw, projectInPath, versioned);
+          } catch {
+            // Nobody hears this answer, nor its failure.
+          }
+        });
+      });
+    }
     if (spec.reset) {
       if (spec.delayMs && spec.delayMs > 0) this.deps.timers.later(spec.delayMs, () => reply.reset());
       else reply.reset();

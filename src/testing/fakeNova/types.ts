@@ -146,6 +146,13 @@ export interface FaultSpec {
   reset?: boolean;
   /** How many matching requests it applies to. Default 1; `Infinity` allowed. */
   times?: number;
+  /**
+   * Also hand the request to the real handler this long after it arrived, in ms, and drop that
+   * answer: a proxy answered (`status`), timed out (`hang`) or cut the connection (`reset`), yet
+   * Nova got the request and handles it late (e.g. `POST /servers` creates its server then).
+   * Default: never (the request ends at the fault).
+   */
+  passThroughAfterMs?: number;
 }
 
 /** A snapshot of one server's state inside the fake (a copy; changing it changes nothing). */

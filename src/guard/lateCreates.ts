@@ -1,0 +1,227 @@
+/**
+ * The watch on a guarded call's claim tag after a POST whose fate is not known: no server of the
+ * call is left behind, whenever Nova makes it.
+ *
+ * Why: a `POST /servers` may be handled by nova-api after the guard stopped waiting for it. A proxy
+ * gives up at its own timeout (504, a reset, the client's request time limit) while nova-api goes on
+ * working (its WSGI handling does not stop when the client leaves: the build request and the server
+ * appear later); a 429 may come from something in front of Nova after the request was forwarded
+ * (Nova itself has sent no 429 since its rate limiter was removed). The call's two searches then
+ * find nothing, and a re-sent POST made a second server with the same tag.
+ *
+ * The rule:
+ * - A POST is *uncertain* when it got no answer (except a refused connection), an answer that is not
+ *   Nova's own (a 5xx without Nova's fault body or without its request id, a 2xx without a `server`
+ *   object), or a rate limit (any 429, or a 413 `overLimit`). Its time *surely passes* at
+ *   `sent + client.requestTimeoutMs + novaApiTimeoutMs` (on the guard's clock): it reached nova-api
+ *   within the client's request time limit at the latest, and nova-api is done with it
+ *   `novaApiTimeoutMs` later. A 5xx with Nova's fault body and request id is Nova's own answer:
+ *   nova-api is done with that POST at the answer.
+ * - The POST's fate is *known* once every POST of the call that may have made a server is
+ *   accounted for: a server answered (202) or found by the tag (adopted or deleted), one per POST.
+ * - From the first uncertain POST, the call's tag is watched (listed by {@link watchedCreates})
+ *   until its fate is known, or until a search that started after the last uncertain POST's time
+ *   surely passed succeeded. While the call runs, the POST is not re-sent before either (a rate
+ *   limit is the one exception: the limiter's `Retry-After` is honoured, the watch goes on). After
+ *   the call returned or threw, the watch goes on in the background: every server that carries the
+ *   tag, except the one the call returned, is deleted (with wait) and logged.
+ * - The searches are `GET /servers/detail?name=^<name>$`, filtered by the tag on the client side
+ *   (`lostCreate.ts`), spaced `lostCreateIntervalMs` apart and doubling after each,
+ *   the last one landing where the bound passes: a slow Nova gets fewer requests, never more. After
+ *   the bound, `lostCreateSearches` failed searches in a row end the watch with an error log (the
+ *   reaper finds the server by its tag: `nova-guard-claim`).
+ * - `QuotaGuard.close()` ends every watch (its sleep and its delete wait are aborted; a DELETE
+ *   already sent stays sent) and logs each unsettled tag. Watch timers are not `unref`'d: a process
+ *   stays up until its watches end or the guard is closed.
+ *
+ * @module
+ */
+import { NovaApiError, RateLimitError } from '../errors/index.js';
+import { sleep } from '../core/clock.js';
+import { CLAIM_TAG_KEY, isDeletedStatus, listTagged } from './claimTag.js';
+import { CLAIM_ID_KEY } from './ledgerUse.js';
+import type { GuardState, GuardedCall, LateCreateWatch } from './state.js';
+
+export type { LateCreateWatch } from './state.js';
+
+/** A claim tag the guard still watches (see the module description). */
+export interface UnsettledCreate {
+  /** The call's claim tag: the value of the server metadata `nova-guard-claim`. */
+  readonly claimTag: string;
+  /** The server name the call's POSTs asked for. */
+  readonly serverName: string;
+  /** POSTs of the call that may have made a server (uncertain ones, and those answered 202 after the first uncertain one). */
+  readonly posts: number;
+  /** Servers with the tag seen so far (answered, adopted or deleted). */
+  readonly serversSeen: number;
+  /** The server the call returned, once it did. */
+  readonly keptServerId: string | undefined;
+  /** Servers with the tag the guard deleted. */
+  readonly deletedServerIds: readonly string[];
+  /** True while the call is running; false once the watch goes on after it. */
+  readonly callRunning: boolean;
+  /** Time until the last uncertain POST's time surely passes, in ms (0 once it has). */
+  readonly boundInMs: number;
+}
+
+/**
+ * True when `error` is Nova's own answer to the POST: a 5xx with Nova's fault body and its request
+ * id. nova-api is then done with that POST.
+ */
+function isNovasOwnAnswer(error: unknown): boolean {
+  return error instanceof NovaApiError && !(error instanceof RateLimitError) && error.status >= 500 && error.fault !== undefined && error.requestId !== undefined;
+}
+
+/**
+ * Note an uncertain POST of `call` (sent at `sentAtMs`, failed with `error`): the call's tag is
+ * watched until that POST's time surely passes. Returns the watch.
+ */
+export function noteUncertainPost(g: GuardState, call: GuardedCall, name: string, sentAtMs: number, error: unknown): LateCreateWatch {
+  let w = g.watches.get(call.claimTag);
+  if (!w) {
+    w = { tag: call.claimTag, name, untilMs: g.clock.now(), posts: 0, seen: new Set(), deleted: [], kept: undefined, callRunning: true, done: undefined };
+    g.watches.set(call.claimTag, w);
+  }
+  w.posts++;
+  const until = isNovasOwnAnswer(error) ? g.clock.now() : sentAtMs + g.client.requestTimeoutMs + g.opts.novaApiTimeoutMs;
+  w.untilMs = Math.max(w.untilMs, until);
+  return w;
+}
+
+/** Note a server a POST of `call` answered, or a search found: one more POST accounted for. */
+export function noteServer(g: GuardState, call: GuardedCall, serverId: string, answered: boolean): void {
+  const w = g.watches.get(call.claimTag);
+  if (!w) return;
+  if (answered) w.posts++;
+  w.seen.add(serverId);
+}
+
+/** True when every POST of the watch is accounted for by a server. */
+export function fateKnown(w: LateCreateWatch): boolean {
+  return w.seen.size >= w.posts;
+}
+
+/** Stop watching `w` (its fate is known or its time has surely passed). */
+function unwatch(g: GuardState, w: LateCreateWatch): void {
+  if (g.watches.get(w.tag) === w) g.watches.delete(w.tag);
+}
+
+/**
+ * A search that started after the bound found no server of the watch's POSTs: every POST so far is
+ * accounted for (those without a server made none).
+ */
+export function noteNothingMore(w: LateCreateWatch): void {
+  w.posts = w.seen.size;
+}
+
+/**
+ * The call has ended (returned `keptServerId`, or threw): settle its watch now when its fate is
+ * known, else go on watching in the background (see the module description).
+ */
+export function endCallWatch(g: GuardState, call: GuardedCall, keptServerId: string | undefined): void {
+  const w = g.watches.get(call.claimTag);
+  if (!w) return;
+  w.callRunning = false;
+  w.kept = keptServerId;
+  if (keptServerId !== undefined) w.seen.add(keptServerId);
+  if (fateKnown(w)) {
+    unwatch(g, w);
+    return;
+  }
+  g.log.warn({ claimTag: w.tag, name: w.name, keptServerId, boundInMs: Math.max(0, Math.round(w.untilMs - g.clock.now())) }, 'a POST of this call may still make a server: watching its claim tag after the call');
+  w.done = watchAfterCall(g, w).finally(() => unwatch(g, w));
+}
+
+/** Delete a server with the tag that is not the kept one (with wait, never the caller's signal). */
+export async function deleteExtra(g: GuardState, w: LateCreateWatch, serverId: string, signal?: AbortSignal): Promise<boolean> {
+  w.seen.add(serverId);
+  g.stats.cleanups++;
+  try {
+    await g.client.deleteServer(serverId, { intervalMs: g.opts.activeIntervalMs, ...g.opts.deleteOptions, wait: true, signal });
+    w.deleted.push(serverId);
+    g.stats.lateCreatesDeleted++;
+    g.log.warn({ serverId, claimTag: w.tag, keptServerId: w.kept }, 'deleted a second server of one guarded call (a POST that landed late)');
+    return true;
+  } catch (e) {
+    g.log.error({ serverId, claimTag: w.tag, err: (e as Error)?.message }, 'could not delete a second server of one guarded call: it is left behind (the reaper finds it by its claim tag)');
+    return false;
+  }
+}
+
+/** The background part of a watch: search, delete what is not kept, until settled (bounded). */
+async function watchAfterCall(g: GuardState, w: LateCreateWatch): Promise<void> {
+  const signal = g.closing.signal;
+  let waitMs = g.opts.lostCreateIntervalMs;
+  let roundsAfterBound = 0;
+  for (;;) {
+    // The call has just searched (or was rate-limited): the first search of the watch waits too.
+    const left = w.untilMs - g.clock.now();
+    const delay = left > 0 ? (waitMs > 0 ? Math.min(waitMs, left) : left) : g.opts.lostCreateIntervalMs;
+    waitMs *= 2;
+    try {
+      await sleep(g.clock, delay, signal);
+    } catch {
+      break;
+    }
+    const startedAt = g.clock.now();
+    let failures = 0;
+    try {
+      const tagged = await listTagged(g, w.name, w.tag, signal);
+      for (const s of tagged) {
+        if (s.id === w.kept || w.deleted.includes(s.id) || isDeletedStatus(s)) continue;
+        if (!(await deleteExtra(g, w, s.id, signal))) failures++;
+      }
+      if (failures === 0 && (startedAt >= w.untilMs || fateKnown(w))) {
+        g.log.info({ claimTag: w.tag, deleted: w.deleted.length }, 'claim tag settled: every POST of the call is accounted for');
+        return;
+      }
+    } catch (e) {
+      if (signal.aborted) break;
+      g.log.warn({ claimTag: w.tag, err: (e as Error)?.message }, 'search for a late server of a guarded call failed');
+    }
+    // Past the bound, a search or a delete that keeps failing ends the watch after lostCreateSearches rounds.
+    if (startedAt >= w.untilMs && ++roundsAfterBound >= g.opts.lostCreateSearches) {
+      g.log.error({ claimTag: w.tag, rounds: roundsAfterBound }, 'gave up watching a claim tag: a server may exist with it (the reaper finds it by its tag)');
+      return;
+    }
+  }
+  g.log.warn({ claimTag: w.tag, name: w.name }, 'guard closed while a claim tag was watched: a server may still appear with it (the reaper finds it by its tag)');
+}
+
+/** Server metadata that marks a live claim of the guard: `key` with one of `values`. */
+export interface LiveClaimMark {
+  readonly key: string;
+  readonly values: string[];
+}
+
+/**
+ * The guard's live claims as metadata marks (the reaper's `liveClaims`): the claims it holds by
+ * `nova-guard-claim-id`, the claim tags it watches by `nova-guard-claim`.
+ */
+export function liveMarks(g: GuardState): LiveClaimMark[] {
+  return [
+    { key: CLAIM_ID_KEY, values: [...g.claims].map((c) => c.lc.id) },
+    { key: CLAIM_TAG_KEY, values: [...g.watches.keys()] },
+  ];
+}
+
+/** What the guard still watches, oldest first. */
+export function watchedCreates(g: GuardState): UnsettledCreate[] {
+  const now = g.clock.now();
+  return [...g.watches.values()].map((w) => ({
+    claimTag: w.tag,
+    serverName: w.name,
+    posts: w.posts,
+    serversSeen: w.seen.size,
+    keptServerId: w.kept,
+    deletedServerIds: [...w.deleted],
+    callRunning: w.callRunning,
+    boundInMs: Math.max(0, Math.round(w.untilMs - now)),
+  }));
+}
+
+/** End every watch (see the module description); resolves once they have stopped. */
+export async function closeWatches(g: GuardState): Promise<void> {
+  g.closing.abort(new Error('the guard was closed'));
+  await Promise.allSettled([...g.watches.values()].map((w) => w.done));
+}
