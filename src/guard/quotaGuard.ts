@@ -77,9 +77,8 @@ import { GUARDED_CALL_SPEC, GUARDED_CREATE_SPEC, NEEDS_OR_FLAVOR_SPEC, flavorIdO
 import type { GuardedCallOptions, GuardedCreateOptions, QuotaGuardOptions, QuotaGuardStats, QuotaNeedsSpec, QuotaRetryInfo, GuardClaimInfo, ResolvedOptions } from './options.js';
 
 export type { QuotaNeeds, Headroom, ResourceHeadroom, Shortfall } from './headroom.js';
-export type { QuotaWaitInfo, QuotaRetryReason, QuotaRetryInfo, QuotaGuardOptions, GuardedCallOptions } from './options.js';
-export type { GuardedCreateOptions, QuotaNeedsSpec, QuotaGuardStats, ResolvedOptions, GuardClaimInfo } from './options.js';
 export { QUOTA_GUARD_DEFAULTS, QUOTA_LEDGER_DEFAULTS } from './options.js';
+export type { QuotaWaitInfo, QuotaRetryReason, QuotaRetryInfo, QuotaGuardOptions, GuardedCallOptions, GuardedCreateOptions, QuotaNeedsSpec, QuotaGuardStats, ResolvedOptions, GuardClaimInfo } from './options.js';
 export type { UnsettledCreate, LiveClaimMark } from './lateCreates.js';
 
 /** One attempt of a guarded call, given the claim it may use. */
