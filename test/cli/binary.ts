@@ -55,6 +55,8 @@ export interface BinaryRun {
   stderr: string;
   /** Time from the start to the first byte on stderr, in ms (undefined: none). */
   firstStderrMs: number | undefined;
+  /** Time from the start to the first byte on stdout, in ms (undefined: none). */
+  firstStdoutMs: number | undefined;
 }
 
 /** The environment without the caller's OS_* / NOVA_* variables, with `env` over it. */
@@ -73,12 +75,16 @@ export function runPiped(args: string[], env: Record<string, string>, onStart?: 
     let stdout = '';
     let stderr = '';
     let firstStderrMs: number | undefined;
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    let firstStdoutMs: number | undefined;
+    child.stdout.on('data', (d: Buffer) => {
+      firstStdoutMs ??= performance.now() - started;
+      stdout += d.toString();
+    });
     child.stderr.on('data', (d: Buffer) => {
       firstStderrMs ??= performance.now() - started;
       stderr += d.toString();
     });
-    child.on('close', (code) => resolve({ code, stdout, stderr, firstStderrMs }));
+    child.on('close', (code) => resolve({ code, stdout, stderr, firstStderrMs, firstStdoutMs }));
   });
 }
 

@@ -61,14 +61,14 @@ describe('a create whose answer was lost or garbled', () => {
     // The claim stays held while the guard searches.
     expect(guard.inFlightClaims).toBe(1);
     const server = await onFakeTimers(pending);
-    expect(server.id).toBe('srv-1');
+    expect(server.id).toBe('00000001-0000-4000-8000-000000000000');
     expect(posts(nova)).toEqual([
       ['POST /servers', 0],
       ['GET /servers/detail', 0],
       ['GET /servers/detail', 1000],
       ['POST /servers', 1000],
     ]);
-    expect(nova.liveServers().map((s) => s.id)).toEqual(['srv-1']);
+    expect(nova.liveServers().map((s) => s.id)).toEqual(['00000001-0000-4000-8000-000000000000']);
     expect(guard.stats).toMatchObject({ ambiguousCreates: 1, adoptedServers: 0, attempts: 1 });
     expect(guard.inFlightClaims).toBe(0);
     expect(guard.unsettledCreates()).toEqual([]);
