@@ -32,7 +32,6 @@ export type {
   DeleteServersResult,
   DeleteSettled,
   DeleteProgress,
-  DeleteFailureNotice,
   WaitForDeleteOptions,
   WaitForDeleteResult,
   WaitOutcome,
@@ -93,7 +92,7 @@ export type { AuditQuotaOptions, QuotaAudit, AuditVerdict, ResourceAudit, Audite
 
 // The reaper.
 export { Reaper, reapServers, readReaperState, writeReaperState } from './reaper/index.js';
-export type { ReaperOptions, ReapServersOptions, ReapResult, ReapEvent, ReaperState, FleetSelector } from './reaper/index.js';
+export type { ReaperOptions, ReaperRunOptions, ReapServersOptions, ReapResult, ReapEvent, ReaperState, FleetSelector } from './reaper/index.js';
 
 // Configuration (clouds.yaml, secure.yaml, OS_* variables).
 export { loadCloudConfig, resolveClientOptions } from './config/index.js';

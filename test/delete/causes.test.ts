@@ -7,7 +7,8 @@
  */
 import { createServer } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { DeleteFailedError, DeleteTimeoutError, NovaClient, NovaNetworkError, ServerError, waitForDelete, type DeleteFailureNotice } from '../../src/index.js';
+import { DeleteFailedError, DeleteTimeoutError, NovaClient, NovaNetworkError, ServerError, waitForDelete } from '../../src/index.js';
+import type { DeleteFailureNotice } from '../../src/delete/index.js';
 import { KeystoneAuth } from '../../src/auth/keystone.js';
 import { ScriptedNova } from './support/scriptedNova.js';
 
