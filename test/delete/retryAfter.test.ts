@@ -8,6 +8,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DeleteTimeoutError, NovaClient, waitForDelete } from '../../src/index.js';
 import { ScriptedNova } from './support/scriptedNova.js';
+import { settle as settleOnFakeClock } from './support/hostile.js';
 
 /** Server ids: Nova's are UUIDs, and the library refuses anything else. */
 const A = '0000000a-0000-4000-8000-000000000000';
@@ -24,16 +25,10 @@ afterEach(() => {
 
 const client = (nova: ScriptedNova): NovaClient => new NovaClient({ endpoint: 'http://nova.test/v2.1', token: 'admin:demo', adapter: nova.adapter, microversion: '2.79' });
 
-async function settle<T>(p: Promise<T>, maxMs = 1_000_000): Promise<{ value?: T; error?: unknown; atMs: number }> {
-  const t0 = Date.now();
-  let out: { value?: T; error?: unknown; atMs: number } | undefined;
-  p.then(
-    (value) => (out = { value, atMs: Date.now() - t0 }),
-    (error: unknown) => (out = { error, atMs: Date.now() - t0 }),
-  );
-  for (let t = 0; t < maxMs && !out; t += 100) await vi.advanceTimersByTimeAsync(100);
-  if (!out) throw new Error('did not settle');
-  return out;
+/** Settle `p` on the fake clock; its outcome and the fake time (ms since the call) it settled at. */
+async function settle<T>(p: Promise<T>): Promise<{ value?: T; error?: unknown; atMs: number }> {
+  const r = await settleOnFakeClock(p, Date.now(), (ms) => vi.advanceTimersByTimeAsync(ms), 1_000_000);
+  return { ...r, atMs: r.settledAt };
 }
 
 const unavailable = (seconds: number) => ({ kind: 'status' as const, status: 503, body: { computeFault: { code: 503, message: 'Service Unavailable' } }, headers: { 'Retry-After': String(seconds) } });
