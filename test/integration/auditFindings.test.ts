@@ -87,7 +87,7 @@ describe.skipIf(!HARNESS_DB)('audit findings on a real Nova, each cause made by 
       expect(audit.resources.cores).toMatchObject({ reportedBefore: 3, counted: 3, countedInGhosts: 2, reportedAfter: 3 });
       expect(kinds(audit.findings)).toEqual(['orphan-mapping']);
       const f = find(audit.findings, 'orphan-mapping');
-      expect(f).toMatchObject({ serverIds: [orphan.id], transient: false, holds: { cores: 2, ram: 2048, instances: 1 } });
+      expect(f).toMatchObject({ serverIds: [orphan.id], transient: false, holds: { cores: 2, ramMiB: 2048, instances: 1 } });
       expect(f.projectCan).toMatch(/DELETE answers 404/);
       expect(f.operatorCan).toMatch(/nova-manage cell_v2 verify_instance/);
       // The books match the listing (Nova counts what it lists); the finding says which server cannot go.
@@ -133,7 +133,7 @@ describe.skipIf(!HARNESS_DB)('audit findings on a real Nova, each cause made by 
       expect(audit.summary).not.toMatch(/held by nothing/);
       expect(kinds(audit.findings)).toEqual(['stuck-deleting']);
       const f = find(audit.findings, 'stuck-deleting');
-      expect(f).toMatchObject({ serverIds: [stuck.id], transient: false, holds: { cores: 2, ram: 2048, instances: 1 } });
+      expect(f).toMatchObject({ serverIds: [stuck.id], transient: false, holds: { cores: 2, ramMiB: 2048, instances: 1 } });
       expect(f.evidence).toContain(`${stuck.id} DELETED`);
       expect(f.projectCan).toMatch(/force-delete/);
       expect(f.operatorCan).toMatch(/archive_deleted_rows/);
@@ -162,9 +162,9 @@ describe.skipIf(!HARNESS_DB)('audit findings on a real Nova, each cause made by 
     expect(audit.unscheduled.map((s) => s.id)).toEqual([noHost.id]);
     expect(kinds(audit.findings)).toEqual(['never-scheduled']);
     const f = find(audit.findings, 'never-scheduled');
-    expect(f).toMatchObject({ serverIds: [noHost.id], transient: false, holds: { cores: 1, ram: 512, instances: 1 } });
+    expect(f).toMatchObject({ serverIds: [noHost.id], transient: false, holds: { cores: 1, ramMiB: 512, instances: 1 } });
     expect(f.projectCan).toMatch(/^delete it/);
-    expect(audit.servers.find((s) => s.id === active.id)?.holds).toEqual({ cores: 2, ram: 2048, instances: 1 });
+    expect(audit.servers.find((s) => s.id === active.id)?.holds).toEqual({ cores: 2, ramMiB: 2048, instances: 1 });
   });
 
   it.skipIf(!HARNESS_PLACEMENT)('shelved: SHELVED_OFFLOADED keeps its flavor under legacy counting; placement holds nothing for it', async () => {
@@ -178,7 +178,7 @@ describe.skipIf(!HARNESS_DB)('audit findings on a real Nova, each cause made by 
     expect(audit.countingModel).toMatchObject({ model: 'legacy', basis: 'inferred' });
     expect(audit.placementUsage).toBe('read: 0 VCPU, 0 MEMORY_MB allocated');
     expect(kinds(audit.findings)).toEqual(['shelved']);
-    expect(find(audit.findings, 'shelved')).toMatchObject({ serverIds: [server.id], transient: false, holds: { cores: 2, ram: 2048, instances: 1 }, projectCan: 'unshelve or delete it' });
+    expect(find(audit.findings, 'shelved')).toMatchObject({ serverIds: [server.id], transient: false, holds: { cores: 2, ramMiB: 2048, instances: 1 }, projectCan: 'unshelve or delete it' });
   });
 
   it.skipIf(!HARNESS_PLACEMENT)('stale-usage: an instance row counting 4 vCPUs more than its flavor; placement agrees with the servers', async () => {
@@ -193,7 +193,7 @@ describe.skipIf(!HARNESS_DB)('audit findings on a real Nova, each cause made by 
       expect(audit.placementUsage).toBe('read: 2 VCPU, 2048 MEMORY_MB allocated');
       expect(kinds(audit.findings)).toEqual(['stale-usage']);
       const f = find(audit.findings, 'stale-usage');
-      expect(f).toMatchObject({ serverIds: [], transient: false, holds: { cores: 4, ram: 0, instances: 0 } });
+      expect(f).toMatchObject({ serverIds: [], transient: false, holds: { cores: 4, ramMiB: 0, instances: 0 } });
       expect(f.evidence).toContain('under legacy counting (cores 4)');
       expect(f.operatorCan).toMatch(/archive_deleted_rows/);
     } finally {
@@ -220,7 +220,7 @@ describe.skipIf(!HARNESS_DB)('audit findings on a real Nova, each cause made by 
       expect(audit.resources.cores).toMatchObject({ reportedBefore: 1, counted: 1, drift: 0, verdict: 'consistent' });
       expect(kinds(audit.findings)).toEqual(['leaked-allocation']);
       const f = find(audit.findings, 'leaked-allocation');
-      expect(f).toMatchObject({ serverIds: [], transient: false, holds: { cores: 2, ram: 1024, instances: 0 } });
+      expect(f).toMatchObject({ serverIds: [], transient: false, holds: { cores: 2, ramMiB: 1024, instances: 0 } });
       expect(f.evidence).toContain('placement allocates 3 VCPU and 1536 MEMORY_MB to the project; its listed servers account for 1 VCPU and 512 MEMORY_MB');
       expect(f.operatorCan).toMatch(/nova-manage placement audit --delete/);
       expect(audit.servers.map((s) => s.id)).toEqual([server.id]);

@@ -147,10 +147,10 @@ describe('nova-guard quota audit', () => {
     expect(json.code).toBe(0);
     const audit = JSON.parse(json.stdout) as { verdict: string; resources: Record<string, { counted: number; drift: number }> };
     expect(audit.verdict).toBe('consistent');
-    expect([audit.resources['cores']!.counted, audit.resources['ram']!.counted, audit.resources['instances']!.counted]).toEqual([3, 2560, 2]);
+    expect([audit.resources['cores']!.counted, audit.resources['ramMiB']!.counted, audit.resources['instances']!.counted]).toEqual([3, 2560, 2]);
   });
 
-  it.skipIf(!existsSync(SOCKET))('phantom usage (an instance row counting more vCPUs than its flavor): over-reported, exit 3', async () => {
+  it.skipIf(!existsSync(SOCKET))('phantom usage (an instance row counting more vCPUs than its flavor): over-reported with stale usage, exit 5 (an operator must act)', async () => {
     const server = await createActiveServer(p, 'cli-phantom', p.nova.flavors.vcpus2);
     expect(await sql(`UPDATE instances SET vcpus = vcpus + 4 WHERE uuid = '${server.id}'; SELECT vcpus FROM instances WHERE uuid = '${server.id}'`)).toBe('6');
     try {
@@ -159,17 +159,18 @@ describe('nova-guard quota audit', () => {
       const r = await cli(['quota', 'audit', '--no-ghosts']);
       const json = await cli(['quota', 'audit', '--json', '--no-ghosts']);
 
-      expect(r.code).toBe(3);
+      expect(r.code).toBe(5);
       expect(r.stdout).toMatch(/^cores +6 +2 +6 +20 +\+4 +over-reported$/m);
+      expect(r.stdout).toContain('An operator must act: stale-usage');
       expect(r.stdout).toContain(
         'Verdict: over-reported. Nova reports 4 cores more than the 1 listed server holds (6 cores reported, 2 counted): ' +
           'that quota is held by nothing the listing shows, and blocks creates until the usage is corrected.',
       );
-      expect(json.code).toBe(3);
+      expect(json.code).toBe(5);
       const audit = JSON.parse(json.stdout) as { verdict: string; resources: Record<string, { drift: number; verdict: string }> };
       expect(audit.verdict).toBe('over-reported');
       expect(audit.resources['cores']).toMatchObject({ drift: 4, verdict: 'over-reported' });
-      expect(audit.resources['ram']).toMatchObject({ drift: 0, verdict: 'consistent' });
+      expect(audit.resources['ramMiB']).toMatchObject({ drift: 0, verdict: 'consistent' });
     } finally {
       await sql(`UPDATE instances SET vcpus = 2 WHERE uuid = '${server.id}'`);
     }
