@@ -29,7 +29,8 @@ function drift(r: ResourceAudit): string {
 export function formatAudit(audit: QuotaAudit): string {
   const out: string[] = [];
   const pages = audit.pages === 1 ? '1 page' : `${audit.pages} pages`;
-  out.push(`Quota audit: ${audit.servers.length} servers listed (${pages}), ${audit.stable ? 'readings stable' : 'readings CHANGED during the audit'}`);
+  const listed = audit.servers.length === 1 ? '1 server' : `${audit.servers.length} servers`;
+  out.push(`Quota audit: ${listed} listed (${pages}), ${audit.stable ? 'readings stable' : 'readings CHANGED during the audit'}`);
   out.push('');
   out.push(
     renderTable([

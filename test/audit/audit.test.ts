@@ -334,3 +334,14 @@ describe('Nova counting rules', () => {
     expect(suspectReasons({ id: 'a' })).toEqual(['status unknown']);
   });
 });
+
+describe('formatAudit: the first line', () => {
+  it('says "1 server listed" for one server and "2 servers listed" for two (it said "1 servers")', async () => {
+    const { formatAudit } = await import('../../src/audit/format.js');
+    const nova = await startNova();
+    nova.addServer({ name: 'ci-1' });
+    expect(formatAudit(await auditQuota(clientFor(nova)))).toMatch(/^Quota audit: 1 server listed \(1 page\)/);
+    nova.addServer({ name: 'ci-2' });
+    expect(formatAudit(await auditQuota(clientFor(nova)))).toMatch(/^Quota audit: 2 servers listed \(1 page\)/);
+  });
+});
