@@ -103,7 +103,7 @@ async function deleteOne(
   const result: DeleteServerResult = { serverId, outcome: 'delete-requested', deleteAttempts: 0, polls: 0, elapsedMs: 0, warnings: [] };
   const done = (outcome: DeleteServerResult['outcome']): DeleteServerResult => ({ ...result, outcome, elapsedMs: call.elapsedMs() });
   // What failed on the way: the DELETEs and looks of this call, and (merged in) those of its waits.
-  const failures = new FailureLog(serverId, options.onFailure);
+  const failures = new FailureLog(serverId, options.onFailure, log);
   let waitFailures: FailureSummary | undefined;
   const timeout = (): DeleteTimeoutError =>
     new DeleteTimeoutError({

@@ -169,7 +169,7 @@ export class DeleteEngine {
         nextAt: now,
         polls: 0,
         failures: 0,
-        log: new FailureLog(serverId, spec.onFailure),
+        log: new FailureLog(serverId, spec.onFailure, this.api.logger),
         end: { outcome: 'timeout', polls: 0, server: undefined, lastStatus: undefined, lastTaskState: undefined },
         resolve,
         reject,

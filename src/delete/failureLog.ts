@@ -7,6 +7,8 @@
  * @module
  */
 import { AuthError, NovaApiError, NovaNetworkError, isAbortError, type FailureKind, type FailureSummary } from '../errors/index.js';
+import type { Logger } from '../core/logger.js';
+import { failureWords } from '../errors/delete.js';
 
 /** What `onFailure` receives: one failed request on the way of a delete or a wait. */
 export interface DeleteFailureNotice {
@@ -43,11 +45,18 @@ export class FailureLog {
   #signature: string | undefined | null = null;
   readonly #serverId: string;
   readonly #listener: ((notice: DeleteFailureNotice) => void) | undefined;
+  readonly #logger: Logger | undefined;
 
-  /** @param listener - Told of each failure (its exceptions ignored). */
-  constructor(serverId: string, listener?: (notice: DeleteFailureNotice) => void) {
+  /**
+   * @param listener - Told of each failure (its exceptions ignored).
+   * @param logger - Gets one warning for the first failure of each kind (later ones are counted, and
+   *   logged at debug by the transport): a logger at its default level hears of a refused connection
+   *   when it happens, not only at the timeout.
+   */
+  constructor(serverId: string, listener?: (notice: DeleteFailureNotice) => void, logger?: Logger) {
     this.#serverId = serverId;
     this.#listener = listener;
+    this.#logger = logger;
   }
 
   /** A request of `kind` failed with `error` (an abort is not a failure and is not recorded). */
@@ -61,6 +70,9 @@ export class FailureLog {
     this.#last = e;
     const sig = signature(e);
     this.#signature = this.#signature === null ? sig : this.#signature === sig ? sig : undefined;
+    if (this.#counts[k] === 1) {
+      this.#logger?.warn({ serverId: this.#serverId, kind: k, err: failureWords(e) }, `a ${k === 'delete' ? 'DELETE' : k === 'auth' ? 'authentication' : 'look at the server'} failed (${failureWords(e)}); still trying until the call's timeout`);
+    }
     try {
       this.#listener?.({ serverId: this.#serverId, kind: k, error: e, count: this.#counts[k] });
     } catch {

@@ -115,3 +115,30 @@ describe('failures that do not read alike', () => {
     expect(r.value?.failures?.answered).toBeGreaterThanOrEqual(3);
   });
 });
+
+describe('the logger hears of the first failure when it happens', () => {
+  it('a DELETE answered 500 every time: one warning for the first DELETE failure and one for the first failed look, not one per retry', async () => {
+    vi.useFakeTimers();
+    const nova = new ScriptedNova();
+    nova.add(S1, { deletedAfterMs: 1000, goneAfterMs: 2000 });
+    nova.fault = () => ({ kind: 'status', status: 500, body: { computeFault: { code: 500, message: 'Unexpected API Error.' } } });
+    // A console-like logger: each line comes as (msg, fields).
+    const warnings: Array<{ obj: Record<string, unknown>; msg: string | undefined }> = [];
+    const logger = {
+      level: 'info',
+      warn: (msg: string, obj: Record<string, unknown>) => void warnings.push({ obj, msg }),
+      info: () => undefined,
+      debug: () => undefined,
+      error: () => undefined,
+      trace: () => undefined,
+      fatal: () => undefined,
+    };
+    const client = new NovaClient({ endpoint: 'http://nova.test/v2.1', token: 'admin:demo', adapter: nova.adapter, logger });
+    const r = await fakeSettle(client.deleteServer(S1, { wait: true, timeoutMs: 60_000 }));
+    expect(r.error).toBeInstanceOf(DeleteTimeoutError);
+    const firsts = warnings.filter((w) => /failed \(.*\); still trying until the call's timeout$/.test(w.msg ?? ''));
+    expect(firsts.map((w) => w.obj['kind']).sort()).toEqual(['delete', 'look']);
+    expect(firsts.every((w) => w.obj['serverId'] === S1)).toBe(true);
+    expect(firsts[0]!.msg).toContain('HTTP 500');
+  });
+});
