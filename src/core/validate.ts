@@ -53,6 +53,28 @@ export function checkServerId(what: string, id: unknown): asserts id is string {
 }
 
 /**
+ * Nova's canonical form of a server id: lower case, with the dashes of the 8-4-4-4-12 form. Nova
+ * accepts an id in any case and without dashes, but answers 404 for any form other than the one it
+ * stores and lists, so an id is put in this form before any request and compared in it.
+ * @param id - A server id of the form {@link SERVER_ID_PATTERN} (checked by the caller).
+ */
+export function canonicalServerId(id: string): string {
+  const hex = id.replace(/-/g, '').toLowerCase();
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/**
+ * Check a server id given to a library call ({@link checkServerId}) and return it in Nova's
+ * canonical form ({@link canonicalServerId}): lower case, 8-4-4-4-12 dashes. Every request and
+ * every result uses this form.
+ * @throws {@link ValidationError}
+ */
+export function normaliseServerId(what: string, id: unknown): string {
+  checkServerId(what, id);
+  return canonicalServerId(id);
+}
+
+/**
  * Why `token` cannot be sent as an HTTP header value (`X-Auth-Token`) as it is, or undefined when it
  * can. An HTTP field value (RFC 9110, 5.5) is visible ASCII and `obs-text` (bytes 0x80-0xFF, which
  * Node sends as Latin-1), with spaces or tabs only inside: a CR or LF would end the header (the HTTP
