@@ -215,6 +215,20 @@ export const is = Object.freeze({
       }
     };
   },
+  /** A string or a Buffer (PEM text, its bytes, or a file path: `caCert`, `clientCert`, `clientKey`). */
+  stringOrBuffer: ((value, name) => {
+    if (typeof value !== 'string' && !Buffer.isBuffer(value)) throw new ValidationError(`${name} must be a string or a Buffer, got ${value === null ? 'null' : typeof value}`);
+  }) as OptionCheck,
+  /**
+   * A logger: a pino `Logger` or an object with pino's level methods `info`, `warn`, `error` and
+   * `debug` (`console` included). `null` and any other value are refused here, before `toLogger`.
+   */
+  logger: ((value, name) => {
+    if (value === null || typeof value !== 'object') throw new ValidationError(`${name} must be a pino Logger or an object with pino's level methods (info, warn, error, debug), got ${value === null ? 'null' : typeof value}`);
+    for (const m of ['info', 'warn', 'error', 'debug']) {
+      if (typeof (value as Record<string, unknown>)[m] !== 'function') throw new ValidationError(`${name} must be a pino Logger or an object with pino's level methods (info, warn, error, debug): ${m} is missing`);
+    }
+  }) as OptionCheck,
   /** A function. */
   function: ((value, name) => {
     if (typeof value !== 'function') throw new ValidationError(`${name} must be a function`);
