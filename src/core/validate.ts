@@ -53,6 +53,18 @@ export function checkServerId(what: string, id: unknown): asserts id is string {
 }
 
 /**
+ * The form of an OpenStack request id (`x-openstack-request-id`, `x-compute-request-id`): `req-` and
+ * a UUID (oslo.middleware `request_id`). Nova's own answers carry one; a proxy's may carry none, an
+ * empty one, or anything (even an echoed secret).
+ */
+export const REQUEST_ID_PATTERN = /^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** True when `id` is a request id of OpenStack's form ({@link REQUEST_ID_PATTERN}). */
+export function isOpenStackRequestId(id: unknown): id is string {
+  return typeof id === 'string' && REQUEST_ID_PATTERN.test(id);
+}
+
+/**
  * Nova's canonical form of a server id: lower case, with the dashes of the 8-4-4-4-12 form. Nova
  * accepts an id in any case and without dashes, but answers 404 for any form other than the one it
  * stores and lists, so an id is put in this form before any request and compared in it.

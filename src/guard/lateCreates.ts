@@ -38,6 +38,7 @@
  */
 import { NovaApiError, RateLimitError } from '../errors/index.js';
 import { sleep } from '../core/clock.js';
+import { isOpenStackRequestId } from '../core/validate.js';
 import { CLAIM_TAG_KEY, isDeletedStatus, listTagged } from './claimTag.js';
 import { CLAIM_ID_KEY } from './ledgerUse.js';
 import type { GuardState, GuardedCall, LateCreateWatch } from './state.js';
@@ -71,9 +72,6 @@ export interface UnsettledCreate {
  */
 const PROXY_STATUSES: ReadonlySet<number> = new Set([502, 503, 504]);
 
-/** Nova's request id: `req-` and a UUID (oslo.middleware `request_id`). */
-export const NOVA_REQUEST_ID = /^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /**
  * True when `error` is Nova's own answer to the POST: a 5xx other than 502, 503 or 504 (see
  * {@link PROXY_STATUSES}), with Nova's fault body and a request id of Nova's form (`req-<uuid>`:
@@ -86,7 +84,7 @@ export function isNovasOwnAnswer(error: unknown): boolean {
     error.status >= 500 &&
     !PROXY_STATUSES.has(error.status) &&
     error.fault !== undefined &&
-    NOVA_REQUEST_ID.test(error.requestId ?? '')
+    isOpenStackRequestId(error.requestId)
   );
 }
 
