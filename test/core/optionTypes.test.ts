@@ -4,7 +4,7 @@
  * null` is a ValidationError, not a TypeError from deep inside.
  */
 import { describe, expect, it } from 'vitest';
-import { KeystoneAuth, NovaClient, ValidationError } from '../../src/index.js';
+import { KeystoneAuth, NovaClient, QuotaGuard, ValidationError } from '../../src/index.js';
 
 const CLIENT = { endpoint: 'https://nova.invalid/v2.1', token: 't' } as const;
 const KEYSTONE = { authUrl: 'https://keystone.invalid/v3', username: 'u', password: 'pw-secret-1', projectName: 'p' } as const;
@@ -76,5 +76,14 @@ describe('KeystoneAuth options of the wrong type are ValidationErrors naming the
     const e = thrown(() => new KeystoneAuth({ ...KEYSTONE, [name]: value } as never));
     expect(e).toBeInstanceOf(ValidationError);
     expect(e.message).toContain(name);
+  });
+});
+
+describe('QuotaGuard logger', () => {
+  it.each<unknown>([null, 'console', {}])('%j is a ValidationError naming logger, not a TypeError', (logger) => {
+    const client = new NovaClient(CLIENT);
+    const e = thrown(() => new QuotaGuard(client, { logger } as never));
+    expect(e).toBeInstanceOf(ValidationError);
+    expect(e.message).toContain('logger');
   });
 });
