@@ -15,7 +15,7 @@
  */
 import pLimit from 'p-limit';
 import type { NovaClient } from '../nova/client.js';
-import { checkPathId, isServerId } from '../core/validate.js';
+import { canonicalServerId, checkPathId, isServerId } from '../core/validate.js';
 
 /** A server that could not be found (or not uniquely). */
 export class ServerLookupError extends Error {}
@@ -73,7 +73,7 @@ export async function resolveByName(client: NovaClient, name: string): Promise<s
  * @throws {@link ServerLookupError}; API errors as they are.
  */
 export async function resolveServer(client: NovaClient, nameOrId: string): Promise<{ id: string; unverified: boolean } | undefined> {
-  if (isServerId(nameOrId)) return { id: nameOrId, unverified: true };
+  if (isServerId(nameOrId)) return { id: canonicalServerId(nameOrId), unverified: true }; // Nova's form (lower case, dashed)
   const id = await resolveByName(client, nameOrId);
   return id === undefined ? undefined : { id, unverified: false };
 }

@@ -49,6 +49,7 @@ export function pTimeoutTimers(clock: Clock): { setTimeout: typeof globalThis.se
 /**
  * Resolve after `delayMs` ms on `clock`; reject with `signal.reason` as soon as `signal` aborts (the
  * timer is cleared). The timer keeps the process alive (work a caller awaits) unless `unref`.
+ * `delayMs` `Infinity` arms no timer: it resolves never, only an abort ends it.
  */
 export function sleep(clock: Clock, delayMs: number, signal?: AbortSignal, { unref = false }: { unref?: boolean } = {}): Promise<void> {
   return new Promise<void>((resolve, reject) => {
@@ -60,11 +61,14 @@ export function sleep(clock: Clock, delayMs: number, signal?: AbortSignal, { unr
       clock.clearTimeout(timer);
       reject(signal!.reason);
     };
-    const timer = clock.setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, Math.max(0, delayMs));
-    if (unref) (timer as { unref?: () => void }).unref?.();
+    // `Infinity` (no limit) arms no timer: a Node timer given it fires after 1 ms.
+    const timer = Number.isFinite(delayMs)
+      ? clock.setTimeout(() => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        }, Math.max(0, delayMs))
+      : undefined;
+    if (unref) (timer as { unref?: () => void } | undefined)?.unref?.();
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
@@ -72,10 +76,12 @@ export function sleep(clock: Clock, delayMs: number, signal?: AbortSignal, { unr
 /**
  * An AbortSignal that aborts after `delayMs` ms on `clock` (like `AbortSignal.timeout`, which always
  * uses the real timers), with `reason`. `dispose()` clears the timer once it is no longer needed.
+ * `delayMs` `Infinity` (no limit) arms no timer: the signal then never aborts by itself.
  */
 export function timeoutSignal(clock: Clock, delayMs: number, reason: () => unknown): { signal: AbortSignal; dispose: () => void } {
   const controller = new AbortController();
-  const timer = clock.setTimeout(() => controller.abort(reason()), Math.max(0, delayMs));
+  // `Infinity` (no limit) arms no timer: a Node timer given it fires after 1 ms (TimeoutOverflowWarning).
+  const timer = Number.isFinite(delayMs) ? clock.setTimeout(() => controller.abort(reason()), Math.max(0, delayMs)) : undefined;
   return { signal: controller.signal, dispose: () => clock.clearTimeout(timer) };
 }
 

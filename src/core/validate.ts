@@ -53,6 +53,40 @@ export function checkServerId(what: string, id: unknown): asserts id is string {
 }
 
 /**
+ * The form of an OpenStack request id (`x-openstack-request-id`, `x-compute-request-id`): `req-` and
+ * a UUID (oslo.middleware `request_id`). Nova's own answers carry one; a proxy's may carry none, an
+ * empty one, or anything (even an echoed secret).
+ */
+export const REQUEST_ID_PATTERN = /^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** True when `id` is a request id of OpenStack's form ({@link REQUEST_ID_PATTERN}). */
+export function isOpenStackRequestId(id: unknown): id is string {
+  return typeof id === 'string' && REQUEST_ID_PATTERN.test(id);
+}
+
+/**
+ * Nova's canonical form of a server id: lower case, with the dashes of the 8-4-4-4-12 form. Nova
+ * accepts an id in any case and without dashes, but answers 404 for any form other than the one it
+ * stores and lists, so an id is put in this form before any request and compared in it.
+ * @param id - A server id of the form {@link SERVER_ID_PATTERN} (checked by the caller).
+ */
+export function canonicalServerId(id: string): string {
+  const hex = id.replace(/-/g, '').toLowerCase();
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/**
+ * Check a server id given to a library call ({@link checkServerId}) and return it in Nova's
+ * canonical form ({@link canonicalServerId}): lower case, 8-4-4-4-12 dashes. Every request and
+ * every result uses this form.
+ * @throws {@link ValidationError}
+ */
+export function normaliseServerId(what: string, id: unknown): string {
+  checkServerId(what, id);
+  return canonicalServerId(id);
+}
+
+/**
  * Why `token` cannot be sent as an HTTP header value (`X-Auth-Token`) as it is, or undefined when it
  * can. An HTTP field value (RFC 9110, 5.5) is visible ASCII and `obs-text` (bytes 0x80-0xFF, which
  * Node sends as Latin-1), with spaces or tabs only inside: a CR or LF would end the header (the HTTP
@@ -193,6 +227,20 @@ export const is = Object.freeze({
       }
     };
   },
+  /** A string or a Buffer (PEM text, its bytes, or a file path: `caCert`, `clientCert`, `clientKey`). */
+  stringOrBuffer: ((value, name) => {
+    if (typeof value !== 'string' && !Buffer.isBuffer(value)) throw new ValidationError(`${name} must be a string or a Buffer, got ${value === null ? 'null' : typeof value}`);
+  }) as OptionCheck,
+  /**
+   * A logger: a pino `Logger` or an object with pino's level methods `info`, `warn`, `error` and
+   * `debug` (`console` included). `null` and any other value are refused here, before `toLogger`.
+   */
+  logger: ((value, name) => {
+    if (value === null || typeof value !== 'object') throw new ValidationError(`${name} must be a pino Logger or an object with pino's level methods (info, warn, error, debug), got ${value === null ? 'null' : typeof value}`);
+    for (const m of ['info', 'warn', 'error', 'debug']) {
+      if (typeof (value as Record<string, unknown>)[m] !== 'function') throw new ValidationError(`${name} must be a pino Logger or an object with pino's level methods (info, warn, error, debug): ${m} is missing`);
+    }
+  }) as OptionCheck,
   /** A function. */
   function: ((value, name) => {
     if (typeof value !== 'function') throw new ValidationError(`${name} must be a function`);

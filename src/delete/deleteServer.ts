@@ -24,7 +24,7 @@ import { traceDeleteWait } from '../core/telemetry.js';
 import pLimit from 'p-limit';
 import { untilSettledOrAborted, type TimerHandle } from '../core/clock.js';
 import { startCall, type Call } from './call.js';
-import { checkServerId } from '../core/validate.js';
+import { canonicalServerId, normaliseServerId } from '../core/validate.js';
 import { isDeleting } from '../core/counting.js';
 import { AbortError, AuthError, ConflictError, DeleteFailedError, DeleteTimeoutError, ForbiddenError } from '../errors/index.js';
 import { InvalidResponseError, NovaApiError, OrphanedServerError } from '../errors/index.js';
@@ -40,6 +40,8 @@ import { aboutServer, progressReporter, watchSpec, type DeleteCapable } from './
 
 /**
  * Delete one server; see the module description for the exact behaviour.
+ * The id is taken in any case, with or without dashes, and sent, compared and reported (`serverId`)
+ * in Nova's canonical form (lower case, 8-4-4-4-12 dashes: `canonicalServerId`).
  *
  * @throws {@link ValidationError} for a bad id or options (before any request); {@link ConflictError}
  * on 409; {@link DeleteFailedError} when the DELETE keeps failing or the server ends in ERROR twice;
@@ -48,8 +50,8 @@ import { aboutServer, progressReporter, watchSpec, type DeleteCapable } from './
  * a 404 no successful listing could confirm by then); {@link AbortError} (its `serverId` set) when
  * `signal` aborts; {@link AuthError} and {@link ForbiddenError} as they come.
  */
-export async function deleteServer(client: DeleteCapable, serverId: string, options: DeleteServerOptions = {}): Promise<DeleteServerResult> {
-  checkServerId('server id', serverId);
+export async function deleteServer(client: DeleteCapable, id: string, options: DeleteServerOptions = {}): Promise<DeleteServerResult> {
+  const serverId = normaliseServerId('server id', id);
   try {
     checkDeleteOptions(options);
   } catch (error) {
@@ -332,14 +334,16 @@ async function sendDelete(
  * Delete many servers: the DELETEs go out paced by the client's rate limit, at most `concurrency` in
  * flight, and each server's wait starts as soon as its DELETE is accepted, so all of them are waited
  * for together (one shared listing a tick). Each settles on its own (`Promise.allSettled`): one
- * failure never hides the others. Duplicate ids are deleted once.
+ * failure never hides the others. Ids are put in Nova's canonical form (lower case, 8-4-4-4-12
+ * dashes: `canonicalServerId`) before any request, and results name that form; duplicate ids (in any
+ * spelling) are deleted once.
  *
  * @throws {@link ValidationError} before any request when an id or option is bad.
  */
 export async function deleteServers(client: DeleteCapable, ids: readonly string[], options: DeleteServersOptions = {}): Promise<DeleteServersResult> {
   checkDeleteManyOptions(ids, options);
   const { concurrency, onSettled, ...one } = options;
-  const unique = [...new Set(ids)];
+  const unique = [...new Set(ids.map(canonicalServerId))]; // Nova's form: `A…` and `a…` are one server
   const limit = pLimit(concurrency ?? DELETE_DEFAULTS.concurrency);
   const firstDeletes: Array<Promise<unknown>> = [];
   // The waits start when every first DELETE has been answered, or when none has been answered for

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { checkServerId } from '../core/validate.js';
+import { normaliseServerId } from '../core/validate.js';
 import { AbortError } from '../errors/index.js';
 import type { DeleteEngine, WatchSpec } from './engine.js';
 import { DELETE_DEFAULTS, checkWaitOptions } from './options.js';
@@ -63,7 +63,8 @@ export function progressReporter(serverId: string, options: WaitForDeleteOptions
  * (`soft-deleted`), `ERROR` with no task in progress (`error`), or `timeoutMs` (`timeout`). The
  * first look is immediate; then one every `intervalMs` (every `confirmIntervalMs` once the server
  * shows `DELETED`). `error` and `timeout` are outcomes, not rejections (see `deleteServer` for the
- * throwing variant).
+ * throwing variant). The id is taken in any case, with or without dashes, and sent and compared in
+ * Nova's canonical form (lower case, 8-4-4-4-12 dashes: `canonicalServerId`).
  *
  * @throws {@link ValidationError} for a bad id or options (before any request); {@link AbortError}
  * (its `serverId` set) when `signal` aborts; the last failure when more than `pollRetries` looks in a row failed, or a
@@ -72,12 +73,13 @@ export function progressReporter(serverId: string, options: WaitForDeleteOptions
  * single wait, when nothing showed it reachable before). While that listing fails, the 404 counts for
  * nothing: the wait goes on (GET and check again every `intervalMs`) and ends as `timeout` at worst.
  */
-export function waitForDelete(client: DeleteCapable, serverId: string, options: WaitForDeleteOptions = {}): Promise<WaitForDeleteResult> {
+export function waitForDelete(client: DeleteCapable, id: string, options: WaitForDeleteOptions = {}): Promise<WaitForDeleteResult> {
+  let serverId: string;
   try {
-    checkServerId('server id', serverId);
+    serverId = normaliseServerId('server id', id);
     checkWaitOptions(options);
   } catch (error) {
-    return Promise.reject(aboutServer(error, serverId, 'Waiting for the deletion'));
+    return Promise.reject(aboutServer(error, id, 'Waiting for the deletion'));
   }
   // A plain view: no async frame stays suspended per pending wait, only the engine's record.
   const engine = client.deleteEngine;

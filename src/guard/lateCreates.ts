@@ -11,11 +11,11 @@
  *
  * The rule:
  * - A POST is *uncertain* when it got no answer (except a refused connection), an answer that is not
- *   Nova's own (a 5xx without Nova's fault body or without its request id, a 2xx without a `server`
- *   object), or a rate limit (any 429, or a 413 `overLimit`). Its time *surely passes* at
+ *   Nova's own (a 502, 503 or 504, which come from proxies, or a 5xx without Nova's fault body or
+ *   without a request id of Nova's form `req-<uuid>`, a 2xx without a `server` object), or a rate limit (any 429, or a 413 `overLimit`). Its time *surely passes* at
  *   `sent + client.requestTimeoutMs + novaApiTimeoutMs` (on the guard's clock): it reached nova-api
  *   within the client's request time limit at the latest, and nova-api is done with it
- *   `novaApiTimeoutMs` later. A 5xx with Nova's fault body and request id is Nova's own answer:
+ *   `novaApiTimeoutMs` later. A 500 with Nova's fault body and a `req-<uuid>` request id is Nova's own answer:
  *   nova-api is done with that POST at the answer.
  * - The POST's fate is *known* once every POST of the call that may have made a server is
  *   accounted for: a server answered (202) or found by the tag (adopted or deleted), one per POST.
@@ -38,6 +38,7 @@
  */
 import { NovaApiError, RateLimitError } from '../errors/index.js';
 import { sleep } from '../core/clock.js';
+import { isOpenStackRequestId } from '../core/validate.js';
 import { CLAIM_TAG_KEY, isDeletedStatus, listTagged } from './claimTag.js';
 import { CLAIM_ID_KEY } from './ledgerUse.js';
 import type { GuardState, GuardedCall, LateCreateWatch } from './state.js';
@@ -65,11 +66,26 @@ export interface UnsettledCreate {
 }
 
 /**
- * True when `error` is Nova's own answer to the POST: a 5xx with Nova's fault body and its request
- * id. nova-api is then done with that POST.
+ * 5xx statuses that are never nova-api's own answer to a POST: a proxy's or load balancer's (bad
+ * gateway, unavailable, gateway timeout). nova-api answers an exception with 500; the POST it was
+ * handed may still make a server after a 502, 503 or 504.
  */
-function isNovasOwnAnswer(error: unknown): boolean {
-  return error instanceof NovaApiError && !(error instanceof RateLimitError) && error.status >= 500 && error.fault !== undefined && error.requestId !== undefined;
+const PROXY_STATUSES: ReadonlySet<number> = new Set([502, 503, 504]);
+
+/**
+ * True when `error` is Nova's own answer to the POST: a 5xx other than 502, 503 or 504 (see
+ * {@link PROXY_STATUSES}), with Nova's fault body and a request id of Nova's form (`req-<uuid>`:
+ * an empty or other one is not Nova's). nova-api is then done with that POST.
+ */
+export function isNovasOwnAnswer(error: unknown): boolean {
+  return (
+    error instanceof NovaApiError &&
+    !(error instanceof RateLimitError) &&
+    error.status >= 500 &&
+    !PROXY_STATUSES.has(error.status) &&
+    error.fault !== undefined &&
+    isOpenStackRequestId(error.requestId)
+  );
 }
 
 /**

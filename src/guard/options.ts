@@ -321,7 +321,7 @@ const QUOTA_GUARD_SPEC: OptionsSpec<QuotaGuardOptions> = {
   // A lease is renewed every third of it: at least 3 ms, finite.
   leaseTtlMs: is.durationMs({ allowInfinity: false, timer: true }),
   ledgerTimeoutMs: is.durationMs({ allowInfinity: false, timer: true }),
-  logger: null,
+  logger: is.logger,
 };
 
 /** The methods a {@link QuotaGuardOptions.ledger} must have. */

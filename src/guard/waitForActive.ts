@@ -19,7 +19,7 @@ import { jitteredMs } from '../core/jitter.js';
 import type { Server } from '../core/types.js';
 import { statusOf } from '../core/counting.js';
 import { checkOptions, type OptionsSpec } from '../core/options.js';
-import { is } from '../core/validate.js';
+import { is, normaliseServerId } from '../core/validate.js';
 
 /** How the wait ended. */
 export type ActiveOutcome =
@@ -112,11 +112,14 @@ function outcomeOf(server: Server): Exclude<ActiveOutcome, 'timeout'> | undefine
  * Poll `GET /servers/{id}` until the server leaves BUILD or `timeoutMs` passes. Outcomes are
  * resolved, not thrown.
  *
- * @throws {@link ValidationError} (before any request) for an unknown option name or a bad value;
+ * `serverId` is sent in Nova's canonical form (lower case, 8-4-4-4-12 dashes, see `canonicalServerId`).
+ *
+ * @throws {@link ValidationError} (before any request) for a server id that is not a UUID, an unknown option name or a bad value;
  * {@link AbortError} when `signal` aborts; a poll's {@link NovaApiError} when it is not
  * transient (401, 403) or keeps failing past the client's retries.
  */
-export async function waitForActive(client: NovaClient, serverId: string, options: WaitForActiveOptions = {}): Promise<WaitForActiveResult> {
+export async function waitForActive(client: NovaClient, id: string, options: WaitForActiveOptions = {}): Promise<WaitForActiveResult> {
+  const serverId = normaliseServerId('server id', id);
   checkOptions('waitForActive options', options, WAIT_FOR_ACTIVE_SPEC);
   const timeoutMs = options.timeoutMs ?? 600000;
   const intervalMs = options.intervalMs ?? 2000;

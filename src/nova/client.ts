@@ -17,7 +17,7 @@ import { ValidationError } from '../errors/index.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../transport/retry.js';
 import { Transport } from '../transport/transport.js';
 import { isServerNotFound } from '../transport/http.js';
-import { checkPathId, checkServerId } from '../core/validate.js';
+import { checkPathId, normaliseServerId } from '../core/validate.js';
 import { checkOptions } from '../core/options.js';
 import { idObjectMember, objectMember, type ShapeContext } from '../transport/responseShape.js';
 import { componentLogger, type Logger } from '../core/logger.js';
@@ -172,14 +172,15 @@ export class NovaClient {
   }
 
   /**
-   * `GET /servers/{id}` (Nova API reference, "Show Server Details").
+   * `GET /servers/{id}` (Nova API reference, "Show Server Details"). The id is taken in any case, with or
+   * without dashes, and sent in Nova's canonical form (lower case, 8-4-4-4-12 dashes: `canonicalServerId`).
    * @throws {@link ValidationError} (before any request) when `id` is not a UUID (a server's name:
    * look it up with `listServers({ name: '^<name>$' })`); {@link NotFoundError} when the server does
    * not exist; {@link InvalidResponseError} when a 2xx body has no `server` object with an `id`.
    */
-  async getServer(id: string, options: RequestOptions = {}): Promise<Server> {
+  async getServer(serverId: string, options: RequestOptions = {}): Promise<Server> {
     checkRequestOptions('getServer', options);
-    checkServerId('server id', id);
+    const id = normaliseServerId('server id', serverId);
     const res = await this.request({ method: 'GET', path: `/servers/${encodeURIComponent(id)}`, serverId: id, ...options });
     return idObjectMember<Server>(res.data, 'server', this.#shape('GET', res, id));
   }
@@ -238,15 +239,16 @@ export class NovaClient {
    * Resolves `'delete-requested'` on 204 (nothing more is sent), `'already-gone'` on Nova's 404 for this
    * server (`Instance <id> could not be found.`) once a listing (`GET /servers`) confirms Nova no longer
    * lists it, as every delete function does; a failed listing is sent again within `requestTimeoutMs`.
+   * The id is sent and compared in Nova's canonical form (lower case, dashed: `canonicalServerId`).
    * @throws {@link ValidationError} (before any request) when `id` is not a UUID (a name is never
    * taken for an id: look it up with `listServers({ name })`); {@link ConflictError} on 409 (locked);
    * {@link NotFoundError} on a 404 that does not name the server (a wrong endpoint: never taken as "already gone"); {@link OrphanedServerError} when Nova
    * answers 404 yet still lists it; {@link DeleteTimeoutError} when no listing could confirm the 404
    * within `requestTimeoutMs`; other {@link NovaApiError}s after the retries.
    */
-  async requestDelete(id: string, options: RequestOptions = {}): Promise<'delete-requested' | 'already-gone'> {
+  async requestDelete(serverId: string, options: RequestOptions = {}): Promise<'delete-requested' | 'already-gone'> {
     checkRequestOptions('requestDelete', options);
-    checkServerId('server id', id);
+    const id = normaliseServerId('server id', serverId);
     try {
       await this.request({ method: 'DELETE', path: `/servers/${encodeURIComponent(id)}`, serverId: id, ...options });
       return 'delete-requested';
@@ -259,7 +261,8 @@ export class NovaClient {
 
   /**
    * `DELETE /servers/{id}` (Nova API reference, "Delete Server") and, with `wait: true`, wait until
-   * Nova answers 404 for the server (osc-lib `wait_for_delete`). See {@link DeleteServerOptions}.
+   * Nova answers 404 for the server (osc-lib `wait_for_delete`). See {@link DeleteServerOptions}. The id is
+   * sent, compared and reported in Nova's canonical form (lower case, dashed: `canonicalServerId`).
    * @returns outcome `'deleted'`, `'already-gone'`, `'soft-deleted'` or (without `wait`) `'delete-requested'`.
    * @throws {@link ValidationError} for a bad id (not a UUID: a server's name is looked up with
    * `listServers({ name: '^<name>$' })`) or option (before any request); {@link ConflictError}
@@ -271,7 +274,7 @@ export class NovaClient {
     return deleteServerImpl(this, id, options);
   }
 
-  /** Delete many servers at bounded concurrency; each settles on its own. See {@link deleteServers}. */
+  /** Delete many servers at bounded concurrency; each settles on its own (ids in Nova's canonical form). See {@link deleteServers}. */
   deleteServers(ids: readonly string[], options: DeleteServersOptions = {}): Promise<DeleteServersResult> {
     return deleteServersImpl(this, ids, options);
   }
@@ -288,13 +291,14 @@ export class NovaClient {
 
   /**
    * `POST /servers/{id}/action` with `{"forceDelete": null}` (Nova API reference, "Force-Delete Server
-   * (forceDelete Action)"): hard-deletes a SOFT_DELETED server. Not retried (a POST).
+   * (forceDelete Action)"): hard-deletes a SOFT_DELETED server. Not retried (a POST). The id is sent in
+   * Nova's canonical form (lower case, 8-4-4-4-12 dashes: `canonicalServerId`).
    * @throws {@link ValidationError} (before any request) when `id` is not a UUID; {@link ForbiddenError}
    * when policy forbids it, {@link NotFoundError}, {@link ConflictError}.
    */
-  async forceDeleteServer(id: string, options: RequestOptions = {}): Promise<void> {
+  async forceDeleteServer(serverId: string, options: RequestOptions = {}): Promise<void> {
     checkRequestOptions('forceDeleteServer', options);
-    checkServerId('server id', id);
+    const id = normaliseServerId('server id', serverId);
     await this.request({ method: 'POST', path: `/servers/${encodeURIComponent(id)}/action`, body: { forceDelete: null }, serverId: id, ...options });
   }
 

@@ -45,9 +45,9 @@ export interface NovaClientOptions {
   token?: string;
   /** A token provider (Keystone, or your own). Give either `token` or `auth`. */
   auth?: AuthProvider;
-  /** Project id, used by {@link NovaClient.getQuotaSetDetail} when none is passed. */
+  /** Project id (a non-empty string), used by {@link NovaClient.getQuotaSetDetail} when none is passed. @throws ValidationError otherwise */
   projectId?: string;
-  /** Compute API microversion sent with every request. Default `'2.1'`. */
+  /** Compute API microversion sent with every request: a string `"2.<minor>"` or `"latest"`. Default `'2.1'`. */
   microversion?: string;
   /**
    * Time limit of one attempt of a request, in ms: the token (a Keystone renewal included) and
@@ -59,7 +59,7 @@ export interface NovaClientOptions {
    * attempt per request (the same as `{ retries: 0 }`), like a request's own `retry: false`.
    */
   retry?: RetryOptions | false;
-  /** pino logger, or any object with pino's level methods (`console` included); default silent. The client logs method, path, server id, status, request id and timing only. */
+  /** pino logger, or any object with pino's level methods (`console` included; anything else, `null` too, is a ValidationError); default silent. The client logs method, path, server id, status, request id and timing only. */
   logger?: LoggerOption;
   /**
    * The CA bundle (`OS_CACERT`): the only CAs trusted, as openstacksdk's `verify=<path>`: PEM text,
@@ -70,9 +70,12 @@ export interface NovaClientOptions {
   clientCert?: string | Buffer;
   /** Private key of `clientCert` (`OS_KEY`): PEM text, a Buffer or a path. Default: read from `clientCert`. */
   clientKey?: string | Buffer;
-  /** Turn TLS verification off (`OS_INSECURE`). Default false: verification is on. A warning is logged. */
+  /**
+   * Turn TLS verification off (`OS_INSECURE`): a boolean, `true` only (a string such as `'false'` or a
+   * number is a ValidationError, never read as true). Default false: verification is on. A warning is logged.
+   */
   insecure?: boolean;
-  /** HTTP user agent. Default `nova-guard/<version>`. */
+  /** HTTP user agent (a non-empty string). Default `nova-guard/<version>`. */
   userAgent?: string;
   /**
    * Largest response body read, in bytes. Default 67108864 (64 MiB; a full page of 1000 servers is a
@@ -313,16 +316,16 @@ const NOVA_CLIENT_SPEC: OptionsSpec<NovaClientOptions> = {
   endpoint: null,
   token: null,
   auth: null,
-  projectId: null,
-  microversion: null,
+  projectId: is.string({ nonEmpty: true }),
+  microversion: is.string({ nonEmpty: true }),
   requestTimeoutMs: is.durationMs({ timer: true }),
   retry: retryPolicyOption,
-  logger: null,
-  caCert: null,
-  clientCert: null,
-  clientKey: null,
-  insecure: null,
-  userAgent: null,
+  logger: is.logger,
+  caCert: is.stringOrBuffer,
+  clientCert: is.stringOrBuffer,
+  clientKey: is.stringOrBuffer,
+  insecure: is.boolean,
+  userAgent: is.string({ nonEmpty: true }),
   maxResponseBytes: null,
   adapter: null,
   clock: null,

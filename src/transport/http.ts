@@ -25,6 +25,7 @@ import {
 import { parseQuotaMessage } from '../errors/quotaMessage.js';
 import { systemClock } from '../core/clock.js';
 import { redactUrlSecrets } from '../core/redact.js';
+import { isOpenStackRequestId } from '../core/validate.js';
 
 /** Response headers as axios gives them (lower-case names). */
 export type HeaderBag = Record<string, unknown>;
@@ -38,9 +39,20 @@ function header(headers: HeaderBag, name: string): string | undefined {
   return v === undefined || v === null ? undefined : String(v);
 }
 
-/** `x-openstack-request-id`, else `x-compute-request-id`. */
-export function requestIdOf(headers: HeaderBag): string | undefined {
-  return header(headers, 'x-openstack-request-id') ?? header(headers, 'x-compute-request-id');
+/** Longest request id kept (one of OpenStack's form is 40 characters); a longer one is cut. */
+const MAX_REQUEST_ID_CHARS = 200;
+
+/**
+ * `x-openstack-request-id`, else `x-compute-request-id`. One of OpenStack's form (`req-<uuid>`) is
+ * kept verbatim; any other value (a proxy's, or an echo of the request: it may hold the token) is
+ * passed through `redact` (the caller's secrets) and `redactUrlSecrets`, then cut to 200 characters,
+ * before it reaches an error, a log line or a result.
+ */
+export function requestIdOf(headers: HeaderBag, redact?: Redactor): string | undefined {
+  const raw = header(headers, 'x-openstack-request-id') ?? header(headers, 'x-compute-request-id');
+  if (raw === undefined || isOpenStackRequestId(raw)) return raw;
+  const safe = redactUrlSecrets(redact ? redact(raw) : raw);
+  return safe.length > MAX_REQUEST_ID_CHARS ? `${safe.slice(0, MAX_REQUEST_ID_CHARS)}...` : safe;
 }
 
 /** Nova's `Date` header as epoch milliseconds (one-second resolution), or undefined. */
@@ -186,7 +198,7 @@ export function errorFromResponse(status: number, headers: HeaderBag, data: unkn
         (location
           ? `redirected to ${location.length > 300 ? `${location.slice(0, 300)}...` : location}; nova-guard does not follow redirects (credentials would go along): use that URL`
           : 'a redirect, which nova-guard does not follow'),
-      requestId: requestIdOf(headers),
+      requestId: requestIdOf(headers, ctx.redact),
       method: ctx.method,
       url: ctx.url,
       serverId: ctx.serverId,
@@ -202,7 +214,7 @@ export function errorFromResponse(status: number, headers: HeaderBag, data: unkn
     status,
     fault,
     message,
-    requestId: requestIdOf(headers),
+    requestId: requestIdOf(headers, ctx.redact),
     method: ctx.method,
     url: ctx.url,
     serverId: ctx.serverId,

@@ -214,7 +214,7 @@ export class Transport {
       throw typed;
     }
     const headers = res.headers as HeaderBag;
-    const requestId = requestIdOf(headers);
+    const requestId = requestIdOf(headers, this.redactText);
     traced.response(res.status, requestId);
     const elapsedMs = Math.round(this.clock.now() - started);
     return { status: res.status, headers, data: parseBody(res.data), requestId, serverDateMs: serverDateOf(headers), url: req.url, elapsedMs };

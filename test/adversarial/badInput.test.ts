@@ -49,13 +49,13 @@ describe('a name where a server id belongs', () => {
     },
   );
 
-  it('a UUID in upper case or without dashes is still sent (Nova compares ids as UUIDs)', async () => {
+  it("a UUID in upper case or without dashes is taken, and sent in Nova's canonical form (lower case, dashed)", async () => {
     const nova = await startNova();
     const client = clientFor(nova);
     for (const id of ['4B9D2C1E-0A6F-4D7B-9C3E-2F1A0B9C8D7E', '4b9d2c1e0a6f4d7b9c3e2f1a0b9c8d7e']) {
-      expect(await client.deleteServer(id)).toMatchObject({ outcome: 'already-gone', deleteAttempts: 1 });
+      expect(await client.deleteServer(id)).toMatchObject({ outcome: 'already-gone', deleteAttempts: 1, serverId: '4b9d2c1e-0a6f-4d7b-9c3e-2f1a0b9c8d7e' });
     }
-    expect(nova.requests.filter((r) => r.method === 'DELETE').map((r) => r.path)).toEqual(['/servers/4B9D2C1E-0A6F-4D7B-9C3E-2F1A0B9C8D7E', '/servers/4b9d2c1e0a6f4d7b9c3e2f1a0b9c8d7e']);
+    expect(nova.requests.filter((r) => r.method === 'DELETE').map((r) => r.path)).toEqual(['/servers/4b9d2c1e-0a6f-4d7b-9c3e-2f1a0b9c8d7e', '/servers/4b9d2c1e-0a6f-4d7b-9c3e-2f1a0b9c8d7e']);
   });
 });
 

@@ -85,6 +85,16 @@ describe('finding a server by name or id (osc-lib find_resource)', () => {
     expect(await resolveServer(client, 'a/b')).toBeUndefined();
   });
 
+  it("a UUID in upper case or without dashes is taken in Nova's canonical form (lower case, dashed), without a request", async () => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    const id = nova.addServer({ name: 'x' }).id;
+    for (const given of [id.toUpperCase(), id.replace(/-/g, ''), id.replace(/-/g, '').toUpperCase()]) {
+      expect(await resolveServer(client, given)).toEqual({ id, unverified: true });
+    }
+    expect(nova.requests).toEqual([]);
+  });
+
   it('several with the name fail; a missing one fails unless ignored; a server given twice is deleted once', async () => {
     const nova = await startNova();
     const client = clientFor(nova);

@@ -108,7 +108,7 @@ export class ScriptedNova {
       statusText: String(reply.status),
       // Lower-case names, as Node's HTTP parser gives them to axios.
       headers: Object.fromEntries(
-        Object.entries({ 'content-type': 'application/json', 'x-openstack-request-id': `req-${this.sent.length}`, ...(reply.headers ?? {}) }).map(([k, v]) => [k.toLowerCase(), v]),
+        Object.entries({ 'content-type': 'application/json', 'x-openstack-request-id': `req-00000000-0000-4000-8000-${String(this.sent.length).padStart(12, '0')}`, ...(reply.headers ?? {}) }).map(([k, v]) => [k.toLowerCase(), v]),
       ),
       config,
       request: {},
