@@ -86,7 +86,14 @@ export async function realTarget(): Promise<Target> {
     },
     shelveOffload: async (id) => {
       await p.member.request({ method: 'POST', path: `/servers/${id}/action`, body: { shelve: null } });
-      await waitForServer(p.member, id, (s) => s.status === 'SHELVED_OFFLOADED' && !s['OS-EXT-STS:task_state'], { intervalMs: 100, timeoutMs: 120_000 });
+      // Nova shows SHELVED_OFFLOADED a moment before the offload has cleared the server's host and
+      // zone: wait for the end state itself (no task, no hostId, no zone), as a caller would see it.
+      await waitForServer(
+        p.member,
+        id,
+        (s) => s.status === 'SHELVED_OFFLOADED' && !s['OS-EXT-STS:task_state'] && !s['hostId'] && !s['OS-EXT-AZ:availability_zone'],
+        { intervalMs: 100, timeoutMs: 120_000 },
+      );
     },
     ...(HARNESS_DB
       ? {
