@@ -25,6 +25,7 @@ import { isTransient } from '../transport/http.js';
 import type { NovaClient } from '../nova/client.js';
 import type { DeleteServerOptions, DeleteSettled } from '../delete/index.js';
 import type { DeleteProgress } from '../delete/index.js';
+import { failureKindWords } from '../delete/failureLog.js';
 import { parseIntFlag, parseMs } from './common.js';
 import { terminalSafe } from '../core/table.js';
 import { isPathId, notFound, resolveByName, resolveServers } from './resolve.js';
@@ -123,8 +124,7 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
         // A final failure (409, 403, 401) is the deletion's result, said when it settles.
         if (troubled.has(f.serverId) || !isTransient(f.error)) return;
         troubled.add(f.serverId);
-        const what = f.kind === 'delete' ? 'DELETE' : f.kind === 'auth' ? 'authentication' : 'look at the server';
-        report(`Warning: ${name(f.serverId)}: ${what} failed (${failureWords(f.error)}); still trying${options.wait ? ' until the timeout' : ''}`);
+        report(`Warning: ${name(f.serverId)}: ${failureKindWords(f.kind)} failed (${failureWords(f.error)}); still trying${options.wait ? ' until the timeout' : ''}`);
       };
       options.onProgress = (p) => {
         // An observation follows an accepted DELETE.

@@ -21,6 +21,11 @@ export interface DeleteFailureNotice {
   count: number;
 }
 
+/** What a request of `kind` was, in words: `DELETE`, `authentication`, `look at the server`. */
+export function failureKindWords(kind: FailureKind): string {
+  return kind === 'delete' ? 'DELETE' : kind === 'auth' ? 'authentication' : 'look at the server';
+}
+
 /** The kind of a failure: `auth` for a 401 or a failure to reach Keystone, else the kind of the request. */
 function kindOf(error: unknown, requested: FailureKind): FailureKind {
   if (error instanceof AuthError) return 'auth';
@@ -71,7 +76,8 @@ export class FailureLog {
     const sig = signature(e);
     this.#signature = this.#signature === null ? sig : this.#signature === sig ? sig : undefined;
     if (this.#counts[k] === 1) {
-      this.#logger?.warn({ serverId: this.#serverId, kind: k, err: failureWords(e) }, `a ${k === 'delete' ? 'DELETE' : k === 'auth' ? 'authentication' : 'look at the server'} failed (${failureWords(e)}); still trying until the call's timeout`);
+      const words = failureWords(e);
+      this.#logger?.warn({ serverId: this.#serverId, kind: k, err: words }, `a ${failureKindWords(k)} failed (${words}); still trying until the call's timeout`);
     }
     try {
       this.#listener?.({ serverId: this.#serverId, kind: k, error: e, count: this.#counts[k] });
