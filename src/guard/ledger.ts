@@ -109,13 +109,45 @@ export interface AdmitRequest {
   readonly ttlMs: number;
 }
 
-/** `admit`'s answer. `inFlight` is what the ledger subtracted for claims; `ahead` for earlier places. */
+/**
+ * `admit`'s answer. `inFlight` is what the ledger subtracted for claims; `ahead` for earlier places;
+ * `holders` (optional) the number of live holders sharing the ledger's scope at that moment (the
+ * guard's share of the quota while the ledger is out of reach is the last good headroom divided by
+ * it).
+ */
 export type Admission =
-  | { readonly admitted: true; readonly claim: LedgerClaim; readonly inFlight: ResourceAmounts; readonly ahead: ResourceAmounts }
-  | { readonly admitted: false; readonly inFlight: ResourceAmounts; readonly ahead: ResourceAmounts };
+  | { readonly admitted: true; readonly claim: LedgerClaim; readonly inFlight: ResourceAmounts; readonly ahead: ResourceAmounts; readonly holders?: number }
+  | { readonly admitted: false; readonly inFlight: ResourceAmounts; readonly ahead: ResourceAmounts; readonly holders?: number };
+
+/** What `acquire` is asked: one admission together with its `/limits` reading. */
+export interface AcquireRequest {
+  /** The caller's place in the queue; absent for a call that never queued. */
+  readonly place: LedgerPlace | undefined;
+  readonly needs: ResourceAmounts;
+  /** Lease length in ms of the claim taken. */
+  readonly ttlMs: number;
+  /** When the needs do not fit and `place` is absent: take a place in the queue (the answer's `place`). */
+  readonly joinIfShort: boolean;
+}
+
+/**
+ * `acquire`'s answer: the admission, the reading it was decided on (raw, before claims), and the
+ * place taken when `joinIfShort` asked for one.
+ */
+export type Acquisition = Admission & { readonly reading: LedgerLimits; readonly place?: LedgerPlace | undefined };
 
 /** How a claim ends: see the module description. */
 export type ClaimEnd = 'not-created' | 'counted';
+
+/**
+ * True when `error` (a rejection of a ledger call) says the store cannot be reached at all: a
+ * refused connection, an unknown host, refused credentials. A ledger marks such an error with
+ * `ledgerDown: true` (`RedisLedgerError` does); the guard then skips the ledger at once instead of
+ * waiting out time limits, and probes it until it is back.
+ */
+export function isLedgerDown(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { ledgerDown?: unknown }).ledgerDown === true;
+}
 
 /** The quota a fleet shares. Every method may reject (a lost store); see the module description. */
 export interface QuotaLedger {
@@ -151,6 +183,23 @@ export interface QuotaLedger {
   inFlight?(stamp: number): Promise<ResourceAmounts>;
   /** Check and claim, atomically (see the module description). */
   admit(request: AdmitRequest): Promise<Admission>;
+  /**
+   * Optional: `limits`, `admit` and (when short) `join` in as few round trips as the store allows:
+   * one when the ledger keeps a fresh reading, two around `read` otherwise. `read` and `signal` as
+   * in `limits`. A ledger without it is used through `limits` + `admit` + `join`.
+   */
+  acquire?(request: AcquireRequest, read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined): Promise<Acquisition>;
+  /**
+   * Optional: how long one call of this ledger may take now, in ms, from the round trips it has
+   * measured (`undefined` before it has measured any). The guard bounds a ledger call by
+   * `max(ledgerTimeoutMs, callBudgetMs())`, so a healthy store far away is not taken for a dead one.
+   */
+  callBudgetMs?(): number | undefined;
+  /**
+   * Optional: the cheapest call that proves the store answers (Redis: `PING`). A guard that found
+   * the ledger down skips it and probes with this until it answers again.
+   */
+  probe?(): Promise<void>;
   /** Claim without a check (the guard's `onStaleLimits: 'attempt'`). */
   claimAnyway(needs: ResourceAmounts, ttlMs: number): Promise<LedgerClaim>;
   /** Extend the lease; `false` when it is lost (expired, or unknown to the ledger). */

@@ -31,7 +31,7 @@ function pausable(inner: InProcessQuotaLedger, hung: ReadonlySet<Method>): Quota
     async (...args: unknown[]): Promise<unknown> => {
       calls.push(m);
       await gate(m);
-      return (inner[m] as (...a: unknown[]) => Promise<unknown>).apply(inner, args);
+      return (inner as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[m]!.apply(inner, args);
     };
   return {
     kind: 'test',

@@ -35,7 +35,7 @@ function faulty(inner: InProcessQuotaLedger, fault: (method: string, args: unkno
       if (f === 'hang') return new Promise(() => undefined);
       if (f === 'lose') return false;
       if (f === 'late') await sleep(500);
-      return (inner[method] as (...a: unknown[]) => Promise<unknown>).apply(inner, args);
+      return (inner as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[method]!.apply(inner, args);
     };
   return {
     kind: 'test',
