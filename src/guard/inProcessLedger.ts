@@ -25,8 +25,8 @@ import { checkOptions, type OptionsSpec } from '../core/options.js';
 import { ValidationError } from '../errors/index.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { ClaimLedger, type Claim } from './claims.js';
-import { NO_NEEDS, addNeeds, fitsRawHeadroom } from './headroom.js';
-import type { AdmitRequest, Admission, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, QuotaLedger } from './ledger.js';
+import { NO_NEEDS, addNeeds, fitsRawHeadroom, rawHeadroomOf } from './headroom.js';
+import type { AcquireRequest, Acquisition, AdmitRequest, Admission, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from './ledger.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { scopeMismatch } from './ledgerScope.js';
 
@@ -208,9 +208,30 @@ export class InProcessQuotaLedger implements QuotaLedger {
       if (p.id === request.place?.id) break;
       ahead = addNeeds(ahead, p.needs);
     }
-    if (!fitsRawHeadroom(request.headroom, inFlight, request.needs, ahead)) return { admitted: false, inFlight, ahead };
-    return { admitted: true, claim: this.#take(request.needs, request.ttlMs), inFlight, ahead };
+    if (!fitsRawHeadroom(request.headroom, inFlight, request.needs, ahead)) return { admitted: false, inFlight, ahead, holders: 1 };
+    return { admitted: true, claim: this.#take(request.needs, request.ttlMs), inFlight, ahead, holders: 1 };
   }
+
+  /**
+   * `limits` (a fresh read through `read`), `admit` on its raw headroom, and when short, with no
+   * place and `joinIfShort`, `join`: the same as the three calls (nothing to save in one process).
+   * `holders` is 1.
+   * @throws what `read` throws; `AbortError` when `signal` aborts before the read.
+   */
+  async acquire(request: AcquireRequest, read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined): Promise<Acquisition> {
+    const reading = await this.limits(read, signal);
+    const admission = await this.admit({ place: request.place, needs: request.needs, headroom: rawHeadroomOf(reading.absolute), stamp: reading.stamp, ttlMs: request.ttlMs });
+    if (admission.admitted || !request.joinIfShort || request.place !== undefined) return { ...admission, reading };
+    return { ...admission, reading, place: await this.join(request.needs) };
+  }
+
+  /** An in-process ledger takes no round trip: no budget of its own (`undefined`). */
+  callBudgetMs(): number | undefined {
+    return undefined;
+  }
+
+  /** Always answers (nothing to reach). */
+  async probe(): Promise<void> {}
 
   async claimAnyway(needs: ResourceAmounts, ttlMs: number): Promise<LedgerClaim> {
     this.#expire();

@@ -6,7 +6,12 @@
  * ioredis reconnects by itself (its `retryStrategy`). While the connection is down a call waits
  * at most `commandTimeoutMs` for it to come back and then rejects with {@link RedisLedgerError}:
  * the ledger's own connection has `enableOfflineQueue: false`, so nothing piles up behind a dead
- * Redis and the guard's fallback can take over at once.
+ * Redis and the guard's fallback can take over at once. When the connection is down for a reason
+ * that says Redis cannot be reached at all (`DOWN_CODES`: refused, unknown host, wrong password...),
+ * a call rejects at once, marked `ledgerDown`, without waiting.
+ *
+ * Every command's round trip is measured (RFC 6298 smoothed round trip and variation), so the
+ * ledger can say how long one of its calls may take ({@link RedisConnection.rtoMs}).
  *
  * @module
  */
@@ -17,7 +22,7 @@ import type { Clock, Logger } from '../core/index.js';
 import { ConfigError } from '../errors/index.js';
 import { pTimeoutTimers } from '../core/clock.js';
 import { redactSecrets, redactUrlSecrets } from '../core/redact.js';
-import { RedisLedgerError } from './errors.js';
+import { RedisLedgerError, downCode } from './errors.js';
 import * as lua from './scripts.js';
 
 /** The install command named when the optional peer dependency ioredis is missing. */
@@ -52,22 +57,28 @@ export function loadIoredis(load: () => unknown = () => createRequire(import.met
   }
 }
 
-/** The scripts, by the command name they get on the client, and how many keys each takes. */
+/** How many keys every script takes (see `scripts.ts`). */
+export const SCRIPT_KEYS = 14;
+
+/** The scripts, by the command name they get on the client; each takes the {@link SCRIPT_KEYS} keys of one scope. */
 const COMMANDS = {
-  novaGuardAdmit: [lua.ADMIT, 9],
-  novaGuardClaimAnyway: [lua.CLAIM_ANYWAY, 9],
-  novaGuardRenew: [lua.RENEW, 9],
-  novaGuardBind: [lua.BIND, 9],
-  novaGuardRelease: [lua.RELEASE, 9],
-  novaGuardJoin: [lua.JOIN, 9],
-  novaGuardLeave: [lua.LEAVE, 9],
-  novaGuardAssert: [lua.ASSERT, 9],
-  novaGuardInFlight: [lua.IN_FLIGHT, 9],
-  novaGuardLiveClaims: [lua.LIVE_CLAIMS, 9],
-  novaGuardLimitsBegin: [lua.LIMITS_BEGIN, 2],
-  novaGuardLimitsStore: [lua.LIMITS_STORE, 2],
-  novaGuardLimitsUnlock: [lua.LIMITS_UNLOCK, 1],
-  novaGuardFreed: [lua.FREED, 1],
+  novaGuardAdmit: lua.ADMIT,
+  novaGuardAcquire: lua.ACQUIRE,
+  novaGuardStoreAdmit: lua.STORE_ADMIT,
+  novaGuardClaimAnyway: lua.CLAIM_ANYWAY,
+  novaGuardRenew: lua.RENEW,
+  novaGuardBind: lua.BIND,
+  novaGuardRelease: lua.RELEASE,
+  novaGuardJoin: lua.JOIN,
+  novaGuardLeave: lua.LEAVE,
+  novaGuardGoodbye: lua.GOODBYE,
+  novaGuardAssert: lua.ASSERT,
+  novaGuardInFlight: lua.IN_FLIGHT,
+  novaGuardLiveClaims: lua.LIVE_CLAIMS,
+  novaGuardLimitsBegin: lua.LIMITS_BEGIN,
+  novaGuardLimitsStore: lua.LIMITS_STORE,
+  novaGuardLimitsUnlock: lua.LIMITS_UNLOCK,
+  novaGuardFreed: lua.FREED,
 } as const;
 
 /** A script command name. */
@@ -88,19 +99,68 @@ export interface ConnectionInit {
   readonly onReconnect: () => Promise<void>;
 }
 
-/** Two ioredis connections (commands, pub/sub) with time limits and redaction. */
+/**
+ * RFC 6298 (TCP's retransmission timer) on the command round trips: the first sample R sets
+ * `srtt = R`, `rttvar = R / 2`; each later one `rttvar = 3/4 rttvar + 1/4 |srtt - R|`, then
+ * `srtt = 7/8 srtt + 1/8 R`; `RTO = srtt + max(G, 4 rttvar)` with G = 1 ms (the clock's
+ * granularity). Without RFC 6298's 1 s floor: the ledger's call budget sets its own.
+ */
+export class RoundTrips {
+  #srtt: number | undefined;
+  #rttvar = 0;
+  #samples = 0;
+
+  /** Take one round trip, in ms. */
+  sample(ms: number): void {
+    const r = Math.max(0, ms);
+    this.#samples += 1;
+    if (this.#srtt === undefined) {
+      this.#srtt = r;
+      this.#rttvar = r / 2;
+      return;
+    }
+    this.#rttvar = 0.75 * this.#rttvar + 0.25 * Math.abs(this.#srtt - r);
+    this.#srtt = 0.875 * this.#srtt + 0.125 * r;
+  }
+
+  /** The smoothed round trip in ms (`undefined` before the first sample). */
+  get srttMs(): number | undefined {
+    return this.#srtt;
+  }
+
+  /** The round-trip variation in ms. */
+  get rttvarMs(): number {
+    return this.#rttvar;
+  }
+
+  /** How many round trips were taken. */
+  get samples(): number {
+    return this.#samples;
+  }
+
+  /** `srtt + max(1, 4 rttvar)` in ms, `undefined` before the first sample. */
+  rtoMs(): number | undefined {
+    return this.#srtt === undefined ? undefined : this.#srtt + Math.max(1, 4 * this.#rttvar);
+  }
+}
+
+/** Two ioredis connections (commands, pub/sub) with time limits, round-trip measurement and redaction. */
 export class RedisConnection {
   readonly #client: Redis;
   readonly #sub: Redis;
   readonly #own: boolean;
   readonly #init: ConnectionInit;
+  readonly #rtt = new RoundTrips();
   #reasserting: Promise<void> | undefined;
   /** One wait for `ready`, shared by every call made while connecting (one listener, however many calls). */
-  #readyWait: Promise<void> | undefined;
+  #readyWait: { promise: Promise<void>; reject: (e: Error) => void } | undefined;
   /** The last error ioredis reported (redacted): said when a wait for the connection runs out. */
   #lastError: string | undefined;
+  /** While the connection is down for a {@link DOWN_CODES} reason: that code (calls reject at once). */
+  #downCode: string | undefined;
   #down = false;
   #closed = false;
+  #slowWarned = false;
   readonly #listeners: Array<[string, (...args: never[]) => void]> = [];
 
   constructor(init: ConnectionInit) {
@@ -108,13 +168,14 @@ export class RedisConnection {
     this.#own = init.redis === undefined;
     const timeouts = { enableOfflineQueue: false, commandTimeout: init.commandTimeoutMs, maxRetriesPerRequest: 0 };
     this.#client = init.redis ?? new (loadIoredis())(init.url!, timeouts);
-    for (const [name, [lua, numberOfKeys]] of Object.entries(COMMANDS)) this.#client.defineCommand(name, { lua, numberOfKeys });
+    for (const [name, lua] of Object.entries(COMMANDS)) this.#client.defineCommand(name, { lua, numberOfKeys: SCRIPT_KEYS });
     // The subscriber queues its SUBSCRIBE until connected and subscribes again after a reconnect.
     this.#sub = this.#client.duplicate({ enableOfflineQueue: true, autoResubscribe: true, commandTimeout: undefined, maxRetriesPerRequest: null });
     let first = this.#client.status === 'ready';
     this.#on(this.#client, 'ready', () => {
       if (this.#down) init.logger.info('Redis ledger: connected again');
       this.#down = false;
+      this.#downCode = undefined;
       if (!first) {
         first = true;
         return;
@@ -139,15 +200,44 @@ export class RedisConnection {
 
   #lost(error: Error | undefined): void {
     // Redis's own words (WRONGPASS, NOAUTH, ECONNREFUSED...) hold no secret; redacted all the same.
-    if (error !== undefined) this.#lastError = this.redact(error.message);
+    if (error !== undefined) {
+      this.#lastError = this.redact(error.message);
+      const code = this.#client.status === 'ready' ? undefined : downCode(error);
+      if (code !== undefined) {
+        this.#downCode = code;
+        // Calls waiting for the connection learn at once that it is not coming.
+        const wait = this.#readyWait;
+        this.#readyWait = undefined;
+        wait?.reject(this.#downError());
+      }
+    }
     if (this.#down || this.#closed) return;
     this.#down = true;
     this.#init.logger.warn({ err: error === undefined ? undefined : this.redact(error.message) }, 'Redis ledger: connection lost (ioredis reconnects)');
   }
 
+  #downError(): RedisLedgerError {
+    return new RedisLedgerError(`Redis ledger: Redis cannot be reached (${this.#lastError ?? this.#downCode ?? 'down'})`, { downCode: this.#downCode });
+  }
+
   /** `text` without the URL's password or user info. */
   redact(text: string): string {
     return redactSecrets(redactUrlSecrets(text), this.#init.password === undefined ? [] : [this.#init.password]);
+  }
+
+  /** The measured round trips of the commands (see {@link RoundTrips}). */
+  get roundTrips(): RoundTrips {
+    return this.#rtt;
+  }
+
+  /** RFC 6298 RTO of the commands' round trips, in ms; `undefined` before the first answer. */
+  rtoMs(): number | undefined {
+    return this.#rtt.rtoMs();
+  }
+
+  /** True while the connection is down for a {@link DOWN_CODES} reason (calls reject at once). */
+  get knownDown(): boolean {
+    return this.#downCode !== undefined;
   }
 
   /** Redis time limits on the clock (p-timeout with the clock's timers). */
@@ -163,48 +253,85 @@ export class RedisConnection {
   }
 
   /**
-   * Resolve once the command connection is ready, or reject after `commandTimeoutMs` (saying the
-   * last error ioredis reported, e.g. Redis's `WRONGPASS` for a wrong password). Every call made
-   * while connecting shares one `ready` listener.
+   * Resolve once the command connection is ready, or reject: at once while the connection is down
+   * for a {@link DOWN_CODES} reason (or when one arrives during the wait), else after
+   * `commandTimeoutMs` (saying the last error ioredis reported). Every call made while connecting
+   * shares one `ready` listener.
    */
   #ready(): Promise<void> {
     if (this.#closed) return Promise.reject(new RedisLedgerError('Redis ledger: closed'));
     if (this.#client.status === 'ready') return Promise.resolve();
     if (this.#client.status === 'end') return Promise.reject(new RedisLedgerError('Redis ledger: the connection is closed'));
-    this.#readyWait ??= new Promise<void>((resolve) => {
-      this.#client.once('ready', () => {
-        this.#readyWait = undefined;
-        resolve();
+    if (this.#downCode !== undefined) return Promise.reject(this.#downError());
+    if (this.#readyWait === undefined) {
+      let reject!: (e: Error) => void;
+      const promise = new Promise<void>((resolve, rej) => {
+        reject = rej;
+        this.#client.once('ready', () => {
+          if (this.#readyWait?.promise === promise) this.#readyWait = undefined;
+          resolve();
+        });
       });
-    });
+      promise.catch(() => undefined);
+      this.#readyWait = { promise, reject };
+    }
     const ms = this.#init.commandTimeoutMs;
-    return pTimeout(this.#readyWait, {
+    return pTimeout(this.#readyWait.promise, {
       milliseconds: ms,
       customTimers: pTimeoutTimers(this.#init.clock),
       fallback: () => {
         const last = this.#lastError === undefined ? '' : ` (last error: ${this.#lastError})`;
-        throw new RedisLedgerError(`Redis ledger: waiting for the connection got no answer within ${ms} ms${last}`);
+        throw new RedisLedgerError(`Redis ledger: waiting for the connection got no answer within ${ms} ms${last}`, { downCode: downCode(this.#lastError) });
       },
     });
+  }
+
+  #took(ms: number): void {
+    this.#rtt.sample(ms);
+    const rto = this.#rtt.rtoMs()!;
+    if (!this.#slowWarned && this.#rtt.samples >= 3 && rto > this.#init.commandTimeoutMs / 4) {
+      this.#slowWarned = true;
+      this.#init.logger.warn(
+        { rtoMs: Math.round(rto), srttMs: Math.round(this.#rtt.srttMs!), commandTimeoutMs: this.#init.commandTimeoutMs },
+        'Redis ledger: the measured round trip to Redis is above a quarter of commandTimeoutMs: a healthy but far Redis may time out; raise commandTimeoutMs',
+      );
+    }
+  }
+
+  /** Send one command (after the connection is ready), bounded and timed. */
+  async #send(what: string, send: () => Promise<unknown>, raw: boolean): Promise<unknown> {
+    try {
+      await this.#ready();
+      if (!raw && this.#reasserting !== undefined) await this.#bounded('writing back the held claims', this.#reasserting);
+      const started = this.#init.clock.now();
+      const answer = await this.#bounded(what, send());
+      this.#took(this.#init.clock.now() - started);
+      return answer;
+    } catch (error) {
+      if (error instanceof RedisLedgerError) throw error;
+      const message = this.redact(error instanceof Error ? error.message : String(error));
+      throw new RedisLedgerError(`Redis ledger: ${what} failed: ${message}`, { cause: new Error(message), downCode: downCode(error) });
+    }
   }
 
   /**
    * Run a script command: the wait for a connection, for the write-back after a reconnect and for
    * the answer are each bounded by `commandTimeoutMs`.
    * @param raw - Skip the wait for the write-back after a reconnect (the write-back itself).
-   * @throws {@link RedisLedgerError} when Redis does not answer in time or answers with an error.
+   * @throws {@link RedisLedgerError} when Redis does not answer in time or answers with an error;
+   * with `ledgerDown: true` at once while Redis cannot be reached at all (see {@link DOWN_CODES}).
    */
-  async run(name: LedgerCommand, args: ReadonlyArray<string | number>, { raw = false } = {}): Promise<unknown> {
-    try {
-      await this.#ready();
-      if (!raw && this.#reasserting !== undefined) await this.#bounded('writing back the held claims', this.#reasserting);
-      const fn = (this.#client as unknown as Record<string, (...a: Array<string | number>) => Promise<unknown>>)[name]!;
-      return await this.#bounded(name, fn.apply(this.#client, [...args]));
-    } catch (error) {
-      if (error instanceof RedisLedgerError) throw error;
-      const message = this.redact(error instanceof Error ? error.message : String(error));
-      throw new RedisLedgerError(`Redis ledger: ${name} failed: ${message}`, { cause: new Error(message) });
-    }
+  run(name: LedgerCommand, args: ReadonlyArray<string | number>, { raw = false } = {}): Promise<unknown> {
+    const fn = (this.#client as unknown as Record<string, (...a: Array<string | number>) => Promise<unknown>>)[name]!;
+    return this.#send(name, () => fn.apply(this.#client, [...args]), raw);
+  }
+
+  /**
+   * `PING`, bounded by `commandTimeoutMs` (and timed, like every command).
+   * @throws {@link RedisLedgerError} as {@link RedisConnection.run}.
+   */
+  async ping(): Promise<void> {
+    await this.#send('PING', () => this.#client.ping(), true);
   }
 
   /** Close the pub/sub connection, and the command connection if the ledger opened it (always, whatever fails on the way). */
@@ -225,5 +352,10 @@ export class RedisConnection {
     } finally {
       await Promise.all([quit(this.#sub), this.#own ? quit(this.#client) : Promise.resolve()]);
     }
+  }
+
+  /** True once {@link RedisConnection.close} was called. */
+  get closed(): boolean {
+    return this.#closed;
   }
 }

@@ -8,38 +8,24 @@
 import { randomUUID } from 'node:crypto';
 import { systemClock, type Clock, type ResourceAmounts, type TimerHandle } from '../core/index.js';
 import { componentLogger } from '../core/logger.js';
-import { AbortError, ValidationError, throwIfAborted } from '../errors/index.js';
-import type { Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from '../guard/index.js';
+import { AbortError, ValidationError } from '../errors/index.js';
+import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from '../guard/index.js';
 import type { NovaClient } from '../nova/index.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { scopeMismatch } from '../guard/ledgerScope.js';
 import { RedisConnection, type LedgerCommand } from './connection.js';
+import { amounts, needsArgs } from './codec.js';
+import { ReadingAges } from './readingAges.js';
+import { acquireOn, limitsOn, type LedgerInternals } from './readings.js';
 import { checkOptionNames, ledgerKeys, resolveOptions, urlPassword, type LedgerKeys, type RedisQuotaLedgerOptions, type ResolvedOptions } from './options.js';
 
 /** How long a claim released as `'counted'` stays subtracted from readings sent before it, in ms. */
 const COUNTED_RETENTION_MS = 10 * 60_000;
 
-/**
- * A reading as kept in Redis: JSON, with an unlimited limit (`Infinity`, Nova's -1) written as
- * `"Infinity"` (plain JSON would turn it into `null`, which reads as no room at all).
- */
-function encodeReading(reading: LimitsReading): string {
-  return JSON.stringify({ absolute: reading.absolute, requestId: reading.requestId }, (_key, value: unknown) => (value === Infinity ? 'Infinity' : value));
-}
-
-function decodeReading(json: string): LimitsReading {
-  return JSON.parse(json, (_key, value: unknown) => (value === 'Infinity' ? Infinity : value)) as LimitsReading;
-}
-
-function needsArgs(where: string, n: ResourceAmounts): [number, number, number] {
-  const v: [number, number, number] = [n.cores, n.ramMiB, n.instances];
-  if (v.some((x) => typeof x !== 'number' || !Number.isFinite(x) || x < 0)) throw new ValidationError(`${where}: needs must be non-negative numbers, got ${JSON.stringify(n)}`);
-  return v.map(Math.ceil) as [number, number, number];
-}
-
-function amounts(a: unknown[], from: number): ResourceAmounts {
-  return { cores: Number(a[from]), ramMiB: Number(a[from + 1]), instances: Number(a[from + 2]) };
-}
+/** Round trips one ledger call may take, for {@link RedisQuotaLedger.callBudgetMs}. */
+export const CALL_ROUND_TRIPS = 4;
+/** The least {@link RedisQuotaLedger.callBudgetMs} says, in ms. */
+export const MIN_CALL_BUDGET_MS = 100;
 
 /**
  * The fleet ledger on Redis (ioredis). Every process on every host that shares the Redis and the
@@ -68,6 +54,9 @@ export class RedisQuotaLedger implements QuotaLedger {
   readonly #limitsWaiters = new Set<() => void>();
   readonly #places = new Map<string, { seq: number; needs: string }>();
   readonly #claims = new Map<string, { record: string; expiresAt: number }>();
+  /** When this ledger first saw each reading: the second clock of freshness. */
+  readonly #ages: ReadingAges;
+  readonly #internals: LedgerInternals;
   #maxToken = 0;
   #maxSeq = 0;
   #beat: TimerHandle | undefined;
@@ -84,6 +73,19 @@ export class RedisQuotaLedger implements QuotaLedger {
     this.#keys = ledgerKeys(this.#opts.keyPrefix, options.endpoint, options.projectId);
     this.scope = ledgerScope(options.endpoint, options.projectId);
     this.#clock = options.clock ?? systemClock;
+    this.#ages = new ReadingAges(this.#clock, this.#opts.limitsMaxAgeMs);
+    this.#internals = {
+      run: (name, args) => this.#run(name, args),
+      ages: this.#ages,
+      clock: this.#clock,
+      opts: this.#opts,
+      holder: this.holder,
+      limitsChannel: this.#keys.limitsChannel,
+      waitForReading: (ms, signal) => this.#waitForReading(ms, signal),
+      keepPlace: (id, seq, record) => this.#keepPlace(id, seq, record),
+      forgetPlace: (id) => void this.#places.delete(id),
+      remember: (id, needs, token, ttlMs) => this.#remember(id, needs, token, ttlMs),
+    };
     const password = urlPassword(options.url);
     this.#conn = new RedisConnection({
       url: options.url,
@@ -120,8 +122,24 @@ export class RedisQuotaLedger implements QuotaLedger {
     if (!sameScope(this.scope, scope)) throw scopeMismatch(this.kind, this.scope, scope);
   }
 
+  /** Every script gets the scope's keys, the counted retention, this holder's instance id and its lease. */
   #run(name: LedgerCommand, args: ReadonlyArray<string | number>, raw = false): Promise<unknown> {
-    return this.#conn.run(name, [...this.#keys.scope, COUNTED_RETENTION_MS, ...args], { raw });
+    this.#heartbeat();
+    return this.#conn.run(name, [...this.#keys.scope, COUNTED_RETENTION_MS, this.#instance, this.#opts.placeTtlMs, ...args], { raw });
+  }
+
+  /**
+   * A call a closed ledger ignores (`leave`, `release`, `bind`, `publishFreed`): resolves at once
+   * after `close()`, and quietly when `close()` cut it off on the way (what it would have ended
+   * expires by its lease, or `close()` ended it).
+   */
+  async #quiet(name: LedgerCommand, args: ReadonlyArray<string | number>): Promise<void> {
+    if (this.#closed) return;
+    try {
+      await this.#run(name, args);
+    } catch (error) {
+      if (!this.#closed) throw error;
+    }
   }
 
   #message(channel: string, message: string): void {
@@ -148,9 +166,9 @@ export class RedisQuotaLedger implements QuotaLedger {
     }
   }
 
-  /** Write back the places (and with `claims`, the live claims) this ledger holds. */
+  /** Write back the places (and with `claims`, the live claims) this ledger holds; renews its holder entry. */
   async #assert(claims: boolean): Promise<void> {
-    const args: Array<string | number> = [this.#opts.placeTtlMs, this.#maxToken, this.#maxSeq, this.#places.size];
+    const args: Array<string | number> = [this.#opts.placeTtlMs, this.#maxToken, this.#maxSeq, this.#ages.maxOrder, this.#places.size];
     for (const [id, p] of this.#places) args.push(id, p.seq, p.needs);
     if (claims) {
       const now = this.#clock.now();
@@ -160,32 +178,42 @@ export class RedisQuotaLedger implements QuotaLedger {
     await this.#run('novaGuardAssert', args, true);
   }
 
+  /**
+   * The heartbeat: every `placeTtlMs / 3`, from the first call until `close()`, the places this
+   * ledger holds and its holder entry are renewed (so `holders` counts a live but idle holder).
+   */
   #heartbeat(): void {
-    if (this.#beat !== undefined || this.#closed || this.#places.size === 0) return;
+    if (this.#beat !== undefined || this.#closed) return;
     this.#beat = this.#clock.setTimeout(() => {
-      this.#beat = undefined;
-      if (this.#places.size === 0 || this.#closed) return;
       this.#assert(false).then(
-        () => this.#heartbeat(),
-        () => this.#heartbeat(),
+        () => this.#nextBeat(),
+        () => this.#nextBeat(),
       );
     }, this.#opts.placeTtlMs / 3);
     (this.#beat as { unref?: () => void }).unref?.();
+  }
+
+  #nextBeat(): void {
+    this.#beat = undefined;
+    this.#heartbeat();
   }
 
   async join(needs: ResourceAmounts): Promise<LedgerPlace> {
     const id = randomUUID();
     const record = needsArgs('join', needs).join(',');
     const seq = Number(await this.#run('novaGuardJoin', [id, record, this.#opts.placeTtlMs]));
+    this.#keepPlace(id, seq, record);
+    return { id, needs: { ...needs } };
+  }
+
+  #keepPlace(id: string, seq: number, record: string): void {
     this.#maxSeq = Math.max(this.#maxSeq, seq);
     this.#places.set(id, { seq, needs: record });
-    this.#heartbeat();
-    return { id, needs: { ...needs } };
   }
 
   async leave(place: LedgerPlace): Promise<void> {
     this.#places.delete(place.id);
-    await this.#run('novaGuardLeave', [place.id]);
+    await this.#quiet('novaGuardLeave', [place.id]);
   }
 
   #remember(id: string, needs: ResourceAmounts, token: number, ttlMs: number): LedgerClaim {
@@ -195,6 +223,11 @@ export class RedisQuotaLedger implements QuotaLedger {
     return { id, token, needs: { ...needs }, holder: this.holder };
   }
 
+  /**
+   * Check and claim atomically (one script): every live claim, every claim released as `'counted'`
+   * at or after `stamp` (the reading's order number) and every place ahead is subtracted. The
+   * answer carries `holders`, the live holders of the scope.
+   */
   async admit(request: AdmitRequest): Promise<Admission> {
     const needs = needsArgs('admit', request.needs);
     const room = (['cores', 'ramMiB', 'instances'] as const).map((r) => {
@@ -206,9 +239,20 @@ export class RedisQuotaLedger implements QuotaLedger {
     const res = (await this.#run('novaGuardAdmit', [placeId, ...needs, ...room, Math.floor(request.stamp), Math.ceil(request.ttlMs), this.holder, id])) as unknown[];
     const inFlight = amounts(res, 2);
     const ahead = amounts(res, 5);
-    if (Number(res[0]) !== 1) return { admitted: false, inFlight, ahead };
+    const holders = Number(res[8]);
+    if (Number(res[0]) !== 1) return { admitted: false, inFlight, ahead, holders };
     if (placeId !== '') this.#places.delete(placeId);
-    return { admitted: true, claim: this.#remember(id, request.needs, Number(res[1]), request.ttlMs), inFlight, ahead };
+    return { admitted: true, claim: this.#remember(id, request.needs, Number(res[1]), request.ttlMs), inFlight, ahead, holders };
+  }
+
+  /**
+   * `limits` + `admit` (+ `join` when short and asked to): ONE script round trip when the kept
+   * reading is fresh, two around Nova's `read` otherwise (see `readings.ts` `acquireOn`).
+   * @throws {@link RedisLedgerError} when Redis fails; `AbortError` when `signal` aborts; what
+   * `read` throws (the refresh lock is given back first).
+   */
+  acquire(request: AcquireRequest, read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined): Promise<Acquisition> {
+    return acquireOn(this.#internals, request, read, signal);
   }
 
   /** What {@link RedisQuotaLedger.admit} would subtract for claims for a reading of `stamp` (one read-only script). */
@@ -245,25 +289,47 @@ export class RedisQuotaLedger implements QuotaLedger {
   async bind(claim: LedgerClaim, serverId: string): Promise<void> {
     const held = this.#claims.get(claim.id);
     if (held) held.record = held.record.replace(/,[^,]*$/, `,${serverId.replace(/,/g, '')}`);
-    await this.#run('novaGuardBind', [claim.id, serverId.replace(/,/g, '')]);
+    await this.#quiet('novaGuardBind', [claim.id, serverId.replace(/,/g, '')]);
   }
 
   async release(claim: LedgerClaim, end: ClaimEnd): Promise<void> {
     this.#claims.delete(claim.id);
-    await this.#run('novaGuardRelease', [claim.id, end, needsArgs('release', claim.needs).join(',')]);
+    await this.#quiet('novaGuardRelease', [claim.id, end, needsArgs('release', claim.needs).join(',')]);
   }
 
+  /** Tell every holder that quota was freed. After `close()` (or cut off by it): the local listeners only, quietly. */
   async publishFreed(serverId: string): Promise<void> {
     this.#notifyFreed();
     // One script: the kept /limits reading from before this deletion stops being fresh, and every
     // holder wakes, so a woken waiter reads quota as Nova counts it after the deletion.
-    await this.#conn.run('novaGuardFreed', [this.#keys.limits, this.#keys.freedChannel, JSON.stringify({ from: this.#instance, serverId })]);
+    await this.#quiet('novaGuardFreed', [this.#keys.freedChannel, JSON.stringify({ from: this.#instance, serverId })]);
   }
 
   onFreed(listener: () => void): () => void {
     const wrapped = (): void => listener();
     this.#freed.add(wrapped);
     return () => this.#freed.delete(wrapped);
+  }
+
+  /**
+   * How long one call of this ledger may take now, in ms: `max(MIN_CALL_BUDGET_MS,
+   * CALL_ROUND_TRIPS x RTO)`, where RTO is RFC 6298's retransmission timeout over the round trips
+   * this ledger measured (`srtt + max(1, 4 rttvar)`) and `CALL_ROUND_TRIPS` (4) covers the longest
+   * call: `acquire` on a stale reading (acquire, then storeAdmit) and a wait for another holder's
+   * refresh (its storeAdmit's one way, the message's one way, the next acquire), with room for
+   * jitter. `undefined` before the first answer. Nova's own time for a `read` is not in it.
+   */
+  callBudgetMs(): number | undefined {
+    const rto = this.#conn.rtoMs();
+    return rto === undefined ? undefined : Math.ceil(Math.max(MIN_CALL_BUDGET_MS, CALL_ROUND_TRIPS * rto));
+  }
+
+  /**
+   * `PING`, bounded by `commandTimeoutMs`: resolves when Redis answers.
+   * @throws {@link RedisLedgerError} (with `ledgerDown: true` when Redis cannot be reached at all).
+   */
+  async probe(): Promise<void> {
+    await this.#conn.ping();
   }
 
   /** Wait for a "kept reading refreshed" message or `ms`, whichever comes first. */
@@ -285,38 +351,18 @@ export class RedisQuotaLedger implements QuotaLedger {
     });
   }
 
-  async limits(read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined): Promise<LedgerLimits> {
-    const lock = randomUUID();
-    const { limits, limitsLock, limitsChannel } = this.#keys;
-    const deadline = this.#clock.now() + this.#opts.limitsLockMs + this.#opts.commandTimeoutMs;
-    for (;;) {
-      throwIfAborted(signal);
-      const [state, json, stamp, now] = (await this.#conn.run('novaGuardLimitsBegin', [limits, limitsLock, this.#opts.limitsMaxAgeMs, this.#opts.limitsLockMs, lock])) as [string, string, number, number];
-      const kept = (): LedgerLimits => ({ ...decodeReading(json), stamp: Number(stamp), ageMs: Math.max(0, Number(now) - Number(stamp)), shared: true });
-      if (state === 'fresh') return kept();
-      if (state === 'lock' || this.#clock.now() >= deadline) {
-        if (state !== 'lock' && json !== '') return kept();
-        let reading: LimitsReading;
-        try {
-          // The caller may have given up while Redis answered: no read for it.
-          throwIfAborted(signal);
-          reading = await read(signal);
-        } catch (error) {
-          if (state === 'lock') await this.#conn.run('novaGuardLimitsUnlock', [limitsLock, lock]).catch(() => {});
-          throw error;
-        }
-        const value = encodeReading(reading);
-        // A reading kept for the others is a bonus; this caller's reading stands even if Redis fails now.
-        await this.#conn.run('novaGuardLimitsStore', [limits, limitsLock, value, Number(now), lock, limitsChannel]).catch(() => {});
-        return { absolute: reading.absolute, requestId: reading.requestId, stamp: Number(now), ageMs: 0, shared: false };
-      }
-      await this.#waitForReading(Math.min(250, Math.max(1, deadline - this.#clock.now())), signal);
-    }
+  /**
+   * A `/limits` reading: the kept one when fresh (by Redis's clock and this ledger's own), else
+   * one made through `read` under the refresh lock (see `readings.ts`).
+   */
+  limits(read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined): Promise<LedgerLimits> {
+    return limitsOn(this.#internals, read, signal);
   }
 
   /**
-   * Leaves every place, drops every claim this ledger holds, and closes its connections (always,
-   * even when Redis does not answer or something on the way throws).
+   * Leaves every place, drops every claim this ledger holds and its holder entry, and closes its
+   * connections (always, even when Redis does not answer or something on the way throws). Calls of
+   * `leave`, `release`, `bind` and `publishFreed` after it (or cut off by it) resolve quietly.
    */
   async close(): Promise<void> {
     if (this.#closed) return;
@@ -325,7 +371,11 @@ export class RedisQuotaLedger implements QuotaLedger {
       this.#clock.clearTimeout(this.#beat);
       const places = [...this.#places.keys()];
       const claims = [...this.#claims.keys()];
-      await Promise.allSettled([...places.map((id) => this.#run('novaGuardLeave', [id])), ...claims.map((id) => this.#run('novaGuardRelease', [id, 'not-created', '0,0,0']))]);
+      await Promise.allSettled([
+        ...places.map((id) => this.#run('novaGuardLeave', [id])),
+        ...claims.map((id) => this.#run('novaGuardRelease', [id, 'not-created', '0,0,0'])),
+        this.#run('novaGuardGoodbye', []),
+      ]);
     } finally {
       this.#places.clear();
       this.#claims.clear();

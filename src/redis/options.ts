@@ -85,7 +85,7 @@ const OPTION_NAMES: OptionsSpec<RedisQuotaLedgerOptions> = {
 
 /** The key and channel names of one ledger scope (one endpoint, one project). */
 export interface LedgerKeys {
-  /** Keys of the claim and queue scripts, in the order `scripts.ts` lists them. */
+  /** Keys of every script, in the order `scripts.ts` lists them (the kept reading and its lock included). */
   readonly scope: readonly string[];
   readonly limits: string;
   readonly limitsLock: string;
@@ -103,7 +103,7 @@ export function ledgerKeys(keyPrefix: string, endpoint: string, projectId: strin
   const hash = createHash('sha256').update(normaliseEndpoint(endpoint, projectId)).digest('hex').slice(0, 16);
   const base = `${keyPrefix}{${hash}:${encodeURIComponent(projectId)}}:`;
   return {
-    scope: ['claims', 'claimexp', 'counted', 'countedneeds', 'queue', 'placeexp', 'places', 'token', 'seq'].map((n) => base + n),
+    scope: ['claims', 'claimexp', 'counted', 'countedneeds', 'queue', 'placeexp', 'places', 'token', 'seq', 'countedat', 'holders', 'order', 'limits', 'limits:lock'].map((n) => base + n),
     limits: `${base}limits`,
     limitsLock: `${base}limits:lock`,
     limitsChannel: `${base}limits:fresh`,

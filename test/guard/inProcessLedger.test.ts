@@ -72,7 +72,7 @@ describe('InProcessQuotaLedger', () => {
     const second = await l.join(two);
     const r = await l.limits(read, undefined);
     const newcomer = await l.admit({ place: undefined, needs: two, headroom: room(4), stamp: r.stamp, ttlMs: 1000 });
-    expect(newcomer).toEqual({ admitted: false, inFlight: { cores: 0, ramMiB: 0, instances: 0 }, ahead: { cores: 6, ramMiB: 0, instances: 2 } });
+    expect(newcomer).toEqual({ admitted: false, inFlight: { cores: 0, ramMiB: 0, instances: 0 }, ahead: { cores: 6, ramMiB: 0, instances: 2 }, holders: 1 });
     const r2 = await l.limits(read, undefined);
     const s = await l.admit({ place: second, needs: two, headroom: room(4), stamp: r2.stamp, ttlMs: 1000 });
     expect(s.admitted).toBe(false);

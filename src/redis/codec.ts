@@ -1,0 +1,32 @@
+/**
+ * How the Redis ledger writes values into Redis and reads its answers: the kept reading (JSON),
+ * needs as whole numbers, amounts from a script's reply.
+ *
+ * @module
+ */
+import type { ResourceAmounts } from '../core/index.js';
+import { ValidationError } from '../errors/index.js';
+import type { LimitsReading } from '../guard/index.js';
+
+/**
+ * A reading as kept in Redis: JSON, with an unlimited limit (`Infinity`, Nova's -1) written as
+ * `"Infinity"` (plain JSON would turn it into `null`, which reads as no room at all).
+ */
+export function encodeReading(reading: LimitsReading): string {
+  return JSON.stringify({ absolute: reading.absolute, requestId: reading.requestId }, (_key, value: unknown) => (value === Infinity ? 'Infinity' : value));
+}
+
+export function decodeReading(json: string): LimitsReading {
+  return JSON.parse(json, (_key, value: unknown) => (value === 'Infinity' ? Infinity : value)) as LimitsReading;
+}
+
+export function needsArgs(where: string, n: ResourceAmounts): [number, number, number] {
+  const v: [number, number, number] = [n.cores, n.ramMiB, n.instances];
+  if (v.some((x) => typeof x !== 'number' || !Number.isFinite(x) || x < 0)) throw new ValidationError(`${where}: needs must be non-negative numbers, got ${JSON.stringify(n)}`);
+  return v.map(Math.ceil) as [number, number, number];
+}
+
+export function amounts(a: unknown[], from: number): ResourceAmounts {
+  return { cores: Number(a[from]), ramMiB: Number(a[from + 1]), instances: Number(a[from + 2]) };
+}
+

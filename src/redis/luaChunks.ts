@@ -1,0 +1,156 @@
+/**
+ * The Lua pieces the ledger's scripts (`scripts.ts`) are made of: Redis time and helpers, the
+ * prologue that drops expired leases, the admission, the raw headroom of a kept reading, and the
+ * freshness rule of the kept reading. Keys and arguments: see `scripts.ts`.
+ *
+ * @module
+ */
+
+/** Redis time in ms, helpers, and `ARGV` without the holder arguments. */
+export const HEAD = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local instance = ARGV[2]
+local holderTtl = tonumber(ARGV[3])
+local ARGV = { ARGV[1], unpack(ARGV, 4) }
+local function split(s)
+  local out = {}
+  for f in string.gmatch(s, '([^,]*),?') do out[#out + 1] = f end
+  return out
+end
+local function nextOrder()
+  if redis.call('EXISTS', KEYS[12]) == 0 then redis.call('SET', KEYS[12], now + tonumber(ARGV[1])) end
+  return redis.call('INCR', KEYS[12])
+end
+local function zaddLater(key, score, member)
+  local cur = redis.call('ZSCORE', key, member)
+  if not cur or tonumber(cur) < score then redis.call('ZADD', key, score, member) end
+end
+local function holders()
+  return redis.call('ZCOUNT', KEYS[11], '(' .. now, '+inf')
+end
+`;
+
+/**
+ * Shared prologue: drops every expired lease (claims, places, holders) and old `'counted'` records,
+ * and renews the caller's holder entry (never shortening it).
+ */
+export const PROLOGUE = `${HEAD}
+local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
+for _, id in ipairs(gone) do redis.call('HDEL', KEYS[1], id) end
+if #gone > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now) end
+local left = redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', now)
+for _, id in ipairs(left) do redis.call('HDEL', KEYS[7], id); redis.call('ZREM', KEYS[5], id) end
+if #left > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now) end
+local old = redis.call('ZRANGEBYSCORE', KEYS[10], '-inf', now - tonumber(ARGV[1]))
+for _, id in ipairs(old) do redis.call('HDEL', KEYS[4], id); redis.call('ZREM', KEYS[3], id) end
+if #old > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[10], '-inf', now - tonumber(ARGV[1])) end
+redis.call('ZREMRANGEBYSCORE', KEYS[11], '-inf', now)
+if instance ~= '' then zaddLater(KEYS[11], now + holderTtl, instance) end
+`;
+
+/**
+ * The admission (shared by admit, acquire and storeAdmit): subtract every live claim, the claims
+ * released as `'counted'` at or after the reading was sent (`stamp`: its order number), and the
+ * needs of every place queued ahead; claim when `needs` still fits every constrained resource
+ * (`room[r]` nil: unknown or unlimited). `needStr` are the needs as given (for the record).
+ */
+export const ADMISSION = `
+local function admitOn(room, placeId, needStr, stamp, ttlMs, holder, claimId)
+  local need = { tonumber(needStr[1]), tonumber(needStr[2]), tonumber(needStr[3]) }
+  local inflight = { 0, 0, 0 }
+  local claims = redis.call('HGETALL', KEYS[1])
+  for i = 2, #claims, 2 do
+    local f = split(claims[i])
+    for r = 1, 3 do inflight[r] = inflight[r] + tonumber(f[r]) end
+  end
+  local late = redis.call('ZRANGEBYSCORE', KEYS[3], stamp, '+inf')
+  for _, id in ipairs(late) do
+    local v = redis.call('HGET', KEYS[4], id)
+    if v then
+      local f = split(v)
+      for r = 1, 3 do inflight[r] = inflight[r] + tonumber(f[r]) end
+    end
+  end
+  local ahead = { 0, 0, 0 }
+  local mine = nil
+  if placeId ~= '' then mine = redis.call('ZSCORE', KEYS[5], placeId) end
+  local before
+  if mine then before = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', '(' .. mine)
+  else before = redis.call('ZRANGE', KEYS[5], 0, -1) end
+  for _, id in ipairs(before) do
+    if id ~= placeId then
+      local v = redis.call('HGET', KEYS[7], id)
+      if v then
+        local f = split(v)
+        for r = 1, 3 do ahead[r] = ahead[r] + tonumber(f[r]) end
+      end
+    end
+  end
+  local fits = 1
+  for r = 1, 3 do
+    if room[r] ~= nil and room[r] - inflight[r] - ahead[r] - need[r] < 0 then fits = 0 end
+  end
+  local token = 0
+  if fits == 1 then
+    token = redis.call('INCR', KEYS[8])
+    redis.call('HSET', KEYS[1], claimId, needStr[1] .. ',' .. needStr[2] .. ',' .. needStr[3] .. ',' .. token .. ',' .. holder .. ',')
+    redis.call('ZADD', KEYS[2], now + ttlMs, claimId)
+    if placeId ~= '' then
+      redis.call('ZREM', KEYS[5], placeId); redis.call('ZREM', KEYS[6], placeId); redis.call('HDEL', KEYS[7], placeId)
+    end
+  end
+  return fits, token, inflight, ahead
+end
+local function joinQueue(placeId, needs, placeTtlMs)
+  local seq = redis.call('INCR', KEYS[9])
+  redis.call('ZADD', KEYS[5], seq, placeId)
+  redis.call('HSET', KEYS[7], placeId, needs)
+  redis.call('ZADD', KEYS[6], now + placeTtlMs, placeId)
+  return seq
+end
+`;
+
+/**
+ * Raw headroom of a kept reading (its JSON: `{absolute, requestId}`, unlimited written as
+ * `"Infinity"`), the rule of `rawHeadroomOf` (`src/guard/headroom.ts`): `max - used`, at least 0;
+ * unlimited (`"Infinity"` or -1) and unknown (max or used missing, or a limit of 0 with usage above
+ * it) are `nil` (unconstrained). Whole numbers, rounded down, as `admit` takes them.
+ */
+export const ROOM_OF = `
+local function roomOf(json)
+  local ok, r = pcall(cjson.decode, json)
+  local a = nil
+  if ok and type(r) == 'table' and type(r.absolute) == 'table' then a = r.absolute end
+  local function one(maxKey, usedKey)
+    if a == nil then return nil end
+    local mx, used = a[maxKey], a[usedKey]
+    if mx == 'Infinity' or mx == -1 then return nil end
+    if type(mx) ~= 'number' or type(used) ~= 'number' then return nil end
+    if mx == 0 and used > 0 then return nil end
+    local h = mx - used
+    if h < 0 then h = 0 end
+    return math.floor(h)
+  end
+  return { one('maxTotalCores', 'totalCoresUsed'), one('maxTotalRAMSize', 'totalRAMUsed'), one('maxTotalInstances', 'totalInstancesUsed') }
+end
+`;
+
+/**
+ * Is the kept reading fresh? Kept, sent no later than Redis's now (a stamp ahead of now means the
+ * clock stepped back: not fresh), at most `maxAgeMs` old on Redis's clock, sent after the last
+ * confirmed deletion (order numbers), and newer than `staleSeq` (the caller's own clock found the
+ * readings up to it too old). Returns `fresh, json, seq, sentAt`.
+ */
+export const KEPT = `
+local function kept(maxAgeMs, staleSeq)
+  local k = redis.call('HMGET', KEYS[13], 'json', 'seq', 'sentAt', 'freedSeq')
+  local json = k[1] or ''
+  local seq = tonumber(k[2] or '-1')
+  local sentAt = tonumber(k[3] or '-1')
+  local freedSeq = tonumber(k[4] or '-1')
+  local fresh = k[1] ~= false and k[1] ~= nil and sentAt <= now and now - sentAt <= maxAgeMs and seq > freedSeq and seq > staleSeq
+  return fresh, json, seq, sentAt
+end
+`;
+

@@ -1,0 +1,156 @@
+/**
+ * The kept `/limits` reading of the Redis ledger, as `limits` and `acquire` use it: handed out
+ * while fresh, refreshed by one holder at a time under the refresh lock, and (with `acquire`)
+ * admitted on in the same script: one round trip when the kept reading is fresh, two around
+ * Nova's `read` otherwise.
+ *
+ * @module
+ */
+import { randomUUID } from 'node:crypto';
+import type { Clock, ResourceAmounts } from '../core/index.js';
+import { throwIfAborted } from '../errors/index.js';
+import type { AcquireRequest, Acquisition, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading } from '../guard/index.js';
+import type { LedgerCommand } from './connection.js';
+import { amounts, decodeReading, encodeReading, needsArgs } from './codec.js';
+import type { ResolvedOptions } from './options.js';
+import type { ReadingAges } from './readingAges.js';
+
+/** A `/limits` read as the guard hands it to a ledger. */
+type Read = (signal: AbortSignal | undefined) => Promise<LimitsReading>;
+
+/** What `limitsOn` and `acquireOn` use of the ledger. */
+export interface LedgerInternals {
+  /** Run a script with the scope's keys and the holder's arguments. */
+  run(name: LedgerCommand, args: ReadonlyArray<string | number>): Promise<unknown>;
+  readonly ages: ReadingAges;
+  readonly clock: Clock;
+  readonly opts: ResolvedOptions;
+  readonly holder: string;
+  /** The channel of "a new reading is kept". */
+  readonly limitsChannel: string;
+  /** Wait for a "kept reading refreshed" message or `ms`, whichever comes first (rejects on abort). */
+  waitForReading(ms: number, signal: AbortSignal | undefined): Promise<void>;
+  /** A place this ledger now holds (the heartbeat renews it). */
+  keepPlace(id: string, seq: number, record: string): void;
+  /** A place this ledger no longer holds. */
+  forgetPlace(id: string): void;
+  /** A claim this ledger now holds. */
+  remember(id: string, needs: ResourceAmounts, token: number, ttlMs: number): LedgerClaim;
+}
+
+/**
+ * `limits` + `admit` (+ `join` when short and asked to) in one script when the kept reading is
+ * fresh: ONE round trip. When it is not, the same script takes the refresh lock; this ledger
+ * then calls `read` (Nova) and one more script keeps the reading and admits on it, but only if
+ * the lock is still this ledger's (a lock that expired while Nova answered means another holder
+ * may have refreshed: no admission on this reading, the ledger asks again). While another holder
+ * refreshes, this one waits for its "kept reading refreshed" message (or polls every 250 ms), at
+ * most `limitsLockMs + commandTimeoutMs`; then it answers "not admitted" on what it has and the
+ * guard tries again. A reading is fresh only when Redis's clock and this ledger's own clock both
+ * say it is at most `limitsMaxAgeMs` old (see `docs/fleet-ledger.md`, "Clock steps").
+ * @throws {@link RedisLedgerError} when Redis fails; `AbortError` when `signal` aborts; what
+ * `read` throws (the refresh lock is given back first).
+ */
+export async function acquireOn(x: LedgerInternals, request: AcquireRequest, read: Read, signal: AbortSignal | undefined): Promise<Acquisition> {
+  const needs = needsArgs('acquire', request.needs);
+  const placeId = request.place?.id ?? '';
+  const claimId = randomUUID();
+  const newPlace = randomUUID();
+  const lock = randomUUID();
+  const common = [placeId, ...needs, Math.ceil(request.ttlMs), x.holder, claimId, request.joinIfShort ? '1' : '0', newPlace, x.opts.placeTtlMs];
+  const deadline = x.clock.now() + x.opts.limitsLockMs + x.opts.commandTimeoutMs;
+  let last: unknown[] | undefined;
+  for (;;) {
+    throwIfAborted(signal);
+    const sentLocal = x.clock.now();
+    const res = (await x.run('novaGuardAcquire', [...common, x.opts.limitsMaxAgeMs, x.opts.limitsLockMs, lock, x.ages.staleSeq()])) as unknown[];
+    const state = String(res[0]);
+    if (state === 'fresh') {
+      x.ages.saw(Number(res[10]), sentLocal);
+      return acquisition(x, res, request, claimId, newPlace, undefined, sentLocal);
+    }
+    if (state === 'lock') {
+      const sendSeq = Number(res[10]);
+      const sentAt = Number(res[11]);
+      let reading: LimitsReading;
+      try {
+        // The caller may have given up while Redis answered: no read for it.
+        throwIfAborted(signal);
+        reading = await read(signal);
+      } catch (error) {
+        await x.run('novaGuardLimitsUnlock', [lock]).catch(() => {});
+        throw error;
+      }
+      x.ages.saw(sendSeq, sentLocal);
+      const stored = (await x.run('novaGuardStoreAdmit', [...common, encodeReading(reading), sendSeq, sentAt, lock, x.limitsChannel])) as unknown[];
+      if (String(stored[0]) === 'stored') return acquisition(x, stored, request, claimId, newPlace, reading, sentLocal);
+      last = stored;
+    } else {
+      last = res;
+    }
+    if (x.clock.now() >= deadline) return acquisition(x, last, request, claimId, newPlace, undefined, sentLocal, true);
+    if (state !== 'lock') await x.waitForReading(Math.min(250, Math.max(1, deadline - x.clock.now())), signal);
+  }
+}
+
+/** An acquire answer (`res`: the shape of the ACQUIRE script's) as an {@link Acquisition}. */
+function acquisition(x: LedgerInternals, res: unknown[], request: AcquireRequest, claimId: string, newPlace: string, own: LimitsReading | undefined, at: number, giveUp = false): Acquisition {
+  const inFlight = amounts(res, 3);
+  const ahead = amounts(res, 6);
+  const json = String(res[9] ?? '');
+  const seq = Number(res[10]);
+  const sentAt = Number(res[11]);
+  const redisNow = Number(res[12]);
+  const holders = Number(res[13]);
+  const joinSeq = Number(res[14]);
+  x.ages.order(seq);
+  let reading: LedgerLimits;
+  if (own !== undefined) reading = { absolute: own.absolute, requestId: own.requestId, stamp: seq, ageMs: 0, shared: false };
+  else if (json !== '') reading = { ...decodeReading(json), stamp: seq, ageMs: x.ages.ageMs(seq, sentAt, redisNow, at), shared: true };
+  else reading = { absolute: {}, requestId: undefined, stamp: seq, ageMs: 0, shared: true };
+  if (giveUp || Number(res[1]) !== 1) {
+    let place: LedgerPlace | undefined;
+    if (!giveUp && joinSeq > 0) {
+      x.keepPlace(newPlace, joinSeq, needsArgs('acquire', request.needs).join(','));
+      place = { id: newPlace, needs: { ...request.needs } };
+    }
+    return { admitted: false, inFlight, ahead, holders, reading, place };
+  }
+  if (request.place !== undefined) x.forgetPlace(request.place.id);
+  return { admitted: true, claim: x.remember(claimId, request.needs, Number(res[2]), request.ttlMs), inFlight, ahead, holders, reading };
+}
+
+
+export async function limitsOn(x: LedgerInternals, read: Read, signal: AbortSignal | undefined): Promise<LedgerLimits> {
+  const lock = randomUUID();
+  const deadline = x.clock.now() + x.opts.limitsLockMs + x.opts.commandTimeoutMs;
+  for (;;) {
+    throwIfAborted(signal);
+    const sentLocal = x.clock.now();
+    const res = (await x.run('novaGuardLimitsBegin', [x.opts.limitsMaxAgeMs, x.opts.limitsLockMs, lock, x.ages.staleSeq()])) as unknown[];
+    const [state, json, seq, sentAt, now, sendSeq] = [String(res[0]), String(res[1] ?? ''), Number(res[2]), Number(res[3]), Number(res[4]), Number(res[5])];
+    const kept = (): LedgerLimits => ({ ...decodeReading(json), stamp: seq, ageMs: x.ages.ageMs(seq, sentAt, now, sentLocal), shared: true });
+    if (state === 'fresh') {
+      x.ages.saw(seq, sentLocal);
+      return kept();
+    }
+    if (state === 'lock' || x.clock.now() >= deadline) {
+      if (state !== 'lock' && json !== '') return kept();
+      let reading: LimitsReading;
+      try {
+        // The caller may have given up while Redis answered: no read for it.
+        throwIfAborted(signal);
+        reading = await read(signal);
+      } catch (error) {
+        if (state === 'lock') await x.run('novaGuardLimitsUnlock', [lock]).catch(() => {});
+        throw error;
+      }
+      x.ages.saw(sendSeq, sentLocal);
+      // A reading kept for the others is a bonus; this caller's reading stands even if Redis fails now.
+      await x.run('novaGuardLimitsStore', [encodeReading(reading), sendSeq, now, lock, x.limitsChannel]).catch(() => {});
+      return { absolute: reading.absolute, requestId: reading.requestId, stamp: sendSeq, ageMs: 0, shared: false };
+    }
+    await x.waitForReading(Math.min(250, Math.max(1, deadline - x.clock.now())), signal);
+  }
+}
+
