@@ -141,6 +141,27 @@ describe('InProcessQuotaLedger', () => {
     expect(heard).toEqual(['a', 'b', 'b']);
   });
 
+  it('acquire reads afresh, admits on the raw headroom of the reading, joins when short and asked to; holders 1, probe answers', async () => {
+    const l = new InProcessQuotaLedger();
+    let reads = 0;
+    const read = async () => {
+      reads += 1;
+      return { absolute: { maxTotalCores: 4, totalCoresUsed: 1, maxTotalInstances: Infinity, totalInstancesUsed: 9 }, requestId: `r${reads}` };
+    };
+    const two = { cores: 2, ramMiB: 0, instances: 1 };
+    const got = await l.acquire({ place: undefined, needs: two, ttlMs: 10_000, joinIfShort: true }, read, undefined);
+    expect(got).toMatchObject({ admitted: true, holders: 1, reading: { requestId: 'r1', shared: false, ageMs: 0 } });
+    expect(got.place).toBeUndefined();
+    const short = await l.acquire({ place: undefined, needs: two, ttlMs: 10_000, joinIfShort: true }, read, undefined);
+    expect(short).toMatchObject({ admitted: false, inFlight: { cores: 2 }, holders: 1, reading: { requestId: 'r2' } });
+    expect(short.place).toMatchObject({ needs: two });
+    const noJoin = await l.acquire({ place: undefined, needs: two, ttlMs: 10_000, joinIfShort: false }, read, undefined);
+    expect(noJoin.place).toBeUndefined();
+    expect(noJoin).toMatchObject({ admitted: false, ahead: { cores: 2 } });
+    expect(l.callBudgetMs()).toBeUndefined();
+    await expect(l.probe()).resolves.toBeUndefined();
+  });
+
   it('refuses misspelt and bad options instead of ignoring them', () => {
     const clock = manualClock();
     const bad: Array<[unknown, RegExp]> = [

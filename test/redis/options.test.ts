@@ -58,3 +58,17 @@ describe('url and redis options', () => {
     expect(() => new RedisQuotaLedger({ endpoint: ENDPOINT, projectId: 'demo' })).toThrow('RedisQuotaLedger needs exactly one of url and redis');
   });
 });
+
+describe('every value is checked before any connection', () => {
+  it('an endpoint that is not an http(s) URL is a ValidationError naming it', () => {
+    for (const endpoint of ['nova.example:8774/v2.1', 'ftp://nova.example/v2.1', 'redis://nova.example']) {
+      expect(() => new RedisQuotaLedger({ url: 'redis://127.0.0.1:1', endpoint, projectId: 'p' })).toThrow(ValidationError);
+      expect(() => new RedisQuotaLedger({ url: 'redis://127.0.0.1:1', endpoint, projectId: 'p' })).toThrow(/endpoint must be an http:\/\/ or https:\/\/ URL/);
+    }
+  });
+
+  it('a logger that is neither pino nor has its level methods is a ValidationError, not a TypeError', () => {
+    expect(() => new RedisQuotaLedger({ url: 'redis://127.0.0.1:1', endpoint: ENDPOINT, projectId: 'p', logger: { info: () => {} } as never })).toThrow(ValidationError);
+    expect(() => new RedisQuotaLedger({ url: 'redis://127.0.0.1:1', endpoint: ENDPOINT, projectId: 'p', logger: { info: () => {} } as never })).toThrow(/logger must be .* warn is missing/);
+  });
+});
