@@ -6,11 +6,12 @@
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
-import type { Clock, Logger } from '../core/index.js';
+import type { Clock } from '../core/index.js';
 import { checkOptions, type OptionsSpec } from '../core/options.js';
 import { checkDurationMs } from '../core/validate.js';
 import { redactUrlSecrets } from '../core/redact.js';
 import { normaliseEndpoint } from '../core/endpoint.js';
+import { toLogger, type LoggerOption } from '../core/logger.js';
 import { ValidationError } from '../errors/index.js';
 import { isClock, isHolderName } from '../guard/inProcessLedger.js';
 
@@ -28,7 +29,10 @@ export interface RedisQuotaLedgerOptions {
    * the client open in `close()`.
    */
   readonly redis?: Redis;
-  /** The Nova compute endpoint the quota belongs to (hashed into the key names). */
+  /**
+   * The Nova compute endpoint the quota belongs to: an `http://` or `https://` URL, normalised
+   * (`normaliseEndpoint`) and hashed into the key names.
+   */
   readonly endpoint: string;
   /** The project id the quota belongs to (in the key names). */
   readonly projectId: string;
@@ -57,8 +61,8 @@ export interface RedisQuotaLedgerOptions {
    * in the prefix would become the hash tag instead. @default 'nova-guard:'
    */
   readonly keyPrefix?: string;
-  /** pino logger (the default is silent). */
-  readonly logger?: Logger;
+  /** pino logger, or an object with pino's level methods (`info`, `warn`, `error`, `debug`); the default is silent. */
+  readonly logger?: LoggerOption;
 }
 
 /** The shortest `placeTtlMs` taken, in ms. */
@@ -121,6 +125,16 @@ export interface ResolvedOptions {
   readonly keyPrefix: string;
 }
 
+/** True when `text` parses as an `http:` or `https:` URL. */
+function isHttpUrl(text: string): boolean {
+  try {
+    const { protocol } = new URL(text.trim());
+    return protocol === 'http:' || protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
 /** The password of a Redis URL (for redaction), if any. */
 export function urlPassword(url: string | undefined): string | undefined {
   if (url === undefined) return undefined;
@@ -141,7 +155,8 @@ export function checkOptionNames(where: string, options: unknown): void {
  * @throws `ValidationError` for an unknown option, neither or both of `url` and `redis` (naming a
  * key given as undefined, e.g. `url: process.env.REDIS_URL` with the variable unset), a URL that is
  * not `redis:`/`rediss:`, a `redis` that is not an ioredis client, a `clock` that is not a Clock, an
- * empty endpoint or project id, a holder that is not a non-empty string without commas, a duration
+ * endpoint that is not an http(s) URL, an empty project id, a `logger` that is neither pino nor an
+ * object with pino's level methods, a holder that is not a non-empty string without commas, a duration
  * that is not a positive whole number of ms (`limitsMaxAgeMs` may be 0), a `placeTtlMs` below
  * {@link MIN_PLACE_TTL_MS}, or a `keyPrefix` with `{` or `}`.
  */
@@ -177,7 +192,15 @@ export function resolveOptions(options: RedisQuotaLedgerOptions): ResolvedOption
     if (scheme !== 'redis:' && scheme !== 'rediss:') throw new ValidationError(`RedisQuotaLedger url must be redis:// or rediss://, got ${JSON.stringify(redactUrlSecrets(url))}`);
   }
   if (typeof options.endpoint !== 'string' || options.endpoint.trim() === '') throw new ValidationError('RedisQuotaLedger needs endpoint (the Nova compute endpoint)');
+  if (!isHttpUrl(options.endpoint)) throw new ValidationError(`RedisQuotaLedger endpoint must be an http:// or https:// URL (the Nova compute endpoint), got ${JSON.stringify(redactUrlSecrets(options.endpoint))}`);
   if (typeof options.projectId !== 'string' || options.projectId.trim() === '') throw new ValidationError('RedisQuotaLedger needs projectId');
+  if (options.logger !== undefined) {
+    try {
+      toLogger(options.logger);
+    } catch (error) {
+      throw new ValidationError(`RedisQuotaLedger ${(error as Error).message}`);
+    }
+  }
   const holder = options.holder ?? `${hostname()}:${process.pid}`;
   if (!isHolderName(holder)) throw new ValidationError(`RedisQuotaLedger holder must be a non-empty string without commas, got ${JSON.stringify(holder)}`);
   const durations = { limitsMaxAgeMs: 1000, limitsLockMs: 10_000, placeTtlMs: 15_000, commandTimeoutMs: 2000 } as const;
