@@ -262,7 +262,9 @@ export class RedisConnection {
     if (this.#closed) return Promise.reject(new RedisLedgerError('Redis ledger: closed'));
     if (this.#client.status === 'ready') return Promise.resolve();
     if (this.#client.status === 'end') return Promise.reject(new RedisLedgerError('Redis ledger: the connection is closed'));
-    if (this.#downCode !== undefined) return Promise.reject(this.#downError());
+    // At once, but after a turn of the event loop: a caller retrying in a loop must not starve the
+    // reconnect (an already-rejected promise would keep it in microtasks).
+    if (this.#downCode !== undefined) return new Promise((_resolve, reject) => setImmediate(() => reject(this.#downError())));
     if (this.#readyWait === undefined) {
       let reject!: (e: Error) => void;
       const promise = new Promise<void>((resolve, rej) => {

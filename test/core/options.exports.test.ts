@@ -153,7 +153,7 @@ const NO_OPTIONS: Record<string, string> = {
   'nova-guard:InProcessQuotaLedger.prototype.liveClaimIds': 'takes nothing',
   'nova-guard/redis:RedisQuotaLedger.prototype.liveClaimIds': 'takes nothing',
   ...Object.fromEntries(
-    ['join', 'leave', 'limits', 'inFlight', 'admit', 'claimAnyway', 'renew', 'bind', 'release', 'publishFreed', 'onFreed', 'close', 'bindScope'].flatMap((m) => [
+    ['join', 'leave', 'limits', 'inFlight', 'admit', 'claimAnyway', 'renew', 'bind', 'release', 'publishFreed', 'onFreed', 'close', 'bindScope', 'acquire', 'callBudgetMs', 'probe'].flatMap((m) => [
       [`nova-guard:InProcessQuotaLedger.prototype.${m}`, LEDGER_PROTOCOL],
       [`nova-guard/redis:RedisQuotaLedger.prototype.${m}`, LEDGER_PROTOCOL],
     ]),
