@@ -48,7 +48,7 @@ export interface LedgerInternals {
  * most `limitsLockMs + commandTimeoutMs`; then it answers "not admitted" on what it has and the
  * guard tries again. A reading is fresh only when Redis's clock and this ledger's own clock both
  * say it is at most `limitsMaxAgeMs` old (see `docs/fleet-ledger.md`, "Clock steps").
- * @throws {@link RedisLedgerError} when Redis fails; `AbortError` when `signal` aborts; what
+ * @throws `RedisLedgerError` when Redis fails; `AbortError` when `signal` aborts; what
  * `read` throws (the refresh lock is given back first).
  */
 export async function acquireOn(x: LedgerInternals, request: AcquireRequest, read: Read, signal: AbortSignal | undefined): Promise<Acquisition> {
@@ -120,7 +120,15 @@ function acquisition(x: LedgerInternals, res: unknown[], request: AcquireRequest
   return { admitted: true, claim: x.remember(claimId, request.needs, Number(res[2]), request.ttlMs), inFlight, ahead, holders, reading };
 }
 
-
+/**
+ * `limits` for a guard without `acquire`: the kept reading when fresh (one round trip), else a
+ * read through `read` under the refresh lock, kept for the others (a failed keep does not fail the
+ * caller's reading); while another holder refreshes, a wait for its message (or a poll every
+ * 250 ms), at most `limitsLockMs + commandTimeoutMs`, after which the stale kept reading (or, with
+ * none, a read of this caller's own) is handed out.
+ * @throws `RedisLedgerError` when Redis fails; `AbortError` when `signal` aborts; what
+ * `read` throws (the refresh lock is given back first).
+ */
 export async function limitsOn(x: LedgerInternals, read: Read, signal: AbortSignal | undefined): Promise<LedgerLimits> {
   const lock = randomUUID();
   const deadline = x.clock.now() + x.opts.limitsLockMs + x.opts.commandTimeoutMs;
