@@ -99,6 +99,27 @@ describe.skipIf(!haveRedis)(`RedisQuotaLedger under a real network${haveRedis ? 
     expect(nova.calls()).toBe(1);
   });
 
+  it('a refresh lock that expired while Nova answered gives no admission on that reading: the newer reading of the holder that took the lock decides', async () => {
+    const projectId = project();
+    const a = ledger({ projectId, limitsMaxAgeMs: 60_000, limitsLockMs: 100 });
+    const b = ledger({ projectId, limitsMaxAgeMs: 60_000, limitsLockMs: 100 });
+    let aReads = 0;
+    const slowRoom = async (): Promise<LimitsReading> => {
+      aReads += 1;
+      await sleep(400);
+      return { absolute: { maxTotalCores: 8, totalCoresUsed: 0 }, requestId: 'a-slow' };
+    };
+    const full = reader({ maxTotalCores: 8, totalCoresUsed: 8 });
+    const slow = a.acquire(ask(), slowRoom, undefined);
+    await sleep(200);
+    // A's lock has expired: B takes it, reads (full) and keeps the newer reading.
+    const byB = await b.acquire(ask(), full.read, undefined);
+    expect(byB).toMatchObject({ admitted: false, reading: { shared: false, requestId: 'req-1' } });
+    const byA = await slow;
+    expect(byA).toMatchObject({ admitted: false, reading: { requestId: 'req-1', shared: true } });
+    expect(aReads).toBe(1);
+  });
+
   it('behind 200 ms and 400 ms of round trip, 20 concurrent acquires finish within the ledger budget and never over the quota', async () => {
     for (const rttMs of [200, 400]) {
       const proxy = await startLatencyProxy(server.port, rttMs);
