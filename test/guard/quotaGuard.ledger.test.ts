@@ -118,7 +118,8 @@ describe('leases and fencing', () => {
     const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
     let lose = 2;
     const ledger = faulty(inner, (m) => (m === 'renew' && lose-- > 0 ? 'lose' : 'ok'));
-    const guard = guardFor(nova, { ledger, baseDelayMs: 100, minDelayMs: 100, maxDelayMs: 1000, jitter: 0 });
+    // a lease shorter than the POST's cover: renewed right before each POST
+    const guard = guardFor(nova, { ledger, leaseTtlMs: 1000, baseDelayMs: 100, minDelayMs: 100, maxDelayMs: 1000, jitter: 0 });
     const s = await settle(guard.createServer(body('fenced')));
     expect(posts(nova)).toHaveLength(1);
     // claims 1 and 2 lost their leases before their POST: the server carries claim 3
@@ -132,7 +133,7 @@ describe('leases and fencing', () => {
     const nova = await startNova({ maxTotalCores: 10 });
     const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
     const ledger = faulty(inner, (m) => (m === 'renew' ? 'lose' : 'ok'));
-    const guard = guardFor(nova, { ledger, maxWaitMs: 60_000 });
+    const guard = guardFor(nova, { ledger, leaseTtlMs: 1000, maxWaitMs: 60_000 });
     const controller = new AbortController();
     const run = guard.createServer(body('never'), { signal: controller.signal });
     await runUntil(() => ledger.calls.filter(([m]) => m === 'renew').length >= 4);
@@ -146,16 +147,16 @@ describe('leases and fencing', () => {
 
   it('renews right before the POST, then every leaseTtlMs / 3 until the server is ACTIVE', async () => {
     // The whole build is `scheduling`: the claim is held until ACTIVE.
-    const nova = await startNova({ maxTotalCores: 10, buildDelayMs: 1000, schedulingDelayMs: 1000 });
+    const nova = await startNova({ maxTotalCores: 10, buildDelayMs: 2000, schedulingDelayMs: 2000 });
     const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
     const ledger = faulty(inner);
-    const guard = guardFor(nova, { ledger, leaseTtlMs: 300, activeIntervalMs: 50 });
+    const guard = guardFor(nova, { ledger, leaseTtlMs: 1500, activeIntervalMs: 50 });
     await settle(guard.createServer(body('slow-build')));
     const post = posts(nova)[0]!.timeMs - T0;
     expect(post).toBe(0);
     const renewals = ledger.calls.filter(([m]) => m === 'renew').map(([, t]) => t);
-    // at the POST, then 100, 200, ... while BUILD lasts (ACTIVE seen at the poll after 1000 ms)
-    expect(renewals).toEqual([0, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000]);
+    // at the POST (leaseTtlMs is shorter than the POST's cover), then 500, 1000, ... while BUILD lasts (ACTIVE seen at the poll after 2000 ms)
+    expect(renewals).toEqual([0, 500, 1000, 1500, 2000]);
     expect(ledger.calls.map(([m]) => m).filter((m) => m !== 'renew')).toEqual(['limits', 'admit', 'bind', 'release']);
     expect(inner.activeClaims).toBe(0);
   });
@@ -177,7 +178,8 @@ describe('fallback when the ledger fails', () => {
     down = false;
     const before = ledger.calls.length;
     await settle(guard.createServer(body('c')));
-    expect(ledger.calls.slice(before).map(([m]) => m)).toEqual(['limits', 'admit', 'renew', 'bind', 'release']);
+    // no renew before the POST: the claim was just taken and its lease covers the POST
+    expect(ledger.calls.slice(before).map(([m]) => m)).toEqual(['limits', 'admit', 'bind', 'release']);
     expect(guard.stats.ledgerFallbacks).toBe(2);
     expect(inner.activeClaims).toBe(0);
   });
@@ -217,7 +219,7 @@ describe('fallback when the ledger fails', () => {
       if (m === 'release') released.push((args[0] as LedgerClaim).id);
       return m === 'renew' ? 'reject' : 'ok';
     });
-    const guard = guardFor(nova, { ledger });
+    const guard = guardFor(nova, { ledger, leaseTtlMs: 1000 });
     const s = await settle(guard.createServer(body('moved')));
     const admitted = ledger.calls.filter(([m]) => m === 'admit');
     expect(admitted).toHaveLength(1);
