@@ -8,11 +8,12 @@ import type { Logger } from '../../src/core/logger.js';
 import { InProcessQuotaLedger } from '../../src/guard/inProcessLedger.js';
 import { CLAIM_HOLDER_KEY, CLAIM_ID_KEY, CLAIM_TOKEN_KEY } from '../../src/guard/ledgerUse.js';
 import { CLAIM_TAG_KEY } from '../../src/guard/lostCreate.js';
-import type { LedgerClaim, QuotaLedger } from '../../src/guard/ledger.js';
+import type { LedgerClaim } from '../../src/guard/ledger.js';
 import type { FakeNova } from '../../src/testing/index.js';
 import { AbortError, ValidationError } from '../../src/errors/index.js';
 import { T0, rejection, runUntil, settle, useFakeClock } from '../helpers.js';
 import { body, clientFor, guardFor, liveServers, posts, startNova } from './fixtures.js';
+import { faulty } from './support/testLedger.js';
 
 useFakeClock();
 
@@ -22,38 +23,6 @@ const warnLog = (): { logger: Logger; warnings: () => string[] } => {
   const logger = pino({ level: 'warn' }, { write: (l: string) => lines.push(l) });
   return { logger, warnings: () => lines.map((l) => (JSON.parse(l) as { msg: string }).msg) };
 };
-
-/** A ledger that forwards to `inner`, records each call (name, fake ms), and may fail some calls. */
-function faulty(inner: InProcessQuotaLedger, fault: (method: string, args: unknown[]) => 'ok' | 'reject' | 'hang' | 'lose' | 'late' = () => 'ok'): QuotaLedger & { calls: Array<[string, number]> } {
-  const calls: Array<[string, number]> = [];
-  const wrap =
-    (method: keyof QuotaLedger) =>
-    async (...args: unknown[]): Promise<unknown> => {
-      calls.push([method, Date.now() - T0]);
-      const f = fault(method, args);
-      if (f === 'reject') throw new Error(`ledger ${method} down`);
-      if (f === 'hang') return new Promise(() => undefined);
-      if (f === 'lose') return false;
-      if (f === 'late') await sleep(500);
-      return (inner as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[method]!.apply(inner, args);
-    };
-  return {
-    kind: 'test',
-    holder: inner.holder,
-    calls,
-    join: wrap('join') as QuotaLedger['join'],
-    leave: wrap('leave') as QuotaLedger['leave'],
-    limits: wrap('limits') as QuotaLedger['limits'],
-    admit: wrap('admit') as QuotaLedger['admit'],
-    claimAnyway: wrap('claimAnyway') as QuotaLedger['claimAnyway'],
-    renew: wrap('renew') as QuotaLedger['renew'],
-    bind: wrap('bind') as QuotaLedger['bind'],
-    release: wrap('release') as QuotaLedger['release'],
-    publishFreed: wrap('publishFreed') as QuotaLedger['publishFreed'],
-    onFreed: (l) => inner.onFreed(l),
-    close: wrap('close') as QuotaLedger['close'],
-  };
-}
 
 /** An adapter that samples the fake's cores in use after every answer (the peak). */
 function watchPeak(nova: FakeNova): { adapter: AxiosAdapter; peak: () => number } {
