@@ -26,7 +26,8 @@ import { stepDelayMs } from './backoff.js';
 import { EXPLAIN_EVERY_WAITS, type QuotaWaitInfo } from './options.js';
 import { explainShortfall, type ShortfallExplanation } from './explain.js';
 import type { Shortfall } from './headroom.js';
-import type { Admission, LedgerClaim, LedgerLimits } from './ledger.js';
+import type { Admission, LedgerClaim, LedgerLimits, RawHeadroom } from './ledger.js';
+import { admitDegraded } from './degradedUse.js';
 import { elapsedMs, remainingMs, warnOnce, type Claim, type GuardState, type GuardedCall } from './state.js';
 
 /**
@@ -76,6 +77,7 @@ async function admitOnce(g: GuardState, call: GuardedCall, needs: ResourceAmount
   if (acquired) {
     const { value: a, ledger } = acquired;
     if (a.place && call.place?.place !== a.place) call.place = { ledger, place: a.place };
+    noteGood(g, rawHeadroomOf(a.reading.absolute), a, needs);
     return verdictOf(g, needs, a.reading, a, (lc) => holdClaim(g, lc, ledger, sentAt));
   }
   const { reading } = await readThroughLedger(g, call, (s) => readLimits(g, s), signal);
@@ -91,7 +93,19 @@ async function admitOnce(g: GuardState, call: GuardedCall, needs: ResourceAmount
     },
     signal,
   );
-  return verdictOf(g, needs, reading, admission, (lc) => holdClaim(g, lc, ledger, admitSentAt));
+  const hold = (lc: LedgerClaim): Claim => holdClaim(g, lc, ledger, admitSentAt);
+  if (ledger === g.fallback && admission.admitted) {
+    const headroom = computeHeadroom(reading.absolute, admission.inFlight, { requestId: reading.requestId, readAtMs: g.clock.wallNow() });
+    return { headroom, ...(await admitDegraded(g, needs, headroom, admission.claim, hold)) };
+  }
+  if (ledger !== g.fallback) noteGood(g, raw, admission, needs);
+  return verdictOf(g, needs, reading, admission, hold);
+}
+
+/** A good admission on the guard's ledger: the process's share is noted, a degraded episode ends. */
+function noteGood(g: GuardState, raw: RawHeadroom, admission: Admission, needs: ResourceAmounts): void {
+  g.res.share.noteGood(raw, admission, needs);
+  g.res.share.end();
 }
 
 /** The headroom after the ledger's claims, and the claim held or why not. */

@@ -188,7 +188,7 @@ export async function inFlightOf(g: GuardState, ledger: QuotaLedger, stamp: numb
  */
 export function holdClaim(g: GuardState, lc: LedgerClaim, ledger: QuotaLedger, sentAtMs: number = g.clock.now()): Claim {
   const now = g.clock.now();
-  const claim: Claim = { lc, ledger, needs: lc.needs, claimedAtMs: now, leaseFromMs: Math.min(sentAtMs, now), coverUntilMs: 0, serverId: undefined, unwatched: false, ended: false, stopRenewal: undefined };
+  const claim: Claim = { lc, ledger, needs: lc.needs, claimedAtMs: now, leaseFromMs: Math.min(sentAtMs, now), coverUntilMs: 0, degradedEpisode: undefined, serverId: undefined, unwatched: false, ended: false, stopRenewal: undefined };
   g.claims.add(claim);
   return claim;
 }
@@ -203,6 +203,7 @@ export async function releaseClaim(g: GuardState, claim: Claim, end: 'not-create
   claim.ended = true;
   claim.stopRenewal?.();
   g.claims.delete(claim);
+  if (end === 'not-created' && claim.degradedEpisode !== undefined) g.res.share.giveBack(claim.needs, claim.degradedEpisode);
   inBackground(g, claim.ledger, 'release', () => claim.ledger.release(claim.lc, end), (e) =>
     warnOnce(g, 'ledger-release', { ledger: claim.ledger.kind, claimId: claim.lc.id, err: (e as Error)?.message }, 'quota ledger could not release a claim: its lease expires instead'),
   );
@@ -214,6 +215,7 @@ export async function releaseClaim(g: GuardState, claim: Claim, end: 'not-create
  */
 export async function bindClaim(g: GuardState, claim: Claim, serverId: string): Promise<void> {
   claim.serverId = serverId;
+  g.res.share.noteServer(serverId, claim.needs);
   inBackground(g, claim.ledger, 'bind', () => claim.ledger.bind(claim.lc, serverId), (e) =>
     warnOnce(g, 'ledger-bind', { ledger: claim.ledger.kind, claimId: claim.lc.id, err: (e as Error)?.message }, 'quota ledger could not note the created server'),
   );
@@ -226,6 +228,7 @@ export async function bindClaim(g: GuardState, claim: Claim, serverId: string): 
  * the guard is closing); the other holders learn of the freed quota at their next read.
  */
 export function publishFreed(g: GuardState, serverId: string): void {
+  g.res.share.freed(serverId);
   void g.fallback.publishFreed(serverId);
   if (g.ledger === g.fallback) return;
   const p = bounded(g, 'publishFreed', () => g.ledger.publishFreed(serverId)).catch((e: unknown) => {
@@ -242,6 +245,7 @@ export function publishFreed(g: GuardState, serverId: string): void {
 export async function closeLedgerUse(g: GuardState): Promise<void> {
   await Promise.allSettled([...g.pending]);
   g.res.detach(g);
+  g.offDegraded?.();
 }
 
 /** Listen for freed quota on the guard's ledger and its fallback; returns the unsubscribe function. */

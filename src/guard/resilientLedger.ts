@@ -19,6 +19,7 @@ import pTimeout from 'p-timeout';
 import { pTimeoutTimers, type Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import { InProcessQuotaLedger } from './inProcessLedger.js';
+import { DegradedShare } from './degradedShare.js';
 import { isLedgerDown, type QuotaLedger } from './ledger.js';
 import type { QuotaGuardStats } from './stats.js';
 
@@ -54,6 +55,8 @@ export class ResilientLedger {
   readonly ledger: QuotaLedger;
   /** The private in-process ledger the calls go on with while `ledger` fails (same holder). */
   readonly fallback: InProcessQuotaLedger;
+  /** This process's share of the quota while the ledger is out of reach (`degradedShare.ts`). */
+  readonly share = new DegradedShare();
   readonly #clock: Clock;
   readonly #users = new Set<LedgerUser>();
   #timeouts = 0;
@@ -152,14 +155,15 @@ export class ResilientLedger {
         // a listener's failure is its own
       }
     }
+    this.share.end();
   }
 
   /**
    * A call of the ledger failed: `timedOut` when it ran past its limit. A rejection marked
    * `ledgerDown`, or {@link TIMEOUTS_FOR_DOWN} time-outs in a row, begin an outage (one warning,
-   * `stats.ledgerOutages` of every guard using the ledger). `detail` says what the guards do meanwhile.
+   * `stats.ledgerOutages` of every guard using the ledger).
    */
-  failed(user: LedgerUser, error: unknown, timedOut: boolean, detail = ''): void {
+  failed(user: LedgerUser, error: unknown, timedOut: boolean): void {
     if (this.#outage) return;
     if (timedOut) this.#timeouts++;
     else if (!isLedgerDown(error)) return;
@@ -171,6 +175,10 @@ export class ResilientLedger {
     this.#timeouts = 0;
     for (const u of this.#users) u.stats.ledgerOutages++;
     if (!this.#users.has(user)) user.stats.ledgerOutages++;
+    const s = this.share.share;
+    const detail = s
+      ? `; meanwhile this process admits only its share of the last good reading (cores ${s.cores}, RAM ${s.ramMiB} MiB, instances ${s.instances}) and Nova's check`
+      : "; no good reading of it yet: creates go on with the in-process ledger and Nova's check only";
     const why = timedOut && !isLedgerDown(error) ? `${TIMEOUTS_FOR_DOWN} time-outs in a row` : ((error as Error)?.message ?? String(error));
     user.log.warn(
       { ledger: this.ledger.kind, err: (error as Error)?.message },

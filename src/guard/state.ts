@@ -29,6 +29,8 @@ export interface GuardState {
   res: ResilientLedger;
   /** Ledger calls sent in the background that `close()` waits for (`publishFreed`). */
   pending: Set<Promise<unknown>>;
+  /** Stops re-claiming this guard's degraded claims at the end of an episode, once listening (`degradedUse.ts`). */
+  offDegraded: (() => void) | undefined;
   /** The claims this guard holds, on whichever ledger they came from. */
   claims: Set<Claim>;
   log: Logger;
@@ -60,6 +62,7 @@ export function newGuardState(client: NovaClient, opts: ResolvedOptions, log: Lo
     fallback: res.fallback,
     res,
     pending: new Set(),
+    offDegraded: undefined,
     claims: new Set(),
     log,
     stats,
@@ -134,8 +137,13 @@ export function newStats(): QuotaGuardStats {
 export interface Claim {
   /** The ledger's claim: a new one when the lease was lost while the create was in flight (`leases.ts`). */
   lc: LedgerClaim;
-  /** The ledger the claim came from: it is released there, whatever happens to the others. */
-  readonly ledger: QuotaLedger;
+  /**
+   * The ledger the claim came from: it is released there, whatever happens to the others (the
+   * guard's ledger once a degraded claim is re-claimed on it: `degradedUse.ts`).
+   */
+  ledger: QuotaLedger;
+  /** The degraded-mode episode the claim was admitted in, on the fallback within the process's share (`degradedShare.ts`). */
+  degradedEpisode: number | undefined;
   readonly needs: ResourceAmounts;
   /** When the claim was taken, on the guard's clock (monotonic ms). */
   readonly claimedAtMs: number;
