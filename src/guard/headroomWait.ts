@@ -18,7 +18,7 @@ import { traceHeadroomWait } from '../core/telemetry.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { statusOf } from '../core/counting.js';
 import { LIMIT_KEYS, addNeeds, checkFit, computeHeadroom, describeShortfalls, NO_NEEDS, rawHeadroomOf, shortfallResources, type FitVerdict, type Headroom } from './headroom.js';
-import { holdClaim, leaveInBackground, inFlightOf, moveToFallback, onFreed, onLedger, releaseClaim } from './ledgerUse.js';
+import { holdClaim, ledgerBudgetMs, leaveInBackground, inFlightOf, moveToFallback, onFreed, onLedger, releaseClaim } from './ledgerUse.js';
 import { acquireThroughLedger, readThroughLedger } from './ledgerRead.js';
 import { keepLease, renewBeforePost, renewQuietly } from './leases.js';
 import { QuotaNeverFitsError, QuotaWaitTimeoutError } from './errors.js';
@@ -72,6 +72,9 @@ export async function readHeadroom(g: GuardState, signal: AbortSignal | undefine
  */
 async function admitOnce(g: GuardState, call: GuardedCall, needs: ResourceAmounts, signal: AbortSignal | undefined): Promise<{ headroom: Headroom; fit?: FitVerdict; claim?: Claim }> {
   await refreshUnwatched(g, signal);
+  // A call that moved to the fallback tries the guard's ledger again once it is not known down
+  // (asking the wrapper also probes a ledger that is down, when a probe is due).
+  if (call.ledger === g.fallback && g.ledger !== g.fallback && !g.res.skip(g, ledgerBudgetMs(g))) call.ledger = g.ledger;
   const sentAt = g.clock.now();
   const acquired = await acquireThroughLedger(g, call, needs, (s) => readLimits(g, s), signal);
   if (acquired) {

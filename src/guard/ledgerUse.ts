@@ -84,11 +84,16 @@ export async function bounded<T>(g: GuardState, what: string, work: () => Promis
 /**
  * Cleanup on a ledger (`leave`, `release`) that must not hold up the guarded call: run now, in the
  * background, bounded by the budget and never by the caller's signal (an aborted call still
- * leaves and releases). A failure goes to `onError`; what is not undone expires by its lease
+ * leaves and releases). A failure goes to `onError` and is sent again when an outage of the
+ * ledger ends (`ResilientLedger.redoWhenBack`); what is not undone expires by its lease
  * (`leaseTtlMs` for a claim, the ledger's place lease for a place). Never sends a Nova request.
  */
 export function inBackground(g: GuardState, ledger: QuotaLedger, what: string, work: () => Promise<void>, onError: (e: unknown) => void = () => undefined): void {
-  boundedUnlessFallback(g, ledger, what, work).catch(onError);
+  boundedUnlessFallback(g, ledger, what, work).catch((e: unknown) => {
+    // sent again when an outage of the ledger ends (a place or claim left there holds the fleet's queue)
+    if (ledger !== g.fallback) g.res.redoWhenBack(() => bounded(g, what, work));
+    onError(e);
+  });
 }
 
 /**

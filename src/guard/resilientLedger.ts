@@ -29,6 +29,8 @@ export const TIMEOUTS_FOR_DOWN = 3;
 export const FIRST_PROBE_MS = 1000;
 /** Longest probe interval, in ms. */
 export const MAX_PROBE_MS = 30_000;
+/** Most failed cleanups kept to send again at the end of an outage. */
+export const MAX_REDO = 1000;
 
 /** One guard as the wrapper sees it: where to count outages and log. */
 export interface LedgerUser {
@@ -63,6 +65,7 @@ export class ResilientLedger {
   #outage: Outage | undefined;
   #lastUser: LedgerUser | undefined;
   readonly #recovered = new Set<() => void>();
+  #redo: Array<() => Promise<void>> = [];
 
   constructor(ledger: QuotaLedger, clock: Clock) {
     this.ledger = ledger;
@@ -86,6 +89,16 @@ export class ResilientLedger {
   onRecovered(listener: () => void): () => void {
     this.#recovered.add(listener);
     return () => this.#recovered.delete(listener);
+  }
+
+  /**
+   * Cleanup that failed on the ledger (`leave`, `release`, `bind`): sent again when an outage ends,
+   * so places and claims left behind do not hold the fleet's queue until their leases expire. At
+   * most {@link MAX_REDO} are kept (the oldest are dropped: their leases expire them).
+   */
+  redoWhenBack(work: () => Promise<void>): void {
+    this.#redo.push(work);
+    if (this.#redo.length > MAX_REDO) this.#redo.shift();
   }
 
   /** True while the ledger is down (skipped). */
@@ -148,6 +161,15 @@ export class ResilientLedger {
     this.#outage = undefined;
     const log = (user ?? this.#lastUser)?.log;
     log?.warn({ ledger: this.ledger.kind, downMs: Math.round(this.#clock.now() - o.sinceMs), probes: o.probes }, `quota ledger (${this.ledger.kind}) is back after ${Math.round(this.#clock.now() - o.sinceMs)} ms`);
+    const redo = this.#redo;
+    this.#redo = [];
+    for (const work of redo) {
+      try {
+        void work().catch(() => undefined);
+      } catch {
+        // expires by its lease
+      }
+    }
     for (const l of [...this.#recovered]) {
       try {
         l();

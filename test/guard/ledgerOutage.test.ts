@@ -4,6 +4,7 @@
 // admission; a confirmed delete right before close() is no ledger failure. Fake timers, FakeNova.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { pino } from 'pino';
+import type { AxiosAdapter } from 'axios';
 import type { Logger } from '../../src/core/logger.js';
 import { InProcessQuotaLedger } from '../../src/guard/inProcessLedger.js';
 import { T0, settle, useFakeClock } from '../helpers.js';
@@ -138,5 +139,44 @@ describe('close() right after a confirmed delete', () => {
     await settle(sleep(1000));
     expect(warnings()).toEqual([]);
     expect(guard.stats.ledgerFallbacks).toBe(0);
+  });
+});
+
+describe('degraded mode: an outage costs speed, never quota', () => {
+  it('3 hosts (3 ledger wrappers over one store) through an outage mid-run never hold more than the quota, and a host that confirms its own deletes keeps creating', async () => {
+    const nova = await startNova({ maxTotalCores: 12, maxTotalInstances: 100, deleteDelayMs: 20 });
+    let peak = 0;
+    const sample = (): void => {
+      peak = Math.max(peak, nova.usage().cores);
+    };
+    const adapter: AxiosAdapter = (config) => nova.adapter(config).finally(sample);
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    const outage = { fromMs: 2000, toMs: 9000 };
+    const down = (): boolean => Date.now() - T0 >= outage.fromMs && Date.now() - T0 < outage.toMs;
+    const hosts = [0, 1, 2].map(() => {
+      // one ledger object per host: one wrapper (health, fallback, share) each, as in separate processes
+      const ledger = faulty(inner, () => (down() ? 'down' : 'ok'), { probe: true, holders: 3 });
+      return guardFor(nova, { ledger, maxWaitMs: 60_000, minDelayMs: 50, baseDelayMs: 50, maxDelayMs: 50, jitter: 0 }, clientFor(nova, adapter));
+    });
+    const createdAt: Array<{ host: number; ms: number }> = [];
+    const worker = async (host: number): Promise<void> => {
+      const g = hosts[host]!;
+      while (Date.now() - T0 < 12_000) {
+        const s = await g.createServer(body(`h${host}`));
+        createdAt.push({ host, ms: Date.now() - T0 });
+        await sleep(300);
+        await g.client.deleteServer(s.id, { wait: true, intervalMs: 5, timeoutMs: 5000, redeleteAfterMs: 0 });
+      }
+    };
+    const results = await settle(Promise.allSettled([0, 0, 0, 1, 1, 1, 2, 2, 2].map((h) => worker(h))));
+    expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
+    expect(hosts.map((g) => g.stats.ledgerOutages)).toEqual([1, 1, 1]);
+    expect(hosts.map((g) => g.stats.quota403s)).toEqual([0, 0, 0]);
+    expect(posts(nova).filter((p) => p.status !== 202)).toEqual([]);
+    expect(peak).toBeLessThanOrEqual(12);
+    // a host kept creating through the outage: its own confirmed deletes give its share back
+    const during = [0, 1, 2].map((h) => createdAt.filter((c) => c.host === h && c.ms > outage.fromMs + 1000 && c.ms < outage.toMs).length);
+    expect(Math.max(...during)).toBeGreaterThanOrEqual(3);
+    expect(inner.activeClaims).toBe(0);
   });
 });

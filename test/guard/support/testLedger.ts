@@ -21,6 +21,8 @@ export interface TestLedgerExtras {
   probe?: boolean;
   /** What `callBudgetMs()` reports (absent: no `callBudgetMs`). */
   budgetMs?: number;
+  /** The `holders` every admission reports (absent: admissions do not say). */
+  holders?: number;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -54,7 +56,11 @@ export function faulty(
     join: wrap('join') as QuotaLedger['join'],
     leave: wrap('leave') as QuotaLedger['leave'],
     limits: wrap('limits') as QuotaLedger['limits'],
-    admit: wrap('admit') as QuotaLedger['admit'],
+    admit: (request) =>
+      apply('admit', [request], async () => {
+        const admission = await inner.admit(request);
+        return extras.holders === undefined ? admission : { ...admission, holders: extras.holders };
+      }) as ReturnType<QuotaLedger['admit']>,
     claimAnyway: wrap('claimAnyway') as QuotaLedger['claimAnyway'],
     renew: wrap('renew') as QuotaLedger['renew'],
     bind: wrap('bind') as QuotaLedger['bind'],
@@ -69,7 +75,7 @@ export function faulty(
         const reading = await inner.limits(read, signal);
         const admission = await inner.admit({ place: request.place, needs: request.needs, headroom: rawHeadroomOf(reading.absolute), stamp: reading.stamp, ttlMs: request.ttlMs });
         const place = !admission.admitted && request.joinIfShort && !request.place ? await inner.join(request.needs) : request.place;
-        return { ...admission, reading, place };
+        return { ...admission, reading, place, ...(extras.holders === undefined ? {} : { holders: extras.holders }) };
       }) as Promise<Acquisition>;
   }
   if (extras.probe) ledger.probe = () => apply('probe', [], async () => undefined) as Promise<void>;
