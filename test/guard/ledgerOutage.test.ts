@@ -170,10 +170,11 @@ describe('degraded mode: an outage costs speed, never quota', () => {
     };
     const results = await settle(Promise.allSettled([0, 0, 0, 1, 1, 1, 2, 2, 2].map((h) => worker(h))));
     expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
-    expect(hosts.map((g) => g.stats.ledgerOutages)).toEqual([1, 1, 1]);
+    // without the share (each host on its own with Nova's reading) this run met 23 quota 403s
     expect(hosts.map((g) => g.stats.quota403s)).toEqual([0, 0, 0]);
     expect(posts(nova).filter((p) => p.status !== 202)).toEqual([]);
     expect(peak).toBeLessThanOrEqual(12);
+    expect(hosts.map((g) => g.stats.ledgerOutages)).toEqual([1, 1, 1]);
     // a host kept creating through the outage: its own confirmed deletes give its share back
     const during = [0, 1, 2].map((h) => createdAt.filter((c) => c.host === h && c.ms > outage.fromMs + 1000 && c.ms < outage.toMs).length);
     expect(Math.max(...during)).toBeGreaterThanOrEqual(3);
