@@ -18,12 +18,16 @@ import { traceHeadroomWait } from '../core/telemetry.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { statusOf } from '../core/counting.js';
 import { LIMIT_KEYS, addNeeds, checkFit, computeHeadroom, describeShortfalls, NO_NEEDS, rawHeadroomOf, shortfallResources, type FitVerdict, type Headroom } from './headroom.js';
-import { holdClaim, leaveInBackground, inFlightOf, keepLease, moveToFallback, onFreed, onLedger, readThroughLedger, releaseClaim, renewBeforePost, renewQuietly } from './ledgerUse.js';
+import { holdClaim, ledgerBudgetMs, leaveInBackground, inFlightOf, moveToFallback, onFreed, onLedger, releaseClaim } from './ledgerUse.js';
+import { acquireThroughLedger, readThroughLedger } from './ledgerRead.js';
+import { keepLease, renewBeforePost, renewQuietly } from './leases.js';
 import { QuotaNeverFitsError, QuotaWaitTimeoutError } from './errors.js';
 import { stepDelayMs } from './backoff.js';
 import { EXPLAIN_EVERY_WAITS, type QuotaWaitInfo } from './options.js';
 import { explainShortfall, type ShortfallExplanation } from './explain.js';
 import type { Shortfall } from './headroom.js';
+import type { Admission, LedgerClaim, LedgerLimits, RawHeadroom } from './ledger.js';
+import { admitDegraded } from './degradedUse.js';
 import { elapsedMs, remainingMs, warnOnce, type Claim, type GuardState, type GuardedCall } from './state.js';
 
 /**
@@ -61,14 +65,27 @@ export async function readHeadroom(g: GuardState, signal: AbortSignal | undefine
 }
 
 /**
- * One admission: fresh `/limits` through the call's ledger, raw headroom, then the ledger's `admit`
- * (check and claim atomically, after the claims in flight and the needs of the places queued
- * ahead).
+ * One admission: with a ledger that has `acquire`, one call of it (reading, check and claim, and a
+ * place when short); otherwise fresh `/limits` through the call's ledger, raw headroom, then the
+ * ledger's `admit` (check and claim atomically, after the claims in flight and the needs of the
+ * places queued ahead).
  */
 async function admitOnce(g: GuardState, call: GuardedCall, needs: ResourceAmounts, signal: AbortSignal | undefined): Promise<{ headroom: Headroom; fit?: FitVerdict; claim?: Claim }> {
   await refreshUnwatched(g, signal);
+  // A call that moved to the fallback tries the guard's ledger again once it is not known down
+  // (asking the wrapper also probes a ledger that is down, when a probe is due).
+  if (call.ledger === g.fallback && g.ledger !== g.fallback && !g.res.skip(g, ledgerBudgetMs(g))) call.ledger = g.ledger;
+  const sentAt = g.clock.now();
+  const acquired = await acquireThroughLedger(g, call, needs, (s) => readLimits(g, s), signal);
+  if (acquired) {
+    const { value: a, ledger } = acquired;
+    if (a.place && call.place?.place !== a.place) call.place = { ledger, place: a.place };
+    noteGood(g, rawHeadroomOf(a.reading.absolute), a, needs);
+    return verdictOf(g, needs, a.reading, a, (lc) => holdClaim(g, lc, ledger, sentAt));
+  }
   const { reading } = await readThroughLedger(g, call, (s) => readLimits(g, s), signal);
   const raw = rawHeadroomOf(reading.absolute);
+  const admitSentAt = g.clock.now();
   const { value: admission, ledger } = await onLedger(
     g,
     call,
@@ -79,8 +96,25 @@ async function admitOnce(g: GuardState, call: GuardedCall, needs: ResourceAmount
     },
     signal,
   );
+  const hold = (lc: LedgerClaim): Claim => holdClaim(g, lc, ledger, admitSentAt);
+  if (ledger === g.fallback && admission.admitted) {
+    const headroom = computeHeadroom(reading.absolute, admission.inFlight, { requestId: reading.requestId, readAtMs: g.clock.wallNow() });
+    return { headroom, ...(await admitDegraded(g, needs, headroom, admission.claim, hold)) };
+  }
+  if (ledger !== g.fallback) noteGood(g, raw, admission, needs);
+  return verdictOf(g, needs, reading, admission, hold);
+}
+
+/** A good admission on the guard's ledger: the process's share is noted, a degraded episode ends. */
+function noteGood(g: GuardState, raw: RawHeadroom, admission: Admission, needs: ResourceAmounts): void {
+  g.res.share.noteGood(raw, admission, needs);
+  g.res.share.end();
+}
+
+/** The headroom after the ledger's claims, and the claim held or why not. */
+function verdictOf(g: GuardState, needs: ResourceAmounts, reading: LedgerLimits, admission: Admission, hold: (lc: LedgerClaim) => Claim): { headroom: Headroom; fit?: FitVerdict; claim?: Claim } {
   const headroom = computeHeadroom(reading.absolute, admission.inFlight, { requestId: reading.requestId, readAtMs: g.clock.wallNow() });
-  if (admission.admitted) return { headroom, claim: holdClaim(g, admission.claim, ledger) };
+  if (admission.admitted) return { headroom, claim: hold(admission.claim) };
   const fit = checkFit(needs, headroom);
   if (fit.verdict !== 'fits') return { headroom, fit };
   // Fits alone, not after the places queued ahead.

@@ -169,23 +169,33 @@ export interface QuotaGuardOptions {
    * wake-ups (see `ledger.ts` for the protocol): share one ledger between guards to make them one
    * first-come-first-served queue with no over-commit; `RedisQuotaLedger` (`nova-guard/redis`)
    * shares it across processes and hosts. When a call of the ledger rejects or takes longer than
-   * `ledgerTimeoutMs`, the guard warns once and that guarded call goes on with a private
-   * in-process ledger (Nova's own quota check stays the authority); the next call tries this
-   * ledger again. Default: a new `InProcessQuotaLedger` on the client's clock.
+   * its time limit (see `ledgerTimeoutMs`), the guard warns once and that guarded call goes on with
+   * a private in-process ledger (Nova's own quota check stays the authority); the next call tries
+   * this ledger again. A ledger known to be down (a rejection marked `ledgerDown`: refused
+   * connection, refused password; or 3 time-outs in a row) is skipped at once by every guard of the
+   * process that uses it, and probed (`probe()`, or the next real call) 1 s after, then at doubling
+   * intervals up to 30 s (jittered): one warning for the outage, one for the recovery
+   * (`resilientLedger.ts`). Default: a new `InProcessQuotaLedger` on the client's clock.
    * @default new InProcessQuotaLedger({ clock: client.clock })
    */
   ledger?: QuotaLedger | undefined;
   /**
    * Lease of a claim on the ledger, in ms: renewed right before every `POST /servers` (a lost lease
    * means no POST) and every `leaseTtlMs / 3` while the create is in flight (the POST, the wait for
-   * ACTIVE, and until the claim ends). A guard that dies loses its claims after this. Default 120000.
+   * ACTIVE, and until the claim ends). The renewal right before the POST extends the lease to at
+   * least the client's `requestTimeoutMs` plus the ledger's time budget, so it cannot lapse while
+   * the POST is in flight. A guard that dies loses its claims after this. At least
+   * {@link LEASE_TTL_FLOOR_MS} (1000: well above a round trip to a ledger). Default 120000.
    * @default 120000
+   * @throws {@link ValidationError} (at construction) below 1000 or not finite.
    */
   leaseTtlMs?: number;
   /**
-   * Time limit of each call of the ledger, in ms (p-timeout on the client's clock; for `limits`,
-   * the time Nova takes to answer `GET /limits` is not counted). Past it, the guard falls back as
-   * `ledger` says. Default 2000.
+   * Time limit of each call of the ledger, in ms (p-timeout on the client's clock; for `limits` and
+   * `acquire`, the time Nova takes to answer `GET /limits` is not counted). The limit applied is
+   * `max(ledgerTimeoutMs, ledger.callBudgetMs())` when the ledger measures its round trips (a
+   * healthy store far away is not taken for a dead one), capped by what is left of the call's
+   * `maxWaitMs`. Past it, the guard falls back as `ledger` says. Default 2000.
    * @default 2000
    */
   ledgerTimeoutMs?: number;
@@ -223,35 +233,7 @@ export interface GuardedCreateOptions extends GuardedCallOptions {
 /** What {@link QuotaGuard.withQuotaGuard} accepts as needs: numbers, or a flavor and a server count. */
 export type QuotaNeedsSpec = ResourceAmounts | { flavorRef: string; count?: number };
 
-/** Counters of one guard, for summaries (e.g. the demo). */
-export interface QuotaGuardStats {
-  /** Guarded calls that resolved. */
-  succeeded: number;
-  /** Guarded calls that rejected. */
-  failed: number;
-  /** Waits for headroom. */
-  waits: number;
-  /** POSTs (or `fn` calls) that counted as attempts. */
-  attempts: number;
-  /** Quota 403s (and legacy 413 quotas) answered to the guard's POSTs. */
-  quota403s: number;
-  /** Retries after a quota error. */
-  quotaRetries: number;
-  /** Servers that went to ERROR with a quota fault and were deleted. */
-  lateQuotaFaults: number;
-  /** Rate-limited POSTs re-sent. */
-  rateLimitRetries: number;
-  /** Servers the guard deleted because it gave up on them. */
-  cleanups: number;
-  /** POSTs whose outcome was unknown (reset, request timeout, 5xx, a 2xx without `server`, a proxy's 429): searched for by tag. */
-  ambiguousCreates: number;
-  /** Servers found by that search and adopted (returned as if the POST had answered). */
-  adoptedServers: number;
-  /** Ledger calls that rejected or ran past `ledgerTimeoutMs`, after which a guarded call went on with the private in-process ledger. */
-  ledgerFallbacks: number;
-  /** Servers deleted because another server of the same guarded call carries its claim tag (a POST that landed late). */
-  lateCreatesDeleted: number;
-}
+export type { QuotaGuardStats } from './stats.js';
 
 /** Defaults of {@link QuotaGuardOptions}: the one place they are written. */
 export const QUOTA_GUARD_DEFAULTS = Object.freeze({
@@ -270,6 +252,9 @@ export const QUOTA_GUARD_DEFAULTS = Object.freeze({
   lostCreateSearches: 4,
   novaApiTimeoutMs: 180000,
 });
+
+/** The least `leaseTtlMs` a guard takes, in ms: well above a round trip to a ledger on another host. */
+export const LEASE_TTL_FLOOR_MS = 1000;
 
 /** Defaults of the ledger options of {@link QuotaGuardOptions} (`leaseTtlMs`, `ledgerTimeoutMs`). */
 export const QUOTA_LEDGER_DEFAULTS = Object.freeze({
@@ -318,7 +303,7 @@ const QUOTA_GUARD_SPEC: OptionsSpec<QuotaGuardOptions> = {
   // The guard deletes servers it gives up on with these: a bad one must fail now, not leave a server behind.
   deleteOptions: (value) => checkDeleteOptions(value as DeleteServerOptions, GUARD_DELETE_KEYS),
   ledger: null,
-  // A lease is renewed every third of it: at least 3 ms, finite.
+  // A lease is renewed every third of it: at least LEASE_TTL_FLOOR_MS, finite.
   leaseTtlMs: is.durationMs({ allowInfinity: false, timer: true }),
   ledgerTimeoutMs: is.durationMs({ allowInfinity: false, timer: true }),
   logger: is.logger,
@@ -335,13 +320,15 @@ export type ResolvedOptions = Required<Omit<QuotaGuardOptions, 'onWait' | 'onRet
  * Validate options and fill in {@link QUOTA_GUARD_DEFAULTS}.
  * @throws {@link ValidationError} for a negative duration, `maxAttempts` < 1, `jitter` outside [0, 1),
  * `maxDelayMs` < `minDelayMs`, an unknown `onStaleLimits`, a hook that is not a function,
- * `leaseTtlMs` below 3 or not finite, `ledgerTimeoutMs` not positive and finite, or a `ledger`
+ * `leaseTtlMs` below {@link LEASE_TTL_FLOOR_MS} or not finite, `ledgerTimeoutMs` not positive and finite, or a `ledger`
  * without the methods of `QuotaLedger`.
  */
 export function validateOptions(o: QuotaGuardOptions): ResolvedOptions {
   if (o === null || typeof o !== 'object') throw new ValidationError('QuotaGuard options must be an object');
   checkOptions('QuotaGuard options', o, QUOTA_GUARD_SPEC);
-  if (o.leaseTtlMs !== undefined && o.leaseTtlMs < 3) throw new ValidationError(`leaseTtlMs must be at least 3, got ${o.leaseTtlMs}`);
+  if (o.leaseTtlMs !== undefined && o.leaseTtlMs < LEASE_TTL_FLOOR_MS) {
+    throw new ValidationError(`leaseTtlMs must be at least ${LEASE_TTL_FLOOR_MS} ms (the floor: well above a round trip to the ledger), got ${o.leaseTtlMs}`);
+  }
   if (o.ledger !== undefined) {
     const l = o.ledger as unknown as Record<string, unknown> | null;
     const missing = LEDGER_METHODS.filter((m) => typeof l?.[m] !== 'function');

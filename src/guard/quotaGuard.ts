@@ -66,7 +66,7 @@ import { needsFromFlavor } from './flavorNeeds.js';
 import { retrySchedule } from './backoff.js';
 import type { Headroom, QuotaNeeds } from './headroom.js';
 import { claimForAttempt, readHeadroom } from './headroomWait.js';
-import { claimMetadata, publishFreed, releaseClaim } from './ledgerUse.js';
+import { claimMetadata, publishFreed, releaseClaim, closeLedgerUse } from './ledgerUse.js';
 import { CLAIM_TAG_KEY } from './claimTag.js';
 import { closeWatches, endCallWatch, liveMarks, watchedCreates, type LiveClaimMark, type UnsettledCreate } from './lateCreates.js';
 import { bindLedgerScope, checkScopeNow } from './ledgerScope.js';
@@ -148,9 +148,9 @@ export class QuotaGuard {
     return liveMarks(this.#state);
   }
 
-  /** End every watch of {@link unsettledCreates} (`lateCreates.ts`), once stopped. The `ledger` stays open. Idempotent. */
+  /** End every watch of {@link unsettledCreates} (`lateCreates.ts`); wait for the background `publishFreed` calls (bounded): the `ledger` stays open and may be closed next. Idempotent. */
   async close(): Promise<void> {
-    await closeWatches(this.#state);
+    await Promise.all([closeWatches(this.#state), closeLedgerUse(this.#state)]);
   }
 
   /**

@@ -9,6 +9,7 @@ import type { Logger } from '../core/logger.js';
 import type { ResourceAmounts } from '../core/types.js';
 import type { LedgerClaim, LedgerPlace, QuotaLedger } from './ledger.js';
 import { InProcessQuotaLedger } from './inProcessLedger.js';
+import { resilientLedgerFor, type ResilientLedger } from './resilientLedger.js';
 import type { QuotaGuardStats, QuotaRetryInfo, ResolvedOptions } from './options.js';
 import type { PostRefusal, RetryPlan } from './retryPolicy.js';
 import { randomUUID } from 'node:crypto';
@@ -22,8 +23,14 @@ export interface GuardState {
   opts: ResolvedOptions;
   /** The ledger of claims, queue and wake-ups (the `ledger` option, or the guard's own in-process one). */
   ledger: QuotaLedger;
-  /** The private in-process ledger a call goes on with when `ledger` fails (see `ledgerUse.ts`). */
+  /** The private in-process ledger a call goes on with when `ledger` fails (see `ledgerUse.ts`): `res.fallback`. */
   fallback: InProcessQuotaLedger;
+  /** The process's one wrapper of `ledger`: its health, its fallback, its outage warnings (`resilientLedger.ts`). */
+  res: ResilientLedger;
+  /** Ledger calls sent in the background that `close()` waits for (`publishFreed`). */
+  pending: Set<Promise<unknown>>;
+  /** Stops re-claiming this guard's degraded claims at the end of an episode, once listening (`degradedUse.ts`). */
+  offDegraded: (() => void) | undefined;
   /** The claims this guard holds, on whichever ledger they came from. */
   claims: Set<Claim>;
   log: Logger;
@@ -46,12 +53,16 @@ export interface GuardState {
 export function newGuardState(client: NovaClient, opts: ResolvedOptions, log: Logger, stats: QuotaGuardStats): GuardState {
   const clock = client.clock;
   const ledger = opts.ledger ?? new InProcessQuotaLedger({ clock });
-  return {
+  const res = resilientLedgerFor(ledger, clock);
+  const g: GuardState = {
     client,
     clock,
     opts,
     ledger,
-    fallback: new InProcessQuotaLedger({ clock, holder: ledger.holder }),
+    fallback: res.fallback,
+    res,
+    pending: new Set(),
+    offDegraded: undefined,
     claims: new Set(),
     log,
     stats,
@@ -67,6 +78,8 @@ export function newGuardState(client: NovaClient, opts: ResolvedOptions, log: Lo
       }
     },
   };
+  res.attach(g);
+  return g;
 }
 
 /** Log `msg` at warn level the first time `key` is seen by this guard; later times at debug level. */
@@ -115,14 +128,22 @@ export function newStats(): QuotaGuardStats {
     adoptedServers: 0,
     ledgerFallbacks: 0,
     lateCreatesDeleted: 0,
+    ledgerOutages: 0,
+    unfencedCreates: 0,
   };
 }
 
 /** A claim the guard holds: the ledger's claim, the ledger it came from, and the guard's own notes. */
 export interface Claim {
-  readonly lc: LedgerClaim;
-  /** The ledger the claim came from: it is released there, whatever happens to the others. */
-  readonly ledger: QuotaLedger;
+  /** The ledger's claim: a new one when the lease was lost while the create was in flight (`leases.ts`). */
+  lc: LedgerClaim;
+  /**
+   * The ledger the claim came from: it is released there, whatever happens to the others (the
+   * guard's ledger once a degraded claim is re-claimed on it: `degradedUse.ts`).
+   */
+  ledger: QuotaLedger;
+  /** The degraded-mode episode the claim was admitted in, on the fallback within the process's share (`degradedShare.ts`). */
+  degradedEpisode: number | undefined;
   readonly needs: ResourceAmounts;
   /** When the claim was taken, on the guard's clock (monotonic ms). */
   readonly claimedAtMs: number;
@@ -132,6 +153,10 @@ export interface Claim {
   unwatched: boolean;
   /** True once released (or lost). */
   ended: boolean;
+  /** When the lease was last taken or renewed, on the guard's clock (ms: when that call was sent). */
+  leaseFromMs: number;
+  /** Until when the lease must cover the POST in flight, on the guard's clock (ms), once it is sent. */
+  coverUntilMs: number;
   /** Stops the lease renewal, when one runs. */
   stopRenewal: (() => void) | undefined;
 }

@@ -170,7 +170,7 @@ describe('fencing token in the logs', () => {
       onFreed: (l) => inner.onFreed(l),
       close: () => inner.close(),
     };
-    const guard = guardFor(nova, { ledger: wrapped, logger });
+    const guard = guardFor(nova, { ledger: wrapped, logger, leaseTtlMs: 1000 });
     await settle(guard.createServer(body('fenced')));
     const lost = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => /claim lost before POST/.test(String(l.msg)));
     expect(lost?.fencingToken).toBe(1);

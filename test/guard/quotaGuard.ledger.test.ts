@@ -8,11 +8,12 @@ import type { Logger } from '../../src/core/logger.js';
 import { InProcessQuotaLedger } from '../../src/guard/inProcessLedger.js';
 import { CLAIM_HOLDER_KEY, CLAIM_ID_KEY, CLAIM_TOKEN_KEY } from '../../src/guard/ledgerUse.js';
 import { CLAIM_TAG_KEY } from '../../src/guard/lostCreate.js';
-import type { LedgerClaim, QuotaLedger } from '../../src/guard/ledger.js';
+import type { LedgerClaim } from '../../src/guard/ledger.js';
 import type { FakeNova } from '../../src/testing/index.js';
 import { AbortError, ValidationError } from '../../src/errors/index.js';
 import { T0, rejection, runUntil, settle, useFakeClock } from '../helpers.js';
 import { body, clientFor, guardFor, liveServers, posts, startNova } from './fixtures.js';
+import { faulty } from './support/testLedger.js';
 
 useFakeClock();
 
@@ -22,38 +23,6 @@ const warnLog = (): { logger: Logger; warnings: () => string[] } => {
   const logger = pino({ level: 'warn' }, { write: (l: string) => lines.push(l) });
   return { logger, warnings: () => lines.map((l) => (JSON.parse(l) as { msg: string }).msg) };
 };
-
-/** A ledger that forwards to `inner`, records each call (name, fake ms), and may fail some calls. */
-function faulty(inner: InProcessQuotaLedger, fault: (method: string, args: unknown[]) => 'ok' | 'reject' | 'hang' | 'lose' | 'late' = () => 'ok'): QuotaLedger & { calls: Array<[string, number]> } {
-  const calls: Array<[string, number]> = [];
-  const wrap =
-    (method: keyof QuotaLedger) =>
-    async (...args: unknown[]): Promise<unknown> => {
-      calls.push([method, Date.now() - T0]);
-      const f = fault(method, args);
-      if (f === 'reject') throw new Error(`ledger ${method} down`);
-      if (f === 'hang') return new Promise(() => undefined);
-      if (f === 'lose') return false;
-      if (f === 'late') await sleep(500);
-      return (inner as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[method]!.apply(inner, args);
-    };
-  return {
-    kind: 'test',
-    holder: inner.holder,
-    calls,
-    join: wrap('join') as QuotaLedger['join'],
-    leave: wrap('leave') as QuotaLedger['leave'],
-    limits: wrap('limits') as QuotaLedger['limits'],
-    admit: wrap('admit') as QuotaLedger['admit'],
-    claimAnyway: wrap('claimAnyway') as QuotaLedger['claimAnyway'],
-    renew: wrap('renew') as QuotaLedger['renew'],
-    bind: wrap('bind') as QuotaLedger['bind'],
-    release: wrap('release') as QuotaLedger['release'],
-    publishFreed: wrap('publishFreed') as QuotaLedger['publishFreed'],
-    onFreed: (l) => inner.onFreed(l),
-    close: wrap('close') as QuotaLedger['close'],
-  };
-}
 
 /** An adapter that samples the fake's cores in use after every answer (the peak). */
 function watchPeak(nova: FakeNova): { adapter: AxiosAdapter; peak: () => number } {
@@ -118,7 +87,8 @@ describe('leases and fencing', () => {
     const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
     let lose = 2;
     const ledger = faulty(inner, (m) => (m === 'renew' && lose-- > 0 ? 'lose' : 'ok'));
-    const guard = guardFor(nova, { ledger, baseDelayMs: 100, minDelayMs: 100, maxDelayMs: 1000, jitter: 0 });
+    // a lease shorter than the POST's cover: renewed right before each POST
+    const guard = guardFor(nova, { ledger, leaseTtlMs: 1000, baseDelayMs: 100, minDelayMs: 100, maxDelayMs: 1000, jitter: 0 });
     const s = await settle(guard.createServer(body('fenced')));
     expect(posts(nova)).toHaveLength(1);
     // claims 1 and 2 lost their leases before their POST: the server carries claim 3
@@ -132,7 +102,7 @@ describe('leases and fencing', () => {
     const nova = await startNova({ maxTotalCores: 10 });
     const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
     const ledger = faulty(inner, (m) => (m === 'renew' ? 'lose' : 'ok'));
-    const guard = guardFor(nova, { ledger, maxWaitMs: 60_000 });
+    const guard = guardFor(nova, { ledger, leaseTtlMs: 1000, maxWaitMs: 60_000 });
     const controller = new AbortController();
     const run = guard.createServer(body('never'), { signal: controller.signal });
     await runUntil(() => ledger.calls.filter(([m]) => m === 'renew').length >= 4);
@@ -146,16 +116,16 @@ describe('leases and fencing', () => {
 
   it('renews right before the POST, then every leaseTtlMs / 3 until the server is ACTIVE', async () => {
     // The whole build is `scheduling`: the claim is held until ACTIVE.
-    const nova = await startNova({ maxTotalCores: 10, buildDelayMs: 1000, schedulingDelayMs: 1000 });
+    const nova = await startNova({ maxTotalCores: 10, buildDelayMs: 2000, schedulingDelayMs: 2000 });
     const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
     const ledger = faulty(inner);
-    const guard = guardFor(nova, { ledger, leaseTtlMs: 300, activeIntervalMs: 50 });
+    const guard = guardFor(nova, { ledger, leaseTtlMs: 1500, activeIntervalMs: 50 });
     await settle(guard.createServer(body('slow-build')));
     const post = posts(nova)[0]!.timeMs - T0;
     expect(post).toBe(0);
     const renewals = ledger.calls.filter(([m]) => m === 'renew').map(([, t]) => t);
-    // at the POST, then 100, 200, ... while BUILD lasts (ACTIVE seen at the poll after 1000 ms)
-    expect(renewals).toEqual([0, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000]);
+    // at the POST (leaseTtlMs is shorter than the POST's cover), then 500, 1000, ... while BUILD lasts (ACTIVE seen at the poll after 2000 ms)
+    expect(renewals).toEqual([0, 500, 1000, 1500, 2000]);
     expect(ledger.calls.map(([m]) => m).filter((m) => m !== 'renew')).toEqual(['limits', 'admit', 'bind', 'release']);
     expect(inner.activeClaims).toBe(0);
   });
@@ -177,7 +147,8 @@ describe('fallback when the ledger fails', () => {
     down = false;
     const before = ledger.calls.length;
     await settle(guard.createServer(body('c')));
-    expect(ledger.calls.slice(before).map(([m]) => m)).toEqual(['limits', 'admit', 'renew', 'bind', 'release']);
+    // no renew before the POST: the claim was just taken and its lease covers the POST
+    expect(ledger.calls.slice(before).map(([m]) => m)).toEqual(['limits', 'admit', 'bind', 'release']);
     expect(guard.stats.ledgerFallbacks).toBe(2);
     expect(inner.activeClaims).toBe(0);
   });
@@ -217,7 +188,7 @@ describe('fallback when the ledger fails', () => {
       if (m === 'release') released.push((args[0] as LedgerClaim).id);
       return m === 'renew' ? 'reject' : 'ok';
     });
-    const guard = guardFor(nova, { ledger });
+    const guard = guardFor(nova, { ledger, leaseTtlMs: 1000 });
     const s = await settle(guard.createServer(body('moved')));
     const admitted = ledger.calls.filter(([m]) => m === 'admit');
     expect(admitted).toHaveLength(1);

@@ -1,0 +1,123 @@
+/**
+ * Degraded mode without over-commit: while the fleet's ledger is out of reach, this process admits
+ * guarded creates only within its share of the last good reading.
+ *
+ * At every good admission on the ledger the share is noted, per resource: the raw headroom of the
+ * reading, minus what the ledger subtracted for claims (`inFlight`) and places ahead (`ahead`), minus
+ * the admitted claim's own needs, divided by the number of live holders the ledger reported
+ * (`holders`; 1 when it does not say), rounded down. During an outage (an episode: from the first
+ * admission on the fallback to the end of the outage) the process may hold claims up to its share,
+ * plus what its own confirmed deletions of servers it created freed, minus what it has admitted
+ * since the episode began (a claim that ends `'not-created'` gives its needs back). Nova's fresh
+ * reading must also fit (the fallback ledger checks it): Nova stays the authority. A process that
+ * never had a good reading admits as before the share existed (the fallback and Nova's check).
+ *
+ * @module
+ */
+import type { ResourceAmounts } from '../core/types.js';
+import type { Admission, RawHeadroom } from './ledger.js';
+
+const KEYS = ['cores', 'ramMiB', 'instances'] as const;
+/** Servers remembered with their needs (for the freed credit); the oldest are forgotten past this. */
+const MAX_SERVERS = 10_000;
+
+const zero = (): Record<(typeof KEYS)[number], number> => ({ cores: 0, ramMiB: 0, instances: 0 });
+
+/** See the module description. One per ledger wrapper (process). */
+export class DegradedShare {
+  #share: ResourceAmounts | undefined;
+  #episode = 0;
+  #active = false;
+  #used = zero();
+  #freed = zero();
+  readonly #servers = new Map<string, ResourceAmounts>();
+  readonly #ended = new Set<() => void>();
+
+  /** True once a good admission has given a share. */
+  get known(): boolean {
+    return this.#share !== undefined;
+  }
+
+  /** True during an episode (admissions on the fallback since the last good one). */
+  get active(): boolean {
+    return this.#active;
+  }
+
+  /** The share noted at the last good admission (`undefined` before any). */
+  get share(): Readonly<ResourceAmounts> | undefined {
+    return this.#share;
+  }
+
+  /** A good admission on the ledger: note the share (see the module description). */
+  noteGood(raw: RawHeadroom, admission: Admission, needs: ResourceAmounts): void {
+    const holders = Math.max(1, Math.floor(admission.holders ?? 1));
+    const share = zero();
+    for (const k of KEYS) {
+      const r = raw[k];
+      const left = r === undefined ? Number.POSITIVE_INFINITY : r - admission.inFlight[k] - admission.ahead[k] - (admission.admitted ? needs[k] : 0);
+      share[k] = Math.max(0, Math.floor(left / holders));
+    }
+    this.#share = share;
+  }
+
+  /**
+   * Take `needs` from the share for an admission on the fallback: the episode it counts in, `true`
+   * when no share is known (admit as before), `false` when it does not fit (`allowance` says what is
+   * left per resource).
+   */
+  take(needs: ResourceAmounts): number | true | { allowance: ResourceAmounts } {
+    const share = this.#share;
+    if (!share) return true;
+    if (!this.#active) {
+      this.#active = true;
+      this.#episode++;
+      this.#used = zero();
+      this.#freed = zero();
+    }
+    const allowance = zero();
+    for (const k of KEYS) allowance[k] = share[k] + this.#freed[k] - this.#used[k];
+    if (KEYS.some((k) => needs[k] > allowance[k])) return { allowance };
+    for (const k of KEYS) this.#used[k] += needs[k];
+    return this.#episode;
+  }
+
+  /** A claim of `episode` ended `'not-created'`: its needs go back (only within its episode). */
+  giveBack(needs: ResourceAmounts, episode: number): void {
+    if (!this.#active || episode !== this.#episode) return;
+    for (const k of KEYS) this.#used[k] = Math.max(0, this.#used[k] - needs[k]);
+  }
+
+  /** A server this process created, with its claim's needs (for {@link freed}). */
+  noteServer(serverId: string, needs: ResourceAmounts): void {
+    this.#servers.set(serverId, needs);
+    if (this.#servers.size > MAX_SERVERS) this.#servers.delete(this.#servers.keys().next().value!);
+  }
+
+  /** Nova confirmed the deletion of `serverId`: when this process created it, its needs count as freed in the episode. */
+  freed(serverId: string): void {
+    const needs = this.#servers.get(serverId);
+    if (!needs) return;
+    this.#servers.delete(serverId);
+    if (!this.#active) return;
+    for (const k of KEYS) this.#freed[k] += needs[k];
+  }
+
+  /** Listen for the end of an episode; returns the unsubscribe function. */
+  onEnd(listener: () => void): () => void {
+    this.#ended.add(listener);
+    return () => this.#ended.delete(listener);
+  }
+
+  /** The ledger answers again: the episode ends (listeners re-claim the degraded claims on it). */
+  end(): void {
+    if (!this.#active) return;
+    this.#active = false;
+    for (const l of [...this.#ended]) {
+      try {
+        l();
+      } catch {
+        // a listener's failure is its own
+      }
+    }
+  }
+}

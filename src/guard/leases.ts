@@ -1,0 +1,152 @@
+/**
+ * The lease of a claim: renewed right before the POST (the fencing rule: no POST on a lost lease),
+ * long enough to cover the POST in flight, then every `leaseTtlMs / 3` until the claim ends.
+ *
+ * - Right before the POST: skipped when the claim was taken (or renewed) within `leaseTtlMs / 3` and
+ *   its lease already covers the POST (a round trip saved); otherwise renewed for
+ *   {@link postLeaseMs}: at least the client's `requestTimeoutMs` plus the ledger's time budget, so
+ *   the lease cannot lapse while the POST is in flight even when the ledger cannot be reached then.
+ * - While the create is in flight: renewed every `leaseTtlMs / 3`, for `leaseTtlMs` or what is left
+ *   of the POST's cover, whichever is longer. A failed renewal is retried at the next tick.
+ * - A renewal that finds the lease LOST while the create is in flight (the POST was sent, Nova does
+ *   not count the server yet): the claim is re-taken at once with `claimAnyway` (same needs), bound
+ *   to the server once known, counted in `stats.unfencedCreates`, and a warning is logged once. The
+ *   server's metadata still names the first claim.
+ *
+ * @module
+ */
+import type { Clock } from '../core/clock.js';
+import { throwIfAborted } from '../errors/index.js';
+import { boundedUnlessFallback, ledgerBudgetMs, moveToFallback, noteFallback, releaseClaim } from './ledgerUse.js';
+import { warnOnce, type Claim, type GuardState, type GuardedCall } from './state.js';
+
+/**
+ * The lease the renewal right before a POST asks for, in ms: `leaseTtlMs`, or the client's
+ * `requestTimeoutMs` plus the ledger's time budget when longer (a request time limit that is not
+ * finite leaves `leaseTtlMs`: the renewals every `leaseTtlMs / 3` cover the POST then).
+ */
+export function postLeaseMs(g: GuardState): number {
+  const request = g.client.requestTimeoutMs;
+  if (!Number.isFinite(request)) return g.opts.leaseTtlMs;
+  return Math.max(g.opts.leaseTtlMs, request + ledgerBudgetMs(g));
+}
+
+/** True when the claim's lease surely still runs past the POST's cover: no renewal needed before it. */
+function leaseCoversPost(g: GuardState, claim: Claim): boolean {
+  const now = g.clock.now();
+  if (now - claim.leaseFromMs > g.opts.leaseTtlMs / 3) return false;
+  return claim.leaseFromMs + g.opts.leaseTtlMs >= now + postLeaseMs(g);
+}
+
+/**
+ * Renew the claim's lease right before a POST (the fencing rule: no POST on a lost lease), for
+ * {@link postLeaseMs}; skipped when the lease surely covers the POST already. `false` when the
+ * lease is lost, or when the ledger failed (the claim is then released and the call moves to the
+ * fallback ledger): either way the call goes back to admission.
+ */
+export async function renewBeforePost(g: GuardState, call: GuardedCall, claim: Claim, signal?: AbortSignal): Promise<boolean> {
+  const coverMs = postLeaseMs(g);
+  if (leaseCoversPost(g, claim)) {
+    claim.coverUntilMs = g.clock.now() + coverMs;
+    return true;
+  }
+  let ok: boolean;
+  const sentAt = g.clock.now();
+  try {
+    ok = await boundedUnlessFallback(g, claim.ledger, 'renew', () => claim.ledger.renew(claim.lc, coverMs), signal);
+  } catch (e) {
+    if (signal?.aborted) {
+      await releaseClaim(g, claim, 'not-created');
+      throwIfAborted(signal);
+    }
+    noteFallback(g, claim.ledger, 'renew', e);
+    moveToFallback(g, call);
+    ok = false;
+  }
+  if (!ok) {
+    g.log.warn({ claimId: claim.lc.id, fencingToken: claim.lc.token, ledger: claim.ledger.kind }, 'claim lost before POST /servers: not posting, back to admission');
+    await releaseClaim(g, claim, 'not-created');
+    return false;
+  }
+  claim.leaseFromMs = sentAt;
+  claim.coverUntilMs = sentAt + coverMs;
+  return true;
+}
+
+/** The lease a renewal asks for now: `leaseTtlMs`, or what is left of the POST's cover when longer. */
+function renewalMs(g: GuardState, claim: Claim): number {
+  return Math.max(g.opts.leaseTtlMs, Math.ceil(claim.coverUntilMs - g.clock.now()));
+}
+
+/** Renew the claim's lease; `false` only when the ledger says it is lost (a failure is logged and counts as kept). */
+export async function renewQuietly(g: GuardState, claim: Claim): Promise<boolean> {
+  const sentAt = g.clock.now();
+  try {
+    const ok = await boundedUnlessFallback(g, claim.ledger, 'renew', () => claim.ledger.renew(claim.lc, renewalMs(g, claim)));
+    if (ok) claim.leaseFromMs = sentAt;
+    return ok;
+  } catch (e) {
+    warnOnce(g, 'ledger-renew', { ledger: claim.ledger.kind, claimId: claim.lc.id, err: (e as Error)?.message }, 'quota ledger could not renew a claim: trying again');
+    return true;
+  }
+}
+
+/**
+ * The lease of `claim` was lost while its create is in flight: take a claim without a check
+ * (`claimAnyway`, same needs) on the same ledger, bind it to the server once known, count
+ * `stats.unfencedCreates`, warn once. `false` when the ledger failed too (logged; the create goes
+ * on unclaimed, Nova's check stays the authority).
+ */
+async function reclaimUnfenced(g: GuardState, claim: Claim): Promise<boolean> {
+  const lost = claim.lc;
+  const sentAt = g.clock.now();
+  try {
+    const lc = await boundedUnlessFallback(g, claim.ledger, 'claimAnyway', () => claim.ledger.claimAnyway(claim.needs, renewalMs(g, claim)));
+    if (claim.ended) {
+      await boundedUnlessFallback(g, claim.ledger, 'release', () => claim.ledger.release(lc, 'not-created'));
+      return false;
+    }
+    claim.lc = lc;
+    claim.leaseFromMs = sentAt;
+    if (claim.serverId !== undefined) {
+      const serverId = claim.serverId;
+      void boundedUnlessFallback(g, claim.ledger, 'bind', () => claim.ledger.bind(lc, serverId)).catch(() => undefined);
+    }
+  } catch (e) {
+    g.log.warn({ claimId: lost.id, err: (e as Error)?.message }, 'claim lease lost while its create was in flight, and the ledger failed to re-claim it');
+    return false;
+  }
+  g.stats.unfencedCreates++;
+  warnOnce(
+    g,
+    'lease-lost-in-flight',
+    { lostClaimId: lost.id, lostToken: lost.token, claimId: claim.lc.id, fencingToken: claim.lc.token, serverId: claim.serverId },
+    'claim lease lost while its create was in flight: re-claimed unfenced',
+  );
+  return true;
+}
+
+/**
+ * Renew the claim's lease every `leaseTtlMs / 3` until it ends. A lease found lost is re-taken
+ * unfenced (see the module description); a failed renewal is retried at the next tick.
+ */
+export function keepLease(g: GuardState, claim: Claim): void {
+  if (claim.stopRenewal || claim.ended) return;
+  const everyMs = Math.floor(g.opts.leaseTtlMs / 3);
+  let timer: ReturnType<Clock['setTimeout']> | undefined;
+  let stopped = false;
+  const tick = async (): Promise<void> => {
+    const ok = (await renewQuietly(g, claim)) || (!stopped && !claim.ended && (await reclaimUnfenced(g, claim)));
+    if (stopped) return;
+    if (!ok) return;
+    schedule();
+  };
+  const schedule = (): void => {
+    timer = g.clock.setTimeout(() => void tick(), everyMs);
+  };
+  claim.stopRenewal = () => {
+    stopped = true;
+    g.clock.clearTimeout(timer);
+  };
+  schedule();
+}

@@ -1,0 +1,228 @@
+/**
+ * The fallback ledger as a wrapper: one {@link ResilientLedger} per user ledger instance, shared by
+ * every guard of the process that uses that ledger ({@link resilientLedgerFor}). It owns what is
+ * stateful about a ledger that may fail: its health (up or down), the private in-process fallback,
+ * and the outage and recovery warnings.
+ *
+ * Down: a rejection marked `ledgerDown` ({@link isLedgerDown}: refused connection, refused
+ * password), or {@link TIMEOUTS_FOR_DOWN} time-outs in a row. While down, every call skips the
+ * ledger at once (0 ms of ledger time) and goes on with the fallback; the ledger is probed
+ * (`ledger.probe()`, or, without it, the next real call is let through) at most once per probe
+ * interval: 1 s after the outage began, then doubling up to 30 s, each interval jittered down by up
+ * to a fifth. Probing is lazy: it is triggered by guard activity, so nothing runs while the guards
+ * are idle. One warning when the outage begins, one when a probe finds it back ("is back after N
+ * ms"); every guard registered on the wrapper counts the outage in `stats.ledgerOutages`.
+ *
+ * @module
+ */
+import pTimeout from 'p-timeout';
+import { pTimeoutTimers, type Clock } from '../core/clock.js';
+import type { Logger } from '../core/logger.js';
+import { InProcessQuotaLedger } from './inProcessLedger.js';
+import { DegradedShare } from './degradedShare.js';
+import { isLedgerDown, type QuotaLedger } from './ledger.js';
+import type { QuotaGuardStats } from './stats.js';
+
+/** Time-outs in a row after which a ledger counts as down. */
+export const TIMEOUTS_FOR_DOWN = 3;
+/** First probe interval of a ledger found down, in ms. */
+export const FIRST_PROBE_MS = 1000;
+/** Longest probe interval, in ms. */
+export const MAX_PROBE_MS = 30_000;
+/** Most failed cleanups kept to send again at the end of an outage. */
+export const MAX_REDO = 1000;
+
+/** One guard as the wrapper sees it: where to count outages and log. */
+export interface LedgerUser {
+  readonly stats: QuotaGuardStats;
+  readonly log: Logger;
+}
+
+/** An outage in progress. */
+interface Outage {
+  readonly sinceMs: number;
+  /** When the next probe may start, on the clock (ms). */
+  nextProbeMs: number;
+  /** The interval after the next probe, before jitter (ms). */
+  nextIntervalMs: number;
+  /** A probe in flight. */
+  probing: boolean;
+  /** Probes so far (for the log). */
+  probes: number;
+}
+
+/** See the module description. */
+export class ResilientLedger {
+  /** The user's ledger. */
+  readonly ledger: QuotaLedger;
+  /** The private in-process ledger the calls go on with while `ledger` fails (same holder). */
+  readonly fallback: InProcessQuotaLedger;
+  /** This process's share of the quota while the ledger is out of reach (`degradedShare.ts`). */
+  readonly share = new DegradedShare();
+  readonly #clock: Clock;
+  readonly #users = new Set<LedgerUser>();
+  #timeouts = 0;
+  #outage: Outage | undefined;
+  #lastUser: LedgerUser | undefined;
+  readonly #recovered = new Set<() => void>();
+  #redo: Array<() => Promise<void>> = [];
+
+  constructor(ledger: QuotaLedger, clock: Clock) {
+    this.ledger = ledger;
+    this.#clock = clock;
+    this.fallback = new InProcessQuotaLedger({ clock, holder: ledger.holder });
+  }
+
+  /** A guard uses this ledger (counts outages, logs them); {@link detach} at its close. */
+  attach(user: LedgerUser): void {
+    this.#users.add(user);
+    this.#lastUser ??= user;
+  }
+
+  /** The guard is closed. */
+  detach(user: LedgerUser): void {
+    this.#users.delete(user);
+    if (this.#lastUser === user) this.#lastUser = this.#users.values().next().value;
+  }
+
+  /** Listen for the end of an outage; returns the unsubscribe function. */
+  onRecovered(listener: () => void): () => void {
+    this.#recovered.add(listener);
+    return () => this.#recovered.delete(listener);
+  }
+
+  /**
+   * Cleanup that failed on the ledger (`leave`, `release`, `bind`): sent again when an outage ends,
+   * so places and claims left behind do not hold the fleet's queue until their leases expire. At
+   * most {@link MAX_REDO} are kept (the oldest are dropped: their leases expire them).
+   */
+  redoWhenBack(work: () => Promise<void>): void {
+    this.#redo.push(work);
+    if (this.#redo.length > MAX_REDO) this.#redo.shift();
+  }
+
+  /** True while the ledger is down (skipped). */
+  get down(): boolean {
+    return this.#outage !== undefined;
+  }
+
+  /**
+   * The time limit of one call of the ledger, in ms: `max(ledgerTimeoutMs, ledger.callBudgetMs())`
+   * (the ledger's measured round trips, when it measures them).
+   */
+  budgetMs(ledgerTimeoutMs: number): number {
+    let measured: number | undefined;
+    try {
+      measured = this.ledger.callBudgetMs?.();
+    } catch {
+      measured = undefined;
+    }
+    return typeof measured === 'number' && Number.isFinite(measured) ? Math.max(ledgerTimeoutMs, measured) : ledgerTimeoutMs;
+  }
+
+  /**
+   * Before a call of the ledger: `true` when it must skip the ledger (down, and this call is not the
+   * probe). Starts a probe when one is due (`probe()` in the background, bounded by `limitMs`; or,
+   * without `probe()`, this call is let through as the probe).
+   */
+  skip(user: LedgerUser, limitMs: number): boolean {
+    const o = this.#outage;
+    if (!o) return false;
+    const now = this.#clock.now();
+    if (o.probing || now < o.nextProbeMs) return true;
+    o.probes++;
+    this.#scheduleNextProbe(o, now);
+    const probe = this.ledger.probe?.bind(this.ledger);
+    if (!probe) return false;
+    o.probing = true;
+    let p: Promise<void>;
+    try {
+      p = probe();
+    } catch (e) {
+      p = Promise.reject(e);
+    }
+    pTimeout(p, { milliseconds: limitMs, customTimers: pTimeoutTimers(this.#clock) }).then(
+      () => {
+        o.probing = false;
+        this.succeeded(user);
+      },
+      () => {
+        o.probing = false;
+      },
+    );
+    return true;
+  }
+
+  /** A call of the ledger answered: the time-out count restarts; an outage ends (recovery warning). */
+  succeeded(user?: LedgerUser): void {
+    this.#timeouts = 0;
+    const o = this.#outage;
+    if (!o) return;
+    this.#outage = undefined;
+    const log = (user ?? this.#lastUser)?.log;
+    log?.warn({ ledger: this.ledger.kind, downMs: Math.round(this.#clock.now() - o.sinceMs), probes: o.probes }, `quota ledger (${this.ledger.kind}) is back after ${Math.round(this.#clock.now() - o.sinceMs)} ms`);
+    const redo = this.#redo;
+    this.#redo = [];
+    for (const work of redo) {
+      try {
+        void work().catch(() => undefined);
+      } catch {
+        // expires by its lease
+      }
+    }
+    for (const l of [...this.#recovered]) {
+      try {
+        l();
+      } catch {
+        // a listener's failure is its own
+      }
+    }
+    this.share.end();
+  }
+
+  /**
+   * A call of the ledger failed: `timedOut` when it ran past its limit. A rejection marked
+   * `ledgerDown`, or {@link TIMEOUTS_FOR_DOWN} time-outs in a row, begin an outage (one warning,
+   * `stats.ledgerOutages` of every guard using the ledger).
+   */
+  failed(user: LedgerUser, error: unknown, timedOut: boolean): void {
+    if (this.#outage) return;
+    if (timedOut) this.#timeouts++;
+    else if (!isLedgerDown(error)) return;
+    if (!isLedgerDown(error) && this.#timeouts < TIMEOUTS_FOR_DOWN) return;
+    const now = this.#clock.now();
+    const o: Outage = { sinceMs: now, nextProbeMs: now, nextIntervalMs: FIRST_PROBE_MS, probing: false, probes: 0 };
+    this.#scheduleNextProbe(o, now);
+    this.#outage = o;
+    this.#timeouts = 0;
+    for (const u of this.#users) u.stats.ledgerOutages++;
+    if (!this.#users.has(user)) user.stats.ledgerOutages++;
+    const s = this.share.share;
+    const detail = s
+      ? `; meanwhile this process admits only its share of the last good reading (cores ${s.cores}, RAM ${s.ramMiB} MiB, instances ${s.instances}) and Nova's check`
+      : "; no good reading of it yet: creates go on with the in-process ledger and Nova's check only";
+    const why = timedOut && !isLedgerDown(error) ? `${TIMEOUTS_FOR_DOWN} time-outs in a row` : ((error as Error)?.message ?? String(error));
+    user.log.warn(
+      { ledger: this.ledger.kind, err: (error as Error)?.message },
+      `quota ledger (${this.ledger.kind}) is down: ${why}; skipping it and probing it from ${FIRST_PROBE_MS} ms to every ${MAX_PROBE_MS} ms${detail}`,
+    );
+  }
+
+  #scheduleNextProbe(o: Outage, now: number): void {
+    const interval = o.nextIntervalMs;
+    o.nextProbeMs = now + Math.round(interval * (1 - Math.random() / 5));
+    o.nextIntervalMs = Math.min(MAX_PROBE_MS, interval * 2);
+  }
+}
+
+const wrappers = new WeakMap<QuotaLedger, ResilientLedger>();
+
+/** The one {@link ResilientLedger} of `ledger` in this process (made on first use, on `clock`). */
+export function resilientLedgerFor(ledger: QuotaLedger, clock: Clock): ResilientLedger {
+  let r = wrappers.get(ledger);
+  if (!r) {
+    r = new ResilientLedger(ledger, clock);
+    wrappers.set(ledger, r);
+  }
+  return r;
+}

@@ -1,0 +1,183 @@
+// The guard under a ledger that is down, slow or far away (issue 19): a ledger found down is skipped
+// at once and probed on a doubling schedule, with one warning per outage and one per recovery; the
+// time budget follows the ledger's measured round trips; `acquire` makes one ledger call per
+// admission; a confirmed delete right before close() is no ledger failure. Fake timers, FakeNova.
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { pino } from 'pino';
+import type { AxiosAdapter } from 'axios';
+import type { Logger } from '../../src/core/logger.js';
+import { InProcessQuotaLedger } from '../../src/guard/inProcessLedger.js';
+import { T0, settle, useFakeClock } from '../helpers.js';
+import { body, clientFor, guardFor, posts, startNova } from './fixtures.js';
+import { faulty } from './support/testLedger.js';
+
+useFakeClock();
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const warnLog = (): { logger: Logger; warnings: () => string[] } => {
+  const lines: string[] = [];
+  const logger = pino({ level: 'warn' }, { write: (l: string) => lines.push(l) });
+  return { logger, warnings: () => lines.map((l) => (JSON.parse(l) as { msg: string }).msg) };
+};
+const at = (ms: number): Promise<void> => settle(sleep(Math.max(0, T0 + ms - Date.now())));
+
+describe('a ledger that is down', () => {
+  it('is skipped at once after the first failure (0 ms of ledger time), probed at 1, 2, 4, 8 s, with one outage and one recovery warning for 20 calls', async () => {
+    vi.spyOn(Math, 'random').mockReturnValue(0); // no jitter: the schedule exactly
+    const nova = await startNova({ maxTotalCores: 1000, maxTotalInstances: 100 });
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    const backAtMs = 10_000;
+    let refused = false;
+    // The first call is refused (ECONNREFUSED); later calls hang like commands queued for a reconnect.
+    const ledger = faulty(
+      inner,
+      (m) => {
+        if (Date.now() - T0 >= backAtMs) return 'ok';
+        if (m === 'probe' || !refused) return (refused = true), 'down';
+        return 'hang';
+      },
+      { probe: true },
+    );
+    const { logger, warnings } = warnLog();
+    const guard = guardFor(nova, { ledger, logger });
+    for (let i = 0; i < 20; i++) {
+      await at(i * 1000);
+      await settle(guard.createServer(body(`c${i}`)));
+    }
+    // every POST at its call's start: no ledger wait, not even ledgerTimeoutMs
+    expect(posts(nova).map((p) => p.timeMs - T0)).toEqual(Array.from({ length: 20 }, (_, i) => i * 1000));
+    expect(ledger.calls.filter(([m]) => m === 'probe').map(([, t]) => t)).toEqual([1000, 3000, 7000, 15000]);
+    expect(warnings().filter((m) => /quota ledger \(test\) is down/.test(m))).toHaveLength(1);
+    expect(warnings().filter((m) => /quota ledger \(test\) is back after 15000 ms/.test(m))).toHaveLength(1);
+    expect(guard.stats.ledgerOutages).toBe(1);
+    // calls 0-15 went on with the fallback; 16-19 used the ledger again
+    expect(guard.stats.ledgerFallbacks).toBe(16);
+    expect(ledger.calls.filter(([m, t]) => m === 'admit' && t > 15000)).toHaveLength(4);
+    expect(inner.activeClaims).toBe(0);
+  });
+
+  it('3 time-outs in a row mark it down: the calls after them skip it at once', async () => {
+    const nova = await startNova({ maxTotalCores: 1000, maxTotalInstances: 100 });
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    const ledger = faulty(inner, () => 'hang', { probe: true });
+    const { logger, warnings } = warnLog();
+    const guard = guardFor(nova, { ledger, logger, ledgerTimeoutMs: 2000 });
+    const waits: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const start = Date.now();
+      await settle(guard.createServer(body(`t${i}`)));
+      waits.push(posts(nova).at(-1)!.timeMs - start);
+    }
+    expect(waits).toEqual([2000, 2000, 2000, 0, 0]);
+    expect(warnings().filter((m) => /is down: 3 time-outs in a row/.test(m))).toHaveLength(1);
+    expect(guard.stats.ledgerOutages).toBe(1);
+    expect(guard.stats.ledgerFallbacks).toBe(5);
+  });
+});
+
+describe('the time budget of a ledger call', () => {
+  it('follows callBudgetMs: a ledger that reports 5000 ms is not abandoned at ledgerTimeoutMs 2000', async () => {
+    const nova = await startNova({ maxTotalCores: 10 });
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    const ledger = faulty(inner, (m) => (m === 'admit' ? 3000 : 'ok'), { budgetMs: 5000 });
+    const guard = guardFor(nova, { ledger, ledgerTimeoutMs: 2000, maxWaitMs: 60_000 });
+    await settle(guard.createServer(body('far-away')));
+    expect(posts(nova).map((p) => p.timeMs - T0)).toEqual([3000]);
+    expect(guard.stats.ledgerFallbacks).toBe(0);
+    expect(ledger.calls.filter(([m]) => m === 'bind')).toHaveLength(1);
+  });
+});
+
+describe('acquire', () => {
+  it('is used when the ledger has it: one ledger call per admission (no limits, admit, join or renew)', async () => {
+    const nova = await startNova({ maxTotalCores: 10 });
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    const ledger = faulty(inner, () => 'ok', { acquire: true });
+    const guard = guardFor(nova, { ledger });
+    await settle(guard.createServer(body('one-trip')));
+    expect(ledger.calls.map(([m]) => m)).toEqual(['acquire', 'bind', 'release']);
+    expect(nova.requestsTo('GET', '/limits')).toHaveLength(1);
+  });
+
+  it('a call that waits queues through acquire (joinIfShort) and leaves once', async () => {
+    const nova = await startNova({ maxTotalCores: 2, deleteDelayMs: 20 });
+    const holder = nova.addServer({ status: 'ACTIVE', flavorId: '2' }).id;
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    const ledger = faulty(inner, () => 'ok', { acquire: true });
+    const guard = guardFor(nova, { ledger, maxWaitMs: 60_000 });
+    const run = guard.createServer(body('waiter'));
+    await settle(sleep(200));
+    await settle(guard.client.deleteServer(holder, { wait: true, intervalMs: 5 }));
+    await settle(run);
+    const methods = ledger.calls.map(([m]) => m);
+    expect(methods.filter((m) => m === 'limits' || m === 'admit' || m === 'join')).toEqual([]);
+    expect(methods.filter((m) => m === 'leave')).toHaveLength(1);
+    expect(posts(nova).map((p) => p.status)).toEqual([202]);
+  });
+});
+
+describe('close() right after a confirmed delete', () => {
+  it('waits for the background publishFreed: no "quota ledger failed" warning, no fallback counted', async () => {
+    const nova = await startNova({ maxTotalCores: 10 });
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    const ledger = faulty(inner);
+    let closed = false;
+    ledger.publishFreed = async (id) => {
+      await sleep(300);
+      if (closed) throw new Error('Connection is closed.');
+      return inner.publishFreed(id);
+    };
+    const { logger, warnings } = warnLog();
+    const guard = guardFor(nova, { ledger, logger });
+    const s = await settle(guard.createServer(body('short-lived')));
+    await settle(guard.client.deleteServer(s.id, { wait: true, intervalMs: 5 }));
+    await settle(guard.close());
+    closed = true; // the host closes its ledger right after the guard
+    await settle(sleep(1000));
+    expect(warnings()).toEqual([]);
+    expect(guard.stats.ledgerFallbacks).toBe(0);
+  });
+});
+
+describe('degraded mode: an outage costs speed, never quota', () => {
+  it('3 hosts (3 ledger wrappers over one store) through an outage mid-run never hold more than the quota, and a host that confirms its own deletes keeps creating', async () => {
+    const nova = await startNova({ maxTotalCores: 12, maxTotalInstances: 100, deleteDelayMs: 20 });
+    let peak = 0;
+    const sample = (): void => {
+      peak = Math.max(peak, nova.usage().cores);
+    };
+    const adapter: AxiosAdapter = (config) => nova.adapter(config).finally(sample);
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    const outage = { fromMs: 2000, toMs: 9000 };
+    const down = (): boolean => Date.now() - T0 >= outage.fromMs && Date.now() - T0 < outage.toMs;
+    const hosts = [0, 1, 2].map(() => {
+      // one ledger object per host: one wrapper (health, fallback, share) each, as in separate processes
+      const ledger = faulty(inner, () => (down() ? 'down' : 'ok'), { probe: true, holders: 3 });
+      return guardFor(nova, { ledger, maxWaitMs: 60_000, minDelayMs: 50, baseDelayMs: 50, maxDelayMs: 50, jitter: 0 }, clientFor(nova, adapter));
+    });
+    const createdAt: Array<{ host: number; ms: number }> = [];
+    const worker = async (host: number): Promise<void> => {
+      const g = hosts[host]!;
+      while (Date.now() - T0 < 12_000) {
+        const s = await g.createServer(body(`h${host}`));
+        createdAt.push({ host, ms: Date.now() - T0 });
+        await sleep(300);
+        await g.client.deleteServer(s.id, { wait: true, intervalMs: 5, timeoutMs: 5000, redeleteAfterMs: 0 });
+      }
+    };
+    const results = await settle(Promise.allSettled([0, 0, 0, 1, 1, 1, 2, 2, 2].map((h) => worker(h))));
+    expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
+    // without the share (each host on its own with Nova's reading) this run met 23 quota 403s
+    expect(hosts.map((g) => g.stats.quota403s)).toEqual([0, 0, 0]);
+    expect(posts(nova).filter((p) => p.status !== 202)).toEqual([]);
+    expect(peak).toBeLessThanOrEqual(12);
+    expect(hosts.map((g) => g.stats.ledgerOutages)).toEqual([1, 1, 1]);
+    // a host kept creating through the outage: its own confirmed deletes give its share back
+    const during = [0, 1, 2].map((h) => createdAt.filter((c) => c.host === h && c.ms > outage.fromMs + 1000 && c.ms < outage.toMs).length);
+    expect(Math.max(...during)).toBeGreaterThanOrEqual(3);
+    expect(inner.activeClaims).toBe(0);
+  });
+});
