@@ -18,6 +18,8 @@ export const REDIS_SERVER = process.env.REDIS_SERVER ?? '/usr/bin/redis-server';
 export interface BenchRedis {
   url: string;
   stop: () => void;
+  /** Its port on 127.0.0.1 and how to restart it (empty): only for the bench's own redis-server child. */
+  local?: { port: number; restart: () => Promise<void> };
 }
 
 /** A free TCP port on 127.0.0.1. */
@@ -70,6 +72,17 @@ export async function benchRedis(): Promise<BenchRedis | undefined> {
   if (given) return { url: given, stop: () => undefined };
   if (!existsSync(REDIS_SERVER)) return undefined;
   const port = await freePort();
-  const child = await spawnRedis(port);
-  return { url: `redis://127.0.0.1:${port}`, stop: () => child.kill('SIGKILL') };
+  let child = await spawnRedis(port);
+  const restart = async (): Promise<void> => {
+    const old = child;
+    await new Promise<void>((resolve) => {
+      if (old.exitCode !== null || old.signalCode !== null) resolve();
+      else {
+        old.once('exit', () => resolve());
+        old.kill('SIGKILL');
+      }
+    });
+    child = await spawnRedis(port);
+  };
+  return { url: `redis://127.0.0.1:${port}`, stop: () => child.kill('SIGKILL'), local: { port, restart } };
 }
