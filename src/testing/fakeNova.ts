@@ -280,7 +280,8 @@ export class FakeNova {
   /**
    * The next `n` accepted creates (POSTs answered 202) fail conductor's quota recheck: their servers
    * go to ERROR with a fault (code 413) whose message defaults to Nova's recheck text, e.g.
-   * `Quota exceeded for cores: Requested 2, but already used 10 of 10 cores`. They still count
+   * `Quota exceeded for cores: Requested 2, but already used 10 of 10 cores`, when `scheduling`
+   * ends (see `schedulingDelayMs`; without it, at the end of `buildDelayMs`). They still count
    * toward quota until deleted.
    *
    * @throws `ValidationError` (nova-guard) when `n` is not an integer >= 0.
