@@ -10,7 +10,9 @@
  *
  * @module
  */
-import { FakeNova, type FakeNovaOptions, type FakeServerInit, type RecordedRequest } from 'nova-guard/testing';
+import { FakeNova, type FakeNovaOptions, type FakeQuotaRecord, type FakeServerInit, type RecordedRequest } from 'nova-guard/testing';
+
+export type { FakeQuotaRecord } from 'nova-guard/testing';
 
 /** A request from the parent. */
 export type HostRequest =
@@ -19,6 +21,7 @@ export type HostRequest =
   | { cmd: 'destroyAt'; id: string; atMs: number }
   | { cmd: 'destroyTimes'; ids: string[] }
   | { cmd: 'takeRequests' }
+  | { cmd: 'quotaRecord' }
   | { cmd: 'close' };
 
 /** Counters of the requests the fake received since the last `takeRequests`. */
@@ -95,6 +98,8 @@ async function handle(req: HostRequest): Promise<unknown> {
       nova!.clearRequests();
       return counts;
     }
+    case 'quotaRecord':
+      return nova!.quotaRecord() satisfies FakeQuotaRecord;
     case 'close':
       await nova?.close();
       setImmediate(() => process.exit(0));

@@ -3,14 +3,18 @@
  * `workersPerHost` workers on its own client, for 1, 2, 4, ... hosts. The core quota grows with the
  * hosts (`quotaCoresPerHost` each, below the hosts' demand), so the lower bound stays the same and
  * what grows is the coordination the hosts need. Policies: naive, autopkgtest-style, nova-guard
- * with its in-process ledger (each host on its own), nova-guard with one Redis ledger for all hosts.
+ * with its in-process ledger (each host on its own), nova-guard with one Redis ledger for all hosts;
+ * at the largest number of hosts also that Redis ledger with its Redis 200 ms away (a latency proxy)
+ * and with its Redis restarted (empty) mid-run. Each row keeps the fake's quota record: the most
+ * cores held at once by servers that exist (over the quota = over-commit) and the quota 403s.
  *
  * @module
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { schedulingDelayMs, type ChurnConfig } from './churn.js';
 import type { FakeNovaProcess, RequestCounts } from './fakeProcess.js';
-import type { FleetPolicy, HostResult, HostTask } from './fleetHost.js';
+import { onRedis, type FleetPolicy, type HostResult, type HostTask } from './fleetHost.js';
+import { startLatencyProxy, type LatencyProxy } from './latencyProxy.js';
 import { round } from './stats.js';
 
 /** Settings of the fleet churn (the per-host part of `churn` is its `workers`). */
@@ -20,6 +24,10 @@ export interface FleetChurnConfig {
   quotaCoresPerHost: number;
   /** Redis for the Redis-ledger policy; without it that policy is left out. */
   redisUrl: string | undefined;
+  /** The bench's own redis-server (port, restart): without it the 200 ms and restart rows are left out. */
+  redisLocal?: { port: number; restart: () => Promise<void> };
+  /** The round trip the latency proxy adds for the "200 ms away" row. @default 200 */
+  rttMs?: number;
 }
 
 /** One policy at one number of hosts. */
@@ -31,6 +39,10 @@ export interface FleetChurnRow {
   failedJobs: number;
   quota403s: number;
   quota403sPerJob: number;
+  /** The most cores held at once by servers that existed (accepted, not yet destroyed; `FakeNova.quotaRecord`). */
+  peakCores: number;
+  /** Servers conductor's quota recheck set to ERROR (what an over-commit costs at Nova). */
+  recheckErrors: number;
   requestsPerJob: number;
   limitsPerJob: number;
   makespanMs: number;
@@ -45,6 +57,8 @@ export interface FleetChurnRow {
 }
 
 export const FLEET_POLICIES: readonly FleetPolicy[] = ['naive', 'autopkgtest', 'nova-guard (in-process ledger)', 'nova-guard (Redis ledger)'];
+/** The Redis-ledger rows under a network, at the largest number of hosts only. */
+export const NETWORK_POLICIES: readonly FleetPolicy[] = ['nova-guard (Redis ledger, Redis 200 ms away)', 'nova-guard (Redis ledger, Redis restarted mid-run)'];
 
 interface Child {
   proc: ChildProcess;
@@ -89,14 +103,21 @@ export async function runFleetChurn(fake: FakeNovaProcess, cfg: FleetChurnConfig
     const rounds = Math.ceil(jobs / slots);
     const fluidLowerBoundMs = Math.round((jobs * 2 * holdMs) / quotaCores);
     const lowerBoundMs = Math.round(Math.max(c.jobsPerWorker * (c.buildDelayMs + c.runMs), (rounds - 1) * holdMs + c.buildDelayMs + c.runMs));
-    for (const policy of FLEET_POLICIES) {
-      if (policy === 'nova-guard (Redis ledger)' && cfg.redisUrl === undefined) continue;
+    const largest = hosts === Math.max(...cfg.hosts);
+    for (const policy of [...FLEET_POLICIES, ...(largest && cfg.redisLocal ? NETWORK_POLICIES : [])]) {
+      if (onRedis(policy) && cfg.redisUrl === undefined) continue;
+      let proxy: LatencyProxy | undefined;
+      let redisUrl = cfg.redisUrl;
+      if (policy === 'nova-guard (Redis ledger, Redis 200 ms away)') {
+        proxy = await startLatencyProxy(cfg.redisLocal!.port, cfg.rttMs ?? 200);
+        redisUrl = proxy.url;
+      }
       await fake.start({ maxTotalCores: quotaCores, maxTotalInstances: -1, maxTotalRAMSize: -1, buildDelayMs: c.buildDelayMs, schedulingDelayMs: schedulingDelayMs(c), deleteDelayMs: c.deleteDelayMs, deletedWindowMs: c.deletedWindowMs });
       const children = Array.from({ length: hosts }, spawnHost);
       try {
         const keyPrefix = `bench:${process.pid}:${Date.now()}:`;
         for (const [host, ch] of children.entries()) {
-          const task: HostTask = { policy, endpoint: fake.endpoint, projectId: fake.projectId, host, cfg: c, redisUrl: cfg.redisUrl, keyPrefix };
+          const task: HostTask = { policy, endpoint: fake.endpoint, projectId: fake.projectId, host, cfg: c, redisUrl, keyPrefix };
           ch.proc.send({ task });
         }
         for (const ch of children) {
@@ -106,9 +127,17 @@ export async function runFleetChurn(fake: FakeNovaProcess, cfg: FleetChurnConfig
         await fake.takeRequests();
         const t0 = performance.now();
         for (const ch of children) ch.proc.send({ go: true });
+        let restarted: Promise<void> | undefined;
+        const restartTimer =
+          policy === 'nova-guard (Redis ledger, Redis restarted mid-run)'
+            ? setTimeout(() => (restarted = cfg.redisLocal!.restart()), Math.round(lowerBoundMs / 2))
+            : undefined;
         const results = await Promise.all(children.map((ch) => ch.next()));
         const makespanMs = Math.round(performance.now() - t0);
+        clearTimeout(restartTimer);
+        await restarted;
         const requests = await fake.takeRequests();
+        const record = await fake.quotaRecord();
         const failed = results.reduce((n, m) => n + (m.result ? m.result.failed : c.workers * c.jobsPerWorker), 0);
         const errors = [...new Set(results.flatMap((m) => (m.result ? m.result.errors : [String(m.error)])))].slice(0, 3);
         rows.push({
@@ -119,6 +148,8 @@ export async function runFleetChurn(fake: FakeNovaProcess, cfg: FleetChurnConfig
           failedJobs: failed,
           quota403s: requests.create403s,
           quota403sPerJob: round(requests.create403s / jobs, 3),
+          peakCores: record.peakCores,
+          recheckErrors: record.recheckErrors,
           requestsPerJob: round(requests.total / jobs, 2),
           limitsPerJob: round(requests.limits / jobs, 2),
           makespanMs,
@@ -129,9 +160,13 @@ export async function runFleetChurn(fake: FakeNovaProcess, cfg: FleetChurnConfig
           requests,
           errors,
         });
-        process.stderr.write(`fleet churn ${hosts} host(s), ${policy}: ${makespanMs} ms (lower bound ${lowerBoundMs}), ${failed} failed, ${requests.create403s} quota 403s, ${round(requests.total / jobs, 2)} req/job\n`);
+        process.stderr.write(
+          `fleet churn ${hosts} host(s), ${policy}: ${makespanMs} ms (lower bound ${lowerBoundMs}), ${failed} failed, ${requests.create403s} quota 403s, ` +
+            `peak ${record.peakCores}/${quotaCores} cores held, ${round(requests.total / jobs, 2)} req/job\n`,
+        );
       } finally {
         for (const ch of children) if (ch.proc.exitCode === null) ch.proc.kill();
+        await proxy?.close();
       }
     }
   }

@@ -10,8 +10,20 @@ import { RedisQuotaLedger } from 'nova-guard/redis';
 import { policies, type ChurnConfig } from './churn.js';
 import { MICROVERSION } from './stats.js';
 
-/** The policies of the fleet churn: the churn's three, nova-guard on either ledger. */
-export type FleetPolicy = 'naive' | 'autopkgtest' | 'nova-guard (in-process ledger)' | 'nova-guard (Redis ledger)';
+/**
+ * The policies of the fleet churn: the churn's three, nova-guard on either ledger, and nova-guard on
+ * the Redis ledger with its Redis 200 ms away (a latency proxy) or restarted (empty) mid-run.
+ */
+export type FleetPolicy =
+  | 'naive'
+  | 'autopkgtest'
+  | 'nova-guard (in-process ledger)'
+  | 'nova-guard (Redis ledger)'
+  | 'nova-guard (Redis ledger, Redis 200 ms away)'
+  | 'nova-guard (Redis ledger, Redis restarted mid-run)';
+
+/** Whether the policy runs on the Redis ledger. */
+export const onRedis = (p: FleetPolicy): boolean => p.startsWith('nova-guard (Redis ledger');
 
 /** A host's task. */
 export interface HostTask {
@@ -35,7 +47,7 @@ async function prepare(task: HostTask): Promise<{ run: () => Promise<HostResult>
   const { cfg } = task;
   const client = new NovaClient({ endpoint: task.endpoint, token: `admin:${task.projectId}`, microversion: MICROVERSION, maxRequestsPerSecond: 10 * cfg.scale });
   let ledger: QuotaLedger | undefined;
-  if (task.policy === 'nova-guard (Redis ledger)') {
+  if (onRedis(task.policy)) {
     ledger = new RedisQuotaLedger({ url: task.redisUrl!, endpoint: task.endpoint, projectId: task.projectId, keyPrefix: task.keyPrefix, holder: `host${task.host}:${process.pid}` });
   }
   const kind = task.policy.startsWith('nova-guard') ? 'nova-guard' : (task.policy as 'naive' | 'autopkgtest');

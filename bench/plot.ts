@@ -13,6 +13,8 @@ import type { FleetRow } from './fleetWait.js';
 import type { OverheadResult } from './overhead.js';
 
 type Spec = vegaLite.TopLevelSpec;
+/** One panel of an `hconcat`. */
+type Panel = Extract<Spec, { hconcat: unknown }>['hconcat'][number];
 
 async function render(spec: Spec, file: URL): Promise<void> {
   const view = new vega.View(vega.parse(vegaLite.compile(spec).spec), { renderer: 'none' });
@@ -64,7 +66,7 @@ function churnSpec(rows: ChurnRow[]): Spec {
   };
 }
 
-/** Fleet churn: makespan over the lower bound and requests per job, by number of hosts, per policy. */
+/** Fleet churn: makespan over the lower bound and requests per job, by number of hosts, per policy; nova-guard's over-commit and quota 403s. */
 function hostsSpec(rows: FleetChurnRow[]): Spec {
   const values = rows.map((r) => ({ hosts: r.hosts, policy: r.policy, makespan: r.makespanOverLowerBound, requests: r.requestsPerJob }));
   const ticks: number[] = [...new Set(rows.map((r) => r.hosts))];
@@ -83,6 +85,37 @@ function hostsSpec(rows: FleetChurnRow[]): Spec {
         ],
       },
       { width: 280, height: 220, mark: { type: 'line', point: true }, encoding: { x, y: { field: 'requests', type: 'quantitative', title: 'requests to Nova per job' }, color } },
+      quotaPanel(rows),
+    ],
+  };
+}
+
+/** Fleet churn, nova-guard's rows: the most cores held at once and the quota 403s, each over the quota (the red rule: 1 = the quota). */
+function quotaPanel(rows: FleetChurnRow[]): Panel {
+  const values = rows
+    .filter((r) => r.policy.startsWith('nova-guard'))
+    .flatMap((r) => {
+      const row = `${r.hosts} host(s), ${r.policy.replace(/^nova-guard \((.*)\)$/, '$1')}`;
+      return [
+        { row, measure: 'peak cores held / quota', value: r.peakCores / r.quotaCores },
+        { row, measure: 'quota 403s / quota', value: r.quota403s / r.quotaCores },
+      ];
+    });
+  return {
+    width: 280,
+    height: 220,
+    data: { values },
+    layer: [
+      {
+        mark: 'bar',
+        encoding: {
+          y: { field: 'row', type: 'nominal', title: null, sort: null },
+          yOffset: { field: 'measure', type: 'nominal' },
+          x: { field: 'value', type: 'quantitative', title: 'over the core quota (target: held <= 1, 403s = 0)' },
+          color: { field: 'measure', type: 'nominal', title: null },
+        },
+      },
+      { mark: { type: 'rule', color: 'red', strokeDash: [4, 4] }, encoding: { x: { datum: 1, type: 'quantitative' } } },
     ],
   };
 }

@@ -18,6 +18,8 @@ export const REDIS_SERVER = process.env.REDIS_SERVER ?? '/usr/bin/redis-server';
 export interface BenchRedis {
   url: string;
   stop: () => void;
+  /** Its port on 127.0.0.1 and how to restart it (empty): only for the bench's own redis-server child. */
+  local?: { port: number; restart: () => Promise<void> };
 }
 
 /** A free TCP port on 127.0.0.1. */
@@ -32,6 +34,7 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** Whether a Redis answers on `port` (`+PONG`, or `-NOAUTH` from one that wants a password). */
 function answers(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const sock = connect(port, '127.0.0.1');
@@ -39,7 +42,7 @@ function answers(port: number): Promise<boolean> {
       sock.write('PING\r\n');
       sock.once('data', (d) => {
         sock.destroy();
-        resolve(d.toString().startsWith('+PONG'));
+        resolve(/^(\+PONG|-NOAUTH)/.test(d.toString()));
       });
     });
     sock.once('error', () => resolve(false));
@@ -48,10 +51,11 @@ function answers(port: number): Promise<boolean> {
 
 /**
  * Start a redis-server child on 127.0.0.1:`port` (no persistence); resolves once it answers PING.
+ * @param extraArgs - More `redis-server` arguments, e.g. `['--requirepass', 'pw']`.
  * @throws when the child exits first, or does not answer within 10 s.
  */
-export async function spawnRedis(port: number): Promise<ChildProcess> {
-  const child = spawn(REDIS_SERVER, ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--logfile', ''], { stdio: 'ignore' });
+export async function spawnRedis(port: number, extraArgs: readonly string[] = []): Promise<ChildProcess> {
+  const child = spawn(REDIS_SERVER, ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--logfile', '', ...extraArgs], { stdio: 'ignore' });
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`);
@@ -68,6 +72,17 @@ export async function benchRedis(): Promise<BenchRedis | undefined> {
   if (given) return { url: given, stop: () => undefined };
   if (!existsSync(REDIS_SERVER)) return undefined;
   const port = await freePort();
-  const child = await spawnRedis(port);
-  return { url: `redis://127.0.0.1:${port}`, stop: () => child.kill('SIGKILL') };
+  let child = await spawnRedis(port);
+  const restart = async (): Promise<void> => {
+    const old = child;
+    await new Promise<void>((resolve) => {
+      if (old.exitCode !== null || old.signalCode !== null) resolve();
+      else {
+        old.once('exit', () => resolve());
+        old.kill('SIGKILL');
+      }
+    });
+    child = await spawnRedis(port);
+  };
+  return { url: `redis://127.0.0.1:${port}`, stop: () => child.kill('SIGKILL'), local: { port, restart } };
 }

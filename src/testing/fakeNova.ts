@@ -21,6 +21,7 @@ import { checkPathId } from '../core/validate.js';
 import { BEHAVIORS, FAKE_SERVER_INIT_SPEC, FAKE_USAGE_SPEC, SERVER_BEHAVIOR_SPEC, quotaValue, resolveOptions } from './fakeNova/options.js';
 import { checkOptions } from '../core/options.js';
 import type { QuotaBook } from './fakeNova/quota.js';
+import type { FakeQuotaRecord } from './fakeNova/record.js';
 import { viewOf, type ServerRecord, type ServerStore } from './fakeNova/state.js';
 import type { TimerSet } from './fakeNova/timers.js';
 import type { FakeDeleteBehavior, FakeFlavor, FakeNovaOptions, FakeServerInit, FakeServerView, FakeUsage, FaultSpec, RecordedRequest } from './fakeNova/types.js';
@@ -28,23 +29,11 @@ import { AdapterBinding } from './wire/adapterBinding.js';
 import { HttpBinding } from './wire/httpBinding.js';
 import type { AxiosAdapter } from 'axios';
 
-export type {
-  FakeDeleteBehavior,
-  FakeFlavor,
-  FakeNovaOptions,
-  FakeServerInit,
-  FakeServerView,
-  FakeUsage,
-  FaultSpec,
-  RecordedRequest,
-} from './fakeNova/types.js';
+export type { FakeDeleteBehavior, FakeFlavor, FakeNovaOptions, FakeServerInit, FakeServerView, FakeUsage, FaultSpec, RecordedRequest } from './fakeNova/types.js';
+export type { FakeQuotaRecord } from './fakeNova/record.js';
 export { DEFAULT_FLAVORS } from './fakeNova/options.js';
 export { FakeNovaCauses, NO_VALID_HOST_MESSAGE } from './fakeNova/causes.js';
-export {
-  realNovaDeletedWindowMs,
-  REAL_NOVA_DELETED_WINDOW_BASE_MS,
-  REAL_NOVA_DELETED_WINDOW_PER_DELETE_MS,
-} from './fakeNova/deleteLoad.js';
+export { realNovaDeletedWindowMs, REAL_NOVA_DELETED_WINDOW_BASE_MS, REAL_NOVA_DELETED_WINDOW_PER_DELETE_MS } from './fakeNova/deleteLoad.js';
 export type { InProcessRequest } from './wire/adapterBinding.js';
 
 /**
@@ -291,7 +280,8 @@ export class FakeNova {
   /**
    * The next `n` accepted creates (POSTs answered 202) fail conductor's quota recheck: their servers
    * go to ERROR with a fault (code 413) whose message defaults to Nova's recheck text, e.g.
-   * `Quota exceeded for cores: Requested 2, but already used 10 of 10 cores`. They still count
+   * `Quota exceeded for cores: Requested 2, but already used 10 of 10 cores`, when `scheduling`
+   * ends (see `schedulingDelayMs`; without it, at the end of `buildDelayMs`). They still count
    * toward quota until deleted.
    *
    * @throws `ValidationError` (nova-guard) when `n` is not an integer >= 0.
@@ -327,6 +317,19 @@ export class FakeNova {
     this.mustGet(id, 'makeGhost').ghost = true;
   }
 
+  /**
+   * What the fake saw of the quota since start or {@link FakeNova.clearQuotaRecord}, for over-commit
+   * proofs (see {@link FakeQuotaRecord}): `peakCores` above `limits.cores` (not `-1`) means more was
+   * accepted than the quota holds. @returns a copy. @example `expect(r.peakCores).toBeLessThanOrEqual(r.limits.cores)`
+   */
+  quotaRecord(): FakeQuotaRecord {
+    return this.store.record.snapshot(this.quota.limits);
+  }
+
+  /** Start {@link FakeNova.quotaRecord} over: peaks from what servers hold now, counters at 0. */
+  clearQuotaRecord(): void {
+    this.store.record.reset();
+  }
   /** Whether BUILD servers count toward usage (default true: legacy counting once the cell row exists). */
   countBuildInUsage(on: boolean): void {
     this.store.countBuild = on;

@@ -183,6 +183,8 @@ const NO_OPTIONS: Record<string, string> = {
       'failCreatesWithQuotaRecheck',
       'makeGhost',
       'countBuildInUsage',
+      'quotaRecord',
+      'clearQuotaRecord',
       'lock',
       'unlock',
       'destroyServer',

@@ -83,10 +83,10 @@ describe('20 concurrent callers', () => {
     const runs = [guard.createServer(body('a')), guard.createServer(body('b', '3'))];
     await runUntil(() => posts(nova).filter((p) => p.status === 202).length === 2, 1000);
     const h = await guard.headroom();
-    // Both servers are BUILD: Nova counts them (6 cores) and so do the claims.
-    expect(h.cores).toEqual({ max: 10, used: 6, inFlight: 6, headroom: 0 });
-    expect(h.ram).toEqual({ max: 51200, used: 6144, inFlight: 6144, headroom: 51200 - 12288 });
-    expect(h.instances).toEqual({ max: 10, used: 2, inFlight: 2, headroom: 6 });
+    // Both servers are build requests (`scheduling`): Nova does not count them yet; the claims do.
+    expect(h.cores).toEqual({ max: 10, used: 0, inFlight: 6, headroom: 4 });
+    expect(h.ram).toEqual({ max: 51200, used: 0, inFlight: 6144, headroom: 51200 - 6144 });
+    expect(h.instances).toEqual({ max: 10, used: 0, inFlight: 2, headroom: 8 });
     await settle(Promise.all(runs));
     const after = await guard.headroom();
     expect(after.cores).toEqual({ max: 10, used: 6, inFlight: 0, headroom: 4 });

@@ -1,42 +1,53 @@
-// One "host" of the multi-process fleet tests (test/redis/fleet.test.ts): a child process that runs
-// `workers` workers, each `jobs` jobs (guarded create of a 2-core server, a short test, delete and
-// wait for the 404), through one QuotaGuard on a RedisQuotaLedger (or none: `redisUrl` null).
-// Imports the built package (dist/, through the package's own name); the test builds it when stale.
-// Config: JSON in argv[2]. Log: pino JSON lines (warn and above) on stdout. Result: one IPC message.
+// One "host" of the multi-process fleet tests (test/redis/fleet.test.ts, fleetNetwork.test.ts): a
+// child process that runs `workers` workers, each `jobs` jobs (guarded create of a 2-core server, a
+// short test, delete and wait for the 404), through one QuotaGuard on a RedisQuotaLedger (or none:
+// `redisUrl` null). Imports the built package (dist/, through the package's own name); the tests
+// build it when stale. Config: JSON in argv[2]; a ledger or guard option left out takes the
+// library's default. Log: pino JSON lines (warn and above) on stdout. Result: one IPC message.
 import process from 'node:process';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
 import { NovaClient, QuotaGuard } from 'nova-guard';
 import { RedisQuotaLedger } from 'nova-guard/redis';
 
 const cfg = JSON.parse(process.argv[2]);
+/** `o` without its undefined values (an option left out takes its default). */
+const given = (o) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
 const logger = pino({ level: 'warn', base: { holder: cfg.holder } }, pino.destination({ fd: 1, sync: true }));
 const client = new NovaClient({ endpoint: cfg.endpoint, token: `admin:${cfg.projectId}`, microversion: '2.79' });
 const ledger =
   cfg.redisUrl === null
     ? undefined
-    : new RedisQuotaLedger({ url: cfg.redisUrl, endpoint: cfg.endpoint, projectId: cfg.projectId, holder: cfg.holder, commandTimeoutMs: cfg.commandTimeoutMs, limitsMaxAgeMs: cfg.limitsMaxAgeMs });
-const guard = new QuotaGuard(client, {
-  ledger,
-  leaseTtlMs: cfg.leaseTtlMs,
-  ledgerTimeoutMs: cfg.ledgerTimeoutMs,
-  minDelayMs: 20,
-  baseDelayMs: 50,
-  maxDelayMs: 400,
-  maxWaitMs: 60_000,
-  activeIntervalMs: 50,
-  activeTimeoutMs: 60_000,
-  logger,
-});
+    : new RedisQuotaLedger(given({ url: cfg.redisUrl, endpoint: cfg.endpoint, projectId: cfg.projectId, holder: cfg.holder, commandTimeoutMs: cfg.commandTimeoutMs, limitsMaxAgeMs: cfg.limitsMaxAgeMs }));
+const guard = new QuotaGuard(
+  client,
+  given({
+    ledger,
+    leaseTtlMs: cfg.leaseTtlMs,
+    ledgerTimeoutMs: cfg.ledgerTimeoutMs,
+    minDelayMs: 20,
+    baseDelayMs: 50,
+    maxDelayMs: 400,
+    maxWaitMs: 60_000,
+    activeIntervalMs: 50,
+    activeTimeoutMs: 60_000,
+    logger,
+  }),
+);
 
 let failed = 0;
 let done = 0;
 const errors = [];
+const createMs = [];
+const started = performance.now();
 await Promise.all(
   Array.from({ length: cfg.workers }, async (_, w) => {
     for (let j = 0; j < cfg.jobs; j++) {
       try {
+        const t0 = performance.now();
         const server = await guard.createServer({ name: `${cfg.holder}-w${w}-j${j}`, flavorRef: '2', imageRef: 'img', networks: 'none' });
+        createMs.push(Math.round(performance.now() - t0));
         await sleep(cfg.runMs);
         await client.deleteServer(server.id, { wait: true, intervalMs: 50, timeoutMs: 30_000 });
         done++;
@@ -47,6 +58,7 @@ await Promise.all(
     }
   }),
 );
+const wallMs = Math.round(performance.now() - started);
 const stats = { ...guard.stats };
 await ledger?.close();
-process.send?.({ done, failed, errors: [...new Set(errors)].slice(0, 5), stats }, () => process.exit(0));
+process.send?.({ done, failed, errors: [...new Set(errors)].slice(0, 5), stats, createMs, wallMs }, () => process.exit(0));

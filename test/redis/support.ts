@@ -5,6 +5,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { Redis } from 'ioredis';
 import { REDIS_SERVER, freePort, spawnRedis } from '../../bench/redisServer.js';
 
 export { REDIS_SERVER };
@@ -16,14 +17,18 @@ if (!haveRedis) console.warn(skipReason);
 /** One redis-server child. */
 export class RedisServer {
   #child: ChildProcess | undefined;
-  private constructor(readonly port: number) {}
+  private constructor(
+    readonly port: number,
+    private readonly args: readonly string[],
+  ) {}
 
   get url(): string {
     return `redis://127.0.0.1:${this.port}`;
   }
 
-  static async start(): Promise<RedisServer> {
-    const server = new RedisServer(await freePort());
+  /** @param args - More `redis-server` arguments, e.g. `['--requirepass', 'pw']`. */
+  static async start(args: readonly string[] = []): Promise<RedisServer> {
+    const server = new RedisServer(await freePort(), args);
     await server.restart();
     return server;
   }
@@ -31,7 +36,75 @@ export class RedisServer {
   /** Start (again, empty) on the same port; resolves once it answers PING. */
   async restart(): Promise<void> {
     await this.kill();
-    this.#child = await spawnRedis(this.port);
+    this.#child = await spawnRedis(this.port, this.args);
+  }
+
+  /**
+   * Restart keeping the data, with the new server's clock `behindMs` behind the old one's (a failover
+   * to a replica, or a restart on another host, whose clock is behind), emulated: libfaketime does not
+   * take with this redis-server (its `TIME` stays the real one), so instead every time stamp kept in
+   * the data (epoch ms within a day of Redis's `TIME`: sorted-set scores, hash and string values,
+   * numbers inside JSON values) is written back `behindMs` in the future. Key TTLs are kept. Makes no
+   * assumption about the ledger's key layout.
+   *
+   * @returns how many time stamps were moved.
+   */
+  async restartWithClockBehind(behindMs: number): Promise<number> {
+    const r = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    await r.connect();
+    const [sec, usec] = await r.time();
+    const nowMs = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+    let moved = 0;
+    const shift = (x: number): number => {
+      if (Number.isFinite(x) && Math.abs(x - nowMs) < 86_400_000) {
+        moved++;
+        return x + behindMs;
+      }
+      return x;
+    };
+    const shiftText = (v: string): string => {
+      if (/^-?\d+(\.\d+)?$/.test(v)) return String(shift(Number(v)));
+      if (!v.startsWith('{') && !v.startsWith('[')) return v;
+      try {
+        return JSON.stringify(JSON.parse(v), (_k, x: unknown) => (typeof x === 'number' ? shift(x) : x));
+      } catch {
+        return v;
+      }
+    };
+    type Kept = { key: string; pttl: number; write: (c: Redis) => Promise<unknown> };
+    const kept: Kept[] = [];
+    for (const key of await r.keys('*')) {
+      const pttl = await r.pttl(key);
+      const type = await r.type(key);
+      if (type === 'string') {
+        const v = shiftText((await r.get(key)) ?? '');
+        kept.push({ key, pttl, write: (c) => c.set(key, v) });
+      } else if (type === 'hash') {
+        const h = Object.entries(await r.hgetall(key)).flatMap(([f, v]) => [f, shiftText(v)]);
+        kept.push({ key, pttl, write: (c) => c.hset(key, ...h) });
+      } else if (type === 'zset') {
+        const z = await r.zrange(key, 0, -1, 'WITHSCORES');
+        const args: Array<string | number> = [];
+        for (let i = 0; i < z.length; i += 2) args.push(shift(Number(z[i + 1])), z[i]!);
+        kept.push({ key, pttl, write: (c) => c.zadd(key, ...args) });
+      } else if (type === 'set') {
+        const m = await r.smembers(key);
+        kept.push({ key, pttl, write: (c) => c.sadd(key, ...m) });
+      } else if (type === 'list') {
+        const l = await r.lrange(key, 0, -1);
+        kept.push({ key, pttl, write: (c) => c.rpush(key, ...l) });
+      }
+    }
+    r.disconnect();
+    await this.restart();
+    const w = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    await w.connect();
+    for (const k of kept) {
+      await k.write(w);
+      if (k.pttl > 0) await w.pexpire(k.key, k.pttl);
+    }
+    w.disconnect();
+    return moved;
   }
 
   /** SIGSTOP the server: connections stay open, nothing answers (a hung Redis). */

@@ -11,7 +11,7 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import { QuotaBook, recheckMessage } from './quota.js';
+import { QuotaBook, RESOURCES, recheckMessage } from './quota.js';
 import { ServerStore, statusForVmState, vmStateForStatus, type ServerRecord } from './state.js';
 import { TimerSet } from './timers.js';
 import type { FakeDeleteBehavior, FakeFlavor, FakeServerInit, FakeUsage } from './types.js';
@@ -74,13 +74,23 @@ export class Compute {
     if (faultMessage !== undefined) this.terminateFault.set(r.id, faultMessage);
   }
 
-  /** Create `req.count` servers in BUILD and start their builds. Quota was checked by the caller. */
+  /**
+   * Create `req.count` servers in BUILD and start their builds. Quota was checked by the caller.
+   *
+   * With a `scheduling` part (`schedulingDelayMs` > 0, within `buildDelayMs`) the servers are build
+   * requests until it ends: legacy counting leaves them out (neither the create check nor `/limits`
+   * counts them). At its end conductor creates them in their cell (now counted) and rechecks the
+   * quota (`[quota] recheck_quota`, `nova/conductor/manager.py` `schedule_and_build_instances`): if
+   * the project is then over a limit, or the create was marked by {@link Compute.failRecheck}, all
+   * servers of the request go to ERROR with the recheck fault and keep counting until deleted.
+   */
   create(req: CreateRequest, nowMs = Date.now()): ServerRecord[] {
-    let recheck: string | undefined;
+    let forced: string | undefined;
     if (this.recheckLeft > 0) {
       this.recheckLeft--;
-      recheck = this.recheckText ?? recheckMessage(req.flavor, req.count, this.quota.limits);
+      forced = this.recheckText ?? recheckMessage(req.flavor, req.count, this.quota.limits);
     }
+    const schedulingMs = Math.min(this.timing.schedulingDelayMs, this.timing.buildDelayMs);
     const reservationId = 'r-' + randomUUID().replace(/-/g, '').slice(0, 8);
     const out: ServerRecord[] = [];
     for (let i = 0; i < req.count; i++) {
@@ -92,24 +102,26 @@ export class Compute {
           metadata: { ...req.metadata },
           status: 'BUILD',
           vmState: 'building',
-          taskState: this.timing.buildDelayMs > 0 ? (recheck !== undefined || this.timing.schedulingDelayMs > 0 ? 'scheduling' : 'spawning') : null,
+          taskState: this.timing.buildDelayMs > 0 ? (forced !== undefined || this.timing.schedulingDelayMs > 0 ? 'scheduling' : 'spawning') : null,
           userId: req.userId,
           reservationId,
           launchIndex: i,
           keyName: req.keyName,
           description: req.description,
+          ...(schedulingMs > 0 ? { buildRequest: true } : {}),
         },
         nowMs,
       );
       this.store.insert(r);
       out.push(r);
     }
-    const schedulingMs = Math.min(this.timing.schedulingDelayMs, this.timing.buildDelayMs);
-    for (const r of out) {
-      // Conductor's quota recheck fails while the server is still `scheduling`: it never spawns.
-      if (schedulingMs > 0 && recheck === undefined) this.timers.after(schedulingMs, () => this.startSpawning(r));
-      this.timers.after(this.timing.buildDelayMs, () => this.finishBuild(r, recheck));
+    if (schedulingMs > 0) {
+      this.timers.after(schedulingMs, () => this.endScheduling(out, req, forced));
+      for (const r of out) this.timers.after(this.timing.buildDelayMs, () => this.finishBuild(r, undefined));
+      return out;
     }
+    // No scheduling part: counted from the POST; a forced recheck failure stays `scheduling` until its ERROR.
+    for (const r of out) this.timers.after(this.timing.buildDelayMs, () => this.finishBuild(r, forced));
     return out;
   }
 
@@ -229,10 +241,29 @@ export class Compute {
     };
   }
 
-  /** Past scheduling: nova-compute took the build (`scheduling` -> `spawning`). */
-  private startSpawning(r: ServerRecord): void {
-    if (r.destroyed || r.vmState !== 'building' || r.deletePhase !== 'none' || r.taskState !== 'scheduling') return;
-    this.store.update(r, { taskState: 'spawning' }, Date.now());
+  /**
+   * The end of `scheduling`: conductor creates the instances of one request in their cell (they
+   * count from now on), rechecks the quota with no new deltas (over = used above a limit, drift
+   * included), and sets them all to ERROR when over (or when forced); otherwise nova-compute takes
+   * the build (`spawning`). A server deleted while a build request stays uncounted until destroyed.
+   */
+  private endScheduling(rows: readonly ServerRecord[], req: CreateRequest, forced: string | undefined): void {
+    const now = Date.now();
+    const placed = rows.filter((r) => !r.destroyed && r.buildRequest === true && r.deletePhase === 'none' && r.vmState === 'building');
+    for (const r of placed) this.store.update(r, { buildRequest: false }, now);
+    if (placed.length === 0) return;
+    const used = this.quota.counted(this.store.usage());
+    const limits = this.quota.limits;
+    const over = RESOURCES.some((k) => limits[k] >= 0 && used[k] > limits[k]);
+    const message = forced ?? (over ? recheckMessage(req.flavor, req.count, limits) : undefined);
+    for (const r of placed) {
+      if (message !== undefined) {
+        this.store.update(r, { vmState: 'error', status: 'ERROR', taskState: null, fault: { code: 413, message, createdMs: now } }, now);
+        this.store.record.recheckErrors++;
+      } else if (r.taskState === 'scheduling') {
+        this.store.update(r, { taskState: 'spawning' }, now);
+      }
+    }
   }
 
   private finishBuild(r: ServerRecord, recheck: string | undefined): void {
@@ -244,6 +275,7 @@ export class Compute {
         { vmState: 'error', status: 'ERROR', taskState: null, fault: { code: 413, message: recheck, createdMs: now } },
         now,
       );
+      this.store.record.recheckErrors++;
       return;
     }
     this.store.update(r, { vmState: 'active', status: 'ACTIVE', taskState: null, powerState: 1, launchedMs: now }, now);

@@ -4,10 +4,12 @@
  *
  * Counting follows Nova's legacy counting (`_instances_cores_ram_count_legacy`,
  * `nova/objects/instance.py` `get_counts`): rows not destroyed and `vm_state != soft-delete` count;
- * ERROR counts; BUILD counts unless switched off (a BUILD server counts once it has a cell row).
+ * ERROR counts; BUILD counts unless switched off (a BUILD server counts once it has a cell row); a
+ * build request still in `scheduling` (no cell row yet, {@link ServerRecord.buildRequest}) does not count.
  *
  * @module
  */
+import { QuotaRecorder } from './record.js';
 import type { FakeDeleteBehavior, FakeFlavor, FakeServerView, FakeUsage } from './types.js';
 
 /** A fault recorded on a server (`instance_faults`). */
@@ -55,6 +57,11 @@ export interface ServerRecord extends Pick<FakeServerView, ViewFields> {
   cell0?: boolean;
   /** Its cell does not answer: listed as a stub from 2.69, left out below; legacy counting skips it. */
   downCell?: boolean;
+  /**
+   * Still only a build request (`scheduling`, before conductor creates the instance in its cell):
+   * legacy counting leaves it out (nova/objects/instance.py `get_counts` counts cell rows only).
+   */
+  buildRequest?: boolean;
   /** VERIFY_RESIZE: the flavor before the resize (placement holds both until confirm or revert). */
   oldFlavor?: FakeFlavor;
 }
@@ -87,10 +94,11 @@ export function vmStateForStatus(status: string): string {
   return 'active';
 }
 
-type Bucket = 'none' | 'build' | 'counted';
+type Bucket = 'none' | 'request' | 'build' | 'counted';
 
 function bucketOf(r: ServerRecord): Bucket {
   if (r.destroyed || r.vmState === 'soft-delete' || r.status === 'SOFT_DELETED') return 'none';
+  if (r.buildRequest === true) return 'request';
   if (r.status === 'BUILD') return 'build';
   return 'counted';
 }
@@ -106,6 +114,8 @@ export class ServerStore {
   private readonly counted = zero();
   private readonly building = zero();
   private seq = 0;
+  /** What servers that exist hold at most, and the quota events (see {@link QuotaRecorder}). */
+  readonly record = new QuotaRecorder();
   private running = 0;
   /** Whether BUILD servers count toward usage (legacy counting: yes). */
   countBuild = true;
@@ -217,6 +227,8 @@ export class ServerStore {
     if (r.deletePhase === 'running' && !r.destroyed) this.running += sign;
     const b = bucketOf(r);
     if (b === 'none') return;
+    this.record.hold({ cores: r.flavor.vcpus, instances: 1, ram: r.flavor.ram }, sign);
+    if (b === 'request') return;
     const t = b === 'build' ? this.building : this.counted;
     t.cores += sign * r.flavor.vcpus;
     t.ram += sign * r.flavor.ram;
@@ -227,7 +239,7 @@ export class ServerStore {
 /** What one row holds under legacy counting: live rows of every reachable cell (cell0 included). */
 function legacyHolds(r: ServerRecord, countBuild: boolean): FakeUsage {
   const b = bucketOf(r);
-  if (b === 'none' || r.downCell || (b === 'build' && !countBuild)) return zero();
+  if (b === 'none' || b === 'request' || r.downCell || (b === 'build' && !countBuild)) return zero();
   return { cores: r.flavor.vcpus, ram: r.flavor.ram, instances: 1 };
 }
 

@@ -54,10 +54,18 @@ export interface FakeNovaOptions {
    * `OS-EXT-SRV-ATTR:host`) before `spawning`: in Nova the API answers the POST with the build
    * request in `scheduling`, and nova-compute moves `task_state` on (`networking`,
    * `block_device_mapping`, `spawning`) only after conductor has created the instance in its cell
-   * (`nova/conductor/manager.py` `schedule_and_build_instances`). Kept below `buildDelayMs`. A create
-   * that fails conductor's quota recheck ({@link FakeNova.failCreatesWithQuotaRecheck}) stays `scheduling` until its
-   * `ERROR`, as in Nova. Default 0 (`spawning` from the start; the fake counts a BUILD server from
-   * its POST either way).
+   * (`nova/conductor/manager.py` `schedule_and_build_instances`). Kept below `buildDelayMs`.
+   *
+   * Counting follows Nova's legacy counting: during `scheduling` the server is only a build request,
+   * which neither the create check nor `/limits` counts, so creates racing in that window are all
+   * accepted. At its end conductor creates the instance (it counts from then on) and rechecks the
+   * quota (`[quota] recheck_quota = True`): when the project is then over a limit, the servers of
+   * that request go to `ERROR` with the recheck fault (code 413, e.g. `Quota exceeded for cores:
+   * Requested 2, but already used 8 of 8 cores`) and keep counting until deleted, as Nova's ERROR
+   * instances do. A create marked by {@link FakeNova.failCreatesWithQuotaRecheck} goes to ERROR at
+   * that moment too. Default 0: no `scheduling` (`spawning` from the start) and a BUILD server
+   * counts from its POST; a create marked to fail the recheck then stays `scheduling` until its
+   * `ERROR` at the end of `buildDelayMs`.
    */
   schedulingDelayMs?: number;
   /** DELETE sets `task_state` `deleting` (status unchanged) and the compute side finishes after this. Default 0. */

@@ -40,7 +40,10 @@ export function serverAction(e: Engine, ctx: Ctx, id: string): Reply {
     case 'restore': {
       if (r.vmState !== 'soft-delete') return invalidState(r, 'restore');
       const verdict = checkCreateQuota(r.flavor, 1, 1, e.countedUsage(), e.quota.limits);
-      if (!verdict.ok) return fault(403, verdict.message, id);
+      if (!verdict.ok) {
+        e.store.record.quota403s++;
+        return fault(403, verdict.message, id);
+      }
       e.compute.restore(r);
       return accepted;
     }

@@ -219,7 +219,10 @@ export function createServer(e: Engine, ctx: Ctx): Reply {
   if (!flavor) return fault(400, `Flavor ${flavorId} could not be found.`);
 
   const verdict = checkCreateQuota(flavor, minCount, maxCount, e.countedUsage(), e.quota.limits);
-  if (!verdict.ok) return fault(403, verdict.message);
+  if (!verdict.ok) {
+    e.store.record.quota403s++;
+    return fault(403, verdict.message);
+  }
 
   const imageRef = typeof s.imageRef === 'string' ? s.imageRef.split('/').filter(Boolean).pop() ?? '' : '';
   const created = e.compute.create({
