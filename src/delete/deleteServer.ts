@@ -287,7 +287,8 @@ async function sendDelete(
 ): Promise<'accepted' | 'already-gone'> {
   const path = `/servers/${encodeURIComponent(serverId)}${kind === 'force' ? '/action' : ''}`;
   try {
-    const res = await engine.send(
+    // In a slot of the engine's DELETE window (the DELETEs in flight follow their latency), then under the rate limit.
+    const res = await engine.sendDelete(
       () =>
         engine.api.request({
           method: kind === 'force' ? 'POST' : 'DELETE',

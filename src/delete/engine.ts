@@ -36,6 +36,9 @@ import { endWatch, watchAborted, type Entry, type Watch } from './watch.js';
 import { RateTurns } from './turns.js';
 import { ServerMemory } from './memory.js';
 import { ListingPolicy } from './listingPolicy.js';
+import { PollPace } from './pollPace.js';
+import { DeleteWindow } from './deleteWindow.js';
+import pLimit from 'p-limit';
 import { ORPHAN_EVIDENCE, PresenceCheck } from './presenceCheck.js';
 import { isFatalLookFailure, showsDeleted, type Observation } from './observe.js';
 import type { DeleteEngineOptions, DeleteEngineStats, ServerApi, WatchEnd, WatchSpec } from './types.js';
@@ -47,9 +50,6 @@ const LAST_LOOK_MARGIN_MS = 10;
 
 /** A server under way is listed with its status again after this many intervals (an ERROR shows only in its status). */
 const STATUS_REFRESH_INTERVALS = 3;
-
-/** Shortest time limit of a shared listing, in ms. */
-const MIN_LISTING_TIMEOUT_MS = 1000;
 
 /** The delete engine of one client. */
 export class DeleteEngine {
@@ -77,6 +77,12 @@ export class DeleteEngine {
   #lastTickAt = Number.NEGATIVE_INFINITY;
   readonly #listings: ListingPolicy;
   readonly #presence: PresenceCheck;
+  /** How much wider than the callers' intervals the engine looks (AIMD on the looks' answers). */
+  readonly #pace: PollPace;
+  /** DELETEs in flight (AIMD on their latency). */
+  readonly #deletes: DeleteWindow;
+  /** At most one listing in flight (a tick's, or the check of a 404). */
+  readonly #listingGate = pLimit(1);
 
   constructor(api: ServerApi, options: DeleteEngineOptions = {}) {
     checkEngineOptions(options);
@@ -87,8 +93,10 @@ export class DeleteEngine {
     this.#watchIntervalMs = options.watchIntervalMs;
     this.ledger = new DeleteLedger(() => this.clock.wallNow());
     this.#turns = new RateTurns(options.maxRequestsPerSecond ?? 10, new NovaPause(this.clock, api.logger));
+    this.#pace = new PollPace(this.clock);
+    this.#deletes = new DeleteWindow(this.clock);
     const counted = (): void => void this.stats.briefListings++;
-    this.#presence = new PresenceCheck({ api, send: (fn, signal) => this.send(fn, signal), microversion: () => this.#listings.presenceMicroversion, counted });
+    this.#presence = new PresenceCheck({ api, send: (fn, signal) => this.#sendListing(fn, signal), microversion: () => this.#listings.presenceMicroversion, counted });
   }
 
   /** Check Nova's 404 for `serverId` before anything showed it: see `PresenceCheck.confirmGone`. */
@@ -125,6 +133,35 @@ export class DeleteEngine {
    */
   send<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     return this.#turns.send(fn, signal);
+  }
+
+  /**
+   * Send one DELETE (or force-delete; `fn` with its own retries) in a slot of the engine's DELETE
+   * window (`deleteWindow.ts`: the DELETEs in flight follow their latency), then under the rate limit.
+   * Rejects with {@link AbortError} as soon as `signal` aborts, also while it waits for its slot.
+   */
+  sendDelete<T>(fn: () => Promise<T>, signal: AbortSignal): Promise<T> {
+    return this.#deletes.run(() => this.send(fn, signal), signal);
+  }
+
+  /** DELETEs the engine lets be in flight at once now (see `deleteWindow.ts`). */
+  get deleteWindow(): number {
+    return this.#deletes.size;
+  }
+
+  /** How many times the callers' intervals the engine waits between looks now (see `pollPace.ts`); 1 when Nova is healthy. */
+  get paceFactor(): number {
+    return this.#pace.factor;
+  }
+
+  /** One look (a GET) under the rate limit, its answer told to the pace. */
+  #sendLook<T>(fn: () => Promise<T>, signal: AbortSignal): Promise<T> {
+    return this.send(() => this.#pace.timed(fn), signal);
+  }
+
+  /** One listing: after any listing in flight (one at a time), under the rate limit, its answer told to the pace. */
+  #sendListing<T>(fn: () => Promise<T>, signal: AbortSignal): Promise<T> {
+    return this.#listingGate(() => this.#sendLook(fn, signal));
   }
 
   /** Record a Nova `Date` header (epoch ms) received now; with `serverId`, the date its DELETE was accepted. */
@@ -200,9 +237,18 @@ export class DeleteEngine {
     if (this.#entries.size === 0) this.#clearTimer();
   }
 
-  /** Time between shared ticks: `watchIntervalMs`, or half the smallest interval, shorter while a server shows DELETED. */
+  /**
+   * Time between shared ticks: `watchIntervalMs`, or half the smallest interval, shorter while a
+   * server shows DELETED; widened by the pace while Nova is slow or failing.
+   */
   #gapMs(intervalMs: number, confirmIntervalMs = Number.POSITIVE_INFINITY): number {
-    return Math.min(this.#watchIntervalMs ?? intervalMs / 2, confirmIntervalMs);
+    return this.#pace.widen(Math.min(this.#watchIntervalMs ?? intervalMs / 2, confirmIntervalMs));
+  }
+
+  /** When `w` looks next after a look at clock time `now`: its interval (its confirm interval once DELETED shows), widened by the pace, jittered. */
+  #nextLookAt(w: Watch, now: number): number {
+    const ms = w.entry.seenDeleted ? Math.min(w.intervalMs, w.confirmIntervalMs) : w.intervalMs;
+    return now + jitteredMs(this.#pace.widen(ms), w.jitter);
   }
 
   #wantTimer(at: number): void {
@@ -271,9 +317,11 @@ export class DeleteEngine {
       interval = Math.min(interval, w.intervalMs);
       deadline = Math.max(deadline, w.deadlineAt);
     }
+    this.#pace.baseMs = interval;
     void runTick({
       api: this.api,
-      send: (fn, signal) => this.send(fn, signal),
+      send: (fn, signal) => this.#sendLook(fn, signal),
+      sendListing: (fn, signal) => this.#sendListing(fn, signal),
       stats: this.stats,
       signal: controller.signal,
       fleet,
@@ -282,8 +330,8 @@ export class DeleteEngine {
       due: new Set(due),
       offsetMs: this.#offsetMs,
       widenMs: this.#listings.widenMs,
-      // A listing slower than the interval is a failed look: the servers get their own GETs.
-      listingTimeoutMs: Math.min(this.api.requestTimeoutMs, Math.max(interval, MIN_LISTING_TIMEOUT_MS)),
+      // A slow listing is still an answer: only an error or the request time limit fails it.
+      listingTimeoutMs: this.api.requestTimeoutMs,
       now,
       statusRefreshMs: STATUS_REFRESH_INTERVALS * interval,
       timeLeftMs: () => Math.max(1, deadline - this.clock.now()),
@@ -351,7 +399,7 @@ export class DeleteEngine {
       }
       if (!entry.watches.includes(w)) continue; // the callback settled it (an abort)
       if (end !== undefined) this.#settle(w, w.end);
-      else w.nextAt = now + jitteredMs(entry.seenDeleted ? Math.min(w.intervalMs, w.confirmIntervalMs) : w.intervalMs, w.jitter);
+      else w.nextAt = this.#nextLookAt(w, now);
     }
     if (obs.gone) {
       this.#memory.forget(entry.serverId);
@@ -368,7 +416,7 @@ export class DeleteEngine {
       w.failures = 0;
       w.log.answered();
       w.end = { ...w.end, polls: w.polls };
-      w.nextAt = now + jitteredMs(entry.seenDeleted ? Math.min(w.intervalMs, w.confirmIntervalMs) : w.intervalMs, w.jitter);
+      w.nextAt = this.#nextLookAt(w, now);
     }
   }
 
@@ -386,7 +434,7 @@ export class DeleteEngine {
       w.log.note('look', error);
       w.end = { ...w.end, polls: w.polls };
       if (isFatalLookFailure(error) || w.failures > w.pollRetries) this.#settle(w, error instanceof Error ? error : new Error(String(error)));
-      else w.nextAt = now + jitteredMs(w.intervalMs, w.jitter);
+      else w.nextAt = now + jitteredMs(this.#pace.widen(w.intervalMs), w.jitter);
     }
   }
 }
