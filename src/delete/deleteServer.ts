@@ -288,7 +288,7 @@ async function sendDelete(
   const path = `/servers/${encodeURIComponent(serverId)}${kind === 'force' ? '/action' : ''}`;
   try {
     // In a slot of the engine's DELETE window (the DELETEs in flight follow their latency), then under the rate limit.
-    const res = await engine.sendDelete(
+    const res = await engine.outbound.delete(
       () =>
         engine.api.request({
           method: kind === 'force' ? 'POST' : 'DELETE',

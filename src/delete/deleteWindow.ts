@@ -1,8 +1,8 @@
 /**
  * The delete engine's DELETE window: how many DELETEs (and force-deletes) of one client are in flight
- * at once, following their latency (AIMD, as Netflix `concurrency-limits`' AIMD limiter): it starts
- * small, grows by one per window of fast answers, and halves on a slow answer (slower than
- * {@link SLOW_DELETE_MS}), a 5xx, a 429 or no answer. On the real Nova's single API worker, 10
+ * at once, following their latency (AIMD, as Netflix `concurrency-limits`' AIMD and gradient
+ * limiters): it starts small, grows by one per window of fast answers, and halves on a slow answer
+ * (slower than {@link SLOW_DELETE_MS} and than twice the fastest seen), a 5xx, a 429 or no answer. On the real Nova's single API worker, 10
  * concurrent DELETEs each took seconds and Nova freed the servers later than one-at-a-time DELETEs
  * did: a Nova that answers DELETEs slowly gets fewer at once.
  *
@@ -30,11 +30,20 @@ export const INITIAL_DELETE_WINDOW = 2;
 export const MAX_DELETE_WINDOW = 10;
 
 /**
- * A DELETE answered later than this, in ms, halves the window (a healthy Nova answers a DELETE in
- * a few hundred ms; 10 at once on one API worker took seconds each).
+ * A DELETE answered later than this, in ms, and later than {@link SLOW_DELETE_RATIO} times the
+ * fastest DELETE seen, halves the window (a healthy Nova answers a DELETE in a few hundred ms; 10 at
+ * once on one API worker took seconds each).
  * @default 1000
  */
 export const SLOW_DELETE_MS = 1000;
+
+/**
+ * A DELETE slower than this many times the fastest one seen is slow (when also slower than
+ * {@link SLOW_DELETE_MS}): latency that grows with the DELETEs in flight shrinks the window, a Nova
+ * far away (every answer slow alike) does not.
+ * @default 2
+ */
+export const SLOW_DELETE_RATIO = 2;
 
 /** The DELETE window of one engine (see the module). */
 export class DeleteWindow {
@@ -43,6 +52,7 @@ export class DeleteWindow {
   /** The window, fractional: the slots are its whole part (at least 1). */
   #window = INITIAL_DELETE_WINDOW;
   #changedAt = Number.NEGATIVE_INFINITY;
+  #fastestMs = Number.POSITIVE_INFINITY;
 
   /** @param clock - The engine's clock. */
   constructor(clock: Clock) {
@@ -70,11 +80,11 @@ export class DeleteWindow {
       const startedAt = this.#clock.now();
       try {
         result = { value: await fn() };
-        this.#answered(startedAt, this.#clock.now() - startedAt > SLOW_DELETE_MS);
+        this.#answered(startedAt, this.#slow(this.#clock.now() - startedAt));
       } catch (error) {
         result = { error };
         // A DELETE answered (404, 409, 403) says nothing of Nova's load; a transient failure does.
-        this.#answered(startedAt, isTransient(error) || this.#clock.now() - startedAt > SLOW_DELETE_MS);
+        this.#answered(startedAt, isTransient(error) || this.#slow(this.#clock.now() - startedAt));
       }
     });
     try {
@@ -85,6 +95,12 @@ export class DeleteWindow {
     if (!result) throw new AbortError(undefined, { cause: signal.reason });
     if ('error' in result) throw result.error;
     return result.value;
+  }
+
+  /** An answer after `latencyMs` is slow (see {@link SLOW_DELETE_MS}); the fastest one is remembered. */
+  #slow(latencyMs: number): boolean {
+    this.#fastestMs = Math.min(this.#fastestMs, latencyMs);
+    return latencyMs > Math.max(SLOW_DELETE_MS, SLOW_DELETE_RATIO * this.#fastestMs);
   }
 
   #answered(startedAt: number, slow: boolean): void {

@@ -28,17 +28,13 @@ import { MAX_TIMER_MS } from '../core/validate.js';
 import { checkEngineOptions } from './options.js';
 import { OrphanedServerError } from '../errors/index.js';
 import { FailureLog } from './failureLog.js';
-import { NovaPause } from './pause.js';
 import { AbortGroups } from './abortGroups.js';
 import { DeleteLedger } from './ledger.js';
 import { runTick } from './tick.js';
 import { endWatch, watchAborted, type Entry, type Watch } from './watch.js';
-import { RateTurns } from './turns.js';
 import { ServerMemory } from './memory.js';
 import { ListingPolicy } from './listingPolicy.js';
-import { PollPace } from './pollPace.js';
-import { DeleteWindow } from './deleteWindow.js';
-import pLimit from 'p-limit';
+import { Outbound } from './outbound.js';
 import { ORPHAN_EVIDENCE, PresenceCheck } from './presenceCheck.js';
 import { isFatalLookFailure, showsDeleted, type Observation } from './observe.js';
 import type { DeleteEngineOptions, DeleteEngineStats, ServerApi, WatchEnd, WatchSpec } from './types.js';
@@ -63,7 +59,8 @@ export class DeleteEngine {
   readonly stats: DeleteEngineStats = { ticks: 0, gets: 0, listings: 0, briefListings: 0, listingFailures: 0, fallbackGets: 0 };
   readonly #coalesce: boolean;
   readonly #watchIntervalMs: number | undefined;
-  readonly #turns: RateTurns;
+  /** How the requests go out: rate limit, Nova's pause, poll pace, one listing at a time, DELETE window (`outbound.ts`). */
+  readonly outbound: Outbound;
   readonly #entries = new Map<string, Entry>();
   /** One abort listener per signal shared by waits (a batch's). */
   readonly #abortGroups = new AbortGroups<Watch>((w, signal) => this.#settle(w, watchAborted(w.entry.serverId, signal.reason)));
@@ -77,12 +74,6 @@ export class DeleteEngine {
   #lastTickAt = Number.NEGATIVE_INFINITY;
   readonly #listings: ListingPolicy;
   readonly #presence: PresenceCheck;
-  /** How much wider than the callers' intervals the engine looks (AIMD on the looks' answers). */
-  readonly #pace: PollPace;
-  /** DELETEs in flight (AIMD on their latency). */
-  readonly #deletes: DeleteWindow;
-  /** At most one listing in flight (a tick's, or the check of a 404). */
-  readonly #listingGate = pLimit(1);
 
   constructor(api: ServerApi, options: DeleteEngineOptions = {}) {
     checkEngineOptions(options);
@@ -92,11 +83,9 @@ export class DeleteEngine {
     this.#listings = new ListingPolicy(api.microversion);
     this.#watchIntervalMs = options.watchIntervalMs;
     this.ledger = new DeleteLedger(() => this.clock.wallNow());
-    this.#turns = new RateTurns(options.maxRequestsPerSecond ?? 10, new NovaPause(this.clock, api.logger));
-    this.#pace = new PollPace(this.clock);
-    this.#deletes = new DeleteWindow(this.clock);
+    this.outbound = new Outbound(this.clock, api.logger, options.maxRequestsPerSecond ?? 10);
     const counted = (): void => void this.stats.briefListings++;
-    this.#presence = new PresenceCheck({ api, send: (fn, signal) => this.#sendListing(fn, signal), microversion: () => this.#listings.presenceMicroversion, counted });
+    this.#presence = new PresenceCheck({ api, send: (fn, signal) => this.outbound.listing(fn, signal), microversion: () => this.#listings.presenceMicroversion, counted });
   }
 
   /** Check Nova's 404 for `serverId` before anything showed it: see `PresenceCheck.confirmGone`. */
@@ -132,36 +121,7 @@ export class DeleteEngine {
    * the turn it waited for goes to the next request waiting.
    */
   send<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    return this.#turns.send(fn, signal);
-  }
-
-  /**
-   * Send one DELETE (or force-delete; `fn` with its own retries) in a slot of the engine's DELETE
-   * window (`deleteWindow.ts`: the DELETEs in flight follow their latency), then under the rate limit.
-   * Rejects with {@link AbortError} as soon as `signal` aborts, also while it waits for its slot.
-   */
-  sendDelete<T>(fn: () => Promise<T>, signal: AbortSignal): Promise<T> {
-    return this.#deletes.run(() => this.send(fn, signal), signal);
-  }
-
-  /** DELETEs the engine lets be in flight at once now (see `deleteWindow.ts`). */
-  get deleteWindow(): number {
-    return this.#deletes.size;
-  }
-
-  /** How many times the callers' intervals the engine waits between looks now (see `pollPace.ts`); 1 when Nova is healthy. */
-  get paceFactor(): number {
-    return this.#pace.factor;
-  }
-
-  /** One look (a GET) under the rate limit, its answer told to the pace. */
-  #sendLook<T>(fn: () => Promise<T>, signal: AbortSignal): Promise<T> {
-    return this.send(() => this.#pace.timed(fn), signal);
-  }
-
-  /** One listing: after any listing in flight (one at a time), under the rate limit, its answer told to the pace. */
-  #sendListing<T>(fn: () => Promise<T>, signal: AbortSignal): Promise<T> {
-    return this.#listingGate(() => this.#sendLook(fn, signal));
+    return this.outbound.send(fn, signal);
   }
 
   /** Record a Nova `Date` header (epoch ms) received now; with `serverId`, the date its DELETE was accepted. */
@@ -215,7 +175,7 @@ export class DeleteEngine {
       entry.watches.push(w);
       this.#waits++;
       const fleet = this.#coalesce && this.#entries.size >= 2;
-      const tickAt = Math.max(fleet ? Math.max(now, this.#lastTickAt + this.#gapMs(w.intervalMs)) : now, this.#turns.pausedUntil);
+      const tickAt = Math.max(fleet ? Math.max(now, this.#lastTickAt + this.#gapMs(w.intervalMs)) : now, this.outbound.pausedUntil);
       this.#wantTimer(Math.min(tickAt, w.deadlineAt));
     });
   }
@@ -237,18 +197,15 @@ export class DeleteEngine {
     if (this.#entries.size === 0) this.#clearTimer();
   }
 
-  /**
-   * Time between shared ticks: `watchIntervalMs`, or half the smallest interval, shorter while a
-   * server shows DELETED; widened by the pace while Nova is slow or failing.
-   */
+  /** Time between shared ticks: `watchIntervalMs`, or half the smallest interval, shorter while a server shows DELETED; widened by the pace. */
   #gapMs(intervalMs: number, confirmIntervalMs = Number.POSITIVE_INFINITY): number {
-    return this.#pace.widen(Math.min(this.#watchIntervalMs ?? intervalMs / 2, confirmIntervalMs));
+    return this.outbound.pace.widen(Math.min(this.#watchIntervalMs ?? intervalMs / 2, confirmIntervalMs));
   }
 
   /** When `w` looks next after a look at clock time `now`: its interval (its confirm interval once DELETED shows), widened by the pace, jittered. */
   #nextLookAt(w: Watch, now: number): number {
     const ms = w.entry.seenDeleted ? Math.min(w.intervalMs, w.confirmIntervalMs) : w.intervalMs;
-    return now + jitteredMs(this.#pace.widen(ms), w.jitter);
+    return now + jitteredMs(this.outbound.pace.widen(ms), w.jitter);
   }
 
   #wantTimer(at: number): void {
@@ -288,7 +245,7 @@ export class DeleteEngine {
     }
     // A look due at or after the deadline of its wait is never sent: the deadline ends the wait first.
     const fleet = this.#coalesce && this.#entries.size >= 2;
-    const tickAt = this.#ticking ? Number.POSITIVE_INFINITY : Math.max(fleet ? Math.max(next, this.#lastTickAt + this.#gapMs(interval, confirm)) : next, this.#turns.pausedUntil);
+    const tickAt = this.#ticking ? Number.POSITIVE_INFINITY : Math.max(fleet ? Math.max(next, this.#lastTickAt + this.#gapMs(interval, confirm)) : next, this.outbound.pausedUntil);
     this.#wantTimer(Math.min(deadline, tickAt));
   }
 
@@ -317,11 +274,11 @@ export class DeleteEngine {
       interval = Math.min(interval, w.intervalMs);
       deadline = Math.max(deadline, w.deadlineAt);
     }
-    this.#pace.baseMs = interval;
+    this.outbound.pace.baseMs = interval;
     void runTick({
       api: this.api,
-      send: (fn, signal) => this.#sendLook(fn, signal),
-      sendListing: (fn, signal) => this.#sendListing(fn, signal),
+      send: (fn, signal) => this.outbound.look(fn, signal),
+      sendListing: (fn, signal) => this.outbound.listing(fn, signal),
       stats: this.stats,
       signal: controller.signal,
       fleet,
@@ -434,7 +391,7 @@ export class DeleteEngine {
       w.log.note('look', error);
       w.end = { ...w.end, polls: w.polls };
       if (isFatalLookFailure(error) || w.failures > w.pollRetries) this.#settle(w, error instanceof Error ? error : new Error(String(error)));
-      else w.nextAt = now + jitteredMs(this.#pace.widen(w.intervalMs), w.jitter);
+      else w.nextAt = now + jitteredMs(this.outbound.pace.widen(w.intervalMs), w.jitter);
     }
   }
 }

@@ -28,9 +28,9 @@ export const SLOW_ANSWER_SHARE = 0.5;
 
 /**
  * Widest factor of the interval.
- * @default 8 (a 5 s interval widens to 40 s at most)
+ * @default 4 (a 5 s interval widens to 20 s at most)
  */
-export const MAX_PACE_FACTOR = 8;
+export const MAX_PACE_FACTOR = 4;
 
 /**
  * Factor of a widening (multiplicative increase of the interval).
