@@ -1,8 +1,9 @@
 /**
  * The delete engine: one per client. It owns every pending delete-wait of the client (a small record
- * per server and per wait), one timer, one tick loop that decides which requests to send, one
- * request-rate limiter (p-throttle) for all of them and the DELETEs, and the ledger of unconfirmed
- * deletions with its "deletion confirmed" event. `waitForDelete`, `deleteServer` and `deleteServers`
+ * per server and per wait), one timer, one tick loop that decides which requests to send, one way
+ * out for all of them and the DELETEs (`outbound.ts`: the rate limit, Nova's `Retry-After`, the poll
+ * pace that widens the intervals while Nova is slow or failing, one listing in flight at a time, the
+ * DELETE window), and the ledger of unconfirmed deletions with its "deletion confirmed" event. `waitForDelete`, `deleteServer` and `deleteServers`
  * are thin views over it.
  *
  * A tick, read top to bottom:
@@ -11,7 +12,8 @@
  * 2. One server pending (or `coalesce: false`): each due server gets its own `GET /servers/{id}`.
  * 3. Two or more pending: one `changes-since` listing answers the servers not yet seen `DELETED`;
  *    one brief `GET /servers` tells which of those seen `DELETED` Nova no longer lists (if plausibly ours: tick.ts); every server
- *    the listings could not answer (absent, not anchored, listing failed or slow) and every server
+ *    the listings could not answer (absent, not anchored, listing failed: an error or the request time
+ *    limit; a slow answer is an answer) and every server
  *    about to be confirmed gets its own GET. A failed listing is never a failed wait.
  * 4. Each answer goes to the waits of its server: Nova's 404 ends them as `deleted` (a 404 a listing
  *    contradicts is checked first, see `presenceCheck.ts`: an orphaned mapping; while the checking
