@@ -76,6 +76,20 @@ describe('the poll interval follows Nova', () => {
   });
 });
 
+describe('the waits of a batch start together on a slow Nova', () => {
+  it('DELETEs answered after more than intervalMs: the first look is a shared listing, not one wait alone with its own GET', async () => {
+    const nova = await startNova({ deleteDelayMs: 5000 });
+    nova.addServer({ name: 'bystander' });
+    const ids = Array.from({ length: 3 }, (_, i) => nova.addServer({ name: `s${i}` }).id);
+    const client = clientFor(nova);
+    nova.inject({ method: 'DELETE', path: SERVER, delayMs: 1500, times: Number.POSITIVE_INFINITY });
+    const r = await settle(deleteServers(client, ids, { wait: true, intervalMs: 1000, jitter: 0, timeoutMs: 120_000 }));
+    expect(r.failed).toEqual([]);
+    const firstLook = nova.requests.find((q) => q.method === 'GET');
+    expect(firstLook?.path).toMatch(LISTING);
+  });
+});
+
 describe('DELETEs in flight follow their latency', () => {
   it('starts with 2 DELETEs in flight and goes one at a time once DELETEs answer slowly', async () => {
     const nova = await startNova();
