@@ -3,8 +3,8 @@
  * per server and per wait), one timer, one tick loop that decides which requests to send, one way
  * out for all of them and the DELETEs (`outbound.ts`: the rate limit, Nova's `Retry-After`, the poll
  * pace that widens the intervals while Nova is slow or failing, one listing in flight at a time, the
- * DELETE window), and the ledger of unconfirmed deletions with its "deletion confirmed" event. `waitForDelete`, `deleteServer` and `deleteServers`
- * are thin views over it.
+ * DELETE window), and the ledger of unconfirmed deletions with its "deletion confirmed" event.
+ * `waitForDelete`, `deleteServer` and `deleteServers` are thin views over it.
  *
  * A tick, read top to bottom:
  * 1. Waits past their deadline end as `timeout` (the timer is set for the earliest deadline too, so
