@@ -287,7 +287,8 @@ async function sendDelete(
 ): Promise<'accepted' | 'already-gone'> {
   const path = `/servers/${encodeURIComponent(serverId)}${kind === 'force' ? '/action' : ''}`;
   try {
-    const res = await engine.send(
+    // In a slot of the engine's DELETE window (the DELETEs in flight follow their latency), then under the rate limit.
+    const res = await engine.outbound.delete(
       () =>
         engine.api.request({
           method: kind === 'force' ? 'POST' : 'DELETE',
@@ -346,8 +347,10 @@ export async function deleteServers(client: DeleteCapable, ids: readonly string[
   const unique = [...new Set(ids.map(canonicalServerId))]; // Nova's form: `A…` and `a…` are one server
   const limit = pLimit(concurrency ?? DELETE_DEFAULTS.concurrency);
   const firstDeletes: Array<Promise<unknown>> = [];
-  // The waits start when every first DELETE has been answered, or when none has been answered for
-  // `intervalMs` (a DELETE that hangs must not hold the waits of the servers already accepted).
+  // The waits start when every first DELETE has been answered, or `intervalMs` after the latest answer
+  // when no other came (a DELETE that hangs must not hold the waits of the servers already accepted;
+  // before any answer there is nothing to wait for, so a slow Nova's first answers start their waits
+  // together instead of one alone with its own GET).
   const clock = client.deleteEngine.clock;
   const stallMs = one.intervalMs ?? DELETE_DEFAULTS.intervalMs;
   let stall: TimerHandle | undefined;
@@ -368,7 +371,6 @@ export async function deleteServers(client: DeleteCapable, ids: readonly string[
     gate: (fn) => {
       const p = limit(fn);
       firstDeletes.push(p);
-      if (firstDeletes.length === 1) progress();
       p.then(progress, progress);
       if (firstDeletes.length === unique.length) void Promise.allSettled(firstDeletes).then(releaseWaits);
       return p;

@@ -1,9 +1,10 @@
 /**
  * The delete engine: one per client. It owns every pending delete-wait of the client (a small record
- * per server and per wait), one timer, one tick loop that decides which requests to send, one
- * request-rate limiter (p-throttle) for all of them and the DELETEs, and the ledger of unconfirmed
- * deletions with its "deletion confirmed" event. `waitForDelete`, `deleteServer` and `deleteServers`
- * are thin views over it.
+ * per server and per wait), one timer, one tick loop that decides which requests to send, one way
+ * out for all of them and the DELETEs (`outbound.ts`: the rate limit, Nova's `Retry-After`, the poll
+ * pace that widens the intervals while Nova is slow or failing, one listing in flight at a time, the
+ * DELETE window), and the ledger of unconfirmed deletions with its "deletion confirmed" event.
+ * `waitForDelete`, `deleteServer` and `deleteServers` are thin views over it.
  *
  * A tick, read top to bottom:
  * 1. Waits past their deadline end as `timeout` (the timer is set for the earliest deadline too, so
@@ -11,7 +12,8 @@
  * 2. One server pending (or `coalesce: false`): each due server gets its own `GET /servers/{id}`.
  * 3. Two or more pending: one `changes-since` listing answers the servers not yet seen `DELETED`;
  *    one brief `GET /servers` tells which of those seen `DELETED` Nova no longer lists (if plausibly ours: tick.ts); every server
- *    the listings could not answer (absent, not anchored, listing failed or slow) and every server
+ *    the listings could not answer (absent, not anchored, listing failed: an error or the request time
+ *    limit; a slow answer is an answer) and every server
  *    about to be confirmed gets its own GET. A failed listing is never a failed wait.
  * 4. Each answer goes to the waits of its server: Nova's 404 ends them as `deleted` (a 404 a listing
  *    contradicts is checked first, see `presenceCheck.ts`: an orphaned mapping; while the checking
@@ -28,14 +30,13 @@ import { MAX_TIMER_MS } from '../core/validate.js';
 import { checkEngineOptions } from './options.js';
 import { OrphanedServerError } from '../errors/index.js';
 import { FailureLog } from './failureLog.js';
-import { NovaPause } from './pause.js';
 import { AbortGroups } from './abortGroups.js';
 import { DeleteLedger } from './ledger.js';
 import { runTick } from './tick.js';
 import { endWatch, watchAborted, type Entry, type Watch } from './watch.js';
-import { RateTurns } from './turns.js';
 import { ServerMemory } from './memory.js';
 import { ListingPolicy } from './listingPolicy.js';
+import { Outbound } from './outbound.js';
 import { ORPHAN_EVIDENCE, PresenceCheck } from './presenceCheck.js';
 import { isFatalLookFailure, showsDeleted, type Observation } from './observe.js';
 import type { DeleteEngineOptions, DeleteEngineStats, ServerApi, WatchEnd, WatchSpec } from './types.js';
@@ -47,9 +48,6 @@ const LAST_LOOK_MARGIN_MS = 10;
 
 /** A server under way is listed with its status again after this many intervals (an ERROR shows only in its status). */
 const STATUS_REFRESH_INTERVALS = 3;
-
-/** Shortest time limit of a shared listing, in ms. */
-const MIN_LISTING_TIMEOUT_MS = 1000;
 
 /** The delete engine of one client. */
 export class DeleteEngine {
@@ -63,7 +61,8 @@ export class DeleteEngine {
   readonly stats: DeleteEngineStats = { ticks: 0, gets: 0, listings: 0, briefListings: 0, listingFailures: 0, fallbackGets: 0 };
   readonly #coalesce: boolean;
   readonly #watchIntervalMs: number | undefined;
-  readonly #turns: RateTurns;
+  /** How the requests go out: rate limit, Nova's pause, poll pace, one listing at a time, DELETE window (`outbound.ts`). */
+  readonly outbound: Outbound;
   readonly #entries = new Map<string, Entry>();
   /** One abort listener per signal shared by waits (a batch's). */
   readonly #abortGroups = new AbortGroups<Watch>((w, signal) => this.#settle(w, watchAborted(w.entry.serverId, signal.reason)));
@@ -86,9 +85,9 @@ export class DeleteEngine {
     this.#listings = new ListingPolicy(api.microversion);
     this.#watchIntervalMs = options.watchIntervalMs;
     this.ledger = new DeleteLedger(() => this.clock.wallNow());
-    this.#turns = new RateTurns(options.maxRequestsPerSecond ?? 10, new NovaPause(this.clock, api.logger));
+    this.outbound = new Outbound(this.clock, api.logger, options.maxRequestsPerSecond ?? 10);
     const counted = (): void => void this.stats.briefListings++;
-    this.#presence = new PresenceCheck({ api, send: (fn, signal) => this.send(fn, signal), microversion: () => this.#listings.presenceMicroversion, counted });
+    this.#presence = new PresenceCheck({ api, send: (fn, signal) => this.outbound.listing(fn, signal), microversion: () => this.#listings.presenceMicroversion, counted });
   }
 
   /** Check Nova's 404 for `serverId` before anything showed it: see `PresenceCheck.confirmGone`. */
@@ -124,7 +123,7 @@ export class DeleteEngine {
    * the turn it waited for goes to the next request waiting.
    */
   send<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    return this.#turns.send(fn, signal);
+    return this.outbound.send(fn, signal);
   }
 
   /** Record a Nova `Date` header (epoch ms) received now; with `serverId`, the date its DELETE was accepted. */
@@ -178,7 +177,7 @@ export class DeleteEngine {
       entry.watches.push(w);
       this.#waits++;
       const fleet = this.#coalesce && this.#entries.size >= 2;
-      const tickAt = Math.max(fleet ? Math.max(now, this.#lastTickAt + this.#gapMs(w.intervalMs)) : now, this.#turns.pausedUntil);
+      const tickAt = Math.max(fleet ? Math.max(now, this.#lastTickAt + this.#gapMs(w.intervalMs)) : now, this.outbound.pausedUntil);
       this.#wantTimer(Math.min(tickAt, w.deadlineAt));
     });
   }
@@ -200,9 +199,15 @@ export class DeleteEngine {
     if (this.#entries.size === 0) this.#clearTimer();
   }
 
-  /** Time between shared ticks: `watchIntervalMs`, or half the smallest interval, shorter while a server shows DELETED. */
+  /** Time between shared ticks: `watchIntervalMs`, or half the smallest interval, shorter while a server shows DELETED; widened by the pace. */
   #gapMs(intervalMs: number, confirmIntervalMs = Number.POSITIVE_INFINITY): number {
-    return Math.min(this.#watchIntervalMs ?? intervalMs / 2, confirmIntervalMs);
+    return this.outbound.pace.widen(Math.min(this.#watchIntervalMs ?? intervalMs / 2, confirmIntervalMs));
+  }
+
+  /** When `w` looks next after a look at clock time `now`: its interval (its confirm interval once DELETED shows), widened by the pace, jittered. */
+  #nextLookAt(w: Watch, now: number): number {
+    const ms = w.entry.seenDeleted ? Math.min(w.intervalMs, w.confirmIntervalMs) : w.intervalMs;
+    return now + jitteredMs(this.outbound.pace.widen(ms), w.jitter);
   }
 
   #wantTimer(at: number): void {
@@ -242,7 +247,7 @@ export class DeleteEngine {
     }
     // A look due at or after the deadline of its wait is never sent: the deadline ends the wait first.
     const fleet = this.#coalesce && this.#entries.size >= 2;
-    const tickAt = this.#ticking ? Number.POSITIVE_INFINITY : Math.max(fleet ? Math.max(next, this.#lastTickAt + this.#gapMs(interval, confirm)) : next, this.#turns.pausedUntil);
+    const tickAt = this.#ticking ? Number.POSITIVE_INFINITY : Math.max(fleet ? Math.max(next, this.#lastTickAt + this.#gapMs(interval, confirm)) : next, this.outbound.pausedUntil);
     this.#wantTimer(Math.min(deadline, tickAt));
   }
 
@@ -271,9 +276,11 @@ export class DeleteEngine {
       interval = Math.min(interval, w.intervalMs);
       deadline = Math.max(deadline, w.deadlineAt);
     }
+    this.outbound.pace.baseMs = interval;
     void runTick({
       api: this.api,
-      send: (fn, signal) => this.send(fn, signal),
+      send: (fn, signal) => this.outbound.look(fn, signal),
+      sendListing: (fn, signal) => this.outbound.listing(fn, signal),
       stats: this.stats,
       signal: controller.signal,
       fleet,
@@ -282,8 +289,8 @@ export class DeleteEngine {
       due: new Set(due),
       offsetMs: this.#offsetMs,
       widenMs: this.#listings.widenMs,
-      // A listing slower than the interval is a failed look: the servers get their own GETs.
-      listingTimeoutMs: Math.min(this.api.requestTimeoutMs, Math.max(interval, MIN_LISTING_TIMEOUT_MS)),
+      // A slow listing is still an answer: only an error or the request time limit fails it.
+      listingTimeoutMs: this.api.requestTimeoutMs,
       now,
       statusRefreshMs: STATUS_REFRESH_INTERVALS * interval,
       timeLeftMs: () => Math.max(1, deadline - this.clock.now()),
@@ -351,7 +358,7 @@ export class DeleteEngine {
       }
       if (!entry.watches.includes(w)) continue; // the callback settled it (an abort)
       if (end !== undefined) this.#settle(w, w.end);
-      else w.nextAt = now + jitteredMs(entry.seenDeleted ? Math.min(w.intervalMs, w.confirmIntervalMs) : w.intervalMs, w.jitter);
+      else w.nextAt = this.#nextLookAt(w, now);
     }
     if (obs.gone) {
       this.#memory.forget(entry.serverId);
@@ -368,7 +375,7 @@ export class DeleteEngine {
       w.failures = 0;
       w.log.answered();
       w.end = { ...w.end, polls: w.polls };
-      w.nextAt = now + jitteredMs(entry.seenDeleted ? Math.min(w.intervalMs, w.confirmIntervalMs) : w.intervalMs, w.jitter);
+      w.nextAt = this.#nextLookAt(w, now);
     }
   }
 
@@ -386,7 +393,7 @@ export class DeleteEngine {
       w.log.note('look', error);
       w.end = { ...w.end, polls: w.polls };
       if (isFatalLookFailure(error) || w.failures > w.pollRetries) this.#settle(w, error instanceof Error ? error : new Error(String(error)));
-      else w.nextAt = now + jitteredMs(w.intervalMs, w.jitter);
+      else w.nextAt = now + jitteredMs(this.outbound.pace.widen(w.intervalMs), w.jitter);
     }
   }
 }

@@ -36,6 +36,9 @@ export type {
   EngineRequestOptions,
 } from './types.js';
 export type { DeleteLedger } from './ledger.js';
+export type { Outbound } from './outbound.js';
+export type { PollPace } from './pollPace.js';
+export type { DeleteWindow } from './deleteWindow.js';
 import type { DeleteCapable } from './waitForDelete.js';
 
 /**

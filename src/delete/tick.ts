@@ -44,8 +44,10 @@ export interface TickEntry {
 /** Everything one tick needs (durations in ms). */
 export interface TickContext {
   api: ServerApi;
-  /** Send one request under the engine's rate limit (skipped when `signal` aborted meanwhile). */
+  /** Send one GET under the engine's rate limit (skipped when `signal` aborted meanwhile). */
   send: <T>(fn: () => Promise<T>, signal: AbortSignal) => Promise<T>;
+  /** Send one listing: after any other listing of the engine (one in flight at a time), then as `send`. */
+  sendListing: <T>(fn: () => Promise<T>, signal: AbortSignal) => Promise<T>;
   stats: DeleteEngineStats;
   /** Aborted when no wait is left at all. */
   signal: AbortSignal;
@@ -183,7 +185,7 @@ async function statusListing(ctx: TickContext, wanted: TickEntry[]): Promise<Tic
   );
   let listed: Awaited<ReturnType<typeof listChangedSince>>;
   try {
-    listed = await ctx.send(() => {
+    listed = await ctx.sendListing(() => {
       ctx.stats.listings++;
       return bounded(ctx, (signal, limitMs) => listChangedSince(ctx.api, since - CHANGES_SINCE_MARGIN_MS - ctx.widenMs, signal, limitMs));
     }, ctx.signal);
@@ -241,7 +243,7 @@ export function plausiblyOurs(ids: ReadonlySet<string>, entries: readonly TickEn
 async function presenceListing(ctx: TickContext, underway: TickEntry[]): Promise<{ gone: TickEntry[]; look: TickEntry[] }> {
   if (underway.length <= 1) return { gone: [], look: underway.filter((e) => e.seenDeleted || ctx.due.has(e)) };
   try {
-    const { ids } = await ctx.send(() => {
+    const { ids } = await ctx.sendListing(() => {
       ctx.stats.briefListings++;
       return bounded(ctx, (signal, limitMs) => listIds(ctx.api, signal, limitMs, ctx.presenceMicroversion));
     }, ctx.signal);

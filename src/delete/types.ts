@@ -182,7 +182,11 @@ export interface DeleteServerResult {
 
 /** Options of `deleteServers`. */
 export interface DeleteServersOptions extends DeleteServerOptions {
-  /** DELETE requests in flight at once (the waits that follow are shared and not bounded). @default 10 */
+  /**
+   * DELETE requests of this call in flight at once (the waits that follow are shared and not
+   * bounded). The client's DELETE window may hold fewer: it starts at 2 and follows the DELETEs'
+   * latency, up to 10 (see `deleteWindow.ts`). @default 10
+   */
   concurrency?: number;
   /** Called as each server settles, before the whole call resolves; an exception thrown by it is ignored. */
   onSettled?: ((settled: DeleteSettled) => void) | undefined;
@@ -224,7 +228,7 @@ export interface DeleteEngineStats {
   listings: number;
   /** Brief `GET /servers` listings sent. */
   briefListings: number;
-  /** Listings that failed or were too slow (their servers were looked at one by one). */
+  /** Listings that failed: an error, or the request time limit (their servers were looked at one by one). A slow answer is no failure. */
   listingFailures: number;
   /** Servers a `changes-since` listing did not show, looked at by their own GET. */
   fallbackGets: number;

@@ -108,7 +108,8 @@ describe('failures that do not read alike', () => {
     await fakeSettle(client.deleteServer(S1));
     let gets = 0;
     nova.fault = ({ method }) => (method === 'GET' && ++gets % 2 === 0 ? { kind: 'reset' } : undefined);
-    const r = await fakeSettle(waitForDelete(client, S1, { intervalMs: 1000, timeoutMs: 10_000 }));
+    // Each failed look widens the interval (pollPace.ts): 30 s leaves room for three of each.
+    const r = await fakeSettle(waitForDelete(client, S1, { intervalMs: 1000, timeoutMs: 30_000 }));
     expect(r.value?.outcome).toBe('timeout');
     expect(r.value?.failures?.counts.look).toBeGreaterThanOrEqual(3);
     expect((r.value?.failures?.lastError.look as NovaNetworkError).code).toBe('ECONNRESET');

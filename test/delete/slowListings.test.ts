@@ -25,7 +25,9 @@ describe('a slow brief listing does not hold back the GETs of servers missing fr
     nova.fault = ({ method, path, listing }) => (method === 'GET' && listing ? { kind: 'delay', ms: slow[path]! } : undefined);
     const client = new NovaClient({ endpoint: 'http://nova.test/v2.1', token: 'admin:p', adapter: nova.adapter, coalesce: true, requestTimeoutMs: 1000, maxRequestsPerSecond: Number.POSITIVE_INFINITY });
     const ends: Array<[string, string, number]> = [];
-    for (const id of ['00000000-0000-4000-8000-000000000000', '00000001-0000-4000-8000-000000000000', '00000002-0000-4000-8000-000000000000']) {
+    // s0 gets no DELETE: its 404 would be checked by a brief listing, and the engine sends one listing
+    // at a time, so that check (slow here) would hold the status listing back.
+    for (const id of ['00000001-0000-4000-8000-000000000000', '00000002-0000-4000-8000-000000000000']) {
       void client.requestDelete(id).catch(() => undefined);
     }
     await vi.advanceTimersByTimeAsync(0);

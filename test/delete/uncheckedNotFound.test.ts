@@ -102,13 +102,14 @@ describe('the checking listing fails, then succeeds without the server', () => {
     nova.inject({ method: 'GET', path: LISTING, status: 503, times: 2 });
     expect(await settle(waitForDelete(client, id, FAST))).toMatchObject({ outcome: 'deleted' });
     const line = (q: { timeMs: number; method: string; path: string; status: number }): string => `${q.timeMs - T0} ${q.method} ${q.path} ${q.status}`;
+    // A 503 widens the interval (pollPace.ts): the next looks come 200 ms, then 300 ms later (a healthy 404 narrowed it by half an interval before the second 503 doubled it).
     expect(nova.requests.map(line)).toEqual([
       `0 GET ${serverPath(id)} 404`,
       '0 GET /servers 503',
-      `100 GET ${serverPath(id)} 404`,
-      '100 GET /servers 503',
       `200 GET ${serverPath(id)} 404`,
-      '200 GET /servers 200',
+      '200 GET /servers 503',
+      `500 GET ${serverPath(id)} 404`,
+      '500 GET /servers 200',
     ]);
   });
 

@@ -215,10 +215,11 @@ describe('fault matrix: deleteServer with wait, persistent faults', () => {
     const s = await runCell(nova, client.deleteServer(id, { ...WAIT, redeleteAfterMs: 0, pollRetries: POLL_RETRIES, wait: true }), WAIT.timeoutMs);
     expect(outcomeClass(s)).toBe('ServerError');
     if (!s.ok) expect(s.error).toBeInstanceOf(ServerError);
-    // A look is one request (the engine, not the transport, retries it), one interval apart.
+    // A look is one request (the engine, not the transport, retries it); each 503 widens the interval
+    // (the engine's poll pace: 2, then 4 intervals at most), so the looks come 40, 80, 80, 80 ms apart.
     expect(nova.requestsTo('GET', `/servers/${id}`)).toHaveLength(POLL_RETRIES + 1);
     expect(nova.requestsTo('DELETE', `/servers/${id}`)).toHaveLength(1);
-    expect(s.atMs).toBe(POLL_RETRIES * WAIT.intervalMs);
+    expect(s.atMs).toBe((2 + 4 * (POLL_RETRIES - 1)) * WAIT.intervalMs);
     expect(client.unconfirmedDeletes().map((u) => u.serverId)).toEqual([id]);
   });
 
