@@ -164,6 +164,7 @@ export function skipDown(g: GuardState, call: GuardedCall | undefined): boolean 
 /** The call goes on with the fallback ledger (leaving its place on the other, best effort). */
 export function moveToFallback(g: GuardState, call: GuardedCall): void {
   call.ledger = g.fallback;
+  call.fallbackForOutage = g.res.down;
   const place = call.place;
   call.place = undefined;
   if (place && place.ledger !== g.fallback) inBackground(g, place.ledger, 'leave', () => place.ledger.leave(place.place));
