@@ -72,9 +72,12 @@ export async function readHeadroom(g: GuardState, signal: AbortSignal | undefine
  */
 async function admitOnce(g: GuardState, call: GuardedCall, needs: ResourceAmounts, signal: AbortSignal | undefined): Promise<{ headroom: Headroom; fit?: FitVerdict; claim?: Claim }> {
   await refreshUnwatched(g, signal);
-  // A call that moved to the fallback tries the guard's ledger again once it is not known down
+  // A call moved to the fallback by an outage goes back to the guard's ledger once it is up
   // (asking the wrapper also probes a ledger that is down, when a probe is due).
-  if (call.ledger === g.fallback && g.ledger !== g.fallback && !g.res.skip(g, ledgerBudgetMs(g))) call.ledger = g.ledger;
+  if (call.ledger === g.fallback && call.fallbackForOutage && !g.res.skip(g, ledgerBudgetMs(g))) {
+    call.ledger = g.ledger;
+    call.fallbackForOutage = false;
+  }
   const sentAt = g.clock.now();
   const acquired = await acquireThroughLedger(g, call, needs, (s) => readLimits(g, s), signal);
   if (acquired) {

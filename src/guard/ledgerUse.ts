@@ -112,6 +112,12 @@ export function boundedUnlessFallback<T>(g: GuardState, ledger: QuotaLedger, wha
 /** Note a failed call of `ledger`: one warning, a counter. */
 export function noteFallback(g: GuardState, ledger: QuotaLedger, what: string, e: unknown): void {
   g.stats.ledgerFallbacks++;
+  // A ledger known down has had its one outage warning (resilientLedger.ts).
+  if (g.res.down) {
+    g.log.debug({ ledger: ledger.kind, call: what, err: (e as Error)?.message }, `quota ledger (${ledger.kind}) failed: going on with the in-process ledger`);
+    return;
+  }
+  if (!g.warned.has('ledger-fallback')) g.res.noteWarned();
   warnOnce(
     g,
     'ledger-fallback',
@@ -164,6 +170,7 @@ export function skipDown(g: GuardState, call: GuardedCall | undefined): boolean 
 /** The call goes on with the fallback ledger (leaving its place on the other, best effort). */
 export function moveToFallback(g: GuardState, call: GuardedCall): void {
   call.ledger = g.fallback;
+  call.fallbackForOutage = g.res.down;
   const place = call.place;
   call.place = undefined;
   if (place && place.ledger !== g.fallback) inBackground(g, place.ledger, 'leave', () => place.ledger.leave(place.place));
@@ -221,7 +228,15 @@ export async function releaseClaim(g: GuardState, claim: Claim, end: 'not-create
 export async function bindClaim(g: GuardState, claim: Claim, serverId: string): Promise<void> {
   claim.serverId = serverId;
   g.res.share.noteServer(serverId, claim.needs);
-  inBackground(g, claim.ledger, 'bind', () => claim.ledger.bind(claim.lc, serverId), (e) =>
+  // The POST has answered: a lease stretched to cover it goes back to `leaseTtlMs` (before the bind,
+  // so a holder that dies once its server is bound loses the claim within `leaseTtlMs`).
+  const stretched = claim.coverUntilMs > g.clock.now() + g.opts.leaseTtlMs;
+  claim.coverUntilMs = 0;
+  const lc = claim.lc;
+  const shrink = async (): Promise<void> => {
+    if (stretched) await claim.ledger.renew(lc, g.opts.leaseTtlMs);
+  };
+  inBackground(g, claim.ledger, 'bind', () => shrink().then(() => claim.ledger.bind(lc, serverId)), (e) =>
     warnOnce(g, 'ledger-bind', { ledger: claim.ledger.kind, claimId: claim.lc.id, err: (e as Error)?.message }, 'quota ledger could not note the created server'),
   );
 }
@@ -239,8 +254,8 @@ export function publishFreed(g: GuardState, serverId: string): void {
   const p = bounded(g, 'publishFreed', () => g.ledger.publishFreed(serverId)).catch((e: unknown) => {
     const fields = { ledger: g.ledger.kind, serverId, err: (e as Error)?.message };
     const msg = `quota ledger (${g.ledger.kind}) could not publish a confirmed deletion: other holders see the freed quota at their next read`;
-    if (g.closing.signal.aborted) g.log.debug(fields, msg);
-    else warnOnce(g, 'ledger-publish', fields, msg);
+    // harmless (the others read Nova's usage anyway) and expected during an outage: debug level
+    g.log.debug(fields, msg);
   });
   g.pending.add(p);
   void p.finally(() => g.pending.delete(p));

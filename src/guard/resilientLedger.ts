@@ -66,6 +66,8 @@ export class ResilientLedger {
   #lastUser: LedgerUser | undefined;
   readonly #recovered = new Set<() => void>();
   #redo: Array<() => Promise<void>> = [];
+  /** A failure of the current streak (since the last answer) was already logged as a warning. */
+  #streakWarned = false;
 
   constructor(ledger: QuotaLedger, clock: Clock) {
     this.ledger = ledger;
@@ -99,6 +101,11 @@ export class ResilientLedger {
   redoWhenBack(work: () => Promise<void>): void {
     this.#redo.push(work);
     if (this.#redo.length > MAX_REDO) this.#redo.shift();
+  }
+
+  /** A guard logged a failure of this ledger as a warning: the outage it may lead to is then logged at info level (one warning per outage). */
+  noteWarned(): void {
+    this.#streakWarned = true;
   }
 
   /** True while the ledger is down (skipped). */
@@ -156,6 +163,7 @@ export class ResilientLedger {
   /** A call of the ledger answered: the time-out count restarts; an outage ends (recovery warning). */
   succeeded(user?: LedgerUser): void {
     this.#timeouts = 0;
+    this.#streakWarned = false;
     const o = this.#outage;
     if (!o) return;
     this.#outage = undefined;
@@ -202,7 +210,8 @@ export class ResilientLedger {
       ? `; meanwhile this process admits only its share of the last good reading (cores ${s.cores}, RAM ${s.ramMiB} MiB, instances ${s.instances}) and Nova's check`
       : "; no good reading of it yet: creates go on with the in-process ledger and Nova's check only";
     const why = timedOut && !isLedgerDown(error) ? `${TIMEOUTS_FOR_DOWN} time-outs in a row` : ((error as Error)?.message ?? String(error));
-    user.log.warn(
+    const level = this.#streakWarned ? 'info' : 'warn';
+    user.log[level](
       { ledger: this.ledger.kind, err: (error as Error)?.message },
       `quota ledger (${this.ledger.kind}) is down: ${why}; skipping it and probing it from ${FIRST_PROBE_MS} ms to every ${MAX_PROBE_MS} ms${detail}`,
     );

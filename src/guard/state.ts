@@ -195,6 +195,8 @@ export interface GuardedCall {
   settled: boolean;
   /** The ledger this call uses: the guard's, or its fallback once the guard's failed during the call. */
   ledger: QuotaLedger;
+  /** True when the call moved to the fallback because the ledger was down: it goes back once the ledger is up. */
+  fallbackForOutage: boolean;
   /** The call's place in a ledger's queue while it waits for headroom. */
   place: { ledger: QuotaLedger; place: LedgerPlace } | undefined;
   /**
@@ -226,6 +228,7 @@ export function newCall(g: Pick<GuardState, 'clock' | 'opts' | 'ledger'>, random
     inAttempt: false,
     settled: false,
     ledger: g.ledger,
+    fallbackForOutage: false,
     place: undefined,
     claimTag: randomUUID(),
     keptServerId: undefined,
