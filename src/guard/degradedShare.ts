@@ -28,6 +28,8 @@ export class DegradedShare {
   #share: ResourceAmounts | undefined;
   #episode = 0;
   #active = false;
+  /** End of the grace after an episode, on the wrapper's clock (ms); see {@link end}. */
+  #graceUntil = 0;
   #used = zero();
   #freed = zero();
   readonly #servers = new Map<string, ResourceAmounts>();
@@ -48,8 +50,21 @@ export class DegradedShare {
     return this.#share;
   }
 
-  /** A good admission on the ledger: note the share (see the module description). */
+  /**
+   * True while the episode's grace runs (after the ledger answered again, see {@link end}): an
+   * admission on the ledger must also fit the share. Once the grace is over the episode is closed.
+   */
+  inGrace(nowMs: number): boolean {
+    if (!this.#active || this.#graceUntil === 0) return false;
+    if (nowMs < this.#graceUntil) return true;
+    this.#active = false;
+    this.#graceUntil = 0;
+    return false;
+  }
+
+  /** A good admission on the ledger: note the share (see the module description); kept as it is during a grace. */
   noteGood(raw: RawHeadroom, admission: Admission, needs: ResourceAmounts): void {
+    if (this.#active) return;
     const holders = Math.max(1, Math.floor(admission.holders ?? 1));
     const share = zero();
     for (const k of KEYS) {
@@ -70,6 +85,7 @@ export class DegradedShare {
     if (!share) return true;
     if (!this.#active) {
       this.#active = true;
+      this.#graceUntil = 0;
       this.#episode++;
       this.#used = zero();
       this.#freed = zero();
@@ -108,10 +124,15 @@ export class DegradedShare {
     return () => this.#ended.delete(listener);
   }
 
-  /** The ledger answers again: the episode ends (listeners re-claim the degraded claims on it). */
-  end(): void {
-    if (!this.#active) return;
-    this.#active = false;
+  /**
+   * The ledger answers again: listeners re-claim the degraded claims on it, and the episode closes
+   * after a grace of `graceMs` (from `nowMs`) during which admissions on the ledger must also fit the
+   * share: the other hosts may still be in their own episodes (their probes come later), with
+   * degraded claims the ledger does not show yet.
+   */
+  end(nowMs: number, graceMs: number): void {
+    if (!this.#active || this.#graceUntil !== 0) return;
+    this.#graceUntil = Math.max(nowMs + graceMs, nowMs + 1);
     for (const l of [...this.#ended]) {
       try {
         l();

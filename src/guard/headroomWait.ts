@@ -18,7 +18,8 @@ import { traceHeadroomWait } from '../core/telemetry.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { statusOf } from '../core/counting.js';
 import { LIMIT_KEYS, addNeeds, checkFit, computeHeadroom, describeShortfalls, NO_NEEDS, rawHeadroomOf, shortfallResources, type FitVerdict, type Headroom } from './headroom.js';
-import { holdClaim, ledgerBudgetMs, leaveInBackground, inFlightOf, moveToFallback, onFreed, onLedger, releaseClaim } from './ledgerUse.js';
+import { holdClaim, inBackground, ledgerBudgetMs, leaveInBackground, inFlightOf, moveToFallback, onFreed, onLedger, releaseClaim } from './ledgerUse.js';
+import { RECOVERY_GRACE_MS } from './resilientLedger.js';
 import { acquireThroughLedger, readThroughLedger } from './ledgerRead.js';
 import { keepLease, renewBeforePost, renewQuietly } from './leases.js';
 import { QuotaNeverFitsError, QuotaWaitTimeoutError } from './errors.js';
@@ -26,7 +27,7 @@ import { stepDelayMs } from './backoff.js';
 import { EXPLAIN_EVERY_WAITS, type QuotaWaitInfo } from './options.js';
 import { explainShortfall, type ShortfallExplanation } from './explain.js';
 import type { Shortfall } from './headroom.js';
-import type { Admission, LedgerClaim, LedgerLimits, RawHeadroom } from './ledger.js';
+import type { Admission, LedgerClaim, LedgerLimits, QuotaLedger, RawHeadroom } from './ledger.js';
 import { admitDegraded } from './degradedUse.js';
 import { elapsedMs, remainingMs, warnOnce, type Claim, type GuardState, type GuardedCall } from './state.js';
 
@@ -83,8 +84,8 @@ async function admitOnce(g: GuardState, call: GuardedCall, needs: ResourceAmount
   if (acquired) {
     const { value: a, ledger } = acquired;
     if (a.place && call.place?.place !== a.place) call.place = { ledger, place: a.place };
-    noteGood(g, rawHeadroomOf(a.reading.absolute), a, needs);
-    return verdictOf(g, needs, a.reading, a, (lc) => holdClaim(g, lc, ledger, sentAt));
+    if (ledger !== g.fallback) noteGood(g, rawHeadroomOf(a.reading.absolute), a, needs);
+    return verdictOf(g, needs, a.reading, withinGrace(g, ledger, needs, a), (lc) => holdClaim(g, lc, ledger, sentAt));
   }
   const { reading } = await readThroughLedger(g, call, (s) => readLimits(g, s), signal);
   const raw = rawHeadroomOf(reading.absolute);
@@ -105,13 +106,28 @@ async function admitOnce(g: GuardState, call: GuardedCall, needs: ResourceAmount
     return { headroom, ...(await admitDegraded(g, needs, headroom, admission.claim, hold)) };
   }
   if (ledger !== g.fallback) noteGood(g, raw, admission, needs);
-  return verdictOf(g, needs, reading, admission, hold);
+  return verdictOf(g, needs, reading, withinGrace(g, ledger, needs, admission), hold);
 }
 
-/** A good admission on the guard's ledger: the process's share is noted, a degraded episode ends. */
+/**
+ * During the grace after an outage (`DegradedShare.inGrace`) an admission on the ledger is kept
+ * only when it also fits the process's share (other hosts may still hold degraded claims the
+ * ledger does not show); otherwise its claim is released (in the background) and the admission
+ * counts as refused.
+ */
+function withinGrace(g: GuardState, ledger: QuotaLedger, needs: ResourceAmounts, admission: Admission): Admission {
+  if (!admission.admitted || ledger === g.fallback || !g.res.share.inGrace(g.clock.now())) return admission;
+  if (typeof g.res.share.take(needs) !== 'object') return admission;
+  const claim = admission.claim;
+  inBackground(g, ledger, 'release', () => ledger.release(claim, 'not-created'));
+  g.log.debug({ needs }, "quota ledger back after an outage: beyond this process's share until the grace ends, waiting");
+  return { admitted: false, inFlight: admission.inFlight, ahead: admission.ahead, holders: admission.holders };
+}
+
+/** A good admission on the guard's ledger: the process's share is noted, a degraded episode ends (its grace begins). */
 function noteGood(g: GuardState, raw: RawHeadroom, admission: Admission, needs: ResourceAmounts): void {
   g.res.share.noteGood(raw, admission, needs);
-  g.res.share.end();
+  g.res.share.end(g.clock.now(), RECOVERY_GRACE_MS);
 }
 
 /** The headroom after the ledger's claims, and the claim held or why not. */

@@ -28,7 +28,13 @@ export const TIMEOUTS_FOR_DOWN = 3;
 /** First probe interval of a ledger found down, in ms. */
 export const FIRST_PROBE_MS = 1000;
 /** Longest probe interval, in ms. */
-export const MAX_PROBE_MS = 30_000;
+export const MAX_PROBE_MS = 5000;
+/**
+ * Grace after an outage during which an admission on the ledger must also fit the process's
+ * degraded share (`DegradedShare.end`): twice the longest probe interval, so every live host has
+ * probed, found the ledger back and re-claimed its degraded claims on it.
+ */
+export const RECOVERY_GRACE_MS = 2 * MAX_PROBE_MS;
 /** Most failed cleanups kept to send again at the end of an outage. */
 export const MAX_REDO = 1000;
 
@@ -151,7 +157,7 @@ export class ResilientLedger {
     pTimeout(p, { milliseconds: limitMs, customTimers: pTimeoutTimers(this.#clock) }).then(
       () => {
         o.probing = false;
-        this.succeeded(user);
+        this.succeeded(user, true);
       },
       () => {
         o.probing = false;
@@ -160,12 +166,18 @@ export class ResilientLedger {
     return true;
   }
 
-  /** A call of the ledger answered: the time-out count restarts; an outage ends (recovery warning). */
-  succeeded(user?: LedgerUser): void {
+  /**
+   * A call of the ledger answered: the time-out count restarts; an outage ends (recovery warning)
+   * when the answer is a probe's, or any call's for a ledger without `probe()`. A ledger with
+   * `probe()` may resolve a call without asking its store (a closed ledger's `leave` or `release`
+   * resolves quietly): such an answer proves nothing about the store.
+   */
+  succeeded(user?: LedgerUser, probed = false): void {
     this.#timeouts = 0;
     this.#streakWarned = false;
     const o = this.#outage;
     if (!o) return;
+    if (!probed && typeof this.ledger.probe === 'function') return;
     this.#outage = undefined;
     const log = (user ?? this.#lastUser)?.log;
     log?.warn({ ledger: this.ledger.kind, downMs: Math.round(this.#clock.now() - o.sinceMs), probes: o.probes }, `quota ledger (${this.ledger.kind}) is back after ${Math.round(this.#clock.now() - o.sinceMs)} ms`);
@@ -185,7 +197,7 @@ export class ResilientLedger {
         // a listener's failure is its own
       }
     }
-    this.share.end();
+    this.share.end(this.#clock.now(), RECOVERY_GRACE_MS);
   }
 
   /**
