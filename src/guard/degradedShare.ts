@@ -4,8 +4,8 @@
  *
  * At every good admission on the ledger the share is noted, per resource: the raw headroom of the
  * reading, minus what the ledger subtracted for claims (`inFlight`) and places ahead (`ahead`), minus
- * the admitted claim's own needs, divided by the number of live holders the ledger reported
- * (`holders`; 1 when it does not say), rounded down. During an outage (an episode: from the first
+ * the admitted claim's own needs, divided by the most live holders the ledger has reported to this
+ * process (`holders`; 1 when it does not say), rounded down. During an outage (an episode: from the first
  * admission on the fallback to the end of the outage) the process may hold claims up to its share,
  * plus what its own confirmed deletions of servers it created freed, minus what it has admitted
  * since the episode began (a claim that ends `'not-created'` gives its needs back). Nova's fresh
@@ -26,6 +26,8 @@ const zero = (): Record<(typeof KEYS)[number], number> => ({ cores: 0, ramMiB: 0
 /** See the module description. One per ledger wrapper (process). */
 export class DegradedShare {
   #share: ResourceAmounts | undefined;
+  /** The most live holders an admission has reported. */
+  #holders = 1;
   #episode = 0;
   #active = false;
   #used = zero();
@@ -50,7 +52,12 @@ export class DegradedShare {
 
   /** A good admission on the ledger: note the share (see the module description). */
   noteGood(raw: RawHeadroom, admission: Admission, needs: ResourceAmounts): void {
-    const holders = Math.max(1, Math.floor(admission.holders ?? 1));
+    // The most holders this process has seen share the scope, not the count of this answer: a
+    // holder entry is made by a holder's first call and lost with a Redis restarted empty, so the
+    // count under-states the fleet at its start and after a restart (a share of 4 of 8 cores was
+    // seen at a host's first admission, 3 hosts sharing; spent during a restart, it over-committed).
+    this.#holders = Math.max(this.#holders, Math.max(1, Math.floor(admission.holders ?? 1)));
+    const holders = this.#holders;
     const share = zero();
     for (const k of KEYS) {
       const r = raw[k];

@@ -1,0 +1,22 @@
+/** DegradedShare: the share of the last good reading a process may spend while the ledger is out of reach. */
+import { describe, expect, it } from 'vitest';
+import { DegradedShare } from '../../src/guard/degradedShare.js';
+import type { Admission } from '../../src/guard/ledger.js';
+
+const needs = { cores: 2, ramMiB: 0, instances: 1 };
+const none = { cores: 0, ramMiB: 0, instances: 0 };
+const refused = (holders: number): Admission => ({ admitted: false, inFlight: none, ahead: none, holders });
+
+describe('DegradedShare', () => {
+  it('divides by the most holders the ledger has reported, not by a later answer that under-counts them (a holder not called yet, a Redis restarted empty)', () => {
+    const share = new DegradedShare();
+    share.noteGood({ cores: 8 }, refused(3), needs);
+    expect(share.share?.cores).toBe(2);
+    // After a restart the holder entries are gone: the first answer says 1 holder, the fleet is still 3.
+    share.noteGood({ cores: 8 }, refused(1), needs);
+    expect(share.share?.cores).toBe(2);
+    expect(share.take(needs)).toBe(1);
+    expect(share.take(needs)).toEqual({ allowance: { cores: 0, ramMiB: Number.POSITIVE_INFINITY, instances: Number.POSITIVE_INFINITY } });
+  });
+
+});
