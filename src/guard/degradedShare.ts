@@ -28,6 +28,8 @@ export class DegradedShare {
   #share: ResourceAmounts | undefined;
   /** The most live holders an admission has reported. */
   #holders = 1;
+  /** A share was noted since the last episode began (its spending starts over). */
+  #renewed = false;
   #episode = 0;
   #active = false;
   #used = zero();
@@ -65,6 +67,7 @@ export class DegradedShare {
       share[k] = Math.max(0, Math.floor(left / holders));
     }
     this.#share = share;
+    this.#renewed = true;
   }
 
   /**
@@ -78,8 +81,14 @@ export class DegradedShare {
     if (!this.#active) {
       this.#active = true;
       this.#episode++;
-      this.#used = zero();
-      this.#freed = zero();
+      // What was admitted on the fallback since the share's reading stays spent until a good
+      // admission notes a new share: an outage that ends (the wrapper's probe answers) and begins
+      // again before any good admission must not hand out the same share twice.
+      if (this.#renewed) {
+        this.#renewed = false;
+        this.#used = zero();
+        this.#freed = zero();
+      }
     }
     const allowance = zero();
     for (const k of KEYS) allowance[k] = share[k] + this.#freed[k] - this.#used[k];

@@ -19,4 +19,18 @@ describe('DegradedShare', () => {
     expect(share.take(needs)).toEqual({ allowance: { cores: 0, ramMiB: Number.POSITIVE_INFINITY, instances: Number.POSITIVE_INFINITY } });
   });
 
+
+  it('an outage that ends and begins again before a good admission does not hand out the same share twice', () => {
+    const share = new DegradedShare();
+    share.noteGood({ cores: 8 }, refused(3), needs);
+    expect(share.take(needs)).toBe(1);
+    // The probe answered (episode over), the next call failed again: no new reading, same share.
+    share.end();
+    expect(share.take(needs)).toEqual({ allowance: { cores: 0, ramMiB: Number.POSITIVE_INFINITY, instances: Number.POSITIVE_INFINITY } });
+    // A good admission notes a new share: its spending starts over.
+    share.end();
+    share.noteGood({ cores: 8 }, refused(3), needs);
+    expect(share.take(needs)).toBe(3);
+  });
 });
+
