@@ -4,8 +4,8 @@
  *
  * At every good admission on the ledger the share is noted, per resource: the raw headroom of the
  * reading, minus what the ledger subtracted for claims (`inFlight`) and places ahead (`ahead`), minus
- * the admitted claim's own needs, divided by the number of live holders the ledger reported
- * (`holders`; 1 when it does not say), rounded down. During an outage (an episode: from the first
+ * the admitted claim's own needs, divided by the most live holders the ledger has reported to this
+ * process (`holders`; 1 when it does not say), rounded down. During an outage (an episode: from the first
  * admission on the fallback to the end of the outage) the process may hold claims up to its share,
  * plus what its own confirmed deletions of servers it created freed, minus what it has admitted
  * since the episode began (a claim that ends `'not-created'` gives its needs back). Nova's fresh
@@ -26,6 +26,10 @@ const zero = (): Record<(typeof KEYS)[number], number> => ({ cores: 0, ramMiB: 0
 /** See the module description. One per ledger wrapper (process). */
 export class DegradedShare {
   #share: ResourceAmounts | undefined;
+  /** The most live holders an admission has reported. */
+  #holders = 1;
+  /** A share was noted since the last episode began (its spending starts over). */
+  #renewed = false;
   #episode = 0;
   #active = false;
   /** End of the grace after an episode, on the wrapper's clock (ms); see {@link end}. */
@@ -65,7 +69,12 @@ export class DegradedShare {
   /** A good admission on the ledger: note the share (see the module description); kept as it is during a grace. */
   noteGood(raw: RawHeadroom, admission: Admission, needs: ResourceAmounts): void {
     if (this.#active) return;
-    const holders = Math.max(1, Math.floor(admission.holders ?? 1));
+    // The most holders this process has seen share the scope, not the count of this answer: a
+    // holder entry is made by a holder's first call and lost with a Redis restarted empty, so the
+    // count under-states the fleet at its start and after a restart (a share of 4 of 8 cores was
+    // seen at a host's first admission, 3 hosts sharing; spent during a restart, it over-committed).
+    this.#holders = Math.max(this.#holders, Math.max(1, Math.floor(admission.holders ?? 1)));
+    const holders = this.#holders;
     const share = zero();
     for (const k of KEYS) {
       const r = raw[k];
@@ -73,6 +82,7 @@ export class DegradedShare {
       share[k] = Math.max(0, Math.floor(left / holders));
     }
     this.#share = share;
+    this.#renewed = true;
   }
 
   /**
@@ -87,8 +97,14 @@ export class DegradedShare {
       this.#active = true;
       this.#graceUntil = 0;
       this.#episode++;
-      this.#used = zero();
-      this.#freed = zero();
+      // What was admitted on the fallback since the share's reading stays spent until a good
+      // admission notes a new share: an outage that ends (the wrapper's probe answers) and begins
+      // again before any good admission must not hand out the same share twice.
+      if (this.#renewed) {
+        this.#renewed = false;
+        this.#used = zero();
+        this.#freed = zero();
+      }
     }
     const allowance = zero();
     for (const k of KEYS) allowance[k] = share[k] + this.#freed[k] - this.#used[k];

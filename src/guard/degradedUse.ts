@@ -31,6 +31,7 @@ export async function admitDegraded(g: GuardState, needs: ResourceAmounts, headr
     return { fit: { verdict: 'short', shortfalls } };
   }
   const claim = hold(lc);
+  g.log.debug({ needs, share: g.res.share.share, episode: taken }, "quota ledger out of reach: admitted within this process's share of the last good reading");
   if (typeof taken === 'number') {
     claim.degradedEpisode = taken;
     g.offDegraded ??= g.res.share.onEnd(() => reclaimDegraded(g));

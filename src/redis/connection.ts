@@ -58,7 +58,7 @@ export function loadIoredis(load: () => unknown = () => createRequire(import.met
 }
 
 /** How many keys every script takes (see `scripts.ts`). */
-export const SCRIPT_KEYS = 14;
+export const SCRIPT_KEYS = 15;
 
 /** The scripts, by the command name they get on the client; each takes the {@link SCRIPT_KEYS} keys of one scope. */
 const COMMANDS = {

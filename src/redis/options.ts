@@ -107,7 +107,7 @@ export function ledgerKeys(keyPrefix: string, endpoint: string, projectId: strin
   const hash = createHash('sha256').update(normaliseEndpoint(endpoint, projectId)).digest('hex').slice(0, 16);
   const base = `${keyPrefix}{${hash}:${encodeURIComponent(projectId)}}:`;
   return {
-    scope: ['claims', 'claimexp', 'counted', 'countedneeds', 'queue', 'placeexp', 'places', 'token', 'seq', 'countedat', 'holders', 'order', 'limits', 'limits:lock'].map((n) => base + n),
+    scope: ['claims', 'claimexp', 'counted', 'countedneeds', 'queue', 'placeexp', 'places', 'token', 'seq', 'countedat', 'holders', 'order', 'limits', 'limits:lock', 'settle'].map((n) => base + n),
     limits: `${base}limits`,
     limitsLock: `${base}limits:lock`,
     limitsChannel: `${base}limits:fresh`,

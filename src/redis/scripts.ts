@@ -23,6 +23,8 @@
  * 13. `limits`  hash   the kept reading: `json`, `seq` (its order number when sent), `sentAt`
  *     (Redis ms when sent), `freedSeq` (the order number of the last confirmed deletion)
  * 14. `limits:lock` string the refresh lock
+ * 15. `settle`  string set (with a lease of `placeTtlMs / 3`, one heartbeat) by every write-back after
+ *     a reconnect: while it lives no admission is made (see `luaChunks.ts` ADMISSION)
  *
  * Every script gets `ARGV[1]` the counted retention (ms), `ARGV[2]` the caller's holder instance id
  * (`''`: none), `ARGV[3]` the holder lease (ms); the scripts below number their own arguments from
@@ -176,6 +178,10 @@ if tonumber(redis.call('GET', KEYS[12])) < tonumber(ARGV[5]) then redis.call('SE
 local p = tonumber(ARGV[6])
 local i = 7
 local readd = ARGV[#ARGV] == '1'
+-- A holder came back (Redis restarted, empty or not, or its network was cut): the other holders
+-- may not have written back their claims yet, and a holder that went on alone meanwhile re-claims
+-- its degraded claims only when it finds Redis again. No admission until one heartbeat has passed.
+if readd then redis.call('SET', KEYS[15], '1', 'PX', math.max(1, math.floor(tonumber(ARGV[2]) / 3))) end
 for _ = 1, p do
   if readd or redis.call('ZSCORE', KEYS[6], ARGV[i]) then
     redis.call('ZADD', KEYS[5], ARGV[i + 1], ARGV[i])

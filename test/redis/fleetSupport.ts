@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 /**
  * Shared parts of the multi-process fleet tests (fleet.test.ts, fleetNetwork.test.ts): worker
  * "hosts" are child processes (fleetWorker.mjs, on the built package) sharing one FakeNova over
@@ -86,7 +87,10 @@ export class Fleet {
       log.push(...lines.filter((l) => l !== ''));
     });
     const result = new Promise<HostResult>((resolve, reject) => {
-      child.once('message', (m) => resolve(m as HostResult));
+      child.once('message', (m) => {
+        if (process.env.FLEET_LOG_DIR) writeFileSync(`${process.env.FLEET_LOG_DIR}/${cfg.holder}.log`, log.join('\n'));
+        resolve(m as HostResult);
+      });
       child.once('exit', (code, signal) => reject(new Error(`host ${cfg.holder} exited (${code ?? signal}) without a result; log:\n${log.join('\n')}`)));
     });
     result.catch(() => undefined);

@@ -14,7 +14,7 @@ import { RedisQuotaLedger } from 'nova-guard/redis';
 const cfg = JSON.parse(process.argv[2]);
 /** `o` without its undefined values (an option left out takes its default). */
 const given = (o) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
-const logger = pino({ level: 'warn', base: { holder: cfg.holder } }, pino.destination({ fd: 1, sync: true }));
+const logger = pino({ level: process.env.FLEET_LOG_LEVEL ?? 'warn', base: { holder: cfg.holder } }, pino.destination({ fd: 1, sync: true }));
 const client = new NovaClient({ endpoint: cfg.endpoint, token: `admin:${cfg.projectId}`, microversion: '2.79' });
 const ledger =
   cfg.redisUrl === null

@@ -320,6 +320,29 @@ describe.skipIf(!haveRedis)(`RedisQuotaLedger on a real redis-server${haveRedis 
     const next = await b.claimAnyway(need(1), 10_000);
     expect(next.token).toBeGreaterThan(got.claim.token);
   });
+
+  it('after a restart, a holder that came back and wrote back holds every admission for one heartbeat (placeTtlMs / 3), so the holders not back yet can write back theirs', async () => {
+    const projectId = project();
+    const a = ledger({ projectId, commandTimeoutMs: 1000, placeTtlMs: 3000 });
+    const b = ledger({ projectId, commandTimeoutMs: 1000, placeTtlMs: 3000 });
+    const got = await a.admit({ place: undefined, needs: need(3), headroom: { cores: 4 }, stamp: 0, ttlMs: 60_000 });
+    if (!got.admitted) throw new Error('not admitted');
+    await server.restart();
+    const started = Date.now();
+    let live = false;
+    while (!live && Date.now() - started < 15_000) {
+      live = await a.renew(got.claim, 60_000).catch(() => false);
+      if (!live) await sleep(50);
+    }
+    expect(live).toBe(true);
+    const back = Date.now();
+    // 1 core is left (a's claim was written back): it fits, yet nothing is admitted while settling.
+    const settling = await b.admit({ place: undefined, needs: need(1), headroom: { cores: 4 }, stamp: 0, ttlMs: 60_000 });
+    expect(Date.now() - back).toBeLessThan(900);
+    expect(settling).toMatchObject({ admitted: false, inFlight: { cores: 3 } });
+    await sleep(1300 - (Date.now() - back));
+    expect(await b.admit({ place: undefined, needs: need(1), headroom: { cores: 4 }, stamp: 0, ttlMs: 60_000 })).toMatchObject({ admitted: true });
+  });
 });
 
 describe('RedisQuotaLedger with no Redis', () => {
