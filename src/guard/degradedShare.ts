@@ -6,9 +6,9 @@
  * reading, minus what the ledger subtracted for claims (`inFlight`) and places ahead (`ahead`), minus
  * the admitted claim's own needs, divided by the most live holders the ledger has reported to this
  * process (`holders`; 1 when it does not say), rounded down. During an outage (an episode: from the first
- * admission on the fallback to the end of the outage) the process may hold claims up to its share,
- * plus what its own confirmed deletions of servers it created freed, minus what it has admitted
- * since the episode began (a claim that ends `'not-created'` gives its needs back). Nova's fresh
+ * admission on the fallback to the end of the outage) the process may hold claims up to its share
+ * plus what its own confirmed deletions of servers it created freed during the episode, minus what
+ * it has admitted on the fallback since the share's reading (a claim that ends `'not-created'` gives its needs back). Nova's fresh
  * reading must also fit (the fallback ledger checks it): Nova stays the authority. A process that
  * never had a good reading admits as before the share existed (the fallback and Nova's check).
  *
@@ -28,8 +28,6 @@ export class DegradedShare {
   #share: ResourceAmounts | undefined;
   /** The most live holders an admission has reported. */
   #holders = 1;
-  /** A share was noted since the last episode began (its spending starts over). */
-  #renewed = false;
   #episode = 0;
   #active = false;
   /** End of the grace after an episode, on the wrapper's clock (ms); see {@link end}. */
@@ -82,7 +80,9 @@ export class DegradedShare {
       share[k] = Math.max(0, Math.floor(left / holders));
     }
     this.#share = share;
-    this.#renewed = true;
+    // Spending and credit count from this reading on.
+    this.#used = zero();
+    this.#freed = zero();
   }
 
   /**
@@ -96,15 +96,10 @@ export class DegradedShare {
     if (!this.#active) {
       this.#active = true;
       this.#graceUntil = 0;
-      this.#episode++;
       // What was admitted on the fallback since the share's reading stays spent until a good
       // admission notes a new share: an outage that ends (the wrapper's probe answers) and begins
       // again before any good admission must not hand out the same share twice.
-      if (this.#renewed) {
-        this.#renewed = false;
-        this.#used = zero();
-        this.#freed = zero();
-      }
+      this.#episode++;
     }
     const allowance = zero();
     for (const k of KEYS) allowance[k] = share[k] + this.#freed[k] - this.#used[k];
@@ -125,7 +120,11 @@ export class DegradedShare {
     if (this.#servers.size > MAX_SERVERS) this.#servers.delete(this.#servers.keys().next().value!);
   }
 
-  /** Nova confirmed the deletion of `serverId`: when this process created it, its needs count as freed in the episode. */
+  /**
+   * Nova confirmed the deletion of `serverId`: when this process created it, its needs count as
+   * freed since the share's reading (that reading counted the server as used: nobody else's share
+   * holds its cores).
+   */
   freed(serverId: string): void {
     const needs = this.#servers.get(serverId);
     if (!needs) return;
@@ -141,12 +140,19 @@ export class DegradedShare {
   }
 
   /**
-   * The ledger answers again: listeners re-claim the degraded claims on it, and the episode closes
+   * The ledger answers again (`outage`: after an outage of the wrapper, which opens an episode if
+   * none is open): listeners re-claim the degraded claims on it, and the episode closes
    * after a grace of `graceMs` (from `nowMs`) during which admissions on the ledger must also fit the
    * share: the other hosts may still be in their own episodes (their probes come later), with
    * degraded claims the ledger does not show yet.
    */
-  end(nowMs: number, graceMs: number): void {
+  end(nowMs: number, graceMs: number, outage = false): void {
+    if (outage && !this.#active && this.#share !== undefined) {
+      // The ledger was out of reach for this process, which admitted nothing on the fallback: the
+      // grace applies all the same (the other hosts may hold degraded claims the ledger does not show).
+      this.#active = true;
+      this.#episode++;
+    }
     if (!this.#active || this.#graceUntil !== 0) return;
     this.#graceUntil = Math.max(nowMs + graceMs, nowMs + 1);
     for (const l of [...this.#ended]) {

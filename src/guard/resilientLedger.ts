@@ -197,7 +197,7 @@ export class ResilientLedger {
         // a listener's failure is its own
       }
     }
-    this.share.end(this.#clock.now(), RECOVERY_GRACE_MS);
+    this.share.end(this.#clock.now(), RECOVERY_GRACE_MS, true);
   }
 
   /**
