@@ -185,7 +185,7 @@ export interface QuotaGuardOptions {
    * ACTIVE, and until the claim ends). The renewal right before the POST extends the lease to at
    * least the client's `requestTimeoutMs` plus the ledger's time budget, so it cannot lapse while
    * the POST is in flight. A guard that dies loses its claims after this. At least
-   * {@link LEASE_TTL_FLOOR_MS} (1000: well above a round trip to a ledger). Default 120000.
+   * `LEASE_TTL_FLOOR_MS` (1000 ms) (1000: well above a round trip to a ledger). Default 120000.
    * @default 120000
    * @throws {@link ValidationError} (at construction) below 1000 or not finite.
    */
@@ -320,7 +320,7 @@ export type ResolvedOptions = Required<Omit<QuotaGuardOptions, 'onWait' | 'onRet
  * Validate options and fill in {@link QUOTA_GUARD_DEFAULTS}.
  * @throws {@link ValidationError} for a negative duration, `maxAttempts` < 1, `jitter` outside [0, 1),
  * `maxDelayMs` < `minDelayMs`, an unknown `onStaleLimits`, a hook that is not a function,
- * `leaseTtlMs` below {@link LEASE_TTL_FLOOR_MS} or not finite, `ledgerTimeoutMs` not positive and finite, or a `ledger`
+ * `leaseTtlMs` below `LEASE_TTL_FLOOR_MS` (1000 ms) or not finite, `ledgerTimeoutMs` not positive and finite, or a `ledger`
  * without the methods of `QuotaLedger`.
  */
 export function validateOptions(o: QuotaGuardOptions): ResolvedOptions {

@@ -12,7 +12,7 @@ import { NovaGuardError } from '../errors/index.js';
 export const DOWN_CODES = ['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'WRONGPASS', 'NOAUTH', 'NOPERM'] as const;
 
 /**
- * The {@link DOWN_CODES} entry `error` carries (its `code`, or a word of its message: Redis's own
+ * The `DOWN_CODES` (ECONNREFUSED, ENOTFOUND, EHOSTUNREACH, WRONGPASS, NOAUTH, NOPERM) entry `error` carries (its `code`, or a word of its message: Redis's own
  * replies name themselves at the start, `WRONGPASS invalid username-password pair`), or `undefined`.
  */
 export function downCode(error: unknown): string | undefined {
@@ -29,17 +29,17 @@ export function downCode(error: unknown): string | undefined {
  */
 export class RedisLedgerError extends NovaGuardError {
   /**
-   * True when Redis cannot be reached at all (see {@link DOWN_CODES}: refused, unknown or
+   * True when Redis cannot be reached at all (see `DOWN_CODES` (ECONNREFUSED, ENOTFOUND, EHOSTUNREACH, WRONGPASS, NOAUTH, NOPERM): refused, unknown or
    * unreachable host, refused credentials): the guard skips the ledger at once and probes it
    * (`isLedgerDown`). False for a slow Redis, a timeout, a closed ledger, a script error.
    */
   readonly ledgerDown: boolean;
-  /** The {@link DOWN_CODES} entry behind {@link ledgerDown}, when it is true. */
+  /** The `DOWN_CODES` (ECONNREFUSED, ENOTFOUND, EHOSTUNREACH, WRONGPASS, NOAUTH, NOPERM) entry behind {@link ledgerDown}, when it is true. */
   readonly downCode: string | undefined;
 
   /**
    * @param message - What failed (redacted).
-   * @param options - `cause`: the underlying error, redacted; `downCode`: the {@link DOWN_CODES}
+   * @param options - `cause`: the underlying error, redacted; `downCode`: the `DOWN_CODES` (ECONNREFUSED, ENOTFOUND, EHOSTUNREACH, WRONGPASS, NOAUTH, NOPERM)
    * entry when Redis cannot be reached at all (sets {@link ledgerDown}).
    */
   constructor(message: string, options?: { cause?: unknown; downCode?: string | undefined }) {

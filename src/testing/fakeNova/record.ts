@@ -7,7 +7,7 @@
  */
 import type { FakeUsage } from './types.js';
 
-/** A snapshot of {@link QuotaRecorder}, as `FakeNova.quotaRecord()` answers it. */
+/** A snapshot of `QuotaRecorder`, as `FakeNova.quotaRecord()` answers it. */
 export interface FakeQuotaRecord {
   /**
    * The most vCPUs held at once by servers that exist: every server not yet destroyed (GET does not

@@ -114,7 +114,7 @@ export class ServerStore {
   private readonly counted = zero();
   private readonly building = zero();
   private seq = 0;
-  /** What servers that exist hold at most, and the quota events (see {@link QuotaRecorder}). */
+  /** What servers that exist hold at most, and the quota events (see `QuotaRecorder`). */
   readonly record = new QuotaRecorder();
   private running = 0;
   /** Whether BUILD servers count toward usage (legacy counting: yes). */
