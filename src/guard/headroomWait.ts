@@ -312,7 +312,7 @@ export async function claimForAttempt(g: GuardState, call: GuardedCall, needs: R
     if (call.ledger === g.fallback && claim.ledger !== g.fallback) continue;
     const remaining = remainingMs(g, call);
     if (remaining <= 0) {
-      moveToFallback(g, call);
+      moveToFallback(g, call, false);
       continue;
     }
     await sleep(g.clock, Math.min(stepDelayMs(call.firstDelayMs, call.waits + call.retriesConsumed, g.opts.maxDelayMs), Math.ceil(remaining)), signal);

@@ -167,10 +167,15 @@ export function skipDown(g: GuardState, call: GuardedCall | undefined): boolean 
   return true;
 }
 
-/** The call goes on with the fallback ledger (leaving its place on the other, best effort). */
-export function moveToFallback(g: GuardState, call: GuardedCall): void {
+/**
+ * The call goes on with the fallback ledger (leaving its place on the other, best effort).
+ * `returns`: the call goes back to the ledger at its next admission once the ledger is not known
+ * down (a move for a failed ledger call); `false` for a call that lost its leases past `maxWaitMs`,
+ * which stays on the fallback (no admission loop without a wait).
+ */
+export function moveToFallback(g: GuardState, call: GuardedCall, returns = true): void {
   call.ledger = g.fallback;
-  call.fallbackForOutage = g.res.down;
+  call.fallbackForOutage = returns;
   const place = call.place;
   call.place = undefined;
   if (place && place.ledger !== g.fallback) inBackground(g, place.ledger, 'leave', () => place.ledger.leave(place.place));

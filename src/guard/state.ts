@@ -195,7 +195,7 @@ export interface GuardedCall {
   settled: boolean;
   /** The ledger this call uses: the guard's, or its fallback once the guard's failed during the call. */
   ledger: QuotaLedger;
-  /** True when the call moved to the fallback because the ledger was down: it goes back once the ledger is up. */
+  /** True when the call moved to the fallback because a ledger call failed: it goes back at its next admission once the ledger is not known down. */
   fallbackForOutage: boolean;
   /** The call's place in a ledger's queue while it waits for headroom. */
   place: { ledger: QuotaLedger; place: LedgerPlace } | undefined;

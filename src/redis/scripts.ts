@@ -112,7 +112,7 @@ return token
  */
 export const RENEW = `${PROLOGUE}
 if redis.call('ZSCORE', KEYS[2], ARGV[2]) then
-  zaddLater(KEYS[2], now + tonumber(ARGV[3]), ARGV[2])
+  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[2])
   return 1
 end
 return 0
