@@ -60,7 +60,8 @@ export async function renewBeforePost(g: GuardState, call: GuardedCall, claim: C
       throwIfAborted(signal);
     }
     noteFallback(g, claim.ledger, 'renew', e);
-    moveToFallback(g, call);
+    // For good: a ledger that admits but cannot renew would otherwise loop admit-renew-fail with no wait.
+    moveToFallback(g, call, false);
     ok = false;
   }
   if (!ok) {
