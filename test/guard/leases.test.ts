@@ -2,9 +2,7 @@
 // the floor of leaseTtlMs, the renewal before the POST that covers the whole POST, and a lease lost
 // while the create is in flight re-claimed unfenced. Fake timers, FakeNova adapters.
 import { describe, expect, it } from 'vitest';
-import { pino } from 'pino';
 import type { AxiosAdapter } from 'axios';
-import type { Logger } from '../../src/core/logger.js';
 import { NovaClient } from '../../src/nova/client.js';
 import { InProcessQuotaLedger } from '../../src/guard/inProcessLedger.js';
 import type { LedgerClaim } from '../../src/guard/ledger.js';
@@ -13,15 +11,11 @@ import { ValidationError } from '../../src/errors/index.js';
 import { settle, useFakeClock } from '../helpers.js';
 import { body, clientFor, guardFor, posts, startNova } from './fixtures.js';
 import { faulty } from './support/testLedger.js';
+import { warnLog } from './support/testLedger.js';
 
 useFakeClock();
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-const warnLog = (): { logger: Logger; warnings: () => string[] } => {
-  const lines: string[] = [];
-  const logger = pino({ level: 'warn' }, { write: (l: string) => lines.push(l) });
-  return { logger, warnings: () => lines.map((l) => (JSON.parse(l) as { msg: string }).msg) };
-};
 
 /** A client (request time limit 60 s) whose POST /servers takes `postMs` before Nova sees it; `posting()` says it was sent. */
 function slowPostClient(nova: FakeNova, postMs: number): { client: NovaClient; posting: () => boolean } {

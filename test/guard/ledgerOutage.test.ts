@@ -3,13 +3,12 @@
 // time budget follows the ledger's measured round trips; `acquire` makes one ledger call per
 // admission; a confirmed delete right before close() is no ledger failure. Fake timers, FakeNova.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { pino } from 'pino';
 import type { AxiosAdapter } from 'axios';
-import type { Logger } from '../../src/core/logger.js';
 import { InProcessQuotaLedger } from '../../src/guard/inProcessLedger.js';
 import { T0, settle, useFakeClock } from '../helpers.js';
 import { body, clientFor, guardFor, posts, startNova } from './fixtures.js';
 import { faulty } from './support/testLedger.js';
+import { warnLog } from './support/testLedger.js';
 
 useFakeClock();
 afterEach(() => {
@@ -17,11 +16,6 @@ afterEach(() => {
 });
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-const warnLog = (): { logger: Logger; warnings: () => string[] } => {
-  const lines: string[] = [];
-  const logger = pino({ level: 'warn' }, { write: (l: string) => lines.push(l) });
-  return { logger, warnings: () => lines.map((l) => (JSON.parse(l) as { msg: string }).msg) };
-};
 const at = (ms: number): Promise<void> => settle(sleep(Math.max(0, T0 + ms - Date.now())));
 
 describe('a ledger that is down', () => {

@@ -2,9 +2,7 @@
 // the fencing rule (no POST on a lost lease), the renewal schedule, the fallback when the ledger
 // rejects or hangs, and the claim's metadata on the created server. Fake timers, FakeNova adapters.
 import { describe, expect, it } from 'vitest';
-import { pino } from 'pino';
 import type { AxiosAdapter } from 'axios';
-import type { Logger } from '../../src/core/logger.js';
 import { InProcessQuotaLedger } from '../../src/guard/inProcessLedger.js';
 import { CLAIM_HOLDER_KEY, CLAIM_ID_KEY, CLAIM_TOKEN_KEY } from '../../src/guard/ledgerUse.js';
 import { CLAIM_TAG_KEY } from '../../src/guard/lostCreate.js';
@@ -14,15 +12,11 @@ import { AbortError, ValidationError } from '../../src/errors/index.js';
 import { T0, rejection, runUntil, settle, useFakeClock } from '../helpers.js';
 import { body, clientFor, guardFor, liveServers, posts, startNova } from './fixtures.js';
 import { faulty } from './support/testLedger.js';
+import { warnLog } from './support/testLedger.js';
 
 useFakeClock();
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-const warnLog = (): { logger: Logger; warnings: () => string[] } => {
-  const lines: string[] = [];
-  const logger = pino({ level: 'warn' }, { write: (l: string) => lines.push(l) });
-  return { logger, warnings: () => lines.map((l) => (JSON.parse(l) as { msg: string }).msg) };
-};
 
 /** An adapter that samples the fake's cores in use after every answer (the peak). */
 function watchPeak(nova: FakeNova): { adapter: AxiosAdapter; peak: () => number } {

@@ -5,6 +5,8 @@ import { InProcessQuotaLedger } from '../../../src/guard/inProcessLedger.js';
 import type { Acquisition, AcquireRequest, LimitsReading, QuotaLedger } from '../../../src/guard/ledger.js';
 import { rawHeadroomOf } from '../../../src/guard/headroom.js';
 import { T0 } from '../../helpers.js';
+import { pino } from 'pino';
+import type { Logger } from '../../../src/core/logger.js';
 
 /**
  * What a call does: forward (`ok`), reject (`reject`), reject as a store that cannot be reached
@@ -85,3 +87,10 @@ export function faulty(
   }
   return ledger;
 }
+
+/** A pino logger at warn level and the messages it got, in order. */
+export const warnLog = (): { logger: Logger; warnings: () => string[] } => {
+  const lines: string[] = [];
+  const logger = pino({ level: 'warn' }, { write: (l: string) => lines.push(l) });
+  return { logger, warnings: () => lines.map((l) => (JSON.parse(l) as { msg: string }).msg) };
+};
