@@ -1,8 +1,20 @@
 /**
- * The guard's side of degraded mode (`degradedShare.ts`): an admission on the fallback ledger is
- * kept only within the process's share, and when the ledger answers again the degraded claims still
- * in flight are re-claimed on it (`claimAnyway`, then `bind` to their server) so the other hosts
- * subtract them.
+ * Degraded mode: what an admission on the fallback ledger is worth while the guard's ledger is out
+ * of reach, and what happens to it when the ledger answers again.
+ *
+ * - A process whose admissions the ledger has answered before (`ResilientLedger.hadGoodReading`) takes part in the
+ *   fleet's accounting: the other hosts may still be admitting on the ledger, and this process
+ *   cannot tell "the ledger is down for everyone" from "my call failed". A call that a ledger
+ *   failure moved to the fallback (or that finds the ledger known down) admits nothing on the
+ *   fallback: it waits, as when short, and goes back to the ledger at its next admission (a ledger
+ *   known down is probed then). An outage costs speed (creates wait, up to `maxWaitMs`), never quota.
+ * - A process whose admissions the ledger has never answered (absent or out of reach from the start)
+ *   works on its own as without a ledger: the fallback's claims and Nova's check. Its claims
+ *   admitted on the fallback are re-claimed on the ledger (`claimAnyway`, then `bind` to their
+ *   server) once it answers (the end of an outage, or the first admission on it), so the other
+ *   hosts subtract them.
+ * - A call that lost its leases past `maxWaitMs` and stays on the fallback for good (no admission
+ *   loop without a wait, `claimForAttempt`) admits there as before, unless the ledger is known down.
  *
  * @module
  */
@@ -10,45 +22,54 @@ import type { ResourceAmounts } from '../core/types.js';
 import { AMOUNT_FIELD, QUOTA_RESOURCES, type FitVerdict, type Headroom } from './headroom.js';
 import type { LedgerClaim } from './ledger.js';
 import { bounded, inBackground } from './ledgerUse.js';
-import type { Claim, GuardState } from './state.js';
+import type { Claim, GuardState, GuardedCall } from './state.js';
 
 /**
- * An admission the fallback ledger gave (`lc`): held when it fits the process's share (or no share
- * is known), else released on the fallback and a `'short'` verdict whose headroom is what is left of
- * the share.
+ * True when an admission of `call` on the fallback must wait for the guard's ledger instead (see
+ * the module description).
  */
-export async function admitDegraded(g: GuardState, needs: ResourceAmounts, headroom: Headroom, lc: LedgerClaim, hold: (lc: LedgerClaim) => Claim): Promise<{ claim?: Claim; fit?: FitVerdict }> {
-  const taken = g.res.share.take(needs);
-  if (typeof taken === 'object') {
+export function waitsForLedger(g: GuardState, call: GuardedCall): boolean {
+  if (!g.res.hadGoodReading) return false;
+  return call.fallbackForOutage || g.res.down;
+}
+
+/**
+ * An admission the fallback ledger gave (`lc`) to `call`: released at once and a `'short'` verdict
+ * (headroom 0 for what the call needs) when the call waits for the ledger ({@link waitsForLedger});
+ * otherwise held, and re-claimed on the ledger when it answers again.
+ */
+export async function admitDegraded(
+  g: GuardState,
+  call: GuardedCall,
+  needs: ResourceAmounts,
+  headroom: Headroom,
+  lc: LedgerClaim,
+  hold: (lc: LedgerClaim) => Claim,
+): Promise<{ claim?: Claim; fit?: FitVerdict }> {
+  if (waitsForLedger(g, call)) {
     await g.fallback.release(lc, 'not-created');
-    const shortfalls = QUOTA_RESOURCES.filter((r) => needs[AMOUNT_FIELD[r]] > taken.allowance[AMOUNT_FIELD[r]]).map((resource) => ({
-      resource,
-      needed: needs[AMOUNT_FIELD[resource]],
-      ...headroom[resource],
-      headroom: Math.max(0, taken.allowance[AMOUNT_FIELD[resource]]),
-    }));
-    g.log.debug({ needs, allowance: taken.allowance }, "quota ledger out of reach: beyond this process's share of the last good reading, waiting");
+    call.waitedForLedger = true;
+    const wanted = QUOTA_RESOURCES.filter((r) => needs[AMOUNT_FIELD[r]] > 0);
+    const shortfalls = (wanted.length > 0 ? wanted : QUOTA_RESOURCES).map((resource) => ({ resource, needed: needs[AMOUNT_FIELD[resource]], ...headroom[resource], headroom: 0 }));
+    g.log.debug({ needs, ledger: g.ledger.kind }, 'quota ledger out of reach: waiting for it (it has answered this process before: other hosts may still admit on it)');
     return { fit: { verdict: 'short', shortfalls } };
   }
   const claim = hold(lc);
-  g.log.debug({ needs, share: g.res.share.share, episode: taken }, "quota ledger out of reach: admitted within this process's share of the last good reading");
-  if (typeof taken === 'number') {
-    claim.degradedEpisode = taken;
-    g.offDegraded ??= g.res.share.onEnd(() => reclaimDegraded(g));
-  }
+  claim.degraded = true;
+  g.offDegraded ??= g.res.onRecovered(() => reclaimDegraded(g));
   return { claim };
 }
 
 /**
- * The episode ended (the ledger answers): each degraded claim of this guard still held is taken
- * again on the guard's ledger with `claimAnyway` (same needs), bound to its server when known, and
- * its fallback claim released. In the background; a failure leaves the claim on the fallback.
+ * The ledger answers again: each degraded claim of this guard still held is taken again on the
+ * guard's ledger with `claimAnyway` (same needs), bound to its server when known, and its fallback
+ * claim released. In the background; a failure leaves the claim on the fallback.
  */
 export function reclaimDegraded(g: GuardState): void {
   for (const claim of [...g.claims]) {
-    if (claim.degradedEpisode === undefined || claim.ended || claim.ledger !== g.fallback) continue;
+    if (!claim.degraded || claim.ended || claim.ledger !== g.fallback) continue;
     const old = claim.lc;
-    claim.degradedEpisode = undefined;
+    claim.degraded = false;
     const sentAt = g.clock.now();
     bounded(g, 'claimAnyway', () => g.ledger.claimAnyway(claim.needs, g.opts.leaseTtlMs)).then(
       (lc) => {

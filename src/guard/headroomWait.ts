@@ -18,8 +18,7 @@ import { traceHeadroomWait } from '../core/telemetry.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { statusOf } from '../core/counting.js';
 import { LIMIT_KEYS, addNeeds, checkFit, computeHeadroom, describeShortfalls, NO_NEEDS, rawHeadroomOf, shortfallResources, type FitVerdict, type Headroom } from './headroom.js';
-import { holdClaim, inBackground, ledgerBudgetMs, leaveInBackground, inFlightOf, moveToFallback, onFreed, onLedger, releaseClaim } from './ledgerUse.js';
-import { RECOVERY_GRACE_MS } from './resilientLedger.js';
+import { holdClaim, ledgerBudgetMs, leaveInBackground, inFlightOf, moveToFallback, onFreed, onLedger, releaseClaim } from './ledgerUse.js';
 import { acquireThroughLedger, readThroughLedger } from './ledgerRead.js';
 import { keepLease, renewBeforePost, renewQuietly } from './leases.js';
 import { QuotaNeverFitsError, QuotaWaitTimeoutError } from './errors.js';
@@ -27,7 +26,7 @@ import { stepDelayMs } from './backoff.js';
 import { EXPLAIN_EVERY_WAITS, type QuotaWaitInfo } from './options.js';
 import { explainShortfall, type ShortfallExplanation } from './explain.js';
 import type { Shortfall } from './headroom.js';
-import type { Admission, LedgerClaim, LedgerLimits, QuotaLedger, RawHeadroom } from './ledger.js';
+import type { Admission, LedgerClaim, LedgerLimits } from './ledger.js';
 import { admitDegraded } from './degradedUse.js';
 import { elapsedMs, remainingMs, warnOnce, type Claim, type GuardState, type GuardedCall } from './state.js';
 
@@ -78,14 +77,20 @@ async function admitOnce(g: GuardState, call: GuardedCall, needs: ResourceAmount
   if (call.ledger === g.fallback && call.fallbackForOutage && !g.res.skip(g, ledgerBudgetMs(g))) {
     call.ledger = g.ledger;
     call.fallbackForOutage = false;
+    const held = call.place;
+    if (held?.ledger === g.fallback) {
+      call.place = undefined;
+      leaveInBackground(g, held);
+    }
   }
+  call.waitedForLedger = false;
   const sentAt = g.clock.now();
   const acquired = await acquireThroughLedger(g, call, needs, (s) => readLimits(g, s), signal);
   if (acquired) {
     const { value: a, ledger } = acquired;
     if (a.place && call.place?.place !== a.place) call.place = { ledger, place: a.place };
-    if (ledger !== g.fallback) noteGood(g, rawHeadroomOf(a.reading.absolute), a, needs);
-    return verdictOf(g, needs, a.reading, withinGrace(g, ledger, needs, a), (lc) => holdClaim(g, lc, ledger, sentAt));
+    if (ledger !== g.fallback) g.res.noteGoodReading();
+    return verdictOf(g, needs, a.reading, a, (lc) => holdClaim(g, lc, ledger, sentAt));
   }
   const { reading } = await readThroughLedger(g, call, (s) => readLimits(g, s), signal);
   const raw = rawHeadroomOf(reading.absolute);
@@ -103,31 +108,10 @@ async function admitOnce(g: GuardState, call: GuardedCall, needs: ResourceAmount
   const hold = (lc: LedgerClaim): Claim => holdClaim(g, lc, ledger, admitSentAt);
   if (ledger === g.fallback && admission.admitted) {
     const headroom = computeHeadroom(reading.absolute, admission.inFlight, { requestId: reading.requestId, readAtMs: g.clock.wallNow() });
-    return { headroom, ...(await admitDegraded(g, needs, headroom, admission.claim, hold)) };
+    return { headroom, ...(await admitDegraded(g, call, needs, headroom, admission.claim, hold)) };
   }
-  if (ledger !== g.fallback) noteGood(g, raw, admission, needs);
-  return verdictOf(g, needs, reading, withinGrace(g, ledger, needs, admission), hold);
-}
-
-/**
- * During the grace after an outage (`DegradedShare.inGrace`) an admission on the ledger is kept
- * only when it also fits the process's share (other hosts may still hold degraded claims the
- * ledger does not show); otherwise its claim is released (in the background) and the admission
- * counts as refused.
- */
-function withinGrace(g: GuardState, ledger: QuotaLedger, needs: ResourceAmounts, admission: Admission): Admission {
-  if (!admission.admitted || ledger === g.fallback || !g.res.share.inGrace(g.clock.now())) return admission;
-  if (typeof g.res.share.take(needs) !== 'object') return admission;
-  const claim = admission.claim;
-  inBackground(g, ledger, 'release', () => ledger.release(claim, 'not-created'));
-  g.log.debug({ needs }, "quota ledger back after an outage: beyond this process's share until the grace ends, waiting");
-  return { admitted: false, inFlight: admission.inFlight, ahead: admission.ahead, holders: admission.holders };
-}
-
-/** A good admission on the guard's ledger: the process's share is noted, a degraded episode ends (its grace begins). */
-function noteGood(g: GuardState, raw: RawHeadroom, admission: Admission, needs: ResourceAmounts): void {
-  g.res.share.noteGood(raw, admission, needs);
-  g.res.share.end(g.clock.now(), RECOVERY_GRACE_MS);
+  if (ledger !== g.fallback) g.res.noteGoodReading();
+  return verdictOf(g, needs, reading, admission, hold);
 }
 
 /** The headroom after the ledger's claims, and the claim held or why not. */
@@ -205,9 +189,11 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
           );
           return holdClaim(g, lc, ledger);
         }
-        const why = await explain(g, call, shortfalls, signal);
+        const why = call.waitedForLedger ? undefined : await explain(g, call, shortfalls, signal);
         throw new QuotaWaitTimeoutError({
-          message: `No quota headroom after waiting ${elapsedMs(g, call)} ms (maxWaitMs ${g.opts.maxWaitMs}): ${describeShortfalls(shortfalls)}${describeWhy(why)}`,
+          message: call.waitedForLedger
+            ? `No quota admission after waiting ${elapsedMs(g, call)} ms (maxWaitMs ${g.opts.maxWaitMs}): the quota ledger (${g.ledger.kind}) is out of reach, and this process, which has used it, does not admit without it (other hosts may still admit on it)`
+            : `No quota headroom after waiting ${elapsedMs(g, call)} ms (maxWaitMs ${g.opts.maxWaitMs}): ${describeShortfalls(shortfalls)}${describeWhy(why)}`,
           requestId: headroom.requestId,
           resources: shortfallResources(shortfalls),
           waitedMs: elapsedMs(g, call),
@@ -225,14 +211,15 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
       if (delayMs >= remaining) call.deadlineReached = true;
       call.waits++;
       g.stats.waits++;
-      const why = call.waits % EXPLAIN_EVERY_WAITS === 0 ? await explain(g, call, shortfalls, signal) : undefined;
+      const why = call.waits % EXPLAIN_EVERY_WAITS === 0 && !call.waitedForLedger ? await explain(g, call, shortfalls, signal) : undefined;
       const info: QuotaWaitInfo = { needs, shortfalls, headroom, delayMs, waits: call.waits, posts: call.posts, elapsedMs: elapsedMs(g, call), shortfallCause: why?.cause, finding: why?.finding };
       try {
         g.opts.onWait?.(info);
       } catch (e) {
         g.log.warn({ err: (e as Error)?.message }, 'onWait hook threw (ignored)');
       }
-      g.log.info({ needs, shortfalls: describeShortfalls(shortfalls), delayMs, waits: call.waits, requestId: headroom.requestId }, 'not enough quota headroom: waiting');
+      if (call.waitedForLedger) g.log.info({ needs, delayMs, waits: call.waits, ledger: g.ledger.kind }, 'quota ledger out of reach: waiting for it');
+      else g.log.info({ needs, shortfalls: describeShortfalls(shortfalls), delayMs, waits: call.waits, requestId: headroom.requestId }, 'not enough quota headroom: waiting');
       if (call.place?.ledger !== call.ledger) {
         const { value: place, ledger } = await onLedger(
           g,
@@ -275,12 +262,17 @@ function describeWhy(why: ShortfallExplanation | undefined): string {
 
 /**
  * Sleep `delayMs` on the clock, or less: a deletion confirmed by the guard's client (Nova has freed
- * quota) ends the sleep at once.
+ * quota), or the ledger answering again after an outage, ends the sleep at once.
  * @throws {@link AbortError} when `signal` aborts.
  */
 async function sleepUntilFreed(g: GuardState, delayMs: number, signal: AbortSignal | undefined): Promise<void> {
   const freed = new AbortController();
-  const unsubscribe = onFreed(g, () => freed.abort());
+  const offFreed = onFreed(g, () => freed.abort());
+  const offRecovered = g.res.onRecovered(() => freed.abort());
+  const unsubscribe = (): void => {
+    offFreed();
+    offRecovered();
+  };
   try {
     await sleep(g.clock, delayMs, signal ? AbortSignal.any([signal, freed.signal]) : freed.signal);
   } catch (e) {
@@ -296,8 +288,11 @@ async function sleepUntilFreed(g: GuardState, delayMs: number, signal: AbortSign
  * The claim for one attempt: `held` (kept from a refused POST) or a new one from
  * {@link waitForHeadroom}; its lease renewed right before the POST (the fencing rule: a lost lease
  * means no POST, the call goes back to admission after its next backoff step), then kept renewed
- * until the claim ends. A ledger that fails moves the call to the fallback ledger at once; one that
- * keeps losing leases past `maxWaitMs` too, so the ledger never blocks a create for good.
+ * until the claim ends. A renewal that fails moves the call to the fallback ledger; it goes back to
+ * the ledger at its next admission, after a backoff step (while the ledger is out of reach, a
+ * process it has answered before waits for it: `degradedUse.ts`). A call that keeps losing leases
+ * (or failing renewals on a ledger that admits) past `maxWaitMs` stays on the fallback, so a ledger
+ * that answers never blocks a create for good.
  * `fresh`: the claim did not come from `held` (the attempt counts).
  */
 export async function claimForAttempt(g: GuardState, call: GuardedCall, needs: ResourceAmounts, held: Claim | undefined, signal: AbortSignal | undefined): Promise<{ claim: Claim; fresh: boolean }> {
@@ -309,7 +304,9 @@ export async function claimForAttempt(g: GuardState, call: GuardedCall, needs: R
       return { claim, fresh: claim !== held };
     }
     kept = undefined;
-    if (call.ledger === g.fallback && claim.ledger !== g.fallback) continue;
+    // A failed renewal moved the call to the fallback; it goes back to the ledger at its next
+    // admission, after a backoff step that doubles like a wait (a failing ledger gets fewer calls).
+    if (call.ledger === g.fallback && claim.ledger !== g.fallback) call.waits++;
     const remaining = remainingMs(g, call);
     if (remaining <= 0) {
       moveToFallback(g, call, false);

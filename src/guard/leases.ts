@@ -60,8 +60,9 @@ export async function renewBeforePost(g: GuardState, call: GuardedCall, claim: C
       throwIfAborted(signal);
     }
     noteFallback(g, claim.ledger, 'renew', e);
-    // For good: a ledger that admits but cannot renew would otherwise loop admit-renew-fail with no wait.
-    moveToFallback(g, call, false);
+    // Back to the ledger at the next admission, after a backoff step (`claimForAttempt`): a ledger
+    // that admits but cannot renew loops admit-renew-fail with a wait, until maxWaitMs.
+    moveToFallback(g, call);
     ok = false;
   }
   if (!ok) {

@@ -111,9 +111,9 @@ export interface AdmitRequest {
 
 /**
  * `admit`'s answer. `inFlight` is what the ledger subtracted for claims; `ahead` for earlier places;
- * `holders` (optional) the number of live holders sharing the ledger's scope at that moment (the
- * guard's share of the quota while the ledger is out of reach is the last good headroom divided by
- * it).
+ * `holders` (optional) the number of live holders sharing the ledger's scope at that moment
+ * (information only: the guard no longer divides the quota by it; while the ledger is out of reach a
+ * process it has answered admits nothing, see `degradedUse.ts`).
  */
 export type Admission =
   | { readonly admitted: true; readonly claim: LedgerClaim; readonly inFlight: ResourceAmounts; readonly ahead: ResourceAmounts; readonly holders?: number }

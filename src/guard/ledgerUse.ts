@@ -7,8 +7,9 @@
  * time limit ({@link ledgerLimitMs}), the guard warns once (then logs at debug level), counts
  * `stats.ledgerFallbacks`, and the guarded call goes on with the private `InProcessQuotaLedger` of
  * the ledger's wrapper (`resilientLedger.ts`: its claims and queue cover this process's calls
- * only; Nova's quota 403 path covers the rest). A claim is always released on the ledger it came
- * from. The next guarded call starts on the guard's ledger again, so a ledger that comes back is
+ * only; Nova's quota 403 path covers the rest). Once the ledger has answered an admission of this
+ * process, an admission on the fallback waits for the ledger instead (`degradedUse.ts`). A claim is
+ * always released on the ledger it came from. The next guarded call starts on the guard's ledger again, so a ledger that comes back is
  * used again; a ledger the wrapper knows to be down is skipped at once (no wait) until a probe
  * finds it back.
  *
@@ -122,7 +123,9 @@ export function noteFallback(g: GuardState, ledger: QuotaLedger, what: string, e
     g,
     'ledger-fallback',
     { ledger: ledger.kind, call: what, err: (e as Error)?.message },
-    `quota ledger (${ledger.kind}) failed: going on with the in-process ledger, Nova's quota check decides the rest`,
+    g.res.hadGoodReading
+      ? `quota ledger (${ledger.kind}) failed: creates wait for it (other hosts may still admit on it)`
+      : `quota ledger (${ledger.kind}) failed: going on with the in-process ledger, Nova's quota check decides the rest`,
   );
 }
 
@@ -205,7 +208,7 @@ export async function inFlightOf(g: GuardState, ledger: QuotaLedger, stamp: numb
  */
 export function holdClaim(g: GuardState, lc: LedgerClaim, ledger: QuotaLedger, sentAtMs: number = g.clock.now()): Claim {
   const now = g.clock.now();
-  const claim: Claim = { lc, ledger, needs: lc.needs, claimedAtMs: now, leaseFromMs: Math.min(sentAtMs, now), coverUntilMs: 0, degradedEpisode: undefined, serverId: undefined, unwatched: false, ended: false, stopRenewal: undefined };
+  const claim: Claim = { lc, ledger, needs: lc.needs, claimedAtMs: now, leaseFromMs: Math.min(sentAtMs, now), coverUntilMs: 0, degraded: false, serverId: undefined, unwatched: false, ended: false, stopRenewal: undefined };
   g.claims.add(claim);
   return claim;
 }
@@ -220,7 +223,6 @@ export async function releaseClaim(g: GuardState, claim: Claim, end: 'not-create
   claim.ended = true;
   claim.stopRenewal?.();
   g.claims.delete(claim);
-  if (end === 'not-created' && claim.degradedEpisode !== undefined) g.res.share.giveBack(claim.needs, claim.degradedEpisode);
   inBackground(g, claim.ledger, 'release', () => claim.ledger.release(claim.lc, end), (e) =>
     warnOnce(g, 'ledger-release', { ledger: claim.ledger.kind, claimId: claim.lc.id, err: (e as Error)?.message }, 'quota ledger could not release a claim: its lease expires instead'),
   );
@@ -232,7 +234,6 @@ export async function releaseClaim(g: GuardState, claim: Claim, end: 'not-create
  */
 export async function bindClaim(g: GuardState, claim: Claim, serverId: string): Promise<void> {
   claim.serverId = serverId;
-  g.res.share.noteServer(serverId, claim.needs);
   // The POST has answered: a lease stretched to cover it goes back to `leaseTtlMs` (before the bind,
   // so a holder that dies once its server is bound loses the claim within `leaseTtlMs`).
   const stretched = claim.coverUntilMs > g.clock.now() + g.opts.leaseTtlMs;
@@ -253,7 +254,6 @@ export async function bindClaim(g: GuardState, claim: Claim, serverId: string): 
  * the guard is closing); the other holders learn of the freed quota at their next read.
  */
 export function publishFreed(g: GuardState, serverId: string): void {
-  g.res.share.freed(serverId);
   void g.fallback.publishFreed(serverId);
   if (g.ledger === g.fallback) return;
   const p = bounded(g, 'publishFreed', () => g.ledger.publishFreed(serverId)).catch((e: unknown) => {

@@ -13,13 +13,17 @@
  * are idle. One warning when the outage begins, one when a probe finds it back ("is back after N
  * ms"); every guard registered on the wrapper counts the outage in `stats.ledgerOutages`.
  *
+ * The wrapper also remembers whether the ledger has ever answered an admission of this process
+ * ({@link ResilientLedger.hadGoodReading}): from then on the process takes part in the fleet's
+ * accounting, and a call that a ledger failure moved to the fallback waits for the ledger instead
+ * of admitting on its own (`degradedUse.ts`).
+ *
  * @module
  */
 import pTimeout from 'p-timeout';
 import { pTimeoutTimers, type Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import { InProcessQuotaLedger } from './inProcessLedger.js';
-import { DegradedShare } from './degradedShare.js';
 import { isLedgerDown, type QuotaLedger } from './ledger.js';
 import type { QuotaGuardStats } from './stats.js';
 
@@ -29,12 +33,6 @@ export const TIMEOUTS_FOR_DOWN = 3;
 export const FIRST_PROBE_MS = 1000;
 /** Longest probe interval, in ms. */
 export const MAX_PROBE_MS = 5000;
-/**
- * Grace after an outage during which an admission on the ledger must also fit the process's
- * degraded share (`DegradedShare.end`): twice the longest probe interval, so every live host has
- * probed, found the ledger back and re-claimed its degraded claims on it.
- */
-export const RECOVERY_GRACE_MS = 2 * MAX_PROBE_MS;
 /** Most failed cleanups kept to send again at the end of an outage. */
 export const MAX_REDO = 1000;
 
@@ -63,8 +61,6 @@ export class ResilientLedger {
   readonly ledger: QuotaLedger;
   /** The private in-process ledger the calls go on with while `ledger` fails (same holder). */
   readonly fallback: InProcessQuotaLedger;
-  /** This process's share of the quota while the ledger is out of reach (`degradedShare.ts`). */
-  readonly share = new DegradedShare();
   readonly #clock: Clock;
   readonly #users = new Set<LedgerUser>();
   #timeouts = 0;
@@ -74,6 +70,7 @@ export class ResilientLedger {
   #redo: Array<() => Promise<void>> = [];
   /** A failure of the current streak (since the last answer) was already logged as a warning. */
   #streakWarned = false;
+  #hadGoodReading = false;
 
   constructor(ledger: QuotaLedger, clock: Clock) {
     this.ledger = ledger;
@@ -93,7 +90,27 @@ export class ResilientLedger {
     if (this.#lastUser === user) this.#lastUser = this.#users.values().next().value;
   }
 
-  /** Listen for the end of an outage; returns the unsubscribe function. */
+  /**
+   * True once the ledger has answered an admission of this process (admitted or short: a good
+   * reading of it): from then on a call moved to the fallback by a ledger failure waits for the
+   * ledger (`degradedUse.ts`).
+   */
+  get hadGoodReading(): boolean {
+    return this.#hadGoodReading;
+  }
+
+  /**
+   * The ledger answered an admission of this process. The first time, the recovery listeners run
+   * ({@link onRecovered}): claims this process admitted on the fallback before it had a good
+   * reading are re-claimed on the ledger.
+   */
+  noteGoodReading(): void {
+    if (this.#hadGoodReading) return;
+    this.#hadGoodReading = true;
+    this.#emitRecovered();
+  }
+
+  /** Listen for the end of an outage (and the first admission on the ledger); returns the unsubscribe function. */
   onRecovered(listener: () => void): () => void {
     this.#recovered.add(listener);
     return () => this.#recovered.delete(listener);
@@ -190,6 +207,10 @@ export class ResilientLedger {
         // expires by its lease
       }
     }
+    this.#emitRecovered();
+  }
+
+  #emitRecovered(): void {
     for (const l of [...this.#recovered]) {
       try {
         l();
@@ -197,7 +218,6 @@ export class ResilientLedger {
         // a listener's failure is its own
       }
     }
-    this.share.end(this.#clock.now(), RECOVERY_GRACE_MS, true);
   }
 
   /**
@@ -217,10 +237,9 @@ export class ResilientLedger {
     this.#timeouts = 0;
     for (const u of this.#users) u.stats.ledgerOutages++;
     if (!this.#users.has(user)) user.stats.ledgerOutages++;
-    const s = this.share.share;
-    const detail = s
-      ? `; meanwhile this process admits only its share of the last good reading (cores ${s.cores}, RAM ${s.ramMiB} MiB, instances ${s.instances}) and Nova's check`
-      : "; no good reading of it yet: creates go on with the in-process ledger and Nova's check only";
+    const detail = this.#hadGoodReading
+      ? '; meanwhile guarded creates of this process wait for it (up to maxWaitMs): other hosts may still admit on it'
+      : "; no admission on it yet: creates go on with the in-process ledger and Nova's check only";
     const why = timedOut && !isLedgerDown(error) ? `${TIMEOUTS_FOR_DOWN} time-outs in a row` : ((error as Error)?.message ?? String(error));
     const level = this.#streakWarned ? 'info' : 'warn';
     user.log[level](

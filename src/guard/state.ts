@@ -29,7 +29,7 @@ export interface GuardState {
   res: ResilientLedger;
   /** Ledger calls sent in the background that `close()` waits for (`publishFreed`). */
   pending: Set<Promise<unknown>>;
-  /** Stops re-claiming this guard's degraded claims at the end of an episode, once listening (`degradedUse.ts`). */
+  /** Stops re-claiming this guard's degraded claims when the ledger answers again, once listening (`degradedUse.ts`). */
   offDegraded: (() => void) | undefined;
   /** The claims this guard holds, on whichever ledger they came from. */
   claims: Set<Claim>;
@@ -142,8 +142,8 @@ export interface Claim {
    * guard's ledger once a degraded claim is re-claimed on it: `degradedUse.ts`).
    */
   ledger: QuotaLedger;
-  /** The degraded-mode episode the claim was admitted in, on the fallback within the process's share (`degradedShare.ts`). */
-  degradedEpisode: number | undefined;
+  /** True for a claim admitted on the fallback in degraded mode, to re-claim on the ledger when it answers (`degradedUse.ts`). */
+  degraded: boolean;
   readonly needs: ResourceAmounts;
   /** When the claim was taken, on the guard's clock (monotonic ms). */
   readonly claimedAtMs: number;
@@ -197,6 +197,8 @@ export interface GuardedCall {
   ledger: QuotaLedger;
   /** True when the call moved to the fallback because a ledger call failed: it goes back at its next admission once the ledger is not known down. */
   fallbackForOutage: boolean;
+  /** True when the call's last admission waited for a ledger out of reach (`degradedUse.ts`): the `QuotaWaitTimeoutError` at `maxWaitMs` says so. */
+  waitedForLedger: boolean;
   /** The call's place in a ledger's queue while it waits for headroom. */
   place: { ledger: QuotaLedger; place: LedgerPlace } | undefined;
   /**
@@ -229,6 +231,7 @@ export function newCall(g: Pick<GuardState, 'clock' | 'opts' | 'ledger'>, random
     settled: false,
     ledger: g.ledger,
     fallbackForOutage: false,
+    waitedForLedger: false,
     place: undefined,
     claimTag: randomUUID(),
     keptServerId: undefined,

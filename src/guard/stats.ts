@@ -27,7 +27,12 @@ export interface QuotaGuardStats {
   ambiguousCreates: number;
   /** Servers found by that search and adopted (returned as if the POST had answered). */
   adoptedServers: number;
-  /** Ledger calls that rejected or ran past `ledgerTimeoutMs`, after which a guarded call went on with the private in-process ledger. */
+  /**
+   * Ledger calls that rejected or ran past `ledgerTimeoutMs` (or skipped a ledger known down), after
+   * which a guarded call went on with the private in-process ledger. Once the ledger has answered an
+   * admission of this process, such a call admits nothing there: it waits for the ledger (up to
+   * `maxWaitMs`), so a fallback costs time, not quota.
+   */
   ledgerFallbacks: number;
   /** Servers deleted because another server of the same guarded call carries its claim tag (a POST that landed late). */
   lateCreatesDeleted: number;

@@ -5,7 +5,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { AxiosAdapter } from 'axios';
 import { InProcessQuotaLedger } from '../../src/guard/inProcessLedger.js';
-import { T0, settle, useFakeClock } from '../helpers.js';
+import { T0, rejection, settle, useFakeClock } from '../helpers.js';
+import { QuotaWaitTimeoutError } from '../../src/guard/errors.js';
 import { body, clientFor, guardFor, posts, startNova } from './fixtures.js';
 import { faulty } from './support/testLedger.js';
 import { warnLog } from './support/testLedger.js';
@@ -138,7 +139,8 @@ describe('close() right after a confirmed delete', () => {
 });
 
 describe('degraded mode: an outage costs speed, never quota', () => {
-  it('3 hosts (3 ledger wrappers over one store) through an outage mid-run never hold more than the quota, and a host that confirms its own deletes keeps creating', async () => {
+  it('3 hosts (3 ledger wrappers over one store) through an outage mid-run never hold more than the quota: they create nothing new while the ledger is out of reach, and resume when it answers', async () => {
+    vi.spyOn(Math, 'random').mockReturnValue(0); // no jitter: probes at 1, 2, 4 s after the outage began
     const nova = await startNova({ maxTotalCores: 12, maxTotalInstances: 100, deleteDelayMs: 20 });
     let peak = 0;
     const sample = (): void => {
@@ -149,14 +151,14 @@ describe('degraded mode: an outage costs speed, never quota', () => {
     const outage = { fromMs: 2000, toMs: 9000 };
     const down = (): boolean => Date.now() - T0 >= outage.fromMs && Date.now() - T0 < outage.toMs;
     const hosts = [0, 1, 2].map(() => {
-      // one ledger object per host: one wrapper (health, fallback, share) each, as in separate processes
+      // one ledger object per host: one wrapper (health, fallback) each, as in separate processes
       const ledger = faulty(inner, () => (down() ? 'down' : 'ok'), { probe: true, holders: 3 });
       return guardFor(nova, { ledger, maxWaitMs: 60_000, minDelayMs: 50, baseDelayMs: 50, maxDelayMs: 50, jitter: 0 }, clientFor(nova, adapter));
     });
     const createdAt: Array<{ host: number; ms: number }> = [];
     const worker = async (host: number): Promise<void> => {
       const g = hosts[host]!;
-      while (Date.now() - T0 < 12_000) {
+      while (Date.now() - T0 < 14_000) {
         const s = await g.createServer(body(`h${host}`));
         createdAt.push({ host, ms: Date.now() - T0 });
         await sleep(300);
@@ -165,14 +167,92 @@ describe('degraded mode: an outage costs speed, never quota', () => {
     };
     const results = await settle(Promise.allSettled([0, 0, 0, 1, 1, 1, 2, 2, 2].map((h) => worker(h))));
     expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
-    // without the share (each host on its own with Nova's reading) this run met 23 quota 403s
+    // with a share of the last good reading per host (the previous degraded mode) the sum could pass the quota
     expect(hosts.map((g) => g.stats.quota403s)).toEqual([0, 0, 0]);
     expect(posts(nova).filter((p) => p.status !== 202)).toEqual([]);
     expect(peak).toBeLessThanOrEqual(12);
     expect(hosts.map((g) => g.stats.ledgerOutages)).toEqual([1, 1, 1]);
-    // a host kept creating through the outage: its own confirmed deletes give its share back
-    const during = [0, 1, 2].map((h) => createdAt.filter((c) => c.host === h && c.ms > outage.fromMs + 1000 && c.ms < outage.toMs).length);
-    expect(Math.max(...during)).toBeGreaterThanOrEqual(3);
+    // no POST once the outage began until a probe found the ledger back
+    expect(posts(nova).filter((p) => p.timeMs - T0 > outage.fromMs && p.timeMs - T0 < outage.toMs)).toEqual([]);
+    // every host resumed once its probe found the ledger back (probes at 3, 5, 9, 14 s on each host's clock)
+    expect([0, 1, 2].map((h) => createdAt.filter((c) => c.host === h && c.ms >= outage.toMs).length >= 3)).toEqual([true, true, true]);
     expect(inner.activeClaims).toBe(0);
+  });
+
+  it('a host whose ledger fails while another host still admits on it never pushes the sum over the quota; its waiting creates proceed once the ledger answers', async () => {
+    vi.spyOn(Math, 'random').mockReturnValue(0);
+    const nova = await startNova({ maxTotalCores: 8, maxTotalInstances: 100, deleteDelayMs: 20 });
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    const aDown = { fromMs: 100, toMs: 3000 };
+    // host A's connection to the store fails in a window; host B's does not
+    const ledgerA = faulty(inner, () => (Date.now() - T0 >= aDown.fromMs && Date.now() - T0 < aDown.toMs ? 'down' : 'ok'), { probe: true, holders: 2 });
+    const ledgerB = faulty(inner, () => 'ok', { probe: true, holders: 2 });
+    const opts = { maxWaitMs: 60_000, minDelayMs: 50, baseDelayMs: 50, maxDelayMs: 200, jitter: 0 };
+    const a = guardFor(nova, { ...opts, ledger: ledgerA });
+    const b = guardFor(nova, { ...opts, ledger: ledgerB });
+    // A's good admission on the ledger: 1 core of 8
+    await settle(a.createServer(body('a0', '1')));
+    await settle(sleep(200));
+    // A's creates (its ledger now fails) and B's (on the ledger) at the same moment: 3 + 7 cores
+    const aRuns = [1, 2, 3].map((i) => a.createServer(body(`a${i}`, '1')));
+    const bRuns = [1, 2, 3, 4, 5, 6, 7].map((i) => b.createServer(body(`b${i}`, '1')));
+    const bServers = await settle(Promise.allSettled(bRuns));
+    await settle(sleep(1000 - (Date.now() - T0)));
+    for (const r of bServers) if (r.status === 'fulfilled') await settle(b.client.deleteServer(r.value.id, { wait: true, intervalMs: 5 }));
+    const aServers = await settle(Promise.allSettled(aRuns));
+    expect(aServers.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
+    const aIds = new Set(aServers.map((r) => (r.status === 'fulfilled' ? r.value.id : '')));
+    // without waiting for the ledger, A spent its share of the reading at 0 ms alongside B: quota 403s
+    expect([a.stats.quota403s, b.stats.quota403s]).toEqual([0, 0]);
+    expect(posts(nova).filter((p) => p.status !== 202)).toEqual([]);
+    // A's three creates POSTed only once its ledger answered again (a probe at 3000 ms)
+    const aPosts = posts(nova).filter((p) => p.serverId !== undefined && aIds.has(p.serverId));
+    expect(aPosts.map((p) => p.timeMs - T0 >= aDown.toMs)).toEqual([true, true, true]);
+    expect(a.stats.ledgerOutages).toBe(1);
+    expect(inner.activeClaims).toBe(0);
+  });
+
+  it('a create waiting through an outage longer than maxWaitMs settles with QuotaWaitTimeoutError naming the ledger at maxWaitMs: no POST, no claim left', async () => {
+    const nova = await startNova({ maxTotalCores: 10, maxTotalInstances: 100 });
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    let down = false;
+    const ledger = faulty(inner, () => (down ? 'down' : 'ok'), { probe: true });
+    const guard = guardFor(nova, { ledger, maxWaitMs: 5000 });
+    await settle(guard.createServer(body('good')));
+    down = true;
+    const start = Date.now();
+    const err = await settle(rejection(guard.createServer(body('waits'))));
+    expect(err).toBeInstanceOf(QuotaWaitTimeoutError);
+    expect(err.message).toMatch(/quota ledger \(test\) is out of reach/);
+    expect(Date.now() - start).toBeLessThanOrEqual(5000);
+    expect((err as QuotaWaitTimeoutError).waitedMs).toBeGreaterThanOrEqual(4900);
+    expect(posts(nova)).toHaveLength(1);
+    expect(guard.inFlightClaims).toBe(0);
+    expect(inner.activeClaims).toBe(0);
+    expect(guard.stats.ledgerOutages).toBe(1);
+  });
+
+  it('a process the ledger never answered (down from the start) works on its own as without a ledger, and its claims are re-claimed on the ledger when it answers', async () => {
+    const nova = await startNova({ maxTotalCores: 10, maxTotalInstances: 100, schedulingDelayMs: 5000, buildDelayMs: 6000 });
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    let down = true;
+    const ledger = faulty(inner, () => (down ? 'down' : 'ok'), { probe: true });
+    const guard = guardFor(nova, { ledger, maxWaitMs: 60_000, activeTimeoutMs: 60_000 });
+    const alone = guard.createServer(body('alone'));
+    await settle(sleep(100));
+    // posted at once on the in-process ledger: Nova's check decides
+    expect(posts(nova).map((p) => p.timeMs - T0)).toEqual([0]);
+    expect(inner.activeClaims).toBe(0);
+    down = false;
+    await settle(sleep(1400));
+    // the next call probes the ledger (due 1 s after the outage began): it is back, and the claim
+    // of 'alone' (its server still scheduling: Nova does not count it yet) is re-claimed on it
+    const back = guard.createServer(body('back'));
+    await settle(sleep(100));
+    expect(ledger.calls.filter(([m]) => m === 'claimAnyway')).toHaveLength(1);
+    expect(ledger.calls.some(([m]) => m === 'bind')).toBe(true);
+    const s = await settle(alone);
+    await settle(back);
+    expect(nova.getServerState(s.id)?.name).toBe('alone');
   });
 });

@@ -175,23 +175,41 @@ describe('fallback when the ledger fails', () => {
     expect(guard.stats.ledgerFallbacks).toBe(1);
   });
 
-  it('a claim is released on the ledger it came from: admitted on the shared ledger, renew fails, the POST goes out on the fallback', async () => {
+  it('a claim is released on the ledger it came from: admitted on the shared ledger, renew fails once, the call is admitted on the ledger again after a backoff step (no POST on the fallback)', async () => {
     const nova = await startNova({ maxTotalCores: 10 });
     const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
     const released: string[] = [];
+    let renews = 0;
     const ledger = faulty(inner, (m, args) => {
       if (m === 'release') released.push((args[0] as LedgerClaim).id);
-      return m === 'renew' ? 'reject' : 'ok';
+      return m === 'renew' && renews++ === 0 ? 'reject' : 'ok';
     });
     const guard = guardFor(nova, { ledger, leaseTtlMs: 1000 });
     const s = await settle(guard.createServer(body('moved')));
     const admitted = ledger.calls.filter(([m]) => m === 'admit');
-    expect(admitted).toHaveLength(1);
-    expect(released).toHaveLength(1);
+    expect(admitted).toHaveLength(2);
+    // the second admission after a backoff step, not at once
+    expect(admitted[1]![1]).toBeGreaterThan(admitted[0]![1]);
+    expect(released).toHaveLength(2);
     expect(inner.activeClaims).toBe(0);
-    // the POST carries the fallback's claim, not the shared one released above
-    expect(nova.getServerState(s.id)?.metadata[CLAIM_ID_KEY]).not.toBe(released[0]);
+    // the POST carries the second claim of the shared ledger, not the first one released above
+    const postedClaim = nova.getServerState(s.id)?.metadata[CLAIM_ID_KEY];
+    expect(postedClaim).not.toBe(released[0]);
+    expect(postedClaim).toBe(released[1]);
     expect(guard.stats.ledgerFallbacks).toBe(1);
+    expect(guard.inFlightClaims).toBe(0);
+  });
+
+  it('a ledger that admits but never renews: no POST while maxWaitMs lasts, admissions spaced by doubling steps, then the POST goes out on the fallback', async () => {
+    const nova = await startNova({ maxTotalCores: 10 });
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    const ledger = faulty(inner, (m) => (m === 'renew' ? 'reject' : 'ok'));
+    const guard = guardFor(nova, { ledger, leaseTtlMs: 1000, maxWaitMs: 5000 });
+    await settle(guard.createServer(body('patient')));
+    expect(posts(nova).map((p) => [p.status, p.timeMs - T0 >= 5000])).toEqual([[202, true]]);
+    // maxDelayMs 80: about one admission per 80 ms, not one per few ms
+    expect(ledger.calls.filter(([m]) => m === 'admit').length).toBeLessThan(5000 / 80 + 10);
+    expect(inner.activeClaims).toBe(0);
     expect(guard.inFlightClaims).toBe(0);
   });
 
