@@ -2,17 +2,20 @@
  * Degraded mode: what an admission on the fallback ledger is worth while the guard's ledger is out
  * of reach, and what happens to it when the ledger answers again.
  *
- * - A process whose admissions the ledger has answered before (`ResilientLedger.hadGoodReading`) takes part in the
+ * - A process whose admissions the ledger has answered before, or whose ledger says it has reached
+ *   its store (`ResilientLedger.hadGoodReading`, `QuotaLedger.everReached`), takes part in the
  *   fleet's accounting: the other hosts may still be admitting on the ledger, and this process
  *   cannot tell "the ledger is down for everyone" from "my call failed". A call that a ledger
  *   failure moved to the fallback (or that finds the ledger known down) admits nothing on the
  *   fallback: it waits, as when short, and goes back to the ledger at its next admission (a ledger
  *   known down is probed then). An outage costs speed (creates wait, up to `maxWaitMs`), never quota.
- * - A process whose admissions the ledger has never answered (absent or out of reach from the start)
- *   works on its own as without a ledger: the fallback's claims and Nova's check. Its claims
- *   admitted on the fallback are re-claimed on the ledger (`claimAnyway`, then `bind` to their
- *   server) once it answers (the end of an outage, or the first admission on it), so the other
- *   hosts subtract them.
+ * - A process whose ledger never reached its store (absent or out of reach from the start) works on
+ *   its own as without a ledger: the fallback's claims and Nova's check; when the ledger can say so
+ *   (`everReached`), only once an outage has lasted `NEVER_REACHED_WAIT_MS` (3 s: a store that was
+ *   restarting as the process started is back by then, and the process then joins the fleet's
+ *   accounting instead of going alone beside it). Its claims admitted on the
+ *   fallback are re-claimed on the ledger (`claimAnyway`, then `bind` to their server) once it
+ *   answers (the end of an outage, or the first admission on it), so the other hosts subtract them.
  * - A call that lost its leases past `maxWaitMs` and stays on the fallback for good (no admission
  *   loop without a wait, `claimForAttempt`) admits there as before, unless the ledger is known down.
  *
@@ -29,8 +32,8 @@ import type { Claim, GuardState, GuardedCall } from './state.js';
  * the module description).
  */
 export function waitsForLedger(g: GuardState, call: GuardedCall): boolean {
-  if (!g.res.hadGoodReading) return false;
-  return call.fallbackForOutage || g.res.down;
+  if (!call.fallbackForOutage && !g.res.down) return false;
+  return g.res.hadGoodReading || g.res.mayReachSoon;
 }
 
 /**

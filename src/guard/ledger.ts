@@ -200,6 +200,14 @@ export interface QuotaLedger {
    * the ledger down skips it and probes with this until it answers again.
    */
   probe?(): Promise<void>;
+  /**
+   * Optional: true once this ledger object has reached its store (Redis: a connection made), even
+   * when no call of this process has had an answer yet. A guard whose ledger has reached the store
+   * (or answered an admission) takes a later failure for an outage of a ledger the fleet uses: its
+   * creates wait for the ledger instead of admitting on their own (`degradedUse.ts`); one that never
+   * reached it (the store absent from the start) works on its own with Nova's check.
+   */
+  everReached?(): boolean;
   /** Claim without a check (the guard's `onStaleLimits: 'attempt'`). */
   claimAnyway(needs: ResourceAmounts, ttlMs: number): Promise<LedgerClaim>;
   /** Extend the lease; `false` when it is lost (expired, or unknown to the ledger). */

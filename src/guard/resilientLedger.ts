@@ -33,6 +33,12 @@ export const TIMEOUTS_FOR_DOWN = 3;
 export const FIRST_PROBE_MS = 1000;
 /** Longest probe interval, in ms. */
 export const MAX_PROBE_MS = 5000;
+/**
+ * How long a process whose ledger says it never reached its store (`QuotaLedger.everReached`)
+ * waits for it at the start of an outage before its creates go on alone, in ms: a store restarting
+ * while the process starts comes back within it; one absent costs each process this once.
+ */
+export const NEVER_REACHED_WAIT_MS = 3000;
 /** Most failed cleanups kept to send again at the end of an outage. */
 export const MAX_REDO = 1000;
 
@@ -92,11 +98,30 @@ export class ResilientLedger {
 
   /**
    * True once the ledger has answered an admission of this process (admitted or short: a good
-   * reading of it): from then on a call moved to the fallback by a ledger failure waits for the
-   * ledger (`degradedUse.ts`).
+   * reading of it), or says it has reached its store (`QuotaLedger.everReached`): from then on a call
+   * moved to the fallback by a ledger failure waits for the ledger (`degradedUse.ts`).
    */
   get hadGoodReading(): boolean {
-    return this.#hadGoodReading;
+    if (this.#hadGoodReading) return true;
+    let reached = false;
+    try {
+      reached = this.ledger.everReached?.() === true;
+    } catch {
+      reached = false;
+    }
+    return reached;
+  }
+
+  /**
+   * True while a process that has no good reading of the ledger should still wait for it: the
+   * ledger can say whether it ever reached its store (`everReached`, false so far), and no outage
+   * has lasted {@link NEVER_REACHED_WAIT_MS} yet. A ledger without `everReached`: false (the
+   * process goes on alone at once, as without a ledger).
+   */
+  get mayReachSoon(): boolean {
+    if (typeof this.ledger.everReached !== 'function') return false;
+    const o = this.#outage;
+    return o === undefined || this.#clock.now() - o.sinceMs < NEVER_REACHED_WAIT_MS;
   }
 
   /**
@@ -237,9 +262,9 @@ export class ResilientLedger {
     this.#timeouts = 0;
     for (const u of this.#users) u.stats.ledgerOutages++;
     if (!this.#users.has(user)) user.stats.ledgerOutages++;
-    const detail = this.#hadGoodReading
+    const detail = this.hadGoodReading
       ? '; meanwhile guarded creates of this process wait for it (up to maxWaitMs): other hosts may still admit on it'
-      : "; no admission on it yet: creates go on with the in-process ledger and Nova's check only";
+      : "; it was never reached: creates go on with the in-process ledger and Nova's check only";
     const why = timedOut && !isLedgerDown(error) ? `${TIMEOUTS_FOR_DOWN} time-outs in a row` : ((error as Error)?.message ?? String(error));
     const level = this.#streakWarned ? 'info' : 'warn';
     user.log[level](

@@ -159,6 +159,7 @@ export class RedisConnection {
   /** While the connection is down for a {@link DOWN_CODES} reason: that code (calls reject at once). */
   #downCode: string | undefined;
   #down = false;
+  #everReady = false;
   #closed = false;
   #slowWarned = false;
   readonly #listeners: Array<[string, (...args: never[]) => void]> = [];
@@ -172,7 +173,9 @@ export class RedisConnection {
     // The subscriber queues its SUBSCRIBE until connected and subscribes again after a reconnect.
     this.#sub = this.#client.duplicate({ enableOfflineQueue: true, autoResubscribe: true, commandTimeout: undefined, maxRetriesPerRequest: null });
     let first = this.#client.status === 'ready';
+    this.#everReady = first;
     this.#on(this.#client, 'ready', () => {
+      this.#everReady = true;
       if (this.#down) init.logger.info('Redis ledger: connected again');
       this.#down = false;
       this.#downCode = undefined;
@@ -233,6 +236,11 @@ export class RedisConnection {
   /** RFC 6298 RTO of the commands' round trips, in ms; `undefined` before the first answer. */
   rtoMs(): number | undefined {
     return this.#rtt.rtoMs();
+  }
+
+  /** True once the connection has been ready (Redis reached), whatever happened since. */
+  get everReady(): boolean {
+    return this.#everReady;
   }
 
   /** True while the connection is down for a {@link DOWN_CODES} reason (calls reject at once). */

@@ -324,6 +324,11 @@ export class RedisQuotaLedger implements QuotaLedger {
     return rto === undefined ? undefined : Math.ceil(Math.max(MIN_CALL_BUDGET_MS, CALL_ROUND_TRIPS * rto));
   }
 
+  /** True once this ledger's connection has reached Redis (see `QuotaLedger.everReached`). */
+  everReached(): boolean {
+    return this.#conn.everReady;
+  }
+
   /**
    * `PING`, bounded by `commandTimeoutMs`: resolves when Redis answers.
    * @throws {@link RedisLedgerError} (with `ledgerDown: true` when Redis cannot be reached at all).

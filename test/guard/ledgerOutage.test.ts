@@ -255,4 +255,36 @@ describe('degraded mode: an outage costs speed, never quota', () => {
     await settle(back);
     expect(nova.getServerState(s.id)?.name).toBe('alone');
   });
+
+  it('a process whose ledger reached its store but never answered it (a store restarting as it starts) waits for it: no POST until it is back', async () => {
+    vi.spyOn(Math, 'random').mockReturnValue(0);
+    const nova = await startNova({ maxTotalCores: 10, maxTotalInstances: 100 });
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    const backAtMs = 2500;
+    const ledger = faulty(inner, () => (Date.now() - T0 < backAtMs ? 'down' : 'ok'), { probe: true, everReached: () => true });
+    const guard = guardFor(nova, { ledger, maxWaitMs: 60_000 });
+    await settle(guard.createServer(body('first')));
+    // probes are due at 1 s and 3 s (made by the waiting call's next admission): the second finds the store back
+    const times = posts(nova).map((p) => p.timeMs - T0);
+    expect(times).toHaveLength(1);
+    expect(times[0]).toBeGreaterThanOrEqual(3000);
+    expect(times[0]).toBeLessThanOrEqual(3200);
+    expect(ledger.calls.some(([m, t]) => (m === 'admit' || m === 'limits') && t >= 3000)).toBe(true);
+    expect(inner.activeClaims).toBe(0);
+  });
+
+  it('a process whose ledger says it never reached its store waits NEVER_REACHED_WAIT_MS (3 s) of the outage, then goes on alone with Nova\'s check', async () => {
+    const nova = await startNova({ maxTotalCores: 10, maxTotalInstances: 100 });
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    const ledger = faulty(inner, () => 'down', { probe: true, everReached: () => false });
+    const guard = guardFor(nova, { ledger, maxWaitMs: 60_000, maxDelayMs: 200 });
+    await settle(guard.createServer(body('first')));
+    await settle(guard.createServer(body('second')));
+    const times = posts(nova).map((p) => p.timeMs - T0);
+    expect(times[0]).toBeGreaterThanOrEqual(3000);
+    expect(times[0]).toBeLessThanOrEqual(3200);
+    // once the outage is older than the wait, at once
+    expect(times[1]! - times[0]!).toBeLessThan(50);
+    expect(guard.stats.ledgerOutages).toBe(1);
+  });
 });

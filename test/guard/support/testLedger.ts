@@ -25,6 +25,8 @@ export interface TestLedgerExtras {
   budgetMs?: number;
   /** The `holders` every admission reports (absent: admissions do not say). */
   holders?: number;
+  /** What `everReached()` answers (absent: no `everReached`). */
+  everReached?: () => boolean;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -81,6 +83,7 @@ export function faulty(
       }) as Promise<Acquisition>;
   }
   if (extras.probe) ledger.probe = () => apply('probe', [], async () => undefined) as Promise<void>;
+  if (extras.everReached) ledger.everReached = extras.everReached;
   if (extras.budgetMs !== undefined) {
     const budget = extras.budgetMs;
     ledger.callBudgetMs = () => budget;
