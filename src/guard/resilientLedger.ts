@@ -103,13 +103,11 @@ export class ResilientLedger {
    */
   get hadGoodReading(): boolean {
     if (this.#hadGoodReading) return true;
-    let reached = false;
     try {
-      reached = this.ledger.everReached?.() === true;
+      return this.ledger.everReached?.() === true;
     } catch {
-      reached = false;
+      return false;
     }
-    return reached;
   }
 
   /**
