@@ -28,6 +28,8 @@ export interface FleetChurnConfig {
   redisLocal?: { port: number; restart: () => Promise<void> };
   /** The round trip the latency proxy adds for the "200 ms away" row. @default 200 */
   rttMs?: number;
+  /** Only the policies whose names contain one of these words (bench's `--policies`); all when absent. */
+  policyWords?: readonly string[];
 }
 
 /** One policy at one number of hosts. */
@@ -106,6 +108,7 @@ export async function runFleetChurn(fake: FakeNovaProcess, cfg: FleetChurnConfig
     const largest = hosts === Math.max(...cfg.hosts);
     for (const policy of [...FLEET_POLICIES, ...(largest && cfg.redisLocal ? NETWORK_POLICIES : [])]) {
       if (onRedis(policy) && cfg.redisUrl === undefined) continue;
+      if (cfg.policyWords && !cfg.policyWords.some((w) => policy.includes(w))) continue;
       let proxy: LatencyProxy | undefined;
       let redisUrl = cfg.redisUrl;
       if (policy === 'nova-guard (Redis ledger, Redis 200 ms away)') {

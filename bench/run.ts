@@ -2,7 +2,10 @@
  * `npm run bench`: the fleet-wait, churn and overhead benchmarks of nova-guard against a FakeNova on
  * loopback (in a child process), each printed as a markdown table with its targets (held/missed)
  * and written as JSON under `bench/results/`. `npm run bench -- --smoke` runs tiny sizes (for CI).
- * `--only fleet,churn,overhead` picks benchmarks.
+ * `--only fleet,churn,overhead` picks benchmarks. `--hosts 4 --policies "200 ms,restarted"` runs only
+ * those numbers of hosts and the fleet-churn policies whose names contain one of the words (e.g.
+ * the Redis ledger's network rows); a filtered run writes `hosts.filtered.json`, never the full
+ * results.
  *
  * @module
  */
@@ -21,8 +24,10 @@ import { formatTargets, markdownTable, type TargetResult } from './table.js';
 const flags = new Command('bench')
   .option('--smoke', 'tiny sizes, for CI (about a minute)')
   .option('--only <names>', 'comma-separated: fleet,churn,hosts,overhead', 'fleet,churn,hosts,overhead')
+  .option('--hosts <counts>', 'fleet churn: comma-separated numbers of hosts (default: all)')
+  .option('--policies <words>', 'fleet churn: comma-separated words; only the policies whose names contain one (default: all)')
   .parse()
-  .opts<{ smoke?: boolean; only: string }>();
+  .opts<{ smoke?: boolean; only: string; hosts?: string; policies?: string }>();
 const smoke = Boolean(flags.smoke);
 const only = new Set(flags.only.split(',').map((s) => s.trim()));
 
@@ -60,7 +65,10 @@ const churnCfg: ChurnConfig = {
 // nova-guard polls its BUILD server at the same interval as the other workers (autopkgtest-style
 // polls every 5 s, scaled), so requests per job compare the coordination, not the poll rate.
 const hostsChurn: ChurnConfig = { ...churnCfg, workers: 3, jobsPerWorker: smoke ? 2 : 3, guardActiveIntervalMs: churnCfg.pollIntervalMs };
-const hostCounts = smoke ? [1, 2] : [1, 2, 4];
+const hostCounts = flags.hosts ? flags.hosts.split(',').map((h) => Number(h.trim())) : smoke ? [1, 2] : [1, 2, 4];
+const policyWords = flags.policies?.split(',').map((w) => w.trim());
+/** A run filtered by --hosts or --policies: its results go to a file of their own. */
+const filtered = flags.hosts !== undefined || policyWords !== undefined;
 const QUOTA_CORES_PER_HOST = 4;
 
 const overheadCfg: OverheadConfig = {
@@ -294,7 +302,7 @@ async function main(): Promise<void> {
     if (only.has('hosts')) {
       const redis = await benchRedis();
       if (!redis) console.log('redis-server not found: the Redis-ledger rows are left out (scripts/redis/start.sh installs it)\n');
-      const cfg: FleetChurnConfig = { churn: hostsChurn, hosts: hostCounts, quotaCoresPerHost: QUOTA_CORES_PER_HOST, redisUrl: redis?.url, redisLocal: redis?.local };
+      const cfg: FleetChurnConfig = { churn: hostsChurn, hosts: hostCounts, quotaCoresPerHost: QUOTA_CORES_PER_HOST, redisUrl: redis?.url, redisLocal: redis?.local, policyWords };
       let rows: FleetChurnRow[];
       try {
         rows = await runFleetChurn(fake, cfg);
@@ -313,7 +321,7 @@ async function main(): Promise<void> {
       console.log(hostsTable(rows) + '\n');
       console.log(formatTargets(t) + '\n');
       for (const r of rows) if (r.errors.length > 0) console.log(`${r.hosts} host(s), ${r.policy} errors: ${r.errors.join('; ')}\n`);
-      write('hosts', { config: cfg, rows, targets: t });
+      write(filtered ? 'hosts.filtered' : 'hosts', { config: cfg, rows, targets: t });
       measured.hosts = rows;
     }
     if (only.has('overhead')) {
@@ -330,8 +338,10 @@ async function main(): Promise<void> {
       write('overhead', { config: overheadCfg, result: r, targets: t });
       measured.overhead = r;
     }
-    const pictures = await drawResults(resultsDir, smoke ? '.smoke' : '', measured);
-    console.log(`Pictures: ${pictures.map((f) => f.replace(/.*\/bench\//, 'bench/')).join(', ')}\n`);
+    if (!filtered) {
+      const pictures = await drawResults(resultsDir, smoke ? '.smoke' : '', measured);
+      console.log(`Pictures: ${pictures.map((f) => f.replace(/.*\/bench\//, 'bench/')).join(', ')}\n`);
+    }
     const missed = targets.filter((t) => !t.held).length;
     console.log(`## Targets: ${targets.length - missed} held, ${missed} missed (${Math.round((performance.now() - started) / 1000)} s)\n`);
     console.log(formatTargets(targets));

@@ -85,14 +85,9 @@ describe.skipIf(!haveRedis)(`fleet ledger under a real network${haveRedis ? '' :
     expectHeld(`Redis ${rttMs} ms away`, n, results);
   }, 90_000);
 
-  // Open (issue 19): these two cases hold when no ledger call fails during the restart (most runs),
-  // and over-commit (12 of 8 cores, 2 recheck ERRORs) when one does and a host admits on the
-  // fallback within its degraded share: measured 3 of 4 and 2 of 4 runs green. Flaky tests would make
-  // CI red at random, so they run only with NOVA_GUARD_FLEET_RESTART_CASES=1 until the degraded path
-  // holds every run.
-  const restartCase = process.env.NOVA_GUARD_FLEET_RESTART_CASES === '1' ? it : it.skip;
-
-  restartCase('Redis restarted (empty) twice mid-run: no over-commit, no quota 403, every job done, nothing left', async () => {
+  // A host whose ledger call fails during a restart waits for the ledger (it has used it, or its
+  // connection reached Redis) instead of admitting on its own: no over-commit through the restart.
+  it('Redis restarted (empty) twice mid-run: no over-commit, no quota 403, every job done, nothing left', async () => {
     const n = await startNova();
     const hs = runHosts(n, {}, 3);
     const posts = (): number => n.requests.filter((q) => q.method === 'POST' && q.path === '/servers').length;
@@ -105,7 +100,7 @@ describe.skipIf(!haveRedis)(`fleet ledger under a real network${haveRedis ? '' :
     expectHeld('Redis restarted twice', n, results);
   }, 90_000);
 
-  restartCase("Redis's clock steps 30 s back (restarted with its data, its clock behind): no over-commit, no quota 403, every job done", async () => {
+  it("Redis's clock steps 30 s back (restarted with its data, its clock behind): no over-commit, no quota 403, every job done", async () => {
     // Emulated: libfaketime does not take with this redis-server, so the kept time stamps (the
     // reading's, the leases') are written 30 s in the future instead (RedisServer.restartWithClockBehind).
     const n = await startNova();
