@@ -48,6 +48,12 @@ export interface QuotaWaitTimeoutInit {
  * usage. The message carries the last numbers in Nova's `/limits` terms, e.g.
  * `maxTotalCores=10 totalCoresUsed=8 requested=4 inFlight=0`.
  *
+ * Also thrown when the fleet's quota ledger kept the create waiting: "No quota admission after
+ * waiting N ms (maxWaitMs M): the quota ledger (redis) is out of reach, ..." (a process that has
+ * used the ledger admits nothing without it while other hosts may still admit on it), or "... the
+ * reading and the claims leave room, but the quota ledger (redis) admitted nothing ..." (it settles
+ * after a holder reconnected); `resources` is then the resources the create needs, or empty.
+ *
  * The guard's verdict, not an HTTP answer: a {@link NovaGuardError}, not a `NovaApiError` or
  * `QuotaExceededError` (it has no `status`).
  */

@@ -159,8 +159,10 @@ async function refreshUnwatched(g: GuardState, signal: AbortSignal | undefined):
  * Read, check and claim; wait while short. Resolves the claim.
  *
  * @throws {@link QuotaNeverFitsError} when `needs` is above a limit itself (0
- * POSTs); {@link QuotaWaitTimeoutError} when `maxWaitMs` runs out while short (unless
- * `onStaleLimits: 'attempt'`, which claims anyway); {@link AbortError}; the client's errors.
+ * POSTs); {@link QuotaWaitTimeoutError} when `maxWaitMs` runs out while short, while the ledger is
+ * out of reach for a process that has used it (`degradedUse.ts`), or while the ledger admits nothing
+ * although the reading fits (unless `onStaleLimits: 'attempt'`, which claims anyway); {@link AbortError};
+ * the client's errors.
  */
 export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: ResourceAmounts, signal: AbortSignal | undefined): Promise<Claim> {
   try {
@@ -189,11 +191,15 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
           );
           return holdClaim(g, lc, ledger);
         }
-        const why = call.waitedForLedger ? undefined : await explain(g, call, shortfalls, signal);
+        // No shortfall: the reading and the claims fit, yet the ledger admitted nothing (settling after a holder reconnected).
+        const ledgerHeld = call.waitedForLedger || shortfalls.length === 0;
+        const why = ledgerHeld ? undefined : await explain(g, call, shortfalls, signal);
         throw new QuotaWaitTimeoutError({
           message: call.waitedForLedger
             ? `No quota admission after waiting ${elapsedMs(g, call)} ms (maxWaitMs ${g.opts.maxWaitMs}): the quota ledger (${g.ledger.kind}) is out of reach, and this process, which has used it, does not admit without it (other hosts may still admit on it)`
-            : `No quota headroom after waiting ${elapsedMs(g, call)} ms (maxWaitMs ${g.opts.maxWaitMs}): ${describeShortfalls(shortfalls)}${describeWhy(why)}`,
+            : shortfalls.length === 0
+              ? `No quota admission after waiting ${elapsedMs(g, call)} ms (maxWaitMs ${g.opts.maxWaitMs}): the reading and the claims leave room, but the quota ledger (${g.ledger.kind}) admitted nothing (for example while it settles after a holder reconnected)`
+              : `No quota headroom after waiting ${elapsedMs(g, call)} ms (maxWaitMs ${g.opts.maxWaitMs}): ${describeShortfalls(shortfalls)}${describeWhy(why)}`,
           requestId: headroom.requestId,
           resources: shortfallResources(shortfalls),
           waitedMs: elapsedMs(g, call),

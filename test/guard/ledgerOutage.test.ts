@@ -287,4 +287,18 @@ describe('degraded mode: an outage costs speed, never quota', () => {
     expect(times[1]! - times[0]!).toBeLessThan(50);
     expect(guard.stats.ledgerOutages).toBe(1);
   });
+
+  it('a ledger that admits nothing although the reading and its claims fit: QuotaWaitTimeoutError at maxWaitMs saying so, not "busy fleet"', async () => {
+    const nova = await startNova({ maxTotalCores: 10, maxTotalInstances: 100 });
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    const ledger = faulty(inner);
+    // a ledger settling after a holder reconnected: refuses every admission, with nothing in flight or ahead
+    ledger.admit = async () => ({ admitted: false, inFlight: { cores: 0, ramMiB: 0, instances: 0 }, ahead: { cores: 0, ramMiB: 0, instances: 0 } });
+    const guard = guardFor(nova, { ledger, maxWaitMs: 3000, explainShortfall: true });
+    const err = await settle(rejection(guard.createServer(body('settling'))));
+    expect(err).toBeInstanceOf(QuotaWaitTimeoutError);
+    expect(err.message).toMatch(/the reading and the claims leave room, but the quota ledger \(test\) admitted nothing/);
+    expect(err.message).not.toMatch(/busy fleet/);
+    expect(posts(nova)).toHaveLength(0);
+  });
 });
