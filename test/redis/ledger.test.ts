@@ -283,6 +283,18 @@ describe.skipIf(!haveRedis)(`RedisQuotaLedger on a real redis-server${haveRedis 
     await expect(RedisQuotaLedger.forClient(new NovaClient({ endpoint: ENDPOINT, token: 'tok' }), { url: server.url })).rejects.toBeInstanceOf(ValidationError);
   });
 
+  it('everReached: false while nothing listens at the URL, true once the connection reached Redis (and after Redis goes away)', async () => {
+    const gone = await RedisServer.start();
+    const url = gone.url;
+    await gone.kill();
+    const dead = ledger({ url, commandTimeoutMs: 500 });
+    await expect(dead.probe()).rejects.toThrow();
+    expect(dead.everReached()).toBe(false);
+    const live = ledger();
+    await live.probe();
+    expect(live.everReached()).toBe(true);
+  });
+
   it('refuses unknown and bad options; never shows a Redis password', async () => {
     expect(() => new RedisQuotaLedger({ url: server.url, endpoint: ENDPOINT, projectId: 'p', limitsMaxAgMs: 5 } as never)).toThrow(/did you mean limitsMaxAgeMs/);
     expect(() => new RedisQuotaLedger({ endpoint: ENDPOINT, projectId: 'p' } as never)).toThrow(ValidationError);
