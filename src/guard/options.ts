@@ -169,13 +169,18 @@ export interface QuotaGuardOptions {
    * wake-ups (see `ledger.ts` for the protocol): share one ledger between guards to make them one
    * first-come-first-served queue with no over-commit; `RedisQuotaLedger` (`nova-guard/redis`)
    * shares it across processes and hosts. When a call of the ledger rejects or takes longer than
-   * its time limit (see `ledgerTimeoutMs`), the guard warns once and that guarded call goes on with
-   * a private in-process ledger (Nova's own quota check stays the authority); the next call tries
-   * this ledger again. A ledger known to be down (a rejection marked `ledgerDown`: refused
-   * connection, refused password; or 3 time-outs in a row) is skipped at once by every guard of the
-   * process that uses it, and probed (`probe()`, or the next real call) 1 s after, then at doubling
-   * intervals up to 30 s (jittered): one warning for the outage, one for the recovery
-   * (`resilientLedger.ts`). Default: a new `InProcessQuotaLedger` on the client's clock.
+   * its time limit (see `ledgerTimeoutMs`), the guard warns once and that guarded call moves to a
+   * private in-process ledger; the next admission tries this ledger again. Once this ledger has
+   * answered an admission of the process (or says it reached its store: `everReached`), a call
+   * moved so admits nothing on the private ledger: it waits for this one (up to `maxWaitMs`, then
+   * `QuotaWaitTimeoutError`), since other hosts may still admit on it. A process whose ledger never
+   * reached its store goes on with the private ledger and Nova's own quota check (after 3 s of an
+   * outage for a ledger with `everReached`). A ledger known to be down (a rejection marked
+   * `ledgerDown`: refused connection, refused password; or 3 time-outs in a row) is skipped at once
+   * by every guard of the process that uses it, and probed (`probe()`, or the next real call) 1 s
+   * after, then at doubling intervals up to 5 s (jittered): one warning for the outage, one for the
+   * recovery (`resilientLedger.ts`, `degradedUse.ts`). Default: a new `InProcessQuotaLedger` on the
+   * client's clock.
    * @default new InProcessQuotaLedger({ clock: client.clock })
    */
   ledger?: QuotaLedger | undefined;
