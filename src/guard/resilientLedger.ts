@@ -8,7 +8,7 @@
  * password), or {@link TIMEOUTS_FOR_DOWN} time-outs in a row. While down, every call skips the
  * ledger at once (0 ms of ledger time) and goes on with the fallback; the ledger is probed
  * (`ledger.probe()`, or, without it, the next real call is let through) at most once per probe
- * interval: 1 s after the outage began, then doubling up to 30 s, each interval jittered down by up
+ * interval: 1 s after the outage began, then doubling up to 5 s, each interval jittered down by up
  * to a fifth. Probing is lazy: it is triggered by guard activity, so nothing runs while the guards
  * are idle. One warning when the outage begins, one when a probe finds it back ("is back after N
  * ms"); every guard registered on the wrapper counts the outage in `stats.ledgerOutages`.
