@@ -39,6 +39,12 @@ export interface ChurnConfig {
   schedulingDelayMs?: number;
   /** nova-guard's poll interval while its new server is in BUILD. @default 2000 / scale (QuotaGuard's default, scaled) */
   guardActiveIntervalMs?: number;
+  /**
+   * QuotaGuard's `maxWaitMs`. @default 600000 / scale. The rows whose Redis is 200 ms away or
+   * restarted set it to at least 30 s: the ledger's own timings (round trips, probes, the settle
+   * after a restart) run in real time, not scaled, so a scaled patience would measure the scale.
+   */
+  maxWaitMs?: number;
 }
 
 /** The `scheduling` part of the build, in ms. */
@@ -111,7 +117,7 @@ export function policies(cfg: ChurnConfig): Record<ChurnRow['policy'], (client: 
         minDelayMs: 1000 / s,
         baseDelayMs: 2000 / s,
         maxDelayMs: 60000 / s,
-        maxWaitMs: 600000 / s,
+        maxWaitMs: cfg.maxWaitMs ?? 600000 / s,
         activeIntervalMs: cfg.guardActiveIntervalMs ?? 2000 / s,
         activeTimeoutMs: 600000 / s,
       });

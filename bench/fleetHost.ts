@@ -51,7 +51,9 @@ async function prepare(task: HostTask): Promise<{ run: () => Promise<HostResult>
     ledger = new RedisQuotaLedger({ url: task.redisUrl!, endpoint: task.endpoint, projectId: task.projectId, keyPrefix: task.keyPrefix, holder: `host${task.host}:${process.pid}` });
   }
   const kind = task.policy.startsWith('nova-guard') ? 'nova-guard' : (task.policy as 'naive' | 'autopkgtest');
-  const job = policies(cfg)[kind](client, ledger);
+  // Redis far away or restarted costs real seconds (unscaled): give the creates a real patience.
+  const onNetwork = task.policy.includes('200 ms') || task.policy.includes('restarted');
+  const job = policies(onNetwork ? { ...cfg, maxWaitMs: Math.max(600000 / cfg.scale, 30_000) } : cfg)[kind](client, ledger);
   const run = async (): Promise<HostResult> => {
     let failed = 0;
     const errors: string[] = [];
