@@ -173,14 +173,16 @@ export function cliLogger(opts: GlobalOptions, stderrIsTTY: boolean = Boolean(pr
  *
  * `--os-cert`/`--os-key` (`OS_CERT`/`OS_KEY`): the client certificate and its key (PEM files).
  * Settings of clouds.yaml that nova-guard ignores are printed as `Warning: ...` lines on stderr.
+ * `defaults.microversion`: the microversion a command needs when neither the flags, `OS_COMPUTE_API_VERSION`
+ * name one (`server create` asks for 2.37, for `networks: 'none'`); @default the client's own.
  * @throws {@link ValidationError} for a bad flag (exit 2); {@link ConfigError} when no cloud is
  * configured at all, for a broken clouds.yaml, an unknown cloud or an unreadable CA file (exit 1);
  * {@link AuthError} when Keystone rejects the credentials.
  */
-export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.ProcessEnv = process.env): Promise<NovaClient> {
+export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.ProcessEnv = process.env, defaults: { microversion?: string | undefined } = {}): Promise<NovaClient> {
   const logger = cliLogger(opts);
   const common: Partial<NovaClientOptions> = { logger };
-  const microversion = opts.osComputeApiVersion ?? opts.microversion ?? env['OS_COMPUTE_API_VERSION'];
+  const microversion = opts.osComputeApiVersion ?? opts.microversion ?? env['OS_COMPUTE_API_VERSION'] ?? defaults.microversion;
   if (microversion) common.microversion = microversion;
   const rt = parseMs(opts.requestTimeoutMs, '--request-timeout-ms');
   if (rt) common.requestTimeoutMs = rt;

@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 /**
  * The `nova-guard` command line. Subcommands:
+ * - `server create NAME --flavor F --image I [--network ID | --nic none] [--wait] [--ledger URL] [-f ...] [-c ...]`
+ *   (through the quota guard; see `serverCreate.ts`)
  * - `server delete <id...> [--wait] [--timeout-ms N] [--force]`
  * - `server reap --prefix P --older-than 2h [--dry-run] [-f table|json|value|yaml] [-c COLUMN]...`
  * - `limits show --absolute [-f table|json|value|yaml] [-c COLUMN]...` (and `limits [--json]`)
@@ -37,6 +39,7 @@ import { registerLimitsCommand } from './limits.js';
 import { registerQuotaAuditCommand } from './quotaAudit.js';
 import { registerReapCommand } from './reap.js';
 import { registerServerDeleteCommand } from './serverDelete.js';
+import { registerServerCreateCommand } from './serverCreate.js';
 import { terminalSafe } from '../core/table.js';
 import { VERSION } from '../core/version.js';
 import { ColumnError } from './format.js';
@@ -48,8 +51,9 @@ export function buildProgram(): Command {
     .description('Delete-and-wait, quota headroom and quota audit for OpenStack Nova')
     .version(VERSION)
     .exitOverride();
-  const getClient = (): Promise<NovaClient> => clientFromOptions(program.opts<GlobalOptions>());
+  const getClient = (defaults?: { microversion?: string }): Promise<NovaClient> => clientFromOptions(program.opts<GlobalOptions>(), process.env, defaults);
   const server = program.command('server').description('server commands');
+  registerServerCreateCommand(server, getClient);
   registerServerDeleteCommand(server, getClient);
   registerReapCommand(server, getClient);
   registerLimitsCommand(program, getClient);
