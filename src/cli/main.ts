@@ -3,6 +3,7 @@
  * The `nova-guard` command line. Subcommands:
  * - `server create NAME --flavor F --image I [--network ID | --nic none] [--wait] [--ledger URL] [-f ...] [-c ...]`
  *   (through the quota guard; see `serverCreate.ts`)
+ * - `server list [--name REGEX] [--status S] [-f ...] [-c ...]` and `server show SERVER [-f ...] [-c ...]`
  * - `server delete <id...> [--wait] [--timeout-ms N] [--force]`
  * - `server reap --prefix P --older-than 2h [--dry-run] [-f table|json|value|yaml] [-c COLUMN]...`
  * - `limits show --absolute [-f table|json|value|yaml] [-c COLUMN]...` (and `limits [--json]`)
@@ -40,6 +41,8 @@ import { registerQuotaAuditCommand } from './quotaAudit.js';
 import { registerReapCommand } from './reap.js';
 import { registerServerDeleteCommand } from './serverDelete.js';
 import { registerServerCreateCommand } from './serverCreate.js';
+import { registerServerListCommand } from './serverList.js';
+import { registerServerShowCommand } from './serverShow.js';
 import { terminalSafe } from '../core/table.js';
 import { VERSION } from '../core/version.js';
 import { ColumnError } from './format.js';
@@ -54,6 +57,8 @@ export function buildProgram(): Command {
   const getClient = (defaults?: { microversion?: string }): Promise<NovaClient> => clientFromOptions(program.opts<GlobalOptions>(), process.env, defaults);
   const server = program.command('server').description('server commands');
   registerServerCreateCommand(server, getClient);
+  registerServerListCommand(server, getClient);
+  registerServerShowCommand(server, getClient);
   registerServerDeleteCommand(server, getClient);
   registerReapCommand(server, getClient);
   registerLimitsCommand(program, getClient);
