@@ -16,7 +16,7 @@
  * Every duration flag takes bare milliseconds or `500ms`/`30s`/`5m`/`2h` (and `1d`, `1w`); a bare
  * `server reap --older-than` below 1000 is refused (it would reap almost every server), and so is a
  * bare `quota audit --interval` below 1000 (it would sample milliseconds apart): give a unit.
- * - `fake-nova [--port 8774] [--cores 20]`
+ * - `fake-nova [--port 0] [--cores 20] [--build-delay-ms 500ms] [--delete-delay-ms 3s]` (a free port by default; prints the URL)
  *
  * Connection like the `openstack` command: `--os-cloud`/`OS_CLOUD`, `--os-auth-url` and the other
  * `--os-*` options with their `OS_*` variables, or `--os-token` with `--os-endpoint` (the older

@@ -104,6 +104,7 @@ export function registerServerCreateCommand(server: Command, getClient: ClientGe
       .option('--wait', 'wait for the server to become ACTIVE (a quota fault on the way is retried by the guard)')
       .option('--ledger <url>', 'quota ledger shared with other processes: redis://host:port (env NOVA_GUARD_LEDGER)')
       .option('--max-wait-ms <duration>', 'longest wait for quota headroom and quota retries: ms, or 30s, 5m (default 10m)'),
+    { shell: true },
   ).action(async (name: string, flags: CreateFlags) => {
     // Every flag before any request (and before any connection): bad usage is exit 2 with nothing sent.
     checkFormatFlags(flags);

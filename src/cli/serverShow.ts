@@ -39,6 +39,7 @@ export function registerServerShowCommand(server: Command, getClient: () => Prom
       .command('show')
       .description('show a server (like `openstack server show`); exit 1 when no server (or several) has that name or id')
       .argument('<server>', 'server to show (name or ID)'),
+    { shell: true },
   ).action(async (nameOrId: string, flags: FormatFlags) => {
     checkFormatFlags(flags);
     const client = await getClient();
