@@ -24,7 +24,7 @@
  * 0 success; 1 failure, including configuration errors (no or an unknown cloud, a broken
  * clouds.yaml, an unreadable CA file) and a `-c` naming no column; 2 bad arguments, as argparse
  * (an unknown option, a bad flag value, a string that cannot be a server id); and for
- * `quota audit` 5 an operator must act (a finding that needs one), 3 drift found and 4 inconclusive; 130 when Ctrl-C stops `server delete` (it says
+ * `quota audit` 5 an operator must act (a finding that needs one), 3 drift found and 4 inconclusive; 130 when Ctrl-C stops `server create` (it names a created server, kept) or `server delete` (it says
  * which DELETEs Nova had already accepted).
  *
  * @module
