@@ -25,6 +25,16 @@ export interface GlobalOptions {
   osUsername?: string;
   osPassword?: string;
   osProjectName?: string;
+  osProjectId?: string;
+  osUserDomainName?: string;
+  osUserDomainId?: string;
+  osProjectDomainName?: string;
+  osProjectDomainId?: string;
+  osUserId?: string;
+  osAuthType?: string;
+  osApplicationCredentialId?: string;
+  osApplicationCredentialName?: string;
+  osApplicationCredentialSecret?: string;
   osRegionName?: string;
   osInterface?: string;
   osCert?: string;
@@ -47,6 +57,16 @@ export function addGlobalOptions(program: Command): Command {
     .option('--os-username <name>', 'user name (env OS_USERNAME)')
     .option('--os-password <password>', 'password (env OS_PASSWORD)')
     .option('--os-project-name <name>', 'project name (env OS_PROJECT_NAME)')
+    .option('--os-project-id <id>', 'project id (env OS_PROJECT_ID)')
+    .option('--os-user-id <id>', 'user id (env OS_USER_ID)')
+    .option('--os-user-domain-name <name>', 'domain of the user, by name (env OS_USER_DOMAIN_NAME)')
+    .option('--os-user-domain-id <id>', 'domain of the user, by id (env OS_USER_DOMAIN_ID)')
+    .option('--os-project-domain-name <name>', 'domain of the project, by name (env OS_PROJECT_DOMAIN_NAME)')
+    .option('--os-project-domain-id <id>', 'domain of the project, by id (env OS_PROJECT_DOMAIN_ID)')
+    .option('--os-auth-type <type>', 'password, v3password, v3applicationcredential, token or v3token (env OS_AUTH_TYPE)')
+    .option('--os-application-credential-id <id>', 'application credential id (env OS_APPLICATION_CREDENTIAL_ID)')
+    .option('--os-application-credential-name <name>', 'application credential name, with --os-username or --os-user-id (env OS_APPLICATION_CREDENTIAL_NAME)')
+    .option('--os-application-credential-secret <secret>', 'application credential secret (env OS_APPLICATION_CREDENTIAL_SECRET)')
     .option('--os-region-name <name>', 'region (env OS_REGION_NAME)')
     .option('--os-interface <interface>', 'endpoint interface: public, internal or admin (env OS_INTERFACE)')
     .option('--os-cert <file>', 'client certificate, PEM (env OS_CERT)')
@@ -173,14 +193,16 @@ export function cliLogger(opts: GlobalOptions, stderrIsTTY: boolean = Boolean(pr
  *
  * `--os-cert`/`--os-key` (`OS_CERT`/`OS_KEY`): the client certificate and its key (PEM files).
  * Settings of clouds.yaml that nova-guard ignores are printed as `Warning: ...` lines on stderr.
+ * `defaults.microversion`: the microversion a command needs when neither the flags, `OS_COMPUTE_API_VERSION`
+ * name one (`server create` asks for 2.37, for `networks: 'none'`); @default the client's own.
  * @throws {@link ValidationError} for a bad flag (exit 2); {@link ConfigError} when no cloud is
  * configured at all, for a broken clouds.yaml, an unknown cloud or an unreadable CA file (exit 1);
  * {@link AuthError} when Keystone rejects the credentials.
  */
-export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.ProcessEnv = process.env): Promise<NovaClient> {
+export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.ProcessEnv = process.env, defaults: { microversion?: string | undefined } = {}): Promise<NovaClient> {
   const logger = cliLogger(opts);
   const common: Partial<NovaClientOptions> = { logger };
-  const microversion = opts.osComputeApiVersion ?? opts.microversion ?? env['OS_COMPUTE_API_VERSION'];
+  const microversion = opts.osComputeApiVersion ?? opts.microversion ?? env['OS_COMPUTE_API_VERSION'] ?? defaults.microversion;
   if (microversion) common.microversion = microversion;
   const rt = parseMs(opts.requestTimeoutMs, '--request-timeout-ms');
   if (rt) common.requestTimeoutMs = rt;
@@ -230,6 +252,7 @@ export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.Process
   put('OS_PASSWORD', opts.osPassword);
   put('OS_PROJECT_NAME', opts.osProjectName);
   put('OS_TOKEN', opts.osToken);
+  for (const [flag, name] of FLAG_VARS) put(name, opts[flag] as string | undefined);
   const merged = { ...env, ...flagEnv };
   let config: CloudConfig;
   try {
@@ -243,6 +266,12 @@ export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.Process
   } catch (e) {
     // Only "nothing configured at all" becomes the usage message; a broken clouds.yaml, a missing
     // cloud or field is reported as it is (it used to be hidden behind "no cloud given").
+    // A missing field of the flags' cloud: name the flag when the cloud came from flags, as openstack's
+    // "Missing value auth-url required for auth plugin password" names the option.
+    const flag = e instanceof ConfigError && e.file === undefined && e.key !== undefined ? FLAG_OF_KEY[e.key] : undefined;
+    if (flag !== undefined && Object.keys(flagEnv).length > 0 && !opts.osCloud && !env['OS_CLOUD']) {
+      throw new ConfigError(`${e instanceof Error ? e.message.replace(/ \(set OS_[A-Z_]+\)$/, '') : ''}: pass ${flag} (or set ${flagVarOf(flag)})`, { key: (e as ConfigError).key, cause: e });
+    }
     if (e instanceof ConfigError && e.file === undefined && e.key === undefined) {
       throw new ConfigError(
         endpoint && !token
@@ -258,6 +287,34 @@ export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.Process
   const resolved = authUrl === undefined ? resolveClientOptions(config, overrides) : withSlowNotice(`keystone at ${authUrl}`, () => resolveClientOptions(config, overrides));
   return new NovaClient(await resolved);
 }
+
+/** The `--os-*` flags (beyond the five above) and the `OS_*` variables they stand for. */
+const FLAG_VARS: ReadonlyArray<readonly [keyof GlobalOptions, string]> = [
+  ['osProjectId', 'OS_PROJECT_ID'],
+  ['osUserId', 'OS_USER_ID'],
+  ['osUserDomainName', 'OS_USER_DOMAIN_NAME'],
+  ['osUserDomainId', 'OS_USER_DOMAIN_ID'],
+  ['osProjectDomainName', 'OS_PROJECT_DOMAIN_NAME'],
+  ['osProjectDomainId', 'OS_PROJECT_DOMAIN_ID'],
+  ['osAuthType', 'OS_AUTH_TYPE'],
+  ['osApplicationCredentialId', 'OS_APPLICATION_CREDENTIAL_ID'],
+  ['osApplicationCredentialName', 'OS_APPLICATION_CREDENTIAL_NAME'],
+  ['osApplicationCredentialSecret', 'OS_APPLICATION_CREDENTIAL_SECRET'],
+];
+
+/** The flag of a cloud's auth key, for "missing" messages. */
+const FLAG_OF_KEY: Readonly<Record<string, string>> = {
+  'auth.auth_url': '--os-auth-url',
+  'auth.username': '--os-username',
+  'auth.password': '--os-password',
+  'auth.token': '--os-token',
+  'auth.application_credential_id': '--os-application-credential-id',
+  'auth.application_credential_secret': '--os-application-credential-secret',
+  'auth.user_id': '--os-user-id',
+};
+
+/** `--os-foo-bar` → `OS_FOO_BAR`. */
+const flagVarOf = (flag: string): string => flag.slice(2).replace(/-/g, '_').toUpperCase();
 
 /** An error as one line: for HTTP errors also the request, the request id and, on a 404, a hint. */
 export function describeFailure(e: unknown): string {

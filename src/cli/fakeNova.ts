@@ -1,15 +1,18 @@
 /**
- * `nova-guard fake-nova [--port 8774] [--cores 20] ...`: run the fake Nova standalone, for trying the
- * CLI and for testing workers written in other languages. Runs until SIGINT or SIGTERM. Prints the
- * `export OS_ENDPOINT=... OS_TOKEN=...` line to paste into another shell; a taken port is a
- * {@link ConfigError} (exit 1) suggesting `--port 0` (a free port).
+ * `nova-guard fake-nova [--port 0] [--cores 20] [--build-delay-ms 500ms] [--delete-delay-ms 3s] ...`:
+ * run the fake Nova standalone, for trying the CLI and for testing workers written in other
+ * languages. Runs until SIGINT or SIGTERM. Listens on a free port by default (`--port 0`; Nova's
+ * 8774 is often taken, or is a real Nova) and prints the URL it bound and the
+ * `export OS_ENDPOINT=... OS_TOKEN=...` line to paste into another shell; a taken `--port` is a
+ * {@link ConfigError} (exit 1) suggesting `--port 0` (a free port). Delay flags take bare ms or a
+ * unit (`500ms`, `5s`).
  *
  * @module
  */
 import type { Command } from 'commander';
 import { FakeNova, type FakeNovaOptions } from '../testing/index.js';
 import { ConfigError } from '../errors/index.js';
-import { parseIntFlag } from './common.js';
+import { parseDurationFlag, parseIntFlag } from './common.js';
 
 function int(value: string | undefined, flag: string, min: number): number | undefined {
   if (value === undefined) return undefined;
@@ -21,12 +24,12 @@ export function registerFakeNovaCommand(program: Command): void {
   program
     .command('fake-nova')
     .description('run the fake Nova on 127.0.0.1 (for trying nova-guard and testing workers)')
-    .option('--port <port>', 'port to listen on (0 = any free port)', '8774')
+    .option('--port <port>', 'port to listen on (default 0: a free port; the URL is printed)', '0')
     .option('--cores <n>', 'core quota (maxTotalCores); -1 = unlimited', '20')
     .option('--instances <n>', 'instance quota; -1 = unlimited', '10')
     .option('--ram <mib>', 'RAM quota in MiB; -1 = unlimited', '51200')
-    .option('--build-delay-ms <ms>', 'time a server stays in BUILD', '500')
-    .option('--delete-delay-ms <ms>', 'time a server stays in task_state deleting', '3000')
+    .option('--build-delay-ms <duration>', 'time a server stays in BUILD: ms, or 500ms, 5s', '500')
+    .option('--delete-delay-ms <duration>', 'time a server stays in task_state deleting: ms, or 500ms, 5s', '3000')
     .option('--soft-delete', 'soft-delete servers (reclaim_instance_interval > 0)')
     .action(async (flags: Record<string, string | boolean | undefined>) => {
       const options: FakeNovaOptions = {
@@ -34,8 +37,8 @@ export function registerFakeNovaCommand(program: Command): void {
         maxTotalCores: int(flags['cores'] as string, '--cores', -1)!,
         maxTotalInstances: int(flags['instances'] as string, '--instances', -1)!,
         maxTotalRAMSize: int(flags['ram'] as string, '--ram', -1)!,
-        buildDelayMs: int(flags['buildDelayMs'] as string, '--build-delay-ms', 0)!,
-        deleteDelayMs: int(flags['deleteDelayMs'] as string, '--delete-delay-ms', 0)!,
+        buildDelayMs: parseDurationFlag(flags['buildDelayMs'] as string, '--build-delay-ms', { allowZero: true }),
+        deleteDelayMs: parseDurationFlag(flags['deleteDelayMs'] as string, '--delete-delay-ms', { allowZero: true }),
         softDelete: Boolean(flags['softDelete']),
       };
       let nova: FakeNova;
@@ -57,9 +60,8 @@ export function registerFakeNovaCommand(program: Command): void {
       console.log('In another shell:');
       console.log(`  export OS_ENDPOINT=${nova.endpoint} OS_TOKEN=fake:${nova.projectId}`);
       console.log('  nova-guard limits            # or: node dist/cli/main.js limits, in a clone of nova-guard');
-      console.log(`  curl -s -X POST -H 'X-Auth-Token: fake:${nova.projectId}' -H 'Content-Type: application/json' \\`);
-      console.log(`    -d '{"server":{"name":"try","flavorRef":"1","imageRef":"img"}}' ${nova.endpoint}/servers`);
-      console.log('  nova-guard server delete <id> --wait --interval-ms 500');
+      console.log('  id=$(nova-guard server create try --flavor m1.tiny --image cirros-0.6.2-x86_64-disk --nic none --wait -f value -c id)');
+      console.log('  nova-guard server delete --wait --interval-ms 500ms "$id"');
       await stopped;
       await nova.close();
     });

@@ -8,7 +8,7 @@
  *   writes it); `value` prints each row's values separated by spaces; `yaml` is a list of mappings
  *   with sorted keys (PyYAML's `safe_dump` default).
  * - One object (cliff `ShowOne`) is a `Field`/`Value` table; `json` and `yaml` an object; `value` one
- *   value a line.
+ *   value a line; `shell` (where the command offers it) `NAME="value"` lines, for `eval` in a shell.
  * - `-c` keeps the named columns (or fields) in the order the command has them; names that are not
  *   columns are ignored, and when none is a column the command fails (exit 1) naming the columns,
  *   as cliff's `_generate_columns_and_selector` does.
@@ -29,12 +29,18 @@ export interface FormatFlags {
   column?: string[];
   noindent?: boolean;
   maxWidth?: string;
+  /** `-f shell`'s variable name prefix (`--prefix`). */
+  prefix?: string;
 }
 
-/** Add `-f`, `-c`, `--noindent` and `--max-width` to a command. */
-export function addFormatOptions(cmd: Command): Command {
+/**
+ * Add `-f`, `-c`, `--noindent` and `--max-width` to a command; with `options.shell` (one object,
+ * cliff `ShowOne`) also `-f shell` and `--prefix`.
+ */
+export function addFormatOptions(cmd: Command, options: { shell?: boolean } = {}): Command {
+  if (options.shell) cmd.option('--prefix <prefix>', 'add a prefix to all variable names (-f shell)', '');
   return cmd
-    .addOption(new Option('-f, --format <format>', 'the output format').choices(['table', 'json', 'value', 'yaml']).default('table'))
+    .addOption(new Option('-f, --format <format>', 'the output format').choices(['table', 'json', 'value', 'yaml', ...(options.shell ? ['shell'] : [])]).default('table'))
     .option('-c, --column <column>', 'specify the column(s) to include, can be repeated to show multiple columns', (v: string, prev: string[] = []) => [...prev, v])
     .option('--noindent', 'whether to disable indenting the JSON')
     .option('--max-width <integer>', 'maximum display width, <1 to disable (table)');
@@ -142,6 +148,9 @@ export function formatOne(fields: ReadonlyArray<readonly [string, Cell]>, flags:
       return stringify(Object.fromEntries(kept), { sortMapEntries: true }).trimEnd();
     case 'value':
       return kept.map(([, v]) => text(v)).join('\n');
+    case 'shell':
+      // cliff's ShellFormatter: NAME="value", names with '-' or ':' as '_', '"' escaped.
+      return kept.map(([k, v]) => `${flags.prefix ?? ''}${k.replace(/[-:]/g, '_')}="${text(v).replace(/"/g, '\\"')}"`).join('\n');
     default:
       return borderedTable(['Field', 'Value'], kept.map(([k, v]) => [k, v]), maxWidthOf(flags));
   }

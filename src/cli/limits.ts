@@ -4,8 +4,9 @@
  *
  * `limits show --absolute` prints what `openstack limits show --absolute` prints for compute: a list
  * with the columns `Name` and `Value`, one row per absolute limit in Nova's order, unlimited as -1,
- * in the formats of `-f table|json|value|yaml`. `limits` without `show` keeps its table of the core,
- * RAM (MiB) and instance headroom.
+ * in the formats of `-f table|json|value|yaml`. `limits` without `show` prints the core, RAM (MiB)
+ * and instance headroom as a list (columns `Resource`, `Max`, `Used`, `Headroom`) in the same
+ * formats, with `-c`; `--json` keeps its older JSON object.
  *
  * @module
  */
@@ -13,22 +14,19 @@ import type { Command } from 'commander';
 import { ValidationError } from '../errors/index.js';
 import type { NovaClient } from '../nova/client.js';
 import { withWaitNotice } from './waitNotice.js';
-import { addFormatOptions, checkFormatFlags, formatList, type FormatFlags } from './format.js';
-
-function fmt(n: number | undefined): string {
-  if (n === undefined) return '-';
-  return n === Number.POSITIVE_INFINITY ? 'unlimited' : String(n);
-}
+import { addFormatOptions, checkFormatFlags, formatList, type Cell, type FormatFlags } from './format.js';
 
 const nova = (n: number): number => (n === Number.POSITIVE_INFINITY ? -1 : n);
 
 /** Register `limits` (and `limits show`) on the root program. */
 export function registerLimitsCommand(program: Command, getClient: () => Promise<NovaClient>): void {
-  const limits = program
-    .command('limits')
-    .description('show absolute limits and the core, RAM (MiB) and instance headroom; `limits show --absolute` prints them as openstack does')
-    .option('--json', 'print JSON')
-    .action(async (flags: { json?: boolean }) => {
+  const limits = addFormatOptions(
+    program
+      .command('limits')
+      .description('show the core, RAM (MiB) and instance headroom (columns Resource, Max, Used, Headroom; -1 unlimited in json/yaml); `limits show --absolute` prints the absolute limits as openstack does')
+      .option('--json', 'print the old JSON object (max, used and headroom per resource, and every absolute limit)'),
+  ).action(async (flags: FormatFlags & { json?: boolean }) => {
+      checkFormatFlags(flags);
       const client = await getClient();
       const limits = await withWaitNotice(client, (onAttempt) => client.getLimits({ onAttempt }));
       const a = limits.absolute;
@@ -46,18 +44,24 @@ export function registerLimitsCommand(program: Command, getClient: () => Promise
         console.log(JSON.stringify({ ...json, absolute: Object.fromEntries(Object.entries(a).map(([k, v]) => [k, v === Infinity ? -1 : v])), requestId: limits.requestId }, null, 2));
         return;
       }
-      console.log('resource     max         used        headroom');
-      for (const [name, max, used] of rows) {
-        console.log(`${name.padEnd(12)} ${fmt(max).padEnd(11)} ${fmt(used).padEnd(11)} ${fmt(headroom(max, used))}`);
-      }
+      // Table and value: 'unlimited' and '-' as before; json and yaml: numbers, -1 unlimited, null unknown.
+      const words = (flags.format ?? 'table') === 'table' || flags.format === 'value';
+      const c = (n: number | undefined): Cell => (n === undefined ? (words ? '-' : null) : n === Number.POSITIVE_INFINITY ? (words ? 'unlimited' : -1) : n);
+      console.log(formatList(['Resource', 'Max', 'Used', 'Headroom'], rows.map(([name, max, used]) => [name, c(max), c(used), c(headroom(max, used))]), flags));
     });
-  addFormatOptions(
+  const show = addFormatOptions(
     limits
       .command('show')
       .description('show compute limits (like `openstack limits show --absolute`)')
       .option('--absolute', 'show absolute limits')
       .option('--rate', 'show rate limits (Nova has none since the v2.1 API; an empty list)'),
-  ).action(async (flags: FormatFlags & { absolute?: boolean; rate?: boolean }) => {
+  ).action(async (own: FormatFlags & { absolute?: boolean; rate?: boolean }) => {
+    // `limits show --absolute -f json`: commander hands -f/-c after an unknown flag to `limits`, which
+    // has them too; a format flag given on the command line is show's wherever it landed.
+    const flags = { ...own };
+    for (const k of ['format', 'column', 'noindent', 'maxWidth'] as const) {
+      if (show.getOptionValueSource(k) !== 'cli' && limits.getOptionValueSource(k) === 'cli') (flags as Record<string, unknown>)[k] = limits.getOptionValue(k);
+    }
     // openstack: "--absolute" and "--rate" are a required, mutually exclusive group (argparse, exit 2).
     if (Boolean(flags.absolute) === Boolean(flags.rate)) throw new ValidationError('one of the arguments --absolute --rate is required');
     checkFormatFlags(flags);

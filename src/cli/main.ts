@@ -1,6 +1,9 @@
 #!/usr/bin/env node
 /**
  * The `nova-guard` command line. Subcommands:
+ * - `server create NAME --flavor F --image I [--network ID | --nic none] [--wait] [--ledger URL] [-f ...] [-c ...]`
+ *   (through the quota guard; see `serverCreate.ts`)
+ * - `server list [--name REGEX] [--status S] [-f ...] [-c ...]` and `server show SERVER [-f ...] [-c ...]`
  * - `server delete <id...> [--wait] [--timeout-ms N] [--force]`
  * - `server reap --prefix P --older-than 2h [--dry-run] [-f table|json|value|yaml] [-c COLUMN]...`
  * - `limits show --absolute [-f table|json|value|yaml] [-c COLUMN]...` (and `limits [--json]`)
@@ -13,7 +16,7 @@
  * Every duration flag takes bare milliseconds or `500ms`/`30s`/`5m`/`2h` (and `1d`, `1w`); a bare
  * `server reap --older-than` below 1000 is refused (it would reap almost every server), and so is a
  * bare `quota audit --interval` below 1000 (it would sample milliseconds apart): give a unit.
- * - `fake-nova [--port 8774] [--cores 20]`
+ * - `fake-nova [--port 0] [--cores 20] [--build-delay-ms 500ms] [--delete-delay-ms 3s]` (a free port by default; prints the URL)
  *
  * Connection like the `openstack` command: `--os-cloud`/`OS_CLOUD`, `--os-auth-url` and the other
  * `--os-*` options with their `OS_*` variables, or `--os-token` with `--os-endpoint` (the older
@@ -21,7 +24,7 @@
  * 0 success; 1 failure, including configuration errors (no or an unknown cloud, a broken
  * clouds.yaml, an unreadable CA file) and a `-c` naming no column; 2 bad arguments, as argparse
  * (an unknown option, a bad flag value, a string that cannot be a server id); and for
- * `quota audit` 5 an operator must act (a finding that needs one), 3 drift found and 4 inconclusive; 130 when Ctrl-C stops `server delete` (it says
+ * `quota audit` 5 an operator must act (a finding that needs one), 3 drift found and 4 inconclusive; 130 when Ctrl-C stops `server create` (it names a created server, kept) or `server delete` (it says
  * which DELETEs Nova had already accepted).
  *
  * @module
@@ -37,6 +40,9 @@ import { registerLimitsCommand } from './limits.js';
 import { registerQuotaAuditCommand } from './quotaAudit.js';
 import { registerReapCommand } from './reap.js';
 import { registerServerDeleteCommand } from './serverDelete.js';
+import { registerServerCreateCommand } from './serverCreate.js';
+import { registerServerListCommand } from './serverList.js';
+import { registerServerShowCommand } from './serverShow.js';
 import { terminalSafe } from '../core/table.js';
 import { VERSION } from '../core/version.js';
 import { ColumnError } from './format.js';
@@ -48,8 +54,11 @@ export function buildProgram(): Command {
     .description('Delete-and-wait, quota headroom and quota audit for OpenStack Nova')
     .version(VERSION)
     .exitOverride();
-  const getClient = (): Promise<NovaClient> => clientFromOptions(program.opts<GlobalOptions>());
+  const getClient = (defaults?: { microversion?: string }): Promise<NovaClient> => clientFromOptions(program.opts<GlobalOptions>(), process.env, defaults);
   const server = program.command('server').description('server commands');
+  registerServerCreateCommand(server, getClient);
+  registerServerListCommand(server, getClient);
+  registerServerShowCommand(server, getClient);
   registerServerDeleteCommand(server, getClient);
   registerReapCommand(server, getClient);
   registerLimitsCommand(program, getClient);

@@ -133,6 +133,11 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
     if (flags.watch && ((flags.column?.length ?? 0) > 0 || (cmd.getOptionValueSource('format') === 'cli' && flags.format !== 'json'))) {
       throw new ValidationError('--watch prints JSON lines: -c and -f table|value|yaml do not apply to it');
     }
+    // As argparse would for a flag that belongs to another mode: bad usage, exit 2, before any request.
+    if (!flags.watch) {
+      const stray = (['interval', 'samples'] as const).filter((k) => flags[k] !== undefined);
+      if (stray.length > 0) throw new ValidationError(`${stray.map((k) => `--${k}`).join(' and ')} ${stray.length > 1 ? 'apply' : 'applies'} only with --watch (sample the audit over time): add --watch, or drop ${stray.length > 1 ? 'them' : 'it'}`);
+    }
     checkFormatFlags(flags);
     const model = flags.model as CountingModel | undefined;
     if (model !== undefined && !['legacy', 'placement', 'unified-limits'].includes(model)) throw new ValidationError(`--model must be legacy, placement or unified-limits, got ${model}`);

@@ -18,6 +18,10 @@
  *   `activeTimeoutMs`, an abort or a failed poll → delete with wait, then throw.
  * - Deletion uses `client.deleteServer(id, { ...deleteOptions, wait: true })` without the caller's
  *   signal, so an abort still cleans up.
+ * - With the call's `keepOnAbort` (`GuardedCreateOptions`), an abort after Nova accepted the POST
+ *   keeps the server instead: its claim ends as `'counted'`, it is the call's kept server (no watch
+ *   deletes it) and the {@link AbortError} names it (`serverId`), so the caller can delete it (the
+ *   CLI's Ctrl-C during `server create --wait`).
  *
  * @module
  */
@@ -42,14 +46,14 @@ function refusalOf(error: unknown): GuardedCall['refusal'] {
  * except after a refused POST, where `call.heldClaim` keeps it for the re-send. See the module
  * description.
  */
-export async function createAttempt(g: GuardState, call: GuardedCall, body: CreateServerBody, claim: Claim, signal: AbortSignal | undefined): Promise<Server> {
-  const server = await attempt(g, call, body, claim, signal);
+export async function createAttempt(g: GuardState, call: GuardedCall, body: CreateServerBody, claim: Claim, signal: AbortSignal | undefined, keepOnAbort = false): Promise<Server> {
+  const server = await attempt(g, call, body, claim, signal, keepOnAbort);
   // The one server of the call's claim tag that stays (`lateCreates.ts`).
   call.keptServerId = server.id;
   return server;
 }
 
-async function attempt(g: GuardState, call: GuardedCall, body: CreateServerBody, claim: Claim, signal: AbortSignal | undefined): Promise<Server> {
+async function attempt(g: GuardState, call: GuardedCall, body: CreateServerBody, claim: Claim, signal: AbortSignal | undefined, keepOnAbort: boolean): Promise<Server> {
   let server: Server;
   try {
     // The POST itself never takes the signal: an abort must not hide a server Nova created.
@@ -77,18 +81,21 @@ async function attempt(g: GuardState, call: GuardedCall, body: CreateServerBody,
     throw e;
   }
   await bindClaim(g, claim, server.id);
-  if (signal?.aborted) return abandon(g, call, server, claim, new AbortError(undefined, { cause: signal.reason }));
+  if (signal?.aborted) {
+    const aborted = new AbortError(undefined, { cause: signal.reason });
+    return keepOnAbort ? keep(g, call, server, claim, aborted) : abandon(g, call, server, claim, aborted);
+  }
   if (!g.opts.waitForActive) {
     // Nobody waits for it: the lease is renewed at the guard's next reads instead (`headroomWait.ts`).
     claim.stopRenewal?.();
     claim.unwatched = true;
     return server;
   }
-  return settle(g, call, server, claim, signal);
+  return settle(g, call, server, claim, signal, keepOnAbort);
 }
 
-/** Wait for the new server to leave BUILD; delete it when the guard gives up on it. */
-async function settle(g: GuardState, call: GuardedCall, created: Server, claim: Claim, signal: AbortSignal | undefined): Promise<Server> {
+/** Wait for the new server to leave BUILD; delete it when the guard gives up on it (kept on an abort with `keepOnAbort`). */
+async function settle(g: GuardState, call: GuardedCall, created: Server, claim: Claim, signal: AbortSignal | undefined, keepOnAbort: boolean): Promise<Server> {
   const id = created.id;
   let res;
   try {
@@ -101,6 +108,7 @@ async function settle(g: GuardState, call: GuardedCall, created: Server, claim: 
       onBuild: (s) => (isPastScheduling(s) ? releaseClaim(g, claim, 'counted') : undefined),
     });
   } catch (e) {
+    if (keepOnAbort && (isAbortError(e) || e instanceof AbortError)) return keep(g, call, created, claim, e as Error);
     return abandon(g, call, created, claim, e);
   }
   if (res.outcome === 'active') {
@@ -148,6 +156,20 @@ async function abandon(g: GuardState, call: GuardedCall, created: Server, claim:
     );
   }
   throw error;
+}
+
+/**
+ * The caller aborted and asked to keep the server (`keepOnAbort`): end the claim as `'counted'`
+ * (Nova counts the server), make it the call's kept server (a watch of the call's tag never deletes
+ * it), and throw an {@link AbortError} naming it.
+ */
+async function keep(g: GuardState, call: GuardedCall, created: Server, claim: Claim, error: Error): Promise<never> {
+  const id = created.id;
+  await releaseClaim(g, claim, 'counted');
+  call.keptServerId = id;
+  call.settled = true;
+  g.log.warn({ serverId: id, posts: call.posts }, 'aborted: the created server is kept (keepOnAbort)');
+  throw new AbortError(`The operation was aborted; server ${id} was created and is kept`, { cause: error.cause ?? error, serverId: id });
 }
 
 /** Delete a server the guard created, with wait, ignoring the caller's signal. Returns the failure, if any. */

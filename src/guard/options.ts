@@ -233,6 +233,13 @@ export interface GuardedCallOptions {
 export interface GuardedCreateOptions extends GuardedCallOptions {
   /** Needs to use instead of the flavor's (missing fields come from the flavor). */
   needs?: Partial<ResourceAmounts> | undefined;
+  /**
+   * When `signal` aborts after Nova accepted the POST (during the wait for ACTIVE), keep the server
+   * instead of deleting it: the call rejects with an {@link AbortError} whose `serverId` names it,
+   * and deleting it is the caller's job (the CLI's Ctrl-C during `server create --wait` prints it).
+   * @default false (the guard deletes the server, with wait, before rejecting)
+   */
+  keepOnAbort?: boolean | undefined;
 }
 
 /** What {@link QuotaGuard.withQuotaGuard} accepts as needs: numbers, or a flavor and a server count. */
@@ -352,7 +359,7 @@ export function validateOptions(o: QuotaGuardOptions): ResolvedOptions {
 export const GUARDED_CALL_SPEC: OptionsSpec<GuardedCallOptions> = { signal: is.signal };
 
 /** What `createServer` takes (see {@link GuardedCreateOptions}); `needs` is checked by {@link validateNeeds}. */
-export const GUARDED_CREATE_SPEC: OptionsSpec<GuardedCreateOptions> = { signal: is.signal, needs: null };
+export const GUARDED_CREATE_SPEC: OptionsSpec<GuardedCreateOptions> = { signal: is.signal, needs: null, keepOnAbort: is.boolean };
 
 /** The names of a {@link QuotaNeeds}: `ram` or `ramGiB` is refused with "did you mean ramMiB?". */
 const NEEDS_SPEC: OptionsSpec<ResourceAmounts> = { cores: null, ramMiB: null, instances: null };

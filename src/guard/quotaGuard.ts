@@ -207,7 +207,7 @@ export class QuotaGuard {
         const flavor = await this.client.getFlavor(flavorId, { signal: options.signal });
         needs = needsFromFlavor(this.#state, flavorId, flavor, 1, given);
       }
-      return this.#guarded(needs, (claim, signal, call) => createAttempt(this.#state, call, body, claim, signal), options.signal);
+      return this.#guarded(needs, (claim, signal, call) => createAttempt(this.#state, call, body, claim, signal, options.keepOnAbort === true), options.signal);
     });
   }
 

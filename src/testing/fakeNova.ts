@@ -32,6 +32,7 @@ import type { AxiosAdapter } from 'axios';
 export type { FakeDeleteBehavior, FakeFlavor, FakeNovaOptions, FakeServerInit, FakeServerView, FakeUsage, FaultSpec, RecordedRequest } from './fakeNova/types.js';
 export type { FakeQuotaRecord } from './fakeNova/record.js';
 export { DEFAULT_FLAVORS } from './fakeNova/options.js';
+export { DEFAULT_IMAGES, type FakeImage } from './fakeNova/routes/images.js';
 export { FakeNovaCauses, NO_VALID_HOST_MESSAGE } from './fakeNova/causes.js';
 export { realNovaDeletedWindowMs, REAL_NOVA_DELETED_WINDOW_BASE_MS, REAL_NOVA_DELETED_WINDOW_PER_DELETE_MS } from './fakeNova/deleteLoad.js';
 export type { InProcessRequest } from './wire/adapterBinding.js';
@@ -43,7 +44,7 @@ export type { InProcessRequest } from './wire/adapterBinding.js';
  * Routes: `GET /servers`, `/servers/detail` (filters `name`, `status`, `changes-since`,
  * `changes-before`; `limit`/`marker` pagination with `servers_links`), `GET|DELETE /servers/{id}`,
  * `POST /servers`, `POST /servers/{id}/action` (`forceDelete`, `restore`, `lock`, `unlock`,
- * `os-stop`, `os-start`), `GET /flavors[/detail|/{id}]`, `GET /limits`,
+ * `os-stop`, `os-start`), `GET /flavors[/detail|/{id}]`, `GET /images[/detail]` (before 2.36), `GET /limits`,
  * `GET|PUT|DELETE /os-quota-sets/{project}[/detail]`, and the version documents `GET /` and `GET /v2.1/`.
  *
  * Roles: a noauth2-style token `admin:<project>` is admin; any other token (or none) is a project

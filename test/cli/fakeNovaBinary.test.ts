@@ -55,4 +55,20 @@ describe('nova-guard fake-nova', () => {
       await new Promise((resolve) => taken.close(resolve));
     }
   });
+
+  it('without --port: a free port (not Nova\'s 8774), the URL it bound printed; delays take units (5s, 500ms)', async () => {
+    const r = await runFakeNovaUntil(['--delete-delay-ms', '5s', '--build-delay-ms', '500ms'], /OS_TOKEN=\S+\n/);
+    const m = /^fake Nova listening on http:\/\/127\.0\.0\.1:(\d+)\/v2\.1 /m.exec(r.stdout);
+    expect(m, r.stdout).not.toBeNull();
+    expect(Number(m![1])).toBeGreaterThan(0);
+    expect(m![1]).not.toBe('8774');
+    expect(r.stdout).toContain('nova-guard server create try --flavor m1.tiny');
+    expect(r.code).toBe(0);
+  });
+
+  it('a delay that is not a duration is bad usage (exit 2) naming the flag', async () => {
+    const r = await runPiped(['fake-nova', '--delete-delay-ms', '5 s'], {});
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--delete-delay-ms must be a duration');
+  });
 });

@@ -16,6 +16,7 @@ import {
   updateQuotaSet,
 } from './misc.js';
 import { createServer, deleteServer, listServers, showServer } from './servers.js';
+import { listImages } from './images.js';
 
 /** The server id in a `/servers/{id}[/...]` path, if any. */
 export function serverIdOf(path: string): string | undefined {
@@ -40,6 +41,8 @@ export function route(e: Engine, ctx: Ctx): Reply {
     if (n === 1 && m === 'GET') return listFlavors(e, ctx, false);
     if (n === 2 && b === 'detail' && m === 'GET') return listFlavors(e, ctx, true);
     if (n === 2 && m === 'GET') return showFlavor(e, ctx, b!);
+  } else if (a === 'images' && m === 'GET' && (n === 1 || (n === 2 && b === 'detail'))) {
+    return listImages(ctx, n === 2);
   } else if (a === 'limits' && n === 1 && m === 'GET') {
     return getLimits(e, ctx);
   } else if (a === 'os-quota-sets' && b !== undefined) {

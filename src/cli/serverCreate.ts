@@ -1,0 +1,172 @@
+/**
+ * `nova-guard server create NAME --flavor F --image I [--network ID]... [--nic none|auto|net-id=ID]
+ * [--key-name K] [--user-data FILE] [--property k=v]... [--wait] [--ledger URL] [--max-wait-ms D]
+ * [-f table|json|value|yaml] [-c COLUMN]...`: `openstack server create` through the quota guard
+ * (`QuotaGuard.createServer`: headroom before every POST, quota 403 backoff, the claim tag on the
+ * server, the search for a server whose POST's answer was lost, and with `--wait` the wait for
+ * ACTIVE with late quota faults retried).
+ *
+ * Printed as `openstack server create` prints it: the server's Field/Value table (or `-f`/`-c`;
+ * `-f value -c id` prints only the id). Flavor and image by name or id (`serverLookup.ts`). Exit
+ * codes as `openstack`'s: 0 created (with `--wait`: ACTIVE); 1 a failure (quota never fits, the wait
+ * for quota ran out, the server went to ERROR: deleted by the guard, an unknown flavor or image); 2
+ * bad usage before any request (an unknown flag, a missing `--flavor`/`--image`, `--nic none` with
+ * `--network`, a `--property` without `=`, an unsupported `--ledger` URL); 130 on Ctrl-C: when Nova
+ * had accepted the POST, the server is kept and its id printed on stderr with the command that
+ * deletes it, nothing is left running.
+ *
+ * Networks: `--network ID` (repeatable) is `networks: [{ uuid }]`; `--nic none` / `--nic auto` the
+ * microversion 2.37 values (the command asks for 2.37 unless `--os-compute-api-version` says
+ * otherwise); without either, `auto` (as openstack does at 2.37 and later).
+ *
+ * `--ledger URL` (or `NOVA_GUARD_LEDGER`): the quota ledger shared with other processes (`openLedger`).
+ *
+ * @module
+ */
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { AbortError, ValidationError } from '../errors/index.js';
+import { QuotaGuard, type QuotaGuardOptions } from '../guard/index.js';
+import type { NovaClient } from '../nova/client.js';
+import type { CreateServerBody, Server } from '../core/types.js';
+import { openLedger } from '../ledgers/index.js';
+import { parseMs } from './common.js';
+import { addFormatOptions, checkFormatFlags, formatOne, type FormatFlags } from './format.js';
+import { findFlavor, findImage } from './serverLookup.js';
+import { serverFields } from './serverView.js';
+import { terminalSafe } from '../core/table.js';
+
+/** What `server create` asks of the client: microversion 2.37, for `networks: 'none' | 'auto'`. */
+export const CREATE_MICROVERSION = '2.37';
+
+/** A client getter that may be given defaults the user's flags and `OS_*` variables override. */
+export type ClientGetter = (defaults?: { microversion?: string }) => Promise<NovaClient>;
+
+interface CreateFlags extends FormatFlags {
+  flavor: string;
+  image?: string;
+  network?: string[];
+  nic?: string[];
+  keyName?: string;
+  userData?: string;
+  property?: string[];
+  wait?: boolean;
+  ledger?: string;
+  maxWaitMs?: string;
+}
+
+const collect = (v: string, prev: string[] = []): string[] => [...prev, v];
+
+/** The `networks` member from `--network` and `--nic`. @throws {@link ValidationError}. */
+export function networksOf(network: readonly string[] = [], nic: readonly string[] = []): CreateServerBody['networks'] {
+  const special = nic.filter((n) => n === 'none' || n === 'auto');
+  const netIds = [...network];
+  for (const n of nic) {
+    if (n === 'none' || n === 'auto') continue;
+    const m = /^net-id=([^,]+)$/.exec(n);
+    if (!m) throw new ValidationError(`--nic ${JSON.stringify(n)}: give none, auto or net-id=NETWORK_ID (nova-guard takes network ids only)`);
+    netIds.push(m[1]!);
+  }
+  if (special.length > 0 && (special.length > 1 || netIds.length > 0)) {
+    throw new ValidationError(`--nic ${special[0]} cannot be combined with ${netIds.length > 0 ? '--network or --nic net-id' : `--nic ${special[1]}`}: give either --nic none, --nic auto, or networks`);
+  }
+  if (special.length === 1) return special[0] as 'none' | 'auto';
+  if (netIds.length === 0) return 'auto';
+  return netIds.map((uuid) => ({ uuid }));
+}
+
+/** `--property k=v` pairs as metadata. @throws {@link ValidationError} for one without `=` or an empty key. */
+export function propertiesOf(props: readonly string[] = []): Record<string, string> | undefined {
+  if (props.length === 0) return undefined;
+  const out: Record<string, string> = {};
+  for (const p of props) {
+    const i = p.indexOf('=');
+    if (i <= 0) throw new ValidationError(`--property ${JSON.stringify(p)}: give key=value`);
+    out[p.slice(0, i)] = p.slice(i + 1);
+  }
+  return out;
+}
+
+/** Register `create` under the `server` command. */
+export function registerServerCreateCommand(server: Command, getClient: ClientGetter): void {
+  addFormatOptions(
+    server
+      .command('create')
+      .description('create a server through the quota guard (like `openstack server create`). Exit 0 created, 1 failed, 2 bad usage (nothing sent), 130 Ctrl-C (the id of a created server is printed on stderr)')
+      .argument('<server-name>', 'new server name')
+      .requiredOption('--flavor <flavor>', 'create server with this flavor (name or ID)')
+      .option('--image <image>', 'create server boot disk from this image (name or ID)')
+      .option('--network <network-id>', 'create a NIC on this network (ID; repeat for more)', collect)
+      .option('--nic <none|auto|net-id=ID>', "'none' (no network), 'auto' (auto-allocate) or net-id=ID (repeatable)", collect)
+      .option('--key-name <key-name>', 'keypair to inject into this server')
+      .option('--user-data <file>', 'user data file to serve from the metadata server')
+      .option('--property <key=value>', 'set a property (metadata) on this server (repeat for more)', collect)
+      .option('--wait', 'wait for the server to become ACTIVE (a quota fault on the way is retried by the guard)')
+      .option('--ledger <url>', 'quota ledger shared with other processes: redis://host:port (env NOVA_GUARD_LEDGER)')
+      .option('--max-wait-ms <duration>', 'longest wait for quota headroom and quota retries: ms, or 30s, 5m (default 10m)'),
+    { shell: true },
+  ).action(async (name: string, flags: CreateFlags) => {
+    // Every flag before any request (and before any connection): bad usage is exit 2 with nothing sent.
+    checkFormatFlags(flags);
+    if (flags.image === undefined) throw new ValidationError('the following arguments are required: --image (nova-guard boots from an image)');
+    const networks = networksOf(flags.network, flags.nic);
+    const metadata = propertiesOf(flags.property);
+    const maxWaitMs = flags.maxWaitMs === undefined ? undefined : parseMs(flags.maxWaitMs, '--max-wait-ms');
+    let userData: string | undefined;
+    if (flags.userData !== undefined) {
+      try {
+        userData = readFileSync(flags.userData).toString('base64');
+      } catch (e) {
+        throw new Error(`Can't open '${flags.userData}': ${(e as Error).message}`, { cause: e });
+      }
+    }
+    const ledger = await openLedger(flags.ledger ?? (process.env['NOVA_GUARD_LEDGER'] || undefined), {});
+    try {
+      const client = await getClient({ microversion: CREATE_MICROVERSION });
+      const [flavor, image] = await Promise.all([findFlavor(client, flags.flavor), findImage(client, flags.image)]);
+      const body: CreateServerBody = { name, flavorRef: flavor.id, imageRef: image.id, networks };
+      if (metadata) body.metadata = metadata;
+      if (flags.keyName !== undefined) body['key_name'] = flags.keyName;
+      if (userData !== undefined) body['user_data'] = userData;
+      const options: QuotaGuardOptions = {
+        waitForActive: Boolean(flags.wait),
+        onWait: (w) =>
+          console.error(
+            `waiting for quota headroom (${Math.round(w.delayMs / 100) / 10} s): ${w.shortfalls.map((s) => `${s.resource} needs ${s.needed}, ${s.headroom === Number.POSITIVE_INFINITY ? 'unlimited' : s.headroom} free`).join(', ')}`,
+          ),
+        onRetry: (r) => console.error(`retrying the create in ${Math.round(r.delayMs / 100) / 10} s (${r.reason}: ${terminalSafe(r.error.message, true)})`),
+      };
+      if (ledger) options.ledger = ledger;
+      if (maxWaitMs !== undefined) options.maxWaitMs = maxWaitMs;
+      const guard = new QuotaGuard(client, options);
+      // Ctrl-C: stop; a server Nova accepted is kept and named, so the caller can delete it.
+      const interrupt = new AbortController();
+      const onSigint = (): void => interrupt.abort(new Error('interrupted (Ctrl-C)'));
+      process.once('SIGINT', onSigint);
+      let created: Server;
+      try {
+        created = await guard.createServer(body, { signal: interrupt.signal, keepOnAbort: true });
+      } catch (e) {
+        if (e instanceof AbortError && interrupt.signal.aborted) {
+          console.error(
+            e.serverId === undefined
+              ? 'Interrupted before Nova accepted a create: no server was created.'
+              : `Interrupted. Server ${e.serverId} was created and is NOT deleted (it may still be building): delete it with\n  nova-guard server delete --wait ${e.serverId}`,
+          );
+          process.exitCode = 130;
+          return;
+        }
+        throw e;
+      } finally {
+        process.removeListener('SIGINT', onSigint);
+        await guard.close();
+      }
+      // As openstack: the server as Nova shows it now (the POST's answer has only id, links and adminPass).
+      const shown = flags.wait ? created : { ...(await client.getServer(created.id)), ...(created['adminPass'] !== undefined ? { adminPass: created['adminPass'] } : {}) };
+      const names = { flavors: new Map([[flavor.id, flavor.name]]), images: image.name ? new Map([[image.id, image.name]]) : undefined };
+      console.log(formatOne(serverFields(shown, names), flags));
+    } finally {
+      await ledger?.close();
+    }
+  });
+}

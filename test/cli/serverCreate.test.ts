@@ -1,0 +1,119 @@
+// `nova-guard server create` in process, against FakeNova (its in-process adapter, real clock):
+// the guarded create printed as openstack prints it, -f/-c, quota 403 retries, bad usage before
+// any request, and the ledger URL.
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { registerServerCreateCommand } from '../../src/cli/serverCreate.js';
+import { main } from '../../src/cli/main.js';
+import { DEFAULT_IMAGES } from '../../src/testing/index.js';
+import { clientFor, startNova } from '../helpers.js';
+import { runCli } from './run.js';
+
+const CIRROS = DEFAULT_IMAGES[0]!;
+const posts = (nova: { requests: ReadonlyArray<{ method: string; path: string }> }): number => nova.requests.filter((r) => r.method === 'POST' && r.path === '/servers').length;
+
+/** `main` (the whole CLI: exit codes) with stdout and stderr captured. */
+async function runMain(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const log = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void out.push(a.join(' ')));
+  const error = vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void err.push(a.join(' ')));
+  const write = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    err.push(String(chunk));
+    return true;
+  });
+  try {
+    const code = await main(argv);
+    return { code, stdout: out.join('\n'), stderr: err.join('\n') };
+  } finally {
+    log.mockRestore();
+    error.mockRestore();
+    write.mockRestore();
+  }
+}
+
+afterEach(() => {
+  delete process.env['NOVA_GUARD_LEDGER'];
+});
+
+describe('server create: the guarded create, printed as openstack server create', () => {
+  it('flavor and image by name; --wait: a Field/Value table of the ACTIVE server with its properties and the claim tag', async () => {
+    const nova = await startNova({ buildDelayMs: 20 });
+    const r = await runCli('server', registerServerCreateCommand, clientFor(nova), ['create', 'ci-1', '--flavor', 'm1.tiny', '--image', CIRROS.name, '--nic', 'none', '--property', 'owner=ci', '--wait']);
+    expect(r.stderr).toBe('');
+    expect(r.exitCode).toBe(0);
+    const lines = r.stdout.split('\n');
+    expect(lines[1]).toMatch(/^\| Field +\| Value +\|$/);
+    expect(lines).toContainEqual(expect.stringMatching(/^\| status +\| ACTIVE +\|$/));
+    expect(lines).toContainEqual(expect.stringMatching(/^\| name +\| ci-1 +\|$/));
+    expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^\\| image +\\| ${CIRROS.name.replace(/\./g, '\\.')} \\(${CIRROS.id}\\) +\\|$`)));
+    expect(r.stdout).toMatch(/\| properties +\| .*nova-guard-claim='[^']+'.*owner='ci'/);
+    const [server] = nova.listServerStates();
+    expect(server?.status).toBe('ACTIVE');
+    expect(server?.metadata?.['owner']).toBe('ci');
+    expect(posts(nova)).toBe(1);
+  });
+
+  it('-f json -c id prints only the id; -f value -c id only the id line', async () => {
+    const nova = await startNova({ buildDelayMs: 20 });
+    const json = await runCli('server', registerServerCreateCommand, clientFor(nova), ['create', 'a', '--flavor', '1', '--image', CIRROS.id, '-f', 'json', '-c', 'id']);
+    expect(json.exitCode).toBe(0);
+    const parsed = JSON.parse(json.stdout) as Record<string, unknown>;
+    expect(Object.keys(parsed)).toEqual(['id']);
+    const value = await runCli('server', registerServerCreateCommand, clientFor(nova), ['create', 'b', '--flavor', '1', '--image', CIRROS.id, '--wait', '-f', 'value', '-c', 'id']);
+    expect(value.exitCode).toBe(0);
+    expect(value.stdout).toMatch(/^[0-9a-f-]{36}$/);
+    expect(nova.listServerStates().map((s) => s.id)).toContain(value.stdout);
+  });
+
+  it('a quota 403 during the create is retried after backoff as the guard does: one server, two POSTs', async () => {
+    const nova = await startNova({ buildDelayMs: 20 });
+    nova.inject({ method: 'POST', path: '/servers', status: 403, body: { forbidden: { code: 403, message: 'Quota exceeded for cores: Requested 1, but already used 20 of 20 cores' } } });
+    const r = await runCli('server', registerServerCreateCommand, clientFor(nova), ['create', 'q', '--flavor', 'm1.tiny', '--image', CIRROS.id, '-f', 'value', '-c', 'id']);
+    expect(r.exitCode).toBe(0);
+    expect(r.stderr).toMatch(/retrying the create in [\d.]+ s \(quota: Quota exceeded for cores/);
+    expect(posts(nova)).toBe(2);
+    expect(nova.listServerStates()).toHaveLength(1);
+  }, 20_000);
+
+  it('an unknown flavor or image name is a failure naming it (exit 1), with no POST', async () => {
+    const nova = await startNova();
+    const env = ['--os-endpoint', nova.endpoint, '--os-token', `admin:${nova.projectId}`];
+    const f = await runMain([...env, 'server', 'create', 'x', '--flavor', 'm9.huge', '--image', CIRROS.id]);
+    expect(f.code).toBe(1);
+    expect(f.stderr).toContain('No Flavor found for m9.huge');
+    const i = await runMain([...env, 'server', 'create', 'x', '--flavor', '1', '--image', 'no-such-image']);
+    expect(i.code).toBe(1);
+    expect(i.stderr).toContain('No Image found for no-such-image');
+    expect(posts(nova)).toBe(0);
+  });
+});
+
+describe('server create: bad usage is exit 2 before any request', () => {
+  const cases: Array<[string, string[], RegExp]> = [
+    ['an unknown flag', ['--flavor', '1', '--image', 'i', '--bogus'], /unknown option '--bogus'/],
+    ['--nic none with --network', ['--flavor', '1', '--image', 'i', '--nic', 'none', '--network', 'n1'], /--nic none cannot be combined with --network/],
+    ['a missing --flavor', ['--image', 'i'], /required option '--flavor <flavor>' not specified/],
+    ['a missing --image', ['--flavor', '1'], /required: --image/],
+    ['a --property without =', ['--flavor', '1', '--image', 'i', '--property', 'novalue'], /--property "novalue": give key=value/],
+    ['a bad --max-wait-ms', ['--flavor', '1', '--image', 'i', '--max-wait-ms', '10 s'], /--max-wait-ms must be a positive duration/],
+    ['an unsupported --ledger URL', ['--flavor', '1', '--image', 'i', '--ledger', 'ftp://x'], /unsupported ledger URL "ftp:\/\/x"/],
+  ];
+  for (const [what, args, message] of cases) {
+    it(`${what}: exit 2, nothing sent`, async () => {
+      const nova = await startNova();
+      const r = await runMain(['--os-endpoint', nova.endpoint, '--os-token', `admin:${nova.projectId}`, 'server', 'create', 'x', ...args]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(message);
+      expect(nova.requests).toHaveLength(0);
+    });
+  }
+
+  it('NOVA_GUARD_LEDGER is read like --ledger (an unsupported one is exit 2, nothing sent)', async () => {
+    const nova = await startNova();
+    process.env['NOVA_GUARD_LEDGER'] = 'memcached://x';
+    const r = await runMain(['--os-endpoint', nova.endpoint, '--os-token', `admin:${nova.projectId}`, 'server', 'create', 'x', '--flavor', '1', '--image', 'i']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('unsupported ledger URL "memcached://x"');
+    expect(nova.requests).toHaveLength(0);
+  });
+});
