@@ -357,7 +357,7 @@ export class DeleteEngine {
         // a callback must not break the wait
       }
       if (!entry.watches.includes(w)) continue; // the callback settled it (an abort)
-      if (end !== undefined) this.#settle(w, w.end);
+      if (w.until ? w.until(obs) : end !== undefined) this.#settle(w, w.end);
       else w.nextAt = this.#nextLookAt(w, now);
     }
     if (obs.gone) {

@@ -259,6 +259,12 @@ export interface WatchSpec {
   onObservation?: ((obs: Observation, polls: number) => void) | undefined;
   /** Told of each failed look at once. */
   onFailure?: ((failure: DeleteFailureNotice) => void) | undefined;
+  /**
+   * The predicate of the wait: true when `obs` ends it. Default: the deletion's end (`classify` in
+   * `observe.ts`: the 404, `SOFT_DELETED`, `ERROR` with no task). The guard's ACTIVE wait passes its
+   * own (left BUILD, or gone); `WatchEnd.outcome` stays the deletion's reading of `obs`.
+   */
+  until?: ((obs: Observation) => boolean) | undefined;
 }
 
 /** How a wait ended. */
