@@ -20,6 +20,13 @@
  *    listing fails, the 404 counts for nothing and the server is looked at again); `SOFT_DELETED`
  *    and `ERROR` with no task end them; anything else (`DELETED` included) schedules the next look.
  *
+ * "Gone" is decided in one place, `evidence.ts` (the rules of evidence): Nova's 404 for the server's
+ * own request, or its absence from a complete, plausible brief listing that had it; nothing else.
+ *
+ * The engine is the client's watcher: the guard's wait for ACTIVE (`waitForActive`) is a wait here
+ * too, with its own predicate (`WatchSpec.until`), so it shares the listings, the schedule, the rate
+ * limit and the poll pace with the delete-waits.
+ *
  * Source: osc-lib `utils.wait_for_delete` (one wait), nodepool's shared server list (many waits),
  * Nova API reference "List Servers Detailed" (`changes-since`), tempest's `wait_for_server_termination`.
  * @module
@@ -37,7 +44,8 @@ import { endWatch, watchAborted, type Entry, type Watch } from './watch.js';
 import { ServerMemory } from './memory.js';
 import { ListingPolicy } from './listingPolicy.js';
 import { Outbound } from './outbound.js';
-import { ORPHAN_EVIDENCE, PresenceCheck } from './presenceCheck.js';
+import { PresenceCheck } from './presenceCheck.js';
+import { ORPHAN_EVIDENCE } from './evidence.js';
 import { isFatalLookFailure, showsDeleted, type Observation } from './observe.js';
 import type { DeleteEngineOptions, DeleteEngineStats, ServerApi, WatchEnd, WatchSpec } from './types.js';
 
