@@ -18,8 +18,8 @@
  *    checked against a listing when it contradicts what the engine knows, or an absence that proves
  *    it) ends them as `deleted`; `SOFT_DELETED` and `ERROR` with no task end them; anything else
  *    (`DELETED` included) schedules the next look.
- * The guard's ACTIVE wait is a wait here too (its predicate:
- * `WatchSpec.until`): one schedule, listings, rate limit and pace for every wait of the client.
+ * The guard's ACTIVE wait is a wait here too (its predicate: `WatchSpec.until`): one schedule, one
+ * set of listings, one rate limit and pace for every wait of the client (its watcher).
  * Source: osc-lib `utils.wait_for_delete` (one wait), nodepool's shared server list (many waits),
  * Nova API reference "List Servers Detailed" (`changes-since`), tempest's `wait_for_server_termination`.
  * @module
