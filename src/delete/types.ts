@@ -135,7 +135,12 @@ export interface WaitForDeleteResult {
 
 /** Options of `deleteServer`. */
 export interface DeleteServerOptions extends WaitForDeleteOptions {
-  /** Wait until Nova has deleted the server (its 404). @default false */
+  /**
+   * Wait until Nova has deleted the server (its 404). Without it the call ends once the DELETE is
+   * accepted; while a `QuotaGuard` is on the client, the client's watcher then follows the deletion
+   * to its 404 in the background (at `intervalMs`, until `timeoutMs`), so the guard's waiting creates
+   * wake at the 404. @default false
+   */
   wait?: boolean;
   /**
    * With `wait`: send the DELETE once more if no observation shows the delete under way (task_state
