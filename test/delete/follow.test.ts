@@ -28,10 +28,30 @@ describe('a deletion nobody waits for is followed by the watcher while a guard l
     // The 404 comes one look after the compute side finishes (3 s); the create goes out right after it.
     expect(gone).toBeDefined();
     expect(gone!.timeMs - T0).toBeLessThanOrEqual(4000);
+    // Held until the 404: the create went out only after it, within the guard's wake-up.
+    expect(post!.timeMs).toBeGreaterThanOrEqual(gone!.timeMs);
     expect(post!.timeMs - gone!.timeMs).toBeLessThan(1000);
     expect(nova.requests.filter((r) => r.method === 'POST' && r.path === '/servers')).toHaveLength(1);
     expect(client.unconfirmedDeletes()).toEqual([]);
     await guard.close();
     expect(client.deleteEngine.idle).toBe(true);
+  });
+
+  it('the follow looks until QuotaGuard.close() (its last listener) and then stops: nothing left running', async () => {
+    const nova = await startNova({ deleteDelayMs: 3000, deletedWindowMs: 0 });
+    const stuck = nova.addServer({ flavorId: '1', status: 'ACTIVE' }).id;
+    nova.setServerBehavior(stuck, { onDelete: 'never' });
+    const client = clientFor(nova, { maxRequestsPerSecond: Infinity });
+    const guard = guardFor(nova, {}, client);
+    await settle(deleteServer(client, stuck, { wait: false, intervalMs: 1000, jitter: 0 }));
+    await settle(new Promise((resolve) => setTimeout(resolve, 5500)));
+    const looks = (): number => nova.requests.filter((r) => r.method === 'GET' && r.path === `/servers/${stuck}`).length;
+    expect(looks()).toBe(6); // at 0, 1, ..., 5 s
+    expect(client.deleteEngine.idle).toBe(false);
+    await guard.close();
+    expect(client.deleteEngine.idle).toBe(true);
+    await settle(new Promise((resolve) => setTimeout(resolve, 10_000)));
+    expect(looks()).toBe(6);
+    expect(client.unconfirmedDeletes().map((d) => d.serverId)).toEqual([stuck]);
   });
 });
