@@ -26,12 +26,12 @@ import { untilSettledOrAborted, type TimerHandle } from '../core/clock.js';
 import { startCall, type Call } from './call.js';
 import { canonicalServerId, normaliseServerId } from '../core/validate.js';
 import { isDeleting } from '../core/counting.js';
-import { AbortError, AuthError, ConflictError, DeleteFailedError, DeleteTimeoutError, ForbiddenError } from '../errors/index.js';
+import { AbortError, AuthError, ConflictError, DeleteFailedError, DeleteTimeoutError, ForbiddenError, type FailureSummary } from '../errors/index.js';
 import { InvalidResponseError, NovaApiError, OrphanedServerError } from '../errors/index.js';
 import { isServerNotFound, isTransient } from '../transport/http.js';
 import { retryAfterOf, withRetry } from '../transport/retry.js';
 import { FailureLog } from './failureLog.js';
-import type { FailureSummary } from '../errors/index.js';
+import { followDeletion } from './follow.js';
 import type { DeleteEngine } from './engine.js';
 import { DELETE_DEFAULTS, checkDeleteManyOptions, checkDeleteOptions } from './options.js';
 import { lookById, type Observation } from './observe.js';
@@ -156,7 +156,7 @@ async function deleteOne(
     });
     return done(first === 'already-gone' ? 'already-gone' : 'deleted');
   }
-  if (!options.wait) return done('delete-requested');
+  if (!options.wait) return (followDeletion(engine, serverId, options), done('delete-requested')); // followed to its 404 while a guard listens
   if (batch.waitAfter) {
     // The other DELETEs of the batch first: no listing competes with them, and all waits start together.
     await untilSettledOrAborted(batch.waitAfter, call.signal).catch((e: unknown) => {

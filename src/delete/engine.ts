@@ -11,15 +11,15 @@
  *    a slow request never holds a wait past it).
  * 2. One server pending (or `coalesce: false`): each due server gets its own `GET /servers/{id}`.
  * 3. Two or more pending: one `changes-since` listing answers the servers not yet seen `DELETED`;
- *    one brief `GET /servers` tells which of those seen `DELETED` Nova no longer lists (if plausibly ours: tick.ts); every server
+ *    one brief `GET /servers` tells which of those seen `DELETED` Nova no longer lists; every server
  *    the listings could not answer (absent, not anchored, listing failed: an error or the request time
- *    limit; a slow answer is an answer) and every server
- *    about to be confirmed gets its own GET. A failed listing is never a failed wait.
- * 4. Each answer goes to the waits of its server: Nova's 404 ends them as `deleted` (a 404 a listing
- *    contradicts is checked first, see `presenceCheck.ts`: an orphaned mapping; while the checking
- *    listing fails, the 404 counts for nothing and the server is looked at again); `SOFT_DELETED`
- *    and `ERROR` with no task end them; anything else (`DELETED` included) schedules the next look.
- *
+ *    limit; a slow answer is an answer) gets its own GET. A failed listing is never a failed wait.
+ * 4. Each answer goes to the waits of its server: "gone" (decided in `evidence.ts` only: Nova's 404,
+ *    checked against a listing when it contradicts what the engine knows, or an absence that proves
+ *    it) ends them as `deleted`; `SOFT_DELETED` and `ERROR` with no task end them; anything else
+ *    (`DELETED` included) schedules the next look.
+ * The guard's ACTIVE wait is a wait here too (its predicate: `WatchSpec.until`): one schedule, one
+ * set of listings, one rate limit and pace for every wait of the client (its watcher).
  * Source: osc-lib `utils.wait_for_delete` (one wait), nodepool's shared server list (many waits),
  * Nova API reference "List Servers Detailed" (`changes-since`), tempest's `wait_for_server_termination`.
  * @module
@@ -37,7 +37,8 @@ import { endWatch, watchAborted, type Entry, type Watch } from './watch.js';
 import { ServerMemory } from './memory.js';
 import { ListingPolicy } from './listingPolicy.js';
 import { Outbound } from './outbound.js';
-import { ORPHAN_EVIDENCE, PresenceCheck } from './presenceCheck.js';
+import { PresenceCheck } from './presenceCheck.js';
+import { ORPHAN_EVIDENCE } from './evidence.js';
 import { isFatalLookFailure, showsDeleted, type Observation } from './observe.js';
 import type { DeleteEngineOptions, DeleteEngineStats, ServerApi, WatchEnd, WatchSpec } from './types.js';
 
@@ -357,7 +358,7 @@ export class DeleteEngine {
         // a callback must not break the wait
       }
       if (!entry.watches.includes(w)) continue; // the callback settled it (an abort)
-      if (end !== undefined) this.#settle(w, w.end);
+      if (w.until ? w.until(obs) : end !== undefined) this.#settle(w, w.end);
       else w.nextAt = this.#nextLookAt(w, now);
     }
     if (obs.gone) {

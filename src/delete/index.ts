@@ -40,11 +40,14 @@ export type { Outbound } from './outbound.js';
 export type { PollPace } from './pollPace.js';
 export type { DeleteWindow } from './deleteWindow.js';
 import type { DeleteCapable } from './waitForDelete.js';
+import { listenForConfirmed } from './follow.js';
 
 /**
  * Call `listener` whenever `client` confirms a deletion (Nova's 404: the server's quota is free).
- * Returns the function that unsubscribes. The quota guard wakes its waiters with it.
+ * Returns the function that unsubscribes. The quota guard wakes its waiters with it. While anyone
+ * listens, a `deleteServer` without `wait` leaves its accepted deletion to the client's watcher,
+ * which looks until Nova's 404 (`follow.ts`); the last unsubscribe stops those looks.
  */
 export function onDeleteConfirmed(client: DeleteCapable, listener: (serverId: string) => void): () => void {
-  return client.deleteEngine.ledger.onConfirmed(listener);
+  return listenForConfirmed(client.deleteEngine, listener);
 }

@@ -25,6 +25,11 @@ export class DeleteLedger {
     return () => this.#listeners.delete(listener);
   }
 
+  /** True while anyone listens for confirmed deletions (a `QuotaGuard` on the client). */
+  get listened(): boolean {
+    return this.#listeners.size > 0;
+  }
+
   /** A `deleteServer` call for `serverId` starts. */
   track(serverId: string): void {
     const e = this.#entries.get(serverId);

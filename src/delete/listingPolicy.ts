@@ -4,7 +4,7 @@
  * microversion of the brief listing (2.69 or later, unless Nova answers 406 to it: then every
  * absence is proved by a GET), and the ids of the latest plausible brief listing (a listing that
  * shows none of them nor any pending server is not this project's, or dropped everything at once:
- * its absences are proved by GETs, see `plausiblyOurs` in `tick.ts`).
+ * its absences are proved by GETs, see `plausiblyOurs` in `evidence.ts`).
  *
  * @module
  */

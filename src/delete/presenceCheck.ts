@@ -17,6 +17,7 @@ import { AbortError, OrphanedServerError } from '../errors/index.js';
 import { withRetry } from '../transport/retry.js';
 import { listIds } from './observe.js';
 import type { ServerApi } from './types.js';
+import { ORPHAN_EVIDENCE } from './evidence.js';
 
 /** What the check needs of its engine. */
 export interface PresenceCheckDeps {
@@ -37,8 +38,6 @@ interface Shared {
 /** Longest pause between two listings that check one 404, in ms. */
 const MAX_CHECK_DELAY_MS = 30_000;
 
-/** The words of an orphan's evidence. */
-export const ORPHAN_EVIDENCE = 'Nova answered 404 (itemNotFound) for it, while a listing of the project (GET /servers) still shows it';
 
 /** One shared brief listing at a time. */
 export class PresenceCheck {

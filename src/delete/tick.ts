@@ -4,42 +4,17 @@
  *
  * @module
  */
-import { inOperation, type OperationContext } from '../core/telemetry.js';
+import { inOperation } from '../core/telemetry.js';
 import { timeoutSignal } from '../core/clock.js';
 import { statusOf } from '../core/counting.js';
 import { AbortError, NovaApiError } from '../errors/index.js';
 import { CHANGES_SINCE_MARGIN_MS, listChangedSince, listIds, lookById, type Observation } from './observe.js';
-import type { DeleteEngineStats, ServerApi } from './types.js';
+import type { DeleteEngineStats, ServerApi, TickEntry } from './types.js';
 
-/** What a tick knows of one pending server. */
-export interface TickEntry {
-  readonly serverId: string;
-  /**
-   * Nova time from which its changes show in `changes-since`: its own last `updated`, or before any
-   * look the `Date` of its accepted DELETE; undefined when neither is known.
-   */
-  anchorNovaMs: number | undefined;
-  /** Local wall-clock time its first wait started. */
-  readonly createdWallMs: number;
-  /** It has shown status `DELETED`: only its 404 is awaited. */
-  seenDeleted: boolean;
-  /** Its deletion is under way: it has shown task_state `deleting` or status `DELETED`. */
-  underway: boolean;
-  /** Clock time of its last status (a body from a GET or a `changes-since` listing). */
-  statusAt: number;
-  /** A successful brief listing has shown it: from then on, a successful listing without it means it is gone. */
-  listed: boolean;
-  /**
-   * The latest successful listing showed it present (a brief listing, or `changes-since` with a status
-   * other than `DELETED`): a 404 of its own GET is then checked against a listing before it counts.
-   */
-  lastListed: boolean;
-  /** Aborted when its last wait ends: its own requests stop. */
-  readonly controller: AbortController;
-  /** The operation of its first wait: its own GETs carry that operation's `X-OpenStack-Request-ID`. */
-  readonly operation?: OperationContext | undefined;
-  readonly watches: readonly unknown[];
-}
+export type { TickEntry } from './types.js';
+import { absenceIsGone, judgeNotFound, live, plausiblyOurs } from './evidence.js';
+
+export { needsCheck, plausiblyOurs } from './evidence.js';
 
 /** Everything one tick needs (durations in ms). */
 export interface TickContext {
@@ -102,40 +77,13 @@ export interface TickContext {
 /** When Nova's clock is not known yet, `changes-since` reaches this far back, in ms (clocks minutes apart still meet). */
 const UNKNOWN_OFFSET_WINDOW_MS = 600_000;
 
-const live = (e: TickEntry): boolean => e.watches.length > 0 && !e.controller.signal.aborted;
-
-/**
- * A 404 of the server's own GET is checked against a listing before it counts when it contradicts what
- * the engine knows: the latest listing showed the server, or (one wait at a time, no listing at all)
- * nothing ever showed it reachable (no body, no accepted DELETE), as for an orphaned mapping whose
- * DELETE answered 404 too. A normal delete (an accepted DELETE, then the 404; a listing that dropped
- * the server; a server no listing showed while shared listings run) sends nothing more.
- */
-export function needsCheck(e: TickEntry, fleet: boolean): boolean {
-  return e.lastListed || (!fleet && e.anchorNovaMs === undefined && !Number.isFinite(e.statusAt));
-}
-
-/** Deliver a 404 of `e`'s own GET: checked against a listing first when {@link needsCheck} says so. */
+/** Deliver Nova's 404 for `e`'s own GET as the rules of evidence judge it (`judgeNotFound` in `evidence.ts`). */
 async function deliverGone(ctx: TickContext, e: TickEntry): Promise<void> {
-  if (!needsCheck(e, ctx.fleet)) {
-    ctx.deliver(e, { gone: true });
-    return;
-  }
-  let ids: ReadonlySet<string>;
-  try {
-    ids = await ctx.listedNow();
-  } catch (error) {
-    if (!live(e)) return;
-    ctx.checkFailed(e, error);
-    return;
-  }
+  const judged = await judgeNotFound(e, ctx.fleet, ctx.listedNow);
   if (!live(e)) return;
-  if (ids.has(e.serverId)) {
-    ctx.orphan(e);
-    return;
-  }
-  e.lastListed = false;
-  ctx.deliver(e, { gone: true });
+  if (judged.verdict === 'gone') ctx.deliver(e, { gone: true });
+  else if (judged.verdict === 'orphan') ctx.orphan(e);
+  else ctx.checkFailed(e, judged.error);
 }
 
 /**
@@ -215,22 +163,6 @@ async function statusListing(ctx: TickContext, wanted: TickEntry[]): Promise<Tic
 }
 
 /**
- * True when a brief listing is plausibly this project's complete listing: it shows a server known
- * to exist, i.e. one of the servers the engine waits for, or one an earlier plausible listing showed
- * (a server of the project nobody deletes: Nova lists a server until it destroys it). The brief
- * listing carries ids only, no `tenant_id`, so this is its check: a listing of another project (a
- * misrouted cache or proxy), an empty one, or one that drops every server listed a moment ago shows
- * none of them, and then no absence from it is trusted: each server gets its own GET instead (Nova's
- * 404 for it is the proof). An honest listing that drops them all at once (the project's last servers
- * gone together) then costs one GET each, never a wrong "deleted".
- */
-export function plausiblyOurs(ids: ReadonlySet<string>, entries: readonly TickEntry[], known: ReadonlySet<string>): boolean {
-  if (entries.some((e) => live(e) && ids.has(e.serverId))) return true;
-  for (const id of known) if (ids.has(id)) return true;
-  return false;
-}
-
-/**
  * The brief listing for the servers under way. A server it no longer has, that an earlier listing
  * had, is gone (Nova lists a server until it destroys it, its `DELETED` window included, and from
  * microversion 2.69 lists the servers of an unreachable cell too), provided the listing is plausibly
@@ -260,11 +192,11 @@ async function presenceListing(ctx: TickContext, underway: TickEntry[]): Promise
     const look: TickEntry[] = [];
     for (const e of underway) {
       e.lastListed = ids.has(e.serverId);
-      if (ids.has(e.serverId)) {
+      if (absenceIsGone(e, ids, plausible, ctx.trustAbsence)) gone.push(e);
+      else if (ids.has(e.serverId)) {
         e.listed = true;
         ctx.present(e);
-      } else if (e.listed && plausible && ctx.trustAbsence) gone.push(e);
-      else look.push(e);
+      } else look.push(e);
     }
     return { gone, look };
   } catch (error) {

@@ -7,6 +7,7 @@
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import type { Server } from '../core/types.js';
+import type { OperationContext } from '../core/telemetry.js';
 import type { FailureSummary } from '../errors/index.js';
 import type { DeleteFailureNotice } from './failureLog.js';
 
@@ -134,7 +135,12 @@ export interface WaitForDeleteResult {
 
 /** Options of `deleteServer`. */
 export interface DeleteServerOptions extends WaitForDeleteOptions {
-  /** Wait until Nova has deleted the server (its 404). @default false */
+  /**
+   * Wait until Nova has deleted the server (its 404). Without it the call ends once the DELETE is
+   * accepted; while a `QuotaGuard` is on the client, the client's watcher then follows the deletion
+   * to its 404 in the background (at `intervalMs`, until `timeoutMs`), so the guard's waiting creates
+   * wake at the 404. @default false
+   */
   wait?: boolean;
   /**
    * With `wait`: send the DELETE once more if no observation shows the delete under way (task_state
@@ -259,6 +265,12 @@ export interface WatchSpec {
   onObservation?: ((obs: Observation, polls: number) => void) | undefined;
   /** Told of each failed look at once. */
   onFailure?: ((failure: DeleteFailureNotice) => void) | undefined;
+  /**
+   * The predicate of the wait: true when `obs` ends it. Default: the deletion's end (`classify` in
+   * `observe.ts`: the 404, `SOFT_DELETED`, `ERROR` with no task). The guard's ACTIVE wait passes its
+   * own (left BUILD, or gone); `WatchEnd.outcome` stays the deletion's reading of `obs`.
+   */
+  until?: ((obs: Observation) => boolean) | undefined;
 }
 
 /** How a wait ended. */
@@ -272,3 +284,32 @@ export interface WatchEnd {
   failures?: FailureSummary | undefined;
 }
 
+/** What a tick knows of one pending server. */
+export interface TickEntry {
+  readonly serverId: string;
+  /**
+   * Nova time from which its changes show in `changes-since`: its own last `updated`, or before any
+   * look the `Date` of its accepted DELETE; undefined when neither is known.
+   */
+  anchorNovaMs: number | undefined;
+  /** Local wall-clock time its first wait started. */
+  readonly createdWallMs: number;
+  /** It has shown status `DELETED`: only its 404 is awaited. */
+  seenDeleted: boolean;
+  /** Its deletion is under way: it has shown task_state `deleting` or status `DELETED`. */
+  underway: boolean;
+  /** Clock time of its last status (a body from a GET or a `changes-since` listing). */
+  statusAt: number;
+  /** A successful brief listing has shown it: from then on, a successful listing without it means it is gone. */
+  listed: boolean;
+  /**
+   * The latest successful listing showed it present (a brief listing, or `changes-since` with a status
+   * other than `DELETED`): a 404 of its own GET is then checked against a listing before it counts.
+   */
+  lastListed: boolean;
+  /** Aborted when its last wait ends: its own requests stop. */
+  readonly controller: AbortController;
+  /** The operation of its first wait: its own GETs carry that operation's `X-OpenStack-Request-ID`. */
+  readonly operation?: OperationContext | undefined;
+  readonly watches: readonly unknown[];
+}

@@ -101,6 +101,7 @@ export class QuotaGuard {
   /** Counters. */
   readonly stats: QuotaGuardStats = newStats();
   readonly #state: GuardState;
+  readonly #offConfirmed: () => void; // Nova's 404 after a delete of this client frees quota: every holder of the ledger hears of it
   #scopeBound: Promise<void> | undefined;
 
   /**
@@ -116,8 +117,7 @@ export class QuotaGuard {
     const log = componentLogger(options.logger, 'quota-guard');
     if (opts.ledger) checkScopeNow(opts.ledger, client);
     this.#state = newGuardState(client, opts, log, this.stats);
-    // Nova's 404 after a delete of this client frees quota: every holder of the ledger hears of it.
-    onDeleteConfirmed(client, (serverId) => publishFreed(this.#state, serverId));
+    this.#offConfirmed = onDeleteConfirmed(client, (serverId) => publishFreed(this.#state, serverId));
   }
 
   /** Before the first request: the ledger serves this client's endpoint and project (`ledgerScope.ts`); a refusal stays. */
@@ -148,9 +148,9 @@ export class QuotaGuard {
     return liveMarks(this.#state);
   }
 
-  /** End every watch of {@link unsettledCreates} (`lateCreates.ts`); wait for the background `publishFreed` calls (bounded): the `ledger` stays open and may be closed next. Idempotent. */
+  /** End every watch of {@link unsettledCreates} (`lateCreates.ts`); stop hearing the client's confirmed deletions (the last guard off ends the watcher's follows of deletions nobody waits for); wait for the background `publishFreed` calls (bounded): the `ledger` stays open and may be closed next. Idempotent. */
   async close(): Promise<void> {
-    await Promise.all([closeWatches(this.#state), closeLedgerUse(this.#state)]);
+    await Promise.all([closeWatches(this.#state), closeLedgerUse(this.#state), this.#offConfirmed()]);
   }
 
   /**

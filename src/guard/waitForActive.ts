@@ -1,21 +1,20 @@
 /**
- * `waitForActive`: poll a new server until it leaves BUILD.
+ * `waitForActive`: wait until a new server leaves BUILD, reading the client's watcher.
  *
- * A port of osc-lib's `wait_for_status` (`osc_lib/utils/__init__.py`: success `['active']`, error
- * `['error']`, first look at once, then one every interval) with a wall-clock timeout, jitter
- * ({@link jitteredMs}), an AbortSignal, and 404 (Nova's `Instance <id> could not be found.`) or
- * status DELETED reported as `'gone'`. Each look is one `GET /servers/{id}` (Nova API reference,
- * "Show Server Details") with the client's own retries of transient failures (no response, 502, 503,
- * 504, rate limits): a failure is never taken as an answer. Every timer is on the client's clock; the
- * deadline is an AbortSignal that also cuts the look in flight.
+ * osc-lib's `wait_for_status` (`osc_lib/utils/__init__.py`: success `['active']`, error `['error']`,
+ * first look at once, then one every interval) as a predicate on what the client's watcher (its
+ * delete engine, `src/delete/engine.ts`) sees of the server, with a wall-clock timeout, jitter, an
+ * AbortSignal, and 404 (Nova's `Instance <id> could not be found.`) or status DELETED reported as
+ * `'gone'`. The watcher owns the schedule, the rate limit and the poll pace of every look of the
+ * client: N concurrent waits (guarded creates, delete-waits) cost one `changes-since` listing a tick
+ * (Nova API reference, "List Servers Detailed"), not N `GET /servers/{id}` ("Show Server Details");
+ * a wait alone gets its own GET each interval. A failed look is never taken as an answer.
  *
  * @module
  */
 import type { NovaClient } from '../nova/client.js';
-import { AbortError, NovaNetworkError, isAbortError } from '../errors/index.js';
-import { isServerNotFound } from '../transport/index.js';
-import { sleep, timeoutSignal } from '../core/clock.js';
-import { jitteredMs } from '../core/jitter.js';
+import { AbortError } from '../errors/index.js';
+import type { WatchEnd } from '../delete/index.js';
 import type { Server } from '../core/types.js';
 import { statusOf } from '../core/counting.js';
 import { checkOptions, type OptionsSpec } from '../core/options.js';
@@ -77,6 +76,9 @@ export function isPastScheduling(server: Server): boolean {
   return typeof taskState === 'string' && taskState !== '' && taskState.toLowerCase() !== 'scheduling';
 }
 
+/** Failed looks in a row a wait for ACTIVE tolerates (transient failures only), as many as the client's default retries. */
+const ACTIVE_POLL_RETRIES = 4;
+
 /** What {@link waitForActive} takes (see {@link WaitForActiveOptions}). */
 const WAIT_FOR_ACTIVE_SPEC: OptionsSpec<WaitForActiveOptions> = {
   timeoutMs: is.durationMs({ timer: true }),
@@ -93,7 +95,7 @@ export interface WaitForActiveResult {
   server: Server | undefined;
   /** Last status seen (`'NOT_FOUND'` after a 404). */
   lastStatus: string | undefined;
-  /** GET requests made (the client's retries of transient failures included). */
+  /** Looks at the server: its own GETs, and the shared listings that showed it. */
   polls: number;
   /** Wall-clock time spent, in ms. */
   elapsedMs: number;
@@ -109,14 +111,25 @@ function outcomeOf(server: Server): Exclude<ActiveOutcome, 'timeout'> | undefine
 }
 
 /**
- * Poll `GET /servers/{id}` until the server leaves BUILD or `timeoutMs` passes. Outcomes are
- * resolved, not thrown.
+ * Wait until the server leaves BUILD or `timeoutMs` passes, reading the client's watcher (its
+ * `deleteEngine`: one schedule, one rate limit and one poll pace for every wait of the client).
+ * Outcomes are resolved, not thrown.
+ *
+ * The wait is a predicate on what the watcher sees of the server (left BUILD, or gone). While it is
+ * the client's only pending wait, each look is the server's own `GET /servers/{id}`, the first at
+ * once, then one every `intervalMs`; while other waits are pending on the same client (other guarded
+ * creates, delete-waits), one shared `GET /servers/detail?changes-since=T` a tick answers them all,
+ * and only a server that listing could not answer gets its own GET. "Gone" is Nova's 404 for the
+ * server's own GET (checked against a listing when a listing showed it a moment ago) or status
+ * `DELETED`; an absence from a listing is never "gone". A transient failure (no response, 5xx, 429)
+ * is looked at again at the next interval (widened while Nova is slow or failing), up to 4 in a row.
  *
  * `serverId` is sent in Nova's canonical form (lower case, 8-4-4-4-12 dashes, see `canonicalServerId`).
  *
  * @throws {@link ValidationError} (before any request) for a server id that is not a UUID, an unknown option name or a bad value;
- * {@link AbortError} when `signal` aborts; a poll's {@link NovaApiError} when it is not
- * transient (401, 403) or keeps failing past the client's retries.
+ * {@link AbortError} when `signal` aborts; a look's {@link NovaApiError} when it is not
+ * transient (401, 403) or more than 4 looks in a row failed; {@link OrphanedServerError} when Nova
+ * answers 404 for the server while its listing still shows it; what `onBuild` throws.
  */
 export async function waitForActive(client: NovaClient, id: string, options: WaitForActiveOptions = {}): Promise<WaitForActiveResult> {
   const serverId = normaliseServerId('server id', id);
@@ -124,45 +137,51 @@ export async function waitForActive(client: NovaClient, id: string, options: Wai
   const timeoutMs = options.timeoutMs ?? 600000;
   const intervalMs = options.intervalMs ?? 2000;
   const jitter = options.jitter ?? 0.1;
-  const clock = client.clock;
+  const engine = client.deleteEngine;
+  const clock = engine.clock;
   const aborted = (): AbortError => new AbortError(`Wait for server ${serverId} to leave BUILD was aborted`, { cause: options.signal?.reason });
   if (options.signal?.aborted) throw aborted();
   const startedMs = clock.now();
-  const leftMs = (): number => timeoutMs - (clock.now() - startedMs);
-  const deadline = timeoutSignal(clock, timeoutMs, () => new AbortError(`waitForActive: ${timeoutMs} ms passed`));
-  const signal = options.signal ? AbortSignal.any([options.signal, deadline.signal]) : deadline.signal;
-  let polls = 0;
-  let server: Server | undefined;
-  let lastStatus: string | undefined;
-  const end = (outcome: ActiveOutcome): WaitForActiveResult => ({ outcome, server, lastStatus, polls, elapsedMs: Math.round(clock.now() - startedMs) });
+  // `onBuild` runs with each BUILD body, one at a time; what it throws ends the wait.
+  const onBuild = options.onBuild;
+  const buildFailed = new AbortController();
+  let building: Promise<void> = Promise.resolve();
+  let buildError: { error: unknown } | undefined;
+  const signal = options.signal ? AbortSignal.any([options.signal, buildFailed.signal]) : buildFailed.signal;
+  let end: WatchEnd;
   try {
-    for (;;) {
-      try {
-        server = await client.getServer(serverId, {
-          signal,
-          requestTimeoutMs: Math.max(1, Math.min(client.requestTimeoutMs, Math.ceil(leftMs()))),
-          onAttempt: () => void polls++,
+    end = await engine.watch(serverId, {
+      intervalMs,
+      confirmIntervalMs: intervalMs,
+      jitter,
+      deadlineAt: startedMs + timeoutMs,
+      requestTimeoutMs: undefined,
+      pollRetries: ACTIVE_POLL_RETRIES,
+      signal,
+      until: (obs) => obs.gone || outcomeOf(obs.server) !== undefined,
+      onObservation: (obs) => {
+        if (!onBuild || obs.gone || outcomeOf(obs.server) !== undefined) return;
+        const body = obs.server;
+        building = building.then(async () => {
+          if (buildError) return;
+          try {
+            await onBuild(body);
+          } catch (error) {
+            buildError = { error };
+            buildFailed.abort(error);
+          }
         });
-      } catch (e) {
-        if (!isServerNotFound(e, serverId)) throw e;
-        server = undefined;
-        lastStatus = 'NOT_FOUND';
-        return end('gone');
-      }
-      lastStatus = server.status;
-      const outcome = outcomeOf(server);
-      if (outcome) return end(outcome);
-      if (options.onBuild) await options.onBuild(server);
-      if (leftMs() <= 0) return end('timeout');
-      await sleep(clock, Math.min(jitteredMs(intervalMs, jitter), leftMs()), signal);
-    }
+      },
+    });
   } catch (e) {
+    await building;
+    if (buildError) throw buildError.error;
     if (options.signal?.aborted) throw aborted();
-    // The deadline ended a pause or cut the look in flight (the look's time limit was the time left).
-    if (deadline.signal.aborted && (isAbortError(e) || (e instanceof NovaNetworkError && e.timedOut))) return end('timeout');
-    if (e instanceof NovaNetworkError && e.timedOut && leftMs() <= 0) return end('timeout');
     throw e;
-  } finally {
-    deadline.dispose();
   }
+  if (onBuild) await building;
+  if (buildError) throw buildError.error;
+  const server = end.server;
+  const outcome: ActiveOutcome = server === undefined ? (end.lastStatus === 'NOT_FOUND' ? 'gone' : 'timeout') : (outcomeOf(server) ?? 'timeout');
+  return { outcome, server, lastStatus: end.lastStatus, polls: end.polls, elapsedMs: Math.round(clock.now() - startedMs) };
 }

@@ -8,7 +8,7 @@ import { AbortError, ConflictError, NovaApiError, NovaGuardError, QuotaExceededE
 import { QuotaBuildFaultError, ServerBuildError } from '../../src/guard/index.js';
 import type { QuotaRetryInfo } from '../../src/guard/quotaGuard.js';
 import { body, guardFor, limitsAndPosts, liveServers, posts, startNova } from './fixtures.js';
-import { rejection, settle, useFakeClock } from '../helpers.js';
+import { clientFor, rejection, settle, useFakeClock } from '../helpers.js';
 import { QuotaGuard } from '../../src/guard/quotaGuard.js';
 import { FAST } from './fixtures.js';
 import { ScriptedNova } from './scripted.js';
@@ -122,7 +122,9 @@ describe('late quota fault (202, then ERROR)', () => {
 
   it('still BUILD after activeTimeoutMs: deleted, ServerBuildError reason timeout', async () => {
     const nova = await startNova({ buildDelayMs: 60000 });
-    const guard = guardFor(nova, { activeTimeoutMs: 80 });
+    // Looks every 5 ms go through the client's one rate limit (the ACTIVE wait reads the client's
+    // watcher): without a limit here, the DELETE is not held behind 16 looks' turns.
+    const guard = guardFor(nova, { activeTimeoutMs: 80 }, clientFor(nova, { maxRequestsPerSecond: Infinity }));
     const started = performance.now();
     const startedWall = Date.now();
     const err = await rejection(settle(guard.createServer(body('slow'))));

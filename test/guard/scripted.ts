@@ -169,6 +169,9 @@ export function quota403Reply(message: string, headers?: Record<string, string>)
   return { status: 403, body: { forbidden: { code: 403, message } }, ...(headers ? { headers } : {}) };
 }
 
+/** The real `setImmediate`, taken before any test fakes the timers. */
+const realSetImmediate = globalThis.setImmediate;
+
 /**
  * Drive fake timers until `promise` settles (each step runs the next timer and the microtasks after
  * it); resolves its value or rejects with its error.
@@ -179,6 +182,11 @@ export async function onFakeTimers<T>(promise: Promise<T>): Promise<T> {
     done = true;
   });
   settled.catch(() => undefined);
-  for (let i = 0; i < 100000 && !done; i++) await vi.advanceTimersToNextTimerAsync();
+  for (let i = 0; i < 100000 && !done; i++) {
+    await vi.advanceTimersToNextTimerAsync();
+    // A few real turns of the event loop (no fake time passes): what the step's timer started
+    // settles before the next timer runs.
+    for (let j = 0; j < 3 && !done; j++) await new Promise<void>((resolve) => realSetImmediate(() => resolve()));
+  }
   return settled;
 }
