@@ -6,7 +6,7 @@
  * error class. One name per thing: amounts are {@link ResourceAmounts} (`cores`, `ramMiB`,
  * `instances`), findings {@link QuotaFinding}. The plumbing under them (the delete engine, headroom
  * arithmetic, ledger records, telemetry helpers) stays in the capability folders. `nova-guard/testing`
- * (FakeNova, FakeKeystone) and `nova-guard/redis` (RedisQuotaLedger) are separate entries.
+ * (FakeNova, FakeKeystone) and `nova-guard/redis` (RedisQuotaLedger) and `nova-guard/sqlite` (SqliteQuotaLedger) are separate entries.
  *
  * @module
  */
@@ -68,6 +68,9 @@ export { parseQuotaMessage } from './errors/quotaMessage.js';
 
 // The quota guard.
 export { QuotaGuard, InProcessQuotaLedger, waitForActive } from './guard/index.js';
+// A ledger from a string ('sqlite:…', 'redis://…', NOVA_GUARD_LEDGER); importing it lets QuotaGuard take one.
+export { openLedger, parseLedgerSpec, LEDGER_ENV } from './ledgers/index.js';
+export type { OpenLedgerOptions, LedgerSpec } from './ledgers/index.js';
 export { QuotaWaitTimeoutError, QuotaNeverFitsError, QuotaBuildFaultError, ServerBuildError, CreateOutcomeUnknownError } from './guard/index.js';
 export type {
   QuotaGuardOptions,

@@ -14,7 +14,8 @@ import { ValidationError } from '../errors/index.js';
 import type { Headroom, Shortfall } from './headroom.js';
 import type { QuotaFinding, ResourceAmounts } from '../core/types.js';
 import type { ShortfallCause } from './explain.js';
-import type { LoggerOption } from '../core/logger.js';
+import { componentLogger, type LoggerOption } from '../core/logger.js';
+import { ledgerOption, type Clock } from './ledgerSpec.js';
 import { is } from '../core/validate.js';
 import type { QuotaLedger } from './ledger.js';
 
@@ -176,9 +177,11 @@ export interface QuotaGuardOptions {
    * process that uses it, and probed (`probe()`, or the next real call) 1 s after, then at doubling
    * intervals up to 30 s (jittered): one warning for the outage, one for the recovery
    * (`resilientLedger.ts`). Default: a new `InProcessQuotaLedger` on the client's clock.
-   * @default new InProcessQuotaLedger({ clock: client.clock })
+   * Or a string (checked at construction): `'sqlite:[PATH]'`, `'redis://…'`, `'in-process'`; without `ledger`,
+   * `NOVA_GUARD_LEDGER`. The guard opens it before its first request, closes it in `close()` (`ledgerSpec.ts`).
+   * @default NOVA_GUARD_LEDGER, else new InProcessQuotaLedger({ clock: client.clock })
    */
-  ledger?: QuotaLedger | undefined;
+  ledger?: QuotaLedger | string | undefined;
   /**
    * Lease of a claim on the ledger, in ms: renewed right before every `POST /servers` (a lost lease
    * means no POST) and every `leaseTtlMs / 3` while the create is in flight (the POST, the wait for
@@ -314,7 +317,22 @@ const LEDGER_METHODS = ['join', 'leave', 'limits', 'admit', 'claimAnyway', 'rene
 
 /** {@link QuotaGuardOptions} with the defaults filled in. */
 export type ResolvedOptions = Required<Omit<QuotaGuardOptions, 'onWait' | 'onRetry' | 'logger' | 'deleteOptions' | 'ledger'>> &
-  Pick<QuotaGuardOptions, 'onWait' | 'onRetry' | 'deleteOptions' | 'ledger'>;
+  Pick<QuotaGuardOptions, 'onWait' | 'onRetry' | 'deleteOptions'> & { ledger?: QuotaLedger | undefined };
+
+const OWNED = new WeakMap<object, QuotaLedger>();
+
+/** {@link validateOptions}, with a ledger string (or `NOVA_GUARD_LEDGER`) opened as a ledger the guard owns (`ledgerSpec.ts`). */
+export function validateGuardOptions(o: QuotaGuardOptions, clock: Clock): ResolvedOptions {
+  const given: unknown = (o as QuotaGuardOptions | null | undefined)?.ledger;
+  const checked = validateOptions(typeof given === 'string' ? { ...o, ledger: undefined } : o);
+  const { owned } = ledgerOption(checked.ledger ?? given, clock, componentLogger(o.logger, 'quota-guard'));
+  const opts = owned === undefined ? checked : { ...checked, ledger: owned };
+  if (owned !== undefined) OWNED.set(opts, owned);
+  return opts;
+}
+
+/** Close the ledger the guard of `opts` opened from a string, if any. */
+export const closeOwnedLedger = async (opts: ResolvedOptions): Promise<void> => OWNED.get(opts)?.close();
 
 /**
  * Validate options and fill in {@link QUOTA_GUARD_DEFAULTS}.

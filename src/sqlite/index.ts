@@ -10,3 +10,4 @@ export { SqliteQuotaLedger } from './ledger.js';
 export type { SqliteQuotaLedgerOptions } from './options.js';
 export { defaultLedgerDir } from './options.js';
 export { SqliteLedgerError } from './errors.js';
+export { isSqliteUnavailable } from './native.js';

@@ -57,7 +57,7 @@ export function loadSqlite(): DatabaseConstructor {
   }
 }
 
-/** True for the error {@link loadSqlite} throws when better-sqlite3 cannot be loaded. */
+/** True for the `ConfigError` a SQLite ledger throws when the optional dependency better-sqlite3 cannot be loaded. */
 export function isSqliteUnavailable(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[UNAVAILABLE] === true;
 }
