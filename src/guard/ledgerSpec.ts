@@ -113,23 +113,29 @@ export class SpecLedger implements QuotaLedger {
       return;
     }
     this.#scope = ledgerScope(scope.endpoint, scope.projectId);
-    const opening = this.resolver.open(this.#spec, { scope: this.#scope, clock: this.clock, logger: this.logger });
-    this.#opening = opening.then((l) => {
+    this.#open(this.#scope).catch(() => undefined); // a failed opening is reported by the calls that wait for it
+  }
+
+  /** Open the ledger for `scope`; a failed opening is tried again by the next call. */
+  #open(scope: LedgerScope): Promise<QuotaLedger> {
+    const opening = this.resolver.open(this.#spec, { scope, clock: this.clock, logger: this.logger }).then((l) => {
       this.#opened = l;
       if (this.#closed) void l.close();
       for (const [listener] of this.#listeners) this.#listeners.set(listener, l.onFreed(listener));
       return l;
     });
-    // A failed opening is reported by the calls that wait for it; let the guard bind again.
-    this.#opening.catch(() => {
-      this.#opening = undefined;
-      this.#scope = undefined;
+    this.#opening = opening;
+    opening.catch(() => {
+      if (this.#opening === opening) this.#opening = undefined;
     });
+    return opening;
   }
 
   #ledger(): Promise<QuotaLedger> {
     if (this.#closed) return Promise.reject(new ValidationError(`the ${this.kind} ledger is closed`));
-    return this.#opening ?? Promise.reject(new ValidationError(`the ${this.kind} ledger needs the client's project id to open (the client has none)`));
+    if (this.#opening !== undefined) return this.#opening;
+    if (this.#scope !== undefined) return this.#open(this.#scope);
+    return Promise.reject(new ValidationError(`the ${this.kind} ledger needs the client's project id to open (the client has none)`));
   }
 
   async join(needs: ResourceAmounts): Promise<LedgerPlace> {
