@@ -58,7 +58,7 @@ export interface SqliteQuotaLedgerOptions {
    * @default 2000
    */
   readonly busyTimeoutMs?: number;
-  /** How often the file is polled for "quota freed" and "reading refreshed" news of other processes, in ms. @default 100 */
+  /** How often the file is polled for "quota freed" and "reading refreshed" news of other processes, in ms. @default 25 */
   readonly pollIntervalMs?: number;
   /** pino logger, or an object with pino's level methods (`info`, `warn`, `error`, `debug`); the default is silent. */
   readonly logger?: LoggerOption;
@@ -163,7 +163,7 @@ export function resolveOptions(options: SqliteQuotaLedgerOptions): ResolvedSqlit
   }
   const holder = options.holder ?? defaultHolder();
   if (!isHolderName(holder)) throw new ValidationError(`SqliteQuotaLedger holder must be a non-empty string without commas, got ${JSON.stringify(holder)}`);
-  const durations = { limitsMaxAgeMs: 1000, limitsLockMs: 10_000, placeTtlMs: 15_000, busyTimeoutMs: 2000, pollIntervalMs: 100 } as const;
+  const durations = { limitsMaxAgeMs: 1000, limitsLockMs: 10_000, placeTtlMs: 15_000, busyTimeoutMs: 2000, pollIntervalMs: 25 } as const;
   const out: Record<string, number> = {};
   for (const [name, dflt] of Object.entries(durations)) {
     const value = (options as unknown as Record<string, unknown>)[name] ?? dflt;
