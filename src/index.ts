@@ -68,9 +68,8 @@ export { parseQuotaMessage } from './errors/quotaMessage.js';
 
 // The quota guard.
 export { QuotaGuard, InProcessQuotaLedger, waitForActive } from './guard/index.js';
-// A ledger from a string ('sqlite:…', 'redis://…', NOVA_GUARD_LEDGER); importing it lets QuotaGuard take one.
-export { openLedger, parseLedgerSpec, LEDGER_ENV } from './ledgers/index.js';
-export type { OpenLedgerOptions, LedgerSpec } from './ledgers/index.js';
+// Registers the resolver of ledger strings: QuotaGuard's `ledger: 'sqlite:…' | 'redis://…'` and NOVA_GUARD_LEDGER.
+import './ledgers/index.js';
 export { QuotaWaitTimeoutError, QuotaNeverFitsError, QuotaBuildFaultError, ServerBuildError, CreateOutcomeUnknownError } from './guard/index.js';
 export type {
   QuotaGuardOptions,

@@ -112,7 +112,6 @@ const TAKES_OPTIONS: Record<string, (env: Env) => unknown> = {
   // nova-guard/redis
   'nova-guard/redis:RedisQuotaLedger': (e) => new (e.x('nova-guard/redis', 'RedisQuotaLedger'))(bogus({ url: 'redis://127.0.0.1:1', endpoint: NOVA_URL, projectId: 'p' })),
   'nova-guard/redis:RedisQuotaLedger.forClient': (e) => e.x('nova-guard/redis', 'RedisQuotaLedger').forClient(e.client, bogus({ url: 'redis://127.0.0.1:1', projectId: 'p' })),
-  'nova-guard:openLedger': () => main.openLedger('sqlite:/nonexistent-nova-guard-test/', bogus({ endpoint: NOVA_URL, projectId: 'p' })),
   // nova-guard/sqlite (the path is never created: the names are checked first)
   'nova-guard/sqlite:SqliteQuotaLedger': (e) => new (e.x('nova-guard/sqlite', 'SqliteQuotaLedger'))(bogus({ path: '/nonexistent-nova-guard-test/l.sqlite', endpoint: NOVA_URL, projectId: 'p' })),
   'nova-guard/sqlite:SqliteQuotaLedger.forClient': (e) => e.x('nova-guard/sqlite', 'SqliteQuotaLedger').forClient(e.client, bogus({ path: '/nonexistent-nova-guard-test/l.sqlite' })),
@@ -159,7 +158,6 @@ const NO_OPTIONS: Record<string, string> = {
   'nova-guard/redis:RedisQuotaLedger.prototype.liveClaimIds': 'takes nothing',
   'nova-guard/sqlite:SqliteQuotaLedger.prototype.liveClaimIds': 'takes nothing',
   'nova-guard/sqlite:SqliteQuotaLedger.prototype.toJSON': 'takes nothing',
-  'nova-guard:parseLedgerSpec': 'takes a string',
   'nova-guard/sqlite:isSqliteUnavailable': 'takes an error',
   'nova-guard/sqlite:defaultLedgerDir': 'takes an environment (a map of variables), not options',
   ...Object.fromEntries(

@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { InProcessQuotaLedger, QuotaGuard, ValidationError, openLedger, parseLedgerSpec } from '../../src/index.js';
+import { InProcessQuotaLedger, QuotaGuard, ValidationError } from '../../src/index.js';
+import { openLedger, parseLedgerSpec } from '../../src/ledgers/index.js';
 import { SqliteQuotaLedger } from '../../src/sqlite/index.js';
 import type { QuotaLedger } from '../../src/guard/index.js';
 import { clientFor, startNova } from '../helpers.js';
@@ -73,7 +74,8 @@ describe('openLedger', () => {
     expect(l.scope.projectId).toBe(nova.projectId);
   });
 
-  it('bad input is refused before any file or connection: a bad URL, an unknown option, no project', async () => {
+  it('bad input is refused before any file or connection: a bad URL, an unknown option (named), no project', async () => {
+    await expect(openLedger('sqlite:/nonexistent-nova-guard-test/', { endpoint: ENDPOINT, projectId: 'p', bogusOptionName: 1 } as never)).rejects.toThrow(/bogusOptionName/);
     await expect(openLedger('redis:/nohost', { endpoint: ENDPOINT, projectId: 'p' })).rejects.toThrow(ValidationError);
     await expect(openLedger('sqlite:', { endpoint: ENDPOINT, projectID: 'p' } as never)).rejects.toThrow(/projectID.*projectId/);
     await expect(openLedger('sqlite:/nonexistent-nova-guard/x.sqlite', { endpoint: ENDPOINT })).rejects.toThrow(/projectId/);
