@@ -3,7 +3,8 @@
  * `workersPerHost` workers on its own client, for 1, 2, 4, ... hosts. The core quota grows with the
  * hosts (`quotaCoresPerHost` each, below the hosts' demand), so the lower bound stays the same and
  * what grows is the coordination the hosts need. Policies: naive, autopkgtest-style, nova-guard
- * with its in-process ledger (each host on its own), nova-guard with one Redis ledger for all hosts;
+ * with its in-process ledger (each host on its own), nova-guard with one Redis ledger for all hosts,
+ * nova-guard with one process per worker on one SQLite ledger file (all on this machine);
  * at the largest number of hosts also that Redis ledger with its Redis 200 ms away (a latency proxy)
  * and with its Redis restarted (empty) mid-run. Each row keeps the fake's quota record: the most
  * cores held at once by servers that exist (over the quota = over-commit) and the quota 403s.
@@ -11,9 +12,12 @@
  * @module
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { schedulingDelayMs, type ChurnConfig } from './churn.js';
 import type { FakeNovaProcess, RequestCounts } from './fakeProcess.js';
-import { onRedis, type FleetPolicy, type HostResult, type HostTask } from './fleetHost.js';
+import { onRedis, onSqlite, type FleetPolicy, type HostResult, type HostTask } from './fleetHost.js';
 import { startLatencyProxy, type LatencyProxy } from './latencyProxy.js';
 import { round } from './stats.js';
 
@@ -58,7 +62,14 @@ export interface FleetChurnRow {
   errors: string[];
 }
 
-export const FLEET_POLICIES: readonly FleetPolicy[] = ['naive', 'autopkgtest', 'nova-guard (in-process ledger)', 'nova-guard (Redis ledger)'];
+export const FLEET_POLICIES: readonly FleetPolicy[] = [
+  'naive',
+  'autopkgtest',
+  'nova-guard (in-process ledger)',
+  'nova-guard (Redis ledger)',
+  // The same workers, each in a process of its own (hosts x workers processes), on one SQLite file.
+  'nova-guard (SQLite ledger, one process per worker, one host)',
+];
 /** The Redis-ledger rows under a network, at the largest number of hosts only. */
 export const NETWORK_POLICIES: readonly FleetPolicy[] = ['nova-guard (Redis ledger, Redis 200 ms away)', 'nova-guard (Redis ledger, Redis restarted mid-run)'];
 
@@ -116,11 +127,14 @@ export async function runFleetChurn(fake: FakeNovaProcess, cfg: FleetChurnConfig
         redisUrl = proxy.url;
       }
       await fake.start({ maxTotalCores: quotaCores, maxTotalInstances: -1, maxTotalRAMSize: -1, buildDelayMs: c.buildDelayMs, schedulingDelayMs: schedulingDelayMs(c), deleteDelayMs: c.deleteDelayMs, deletedWindowMs: c.deletedWindowMs });
-      const children = Array.from({ length: hosts }, spawnHost);
+      // The SQLite row: one process per worker, all on this machine, sharing one ledger file.
+      const perWorker = onSqlite(policy);
+      const sqliteDir = perWorker ? mkdtempSync(join(tmpdir(), 'nova-guard-bench-sqlite-')) : undefined;
+      const children = Array.from({ length: perWorker ? hosts * c.workers : hosts }, spawnHost);
       try {
         const keyPrefix = `bench:${process.pid}:${Date.now()}:`;
         for (const [host, ch] of children.entries()) {
-          const task: HostTask = { policy, endpoint: fake.endpoint, projectId: fake.projectId, host, cfg: c, redisUrl, keyPrefix };
+          const task: HostTask = { policy, endpoint: fake.endpoint, projectId: fake.projectId, host, cfg: perWorker ? { ...c, workers: 1 } : c, redisUrl, keyPrefix, sqliteDir };
           ch.proc.send({ task });
         }
         for (const ch of children) {
@@ -141,7 +155,7 @@ export async function runFleetChurn(fake: FakeNovaProcess, cfg: FleetChurnConfig
         await restarted;
         const requests = await fake.takeRequests();
         const record = await fake.quotaRecord();
-        const failed = results.reduce((n, m) => n + (m.result ? m.result.failed : c.workers * c.jobsPerWorker), 0);
+        const failed = results.reduce((n, m) => n + (m.result ? m.result.failed : (perWorker ? 1 : c.workers) * c.jobsPerWorker), 0);
         const errors = [...new Set(results.flatMap((m) => (m.result ? m.result.errors : [String(m.error)])))].slice(0, 3);
         rows.push({
           policy,
@@ -170,6 +184,7 @@ export async function runFleetChurn(fake: FakeNovaProcess, cfg: FleetChurnConfig
       } finally {
         for (const ch of children) if (ch.proc.exitCode === null) ch.proc.kill();
         await proxy?.close();
+        if (sqliteDir !== undefined) rmSync(sqliteDir, { recursive: true, force: true });
       }
     }
   }

@@ -7,6 +7,7 @@
  */
 import { NovaClient, type QuotaLedger } from 'nova-guard';
 import { RedisQuotaLedger } from 'nova-guard/redis';
+import { SqliteQuotaLedger } from 'nova-guard/sqlite';
 import { policies, type ChurnConfig } from './churn.js';
 import { MICROVERSION } from './stats.js';
 
@@ -20,10 +21,13 @@ export type FleetPolicy =
   | 'nova-guard (in-process ledger)'
   | 'nova-guard (Redis ledger)'
   | 'nova-guard (Redis ledger, Redis 200 ms away)'
-  | 'nova-guard (Redis ledger, Redis restarted mid-run)';
+  | 'nova-guard (Redis ledger, Redis restarted mid-run)'
+  | 'nova-guard (SQLite ledger, one process per worker, one host)';
 
 /** Whether the policy runs on the Redis ledger. */
 export const onRedis = (p: FleetPolicy): boolean => p.startsWith('nova-guard (Redis ledger');
+/** Whether the policy runs on the SQLite ledger (every process of the bench's host on one file). */
+export const onSqlite = (p: FleetPolicy): boolean => p.startsWith('nova-guard (SQLite ledger');
 
 /** A host's task. */
 export interface HostTask {
@@ -35,6 +39,8 @@ export interface HostTask {
   /** For the Redis ledger. */
   redisUrl?: string;
   keyPrefix?: string;
+  /** For the SQLite ledger: the directory of its file. */
+  sqliteDir?: string;
 }
 
 /** A host's answer. */
@@ -49,6 +55,8 @@ async function prepare(task: HostTask): Promise<{ run: () => Promise<HostResult>
   let ledger: QuotaLedger | undefined;
   if (onRedis(task.policy)) {
     ledger = new RedisQuotaLedger({ url: task.redisUrl!, endpoint: task.endpoint, projectId: task.projectId, keyPrefix: task.keyPrefix, holder: `host${task.host}:${process.pid}` });
+  } else if (onSqlite(task.policy)) {
+    ledger = new SqliteQuotaLedger({ path: task.sqliteDir!, endpoint: task.endpoint, projectId: task.projectId, holder: `proc${task.host}:${process.pid}` });
   }
   const kind = task.policy.startsWith('nova-guard') ? 'nova-guard' : (task.policy as 'naive' | 'autopkgtest');
   // Redis far away or restarted costs real seconds (unscaled): give the creates a real patience.

@@ -14,7 +14,7 @@ import { Command } from 'commander';
 import { runChurn, type ChurnConfig, type ChurnRow } from './churn.js';
 import { FakeNovaProcess } from './fakeProcess.js';
 import { runFleetChurn, type FleetChurnConfig, type FleetChurnRow } from './fleetChurn.js';
-import { onRedis } from './fleetHost.js';
+import { onRedis, onSqlite } from './fleetHost.js';
 import { runFleet, type FleetConfig, type FleetRow } from './fleetWait.js';
 import { runOverhead, type OverheadConfig, type OverheadResult } from './overhead.js';
 import { drawResults } from './plot.js';
@@ -177,7 +177,7 @@ function hostsTable(rows: FleetChurnRow[]): string {
 
 function hostsTargets(rows: FleetChurnRow[]): TargetResult[] {
   const out: TargetResult[] = [];
-  for (const r of rows.filter((x) => onRedis(x.policy))) {
+  for (const r of rows.filter((x) => onRedis(x.policy) || onSqlite(x.policy))) {
     const name = `${r.hosts} host(s), ${r.policy.replace(/^nova-guard \((.*)\)$/, '$1')}`;
     out.push(
       { target: `${name}: 0 failed jobs`, measured: String(r.failedJobs), held: r.failedJobs === 0, reason: r.errors.join('; ') },
@@ -190,11 +190,12 @@ function hostsTargets(rows: FleetChurnRow[]): TargetResult[] {
       { target: `${name}: 0 quota 403s`, measured: String(r.quota403s), held: r.quota403s === 0, reason: OVERCOMMIT_REASON },
     );
   }
-  for (const r of rows.filter((x) => x.policy === 'nova-guard (Redis ledger)')) {
+  for (const r of rows.filter((x) => x.policy === 'nova-guard (Redis ledger)' || onSqlite(x.policy))) {
     const apt = rows.find((x) => x.hosts === r.hosts && x.policy === 'autopkgtest');
+    const ledgerName = onSqlite(r.policy) ? 'SQLite ledger (one process per worker)' : 'Redis ledger';
     out.push(
       {
-        target: `${r.hosts} host(s), Redis ledger: makespan at most 1.10x the lower bound`,
+        target: `${r.hosts} host(s), ${ledgerName}: makespan at most 1.10x the lower bound`,
         measured: `${r.makespanOverLowerBound}x`,
         held: r.makespanOverLowerBound <= 1.1,
         reason: MAKESPAN_REASON,
@@ -202,7 +203,7 @@ function hostsTargets(rows: FleetChurnRow[]): TargetResult[] {
     );
     if (apt) {
       out.push({
-        target: `${r.hosts} host(s), Redis ledger: requests per job at most the autopkgtest-style worker's`,
+        target: `${r.hosts} host(s), ${ledgerName}: requests per job at most the autopkgtest-style worker's`,
         measured: `${r.requestsPerJob} vs ${apt.requestsPerJob}`,
         held: r.requestsPerJob <= apt.requestsPerJob,
         reason: REQUESTS_REASON,

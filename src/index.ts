@@ -6,7 +6,7 @@
  * error class. One name per thing: amounts are {@link ResourceAmounts} (`cores`, `ramMiB`,
  * `instances`), findings {@link QuotaFinding}. The plumbing under them (the delete engine, headroom
  * arithmetic, ledger records, telemetry helpers) stays in the capability folders. `nova-guard/testing`
- * (FakeNova, FakeKeystone) and `nova-guard/redis` (RedisQuotaLedger) are separate entries.
+ * (FakeNova, FakeKeystone) and `nova-guard/redis` (RedisQuotaLedger) and `nova-guard/sqlite` (SqliteQuotaLedger) are separate entries.
  *
  * @module
  */
@@ -68,6 +68,8 @@ export { parseQuotaMessage } from './errors/quotaMessage.js';
 
 // The quota guard.
 export { QuotaGuard, InProcessQuotaLedger, waitForActive } from './guard/index.js';
+// Registers the resolver of ledger strings: QuotaGuard's `ledger: 'sqlite:…' | 'redis://…'` and NOVA_GUARD_LEDGER.
+import './ledgers/index.js';
 export { QuotaWaitTimeoutError, QuotaNeverFitsError, QuotaBuildFaultError, ServerBuildError, CreateOutcomeUnknownError } from './guard/index.js';
 export type {
   QuotaGuardOptions,

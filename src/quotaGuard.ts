@@ -4,3 +4,5 @@
  * @module
  */
 export * from './guard/index.js';
+// Registers the resolver of ledger strings (QuotaGuard's `ledger: 'sqlite:…'`).
+import './ledgers/index.js';

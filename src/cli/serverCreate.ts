@@ -29,7 +29,7 @@ import { AbortError, ValidationError } from '../errors/index.js';
 import { QuotaGuard, type QuotaGuardOptions } from '../guard/index.js';
 import type { NovaClient } from '../nova/client.js';
 import type { CreateServerBody, Server } from '../core/types.js';
-import { openLedger } from '../ledgers/index.js';
+import { LEDGER_ENV, parseLedgerSpec } from '../ledgers/index.js';
 import { parseMs } from './common.js';
 import { addFormatOptions, checkFormatFlags, formatOne, type FormatFlags } from './format.js';
 import { findFlavor, findImage } from './serverLookup.js';
@@ -120,53 +120,52 @@ export function registerServerCreateCommand(server: Command, getClient: ClientGe
         throw new Error(`Can't open '${flags.userData}': ${(e as Error).message}`, { cause: e });
       }
     }
-    const ledger = await openLedger(flags.ledger ?? (process.env['NOVA_GUARD_LEDGER'] || undefined), {});
+    // The ledger string is checked now; the guard opens it for the client's endpoint and project
+    // before its first request and closes it in close() (NOVA_GUARD_LEDGER when no --ledger).
+    const ledgerSpec = flags.ledger ?? (process.env[LEDGER_ENV]?.trim() || undefined);
+    if (ledgerSpec !== undefined) parseLedgerSpec(ledgerSpec);
+    const client = await getClient({ microversion: CREATE_MICROVERSION });
+    const [flavor, image] = await Promise.all([findFlavor(client, flags.flavor), findImage(client, flags.image)]);
+    const body: CreateServerBody = { name, flavorRef: flavor.id, imageRef: image.id, networks };
+    if (metadata) body.metadata = metadata;
+    if (flags.keyName !== undefined) body['key_name'] = flags.keyName;
+    if (userData !== undefined) body['user_data'] = userData;
+    const options: QuotaGuardOptions = {
+      waitForActive: Boolean(flags.wait),
+      onWait: (w) =>
+        console.error(
+          `waiting for quota headroom (${Math.round(w.delayMs / 100) / 10} s): ${w.shortfalls.map((s) => `${s.resource} needs ${s.needed}, ${s.headroom === Number.POSITIVE_INFINITY ? 'unlimited' : s.headroom} free`).join(', ')}`,
+        ),
+      onRetry: (r) => console.error(`retrying the create in ${Math.round(r.delayMs / 100) / 10} s (${r.reason}: ${terminalSafe(r.error.message, true)})`),
+    };
+    if (ledgerSpec !== undefined) options.ledger = ledgerSpec;
+    if (maxWaitMs !== undefined) options.maxWaitMs = maxWaitMs;
+    const guard = new QuotaGuard(client, options);
+    // Ctrl-C: stop; a server Nova accepted is kept and named, so the caller can delete it.
+    const interrupt = new AbortController();
+    const onSigint = (): void => interrupt.abort(new Error('interrupted (Ctrl-C)'));
+    process.once('SIGINT', onSigint);
+    let created: Server;
     try {
-      const client = await getClient({ microversion: CREATE_MICROVERSION });
-      const [flavor, image] = await Promise.all([findFlavor(client, flags.flavor), findImage(client, flags.image)]);
-      const body: CreateServerBody = { name, flavorRef: flavor.id, imageRef: image.id, networks };
-      if (metadata) body.metadata = metadata;
-      if (flags.keyName !== undefined) body['key_name'] = flags.keyName;
-      if (userData !== undefined) body['user_data'] = userData;
-      const options: QuotaGuardOptions = {
-        waitForActive: Boolean(flags.wait),
-        onWait: (w) =>
-          console.error(
-            `waiting for quota headroom (${Math.round(w.delayMs / 100) / 10} s): ${w.shortfalls.map((s) => `${s.resource} needs ${s.needed}, ${s.headroom === Number.POSITIVE_INFINITY ? 'unlimited' : s.headroom} free`).join(', ')}`,
-          ),
-        onRetry: (r) => console.error(`retrying the create in ${Math.round(r.delayMs / 100) / 10} s (${r.reason}: ${terminalSafe(r.error.message, true)})`),
-      };
-      if (ledger) options.ledger = ledger;
-      if (maxWaitMs !== undefined) options.maxWaitMs = maxWaitMs;
-      const guard = new QuotaGuard(client, options);
-      // Ctrl-C: stop; a server Nova accepted is kept and named, so the caller can delete it.
-      const interrupt = new AbortController();
-      const onSigint = (): void => interrupt.abort(new Error('interrupted (Ctrl-C)'));
-      process.once('SIGINT', onSigint);
-      let created: Server;
-      try {
-        created = await guard.createServer(body, { signal: interrupt.signal, keepOnAbort: true });
-      } catch (e) {
-        if (e instanceof AbortError && interrupt.signal.aborted) {
-          console.error(
-            e.serverId === undefined
-              ? 'Interrupted before Nova accepted a create: no server was created.'
-              : `Interrupted. Server ${e.serverId} was created and is NOT deleted (it may still be building): delete it with\n  nova-guard server delete --wait ${e.serverId}`,
-          );
-          process.exitCode = 130;
-          return;
-        }
-        throw e;
-      } finally {
-        process.removeListener('SIGINT', onSigint);
-        await guard.close();
+      created = await guard.createServer(body, { signal: interrupt.signal, keepOnAbort: true });
+    } catch (e) {
+      if (e instanceof AbortError && interrupt.signal.aborted) {
+        console.error(
+          e.serverId === undefined
+            ? 'Interrupted before Nova accepted a create: no server was created.'
+            : `Interrupted. Server ${e.serverId} was created and is NOT deleted (it may still be building): delete it with\n  nova-guard server delete --wait ${e.serverId}`,
+        );
+        process.exitCode = 130;
+        return;
       }
-      // As openstack: the server as Nova shows it now (the POST's answer has only id, links and adminPass).
-      const shown = flags.wait ? created : { ...(await client.getServer(created.id)), ...(created['adminPass'] !== undefined ? { adminPass: created['adminPass'] } : {}) };
-      const names = { flavors: new Map([[flavor.id, flavor.name]]), images: image.name ? new Map([[image.id, image.name]]) : undefined };
-      console.log(formatOne(serverFields(shown, names), flags));
+      throw e;
     } finally {
-      await ledger?.close();
+      process.removeListener('SIGINT', onSigint);
+      await guard.close();
     }
+    // As openstack: the server as Nova shows it now (the POST's answer has only id, links and adminPass).
+    const shown = flags.wait ? created : { ...(await client.getServer(created.id)), ...(created['adminPass'] !== undefined ? { adminPass: created['adminPass'] } : {}) };
+    const names = { flavors: new Map([[flavor.id, flavor.name]]), images: image.name ? new Map([[image.id, image.name]]) : undefined };
+    console.log(formatOne(serverFields(shown, names), flags));
   });
 }

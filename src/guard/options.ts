@@ -14,7 +14,8 @@ import { ValidationError } from '../errors/index.js';
 import type { Headroom, Shortfall } from './headroom.js';
 import type { QuotaFinding, ResourceAmounts } from '../core/types.js';
 import type { ShortfallCause } from './explain.js';
-import type { LoggerOption } from '../core/logger.js';
+import { componentLogger, type LoggerOption } from '../core/logger.js';
+import { ledgerOption, type Clock } from './ledgerSpec.js';
 import { is } from '../core/validate.js';
 import type { QuotaLedger } from './ledger.js';
 
@@ -142,8 +143,7 @@ export interface QuotaGuardOptions {
   /**
    * Most failed searches (listings that failed) after one POST of unknown outcome, at least 2; also
    * the failed searches in a row that end a watch after its bound. When they fail this often before
-   * the server is found or surely absent, the call fails with {@link CreateOutcomeUnknownError}.
-   * Default 4.
+   * the server is found or surely absent, the call fails with {@link CreateOutcomeUnknownError}. Default 4.
    */
   lostCreateSearches?: number;
   /**
@@ -166,41 +166,32 @@ export interface QuotaGuardOptions {
   deleteOptions?: Omit<DeleteServerOptions, 'wait' | 'signal'>;
   /**
    * Where the guard keeps its claims, its queue of waiting calls and its "deletion confirmed"
-   * wake-ups (see `ledger.ts` for the protocol): share one ledger between guards to make them one
-   * first-come-first-served queue with no over-commit; `RedisQuotaLedger` (`nova-guard/redis`)
-   * shares it across processes and hosts. When a call of the ledger rejects or takes longer than
-   * its time limit (see `ledgerTimeoutMs`), the guard warns once and that guarded call moves to a
-   * private in-process ledger; the next admission tries this ledger again. Once this ledger has
-   * answered an admission of the process (or says it reached its store: `everReached`), a call
-   * moved so admits nothing on the private ledger: it waits for this one (up to `maxWaitMs`, then
-   * `QuotaWaitTimeoutError`), since other hosts may still admit on it. A process whose ledger never
-   * reached its store goes on with the private ledger and Nova's own quota check (after 3 s of an
-   * outage for a ledger with `everReached`). A ledger known to be down (a rejection marked
-   * `ledgerDown`: refused connection, refused password; or 3 time-outs in a row) is skipped at once
-   * by every guard of the process that uses it, and probed (`probe()`, or the next real call) 1 s
-   * after, then at doubling intervals up to 5 s (jittered): one warning for the outage, one for the
-   * recovery (`resilientLedger.ts`, `degradedUse.ts`). Default: a new `InProcessQuotaLedger` on the
-   * client's clock.
-   * @default new InProcessQuotaLedger({ clock: client.clock })
+   * wake-ups (protocol: `ledger.ts`). Share one ledger between guards for one first-come-first-served
+   * queue with no over-commit; `RedisQuotaLedger` shares it across hosts, `SqliteQuotaLedger` across
+   * processes of one host. Or a string, checked at construction and opened before the first request
+   * (closed by `close()`): `'sqlite:[PATH]'`, `'redis://…'`, `'rediss://…'`, `'in-process'`. A ledger
+   * call that rejects or outlives `ledgerTimeoutMs` moves that call to a private in-process ledger
+   * (one warning); once this ledger has answered the process (or `everReached`), such a call admits
+   * nothing there and waits for this ledger (up to `maxWaitMs`, then `QuotaWaitTimeoutError`); a
+   * ledger never reached is worked around with Nova's own check. A ledger known down (refused
+   * connection or password, 3 time-outs in a row) is skipped and probed after 1 s, then at doubling
+   * intervals up to 5 s: one warning for the outage, one for the recovery (`resilientLedger.ts`).
+   * @default NOVA_GUARD_LEDGER when set, else new InProcessQuotaLedger({ clock: client.clock })
    */
-  ledger?: QuotaLedger | undefined;
+  ledger?: QuotaLedger | string | undefined;
   /**
    * Lease of a claim on the ledger, in ms: renewed right before every `POST /servers` (a lost lease
-   * means no POST) and every `leaseTtlMs / 3` while the create is in flight (the POST, the wait for
-   * ACTIVE, and until the claim ends). The renewal right before the POST extends the lease to at
-   * least the client's `requestTimeoutMs` plus the ledger's time budget, so it cannot lapse while
-   * the POST is in flight. A guard that dies loses its claims after this. At least
-   * `LEASE_TTL_FLOOR_MS` (1000 ms) (1000: well above a round trip to a ledger). Default 120000.
+   * means no POST; that renewal covers the client's `requestTimeoutMs` plus the ledger's time budget)
+   * and every `leaseTtlMs / 3` until the claim ends. A guard that dies loses its claims after this.
    * @default 120000
-   * @throws {@link ValidationError} (at construction) below 1000 or not finite.
+   * @throws {@link ValidationError} (at construction) below `LEASE_TTL_FLOOR_MS` (1000: well above a round trip) or not finite.
    */
   leaseTtlMs?: number;
   /**
    * Time limit of each call of the ledger, in ms (p-timeout on the client's clock; for `limits` and
-   * `acquire`, the time Nova takes to answer `GET /limits` is not counted). The limit applied is
-   * `max(ledgerTimeoutMs, ledger.callBudgetMs())` when the ledger measures its round trips (a
-   * healthy store far away is not taken for a dead one), capped by what is left of the call's
-   * `maxWaitMs`. Past it, the guard falls back as `ledger` says. Default 2000.
+   * `acquire`, Nova's time to answer `GET /limits` is not counted): `max(ledgerTimeoutMs,
+   * ledger.callBudgetMs())` when the ledger measures its round trips, capped by what is left of
+   * `maxWaitMs`. Past it, the guard falls back as `ledger` says.
    * @default 2000
    */
   ledgerTimeoutMs?: number;
@@ -326,7 +317,22 @@ const LEDGER_METHODS = ['join', 'leave', 'limits', 'admit', 'claimAnyway', 'rene
 
 /** {@link QuotaGuardOptions} with the defaults filled in. */
 export type ResolvedOptions = Required<Omit<QuotaGuardOptions, 'onWait' | 'onRetry' | 'logger' | 'deleteOptions' | 'ledger'>> &
-  Pick<QuotaGuardOptions, 'onWait' | 'onRetry' | 'deleteOptions' | 'ledger'>;
+  Pick<QuotaGuardOptions, 'onWait' | 'onRetry' | 'deleteOptions'> & { ledger?: QuotaLedger | undefined };
+
+const OWNED = new WeakMap<object, QuotaLedger>();
+
+/** {@link validateOptions}, with a ledger string (or `NOVA_GUARD_LEDGER`) opened as a ledger the guard owns (`ledgerSpec.ts`). */
+export function validateGuardOptions(o: QuotaGuardOptions, clock: Clock): ResolvedOptions {
+  const given: unknown = (o as QuotaGuardOptions | null | undefined)?.ledger;
+  const checked = validateOptions(typeof given === 'string' ? { ...o, ledger: undefined } : o);
+  const { owned } = ledgerOption(checked.ledger ?? given, clock, componentLogger(o.logger, 'quota-guard'));
+  const opts = owned === undefined ? checked : { ...checked, ledger: owned };
+  if (owned !== undefined) OWNED.set(opts, owned);
+  return opts;
+}
+
+/** Close the ledger the guard of `opts` opened from a string, if any. */
+export const closeOwnedLedger = async (opts: ResolvedOptions): Promise<void> => OWNED.get(opts)?.close();
 
 /**
  * Validate options and fill in {@link QUOTA_GUARD_DEFAULTS}.

@@ -73,7 +73,7 @@ import { bindLedgerScope, checkScopeNow } from './ledgerScope.js';
 import { onDeleteConfirmed } from '../delete/index.js';
 import { planRetry, quotaRetryReasonOf } from './retryPolicy.js';
 import { elapsedMs, newCall, newGuardState, newStats, remainingMs, type Claim, type GuardState, type GuardedCall } from './state.js';
-import { GUARDED_CALL_SPEC, GUARDED_CREATE_SPEC, NEEDS_OR_FLAVOR_SPEC, flavorIdOf, isFullNeeds, validateNeeds, validateOptions } from './options.js';
+import { GUARDED_CALL_SPEC, GUARDED_CREATE_SPEC, NEEDS_OR_FLAVOR_SPEC, flavorIdOf, isFullNeeds, validateNeeds, validateGuardOptions, closeOwnedLedger } from './options.js';
 import type { GuardedCallOptions, GuardedCreateOptions, QuotaGuardOptions, QuotaGuardStats, QuotaNeedsSpec, QuotaRetryInfo, GuardClaimInfo, ResolvedOptions } from './options.js';
 
 export type { QuotaNeeds, Headroom, ResourceHeadroom, Shortfall } from './headroom.js';
@@ -113,7 +113,7 @@ export class QuotaGuard {
   constructor(client: NovaClient, options: QuotaGuardOptions = {}) {
     if (!client || typeof client.getLimits !== 'function') throw new ValidationError('QuotaGuard needs a NovaClient');
     this.client = client;
-    const opts = validateOptions(options);
+    const opts = validateGuardOptions(options, client.clock);
     const log = componentLogger(options.logger, 'quota-guard');
     if (opts.ledger) checkScopeNow(opts.ledger, client);
     this.#state = newGuardState(client, opts, log, this.stats);
@@ -148,9 +148,9 @@ export class QuotaGuard {
     return liveMarks(this.#state);
   }
 
-  /** End every watch of {@link unsettledCreates} (`lateCreates.ts`); stop hearing the client's confirmed deletions (the last guard off ends the watcher's follows of deletions nobody waits for); wait for the background `publishFreed` calls (bounded): the `ledger` stays open and may be closed next. Idempotent. */
+  /** End every watch of {@link unsettledCreates} (`lateCreates.ts`); stop hearing the client's confirmed deletions (the last guard off ends the watcher's follows of deletions nobody waits for); wait for the background `publishFreed` calls (bounded): a `ledger` object given stays open and may be closed next, a ledger opened from a string (`'sqlite:…'`, `NOVA_GUARD_LEDGER`) is closed. Idempotent. */
   async close(): Promise<void> {
-    await Promise.all([closeWatches(this.#state), closeLedgerUse(this.#state), this.#offConfirmed()]);
+    await Promise.all([closeWatches(this.#state), closeLedgerUse(this.#state), this.#offConfirmed()]).then(() => closeOwnedLedger(this.#state.opts));
   }
 
   /**

@@ -1,85 +1,148 @@
 /**
- * A quota ledger from a URL, one syntax for the library and the CLI (`--ledger URL`,
- * `NOVA_GUARD_LEDGER`): `redis://…` or `rediss://…` opens a `RedisQuotaLedger` (`nova-guard/redis`,
- * the optional peer dependency ioredis), a `QuotaLedger` object is used as it is, and undefined
- * means none (the guard's own in-process ledger).
+ * A quota ledger from a string, one syntax for the library and the CLI: `ledger: 'sqlite:…' |
+ * 'redis://…' | 'rediss://…' | 'in-process' | QuotaLedger` in `QuotaGuard`'s options, the CLI's
+ * `--ledger URL`, and the `NOVA_GUARD_LEDGER` environment variable.
  *
- * A Redis ledger serves one endpoint and project: the one opened here takes them from the first
- * guard that uses it (`QuotaLedger.bindScope`, called by the guard before its first request), so a
- * URL is all the caller gives.
+ * Layering: this folder sits above `src/guard`, `src/sqlite` and `src/redis`; it loads the SQLite
+ * and Redis ledgers with a dynamic `import()` when a string names one (so `nova-guard` loads
+ * without ioredis or better-sqlite3), and on import registers itself with the guard
+ * (`setLedgerSpecResolver`): the guard never imports a ledger that lives above it.
  *
  * @module
  */
-import { hostname } from 'node:os';
-import { ConfigError, ValidationError } from '../errors/index.js';
-import type { LoggerOption } from '../core/logger.js';
-import type { LedgerScope } from '../core/endpoint.js';
+import { systemClock, type Clock } from '../core/clock.js';
+import { checkOptions, type OptionsSpec } from '../core/options.js';
+import { componentLogger, type LoggerOption } from '../core/logger.js';
 import { redactUrlSecrets } from '../core/redact.js';
-import type { QuotaLedger } from '../guard/index.js';
+import { ValidationError } from '../errors/index.js';
+import { InProcessQuotaLedger } from '../guard/inProcessLedger.js';
+import type { QuotaLedger } from '../guard/ledger.js';
+import { setLedgerSpecResolver } from '../guard/ledgerSpec.js';
+import type { NovaClient } from '../nova/client.js';
+
+/** The environment variable that names the ledger when none is given. */
+export const LEDGER_ENV = 'NOVA_GUARD_LEDGER';
+
+/** A ledger string, parsed: what {@link parseLedgerSpec} returns. */
+export type LedgerSpec = { readonly kind: 'in-process' } | { readonly kind: 'sqlite'; readonly path: string | undefined } | { readonly kind: 'redis'; readonly url: string };
+
+/**
+ * Parse a ledger string (no file is opened, no connection made):
+ * - `sqlite:` (the default state directory), `sqlite:PATH` (a file, or a directory: one file per
+ *   endpoint and project), `sqlite:///abs/path` (the same as `sqlite:/abs/path`);
+ * - `redis://[user:password@]host[:port][/db]`, `rediss://…` (TLS);
+ * - `in-process`: the default ledger of one process.
+ * @throws `ValidationError` naming the accepted forms (a password in the string is redacted).
+ */
+export function parseLedgerSpec(spec: string): LedgerSpec {
+  const text = typeof spec === 'string' ? spec.trim() : '';
+  const shown = JSON.stringify(redactUrlSecrets(String(spec)));
+  const forms = "'sqlite:[PATH]', 'redis://HOST[:PORT][/DB]', 'rediss://…' or 'in-process'";
+  if (text === 'in-process') return { kind: 'in-process' };
+  if (/^sqlite:/i.test(text)) {
+    let path = text.slice('sqlite:'.length);
+    if (path.startsWith('//')) {
+      if (!path.startsWith('///')) throw new ValidationError(`a SQLite ledger is a local file: write sqlite:/abs/path or sqlite:///abs/path, not a host, got ${shown}`);
+      path = path.slice(2);
+    }
+    return { kind: 'sqlite', path: path === '' ? undefined : path };
+  }
+  if (/^rediss?:\/\//i.test(text)) {
+    let host: string;
+    try {
+      host = new URL(text).hostname;
+    } catch {
+      host = '';
+    }
+    if (host === '') throw new ValidationError(`the Redis ledger URL has no host: ${shown} (expected redis://HOST[:PORT][/DB])`);
+    return { kind: 'redis', url: text };
+  }
+  throw new ValidationError(`a ledger must be ${forms}, got ${shown}`);
+}
 
 /** Options of {@link openLedger}. */
 export interface OpenLedgerOptions {
-  /** pino logger (or a compatible one) of the ledger; default silent. */
-  logger?: LoggerOption | undefined;
+  /** pino logger, or an object with pino's level methods; the fallback warning goes there. @default silent */
+  readonly logger?: LoggerOption | undefined;
+  /** The Nova compute endpoint of the quota. @default `await client.endpoint()` */
+  readonly endpoint?: string | undefined;
+  /** The project id of the quota. @default `client.projectId` */
+  readonly projectId?: string | undefined;
+  /** The client whose endpoint and project the ledger serves, when `endpoint`/`projectId` are not given. */
+  readonly client?: NovaClient | undefined;
+  /** Clock of the ledger's timers (leases in the SQLite file are on its `wallNow()`). @default `client.clock`, else systemClock */
+  readonly clock?: Clock | undefined;
+  /** Holder name written into claims. @default `<hostname>:<pid>` */
+  readonly holder?: string | undefined;
+  /** Where `NOVA_GUARD_LEDGER` is read when `spec` is undefined. @default process.env */
+  readonly env?: Readonly<Record<string, string | undefined>> | undefined;
 }
 
+const OPTION_NAMES: OptionsSpec<OpenLedgerOptions> = { logger: null, endpoint: null, projectId: null, client: null, clock: null, holder: null, env: null };
+
+let warnedNoSqlite = false;
+
 /**
- * Open the quota ledger `spec` names.
- *
- * @param spec - `redis://[:password@]host:port[/db]` or `rediss://…`; a `QuotaLedger` (returned as
- *   it is); undefined or `''` for none.
- * @returns the ledger, or undefined when `spec` names none. The caller closes it (`close()`).
- * @throws {@link ValidationError} for any other URL ("unsupported ledger URL", the URL shown with
- *   its password redacted); {@link ConfigError} when ioredis is not installed.
+ * The ledger `spec` names, opened for one endpoint and project.
+ * - A `QuotaLedger` object: returned as it is.
+ * - `undefined`: `NOVA_GUARD_LEDGER` of `options.env` when set, else `undefined` (none given: use
+ *   the default in-process ledger).
+ * - `'in-process'`: `undefined` (the default).
+ * - `'sqlite:…'`: a `SqliteQuotaLedger`. Where better-sqlite3 cannot be loaded, a warning (once per
+ *   process) and an `InProcessQuotaLedger` in its place.
+ * - `'redis://…'`, `'rediss://…'`: a `RedisQuotaLedger` (needs ioredis).
+ * The caller owns the ledger returned and closes it.
+ * @throws `ValidationError` for a string that is not a ledger spec (before any file or connection),
+ * an unknown option, or no endpoint and project id (neither given nor from `client`); what the
+ * ledger's constructor throws (a network file system, a corrupt file, ioredis missing: `ConfigError`).
  */
 export async function openLedger(spec: string | QuotaLedger | undefined, options: OpenLedgerOptions = {}): Promise<QuotaLedger | undefined> {
-  if (spec === undefined || spec === '') return undefined;
-  if (typeof spec !== 'string') return spec;
-  if (!/^rediss?:\/\//i.test(spec)) {
-    throw new ValidationError(`unsupported ledger URL ${JSON.stringify(redactUrlSecrets(spec))}: give redis://host:port or rediss://host:port`);
+  checkOptions('openLedger options', options, OPTION_NAMES);
+  let text = spec;
+  if (text === undefined) {
+    const fromEnv = (options.env ?? process.env)[LEDGER_ENV];
+    if (fromEnv === undefined || fromEnv.trim() === '') return undefined;
+    text = fromEnv;
   }
-  let mod: typeof import('../redis/index.js');
+  if (typeof text !== 'string') {
+    if (text === null || typeof text !== 'object') throw new ValidationError(`ledger must be a string or a QuotaLedger, got ${typeof text}`);
+    return text;
+  }
+  const parsed = parseLedgerSpec(text);
+  if (parsed.kind === 'in-process') return undefined;
+  const projectId = options.projectId ?? options.client?.projectId;
+  if (projectId === undefined) throw new ValidationError(`the ledger ${JSON.stringify(parsed.kind)} serves one project: give projectId (or a client with one)`);
+  const endpoint = options.endpoint ?? (await options.client?.endpoint());
+  if (endpoint === undefined) throw new ValidationError(`the ledger ${JSON.stringify(parsed.kind)} serves one endpoint: give endpoint (or a client)`);
+  const clock = options.clock ?? options.client?.clock ?? systemClock;
+  const common = { endpoint, projectId, clock, ...(options.holder === undefined ? {} : { holder: options.holder }), ...(options.logger === undefined ? {} : { logger: options.logger }) };
+  if (parsed.kind === 'redis') {
+    const { RedisQuotaLedger } = await import('../redis/index.js');
+    return new RedisQuotaLedger({ ...common, url: parsed.url });
+  }
+  const { SqliteQuotaLedger, isSqliteUnavailable } = await import('../sqlite/index.js');
   try {
-    mod = await import('../redis/index.js');
-  } catch (e) {
-    throw new ConfigError('a redis:// ledger needs the optional peer dependency ioredis: npm install ioredis@^5', { cause: e });
+    return new SqliteQuotaLedger({ ...common, ...(parsed.path === undefined ? {} : { path: parsed.path }) });
+  } catch (error) {
+    if (!isSqliteUnavailable(error)) throw error;
+    if (!warnedNoSqlite) {
+      warnedNoSqlite = true;
+      componentLogger(options.logger, 'ledger').warn(
+        { err: error },
+        `${(error as Error).message}; falling back to the in-process ledger: processes of this host do not share claims (Nova's own quota check stays the authority)`,
+      );
+    }
+    return new InProcessQuotaLedger({ clock, endpoint, projectId, ...(options.holder === undefined ? {} : { holder: options.holder }) });
   }
-  return scopedOnBind((scope) => new mod.RedisQuotaLedger({ url: spec, endpoint: scope.endpoint, projectId: scope.projectId, holder, ...(options.logger ? { logger: options.logger } : {}) }), 'redis');
 }
 
-const holder = `${hostname()}:${process.pid}`;
-
-/**
- * A ledger made at its first `bindScope` (a store keyed by endpoint and project needs them): until
- * then only `kind`, `holder` and `bindScope` answer, and `close()` does nothing; any other method
- * called before it throws.
- */
-function scopedOnBind(make: (scope: LedgerScope) => QuotaLedger, kind: string): QuotaLedger {
-  let inner: QuotaLedger | undefined;
-  const target = { kind, holder } as Record<string | symbol, unknown>;
-  const unbound = (name: string): never => {
-    throw new ValidationError(`the ${kind} ledger was used (${name}) before a guard bound it to an endpoint and project`);
-  };
-  return new Proxy(target, {
-    get(t, prop) {
-      if (prop === 'bindScope') {
-        return (scope: LedgerScope): void => {
-          if (scope.projectId === undefined) throw new ValidationError(`a ${kind} ledger needs the client's project id (authenticate with a project, or a token that names one)`);
-          if (inner === undefined) inner = make(scope);
-          else inner.bindScope?.(scope);
-        };
-      }
-      if (inner !== undefined) {
-        const v = (inner as unknown as Record<string | symbol, unknown>)[prop];
-        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(inner) : v;
-      }
-      if (prop === 'close') return () => Promise.resolve();
-      if (prop === 'scope' || prop === 'then') return undefined;
-      if (prop in t) return t[prop];
-      return (): never => unbound(String(prop));
-    },
-    has(_t, prop) {
-      return prop === 'bindScope' || prop === 'kind' || prop === 'holder' || (inner !== undefined && prop in inner);
-    },
-  }) as unknown as QuotaLedger;
-}
+// QuotaGuard's `ledger: '…'` and NOVA_GUARD_LEDGER: the guard asks through this resolver.
+setLedgerSpecResolver({
+  check: (spec) => parseLedgerSpec(spec).kind,
+  open: async (spec, { scope, clock, logger }) =>
+    (await openLedger(spec, { endpoint: scope.endpoint, projectId: scope.projectId, clock, logger })) ?? new InProcessQuotaLedger({ clock, endpoint: scope.endpoint, projectId: scope.projectId }),
+  envSpec: () => {
+    const v = process.env[LEDGER_ENV];
+    return v === undefined || v.trim() === '' ? undefined : v;
+  },
+});

@@ -96,7 +96,7 @@ describe('server create: bad usage is exit 2 before any request', () => {
     ['a missing --image', ['--flavor', '1'], /required: --image/],
     ['a --property without =', ['--flavor', '1', '--image', 'i', '--property', 'novalue'], /--property "novalue": give key=value/],
     ['a bad --max-wait-ms', ['--flavor', '1', '--image', 'i', '--max-wait-ms', '10 s'], /--max-wait-ms must be a positive duration/],
-    ['an unsupported --ledger URL', ['--flavor', '1', '--image', 'i', '--ledger', 'ftp://x'], /unsupported ledger URL "ftp:\/\/x"/],
+    ['an unsupported --ledger URL', ['--flavor', '1', '--image', 'i', '--ledger', 'ftp://x'], /a ledger must be .*got "ftp:\/\/x"/],
   ];
   for (const [what, args, message] of cases) {
     it(`${what}: exit 2, nothing sent`, async () => {
@@ -113,7 +113,7 @@ describe('server create: bad usage is exit 2 before any request', () => {
     process.env['NOVA_GUARD_LEDGER'] = 'memcached://x';
     const r = await runMain(['--os-endpoint', nova.endpoint, '--os-token', `admin:${nova.projectId}`, 'server', 'create', 'x', '--flavor', '1', '--image', 'i']);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('unsupported ledger URL "memcached://x"');
+    expect(r.stderr).toContain('got "memcached://x"');
     expect(nova.requests).toHaveLength(0);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * Every export of `nova-guard`, `nova-guard/testing` and `nova-guard/redis` that takes an options
+ * Every export of `nova-guard`, `nova-guard/testing`, `nova-guard/redis` and `nova-guard/sqlite` that takes an options
  * object refuses an unknown option name with a ValidationError naming it, before any request; and a
  * new export (function, class, method) that is neither in the table of calls nor in the list of
  * those that take no options fails this file, so a new function cannot forget its check.
@@ -8,11 +8,12 @@ import { describe, expect, it } from 'vitest';
 import * as main from '../../src/index.js';
 import * as testingEntry from '../../src/testing/index.js';
 import * as redisEntry from '../../src/redis/index.js';
+import * as sqliteEntry from '../../src/sqlite/index.js';
 import type { FakeNova } from '../../src/testing/index.js';
 import { startNova } from '../helpers.js';
 
 const BOGUS = 'bogusOptionName';
-const ENTRIES = { 'nova-guard': main, 'nova-guard/testing': testingEntry, 'nova-guard/redis': redisEntry } as const;
+const ENTRIES = { 'nova-guard': main, 'nova-guard/testing': testingEntry, 'nova-guard/redis': redisEntry, 'nova-guard/sqlite': sqliteEntry } as const;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Any = any;
@@ -111,6 +112,9 @@ const TAKES_OPTIONS: Record<string, (env: Env) => unknown> = {
   // nova-guard/redis
   'nova-guard/redis:RedisQuotaLedger': (e) => new (e.x('nova-guard/redis', 'RedisQuotaLedger'))(bogus({ url: 'redis://127.0.0.1:1', endpoint: NOVA_URL, projectId: 'p' })),
   'nova-guard/redis:RedisQuotaLedger.forClient': (e) => e.x('nova-guard/redis', 'RedisQuotaLedger').forClient(e.client, bogus({ url: 'redis://127.0.0.1:1', projectId: 'p' })),
+  // nova-guard/sqlite (the path is never created: the names are checked first)
+  'nova-guard/sqlite:SqliteQuotaLedger': (e) => new (e.x('nova-guard/sqlite', 'SqliteQuotaLedger'))(bogus({ path: '/nonexistent-nova-guard-test/l.sqlite', endpoint: NOVA_URL, projectId: 'p' })),
+  'nova-guard/sqlite:SqliteQuotaLedger.forClient': (e) => e.x('nova-guard/sqlite', 'SqliteQuotaLedger').forClient(e.client, bogus({ path: '/nonexistent-nova-guard-test/l.sqlite' })),
 };
 
 async function withKeystone(e: Env, fn: (k: Any) => unknown): Promise<unknown> {
@@ -152,10 +156,15 @@ const NO_OPTIONS: Record<string, string> = {
   'nova-guard:QuotaGuard.prototype.close': 'takes nothing',
   'nova-guard:InProcessQuotaLedger.prototype.liveClaimIds': 'takes nothing',
   'nova-guard/redis:RedisQuotaLedger.prototype.liveClaimIds': 'takes nothing',
+  'nova-guard/sqlite:SqliteQuotaLedger.prototype.liveClaimIds': 'takes nothing',
+  'nova-guard/sqlite:SqliteQuotaLedger.prototype.toJSON': 'takes nothing',
+  'nova-guard/sqlite:isSqliteUnavailable': 'takes an error',
+  'nova-guard/sqlite:defaultLedgerDir': 'takes an environment (a map of variables), not options',
   ...Object.fromEntries(
     ['join', 'leave', 'limits', 'inFlight', 'admit', 'claimAnyway', 'renew', 'bind', 'release', 'publishFreed', 'onFreed', 'close', 'bindScope', 'acquire', 'callBudgetMs', 'probe'].flatMap((m) => [
       [`nova-guard:InProcessQuotaLedger.prototype.${m}`, LEDGER_PROTOCOL],
       [`nova-guard/redis:RedisQuotaLedger.prototype.${m}`, LEDGER_PROTOCOL],
+      ...(m === 'acquire' ? [] : [[`nova-guard/sqlite:SqliteQuotaLedger.prototype.${m}`, LEDGER_PROTOCOL]]),
     ]),
   ),
   'nova-guard/redis:RedisQuotaLedger.prototype.everReached': LEDGER_PROTOCOL,
@@ -267,7 +276,7 @@ async function outcome(call: () => unknown): Promise<unknown> {
 }
 
 describe('every export that takes options refuses an unknown option name', () => {
-  it('each function, class and method of nova-guard, nova-guard/testing and nova-guard/redis is in the table of calls or in the list of those that take no options', () => {
+  it('each function, class and method of nova-guard, nova-guard/testing, nova-guard/redis and nova-guard/sqlite is in the table of calls or in the list of those that take no options', () => {
     expect(unlisted(), 'add each to TAKES_OPTIONS (with a call that passes bogusOptionName) or to NO_OPTIONS (with the reason)').toEqual([]);
   });
 

@@ -1,48 +1,114 @@
-// openLedger: a quota ledger from a URL (redis:// here; undefined for none; any other URL refused
-// before any connection). The Redis case runs a real redis-server and a guarded create through it.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openLedger } from '../../src/ledgers/index.js';
+/**
+ * A ledger from a string: `openLedger` (the CLI's and the library's one syntax), `NOVA_GUARD_LEDGER`,
+ * and QuotaGuard's `ledger: 'sqlite:…'` (resolved through the entry point, real SQLite file, FakeNova).
+ */
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { inspect } from 'node:util';
+import { afterEach, describe, expect, it } from 'vitest';
 import { InProcessQuotaLedger, QuotaGuard, ValidationError } from '../../src/index.js';
+import { openLedger, parseLedgerSpec } from '../../src/ledgers/index.js';
+import { SqliteQuotaLedger } from '../../src/sqlite/index.js';
+import type { QuotaLedger } from '../../src/guard/index.js';
 import { clientFor, startNova } from '../helpers.js';
-import { RedisServer, haveRedis } from '../redis/support.js';
+
+const ENDPOINT = 'http://nova.example:8774/v2.1';
+const dirs: string[] = [];
+const toClose: Array<{ close(): Promise<void> }> = [];
+afterEach(async () => {
+  for (const l of toClose.splice(0)) await l.close();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  delete process.env.NOVA_GUARD_LEDGER;
+});
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'nova-guard-ledgers-'));
+  dirs.push(d);
+  return d;
+}
+
+describe('parseLedgerSpec: one syntax for the library and the CLI', () => {
+  it('takes sqlite:, sqlite:PATH, sqlite:///abs, redis://, rediss:// and in-process', () => {
+    expect(parseLedgerSpec('sqlite:')).toEqual({ kind: 'sqlite', path: undefined });
+    expect(parseLedgerSpec('sqlite:./ledgers/')).toEqual({ kind: 'sqlite', path: './ledgers/' });
+    expect(parseLedgerSpec('sqlite:///var/lib/ci/l.sqlite')).toEqual({ kind: 'sqlite', path: '/var/lib/ci/l.sqlite' });
+    expect(parseLedgerSpec('redis://127.0.0.1:6379/2')).toEqual({ kind: 'redis', url: 'redis://127.0.0.1:6379/2' });
+    expect(parseLedgerSpec('rediss://:pw@redis.example')).toMatchObject({ kind: 'redis' });
+    expect(parseLedgerSpec('in-process')).toEqual({ kind: 'in-process' });
+  });
+
+  it('refuses anything else with a ValidationError naming the forms, a password redacted', () => {
+    for (const bad of ['mysql://db', 'sqlite://host/x.sqlite', 'redis://', 'redis-cluster', '', '/tmp/l.sqlite']) {
+      expect(() => parseLedgerSpec(bad), bad).toThrow(ValidationError);
+    }
+    let message = '';
+    try {
+      parseLedgerSpec('http://user:hunter2@example/');
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    expect(message).toMatch(/sqlite:\[PATH\].*redis:\/\//);
+    expect(message).not.toContain('hunter2');
+  });
+});
 
 describe('openLedger', () => {
-  it('undefined or empty: no ledger; a QuotaLedger object is returned as it is', async () => {
-    expect(await openLedger(undefined)).toBeUndefined();
-    expect(await openLedger('')).toBeUndefined();
-    const own = new InProcessQuotaLedger();
-    expect(await openLedger(own)).toBe(own);
+  it('undefined: NOVA_GUARD_LEDGER of env when set, else undefined (the default in-process ledger)', async () => {
+    expect(await openLedger(undefined, { env: {} })).toBeUndefined();
+    const dir = tempDir();
+    const l = await openLedger(undefined, { env: { NOVA_GUARD_LEDGER: `sqlite:${dir}/` }, endpoint: ENDPOINT, projectId: 'p1' });
+    toClose.push(l!);
+    expect(l).toBeInstanceOf(SqliteQuotaLedger);
+    expect((l as SqliteQuotaLedger).path.startsWith(dir)).toBe(true);
+    expect(await openLedger('in-process', { env: { NOVA_GUARD_LEDGER: 'sqlite:' } })).toBeUndefined();
   });
 
-  it('an unsupported URL is a ValidationError naming it, its password redacted', async () => {
-    await expect(openLedger('ftp://host/x')).rejects.toThrow(ValidationError);
-    const e = (await openLedger('memcached://user:hunter2@host:11211').catch((x: unknown) => x)) as Error;
-    expect(e.message).toMatch(/^unsupported ledger URL/);
-    expect(e.message).not.toContain('hunter2');
+  it('a QuotaLedger object is returned as it is; sqlite: opens a SqliteQuotaLedger for the client endpoint and project', async () => {
+    const mine: QuotaLedger = new InProcessQuotaLedger();
+    expect(await openLedger(mine, {})).toBe(mine);
+    const nova = await startNova();
+    const dir = tempDir();
+    const l = (await openLedger(`sqlite:${dir}`, { client: clientFor(nova) })) as SqliteQuotaLedger;
+    toClose.push(l);
+    expect(l.kind).toBe('sqlite');
+    expect(l.scope.projectId).toBe(nova.projectId);
   });
 
-  describe.skipIf(!haveRedis)('redis://', () => {
-    let redis: RedisServer;
-    beforeAll(async () => {
-      redis = await RedisServer.start();
-    });
-    afterAll(async () => {
-      await redis?.kill();
-    });
+  it('bad input is refused before any file or connection: a bad URL, an unknown option (named), no project', async () => {
+    await expect(openLedger('sqlite:/nonexistent-nova-guard-test/', { endpoint: ENDPOINT, projectId: 'p', bogusOptionName: 1 } as never)).rejects.toThrow(/bogusOptionName/);
+    await expect(openLedger('redis:/nohost', { endpoint: ENDPOINT, projectId: 'p' })).rejects.toThrow(ValidationError);
+    await expect(openLedger('sqlite:', { endpoint: ENDPOINT, projectID: 'p' } as never)).rejects.toThrow(/projectID.*projectId/);
+    await expect(openLedger('sqlite:/nonexistent-nova-guard/x.sqlite', { endpoint: ENDPOINT })).rejects.toThrow(/projectId/);
+  });
+});
 
-    it('a redis:// ledger takes its endpoint and project from the guard that binds it, and guards a create', async () => {
-      const nova = await startNova({ buildDelayMs: 10 });
-      const ledger = await openLedger(redis.url);
-      expect(ledger?.kind).toBe('redis');
-      const guard = new QuotaGuard(clientFor(nova), { ledger, activeIntervalMs: 20 });
-      try {
-        const server = await guard.createServer({ name: 'r', flavorRef: '1', imageRef: 'img', networks: 'none' });
-        expect(server.status).toBe('ACTIVE');
-        expect(ledger?.scope?.projectId).toBe(nova.projectId);
-      } finally {
-        await guard.close();
-        await ledger?.close();
-      }
-    });
+describe("QuotaGuard's ledger as a string", () => {
+  it("ledger: 'sqlite:DIR' opens the host's SQLite ledger before the first request, creates through it, and close() closes it", async () => {
+    const nova = await startNova({ maxTotalCores: 4 });
+    const dir = tempDir();
+    const guard = new QuotaGuard(clientFor(nova), { ledger: `sqlite:${dir}`, waitForActive: false });
+    const server = await guard.createServer({ name: 'a', flavorRef: '2', imageRef: 'img', networks: 'none' });
+    expect(nova.getServerState(server.id)?.metadata?.['nova-guard-token']).toBeDefined();
+    expect(guard.options.ledger?.kind).toBe('sqlite');
+    expect(readdirSync(dir).filter((f) => f.endsWith('.sqlite'))).toHaveLength(1);
+    // A second guard (another client, as another process would) on the same file sees the claim or its count.
+    const other = (await openLedger(`sqlite:${dir}`, { client: clientFor(nova) })) as SqliteQuotaLedger;
+    toClose.push(other);
+    expect(other.path).toBe(join(dir, readdirSync(dir).find((f) => f.endsWith('.sqlite'))!));
+    await guard.close();
+    await expect(guard.options.ledger!.admit({ place: undefined, needs: { cores: 1, ramMiB: 0, instances: 1 }, headroom: {}, stamp: 0, ttlMs: 1000 })).rejects.toThrow(/closed/);
+  });
+
+  it('NOVA_GUARD_LEDGER is read when no ledger is given; a bad one is a ValidationError at construction, before any request', async () => {
+    const nova = await startNova();
+    process.env.NOVA_GUARD_LEDGER = 'mysql://db';
+    expect(() => new QuotaGuard(clientFor(nova))).toThrow(/NOVA_GUARD_LEDGER: a ledger must be/);
+    expect(() => new QuotaGuard(clientFor(nova), { ledger: 'redis://:s3cret@' })).toThrow(ValidationError);
+    expect(nova.requests).toEqual([]);
+    process.env.NOVA_GUARD_LEDGER = `sqlite:${tempDir()}`;
+    const guard = new QuotaGuard(clientFor(nova));
+    toClose.push(guard);
+    expect(guard.options.ledger?.kind).toBe('sqlite');
+    expect(inspect(guard.options.ledger)).not.toContain('sqlite:');
   });
 });

@@ -46,6 +46,10 @@ export interface HostConfig {
   ledgerTimeoutMs?: number;
   commandTimeoutMs?: number;
   limitsMaxAgeMs?: number;
+  /** A ledger string for the guard (`sqlite:DIR`); wins over `redisUrl`. */
+  ledger?: string;
+  /** Extra Node.js arguments of the host process (not sent to the worker). */
+  nodeArgs?: string[];
 }
 
 /** What a host answers when its jobs are done. */
@@ -77,8 +81,8 @@ export class Fleet {
 
   /** Start a host on `nova`. */
   host(nova: FakeNova, cfg: HostConfig): Host {
-    const full = { endpoint: nova.endpoint, projectId: nova.projectId, runMs: 100, ...this.defaults(), ...cfg };
-    const child = fork(WORKER, [JSON.stringify(full)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+    const { nodeArgs, ...full } = { endpoint: nova.endpoint, projectId: nova.projectId, runMs: 100, ...this.defaults(), ...cfg };
+    const child = fork(WORKER, [JSON.stringify(full)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit', 'ipc'], ...(nodeArgs ? { execArgv: [...process.execArgv, ...nodeArgs] } : {}) });
     const log: string[] = [];
     let rest = '';
     child.stdout!.on('data', (d: Buffer) => {

@@ -16,8 +16,11 @@ const cfg = JSON.parse(process.argv[2]);
 const given = (o) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
 const logger = pino({ level: process.env.FLEET_LOG_LEVEL ?? 'warn', base: { holder: cfg.holder } }, pino.destination({ fd: 1, sync: true }));
 const client = new NovaClient({ endpoint: cfg.endpoint, token: `admin:${cfg.projectId}`, microversion: '2.79' });
+// `ledger`: a ledger string (`sqlite:DIR`, test/sqlite/processes.test.ts) the guard opens, owns and closes.
 const ledger =
-  cfg.redisUrl === null
+  typeof cfg.ledger === 'string'
+    ? cfg.ledger
+    : cfg.redisUrl === null
     ? undefined
     : new RedisQuotaLedger(given({ url: cfg.redisUrl, endpoint: cfg.endpoint, projectId: cfg.projectId, holder: cfg.holder, commandTimeoutMs: cfg.commandTimeoutMs, limitsMaxAgeMs: cfg.limitsMaxAgeMs }));
 const guard = new QuotaGuard(
@@ -60,5 +63,6 @@ await Promise.all(
 );
 const wallMs = Math.round(performance.now() - started);
 const stats = { ...guard.stats };
-await ledger?.close();
+if (typeof ledger === 'string') await guard.close();
+else await ledger?.close();
 process.send?.({ done, failed, errors: [...new Set(errors)].slice(0, 5), stats, createMs, wallMs }, () => process.exit(0));

@@ -1,0 +1,210 @@
+/**
+ * A ledger named by a string (`ledger: 'sqlite:…' | 'redis://…'`, or the `NOVA_GUARD_LEDGER`
+ * environment variable): the guard's side. The guard (this folder) may not import the ledgers that
+ * live above it (`src/sqlite`, `src/redis`), so the code that turns a string into a ledger is
+ * handed in from above: `src/ledgers` (which `nova-guard`'s entry point imports) registers a
+ * {@link LedgerSpecResolver} with {@link setLedgerSpecResolver}. The guard checks the string at
+ * construction (a bad URL: `ValidationError` before any connection) and opens the ledger before
+ * its first request, once it knows its client's endpoint and project (`bindScope`), through a
+ * {@link SpecLedger}; the guard owns that ledger and closes it in `close()`.
+ *
+ * @module
+ */
+import type { Clock } from '../core/clock.js';
+
+export type { Clock } from '../core/clock.js';
+import type { Logger } from '../core/logger.js';
+import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
+import type { ResourceAmounts } from '../core/types.js';
+import { ValidationError } from '../errors/index.js';
+import { rawHeadroomOf } from './headroom.js';
+import { defaultHolder } from './inProcessLedger.js';
+import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from './ledger.js';
+import { scopeMismatch } from './ledgerScope.js';
+
+/** What turns a ledger string into a ledger (registered by `src/ledgers`). */
+export interface LedgerSpecResolver {
+  /**
+   * The kind of ledger `spec` names (`'in-process'`: the guard's default).
+   * @throws `ValidationError` for a string that is not a ledger spec.
+   */
+  check(spec: string): 'sqlite' | 'redis' | 'in-process';
+  /** Open the ledger `spec` names for `scope`. */
+  open(spec: string, context: { readonly scope: LedgerScope; readonly clock: Clock; readonly logger: Logger }): Promise<QuotaLedger>;
+  /** The ledger spec of the environment (`NOVA_GUARD_LEDGER`), if any. */
+  envSpec(): string | undefined;
+}
+
+let resolver: LedgerSpecResolver | undefined;
+
+/** Register the resolver of ledger strings (`src/ledgers` does, when `nova-guard` is imported). */
+export function setLedgerSpecResolver(r: LedgerSpecResolver): void {
+  resolver = r;
+}
+
+/**
+ * The ledger a guard uses for its `ledger` option: the object given, or for a string (or, with no
+ * `ledger`, `NOVA_GUARD_LEDGER`) a {@link SpecLedger} the guard owns (`owned`).
+ * @throws `ValidationError` for a string that is not a ledger spec, or when no resolver is registered.
+ */
+export function ledgerOption(ledger: unknown, clock: Clock, logger: Logger): { ledger: unknown; owned: SpecLedger | undefined } {
+  let spec = ledger;
+  if (spec === undefined) spec = resolver?.envSpec();
+  if (typeof spec !== 'string') return { ledger, owned: undefined };
+  const from = ledger === undefined ? 'NOVA_GUARD_LEDGER' : 'ledger';
+  if (resolver === undefined) {
+    throw new ValidationError(`${from}: a ledger URL (${JSON.stringify(spec)}) is resolved by the nova-guard entry point: import QuotaGuard from 'nova-guard', or pass a QuotaLedger object`);
+  }
+  let kind: 'sqlite' | 'redis' | 'in-process';
+  try {
+    kind = resolver.check(spec);
+  } catch (error) {
+    throw new ValidationError(`${from}: ${(error as Error).message}`);
+  }
+  if (kind === 'in-process') return { ledger: undefined, owned: undefined };
+  const owned = new SpecLedger(spec, kind, resolver, clock, logger);
+  return { ledger: owned, owned };
+}
+
+/**
+ * A ledger named by a string, opened when the guard binds it to its client's endpoint and project
+ * (`bindScope`, before the guard's first request); every call waits for the opening. A call before
+ * `bindScope` (a client without a project id) rejects with a `ValidationError`: the guard falls back
+ * to its in-process ledger for that call and warns.
+ */
+export class SpecLedger implements QuotaLedger {
+  readonly kind: string;
+  readonly holder = defaultHolder();
+  #scope: LedgerScope | undefined;
+  #opening: Promise<QuotaLedger> | undefined;
+  #opened: QuotaLedger | undefined;
+  readonly #listeners = new Map<() => void, (() => void) | undefined>();
+  #closed = false;
+
+  readonly #spec: string;
+
+  /**
+   * @param spec - The ledger string (kept private: a Redis URL may hold a password).
+   * @param kind - What `resolver.check` said of it.
+   */
+  constructor(
+    spec: string,
+    kind: string,
+    private readonly resolver: LedgerSpecResolver,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+  ) {
+    this.kind = kind;
+    this.#spec = spec;
+  }
+
+  /** The endpoint and project, once bound. */
+  get scope(): LedgerScope | undefined {
+    return this.#scope;
+  }
+
+  /**
+   * Binds the ledger to `scope` and starts opening it.
+   * @throws `ValidationError` when already bound to another endpoint or project.
+   */
+  bindScope(scope: LedgerScope): void {
+    if (this.#scope !== undefined) {
+      if (!sameScope(this.#scope, scope)) throw scopeMismatch(this.kind, this.#scope, scope);
+      return;
+    }
+    this.#scope = ledgerScope(scope.endpoint, scope.projectId);
+    this.#open(this.#scope).catch(() => undefined); // a failed opening is reported by the calls that wait for it
+  }
+
+  /** Open the ledger for `scope`; a failed opening is tried again by the next call. */
+  #open(scope: LedgerScope): Promise<QuotaLedger> {
+    const opening = this.resolver.open(this.#spec, { scope, clock: this.clock, logger: this.logger }).then((l) => {
+      this.#opened = l;
+      if (this.#closed) void l.close();
+      for (const [listener] of this.#listeners) this.#listeners.set(listener, l.onFreed(listener));
+      return l;
+    });
+    this.#opening = opening;
+    opening.catch(() => {
+      if (this.#opening === opening) this.#opening = undefined;
+    });
+    return opening;
+  }
+
+  #ledger(): Promise<QuotaLedger> {
+    if (this.#closed) return Promise.reject(new ValidationError(`the ${this.kind} ledger is closed`));
+    if (this.#opening !== undefined) return this.#opening;
+    if (this.#scope !== undefined) return this.#open(this.#scope);
+    return Promise.reject(new ValidationError(`the ${this.kind} ledger needs the client's project id to open (the client has none)`));
+  }
+
+  async join(needs: ResourceAmounts): Promise<LedgerPlace> {
+    return (await this.#ledger()).join(needs);
+  }
+  async leave(place: LedgerPlace): Promise<void> {
+    if (this.#opened) await this.#opened.leave(place);
+  }
+  async limits(read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined): Promise<LedgerLimits> {
+    return (await this.#ledger()).limits(read, signal);
+  }
+  async inFlight(stamp: number): Promise<ResourceAmounts> {
+    const l = await this.#ledger();
+    return l.inFlight ? l.inFlight(stamp) : { cores: 0, ramMiB: 0, instances: 0 };
+  }
+  async admit(request: AdmitRequest): Promise<Admission> {
+    return (await this.#ledger()).admit(request);
+  }
+  /** The opened ledger's `acquire`, or `limits` + `admit` (+ `join`) for one without it. */
+  async acquire(request: AcquireRequest, read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined): Promise<Acquisition> {
+    const l = await this.#ledger();
+    if (l.acquire) return l.acquire(request, read, signal);
+    const reading = await l.limits(read, signal);
+    const admission = await l.admit({ place: request.place, needs: request.needs, headroom: rawHeadroomOf(reading.absolute), stamp: reading.stamp, ttlMs: request.ttlMs });
+    if (admission.admitted || !request.joinIfShort || request.place !== undefined) return { ...admission, reading };
+    return { ...admission, reading, place: await l.join(request.needs) };
+  }
+  callBudgetMs(): number | undefined {
+    return this.#opened?.callBudgetMs?.();
+  }
+  async probe(): Promise<void> {
+    const l = await this.#ledger();
+    await l.probe?.();
+  }
+  async claimAnyway(needs: ResourceAmounts, ttlMs: number): Promise<LedgerClaim> {
+    return (await this.#ledger()).claimAnyway(needs, ttlMs);
+  }
+  async renew(claim: LedgerClaim, ttlMs: number): Promise<boolean> {
+    return (await this.#ledger()).renew(claim, ttlMs);
+  }
+  async bind(claim: LedgerClaim, serverId: string): Promise<void> {
+    if (this.#opened) await this.#opened.bind(claim, serverId);
+  }
+  async release(claim: LedgerClaim, end: ClaimEnd): Promise<void> {
+    if (this.#opened) await this.#opened.release(claim, end);
+  }
+  async publishFreed(serverId: string): Promise<void> {
+    if (this.#opened) await this.#opened.publishFreed(serverId);
+    else for (const [listener] of this.#listeners) listener();
+  }
+  onFreed(listener: () => void): () => void {
+    this.#listeners.set(listener, this.#opened?.onFreed(listener));
+    return () => {
+      this.#listeners.get(listener)?.();
+      this.#listeners.delete(listener);
+    };
+  }
+  /** Closes the opened ledger (or the one still opening, once open). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const l = this.#opened ?? (await this.#opening?.catch(() => undefined));
+    await l?.close();
+  }
+  /** Never shows the ledger string (a Redis URL may hold a password). */
+  [Symbol.for('nodejs.util.inspect.custom')](): string {
+    return `SpecLedger { kind: ${JSON.stringify(this.kind)}, opened: ${this.#opened !== undefined} }`;
+  }
+  /** The opened ledger's JSON, or kind and holder. */
+  toJSON(): Record<string, unknown> {
+    return this.#opened && typeof (this.#opened as { toJSON?: unknown }).toJSON === 'function' ? (this.#opened as unknown as { toJSON(): Record<string, unknown> }).toJSON() : { kind: this.kind, holder: this.holder };
+  }
+}

@@ -1,0 +1,366 @@
+/**
+ * `SqliteQuotaLedger`: the {@link QuotaLedger} of the processes of one host, kept in one local
+ * SQLite file per endpoint and project (see `docs/sqlite-ledger.md`). Each operation is one
+ * `BEGIN IMMEDIATE` transaction (`store.ts`), atomic across the processes of the host; the same
+ * semantics as `RedisQuotaLedger` (admission, FIFO queue, leases, fencing tokens, shared `/limits`
+ * readings, "quota freed" wake-ups), with polling of the file in place of pub/sub.
+ *
+ * Clocks: leases, place leases and the kept reading's send time are stored in ms of the host's wall
+ * clock (`clock.wallNow()`), the one clock every process of the host reads alike (a process's
+ * monotonic clock starts at its own start, so its values mean nothing to another process). Like
+ * Redis's `TIME`, it can step: a step forward ends leases early (the holder's `renew` before its
+ * POST then says "lost": it does not POST), a step back lengthens them by the step. What must stay
+ * ordered is ordered by counters in the file instead (fencing tokens, join order, the order of
+ * readings, `'counted'` releases and confirmed deletions), and a kept reading is also judged by
+ * this process's monotonic clock (first seen longer than `limitsMaxAgeMs` ago: stale). Waits, polls
+ * and heartbeats run on `clock.now()` / `clock.setTimeout`.
+ *
+ * @module
+ */
+import { randomUUID } from 'node:crypto';
+import { systemClock, type Clock, type ResourceAmounts, type TimerHandle } from '../core/index.js';
+import { componentLogger } from '../core/logger.js';
+import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
+import { AbortError, ValidationError, throwIfAborted } from '../errors/index.js';
+import type { Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from '../guard/index.js';
+import { scopeMismatch } from '../guard/ledgerScope.js';
+import type { NovaClient } from '../nova/index.js';
+import { LedgerStore, type Caller } from './store.js';
+import { FreedWatch } from './freed.js';
+import { checkOptionNames, resolveOptions, type ResolvedSqliteOptions, type SqliteQuotaLedgerOptions } from './options.js';
+
+/** How the kept reading is written into the file: JSON, unlimited (`Infinity`) as `"Infinity"`. */
+const encodeReading = (r: LimitsReading): string => JSON.stringify({ absolute: r.absolute, requestId: r.requestId }, (_k, v: unknown) => (v === Infinity ? 'Infinity' : v));
+const decodeReading = (json: string): LimitsReading => JSON.parse(json, (_k, v: unknown) => (v === 'Infinity' ? Infinity : v)) as LimitsReading;
+
+/** Needs as whole, non-negative numbers. */
+function wholeNeeds(where: string, n: ResourceAmounts): ResourceAmounts {
+  const v = [n.cores, n.ramMiB, n.instances];
+  if (v.some((x) => typeof x !== 'number' || !Number.isFinite(x) || x < 0)) throw new ValidationError(`${where}: needs must be non-negative numbers, got ${JSON.stringify(n)}`);
+  return { cores: Math.ceil(n.cores), ramMiB: Math.ceil(n.ramMiB), instances: Math.ceil(n.instances) };
+}
+
+/**
+ * The quota ledger of the processes of one host, on a local SQLite file in WAL mode (one file per
+ * endpoint and project). Every process on the host that opens the same file shares claims, queue,
+ * `/limits` readings and freed-quota wake-ups. Needs the optional dependency better-sqlite3 (12.x).
+ *
+ * @example
+ * ```ts
+ * import { SqliteQuotaLedger } from 'nova-guard/sqlite';
+ * const ledger = new SqliteQuotaLedger({ endpoint, projectId }); // ~/.local/state/nova-guard/ledger-....sqlite
+ * const guard = new QuotaGuard(client, { ledger });
+ * ```
+ * Source: the claim-before-launch design of Zuul nodepool, as `RedisQuotaLedger`; the cross-process
+ * lock is SQLite's (`BEGIN IMMEDIATE` in WAL mode: sqlite.org, "Write-Ahead Logging").
+ */
+export class SqliteQuotaLedger implements QuotaLedger {
+  readonly kind = 'sqlite';
+  readonly holder: string;
+  /** The endpoint (normalised) and project this ledger serves: a guard of another is refused. */
+  readonly scope: LedgerScope;
+  /** The ledger file (absolute path). */
+  readonly path: string;
+  readonly #opts: ResolvedSqliteOptions;
+  readonly #clock: Clock;
+  readonly #store: LedgerStore;
+  readonly #caller: Caller;
+  readonly #freed: FreedWatch;
+  readonly #places = new Set<string>();
+  readonly #claims = new Map<string, ResourceAmounts>();
+  /** When this process first saw each kept reading (by order number, monotonic clock). */
+  readonly #firstSeen = new Map<number, number>();
+  #staleSeq = -1;
+  #beat: TimerHandle | undefined;
+  #closed = false;
+
+  /**
+   * Opens (creating when missing) the ledger file.
+   * @throws `ValidationError` for bad options (see {@link SqliteQuotaLedgerOptions}), a directory on
+   * a network file system, or a file that holds another endpoint's or project's ledger.
+   * @throws `ConfigError` when the optional dependency better-sqlite3 cannot be loaded.
+   * @throws {@link SqliteLedgerError} when the file cannot be created or opened, is not a SQLite
+   * database, or is locked by another process for longer than `busyTimeoutMs`.
+   */
+  constructor(options: SqliteQuotaLedgerOptions) {
+    this.#opts = resolveOptions(options);
+    this.holder = this.#opts.holder;
+    this.path = this.#opts.file;
+    this.scope = ledgerScope(options.endpoint, options.projectId);
+    this.#clock = options.clock ?? systemClock;
+    this.#caller = { instance: randomUUID(), holderTtlMs: this.#opts.placeTtlMs };
+    this.#store = new LedgerStore(this.path, `${this.scope.endpoint}\n${this.scope.projectId}`, this.#opts.busyTimeoutMs);
+    this.#freed = new FreedWatch(this.#store, this.#clock, this.#opts.pollIntervalMs);
+    componentLogger(options.logger, 'sqlite-ledger').debug({ path: this.path }, 'SQLite ledger opened');
+  }
+
+  /**
+   * A ledger for `client`'s endpoint and project: `endpoint` from `client.endpoint()`, `projectId`
+   * from `client.projectId`, unless given.
+   * @throws `ValidationError` when the client has no project id and none is given; what the
+   * constructor throws.
+   */
+  static async forClient(client: NovaClient, options: Omit<SqliteQuotaLedgerOptions, 'endpoint' | 'projectId'> & { endpoint?: string; projectId?: string }): Promise<SqliteQuotaLedger> {
+    checkOptionNames('SqliteQuotaLedger.forClient options', options);
+    const projectId = options.projectId ?? client.projectId;
+    if (projectId === undefined) throw new ValidationError('SqliteQuotaLedger.forClient: the client has no projectId; pass projectId');
+    const endpoint = options.endpoint ?? (await client.endpoint());
+    return new SqliteQuotaLedger({ ...options, endpoint, projectId });
+  }
+
+  /**
+   * A guard of `scope` is about to use this ledger (see `QuotaLedger.bindScope`).
+   * @throws `ValidationError` naming both when `scope` is another endpoint or project.
+   */
+  bindScope(scope: LedgerScope): void {
+    if (!sameScope(this.scope, scope)) throw scopeMismatch(this.kind, this.scope, scope);
+  }
+
+  #now(): number {
+    return this.#clock.wallNow();
+  }
+
+  /** Run `fn` (one transaction) after starting the heartbeat; rejects after `close()`. */
+  async #run<T>(fn: (now: number) => T): Promise<T> {
+    if (this.#closed) throw new ValidationError(`SqliteQuotaLedger ${this.path} is closed`);
+    this.#heartbeat();
+    return fn(this.#now());
+  }
+
+  /** A call a closed ledger ignores (`leave`, `release`, `bind`): resolves at once after `close()`. */
+  async #quiet(fn: (now: number) => void): Promise<void> {
+    if (this.#closed) return;
+    await this.#run(fn);
+  }
+
+  /** Every `placeTtlMs / 3` from the first call until `close()`: the holder entry and this ledger's places renewed. */
+  #heartbeat(): void {
+    if (this.#beat !== undefined || this.#closed) return;
+    this.#beat = this.#clock.setTimeout(() => {
+      this.#beat = undefined;
+      if (this.#closed) return;
+      try {
+        this.#store.heartbeat(this.#now(), this.#caller, [...this.#places], this.#opts.placeTtlMs);
+      } catch {
+        // the next beat tries again; places that lapse meanwhile are taken again by the guard
+      }
+      this.#heartbeat();
+    }, this.#opts.placeTtlMs / 3);
+    (this.#beat as { unref?: () => void }).unref?.();
+  }
+
+  async join(needs: ResourceAmounts): Promise<LedgerPlace> {
+    const n = wholeNeeds('join', needs);
+    const id = randomUUID();
+    await this.#run((now) => this.#store.join(now, this.#caller, id, n, this.#opts.placeTtlMs));
+    this.#places.add(id);
+    return { id, needs: { ...needs } };
+  }
+
+  async leave(place: LedgerPlace): Promise<void> {
+    this.#places.delete(place.id);
+    await this.#quiet((now) => this.#store.leave(now, this.#caller, place.id));
+  }
+
+  /**
+   * Check and claim atomically (one transaction): every live claim, every claim released as
+   * `'counted'` at or after `stamp` (the reading's order number) and every place ahead is
+   * subtracted. The answer carries `holders`, the live holders of the file.
+   */
+  async admit(request: AdmitRequest): Promise<Admission> {
+    const needs = wholeNeeds('admit', request.needs);
+    const room = (['cores', 'ramMiB', 'instances'] as const).map((r) => {
+      const v = request.headroom[r];
+      return v === undefined || !Number.isFinite(v) ? undefined : Math.floor(v);
+    });
+    const claimId = randomUUID();
+    const placeId = request.place?.id ?? '';
+    const res = await this.#run((now) =>
+      this.#store.admit(now, this.#caller, { room, placeId, needs, stamp: Math.floor(request.stamp), ttlMs: Math.ceil(request.ttlMs), holder: this.holder, claimId }),
+    );
+    const { inFlight, ahead, holders } = res;
+    if (!res.fits) return { admitted: false, inFlight, ahead, holders };
+    if (placeId !== '') this.#places.delete(placeId);
+    this.#claims.set(claimId, needs);
+    return { admitted: true, claim: { id: claimId, token: res.token, needs: { ...request.needs }, holder: this.holder }, inFlight, ahead, holders };
+  }
+
+  /** What {@link SqliteQuotaLedger.admit} would subtract for claims for a reading of `stamp` (a read-only transaction). */
+  async inFlight(stamp: number): Promise<ResourceAmounts> {
+    return this.#run((now) => this.#store.inFlight(now, Math.floor(stamp)));
+  }
+
+  /**
+   * The ids of the file's claims, of every holder on the host, neither released nor past their
+   * lease: the metadata `nova-guard-claim-id` of the servers they create (for the reaper's `liveClaims`).
+   */
+  async liveClaimIds(): Promise<string[]> {
+    return this.#run((now) => this.#store.liveClaimIds(now));
+  }
+
+  async claimAnyway(needs: ResourceAmounts, ttlMs: number): Promise<LedgerClaim> {
+    const n = wholeNeeds('claimAnyway', needs);
+    const id = randomUUID();
+    const token = await this.#run((now) => this.#store.claimAnyway(now, this.#caller, id, n, Math.ceil(ttlMs), this.holder));
+    this.#claims.set(id, n);
+    return { id, token, needs: { ...needs }, holder: this.holder };
+  }
+
+  /** The lease set to now + `ttlMs`; `false` when it is lost (expired, released, or unknown to the file). */
+  async renew(claim: LedgerClaim, ttlMs: number): Promise<boolean> {
+    const live = await this.#run((now) => this.#store.renew(now, this.#caller, claim.id, Math.ceil(ttlMs)));
+    if (!live) this.#claims.delete(claim.id);
+    return live;
+  }
+
+  async bind(claim: LedgerClaim, serverId: string): Promise<void> {
+    await this.#quiet((now) => this.#store.bind(now, this.#caller, claim.id, serverId));
+  }
+
+  async release(claim: LedgerClaim, end: ClaimEnd): Promise<void> {
+    this.#claims.delete(claim.id);
+    await this.#quiet((now) => this.#store.release(now, this.#caller, claim.id, end === 'counted', wholeNeeds('release', claim.needs)));
+  }
+
+  /**
+   * Tell every holder that quota was freed: this process's listeners at once, the other processes'
+   * at their next poll of the file (`pollIntervalMs`). The kept `/limits` reading from before this
+   * deletion stops being fresh. After `close()`: the local listeners only.
+   */
+  async publishFreed(_serverId: string): Promise<void> {
+    this.#freed.notifyOwn();
+    if (this.#closed) return;
+    await this.#run((now) => this.#store.freed(now, this.#caller));
+    this.#freed.published();
+  }
+
+  onFreed(listener: () => void): () => void {
+    return this.#freed.add(listener);
+  }
+
+  /** The highest order number of a kept reading this process has seen for longer than `limitsMaxAgeMs` (-1: none). */
+  #stale(): number {
+    const now = this.#clock.now();
+    for (const [seq, at] of this.#firstSeen) if (now - at > this.#opts.limitsMaxAgeMs) this.#staleSeq = Math.max(this.#staleSeq, seq);
+    for (const seq of this.#firstSeen.keys()) if (seq <= this.#staleSeq) this.#firstSeen.delete(seq);
+    return this.#staleSeq;
+  }
+
+  #saw(seq: number, at: number): void {
+    if (seq > this.#staleSeq && !this.#firstSeen.has(seq)) this.#firstSeen.set(seq, at);
+  }
+
+  /**
+   * A `/limits` reading: the kept one when fresh (by the wall clock stored in the file, after the
+   * last confirmed deletion, and by this process's own clock), else one made through `read` under
+   * the file's refresh lock and kept for the others. While another process refreshes, this one
+   * polls the file every `pollIntervalMs` for at most `limitsLockMs + busyTimeoutMs`, then hands
+   * out the stale kept reading (or, with none, reads on its own).
+   * @throws {@link SqliteLedgerError} when the file fails; `AbortError` when `signal` aborts; what
+   * `read` throws (the refresh lock is given back first).
+   */
+  async limits(read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined): Promise<LedgerLimits> {
+    const lock = randomUUID();
+    const deadline = this.#clock.now() + this.#opts.limitsLockMs + this.#opts.busyTimeoutMs;
+    for (;;) {
+      throwIfAborted(signal);
+      const local = this.#clock.now();
+      const begun = await this.#run((now) => ({ now, ...this.#store.limitsBegin(now, this.#caller, { maxAgeMs: this.#opts.limitsMaxAgeMs, staleSeq: this.#stale(), lock, lockMs: this.#opts.limitsLockMs }) }));
+      const { state, kept, sendSeq, now } = begun;
+      const keptReading = (): LedgerLimits => {
+        const first = this.#firstSeen.get(kept.seq);
+        return { ...decodeReading(kept.json!), stamp: kept.seq, ageMs: Math.max(0, now - kept.sentAt, first === undefined ? 0 : local - first), shared: true };
+      };
+      if (state === 'fresh') {
+        this.#saw(kept.seq, local);
+        return keptReading();
+      }
+      if (state === 'lock' || this.#clock.now() >= deadline) {
+        if (state !== 'lock' && kept.json !== undefined) return keptReading();
+        let reading: LimitsReading;
+        try {
+          throwIfAborted(signal);
+          reading = await read(signal);
+        } catch (error) {
+          if (state === 'lock' && !this.#closed) {
+            try {
+              this.#store.unlock(this.#now(), this.#caller, lock);
+            } catch {
+              // the lock expires by itself
+            }
+          }
+          throw error;
+        }
+        this.#saw(sendSeq, local);
+        try {
+          // A reading kept for the others is a bonus; this caller's reading stands even if the file fails now.
+          if (!this.#closed) this.#store.limitsStore(this.#now(), this.#caller, { json: encodeReading(reading), seq: sendSeq, sentAt: now, lock });
+        } catch {
+          // see above
+        }
+        return { absolute: reading.absolute, requestId: reading.requestId, stamp: sendSeq, ageMs: 0, shared: false };
+      }
+      await this.#waitForReading(kept.seq, Math.min(this.#opts.pollIntervalMs, Math.max(1, deadline - this.#clock.now())), signal);
+    }
+  }
+
+  /** Poll the file until the kept reading is newer than `seq`, for at most `ms` (rejects on abort). */
+  #waitForReading(seq: number, ms: number, signal: AbortSignal | undefined): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const done = (): void => {
+        this.#clock.clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      const onAbort = (): void => {
+        done();
+        reject(new AbortError(undefined, { cause: signal?.reason }));
+      };
+      const timer = this.#clock.setTimeout(done, ms);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      void seq;
+    });
+  }
+
+  /** A local file: no round trip to budget for (`undefined`: the guard's `ledgerTimeoutMs` bounds each call). */
+  callBudgetMs(): number | undefined {
+    return undefined;
+  }
+
+  /**
+   * Proves the file answers: a read of it.
+   * @throws {@link SqliteLedgerError} when it cannot be read.
+   */
+  async probe(): Promise<void> {
+    if (this.#closed) throw new ValidationError(`SqliteQuotaLedger ${this.path} is closed`);
+    this.#store.keptSeq();
+  }
+
+  /**
+   * Leaves every place, drops every claim this ledger holds (as not created: a create still in
+   * flight is Nova's to count) and its holder entry, and closes the file (always, even when the
+   * file fails). Calls of `leave`, `release`, `bind` and `publishFreed` after it resolve quietly.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#clock.clearTimeout(this.#beat);
+    this.#freed.close();
+    try {
+      this.#store.goodbye(this.#now(), this.#caller, [...this.#places], [...this.#claims.keys()]);
+    } catch {
+      // what it held expires by its leases
+    } finally {
+      this.#places.clear();
+      this.#claims.clear();
+      this.#store.close();
+    }
+  }
+
+  toJSON(): Record<string, unknown> {
+    return { kind: this.kind, holder: this.holder, path: this.path };
+  }
+  [Symbol.for('nodejs.util.inspect.custom')](): string {
+    return `SqliteQuotaLedger { holder: ${JSON.stringify(this.holder)}, path: ${JSON.stringify(this.path)} }`;
+  }
+}

@@ -1,0 +1,189 @@
+/**
+ * Options of {@link SqliteQuotaLedger}: validation, defaults, and where the ledger file of one
+ * endpoint and project lives.
+ *
+ * @module
+ */
+import { createHash } from 'node:crypto';
+import { statSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
+import type { Clock } from '../core/index.js';
+import { checkOptions, type OptionsSpec } from '../core/options.js';
+import { checkDurationMs } from '../core/validate.js';
+import { normaliseEndpoint } from '../core/endpoint.js';
+import { redactUrlSecrets } from '../core/redact.js';
+import { toLogger, type LoggerOption } from '../core/logger.js';
+import { ValidationError } from '../errors/index.js';
+import { defaultHolder, isClock, isHolderName } from '../guard/inProcessLedger.js';
+
+/** Options of `new SqliteQuotaLedger(...)`. */
+export interface SqliteQuotaLedgerOptions {
+  /**
+   * The Nova compute endpoint the quota belongs to: an `http://` or `https://` URL (normalised with
+   * `normaliseEndpoint`, then hashed into the default file name).
+   */
+  readonly endpoint: string;
+  /** The project id the quota belongs to. */
+  readonly projectId: string;
+  /**
+   * The ledger file, or a directory for one file per endpoint and project (a path that is an
+   * existing directory or ends with `/`). Relative paths are taken from the current directory. The
+   * directory is created (mode 0700) when missing; one on a network file system (NFS, CIFS/SMB,
+   * sshfs, ...) is refused. A file that holds another endpoint's or project's ledger is refused.
+   * @default {@link defaultLedgerDir} (`$XDG_STATE_HOME/nova-guard`, else
+   * `$XDG_RUNTIME_DIR/nova-guard`, else `~/.local/state/nova-guard`), one file per endpoint and project
+   */
+  readonly path?: string;
+  /** The holder name written into claims (no commas). @default `<hostname>:<pid>` */
+  readonly holder?: string;
+  /**
+   * Timers and "now": waits, polls and heartbeats use `now()` and `setTimeout`; leases and reading
+   * times stored in the file use `wallNow()` (the host's wall clock, the one clock every process of
+   * the host shares). @default systemClock
+   */
+  readonly clock?: Clock;
+  /** A kept `/limits` reading younger than this, in ms, is handed out instead of a new read. @default 1000 */
+  readonly limitsMaxAgeMs?: number;
+  /** How long a holder may hold the refresh lock of the kept reading, in ms. @default 10000 */
+  readonly limitsLockMs?: number;
+  /**
+   * Lease of a queue place and of the holder entry, in ms; a live ledger renews them every third of
+   * it. At least 1000 ms. @default 15000
+   */
+  readonly placeTtlMs?: number;
+  /**
+   * How long one transaction waits for another process's lock on the file, in ms (SQLite's busy
+   * timeout; the wait blocks this process's event loop, and transactions take microseconds).
+   * @default 2000
+   */
+  readonly busyTimeoutMs?: number;
+  /** How often the file is polled for "quota freed" and "reading refreshed" news of other processes, in ms. @default 25 */
+  readonly pollIntervalMs?: number;
+  /** pino logger, or an object with pino's level methods (`info`, `warn`, `error`, `debug`); the default is silent. */
+  readonly logger?: LoggerOption;
+}
+
+/** The names of {@link SqliteQuotaLedgerOptions}; values are checked by {@link resolveOptions}. */
+const OPTION_NAMES: OptionsSpec<SqliteQuotaLedgerOptions> = {
+  endpoint: null,
+  projectId: null,
+  path: null,
+  holder: null,
+  clock: null,
+  limitsMaxAgeMs: null,
+  limitsLockMs: null,
+  placeTtlMs: null,
+  busyTimeoutMs: null,
+  pollIntervalMs: null,
+  logger: null,
+};
+
+/** The checked options with their defaults. */
+export interface ResolvedSqliteOptions {
+  readonly holder: string;
+  /** The ledger file (absolute). */
+  readonly file: string;
+  readonly limitsMaxAgeMs: number;
+  readonly limitsLockMs: number;
+  readonly placeTtlMs: number;
+  readonly busyTimeoutMs: number;
+  readonly pollIntervalMs: number;
+}
+
+/**
+ * The default directory of ledger files: `$XDG_STATE_HOME/nova-guard`, else
+ * `$XDG_RUNTIME_DIR/nova-guard` (local by the XDG spec), else `~/.local/state/nova-guard`.
+ * @param env - The environment. @default process.env
+ */
+export function defaultLedgerDir(env: Readonly<Record<string, string | undefined>> = process.env): string {
+  const state = env.XDG_STATE_HOME;
+  if (state !== undefined && isAbsolute(state)) return join(state, 'nova-guard');
+  const runtime = env.XDG_RUNTIME_DIR;
+  if (runtime !== undefined && isAbsolute(runtime)) return join(runtime, 'nova-guard');
+  return join(homedir(), '.local', 'state', 'nova-guard');
+}
+
+/**
+ * The file name of one endpoint's and project's ledger: `ledger-<16 hex digits of SHA-256 of the
+ * normalised endpoint and project>-<project, letters, digits, - and _ only, at most 40>.sqlite`.
+ */
+export function ledgerFileName(endpoint: string, projectId: string): string {
+  const hash = createHash('sha256').update(`${normaliseEndpoint(endpoint, projectId)}\n${projectId}`).digest('hex').slice(0, 16);
+  return `ledger-${hash}-${projectId.replace(/[^A-Za-z0-9_-]/g, '').slice(0, 40)}.sqlite`;
+}
+
+/** `path` (or the default directory) resolved to the ledger file of `endpoint` and `projectId`. */
+export function ledgerFile(path: string | undefined, endpoint: string, projectId: string, env?: Readonly<Record<string, string | undefined>>): string {
+  if (path === undefined || path === '') return join(defaultLedgerDir(env), ledgerFileName(endpoint, projectId));
+  const abs = resolve(path);
+  let isDir = path.endsWith('/');
+  if (!isDir) {
+    try {
+      isDir = statSync(abs).isDirectory();
+    } catch {
+      isDir = false;
+    }
+  }
+  return isDir ? join(abs, ledgerFileName(endpoint, projectId)) : abs;
+}
+
+/** True when `text` parses as an `http:` or `https:` URL. */
+function isHttpUrl(text: string): boolean {
+  try {
+    const { protocol } = new URL(text.trim());
+    return protocol === 'http:' || protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * @throws `ValidationError` for an unknown option (naming the closest), an endpoint that is not an
+ * http(s) URL, an empty project id, a `path` that is not a non-empty string, a `clock` that is not a
+ * Clock, a `logger` that is neither pino nor an object with pino's level methods, a holder that is
+ * not a non-empty string without commas, a duration that is not a positive whole number of ms
+ * (`limitsMaxAgeMs` may be 0), or a `placeTtlMs` below 1000.
+ */
+export function resolveOptions(options: SqliteQuotaLedgerOptions): ResolvedSqliteOptions {
+  checkOptions('SqliteQuotaLedger options', options, OPTION_NAMES);
+  if (options === undefined) throw new ValidationError('SqliteQuotaLedger needs options { endpoint, projectId }');
+  if (typeof options.endpoint !== 'string' || !isHttpUrl(options.endpoint)) {
+    throw new ValidationError(`SqliteQuotaLedger endpoint must be an http:// or https:// URL (the Nova compute endpoint), got ${JSON.stringify(redactUrlSecrets(String(options.endpoint)))}`);
+  }
+  if (typeof options.projectId !== 'string' || options.projectId.trim() === '') throw new ValidationError('SqliteQuotaLedger needs projectId');
+  if (options.path !== undefined && (typeof options.path !== 'string' || options.path.trim() === '')) throw new ValidationError('SqliteQuotaLedger path must be a non-empty string (a file or a directory)');
+  if (options.clock !== undefined && !isClock(options.clock)) throw new ValidationError('SqliteQuotaLedger clock must be a Clock (now, wallNow, setTimeout, clearTimeout)');
+  if (options.logger !== undefined) {
+    try {
+      toLogger(options.logger);
+    } catch (error) {
+      throw new ValidationError(`SqliteQuotaLedger ${(error as Error).message}`);
+    }
+  }
+  const holder = options.holder ?? defaultHolder();
+  if (!isHolderName(holder)) throw new ValidationError(`SqliteQuotaLedger holder must be a non-empty string without commas, got ${JSON.stringify(holder)}`);
+  const durations = { limitsMaxAgeMs: 1000, limitsLockMs: 10_000, placeTtlMs: 15_000, busyTimeoutMs: 2000, pollIntervalMs: 25 } as const;
+  const out: Record<string, number> = {};
+  for (const [name, dflt] of Object.entries(durations)) {
+    const value = (options as unknown as Record<string, unknown>)[name] ?? dflt;
+    checkDurationMs(name, value, { allowZero: name === 'limitsMaxAgeMs', allowInfinity: false, timer: true });
+    if (!Number.isInteger(value)) throw new ValidationError(`SqliteQuotaLedger ${name} must be a whole number of milliseconds, got ${String(value)}`);
+    out[name] = value as number;
+  }
+  if (out.placeTtlMs! < 1000) throw new ValidationError(`SqliteQuotaLedger placeTtlMs must be at least 1000 ms, got ${out.placeTtlMs}`);
+  return {
+    holder,
+    file: ledgerFile(options.path, options.endpoint, options.projectId),
+    limitsMaxAgeMs: out.limitsMaxAgeMs!,
+    limitsLockMs: out.limitsLockMs!,
+    placeTtlMs: out.placeTtlMs!,
+    busyTimeoutMs: out.busyTimeoutMs!,
+    pollIntervalMs: out.pollIntervalMs!,
+  };
+}
+
+/** Refuse a name that is not an option of {@link SqliteQuotaLedgerOptions} (naming the closest), as `forClient` does before it asks the client anything. */
+export function checkOptionNames(where: string, options: unknown): void {
+  checkOptions(where, options, OPTION_NAMES);
+}

@@ -1,0 +1,285 @@
+/**
+ * SqliteQuotaLedger on a real SQLite file in a temporary directory (never a mock): several ledger
+ * objects on one file stand for several processes of one host (the file is all they share; the
+ * separate-process proofs are in processes.test.ts). A manual wall clock drives the leases.
+ */
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { inspect } from 'node:util';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SqliteLedgerError, SqliteQuotaLedger, defaultLedgerDir } from '../../src/sqlite/index.js';
+import type { SqliteQuotaLedgerOptions } from '../../src/sqlite/index.js';
+import { mountOf, refuseNetworkFileSystem } from '../../src/sqlite/fileSystem.js';
+import { loadSqlite } from '../../src/sqlite/native.js';
+import { ValidationError } from '../../src/errors/index.js';
+import { systemClock, type Clock } from '../../src/core/index.js';
+import type { LimitsReading } from '../../src/guard/index.js';
+
+const ENDPOINT = 'http://nova.example:8774/v2.1';
+const need = (cores: number, ramMiB = 0, instances = 1) => ({ cores, ramMiB, instances });
+const room = (cores: number) => ({ cores, ramMiB: undefined, instances: undefined });
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** The real timers, with a wall clock the test moves. */
+function wallClock(start = Date.UTC(2026, 0, 1)): Clock & { advance(ms: number): void } {
+  let wall = start;
+  return { ...systemClock, wallNow: () => wall, advance: (ms: number) => void (wall += ms) };
+}
+
+const dirs: string[] = [];
+const open: SqliteQuotaLedger[] = [];
+afterEach(async () => {
+  for (const l of open.splice(0)) await l.close();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'nova-guard-sqlite-'));
+  dirs.push(d);
+  return d;
+}
+
+function ledger(path: string, extra: Partial<SqliteQuotaLedgerOptions> = {}): SqliteQuotaLedger {
+  const l = new SqliteQuotaLedger({ endpoint: ENDPOINT, projectId: 'p1', path, holder: `h${open.length}`, ...extra });
+  open.push(l);
+  return l;
+}
+
+describe('SqliteQuotaLedger semantics on one file shared by several ledgers', () => {
+  it('admission is atomic across ledgers of one file: the second is short by the first claim', async () => {
+    const dir = tempDir();
+    const [a, b] = [ledger(dir), ledger(dir)];
+    expect(a.path).toBe(b.path);
+    const first = await a.admit({ place: undefined, needs: need(6), headroom: room(10), stamp: 0, ttlMs: 60_000 });
+    expect(first.admitted).toBe(true);
+    const second = await b.admit({ place: undefined, needs: need(6), headroom: room(10), stamp: 0, ttlMs: 60_000 });
+    expect(second).toMatchObject({ admitted: false, inFlight: { cores: 6 } });
+    const third = await b.admit({ place: undefined, needs: need(4), headroom: room(10), stamp: 0, ttlMs: 60_000 });
+    expect(third.admitted).toBe(true);
+    expect(first.holders).toBeGreaterThanOrEqual(1);
+    expect((await b.admit({ place: undefined, needs: need(1), headroom: room(10), stamp: 0, ttlMs: 60_000 })).holders).toBe(2);
+  });
+
+  it('the queue is FIFO across ledgers: a place ahead holds its needs back from a later one', async () => {
+    const dir = tempDir();
+    const [a, b] = [ledger(dir), ledger(dir)];
+    const pa = await a.join(need(8));
+    const pb = await b.join(need(2));
+    const late = await b.admit({ place: pb, needs: need(2), headroom: room(8), stamp: 0, ttlMs: 60_000 });
+    expect(late).toMatchObject({ admitted: false, ahead: { cores: 8 } });
+    const head = await a.admit({ place: pa, needs: need(8), headroom: room(8), stamp: 0, ttlMs: 60_000 });
+    expect(head).toMatchObject({ admitted: true, ahead: { cores: 0 } });
+    await a.leave(pa);
+    const next = await b.admit({ place: pb, needs: need(2), headroom: room(10), stamp: 0, ttlMs: 60_000 });
+    expect(next).toMatchObject({ admitted: true, ahead: { cores: 0 }, inFlight: { cores: 8 } });
+  });
+
+  it('fencing tokens strictly increase across ledgers; a lease not renewed expires on the wall clock and renew says lost', async () => {
+    const dir = tempDir();
+    const clock = wallClock();
+    const [a, b] = [ledger(dir, { clock }), ledger(dir, { clock })];
+    const tokens: number[] = [];
+    for (const l of [a, b, a, b]) {
+      const r = await l.admit({ place: undefined, needs: need(1), headroom: room(100), stamp: 0, ttlMs: 5000 });
+      if (!r.admitted) throw new Error('not admitted');
+      tokens.push(r.claim.token);
+    }
+    expect(tokens).toEqual([...tokens].sort((x, y) => x - y));
+    expect(new Set(tokens).size).toBe(4);
+    const c = await a.claimAnyway(need(1), 5000);
+    expect(c.token).toBeGreaterThan(tokens[3]!);
+    expect(await a.renew(c, 5000)).toBe(true);
+    expect(await b.liveClaimIds()).toHaveLength(5);
+    clock.advance(5001);
+    expect(await a.renew(c, 5000)).toBe(false);
+    expect(await b.liveClaimIds()).toEqual([]);
+    expect(await b.inFlight(0)).toEqual({ cores: 0, ramMiB: 0, instances: 0 });
+  });
+
+  it('a place not renewed (its holder gone) expires after placeTtlMs and no longer holds the queue back', async () => {
+    const dir = tempDir();
+    const clock = wallClock();
+    const [a, b] = [ledger(dir, { clock, placeTtlMs: 3000 }), ledger(dir, { clock, placeTtlMs: 3000 })];
+    await a.join(need(8));
+    const pb = await b.join(need(2));
+    expect((await b.admit({ place: pb, needs: need(2), headroom: room(8), stamp: 0, ttlMs: 60_000 })).admitted).toBe(false);
+    clock.advance(3001);
+    expect((await b.admit({ place: pb, needs: need(2), headroom: room(8), stamp: 0, ttlMs: 60_000 })).admitted).toBe(true);
+  });
+
+  it("a claim released as 'counted' is still subtracted from a reading sent before the release, not from a later one", async () => {
+    const dir = tempDir();
+    const [a, b] = [ledger(dir), ledger(dir)];
+    const read = async (): Promise<LimitsReading> => ({ absolute: { maxTotalCores: 10, totalCoresUsed: 0 }, requestId: 'req-1' });
+    const r = await a.admit({ place: undefined, needs: need(4), headroom: room(10), stamp: 0, ttlMs: 60_000 });
+    if (!r.admitted) throw new Error('not admitted');
+    const before = await b.limits(read, undefined);
+    await a.release(r.claim, 'counted');
+    expect((await b.inFlight(before.stamp)).cores).toBe(4);
+    await a.publishFreed('srv'); // a later reading is not the kept one
+    const after = await b.limits(read, undefined);
+    expect(after.stamp).toBeGreaterThan(before.stamp);
+    expect((await b.inFlight(after.stamp)).cores).toBe(0);
+    const notCreated = await a.admit({ place: undefined, needs: need(3), headroom: room(10), stamp: after.stamp, ttlMs: 60_000 });
+    if (!notCreated.admitted) throw new Error('not admitted');
+    await a.release(notCreated.claim, 'not-created');
+    expect((await b.inFlight(before.stamp)).cores).toBe(4);
+  });
+
+  it('a /limits reading made by one ledger is handed out to another while fresh (one read for both), and not after a confirmed deletion', async () => {
+    const dir = tempDir();
+    const [a, b] = [ledger(dir, { limitsMaxAgeMs: 60_000 }), ledger(dir, { limitsMaxAgeMs: 60_000 })];
+    let reads = 0;
+    const read = async (): Promise<LimitsReading> => ({ absolute: { maxTotalCores: 10, totalCoresUsed: ++reads, maxTotalInstances: Infinity }, requestId: `req-${reads}` });
+    const first = await a.limits(read, undefined);
+    expect(first).toMatchObject({ shared: false, ageMs: 0, requestId: 'req-1' });
+    const second = await b.limits(read, undefined);
+    expect(second).toMatchObject({ shared: true, requestId: 'req-1', stamp: first.stamp });
+    expect(second.absolute.maxTotalInstances).toBe(Infinity);
+    expect(reads).toBe(1);
+    await a.publishFreed('srv');
+    const third = await b.limits(read, undefined);
+    expect(third).toMatchObject({ shared: false, requestId: 'req-2' });
+  });
+
+  it('while one ledger refreshes the reading, another waits for it instead of reading Nova too; a failed read gives the lock back', async () => {
+    const dir = tempDir();
+    const [a, b] = [ledger(dir, { limitsMaxAgeMs: 60_000, pollIntervalMs: 20 }), ledger(dir, { limitsMaxAgeMs: 60_000, pollIntervalMs: 20 })];
+    let reads = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const slow = async (): Promise<LimitsReading> => {
+      reads++;
+      await gate;
+      return { absolute: { maxTotalCores: 10, totalCoresUsed: 0 }, requestId: 'slow' };
+    };
+    const pa = a.limits(slow, undefined);
+    await sleep(10);
+    const pb = b.limits(slow, undefined);
+    await sleep(100);
+    release();
+    expect((await pa).shared).toBe(false);
+    expect(await pb).toMatchObject({ shared: true, requestId: 'slow' });
+    expect(reads).toBe(1);
+    await a.publishFreed('x');
+    await expect(a.limits(async () => Promise.reject(new Error('nova down')), undefined)).rejects.toThrow('nova down');
+    expect(await b.limits(async () => ({ absolute: {}, requestId: 'after' }), undefined)).toMatchObject({ shared: false, requestId: 'after' });
+  });
+
+  it("a deletion confirmed through one ledger wakes another ledger's onFreed listener (by polling the file), and not its own twice", async () => {
+    const dir = tempDir();
+    const [a, b] = [ledger(dir, { pollIntervalMs: 20 }), ledger(dir, { pollIntervalMs: 20 })];
+    let woke = 0;
+    let own = 0;
+    b.onFreed(() => woke++);
+    a.onFreed(() => own++);
+    await a.publishFreed('srv-1');
+    const t0 = Date.now();
+    while (woke === 0 && Date.now() - t0 < 5000) await sleep(10);
+    expect(woke).toBe(1);
+    await sleep(100);
+    expect(own).toBe(1);
+  });
+
+  it('close() drops its places, claims and holder entry: the others see the quota free at once', async () => {
+    const dir = tempDir();
+    const [a, b] = [ledger(dir), ledger(dir)];
+    await a.admit({ place: undefined, needs: need(6), headroom: room(10), stamp: 0, ttlMs: 600_000 });
+    await a.join(need(4));
+    expect((await b.admit({ place: undefined, needs: need(4), headroom: room(10), stamp: 0, ttlMs: 60_000 })).admitted).toBe(false);
+    await a.close();
+    const r = await b.admit({ place: undefined, needs: need(4), headroom: room(10), stamp: 0, ttlMs: 60_000 });
+    expect(r).toMatchObject({ admitted: true, holders: 1 });
+    await expect(a.leave({ id: 'x', needs: need(1) })).resolves.toBeUndefined();
+    await expect(a.admit({ place: undefined, needs: need(1), headroom: room(10), stamp: 0, ttlMs: 1000 })).rejects.toThrow(/closed/);
+  });
+});
+
+describe('SqliteQuotaLedger files', () => {
+  it('two projects in one directory get separate files and do not see each other', async () => {
+    const dir = tempDir();
+    const a = ledger(dir, { projectId: 'alpha' });
+    const b = ledger(dir, { projectId: 'beta' });
+    expect(a.path).not.toBe(b.path);
+    expect(readdirSync(dir).filter((f) => f.endsWith('.sqlite')).sort()).toHaveLength(2);
+    await a.admit({ place: undefined, needs: need(10), headroom: room(10), stamp: 0, ttlMs: 60_000 });
+    expect((await b.admit({ place: undefined, needs: need(10), headroom: room(10), stamp: 0, ttlMs: 60_000 })).admitted).toBe(true);
+  });
+
+  it("a file that holds another project's ledger is refused with a ValidationError naming both", () => {
+    const file = join(tempDir(), 'one.sqlite');
+    ledger(file, { projectId: 'alpha' });
+    expect(() => ledger(file, { projectId: 'beta' })).toThrow(ValidationError);
+    expect(() => ledger(file, { projectId: 'beta' })).toThrow(/belongs to .*alpha.*not .*beta/);
+  });
+
+  it('a guard of another endpoint or project is refused by bindScope', () => {
+    const l = ledger(tempDir());
+    expect(() => l.bindScope({ endpoint: 'http://other.example/v2.1', projectId: 'p1' })).toThrow(ValidationError);
+    expect(() => l.bindScope({ endpoint: 'HTTP://nova.example:8774/v2.1/', projectId: 'p1' })).not.toThrow();
+  });
+
+  it('a file that is not a SQLite database is refused with a SqliteLedgerError that says what to do', () => {
+    const file = join(tempDir(), 'junk.sqlite');
+    writeFileSync(file, 'this is not a database, just some text that is long enough '.repeat(200));
+    let error: unknown;
+    try {
+      ledger(file);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(SqliteLedgerError);
+    expect(error).toMatchObject({ code: 'SQLITE_NOTADB', ledgerDown: true, path: file });
+    expect((error as Error).message).toMatch(/not a SQLite database or is corrupt.*delete it/);
+  });
+
+  it('a file locked by another process for longer than busyTimeoutMs: the call rejects with SqliteLedgerError (SQLITE_BUSY) within about that time', async () => {
+    const file = join(tempDir(), 'locked.sqlite');
+    const l = ledger(file, { busyTimeoutMs: 200 });
+    const other = new (loadSqlite())(file);
+    other.exec('BEGIN EXCLUSIVE');
+    try {
+      const t0 = Date.now();
+      const error = await l.admit({ place: undefined, needs: need(1), headroom: room(10), stamp: 0, ttlMs: 1000 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(SqliteLedgerError);
+      expect(error).toMatchObject({ code: expect.stringMatching(/^SQLITE_BUSY/), ledgerDown: false });
+      expect((error as Error).message).toMatch(/locked for longer than busyTimeoutMs/);
+      expect(Date.now() - t0).toBeLessThan(5000);
+    } finally {
+      other.exec('ROLLBACK');
+      other.close();
+    }
+    expect((await l.admit({ place: undefined, needs: need(1), headroom: room(10), stamp: 0, ttlMs: 1000 })).admitted).toBe(true);
+  });
+
+  it('a directory on a network file system is refused before the file is opened (from /proc/mounts)', () => {
+    const mounts = ['/dev/sda1 / ext4 rw 0 0', 'server:/export /mnt/share nfs4 rw 0 0', 'me@host:/x /mnt/my\\040ssh fuse.sshfs rw 0 0', 'tmpfs /mnt/share/local tmpfs rw 0 0'].join('\n');
+    expect(mountOf('/mnt/share/ci', mounts)).toEqual({ point: '/mnt/share', type: 'nfs4' });
+    expect(mountOf('/mnt/shared', mounts)).toEqual({ point: '/', type: 'ext4' });
+    expect(() => refuseNetworkFileSystem('/mnt/share/ci', mounts)).toThrow(/network file system \(nfs4, mounted at \/mnt\/share\)/);
+    expect(() => refuseNetworkFileSystem('/mnt/my ssh/dir', mounts)).toThrow(/fuse\.sshfs/);
+    expect(() => refuseNetworkFileSystem('/mnt/share/local/x', mounts)).not.toThrow();
+    expect(() => refuseNetworkFileSystem('/home/ci', mounts)).not.toThrow();
+  });
+
+  it('the default directory is $XDG_STATE_HOME/nova-guard, else $XDG_RUNTIME_DIR/nova-guard, else ~/.local/state/nova-guard', () => {
+    expect(defaultLedgerDir({ XDG_STATE_HOME: '/s', XDG_RUNTIME_DIR: '/run/user/1' })).toBe('/s/nova-guard');
+    expect(defaultLedgerDir({ XDG_RUNTIME_DIR: '/run/user/1' })).toBe('/run/user/1/nova-guard');
+    expect(defaultLedgerDir({ XDG_STATE_HOME: 'relative' })).toMatch(/\.local\/state\/nova-guard$/);
+  });
+
+  it('bad options are refused before the file is touched: an unknown name (naming the closest), a bad endpoint, a short placeTtlMs', () => {
+    const dir = tempDir();
+    expect(() => new SqliteQuotaLedger({ endpoint: ENDPOINT, projectId: 'p', path: dir, pollIntervalMS: 5 } as never)).toThrow(/pollIntervalMS.*pollIntervalMs/);
+    expect(() => new SqliteQuotaLedger({ endpoint: 'nova.example', projectId: 'p', path: dir })).toThrow(ValidationError);
+    expect(() => new SqliteQuotaLedger({ endpoint: ENDPOINT, projectId: 'p', path: dir, placeTtlMs: 10 })).toThrow(/placeTtlMs/);
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('inspect and JSON show kind, holder and path', () => {
+    const l = ledger(tempDir());
+    expect(inspect(l)).toContain('SqliteQuotaLedger');
+    expect(JSON.parse(JSON.stringify(l))).toMatchObject({ kind: 'sqlite', path: l.path });
+  });
+});
