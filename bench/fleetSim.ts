@@ -21,7 +21,7 @@
  */
 import { NovaClient, QuotaGuard, InProcessQuotaLedger, waitForActive } from 'nova-guard';
 import { FakeNova } from 'nova-guard/testing';
-import { HostLedger } from './sim/hostLedger.js';
+import { HostLedger, SharedReadings } from './sim/hostLedger.js';
 import { NovaApiFront, REAL_NOVA_MODEL, fakeNovaOptions, type FrontRecord, type NovaModel } from './sim/novaModel.js';
 import { VirtualTime } from './sim/virtualTime.js';
 import { MICROVERSION, logNormal, mean, round, seededRandom } from './stats.js';
@@ -53,6 +53,17 @@ export interface FleetSimConfig {
   autopkgtestSleepMs?: number;
   /** `nova boot --poll` interval of the autopkgtest-style worker (ms). @default 5000 */
   autopkgtestPollMs?: number;
+  /**
+   * QuotaGuard's `explainShortfall`. @default false: with it on, every waiting call lists the whole
+   * project (`GET /servers/detail`, about 1.5 KB per server) every 5th wait; in a fleet whose quota
+   * binds all day that is most of the bytes Nova sends (see docs/fleet-simulation.md).
+   */
+  explainShortfall?: boolean;
+  /**
+   * One ledger for every host. @default true. `false` gives each host's guard its own in-process
+   * ledger (the hosts do not see each other's claims): a run that shows what the shared ledger prevents.
+   */
+  sharedLedger?: boolean;
 }
 
 /** Where the makespan goes: per job (mean, s) and as makespan (s) = sum of cores x time / quota. */
@@ -78,8 +89,15 @@ export interface FleetSimRow {
   wholeJobBoundS: number;
   fluidBoundS: number;
   makespanOverBound: number;
+  /** From the last job's POST (the day's queue empty) to the end: the end-of-day tail. */
+  tailS: number;
   requestsPerJob: number;
+  /** Requests per job without `GET /limits`. */
+  requestsPerJobWithoutLimits: number;
+  /** `/limits` readings the hosts shared (admissions decided without a request to Nova). */
+  sharedReadings: number;
   requests: FrontRecord['byKind'];
+  responseBytes: FrontRecord['bytes'];
   looksPerSecond: number;
   lags: { detection404: LagShare; wakeUp: LagShare; countedTwice: LagShare; freshLimits: LagShare };
   wallS: number;
@@ -156,6 +174,7 @@ export async function runFleetSim(cfg: FleetSimConfig): Promise<FleetSimRow> {
       return res;
     };
     const shared = new InProcessQuotaLedger({ clock: vt.clock, endpoint: fake.endpoint, projectId: fake.projectId });
+    const readings = new SharedReadings(shared, vt.clock);
     const clients: NovaClient[] = [];
     const guards: QuotaGuard[] = [];
     for (let h = 0; h < cfg.hosts; h++) {
@@ -165,8 +184,9 @@ export async function runFleetSim(cfg: FleetSimConfig): Promise<FleetSimRow> {
         const ledger = new HostLedger(shared, `host-${h}`, () => vt.now, (id, atMs) => {
           const s = servers.get(id);
           if (s && s.countedAtMs === undefined) s.countedAtMs = atMs;
-        });
-        guards.push(new QuotaGuard(client, { ledger }));
+        }, readings);
+        const own = cfg.sharedLedger === false ? {} : { ledger };
+        guards.push(new QuotaGuard(client, { ...own, explainShortfall: cfg.explainShortfall ?? false }));
       }
     }
     const sleep = (ms: number): Promise<void> => new Promise((resolve) => vt.clock.setTimeout(resolve, ms));
@@ -271,6 +291,7 @@ export async function runFleetSim(cfg: FleetSimConfig): Promise<FleetSimRow> {
     }, drainUntil).catch(() => undefined);
     watchDestroys();
     await Promise.all(guards.map((g) => g.close().catch(() => undefined)));
+    readings.close();
 
     // Bounds from each server's own POST-to-404 time.
     const Q = cfg.quotaCores;
@@ -332,8 +353,12 @@ export async function runFleetSim(cfg: FleetSimConfig): Promise<FleetSimRow> {
       wholeJobBoundS: round(wholeJobBoundMs / 1000, 1),
       fluidBoundS: round(fluidBoundMs / 1000, 1),
       makespanOverBound: round(makespanMs / wholeJobBoundMs, 3),
+      tailS: round((makespanMs - (postTimes[postTimes.length - 1] ?? makespanMs)) / 1000, 1),
       requestsPerJob: round(rec.total / cfg.jobs, 2),
+      requestsPerJobWithoutLimits: round((rec.total - rec.byKind.limits) / cfg.jobs, 2),
+      sharedReadings: readings.shared,
       requests: { ...rec.byKind },
+      responseBytes: { ...rec.bytes },
       looksPerSecond: round(looks / (makespanMs / 1000), 3),
       lags: {
         detection404: share(detection, detectionCore),

@@ -1,5 +1,6 @@
 /**
- * `node build/bench/fleetSimMain.js [jobs] [hosts] [workersPerHost] [policy]`: one simulated day alone, printed as JSON.
+ * `node build/bench/fleetSimMain.js [jobs] [hosts] [workersPerHost] [policy]`: one simulated day
+ * alone, printed as JSON (the section of `npm run bench` is `--only sim`).
  *
  * @module
  */

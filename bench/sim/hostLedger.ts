@@ -5,18 +5,100 @@
  * as `RedisQuotaLedger` shares them through Redis). It records, per server, when the guard's claim
  * on it ended as `'counted'`: the simulation's measure of the time a server counts twice.
  *
+ * `/limits` readings are shared across hosts as the Redis ledger shares its kept reading: a call
+ * that finds a reading answered at most {@link SHARED_READING_MS} ago is admitted on it without
+ * asking Nova (the shared ledger's `admit` with that reading's SEND time as its stamp, so every claim
+ * Nova may not count in it is subtracted, as the Redis ledger's acquire script does); otherwise it
+ * reads afresh through the shared ledger and keeps its reading for the others. The claims released
+ * as `'counted'` since a reading's send time must still be known to the shared ledger: it keeps them
+ * while a read begun before them is open, so {@link SharedReadings} holds one such read open at all
+ * times (an "anchor", renewed every {@link ANCHOR_MS}) and a reading sent before the oldest open
+ * anchor is never shared. A call never waits for another call's read in flight: the guard bounds a
+ * ledger call by `ledgerTimeoutMs` except while its OWN read runs, so such a wait under a slow Nova
+ * would send the call to the per-host fallback ledger.
+ *
  * @module
  */
-import type { QuotaLedger } from 'nova-guard';
+import type { Clock, QuotaLedger } from 'nova-guard';
 
 type Claim = Parameters<QuotaLedger['bind']>[0];
+type Read = Parameters<QuotaLedger['limits']>[0];
+type Reading = Awaited<ReturnType<Read>>;
+type AcquireRequest = Parameters<NonNullable<QuotaLedger['acquire']>>[0];
+type Acquisition = Awaited<ReturnType<NonNullable<QuotaLedger['acquire']>>>;
+
+/** How long a `/limits` reading is shared after it was sent, in ms (the Redis ledger's `limitsMaxAgeMs` default). */
+export const SHARED_READING_MS = 1000;
+/** How often the anchor read is renewed, in ms. */
+export const ANCHOR_MS = 10_000;
+
+/** The `/limits` reading the hosts share, and the anchor reads that keep its releases (one per fleet). */
+export class SharedReadings {
+  /** The newest reading answered: when it was sent (its stamp) and answered. */
+  kept: { stamp: number; answeredAt: number; reading: Reading } | undefined;
+  /** Admissions decided on a shared reading (no request to Nova). */
+  shared = 0;
+  readonly #anchors: Array<{ start: number; close: () => void }> = [];
+  #timer: ReturnType<Clock['setTimeout']> | undefined;
+  #closed = false;
+
+  constructor(
+    private readonly inner: QuotaLedger,
+    private readonly clock: Clock,
+  ) {
+    this.#openAnchor();
+  }
+
+  /** The send time before which no reading may be shared. */
+  get oldestAnchor(): number {
+    return this.#anchors[0]?.start ?? Number.POSITIVE_INFINITY;
+  }
+
+  /** Close every anchor (at the end of the run). */
+  close(): void {
+    this.#closed = true;
+    this.clock.clearTimeout(this.#timer);
+    for (const a of this.#anchors.splice(0)) a.close();
+  }
+
+  #openAnchor(): void {
+    if (this.#closed) return;
+    const ctl = new AbortController();
+    const start = this.clock.now();
+    // A read that answers only when closed: the shared ledger keeps every counted release from `start` on.
+    this.inner
+      .limits(
+        () =>
+          new Promise<Reading>((_resolve, reject) => {
+            ctl.signal.addEventListener('abort', () => reject(new Error('anchor closed')), { once: true });
+          }),
+        undefined,
+      )
+      .catch(() => undefined);
+    this.#anchors.push({ start, close: () => ctl.abort() });
+    // Readings are shared for SHARED_READING_MS after they were sent; a read may be in flight for
+    // a while before that (a slow Nova): anchors older than two periods are closed.
+    while (this.#anchors.length > 2) this.#anchors.shift()!.close();
+    if (this.kept && this.kept.stamp < this.oldestAnchor) this.kept = undefined;
+    this.#timer = this.clock.setTimeout(() => this.#openAnchor(), ANCHOR_MS);
+  }
+}
+
+/** Headroom before claims, as the guard computes it (limit - used; unlimited or unknown: undefined). */
+function rawHeadroom(absolute: Reading['absolute']): { cores: number | undefined; ramMiB: number | undefined; instances: number | undefined } {
+  const h = (max: number | undefined, used: number | undefined): number | undefined => (max === undefined || max < 0 || used === undefined ? undefined : max - used);
+  return {
+    cores: h(absolute.maxTotalCores, absolute.totalCoresUsed),
+    ramMiB: h(absolute.maxTotalRAMSize, absolute.totalRAMUsed),
+    instances: h(absolute.maxTotalInstances, absolute.totalInstancesUsed),
+  };
+}
 
 /** A host's view of the shared ledger (see the module description). */
 export class HostLedger implements QuotaLedger {
   readonly kind: string;
   readonly #inner: QuotaLedger;
   readonly #servers = new Map<string, string>();
-  readonly acquire: QuotaLedger['acquire'];
   readonly inFlight: QuotaLedger['inFlight'];
   readonly callBudgetMs: QuotaLedger['callBudgetMs'];
   readonly probe: QuotaLedger['probe'];
@@ -30,10 +112,10 @@ export class HostLedger implements QuotaLedger {
     readonly holder: string,
     private readonly now: () => number,
     private readonly countedAt: (serverId: string, atMs: number) => void,
+    private readonly readings: SharedReadings,
   ) {
     this.#inner = inner;
     this.kind = `shared ${inner.kind}`;
-    this.acquire = inner.acquire?.bind(inner);
     this.inFlight = inner.inFlight?.bind(inner);
     this.callBudgetMs = inner.callBudgetMs?.bind(inner);
     this.probe = inner.probe?.bind(inner);
@@ -51,6 +133,27 @@ export class HostLedger implements QuotaLedger {
   claimAnyway: QuotaLedger['claimAnyway'] = (needs, ttlMs) => this.#inner.claimAnyway(needs, ttlMs);
   renew: QuotaLedger['renew'] = (claim, ttlMs) => this.#inner.renew(claim, ttlMs);
   publishFreed: QuotaLedger['publishFreed'] = (serverId) => this.#inner.publishFreed(serverId);
+
+  async acquire(request: AcquireRequest, read: Read, signal: AbortSignal | undefined): Promise<Acquisition> {
+    const r = this.readings;
+    const kept = r.kept;
+    if (kept && this.now() - kept.answeredAt <= SHARED_READING_MS && kept.stamp >= r.oldestAnchor) {
+      r.shared++;
+      const reading = kept.reading;
+      const admission = await this.#inner.admit({ place: request.place, needs: request.needs, headroom: rawHeadroom(reading.absolute), stamp: kept.stamp, ttlMs: request.ttlMs });
+      const shared = { absolute: reading.absolute, requestId: reading.requestId, stamp: kept.stamp, ageMs: this.now() - kept.stamp, shared: true };
+      if (admission.admitted || !request.joinIfShort || request.place !== undefined) return { ...admission, reading: shared };
+      return { ...admission, reading: shared, place: await this.#inner.join(request.needs) };
+    }
+    // A read of its own, kept for the calls that come after it (the newest send time wins).
+    const sharedRead: Read = async (s) => {
+      const stamp = this.now();
+      const reading = await read(s);
+      if (!r.kept || r.kept.stamp < stamp) r.kept = { stamp, answeredAt: this.now(), reading };
+      return reading;
+    };
+    return this.#inner.acquire!(request, sharedRead, signal);
+  }
   onFreed: QuotaLedger['onFreed'] = (listener) => this.#inner.onFreed(listener);
 
   bind(claim: Claim, serverId: string): Promise<void> {

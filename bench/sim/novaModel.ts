@@ -81,6 +81,8 @@ export interface FrontRecord {
   limitsWaitMs: number;
   /** Most requests in flight at once. */
   peakInFlight: number;
+  /** Response body bytes by kind. */
+  bytes: Record<RequestKind, number>;
 }
 
 /** A request's kind from its method and path (the path after `/v2.1`). */
@@ -107,6 +109,7 @@ export class NovaApiFront {
     total: 0,
     limitsWaitMs: 0,
     peakInFlight: 0,
+    bytes: { create: 0, delete: 0, get: 0, list: 0, limits: 0, flavor: 0, other: 0 },
   };
   readonly adapter: AxiosAdapter;
   #inFlight = 0;
@@ -136,6 +139,7 @@ export class NovaApiFront {
     try {
       await this.#wait(serviceMs / 2);
       const res = await inner(config);
+      r.bytes[kind] += typeof res.data === 'string' ? res.data.length : 0;
       if (kind === 'create' && res.status === 202) this.#created(config, res);
       await this.#wait(serviceMs / 2);
       return res;
