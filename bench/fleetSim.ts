@@ -101,6 +101,8 @@ export interface FleetSimRow {
   looksPerSecond: number;
   lags: { detection404: LagShare; wakeUp: LagShare; countedTwice: LagShare; freshLimits: LagShare };
   wallS: number;
+  /** CPU time (user + system) of the run, s. */
+  cpuS: number;
   virtualSteps: number;
   errors: string[];
 }
@@ -184,7 +186,7 @@ export async function runFleetSim(cfg: FleetSimConfig): Promise<FleetSimRow> {
         const ledger = new HostLedger(shared, `host-${h}`, () => vt.now, (id, atMs) => {
           const s = servers.get(id);
           if (s && s.countedAtMs === undefined) s.countedAtMs = atMs;
-        }, readings);
+        }, readings, vt.clock);
         const own = cfg.sharedLedger === false ? {} : { ledger };
         guards.push(new QuotaGuard(client, { ...own, explainShortfall: cfg.explainShortfall ?? false }));
       }
@@ -367,6 +369,7 @@ export async function runFleetSim(cfg: FleetSimConfig): Promise<FleetSimRow> {
         freshLimits: { meanS: round(rec.limitsWaitMs / Math.max(1, rec.byKind.limits) / 1000, 3), makespanS: round((rec.limitsWaitMs * meanCores) / Q / 1000, 1) },
       },
       wallS: 0,
+      cpuS: 0,
       virtualSteps: vt.steps,
       errors: [...new Set(errors)].slice(0, 5),
     };
@@ -376,11 +379,14 @@ export async function runFleetSim(cfg: FleetSimConfig): Promise<FleetSimRow> {
   }
 }
 
-/** Finish a row: its wall time. */
+/** Finish a row: its wall time and the CPU time this process spent (the machine may be shared). */
 export async function timedFleetSim(cfg: FleetSimConfig): Promise<FleetSimRow> {
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   const row = await runFleetSim(cfg);
   row.wallS = round((performance.now() - t0) / 1000, 1);
+  const cpu = process.cpuUsage(cpu0);
+  row.cpuS = round((cpu.user + cpu.system) / 1e6, 1);
   return row;
 }
 

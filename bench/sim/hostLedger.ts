@@ -13,9 +13,10 @@
  * as `'counted'` since a reading's send time must still be known to the shared ledger: it keeps them
  * while a read begun before them is open, so {@link SharedReadings} holds one such read open at all
  * times (an "anchor", renewed every {@link ANCHOR_MS}) and a reading sent before the oldest open
- * anchor is never shared. A call never waits for another call's read in flight: the guard bounds a
- * ledger call by `ledgerTimeoutMs` except while its OWN read runs, so such a wait under a slow Nova
- * would send the call to the per-host fallback ledger.
+ * anchor is never shared. A call that finds another call's read in flight waits for it (as a Redis
+ * holder waits for the holder of the refresh lock), at most {@link MAX_WAIT_FOR_READ_MS}: the guard
+ * bounds a ledger call by `ledgerTimeoutMs` except while its OWN read runs, so a longer wait under a
+ * slow Nova would send the call to its host's own ledger; past that it reads afresh.
  *
  * @module
  */
@@ -29,11 +30,19 @@ type Acquisition = Awaited<ReturnType<NonNullable<QuotaLedger['acquire']>>>;
 
 /** How long a `/limits` reading is shared after it was sent, in ms (the Redis ledger's `limitsMaxAgeMs` default). */
 export const SHARED_READING_MS = 1000;
+/**
+ * The longest a call waits for another call's read in flight, in ms: well below the guard's
+ * `ledgerTimeoutMs` (2000), which counts such a wait as ledger time (a call past it would go on with
+ * its host's own ledger).
+ */
+export const MAX_WAIT_FOR_READ_MS = 800;
 /** How often the anchor read is renewed, in ms. */
 export const ANCHOR_MS = 10_000;
 
 /** The `/limits` reading the hosts share, and the anchor reads that keep its releases (one per fleet). */
 export class SharedReadings {
+  /** The read in flight (the newest), for the calls that come meanwhile. */
+  inFlight: { stamp: number; answer: Promise<Reading> } | undefined;
   /** The newest reading answered: when it was sent (its stamp) and answered. */
   kept: { stamp: number; answeredAt: number; reading: Reading } | undefined;
   /** Admissions decided on a shared reading (no request to Nova). */
@@ -113,6 +122,7 @@ export class HostLedger implements QuotaLedger {
     private readonly now: () => number,
     private readonly countedAt: (serverId: string, atMs: number) => void,
     private readonly readings: SharedReadings,
+    private readonly clock: Clock,
   ) {
     this.#inner = inner;
     this.kind = `shared ${inner.kind}`;
@@ -136,8 +146,20 @@ export class HostLedger implements QuotaLedger {
 
   async acquire(request: AcquireRequest, read: Read, signal: AbortSignal | undefined): Promise<Acquisition> {
     const r = this.readings;
-    const kept = r.kept;
-    if (kept && this.now() - kept.answeredAt <= SHARED_READING_MS && kept.stamp >= r.oldestAnchor) {
+    let kept = r.kept && this.now() - r.kept.answeredAt <= SHARED_READING_MS ? r.kept : undefined;
+    const pending = r.inFlight;
+    if (!kept && pending && pending.stamp >= r.oldestAnchor) {
+      // Another call's read is in flight: wait for it, but never as long as the guard's ledger time limit.
+      let timer: ReturnType<Clock['setTimeout']> | undefined;
+      const reading = await Promise.race([
+        pending.answer.catch(() => undefined),
+        new Promise<undefined>((resolve) => (timer = this.clock.setTimeout(() => resolve(undefined), MAX_WAIT_FOR_READ_MS))),
+      ]);
+      this.clock.clearTimeout(timer);
+      signal?.throwIfAborted();
+      if (reading) kept = { stamp: pending.stamp, answeredAt: this.now(), reading };
+    }
+    if (kept && kept.stamp >= r.oldestAnchor) {
       r.shared++;
       const reading = kept.reading;
       const admission = await this.#inner.admit({ place: request.place, needs: request.needs, headroom: rawHeadroom(reading.absolute), stamp: kept.stamp, ttlMs: request.ttlMs });
@@ -148,9 +170,16 @@ export class HostLedger implements QuotaLedger {
     // A read of its own, kept for the calls that come after it (the newest send time wins).
     const sharedRead: Read = async (s) => {
       const stamp = this.now();
-      const reading = await read(s);
-      if (!r.kept || r.kept.stamp < stamp) r.kept = { stamp, answeredAt: this.now(), reading };
-      return reading;
+      const answer = read(s);
+      const entry = { stamp, answer };
+      r.inFlight = entry;
+      try {
+        const reading = await answer;
+        if (!r.kept || r.kept.stamp < stamp) r.kept = { stamp, answeredAt: this.now(), reading };
+        return reading;
+      } finally {
+        if (r.inFlight === entry) r.inFlight = undefined;
+      }
     };
     return this.#inner.acquire!(request, sharedRead, signal);
   }

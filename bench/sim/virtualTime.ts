@@ -111,6 +111,10 @@ export class VirtualTime {
     const g = globalThis as unknown as Record<string, unknown>;
     const saved = { setTimeout: g.setTimeout, clearTimeout: g.clearTimeout, setInterval: g.setInterval, Date: g.Date };
     const perfNow = Object.getOwnPropertyDescriptor(performance, 'now');
+    // No stack traces while simulating: the code under test makes an Error (AbortSignal reasons,
+    // p-timeout's TimeoutError) on every wake-up of a waiting call, and nothing reads their stacks.
+    const stackTraceLimit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     const RealDate = Date;
     const wall = (): number => SIM_EPOCH_MS + this.#now;
     class VirtualDate extends RealDate {
@@ -130,6 +134,7 @@ export class VirtualTime {
     g.Date = VirtualDate;
     Object.defineProperty(performance, 'now', { value: () => this.#now, configurable: true, writable: true });
     this.#restore = () => {
+      Error.stackTraceLimit = stackTraceLimit;
       Object.assign(g, saved);
       if (perfNow) Object.defineProperty(performance, 'now', perfNow);
       else delete (performance as unknown as Record<string, unknown>).now;
