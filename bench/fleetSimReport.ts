@@ -30,6 +30,10 @@ export async function runSim(runs: readonly FleetSimConfig[]): Promise<FleetSimR
   return rows;
 }
 
+function perJob(r: FleetSimRow, kind: keyof FleetSimRow['requests']): number {
+  return Math.round((r.requests[kind] / r.jobs) * 100) / 100;
+}
+
 /** The main table. */
 export function simTable(rows: readonly FleetSimRow[]): string {
   return markdownTable(
@@ -116,9 +120,9 @@ export function simTargets(rows: readonly FleetSimRow[], smoke: boolean): Target
       measured: `${fleet.requestsPerJob} vs ${apt.requestsPerJob} (${fleet.requestsPerJobWithoutLimits} without GET /limits)`,
       held: fleet.requestsPerJob <= apt.requestsPerJob / 2,
       reason:
-        'every freed server wakes every waiting call of every host, and each reads /limits unless a reading younger than ' +
-        `${SHARED_READING_MS} ms is kept; tens of calls wake at once and read together (the simulated ledger cannot make them wait for one read: ` +
-        "the guard would count that wait against ledgerTimeoutMs); then each host's own 404 waits and ACTIVE polls (one per client, the watcher work of item 1 is not in this branch)",
+        `nova-guard awaits every 404 and the autopkgtest-style worker does not: per job ${perJob(fleet, 'get')} GETs (the guard's ACTIVE polls every 2 s and each host's 404 waits, ` +
+        `one delete engine per client), ${perJob(fleet, 'list')} listings and ${perJob(fleet, 'limits')} GET /limits (readings shared across hosts), against ${perJob(apt, 'get')} GETs for the baseline; ` +
+        'one watcher per client (items 1 and 3, branch watcher) is not in this branch',
     });
   }
   if (one) {
@@ -136,7 +140,9 @@ export function simTargets(rows: readonly FleetSimRow[], smoke: boolean): Target
       measured: `${fleet.jobs} jobs in ${fleet.wallS} s wall (${fleet.cpuS} s of CPU)`,
       held: fleet.jobs >= 20000 && fleet.wallS < 180,
       reason:
-        'each Nova request costs about 1.5 ms of CPU through the real client, axios and FakeNova; the /limits wake-up reads make most of them, so the day is cut to what fits',
+        `about ${Math.round((fleet.cpuS / fleet.jobs) * 1000 * 10) / 10} ms of CPU per job, most of it the guard's admissions: every freed server wakes every waiting call of every host ` +
+        `(${Math.round(((fleet.sharedReadings + fleet.requests.limits) / fleet.jobs) * 10) / 10} admissions per job), each through the ledger's time limits, abort signals and the client; ` +
+        `on this shared 2-core machine the largest day that fits in 3 minutes is about ${DAY_JOBS} jobs`,
     });
   }
   return out;
