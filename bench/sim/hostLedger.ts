@@ -8,7 +8,8 @@
  * `/limits` readings are shared across hosts as the Redis ledger shares its kept reading: a call
  * that finds a reading answered at most {@link SHARED_READING_MS} ago is admitted on it without
  * asking Nova (the shared ledger's `admit` with that reading's SEND time as its stamp, so every claim
- * Nova may not count in it is subtracted, as the Redis ledger's acquire script does); otherwise it
+ * Nova may not count in it is subtracted, as the Redis ledger's acquire script does), unless a
+ * deletion was confirmed after it was sent (as the Redis ledger's `freedSeq` makes it stale); otherwise it
  * reads afresh through the shared ledger and keeps its reading for the others. The claims released
  * as `'counted'` since a reading's send time must still be known to the shared ledger: it keeps them
  * while a read begun before them is open, so {@link SharedReadings} holds one such read open at all
@@ -47,6 +48,8 @@ export class SharedReadings {
   kept: { stamp: number; answeredAt: number; reading: Reading } | undefined;
   /** Admissions decided on a shared reading (no request to Nova). */
   shared = 0;
+  /** When a deletion was last confirmed: a reading sent before it is never shared (the Redis ledger's `freedSeq`). */
+  freedAt = Number.NEGATIVE_INFINITY;
   readonly #anchors: Array<{ start: number; close: () => void }> = [];
   #timer: ReturnType<Clock['setTimeout']> | undefined;
   #closed = false;
@@ -142,13 +145,17 @@ export class HostLedger implements QuotaLedger {
   admit: QuotaLedger['admit'] = (request) => this.#inner.admit(request);
   claimAnyway: QuotaLedger['claimAnyway'] = (needs, ttlMs) => this.#inner.claimAnyway(needs, ttlMs);
   renew: QuotaLedger['renew'] = (claim, ttlMs) => this.#inner.renew(claim, ttlMs);
-  publishFreed: QuotaLedger['publishFreed'] = (serverId) => this.#inner.publishFreed(serverId);
+  publishFreed: QuotaLedger['publishFreed'] = (serverId) => {
+    this.readings.freedAt = this.now();
+    return this.#inner.publishFreed(serverId);
+  };
 
   async acquire(request: AcquireRequest, read: Read, signal: AbortSignal | undefined): Promise<Acquisition> {
     const r = this.readings;
     let kept = r.kept && this.now() - r.kept.answeredAt <= SHARED_READING_MS ? r.kept : undefined;
     const pending = r.inFlight;
-    if (!kept && pending && pending.stamp >= r.oldestAnchor) {
+    if (kept && kept.stamp <= r.freedAt) kept = undefined;
+    if (!kept && pending && pending.stamp >= r.oldestAnchor && pending.stamp > r.freedAt) {
       // Another call's read is in flight: wait for it, but never as long as the guard's ledger time limit.
       let timer: ReturnType<Clock['setTimeout']> | undefined;
       const reading = await Promise.race([
@@ -159,7 +166,7 @@ export class HostLedger implements QuotaLedger {
       signal?.throwIfAborted();
       if (reading) kept = { stamp: pending.stamp, answeredAt: this.now(), reading };
     }
-    if (kept && kept.stamp >= r.oldestAnchor) {
+    if (kept && kept.stamp >= r.oldestAnchor && kept.stamp > r.freedAt) {
       r.shared++;
       const reading = kept.reading;
       const admission = await this.#inner.admit({ place: request.place, needs: request.needs, headroom: rawHeadroom(reading.absolute), stamp: kept.stamp, ttlMs: request.ttlMs });
