@@ -43,13 +43,14 @@ export const ANCHOR_MS = 10_000;
 /** The `/limits` reading the hosts share, and the anchor reads that keep its releases (one per fleet). */
 export class SharedReadings {
   /** The read in flight (the newest), for the calls that come meanwhile. */
-  inFlight: { stamp: number; answer: Promise<Reading> } | undefined;
+  inFlight: { stamp: number; seq: number; answer: Promise<Reading> } | undefined;
   /** The newest reading answered: when it was sent (its stamp) and answered. */
-  kept: { stamp: number; answeredAt: number; reading: Reading } | undefined;
+  kept: { stamp: number; seq: number; answeredAt: number; reading: Reading } | undefined;
   /** Admissions decided on a shared reading (no request to Nova). */
   shared = 0;
-  /** When a deletion was last confirmed: a reading sent before it is never shared (the Redis ledger's `freedSeq`). */
-  freedAt = Number.NEGATIVE_INFINITY;
+  /** Order of reads sent and deletions confirmed: a reading sent before the last confirmed deletion is never shared (the Redis ledger's `freedSeq`). */
+  seq = 0;
+  freedSeq = -1;
   readonly #anchors: Array<{ start: number; close: () => void }> = [];
   #timer: ReturnType<Clock['setTimeout']> | undefined;
   #closed = false;
@@ -146,7 +147,7 @@ export class HostLedger implements QuotaLedger {
   claimAnyway: QuotaLedger['claimAnyway'] = (needs, ttlMs) => this.#inner.claimAnyway(needs, ttlMs);
   renew: QuotaLedger['renew'] = (claim, ttlMs) => this.#inner.renew(claim, ttlMs);
   publishFreed: QuotaLedger['publishFreed'] = (serverId) => {
-    this.readings.freedAt = this.now();
+    this.readings.freedSeq = ++this.readings.seq;
     return this.#inner.publishFreed(serverId);
   };
 
@@ -154,8 +155,8 @@ export class HostLedger implements QuotaLedger {
     const r = this.readings;
     let kept = r.kept && this.now() - r.kept.answeredAt <= SHARED_READING_MS ? r.kept : undefined;
     const pending = r.inFlight;
-    if (kept && kept.stamp <= r.freedAt) kept = undefined;
-    if (!kept && pending && pending.stamp >= r.oldestAnchor && pending.stamp > r.freedAt) {
+    if (kept && kept.seq < r.freedSeq) kept = undefined;
+    if (!kept && pending && pending.stamp >= r.oldestAnchor && pending.seq > r.freedSeq) {
       // Another call's read is in flight: wait for it, but never as long as the guard's ledger time limit.
       let timer: ReturnType<Clock['setTimeout']> | undefined;
       const reading = await Promise.race([
@@ -164,9 +165,9 @@ export class HostLedger implements QuotaLedger {
       ]);
       this.clock.clearTimeout(timer);
       signal?.throwIfAborted();
-      if (reading) kept = { stamp: pending.stamp, answeredAt: this.now(), reading };
+      if (reading) kept = { stamp: pending.stamp, seq: pending.seq, answeredAt: this.now(), reading };
     }
-    if (kept && kept.stamp >= r.oldestAnchor && kept.stamp > r.freedAt) {
+    if (kept && kept.stamp >= r.oldestAnchor && kept.seq > r.freedSeq) {
       r.shared++;
       const reading = kept.reading;
       const admission = await this.#inner.admit({ place: request.place, needs: request.needs, headroom: rawHeadroom(reading.absolute), stamp: kept.stamp, ttlMs: request.ttlMs });
@@ -177,12 +178,13 @@ export class HostLedger implements QuotaLedger {
     // A read of its own, kept for the calls that come after it (the newest send time wins).
     const sharedRead: Read = async (s) => {
       const stamp = this.now();
+      const seq = ++r.seq;
       const answer = read(s);
-      const entry = { stamp, answer };
+      const entry = { stamp, seq, answer };
       r.inFlight = entry;
       try {
         const reading = await answer;
-        if (!r.kept || r.kept.stamp < stamp) r.kept = { stamp, answeredAt: this.now(), reading };
+        if (!r.kept || r.kept.seq < seq) r.kept = { stamp, seq, answeredAt: this.now(), reading };
         return reading;
       } finally {
         if (r.inFlight === entry) r.inFlight = undefined;
