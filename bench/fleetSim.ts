@@ -15,7 +15,8 @@
  * create attempts with a fixed 300 s sleep, `nova boot --poll` (5 s) until ACTIVE, a delete that
  * does not wait.
  *
- * Run alone: `npm run build:examples && node build/bench/fleetSim.js [--smoke]`.
+ * Run alone: `npm run build && npm run build:examples && node build/bench/fleetSimMain.js [jobs] [hosts] [workersPerHost] [policy]`,
+ * or as the `sim` section of `npm run bench` (`--only sim`, `--sim-jobs N`).
  *
  * @module
  */
