@@ -9,6 +9,7 @@ import * as vega from 'vega';
 import * as vegaLite from 'vega-lite';
 import type { ChurnRow } from './churn.js';
 import type { FleetChurnRow } from './fleetChurn.js';
+import type { FleetSimRow } from './fleetSim.js';
 import type { FleetRow } from './fleetWait.js';
 import type { OverheadResult } from './overhead.js';
 
@@ -138,8 +139,52 @@ function overheadSpec(r: OverheadResult): Spec {
   };
 }
 
+/** Fleet simulation: makespan over the whole-job bound, requests per job, and where the makespan goes, by run. */
+function simSpec(rows: FleetSimRow[]): Spec {
+  const run = (r: FleetSimRow): string => `${r.policy}, ${r.hosts} x ${r.workers / r.hosts}`;
+  const values = rows.map((r) => ({ run: run(r), makespan: r.makespanOverBound, requests: r.requestsPerJob }));
+  const lags = rows
+    .filter((r) => r.policy === 'nova-guard')
+    .flatMap((r) => [
+      { run: run(r), part: '404 detection lag', s: r.lags.detection404.makespanS },
+      { run: run(r), part: 'wake-up lag', s: r.lags.wakeUp.makespanS },
+      { run: run(r), part: 'counted twice', s: r.lags.countedTwice.makespanS },
+      { run: run(r), part: 'fresh /limits waits', s: r.lags.freshLimits.makespanS },
+      { run: run(r), part: 'end-of-day tail', s: r.tailS },
+    ]);
+  const x = { field: 'run', type: 'nominal', title: null, sort: null } as const;
+  return {
+    title: 'Fleet simulation in virtual time (515 cores, 2- and 4-core jobs)',
+    hconcat: [
+      {
+        data: { values },
+        width: 200,
+        height: 220,
+        layer: [
+          { mark: 'bar', encoding: { x, y: { field: 'makespan', type: 'quantitative', title: 'makespan / whole-job bound' } } },
+          { mark: { type: 'rule', color: 'red' }, encoding: { y: { datum: 1.05, type: 'quantitative' } } },
+        ],
+      },
+      {
+        data: { values },
+        width: 200,
+        height: 220,
+        mark: 'bar',
+        encoding: { x, y: { field: 'requests', type: 'quantitative', title: 'Nova requests per job' } },
+      },
+      {
+        data: { values: lags },
+        width: 200,
+        height: 220,
+        mark: 'bar',
+        encoding: { x, y: { field: 's', type: 'quantitative', title: 'makespan seconds (cores x time / quota)' }, color: { field: 'part', type: 'nominal', title: null } },
+      },
+    ],
+  };
+}
+
 /** Draw whichever results were measured. */
-export async function drawResults(dir: URL, suffix: string, results: { fleet?: FleetRow[]; churn?: ChurnRow[]; hosts?: FleetChurnRow[]; overhead?: OverheadResult }): Promise<string[]> {
+export async function drawResults(dir: URL, suffix: string, results: { fleet?: FleetRow[]; churn?: ChurnRow[]; hosts?: FleetChurnRow[]; overhead?: OverheadResult; sim?: FleetSimRow[] }): Promise<string[]> {
   const written: string[] = [];
   const draw = async (name: string, spec: Spec): Promise<void> => {
     const file = new URL(`${name}${suffix}.svg`, dir);
@@ -150,5 +195,6 @@ export async function drawResults(dir: URL, suffix: string, results: { fleet?: F
   if (results.churn) await draw('churn', churnSpec(results.churn));
   if (results.hosts) await draw('hosts', hostsSpec(results.hosts));
   if (results.overhead) await draw('overhead', overheadSpec(results.overhead));
+  if (results.sim) await draw('sim', simSpec(results.sim));
   return written;
 }

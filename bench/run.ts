@@ -2,10 +2,11 @@
  * `npm run bench`: the fleet-wait, churn and overhead benchmarks of nova-guard against a FakeNova on
  * loopback (in a child process), each printed as a markdown table with its targets (held/missed)
  * and written as JSON under `bench/results/`. `npm run bench -- --smoke` runs tiny sizes (for CI).
- * `--only fleet,churn,overhead` picks benchmarks. `--hosts 4 --policies "200 ms,restarted"` runs only
- * those numbers of hosts and the fleet-churn policies whose names contain one of the words (e.g.
- * the Redis ledger's network rows); a filtered run writes `hosts.filtered.json`, never the full
- * results.
+ * `--only fleet,churn,hosts,overhead,sim` picks benchmarks; `sim` is the fleet simulation in
+ * virtual time (`bench/fleetSim.ts`, also runnable alone: `node build/bench/fleetSimMain.js`).
+ * `--hosts 4 --policies "200 ms,restarted"` runs only those numbers of hosts and the fleet-churn
+ * policies whose names contain one of the words (e.g. the Redis ledger's network rows); a filtered
+ * run writes `hosts.filtered.json`, never the full results.
  *
  * @module
  */
@@ -20,14 +21,16 @@ import { runOverhead, type OverheadConfig, type OverheadResult } from './overhea
 import { drawResults } from './plot.js';
 import { benchRedis } from './redisServer.js';
 import { formatTargets, markdownTable, type TargetResult } from './table.js';
+import { SIM_LEDGER_NOTE, runSim, simLagTable, simRuns, simTable, simTargets } from './fleetSimReport.js';
 
 const flags = new Command('bench')
   .option('--smoke', 'tiny sizes, for CI (about a minute)')
-  .option('--only <names>', 'comma-separated: fleet,churn,hosts,overhead', 'fleet,churn,hosts,overhead')
+  .option('--only <names>', 'comma-separated: fleet,churn,hosts,overhead,sim', 'fleet,churn,hosts,overhead,sim')
   .option('--hosts <counts>', 'fleet churn: comma-separated numbers of hosts (default: all)')
   .option('--policies <words>', 'fleet churn: comma-separated words; only the policies whose names contain one (default: all)')
+  .option('--sim-jobs <n>', 'jobs of the simulated day (default: the largest that fits in 3 minutes here)')
   .parse()
-  .opts<{ smoke?: boolean; only: string; hosts?: string; policies?: string }>();
+  .opts<{ smoke?: boolean; only: string; hosts?: string; policies?: string; simJobs?: string }>();
 const smoke = Boolean(flags.smoke);
 const only = new Set(flags.only.split(',').map((s) => s.trim()));
 
@@ -338,6 +341,28 @@ async function main(): Promise<void> {
       console.log(formatTargets(t) + '\n');
       write('overhead', { config: overheadCfg, result: r, targets: t });
       measured.overhead = r;
+    }
+    if (only.has('sim')) {
+      const runs = simRuns(smoke, flags.simJobs ? Number(flags.simJobs) : undefined);
+      const rows = await runSim(runs);
+      const t = simTargets(rows, smoke);
+      targets.push(...t);
+      const c = runs[0]!;
+      console.log(`## Fleet simulation in virtual time: ${c.hosts} hosts x ${c.workersPerHost} workers, ${c.quotaCores} cores, ${c.jobs} jobs\n`);
+      console.log(
+        `The real QuotaGuard and deleteServer(wait) per host (each host its own NovaClient and QuotaGuard) on one virtual clock, against a FakeNova with the real Nova's timings ` +
+          `(BUILD ${c.model.buildMs} ms of which scheduling ${c.model.schedulingMs} ms, DELETED window ${c.model.windowAloneMs.join('-')} ms alone plus ${c.model.windowPerDeleteMs.join('-')} ms per other delete in flight, ` +
+          `nova-api answers log-normal around ${c.model.apiMedianMs.read} ms for a read plus ${c.model.apiPerInFlightMs} ms per request in flight). ` +
+          `Jobs: ${c.flavors.map((f) => `${Math.round(f.share * 100)} % ${f.cores}-core`).join(', ')}, tests log-normal (median ${c.testMedianMs / 1000} s, sigma ${c.testSigma}, at most ${c.testMaxMs / 1000} s), pulled from one queue. ` +
+          `Bounds from each server's own POST-to-404 time: whole-job = core-time over the quota in whole 2-core slots (at least the longest job), fluid = core-time over the quota. ` +
+          `QuotaGuard runs with explainShortfall off (with it on, every waiting call lists the whole project every 5th wait). ${SIM_LEDGER_NOTE}\n`,
+      );
+      console.log(simTable(rows) + '\n');
+      console.log('Where the makespan goes (mean seconds per job / makespan seconds = sum of cores x time over the quota):\n');
+      console.log(simLagTable(rows) + '\n');
+      console.log(formatTargets(t) + '\n');
+      write('sim', { config: runs, rows, targets: t });
+      measured.sim = rows;
     }
     if (!filtered) {
       const pictures = await drawResults(resultsDir, smoke ? '.smoke' : '', measured);

@@ -1,0 +1,22 @@
+/**
+ * `node build/bench/fleetSimMain.js [jobs] [hosts] [workersPerHost] [policy]`: one simulated day
+ * alone, printed as JSON (the section of `npm run bench` is `--only sim`).
+ *
+ * @module
+ */
+import { fleetSimConfig, timedFleetSim } from './fleetSim.js';
+
+const [jobs, hosts, workers, policy] = process.argv.slice(2);
+const cfg = fleetSimConfig({
+  ...(jobs ? { jobs: Number(jobs) } : {}),
+  ...(hosts ? { hosts: Number(hosts) } : {}),
+  ...(workers ? { workersPerHost: Number(workers) } : {}),
+  ...(policy ? { policy: policy as 'nova-guard' | 'autopkgtest' } : {}),
+});
+timedFleetSim(cfg).then(
+  (row) => console.log(JSON.stringify(row, null, 2)),
+  (e: unknown) => {
+    console.error(e);
+    process.exitCode = 1;
+  },
+);

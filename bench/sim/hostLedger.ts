@@ -1,0 +1,213 @@
+/**
+ * The fleet's shared ledger as one host of the simulation sees it: every host's guard gets its own
+ * `HostLedger`, all of them over ONE `InProcessQuotaLedger` (claims, the queue oldest first across
+ * hosts, fencing tokens, counted-release retention, and freed-quota wake-ups reaching every host,
+ * as `RedisQuotaLedger` shares them through Redis). It records, per server, when the guard's claim
+ * on it ended as `'counted'`: the simulation's measure of the time a server counts twice.
+ *
+ * `/limits` readings are shared across hosts as the Redis ledger shares its kept reading: a call
+ * that finds a reading answered at most {@link SHARED_READING_MS} ago is admitted on it without
+ * asking Nova (the shared ledger's `admit` with that reading's SEND time as its stamp, so every claim
+ * Nova may not count in it is subtracted, as the Redis ledger's acquire script does), unless a
+ * deletion was confirmed after it was sent (as the Redis ledger's `freedSeq` makes it stale); otherwise it
+ * reads afresh through the shared ledger and keeps its reading for the others. The claims released
+ * as `'counted'` since a reading's send time must still be known to the shared ledger: it keeps them
+ * while a read begun before them is open, so {@link SharedReadings} holds one such read open at all
+ * times (an "anchor", renewed every {@link ANCHOR_MS}) and a reading sent before the oldest open
+ * anchor is never shared. A call that finds another call's read in flight waits for it (as a Redis
+ * holder waits for the holder of the refresh lock), at most {@link MAX_WAIT_FOR_READ_MS}: the guard
+ * bounds a ledger call by `ledgerTimeoutMs` except while its OWN read runs, so a longer wait under a
+ * slow Nova would send the call to its host's own ledger; past that it reads afresh.
+ *
+ * @module
+ */
+import type { Clock, QuotaLedger } from 'nova-guard';
+
+type Claim = Parameters<QuotaLedger['bind']>[0];
+type Read = Parameters<QuotaLedger['limits']>[0];
+type Reading = Awaited<ReturnType<Read>>;
+type AcquireRequest = Parameters<NonNullable<QuotaLedger['acquire']>>[0];
+type Acquisition = Awaited<ReturnType<NonNullable<QuotaLedger['acquire']>>>;
+
+/** How long a `/limits` reading is shared after it was sent, in ms (the Redis ledger's `limitsMaxAgeMs` default). */
+export const SHARED_READING_MS = 1000;
+/**
+ * The longest a call waits for another call's read in flight, in ms: well below the guard's
+ * `ledgerTimeoutMs` (2000), which counts such a wait as ledger time (a call past it would go on with
+ * its host's own ledger).
+ */
+export const MAX_WAIT_FOR_READ_MS = 800;
+/** How often the anchor read is renewed, in ms. */
+export const ANCHOR_MS = 10_000;
+
+/** The `/limits` reading the hosts share, and the anchor reads that keep its releases (one per fleet). */
+export class SharedReadings {
+  /** The read in flight (the newest), for the calls that come meanwhile. */
+  inFlight: { stamp: number; seq: number; answer: Promise<Reading> } | undefined;
+  /** The newest reading answered: when it was sent (its stamp) and answered. */
+  kept: { stamp: number; seq: number; answeredAt: number; reading: Reading } | undefined;
+  /** Admissions decided on a shared reading (no request to Nova). */
+  shared = 0;
+  /** Order of reads sent and deletions confirmed: a reading sent before the last confirmed deletion is never shared (the Redis ledger's `freedSeq`). */
+  seq = 0;
+  freedSeq = -1;
+  readonly #anchors: Array<{ start: number; close: () => void }> = [];
+  #timer: ReturnType<Clock['setTimeout']> | undefined;
+  #closed = false;
+
+  constructor(
+    private readonly inner: QuotaLedger,
+    private readonly clock: Clock,
+  ) {
+    this.#openAnchor();
+  }
+
+  /** The send time before which no reading may be shared. */
+  get oldestAnchor(): number {
+    return this.#anchors[0]?.start ?? Number.POSITIVE_INFINITY;
+  }
+
+  /** Close every anchor (at the end of the run). */
+  close(): void {
+    this.#closed = true;
+    this.clock.clearTimeout(this.#timer);
+    for (const a of this.#anchors.splice(0)) a.close();
+  }
+
+  #openAnchor(): void {
+    if (this.#closed) return;
+    const ctl = new AbortController();
+    const start = this.clock.now();
+    // A read that answers only when closed: the shared ledger keeps every counted release from `start` on.
+    this.inner
+      .limits(
+        () =>
+          new Promise<Reading>((_resolve, reject) => {
+            ctl.signal.addEventListener('abort', () => reject(new Error('anchor closed')), { once: true });
+          }),
+        undefined,
+      )
+      .catch(() => undefined);
+    this.#anchors.push({ start, close: () => ctl.abort() });
+    // Readings are shared for SHARED_READING_MS after they were sent; a read may be in flight for
+    // a while before that (a slow Nova): anchors older than two periods are closed.
+    while (this.#anchors.length > 2) this.#anchors.shift()!.close();
+    if (this.kept && this.kept.stamp < this.oldestAnchor) this.kept = undefined;
+    this.#timer = this.clock.setTimeout(() => this.#openAnchor(), ANCHOR_MS);
+  }
+}
+
+/** Headroom before claims, as the guard computes it (limit - used; unlimited or unknown: undefined). */
+function rawHeadroom(absolute: Reading['absolute']): { cores: number | undefined; ramMiB: number | undefined; instances: number | undefined } {
+  const h = (max: number | undefined, used: number | undefined): number | undefined => (max === undefined || max < 0 || used === undefined ? undefined : max - used);
+  return {
+    cores: h(absolute.maxTotalCores, absolute.totalCoresUsed),
+    ramMiB: h(absolute.maxTotalRAMSize, absolute.totalRAMUsed),
+    instances: h(absolute.maxTotalInstances, absolute.totalInstancesUsed),
+  };
+}
+
+/** A host's view of the shared ledger (see the module description). */
+export class HostLedger implements QuotaLedger {
+  readonly kind: string;
+  readonly #inner: QuotaLedger;
+  readonly #servers = new Map<string, string>();
+  readonly inFlight: QuotaLedger['inFlight'];
+  readonly callBudgetMs: QuotaLedger['callBudgetMs'];
+  readonly probe: QuotaLedger['probe'];
+  readonly bindScope: QuotaLedger['bindScope'];
+
+  /**
+   * @param countedAt - Told `(serverId, atMs)` when a claim bound to that server ends as `'counted'`.
+   */
+  constructor(
+    inner: QuotaLedger,
+    readonly holder: string,
+    private readonly now: () => number,
+    private readonly countedAt: (serverId: string, atMs: number) => void,
+    private readonly readings: SharedReadings,
+    private readonly clock: Clock,
+  ) {
+    this.#inner = inner;
+    this.kind = `shared ${inner.kind}`;
+    this.inFlight = inner.inFlight?.bind(inner);
+    this.callBudgetMs = inner.callBudgetMs?.bind(inner);
+    this.probe = inner.probe?.bind(inner);
+    this.bindScope = inner.bindScope?.bind(inner);
+  }
+
+  get scope(): QuotaLedger['scope'] {
+    return this.#inner.scope;
+  }
+
+  join: QuotaLedger['join'] = (needs) => this.#inner.join(needs);
+  leave: QuotaLedger['leave'] = (place) => this.#inner.leave(place);
+  limits: QuotaLedger['limits'] = (read, signal) => this.#inner.limits(read, signal);
+  admit: QuotaLedger['admit'] = (request) => this.#inner.admit(request);
+  claimAnyway: QuotaLedger['claimAnyway'] = (needs, ttlMs) => this.#inner.claimAnyway(needs, ttlMs);
+  renew: QuotaLedger['renew'] = (claim, ttlMs) => this.#inner.renew(claim, ttlMs);
+  publishFreed: QuotaLedger['publishFreed'] = (serverId) => {
+    this.readings.freedSeq = ++this.readings.seq;
+    return this.#inner.publishFreed(serverId);
+  };
+
+  async acquire(request: AcquireRequest, read: Read, signal: AbortSignal | undefined): Promise<Acquisition> {
+    const r = this.readings;
+    let kept = r.kept && this.now() - r.kept.answeredAt <= SHARED_READING_MS ? r.kept : undefined;
+    const pending = r.inFlight;
+    if (kept && kept.seq < r.freedSeq) kept = undefined;
+    if (!kept && pending && pending.stamp >= r.oldestAnchor && pending.seq > r.freedSeq) {
+      // Another call's read is in flight: wait for it, but never as long as the guard's ledger time limit.
+      let timer: ReturnType<Clock['setTimeout']> | undefined;
+      const reading = await Promise.race([
+        pending.answer.catch(() => undefined),
+        new Promise<undefined>((resolve) => (timer = this.clock.setTimeout(() => resolve(undefined), MAX_WAIT_FOR_READ_MS))),
+      ]);
+      this.clock.clearTimeout(timer);
+      signal?.throwIfAborted();
+      if (reading) kept = { stamp: pending.stamp, seq: pending.seq, answeredAt: this.now(), reading };
+    }
+    if (kept && kept.stamp >= r.oldestAnchor && kept.seq > r.freedSeq) {
+      r.shared++;
+      const reading = kept.reading;
+      const admission = await this.#inner.admit({ place: request.place, needs: request.needs, headroom: rawHeadroom(reading.absolute), stamp: kept.stamp, ttlMs: request.ttlMs });
+      const shared = { absolute: reading.absolute, requestId: reading.requestId, stamp: kept.stamp, ageMs: this.now() - kept.stamp, shared: true };
+      if (admission.admitted || !request.joinIfShort || request.place !== undefined) return { ...admission, reading: shared };
+      return { ...admission, reading: shared, place: await this.#inner.join(request.needs) };
+    }
+    // A read of its own, kept for the calls that come after it (the newest send time wins).
+    const sharedRead: Read = async (s) => {
+      const stamp = this.now();
+      const seq = ++r.seq;
+      const answer = read(s);
+      const entry = { stamp, seq, answer };
+      r.inFlight = entry;
+      try {
+        const reading = await answer;
+        if (!r.kept || r.kept.seq < seq) r.kept = { stamp, seq, answeredAt: this.now(), reading };
+        return reading;
+      } finally {
+        if (r.inFlight === entry) r.inFlight = undefined;
+      }
+    };
+    return this.#inner.acquire!(request, sharedRead, signal);
+  }
+  onFreed: QuotaLedger['onFreed'] = (listener) => this.#inner.onFreed(listener);
+
+  bind(claim: Claim, serverId: string): Promise<void> {
+    this.#servers.set(claim.id, serverId);
+    return this.#inner.bind(claim, serverId);
+  }
+
+  release(claim: Claim, end: Parameters<QuotaLedger['release']>[1]): Promise<void> {
+    const serverId = this.#servers.get(claim.id);
+    if (serverId !== undefined) {
+      this.#servers.delete(claim.id);
+      if (end === 'counted') this.countedAt(serverId, this.now());
+    }
+    return this.#inner.release(claim, end);
+  }
+
+  /** The shared ledger outlives every host: closing a host's view closes nothing. */
+  async close(): Promise<void> {}
+}
