@@ -166,6 +166,11 @@ export class SpecLedger implements QuotaLedger {
   callBudgetMs(): number | undefined {
     return this.#opened?.callBudgetMs?.();
   }
+  /** The opened ledger's `everReached`; one without it counts as reached once opened (a file); false before it opens. */
+  everReached(): boolean {
+    const l = this.#opened;
+    return l !== undefined && (l.everReached?.() ?? true);
+  }
   async probe(): Promise<void> {
     const l = await this.#ledger();
     await l.probe?.();
