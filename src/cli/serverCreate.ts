@@ -31,7 +31,7 @@ import type { NovaClient } from '../nova/client.js';
 import type { CreateServerBody, Server } from '../core/types.js';
 import { LEDGER_ENV, parseLedgerSpec } from '../ledgers/index.js';
 import { parseMs } from './common.js';
-import { addFormatOptions, checkFormatFlags, formatOne, type FormatFlags } from './format.js';
+import { ColumnError, addFormatOptions, checkFormatFlags, formatOne, type FormatFlags } from './format.js';
 import { findFlavor, findImage } from './serverLookup.js';
 import { serverFields } from './serverView.js';
 import { terminalSafe } from '../core/table.js';
@@ -102,7 +102,7 @@ export function registerServerCreateCommand(server: Command, getClient: ClientGe
       .option('--user-data <file>', 'user data file to serve from the metadata server')
       .option('--property <key=value>', 'set a property (metadata) on this server (repeat for more)', collect)
       .option('--wait', 'wait for the server to become ACTIVE (a quota fault on the way is retried by the guard)')
-      .option('--ledger <url>', 'quota ledger shared with other processes: redis://host:port (env NOVA_GUARD_LEDGER)')
+      .option('--ledger <url>', 'quota ledger shared with other processes: sqlite:[PATH] (this host), redis://host:port (many hosts); env NOVA_GUARD_LEDGER')
       .option('--max-wait-ms <duration>', 'longest wait for quota headroom and quota retries: ms, or 30s, 5m (default 10m)'),
     { shell: true },
   ).action(async (name: string, flags: CreateFlags) => {
@@ -163,9 +163,23 @@ export function registerServerCreateCommand(server: Command, getClient: ClientGe
       process.removeListener('SIGINT', onSigint);
       await guard.close();
     }
-    // As openstack: the server as Nova shows it now (the POST's answer has only id, links and adminPass).
-    const shown = flags.wait ? created : { ...(await client.getServer(created.id)), ...(created['adminPass'] !== undefined ? { adminPass: created['adminPass'] } : {}) };
     const names = { flavors: new Map([[flavor.id, flavor.name]]), images: image.name ? new Map([[image.id, image.name]]) : undefined };
-    console.log(formatOne(serverFields(shown, names), flags));
+    let out: string;
+    try {
+      // As openstack: the server as Nova shows it now (the POST's answer has only id, links and adminPass).
+      const shown = flags.wait ? created : { ...(await client.getServer(created.id)), ...(created['adminPass'] !== undefined ? { adminPass: created['adminPass'] } : {}) };
+      out = formatOne(serverFields(shown, names), flags);
+    } catch (e) {
+      if (e instanceof ColumnError) {
+        // A `-c` that names no column of the server: the command fails, so the server it created
+        // must not stay behind unseen (a worker script with a typo would leak one per run).
+        console.error(`${e.message}\nDeleting server ${created.id}, created before the columns could be checked.`);
+        await client.deleteServer(created.id, { wait: true });
+      } else {
+        console.error(`Server ${created.id} was created and is NOT deleted: delete it with\n  nova-guard server delete --wait ${created.id}`);
+      }
+      throw e;
+    }
+    console.log(out);
   });
 }

@@ -118,12 +118,20 @@ export class SpecLedger implements QuotaLedger {
 
   /** Open the ledger for `scope`; a failed opening is tried again by the next call. */
   #open(scope: LedgerScope): Promise<QuotaLedger> {
-    const opening = this.resolver.open(this.#spec, { scope, clock: this.clock, logger: this.logger }).then((l) => {
-      this.#opened = l;
-      if (this.#closed) void l.close();
-      for (const [listener] of this.#listeners) this.#listeners.set(listener, l.onFreed(listener));
-      return l;
-    });
+    const opening = this.resolver.open(this.#spec, { scope, clock: this.clock, logger: this.logger }).then(
+      (l) => {
+        this.#opened = l;
+        if (this.#closed) void l.close();
+        for (const [listener] of this.#listeners) this.#listeners.set(listener, l.onFreed(listener));
+        return l;
+      },
+      (error: unknown) => {
+        // A ledger that cannot be opened (a path that cannot be created, a refused file) is down:
+        // the guard skips it at once, probes it, and a process it never answered goes on alone
+        // after NEVER_REACHED_WAIT_MS instead of waiting for it up to maxWaitMs.
+        throw markedDown(error);
+      },
+    );
     this.#opening = opening;
     opening.catch(() => {
       if (this.#opening === opening) this.#opening = undefined;
@@ -135,7 +143,7 @@ export class SpecLedger implements QuotaLedger {
     if (this.#closed) return Promise.reject(new ValidationError(`the ${this.kind} ledger is closed`));
     if (this.#opening !== undefined) return this.#opening;
     if (this.#scope !== undefined) return this.#open(this.#scope);
-    return Promise.reject(new ValidationError(`the ${this.kind} ledger needs the client's project id to open (the client has none)`));
+    return Promise.reject(markedDown(new ValidationError(`the ${this.kind} ledger needs the client's project id to open (the client has none)`)));
   }
 
   async join(needs: ResourceAmounts): Promise<LedgerPlace> {
@@ -212,4 +220,17 @@ export class SpecLedger implements QuotaLedger {
   toJSON(): Record<string, unknown> {
     return this.#opened && typeof (this.#opened as { toJSON?: unknown }).toJSON === 'function' ? (this.#opened as unknown as { toJSON(): Record<string, unknown> }).toJSON() : { kind: this.kind, holder: this.holder };
   }
+}
+
+/** `error` marked `ledgerDown` (`isLedgerDown`): the ledger it comes from cannot be reached. */
+function markedDown(error: unknown): unknown {
+  if (typeof error === 'object' && error !== null) {
+    try {
+      Object.defineProperty(error, 'ledgerDown', { value: true, configurable: true });
+      return error;
+    } catch {
+      // a frozen error: wrap it below
+    }
+  }
+  return Object.assign(new ValidationError(`the ledger cannot be opened: ${String((error as Error)?.message ?? error)}`), { ledgerDown: true });
 }

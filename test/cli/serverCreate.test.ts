@@ -53,6 +53,16 @@ describe('server create: the guarded create, printed as openstack server create'
     expect(posts(nova)).toBe(1);
   });
 
+  it('a -c that names no column of the server fails and leaves no server behind (it was created before the columns could be checked)', async () => {
+    const nova = await startNova({ buildDelayMs: 20, deleteDelayMs: 10 });
+    const r = await runMain(['--os-endpoint', nova.endpoint, '--os-token', `admin:${nova.projectId}`, 'server', 'create', 'a', '--flavor', '1', '--image', CIRROS.id, '-c', 'nosuchcol']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("No recognized column names in ['nosuchcol']");
+    expect(r.stderr).toMatch(/Deleting server [0-9a-f-]{36}/);
+    expect(posts(nova)).toBe(1);
+    expect(nova.listServerStates()).toEqual([]);
+  });
+
   it('-f json -c id prints only the id; -f value -c id only the id line', async () => {
     const nova = await startNova({ buildDelayMs: 20 });
     const json = await runCli('server', registerServerCreateCommand, clientFor(nova), ['create', 'a', '--flavor', '1', '--image', CIRROS.id, '-f', 'json', '-c', 'id']);

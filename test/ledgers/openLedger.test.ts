@@ -2,7 +2,7 @@
  * A ledger from a string: `openLedger` (the CLI's and the library's one syntax), `NOVA_GUARD_LEDGER`,
  * and QuotaGuard's `ledger: 'sqlite:…'` (resolved through the entry point, real SQLite file, FakeNova).
  */
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
@@ -108,6 +108,19 @@ describe("QuotaGuard's ledger as a string", () => {
     expect(ledger.everReached?.()).toBe(true);
     await guard.close();
   });
+
+  it('a sqlite: path that cannot be created (under a file) is a ledger down: the create goes on alone after a few seconds, not after maxWaitMs', async () => {
+    const nova = await startNova({ maxTotalCores: 4 });
+    const file = join(tempDir(), 'a-file');
+    writeFileSync(file, 'not a directory');
+    const guard = new QuotaGuard(clientFor(nova), { ledger: `sqlite:${file}/x/`, waitForActive: false, maxWaitMs: 60_000 });
+    const started = Date.now();
+    const server = await guard.createServer({ name: 'a', flavorRef: '2', imageRef: 'img', networks: 'none' });
+    expect(server.id).toBeDefined();
+    expect(Date.now() - started).toBeLessThan(30_000);
+    expect(guard.stats.ledgerOutages).toBeGreaterThanOrEqual(1);
+    await guard.close();
+  }, 60_000);
 
   it('NOVA_GUARD_LEDGER is read when no ledger is given; a bad one is a ValidationError at construction, before any request', async () => {
     const nova = await startNova();
