@@ -2,11 +2,13 @@
  * examples/shell-worker.sh, as CI runs it: 6 copies at once against `nova-guard fake-nova` (the
  * built binary, over HTTP), each creating a server through the guard (`server create --wait -f value
  * -c id`), "running" and deleting it with wait. Every copy must exit 0 and no server may be left. With
- * a redis-server here, the copies share a Redis ledger (`NOVA_GUARD_LEDGER`) on a quota that fits
- * fewer servers than copies, so they take turns.
+ * the SQLite ledger (`NOVA_GUARD_LEDGER=sqlite:DIR`), and with a redis-server here a Redis ledger,
+ * the copies share the quota that fits fewer servers than copies, so they take turns.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REDIS_SERVER, freePort, spawnRedis } from '../../bench/redisServer.js';
 import { CLI, REPO, cleanEnv, ensureBuilt, runPiped } from '../cli/binary.js';
@@ -65,6 +67,16 @@ describe('examples/shell-worker.sh: 6 concurrent copies against nova-guard fake-
   it('no ledger: 0 failed copies, 0 servers left', async () => {
     await sixCopies(['--cores', '20']);
   }, 180_000);
+
+  it('sharing the SQLite ledger of this host (NOVA_GUARD_LEDGER=sqlite:DIR) on a quota of 3 servers: 0 failed copies, 0 servers left, one ledger file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nova-guard-shell-'));
+    try {
+      await sixCopies(['--cores', '3'], { NOVA_GUARD_LEDGER: `sqlite:${dir}/` });
+      expect(readdirSync(dir).filter((f) => f.endsWith('.sqlite'))).toHaveLength(1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 240_000);
 
   it.skipIf(!existsSync(REDIS_SERVER))('sharing a Redis ledger (NOVA_GUARD_LEDGER) on a quota of 3 servers: 0 failed copies, 0 servers left', async () => {
     const port = await freePort();
