@@ -45,3 +45,13 @@ export function ledgerScope(endpoint: string, projectId: string): LedgerScope {
 export function sameScope(a: LedgerScope, b: LedgerScope): boolean {
   return a.projectId === b.projectId && normaliseEndpoint(a.endpoint, a.projectId) === normaliseEndpoint(b.endpoint, b.projectId);
 }
+
+/** True when `text` parses as an `http:` or `https:` URL (a Nova endpoint a ledger is keyed by). */
+export function isHttpUrl(text: string): boolean {
+  try {
+    const { protocol } = new URL(text.trim());
+    return protocol === 'http:' || protocol === 'https:';
+  } catch {
+    return false;
+  }
+}

@@ -71,3 +71,14 @@ export async function bindLedgerScope(ledger: QuotaLedger | undefined, client: N
   const mine = ledgerScope(endpoint, projectId);
   if (!sameScope(ledger.scope!, mine)) throw scopeMismatch(ledger.kind, ledger.scope!, mine);
 }
+
+/**
+ * The endpoint and project a ledger's `forClient` keys itself by: `options.endpoint` and
+ * `options.projectId` when given, else the client's (`await client.endpoint()`, `client.projectId`).
+ * @throws `ValidationError` naming `what` when the client has no project id and none is given.
+ */
+export async function clientScope(what: string, client: NovaClient, options: { endpoint?: string | undefined; projectId?: string | undefined }): Promise<{ endpoint: string; projectId: string }> {
+  const projectId = options.projectId ?? client.projectId;
+  if (projectId === undefined) throw new ValidationError(`${what}: the client has no projectId; pass projectId`);
+  return { endpoint: options.endpoint ?? (await client.endpoint()), projectId };
+}

@@ -8,11 +8,11 @@
 import { randomUUID } from 'node:crypto';
 import { systemClock, type Clock, type ResourceAmounts, type TimerHandle } from '../core/index.js';
 import { componentLogger } from '../core/logger.js';
-import { AbortError, ValidationError } from '../errors/index.js';
+import { AbortError } from '../errors/index.js';
 import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from '../guard/index.js';
 import type { NovaClient } from '../nova/index.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
-import { scopeMismatch } from '../guard/ledgerScope.js';
+import { clientScope, scopeMismatch } from '../guard/ledgerScope.js';
 import { RedisConnection, type LedgerCommand } from './connection.js';
 import { amounts, needsArgs } from './codec.js';
 import { ReadingAges } from './readingAges.js';
@@ -108,10 +108,7 @@ export class RedisQuotaLedger implements QuotaLedger {
    */
   static async forClient(client: NovaClient, options: Omit<RedisQuotaLedgerOptions, 'endpoint' | 'projectId'> & { endpoint?: string; projectId?: string }): Promise<RedisQuotaLedger> {
     checkOptionNames('RedisQuotaLedger.forClient options', options);
-    const projectId = options.projectId ?? client.projectId;
-    if (projectId === undefined) throw new ValidationError('RedisQuotaLedger.forClient: the client has no projectId; pass projectId');
-    const endpoint = options.endpoint ?? (await client.endpoint());
-    return new RedisQuotaLedger({ ...options, endpoint, projectId });
+    return new RedisQuotaLedger({ ...options, ...(await clientScope('RedisQuotaLedger.forClient', client, options)) });
   }
 
   /**

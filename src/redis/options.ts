@@ -10,7 +10,7 @@ import type { Clock } from '../core/index.js';
 import { checkOptions, type OptionsSpec } from '../core/options.js';
 import { checkDurationMs } from '../core/validate.js';
 import { redactUrlSecrets } from '../core/redact.js';
-import { normaliseEndpoint } from '../core/endpoint.js';
+import { isHttpUrl, normaliseEndpoint } from '../core/endpoint.js';
 import { toLogger, type LoggerOption } from '../core/logger.js';
 import { ValidationError } from '../errors/index.js';
 import { isClock, isHolderName } from '../guard/inProcessLedger.js';
@@ -123,16 +123,6 @@ export interface ResolvedOptions {
   readonly placeTtlMs: number;
   readonly commandTimeoutMs: number;
   readonly keyPrefix: string;
-}
-
-/** True when `text` parses as an `http:` or `https:` URL. */
-function isHttpUrl(text: string): boolean {
-  try {
-    const { protocol } = new URL(text.trim());
-    return protocol === 'http:' || protocol === 'https:';
-  } catch {
-    return false;
-  }
 }
 
 /** The password of a Redis URL (for redaction), if any. */

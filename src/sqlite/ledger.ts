@@ -23,7 +23,7 @@ import { componentLogger } from '../core/logger.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { AbortError, ValidationError, throwIfAborted } from '../errors/index.js';
 import type { Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from '../guard/index.js';
-import { scopeMismatch } from '../guard/ledgerScope.js';
+import { clientScope, scopeMismatch } from '../guard/ledgerScope.js';
 import type { NovaClient } from '../nova/index.js';
 import { LedgerStore, type Caller } from './store.js';
 import { FreedWatch } from './freed.js';
@@ -102,10 +102,7 @@ export class SqliteQuotaLedger implements QuotaLedger {
    */
   static async forClient(client: NovaClient, options: Omit<SqliteQuotaLedgerOptions, 'endpoint' | 'projectId'> & { endpoint?: string; projectId?: string }): Promise<SqliteQuotaLedger> {
     checkOptionNames('SqliteQuotaLedger.forClient options', options);
-    const projectId = options.projectId ?? client.projectId;
-    if (projectId === undefined) throw new ValidationError('SqliteQuotaLedger.forClient: the client has no projectId; pass projectId');
-    const endpoint = options.endpoint ?? (await client.endpoint());
-    return new SqliteQuotaLedger({ ...options, endpoint, projectId });
+    return new SqliteQuotaLedger({ ...options, ...(await clientScope('SqliteQuotaLedger.forClient', client, options)) });
   }
 
   /**

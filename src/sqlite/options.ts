@@ -11,7 +11,7 @@ import { isAbsolute, join, resolve } from 'node:path';
 import type { Clock } from '../core/index.js';
 import { checkOptions, type OptionsSpec } from '../core/options.js';
 import { checkDurationMs } from '../core/validate.js';
-import { normaliseEndpoint } from '../core/endpoint.js';
+import { isHttpUrl, normaliseEndpoint } from '../core/endpoint.js';
 import { redactUrlSecrets } from '../core/redact.js';
 import { toLogger, type LoggerOption } from '../core/logger.js';
 import { ValidationError } from '../errors/index.js';
@@ -126,16 +126,6 @@ export function ledgerFile(path: string | undefined, endpoint: string, projectId
     }
   }
   return isDir ? join(abs, ledgerFileName(endpoint, projectId)) : abs;
-}
-
-/** True when `text` parses as an `http:` or `https:` URL. */
-function isHttpUrl(text: string): boolean {
-  try {
-    const { protocol } = new URL(text.trim());
-    return protocol === 'http:' || protocol === 'https:';
-  } catch {
-    return false;
-  }
 }
 
 /**
