@@ -79,13 +79,15 @@ describe('nova-guard limits', () => {
     expect(json.code).toBe(0);
     expect(Object.keys((JSON.parse(json.stdout) as { absolute: object }).absolute).sort()).toEqual([...LIMITS_2_57].sort());
     expect(table.code).toBe(0);
-    expect(table.stdout.split('\n').map((l) => l.trim().split(/\s+/))).toEqual([
-      ['resource', 'max', 'used', 'headroom'],
-      ['cores', '20', '0', '20'],
-      ['ram', '(MiB)', '51200', '0', '51200'],
-      ['instances', '10', '0', '10'],
-      [''],
-    ]);
+    // cliff's bordered table: | Resource | Max | Used | Headroom |
+    const rows = table.stdout
+      .split('\n')
+      .filter((l) => l.startsWith('|'))
+      .map((l) => l.split('|').slice(1, -1).map((c) => c.trim()));
+    expect(rows[0]).toEqual(['Resource', 'Max', 'Used', 'Headroom']);
+    expect(rows).toContainEqual(['cores', '20', '0', '20']);
+    expect(rows).toContainEqual(['instances', '10', '0', '10']);
+    expect(rows.find((r) => r[0]!.startsWith('ram'))?.slice(1)).toEqual(['51200', '0', '51200']);
   });
 });
 
