@@ -18,7 +18,7 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import { systemClock, type Clock, type ResourceAmounts, type TimerHandle } from '../core/index.js';
+import { sleep, systemClock, type Clock, type ResourceAmounts, type TimerHandle } from '../core/index.js';
 import { componentLogger } from '../core/logger.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { AbortError, ValidationError, throwIfAborted } from '../errors/index.js';
@@ -297,25 +297,14 @@ export class SqliteQuotaLedger implements QuotaLedger {
         }
         return { absolute: reading.absolute, requestId: reading.requestId, stamp: sendSeq, ageMs: 0, shared: false };
       }
-      await this.#waitForReading(kept.seq, Math.min(this.#opts.pollIntervalMs, Math.max(1, deadline - this.#clock.now())), signal);
+      await this.#waitForReading(Math.min(this.#opts.pollIntervalMs, Math.max(1, deadline - this.#clock.now())), signal);
     }
   }
 
-  /** Poll the file until the kept reading is newer than `seq`, for at most `ms` (rejects on abort). */
-  #waitForReading(seq: number, ms: number, signal: AbortSignal | undefined): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      const done = (): void => {
-        this.#clock.clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      };
-      const onAbort = (): void => {
-        done();
-        reject(new AbortError(undefined, { cause: signal?.reason }));
-      };
-      const timer = this.#clock.setTimeout(done, ms);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      void seq;
+  /** Wait `ms` before the file is read again for a newer kept reading (rejects with `AbortError` on abort). */
+  #waitForReading(ms: number, signal: AbortSignal | undefined): Promise<void> {
+    return sleep(this.#clock, ms, signal).catch(() => {
+      throw new AbortError(undefined, { cause: signal?.reason });
     });
   }
 
