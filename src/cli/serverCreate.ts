@@ -26,7 +26,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { AbortError, ValidationError } from '../errors/index.js';
-import { QuotaGuard, type QuotaGuardOptions } from '../guard/index.js';
+import { QuotaGuard, type QuotaGuardOptions, type QuotaWaitInfo } from '../guard/index.js';
 import type { NovaClient } from '../nova/client.js';
 import type { CreateServerBody, Server } from '../core/types.js';
 import { LEDGER_ENV, parseLedgerSpec } from '../ledgers/index.js';
@@ -35,6 +35,7 @@ import { ColumnError, addFormatOptions, checkFormatFlags, formatOne, type Format
 import { findFlavor, findImage } from './serverLookup.js';
 import { serverFields } from './serverView.js';
 import { terminalSafe } from '../core/table.js';
+import { redactUrlSecrets } from '../core/redact.js';
 
 /** What `server create` asks of the client: microversion 2.37, for `networks: 'none' | 'auto'`. */
 export const CREATE_MICROVERSION = '2.37';
@@ -43,7 +44,7 @@ export const CREATE_MICROVERSION = '2.37';
 export type ClientGetter = (defaults?: { microversion?: string }) => Promise<NovaClient>;
 
 interface CreateFlags extends FormatFlags {
-  flavor: string;
+  flavor?: string;
   image?: string;
   network?: string[];
   nic?: string[];
@@ -87,6 +88,22 @@ export function propertiesOf(props: readonly string[] = []): Record<string, stri
   return out;
 }
 
+/**
+ * The stderr line of one wait of `server create`: for quota headroom (`waiting 2 s for quota
+ * headroom: cores needs 4, 0 free`), or, when the shared ledger is out of reach, for the ledger
+ * (`waiting 2 s for the quota ledger redis://127.0.0.1:6379, out of reach: ...`): then the
+ * shortfalls are no reading of the quota and are not shown as "0 free". `ledger` is the
+ * `--ledger`/`NOVA_GUARD_LEDGER` string, printed with its password redacted.
+ */
+export function waitLine(w: Pick<QuotaWaitInfo, 'delayMs' | 'shortfalls' | 'ledgerOutOfReach'>, ledger?: string): string {
+  const secs = `${Math.round(w.delayMs / 100) / 10} s`;
+  if (w.ledgerOutOfReach) {
+    const which = ledger === undefined ? 'the quota ledger' : `the quota ledger ${redactUrlSecrets(ledger)}`;
+    return `waiting ${secs} for ${which}, out of reach: no create is admitted without it while other hosts may be admitting on it`;
+  }
+  return `waiting ${secs} for quota headroom: ${w.shortfalls.map((s) => `${s.resource} needs ${s.needed}, ${s.headroom === Number.POSITIVE_INFINITY ? 'unlimited' : s.headroom} free`).join(', ')}`;
+}
+
 /** Register `create` under the `server` command. */
 export function registerServerCreateCommand(server: Command, getClient: ClientGetter): void {
   addFormatOptions(
@@ -94,7 +111,9 @@ export function registerServerCreateCommand(server: Command, getClient: ClientGe
       .command('create')
       .description('create a server through the quota guard (like `openstack server create`). Exit 0 created, 1 failed, 2 bad usage (nothing sent), 130 Ctrl-C (the id of a created server is printed on stderr)')
       .argument('<server-name>', 'new server name')
-      .requiredOption('--flavor <flavor>', 'create server with this flavor (name or ID)')
+      // Not commander's requiredOption: that check runs before the unknown-option check, so a
+      // misspelt `--flavour m1.tiny` was reported as a missing --flavor instead of "did you mean".
+      .option('--flavor <flavor>', 'create server with this flavor (name or ID; required)')
       .option('--image <image>', 'create server boot disk from this image (name or ID)')
       .option('--network <network-id>', 'create a NIC on this network (ID; repeat for more)', collect)
       .option('--nic <none|auto|net-id=ID>', "'none' (no network), 'auto' (auto-allocate) or net-id=ID (repeatable)", collect)
@@ -108,6 +127,7 @@ export function registerServerCreateCommand(server: Command, getClient: ClientGe
   ).action(async (name: string, flags: CreateFlags) => {
     // Every flag before any request (and before any connection): bad usage is exit 2 with nothing sent.
     checkFormatFlags(flags);
+    if (flags.flavor === undefined) throw new ValidationError('the following arguments are required: --flavor');
     if (flags.image === undefined) throw new ValidationError('the following arguments are required: --image (nova-guard boots from an image)');
     const networks = networksOf(flags.network, flags.nic);
     const metadata = propertiesOf(flags.property);
@@ -124,18 +144,16 @@ export function registerServerCreateCommand(server: Command, getClient: ClientGe
     // before its first request and closes it in close() (NOVA_GUARD_LEDGER when no --ledger).
     const ledgerSpec = flags.ledger ?? (process.env[LEDGER_ENV]?.trim() || undefined);
     if (ledgerSpec !== undefined) parseLedgerSpec(ledgerSpec);
+    const flavorRef = flags.flavor;
     const client = await getClient({ microversion: CREATE_MICROVERSION });
-    const [flavor, image] = await Promise.all([findFlavor(client, flags.flavor), findImage(client, flags.image)]);
+    const [flavor, image] = await Promise.all([findFlavor(client, flavorRef), findImage(client, flags.image)]);
     const body: CreateServerBody = { name, flavorRef: flavor.id, imageRef: image.id, networks };
     if (metadata) body.metadata = metadata;
     if (flags.keyName !== undefined) body['key_name'] = flags.keyName;
     if (userData !== undefined) body['user_data'] = userData;
     const options: QuotaGuardOptions = {
       waitForActive: Boolean(flags.wait),
-      onWait: (w) =>
-        console.error(
-          `waiting for quota headroom (${Math.round(w.delayMs / 100) / 10} s): ${w.shortfalls.map((s) => `${s.resource} needs ${s.needed}, ${s.headroom === Number.POSITIVE_INFINITY ? 'unlimited' : s.headroom} free`).join(', ')}`,
-        ),
+      onWait: (w) => console.error(waitLine(w, ledgerSpec)),
       onRetry: (r) => console.error(`retrying the create in ${Math.round(r.delayMs / 100) / 10} s (${r.reason}: ${terminalSafe(r.error.message, true)})`),
     };
     if (ledgerSpec !== undefined) options.ledger = ledgerSpec;

@@ -218,7 +218,7 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
       call.waits++;
       g.stats.waits++;
       const why = call.waits % EXPLAIN_EVERY_WAITS === 0 && !call.waitedForLedger ? await explain(g, call, shortfalls, signal) : undefined;
-      const info: QuotaWaitInfo = { needs, shortfalls, headroom, delayMs, waits: call.waits, posts: call.posts, elapsedMs: elapsedMs(g, call), shortfallCause: why?.cause, finding: why?.finding };
+      const info: QuotaWaitInfo = { needs, shortfalls, ledgerOutOfReach: call.waitedForLedger, headroom, delayMs, waits: call.waits, posts: call.posts, elapsedMs: elapsedMs(g, call), shortfallCause: why?.cause, finding: why?.finding };
       try {
         g.opts.onWait?.(info);
       } catch (e) {

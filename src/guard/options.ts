@@ -23,8 +23,10 @@ import type { QuotaLedger } from './ledger.js';
 export interface QuotaWaitInfo {
   /** What the create needs. */
   needs: ResourceAmounts;
-  /** The resources that do not fit, each with needed, max, used, inFlight and headroom. */
+  /** The resources that do not fit (needed, max, used, inFlight, headroom); with `ledgerOutOfReach`, stand-ins at `headroom: 0`. */
   shortfalls: Shortfall[];
+  /** True when the wait is for a quota ledger out of reach (`degradedUse.ts`), not for headroom (Nova may have room). */
+  ledgerOutOfReach: boolean;
   /** The headroom just read. */
   headroom: Headroom;
   /** How long the guard waits before the next `/limits` read, in ms. */
@@ -35,11 +37,8 @@ export interface QuotaWaitInfo {
   posts: number;
   /** Time since the call started, in ms. */
   elapsedMs: number;
-  /**
-   * On every `EXPLAIN_EVERY_WAITS`th wait of a call (with `explainShortfall`): what the check of
-   * the shortfall found (`busy-fleet` or `wrong-books`, see `QuotaWaitTimeoutError.shortfallCause`);
-   * undefined on other waits or when the check failed.
-   */
+  /** Every `EXPLAIN_EVERY_WAITS`th wait (`explainShortfall`): what the check found (`busy-fleet`, `wrong-books`: see
+   * `QuotaWaitTimeoutError.shortfallCause`); undefined on other waits or when the check failed. */
   shortfallCause?: ShortfallCause | undefined;
   /** With `shortfallCause: 'wrong-books'`: the finding, shaped as the audit's. */
   finding?: QuotaFinding | undefined;

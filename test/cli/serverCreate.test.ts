@@ -2,7 +2,7 @@
 // the guarded create printed as openstack prints it, -f/-c, quota 403 retries, bad usage before
 // any request, and the ledger URL.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { registerServerCreateCommand } from '../../src/cli/serverCreate.js';
+import { registerServerCreateCommand, waitLine } from '../../src/cli/serverCreate.js';
 import { main } from '../../src/cli/main.js';
 import { DEFAULT_IMAGES } from '../../src/testing/index.js';
 import { clientFor, startNova } from '../helpers.js';
@@ -102,7 +102,9 @@ describe('server create: bad usage is exit 2 before any request', () => {
   const cases: Array<[string, string[], RegExp]> = [
     ['an unknown flag', ['--flavor', '1', '--image', 'i', '--bogus'], /unknown option '--bogus'/],
     ['--nic none with --network', ['--flavor', '1', '--image', 'i', '--nic', 'none', '--network', 'n1'], /--nic none cannot be combined with --network/],
-    ['a missing --flavor', ['--image', 'i'], /required option '--flavor <flavor>' not specified/],
+    ['a missing --flavor', ['--image', 'i'], /the following arguments are required: --flavor$/m],
+    // a misspelt flag is named as such, not reported as a missing --flavor (commander checks required options first)
+    ['a misspelt --flavour', ['--flavour', '1', '--image', 'i'], /unknown option '--flavour'[\s\S]*Did you mean --flavor\?/],
     ['a missing --image', ['--flavor', '1'], /required: --image/],
     ['a --property without =', ['--flavor', '1', '--image', 'i', '--property', 'novalue'], /--property "novalue": give key=value/],
     ['a bad --max-wait-ms', ['--flavor', '1', '--image', 'i', '--max-wait-ms', '10 s'], /--max-wait-ms must be a positive duration/],
@@ -125,5 +127,19 @@ describe('server create: bad usage is exit 2 before any request', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('got "memcached://x"');
     expect(nova.requests).toHaveLength(0);
+  });
+});
+
+describe('server create: the line printed for each wait', () => {
+  const short = [{ resource: 'cores' as const, needed: 4, max: 20, used: 20, inFlight: 0, headroom: 0 }];
+  it('a wait for quota headroom says how long it waits, then what is short', () => {
+    expect(waitLine({ delayMs: 2049, shortfalls: short, ledgerOutOfReach: false })).toBe('waiting 2 s for quota headroom: cores needs 4, 0 free');
+  });
+  it('a wait for a ledger out of reach names the ledger (password redacted) and does not claim the quota is full', () => {
+    const line = waitLine({ delayMs: 4400, shortfalls: short, ledgerOutOfReach: true }, 'redis://:s3cret@127.0.0.1:6379');
+    expect(line).toBe(
+      'waiting 4.4 s for the quota ledger redis://[REDACTED]@127.0.0.1:6379, out of reach: no create is admitted without it while other hosts may be admitting on it',
+    );
+    expect(line).not.toMatch(/s3cret|free/);
   });
 });

@@ -88,6 +88,8 @@ describe('onWait carries the finding every 5th wait', () => {
     expect(seen.filter((i) => i.finding).map((i) => i.waits)).toEqual(seen.filter((i) => i.waits % 5 === 0).map((i) => i.waits));
     expect(seen[4]).toMatchObject({ waits: 5, shortfallCause: 'wrong-books', finding: { kind: 'stale-usage' } });
     expect(seen[0]!.shortfallCause).toBeUndefined();
+    // a wait for quota headroom, not for the ledger
+    expect(seen.map((i) => i.ledgerOutOfReach)).toEqual(seen.map(() => false));
     // One listing per 5th wait, and one at the timeout.
     expect(listings(nova)).toBe(Math.floor(seen.length / 5) + 1);
   });

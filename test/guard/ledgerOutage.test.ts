@@ -7,6 +7,7 @@ import type { AxiosAdapter } from 'axios';
 import { InProcessQuotaLedger } from '../../src/guard/inProcessLedger.js';
 import { T0, rejection, settle, useFakeClock } from '../helpers.js';
 import { QuotaWaitTimeoutError } from '../../src/guard/errors.js';
+import type { QuotaWaitInfo } from '../../src/guard/options.js';
 import { body, clientFor, guardFor, posts, startNova } from './fixtures.js';
 import { faulty } from './support/testLedger.js';
 import { warnLog } from './support/testLedger.js';
@@ -277,8 +278,12 @@ describe('degraded mode: an outage costs speed, never quota', () => {
     const nova = await startNova({ maxTotalCores: 10, maxTotalInstances: 100 });
     const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
     const ledger = faulty(inner, () => 'down', { probe: true, everReached: () => false });
-    const guard = guardFor(nova, { ledger, maxWaitMs: 60_000, maxDelayMs: 200 });
+    const waits: QuotaWaitInfo[] = [];
+    const guard = guardFor(nova, { ledger, maxWaitMs: 60_000, maxDelayMs: 200, onWait: (w) => waits.push(w) });
     await settle(guard.createServer(body('first')));
+    // onWait says the wait is for the ledger (the CLI must not print its stand-in shortfalls as "0 free")
+    expect(waits.length).toBeGreaterThan(0);
+    expect(waits.map((w) => w.ledgerOutOfReach)).toEqual(waits.map(() => true));
     await settle(guard.createServer(body('second')));
     const times = posts(nova).map((p) => p.timeMs - T0);
     expect(times[0]).toBeGreaterThanOrEqual(3000);
