@@ -7,6 +7,9 @@
 # (eval it) and writes the same line to $REDIS_STATE/env. Idempotent: a server started by an earlier
 # run that still answers is reused. scripts/redis/stop.sh stops it.
 #
+# On a machine shared with other users or CI jobs, give each its own REDIS_STATE: with the default
+# state directory a second start.sh reuses the first one's server, and either stop.sh stops it for both.
+#
 # Usage: eval "$(scripts/redis/start.sh)"
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/../.." && pwd)"
