@@ -30,12 +30,13 @@ import { QuotaGuard, type QuotaGuardOptions, type QuotaWaitInfo } from '../guard
 import type { NovaClient } from '../nova/client.js';
 import type { CreateServerBody, Server } from '../core/types.js';
 import { LEDGER_ENV, parseLedgerSpec } from '../ledgers/index.js';
-import { parseMs } from './common.js';
+import { cliLogger, parseMs } from './common.js';
 import { ColumnError, addFormatOptions, checkFormatFlags, formatOne, type FormatFlags } from './format.js';
 import { findFlavor, findImage } from './serverLookup.js';
 import { serverFields } from './serverView.js';
 import { terminalSafe } from '../core/table.js';
 import { redactUrlSecrets } from '../core/redact.js';
+import type { LoggerOption } from '../core/logger.js';
 
 /** What `server create` asks of the client: microversion 2.37, for `networks: 'none' | 'auto'`. */
 export const CREATE_MICROVERSION = '2.37';
@@ -104,6 +105,26 @@ export function waitLine(w: Pick<QuotaWaitInfo, 'delayMs' | 'shortfalls' | 'ledg
   return `waiting ${secs} for quota headroom: ${w.shortfalls.map((s) => `${s.resource} needs ${s.needed}, ${s.headroom === Number.POSITIVE_INFINITY ? 'unlimited' : s.headroom} free`).join(', ')}`;
 }
 
+/** Components whose warnings `server create` prints without `--debug`: the shared ledger's. */
+const LEDGER_COMPONENTS: ReadonlySet<string> = new Set(['ledger', 'redis-ledger', 'sqlite-ledger']);
+
+/**
+ * The guard's logger in `server create`: under `--debug`, every line (as the client's); otherwise one
+ * that prints only the warnings about the shared quota ledger, as `Warning: ...` lines on stderr
+ * (`print`): a Redis ledger out of reach, a SQLite ledger that cannot load and falls back to the
+ * in-process one. Without them a worker would not learn that its processes stopped sharing the
+ * quota. The guard's other warnings repeat what the command prints itself (retries, Ctrl-C).
+ */
+export function createLogger(client: Pick<NovaClient, 'logger'>, print: (line: string) => void = (line) => console.error(line)): LoggerOption {
+  // A logger of its own (the client's carries the binding component 'nova', which the guard's would repeat).
+  if (client.logger.isLevelEnabled('debug')) return cliLogger({ debug: true });
+  const quiet = (): void => undefined;
+  const warn = (message: string, fields: Record<string, unknown>): void => {
+    if (LEDGER_COMPONENTS.has(String(fields['component'])) || 'ledger' in fields) print(`Warning: ${terminalSafe(message, true)}`);
+  };
+  return { level: 'warn', debug: quiet, info: quiet, warn, error: warn };
+}
+
 /** Register `create` under the `server` command. */
 export function registerServerCreateCommand(server: Command, getClient: ClientGetter): void {
   addFormatOptions(
@@ -153,6 +174,7 @@ export function registerServerCreateCommand(server: Command, getClient: ClientGe
     if (userData !== undefined) body['user_data'] = userData;
     const options: QuotaGuardOptions = {
       waitForActive: Boolean(flags.wait),
+      logger: createLogger(client),
       onWait: (w) => console.error(waitLine(w, ledgerSpec)),
       onRetry: (r) => console.error(`retrying the create in ${Math.round(r.delayMs / 100) / 10} s (${r.reason}: ${terminalSafe(r.error.message, true)})`),
     };

@@ -54,7 +54,12 @@ export async function admitDegraded(
     call.waitedForLedger = true;
     const wanted = QUOTA_RESOURCES.filter((r) => needs[AMOUNT_FIELD[r]] > 0);
     const shortfalls = (wanted.length > 0 ? wanted : QUOTA_RESOURCES).map((resource) => ({ resource, needed: needs[AMOUNT_FIELD[resource]], ...headroom[resource], headroom: 0 }));
-    g.log.debug({ needs, ledger: g.ledger.kind }, 'quota ledger out of reach: waiting for it (it has answered this process before: other hosts may still admit on it)');
+    g.log.debug(
+      { needs, ledger: g.ledger.kind },
+      g.res.hadGoodReading
+        ? 'quota ledger out of reach: waiting for it (it has answered this process before: other hosts may still admit on it)'
+        : 'quota ledger out of reach: waiting for it (never answered this process yet: it may be back soon, e.g. a Redis restarting)',
+    );
     return { fit: { verdict: 'short', shortfalls } };
   }
   const claim = hold(lc);

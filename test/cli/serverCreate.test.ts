@@ -2,7 +2,9 @@
 // the guarded create printed as openstack prints it, -f/-c, quota 403 retries, bad usage before
 // any request, and the ledger URL.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { registerServerCreateCommand, waitLine } from '../../src/cli/serverCreate.js';
+import { createLogger, registerServerCreateCommand, waitLine } from '../../src/cli/serverCreate.js';
+import { toLogger } from '../../src/core/logger.js';
+import { pino } from 'pino';
 import { main } from '../../src/cli/main.js';
 import { DEFAULT_IMAGES } from '../../src/testing/index.js';
 import { clientFor, startNova } from '../helpers.js';
@@ -141,5 +143,23 @@ describe('server create: the line printed for each wait', () => {
       'waiting 4.4 s for the quota ledger redis://[REDACTED]@127.0.0.1:6379, out of reach: no create is admitted without it while other hosts may be admitting on it',
     );
     expect(line).not.toMatch(/s3cret|free/);
+  });
+});
+
+describe('server create: the warnings it prints without --debug', () => {
+  it("prints the shared ledger's warnings (outage, SQLite fallback) as Warning: lines, and nothing else of the guard's", () => {
+    const printed: string[] = [];
+    const log = toLogger(createLogger({ logger: pino({ level: 'silent' }) }, (l) => printed.push(l)));
+    const guardLog = log.child({ component: 'quota-guard' });
+    guardLog.warn({ ledger: 'redis', err: 'ECONNREFUSED' }, 'quota ledger (redis) is down');
+    log.child({ component: 'ledger' }).warn({}, 'better-sqlite3 cannot be loaded; falling back to the in-process ledger');
+    log.child({ component: 'redis-ledger' }).warn({}, 'Redis ledger: connection lost (ioredis reconnects)');
+    guardLog.warn({ serverId: 'x' }, 'aborted: the created server is kept (keepOnAbort)'); // the command says so itself
+    guardLog.info({ ledger: 'redis' }, 'quota ledger out of reach: waiting for it'); // onWait's line says so
+    expect(printed).toEqual([
+      'Warning: quota ledger (redis) is down',
+      'Warning: better-sqlite3 cannot be loaded; falling back to the in-process ledger',
+      'Warning: Redis ledger: connection lost (ioredis reconnects)',
+    ]);
   });
 });

@@ -4,6 +4,7 @@
 // admission; a confirmed delete right before close() is no ledger failure. Fake timers, FakeNova.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { AxiosAdapter } from 'axios';
+import { pino } from 'pino';
 import { InProcessQuotaLedger } from '../../src/guard/inProcessLedger.js';
 import { T0, rejection, settle, useFakeClock } from '../helpers.js';
 import { QuotaWaitTimeoutError } from '../../src/guard/errors.js';
@@ -279,11 +280,17 @@ describe('degraded mode: an outage costs speed, never quota', () => {
     const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
     const ledger = faulty(inner, () => 'down', { probe: true, everReached: () => false });
     const waits: QuotaWaitInfo[] = [];
-    const guard = guardFor(nova, { ledger, maxWaitMs: 60_000, maxDelayMs: 200, onWait: (w) => waits.push(w) });
+    const lines: string[] = [];
+    const logger = pino({ level: 'debug' }, { write: (l: string) => lines.push((JSON.parse(l) as { msg: string }).msg) });
+    const guard = guardFor(nova, { ledger, maxWaitMs: 60_000, maxDelayMs: 200, onWait: (w) => waits.push(w), logger });
     await settle(guard.createServer(body('first')));
     // onWait says the wait is for the ledger (the CLI must not print its stand-in shortfalls as "0 free")
     expect(waits.length).toBeGreaterThan(0);
     expect(waits.map((w) => w.ledgerOutOfReach)).toEqual(waits.map(() => true));
+    // and its debug line does not claim the ledger has answered this process before
+    const why = lines.filter((m) => m.startsWith('quota ledger out of reach: waiting for it ('));
+    expect(why.length).toBeGreaterThan(0);
+    expect(why.every((m) => m.includes('never answered this process yet'))).toBe(true);
     await settle(guard.createServer(body('second')));
     const times = posts(nova).map((p) => p.timeMs - T0);
     expect(times[0]).toBeGreaterThanOrEqual(3000);
