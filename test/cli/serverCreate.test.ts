@@ -156,6 +156,8 @@ describe('server create: the warnings it prints without --debug', () => {
     log.child({ component: 'redis-ledger' }).warn({}, 'Redis ledger: connection lost (ioredis reconnects)');
     guardLog.warn({ serverId: 'x' }, 'aborted: the created server is kept (keepOnAbort)'); // the command says so itself
     guardLog.info({ ledger: 'redis' }, 'quota ledger out of reach: waiting for it'); // onWait's line says so
+    // with --debug (the client's logger at debug), every line of the guard, on a logger of its own
+    expect(toLogger(createLogger({ logger: pino({ level: 'debug' }) }, (l) => printed.push(l))).isLevelEnabled('debug')).toBe(true);
     expect(printed).toEqual([
       'Warning: quota ledger (redis) is down',
       'Warning: better-sqlite3 cannot be loaded; falling back to the in-process ledger',
