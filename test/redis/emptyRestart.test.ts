@@ -6,9 +6,12 @@
  * headroom every admission is asked on, the way a fresh `/limits` reading that does not count the
  * servers Nova has not counted yet would give it.
  */
+import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startLatencyProxy, type LatencyProxy } from '../../bench/latencyProxy.js';
 import { RedisQuotaLedger } from '../../src/redis/index.js';
+import { ledgerKeys } from '../../src/redis/options.js';
+import { ASSERT } from '../../src/redis/scripts.js';
 import type { LedgerClaim } from '../../src/guard/index.js';
 import { afterThisTest } from '../cleanup.js';
 import { haveRedis, RedisServer, skipReason } from './support.js';
@@ -109,4 +112,37 @@ describe.skipIf(!haveRedis)(`an empty Redis restart with a holder cut off${haveR
     }
     expect(got, 'admitted once the late claim ended').toBe(true);
   }, 60_000);
+
+  it("the write-back's script: an emptied store (no order counter) settles for placeTtlMs, a kept one for placeTtlMs / 3; a heartbeat that finds the store emptied settles too, one of a holder that saw no order number leaves the counter missing", async () => {
+    const r = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    await r.connect();
+    afterThisTest(() => r.disconnect());
+    let n = 0;
+    /** ASSERT on a new scope: `maxOrder` the highest order number the holder saw, `readd` the write-back flag. */
+    const run = async (maxOrder: number, readd: boolean, keys = ledgerKeys('nova-guard:', ENDPOINT, `script${(n += 1)}`).scope) => {
+      // ARGV: counted retention, instance, holder lease, then placeTtlMs, token, seq, order, 0 places, the flag.
+      await r.eval(ASSERT, keys.length, ...keys, 600_000, 'h1', PLACE_TTL_MS, PLACE_TTL_MS, 0, 0, maxOrder, 0, readd ? '1' : '0');
+      return { settle: await r.pttl(keys[14]!), order: await r.get(keys[11]!), keys };
+    };
+    const emptied = await run(0, true);
+    expect(emptied.settle).toBeGreaterThan(PLACE_TTL_MS - 1000);
+    expect(emptied.settle).toBeLessThanOrEqual(PLACE_TTL_MS);
+    expect(emptied.order).not.toBeNull();
+    // The store kept its state (the counter is there): one heartbeat, and a longer settle stays.
+    const kept = await run(0, true, (await run(7, false)).keys);
+    expect(kept.settle).toBeGreaterThan(PLACE_TTL_MS - 1000);
+    await r.del(kept.keys[14]!);
+    const ordinary = await run(0, true, kept.keys);
+    expect(ordinary.settle).toBeGreaterThan(0);
+    expect(ordinary.settle).toBeLessThanOrEqual(PLACE_TTL_MS / 3);
+    // A heartbeat (no write-back) of a holder that saw order numbers, on an emptied store.
+    const beat = await run(7, false);
+    expect(beat.settle).toBeGreaterThan(PLACE_TTL_MS - 1000);
+    expect(Number(beat.order)).toBeGreaterThanOrEqual(7);
+    // A heartbeat of a holder that saw none: no settle, and the counter stays missing for the write-back.
+    const idle = await run(0, false);
+    expect(idle.settle).toBe(-2);
+    expect(idle.order).toBeNull();
+    expect((await run(0, true, idle.keys)).settle).toBeGreaterThan(PLACE_TTL_MS - 1000);
+  });
 });
