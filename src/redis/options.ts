@@ -48,7 +48,9 @@ export interface RedisQuotaLedgerOptions {
   /** How long a holder may hold the refresh lock of the kept reading, in ms. @default 10000 */
   readonly limitsLockMs?: number;
   /**
-   * Lease of a queue place, in ms; a live ledger renews it every third of it. At least
+   * Lease of a queue place and of the holder entry, in ms; a live ledger renews them every third of
+   * it. Also how long the fleet admits nothing after a Redis restarted empty (so every holder can
+   * write back its claims first; a third of it after an ordinary reconnect). At least
    * {@link MIN_PLACE_TTL_MS} (1000 ms): a shorter lease would lapse between the heartbeats of a
    * busy process and drop live places. @default 15000
    */

@@ -23,8 +23,10 @@
  * 13. `limits`  hash   the kept reading: `json`, `seq` (its order number when sent), `sentAt`
  *     (Redis ms when sent), `freedSeq` (the order number of the last confirmed deletion)
  * 14. `limits:lock` string the refresh lock
- * 15. `settle`  string set (with a lease of `placeTtlMs / 3`, one heartbeat) by every write-back after
- *     a reconnect: while it lives no admission is made (see `luaChunks.ts` ADMISSION)
+ * 15. `settle`  string set by every write-back after a reconnect, with a lease of `placeTtlMs` (the
+ *     holder lease) when the store lost its state (`order` missing), else of `placeTtlMs / 3` (one
+ *     heartbeat), never shortening a longer one: while it lives no admission is made (see
+ *     `luaChunks.ts` ADMISSION)
  *
  * Every script gets `ARGV[1]` the counted retention (ms), `ARGV[2]` the caller's holder instance id
  * (`''`: none), `ARGV[3]` the holder lease (ms); the scripts below number their own arguments from
@@ -168,20 +170,40 @@ return 1
  * highest order number seen, 6 number of places P, then P x (id, seq, needs), then claims x (id,
  * record, remaining ttl ms), then the re-add flag. Without the flag (the heartbeat) only places
  * still in Redis are extended: a place that an admission took, or that expired, is not brought
- * back. Counters never go back.
+ * back. Counters never go back. A write-back sets `settle` (no admission): for `placeTtlMs` when the
+ * store lost its state, else for `placeTtlMs / 3`; so does a heartbeat that finds the state lost.
  */
 export const ASSERT = `${PROLOGUE}
 if tonumber(redis.call('GET', KEYS[8]) or '0') < tonumber(ARGV[3]) then redis.call('SET', KEYS[8], ARGV[3]) end
-if tonumber(redis.call('GET', KEYS[9]) or '0') < tonumber(ARGV[4]) then redis.call('SET', KEYS[9], ARGV[4]) end
-nextOrder()
-if tonumber(redis.call('GET', KEYS[12])) < tonumber(ARGV[5]) then redis.call('SET', KEYS[12], ARGV[5]) end
+local readd = ARGV[#ARGV] == '1'
+-- The store lost its state (a Redis restarted empty): \`order\` exists from the scope's first order
+-- number on, so a holder that writes back (or has seen an order number) and finds it missing knows.
+-- A heartbeat of a holder that has seen none leaves it missing, so the write-back can still tell.
+local emptied = redis.call('EXISTS', KEYS[12]) == 0
+local lost = emptied and (readd or tonumber(ARGV[5]) > 0)
+if not emptied or lost then
+  nextOrder()
+  if tonumber(redis.call('GET', KEYS[12])) < tonumber(ARGV[5]) then redis.call('SET', KEYS[12], ARGV[5]) end
+end
+-- No admission while holders may still have claims the store does not show (see \`luaChunks.ts\`
+-- ADMISSION): never shortening a longer settle already set.
+local function settle(ms)
+  if redis.call('PTTL', KEYS[15]) < ms then redis.call('SET', KEYS[15], '1', 'PX', ms) end
+end
+-- After an empty restart every holder's claims are gone until it writes them back, and each holder
+-- reconnects on its own schedule (ioredis's backoff, up to 2 s; then the write-back, bounded by
+-- commandTimeoutMs; on a loaded host, later). Settle for the whole holder lease (placeTtlMs): the
+-- longest a holder can go without reaching the store and still count as live (a live holder is
+-- heard from every placeTtlMs / 3; one silent for placeTtlMs is dropped from \`holders\` and its
+-- places expire). One heartbeat (placeTtlMs / 3) was not enough: a holder back later than that
+-- found the others admitting on a reading that did not count its uncounted servers.
+if lost then settle(tonumber(ARGV[2])) end
+-- A holder came back to a store that kept its state (its network was cut, or Redis restarted with
+-- its data): the others' claims are there; what may be missing is what a holder admitted on its own
+-- meanwhile, re-claimed when it finds Redis again. One heartbeat covers that.
+if readd then settle(math.max(1, math.floor(tonumber(ARGV[2]) / 3))) end
 local p = tonumber(ARGV[6])
 local i = 7
-local readd = ARGV[#ARGV] == '1'
--- A holder came back (Redis restarted, empty or not, or its network was cut): the other holders
--- may not have written back their claims yet, and a holder that went on alone meanwhile re-claims
--- its degraded claims only when it finds Redis again. No admission until one heartbeat has passed.
-if readd then redis.call('SET', KEYS[15], '1', 'PX', math.max(1, math.floor(tonumber(ARGV[2]) / 3))) end
 for _ = 1, p do
   if readd or redis.call('ZSCORE', KEYS[6], ARGV[i]) then
     redis.call('ZADD', KEYS[5], ARGV[i + 1], ARGV[i])

@@ -9,6 +9,8 @@ import { ValidationError } from '../../src/errors/index.js';
 import { NovaClient } from '../../src/nova/index.js';
 import type { LedgerClaim } from '../../src/guard/index.js';
 import { afterThisTest } from '../cleanup.js';
+import { startLatencyProxy } from '../../bench/latencyProxy.js';
+import { ledgerKeys } from '../../src/redis/options.js';
 import { haveRedis, RedisServer, skipReason } from './support.js';
 
 const ENDPOINT = 'http://nova.example:8774/v2.1';
@@ -333,12 +335,25 @@ describe.skipIf(!haveRedis)(`RedisQuotaLedger on a real redis-server${haveRedis 
     expect(next.token).toBeGreaterThan(got.claim.token);
   });
 
-  it('after a restart, a holder that came back and wrote back holds every admission for one heartbeat (placeTtlMs / 3), so the holders not back yet can write back theirs', async () => {
+  /** The settle key's lease left, ms (-2: not set), read on a connection of its own. */
+  async function settlePttl(projectId: string): Promise<number> {
+    const r = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    try {
+      await r.connect();
+      return await r.pttl(ledgerKeys('nova-guard:', ENDPOINT, projectId).scope[14]!);
+    } finally {
+      r.disconnect();
+    }
+  }
+
+  it('after an empty restart, a holder that came back and wrote back holds every admission for the whole holder lease (placeTtlMs), not one heartbeat, so the holders not back yet can write back theirs', async () => {
     const projectId = project();
     const a = ledger({ projectId, commandTimeoutMs: 1000, placeTtlMs: 3000 });
     const b = ledger({ projectId, commandTimeoutMs: 1000, placeTtlMs: 3000 });
     const got = await a.admit({ place: undefined, needs: need(3), headroom: { cores: 4 }, stamp: 0, ttlMs: 60_000 });
     if (!got.admitted) throw new Error('not admitted');
+    // The scope has been in use (a confirmed deletion took an order number): the restart loses it.
+    await b.publishFreed('s-1');
     await server.restart();
     const started = Date.now();
     let live = false;
@@ -348,12 +363,60 @@ describe.skipIf(!haveRedis)(`RedisQuotaLedger on a real redis-server${haveRedis 
     }
     expect(live).toBe(true);
     const back = Date.now();
-    // 1 core is left (a's claim was written back): it fits, yet nothing is admitted while settling.
+    // The store lost its state (its order counter was gone): settle for placeTtlMs (3000), not 1000.
+    const pttl = await settlePttl(projectId);
+    expect(pttl).toBeGreaterThan(1000);
+    expect(pttl).toBeLessThanOrEqual(3000);
+    // 1 core is left (a's claim was written back): it fits, yet nothing is admitted while settling,
+    // also past one heartbeat (1000 ms), when the old settle had ended.
     const settling = await b.admit({ place: undefined, needs: need(1), headroom: { cores: 4 }, stamp: 0, ttlMs: 60_000 });
     expect(Date.now() - back).toBeLessThan(900);
     expect(settling).toMatchObject({ admitted: false, inFlight: { cores: 3 } });
     await sleep(1300 - (Date.now() - back));
+    const pastOneBeat = await b.admit({ place: undefined, needs: need(1), headroom: { cores: 4 }, stamp: 0, ttlMs: 60_000 });
+    if (Date.now() - back < 2700) expect(pastOneBeat).toMatchObject({ admitted: false, inFlight: { cores: 3 } });
+    await sleep(3300 - (Date.now() - back));
     expect(await b.admit({ place: undefined, needs: need(1), headroom: { cores: 4 }, stamp: 0, ttlMs: 60_000 })).toMatchObject({ admitted: true });
+  });
+
+  it('a holder cut off from a Redis that kept its state writes back with a settle of one heartbeat (placeTtlMs / 3), and never shortens a longer settle', async () => {
+    const projectId = project();
+    const proxy = await startLatencyProxy(server.port, 0);
+    afterThisTest(() => proxy.close());
+    const a = ledger({ projectId, url: proxy.url, commandTimeoutMs: 1000, placeTtlMs: 3000 });
+    const b = ledger({ projectId, commandTimeoutMs: 1000, placeTtlMs: 3000 });
+    const got = await a.admit({ place: undefined, needs: need(3), headroom: { cores: 4 }, stamp: 0, ttlMs: 60_000 });
+    if (!got.admitted) throw new Error('not admitted');
+    // The scope has been in use (a confirmed deletion took an order number): its state is there.
+    await b.publishFreed('s-1');
+    /** Cut a off, let it reconnect, and wait until it wrote back; answers the settle's lease left then. */
+    const cutAndBack = async (): Promise<{ pttl: number; tookMs: number }> => {
+      proxy.partition();
+      await sleep(300);
+      proxy.heal();
+      const started = Date.now();
+      let live = false;
+      while (!live && Date.now() - started < 15_000) {
+        live = await a.renew(got.claim, 60_000).catch(() => false);
+        if (!live) await sleep(20);
+      }
+      expect(live).toBe(true);
+      return { pttl: await settlePttl(projectId), tookMs: Date.now() - started };
+    };
+    const first = await cutAndBack();
+    expect(first.pttl).toBeGreaterThan(0);
+    expect(first.pttl).toBeLessThanOrEqual(1000);
+    // The claim is still in the store: b sees it; nothing is admitted while settling.
+    expect(await b.admit({ place: undefined, needs: need(1), headroom: { cores: 4 }, stamp: 0, ttlMs: 60_000 })).toMatchObject({ admitted: false, inFlight: { cores: 3 } });
+    await sleep(1100);
+    expect(await b.admit({ place: undefined, needs: need(1), headroom: { cores: 4 }, stamp: 0, ttlMs: 60_000 })).toMatchObject({ admitted: true });
+    // A longer settle (an empty restart's) is set: the ordinary write-back leaves it as it is.
+    const r = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    await r.connect();
+    await r.set(ledgerKeys('nova-guard:', ENDPOINT, projectId).scope[14]!, '1', 'PX', 20_000);
+    r.disconnect();
+    const second = await cutAndBack();
+    expect(second.pttl).toBeGreaterThan(20_000 - second.tookMs - 2000);
   });
 });
 
