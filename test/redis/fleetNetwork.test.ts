@@ -139,9 +139,11 @@ describe.skipIf(!haveRedis)(`fleet ledger under a real network${haveRedis ? '' :
     // build requests, so the hosts together may hold up to HOSTS x QUOTA. What is asserted: every job
     // done, nothing left, no host over the quota on its own (peak <= HOSTS x QUOTA), no secret in a
     // log, and no create paying the ledger's time limits over and over (at most the first of each
-    // host may, while the connection learns the ledger is down). The limits are set long (7 s, for
-    // the command and the ledger call) so that paying them stands out from a wait for quota.
-    const ledgerTimeoutMs = 7000;
+    // host may, while the connection learns the ledger is down). The limits are set long (20 s, for
+    // the command and the ledger call) so that paying them stands out from a wait for quota: with
+    // 7 s, two real waits for quota on a busy machine took 7.1 and 7.5 s (every host is done in
+    // about 10 s when nothing pays the limit).
+    const ledgerTimeoutMs = 20_000;
 
     function expectFastAndDone(name: string, n: FakeNova, results: HostResult[], logs: string[][], secret?: string): void {
       const { failed, left } = figures(name, n, results);
