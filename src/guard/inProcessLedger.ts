@@ -11,7 +11,8 @@
  * - Claims are leases on the ledger's clock: one not renewed within its `ttlMs` expires (dropped as
  *   `'counted'`: reads already open still subtract it). Fencing tokens are a counter, strictly
  *   increasing within the ledger.
- * - `publishFreed` calls every `onFreed` listener at once, in this process.
+ * - `publishFreed` calls every `onFreed` listener at once, in this process, and wakes the head of
+ *   the queue (`onWake`); a place that leaves from the head wakes the next one.
  *
  * Ported from the claim-before-launch design of Zuul nodepool (`QuotaInformation`,
  * `estimatedNodepoolQuotaUsed`), as the module description of `ledger.ts` says.
@@ -87,6 +88,17 @@ interface Reading {
   answeredAtMs: number | undefined;
 }
 
+/** Call each listener; a listener's failure is its own. */
+function callEach(listeners: Iterable<() => void>): void {
+  for (const listener of [...listeners]) {
+    try {
+      listener();
+    } catch {
+      // a listener's failure is its own
+    }
+  }
+}
+
 /** The default holder name: host and process. */
 export function defaultHolder(): string {
   return `${hostname()}:${process.pid}`;
@@ -111,6 +123,10 @@ export class InProcessQuotaLedger implements QuotaLedger {
   readonly #queue: LedgerPlace[] = [];
   readonly #readings: Reading[] = [];
   readonly #listeners = new Set<() => void>();
+  /** `onWake` listeners by place id. */
+  readonly #wakeListeners = new Map<string, Set<() => void>>();
+  /** Places woken while nobody listened: told when a listener comes. */
+  readonly #pendingWakes = new Set<string>();
   #lastToken = 0;
   #scope: LedgerScope | undefined;
 
@@ -175,7 +191,11 @@ export class InProcessQuotaLedger implements QuotaLedger {
 
   async leave(place: LedgerPlace): Promise<void> {
     const i = this.#queue.findIndex((p) => p.id === place.id);
-    if (i >= 0) this.#queue.splice(i, 1);
+    this.#pendingWakes.delete(place.id);
+    if (i < 0) return;
+    this.#queue.splice(i, 1);
+    // The head left (admitted, or gave up): the next place may fit now.
+    if (i === 0) this.#wakeHead();
   }
 
   async limits(
@@ -259,13 +279,34 @@ export class InProcessQuotaLedger implements QuotaLedger {
   }
 
   async publishFreed(_serverId: string): Promise<void> {
-    for (const listener of [...this.#listeners]) {
-      try {
-        listener();
-      } catch {
-        // a listener's failure is its own
-      }
-    }
+    callEach(this.#listeners);
+    this.#wakeHead();
+  }
+
+  /**
+   * Listen for the wake-ups of `place` (see `QuotaLedger.onWake`): a confirmed deletion while it
+   * is the head of the queue, or the head ahead of it leaving. A wake-up that came while nobody
+   * listened is told at once.
+   */
+  onWake(place: LedgerPlace, listener: () => void): () => void {
+    let set = this.#wakeListeners.get(place.id);
+    if (!set) this.#wakeListeners.set(place.id, (set = new Set()));
+    const own = (): void => listener();
+    set.add(own);
+    if (this.#pendingWakes.delete(place.id)) callEach([own]);
+    return () => {
+      set.delete(own);
+      if (set.size === 0 && this.#wakeListeners.get(place.id) === set) this.#wakeListeners.delete(place.id);
+    };
+  }
+
+  /** Wake the head of the queue (kept for later when nobody listens for it). */
+  #wakeHead(): void {
+    const head = this.#queue[0];
+    if (!head) return;
+    const set = this.#wakeListeners.get(head.id);
+    if (set && set.size > 0) callEach(set);
+    else this.#pendingWakes.add(head.id);
   }
 
   onFreed(listener: () => void): () => void {
@@ -282,6 +323,8 @@ export class InProcessQuotaLedger implements QuotaLedger {
     this.#leases.clear();
     this.#queue.length = 0;
     this.#listeners.clear();
+    this.#wakeListeners.clear();
+    this.#pendingWakes.clear();
   }
 
   #take(needs: ResourceAmounts, ttlMs: number): LedgerClaim {
