@@ -30,6 +30,7 @@ import { NO_NEEDS, addNeeds, fitsRawHeadroom, rawHeadroomOf } from './headroom.j
 import type { AcquireRequest, Acquisition, AdmitRequest, Admission, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from './ledger.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { scopeMismatch } from './ledgerScope.js';
+import { PlaceWakes, callEach } from './placeWakes.js';
 
 /**
  * How long a reading that answered keeps the `'counted'` releases it may miss, waiting for its
@@ -88,17 +89,6 @@ interface Reading {
   answeredAtMs: number | undefined;
 }
 
-/** Call each listener; a listener's failure is its own. */
-function callEach(listeners: Iterable<() => void>): void {
-  for (const listener of [...listeners]) {
-    try {
-      listener();
-    } catch {
-      // a listener's failure is its own
-    }
-  }
-}
-
 /** The default holder name: host and process. */
 export function defaultHolder(): string {
   return `${hostname()}:${process.pid}`;
@@ -123,10 +113,7 @@ export class InProcessQuotaLedger implements QuotaLedger {
   readonly #queue: LedgerPlace[] = [];
   readonly #readings: Reading[] = [];
   readonly #listeners = new Set<() => void>();
-  /** `onWake` listeners by place id. */
-  readonly #wakeListeners = new Map<string, Set<() => void>>();
-  /** Places woken while nobody listened: told when a listener comes. */
-  readonly #pendingWakes = new Set<string>();
+  readonly #wakes = new PlaceWakes();
   #lastToken = 0;
   #scope: LedgerScope | undefined;
 
@@ -186,16 +173,15 @@ export class InProcessQuotaLedger implements QuotaLedger {
   async join(needs: ResourceAmounts): Promise<LedgerPlace> {
     const place: LedgerPlace = { id: randomUUID(), needs: { ...needs } };
     this.#queue.push(place);
+    this.#wakes.joined(place.id);
     return place;
   }
 
   async leave(place: LedgerPlace): Promise<void> {
     const i = this.#queue.findIndex((p) => p.id === place.id);
-    this.#pendingWakes.delete(place.id);
-    if (i < 0) return;
-    this.#queue.splice(i, 1);
+    if (i >= 0) this.#queue.splice(i, 1);
     // The head left (admitted, or gave up): the next place may fit now.
-    if (i === 0) this.#wakeHead();
+    this.#wakes.left(place.id);
   }
 
   async limits(
@@ -280,7 +266,7 @@ export class InProcessQuotaLedger implements QuotaLedger {
 
   async publishFreed(_serverId: string): Promise<void> {
     callEach(this.#listeners);
-    this.#wakeHead();
+    this.#wakes.wakeHead();
   }
 
   /**
@@ -289,24 +275,7 @@ export class InProcessQuotaLedger implements QuotaLedger {
    * listened is told at once.
    */
   onWake(place: LedgerPlace, listener: () => void): () => void {
-    let set = this.#wakeListeners.get(place.id);
-    if (!set) this.#wakeListeners.set(place.id, (set = new Set()));
-    const own = (): void => listener();
-    set.add(own);
-    if (this.#pendingWakes.delete(place.id)) callEach([own]);
-    return () => {
-      set.delete(own);
-      if (set.size === 0 && this.#wakeListeners.get(place.id) === set) this.#wakeListeners.delete(place.id);
-    };
-  }
-
-  /** Wake the head of the queue (kept for later when nobody listens for it). */
-  #wakeHead(): void {
-    const head = this.#queue[0];
-    if (!head) return;
-    const set = this.#wakeListeners.get(head.id);
-    if (set && set.size > 0) callEach(set);
-    else this.#pendingWakes.add(head.id);
+    return this.#wakes.listen(place.id, listener);
   }
 
   onFreed(listener: () => void): () => void {
@@ -323,8 +292,7 @@ export class InProcessQuotaLedger implements QuotaLedger {
     this.#leases.clear();
     this.#queue.length = 0;
     this.#listeners.clear();
-    this.#wakeListeners.clear();
-    this.#pendingWakes.clear();
+    this.#wakes.clear();
   }
 
   #take(needs: ResourceAmounts, ttlMs: number): LedgerClaim {
