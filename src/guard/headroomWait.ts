@@ -27,6 +27,7 @@ import { QuotaNeverFitsError, QuotaWaitTimeoutError } from './errors.js';
 import { stepDelayMs } from './backoff.js';
 import { EXPLAIN_EVERY_WAITS, type QuotaWaitInfo } from './options.js';
 import { explainShortfall, type ShortfallExplanation } from './explain.js';
+import { serversForCheck } from './explainShare.js';
 import type { Shortfall } from './headroom.js';
 import type { Admission, LedgerClaim, LedgerLimits } from './ledger.js';
 import { admitDegraded } from './degradedUse.js';
@@ -176,6 +177,7 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
         freed.off();
       }
       const { headroom, claim, fit } = admitted;
+      const readAtMs = g.clock.now();
       call.limitsReads++;
       if (claim) return claim;
       const shortfalls = fit!.shortfalls;
@@ -201,7 +203,7 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
         }
         // No shortfall: the reading and the claims fit, yet the ledger admitted nothing (settling after a holder reconnected).
         const ledgerHeld = call.waitedForLedger || shortfalls.length === 0;
-        const why = ledgerHeld ? undefined : await explain(g, call, shortfalls, signal);
+        const why = ledgerHeld ? undefined : await explain(g, call, shortfalls, readAtMs, true, signal);
         throw new QuotaWaitTimeoutError({
           message: call.waitedForLedger
             ? `No quota admission after waiting ${elapsedMs(g, call)} ms (maxWaitMs ${g.opts.maxWaitMs}): the quota ledger (${g.ledger.kind}) is out of reach, and this process, which has used it, does not admit without it (other hosts may still admit on it)`
@@ -225,7 +227,7 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
       if (delayMs >= remaining) call.deadlineReached = true;
       call.waits++;
       g.stats.waits++;
-      const why = call.waits % EXPLAIN_EVERY_WAITS === 0 && !call.waitedForLedger ? await explain(g, call, shortfalls, signal) : undefined;
+      const why = call.waits % EXPLAIN_EVERY_WAITS === 0 && !call.waitedForLedger ? await explain(g, call, shortfalls, readAtMs, false, signal) : undefined;
       const info: QuotaWaitInfo = { needs, shortfalls, headroom, delayMs, waits: call.waits, posts: call.posts, elapsedMs: elapsedMs(g, call), shortfallCause: why?.cause, finding: why?.finding };
       try {
         g.opts.onWait?.(info);
@@ -258,11 +260,12 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
   }
 }
 
-/** The check of a shortfall (option `explainShortfall`), or undefined when off or failed (logged). @throws {@link AbortError}. */
-async function explain(g: GuardState, call: GuardedCall, shortfalls: Shortfall[], signal: AbortSignal | undefined): Promise<ShortfallExplanation | undefined> {
+/** The check of a shortfall (option `explainShortfall`) on a listing shared by the client's calls (`explainShare.ts`), or undefined when off, skipped (a wait's check within the listing interval) or failed (logged). `readAtMs`: when the reading of `shortfalls` answered, on the clock; `final`: the wait ran out. @throws {@link AbortError}. */
+async function explain(g: GuardState, call: GuardedCall, shortfalls: Shortfall[], readAtMs: number, final: boolean, signal: AbortSignal | undefined): Promise<ShortfallExplanation | undefined> {
   if (!g.opts.explainShortfall) return undefined;
   try {
-    return await explainShortfall(g.client, shortfalls, g.clock.wallNow() - elapsedMs(g, call), signal);
+    const servers = await serversForCheck(g.client, readAtMs, final, signal);
+    return servers && explainShortfall(servers, shortfalls, g.clock.wallNow() - elapsedMs(g, call));
   } catch (e) {
     throwIfAborted(signal);
     g.log.warn({ err: (e as Error)?.message }, 'the check of the quota shortfall failed: cause unknown');

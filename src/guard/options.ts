@@ -38,7 +38,7 @@ export interface QuotaWaitInfo {
   /**
    * On every `EXPLAIN_EVERY_WAITS`th wait of a call (with `explainShortfall`): what the check of
    * the shortfall found (`busy-fleet` or `wrong-books`, see `QuotaWaitTimeoutError.shortfallCause`);
-   * undefined on other waits or when the check failed.
+   * undefined on other waits, when the check failed or was skipped (one listing per client per 60 s).
    */
   shortfallCause?: ShortfallCause | undefined;
   /** With `shortfallCause: 'wrong-books'`: the finding, shaped as the audit's. */
@@ -125,8 +125,8 @@ export interface QuotaGuardOptions {
    * `onWait`), check why with one bounded listing of the project's servers (`GET /servers/detail` at
    * microversion 2.69 or later), compared with what `GET /limits` reports as used: the
    * {@link QuotaWaitTimeoutError} then says `shortfallCause` `'busy-fleet'` (the servers hold it) or
-   * `'wrong-books'` with a `finding` (`stale-usage`, `stuck-deleting`, `down-cell`). A failed check
-   * leaves both undefined. `false`: no check, no extra request. @default true
+   * `'wrong-books'` with a `finding` (`stale-usage`, `stuck-deleting`, `down-cell`); a failed check leaves both undefined. The calls
+   * of one `NovaClient` share listings (at most one per 60 s for waits, one at a time for time-outs). `false`: no check, no extra request. @default true
    */
   explainShortfall?: boolean;
   /** How long a server may stay in BUILD, in ms. Default 600000. */
