@@ -134,6 +134,14 @@ export interface QuotaGuardOptions {
   /** Time between polls of a building server, in ms. Default 2000. */
   activeIntervalMs?: number;
   /**
+   * While a create of this guard waits for headroom, the most time between two looks of the
+   * client's watcher at each server being deleted (its delete waits and followed deletions; a wait's
+   * own shorter `intervalMs` stays), in ms, so the 404 that frees the quota is seen within about this.
+   * Still widened while Nova answers slowly or with 5xx/429 (the poll pace) and bounded by the
+   * client's rate limit. `Infinity`: looks at the callers' intervals. @default 1000
+   */
+  shortLookIntervalMs?: number;
+  /**
    * After a POST whose outcome is unknown (the answer was lost or garbled: reset, request timeout,
    * 5xx, a 2xx without `server`, a 429 that is not Nova's own `overLimit`), time between the
    * searches for the server by its claim tag, in ms. Nothing was created when two searches this far
@@ -251,6 +259,7 @@ export const QUOTA_GUARD_DEFAULTS = Object.freeze({
   explainShortfall: true,
   activeTimeoutMs: 600000,
   activeIntervalMs: 2000,
+  shortLookIntervalMs: 1000,
   lostCreateIntervalMs: 5000,
   lostCreateSearches: 4,
   novaApiTimeoutMs: 180000,
@@ -266,20 +275,8 @@ export const QUOTA_LEDGER_DEFAULTS = Object.freeze({
 });
 
 /** The `deleteServer` options the guard passes on: all but `wait` and `signal`, which are its own. */
-const GUARD_DELETE_KEYS = [
-  'intervalMs',
-  'confirmIntervalMs',
-  'jitter',
-  'timeoutMs',
-  'onProgress',
-  'requestTimeoutMs',
-  'pollRetries',
-  'redeleteAfterMs',
-  'forceSoftDeleted',
-  'confirmGoneMs',
-  'deleteRetries',
-  'force',
-] as const satisfies ReadonlyArray<keyof NonNullable<QuotaGuardOptions['deleteOptions']>>;
+
+const GUARD_DELETE_KEYS = ['intervalMs', 'confirmIntervalMs', 'jitter', 'timeoutMs', 'onProgress', 'requestTimeoutMs', 'pollRetries', 'redeleteAfterMs', 'forceSoftDeleted', 'confirmGoneMs', 'deleteRetries', 'force'] as const satisfies ReadonlyArray<keyof NonNullable<QuotaGuardOptions['deleteOptions']>>;
 
 /**
  * What {@link QuotaGuardOptions} takes: any other name is refused. Delays are timers: finite and at
@@ -300,6 +297,7 @@ const QUOTA_GUARD_SPEC: OptionsSpec<QuotaGuardOptions> = {
   explainShortfall: is.boolean,
   activeTimeoutMs: is.durationMs({ timer: true }),
   activeIntervalMs: is.durationMs({ allowInfinity: false, timer: true }),
+  shortLookIntervalMs: is.durationMs({ timer: true }),
   lostCreateIntervalMs: is.durationMs({ allowZero: true, allowInfinity: false, timer: true }),
   novaApiTimeoutMs: is.durationMs({ allowZero: true, allowInfinity: false, timer: true }),
   lostCreateSearches: is.integer({ min: 2 }),

@@ -16,6 +16,7 @@
  */
 import { sleep } from '../core/clock.js';
 import { throwIfAborted } from '../errors/index.js';
+import { askShortLooks } from '../delete/index.js';
 import type { LedgerPlace, QuotaLedger } from './ledger.js';
 import { onFreed } from './ledgerUse.js';
 import type { GuardState, GuardedCall } from './state.js';
@@ -60,7 +61,8 @@ export function freedMeanwhile(g: GuardState): { readonly seen: () => boolean; r
 /**
  * Sleep `delayMs` on the clock, or less: a wake-up addressed to the call's place, or (with a
  * ledger that does not address them) any deletion confirmed in the fleet, or the ledger answering
- * again after an outage, ends the sleep at once.
+ * again after an outage, ends the sleep at once. Meanwhile the client's watcher looks at the servers
+ * being deleted at most `shortLookIntervalMs` apart (`askShortLooks`).
  * @throws {@link AbortError} when `signal` aborts.
  */
 export async function sleepUntilWoken(g: GuardState, call: GuardedCall, delayMs: number, signal: AbortSignal | undefined): Promise<void> {
@@ -69,6 +71,8 @@ export async function sleepUntilWoken(g: GuardState, call: GuardedCall, delayMs:
   const offFreed = call.offWake === undefined ? onFreed(g, wake) : undefined;
   const offRecovered = g.res.onRecovered(wake);
   call.wake = wake;
+  // While it sleeps, the client's watcher looks at the servers being deleted at the short interval.
+  const endShortLooks = Number.isFinite(g.opts.shortLookIntervalMs) ? askShortLooks(g.client, g.opts.shortLookIntervalMs) : undefined;
   try {
     await sleep(g.clock, delayMs, signal ? AbortSignal.any([signal, woken.signal]) : woken.signal);
   } catch (e) {
@@ -76,6 +80,7 @@ export async function sleepUntilWoken(g: GuardState, call: GuardedCall, delayMs:
     if (!woken.signal.aborted) throw e;
   } finally {
     call.wake = undefined;
+    endShortLooks?.();
     offFreed?.();
     offRecovered();
   }
