@@ -97,6 +97,8 @@ export interface FleetSimRow {
   requestsPerJobWithoutLimits: number;
   /** `/limits` readings the hosts shared (admissions decided without a request to Nova). */
   sharedReadings: number;
+  /** Admissions per job: the guard's admission attempts (shared readings and own `/limits` reads) over the jobs. */
+  admissionsPerJob: number;
   requests: FrontRecord['byKind'];
   responseBytes: FrontRecord['bytes'];
   looksPerSecond: number;
@@ -360,6 +362,7 @@ export async function runFleetSim(cfg: FleetSimConfig): Promise<FleetSimRow> {
       requestsPerJob: round(rec.total / cfg.jobs, 2),
       requestsPerJobWithoutLimits: round((rec.total - rec.byKind.limits) / cfg.jobs, 2),
       sharedReadings: readings.shared,
+      admissionsPerJob: round((readings.shared + rec.byKind.limits) / cfg.jobs, 2),
       requests: { ...rec.byKind },
       responseBytes: { ...rec.bytes },
       looksPerSecond: round(looks / (makespanMs / 1000), 3),

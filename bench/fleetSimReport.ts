@@ -140,8 +140,8 @@ export function simTargets(rows: readonly FleetSimRow[], smoke: boolean): Target
       measured: `${fleet.jobs} jobs in ${fleet.wallS} s wall (${fleet.cpuS} s of CPU)`,
       held: fleet.jobs >= 20000 && fleet.wallS < 180,
       reason:
-        `about ${Math.round((fleet.cpuS / fleet.jobs) * 1000 * 10) / 10} ms of CPU per job, most of it the guard's admissions: every freed server wakes every waiting call of every host ` +
-        `(${Math.round(((fleet.sharedReadings + fleet.requests.limits) / fleet.jobs) * 10) / 10} admissions per job), each through the ledger's time limits, abort signals and the client; ` +
+        `about ${Math.round((fleet.cpuS / fleet.jobs) * 1000 * 10) / 10} ms of CPU per job, ` +
+        `${fleet.admissionsPerJob} admissions per job (a freed server wakes the head of the ledger's queue), each through the ledger's time limits, abort signals and the client; ` +
         `on this shared 2-core machine the largest day that fits in 3 minutes is about ${DAY_JOBS} jobs`,
     });
   }

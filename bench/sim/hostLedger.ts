@@ -193,6 +193,7 @@ export class HostLedger implements QuotaLedger {
     return this.#inner.acquire!(request, sharedRead, signal);
   }
   onFreed: QuotaLedger['onFreed'] = (listener) => this.#inner.onFreed(listener);
+  onWake: QuotaLedger['onWake'] = (place, listener) => (this.#inner.onWake ? this.#inner.onWake(place, listener) : this.#inner.onFreed(listener));
 
   bind(claim: Claim, serverId: string): Promise<void> {
     this.#servers.set(claim.id, serverId);

@@ -33,11 +33,12 @@ import { FailureLog } from './failureLog.js';
 import { AbortGroups } from './abortGroups.js';
 import { DeleteLedger } from './ledger.js';
 import { runTick } from './tick.js';
-import { endWatch, watchAborted, type Entry, type Watch } from './watch.js';
+import { endWatch, lookTimeoutMs, watchAborted, type Entry, type Watch } from './watch.js';
 import { ServerMemory } from './memory.js';
 import { ListingPolicy } from './listingPolicy.js';
 import { Outbound } from './outbound.js';
 import { PresenceCheck } from './presenceCheck.js';
+import { ShortLooks } from './shortLooks.js';
 import { ORPHAN_EVIDENCE } from './evidence.js';
 import { isFatalLookFailure, showsDeleted, type Observation } from './observe.js';
 import type { DeleteEngineOptions, DeleteEngineStats, ServerApi, WatchEnd, WatchSpec } from './types.js';
@@ -77,6 +78,8 @@ export class DeleteEngine {
   #lastTickAt = Number.NEGATIVE_INFINITY;
   readonly #listings: ListingPolicy;
   readonly #presence: PresenceCheck;
+  /** Short looks at deletions while a create waits for headroom (`shortLooks.ts`). */
+  readonly shortLooks = new ShortLooks(() => this.#pullIn(), () => this.outbound.pace.factor);
 
   constructor(api: ServerApi, options: DeleteEngineOptions = {}) {
     checkEngineOptions(options);
@@ -178,7 +181,7 @@ export class DeleteEngine {
       entry.watches.push(w);
       this.#waits++;
       const fleet = this.#coalesce && this.#entries.size >= 2;
-      const tickAt = Math.max(fleet ? Math.max(now, this.#lastTickAt + this.#gapMs(w.intervalMs)) : now, this.outbound.pausedUntil);
+      const tickAt = Math.max(fleet ? Math.max(now, this.#lastTickAt + this.#gapMs(this.shortLooks.intervalOf(w))) : now, this.outbound.pausedUntil);
       this.#wantTimer(Math.min(tickAt, w.deadlineAt));
     });
   }
@@ -207,8 +210,15 @@ export class DeleteEngine {
 
   /** When `w` looks next after a look at clock time `now`: its interval (its confirm interval once DELETED shows), widened by the pace, jittered. */
   #nextLookAt(w: Watch, now: number): number {
-    const ms = w.entry.seenDeleted ? Math.min(w.intervalMs, w.confirmIntervalMs) : w.intervalMs;
-    return now + jitteredMs(this.outbound.pace.widen(ms), w.jitter);
+    const ms = this.shortLooks.intervalOf(w);
+    return now + jitteredMs(this.outbound.pace.widen(w.entry.seenDeleted ? Math.min(ms, w.confirmIntervalMs) : ms), w.jitter);
+  }
+
+  /** Short looks were asked for: a wait on a deletion looks next within its short interval (widened by the pace). */
+  #pullIn(): void {
+    const now = this.clock.now();
+    for (const w of this.#allWaits()) if (!w.until) w.nextAt = Math.min(w.nextAt, this.#nextLookAt(w, now));
+    this.#reschedule();
   }
 
   #wantTimer(at: number): void {
@@ -243,7 +253,7 @@ export class DeleteEngine {
     for (const w of this.#allWaits()) {
       deadline = Math.min(deadline, w.deadlineAt);
       if (w.nextAt < w.deadlineAt - LAST_LOOK_MARGIN_MS) next = Math.min(next, w.nextAt);
-      interval = Math.min(interval, w.intervalMs);
+      interval = Math.min(interval, this.shortLooks.intervalOf(w));
       if (w.entry.seenDeleted) confirm = Math.min(confirm, w.confirmIntervalMs);
     }
     // A look due at or after the deadline of its wait is never sent: the deadline ends the wait first.
@@ -274,7 +284,7 @@ export class DeleteEngine {
     let interval = Number.POSITIVE_INFINITY;
     let deadline = Number.NEGATIVE_INFINITY;
     for (const w of this.#allWaits()) {
-      interval = Math.min(interval, w.intervalMs);
+      interval = Math.min(interval, this.shortLooks.intervalOf(w));
       deadline = Math.max(deadline, w.deadlineAt);
     }
     this.outbound.pace.baseMs = interval;
@@ -295,7 +305,7 @@ export class DeleteEngine {
       now,
       statusRefreshMs: STATUS_REFRESH_INTERVALS * interval,
       timeLeftMs: () => Math.max(1, deadline - this.clock.now()),
-      requestTimeoutMs: (e) => this.#requestTimeoutMs(e as Entry),
+      requestTimeoutMs: (e) => lookTimeoutMs(e as Entry, this.api.requestTimeoutMs, this.clock.now()),
       onListing: (ok, serverDateMs) => {
         if (ok) this.noteNovaDate(serverDateMs);
         this.#listings.listed(ok, this.clock.now(), interval);
@@ -317,17 +327,6 @@ export class DeleteEngine {
       if (this.#ticking === controller) this.#ticking = undefined;
       this.#reschedule();
     });
-  }
-
-  /** The time limit of a look at `entry`: its waits' `requestTimeoutMs` (or the client's), capped by the latest deadline. */
-  #requestTimeoutMs(entry: Entry): number {
-    let limit = 0;
-    let deadline = 0;
-    for (const w of entry.watches) {
-      limit = Math.max(limit, w.requestTimeoutMs ?? this.api.requestTimeoutMs);
-      deadline = Math.max(deadline, w.deadlineAt);
-    }
-    return Math.max(1, Math.min(limit, deadline - this.clock.now()));
   }
 
   #deliver(entry: Entry, obs: Observation): void {
@@ -394,7 +393,7 @@ export class DeleteEngine {
       w.log.note('look', error);
       w.end = { ...w.end, polls: w.polls };
       if (isFatalLookFailure(error) || w.failures > w.pollRetries) this.#settle(w, error instanceof Error ? error : new Error(String(error)));
-      else w.nextAt = now + jitteredMs(this.outbound.pace.widen(w.intervalMs), w.jitter);
+      else w.nextAt = now + jitteredMs(this.outbound.pace.widen(this.shortLooks.intervalOf(w)), w.jitter);
     }
   }
 }

@@ -51,3 +51,12 @@ import { listenForConfirmed } from './follow.js';
 export function onDeleteConfirmed(client: DeleteCapable, listener: (serverId: string) => void): () => void {
   return listenForConfirmed(client.deleteEngine, listener);
 }
+
+/**
+ * Ask `client`'s watcher for short looks at the servers it sees deleted: at most `intervalMs` apart
+ * (still widened by the poll pace, bounded by the rate limit; see `shortLooks.ts`) until the
+ * function returned is called (idempotent). The quota guard asks while a create waits for headroom.
+ */
+export function askShortLooks(client: DeleteCapable, intervalMs: number): () => void {
+  return client.deleteEngine.shortLooks.begin(intervalMs);
+}

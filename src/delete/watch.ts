@@ -41,3 +41,14 @@ export function endWatch(w: Watch, end: WatchEnd | Error): void {
   const failures = w.log.summary();
   w.resolve(failures ? { ...end, failures } : end);
 }
+
+/** The time limit of a look at `entry`, in ms: its waits' `requestTimeoutMs` (or the client's, `clientMs`), capped by the latest deadline (from `now`). */
+export function lookTimeoutMs(entry: Entry, clientMs: number, now: number): number {
+  let limit = 0;
+  let deadline = 0;
+  for (const w of entry.watches) {
+    limit = Math.max(limit, w.requestTimeoutMs ?? clientMs);
+    deadline = Math.max(deadline, w.deadlineAt);
+  }
+  return Math.max(1, Math.min(limit, deadline - now));
+}

@@ -4,7 +4,7 @@
  * microversion 2.69 or later: flavors embedded, servers of an unreachable cell listed with status
  * `UNKNOWN`; Nova API reference, "List Servers Detailed"), sums what they hold under Nova's legacy
  * counting (`src/core/counting.ts`), and compares it with what `GET /limits` reported as used for the
- * resources that fell short. The answer, in the audit's terms (see `docs/audit.md`):
+ * resources that fell short (one listing shared by the checks of a client: `explainShare.ts`). The answer, in the audit's terms (see `docs/audit.md`):
  *
  * - `busy-fleet`, no finding: the listed servers hold what Nova reports; waiting, or deleting servers
  *   of the fleet, is the remedy.
@@ -20,8 +20,6 @@
  */
 import { REMEDIES, heldByServers, isDeleting, embeddedFlavor, statusOf } from '../core/counting.js';
 import type { QuotaFinding, ResourceAmounts, Server } from '../core/types.js';
-import { presenceMicroversion } from '../delete/index.js';
-import type { NovaClient } from '../nova/index.js';
 import { AMOUNT_FIELD, type Shortfall } from './headroom.js';
 
 /** `busy-fleet`: the project's servers hold the quota; `wrong-books`: Nova counts quota no live server explains (see `finding`). */
@@ -39,17 +37,11 @@ const RESOURCES: readonly (keyof ResourceAmounts)[] = ['cores', 'ramMiB', 'insta
 const ids = (servers: readonly Server[]): string[] => servers.map((s) => s.id);
 
 /**
- * Run the check for `shortfalls` (their `used` is Nova's reading). `waitStartedWallMs`: epoch ms at
- * which the wait began (a server deleting since before it is stuck for this wait).
- * @throws the listing's errors (the caller treats any as "unexplained").
+ * The check for `shortfalls` (their `used` is Nova's reading) against `servers`, a listing of the
+ * project sent after that reading (`explainShare.ts`). `waitStartedWallMs`: epoch ms at which the
+ * wait began (a server deleting since before it is stuck for this wait).
  */
-export async function explainShortfall(
-  client: NovaClient,
-  shortfalls: readonly Shortfall[],
-  waitStartedWallMs: number,
-  signal: AbortSignal | undefined,
-): Promise<ShortfallExplanation> {
-  const servers = await client.listServers({}, { microversion: presenceMicroversion(client.microversion), signal, timeoutMs: client.requestTimeoutMs, maxPages: 100 });
+export function explainShortfall(servers: readonly Server[], shortfalls: readonly Shortfall[], waitStartedWallMs: number): ShortfallExplanation {
   const { held, unsized } = heldByServers(servers);
   const excess = { cores: 0, ramMiB: 0, instances: 0 };
   for (const s of shortfalls) if (s.used !== undefined) excess[AMOUNT_FIELD[s.resource]] = Math.max(0, s.used - held[AMOUNT_FIELD[s.resource]]);

@@ -5,8 +5,9 @@
  * The reading, the claims and the queue are the ledger's (`ledger.ts`: `limits`, then `admit`
  * against raw headroom; `join` at the first wait, `leave` when the wait ends). This is a wait
  * p-retry cannot express, so it is the guard's own, on the client's clock: it is served first come,
- * first served among the calls that share the ledger, and freed quota (`onFreed`: a deletion Nova
- * confirmed, to this guard's client or, through the ledger, anyone's) ends it at once. Its delays follow
+ * first served among the calls that share the ledger, and freed quota (a deletion Nova confirmed, to
+ * this guard's client or, through the ledger, anyone's) ends it at once for the call it may admit
+ * (`wakeUps.ts`: the head of the queue, when the ledger addresses wake-ups). Its delays follow
  * the call's backoff ({@link backoffDelayMs}'s formula): a wait doubles with every wait or retry of
  * the call before it.
  *
@@ -18,13 +19,15 @@ import { traceHeadroomWait } from '../core/telemetry.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { statusOf } from '../core/counting.js';
 import { LIMIT_KEYS, addNeeds, checkFit, computeHeadroom, describeShortfalls, NO_NEEDS, rawHeadroomOf, shortfallResources, type FitVerdict, type Headroom } from './headroom.js';
-import { holdClaim, ledgerBudgetMs, leaveInBackground, inFlightOf, moveToFallback, onFreed, onLedger, releaseClaim } from './ledgerUse.js';
+import { holdClaim, ledgerBudgetMs, leaveInBackground, inFlightOf, moveToFallback, onLedger, releaseClaim } from './ledgerUse.js';
+import { dropPlace, freedMeanwhile, holdPlace, sleepUntilWoken } from './wakeUps.js';
 import { acquireThroughLedger, readThroughLedger } from './ledgerRead.js';
 import { keepLease, renewBeforePost, renewQuietly } from './leases.js';
 import { QuotaNeverFitsError, QuotaWaitTimeoutError } from './errors.js';
 import { stepDelayMs } from './backoff.js';
 import { EXPLAIN_EVERY_WAITS, type QuotaWaitInfo } from './options.js';
 import { explainShortfall, type ShortfallExplanation } from './explain.js';
+import { serversForCheck } from './explainShare.js';
 import type { Shortfall } from './headroom.js';
 import type { Admission, LedgerClaim, LedgerLimits } from './ledger.js';
 import { admitDegraded } from './degradedUse.js';
@@ -70,25 +73,21 @@ export async function readHeadroom(g: GuardState, signal: AbortSignal | undefine
  * ledger's `admit` (check and claim atomically, after the claims in flight and the needs of the
  * places queued ahead).
  */
-async function admitOnce(g: GuardState, call: GuardedCall, needs: ResourceAmounts, signal: AbortSignal | undefined): Promise<{ headroom: Headroom; fit?: FitVerdict; claim?: Claim }> {
+async function admitOnce(g: GuardState, call: GuardedCall, needs: ResourceAmounts, signal: AbortSignal | undefined): Promise<{ headroom: Headroom; fit?: FitVerdict; claim?: Claim; head?: boolean }> {
   await refreshUnwatched(g, signal);
   // A call moved to the fallback by an outage goes back to the guard's ledger once it is up
   // (asking the wrapper also probes a ledger that is down, when a probe is due).
   if (call.ledger === g.fallback && call.fallbackForOutage && !g.res.skip(g, ledgerBudgetMs(g))) {
     call.ledger = g.ledger;
     call.fallbackForOutage = false;
-    const held = call.place;
-    if (held?.ledger === g.fallback) {
-      call.place = undefined;
-      leaveInBackground(g, held);
-    }
+    if (call.place?.ledger === g.fallback) leaveInBackground(g, dropPlace(call)!);
   }
   call.waitedForLedger = false;
   const sentAt = g.clock.now();
   const acquired = await acquireThroughLedger(g, call, needs, (s) => readLimits(g, s), signal);
   if (acquired) {
     const { value: a, ledger } = acquired;
-    if (a.place && call.place?.place !== a.place) call.place = { ledger, place: a.place };
+    if (a.place && call.place?.place !== a.place) holdPlace(g, call, { ledger, place: a.place });
     if (ledger !== g.fallback) g.res.noteGoodReading();
     return verdictOf(g, needs, a.reading, a, (lc) => holdClaim(g, lc, ledger, sentAt));
   }
@@ -114,14 +113,15 @@ async function admitOnce(g: GuardState, call: GuardedCall, needs: ResourceAmount
   return verdictOf(g, needs, reading, admission, hold);
 }
 
-/** The headroom after the ledger's claims, and the claim held or why not. */
-function verdictOf(g: GuardState, needs: ResourceAmounts, reading: LedgerLimits, admission: Admission, hold: (lc: LedgerClaim) => Claim): { headroom: Headroom; fit?: FitVerdict; claim?: Claim } {
+/** The headroom after the ledger's claims, and the claim held or why not (`head`: no place queued ahead). */
+function verdictOf(g: GuardState, needs: ResourceAmounts, reading: LedgerLimits, admission: Admission, hold: (lc: LedgerClaim) => Claim): { headroom: Headroom; fit?: FitVerdict; claim?: Claim; head?: boolean } {
   const headroom = computeHeadroom(reading.absolute, admission.inFlight, { requestId: reading.requestId, readAtMs: g.clock.wallNow() });
   if (admission.admitted) return { headroom, claim: hold(admission.claim) };
+  const head = Object.values(admission.ahead).every((v) => !v);
   const fit = checkFit(needs, headroom);
-  if (fit.verdict !== 'fits') return { headroom, fit };
+  if (fit.verdict !== 'fits') return { headroom, fit, head };
   // Fits alone, not after the places queued ahead.
-  return { headroom, fit: { verdict: 'short', shortfalls: checkFit(addNeeds(needs, admission.ahead), headroom).shortfalls } };
+  return { headroom, fit: { verdict: 'short', shortfalls: checkFit(addNeeds(needs, admission.ahead), headroom).shortfalls }, head };
 }
 
 /**
@@ -167,7 +167,17 @@ async function refreshUnwatched(g: GuardState, signal: AbortSignal | undefined):
 export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: ResourceAmounts, signal: AbortSignal | undefined): Promise<Claim> {
   try {
     for (;;) {
-      const { headroom, claim, fit } = await admitOnce(g, call, needs, signal);
+      // A wake-up or a freed server while this admission reads and decides ends the next sleep at once.
+      const wakesBefore = call.wakes;
+      const freed = freedMeanwhile(g);
+      let admitted: Awaited<ReturnType<typeof admitOnce>>;
+      try {
+        admitted = await admitOnce(g, call, needs, signal);
+      } finally {
+        freed.off();
+      }
+      const { headroom, claim, fit } = admitted;
+      const readAtMs = g.clock.now();
       call.limitsReads++;
       if (claim) return claim;
       const shortfalls = fit!.shortfalls;
@@ -193,7 +203,7 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
         }
         // No shortfall: the reading and the claims fit, yet the ledger admitted nothing (settling after a holder reconnected).
         const ledgerHeld = call.waitedForLedger || shortfalls.length === 0;
-        const why = ledgerHeld ? undefined : await explain(g, call, shortfalls, signal);
+        const why = ledgerHeld ? undefined : await explain(g, call, shortfalls, readAtMs, true, signal);
         throw new QuotaWaitTimeoutError({
           message: call.waitedForLedger
             ? `No quota admission after waiting ${elapsedMs(g, call)} ms (maxWaitMs ${g.opts.maxWaitMs}): the quota ledger (${g.ledger.kind}) is out of reach, and this process, which has used it, does not admit without it (other hosts may still admit on it)`
@@ -217,7 +227,7 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
       if (delayMs >= remaining) call.deadlineReached = true;
       call.waits++;
       g.stats.waits++;
-      const why = call.waits % EXPLAIN_EVERY_WAITS === 0 && !call.waitedForLedger ? await explain(g, call, shortfalls, signal) : undefined;
+      const why = call.waits % EXPLAIN_EVERY_WAITS === 0 && !call.waitedForLedger ? await explain(g, call, shortfalls, readAtMs, false, signal) : undefined;
       const info: QuotaWaitInfo = { needs, shortfalls, ledgerOutOfReach: call.waitedForLedger, headroom, delayMs, waits: call.waits, posts: call.posts, elapsedMs: elapsedMs(g, call), shortfallCause: why?.cause, finding: why?.finding };
       try {
         g.opts.onWait?.(info);
@@ -235,24 +245,27 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
           (l, late) => l.leave(late),
           signal,
         );
-        call.place = { ledger, place };
+        holdPlace(g, call, { ledger, place });
       }
-      await sleepUntilFreed(g, delayMs, signal);
+      // Woken meanwhile: a wake-up addressed to the call's place, or a freed server while it was
+      // the head of the queue (its reading may be older than the freed server): read again at once.
+      if (call.wakes !== wakesBefore || (freed.seen() && admitted.head === true)) throwIfAborted(signal);
+      else await sleepUntilWoken(g, call, delayMs, signal);
     }
   } finally {
     // Leaving never delays the settle: sent now, bounded, in the background (a place not left
     // expires by the ledger's place lease).
-    const held = call.place;
-    call.place = undefined;
+    const held = dropPlace(call);
     if (held) leaveInBackground(g, held);
   }
 }
 
-/** The check of a shortfall (option `explainShortfall`), or undefined when off or failed (logged). @throws {@link AbortError}. */
-async function explain(g: GuardState, call: GuardedCall, shortfalls: Shortfall[], signal: AbortSignal | undefined): Promise<ShortfallExplanation | undefined> {
+/** The check of a shortfall (option `explainShortfall`) on a listing shared by the client's calls (`explainShare.ts`), or undefined when off, skipped (a wait's check within the listing interval) or failed (logged). `readAtMs`: when the reading of `shortfalls` answered, on the clock; `final`: the wait ran out. @throws {@link AbortError}. */
+async function explain(g: GuardState, call: GuardedCall, shortfalls: Shortfall[], readAtMs: number, final: boolean, signal: AbortSignal | undefined): Promise<ShortfallExplanation | undefined> {
   if (!g.opts.explainShortfall) return undefined;
   try {
-    return await explainShortfall(g.client, shortfalls, g.clock.wallNow() - elapsedMs(g, call), signal);
+    const servers = await serversForCheck(g.client, readAtMs, final, signal);
+    return servers && explainShortfall(servers, shortfalls, g.clock.wallNow() - elapsedMs(g, call));
   } catch (e) {
     throwIfAborted(signal);
     g.log.warn({ err: (e as Error)?.message }, 'the check of the quota shortfall failed: cause unknown');
@@ -264,30 +277,6 @@ function describeWhy(why: ShortfallExplanation | undefined): string {
   if (!why) return '';
   if (why.cause === 'busy-fleet') return "; the project's servers hold this quota (a busy fleet)";
   return `; Nova's books are wrong (${why.finding!.kind}): ${why.finding!.evidence}`;
-}
-
-/**
- * Sleep `delayMs` on the clock, or less: a deletion confirmed by the guard's client (Nova has freed
- * quota), or the ledger answering again after an outage, ends the sleep at once.
- * @throws {@link AbortError} when `signal` aborts.
- */
-async function sleepUntilFreed(g: GuardState, delayMs: number, signal: AbortSignal | undefined): Promise<void> {
-  const freed = new AbortController();
-  const offFreed = onFreed(g, () => freed.abort());
-  const offRecovered = g.res.onRecovered(() => freed.abort());
-  const unsubscribe = (): void => {
-    offFreed();
-    offRecovered();
-  };
-  try {
-    await sleep(g.clock, delayMs, signal ? AbortSignal.any([signal, freed.signal]) : freed.signal);
-  } catch (e) {
-    throwIfAborted(signal);
-    if (!freed.signal.aborted) throw e;
-  } finally {
-    unsubscribe();
-  }
-  throwIfAborted(signal);
 }
 
 /**

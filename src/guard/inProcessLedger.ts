@@ -11,7 +11,8 @@
  * - Claims are leases on the ledger's clock: one not renewed within its `ttlMs` expires (dropped as
  *   `'counted'`: reads already open still subtract it). Fencing tokens are a counter, strictly
  *   increasing within the ledger.
- * - `publishFreed` calls every `onFreed` listener at once, in this process.
+ * - `publishFreed` calls every `onFreed` listener at once, in this process, and wakes the head of
+ *   the queue (`onWake`); a place that leaves from the head wakes the next one.
  *
  * Ported from the claim-before-launch design of Zuul nodepool (`QuotaInformation`,
  * `estimatedNodepoolQuotaUsed`), as the module description of `ledger.ts` says.
@@ -29,6 +30,7 @@ import { NO_NEEDS, addNeeds, fitsRawHeadroom, rawHeadroomOf } from './headroom.j
 import type { AcquireRequest, Acquisition, AdmitRequest, Admission, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from './ledger.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { scopeMismatch } from './ledgerScope.js';
+import { PlaceWakes, callEach } from './placeWakes.js';
 
 /**
  * How long a reading that answered keeps the `'counted'` releases it may miss, waiting for its
@@ -111,6 +113,7 @@ export class InProcessQuotaLedger implements QuotaLedger {
   readonly #queue: LedgerPlace[] = [];
   readonly #readings: Reading[] = [];
   readonly #listeners = new Set<() => void>();
+  readonly #wakes = new PlaceWakes();
   #lastToken = 0;
   #scope: LedgerScope | undefined;
 
@@ -170,12 +173,15 @@ export class InProcessQuotaLedger implements QuotaLedger {
   async join(needs: ResourceAmounts): Promise<LedgerPlace> {
     const place: LedgerPlace = { id: randomUUID(), needs: { ...needs } };
     this.#queue.push(place);
+    this.#wakes.joined(place.id);
     return place;
   }
 
   async leave(place: LedgerPlace): Promise<void> {
     const i = this.#queue.findIndex((p) => p.id === place.id);
     if (i >= 0) this.#queue.splice(i, 1);
+    // The head left (admitted, or gave up): the next place may fit now.
+    this.#wakes.left(place.id);
   }
 
   async limits(
@@ -259,13 +265,17 @@ export class InProcessQuotaLedger implements QuotaLedger {
   }
 
   async publishFreed(_serverId: string): Promise<void> {
-    for (const listener of [...this.#listeners]) {
-      try {
-        listener();
-      } catch {
-        // a listener's failure is its own
-      }
-    }
+    callEach(this.#listeners);
+    this.#wakes.wakeHead();
+  }
+
+  /**
+   * Listen for the wake-ups of `place` (see `QuotaLedger.onWake`): a confirmed deletion while it
+   * is the head of the queue, or the head ahead of it leaving. A wake-up that came while nobody
+   * listened is told at once.
+   */
+  onWake(place: LedgerPlace, listener: () => void): () => void {
+    return this.#wakes.listen(place.id, listener);
   }
 
   onFreed(listener: () => void): () => void {
@@ -282,6 +292,7 @@ export class InProcessQuotaLedger implements QuotaLedger {
     this.#leases.clear();
     this.#queue.length = 0;
     this.#listeners.clear();
+    this.#wakes.clear();
   }
 
   #take(needs: ResourceAmounts, ttlMs: number): LedgerClaim {

@@ -22,8 +22,10 @@
  *    every claim Nova may not count in that reading (active claims, and claims released as
  *    `'counted'` at or after `stamp`) and the needs of every place queued ahead, and if `needs`
  *    still fits take a claim: a lease of `ttlMs` with a fencing token.
- * 4. While short: wait for `onFreed` (a deletion confirmed anywhere in the fleet) or the guard's
- *    backoff, then 2 again. `leave(place)` when the call ends, whatever its outcome.
+ * 4. While short: wait for a wake-up or the guard's backoff, then 2 again. A ledger with `onWake`
+ *    addresses wake-ups to places: the head of the queue when a deletion is confirmed anywhere in
+ *    the fleet, the next place when the head leaves; without it every waiting call wakes on
+ *    `onFreed`. `leave(place)` when the call ends, whatever its outcome.
  * 5. `renew(claim)` right before `POST /servers`: `false` means the lease is lost and the guard
  *    must not POST (the fencing rule: Nova cannot check tokens).
  * 6. `bind(claim, serverId)` after the 202, `release(claim, 'counted')` once Nova counts the
@@ -220,6 +222,17 @@ export interface QuotaLedger {
   publishFreed(serverId: string): Promise<void>;
   /** Listen for freed quota, from this holder or any other; returns the unsubscribe function. */
   onFreed(listener: () => void): () => void;
+  /**
+   * Optional: listen for the wake-ups addressed to `place` (one of this ledger's places, held until
+   * `leave`); returns the unsubscribe function. The ledger calls `listener` when a deletion is
+   * confirmed (`publishFreed`, any holder) while `place` is the head of the queue, and when the
+   * place becomes the head because the one ahead left (admitted, or gave up). Under the queue's
+   * first-come-first-served rule no place behind a head that does not fit can be admitted, so the
+   * head's wake-up loses no admission. A wake-up for a place with no listener yet is kept and
+   * delivered when one is added. A ledger without it: the guard wakes every waiting call on
+   * `onFreed`.
+   */
+  onWake?(place: LedgerPlace, listener: () => void): () => void;
   /** Release what this holder owns in the store and close connections. */
   close(): Promise<void>;
 }

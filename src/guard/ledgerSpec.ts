@@ -206,6 +206,14 @@ export class SpecLedger implements QuotaLedger {
       this.#listeners.delete(listener);
     };
   }
+  /**
+   * The opened ledger's `onWake`; for one without it (or not open yet), every confirmed deletion
+   * (`onFreed`) wakes the place, as the guard does for ledgers without `onWake`.
+   */
+  onWake(place: LedgerPlace, listener: () => void): () => void {
+    const l = this.#opened;
+    return l?.onWake ? l.onWake(place, listener) : this.onFreed(listener);
+  }
   /** Closes the opened ledger (or the one still opening, once open). */
   async close(): Promise<void> {
     this.#closed = true;

@@ -181,6 +181,8 @@ export function moveToFallback(g: GuardState, call: GuardedCall, returns = true)
   call.fallbackForOutage = returns;
   const place = call.place;
   call.place = undefined;
+  call.offWake?.();
+  call.offWake = undefined;
   if (place && place.ledger !== g.fallback) inBackground(g, place.ledger, 'leave', () => place.ledger.leave(place.place));
 }
 

@@ -37,8 +37,11 @@ export interface QuotaWaitInfo {
   posts: number;
   /** Time since the call started, in ms. */
   elapsedMs: number;
-  /** Every `EXPLAIN_EVERY_WAITS`th wait (`explainShortfall`): what the check found (`busy-fleet`, `wrong-books`: see
-   * `QuotaWaitTimeoutError.shortfallCause`); undefined on other waits or when the check failed. */
+  /**
+   * On every `EXPLAIN_EVERY_WAITS`th wait of a call (with `explainShortfall`): what the check of
+   * the shortfall found (`busy-fleet` or `wrong-books`, see `QuotaWaitTimeoutError.shortfallCause`);
+   * undefined on other waits, when the check failed or was skipped (one listing per client per 60 s).
+   */
   shortfallCause?: ShortfallCause | undefined;
   /** With `shortfallCause: 'wrong-books'`: the finding, shaped as the audit's. */
   finding?: QuotaFinding | undefined;
@@ -124,14 +127,22 @@ export interface QuotaGuardOptions {
    * `onWait`), check why with one bounded listing of the project's servers (`GET /servers/detail` at
    * microversion 2.69 or later), compared with what `GET /limits` reports as used: the
    * {@link QuotaWaitTimeoutError} then says `shortfallCause` `'busy-fleet'` (the servers hold it) or
-   * `'wrong-books'` with a `finding` (`stale-usage`, `stuck-deleting`, `down-cell`). A failed check
-   * leaves both undefined. `false`: no check, no extra request. @default true
+   * `'wrong-books'` with a `finding` (`stale-usage`, `stuck-deleting`, `down-cell`); a failed check leaves both undefined. The calls
+   * of one `NovaClient` share listings (at most one per 60 s for waits, one at a time for time-outs). `false`: no check, no extra request. @default true
    */
   explainShortfall?: boolean;
   /** How long a server may stay in BUILD, in ms. Default 600000. */
   activeTimeoutMs?: number;
   /** Time between polls of a building server, in ms. Default 2000. */
   activeIntervalMs?: number;
+  /**
+   * While a create of this guard waits for headroom, the most time between two looks of the
+   * client's watcher at each server being deleted (its delete waits and followed deletions; a wait's
+   * own shorter `intervalMs` stays), in ms, so the 404 that frees the quota is seen within about this.
+   * Still widened while Nova answers slowly or with 5xx/429 (the poll pace) and bounded by the
+   * client's rate limit. `Infinity`: looks at the callers' intervals. @default 1000
+   */
+  shortLookIntervalMs?: number;
   /**
    * After a POST whose outcome is unknown (the answer was lost or garbled: reset, request timeout,
    * 5xx, a 2xx without `server`, a 429 that is not Nova's own `overLimit`), time between the
@@ -250,6 +261,7 @@ export const QUOTA_GUARD_DEFAULTS = Object.freeze({
   explainShortfall: true,
   activeTimeoutMs: 600000,
   activeIntervalMs: 2000,
+  shortLookIntervalMs: 1000,
   lostCreateIntervalMs: 5000,
   lostCreateSearches: 4,
   novaApiTimeoutMs: 180000,
@@ -265,20 +277,8 @@ export const QUOTA_LEDGER_DEFAULTS = Object.freeze({
 });
 
 /** The `deleteServer` options the guard passes on: all but `wait` and `signal`, which are its own. */
-const GUARD_DELETE_KEYS = [
-  'intervalMs',
-  'confirmIntervalMs',
-  'jitter',
-  'timeoutMs',
-  'onProgress',
-  'requestTimeoutMs',
-  'pollRetries',
-  'redeleteAfterMs',
-  'forceSoftDeleted',
-  'confirmGoneMs',
-  'deleteRetries',
-  'force',
-] as const satisfies ReadonlyArray<keyof NonNullable<QuotaGuardOptions['deleteOptions']>>;
+
+const GUARD_DELETE_KEYS = ['intervalMs', 'confirmIntervalMs', 'jitter', 'timeoutMs', 'onProgress', 'requestTimeoutMs', 'pollRetries', 'redeleteAfterMs', 'forceSoftDeleted', 'confirmGoneMs', 'deleteRetries', 'force'] as const satisfies ReadonlyArray<keyof NonNullable<QuotaGuardOptions['deleteOptions']>>;
 
 /**
  * What {@link QuotaGuardOptions} takes: any other name is refused. Delays are timers: finite and at
@@ -299,6 +299,7 @@ const QUOTA_GUARD_SPEC: OptionsSpec<QuotaGuardOptions> = {
   explainShortfall: is.boolean,
   activeTimeoutMs: is.durationMs({ timer: true }),
   activeIntervalMs: is.durationMs({ allowInfinity: false, timer: true }),
+  shortLookIntervalMs: is.durationMs({ timer: true }),
   lostCreateIntervalMs: is.durationMs({ allowZero: true, allowInfinity: false, timer: true }),
   novaApiTimeoutMs: is.durationMs({ allowZero: true, allowInfinity: false, timer: true }),
   lostCreateSearches: is.integer({ min: 2 }),

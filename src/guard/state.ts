@@ -201,6 +201,12 @@ export interface GuardedCall {
   waitedForLedger: boolean;
   /** The call's place in a ledger's queue while it waits for headroom. */
   place: { ledger: QuotaLedger; place: LedgerPlace } | undefined;
+  /** Wake-ups addressed to the call's place so far (`wakeUps.ts`). */
+  wakes: number;
+  /** Stops listening for the wake-ups of the call's place: set while it holds a place on a ledger that addresses them (`onWake`). */
+  offWake: (() => void) | undefined;
+  /** Ends the call's sleep for headroom at once, while it sleeps. */
+  wake: (() => void) | undefined;
   /**
    * The call's claim tag: the value of the `nova-guard-claim` metadata every POST of this call
    * carries, so that a server whose create answer was lost can be found (`lostCreate.ts`).
@@ -233,6 +239,9 @@ export function newCall(g: Pick<GuardState, 'clock' | 'opts' | 'ledger'>, random
     fallbackForOutage: false,
     waitedForLedger: false,
     place: undefined,
+    wakes: 0,
+    offWake: undefined,
+    wake: undefined,
     claimTag: randomUUID(),
     keptServerId: undefined,
   };

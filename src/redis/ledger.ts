@@ -13,6 +13,7 @@ import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, Le
 import type { NovaClient } from '../nova/index.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { clientScope, scopeMismatch } from '../guard/ledgerScope.js';
+import { PlaceWakes, callEach } from '../guard/placeWakes.js';
 import { RedisConnection, type LedgerCommand } from './connection.js';
 import { amounts, needsArgs } from './codec.js';
 import { ReadingAges } from './readingAges.js';
@@ -51,6 +52,7 @@ export class RedisQuotaLedger implements QuotaLedger {
   readonly #redactedUrl: string | undefined;
   readonly #instance = randomUUID();
   readonly #freed = new Set<() => void>();
+  readonly #wakes = new PlaceWakes();
   readonly #limitsWaiters = new Set<() => void>();
   readonly #places = new Map<string, { seq: number; needs: string }>();
   readonly #claims = new Map<string, { record: string; expiresAt: number }>();
@@ -83,7 +85,7 @@ export class RedisQuotaLedger implements QuotaLedger {
       limitsChannel: this.#keys.limitsChannel,
       waitForReading: (ms, signal) => this.#waitForReading(ms, signal),
       keepPlace: (id, seq, record) => this.#keepPlace(id, seq, record),
-      forgetPlace: (id) => void this.#places.delete(id),
+      forgetPlace: (id) => void (this.#places.delete(id) && this.#wakes.left(id)),
       remember: (id, needs, token, ttlMs) => this.#remember(id, needs, token, ttlMs),
     };
     const password = urlPassword(options.url);
@@ -154,14 +156,10 @@ export class RedisQuotaLedger implements QuotaLedger {
   }
 
   #notifyFreed(): void {
-    for (const listener of [...this.#freed]) {
-      try {
-        listener();
-      } catch {
-        // A listener's failure is its own.
-      }
-    }
+    this.#wakes.wakeHead();
+    callEach(this.#freed);
   }
+
 
   /** Write back the places (and with `claims`, the live claims) this ledger holds; renews its holder entry. */
   async #assert(claims: boolean): Promise<void> {
@@ -205,11 +203,12 @@ export class RedisQuotaLedger implements QuotaLedger {
 
   #keepPlace(id: string, seq: number, record: string): void {
     this.#maxSeq = Math.max(this.#maxSeq, seq);
+    if (!this.#places.has(id)) this.#wakes.joined(id);
     this.#places.set(id, { seq, needs: record });
   }
 
   async leave(place: LedgerPlace): Promise<void> {
-    this.#places.delete(place.id);
+    this.#internals.forgetPlace(place.id);
     await this.#quiet('novaGuardLeave', [place.id]);
   }
 
@@ -238,7 +237,7 @@ export class RedisQuotaLedger implements QuotaLedger {
     const ahead = amounts(res, 5);
     const holders = Number(res[8]);
     if (Number(res[0]) !== 1) return { admitted: false, inFlight, ahead, holders };
-    if (placeId !== '') this.#places.delete(placeId);
+    if (placeId !== '') this.#internals.forgetPlace(placeId);
     return { admitted: true, claim: this.#remember(id, request.needs, Number(res[1]), request.ttlMs), inFlight, ahead, holders };
   }
 
@@ -306,6 +305,11 @@ export class RedisQuotaLedger implements QuotaLedger {
     const wrapped = (): void => listener();
     this.#freed.add(wrapped);
     return () => this.#freed.delete(wrapped);
+  }
+
+  /** `QuotaLedger.onWake`: a freed server wakes this object's oldest place (`PlaceWakes`: one admission per waiting process). */
+  onWake(place: LedgerPlace, listener: () => void): () => void {
+    return this.#wakes.listen(place.id, listener);
   }
 
   /**
@@ -380,6 +384,7 @@ export class RedisQuotaLedger implements QuotaLedger {
       ]);
     } finally {
       this.#places.clear();
+      this.#wakes.clear();
       this.#claims.clear();
       await this.#conn.close();
     }

@@ -24,6 +24,7 @@ import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { AbortError, ValidationError, throwIfAborted } from '../errors/index.js';
 import type { Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from '../guard/index.js';
 import { clientScope, scopeMismatch } from '../guard/ledgerScope.js';
+import { PlaceWakes } from '../guard/placeWakes.js';
 import type { NovaClient } from '../nova/index.js';
 import { LedgerStore, type Caller } from './store.js';
 import { FreedWatch } from './freed.js';
@@ -66,6 +67,9 @@ export class SqliteQuotaLedger implements QuotaLedger {
   readonly #store: LedgerStore;
   readonly #caller: Caller;
   readonly #freed: FreedWatch;
+  readonly #wakes = new PlaceWakes();
+  #wakeListeners = 0;
+  #offWakePoll: (() => void) | undefined;
   readonly #places = new Set<string>();
   readonly #claims = new Map<string, ResourceAmounts>();
   /** When this process first saw each kept reading (by order number, monotonic clock). */
@@ -151,11 +155,13 @@ export class SqliteQuotaLedger implements QuotaLedger {
     const id = randomUUID();
     await this.#run((now) => this.#store.join(now, this.#caller, id, n, this.#opts.placeTtlMs));
     this.#places.add(id);
+    this.#wakes.joined(id);
     return { id, needs: { ...needs } };
   }
 
   async leave(place: LedgerPlace): Promise<void> {
     this.#places.delete(place.id);
+    this.#wakes.left(place.id);
     await this.#quiet((now) => this.#store.leave(now, this.#caller, place.id));
   }
 
@@ -233,6 +239,27 @@ export class SqliteQuotaLedger implements QuotaLedger {
 
   onFreed(listener: () => void): () => void {
     return this.#freed.add(listener);
+  }
+
+  /**
+   * Listen for the wake-ups of `place` (see `QuotaLedger.onWake`): a deletion confirmed in any
+   * process of the file wakes the oldest place of this ledger object (one admission per process
+   * that waits, not one per waiting call); that place leaving (admitted, or given up) wakes the next.
+   */
+  onWake(place: LedgerPlace, listener: () => void): () => void {
+    const off = this.#wakes.listen(place.id, listener);
+    // One poll listener while any place listens: a freed server wakes the oldest place once.
+    if (this.#wakeListeners++ === 0) this.#offWakePoll = this.#freed.add(() => this.#wakes.wakeHead());
+    let on = true;
+    return () => {
+      if (!on) return;
+      on = false;
+      off();
+      if (--this.#wakeListeners === 0) {
+        this.#offWakePoll?.();
+        this.#offWakePoll = undefined;
+      }
+    };
   }
 
   /** The highest order number of a kept reading this process has seen for longer than `limitsMaxAgeMs` (-1: none). */
@@ -338,6 +365,7 @@ export class SqliteQuotaLedger implements QuotaLedger {
       // what it held expires by its leases
     } finally {
       this.#places.clear();
+      this.#wakes.clear();
       this.#claims.clear();
       this.#store.close();
     }

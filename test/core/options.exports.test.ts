@@ -161,7 +161,7 @@ const NO_OPTIONS: Record<string, string> = {
   'nova-guard/sqlite:isSqliteUnavailable': 'takes an error',
   'nova-guard/sqlite:defaultLedgerDir': 'takes an environment (a map of variables), not options',
   ...Object.fromEntries(
-    ['join', 'leave', 'limits', 'inFlight', 'admit', 'claimAnyway', 'renew', 'bind', 'release', 'publishFreed', 'onFreed', 'close', 'bindScope', 'acquire', 'callBudgetMs', 'probe'].flatMap((m) => [
+    ['join', 'leave', 'limits', 'inFlight', 'admit', 'claimAnyway', 'renew', 'bind', 'release', 'publishFreed', 'onFreed', 'onWake', 'close', 'bindScope', 'acquire', 'callBudgetMs', 'probe'].flatMap((m) => [
       [`nova-guard:InProcessQuotaLedger.prototype.${m}`, LEDGER_PROTOCOL],
       [`nova-guard/redis:RedisQuotaLedger.prototype.${m}`, LEDGER_PROTOCOL],
       ...(m === 'acquire' ? [] : [[`nova-guard/sqlite:SqliteQuotaLedger.prototype.${m}`, LEDGER_PROTOCOL]]),

@@ -141,6 +141,42 @@ describe('InProcessQuotaLedger', () => {
     expect(heard).toEqual(['a', 'b', 'b']);
   });
 
+  it('onWake: a freed server wakes the head of the queue only; the head leaving wakes the next; a wake-up nobody heard is told when a listener comes', async () => {
+    const l = new InProcessQuotaLedger();
+    const [a, b, c] = [await l.join(two), await l.join(two), await l.join(two)];
+    const heard: string[] = [];
+    const offA = l.onWake(a, () => heard.push('a'));
+    l.onWake(b, () => heard.push('b'));
+    l.onWake(c, () => heard.push('c'));
+    await l.publishFreed('srv-1');
+    expect(heard).toEqual(['a']);
+    await l.publishFreed('srv-2');
+    expect(heard).toEqual(['a', 'a']);
+    // a place behind the head leaving wakes nobody
+    await l.leave(b);
+    expect(heard).toEqual(['a', 'a']);
+    // the head leaving (admitted, or gave up) wakes the next
+    offA();
+    await l.leave(a);
+    expect(heard).toEqual(['a', 'a', 'c']);
+    // a head nobody listens for keeps its wake-up until a listener comes, and only once
+    const d = await l.join(two);
+    await l.leave(c);
+    expect(heard).toEqual(['a', 'a', 'c']);
+    const offD = l.onWake(d, () => heard.push('d'));
+    expect(heard).toEqual(['a', 'a', 'c', 'd']);
+    offD();
+    l.onWake(d, () => heard.push('d again'));
+    expect(heard).toEqual(['a', 'a', 'c', 'd']);
+    await l.publishFreed('srv-3');
+    expect(heard).toEqual(['a', 'a', 'c', 'd', 'd again']);
+    // an empty queue: nothing to wake, nothing kept for a later place
+    await l.leave(d);
+    const e = await l.join(two);
+    l.onWake(e, () => heard.push('e'));
+    expect(heard).toEqual(['a', 'a', 'c', 'd', 'd again']);
+  });
+
   it('acquire reads afresh, admits on the raw headroom of the reading, joins when short and asked to; holders 1, probe answers', async () => {
     const l = new InProcessQuotaLedger();
     let reads = 0;

@@ -118,6 +118,7 @@ describe('quotaGuard() and options', () => {
       explainShortfall: true,
       activeTimeoutMs: 600000,
       activeIntervalMs: 2000,
+      shortLookIntervalMs: 1000,
       lostCreateIntervalMs: 5000,
       lostCreateSearches: 4,
       novaApiTimeoutMs: 180000,

@@ -264,6 +264,27 @@ describe.skipIf(!haveRedis)(`RedisQuotaLedger on a real redis-server${haveRedis 
     expect(heard.sort()).toEqual(['a', 'b']);
   });
 
+  it("onWake: freed quota published by one holder wakes each other holder's oldest place only; that place leaving (or admitted) wakes the next", async () => {
+    const projectId = project();
+    const [a, b] = [ledger({ projectId }), ledger({ projectId })];
+    const [p1, p2, p3] = [await b.join(need(2)), await b.join(need(2)), await b.join(need(2))];
+    const heard: string[] = [];
+    b.onWake(p1, () => heard.push('p1'));
+    b.onWake(p2, () => heard.push('p2'));
+    b.onWake(p3, () => heard.push('p3'));
+    await sleep(200); // subscriptions settle
+    await a.publishFreed('server-1');
+    const started = Date.now();
+    while (heard.length === 0 && Date.now() - started < 5000) await sleep(20);
+    await sleep(100);
+    expect(heard).toEqual(['p1']);
+    await b.leave(p1);
+    expect(heard).toEqual(['p1', 'p2']);
+    const admitted = await b.admit({ place: p2, needs: need(2), headroom: { cores: 100 }, stamp: 0, ttlMs: 10_000 });
+    expect(admitted.admitted).toBe(true);
+    expect(heard).toEqual(['p1', 'p2', 'p3']);
+  });
+
   it('two projects (or two endpoints) never mix', async () => {
     const a = ledger({ projectId: 'alpha' });
     const b = ledger({ projectId: 'beta' });

@@ -182,6 +182,30 @@ describe('SqliteQuotaLedger semantics on one file shared by several ledgers', ()
     expect(own).toBe(1);
   });
 
+  it("onWake: a deletion confirmed through another ledger wakes this ledger's oldest place only; that place leaving wakes the next", async () => {
+    const dir = tempDir();
+    const [a, b] = [ledger(dir, { pollIntervalMs: 20 }), ledger(dir, { pollIntervalMs: 20 })];
+    const [p1, p2] = [await b.join(need(2)), await b.join(need(2))];
+    const heard: string[] = [];
+    b.onWake(p1, () => heard.push('p1'));
+    const off2 = b.onWake(p2, () => heard.push('p2'));
+    await a.publishFreed('srv-1');
+    const t0 = Date.now();
+    while (heard.length === 0 && Date.now() - t0 < 5000) await sleep(10);
+    await sleep(100);
+    expect(heard).toEqual(['p1']);
+    await b.leave(p1);
+    expect(heard).toEqual(['p1', 'p2']);
+    // its own deletion wakes its oldest place at once, once
+    await b.publishFreed('srv-2');
+    await sleep(100);
+    expect(heard).toEqual(['p1', 'p2', 'p2']);
+    off2();
+    await b.publishFreed('srv-3');
+    await sleep(100);
+    expect(heard).toEqual(['p1', 'p2', 'p2']);
+  });
+
   it('close() drops its places, claims and holder entry: the others see the quota free at once', async () => {
     const dir = tempDir();
     const [a, b] = [ledger(dir), ledger(dir)];

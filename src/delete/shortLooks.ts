@@ -1,0 +1,50 @@
+/**
+ * Short looks while a create waits (issue 20, item 4): while a create of a quota guard on the
+ * client waits for headroom, the client's waits on deletions (followed deletions and delete waits;
+ * not the guard's ACTIVE waits) look at `min(their interval, the short interval)`, so the 404 that
+ * frees the quota is seen within about a second instead of the caller's interval; with nobody
+ * waiting, at the caller's interval. Backpressure first (`pollPace.ts`): an answer slower than half
+ * the short interval, a 5xx or a 429 widens the pace, and while the pace is widened there are no
+ * short looks (every wait looks at its own interval, widened, as without them): a slow Nova never
+ * gets more looks. The engine's rate limit bounds them too.
+ *
+ * @module
+ */
+
+/** The short intervals asked for now, and the interval of a wait's looks under them. */
+export class ShortLooks {
+  readonly #asked = new Map<symbol, number>();
+
+  /**
+   * @param onBegin - Called when a short interval is asked for (the engine pulls its waits' next looks in).
+   * @param paceFactor - The engine's poll pace factor now (1: Nova answers well).
+   */
+  constructor(
+    private readonly onBegin: () => void,
+    private readonly paceFactor: () => number,
+  ) {}
+
+  /** The shortest interval asked for now, in ms; undefined when nobody asks. */
+  get ms(): number | undefined {
+    let ms: number | undefined;
+    for (const v of this.#asked.values()) ms = ms === undefined ? v : Math.min(ms, v);
+    return ms;
+  }
+
+  /**
+   * Ask for looks at deletions at most `ms` apart until the function returned is called
+   * (idempotent). @param ms - The short interval, in ms.
+   */
+  begin(ms: number): () => void {
+    const key = Symbol('short looks');
+    this.#asked.set(key, ms);
+    this.onBegin();
+    return () => void this.#asked.delete(key);
+  }
+
+  /** The interval of a wait's looks now, before the pace, in ms: its own, or the short one for a wait on a deletion (no `until`) while the pace is not widened. */
+  intervalOf(w: { readonly intervalMs: number; readonly until?: unknown }): number {
+    const ms = this.ms;
+    return ms === undefined || w.until !== undefined || this.paceFactor() > 1 ? w.intervalMs : Math.min(w.intervalMs, ms);
+  }
+}

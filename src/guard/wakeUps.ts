@@ -1,0 +1,88 @@
+/**
+ * Who wakes when quota is freed, among the calls waiting for headroom.
+ *
+ * A ledger with `onWake` (`ledger.ts`) addresses its wake-ups to places: the head of the fleet's
+ * queue when a deletion is confirmed anywhere, the next place when the head leaves (admitted, or it
+ * gave up). The queue is first come, first served (`admit` subtracts the needs of every place
+ * ahead), so no call behind a head that does not fit can be admitted: waking the head alone loses
+ * no admission, and a freed server starts one admission, plus one for each call it lets in, instead
+ * of one for every waiting call of the fleet. A call listens for its place from the moment it holds
+ * it until it leaves it (a wake-up that comes while it is reading `/limits` is counted and ends its
+ * next sleep at once). With a ledger without `onWake`, every confirmed deletion wakes every waiting
+ * call (`onFreed`). Either way the call's backoff timer stays: a wake-up lost anyway (a ledger that
+ * failed to deliver it) ends at the call's next backoff step.
+ *
+ * @module
+ */
+import { sleep } from '../core/clock.js';
+import { throwIfAborted } from '../errors/index.js';
+import { askShortLooks } from '../delete/index.js';
+import type { LedgerPlace, QuotaLedger } from './ledger.js';
+import { onFreed } from './ledgerUse.js';
+import type { GuardState, GuardedCall } from './state.js';
+
+/** The call now holds `held`: listen for the wake-ups addressed to it (when its ledger addresses them). */
+export function holdPlace(g: GuardState, call: GuardedCall, held: { ledger: QuotaLedger; place: LedgerPlace }): void {
+  dropPlace(call);
+  call.place = held;
+  const onWake = held.ledger.onWake?.bind(held.ledger);
+  if (!onWake) return;
+  try {
+    call.offWake = onWake(held.place, () => {
+      call.wakes++;
+      call.wake?.();
+    });
+  } catch (e) {
+    // The call wakes on every confirmed deletion instead (onFreed).
+    g.log.debug({ ledger: held.ledger.kind, err: (e as Error)?.message }, 'quota ledger could not address wake-ups to a place: waking on every freed server');
+  }
+}
+
+/** The call no longer holds its place: stop listening for it; returns the place (to leave). */
+export function dropPlace(call: GuardedCall): { ledger: QuotaLedger; place: LedgerPlace } | undefined {
+  const held = call.place;
+  call.place = undefined;
+  call.offWake?.();
+  call.offWake = undefined;
+  return held;
+}
+
+/**
+ * Note the deletions confirmed from now until `off()` (while an admission reads and decides: a
+ * call at the head of the queue that was refused on a reading older than a freed server reads
+ * again at once instead of sleeping).
+ */
+export function freedMeanwhile(g: GuardState): { readonly seen: () => boolean; readonly off: () => void } {
+  let seen = false;
+  const off = onFreed(g, () => (seen = true));
+  return { seen: () => seen, off };
+}
+
+/**
+ * Sleep `delayMs` on the clock, or less: a wake-up addressed to the call's place, or (with a
+ * ledger that does not address them) any deletion confirmed in the fleet, or the ledger answering
+ * again after an outage, ends the sleep at once. Meanwhile the client's watcher looks at the servers
+ * being deleted at most `shortLookIntervalMs` apart (`askShortLooks`).
+ * @throws {@link AbortError} when `signal` aborts.
+ */
+export async function sleepUntilWoken(g: GuardState, call: GuardedCall, delayMs: number, signal: AbortSignal | undefined): Promise<void> {
+  const woken = new AbortController();
+  const wake = (): void => woken.abort();
+  const offFreed = call.offWake === undefined ? onFreed(g, wake) : undefined;
+  const offRecovered = g.res.onRecovered(wake);
+  call.wake = wake;
+  // While it sleeps, the client's watcher looks at the servers being deleted at the short interval.
+  const endShortLooks = Number.isFinite(g.opts.shortLookIntervalMs) ? askShortLooks(g.client, g.opts.shortLookIntervalMs) : undefined;
+  try {
+    await sleep(g.clock, delayMs, signal ? AbortSignal.any([signal, woken.signal]) : woken.signal);
+  } catch (e) {
+    throwIfAborted(signal);
+    if (!woken.signal.aborted) throw e;
+  } finally {
+    call.wake = undefined;
+    endShortLooks?.();
+    offFreed?.();
+    offRecovered();
+  }
+  throwIfAborted(signal);
+}
