@@ -87,4 +87,24 @@ describe('server delete --wait with a ledger wakes the creates waiting on it', (
     // Nova never refused a create: the second waited for the 404, not for a 403.
     expect(nova.requests.filter((q) => q.method === 'POST' && q.status === 403)).toHaveLength(0);
   }, 90_000);
+
+  it('a ledger that cannot be opened is one warning: the deletion goes on (exit 0, the server gone)', async () => {
+    const nova = await startNova({ deleteDelayMs: 100 });
+    const server = nova.addServer({ name: 'w' });
+    const env = { OS_ENDPOINT: nova.endpoint, OS_TOKEN: `admin:${nova.projectId}` };
+    const r = await runPiped(['server', 'delete', '--wait', '--interval-ms', '200ms', '--ledger', 'sqlite:/dev/null/no-such-dir/', server.id], env);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/^Warning: the quota ledger could not be opened \(.+\): waiting creates see the freed quota at their next read of the limits\n$/);
+    expect(r.stdout).toMatch(new RegExp(`^${server.id}: deleted `));
+    expect(nova.getServerState(server.id)).toBeUndefined();
+  }, 60_000);
+
+  it('a --ledger that is not a ledger URL is bad usage (exit 2) and nothing is deleted', async () => {
+    const nova = await startNova();
+    const server = nova.addServer({ name: 'w' });
+    const r = await runPiped(['server', 'delete', '--wait', '--ledger', 'ftp://x', server.id], { OS_ENDPOINT: nova.endpoint, OS_TOKEN: `admin:${nova.projectId}` });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/a ledger must be/);
+    expect(nova.requestsTo('DELETE', /^\/servers\//)).toHaveLength(0);
+  }, 60_000);
 });
