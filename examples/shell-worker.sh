@@ -9,6 +9,7 @@
 #   2. "run" the test (here: sleep);
 #   3. delete the server and wait until Nova has deleted it:
 #        nova-guard server delete --wait ID
+#      (with a ledger it tells the other workers' waiting creates that the quota is free, at Nova's 404);
 #
 # The server is deleted on every way out (an EXIT trap), also when the test fails.
 #
@@ -40,7 +41,7 @@ echo "$name: created $id"
 cleanup() {
   local rc=$?
   # 3. Delete with wait (Nova's 404, or SOFT_DELETED): the quota is free when this returns.
-  if ! "${ng[@]}" server delete --wait --interval-ms "$poll_interval" "$id" >/dev/null; then
+  if ! "${ng[@]}" server delete --wait --interval-ms "$poll_interval" ${ledger[@]+"${ledger[@]}"} "$id" >/dev/null; then
     echo "$name: could not delete $id: delete it by hand (nova-guard server delete --wait $id)" >&2
     exit 1
   fi

@@ -60,7 +60,8 @@ const REQUEST_LINE = /nova\.osapi_compute\.wsgi\.server .*"(GET|POST|PUT|DELETE|
 
 /** Request lines from nova-api's log (nova.api.openstack.requestlog), read between marks. */
 export class NovaApiLog {
-  readonly file = join(STATE, 'logs', 'nova-api.log');
+  /** @param file - nova-api's log. @default `$REALNOVA_STATE/logs/nova-api.log` */
+  constructor(readonly file = join(STATE, 'logs', 'nova-api.log')) {}
 
   /** The log's current end (a mark). */
   mark(): number {

@@ -3,7 +3,9 @@
  * virt driver, noauth2), in one run:
  * - delete-and-wait of 1, 10 and 40 servers: nova-guard (library and CLI), `openstack server delete
  *   --wait`, openstacksdk `delete_server` + `wait_for_delete` (deleteWait.ts);
- * - the churn with one process per worker (churn.ts, churnWorker.ts).
+ * - the churn with one process per worker (churn.ts, churnWorker.ts);
+ * - `--only cli-sqlite` (not in the default run): shell workers of separate CLI processes sharing the
+ *   SQLite ledger (cliChurn.ts), `--runs` runs.
  * Results: `bench/results/real-nova.json` and `real-nova.svg`, and the tables on stdout. Run through
  * `bench/real-nova/run.sh` (it installs the Python clients when missing and starts the harness).
  * `--only delete,churn`, `--sizes 1,10,40`, `--policies naive,autopkgtest,nova-guard`.
@@ -14,19 +16,21 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { markdownTable } from '../table.js';
 import { CHURN_POLICIES, runRealChurn, type ChurnPolicy, type RealChurnResult } from './churn.js';
+import { CLI_CHURN, cliChurnNote, runCliChurn, type CliChurnRow } from './cliChurn.js';
 import { DELETE_TOOLS, runDeleteWait, type DeleteRow, type DeleteTool } from './deleteWait.js';
 import { harness } from './harness.js';
 import { drawRealNova } from './plot.js';
 
 const flags = new Command('bench:real-nova')
-  .option('--only <names>', 'comma-separated: delete,churn', 'delete,churn')
+  .option('--only <names>', 'comma-separated: delete,churn,cli-sqlite', 'delete,churn')
+  .option('--runs <n>', 'runs of cli-sqlite', '3')
   .option('--sizes <n>', 'delete-and-wait fleet sizes', '1,10,40')
   .option('--tools <names>', `delete tools (${DELETE_TOOLS.join(', ')})`, DELETE_TOOLS.join(','))
   .option('--policies <names>', `churn policies (${CHURN_POLICIES.join(', ')})`, CHURN_POLICIES.join(','))
   .option('--ledger <url>', 'Redis URL for the nova-guard-redis policy')
   .option('--out <name>', 'results file name under bench/results/', 'real-nova')
   .parse()
-  .opts<{ only: string; sizes: string; tools: string; policies: string; ledger?: string; out: string }>();
+  .opts<{ only: string; runs: string; sizes: string; tools: string; policies: string; ledger?: string; out: string }>();
 
 const list = (s: string): string[] => s.split(',').map((x) => x.trim()).filter(Boolean);
 
@@ -48,13 +52,20 @@ function churnTable(r: RealChurnResult): string {
   );
 }
 
+function cliChurnTable(rows: CliChurnRow[]): string {
+  return markdownTable(
+    ['run', 'jobs', 'failed jobs', 'quota 403s (nova-api)', 'quota 403s (CLI)', 'servers created', 'ERROR servers', 'servers left', 'peak cores', 'makespan s', 'whole-job bound s', 'fluid bound s', 'makespan / bound', 'requests', 'requests per job'],
+    rows.map((x) => [x.run, x.jobs, x.failedJobs, x.quota403s, x.quota403sSeenByCli, x.serversCreated, x.errorServers, x.serversLeft, x.peakCores, x.makespanMs / 1000, x.wholeJobBoundMs / 1000, x.fluidBoundMs / 1000, x.makespanOverBound, x.requests, x.requestsPerJob]),
+  );
+}
+
 async function main(): Promise<void> {
   const only = new Set(list(flags.only));
   const nova = harness();
   const resultsDir = new URL('../../../bench/results/', import.meta.url);
   mkdirSync(resultsDir, { recursive: true });
   const started = performance.now();
-  const out: { nova: string; startedAt: string; deleteWait?: DeleteRow[]; churn?: RealChurnResult; seconds?: number } = {
+  const out: { nova: string; startedAt: string; deleteWait?: DeleteRow[]; churn?: RealChurnResult; cliSqlite?: { note: string; rows: CliChurnRow[] }; seconds?: number } = {
     nova: `Nova 26.2 (Debian 12 python3-nova), fake virt driver, noauth2, ${nova.endpoint}`,
     startedAt: new Date().toISOString(),
   };
@@ -78,6 +89,15 @@ async function main(): Promise<void> {
     console.log(`${r.note}\n`);
     console.log(churnTable(r) + '\n');
     for (const x of r.rows) if (x.errors.length > 0) console.log(`${x.policy} errors: ${x.errors.join('; ')}\n`);
+  }
+  if (only.has('cli-sqlite')) {
+    const rows: CliChurnRow[] = [];
+    for (let i = 1; i <= Number(flags.runs); i++) rows.push(await runCliChurn(nova, i, CLI_CHURN));
+    out.cliSqlite = { note: cliChurnNote(CLI_CHURN), rows };
+    console.log(`## Shell workers: separate CLI processes, one SQLite ledger\n`);
+    console.log(`${out.cliSqlite.note}\n`);
+    console.log(cliChurnTable(rows) + '\n');
+    for (const x of rows) if (x.errors.length > 0) console.log(`run ${x.run} errors: ${x.errors.join('; ')}\n`);
   }
   out.seconds = Math.round((performance.now() - started) / 1000);
   writeFileSync(new URL(`${flags.out}.json`, resultsDir), JSON.stringify(out, null, 2) + '\n');

@@ -15,11 +15,21 @@
  * that cannot be a server id (a `/`, `?` or `#`, `.` or `..`) or a flag that is not a decimal number
  * (`--interval-ms 0x10`) is bad usage, exit 2, and nothing is deleted.
  *
+ * `--ledger URL` (or `NOVA_GUARD_LEDGER`), with `--wait`: each deletion Nova confirms (its 404) is
+ * published to that quota ledger as freed quota, through a `QuotaGuard` over the client (the path
+ * of a guard whose client confirms a delete), so `server create` processes waiting on the same
+ * ledger for headroom wake at once instead of at their next backoff step. A ledger that cannot be
+ * opened is a warning: the deletion goes on, and the waiting creates see the freed quota at their
+ * next read of `/limits`. Without `--wait` nothing is confirmed, so nothing is published.
+ *
  * @module
  */
 import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
 import { ValidationError } from '../errors/index.js';
+import { QuotaGuard } from '../guard/index.js';
+import type { QuotaLedger } from '../guard/index.js';
+import { LEDGER_ENV, openLedger, parseLedgerSpec } from '../ledgers/index.js';
 import { failureWords } from '../errors/delete.js';
 import { isTransient } from '../transport/http.js';
 import type { NovaClient } from '../nova/client.js';
@@ -39,6 +49,7 @@ interface DeleteFlags {
   forceSoftDeleted?: boolean;
   concurrency?: string;
   ignoreMissing?: boolean;
+  ledger?: string;
 }
 
 /** Register `delete` under the `server` command. */
@@ -54,6 +65,7 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
     .option('--force', 'force-delete (forceDelete action) instead of DELETE')
     .option('--force-soft-deleted', 'with --wait: force-delete servers that end SOFT_DELETED')
     .option('--concurrency <n>', 'DELETE requests in flight at once (default 10); the waits are shared')
+    .option('--ledger <url>', 'with --wait: tell this quota ledger (sqlite:[PATH], redis://host:port) of each confirmed deletion, so waiting `server create` processes wake at once; env NOVA_GUARD_LEDGER')
     .action(async (ids: string[], flags: DeleteFlags) => {
       // Flags first: a bad flag is reported as such, before any connection or cloud lookup.
       const options: DeleteServerOptions = {
@@ -66,6 +78,9 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
       if (timeoutMs) options.timeoutMs = timeoutMs;
       if (intervalMs) options.intervalMs = intervalMs;
       const concurrency = flags.concurrency === undefined ? 10 : parseIntFlag(flags.concurrency, '--concurrency');
+      // Checked now (bad usage, exit 2, before any connection); opened for the client's endpoint and project below.
+      const ledgerSpec = flags.ledger ?? (process.env[LEDGER_ENV]?.trim() || undefined);
+      if (ledgerSpec !== undefined) parseLedgerSpec(ledgerSpec);
       const unique = [...new Set(ids)];
       // Every id before the first DELETE (and before any connection): a bad id is a usage error
       // (exit 2) and nothing is deleted, so a typo in a list never leaves half of it deleted.
@@ -77,6 +92,7 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
         );
       }
       const client = await getClient();
+      const freed = options.wait && ledgerSpec !== undefined ? await publishFreedTo(ledgerSpec, client) : undefined;
       const endpoint = (client.toJSON()['endpoint'] as string | undefined) ?? '(the catalog endpoint)';
       const found = await withSlowNotice(`nova at ${endpoint} (looking up ${unique.length === 1 ? 'the server' : `${unique.length} servers`})`, () =>
         resolveServers(client, unique, { concurrency, ignoreMissing: Boolean(flags.ignoreMissing) }),
@@ -189,6 +205,7 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
       } finally {
         process.removeListener('SIGINT', onSigint);
         bars?.stop();
+        await freed?.close();
       }
       for (const line of held) console.log(line);
       if (interrupt.signal.aborted) {
@@ -206,4 +223,30 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
         process.exitCode = 1;
       }
     });
+}
+
+/**
+ * Publish every deletion `client` confirms to the ledger `spec` names, the way a `QuotaGuard` does
+ * for its client's deletes (its `onDeleteConfirmed` listener): a guard over the client with that
+ * ledger, and nothing else of it used. `close()` waits for the publications in flight (each bounded
+ * by the guard's `ledgerTimeoutMs`), then closes the ledger. A ledger that cannot be opened is one
+ * warning on stderr, and `undefined`: the deletion goes on without it.
+ */
+async function publishFreedTo(spec: string, client: NovaClient): Promise<{ close(): Promise<void> } | undefined> {
+  let ledger: QuotaLedger | undefined;
+  try {
+    ledger = await openLedger(spec, { client });
+  } catch (e) {
+    console.error(terminalSafe(`Warning: the quota ledger could not be opened (${(e as Error).message}): waiting creates see the freed quota at their next read of the limits`, true));
+    return undefined;
+  }
+  if (ledger === undefined) return undefined; // 'in-process': nobody else to tell
+  const opened = ledger;
+  const guard = new QuotaGuard(client, { ledger: opened });
+  return {
+    async close(): Promise<void> {
+      await guard.close();
+      await opened.close();
+    },
+  };
 }
