@@ -23,7 +23,7 @@ afterEach(() => {
 });
 
 interface Waiting {
-  /** Resolves at the first "waiting for quota headroom (N s)" line with N >= `minDelayS`: its time (performance.now()) and N in ms. */
+  /** Resolves at the first "waiting N s for quota headroom" line with N >= `minDelayS`: its time (performance.now()) and N in ms. */
   longWait: Promise<{ atMs: number; delayMs: number }>;
   done: Promise<{ code: number | null; stdout: string; stderr: string }>;
 }
@@ -39,7 +39,7 @@ function createInBackground(name: string, env: Record<string, string>, minDelayS
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr.on('data', (d: Buffer) => {
     stderr += d.toString();
-    for (const m of stderr.matchAll(/waiting for quota headroom \(([\d.]+) s\)/g)) {
+    for (const m of stderr.matchAll(/waiting ([\d.]+) s for quota headroom/g)) {
       const s = Number(m[1]);
       if (s >= minDelayS) found?.({ atMs: performance.now(), delayMs: s * 1000 });
     }
