@@ -109,6 +109,8 @@ export class DeleteEngine implements DeleteEngineFleet {
   get pendingWaits(): number { return this.#waits; } // prettier-ignore
   /** Servers with at least one pending wait. */
   get pendingServers(): number { return this.#entries.size; } // prettier-ignore
+  /** Nova's clock minus the local wall clock, in ms, once a `Date` header has told it. */
+  get novaOffsetMs(): number | undefined { return this.#offsetMs; } // prettier-ignore
 
   /** True when nothing is pending, no timer is set and no tick runs. */
   get idle(): boolean {

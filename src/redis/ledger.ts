@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { systemClock, type Clock, type ResourceAmounts, type TimerHandle } from '../core/index.js';
 import { componentLogger } from '../core/logger.js';
+import { callEach } from '../core/listeners.js';
 import { AbortError } from '../errors/index.js';
 import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from '../guard/index.js';
 import type { NovaClient } from '../nova/index.js';
@@ -17,6 +18,7 @@ import { RedisConnection, type LedgerCommand } from './connection.js';
 import { amounts, needsArgs } from './codec.js';
 import { ReadingAges } from './readingAges.js';
 import { acquireOn, limitsOn, type LedgerInternals } from './readings.js';
+import { FleetWatcher } from './fleetWatcher.js';
 import { checkOptionNames, ledgerKeys, resolveOptions, urlPassword, type LedgerKeys, type RedisQuotaLedgerOptions, type ResolvedOptions } from './options.js';
 
 /** How long a claim released as `'counted'` stays subtracted from readings sent before it, in ms. */
@@ -61,6 +63,7 @@ export class RedisQuotaLedger implements QuotaLedger {
   #maxSeq = 0;
   #beat: TimerHandle | undefined;
   #closed = false;
+  #fleet: FleetWatcher | undefined;
 
   /**
    * @throws `ValidationError` for bad options (see {@link RedisQuotaLedgerOptions}).
@@ -108,8 +111,15 @@ export class RedisQuotaLedger implements QuotaLedger {
    */
   static async forClient(client: NovaClient, options: Omit<RedisQuotaLedgerOptions, 'endpoint' | 'projectId'> & { endpoint?: string; projectId?: string }): Promise<RedisQuotaLedger> {
     checkOptionNames('RedisQuotaLedger.forClient options', options);
-    return new RedisQuotaLedger({ ...options, ...(await clientScope('RedisQuotaLedger.forClient', client, options)) });
+    const { fleetWatcher, ...rest } = options;
+    const ledger = new RedisQuotaLedger({ ...rest, ...(await clientScope('RedisQuotaLedger.forClient', client, options)) });
+    const d = { conn: ledger.#conn, base: ledger.#keys.base, engine: client.deleteEngine, clock: ledger.#clock, leaseTtlMs: ledger.#opts.fleetLeaseTtlMs };
+    if (fleetWatcher === true) ledger.#fleet = new FleetWatcher({ ...d, logger: componentLogger(options.logger, 'fleet-watcher') });
+    return ledger;
   }
+
+  /** This host's part in the fleet watcher (`fleetWatcher: true`, see `fleetWatcher.ts`): its counters, whether it watches. */
+  get fleetWatcher(): FleetWatcher | undefined { return this.#fleet; } // prettier-ignore
 
   /**
    * A guard of `scope` is about to use this ledger (see `QuotaLedger.bindScope`).
@@ -154,13 +164,7 @@ export class RedisQuotaLedger implements QuotaLedger {
   }
 
   #notifyFreed(): void {
-    for (const listener of [...this.#freed]) {
-      try {
-        listener();
-      } catch {
-        // A listener's failure is its own.
-      }
-    }
+    callEach(this.#freed);
   }
 
   /** Write back the places (and with `claims`, the live claims) this ledger holds; renews its holder entry. */
@@ -370,6 +374,7 @@ export class RedisQuotaLedger implements QuotaLedger {
     if (this.#closed) return;
     this.#closed = true;
     try {
+      await this.#fleet?.close();
       this.#clock.clearTimeout(this.#beat);
       const places = [...this.#places.keys()];
       const claims = [...this.#claims.keys()];
