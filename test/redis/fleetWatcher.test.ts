@@ -112,7 +112,7 @@ describe.skipIf(!haveRedis)(`fleet watcher on a real redis-server${haveRedis ? '
   }
   const watching = (hosts: Host[]): Host[] => hosts.filter((h) => h.ledger.fleetWatcher!.watching);
   const settledFleet = (hosts: Host[]) => () => watching(hosts).length === 1 && hosts.every((h) => h.ledger.fleetWatcher!.watching || h.ledger.fleetWatcher!.consuming);
-  const resetSent = (h: Host): void => Object.assign(h.sent, { gets: 0, listings: 0, deletes: 0, all: [] });
+  const resetSent = (h: Host): void => void Object.assign(h.sent, { gets: 0, listings: 0, deletes: 0, all: [] });
 
   it('one watcher is elected and keeps its lease (renewed every third of the TTL); the others consume', async () => {
     const nova = await startNova();
