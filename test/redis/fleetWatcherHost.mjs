@@ -3,6 +3,7 @@
 // watches for the fleet when elected; the test stops it (SIGSTOP) or kills it (SIGKILL). Imports the
 // built package (dist/, through the package's own name). Config: JSON in argv[2].
 import process from 'node:process';
+import { setInterval, clearInterval } from 'node:timers';
 import { NovaClient } from 'nova-guard';
 import { RedisQuotaLedger } from 'nova-guard/redis';
 
