@@ -293,3 +293,19 @@ describe.skipIf(!haveRedis)(`fleet watcher on a real redis-server${haveRedis ? '
     expect(withFleet.perHost.filter((n) => n > 0)).toHaveLength(1);
   });
 });
+
+describe('fleet watcher options', () => {
+  const base = { url: 'redis://127.0.0.1:1', endpoint: 'http://nova.example:8774/v2.1', projectId: 'p' };
+  it('new RedisQuotaLedger refuses fleetWatcher: true (it needs the client: forClient); a short lease, a fraction and a misspelling are refused', async () => {
+    expect(() => new RedisQuotaLedger({ ...base, fleetWatcher: true })).toThrow(/forClient/);
+    expect(() => new RedisQuotaLedger({ ...base, fleetLeaseTtlMs: 299 })).toThrow(/fleetLeaseTtlMs must be at least 300/);
+    expect(() => new RedisQuotaLedger({ ...base, fleetLeaseTtlMs: 1000.5 })).toThrow(/whole number/);
+    expect(() => new RedisQuotaLedger({ ...base, fleetWatch: true } as never)).toThrow(/fleetWatcher/);
+    const nova = await startNova();
+    const client = new NovaClient({ endpoint: nova.endpoint, token: `admin:${nova.projectId}`, adapter: nova.adapter });
+    await expect(RedisQuotaLedger.forClient(client, { url: base.url, fleetwatcher: true } as never)).rejects.toThrow(/fleetWatcher/);
+    const off = new RedisQuotaLedger({ ...base, fleetWatcher: false });
+    expect(off.fleetWatcher).toBeUndefined();
+    await off.close();
+  });
+});
