@@ -205,18 +205,19 @@ export class DeleteEngine implements DeleteEngineFleet {
   /** The link started or stopped consuming: a wait the fleet no longer answers for looks at once. */
   fleetChanged(): void {
     const now = this.clock.now();
-    for (const e of this.#entries.values()) if (!fleetCovers(this.#fleet, e.watches)) for (const w of e.watches) w.nextAt = Math.min(w.nextAt, now);
+    for (const e of this.#entries.values()) if (!fleetCovers(this.#fleet, e)) for (const w of e.watches) w.nextAt = Math.min(w.nextAt, now);
     if (!this.#ticking) this.#reschedule();
   }
 
   /**
    * What the fleet watcher published about `serverId`: a proof of deletion (`evidence.ts`, rule 3)
-   * ends its waits as any proof does; a body is a look at it only while the link consumes (and
-   * its waits are all delete waits). True when it was delivered.
+   * ends its waits; a body is a look only while `fleetCovers` it; `undefined` (the watcher cannot
+   * answer for it: its look failed, or found an orphan) makes its waits look by themselves.
    */
-  fleetObserved(serverId: string, obs: Observation): boolean {
+  fleetObserved(serverId: string, obs: Observation | undefined): boolean {
     const entry = this.#entries.get(serverId);
-    if (!entry || (obs.gone ? !fleetProofIsGone(obs.evidence) : !fleetCovers(this.#fleet, entry.watches))) return false;
+    if (entry && obs === undefined) return ((entry.fleetOff = true), this.fleetChanged(), true);
+    if (!entry || !obs || (obs.gone ? !fleetProofIsGone(obs.evidence) : !fleetCovers(this.#fleet, entry))) return false;
     this.#deliver(entry, obs);
     if (!this.#ticking) this.#reschedule();
     return true;
@@ -264,7 +265,7 @@ export class DeleteEngine implements DeleteEngineFleet {
     let confirm = Number.POSITIVE_INFINITY;
     for (const w of this.#allWaits()) {
       deadline = Math.min(deadline, w.deadlineAt);
-      if (w.nextAt < w.deadlineAt - LAST_LOOK_MARGIN_MS && !fleetCovers(this.#fleet, w.entry.watches)) next = Math.min(next, w.nextAt);
+      if (w.nextAt < w.deadlineAt - LAST_LOOK_MARGIN_MS && !fleetCovers(this.#fleet, w.entry)) next = Math.min(next, w.nextAt);
       interval = Math.min(interval, w.intervalMs);
       if (w.entry.seenDeleted) confirm = Math.min(confirm, w.confirmIntervalMs);
     }
@@ -286,7 +287,7 @@ export class DeleteEngine implements DeleteEngineFleet {
   #startTick(now: number): void {
     // Shared listings while two or more are pending, unless a listing failed lately (back-off).
     // The servers the fleet watcher answers for get no looks of their own (`fleet.ts`).
-    const entries = [...this.#entries.values()].filter((e) => !fleetCovers(this.#fleet, e.watches));
+    const entries = [...this.#entries.values()].filter((e) => !fleetCovers(this.#fleet, e));
     const fleet = this.#coalesce && entries.length >= 2 && this.#listings.usable(now);
     const due = entries.filter((e) => e.watches.some((w) => w.nextAt <= now && now < w.deadlineAt - LAST_LOOK_MARGIN_MS));
     if (due.length === 0) return;

@@ -63,9 +63,12 @@ interface WaitLike {
 /** A delete wait: one with no `until` predicate (the guard's ACTIVE wait and the fleet watcher's own waits have one). */
 export const isDeleteWait = (w: WaitLike): boolean => w.until === undefined;
 
-/** Whether the fleet answers for a server with these waits: the link consumes and every wait is a delete wait. */
-export function fleetCovers(link: FleetLink | undefined, watches: readonly WaitLike[]): boolean {
-  return link !== undefined && link.consuming && watches.length > 0 && watches.every(isDeleteWait);
+/**
+ * Whether the fleet answers for a server: the link consumes, every wait on it is a delete wait, and
+ * the watcher has not said it cannot answer for it (`fleetOff`).
+ */
+export function fleetCovers(link: FleetLink | undefined, entry: { readonly watches: readonly WaitLike[]; readonly fleetOff?: boolean }): boolean {
+  return link !== undefined && link.consuming && entry.fleetOff !== true && entry.watches.length > 0 && entry.watches.every(isDeleteWait);
 }
 
 /** The fleet interest of `entries` at clock time `now`. */

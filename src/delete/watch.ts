@@ -27,6 +27,8 @@ export interface Watch extends WatchSpec {
 /** One server with pending waits. */
 export interface Entry extends TickEntry {
   readonly watches: Watch[];
+  /** The fleet watcher cannot answer for it (`fleet.ts`): its waits look by themselves. */
+  fleetOff?: boolean;
 }
 
 /** The error of a wait its signal ended. */

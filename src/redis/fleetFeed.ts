@@ -38,8 +38,12 @@ export interface FleetStats {
   fallbacks: number;
 }
 
-/** One observation in a publication: a proof (`g`) or a status (`s`, the fields the waits read). */
-export type Published = { i: string; g: GoneEvidence } | { i: string; s: Partial<Server> };
+/**
+ * One observation in a publication: a proof (`g`), a status (`s`, the fields the waits read), or
+ * that the watcher cannot answer for the server (`x`, the error's name: its looks kept failing, or
+ * found an orphan), so the hosts waiting on it look by themselves.
+ */
+export type Published = { i: string; g: GoneEvidence } | { i: string; s: Partial<Server> } | { i: string; x: string };
 
 /** What the feed needs of its watcher. */
 export interface FeedInit {
@@ -161,6 +165,8 @@ export class FleetFeed {
     for (const it of items) {
       if ('g' in it) {
         if (engine.fleetObserved(it.i, { gone: true, evidence: it.g })) this.#d.stats.proofs++;
+      } else if ('x' in it) {
+        engine.fleetObserved(it.i, undefined);
       } else if (this.#consuming && typeof it.s === 'object' && it.s !== null) {
         engine.fleetObserved(it.i, { gone: false, server: { ...it.s, id: it.i } as Server });
       }

@@ -66,6 +66,8 @@ export class FleetWatcher implements FleetLink {
   #lease: { epoch: number; until: number } | undefined;
   /** The fleet waits of this host's engine while it watches, by server. */
   readonly #watches = new Map<string, AbortController>();
+  /** Servers this host cannot answer for (published so): not watched again while the interest lasts. */
+  readonly #givenUp = new Set<string>();
   #pending: Published[] = [];
   #flushing: Promise<void> | undefined;
   #flushQueued = false;
@@ -197,7 +199,8 @@ export class FleetWatcher implements FleetLink {
       c.abort(new Error('nobody waits on it'));
       this.#watches.delete(id);
     }
-    for (const [id, w] of wanted) if (id !== '' && !this.#watches.has(id) && w.remainingMs > 0) this.#watchFor(id, w);
+    for (const id of this.#givenUp) if (!wanted.has(id)) this.#givenUp.delete(id);
+    for (const [id, w] of wanted) if (id !== '' && !this.#watches.has(id) && !this.#givenUp.has(id) && w.remainingMs > 0) this.#watchFor(id, w);
     await this.#flush(true);
   }
 
@@ -217,20 +220,29 @@ export class FleetWatcher implements FleetLink {
         until: (obs) => obs.gone,
         onObservation: (obs) => this.#observed(serverId, obs),
       })
-      .catch(() => undefined) // a failed or orphaned look: the next round watches again while anyone waits
+      .catch((error: unknown) => {
+        // Its looks kept failing, or found an orphan: the hosts waiting on it look by themselves.
+        if (controller.signal.aborted || !this.#lease) return;
+        this.#givenUp.add(serverId);
+        this.#queue({ i: serverId, x: error instanceof Error ? error.name : 'Error' });
+      })
       .finally(() => void (this.#watches.get(serverId) === controller && this.#watches.delete(serverId)));
   }
 
   #observed(serverId: string, obs: Observation): void {
     if (!this.#lease) return;
     if (obs.gone) {
-      if (obs.evidence === undefined) return;
-      this.#pending.push({ i: serverId, g: obs.evidence });
-    } else {
-      const s: Partial<Server> = {};
-      for (const k of PUBLISHED_FIELDS) if (obs.server[k] !== undefined) (s as Record<string, unknown>)[k] = obs.server[k];
-      this.#pending.push({ i: serverId, s });
+      if (obs.evidence !== undefined) this.#queue({ i: serverId, g: obs.evidence });
+      return;
     }
+    const s: Partial<Server> = {};
+    for (const k of PUBLISHED_FIELDS) if (obs.server[k] !== undefined) (s as Record<string, unknown>)[k] = obs.server[k];
+    this.#queue({ i: serverId, s });
+  }
+
+  /** Publish `item` with whatever else comes in this microtask. */
+  #queue(item: Published): void {
+    this.#pending.push(item);
     if (this.#flushQueued) return;
     this.#flushQueued = true;
     queueMicrotask(() => {

@@ -17,6 +17,7 @@ import type { FakeNova } from '../../src/testing/index.js';
 import { afterThisTest } from '../cleanup.js';
 import { startNova } from '../helpers.js';
 import { haveRedis, RedisServer, skipReason } from './support.js';
+import { reply } from '../delete/support/hostile.js';
 
 const TTL = 600;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -42,6 +43,8 @@ function pausableClock(): Clock & { pause(): void; resume(): void } {
 
 /** What one host sent to Nova: `GET /servers/{id}`, listings (`/servers/detail`, brief `/servers`), DELETEs. */
 interface Sent {
+  /** Set: every `GET /servers/{id}` of this host gets a proxy's 404 page (a failed look). */
+  failGets?: boolean;
   gets: number;
   listings: number;
   deletes: number;
@@ -62,8 +65,10 @@ function counting(nova: FakeNova, sent: Sent): AxiosAdapter {
     const path = new URL(config.url ?? '', config.baseURL ?? nova.endpoint).pathname.replace(/^\/v2\.1/, '');
     sent.all.push(`${method} ${path}`);
     if (method === 'GET' && /^\/servers(\/detail)?$/.test(path)) sent.listings++;
-    else if (method === 'GET' && /^\/servers\/[^/]+$/.test(path)) sent.gets++;
-    else if (method === 'DELETE') sent.deletes++;
+    else if (method === 'GET' && /^\/servers\/[^/]+$/.test(path)) {
+      sent.gets++;
+      if (sent.failGets) return Promise.resolve(reply(config, 404, '<html>Not Found</html>', { 'content-type': 'text/html' }));
+    } else if (method === 'DELETE') sent.deletes++;
     return nova.adapter(config);
   };
 }
@@ -174,6 +179,24 @@ describe.skipIf(!haveRedis)(`fleet watcher on a real redis-server${haveRedis ? '
     resetSent(consumer);
     expect((await consumer.client.deleteServer(id, { wait: true, intervalMs: 100, timeoutMs: 20_000 })).outcome).toBe('deleted');
     expect(consumer.sent.all).toEqual([`DELETE /servers/${id}`]);
+  });
+
+  it("the watcher's looks at a server fail (a proxy's 404 page: a failed look no later look mends): it publishes that it cannot answer, and the consumer looks at that server by itself (no fallback, no warning)", async () => {
+    const nova = await startNova({ deleteDelayMs: 1000 });
+    const hosts = await Promise.all(['a', 'b'].map((n) => host(nova, n)));
+    expect(await until(settledFleet(hosts), 10 * TTL)).toBe(true);
+    const leader = watching(hosts)[0]!;
+    const consumer = hosts.find((h) => h !== leader)!;
+    leader.sent.failGets = true;
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    resetSent(consumer);
+    const r = await consumer.client.deleteServer(id, { wait: true, intervalMs: 100, timeoutMs: 20_000 });
+    expect(r.outcome).toBe('deleted');
+    expect(leader.sent.gets).toBeGreaterThanOrEqual(1);
+    expect(consumer.sent.all.at(-1)).toBe(`GET /servers/${id}`);
+    expect(consumer.ledger.fleetWatcher!.stats.fallbacks).toBe(0);
+    expect(consumer.ledger.fleetWatcher!.consuming).toBe(true);
+    expect(hosts.flatMap((h) => h.warnings)).toEqual([]);
   });
 
   it('a stalled watcher: the consumer falls back to its own looks with exactly one warning and a count, and its wait ends by its own 404', async () => {
