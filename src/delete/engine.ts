@@ -29,7 +29,7 @@ import { currentOperation } from '../core/telemetry.js';
 import { jitteredMs, type Clock, type TimerHandle } from '../core/index.js';
 import { MAX_TIMER_MS } from '../core/validate.js';
 import { checkEngineOptions } from './options.js';
-import { OrphanedServerError } from '../errors/index.js';
+import { OrphanedServerError, ValidationError } from '../errors/index.js';
 import { FailureLog } from './failureLog.js';
 import { AbortGroups } from './abortGroups.js';
 import { DeleteLedger } from './ledger.js';
@@ -190,9 +190,9 @@ export class DeleteEngine implements DeleteEngineFleet {
     this.#fleet?.interestChanged();
   }
 
-  /** See {@link DeleteEngineFleet.attachFleet} (`fleet.ts`). @throws `Error` when another link is attached. */
+  /** See {@link DeleteEngineFleet.attachFleet} (`fleet.ts`). @throws {@link ValidationError} when another link is attached. */
   attachFleet(link: FleetLink): () => void {
-    if (this.#fleet !== undefined && this.#fleet !== link) throw new Error('a fleet link is attached to this engine already');
+    if (this.#fleet !== undefined && this.#fleet !== link) throw new ValidationError('a fleet link is attached to this client already (one ledger with fleetWatcher per client)');
     this.#fleet = link;
     return () => void (this.#fleet === link && ((this.#fleet = undefined), this.fleetChanged()));
   }

@@ -43,7 +43,7 @@ export interface DeleteEngineFleet {
   /**
    * Attach `link` (one at a time).
    * @returns the function that detaches it.
-   * @throws `Error` when another link is attached.
+   * @throws `ValidationError` when another link is attached.
    */
   attachFleet(link: FleetLink): () => void;
   /** The servers its delete waits wait on now. */

@@ -80,7 +80,21 @@ export class FleetWatcher implements FleetLink {
   #rounds = new Set<Promise<void>>();
   #closed = false;
 
-  constructor(init: FleetWatcherInit) {
+  /**
+   * Start this host's part (`closeLedger` is called when it cannot start: its ledger is not left open).
+   * @throws `ValidationError` when another fleet link is attached to the client's engine (one ledger with `fleetWatcher` per client).
+   */
+  static async start(init: FleetWatcherInit, closeLedger: () => Promise<void>): Promise<FleetWatcher> {
+    try {
+      return new FleetWatcher(init);
+    } catch (error) {
+      await closeLedger();
+      throw error;
+    }
+  }
+
+  private constructor(init: FleetWatcherInit) {
+    this.#detach = init.engine.attachFleet(this);
     this.#d = init;
     this.#keys = fleetKeys(init.base);
     for (const [name, lua] of Object.entries(FLEET_COMMANDS)) init.conn.define(name, lua, FLEET_KEYS);
@@ -94,7 +108,6 @@ export class FleetWatcher implements FleetLink {
       stallMs: init.leaseTtlMs,
       catchUp: () => this.#catchUp(),
     });
-    this.#detach = init.engine.attachFleet(this);
     this.#schedule('elect', 0);
     this.#schedule('read', 0);
   }

@@ -113,8 +113,9 @@ export class RedisQuotaLedger implements QuotaLedger {
     checkOptionNames('RedisQuotaLedger.forClient options', options);
     const { fleetWatcher, ...rest } = options;
     const ledger = new RedisQuotaLedger({ ...rest, ...(await clientScope('RedisQuotaLedger.forClient', client, options)) });
-    const d = { conn: ledger.#conn, base: ledger.#keys.base, engine: client.deleteEngine, clock: ledger.#clock, leaseTtlMs: ledger.#opts.fleetLeaseTtlMs };
-    if (fleetWatcher === true) ledger.#fleet = new FleetWatcher({ ...d, logger: componentLogger(options.logger, 'fleet-watcher') });
+    if (fleetWatcher !== true) return ledger;
+    const fleet = { conn: ledger.#conn, base: ledger.#keys.base, engine: client.deleteEngine, clock: ledger.#clock, leaseTtlMs: ledger.#opts.fleetLeaseTtlMs, logger: componentLogger(options.logger, 'fleet-watcher') };
+    ledger.#fleet = await FleetWatcher.start(fleet, () => ledger.close());
     return ledger;
   }
 
@@ -136,9 +137,8 @@ export class RedisQuotaLedger implements QuotaLedger {
   }
 
   /**
-   * A call a closed ledger ignores (`leave`, `release`, `bind`, `publishFreed`): resolves at once
-   * after `close()`, and quietly when `close()` cut it off on the way (what it would have ended
-   * expires by its lease, or `close()` ended it).
+   * A call a closed ledger ignores (`leave`, `release`, `bind`, `publishFreed`): resolves at once after
+   * `close()`, quietly when `close()` cut it off (what it would have ended expires, or `close()` ended it).
    */
   async #quiet(name: LedgerCommand, args: ReadonlyArray<string | number>): Promise<void> {
     if (this.#closed) return;

@@ -280,6 +280,21 @@ describe.skipIf(!haveRedis)(`fleet watcher on a real redis-server${haveRedis ? '
     expect(await wait).toMatchObject({ name: 'AbortError' });
   });
 
+  it('one ledger with fleetWatcher per client: a second is refused with ValidationError, and its connections are closed', async () => {
+    const nova = await startNova();
+    const h = await host(nova, 'a');
+    await expect(RedisQuotaLedger.forClient(h.client, { url: server.url, holder: 'again', fleetWatcher: true, fleetLeaseTtlMs: TTL })).rejects.toMatchObject({ name: 'ValidationError' });
+    await h.ledger.close();
+    // Only the test's own connection is left: nothing of the refused ledger, nothing of the closed one.
+    let connections = 0;
+    for (let i = 0; i < 100; i++) {
+      connections = String(await admin.client('LIST')).split('\n').filter((l) => l.trim() !== '').length;
+      if (connections === 1) break;
+      await sleep(20);
+    }
+    expect(connections).toBe(1);
+  });
+
   it('close() stops everything: no timer, no wait, the lease given up at once (another host takes it at its next round)', async () => {
     const nova = await startNova();
     const hosts = await Promise.all(['a', 'b'].map((n) => host(nova, n)));
