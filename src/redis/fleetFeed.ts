@@ -7,7 +7,8 @@
  *   Redis restarted empty) is a gap; no publication for `stallMs` (the watcher stalled or died, Redis
  *   slow or down) is a stall. Either way the host falls back to its own looks at once, with one
  *   warning and one count in {@link FleetStats.fallbacks}, and consumes again at the next publication
- *   in sequence, after catching up on the proofs it may have missed (`FleetWatcher.catchUp`).
+ *   in sequence (after a gap: in a later read, so the waits look by themselves at least once), after
+ *   catching up on the proofs it may have missed (`FleetWatcher.catchUp`).
  * - **Fencing.** A publication of an older epoch than one already seen (a deposed watcher) is
  *   ignored and counted ({@link FleetStats.staleEpoch}).
  * - **Proofs always, states while consuming.** A proof of deletion (`'not-found'` or `'absent'`,
@@ -70,6 +71,8 @@ export class FleetFeed {
   #maxEpoch = 0;
   #lastAt: number;
   #consuming = false;
+  /** A gap in this read: no resuming before the next read (the waits look by themselves meanwhile). */
+  #gapSeen = false;
 
   constructor(init: FeedInit) {
     this.#d = init;
@@ -114,6 +117,7 @@ export class FleetFeed {
    */
   async read(): Promise<void> {
     const now = this.#d.clock.now();
+    this.#gapSeen = false;
     if (this.#lastId === undefined || (!this.#consuming && now - this.#lastAt > this.#d.stallMs)) await this.#sync();
     const answer = (await this.#d.conn.command('XREAD fleet', (c) => c.xread('COUNT', READ_COUNT, 'STREAMS', this.#d.stream, this.#lastId!))) as Array<[string, Array<[string, string[]]>]> | null;
     for (const [id, fields] of answer?.[0]?.[1] ?? []) this.#take(id, fields);
@@ -150,6 +154,7 @@ export class FleetFeed {
     this.#lastAt = this.#d.clock.now();
     if (gap) {
       this.#d.stats.gaps++;
+      this.#gapSeen = true;
       this.fallBack(`a gap in the publications' sequence numbers (${seq - prev! - 1} missed before ${seq})`);
     }
     let items: Published[] = [];
@@ -171,7 +176,7 @@ export class FleetFeed {
         engine.fleetObserved(it.i, { gone: false, server: { ...it.s, id: it.i } as Server });
       }
     }
-    if (!gap && !this.#consuming) this.#resume();
+    if (!this.#gapSeen && !this.#consuming) this.#resume();
   }
 
   #resume(): void {
