@@ -5,6 +5,7 @@
  * is a look only while consuming; when the link stops consuming the wait looks at once; the guard's
  * kind of wait (an `until` predicate) always looks by itself.
  */
+import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import type { FleetLink } from '../../src/delete/index.js';
 import { clientFor, fakeMs, serverPath, settle, startNova, useFakeClock } from '../helpers.js';
@@ -93,5 +94,44 @@ describe('DeleteEngine with a fleet link', () => {
     detach();
     expect((await settle(wait)).outcome).toBe('deleted');
     expect(nova.requestsTo('GET', serverPath(id)).at(-1)!.status).toBe(404);
+  });
+
+  it('property: whatever the fleet publishes, in any order and at any delay, a wait ends deleted only after a 404 or a proved absence, and then at once', async () => {
+    const kinds = ['not-found', 'absent', 'DELETED', 'deleted', '', undefined, true, 'gone', 'NotFound'] as const;
+    const statuses = ['ACTIVE', 'DELETED', 'SHUTOFF', 'BUILD'] as const;
+    const item = fc.oneof(
+      fc.record({ proof: fc.constantFrom(...kinds), atMs: fc.integer({ min: 0, max: 4000 }) }),
+      fc.record({ status: fc.constantFrom(...statuses), atMs: fc.integer({ min: 0, max: 4000 }) }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(item, { maxLength: 8 }), fc.boolean(), async (items, consuming) => {
+        const nova = await startNova({ deleteDelayMs: 1_000_000 });
+        const client = clientFor(nova);
+        const l = link(consuming);
+        client.deleteEngine.attachFleet(l);
+        const id = nova.addServer({ status: 'ACTIVE' }).id;
+        const t0 = Date.now();
+        const wait = client.deleteServer(id, { wait: true, intervalMs: 1000, jitter: 0, timeoutMs: 5000 }).then(
+          (r) => ({ outcome: r.outcome, atMs: Date.now() - t0 }),
+          (e: unknown) => ({ outcome: (e as Error).name, atMs: Date.now() - t0 }),
+        );
+        const sorted = [...items].sort((a, b) => a.atMs - b.atMs);
+        for (const it of sorted) {
+          await vi.advanceTimersByTimeAsync(Math.max(0, t0 + it.atMs - Date.now()));
+          if ('proof' in it) client.deleteEngine.fleetObserved(id, { gone: true, evidence: it.proof as never });
+          else client.deleteEngine.fleetObserved(id, { gone: false, server: { id, status: it.status, 'OS-EXT-STS:task_state': 'deleting' } });
+        }
+        const r = await settle(wait);
+        const proof = sorted.find((it) => 'proof' in it && (it.proof === 'not-found' || it.proof === 'absent'));
+        // Nova does not delete the server within the wait (1000 s): the only 404 or absence is a published one.
+        if (proof) expect(r).toEqual({ outcome: 'deleted', atMs: proof.atMs });
+        else expect(r.outcome).toBe('DeleteTimeoutError');
+        // Nova itself never answered 404 while the wait ran (settle() runs the fake's timers to the end afterwards).
+        expect(nova.requests.filter((q) => q.status === 404 && q.timeMs - t0 < r.atMs)).toEqual([]);
+        expect(client.deleteEngine.idle).toBe(true);
+        await nova.close();
+      }),
+      { numRuns: 40 },
+    );
   });
 });
