@@ -7,8 +7,9 @@
  * - **Election.** Every `leaseTtlMs / 3` each host runs ELECT (`fleetScripts.ts`): the holder renews
  *   its lease (`PEXPIRE` if the value is still its token), anyone takes a lease nobody holds
  *   (`SET NX`-like, in the script), with a new fencing epoch (`INCR`). A dead or stopped watcher's
- *   lease lapses `leaseTtlMs` after its last renewal, at most `leaseTtlMs / 3` after its last round,
- *   and the next host's round takes it: a watcher is replaced within `leaseTtlMs` of its stop.
+ *   lease is set for five sixths of `leaseTtlMs` and renewed every third, so it lapses at most five
+ *   sixths of the TTL after its holder stopped; the other hosts try every sixth: a watcher is
+ *   replaced within `leaseTtlMs` of its stop (a renewal may come half a TTL late and still hold).
  * - **Fencing.** PUBLISH checks the lease is still `<token>:<epoch>` in the same script (a deposed
  *   watcher publishes nothing), and consumers ignore a publication of an epoch older than one seen.
  * - **Interest.** Each host registers the servers its delete waits wait on, with their deadline as the
@@ -143,7 +144,7 @@ export class FleetWatcher implements FleetLink {
     const timer = this.#d.clock.setTimeout(() => {
       const round = (which === 'elect' ? this.#electRound() : this.#readRound()).finally(() => {
         this.#rounds.delete(round);
-        this.#schedule(which, which === 'elect' ? this.#d.leaseTtlMs / 3 : this.#readEveryMs());
+        this.#schedule(which, which === 'elect' ? this.#electEveryMs() : this.#readEveryMs());
       });
       this.#rounds.add(round);
     }, ms);
@@ -152,7 +153,17 @@ export class FleetWatcher implements FleetLink {
     else this.#readTimer = timer;
   }
 
-  /** Reads are frequent while this host waits on servers, rare otherwise. */
+  /** The lease as set in Redis, in ms: five sixths of the TTL (see the module). */
+  #leasePxMs(): number {
+    return Math.floor((this.#d.leaseTtlMs * 5) / 6);
+  }
+
+  /** The holder renews every third of the TTL; the others try every sixth. */
+  #electEveryMs(): number {
+    return this.#lease ? this.#d.leaseTtlMs / 3 : this.#d.leaseTtlMs / 6;
+  }
+
+  /** Time between reads of the publications, in ms. */
   #readEveryMs(): number {
     return Math.max(20, Math.min(250, this.#d.leaseTtlMs / 8));
   }
@@ -160,7 +171,7 @@ export class FleetWatcher implements FleetLink {
   async #electRound(): Promise<void> {
     const started = this.#d.clock.now();
     try {
-      const [held, epoch] = (await this.#run('novaGuardFleetElect', [this.#token, this.#d.leaseTtlMs])) as [number, number];
+      const [held, epoch] = (await this.#run('novaGuardFleetElect', [this.#token, this.#leasePxMs()])) as [number, number];
       if (this.#closed) return;
       this.#feed.sawEpoch(epoch);
       if (held === 1) this.#hold(epoch, started);
@@ -178,7 +189,7 @@ export class FleetWatcher implements FleetLink {
       this.#feed.stop();
       this.#d.logger.info({ epoch }, 'fleet watcher: this host watches for the fleet');
     }
-    this.#lease = { epoch, until: started + this.#d.leaseTtlMs };
+    this.#lease = { epoch, until: started + this.#leasePxMs() };
   }
 
   #lose(reason: string): void {
