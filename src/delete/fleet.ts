@@ -18,7 +18,7 @@ import type { GoneEvidence } from './types.js';
 export interface FleetLink {
   /** True while this host consumes the fleet watcher's publications: its delete waits send no looks of their own. */
   readonly consuming: boolean;
-  /** The delete waits of the engine changed (a wait started or ended): see {@link DeleteEngineFleet.interest}. */
+  /** The delete waits of the engine changed (a wait started or ended): register what `DeleteEngine.interest()` now says. */
   interestChanged(): void;
 }
 
