@@ -188,6 +188,9 @@ export class FleetWatcher implements FleetLink {
       this.stats.elections++;
       this.#feed.stop();
       this.#d.logger.info({ epoch }, 'fleet watcher: this host watches for the fleet');
+      this.#lease = { epoch, until: started + this.#leasePxMs() };
+      // No longer consuming: its own waits look by themselves (with the fleet's, in the same listings).
+      this.#d.engine.fleetChanged();
     }
     this.#lease = { epoch, until: started + this.#leasePxMs() };
   }
