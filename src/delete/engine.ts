@@ -19,7 +19,8 @@
  *    it) ends them as `deleted`; `SOFT_DELETED` and `ERROR` with no task end them; anything else
  *    (`DELETED` included) schedules the next look.
  * The guard's ACTIVE wait is a wait here too (its predicate: `WatchSpec.until`): one schedule, one
- * set of listings, one rate limit and pace for every wait of the client (its watcher).
+ * set of listings, one rate limit and pace for every wait of the client (its watcher). With a fleet
+ * link attached (`fleet.ts`) and consuming, delete waits take their answers from the fleet watcher.
  * Source: osc-lib `utils.wait_for_delete` (one wait), nodepool's shared server list (many waits),
  * Nova API reference "List Servers Detailed" (`changes-since`), tempest's `wait_for_server_termination`.
  * @module
@@ -28,19 +29,20 @@ import { currentOperation } from '../core/telemetry.js';
 import { jitteredMs, type Clock, type TimerHandle } from '../core/index.js';
 import { MAX_TIMER_MS } from '../core/validate.js';
 import { checkEngineOptions } from './options.js';
-import { OrphanedServerError } from '../errors/index.js';
+import { OrphanedServerError, ValidationError } from '../errors/index.js';
 import { FailureLog } from './failureLog.js';
 import { AbortGroups } from './abortGroups.js';
 import { DeleteLedger } from './ledger.js';
 import { runTick } from './tick.js';
-import { endWatch, lookTimeoutMs, watchAborted, type Entry, type Watch } from './watch.js';
+import { endWatch, lookFailed, lookTimeoutMs, lookedPresent, newEntry, watchAborted, type Entry, type Watch } from './watch.js';
 import { ServerMemory } from './memory.js';
 import { ListingPolicy } from './listingPolicy.js';
 import { Outbound } from './outbound.js';
 import { PresenceCheck } from './presenceCheck.js';
 import { ShortLooks } from './shortLooks.js';
-import { ORPHAN_EVIDENCE } from './evidence.js';
-import { isFatalLookFailure, showsDeleted, type Observation } from './observe.js';
+import { ORPHAN_EVIDENCE, fleetProofIsGone } from './evidence.js';
+import { fleetCovers, interestOf, type DeleteEngineFleet, type FleetInterest, type FleetLink } from './fleet.js';
+import { showsDeleted, type Observation } from './observe.js';
 import type { DeleteEngineOptions, DeleteEngineStats, ServerApi, WatchEnd, WatchSpec } from './types.js';
 
 export type { DeleteEngineOptions, DeleteEngineStats, WatchEnd, WatchSpec } from './types.js';
@@ -52,7 +54,7 @@ const LAST_LOOK_MARGIN_MS = 10;
 const STATUS_REFRESH_INTERVALS = 3;
 
 /** The delete engine of one client. */
-export class DeleteEngine {
+export class DeleteEngine implements DeleteEngineFleet {
   /** Unconfirmed deletions and the "deletion confirmed" event. */
   readonly ledger: DeleteLedger;
   /** The client calls the engine sends its requests through. */
@@ -80,6 +82,7 @@ export class DeleteEngine {
   readonly #presence: PresenceCheck;
   /** Short looks at deletions while a create waits for headroom (`shortLooks.ts`). */
   readonly shortLooks = new ShortLooks(() => this.#pullIn(), () => this.outbound.pace.factor);
+  #fleet: FleetLink | undefined;
 
   constructor(api: ServerApi, options: DeleteEngineOptions = {}) {
     checkEngineOptions(options);
@@ -106,14 +109,11 @@ export class DeleteEngine {
   }
 
   /** Pending waits. */
-  get pendingWaits(): number {
-    return this.#waits;
-  }
-
+  get pendingWaits(): number { return this.#waits; } // prettier-ignore
   /** Servers with at least one pending wait. */
-  get pendingServers(): number {
-    return this.#entries.size;
-  }
+  get pendingServers(): number { return this.#entries.size; } // prettier-ignore
+  /** Nova's clock minus the local wall clock, in ms, once a `Date` header has told it. */
+  get novaOffsetMs(): number | undefined { return this.#offsetMs; } // prettier-ignore
 
   /** True when nothing is pending, no timer is set and no tick runs. */
   get idle(): boolean {
@@ -150,19 +150,7 @@ export class DeleteEngine {
     return new Promise<WatchEnd>((resolve, reject) => {
       let entry = this.#entries.get(serverId);
       if (!entry) {
-        entry = {
-          serverId,
-          watches: [],
-          anchorNovaMs: this.#memory.deleteDate(serverId),
-          createdWallMs: this.clock.wallNow(),
-          seenDeleted: false,
-          underway: false,
-          statusAt: Number.NEGATIVE_INFINITY,
-          listed: false,
-          lastListed: false,
-          controller: new AbortController(),
-          operation: currentOperation(),
-        };
+        entry = newEntry(serverId, this.#memory.deleteDate(serverId), this.clock.wallNow(), currentOperation());
         this.#entries.set(serverId, entry);
       }
       const now = this.clock.now();
@@ -180,6 +168,7 @@ export class DeleteEngine {
       if (spec.signal) this.#abortGroups.add(spec.signal, w);
       entry.watches.push(w);
       this.#waits++;
+      this.#fleet?.interestChanged();
       const fleet = this.#coalesce && this.#entries.size >= 2;
       const tickAt = Math.max(fleet ? Math.max(now, this.#lastTickAt + this.#gapMs(this.shortLooks.intervalOf(w))) : now, this.outbound.pausedUntil);
       this.#wantTimer(Math.min(tickAt, w.deadlineAt));
@@ -201,6 +190,40 @@ export class DeleteEngine {
     }
     endWatch(w, end);
     if (this.#entries.size === 0) this.#clearTimer();
+    this.#fleet?.interestChanged();
+  }
+
+  /** See {@link DeleteEngineFleet.attachFleet} (`fleet.ts`). @throws {@link ValidationError} when another link is attached. */
+  attachFleet(link: FleetLink): () => void {
+    if (this.#fleet !== undefined && this.#fleet !== link) throw new ValidationError('a fleet link is attached to this client already (one ledger with fleetWatcher per client)');
+    this.#fleet = link;
+    return () => void (this.#fleet === link && ((this.#fleet = undefined), this.fleetChanged()));
+  }
+
+  /** The servers the engine's delete waits wait on (see `fleet.ts`). */
+  interest(): FleetInterest[] {
+    return interestOf(this.#entries.values(), this.clock.now());
+  }
+
+  /** The link started or stopped consuming: a wait the fleet no longer answers for looks at once. */
+  fleetChanged(): void {
+    const now = this.clock.now();
+    for (const e of this.#entries.values()) if (!fleetCovers(this.#fleet, e)) for (const w of e.watches) w.nextAt = Math.min(w.nextAt, now);
+    if (!this.#ticking) this.#reschedule();
+  }
+
+  /**
+   * What the fleet watcher published about `serverId`: a proof of deletion (`evidence.ts`, rule 3)
+   * ends its waits; a body is a look only while `fleetCovers` it; `undefined` (the watcher cannot
+   * answer for it: its look failed, or found an orphan) makes its waits look by themselves.
+   */
+  fleetObserved(serverId: string, obs: Observation | undefined): boolean {
+    const entry = this.#entries.get(serverId);
+    if (entry && obs === undefined) return ((entry.fleetOff = true), this.fleetChanged(), true);
+    if (!entry || !obs || (obs.gone ? !fleetProofIsGone(obs.evidence) : !fleetCovers(this.#fleet, entry))) return false;
+    this.#deliver(entry, obs);
+    if (!this.#ticking) this.#reschedule();
+    return true;
   }
 
   /** Time between shared ticks: `watchIntervalMs`, or half the smallest interval, shorter while a server shows DELETED; widened by the pace. */
@@ -252,7 +275,7 @@ export class DeleteEngine {
     let confirm = Number.POSITIVE_INFINITY;
     for (const w of this.#allWaits()) {
       deadline = Math.min(deadline, w.deadlineAt);
-      if (w.nextAt < w.deadlineAt - LAST_LOOK_MARGIN_MS) next = Math.min(next, w.nextAt);
+      if (w.nextAt < w.deadlineAt - LAST_LOOK_MARGIN_MS && !fleetCovers(this.#fleet, w.entry)) next = Math.min(next, w.nextAt);
       interval = Math.min(interval, this.shortLooks.intervalOf(w));
       if (w.entry.seenDeleted) confirm = Math.min(confirm, w.confirmIntervalMs);
     }
@@ -273,8 +296,9 @@ export class DeleteEngine {
 
   #startTick(now: number): void {
     // Shared listings while two or more are pending, unless a listing failed lately (back-off).
-    const fleet = this.#coalesce && this.#entries.size >= 2 && this.#listings.usable(now);
-    const entries = [...this.#entries.values()];
+    // The servers the fleet watcher answers for get no looks of their own (`fleet.ts`).
+    const entries = [...this.#entries.values()].filter((e) => !fleetCovers(this.#fleet, e));
+    const fleet = this.#coalesce && entries.length >= 2 && this.#listings.usable(now);
     const due = entries.filter((e) => e.watches.some((w) => w.nextAt <= now && now < w.deadlineAt - LAST_LOOK_MARGIN_MS));
     if (due.length === 0) return;
     const controller = new AbortController();
@@ -370,13 +394,7 @@ export class DeleteEngine {
   /** A shared listing still has `entry`'s server (or its 404 is unchecked): a look at it, its status as last seen. */
   #present(entry: Entry): void {
     const now = this.clock.now();
-    for (const w of entry.watches) {
-      w.polls++;
-      w.failures = 0;
-      w.log.answered();
-      w.end = { ...w.end, polls: w.polls };
-      w.nextAt = this.#nextLookAt(w, now);
-    }
+    lookedPresent(entry, (w) => this.#nextLookAt(w, now));
   }
 
   /** Its GET answered 404, yet Nova still lists it: every wait on it fails; it stays unconfirmed. */
@@ -387,13 +405,6 @@ export class DeleteEngine {
 
   #fail(entry: Entry, error: unknown): void {
     const now = this.clock.now();
-    for (const w of [...entry.watches]) {
-      w.polls++;
-      w.failures++;
-      w.log.note('look', error);
-      w.end = { ...w.end, polls: w.polls };
-      if (isFatalLookFailure(error) || w.failures > w.pollRetries) this.#settle(w, error instanceof Error ? error : new Error(String(error)));
-      else w.nextAt = now + jitteredMs(this.outbound.pace.widen(this.shortLooks.intervalOf(w)), w.jitter);
-    }
+    lookFailed(entry, error, (w, e) => this.#settle(w, e), (w) => now + jitteredMs(this.outbound.pace.widen(this.shortLooks.intervalOf(w)), w.jitter));
   }
 }

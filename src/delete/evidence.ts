@@ -24,7 +24,7 @@
  *
  * @module
  */
-import type { TickEntry } from './types.js';
+import type { GoneEvidence, TickEntry } from './types.js';
 
 /** The words of an orphan's evidence. */
 export const ORPHAN_EVIDENCE = 'Nova answered 404 (itemNotFound) for it, while a listing of the project (GET /servers) still shows it';
@@ -86,4 +86,16 @@ export function plausiblyOurs(ids: ReadonlySet<string>, entries: readonly TickEn
  */
 export function absenceIsGone(e: TickEntry, ids: ReadonlySet<string>, plausible: boolean, trustAbsence: boolean): boolean {
   return !ids.has(e.serverId) && e.listed && plausible && trustAbsence;
+}
+
+/**
+ * Rule 3, the fleet: a proof of deletion published by the project's elected watcher on another host
+ * (`fleet.ts`) counts only when it names the evidence that watcher's engine judged by rule 1 or 2
+ * above (`'not-found'` or `'absent'`): the same evidence, never weaker. Deletion is monotonic (a
+ * destroyed server's id never comes back), so a proof stays true however late it arrives and
+ * whichever epoch of the watcher published it. Anything else a publication says (a status, a
+ * task_state) is a look like any other, never "gone".
+ */
+export function fleetProofIsGone(evidence: unknown): evidence is GoneEvidence {
+  return evidence === 'not-found' || evidence === 'absent';
 }

@@ -34,7 +34,10 @@ export type {
   WatchSpec,
   EngineResponse,
   EngineRequestOptions,
+  GoneEvidence,
 } from './types.js';
+export type { FleetLink, FleetInterest, FleetProof, DeleteEngineFleet } from './fleet.js';
+export { fleetProofIsGone } from './evidence.js';
 export type { DeleteLedger } from './ledger.js';
 export type { Outbound } from './outbound.js';
 export type { PollPace } from './pollPace.js';

@@ -81,7 +81,7 @@ const UNKNOWN_OFFSET_WINDOW_MS = 600_000;
 async function deliverGone(ctx: TickContext, e: TickEntry): Promise<void> {
   const judged = await judgeNotFound(e, ctx.fleet, ctx.listedNow);
   if (!live(e)) return;
-  if (judged.verdict === 'gone') ctx.deliver(e, { gone: true });
+  if (judged.verdict === 'gone') ctx.deliver(e, { gone: true, evidence: 'not-found' });
   else if (judged.verdict === 'orphan') ctx.orphan(e);
   else ctx.checkFailed(e, judged.error);
 }
@@ -222,7 +222,7 @@ export async function runTick(ctx: TickContext): Promise<void> {
     // servers the status listing could not answer get their GETs meanwhile, not after a slow listing.
     const answered = new Set(single);
     const presence = presenceListing(ctx, ctx.entries.filter((e) => live(e) && e.underway && !answered.has(e))).then(async ({ gone, look }) => {
-      for (const e of gone) if (live(e)) ctx.deliver(e, { gone: true });
+      for (const e of gone) if (live(e)) ctx.deliver(e, { gone: true, evidence: 'absent' });
       await lookEach(ctx, look);
     });
     await Promise.all([lookEach(ctx, single), presence]);

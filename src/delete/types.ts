@@ -60,8 +60,17 @@ export interface ServerApi {
   request(req: EngineRequestOptions & { method: 'DELETE' | 'POST'; path: string; body?: unknown; serverId?: string | undefined }): Promise<EngineResponse>;
 }
 
-/** One look at a server: gone (Nova's 404 for it, or no longer in a listing that had it), or its current body. */
-export type Observation = { gone: true; server?: undefined } | { gone: false; server: Server };
+/**
+ * What proved a server gone (see `evidence.ts`): `'not-found'`, Nova's 404 for its own request
+ * (rule 1), or `'absent'`, its absence from a brief listing that had it (rule 2).
+ */
+export type GoneEvidence = 'not-found' | 'absent';
+
+/**
+ * One look at a server: gone (Nova's 404 for it, or no longer in a listing that had it, with the
+ * evidence when the engine's rules judged it), or its current body.
+ */
+export type Observation = { gone: true; server?: undefined; evidence?: GoneEvidence | undefined } | { gone: false; server: Server };
 
 /** How a wait ended. */
 export type WaitOutcome = 'deleted' | 'soft-deleted' | 'error' | 'timeout';

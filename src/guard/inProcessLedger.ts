@@ -30,7 +30,8 @@ import { NO_NEEDS, addNeeds, fitsRawHeadroom, rawHeadroomOf } from './headroom.j
 import type { AcquireRequest, Acquisition, AdmitRequest, Admission, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from './ledger.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { scopeMismatch } from './ledgerScope.js';
-import { PlaceWakes, callEach } from './placeWakes.js';
+import { callEach } from '../core/listeners.js';
+import { PlaceWakes } from './placeWakes.js';
 
 /**
  * How long a reading that answered keeps the `'counted'` releases it may miss, waiting for its

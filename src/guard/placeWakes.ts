@@ -16,17 +16,7 @@
  *
  * @module
  */
-
-/** Call each listener (of a copy: a listener may unsubscribe); a listener's failure is its own. */
-export function callEach(listeners: Iterable<() => void>): void {
-  for (const listener of [...listeners]) {
-    try {
-      listener();
-    } catch {
-      // a listener's failure is its own
-    }
-  }
-}
+import { callEach } from '../core/listeners.js';
 
 /** The places of one ledger object in join order, and who listens for their wake-ups. */
 export class PlaceWakes {

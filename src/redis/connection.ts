@@ -336,6 +336,20 @@ export class RedisConnection {
     return this.#send(name, () => fn.apply(this.#client, [...args]), raw);
   }
 
+  /** Define one more script command on the command connection (`numberOfKeys` keys), as the ledger's own. */
+  define(name: string, lua: string, numberOfKeys: number): void {
+    if (!(name in this.#client)) this.#client.defineCommand(name, { lua, numberOfKeys });
+  }
+
+  /**
+   * Send any command through `fn` (a script defined with {@link RedisConnection.define}, `XREAD`...),
+   * bounded and timed as {@link RedisConnection.run}.
+   * @throws {@link RedisLedgerError} as {@link RedisConnection.run}.
+   */
+  command<T>(what: string, fn: (client: Redis) => Promise<T>): Promise<T> {
+    return this.#send(what, () => fn(this.#client), true) as Promise<T>;
+  }
+
   /**
    * `PING`, bounded by `commandTimeoutMs` (and timed, like every command).
    * @throws {@link RedisLedgerError} as {@link RedisConnection.run}.

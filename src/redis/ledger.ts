@@ -8,16 +8,16 @@
 import { randomUUID } from 'node:crypto';
 import { systemClock, type Clock, type ResourceAmounts, type TimerHandle } from '../core/index.js';
 import { componentLogger } from '../core/logger.js';
-import { AbortError } from '../errors/index.js';
 import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from '../guard/index.js';
 import type { NovaClient } from '../nova/index.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { clientScope, scopeMismatch } from '../guard/ledgerScope.js';
-import { PlaceWakes, callEach } from '../guard/placeWakes.js';
+import { LedgerNews } from './news.js';
 import { RedisConnection, type LedgerCommand } from './connection.js';
 import { amounts, needsArgs } from './codec.js';
 import { ReadingAges } from './readingAges.js';
 import { acquireOn, limitsOn, type LedgerInternals } from './readings.js';
+import { FleetWatcher } from './fleetWatcher.js';
 import { checkOptionNames, ledgerKeys, resolveOptions, urlPassword, type LedgerKeys, type RedisQuotaLedgerOptions, type ResolvedOptions } from './options.js';
 
 /** How long a claim released as `'counted'` stays subtracted from readings sent before it, in ms. */
@@ -51,9 +51,7 @@ export class RedisQuotaLedger implements QuotaLedger {
   readonly #conn: RedisConnection;
   readonly #redactedUrl: string | undefined;
   readonly #instance = randomUUID();
-  readonly #freed = new Set<() => void>();
-  readonly #wakes = new PlaceWakes();
-  readonly #limitsWaiters = new Set<() => void>();
+  readonly #news: LedgerNews;
   readonly #places = new Map<string, { seq: number; needs: string }>();
   readonly #claims = new Map<string, { record: string; expiresAt: number }>();
   /** When this ledger first saw each reading: the second clock of freshness. */
@@ -63,6 +61,7 @@ export class RedisQuotaLedger implements QuotaLedger {
   #maxSeq = 0;
   #beat: TimerHandle | undefined;
   #closed = false;
+  #fleet: FleetWatcher | undefined;
 
   /**
    * @throws `ValidationError` for bad options (see {@link RedisQuotaLedgerOptions}).
@@ -75,6 +74,7 @@ export class RedisQuotaLedger implements QuotaLedger {
     this.#keys = ledgerKeys(this.#opts.keyPrefix, options.endpoint, options.projectId);
     this.scope = ledgerScope(options.endpoint, options.projectId);
     this.#clock = options.clock ?? systemClock;
+    this.#news = new LedgerNews(this.#instance, this.#keys.limitsChannel, this.#clock);
     this.#ages = new ReadingAges(this.#clock, this.#opts.limitsMaxAgeMs);
     this.#internals = {
       run: (name, args) => this.#run(name, args),
@@ -83,9 +83,9 @@ export class RedisQuotaLedger implements QuotaLedger {
       opts: this.#opts,
       holder: this.holder,
       limitsChannel: this.#keys.limitsChannel,
-      waitForReading: (ms, signal) => this.#waitForReading(ms, signal),
+      waitForReading: (ms, signal) => this.#news.waitForReading(ms, signal),
       keepPlace: (id, seq, record) => this.#keepPlace(id, seq, record),
-      forgetPlace: (id) => void (this.#places.delete(id) && this.#wakes.left(id)),
+      forgetPlace: (id) => void (this.#places.delete(id) && this.#news.wakes.left(id)),
       remember: (id, needs, token, ttlMs) => this.#remember(id, needs, token, ttlMs),
     };
     const password = urlPassword(options.url);
@@ -97,7 +97,7 @@ export class RedisQuotaLedger implements QuotaLedger {
       commandTimeoutMs: this.#opts.commandTimeoutMs,
       logger: componentLogger(options.logger, 'redis-ledger'),
       channels: [this.#keys.freedChannel, this.#keys.limitsChannel],
-      onMessage: (channel, message) => this.#message(channel, message),
+      onMessage: (channel, message) => this.#news.message(channel, message),
       onReconnect: () => this.#assert(true),
     });
     this.#redactedUrl = options.url === undefined ? undefined : this.#conn.redact(options.url);
@@ -110,8 +110,16 @@ export class RedisQuotaLedger implements QuotaLedger {
    */
   static async forClient(client: NovaClient, options: Omit<RedisQuotaLedgerOptions, 'endpoint' | 'projectId'> & { endpoint?: string; projectId?: string }): Promise<RedisQuotaLedger> {
     checkOptionNames('RedisQuotaLedger.forClient options', options);
-    return new RedisQuotaLedger({ ...options, ...(await clientScope('RedisQuotaLedger.forClient', client, options)) });
+    const { fleetWatcher, ...rest } = options;
+    const ledger = new RedisQuotaLedger({ ...rest, ...(await clientScope('RedisQuotaLedger.forClient', client, options)) });
+    if (fleetWatcher !== true) return ledger;
+    const fleet = { conn: ledger.#conn, base: ledger.#keys.base, engine: client.deleteEngine, clock: ledger.#clock, leaseTtlMs: ledger.#opts.fleetLeaseTtlMs, logger: componentLogger(options.logger, 'fleet-watcher') };
+    ledger.#fleet = await FleetWatcher.start(fleet, () => ledger.close());
+    return ledger;
   }
+
+  /** This host's part in the fleet watcher (`fleetWatcher: true`, see `fleetWatcher.ts`): its counters, whether it watches. */
+  get fleetWatcher(): FleetWatcher | undefined { return this.#fleet; } // prettier-ignore
 
   /**
    * A guard of `scope` is about to use this ledger (see `QuotaLedger.bindScope`).
@@ -128,9 +136,8 @@ export class RedisQuotaLedger implements QuotaLedger {
   }
 
   /**
-   * A call a closed ledger ignores (`leave`, `release`, `bind`, `publishFreed`): resolves at once
-   * after `close()`, and quietly when `close()` cut it off on the way (what it would have ended
-   * expires by its lease, or `close()` ended it).
+   * A call a closed ledger ignores (`leave`, `release`, `bind`, `publishFreed`): resolves at once after
+   * `close()`, quietly when `close()` cut it off (what it would have ended expires, or `close()` ended it).
    */
   async #quiet(name: LedgerCommand, args: ReadonlyArray<string | number>): Promise<void> {
     if (this.#closed) return;
@@ -140,26 +147,6 @@ export class RedisQuotaLedger implements QuotaLedger {
       if (!this.#closed) throw error;
     }
   }
-
-  #message(channel: string, message: string): void {
-    if (channel === this.#keys.limitsChannel) {
-      for (const wake of [...this.#limitsWaiters]) wake();
-      return;
-    }
-    let from: unknown;
-    try {
-      from = (JSON.parse(message) as { from?: unknown }).from;
-    } catch {
-      from = undefined;
-    }
-    if (from !== this.#instance) this.#notifyFreed();
-  }
-
-  #notifyFreed(): void {
-    this.#wakes.wakeHead();
-    callEach(this.#freed);
-  }
-
 
   /** Write back the places (and with `claims`, the live claims) this ledger holds; renews its holder entry. */
   async #assert(claims: boolean): Promise<void> {
@@ -203,7 +190,7 @@ export class RedisQuotaLedger implements QuotaLedger {
 
   #keepPlace(id: string, seq: number, record: string): void {
     this.#maxSeq = Math.max(this.#maxSeq, seq);
-    if (!this.#places.has(id)) this.#wakes.joined(id);
+    if (!this.#places.has(id)) this.#news.wakes.joined(id);
     this.#places.set(id, { seq, needs: record });
   }
 
@@ -295,21 +282,19 @@ export class RedisQuotaLedger implements QuotaLedger {
 
   /** Tell every holder that quota was freed. After `close()` (or cut off by it): the local listeners only, quietly. */
   async publishFreed(serverId: string): Promise<void> {
-    this.#notifyFreed();
+    this.#news.freed();
     // One script: the kept /limits reading from before this deletion stops being fresh, and every
     // holder wakes, so a woken waiter reads quota as Nova counts it after the deletion.
     await this.#quiet('novaGuardFreed', [this.#keys.freedChannel, JSON.stringify({ from: this.#instance, serverId })]);
   }
 
   onFreed(listener: () => void): () => void {
-    const wrapped = (): void => listener();
-    this.#freed.add(wrapped);
-    return () => this.#freed.delete(wrapped);
+    return this.#news.onFreed(listener);
   }
 
   /** `QuotaLedger.onWake`: a freed server wakes this object's oldest place (`PlaceWakes`: one admission per waiting process). */
   onWake(place: LedgerPlace, listener: () => void): () => void {
-    return this.#wakes.listen(place.id, listener);
+    return this.#news.wakes.listen(place.id, listener);
   }
 
   /**
@@ -338,25 +323,6 @@ export class RedisQuotaLedger implements QuotaLedger {
     await this.#conn.ping();
   }
 
-  /** Wait for a "kept reading refreshed" message or `ms`, whichever comes first. */
-  #waitForReading(ms: number, signal: AbortSignal | undefined): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      const done = (): void => {
-        this.#clock.clearTimeout(timer);
-        this.#limitsWaiters.delete(done);
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      };
-      const onAbort = (): void => {
-        done();
-        reject(new AbortError(undefined, { cause: signal?.reason }));
-      };
-      const timer = this.#clock.setTimeout(done, ms);
-      this.#limitsWaiters.add(done);
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
-  }
-
   /**
    * A `/limits` reading: the kept one when fresh (by Redis's clock and this ledger's own), else
    * one made through `read` under the refresh lock (see `readings.ts`).
@@ -374,6 +340,7 @@ export class RedisQuotaLedger implements QuotaLedger {
     if (this.#closed) return;
     this.#closed = true;
     try {
+      await this.#fleet?.close();
       this.#clock.clearTimeout(this.#beat);
       const places = [...this.#places.keys()];
       const claims = [...this.#claims.keys()];
@@ -384,7 +351,7 @@ export class RedisQuotaLedger implements QuotaLedger {
       ]);
     } finally {
       this.#places.clear();
-      this.#wakes.clear();
+      this.#news.wakes.clear();
       this.#claims.clear();
       await this.#conn.close();
     }

@@ -65,7 +65,26 @@ export interface RedisQuotaLedgerOptions {
   readonly keyPrefix?: string;
   /** pino logger, or an object with pino's level methods (`info`, `warn`, `error`, `debug`); the default is silent. */
   readonly logger?: LoggerOption;
+  /**
+   * Elect one watcher among the hosts of this ledger's scope (a Redis lease): it looks at the servers
+   * any host waits to be deleted and publishes what it saw (states, proofs of deletion, Nova's
+   * `Date`); the delete waits of every other host consume the publications instead of sending their
+   * own GETs and listings, and fall back to their own looks (one warning each time) on a gap or when
+   * no publication came within `fleetLeaseTtlMs`. Needs the client whose delete engine takes part:
+   * only {@link RedisQuotaLedger.forClient} takes it (`new RedisQuotaLedger` refuses it).
+   * See `docs/fleet-ledger.md`, "The fleet watcher". @default false
+   */
+  readonly fleetWatcher?: boolean;
+  /**
+   * With `fleetWatcher`: the watcher's lease, in ms. Renewed every third of it, with a publication at
+   * least that often; a dead or stopped watcher is replaced within it; a host that gets no
+   * publication for this long looks by itself. At least 300, whole ms. @default 6000
+   */
+  readonly fleetLeaseTtlMs?: number;
 }
+
+/** The shortest `fleetLeaseTtlMs` taken, in ms. */
+export const MIN_FLEET_LEASE_TTL_MS = 300;
 
 /** The shortest `placeTtlMs` taken, in ms. */
 export const MIN_PLACE_TTL_MS = 1000;
@@ -87,10 +106,14 @@ const OPTION_NAMES: OptionsSpec<RedisQuotaLedgerOptions> = {
   commandTimeoutMs: null,
   keyPrefix: null,
   logger: null,
+  fleetWatcher: null,
+  fleetLeaseTtlMs: null,
 };
 
 /** The key and channel names of one ledger scope (one endpoint, one project). */
 export interface LedgerKeys {
+  /** The prefix of every key of the scope (`<keyPrefix>{<endpoint hash>:<project>}:`). */
+  readonly base: string;
   /** Keys of every script, in the order `scripts.ts` lists them (the kept reading and its lock included). */
   readonly scope: readonly string[];
   readonly limits: string;
@@ -109,6 +132,7 @@ export function ledgerKeys(keyPrefix: string, endpoint: string, projectId: strin
   const hash = createHash('sha256').update(normaliseEndpoint(endpoint, projectId)).digest('hex').slice(0, 16);
   const base = `${keyPrefix}{${hash}:${encodeURIComponent(projectId)}}:`;
   return {
+    base,
     scope: ['claims', 'claimexp', 'counted', 'countedneeds', 'queue', 'placeexp', 'places', 'token', 'seq', 'countedat', 'holders', 'order', 'limits', 'limits:lock', 'settle'].map((n) => base + n),
     limits: `${base}limits`,
     limitsLock: `${base}limits:lock`,
@@ -125,6 +149,7 @@ export interface ResolvedOptions {
   readonly placeTtlMs: number;
   readonly commandTimeoutMs: number;
   readonly keyPrefix: string;
+  readonly fleetLeaseTtlMs: number;
 }
 
 /** The password of a Redis URL (for redaction), if any. */
@@ -173,6 +198,9 @@ export function resolveOptions(options: RedisQuotaLedgerOptions): ResolvedOption
       throw new ValidationError(`RedisQuotaLedger redis must be an ioredis client (new Redis(...)), got ${typeof redis === 'string' ? 'a string: pass a URL as url' : typeof redis}`);
     }
   }
+  if (options.fleetWatcher !== undefined && options.fleetWatcher !== false) {
+    throw new ValidationError('RedisQuotaLedger fleetWatcher needs the client whose waits take part: use RedisQuotaLedger.forClient(client, { fleetWatcher: true, ... })');
+  }
   if (options.clock !== undefined && !isClock(options.clock)) throw new ValidationError('RedisQuotaLedger clock must be a Clock (now, wallNow, setTimeout, clearTimeout)');
   if (url !== undefined) {
     let scheme: string;
@@ -195,7 +223,7 @@ export function resolveOptions(options: RedisQuotaLedgerOptions): ResolvedOption
   }
   const holder = options.holder ?? `${hostname()}:${process.pid}`;
   if (!isHolderName(holder)) throw new ValidationError(`RedisQuotaLedger holder must be a non-empty string without commas, got ${JSON.stringify(holder)}`);
-  const durations = { limitsMaxAgeMs: 1000, limitsLockMs: 10_000, placeTtlMs: 15_000, commandTimeoutMs: 2000 } as const;
+  const durations = { limitsMaxAgeMs: 1000, limitsLockMs: 10_000, placeTtlMs: 15_000, commandTimeoutMs: 2000, fleetLeaseTtlMs: 6000 } as const;
   const out: Record<string, number> = {};
   for (const [name, dflt] of Object.entries(durations)) {
     const value = (options as unknown as Record<string, unknown>)[name] ?? dflt;
@@ -204,6 +232,7 @@ export function resolveOptions(options: RedisQuotaLedgerOptions): ResolvedOption
     if (!Number.isInteger(value)) throw new ValidationError(`RedisQuotaLedger ${name} must be a whole number of milliseconds, got ${String(value)}`);
     out[name] = value as number;
   }
+  if (out.fleetLeaseTtlMs! < MIN_FLEET_LEASE_TTL_MS) throw new ValidationError(`RedisQuotaLedger fleetLeaseTtlMs must be at least ${MIN_FLEET_LEASE_TTL_MS} ms, got ${out.fleetLeaseTtlMs}`);
   if (out.placeTtlMs! < MIN_PLACE_TTL_MS) throw new ValidationError(`RedisQuotaLedger placeTtlMs must be at least ${MIN_PLACE_TTL_MS} ms, got ${out.placeTtlMs}`);
   const keyPrefix = options.keyPrefix ?? 'nova-guard:';
   if (typeof keyPrefix !== 'string') throw new ValidationError('RedisQuotaLedger keyPrefix must be a string');
@@ -215,5 +244,6 @@ export function resolveOptions(options: RedisQuotaLedgerOptions): ResolvedOption
     placeTtlMs: out.placeTtlMs!,
     commandTimeoutMs: out.commandTimeoutMs!,
     keyPrefix,
+    fleetLeaseTtlMs: out.fleetLeaseTtlMs!,
   };
 }

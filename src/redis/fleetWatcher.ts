@@ -1,0 +1,383 @@
+/**
+ * The fleet watcher: the hosts of one project (one ledger scope) elect one watcher through a Redis
+ * lease; it looks at the servers any host waits on with its own delete engine (listings and GETs,
+ * under its rules of evidence) and publishes what it saw; every other host's delete waits consume
+ * the publications instead of looking by themselves (`fleetFeed.ts`, `src/delete/fleet.ts`).
+ *
+ * - **Election.** Every `leaseTtlMs / 3` each host runs ELECT (`fleetScripts.ts`): the holder renews
+ *   its lease (`PEXPIRE` if the value is still its token), anyone takes a lease nobody holds
+ *   (`SET NX`-like, in the script), with a new fencing epoch (`INCR`). A dead or stopped watcher's
+ *   lease is set for five sixths of `leaseTtlMs` and renewed every third, so it lapses at most five
+ *   sixths of the TTL after its holder stopped; the other hosts try every sixth: a watcher is
+ *   replaced within `leaseTtlMs` of its stop (a renewal may come half a TTL late and still hold).
+ * - **Fencing.** PUBLISH checks the lease is still `<token>:<epoch>` in the same script (a deposed
+ *   watcher publishes nothing), and consumers ignore a publication of an epoch older than one seen.
+ * - **Interest.** Each host registers the servers its delete waits wait on, with their deadline as the
+ *   expiry and their intervals; it removes them when its waits end. The watcher reads the interest
+ *   every round and watches each server with a wait of its own engine (ending at the 404 or the
+ *   interest's expiry); what that wait observes is published (batched per microtask), and a
+ *   heartbeat each round carries Nova's `Date`.
+ * - **Publications** go to a Redis stream (`XADD MAXLEN ~`): ordered, numbered, kept for a while,
+ *   so a host that missed a few reads them on its next read; one trimmed away shows as a gap. Proofs
+ *   are also kept by server id for 10 minutes, for a host that catches up after a gap or registers
+ *   late. (Pub/sub would lose messages while a subscriber reconnects, silently.)
+ *
+ * @module
+ */
+import { randomUUID } from 'node:crypto';
+import type { Clock, Logger, Server, TimerHandle } from '../core/index.js';
+import type { DeleteEngine, FleetLink, Observation } from '../delete/index.js';
+import type { RedisConnection } from './connection.js';
+import { FLEET_COMMANDS, FLEET_KEYS, fleetKeys, type FleetCommand } from './fleetScripts.js';
+import { FleetFeed, type FleetStats, type Published } from './fleetFeed.js';
+
+export type { FleetStats } from './fleetFeed.js';
+
+/** Entries the stream keeps (approximately, `MAXLEN ~`). */
+const STREAM_MAX_LEN = 1000;
+/** How long a published proof stays readable by server id, in ms. */
+const PROOF_RETENTION_MS = 10 * 60_000;
+/** The longest interest registered at once, in ms. */
+const MAX_INTEREST_MS = 86_400_000;
+/** The fields of a server a publication carries: what the waits read (status, task_state, fault, progress). */
+const PUBLISHED_FIELDS = ['status', 'OS-EXT-STS:task_state', 'OS-EXT-STS:vm_state', 'updated', 'fault', 'progress', 'tenant_id'] as const;
+
+/** What {@link FleetWatcher} needs. */
+export interface FleetWatcherInit {
+  readonly conn: RedisConnection;
+  /** The ledger scope's key prefix, ending with `:`. */
+  readonly base: string;
+  readonly engine: DeleteEngine;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** The lease's TTL, in ms: renewed every third; a publication at least every third; `stallMs` is the TTL. */
+  readonly leaseTtlMs: number;
+}
+
+/** One host's part in the fleet watcher (see the module). */
+export class FleetWatcher implements FleetLink {
+  /** Counters. */
+  readonly stats: FleetStats = { elections: 0, published: 0, consumed: 0, proofs: 0, staleEpoch: 0, gaps: 0, fallbacks: 0 };
+  readonly #d: FleetWatcherInit;
+  readonly #keys: string[];
+  readonly #token = randomUUID();
+  readonly #feed: FleetFeed;
+  readonly #detach: () => void;
+  /** The lease, while this host holds it: its epoch, and the clock time until which it surely holds. */
+  #lease: { epoch: number; until: number } | undefined;
+  /** The fleet waits of this host's engine while it watches, by server. */
+  readonly #watches = new Map<string, AbortController>();
+  /** Servers this host cannot answer for (published so): not watched again while the interest lasts. */
+  readonly #givenUp = new Set<string>();
+  #pending: Published[] = [];
+  #flushing: Promise<void> | undefined;
+  #flushQueued = false;
+  /** What this host has registered: server id -> `<intervalMs>,<confirmIntervalMs>,<deadline>`. */
+  #registered = new Map<string, string>();
+  #syncing: Promise<void> | undefined;
+  #dirty = false;
+  #electTimer: TimerHandle | undefined;
+  #readTimer: TimerHandle | undefined;
+  #rounds = new Set<Promise<void>>();
+  #closed = false;
+
+  /**
+   * Start this host's part (`closeLedger` is called when it cannot start: its ledger is not left open).
+   * @throws `ValidationError` when another fleet link is attached to the client's engine (one ledger with `fleetWatcher` per client).
+   */
+  static async start(init: FleetWatcherInit, closeLedger: () => Promise<void>): Promise<FleetWatcher> {
+    try {
+      return new FleetWatcher(init);
+    } catch (error) {
+      await closeLedger();
+      throw error;
+    }
+  }
+
+  private constructor(init: FleetWatcherInit) {
+    this.#detach = init.engine.attachFleet(this);
+    this.#d = init;
+    this.#keys = fleetKeys(init.base);
+    for (const [name, lua] of Object.entries(FLEET_COMMANDS)) init.conn.define(name, lua, FLEET_KEYS);
+    this.#feed = new FleetFeed({
+      conn: init.conn,
+      stream: this.#keys[3]!,
+      engine: init.engine,
+      clock: init.clock,
+      logger: init.logger,
+      stats: this.stats,
+      stallMs: init.leaseTtlMs,
+      catchUp: () => this.#catchUp(),
+    });
+    this.#schedule('elect', 0);
+    this.#schedule('read', 0);
+  }
+
+  /** True while this host holds the lease (it looks for the fleet). */
+  get watching(): boolean {
+    return this.#lease !== undefined;
+  }
+
+  /** The epoch of the lease this host holds, if any. */
+  get epoch(): number | undefined {
+    return this.#lease?.epoch;
+  }
+
+  /** See {@link FleetLink.consuming}: never while this host is the watcher. */
+  get consuming(): boolean {
+    return !this.#closed && this.#lease === undefined && this.#feed.consuming;
+  }
+
+  /** See {@link FleetLink.interestChanged}: the registration follows in a microtask. */
+  interestChanged(): void {
+    if (this.#closed || this.#dirty) return;
+    this.#dirty = true;
+    queueMicrotask(() => void this.#syncInterest());
+  }
+
+  #run(name: FleetCommand, args: ReadonlyArray<string | number>): Promise<unknown> {
+    return this.#d.conn.command(name, (c) => (c as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[name]!.apply(c, [...this.#keys, ...args]));
+  }
+
+  #schedule(which: 'elect' | 'read', ms: number): void {
+    if (this.#closed) return;
+    const timer = this.#d.clock.setTimeout(() => {
+      const round = (which === 'elect' ? this.#electRound() : this.#readRound()).finally(() => {
+        this.#rounds.delete(round);
+        this.#schedule(which, which === 'elect' ? this.#electEveryMs() : this.#readEveryMs());
+      });
+      this.#rounds.add(round);
+    }, ms);
+    (timer as { unref?: () => void }).unref?.();
+    if (which === 'elect') this.#electTimer = timer;
+    else this.#readTimer = timer;
+  }
+
+  /** The lease as set in Redis, in ms: five sixths of the TTL (see the module). */
+  #leasePxMs(): number {
+    return Math.floor((this.#d.leaseTtlMs * 5) / 6);
+  }
+
+  /** The holder renews every third of the TTL; the others try every sixth. */
+  #electEveryMs(): number {
+    return this.#lease ? this.#d.leaseTtlMs / 3 : this.#d.leaseTtlMs / 6;
+  }
+
+  /** Time between reads of the publications, in ms. */
+  #readEveryMs(): number {
+    return Math.max(20, Math.min(250, this.#d.leaseTtlMs / 8));
+  }
+
+  async #electRound(): Promise<void> {
+    const started = this.#d.clock.now();
+    try {
+      const [held, epoch] = (await this.#run('novaGuardFleetElect', [this.#token, this.#leasePxMs()])) as [number, number];
+      if (this.#closed) return;
+      this.#feed.sawEpoch(epoch);
+      if (held === 1) this.#hold(epoch, started);
+      else if (this.#lease) this.#lose('another host holds the lease');
+    } catch (error) {
+      if (this.#lease && this.#d.clock.now() >= this.#lease.until) this.#lose(`the lease could not be renewed (${(error as Error).message})`);
+    }
+    if (this.#lease && !this.#closed) await this.#watchRound().catch((e: unknown) => this.#d.logger.debug({ err: (e as Error).message }, 'fleet watcher: round failed'));
+  }
+
+  #hold(epoch: number, started: number): void {
+    if (this.#lease?.epoch !== epoch) {
+      if (this.#lease) this.#lose('the lease lapsed');
+      this.stats.elections++;
+      this.#feed.stop();
+      this.#d.logger.info({ epoch }, 'fleet watcher: this host watches for the fleet');
+      this.#lease = { epoch, until: started + this.#leasePxMs() };
+      // No longer consuming: its own waits look by themselves (with the fleet's, in the same listings).
+      this.#d.engine.fleetChanged();
+    }
+    this.#lease = { epoch, until: started + this.#leasePxMs() };
+  }
+
+  #lose(reason: string): void {
+    this.#d.logger.info({ epoch: this.#lease?.epoch, reason }, 'fleet watcher: this host no longer watches for the fleet');
+    this.#lease = undefined;
+    this.#pending = [];
+    for (const c of this.#watches.values()) c.abort(new Error('no longer the fleet watcher'));
+    this.#watches.clear();
+    this.#feed.stop();
+    this.#d.engine.fleetChanged();
+  }
+
+  /** As the watcher: follow the fleet's interest with waits of this engine, and publish (a heartbeat at least). */
+  async #watchRound(): Promise<void> {
+    const flat = (await this.#run('novaGuardFleetInterest', [])) as Array<string | number>;
+    if (!this.#lease || this.#closed) return;
+    const wanted = new Map<string, { remainingMs: number; intervalMs: number; confirmIntervalMs: number }>();
+    for (let i = 0; i + 2 < flat.length; i += 3) {
+      const id = String(flat[i]).split('|')[1] ?? '';
+      const [interval, confirm] = String(flat[i + 2]).split(',').map(Number);
+      const w = wanted.get(id);
+      const remainingMs = Number(flat[i + 1]);
+      wanted.set(id, {
+        remainingMs: Math.max(remainingMs, w?.remainingMs ?? 0),
+        intervalMs: Math.min(interval || 5000, w?.intervalMs ?? Infinity),
+        confirmIntervalMs: Math.min(confirm || 1000, w?.confirmIntervalMs ?? Infinity),
+      });
+    }
+    for (const [id, c] of this.#watches) {
+      if (wanted.has(id)) continue;
+      c.abort(new Error('nobody waits on it'));
+      this.#watches.delete(id);
+    }
+    for (const id of this.#givenUp) if (!wanted.has(id)) this.#givenUp.delete(id);
+    for (const [id, w] of wanted) if (id !== '' && !this.#watches.has(id) && !this.#givenUp.has(id) && w.remainingMs > 0) this.#watchFor(id, w);
+    await this.#flush(true);
+  }
+
+  #watchFor(serverId: string, w: { remainingMs: number; intervalMs: number; confirmIntervalMs: number }): void {
+    const controller = new AbortController();
+    this.#watches.set(serverId, controller);
+    this.#d.engine
+      .watch(serverId, {
+        intervalMs: w.intervalMs,
+        confirmIntervalMs: w.confirmIntervalMs,
+        jitter: 0.1,
+        deadlineAt: this.#d.clock.now() + w.remainingMs,
+        requestTimeoutMs: undefined,
+        pollRetries: 4,
+        signal: controller.signal,
+        // Not a delete wait (`fleet.ts`): never registered as interest itself; it ends at the proof.
+        until: (obs) => obs.gone,
+        onObservation: (obs) => this.#observed(serverId, obs),
+      })
+      .catch((error: unknown) => {
+        // Its looks kept failing, or found an orphan: the hosts waiting on it look by themselves.
+        if (controller.signal.aborted || !this.#lease) return;
+        this.#givenUp.add(serverId);
+        this.#queue({ i: serverId, x: error instanceof Error ? error.name : 'Error' });
+      })
+      .finally(() => void (this.#watches.get(serverId) === controller && this.#watches.delete(serverId)));
+  }
+
+  #observed(serverId: string, obs: Observation): void {
+    if (!this.#lease) return;
+    if (obs.gone) {
+      if (obs.evidence !== undefined) this.#queue({ i: serverId, g: obs.evidence });
+      return;
+    }
+    const s: Partial<Server> = {};
+    for (const k of PUBLISHED_FIELDS) if (obs.server[k] !== undefined) (s as Record<string, unknown>)[k] = obs.server[k];
+    this.#queue({ i: serverId, s });
+  }
+
+  /** Publish `item` with whatever else comes in this microtask. */
+  #queue(item: Published): void {
+    this.#pending.push(item);
+    if (this.#flushQueued) return;
+    this.#flushQueued = true;
+    queueMicrotask(() => {
+      this.#flushQueued = false;
+      void this.#flush(false);
+    });
+  }
+
+  /** Publish what is pending (with `heartbeat`, also when nothing is); one publication at a time; kept for the next try when it fails. */
+  async #flush(heartbeat: boolean): Promise<void> {
+    while (this.#flushing) await this.#flushing;
+    const lease = this.#lease;
+    if (!lease || this.#closed || (!heartbeat && this.#pending.length === 0)) return;
+    const items = this.#pending;
+    this.#pending = [];
+    const proofs = items.filter((x): x is Extract<Published, { g: unknown }> => 'g' in x);
+    const offset = this.#d.engine.novaOffsetMs;
+    const novaDate = offset === undefined ? '' : Math.round(this.#d.clock.wallNow() + offset);
+    const args = [this.#token, lease.epoch, STREAM_MAX_LEN, novaDate, JSON.stringify(items), PROOF_RETENTION_MS, proofs.length, ...proofs.map((p) => p.i), ...proofs.map((p) => p.g)];
+    this.#flushing = this.#run('novaGuardFleetPublish', args).then(
+      (seq) => {
+        if (Number(seq) > 0) this.stats.published++;
+        else if (this.#lease === lease) this.#lose('the lease is another host\'s (publication refused)');
+      },
+      (error: unknown) => {
+        if (this.#lease === lease) this.#pending = [...items, ...this.#pending];
+        this.#d.logger.debug({ err: (error as Error).message }, 'fleet watcher: publication failed: tried again next round');
+      },
+    );
+    try {
+      await this.#flushing;
+    } finally {
+      this.#flushing = undefined;
+    }
+  }
+
+  async #readRound(): Promise<void> {
+    if (this.#dirty) void this.#syncInterest();
+    if (this.#lease) return;
+    try {
+      await this.#feed.read();
+    } catch (error) {
+      this.#d.logger.debug({ err: (error as Error).message }, 'fleet watcher: read failed');
+    }
+  }
+
+  /** Register (or remove) this host's interest: what its delete waits wait on now. */
+  async #syncInterest(all = false): Promise<void> {
+    while (this.#syncing) await this.#syncing;
+    if (this.#closed) return;
+    this.#dirty = false;
+    const now = this.#d.clock.now();
+    const next = new Map<string, string>();
+    const add: Array<string | number> = [];
+    let n = 0;
+    for (const i of this.#d.engine.interest()) {
+      const sig = `${i.intervalMs},${i.confirmIntervalMs},${Math.round(now + i.remainingMs)}`;
+      next.set(i.serverId, sig);
+      if (!all && this.#registered.get(i.serverId) === sig) continue;
+      // An endless wait (`timeoutMs: Infinity`) is registered for a day at a time.
+      add.push(i.serverId, Math.max(1, Math.round(Math.min(i.remainingMs, MAX_INTEREST_MS))), i.intervalMs, i.confirmIntervalMs);
+      n++;
+    }
+    const remove = [...this.#registered.keys()].filter((id) => !next.has(id));
+    if (n === 0 && remove.length === 0) return;
+    this.#syncing = this.#run('novaGuardFleetRegister', [this.#token, n, ...add, remove.length, ...remove]).then(
+      (flat) => {
+        this.#registered = next;
+        const kept = flat as string[];
+        for (let i = 0; i + 1 < kept.length; i += 2) {
+          const evidence = kept[i + 1]!.split(',')[1];
+          if ((evidence === 'not-found' || evidence === 'absent') && this.#d.engine.fleetObserved(kept[i]!, { gone: true, evidence })) this.stats.proofs++;
+        }
+      },
+      (error: unknown) => {
+        this.#dirty = true;
+        this.#feed.fallBack(`the servers waited on could not be registered (${(error as Error).message})`);
+      },
+    );
+    try {
+      await this.#syncing;
+    } finally {
+      this.#syncing = undefined;
+    }
+  }
+
+  /** After a gap or a stall: every server waited on registered again, with the proofs kept for it. */
+  #catchUp(): void {
+    void this.#syncInterest(true);
+  }
+
+  /**
+   * Stop: no timer, no round, no fleet wait left; the lease given up (another host takes it at its
+   * next round) and this host's interest removed, each at most one command's time. Idempotent.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#electTimer !== undefined) this.#d.clock.clearTimeout(this.#electTimer);
+    if (this.#readTimer !== undefined) this.#d.clock.clearTimeout(this.#readTimer);
+    for (const c of this.#watches.values()) c.abort(new Error('fleet watcher closed'));
+    this.#watches.clear();
+    this.#detach();
+    await Promise.allSettled([...this.#rounds, this.#syncing, this.#flushing]);
+    const removals: Array<Promise<unknown>> = [];
+    if (this.#lease) removals.push(this.#run('novaGuardFleetResign', [this.#token]));
+    if (this.#registered.size > 0) removals.push(this.#run('novaGuardFleetRegister', [this.#token, 0, this.#registered.size, ...this.#registered.keys()]));
+    this.#lease = undefined;
+    await Promise.allSettled(removals);
+  }
+}

@@ -1,0 +1,137 @@
+/**
+ * The delete engine's port to a fleet watcher (`src/delete/fleet.ts`), with a link the test drives,
+ * on FakeNova and fake timers: while the link consumes, a delete wait sends no look; a published
+ * proof ends it only when it names a 404 or a proved absence (rule 3 of `evidence.ts`); a status
+ * is a look only while consuming; when the link stops consuming the wait looks at once; the guard's
+ * kind of wait (an `until` predicate) always looks by itself.
+ */
+import fc from 'fast-check';
+import { describe, expect, it, vi } from 'vitest';
+import type { FleetLink } from '../../src/delete/index.js';
+import { clientFor, fakeMs, serverPath, settle, startNova, useFakeClock } from '../helpers.js';
+
+useFakeClock();
+
+/** A link the test drives; counts the interest changes it is told of. */
+function link(consuming: boolean): FleetLink & { consuming: boolean; changes: number } {
+  return { consuming, changes: 0, interestChanged() { this.changes++; } }; // prettier-ignore
+}
+
+describe('DeleteEngine with a fleet link', () => {
+  it('consuming: the wait sends no look; a published 404 ends it as deleted; its interest is registered and dropped', async () => {
+    const nova = await startNova({ deleteDelayMs: 1000 });
+    const client = clientFor(nova);
+    const l = link(true);
+    client.deleteEngine.attachFleet(l);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    const wait = client.deleteServer(id, { wait: true, intervalMs: 100, jitter: 0, timeoutMs: 60_000 });
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(nova.requestsTo('GET', serverPath(id))).toHaveLength(0);
+    expect(nova.requests.filter((r) => r.method === 'GET')).toHaveLength(0);
+    expect(client.deleteEngine.interest()).toEqual([{ serverId: id, intervalMs: 100, confirmIntervalMs: 100, remainingMs: 55_000 }]);
+    expect(l.changes).toBe(1);
+    // A status and weaker "proofs" are no end.
+    expect(client.deleteEngine.fleetObserved(id, { gone: false, server: { id, status: 'DELETED', 'OS-EXT-STS:task_state': null } })).toBe(true);
+    expect(client.deleteEngine.fleetObserved(id, { gone: true })).toBe(false);
+    expect(client.deleteEngine.fleetObserved(id, { gone: true, evidence: 'deleted' as never })).toBe(false);
+    expect(client.deleteEngine.pendingWaits).toBe(1);
+    expect(client.deleteEngine.fleetObserved(id, { gone: true, evidence: 'not-found' })).toBe(true);
+    expect((await settle(wait)).outcome).toBe('deleted');
+    expect(fakeMs()).toBe(5000);
+    expect(client.deleteEngine.interest()).toEqual([]);
+    expect(l.changes).toBe(2);
+    expect(client.deleteEngine.idle).toBe(true);
+  });
+
+  it('a status is a look only while consuming; when the link stops consuming the wait looks at once, then at its interval', async () => {
+    const nova = await startNova({ deleteDelayMs: 100_000 });
+    const client = clientFor(nova);
+    const l = link(true);
+    client.deleteEngine.attachFleet(l);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    const ac = new AbortController();
+    const wait = client.deleteServer(id, { wait: true, intervalMs: 1000, jitter: 0, timeoutMs: 60_000, signal: ac.signal }).catch((e: unknown) => e);
+    await vi.advanceTimersByTimeAsync(3000);
+    expect(nova.requestsTo('GET', serverPath(id))).toHaveLength(0);
+    l.consuming = false;
+    expect(client.deleteEngine.fleetObserved(id, { gone: false, server: { id, status: 'ERROR', 'OS-EXT-STS:task_state': null } })).toBe(false);
+    client.deleteEngine.fleetChanged();
+    await vi.advanceTimersByTimeAsync(0);
+    const looks = nova.requestsTo('GET', serverPath(id));
+    expect(looks.map((r) => r.timeMs - looks[0]!.timeMs)).toEqual([0]);
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(nova.requestsTo('GET', serverPath(id)).map((r) => r.timeMs - looks[0]!.timeMs)).toEqual([0, 1000, 2000]);
+    // Consuming again: no more looks.
+    l.consuming = true;
+    client.deleteEngine.fleetChanged();
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(nova.requestsTo('GET', serverPath(id))).toHaveLength(3);
+    ac.abort();
+    expect(await settle(wait)).toMatchObject({ name: 'AbortError' });
+  });
+
+  it("a wait with an until predicate (the guard's ACTIVE wait, the fleet watcher's own) is never answered by the fleet", async () => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    client.deleteEngine.attachFleet(link(true));
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    const now = client.clock.now();
+    const end = client.deleteEngine.watch(id, { intervalMs: 100, confirmIntervalMs: 100, jitter: 0, deadlineAt: now + 10_000, requestTimeoutMs: undefined, pollRetries: 4, until: (o) => !o.gone && o.server.status === 'ACTIVE' });
+    expect(client.deleteEngine.interest()).toEqual([]);
+    expect((await settle(end)).lastStatus).toBe('ACTIVE');
+    expect(nova.requestsTo('GET', serverPath(id))).toHaveLength(1);
+  });
+
+  it('one link at a time; detaching makes the waits look by themselves', async () => {
+    const nova = await startNova({ deleteDelayMs: 50 });
+    const client = clientFor(nova);
+    const detach = client.deleteEngine.attachFleet(link(true));
+    expect(() => client.deleteEngine.attachFleet(link(true))).toThrow(/attached/);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    const wait = client.deleteServer(id, { wait: true, intervalMs: 100, jitter: 0, timeoutMs: 60_000 });
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(nova.requestsTo('GET', serverPath(id))).toHaveLength(0);
+    detach();
+    expect((await settle(wait)).outcome).toBe('deleted');
+    expect(nova.requestsTo('GET', serverPath(id)).at(-1)!.status).toBe(404);
+  });
+
+  it('property: whatever the fleet publishes, in any order and at any delay, a wait ends deleted only after a 404 or a proved absence, and then at once', async () => {
+    const kinds = ['not-found', 'absent', 'DELETED', 'deleted', '', undefined, true, 'gone', 'NotFound'] as const;
+    const statuses = ['ACTIVE', 'DELETED', 'SHUTOFF', 'BUILD'] as const;
+    const item = fc.oneof(
+      fc.record({ proof: fc.constantFrom(...kinds), atMs: fc.integer({ min: 0, max: 4000 }) }),
+      fc.record({ status: fc.constantFrom(...statuses), atMs: fc.integer({ min: 0, max: 4000 }) }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(item, { maxLength: 8 }), fc.boolean(), async (items, consuming) => {
+        const nova = await startNova({ deleteDelayMs: 1_000_000 });
+        const client = clientFor(nova);
+        const l = link(consuming);
+        client.deleteEngine.attachFleet(l);
+        const id = nova.addServer({ status: 'ACTIVE' }).id;
+        const t0 = Date.now();
+        const wait = client.deleteServer(id, { wait: true, intervalMs: 1000, jitter: 0, timeoutMs: 5000 }).then(
+          (r) => ({ outcome: r.outcome, atMs: Date.now() - t0 }),
+          (e: unknown) => ({ outcome: (e as Error).name, atMs: Date.now() - t0 }),
+        );
+        const sorted = [...items].sort((a, b) => a.atMs - b.atMs);
+        for (const it of sorted) {
+          await vi.advanceTimersByTimeAsync(Math.max(0, t0 + it.atMs - Date.now()));
+          if ('proof' in it) client.deleteEngine.fleetObserved(id, { gone: true, evidence: it.proof as never });
+          else client.deleteEngine.fleetObserved(id, { gone: false, server: { id, status: it.status, 'OS-EXT-STS:task_state': 'deleting' } });
+        }
+        const r = await settle(wait);
+        const proof = sorted.find((it) => 'proof' in it && (it.proof === 'not-found' || it.proof === 'absent'));
+        // Nova does not delete the server within the wait (1000 s): the only 404 or absence is a published one.
+        if (proof) expect(r).toEqual({ outcome: 'deleted', atMs: proof.atMs });
+        else expect(r.outcome).toBe('DeleteTimeoutError');
+        // Nova itself never answered 404 while the wait ran (settle() runs the fake's timers to the end afterwards).
+        expect(nova.requests.filter((q) => q.status === 404 && q.timeMs - t0 < r.atMs)).toEqual([]);
+        expect(client.deleteEngine.idle).toBe(true);
+        await nova.close();
+      }),
+      { numRuns: 40 },
+    );
+  });
+});
