@@ -133,6 +133,10 @@ describe('telemetry on @opentelemetry/api', () => {
     const absorbedBefore = sum(before.get('nova_guard.quota_403s_absorbed'));
     const createsBefore = sum(before.get('nova_guard.creates'), { 'nova_guard.outcome': 'succeeded' });
     const waitsBefore = before.has('nova_guard.headroom_wait.duration') ? histogram(before.get('nova_guard.headroom_wait.duration')).count : 0;
+    // The gauge counts every guarded create of the process waiting now; the suite's files share a
+    // worker (isolate: false), so another file's create may still wait: this create's own wait is
+    // counted down when the gauge is back at (or under) where it was.
+    const waitingBefore = sum(before.get('nova_guard.creates.waiting'));
 
     const server = await settle(guard.createServer(body('otel-1')));
     expect(server.id).toBeTruthy();
@@ -158,7 +162,7 @@ describe('telemetry on @opentelemetry/api', () => {
     expect(sum(after.get('nova_guard.creates'), { 'nova_guard.outcome': 'succeeded' })).toBe(createsBefore + 1);
     expect(histogram(after.get('nova_guard.headroom_wait.duration')).count).toBe(waitsBefore + 2);
     expect(after.get('nova_guard.headroom_wait.duration')?.descriptor.unit).toBe('ms');
-    expect(sum(after.get('nova_guard.creates.waiting'))).toBe(0);
+    expect(sum(after.get('nova_guard.creates.waiting'))).toBeLessThanOrEqual(waitingBefore);
   });
 
   it('two operations get two request ids; a request outside an operation sends none', async () => {
