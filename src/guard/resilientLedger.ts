@@ -23,6 +23,7 @@
 import pTimeout from 'p-timeout';
 import { pTimeoutTimers, type Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
+import { callEach } from '../core/listeners.js';
 import { InProcessQuotaLedger } from './inProcessLedger.js';
 import { isLedgerDown, type QuotaLedger } from './ledger.js';
 import type { QuotaGuardStats } from './stats.js';
@@ -234,13 +235,7 @@ export class ResilientLedger {
   }
 
   #emitRecovered(): void {
-    for (const l of [...this.#recovered]) {
-      try {
-        l();
-      } catch {
-        // a listener's failure is its own
-      }
-    }
+    callEach(this.#recovered);
   }
 
   /**

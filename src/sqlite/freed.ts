@@ -7,6 +7,7 @@
  * @module
  */
 import type { Clock, TimerHandle } from '../core/index.js';
+import { callEach } from '../core/listeners.js';
 import type { LedgerStore } from './store.js';
 
 /** The listeners of one ledger and the poll that wakes them. */
@@ -57,13 +58,7 @@ export class FreedWatch {
   }
 
   #notify(): void {
-    for (const listener of [...this.#listeners]) {
-      try {
-        listener();
-      } catch {
-        // A listener's failure is its own.
-      }
-    }
+    callEach(this.#listeners);
   }
 
   #schedule(): void {
