@@ -14,7 +14,7 @@ import type { FakeNova } from '../../src/testing/index.js';
 import { afterThisTest } from '../cleanup.js';
 import { startNova } from '../helpers.js';
 import { ensureBuilt } from './fleetSupport.js';
-import { haveRedis, RedisServer, skipReason } from './support.js';
+import { haveRedis, RedisServer, skipReason, until } from './support.js';
 
 const TTL = 900;
 const HOST = fileURLToPath(new URL('./fleetWatcherHost.mjs', import.meta.url));
@@ -61,15 +61,6 @@ describe.skipIf(!haveRedis)(`fleet watcher failover between processes${haveRedis
     const ledger = await RedisQuotaLedger.forClient(client, { url: server.url, holder: name, fleetWatcher: true, fleetLeaseTtlMs: TTL });
     afterThisTest(() => ledger.close());
     return { client, ledger, sent };
-  }
-
-  async function until(ok: () => boolean, ms: number): Promise<boolean> {
-    const end = Date.now() + ms;
-    while (!ok()) {
-      if (Date.now() > end) return false;
-      await sleep(10);
-    }
-    return true;
   }
 
   for (const signal of ['SIGSTOP', 'SIGKILL'] as const) {

@@ -16,7 +16,7 @@ import { fleetKeys } from '../../src/redis/fleetScripts.js';
 import type { FakeNova } from '../../src/testing/index.js';
 import { afterThisTest } from '../cleanup.js';
 import { startNova } from '../helpers.js';
-import { haveRedis, RedisServer, skipReason } from './support.js';
+import { haveRedis, RedisServer, skipReason, until } from './support.js';
 import { reply } from '../delete/support/hostile.js';
 
 const TTL = 600;
@@ -106,15 +106,6 @@ describe.skipIf(!haveRedis)(`fleet watcher on a real redis-server${haveRedis ? '
     return { client, ledger, sent, warnings, clock };
   }
 
-  /** Wait until `ok()` or `ms` passed; true when it held. */
-  async function until(ok: () => boolean, ms: number): Promise<boolean> {
-    const end = Date.now() + ms;
-    while (!ok()) {
-      if (Date.now() > end) return false;
-      await sleep(10);
-    }
-    return true;
-  }
   const watching = (hosts: Host[]): Host[] => hosts.filter((h) => h.ledger.fleetWatcher!.watching);
   const settledFleet = (hosts: Host[]) => () => watching(hosts).length === 1 && hosts.every((h) => h.ledger.fleetWatcher!.watching || h.ledger.fleetWatcher!.consuming);
   const resetSent = (h: Host): void => void Object.assign(h.sent, { gets: 0, listings: 0, deletes: 0, all: [] });

@@ -5,6 +5,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { REDIS_SERVER, freePort, spawnRedis } from '../../bench/redisServer.js';
 
@@ -127,4 +128,14 @@ export class RedisServer {
       child.kill('SIGKILL');
     });
   }
+}
+
+/** Wait on the real clock until `ok()` holds or `ms` passed, looking every 10 ms; true when it held. */
+export async function until(ok: () => boolean, ms: number): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > end) return false;
+    await sleep(10);
+  }
+  return true;
 }
