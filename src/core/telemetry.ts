@@ -258,6 +258,15 @@ export function traceGuardedCreate<T>(fn: () => Promise<T>, isQuotaRefusal: (err
   });
 }
 
+/**
+ * How many guarded creates are waiting for quota headroom now (the `nova_guard.creates.waiting` gauge's value).
+ * For tests: the suite checks that none is left waiting after a test file.
+ * @internal
+ */
+export function waitingCreatesNow(): number {
+  return waitingCreates;
+}
+
 /** Time a wait for quota headroom: `nova_guard.headroom_wait.duration` and the `nova_guard.creates.waiting` gauge. */
 export async function traceHeadroomWait<T>(nowMs: () => number, fn: () => Promise<T>): Promise<T> {
   const started = nowMs();
