@@ -293,7 +293,9 @@ function describeWhy(why: ShortfallExplanation | undefined): string {
 export async function claimForAttempt(g: GuardState, call: GuardedCall, needs: ResourceAmounts, held: Claim | undefined, signal: AbortSignal | undefined): Promise<{ claim: Claim; fresh: boolean }> {
   let kept = held;
   for (;;) {
-    const claim = kept ?? (await traceHeadroomWait(() => g.clock.now(), () => waitForHeadroom(g, call, needs, signal)));
+    // QuotaGuard.close() ends a wait for headroom (AbortError): nothing of a closed guard keeps reading /limits.
+    const waitSignal = signal ? AbortSignal.any([signal, g.closing.signal]) : g.closing.signal;
+    const claim = kept ?? (await traceHeadroomWait(() => g.clock.now(), () => waitForHeadroom(g, call, needs, waitSignal)));
     if (await renewBeforePost(g, call, claim, signal)) {
       keepLease(g, claim);
       return { claim, fresh: claim !== held };

@@ -148,7 +148,7 @@ export class QuotaGuard {
     return liveMarks(this.#state);
   }
 
-  /** End every watch of {@link unsettledCreates} (`lateCreates.ts`); stop hearing the client's confirmed deletions (the last guard off ends the watcher's follows of deletions nobody waits for); wait for the background `publishFreed` calls (bounded): a `ledger` object given stays open and may be closed next, a ledger opened from a string (`'sqlite:…'`, `NOVA_GUARD_LEDGER`) is closed. Idempotent. */
+  /** End the creates waiting for quota headroom (they reject with `AbortError`, no POST sent) and every watch of {@link unsettledCreates} (`lateCreates.ts`); stop hearing the client's confirmed deletions (the last guard off ends the watcher's follows of deletions nobody waits for); wait for the background `publishFreed` calls (bounded): a `ledger` object given stays open and may be closed next, a ledger opened from a string (`'sqlite:…'`, `NOVA_GUARD_LEDGER`) is closed. Idempotent. */
   async close(): Promise<void> {
     await Promise.all([closeWatches(this.#state), closeLedgerUse(this.#state), this.#offConfirmed()]).then(() => closeOwnedLedger(this.#state.opts));
   }
