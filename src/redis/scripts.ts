@@ -24,7 +24,8 @@
  *     (Redis ms when sent), `freedSeq` (the order number of the last confirmed deletion)
  * 14. `limits:lock` string the refresh lock
  * 15. `settle`  string set by every write-back after a reconnect, with a lease of `placeTtlMs` (the
- *     holder lease) when the store lost its state (`order` missing), else of `placeTtlMs / 3` (one
+ *     holder lease) when the store lost its state (`order` missing, or the writing holder's own
+ *     `holders` entry gone), else of `placeTtlMs / 3` (one
  *     heartbeat), never shortening a longer one: while it lives no admission is made (see
  *     `luaChunks.ts` ADMISSION)
  *
