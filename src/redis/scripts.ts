@@ -24,7 +24,8 @@
  *     (Redis ms when sent), `freedSeq` (the order number of the last confirmed deletion)
  * 14. `limits:lock` string the refresh lock
  * 15. `settle`  string set by every write-back after a reconnect, with a lease of `placeTtlMs` (the
- *     holder lease) when the store lost its state (`order` missing), else of `placeTtlMs / 3` (one
+ *     holder lease) when the store lost its state (`order` missing, or the writing holder's own
+ *     `holders` entry gone), else of `placeTtlMs / 3` (one
  *     heartbeat), never shortening a longer one: while it lives no admission is made (see
  *     `luaChunks.ts` ADMISSION)
  *
@@ -173,14 +174,22 @@ return 1
  * back. Counters never go back. A write-back sets `settle` (no admission): for `placeTtlMs` when the
  * store lost its state, else for `placeTtlMs / 3`; so does a heartbeat that finds the state lost.
  */
-export const ASSERT = `${PROLOGUE}
+export const ASSERT = `
+-- This holder's own entry in \`holders\`, before the prologue renews it (see \`lost\` below).
+local ownEntry = redis.call('ZSCORE', KEYS[11], ARGV[2])
+${PROLOGUE}
 if tonumber(redis.call('GET', KEYS[8]) or '0') < tonumber(ARGV[3]) then redis.call('SET', KEYS[8], ARGV[3]) end
 local readd = ARGV[#ARGV] == '1'
 -- The store lost its state (a Redis restarted empty): \`order\` exists from the scope's first order
 -- number on, so a holder that writes back (or has seen an order number) and finds it missing knows.
 -- A heartbeat of a holder that has seen none leaves it missing, so the write-back can still tell.
+-- A process that reached the store for the first time after the restart (before any holder that
+-- knew it wrote back) may have created \`order\` already: a write-back also knows the state was lost
+-- when its own holder entry is gone (renewed every placeTtlMs / 3, on a lease of placeTtlMs: gone
+-- means emptied, or this holder was away a whole lease; either way the others may have admitted on
+-- a count without its claims).
 local emptied = redis.call('EXISTS', KEYS[12]) == 0
-local lost = emptied and (readd or tonumber(ARGV[5]) > 0)
+local lost = (emptied and (readd or tonumber(ARGV[5]) > 0)) or (readd and not (ownEntry and tonumber(ownEntry) > now))
 if not emptied or lost then
   nextOrder()
   if tonumber(redis.call('GET', KEYS[12])) < tonumber(ARGV[5]) then redis.call('SET', KEYS[12], ARGV[5]) end

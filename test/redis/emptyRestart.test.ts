@@ -113,6 +113,33 @@ describe.skipIf(!haveRedis)(`an empty Redis restart with a holder cut off${haveR
     expect(got, 'admitted once the late claim ended').toBe(true);
   }, 60_000);
 
+  it('a process that first reaches the store after the empty restart, before the holders that knew it: their write-backs still settle for placeTtlMs, and the store shows every held claim', async () => {
+    proxy = await startLatencyProxy(server.port, 0);
+    const a = ledger(proxy.url, 'a');
+    const b = ledger(proxy.url, 'b');
+    const mine = await a.admit({ place: undefined, needs: need(2), headroom: { cores: QUOTA }, stamp: 0, ttlMs: 60_000 });
+    const theirs = await b.admit({ place: undefined, needs: need(2), headroom: { cores: QUOTA }, stamp: 0, ttlMs: 60_000 });
+    if (!mine.admitted || !theirs.admitted) throw new Error('the two claims were not admitted');
+    // a and b cannot reach Redis while it restarts empty; a brand-new process reaches it first and
+    // reads /limits (which takes an order number: the store no longer looks emptied).
+    proxy.partition();
+    await server.restart();
+    const late = ledger(server.url, 'newcomer');
+    await late.limits(async () => ({ absolute: { maxTotalCores: QUOTA, totalCoresUsed: 0 }, requestId: undefined }), undefined);
+    proxy.heal();
+    expect(await backWithin(a, mine.claim, 15_000), 'a wrote back').toBe(true);
+    expect(await backWithin(b, theirs.claim, 15_000), 'b wrote back').toBe(true);
+    const r = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    await r.connect();
+    afterThisTest(() => r.disconnect());
+    const keys = ledgerKeys('nova-guard:', ENDPOINT, 'restart').scope;
+    // The settle of an emptied store (placeTtlMs), not the one heartbeat of a store that kept its state.
+    expect(await r.pttl(keys[14]!), 'settle left after both write-backs (ms)').toBeGreaterThan(PLACE_TTL_MS / 3 + 500);
+    expect((await late.inFlight(0)).cores, 'cores the store shows').toBe(4);
+    const asked = await late.admit({ place: undefined, needs: need(2), headroom: { cores: QUOTA + 2 }, stamp: 0, ttlMs: 60_000 });
+    expect(asked.admitted, 'admitted while settling').toBe(false);
+  }, 60_000);
+
   it("the write-back's script: an emptied store (no order counter) settles for placeTtlMs, a kept one for placeTtlMs / 3; a heartbeat that finds the store emptied settles too, one of a holder that saw no order number leaves the counter missing", async () => {
     const r = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
     await r.connect();

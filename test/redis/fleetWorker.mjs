@@ -7,6 +7,7 @@
 import process from 'node:process';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { clearInterval, setInterval } from 'node:timers';
 import { pino } from 'pino';
 import { NovaClient, QuotaGuard } from 'nova-guard';
 import { RedisQuotaLedger } from 'nova-guard/redis';
@@ -39,6 +40,15 @@ const guard = new QuotaGuard(
   }),
 );
 
+// For the record (info): when this host first reached Redis, and each create's end.
+logger.info({ at: Date.now() }, 'host started');
+if (ledger instanceof RedisQuotaLedger) {
+  const reached = setInterval(() => {
+    if (!ledger.everReached()) return;
+    clearInterval(reached);
+    logger.info({ at: Date.now() }, 'ledger reached Redis');
+  }, 5);
+}
 let failed = 0;
 let done = 0;
 const errors = [];
@@ -51,6 +61,7 @@ await Promise.all(
         const t0 = performance.now();
         const server = await guard.createServer({ name: `${cfg.holder}-w${w}-j${j}`, flavorRef: '2', imageRef: 'img', networks: 'none' });
         createMs.push(Math.round(performance.now() - t0));
+        logger.info({ at: Date.now(), server: server.id, createMs: createMs.at(-1) }, 'created');
         await sleep(cfg.runMs);
         await client.deleteServer(server.id, { wait: true, intervalMs: 50, timeoutMs: 30_000 });
         done++;
