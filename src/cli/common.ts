@@ -14,6 +14,7 @@ import { loadCaCert, loadPem } from '../transport/tls.js';
 import type { Logger } from '../core/logger.js';
 import { parseDuration } from '../core/duration.js';
 import { redactUrlSecrets } from '../core/redact.js';
+import { LEDGER_ENV, parseLedgerSpec } from '../ledgers/index.js';
 import { withSlowNotice } from './waitNotice.js';
 
 /** Global options every subcommand accepts (like the `openstack` command's `--os-*` options). */
@@ -330,4 +331,15 @@ export function describeFailure(e: unknown): string {
   const hint =
     e.status === 404 && e.url && !/\/v2(\.1)?(\/|$)/.test(e.url) ? '; the compute endpoint usually ends in /v2.1' : '';
   return `${e.message}${where}${hint}`;
+}
+
+/**
+ * The quota ledger a command shares: its `--ledger` flag, else `NOVA_GUARD_LEDGER` (blank: none),
+ * checked before any connection.
+ * @throws `ValidationError` (bad usage, exit 2) for a string that is not a ledger spec.
+ */
+export function ledgerFlag(flag: string | undefined): string | undefined {
+  const spec = flag ?? (process.env[LEDGER_ENV]?.trim() || undefined);
+  if (spec !== undefined) parseLedgerSpec(spec);
+  return spec;
 }

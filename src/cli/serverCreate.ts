@@ -29,8 +29,7 @@ import { AbortError, ValidationError } from '../errors/index.js';
 import { QuotaGuard, type QuotaGuardOptions, type QuotaWaitInfo } from '../guard/index.js';
 import type { NovaClient } from '../nova/client.js';
 import type { CreateServerBody, Server } from '../core/types.js';
-import { LEDGER_ENV, parseLedgerSpec } from '../ledgers/index.js';
-import { cliLogger, parseMs } from './common.js';
+import { cliLogger, ledgerFlag, parseMs } from './common.js';
 import { ColumnError, addFormatOptions, checkFormatFlags, formatOne, type FormatFlags } from './format.js';
 import { findFlavor, findImage } from './serverLookup.js';
 import { serverFields } from './serverView.js';
@@ -163,8 +162,7 @@ export function registerServerCreateCommand(server: Command, getClient: ClientGe
     }
     // The ledger string is checked now; the guard opens it for the client's endpoint and project
     // before its first request and closes it in close() (NOVA_GUARD_LEDGER when no --ledger).
-    const ledgerSpec = flags.ledger ?? (process.env[LEDGER_ENV]?.trim() || undefined);
-    if (ledgerSpec !== undefined) parseLedgerSpec(ledgerSpec);
+    const ledgerSpec = ledgerFlag(flags.ledger);
     const flavorRef = flags.flavor;
     const client = await getClient({ microversion: CREATE_MICROVERSION });
     const [flavor, image] = await Promise.all([findFlavor(client, flavorRef), findImage(client, flags.image)]);

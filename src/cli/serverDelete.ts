@@ -29,14 +29,14 @@ import type { Command } from 'commander';
 import { ValidationError } from '../errors/index.js';
 import { QuotaGuard } from '../guard/index.js';
 import type { QuotaLedger } from '../guard/index.js';
-import { LEDGER_ENV, openLedger, parseLedgerSpec } from '../ledgers/index.js';
+import { openLedger } from '../ledgers/index.js';
 import { failureWords } from '../errors/delete.js';
 import { isTransient } from '../transport/http.js';
 import type { NovaClient } from '../nova/client.js';
 import type { DeleteServerOptions, DeleteSettled } from '../delete/index.js';
 import type { DeleteProgress } from '../delete/index.js';
 import { failureKindWords } from '../delete/failureLog.js';
-import { parseIntFlag, parseMs } from './common.js';
+import { ledgerFlag, parseIntFlag, parseMs } from './common.js';
 import { terminalSafe } from '../core/table.js';
 import { isPathId, notFound, resolveByName, resolveServers } from './resolve.js';
 import { withSlowNotice } from './waitNotice.js';
@@ -79,8 +79,7 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
       if (intervalMs) options.intervalMs = intervalMs;
       const concurrency = flags.concurrency === undefined ? 10 : parseIntFlag(flags.concurrency, '--concurrency');
       // Checked now (bad usage, exit 2, before any connection); opened for the client's endpoint and project below.
-      const ledgerSpec = flags.ledger ?? (process.env[LEDGER_ENV]?.trim() || undefined);
-      if (ledgerSpec !== undefined) parseLedgerSpec(ledgerSpec);
+      const ledgerSpec = ledgerFlag(flags.ledger);
       const unique = [...new Set(ids)];
       // Every id before the first DELETE (and before any connection): a bad id is a usage error
       // (exit 2) and nothing is deleted, so a typo in a list never leaves half of it deleted.
