@@ -25,14 +25,15 @@ import type { ResourceAmounts } from '../core/types.js';
 import { AMOUNT_FIELD, QUOTA_RESOURCES, type FitVerdict, type Headroom } from './headroom.js';
 import type { LedgerClaim } from './ledger.js';
 import { bounded, inBackground } from './ledgerUse.js';
-import type { Claim, GuardState, GuardedCall } from './state.js';
+import type { Claim, GuardState } from './state.js';
+import type { GuardedCall } from './guardedCall.js';
 
 /**
  * True when an admission of `call` on the fallback must wait for the guard's ledger instead (see
  * the module description).
  */
 export function waitsForLedger(g: GuardState, call: GuardedCall): boolean {
-  if (!call.fallbackForOutage && !g.res.down) return false;
+  if (!call.ledger.fallbackForOutage && !g.res.down) return false;
   return g.res.hadGoodReading || g.res.mayReachSoon;
 }
 

@@ -32,7 +32,8 @@ import { bindClaim, releaseClaim } from './ledgerUse.js';
 import { CreateOutcomeUnknownError, QuotaBuildFaultError, ServerBuildError } from './errors.js';
 import { postOrAdopt } from './lostCreate.js';
 import { isPastScheduling, waitForActive } from './waitForActive.js';
-import type { Claim, GuardState, GuardedCall } from './state.js';
+import type { Claim, GuardState } from './state.js';
+import type { GuardedCall } from './guardedCall.js';
 
 /** True when the POST did not reach Nova or Nova refused it for its rate: nothing was created. */
 function refusalOf(error: unknown): GuardedCall['refusal'] {

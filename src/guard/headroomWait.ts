@@ -19,9 +19,9 @@ import { traceHeadroomWait } from '../core/telemetry.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { statusOf } from '../core/counting.js';
 import { LIMIT_KEYS, addNeeds, checkFit, computeHeadroom, describeShortfalls, NO_NEEDS, rawHeadroomOf, shortfallResources, type FitVerdict, type Headroom } from './headroom.js';
-import { holdClaim, ledgerBudgetMs, leaveInBackground, inFlightOf, moveToFallback, onLedger, releaseClaim } from './ledgerUse.js';
-import { dropPlace, freedMeanwhile, holdPlace, sleepUntilWoken } from './wakeUps.js';
-import { acquireThroughLedger, readThroughLedger } from './ledgerRead.js';
+import { holdClaim, inFlightOf, releaseClaim } from './ledgerUse.js';
+import { freedMeanwhile, sleepUntilWoken } from './wakeUps.js';
+import { CallLedger } from './callLedger.js';
 import { keepLease, renewBeforePost, renewQuietly } from './leases.js';
 import { QuotaNeverFitsError, QuotaWaitTimeoutError } from './errors.js';
 import { stepDelayMs } from './backoff.js';
@@ -31,7 +31,8 @@ import { serversForCheck } from './explainShare.js';
 import type { Shortfall } from './headroom.js';
 import type { Admission, LedgerClaim, LedgerLimits } from './ledger.js';
 import { admitDegraded } from './degradedUse.js';
-import { elapsedMs, remainingMs, warnOnce, type Claim, type GuardState, type GuardedCall } from './state.js';
+import { warnOnce, type Claim, type GuardState } from './state.js';
+import type { GuardedCall } from './guardedCall.js';
 
 /**
  * `GET /limits`, or "unknown" when Nova answered 2xx with a body of another shape: without the
@@ -62,7 +63,7 @@ async function readLimits(g: GuardState, signal: AbortSignal | undefined): Promi
  */
 export async function readHeadroom(g: GuardState, signal: AbortSignal | undefined): Promise<Headroom> {
   await refreshUnwatched(g, signal);
-  const { reading, ledger } = await readThroughLedger(g, undefined, (s) => readLimits(g, s), signal);
+  const { reading, ledger } = await new CallLedger(g).readLimits((s) => readLimits(g, s), signal);
   const inFlight = (await inFlightOf(g, ledger, reading.stamp, signal)) ?? NO_NEEDS;
   return computeHeadroom(reading.absolute, inFlight, { requestId: reading.requestId, readAtMs: g.clock.wallNow() });
 }
@@ -75,30 +76,22 @@ export async function readHeadroom(g: GuardState, signal: AbortSignal | undefine
  */
 async function admitOnce(g: GuardState, call: GuardedCall, needs: ResourceAmounts, signal: AbortSignal | undefined): Promise<{ headroom: Headroom; fit?: FitVerdict; claim?: Claim; head?: boolean }> {
   await refreshUnwatched(g, signal);
-  // A call moved to the fallback by an outage goes back to the guard's ledger once it is up
-  // (asking the wrapper also probes a ledger that is down, when a probe is due).
-  if (call.ledger === g.fallback && call.fallbackForOutage && !g.res.skip(g, ledgerBudgetMs(g))) {
-    call.ledger = g.ledger;
-    call.fallbackForOutage = false;
-    if (call.place?.ledger === g.fallback) leaveInBackground(g, dropPlace(call)!);
-  }
+  // A call moved to the fallback by an outage goes back to the guard's ledger once it is up.
+  call.ledger.backIfUp();
   call.waitedForLedger = false;
   const sentAt = g.clock.now();
-  const acquired = await acquireThroughLedger(g, call, needs, (s) => readLimits(g, s), signal);
+  const acquired = await call.ledger.acquire(needs, g.opts.leaseTtlMs, (s) => readLimits(g, s), signal);
   if (acquired) {
     const { value: a, ledger } = acquired;
-    if (a.place && call.place?.place !== a.place) holdPlace(g, call, { ledger, place: a.place });
     if (ledger !== g.fallback) g.res.noteGoodReading();
     return verdictOf(g, needs, a.reading, a, (lc) => holdClaim(g, lc, ledger, sentAt));
   }
-  const { reading } = await readThroughLedger(g, call, (s) => readLimits(g, s), signal);
+  const { reading } = await call.ledger.readLimits((s) => readLimits(g, s), signal);
   const raw = rawHeadroomOf(reading.absolute);
   const admitSentAt = g.clock.now();
-  const { value: admission, ledger } = await onLedger(
-    g,
-    call,
+  const { value: admission, ledger } = await call.ledger.run(
     'admit',
-    (l) => l.admit({ place: call.place?.ledger === l ? call.place.place : undefined, needs, headroom: raw, stamp: reading.stamp, ttlMs: g.opts.leaseTtlMs }),
+    (l) => l.admit({ place: call.ledger.placeOn(l), needs, headroom: raw, stamp: reading.stamp, ttlMs: g.opts.leaseTtlMs }),
     async (l, late) => {
       if (late.admitted) await l.release(late.claim, 'not-created');
     },
@@ -168,7 +161,7 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
   try {
     for (;;) {
       // A wake-up or a freed server while this admission reads and decides ends the next sleep at once.
-      const wakesBefore = call.wakes;
+      const wakesBefore = call.ledger.wakes;
       const freed = freedMeanwhile(g);
       let admitted: Awaited<ReturnType<typeof admitOnce>>;
       try {
@@ -184,16 +177,14 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
       if (fit!.verdict === 'never') {
         throw new QuotaNeverFitsError({ requestId: headroom.requestId, shortfalls, needs, headroom });
       }
-      const remaining = remainingMs(g, call);
+      const remaining = call.remainingMs();
       if (call.deadlineReached || remaining <= 0) {
         if (g.opts.onStaleLimits === 'attempt') {
           g.log.warn(
-            { shortfalls: describeShortfalls(shortfalls), elapsedMs: elapsedMs(g, call) },
+            { shortfalls: describeShortfalls(shortfalls), elapsedMs: call.elapsedMs() },
             'maxWaitMs spent and /limits still reports too little headroom: attempting the create anyway (onStaleLimits: attempt)',
           );
-          const { value: lc, ledger } = await onLedger(
-            g,
-            call,
+          const { value: lc, ledger } = await call.ledger.run(
             'claimAnyway',
             (l) => l.claimAnyway(needs, g.opts.leaseTtlMs),
             (l, late) => l.release(late, 'not-created'),
@@ -206,13 +197,13 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
         const why = ledgerHeld ? undefined : await explain(g, call, shortfalls, readAtMs, true, signal);
         throw new QuotaWaitTimeoutError({
           message: call.waitedForLedger
-            ? `No quota admission after waiting ${elapsedMs(g, call)} ms (maxWaitMs ${g.opts.maxWaitMs}): the quota ledger (${g.ledger.kind}) is out of reach, and this process, which has used it, does not admit without it (other hosts may still admit on it)`
+            ? `No quota admission after waiting ${call.elapsedMs()} ms (maxWaitMs ${g.opts.maxWaitMs}): the quota ledger (${g.ledger.kind}) is out of reach, and this process, which has used it, does not admit without it (other hosts may still admit on it)`
             : shortfalls.length === 0
-              ? `No quota admission after waiting ${elapsedMs(g, call)} ms (maxWaitMs ${g.opts.maxWaitMs}): the reading and the claims leave room, but the quota ledger (${g.ledger.kind}) admitted nothing (for example while it settles after a holder reconnected)`
-              : `No quota headroom after waiting ${elapsedMs(g, call)} ms (maxWaitMs ${g.opts.maxWaitMs}): ${describeShortfalls(shortfalls)}${describeWhy(why)}`,
+              ? `No quota admission after waiting ${call.elapsedMs()} ms (maxWaitMs ${g.opts.maxWaitMs}): the reading and the claims leave room, but the quota ledger (${g.ledger.kind}) admitted nothing (for example while it settles after a holder reconnected)`
+              : `No quota headroom after waiting ${call.elapsedMs()} ms (maxWaitMs ${g.opts.maxWaitMs}): ${describeShortfalls(shortfalls)}${describeWhy(why)}`,
           requestId: headroom.requestId,
           resources: shortfallResources(shortfalls),
-          waitedMs: elapsedMs(g, call),
+          waitedMs: call.elapsedMs(),
           maxWaitMs: g.opts.maxWaitMs,
           limitsReads: call.limitsReads,
           headroom,
@@ -228,7 +219,7 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
       call.waits++;
       g.stats.waits++;
       const why = call.waits % EXPLAIN_EVERY_WAITS === 0 && !call.waitedForLedger ? await explain(g, call, shortfalls, readAtMs, false, signal) : undefined;
-      const info: QuotaWaitInfo = { needs, shortfalls, ledgerOutOfReach: call.waitedForLedger, headroom, delayMs, waits: call.waits, posts: call.posts, elapsedMs: elapsedMs(g, call), shortfallCause: why?.cause, finding: why?.finding };
+      const info: QuotaWaitInfo = { needs, shortfalls, ledgerOutOfReach: call.waitedForLedger, headroom, delayMs, waits: call.waits, posts: call.posts, elapsedMs: call.elapsedMs(), shortfallCause: why?.cause, finding: why?.finding };
       try {
         g.opts.onWait?.(info);
       } catch (e) {
@@ -236,27 +227,16 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
       }
       if (call.waitedForLedger) g.log.info({ needs, delayMs, waits: call.waits, ledger: g.ledger.kind }, 'quota ledger out of reach: waiting for it');
       else g.log.info({ needs, shortfalls: describeShortfalls(shortfalls), delayMs, waits: call.waits, requestId: headroom.requestId }, 'not enough quota headroom: waiting');
-      if (call.place?.ledger !== call.ledger) {
-        const { value: place, ledger } = await onLedger(
-          g,
-          call,
-          'join',
-          (l) => l.join(needs),
-          (l, late) => l.leave(late),
-          signal,
-        );
-        holdPlace(g, call, { ledger, place });
-      }
+      await call.ledger.join(needs, signal);
       // Woken meanwhile: a wake-up addressed to the call's place, or a freed server while it was
       // the head of the queue (its reading may be older than the freed server): read again at once.
-      if (call.wakes !== wakesBefore || (freed.seen() && admitted.head === true)) throwIfAborted(signal);
-      else await sleepUntilWoken(g, call, delayMs, signal);
+      if (call.ledger.wakes !== wakesBefore || (freed.seen() && admitted.head === true)) throwIfAborted(signal);
+      else await sleepUntilWoken(g, call.ledger, delayMs, signal);
     }
   } finally {
     // Leaving never delays the settle: sent now, bounded, in the background (a place not left
     // expires by the ledger's place lease).
-    const held = dropPlace(call);
-    if (held) leaveInBackground(g, held);
+    call.ledger.leave();
   }
 }
 
@@ -265,7 +245,7 @@ async function explain(g: GuardState, call: GuardedCall, shortfalls: Shortfall[]
   if (!g.opts.explainShortfall) return undefined;
   try {
     const servers = await serversForCheck(g.client, readAtMs, final, signal);
-    return servers && explainShortfall(servers, shortfalls, g.clock.wallNow() - elapsedMs(g, call));
+    return servers && explainShortfall(servers, shortfalls, g.clock.wallNow() - call.elapsedMs());
   } catch (e) {
     throwIfAborted(signal);
     g.log.warn({ err: (e as Error)?.message }, 'the check of the quota shortfall failed: cause unknown');
@@ -303,10 +283,10 @@ export async function claimForAttempt(g: GuardState, call: GuardedCall, needs: R
     kept = undefined;
     // A failed renewal moved the call to the fallback; it goes back to the ledger at its next
     // admission, after a backoff step that doubles like a wait (a failing ledger gets fewer calls).
-    if (call.ledger === g.fallback && claim.ledger !== g.fallback) call.waits++;
-    const remaining = remainingMs(g, call);
+    if (call.ledger.onFallback && claim.ledger !== g.fallback) call.waits++;
+    const remaining = call.remainingMs();
     if (remaining <= 0) {
-      moveToFallback(g, call, false);
+      call.ledger.moveToFallback(false);
       continue;
     }
     await sleep(g.clock, Math.min(stepDelayMs(call.firstDelayMs, call.waits + call.retriesConsumed, g.opts.maxDelayMs), Math.ceil(remaining)), signal);

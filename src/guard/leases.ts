@@ -17,8 +17,9 @@
  */
 import type { Clock } from '../core/clock.js';
 import { throwIfAborted } from '../errors/index.js';
-import { boundedUnlessFallback, ledgerBudgetMs, moveToFallback, noteFallback, releaseClaim } from './ledgerUse.js';
-import { warnOnce, type Claim, type GuardState, type GuardedCall } from './state.js';
+import { boundedUnlessFallback, ledgerBudgetMs, noteFallback, releaseClaim } from './ledgerUse.js';
+import { warnOnce, type Claim, type GuardState } from './state.js';
+import type { GuardedCall } from './guardedCall.js';
 
 /**
  * The lease the renewal right before a POST asks for, in ms: `leaseTtlMs`, or the client's
@@ -62,7 +63,7 @@ export async function renewBeforePost(g: GuardState, call: GuardedCall, claim: C
     noteFallback(g, claim.ledger, 'renew', e);
     // Back to the ledger at the next admission, after a backoff step (`claimForAttempt`): a ledger
     // that admits but cannot renew loops admit-renew-fail with a wait, until maxWaitMs.
-    moveToFallback(g, call);
+    call.ledger.moveToFallback();
     ok = false;
   }
   if (!ok) {

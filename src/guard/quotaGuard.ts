@@ -72,7 +72,8 @@ import { closeWatches, endCallWatch, liveMarks, watchedCreates, type LiveClaimMa
 import { bindLedgerScope, checkScopeNow } from './ledgerScope.js';
 import { onDeleteConfirmed } from '../delete/index.js';
 import { planRetry, quotaRetryReasonOf } from './retryPolicy.js';
-import { elapsedMs, newCall, newGuardState, newStats, remainingMs, type Claim, type GuardState, type GuardedCall } from './state.js';
+import { newGuardState, newStats, type Claim, type GuardState } from './state.js';
+import { GuardedCall } from './guardedCall.js';
 import { GUARDED_CALL_SPEC, GUARDED_CREATE_SPEC, NEEDS_OR_FLAVOR_SPEC, flavorIdOf, isFullNeeds, validateNeeds, validateGuardOptions, closeOwnedLedger } from './options.js';
 import type { GuardedCallOptions, GuardedCreateOptions, QuotaGuardOptions, QuotaGuardStats, QuotaNeedsSpec, QuotaRetryInfo, GuardClaimInfo, ResolvedOptions } from './options.js';
 
@@ -80,7 +81,6 @@ export type { QuotaNeeds, Headroom, ResourceHeadroom, Shortfall } from './headro
 export { QUOTA_GUARD_DEFAULTS, QUOTA_LEDGER_DEFAULTS } from './options.js';
 export type { QuotaWaitInfo, QuotaRetryReason, QuotaRetryInfo, QuotaGuardOptions, GuardedCallOptions, GuardedCreateOptions, QuotaNeedsSpec, QuotaGuardStats, ResolvedOptions, GuardClaimInfo } from './options.js';
 export type { UnsettledCreate, LiveClaimMark } from './lateCreates.js';
-
 /** One attempt of a guarded call, given the claim it may use. */
 type Attempt<T> = (claim: Claim, signal: AbortSignal | undefined, call: GuardedCall) => Promise<T>;
 
@@ -280,7 +280,7 @@ export class QuotaGuard {
    */
   async #guarded<T>(needs: ResourceAmounts, attempt: Attempt<T>, signal: AbortSignal | undefined): Promise<T> {
     const g = this.#state;
-    const call = newCall(g);
+    const call = new GuardedCall(g);
     // p-retry's signal ends its backoff delays. It follows the caller's abort only between attempts:
     // an attempt handles the abort itself (deleting a server it created), and a result an attempt
     // has resolved is never dropped.
@@ -349,13 +349,13 @@ export class QuotaGuard {
     const g = this.#state;
     const error = ctx.error;
     const plan = planRetry(
-      { error, refusal: call.refusal, retriesConsumed: ctx.retriesConsumed, freeRetries: call.freeRetries, remainingMs: remainingMs(g, call), aborted: signal?.aborted === true },
+      { error, refusal: call.refusal, retriesConsumed: ctx.retriesConsumed, freeRetries: call.freeRetries, remainingMs: call.remainingMs(), aborted: signal?.aborted === true },
       { maxAttempts: g.opts.maxAttempts, maxDelayMs: g.opts.maxDelayMs, firstDelayMs: call.firstDelayMs },
     );
     call.plan = plan;
     const requestId = error instanceof NovaApiError ? error.requestId : undefined;
     if (!plan.retry) {
-      if (plan.reason && plan.why) g.log.warn({ reason: plan.reason, why: plan.why, elapsedMs: elapsedMs(g, call), posts: call.posts, requestId }, `not retrying: ${plan.why}`);
+      if (plan.reason && plan.why) g.log.warn({ reason: plan.reason, why: plan.why, elapsedMs: call.elapsedMs(), posts: call.posts, requestId }, `not retrying: ${plan.why}`);
       return;
     }
     if (plan.reason) {
@@ -365,7 +365,7 @@ export class QuotaGuard {
         attempt: plan.attempt,
         attemptsLeft: plan.attemptsLeft,
         delayMs: plan.delayMs,
-        elapsedMs: elapsedMs(g, call),
+        elapsedMs: call.elapsedMs(),
         serverId: plan.reason === 'late-quota-fault' ? (error as QuotaBuildFaultError).serverId : undefined,
       };
       if (g.onRetry(info) === false) {
@@ -376,7 +376,7 @@ export class QuotaGuard {
     }
     if (plan.consume) {
       call.retriesConsumed = ctx.retriesConsumed + 1;
-      if (plan.delayMs >= remainingMs(g, call)) call.deadlineReached = true;
+      if (plan.delayMs >= call.remainingMs()) call.deadlineReached = true;
       if (plan.reason === 'quota') this.stats.quotaRetries++;
       g.log.warn(
         { reason: plan.reason, attempt: plan.attempt, attemptsLeft: plan.attemptsLeft, delayMs: plan.delayMs, requestId },
