@@ -7,7 +7,11 @@
  * the guard's ledger fails, or the wrapper knows it down, the call moves to the fallback and the
  * step runs there, so the admission code (`headroomWait.ts`) never branches on which ledger it is
  * on. A call moved for an outage goes back to the guard's ledger at its next admission once the
- * ledger is not known down ({@link CallLedger.backIfUp}).
+ * ledger is not known down ({@link CallLedger.startAdmission}). What an admission on the fallback
+ * is worth is degraded mode's rule (`degradedUse.ts`), applied here: while the call waits for the
+ * ledger, the fallback's claim is given back and the admission is "out of reach"; otherwise the
+ * claim is held as degraded, re-claimed on the ledger when it answers. An answer of the guard's
+ * ledger to an admission is a good reading for the wrapper (`ResilientLedger.noteGoodReading`).
  *
  * It also holds the call's place in the queue and listens for the wake-ups the ledger addresses
  * to it (`wakeUps.ts`): a place is left when the call moves to another ledger or ends its wait.
@@ -18,9 +22,10 @@ import pTimeout, { TimeoutError } from 'p-timeout';
 import type { Clock } from '../core/clock.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { AbortError, throwIfAborted } from '../errors/index.js';
-import type { Acquisition, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from './ledger.js';
-import { bounded, inBackground, ledgerBudgetMs, noteFallback } from './ledgerUse.js';
-import type { GuardState } from './state.js';
+import type { Acquisition, AdmitRequest, Admission, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from './ledger.js';
+import { bounded, holdClaim, inBackground, ledgerBudgetMs, noteFallback } from './ledgerUse.js';
+import { holdDegraded, waitsForLedger } from './degradedUse.js';
+import type { Claim, GuardState } from './state.js';
 
 /** A read of `GET /limits` as the ledger calls it. */
 export type LimitsRead = (signal: AbortSignal | undefined) => Promise<{ absolute: AbsoluteLimits; requestId: string | undefined }>;
@@ -42,6 +47,7 @@ export class CallLedger {
   #offWake: (() => void) | undefined;
   #wake: (() => void) | undefined;
   #wakes = 0;
+  #waitedForLedger = false;
 
   constructor(g: GuardState, deadlineMs: number = Number.POSITIVE_INFINITY) {
     this.#g = g;
@@ -62,6 +68,11 @@ export class CallLedger {
   /** True when the call moved to the fallback because a ledger call failed: it goes back at its next admission once the ledger is not known down. */
   get fallbackForOutage(): boolean {
     return this.#fallbackForOutage;
+  }
+
+  /** True when the call's last admission waited for a ledger out of reach (`degradedUse.ts`): the `QuotaWaitTimeoutError` at `maxWaitMs` says so. */
+  get waitedForLedger(): boolean {
+    return this.#waitedForLedger;
   }
 
   /** Wake-ups addressed to the call's place so far. */
@@ -117,8 +128,9 @@ export class CallLedger {
    * guard's ledger once it is up (asking the wrapper also probes a ledger that is down, when a
    * probe is due), leaving its place on the fallback.
    */
-  backIfUp(): void {
+  startAdmission(): void {
     const g = this.#g;
+    this.#waitedForLedger = false;
     if (!(this.onFallback && this.#fallbackForOutage) || g.res.skip(g, ledgerBudgetMs(g))) return;
     this.#current = g.ledger;
     this.#fallbackForOutage = false;
@@ -166,12 +178,15 @@ export class CallLedger {
    * One admission in one call of the ledger (`acquire`: the reading, the check and claim, and a
    * place in the queue when short), when the call's ledger has `acquire` and is not the fallback;
    * `undefined` otherwise or when it failed (the call then goes on with the fallback). A late
-   * answer gives back its claim and place. A place the ledger gives is the call's from then on.
+   * answer gives back its claim and place. A place the ledger gives is the call's from then on; a
+   * claim it gives is held by the guard (`claim`).
    */
-  async acquire(needs: ResourceAmounts, ttlMs: number, read: LimitsRead, signal: AbortSignal | undefined): Promise<{ value: Acquisition; ledger: QuotaLedger } | undefined> {
+  async acquire(needs: ResourceAmounts, ttlMs: number, read: LimitsRead, signal: AbortSignal | undefined): Promise<{ value: Acquisition; claim: Claim | undefined } | undefined> {
+    const g = this.#g;
     const ledger = this.#current;
     if (this.onFallback || typeof ledger.acquire !== 'function') return undefined;
     const place = this.placeOn(ledger);
+    const sentAt = g.clock.now();
     const acquired = await this.#through(
       'acquire',
       (l, rd, s) => l.acquire!({ place, needs, ttlMs, joinIfShort: true }, rd as (s: AbortSignal | undefined) => Promise<LimitsReading>, s),
@@ -182,9 +197,40 @@ export class CallLedger {
         if (late.place && late.place !== place) await l.leave(late.place);
       },
     );
-    const given = acquired?.value.place;
-    if (acquired && given && this.#place?.place !== given) this.#holdPlace({ ledger: acquired.ledger, place: given });
-    return acquired;
+    if (!acquired) return undefined;
+    const a = acquired.value;
+    if (a.place && this.#place?.place !== a.place) this.#holdPlace({ ledger: acquired.ledger, place: a.place });
+    g.res.noteGoodReading();
+    return { value: a, claim: a.admitted ? holdClaim(g, a.claim, acquired.ledger, sentAt) : undefined };
+  }
+
+  /**
+   * `admit` on the call's ledger (its place there told): check and claim atomically, after the
+   * claims in flight and the needs of the places queued ahead. A claim it gives is held by the guard
+   * (`claim`). On the fallback, degraded mode decides (see the module description): `outOfReach`
+   * when the call waits for the ledger (no claim).
+   */
+  async admit(request: Omit<AdmitRequest, 'place'>, signal: AbortSignal | undefined): Promise<{ value: Admission; claim: Claim | undefined; outOfReach: boolean }> {
+    const g = this.#g;
+    const sentAt = g.clock.now();
+    const { value, ledger } = await this.run(
+      'admit',
+      (l) => l.admit({ place: this.placeOn(l), ...request }),
+      async (l, late) => {
+        if (late.admitted) await l.release(late.claim, 'not-created');
+      },
+      signal,
+    );
+    if (ledger !== g.fallback) g.res.noteGoodReading();
+    if (!value.admitted) return { value, claim: undefined, outOfReach: false };
+    if (ledger === g.fallback && waitsForLedger(g, this.#fallbackForOutage)) {
+      await g.fallback.release(value.claim, 'not-created');
+      this.#waitedForLedger = true;
+      return { value, claim: undefined, outOfReach: true };
+    }
+    const claim = holdClaim(g, value.claim, ledger, sentAt);
+    if (ledger === g.fallback) holdDegraded(g, claim);
+    return { value, claim, outOfReach: false };
   }
 
   /** The call's place on `ledger`, if it holds one there (what `admit` and `acquire` are told). */

@@ -83,8 +83,6 @@ export class GuardedCall {
   inAttempt = false;
   /** True once an attempt has resolved: an abort can no longer take its result away. */
   settled = false;
-  /** True when the call's last admission waited for a ledger out of reach (`degradedUse.ts`): the `QuotaWaitTimeoutError` at `maxWaitMs` says so. */
-  waitedForLedger = false;
   /** The server the call returns, once an attempt has made it (the one server of its tag that stays). */
   keptServerId: string | undefined = undefined;
   readonly #g: GuardState;

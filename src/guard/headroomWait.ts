@@ -29,8 +29,8 @@ import { EXPLAIN_EVERY_WAITS, type QuotaWaitInfo } from './options.js';
 import { explainShortfall, type ShortfallExplanation } from './explain.js';
 import { serversForCheck } from './explainShare.js';
 import type { Shortfall } from './headroom.js';
-import type { Admission, LedgerClaim, LedgerLimits } from './ledger.js';
-import { admitDegraded } from './degradedUse.js';
+import type { Admission, LedgerLimits } from './ledger.js';
+import { outOfReachFit } from './degradedUse.js';
 import { warnOnce, type Claim, type GuardState } from './state.js';
 import type { GuardedCall } from './guardedCall.js';
 
@@ -76,40 +76,23 @@ export async function readHeadroom(g: GuardState, signal: AbortSignal | undefine
  */
 async function admitOnce(g: GuardState, call: GuardedCall, needs: ResourceAmounts, signal: AbortSignal | undefined): Promise<{ headroom: Headroom; fit?: FitVerdict; claim?: Claim; head?: boolean }> {
   await refreshUnwatched(g, signal);
-  // A call moved to the fallback by an outage goes back to the guard's ledger once it is up.
-  call.ledger.backIfUp();
-  call.waitedForLedger = false;
-  const sentAt = g.clock.now();
-  const acquired = await call.ledger.acquire(needs, g.opts.leaseTtlMs, (s) => readLimits(g, s), signal);
-  if (acquired) {
-    const { value: a, ledger } = acquired;
-    if (ledger !== g.fallback) g.res.noteGoodReading();
-    return verdictOf(g, needs, a.reading, a, (lc) => holdClaim(g, lc, ledger, sentAt));
+  call.ledger.startAdmission();
+  const read = (s: AbortSignal | undefined): ReturnType<typeof readLimits> => readLimits(g, s);
+  const acquired = await call.ledger.acquire(needs, g.opts.leaseTtlMs, read, signal);
+  if (acquired) return verdictOf(g, needs, acquired.value.reading, acquired.value, acquired.claim);
+  const { reading } = await call.ledger.readLimits(read, signal);
+  const admitted = await call.ledger.admit({ needs, headroom: rawHeadroomOf(reading.absolute), stamp: reading.stamp, ttlMs: g.opts.leaseTtlMs }, signal);
+  if (admitted.outOfReach) {
+    const headroom = computeHeadroom(reading.absolute, admitted.value.inFlight, { requestId: reading.requestId, readAtMs: g.clock.wallNow() });
+    return { headroom, fit: outOfReachFit(g, needs, headroom) };
   }
-  const { reading } = await call.ledger.readLimits((s) => readLimits(g, s), signal);
-  const raw = rawHeadroomOf(reading.absolute);
-  const admitSentAt = g.clock.now();
-  const { value: admission, ledger } = await call.ledger.run(
-    'admit',
-    (l) => l.admit({ place: call.ledger.placeOn(l), needs, headroom: raw, stamp: reading.stamp, ttlMs: g.opts.leaseTtlMs }),
-    async (l, late) => {
-      if (late.admitted) await l.release(late.claim, 'not-created');
-    },
-    signal,
-  );
-  const hold = (lc: LedgerClaim): Claim => holdClaim(g, lc, ledger, admitSentAt);
-  if (ledger === g.fallback && admission.admitted) {
-    const headroom = computeHeadroom(reading.absolute, admission.inFlight, { requestId: reading.requestId, readAtMs: g.clock.wallNow() });
-    return { headroom, ...(await admitDegraded(g, call, needs, headroom, admission.claim, hold)) };
-  }
-  if (ledger !== g.fallback) g.res.noteGoodReading();
-  return verdictOf(g, needs, reading, admission, hold);
+  return verdictOf(g, needs, reading, admitted.value, admitted.claim);
 }
 
 /** The headroom after the ledger's claims, and the claim held or why not (`head`: no place queued ahead). */
-function verdictOf(g: GuardState, needs: ResourceAmounts, reading: LedgerLimits, admission: Admission, hold: (lc: LedgerClaim) => Claim): { headroom: Headroom; fit?: FitVerdict; claim?: Claim; head?: boolean } {
+function verdictOf(g: GuardState, needs: ResourceAmounts, reading: LedgerLimits, admission: Admission, claim: Claim | undefined): { headroom: Headroom; fit?: FitVerdict; claim?: Claim; head?: boolean } {
   const headroom = computeHeadroom(reading.absolute, admission.inFlight, { requestId: reading.requestId, readAtMs: g.clock.wallNow() });
-  if (admission.admitted) return { headroom, claim: hold(admission.claim) };
+  if (claim) return { headroom, claim };
   const head = Object.values(admission.ahead).every((v) => !v);
   const fit = checkFit(needs, headroom);
   if (fit.verdict !== 'fits') return { headroom, fit, head };
@@ -193,10 +176,10 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
           return holdClaim(g, lc, ledger);
         }
         // No shortfall: the reading and the claims fit, yet the ledger admitted nothing (settling after a holder reconnected).
-        const ledgerHeld = call.waitedForLedger || shortfalls.length === 0;
+        const ledgerHeld = call.ledger.waitedForLedger || shortfalls.length === 0;
         const why = ledgerHeld ? undefined : await explain(g, call, shortfalls, readAtMs, true, signal);
         throw new QuotaWaitTimeoutError({
-          message: call.waitedForLedger
+          message: call.ledger.waitedForLedger
             ? `No quota admission after waiting ${call.elapsedMs()} ms (maxWaitMs ${g.opts.maxWaitMs}): the quota ledger (${g.ledger.kind}) is out of reach, and this process, which has used it, does not admit without it (other hosts may still admit on it)`
             : shortfalls.length === 0
               ? `No quota admission after waiting ${call.elapsedMs()} ms (maxWaitMs ${g.opts.maxWaitMs}): the reading and the claims leave room, but the quota ledger (${g.ledger.kind}) admitted nothing (for example while it settles after a holder reconnected)`
@@ -218,14 +201,14 @@ export async function waitForHeadroom(g: GuardState, call: GuardedCall, needs: R
       if (delayMs >= remaining) call.deadlineReached = true;
       call.waits++;
       g.stats.waits++;
-      const why = call.waits % EXPLAIN_EVERY_WAITS === 0 && !call.waitedForLedger ? await explain(g, call, shortfalls, readAtMs, false, signal) : undefined;
-      const info: QuotaWaitInfo = { needs, shortfalls, ledgerOutOfReach: call.waitedForLedger, headroom, delayMs, waits: call.waits, posts: call.posts, elapsedMs: call.elapsedMs(), shortfallCause: why?.cause, finding: why?.finding };
+      const why = call.waits % EXPLAIN_EVERY_WAITS === 0 && !call.ledger.waitedForLedger ? await explain(g, call, shortfalls, readAtMs, false, signal) : undefined;
+      const info: QuotaWaitInfo = { needs, shortfalls, ledgerOutOfReach: call.ledger.waitedForLedger, headroom, delayMs, waits: call.waits, posts: call.posts, elapsedMs: call.elapsedMs(), shortfallCause: why?.cause, finding: why?.finding };
       try {
         g.opts.onWait?.(info);
       } catch (e) {
         g.log.warn({ err: (e as Error)?.message }, 'onWait hook threw (ignored)');
       }
-      if (call.waitedForLedger) g.log.info({ needs, delayMs, waits: call.waits, ledger: g.ledger.kind }, 'quota ledger out of reach: waiting for it');
+      if (call.ledger.waitedForLedger) g.log.info({ needs, delayMs, waits: call.waits, ledger: g.ledger.kind }, 'quota ledger out of reach: waiting for it');
       else g.log.info({ needs, shortfalls: describeShortfalls(shortfalls), delayMs, waits: call.waits, requestId: headroom.requestId }, 'not enough quota headroom: waiting');
       await call.ledger.join(needs, signal);
       // Woken meanwhile: a wake-up addressed to the call's place, or a freed server while it was
