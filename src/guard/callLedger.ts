@@ -5,7 +5,7 @@
  * one-call admission (`acquire`), `admit`, `join`, `claimAnyway`. Each step is bounded in time
  * (`ledgerUse.ts`: {@link ledgerBudgetMs}, or less while the call's `maxWaitMs` is closer); when
  * the guard's ledger fails, or the wrapper knows it down, the call moves to the fallback and the
- * step runs there, so the admission code (`headroomWait.ts`) never branches on which ledger it is
+ * step runs there, so the admission code (`admission.ts`) never branches on which ledger it is
  * on. A call moved for an outage goes back to the guard's ledger at its next admission once the
  * ledger is not known down ({@link CallLedger.startAdmission}). What an admission on the fallback
  * is worth is degraded mode's rule (`degradedUse.ts`), applied here: while the call waits for the

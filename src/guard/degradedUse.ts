@@ -17,7 +17,7 @@
  *   fallback are re-claimed on the ledger (`claimAnyway`, then `bind` to their server) once it
  *   answers (the end of an outage, or the first admission on it), so the other hosts subtract them.
  * - A call that lost its leases past `maxWaitMs` and stays on the fallback for good (no admission
- *   loop without a wait, `claimForAttempt`) admits there as before, unless the ledger is known down.
+ *   loop without a wait, `Admission.claim`) admits there as before, unless the ledger is known down.
  *
  * @module
  */

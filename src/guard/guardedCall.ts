@@ -5,7 +5,7 @@
  * its run ({@link GuardedCall.run}), which reads as the protocol of one guarded create:
  *
  * 1. admit: the claim for an attempt, the one kept from a refused POST or a new one after the wait
- *    for headroom (`headroomWait.ts`: join the queue, read `/limits` through the ledger, admit and
+ *    for headroom (`admission.ts`: join the queue, read `/limits` through the ledger, admit and
  *    claim, the lease renewed right before the POST: `leases.ts`);
  * 2. attempt: the POST and the wait for the server to leave BUILD (`guardedCreate.ts`), or the
  *    caller's `fn`; the attempt ends the claim (`'counted'` or `'not-created'`);

@@ -87,7 +87,7 @@ async function attempt(g: GuardState, call: GuardedCall, body: CreateServerBody,
     return keepOnAbort ? keep(g, call, server, claim, aborted) : abandon(g, call, server, claim, aborted);
   }
   if (!g.opts.waitForActive) {
-    // Nobody waits for it: the lease is renewed at the guard's next reads instead (`headroomWait.ts`).
+    // Nobody waits for it: the lease is renewed at the guard's next reads instead (`limitsRead.ts`).
     claim.stopRenewal?.();
     claim.unwatched = true;
     return server;

@@ -12,7 +12,7 @@
  *    (`ledger.ts`); headroom = max - used - in-flight claims of the ledger, -1 = unlimited, used above max
  *    = 0, missing = unknown (Nova decides). Needed above the limit itself:
  *    {@link QuotaNeverFitsError} at once, 0 POSTs (nodepool's `hasProviderQuota`).
- * 3. While short: wait (`headroomWait.ts`: the call's backoff, first come first served, woken by a
+ * 3. While short: wait (`admission.ts`: the call's backoff, first come first served, woken by a
  *    deletion the guard's client confirms), re-reading `/limits`, reporting each wait through
  *    `onWait` and the logger, up to `maxWaitMs`; then {@link QuotaWaitTimeoutError}, or with
  *    `onStaleLimits: 'attempt'` the create is tried anyway and Nova's own check decides.
@@ -61,7 +61,8 @@ import type { CreateServerBody, ResourceAmounts, Server } from '../core/types.js
 import { createAttempt } from './guardedCreate.js';
 import { needsFromFlavor } from './flavorNeeds.js';
 import type { Headroom, QuotaNeeds } from './headroom.js';
-import { claimForAttempt, readHeadroom } from './headroomWait.js';
+import { Admission } from './admission.js';
+import { readHeadroom } from './limitsRead.js';
 import { claimMetadata, publishFreed, releaseClaim, closeLedgerUse } from './ledgerUse.js';
 import { CLAIM_TAG_KEY } from './claimTag.js';
 import { closeWatches, endCallWatch, liveMarks, watchedCreates, type LiveClaimMark, type UnsettledCreate } from './lateCreates.js';
@@ -270,15 +271,16 @@ export class QuotaGuard {
 
   /**
    * One guarded call (`guardedCall.ts`): its admissions wait for headroom and claim
-   * (`headroomWait.ts`), its attempts are `attempt`, and its claim tag is forgotten at the end
+   * (`admission.ts`), its attempts are `attempt`, and its claim tag is forgotten at the end
    * unless a POST of unknown fate keeps it watched (`lateCreates.ts`).
    */
   #guarded<T>(needs: ResourceAmounts, attempt: Attempt<T>, signal: AbortSignal | undefined): Promise<T> {
     const g = this.#state;
     const call = new GuardedCall(g);
+    const admission = new Admission(g, call, needs);
     return call.run(
       {
-        admit: (held, s) => claimForAttempt(g, call, needs, held, s),
+        admit: (held, s) => admission.claim(held, s),
         attempt: (claim, s) => attempt(claim, s, call),
         forget: (kept) => endCallWatch(g, call, kept),
       },
