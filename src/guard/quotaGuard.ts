@@ -58,7 +58,7 @@ import { ValidationError, throwIfAborted } from '../errors/index.js';
 import { componentLogger } from '../core/logger.js';
 import { checkOptions } from '../core/options.js';
 import type { CreateServerBody, ResourceAmounts, Server } from '../core/types.js';
-import { createAttempt } from './guardedCreate.js';
+import { CreateAttempt } from './guardedCreate.js';
 import { needsFromFlavor } from './flavorNeeds.js';
 import type { Headroom, QuotaNeeds } from './headroom.js';
 import { Admission } from './admission.js';
@@ -205,7 +205,7 @@ export class QuotaGuard {
         const flavor = await this.client.getFlavor(flavorId, { signal: options.signal });
         needs = needsFromFlavor(this.#state, flavorId, flavor, 1, given);
       }
-      return this.#guarded(needs, (claim, signal, call) => createAttempt(this.#state, call, body, claim, signal, options.keepOnAbort === true), options.signal);
+      return this.#guarded(needs, (claim, signal, call) => new CreateAttempt(this.#state, call, body, claim, signal, options.keepOnAbort === true).run(), options.signal);
     });
   }
 
