@@ -51,6 +51,10 @@ export class Admission {
   readonly #g: GuardState;
   readonly #call: GuardedCall;
   readonly #needs: ResourceAmounts;
+  /** Waits for headroom so far (each doubles the next delay, as a retry does). */
+  #waits = 0;
+  /** `GET /limits` reads so far. */
+  #limitsReads = 0;
 
   constructor(g: GuardState, call: GuardedCall, needs: ResourceAmounts) {
     this.#g = g;
@@ -89,13 +93,13 @@ export class Admission {
       kept = undefined;
       // A failed renewal moved the call to the fallback; it goes back to the ledger at its next
       // admission, after a backoff step that doubles like a wait (a failing ledger gets fewer calls).
-      if (call.ledger.onFallback && claim.ledger !== g.fallback) call.waits++;
+      if (call.ledger.onFallback && claim.ledger !== g.fallback) this.#waits++;
       const remaining = call.remainingMs();
       if (remaining <= 0) {
         call.ledger.moveToFallback(false);
         continue;
       }
-      await sleep(g.clock, Math.min(stepDelayMs(call.firstDelayMs, call.waits + call.retriesConsumed, g.opts.maxDelayMs), Math.ceil(remaining)), signal);
+      await sleep(g.clock, Math.min(stepDelayMs(call.firstDelayMs, this.#waits + call.retriesConsumed, g.opts.maxDelayMs), Math.ceil(remaining)), signal);
     }
   }
 
@@ -116,7 +120,7 @@ export class Admission {
         }
         const { headroom, claim, fit } = admitted;
         const readAtMs = g.clock.now();
-        call.limitsReads++;
+        this.#limitsReads++;
         if (claim) return claim;
         const shortfalls = fit!.shortfalls;
         if (fit!.verdict === 'never') {
@@ -208,7 +212,7 @@ export class Admission {
       resources: shortfallResources(shortfalls),
       waitedMs: call.elapsedMs(),
       maxWaitMs: g.opts.maxWaitMs,
-      limitsReads: call.limitsReads,
+      limitsReads: this.#limitsReads,
       headroom,
       needs,
       lastQuotaMessage: call.lastQuotaMessage,
@@ -226,21 +230,21 @@ export class Admission {
     const g = this.#g;
     const call = this.#call;
     const needs = this.#needs;
-    const stepMs = stepDelayMs(call.firstDelayMs, call.waits + call.retriesConsumed, g.opts.maxDelayMs);
+    const stepMs = stepDelayMs(call.firstDelayMs, this.#waits + call.retriesConsumed, g.opts.maxDelayMs);
     const delayMs = Math.min(stepMs, Math.ceil(remaining));
     if (delayMs >= remaining) call.deadlineReached = true;
-    call.waits++;
+    this.#waits++;
     g.stats.waits++;
     const outOfReach = call.ledger.waitedForLedger;
-    const why = call.waits % EXPLAIN_EVERY_WAITS === 0 && !outOfReach ? await this.#explain(shortfalls, readAtMs, false, signal) : undefined;
-    const info: QuotaWaitInfo = { needs, shortfalls, ledgerOutOfReach: outOfReach, headroom, delayMs, waits: call.waits, posts: call.posts, elapsedMs: call.elapsedMs(), shortfallCause: why?.cause, finding: why?.finding };
+    const why = this.#waits % EXPLAIN_EVERY_WAITS === 0 && !outOfReach ? await this.#explain(shortfalls, readAtMs, false, signal) : undefined;
+    const info: QuotaWaitInfo = { needs, shortfalls, ledgerOutOfReach: outOfReach, headroom, delayMs, waits: this.#waits, posts: call.posts, elapsedMs: call.elapsedMs(), shortfallCause: why?.cause, finding: why?.finding };
     try {
       g.opts.onWait?.(info);
     } catch (e) {
       g.log.warn({ err: (e as Error)?.message }, 'onWait hook threw (ignored)');
     }
-    if (outOfReach) g.log.info({ needs, delayMs, waits: call.waits, ledger: g.ledger.kind }, 'quota ledger out of reach: waiting for it');
-    else g.log.info({ needs, shortfalls: describeShortfalls(shortfalls), delayMs, waits: call.waits, requestId: headroom.requestId }, 'not enough quota headroom: waiting');
+    if (outOfReach) g.log.info({ needs, delayMs, waits: this.#waits, ledger: g.ledger.kind }, 'quota ledger out of reach: waiting for it');
+    else g.log.info({ needs, shortfalls: describeShortfalls(shortfalls), delayMs, waits: this.#waits, requestId: headroom.requestId }, 'not enough quota headroom: waiting');
     return delayMs;
   }
 

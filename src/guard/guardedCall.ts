@@ -59,12 +59,8 @@ export class GuardedCall {
   readonly claimTag: string = randomUUID();
   /** The ledger this call uses: the guard's, or its fallback once the guard's failed during the call; and the call's place in its queue. */
   readonly ledger: CallLedger;
-  /** Waits for headroom so far. */
-  waits = 0;
   /** Attempts (POSTs, or `fn` calls) that counted so far. */
   posts = 0;
-  /** `GET /limits` reads so far. */
-  limitsReads = 0;
   /** Retries that used an attempt so far (p-retry's `retriesConsumed` after the last plan). */
   retriesConsumed = 0;
   /** Retries that used no attempt so far (rate limits, refused connections). */
