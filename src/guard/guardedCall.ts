@@ -5,8 +5,9 @@
  * its run ({@link GuardedCall.run}), which reads as the protocol of one guarded create:
  *
  * 1. admit: the claim for an attempt, the one kept from a refused POST or a new one after the wait
- *    for headroom (`admission.ts`: join the queue, read `/limits` through the ledger, admit and
- *    claim, the lease renewed right before the POST: `leases.ts`);
+ *    for headroom (`admission.ts`: read `/limits` through the call's ledger, admit and claim; while
+ *    short, join the queue and sleep until woken; the lease renewed right before the POST:
+ *    `leases.ts`);
  * 2. attempt: the POST and the wait for the server to leave BUILD (`guardedCreate.ts`), or the
  *    caller's `fn`; the attempt ends the claim (`'counted'` or `'not-created'`);
  * 3. retry or not ({@link GuardedCall.run}'s p-retry, planned by `retryPolicy.ts`), back to 1;
