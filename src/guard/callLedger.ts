@@ -100,7 +100,7 @@ export class CallLedger {
    * True when the guard's ledger is down and this call must skip it (the wrapper's verdict, which may
    * start a probe): the call moves to the fallback at once, with no wait, and counts as a fallback.
    */
-  skipDown(): boolean {
+  #skipDown(): boolean {
     const g = this.#g;
     if (!g.res.skip(g, ledgerBudgetMs(g))) return false;
     g.stats.ledgerFallbacks++;
@@ -147,7 +147,7 @@ export class CallLedger {
     const g = this.#g;
     const ledger = this.#current;
     if (ledger === g.fallback) return { value: await op(ledger), ledger };
-    if (this.skipDown()) return { value: await op(g.fallback), ledger: g.fallback };
+    if (this.#skipDown()) return { value: await op(g.fallback), ledger: g.fallback };
     let pending: Promise<T> | undefined;
     try {
       return { value: await bounded(g, what, () => (pending = op(ledger)), signal, this.limitMs()), ledger };
@@ -316,7 +316,7 @@ export class CallLedger {
     const g = this.#g;
     const ledger = this.#current;
     throwIfAborted(signal);
-    if (this.skipDown()) return undefined;
+    if (this.#skipDown()) return undefined;
     let readFailure: { error: unknown } | undefined;
     // `gate` refuses the ledger's late reads; `late` ends the wait (abort, or the ledger's own time limit).
     const gate = new AbortController();

@@ -21,7 +21,7 @@ export interface GuardState {
   opts: ResolvedOptions;
   /** The ledger of claims, queue and wake-ups (the `ledger` option, or the guard's own in-process one). */
   ledger: QuotaLedger;
-  /** The private in-process ledger a call goes on with when `ledger` fails (see `ledgerUse.ts`): `res.fallback`. */
+  /** The private in-process ledger a call goes on with when `ledger` fails (see `callLedger.ts`): `res.fallback`. */
   fallback: InProcessQuotaLedger;
   /** The process's one wrapper of `ledger`: its health, its fallback, its outage warnings (`resilientLedger.ts`). */
   res: ResilientLedger;
