@@ -17,55 +17,44 @@
  *   fallback are re-claimed on the ledger (`claimAnyway`, then `bind` to their server) once it
  *   answers (the end of an outage, or the first admission on it), so the other hosts subtract them.
  * - A call that lost its leases past `maxWaitMs` and stays on the fallback for good (no admission
- *   loop without a wait, `claimForAttempt`) admits there as before, unless the ledger is known down.
+ *   loop without a wait, `Admission.claim`) admits there as before, unless the ledger is known down.
  *
  * @module
  */
 import type { ResourceAmounts } from '../core/types.js';
 import { AMOUNT_FIELD, QUOTA_RESOURCES, type FitVerdict, type Headroom } from './headroom.js';
-import type { LedgerClaim } from './ledger.js';
 import { bounded, inBackground } from './ledgerUse.js';
-import type { Claim, GuardState, GuardedCall } from './state.js';
+import type { Claim, GuardState } from './state.js';
 
 /**
- * True when an admission of `call` on the fallback must wait for the guard's ledger instead (see
- * the module description).
+ * True when an admission on the fallback must wait for the guard's ledger instead (see the module
+ * description). `fallbackForOutage`: the call is on the fallback because a ledger call failed.
  */
-export function waitsForLedger(g: GuardState, call: GuardedCall): boolean {
-  if (!call.fallbackForOutage && !g.res.down) return false;
+export function waitsForLedger(g: GuardState, fallbackForOutage: boolean): boolean {
+  if (!fallbackForOutage && !g.res.down) return false;
   return g.res.hadGoodReading || g.res.mayReachSoon;
 }
 
 /**
- * An admission the fallback ledger gave (`lc`) to `call`: released at once and a `'short'` verdict
- * (headroom 0 for what the call needs) when the call waits for the ledger ({@link waitsForLedger});
- * otherwise held, and re-claimed on the ledger when it answers again.
+ * The verdict of an admission that waits for the ledger ({@link waitsForLedger}; the fallback's
+ * claim is already given back): `'short'`, with headroom 0 for what the call needs.
  */
-export async function admitDegraded(
-  g: GuardState,
-  call: GuardedCall,
-  needs: ResourceAmounts,
-  headroom: Headroom,
-  lc: LedgerClaim,
-  hold: (lc: LedgerClaim) => Claim,
-): Promise<{ claim?: Claim; fit?: FitVerdict }> {
-  if (waitsForLedger(g, call)) {
-    await g.fallback.release(lc, 'not-created');
-    call.waitedForLedger = true;
-    const wanted = QUOTA_RESOURCES.filter((r) => needs[AMOUNT_FIELD[r]] > 0);
-    const shortfalls = (wanted.length > 0 ? wanted : QUOTA_RESOURCES).map((resource) => ({ resource, needed: needs[AMOUNT_FIELD[resource]], ...headroom[resource], headroom: 0 }));
-    g.log.debug(
-      { needs, ledger: g.ledger.kind },
-      g.res.hadGoodReading
-        ? 'quota ledger out of reach: waiting for it (it has answered this process before: other hosts may still admit on it)'
-        : 'quota ledger out of reach: waiting for it (never answered this process yet: it may be back soon, e.g. a Redis restarting)',
-    );
-    return { fit: { verdict: 'short', shortfalls } };
-  }
-  const claim = hold(lc);
+export function outOfReachFit(g: GuardState, needs: ResourceAmounts, headroom: Headroom): FitVerdict {
+  const wanted = QUOTA_RESOURCES.filter((r) => needs[AMOUNT_FIELD[r]] > 0);
+  const shortfalls = (wanted.length > 0 ? wanted : QUOTA_RESOURCES).map((resource) => ({ resource, needed: needs[AMOUNT_FIELD[resource]], ...headroom[resource], headroom: 0 }));
+  g.log.debug(
+    { needs, ledger: g.ledger.kind },
+    g.res.hadGoodReading
+      ? 'quota ledger out of reach: waiting for it (it has answered this process before: other hosts may still admit on it)'
+      : 'quota ledger out of reach: waiting for it (never answered this process yet: it may be back soon, e.g. a Redis restarting)',
+  );
+  return { verdict: 'short', shortfalls };
+}
+
+/** `claim`, admitted on the fallback in degraded mode, is re-claimed on the guard's ledger when it answers again ({@link reclaimDegraded}). */
+export function holdDegraded(g: GuardState, claim: Claim): void {
   claim.degraded = true;
   g.offDegraded ??= g.res.onRecovered(() => reclaimDegraded(g));
-  return { claim };
 }
 
 /**

@@ -41,7 +41,8 @@ import { sleep } from '../core/clock.js';
 import { isOpenStackRequestId } from '../core/validate.js';
 import { CLAIM_TAG_KEY, isDeletedStatus, listTagged } from './claimTag.js';
 import { CLAIM_ID_KEY } from './ledgerUse.js';
-import type { GuardState, GuardedCall, LateCreateWatch } from './state.js';
+import type { GuardState, LateCreateWatch } from './state.js';
+import type { GuardedCall } from './guardedCall.js';
 
 export type { LateCreateWatch } from './state.js';
 

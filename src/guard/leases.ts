@@ -17,8 +17,9 @@
  */
 import type { Clock } from '../core/clock.js';
 import { throwIfAborted } from '../errors/index.js';
-import { boundedUnlessFallback, ledgerBudgetMs, moveToFallback, noteFallback, releaseClaim } from './ledgerUse.js';
-import { warnOnce, type Claim, type GuardState, type GuardedCall } from './state.js';
+import { boundedUnlessFallback, ledgerBudgetMs, noteFallback, releaseClaim } from './ledgerUse.js';
+import { warnOnce, type Claim, type GuardState } from './state.js';
+import type { CallLedger } from './callLedger.js';
 
 /**
  * The lease the renewal right before a POST asks for, in ms: `leaseTtlMs`, or the client's
@@ -44,7 +45,7 @@ function leaseCoversPost(g: GuardState, claim: Claim): boolean {
  * lease is lost, or when the ledger failed (the claim is then released and the call moves to the
  * fallback ledger): either way the call goes back to admission.
  */
-export async function renewBeforePost(g: GuardState, call: GuardedCall, claim: Claim, signal?: AbortSignal): Promise<boolean> {
+export async function renewBeforePost(g: GuardState, callLedger: CallLedger, claim: Claim, signal?: AbortSignal): Promise<boolean> {
   const coverMs = postLeaseMs(g);
   if (leaseCoversPost(g, claim)) {
     claim.coverUntilMs = g.clock.now() + coverMs;
@@ -60,9 +61,9 @@ export async function renewBeforePost(g: GuardState, call: GuardedCall, claim: C
       throwIfAborted(signal);
     }
     noteFallback(g, claim.ledger, 'renew', e);
-    // Back to the ledger at the next admission, after a backoff step (`claimForAttempt`): a ledger
+    // Back to the ledger at the next admission, after a backoff step (`Admission.claim`): a ledger
     // that admits but cannot renew loops admit-renew-fail with a wait, until maxWaitMs.
-    moveToFallback(g, call);
+    callLedger.moveToFallback();
     ok = false;
   }
   if (!ok) {

@@ -4,14 +4,14 @@
  * metadata that tags what a claim creates.
  *
  * Fallback (Nova stays the authority): when a call of the guard's ledger rejects or runs past its
- * time limit ({@link ledgerLimitMs}), the guard warns once (then logs at debug level), counts
- * `stats.ledgerFallbacks`, and the guarded call goes on with the private `InProcessQuotaLedger` of
- * the ledger's wrapper (`resilientLedger.ts`: its claims and queue cover this process's calls
- * only; Nova's quota 403 path covers the rest). Once the ledger has answered an admission of this
- * process, an admission on the fallback waits for the ledger instead (`degradedUse.ts`). A claim is
- * always released on the ledger it came from. The next guarded call starts on the guard's ledger again, so a ledger that comes back is
- * used again; a ledger the wrapper knows to be down is skipped at once (no wait) until a probe
- * finds it back.
+ * time limit, the guard warns once (then logs at debug level), counts `stats.ledgerFallbacks`, and
+ * the guarded call goes on with the private `InProcessQuotaLedger` of the ledger's wrapper
+ * (`resilientLedger.ts`: its claims and queue cover this process's calls only; Nova's quota 403
+ * path covers the rest). The call's side of that move is its `CallLedger` (`callLedger.ts`). Once
+ * the ledger has answered an admission of this process, an admission on the fallback waits for the
+ * ledger instead (`degradedUse.ts`). A claim is always released on the ledger it came from. The
+ * next guarded call starts on the guard's ledger again, so a ledger that comes back is used again;
+ * a ledger the wrapper knows to be down is skipped at once (no wait) until a probe finds it back.
  *
  * @module
  */
@@ -19,8 +19,8 @@ import pTimeout, { TimeoutError } from 'p-timeout';
 import { pTimeoutTimers } from '../core/clock.js';
 import type { ResourceAmounts } from '../core/types.js';
 import { throwIfAborted } from '../errors/index.js';
-import type { LedgerClaim, LedgerPlace, QuotaLedger } from './ledger.js';
-import { remainingMs, warnOnce, type Claim, type GuardState, type GuardedCall } from './state.js';
+import type { LedgerClaim, QuotaLedger } from './ledger.js';
+import { warnOnce, type Claim, type GuardState } from './state.js';
 
 /** Metadata key of the claim's id on every server the guard creates. */
 export const CLAIM_ID_KEY = 'nova-guard-claim-id';
@@ -34,17 +34,6 @@ const METADATA_VALUE_MAX = 255;
 /** The time budget of one ledger call, in ms: `max(ledgerTimeoutMs, ledger.callBudgetMs())`. */
 export function ledgerBudgetMs(g: GuardState): number {
   return g.res.budgetMs(g.opts.ledgerTimeoutMs);
-}
-
-/**
- * The time limit of one ledger call of `call`'s wait, in ms: the budget ({@link ledgerBudgetMs}),
- * or less while the call's `maxWaitMs` is running and closer (a hung ledger never stretches the
- * wait past `maxWaitMs`). Once `maxWaitMs` is spent (or without a call): the budget.
- */
-export function ledgerLimitMs(g: GuardState, call: GuardedCall | undefined): number {
-  const budget = ledgerBudgetMs(g);
-  const remaining = call === undefined ? Number.POSITIVE_INFINITY : remainingMs(g, call);
-  return remaining > 0 ? Math.min(budget, Math.ceil(remaining)) : budget;
 }
 
 /**
@@ -127,68 +116,6 @@ export function noteFallback(g: GuardState, ledger: QuotaLedger, what: string, e
       ? `quota ledger (${ledger.kind}) failed: creates wait for it (other hosts may still admit on it)`
       : `quota ledger (${ledger.kind}) failed: going on with the in-process ledger, Nova's quota check decides the rest`,
   );
-}
-
-/**
- * Run `op` on the call's ledger, bounded; when it fails, the call moves to the fallback ledger
- * (leaving its place on the other, best effort) and `op` runs there. Resolves the result and the
- * ledger that gave it.
- */
-export async function onLedger<T>(
-  g: GuardState,
-  call: GuardedCall | undefined,
-  what: string,
-  op: (l: QuotaLedger) => Promise<T>,
-  undo?: (l: QuotaLedger, late: T) => Promise<void>,
-  signal?: AbortSignal,
-): Promise<{ value: T; ledger: QuotaLedger }> {
-  const ledger = call?.ledger ?? g.ledger;
-  if (ledger === g.fallback) return { value: await op(ledger), ledger };
-  if (skipDown(g, call)) return { value: await op(g.fallback), ledger: g.fallback };
-  let pending: Promise<T> | undefined;
-  try {
-    return { value: await bounded(g, what, () => (pending = op(ledger)), signal, ledgerLimitMs(g, call)), ledger };
-  } catch (e) {
-    // A call that answers after its time limit (or after the abort): undo what it took (a claim, a place), best effort.
-    if (undo && pending) pending.then((late) => inBackground(g, ledger, `undo ${what}`, () => undo(ledger, late))).catch(() => undefined);
-    throwIfAborted(signal);
-    noteFallback(g, ledger, what, e);
-    if (call) moveToFallback(g, call);
-    return { value: await op(g.fallback), ledger: g.fallback };
-  }
-}
-
-/**
- * True when the guard's ledger is down and this call must skip it (the wrapper's verdict, which may
- * start a probe): the call moves to the fallback at once, with no wait, and counts as a fallback.
- */
-export function skipDown(g: GuardState, call: GuardedCall | undefined): boolean {
-  if (!g.res.skip(g, ledgerBudgetMs(g))) return false;
-  g.stats.ledgerFallbacks++;
-  g.log.debug({ ledger: g.ledger.kind }, 'quota ledger is down: going on with the in-process ledger');
-  if (call) moveToFallback(g, call);
-  return true;
-}
-
-/**
- * The call goes on with the fallback ledger (leaving its place on the other, best effort).
- * `returns`: the call goes back to the ledger at its next admission once the ledger is not known
- * down (a move for a failed ledger call); `false` for a call that lost its leases past `maxWaitMs`,
- * which stays on the fallback (no admission loop without a wait).
- */
-export function moveToFallback(g: GuardState, call: GuardedCall, returns = true): void {
-  call.ledger = g.fallback;
-  call.fallbackForOutage = returns;
-  const place = call.place;
-  call.place = undefined;
-  call.offWake?.();
-  call.offWake = undefined;
-  if (place && place.ledger !== g.fallback) inBackground(g, place.ledger, 'leave', () => place.ledger.leave(place.place));
-}
-
-/** Leave `held` (a place of the call) in the background: see {@link inBackground}. */
-export function leaveInBackground(g: GuardState, held: { ledger: QuotaLedger; place: LedgerPlace }): void {
-  inBackground(g, held.ledger, 'leave', () => held.ledger.leave(held.place));
 }
 
 /** What a ledger would subtract for claims for a reading of `stamp` (`undefined` when it cannot tell, or fails). */

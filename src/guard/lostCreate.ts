@@ -37,7 +37,8 @@ import { InvalidResponseError, NovaApiError, NovaNetworkError, RateLimitError } 
 import { sleep } from '../core/clock.js';
 import type { CreateServerBody, Server } from '../core/types.js';
 import { CreateOutcomeUnknownError } from './errors.js';
-import { remainingMs, type Claim, type GuardState, type GuardedCall } from './state.js';
+import type { Claim, GuardState } from './state.js';
+import type { GuardedCall } from './guardedCall.js';
 import type { LedgerClaim } from './ledger.js';
 import { claimMetadata } from './ledgerUse.js';
 import { CLAIM_TAG_KEY, isDeletedStatus, listTagged } from './claimTag.js';
@@ -98,7 +99,7 @@ export async function searchLostCreate(g: GuardState, call: GuardedCall, w: Late
         delayMs = waitMs > 0 ? Math.min(waitMs, toBound) : toBound;
         waitMs *= 2;
         // Never past the call's maxWaitMs: the watch goes on after the call instead.
-        const left = remainingMs(g, call);
+        const left = call.remainingMs();
         if (left <= 0) return { kind: 'unknown', searches: i - 1, lastError };
         delayMs = Math.min(delayMs, left);
       }

@@ -12,7 +12,7 @@
  *    (`ledger.ts`); headroom = max - used - in-flight claims of the ledger, -1 = unlimited, used above max
  *    = 0, missing = unknown (Nova decides). Needed above the limit itself:
  *    {@link QuotaNeverFitsError} at once, 0 POSTs (nodepool's `hasProviderQuota`).
- * 3. While short: wait (`headroomWait.ts`: the call's backoff, first come first served, woken by a
+ * 3. While short: wait (`admission.ts`: the call's backoff, first come first served, woken by a
  *    deletion the guard's client confirms), re-reading `/limits`, reporting each wait through
  *    `onWait` and the logger, up to `maxWaitMs`; then {@link QuotaWaitTimeoutError}, or with
  *    `onStaleLimits: 'attempt'` the create is tried anyway and Nova's own check decides.
@@ -52,29 +52,27 @@
  *
  * @module
  */
-import { traceGuardedCreate, withOperation } from '../core/telemetry.js';
-import pRetry, { type RetryContext } from 'p-retry';
+import { withOperation } from '../core/telemetry.js';
 import type { NovaClient } from '../nova/client.js';
-import { AbortError, NovaApiError, ValidationError, throwIfAborted } from '../errors/index.js';
+import { ValidationError, throwIfAborted } from '../errors/index.js';
 import { componentLogger } from '../core/logger.js';
-import { sleep } from '../core/clock.js';
 import { checkOptions } from '../core/options.js';
 import type { CreateServerBody, ResourceAmounts, Server } from '../core/types.js';
-import { createAttempt } from './guardedCreate.js';
-import { CreateOutcomeUnknownError, type QuotaBuildFaultError } from './errors.js';
+import { CreateAttempt } from './guardedCreate.js';
 import { needsFromFlavor } from './flavorNeeds.js';
-import { retrySchedule } from './backoff.js';
 import type { Headroom, QuotaNeeds } from './headroom.js';
-import { claimForAttempt, readHeadroom } from './headroomWait.js';
+import { Admission } from './admission.js';
+import { readHeadroom } from './limitsRead.js';
 import { claimMetadata, publishFreed, releaseClaim, closeLedgerUse } from './ledgerUse.js';
 import { CLAIM_TAG_KEY } from './claimTag.js';
 import { closeWatches, endCallWatch, liveMarks, watchedCreates, type LiveClaimMark, type UnsettledCreate } from './lateCreates.js';
 import { bindLedgerScope, checkScopeNow } from './ledgerScope.js';
 import { onDeleteConfirmed } from '../delete/index.js';
-import { planRetry, quotaRetryReasonOf } from './retryPolicy.js';
-import { elapsedMs, newCall, newGuardState, newStats, remainingMs, type Claim, type GuardState, type GuardedCall } from './state.js';
+import { quotaRetryReasonOf } from './retryPolicy.js';
+import { newGuardState, newStats, type Claim, type GuardState } from './state.js';
+import { GuardedCall } from './guardedCall.js';
 import { GUARDED_CALL_SPEC, GUARDED_CREATE_SPEC, NEEDS_OR_FLAVOR_SPEC, flavorIdOf, isFullNeeds, validateNeeds, validateGuardOptions, closeOwnedLedger } from './options.js';
-import type { GuardedCallOptions, GuardedCreateOptions, QuotaGuardOptions, QuotaGuardStats, QuotaNeedsSpec, QuotaRetryInfo, GuardClaimInfo, ResolvedOptions } from './options.js';
+import type { GuardedCallOptions, GuardedCreateOptions, QuotaGuardOptions, QuotaGuardStats, QuotaNeedsSpec, GuardClaimInfo, ResolvedOptions } from './options.js';
 
 export type { QuotaNeeds, Headroom, ResourceHeadroom, Shortfall } from './headroom.js';
 export { QUOTA_GUARD_DEFAULTS, QUOTA_LEDGER_DEFAULTS } from './options.js';
@@ -207,7 +205,7 @@ export class QuotaGuard {
         const flavor = await this.client.getFlavor(flavorId, { signal: options.signal });
         needs = needsFromFlavor(this.#state, flavorId, flavor, 1, given);
       }
-      return this.#guarded(needs, (claim, signal, call) => createAttempt(this.#state, call, body, claim, signal, options.keepOnAbort === true), options.signal);
+      return this.#guarded(needs, (claim, signal, call) => new CreateAttempt(this.#state, call, body, claim, signal, options.keepOnAbort === true).run(), options.signal);
     });
   }
 
@@ -272,122 +270,22 @@ export class QuotaGuard {
   }
 
   /**
-   * The attempts of one guarded call under p-retry: one attempt = the headroom wait (or the claim
-   * kept from a rate-limited POST) and one POST (or `fn` call). p-retry schedules the backoff, asks
-   * `retryPolicy.ts` what to retry (`shouldRetry`) and what uses an attempt (`shouldConsumeRetry`),
-   * and bounds the call by `maxWaitMs` (`maxRetryTime`). `retries` is `Infinity` because p-retry 7
-   * refuses a retry that uses no attempt once `retries` is spent; the plan enforces `maxAttempts`.
+   * One guarded call (`guardedCall.ts`): its admissions wait for headroom and claim
+   * (`admission.ts`), its attempts are `attempt`, and its claim tag is forgotten at the end
+   * unless a POST of unknown fate keeps it watched (`lateCreates.ts`).
    */
-  async #guarded<T>(needs: ResourceAmounts, attempt: Attempt<T>, signal: AbortSignal | undefined): Promise<T> {
+  #guarded<T>(needs: ResourceAmounts, attempt: Attempt<T>, signal: AbortSignal | undefined): Promise<T> {
     const g = this.#state;
-    const call = newCall(g);
-    // p-retry's signal ends its backoff delays. It follows the caller's abort only between attempts:
-    // an attempt handles the abort itself (deleting a server it created), and a result an attempt
-    // has resolved is never dropped.
-    const between = new AbortController();
-    const onAbort = (): void => {
-      if (!call.inAttempt && !call.settled) between.abort(signal!.reason);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-    try {
-      const result = await traceGuardedCreate(() => pRetry(
-        async () => {
-          throwIfAborted(signal);
-          call.inAttempt = true;
-          try {
-            const r = await this.#attempt(needs, attempt, signal, call);
-            call.settled = true;
-            return r;
-          } finally {
-            call.inAttempt = false;
-          }
-        },
-        {
-          retries: Number.POSITIVE_INFINITY,
-          ...retrySchedule(call.firstDelayMs, g.opts.maxDelayMs),
-          maxRetryTime: g.opts.maxWaitMs,
-          signal: between.signal,
-          onFailedAttempt: (ctx) => this.#onFailedAttempt(ctx, call, signal),
-          shouldConsumeRetry: () => call.plan?.consume ?? true,
-          shouldRetry: () => call.plan?.retry ?? false,
-        },
-      ), (e) => quotaRetryReasonOf(e) === 'quota');
-      this.stats.succeeded++;
-      return result;
-    } catch (e) {
-      this.stats.failed++;
-      // A create of unknown outcome keeps its own error (it names the tag to search for), abort or not.
-      if (signal?.aborted && !(e instanceof AbortError) && !(e instanceof CreateOutcomeUnknownError)) throw new AbortError(undefined, { cause: signal.reason });
-      throw e;
-    } finally {
-      signal?.removeEventListener('abort', onAbort);
-      if (call.heldClaim) await releaseClaim(g, call.heldClaim, 'not-created');
-      // A POST of the call whose fate is not known yet: its tag stays watched after the call.
-      endCallWatch(g, call, call.settled ? call.keptServerId : undefined);
-    }
-  }
-
-  /** One attempt: a claim (fresh, or kept from a refused POST), then `attempt`. */
-  async #attempt<T>(needs: ResourceAmounts, attempt: Attempt<T>, signal: AbortSignal | undefined, call: GuardedCall): Promise<T> {
-    const held = call.heldClaim;
-    call.heldClaim = undefined;
-    call.refusal = undefined;
-    const { claim, fresh } = await claimForAttempt(this.#state, call, needs, held, signal);
-    if (fresh) {
-      call.posts++;
-      this.stats.attempts++;
-    }
-    return attempt(claim, signal, call);
-  }
-
-  /**
-   * p-retry's `onFailedAttempt`: plan the retry (read back by `shouldConsumeRetry` and
-   * `shouldRetry`), let `onRetry` veto it, count and log it, and wait what p-retry does not: a
-   * quota 403's Retry-After beyond the backoff, or the pause before a re-POST that uses no attempt.
-   */
-  async #onFailedAttempt(ctx: RetryContext, call: GuardedCall, signal: AbortSignal | undefined): Promise<void> {
-    const g = this.#state;
-    const error = ctx.error;
-    const plan = planRetry(
-      { error, refusal: call.refusal, retriesConsumed: ctx.retriesConsumed, freeRetries: call.freeRetries, remainingMs: remainingMs(g, call), aborted: signal?.aborted === true },
-      { maxAttempts: g.opts.maxAttempts, maxDelayMs: g.opts.maxDelayMs, firstDelayMs: call.firstDelayMs },
+    const call = new GuardedCall(g);
+    const admission = new Admission(g, call, needs);
+    return call.run(
+      {
+        admit: (held, s) => admission.claim(held, s),
+        attempt: (claim, s) => attempt(claim, s, call),
+        forget: (kept) => endCallWatch(g, call, kept),
+      },
+      signal,
     );
-    call.plan = plan;
-    const requestId = error instanceof NovaApiError ? error.requestId : undefined;
-    if (!plan.retry) {
-      if (plan.reason && plan.why) g.log.warn({ reason: plan.reason, why: plan.why, elapsedMs: elapsedMs(g, call), posts: call.posts, requestId }, `not retrying: ${plan.why}`);
-      return;
-    }
-    if (plan.reason) {
-      const info: QuotaRetryInfo = {
-        reason: plan.reason,
-        error,
-        attempt: plan.attempt,
-        attemptsLeft: plan.attemptsLeft,
-        delayMs: plan.delayMs,
-        elapsedMs: elapsedMs(g, call),
-        serverId: plan.reason === 'late-quota-fault' ? (error as QuotaBuildFaultError).serverId : undefined,
-      };
-      if (g.onRetry(info) === false) {
-        call.plan = { ...plan, retry: false, consume: true };
-        g.log.warn({ reason: plan.reason, attempt: plan.attempt }, 'retry vetoed by onRetry');
-        return;
-      }
-    }
-    if (plan.consume) {
-      call.retriesConsumed = ctx.retriesConsumed + 1;
-      if (plan.delayMs >= remainingMs(g, call)) call.deadlineReached = true;
-      if (plan.reason === 'quota') this.stats.quotaRetries++;
-      g.log.warn(
-        { reason: plan.reason, attempt: plan.attempt, attemptsLeft: plan.attemptsLeft, delayMs: plan.delayMs, requestId },
-        `quota error (${error.message}): retrying after backoff`,
-      );
-    } else {
-      call.freeRetries++;
-      if (plan.reason === 'rate-limit') this.stats.rateLimitRetries++;
-      g.log.warn({ refusal: call.refusal, delayMs: plan.delayMs, requestId }, 'create rate-limited or refused: re-sending after the pause (no attempt used)');
-    }
-    if (plan.ownWaitMs > 0) await sleep(g.clock, plan.ownWaitMs, signal);
   }
 }
 

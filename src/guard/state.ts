@@ -1,5 +1,6 @@
 /**
- * Plain data of a guard and of one guarded call, shared by the functions of the guard's files.
+ * Plain data of a guard, shared by the functions of the guard's files (one guarded call is a
+ * `GuardedCall`: `guardedCall.ts`).
  *
  * @module
  */
@@ -7,13 +8,10 @@ import type { NovaClient } from '../nova/client.js';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import type { ResourceAmounts } from '../core/types.js';
-import type { LedgerClaim, LedgerPlace, QuotaLedger } from './ledger.js';
+import type { LedgerClaim, QuotaLedger } from './ledger.js';
 import { InProcessQuotaLedger } from './inProcessLedger.js';
 import { resilientLedgerFor, type ResilientLedger } from './resilientLedger.js';
 import type { QuotaGuardStats, QuotaRetryInfo, ResolvedOptions } from './options.js';
-import type { PostRefusal, RetryPlan } from './retryPolicy.js';
-import { randomUUID } from 'node:crypto';
-import { firstDelayMs } from './backoff.js';
 
 /** What the functions of one guard share. */
 export interface GuardState {
@@ -23,7 +21,7 @@ export interface GuardState {
   opts: ResolvedOptions;
   /** The ledger of claims, queue and wake-ups (the `ledger` option, or the guard's own in-process one). */
   ledger: QuotaLedger;
-  /** The private in-process ledger a call goes on with when `ledger` fails (see `ledgerUse.ts`): `res.fallback`. */
+  /** The private in-process ledger a call goes on with when `ledger` fails (see `callLedger.ts`): `res.fallback`. */
   fallback: InProcessQuotaLedger;
   /** The process's one wrapper of `ledger`: its health, its fallback, its outage warnings (`resilientLedger.ts`). */
   res: ResilientLedger;
@@ -159,100 +157,4 @@ export interface Claim {
   coverUntilMs: number;
   /** Stops the lease renewal, when one runs. */
   stopRenewal: (() => void) | undefined;
-}
-
-/** State of one guarded call (`createServer` or `withQuotaGuard`). */
-export interface GuardedCall {
-  /** Start, on the clock (monotonic ms). */
-  readonly startedMs: number;
-  /** `startedMs + maxWaitMs`. */
-  readonly deadlineMs: number;
-  /** The call's first backoff delay (p-retry's `minTimeout`): see `backoff.ts`. */
-  readonly firstDelayMs: number;
-  /** Waits for headroom so far. */
-  waits: number;
-  /** Attempts (POSTs, or `fn` calls) that counted so far. */
-  posts: number;
-  /** `GET /limits` reads so far. */
-  limitsReads: number;
-  /** Retries that used an attempt so far (p-retry's `retriesConsumed` after the last plan). */
-  retriesConsumed: number;
-  /** Retries that used no attempt so far (rate limits, refused connections). */
-  freeRetries: number;
-  /** The last wait ran up to the deadline: the next short `/limits` read ends the wait. */
-  deadlineReached: boolean;
-  /** A claim kept across a rate-limited or refused POST: the next attempt re-sends it at once. */
-  heldClaim: Claim | undefined;
-  /** How the last attempt's own POST was refused, if it was. */
-  refusal: PostRefusal | undefined;
-  /** Nova's message of the last quota error of this call. */
-  lastQuotaMessage: string | undefined;
-  /** The plan for the last failed attempt (read by p-retry's callbacks). */
-  plan: RetryPlan | undefined;
-  /** True while an attempt runs. */
-  inAttempt: boolean;
-  /** True once an attempt has resolved: an abort can no longer take its result away. */
-  settled: boolean;
-  /** The ledger this call uses: the guard's, or its fallback once the guard's failed during the call. */
-  ledger: QuotaLedger;
-  /** True when the call moved to the fallback because a ledger call failed: it goes back at its next admission once the ledger is not known down. */
-  fallbackForOutage: boolean;
-  /** True when the call's last admission waited for a ledger out of reach (`degradedUse.ts`): the `QuotaWaitTimeoutError` at `maxWaitMs` says so. */
-  waitedForLedger: boolean;
-  /** The call's place in a ledger's queue while it waits for headroom. */
-  place: { ledger: QuotaLedger; place: LedgerPlace } | undefined;
-  /** Wake-ups addressed to the call's place so far (`wakeUps.ts`). */
-  wakes: number;
-  /** Stops listening for the wake-ups of the call's place: set while it holds a place on a ledger that addresses them (`onWake`). */
-  offWake: (() => void) | undefined;
-  /** Ends the call's sleep for headroom at once, while it sleeps. */
-  wake: (() => void) | undefined;
-  /**
-   * The call's claim tag: the value of the `nova-guard-claim` metadata every POST of this call
-   * carries, so that a server whose create answer was lost can be found (`lostCreate.ts`).
-   */
-  readonly claimTag: string;
-  /** The server the call returns, once an attempt has made it (the one server of its tag that stays). */
-  keptServerId: string | undefined;
-}
-
-/** A new call starting now. */
-export function newCall(g: Pick<GuardState, 'clock' | 'opts' | 'ledger'>, random: number = Math.random()): GuardedCall {
-  const startedMs = g.clock.now();
-  return {
-    startedMs,
-    deadlineMs: startedMs + g.opts.maxWaitMs,
-    firstDelayMs: firstDelayMs(g.opts, random),
-    waits: 0,
-    posts: 0,
-    limitsReads: 0,
-    retriesConsumed: 0,
-    freeRetries: 0,
-    deadlineReached: false,
-    heldClaim: undefined,
-    refusal: undefined,
-    lastQuotaMessage: undefined,
-    plan: undefined,
-    inAttempt: false,
-    settled: false,
-    ledger: g.ledger,
-    fallbackForOutage: false,
-    waitedForLedger: false,
-    place: undefined,
-    wakes: 0,
-    offWake: undefined,
-    wake: undefined,
-    claimTag: randomUUID(),
-    keptServerId: undefined,
-  };
-}
-
-/** Time since the call started, in whole ms. */
-export function elapsedMs(g: Pick<GuardState, 'clock'>, call: GuardedCall): number {
-  return Math.round(g.clock.now() - call.startedMs);
-}
-
-/** Time left until `maxWaitMs` runs out, in ms (may be negative). */
-export function remainingMs(g: Pick<GuardState, 'clock'>, call: GuardedCall): number {
-  return call.deadlineMs - g.clock.now();
 }

@@ -10,42 +10,17 @@
  * it until it leaves it (a wake-up that comes while it is reading `/limits` is counted and ends its
  * next sleep at once). With a ledger without `onWake`, every confirmed deletion wakes every waiting
  * call (`onFreed`). Either way the call's backoff timer stays: a wake-up lost anyway (a ledger that
- * failed to deliver it) ends at the call's next backoff step.
+ * failed to deliver it) ends at the call's next backoff step. The call's place and the wake-ups
+ * addressed to it are held by its `CallLedger` (`callLedger.ts`).
  *
  * @module
  */
 import { sleep } from '../core/clock.js';
 import { throwIfAborted } from '../errors/index.js';
 import { askShortLooks } from '../delete/index.js';
-import type { LedgerPlace, QuotaLedger } from './ledger.js';
+import type { CallLedger } from './callLedger.js';
 import { onFreed } from './ledgerUse.js';
-import type { GuardState, GuardedCall } from './state.js';
-
-/** The call now holds `held`: listen for the wake-ups addressed to it (when its ledger addresses them). */
-export function holdPlace(g: GuardState, call: GuardedCall, held: { ledger: QuotaLedger; place: LedgerPlace }): void {
-  dropPlace(call);
-  call.place = held;
-  const onWake = held.ledger.onWake?.bind(held.ledger);
-  if (!onWake) return;
-  try {
-    call.offWake = onWake(held.place, () => {
-      call.wakes++;
-      call.wake?.();
-    });
-  } catch (e) {
-    // The call wakes on every confirmed deletion instead (onFreed).
-    g.log.debug({ ledger: held.ledger.kind, err: (e as Error)?.message }, 'quota ledger could not address wake-ups to a place: waking on every freed server');
-  }
-}
-
-/** The call no longer holds its place: stop listening for it; returns the place (to leave). */
-export function dropPlace(call: GuardedCall): { ledger: QuotaLedger; place: LedgerPlace } | undefined {
-  const held = call.place;
-  call.place = undefined;
-  call.offWake?.();
-  call.offWake = undefined;
-  return held;
-}
+import type { GuardState } from './state.js';
 
 /**
  * Note the deletions confirmed from now until `off()` (while an admission reads and decides: a
@@ -65,12 +40,12 @@ export function freedMeanwhile(g: GuardState): { readonly seen: () => boolean; r
  * being deleted at most `shortLookIntervalMs` apart (`askShortLooks`).
  * @throws {@link AbortError} when `signal` aborts.
  */
-export async function sleepUntilWoken(g: GuardState, call: GuardedCall, delayMs: number, signal: AbortSignal | undefined): Promise<void> {
+export async function sleepUntilWoken(g: GuardState, ledger: CallLedger, delayMs: number, signal: AbortSignal | undefined): Promise<void> {
   const woken = new AbortController();
   const wake = (): void => woken.abort();
-  const offFreed = call.offWake === undefined ? onFreed(g, wake) : undefined;
+  const offFreed = ledger.addressed ? undefined : onFreed(g, wake);
   const offRecovered = g.res.onRecovered(wake);
-  call.wake = wake;
+  const offWake = ledger.wakeWith(wake);
   // While it sleeps, the client's watcher looks at the servers being deleted at the short interval.
   const endShortLooks = Number.isFinite(g.opts.shortLookIntervalMs) ? askShortLooks(g.client, g.opts.shortLookIntervalMs) : undefined;
   try {
@@ -79,7 +54,7 @@ export async function sleepUntilWoken(g: GuardState, call: GuardedCall, delayMs:
     throwIfAborted(signal);
     if (!woken.signal.aborted) throw e;
   } finally {
-    call.wake = undefined;
+    offWake();
     endShortLooks?.();
     offFreed?.();
     offRecovered();

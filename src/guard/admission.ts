@@ -1,0 +1,270 @@
+/**
+ * The admission of one guarded call: the claim for each of its attempts. Its methods read as the
+ * protocol ({@link Admission.claim}):
+ *
+ * 1. wait for headroom ({@link Admission}'s wait): at each admission, read `GET /limits` (Nova API
+ *    reference, "Limits") through the call's ledger and admit in the same tick: check and claim
+ *    (`ledger.ts`: `acquire`, or `limits` then `admit` against raw headroom; the call's
+ *    {@link CallLedger} runs each step, on the fallback when the ledger fails); while short, report
+ *    the wait, join the queue (`join` at the first wait, `leave` when the wait ends) and sleep;
+ * 2. renew the claim's lease right before the POST (`leases.ts`: the fencing rule, a lost lease
+ *    means no POST and back to 1 after a backoff step), then keep it renewed until the claim ends.
+ *
+ * The wait is one p-retry cannot express, so it is the guard's own, on the client's clock: it is
+ * served first come, first served among the calls that share the ledger, and freed quota (a
+ * deletion Nova confirmed, to this guard's client or, through the ledger, anyone's) ends it at once
+ * for the call it may admit (`wakeUps.ts`: the head of the queue, when the ledger addresses
+ * wake-ups). Its delays follow the call's backoff ({@link backoffDelayMs}'s formula): a wait
+ * doubles with every wait or retry of the call before it.
+ *
+ * @module
+ */
+import { throwIfAborted } from '../errors/index.js';
+import { sleep } from '../core/clock.js';
+import { traceHeadroomWait } from '../core/telemetry.js';
+import type { ResourceAmounts } from '../core/types.js';
+import { addNeeds, checkFit, computeHeadroom, describeShortfalls, rawHeadroomOf, shortfallResources, type FitVerdict, type Headroom, type Shortfall } from './headroom.js';
+import { holdClaim } from './ledgerUse.js';
+import { freedMeanwhile, sleepUntilWoken } from './wakeUps.js';
+import { keepLease, renewBeforePost } from './leases.js';
+import { readLimits, refreshUnwatched } from './limitsRead.js';
+import { QuotaNeverFitsError, QuotaWaitTimeoutError } from './errors.js';
+import { stepDelayMs } from './backoff.js';
+import { EXPLAIN_EVERY_WAITS, type QuotaWaitInfo } from './options.js';
+import { explainShortfall, type ShortfallExplanation } from './explain.js';
+import { serversForCheck } from './explainShare.js';
+import type { Admission as LedgerAdmission, LedgerLimits } from './ledger.js';
+import { outOfReachFit } from './degradedUse.js';
+import type { Claim, GuardState } from './state.js';
+import type { GuardedCall } from './guardedCall.js';
+
+/** What one admission found: the headroom after the ledger's claims, and the claim, or why not (`head`: no place queued ahead). */
+interface Verdict {
+  headroom: Headroom;
+  fit?: FitVerdict;
+  claim?: Claim;
+  head?: boolean;
+}
+
+/** See the module description. One per guarded call, for `needs`. */
+export class Admission {
+  readonly #g: GuardState;
+  readonly #call: GuardedCall;
+  readonly #needs: ResourceAmounts;
+  /** Waits for headroom so far (each doubles the next delay, as a retry does). */
+  #waits = 0;
+  /** `GET /limits` reads so far. */
+  #limitsReads = 0;
+
+  constructor(g: GuardState, call: GuardedCall, needs: ResourceAmounts) {
+    this.#g = g;
+    this.#call = call;
+    this.#needs = needs;
+  }
+
+  /**
+   * The claim for one attempt: `held` (kept from a refused POST) or a new one from the wait for
+   * headroom; its lease renewed right before the POST (the fencing rule: a lost lease means no
+   * POST, the call goes back to admission after its next backoff step), then kept renewed until the
+   * claim ends. A renewal that fails moves the call to the fallback ledger; it goes back to the
+   * ledger at its next admission, after a backoff step (while the ledger is out of reach, a process
+   * it has answered before waits for it: `degradedUse.ts`). A call that keeps losing leases (or
+   * failing renewals on a ledger that admits) past `maxWaitMs` stays on the fallback, so a ledger
+   * that answers never blocks a create for good.
+   * `fresh`: the claim did not come from `held` (the attempt counts).
+   * @throws as the wait for headroom: {@link QuotaNeverFitsError} when `needs` is above a limit
+   * itself (0 POSTs); {@link QuotaWaitTimeoutError} when `maxWaitMs` runs out while short, while
+   * the ledger is out of reach for a process that has used it (`degradedUse.ts`), or while the
+   * ledger admits nothing although the reading fits (unless `onStaleLimits: 'attempt'`, which
+   * claims anyway); {@link AbortError} (also when the guard closes); the client's errors.
+   */
+  async claim(held: Claim | undefined, signal: AbortSignal | undefined): Promise<{ claim: Claim; fresh: boolean }> {
+    const g = this.#g;
+    const call = this.#call;
+    let kept = held;
+    for (;;) {
+      // QuotaGuard.close() ends a wait for headroom (AbortError): nothing of a closed guard keeps reading /limits.
+      const waitSignal = signal ? AbortSignal.any([signal, g.closing.signal]) : g.closing.signal;
+      const claim = kept ?? (await traceHeadroomWait(() => g.clock.now(), () => this.#waitForHeadroom(waitSignal)));
+      if (await renewBeforePost(g, call.ledger, claim, signal)) {
+        keepLease(g, claim);
+        return { claim, fresh: claim !== held };
+      }
+      kept = undefined;
+      // A failed renewal moved the call to the fallback; it goes back to the ledger at its next
+      // admission, after a backoff step that doubles like a wait (a failing ledger gets fewer calls).
+      if (call.ledger.onFallback && claim.ledger !== g.fallback) this.#waits++;
+      const remaining = call.remainingMs();
+      if (remaining <= 0) {
+        call.ledger.moveToFallback(false);
+        continue;
+      }
+      await sleep(g.clock, Math.min(stepDelayMs(call.firstDelayMs, this.#waits + call.retriesConsumed, g.opts.maxDelayMs), Math.ceil(remaining)), signal);
+    }
+  }
+
+  /** Read, check and claim; wait while short. Resolves the claim. @throws as {@link Admission.claim}. */
+  async #waitForHeadroom(signal: AbortSignal | undefined): Promise<Claim> {
+    const g = this.#g;
+    const call = this.#call;
+    try {
+      for (;;) {
+        // A wake-up or a freed server while this admission reads and decides ends the next sleep at once.
+        const wakesBefore = call.ledger.wakes;
+        const freed = freedMeanwhile(g);
+        let admitted: Verdict;
+        try {
+          admitted = await this.#admitOnce(signal);
+        } finally {
+          freed.off();
+        }
+        const { headroom, claim, fit } = admitted;
+        const readAtMs = g.clock.now();
+        this.#limitsReads++;
+        if (claim) return claim;
+        const shortfalls = fit!.shortfalls;
+        if (fit!.verdict === 'never') {
+          throw new QuotaNeverFitsError({ requestId: headroom.requestId, shortfalls, needs: this.#needs, headroom });
+        }
+        const remaining = call.remainingMs();
+        if (call.deadlineReached || remaining <= 0) return await this.#atDeadline(headroom, shortfalls, readAtMs, signal);
+        const delayMs = await this.#noteWait(headroom, shortfalls, readAtMs, remaining, signal);
+        await call.ledger.join(this.#needs, signal);
+        // Woken meanwhile: a wake-up addressed to the call's place, or a freed server while it was
+        // the head of the queue (its reading may be older than the freed server): read again at once.
+        if (call.ledger.wakes !== wakesBefore || (freed.seen() && admitted.head === true)) throwIfAborted(signal);
+        else await sleepUntilWoken(g, call.ledger, delayMs, signal);
+      }
+    } finally {
+      // Leaving never delays the settle: sent now, bounded, in the background (a place not left
+      // expires by the ledger's place lease).
+      call.ledger.leave();
+    }
+  }
+
+  /**
+   * One admission: with a ledger that has `acquire`, one call of it (reading, check and claim, and a
+   * place when short); otherwise fresh `/limits` through the call's ledger, raw headroom, then the
+   * ledger's `admit` (check and claim atomically, after the claims in flight and the needs of the
+   * places queued ahead).
+   */
+  async #admitOnce(signal: AbortSignal | undefined): Promise<Verdict> {
+    const g = this.#g;
+    const ledger = this.#call.ledger;
+    const needs = this.#needs;
+    await refreshUnwatched(g, signal);
+    ledger.startAdmission();
+    const read = (s: AbortSignal | undefined): ReturnType<typeof readLimits> => readLimits(g, s);
+    const acquired = await ledger.acquire(needs, g.opts.leaseTtlMs, read, signal);
+    if (acquired) return this.#verdict(acquired.value.reading, acquired.value, acquired.claim);
+    const { reading } = await ledger.readLimits(read, signal);
+    const admitted = await ledger.admit({ needs, headroom: rawHeadroomOf(reading.absolute), stamp: reading.stamp, ttlMs: g.opts.leaseTtlMs }, signal);
+    if (admitted.outOfReach) {
+      const headroom = computeHeadroom(reading.absolute, admitted.value.inFlight, { requestId: reading.requestId, readAtMs: g.clock.wallNow() });
+      return { headroom, fit: outOfReachFit(g, needs, headroom) };
+    }
+    return this.#verdict(reading, admitted.value, admitted.claim);
+  }
+
+  /** The headroom after the ledger's claims, and the claim held or why not. */
+  #verdict(reading: LedgerLimits, admission: LedgerAdmission, claim: Claim | undefined): Verdict {
+    const needs = this.#needs;
+    const headroom = computeHeadroom(reading.absolute, admission.inFlight, { requestId: reading.requestId, readAtMs: this.#g.clock.wallNow() });
+    if (claim) return { headroom, claim };
+    const head = Object.values(admission.ahead).every((v) => !v);
+    const fit = checkFit(needs, headroom);
+    if (fit.verdict !== 'fits') return { headroom, fit, head };
+    // Fits alone, not after the places queued ahead.
+    return { headroom, fit: { verdict: 'short', shortfalls: checkFit(addNeeds(needs, admission.ahead), headroom).shortfalls }, head };
+  }
+
+  /**
+   * `maxWaitMs` is spent and the call is still short: with `onStaleLimits: 'attempt'`, claim anyway
+   * (Nova's own check decides); otherwise throw the {@link QuotaWaitTimeoutError}.
+   */
+  async #atDeadline(headroom: Headroom, shortfalls: Shortfall[], readAtMs: number, signal: AbortSignal | undefined): Promise<Claim> {
+    const g = this.#g;
+    const call = this.#call;
+    const needs = this.#needs;
+    if (g.opts.onStaleLimits === 'attempt') {
+      g.log.warn(
+        { shortfalls: describeShortfalls(shortfalls), elapsedMs: call.elapsedMs() },
+        'maxWaitMs spent and /limits still reports too little headroom: attempting the create anyway (onStaleLimits: attempt)',
+      );
+      const { value: lc, ledger } = await call.ledger.run(
+        'claimAnyway',
+        (l) => l.claimAnyway(needs, g.opts.leaseTtlMs),
+        (l, late) => l.release(late, 'not-created'),
+        signal,
+      );
+      return holdClaim(g, lc, ledger);
+    }
+    // No shortfall: the reading and the claims fit, yet the ledger admitted nothing (settling after a holder reconnected).
+    const ledgerHeld = call.ledger.waitedForLedger || shortfalls.length === 0;
+    const why = ledgerHeld ? undefined : await this.#explain(shortfalls, readAtMs, true, signal);
+    throw new QuotaWaitTimeoutError({
+      message: call.ledger.waitedForLedger
+        ? `No quota admission after waiting ${call.elapsedMs()} ms (maxWaitMs ${g.opts.maxWaitMs}): the quota ledger (${g.ledger.kind}) is out of reach, and this process, which has used it, does not admit without it (other hosts may still admit on it)`
+        : shortfalls.length === 0
+          ? `No quota admission after waiting ${call.elapsedMs()} ms (maxWaitMs ${g.opts.maxWaitMs}): the reading and the claims leave room, but the quota ledger (${g.ledger.kind}) admitted nothing (for example while it settles after a holder reconnected)`
+          : `No quota headroom after waiting ${call.elapsedMs()} ms (maxWaitMs ${g.opts.maxWaitMs}): ${describeShortfalls(shortfalls)}${describeWhy(why)}`,
+      requestId: headroom.requestId,
+      resources: shortfallResources(shortfalls),
+      waitedMs: call.elapsedMs(),
+      maxWaitMs: g.opts.maxWaitMs,
+      limitsReads: this.#limitsReads,
+      headroom,
+      needs,
+      lastQuotaMessage: call.lastQuotaMessage,
+      shortfallCause: why?.cause,
+      finding: why?.finding,
+    });
+  }
+
+  /**
+   * A wait begins: its delay (the call's next backoff step, at most what is left of `maxWaitMs`),
+   * counted, explained every {@link EXPLAIN_EVERY_WAITS} waits, reported through `onWait` and the
+   * logger. Resolves the delay, in ms.
+   */
+  async #noteWait(headroom: Headroom, shortfalls: Shortfall[], readAtMs: number, remaining: number, signal: AbortSignal | undefined): Promise<number> {
+    const g = this.#g;
+    const call = this.#call;
+    const needs = this.#needs;
+    const stepMs = stepDelayMs(call.firstDelayMs, this.#waits + call.retriesConsumed, g.opts.maxDelayMs);
+    const delayMs = Math.min(stepMs, Math.ceil(remaining));
+    if (delayMs >= remaining) call.deadlineReached = true;
+    this.#waits++;
+    g.stats.waits++;
+    const outOfReach = call.ledger.waitedForLedger;
+    const why = this.#waits % EXPLAIN_EVERY_WAITS === 0 && !outOfReach ? await this.#explain(shortfalls, readAtMs, false, signal) : undefined;
+    const info: QuotaWaitInfo = { needs, shortfalls, ledgerOutOfReach: outOfReach, headroom, delayMs, waits: this.#waits, posts: call.posts, elapsedMs: call.elapsedMs(), shortfallCause: why?.cause, finding: why?.finding };
+    try {
+      g.opts.onWait?.(info);
+    } catch (e) {
+      g.log.warn({ err: (e as Error)?.message }, 'onWait hook threw (ignored)');
+    }
+    if (outOfReach) g.log.info({ needs, delayMs, waits: this.#waits, ledger: g.ledger.kind }, 'quota ledger out of reach: waiting for it');
+    else g.log.info({ needs, shortfalls: describeShortfalls(shortfalls), delayMs, waits: this.#waits, requestId: headroom.requestId }, 'not enough quota headroom: waiting');
+    return delayMs;
+  }
+
+  /** The check of a shortfall (option `explainShortfall`) on a listing shared by the client's calls (`explainShare.ts`), or undefined when off, skipped (a wait's check within the listing interval) or failed (logged). `readAtMs`: when the reading of `shortfalls` answered, on the clock; `final`: the wait ran out. @throws {@link AbortError}. */
+  async #explain(shortfalls: Shortfall[], readAtMs: number, final: boolean, signal: AbortSignal | undefined): Promise<ShortfallExplanation | undefined> {
+    const g = this.#g;
+    if (!g.opts.explainShortfall) return undefined;
+    try {
+      const servers = await serversForCheck(g.client, readAtMs, final, signal);
+      return servers && explainShortfall(servers, shortfalls, g.clock.wallNow() - this.#call.elapsedMs());
+    } catch (e) {
+      throwIfAborted(signal);
+      g.log.warn({ err: (e as Error)?.message }, 'the check of the quota shortfall failed: cause unknown');
+      return undefined;
+    }
+  }
+}
+
+function describeWhy(why: ShortfallExplanation | undefined): string {
+  if (!why) return '';
+  if (why.cause === 'busy-fleet') return "; the project's servers hold this quota (a busy fleet)";
+  return `; Nova's books are wrong (${why.finding!.kind}): ${why.finding!.evidence}`;
+}

@@ -1,0 +1,374 @@
+/**
+ * The ledger one guarded call is on: the guard's {@link QuotaLedger}, with the private in-process
+ * fallback of its wrapper (`resilientLedger.ts`) behind it. Every step of the ledger protocol a
+ * guarded call takes goes through its {@link CallLedger}: the `/limits` reading (`limits`), the
+ * one-call admission (`acquire`), `admit`, `join`, `claimAnyway`. Each step is bounded in time
+ * (`ledgerUse.ts`: {@link ledgerBudgetMs}, or less while the call's `maxWaitMs` is closer); when
+ * the guard's ledger fails, or the wrapper knows it down, the call moves to the fallback and the
+ * step runs there, so the admission code (`admission.ts`) never branches on which ledger it is
+ * on. A call moved for an outage goes back to the guard's ledger at its next admission once the
+ * ledger is not known down ({@link CallLedger.startAdmission}). What an admission on the fallback
+ * is worth is degraded mode's rule (`degradedUse.ts`), applied here: while the call waits for the
+ * ledger, the fallback's claim is given back and the admission is "out of reach"; otherwise the
+ * claim is held as degraded, re-claimed on the ledger when it answers. An answer of the guard's
+ * ledger to an admission is a good reading for the wrapper (`ResilientLedger.noteGoodReading`).
+ *
+ * It also holds the call's place in the queue and listens for the wake-ups the ledger addresses
+ * to it (`wakeUps.ts`): a place is left when the call moves to another ledger or ends its wait.
+ *
+ * @module
+ */
+import pTimeout, { TimeoutError } from 'p-timeout';
+import type { Clock } from '../core/clock.js';
+import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
+import { AbortError, throwIfAborted } from '../errors/index.js';
+import type { Acquisition, AdmitRequest, Admission, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from './ledger.js';
+import { bounded, holdClaim, inBackground, ledgerBudgetMs, noteFallback } from './ledgerUse.js';
+import { holdDegraded, waitsForLedger } from './degradedUse.js';
+import type { Claim, GuardState } from './state.js';
+
+/** A read of `GET /limits` as the ledger calls it. */
+export type LimitsRead = (signal: AbortSignal | undefined) => Promise<{ absolute: AbsoluteLimits; requestId: string | undefined }>;
+
+/** A place in a ledger's queue, with the ledger that gave it. */
+export interface HeldPlace {
+  readonly ledger: QuotaLedger;
+  readonly place: LedgerPlace;
+}
+
+/** See the module description. One per guarded call (and one, with no deadline, per `headroom()` read). */
+export class CallLedger {
+  readonly #g: GuardState;
+  /** The call's `maxWaitMs` deadline on the guard's clock (ms): `Infinity` without a call. */
+  readonly #deadlineMs: number;
+  #current: QuotaLedger;
+  #fallbackForOutage = false;
+  #place: HeldPlace | undefined;
+  #offWake: (() => void) | undefined;
+  #wake: (() => void) | undefined;
+  #wakes = 0;
+  #waitedForLedger = false;
+
+  constructor(g: GuardState, deadlineMs: number = Number.POSITIVE_INFINITY) {
+    this.#g = g;
+    this.#deadlineMs = deadlineMs;
+    this.#current = g.ledger;
+  }
+
+  /** The ledger the call's next step runs on: the guard's, or its fallback once the guard's failed during the call. */
+  get current(): QuotaLedger {
+    return this.#current;
+  }
+
+  /** True while the call is on the fallback ledger. */
+  get onFallback(): boolean {
+    return this.#current === this.#g.fallback;
+  }
+
+  /** True when the call moved to the fallback because a ledger call failed: it goes back at its next admission once the ledger is not known down. */
+  get fallbackForOutage(): boolean {
+    return this.#fallbackForOutage;
+  }
+
+  /** True when the call's last admission waited for a ledger out of reach (`degradedUse.ts`): the `QuotaWaitTimeoutError` at `maxWaitMs` says so. */
+  get waitedForLedger(): boolean {
+    return this.#waitedForLedger;
+  }
+
+  /** Wake-ups addressed to the call's place so far. */
+  get wakes(): number {
+    return this.#wakes;
+  }
+
+  /** True while the call listens for the wake-ups of its place (its ledger addresses them: `onWake`). */
+  get addressed(): boolean {
+    return this.#offWake !== undefined;
+  }
+
+  /**
+   * The time limit of one ledger step of the call, in ms: the budget ({@link ledgerBudgetMs}), or
+   * less while the call's `maxWaitMs` is running and closer (a hung ledger never stretches the
+   * wait past `maxWaitMs`). Once `maxWaitMs` is spent (or without a call): the budget.
+   */
+  limitMs(): number {
+    const budget = ledgerBudgetMs(this.#g);
+    const remaining = this.#deadlineMs - this.#g.clock.now();
+    return remaining > 0 ? Math.min(budget, Math.ceil(remaining)) : budget;
+  }
+
+  /**
+   * True when the guard's ledger is down and this call must skip it (the wrapper's verdict, which may
+   * start a probe): the call moves to the fallback at once, with no wait, and counts as a fallback.
+   */
+  #skipDown(): boolean {
+    const g = this.#g;
+    if (!g.res.skip(g, ledgerBudgetMs(g))) return false;
+    g.stats.ledgerFallbacks++;
+    g.log.debug({ ledger: g.ledger.kind }, 'quota ledger is down: going on with the in-process ledger');
+    this.moveToFallback();
+    return true;
+  }
+
+  /**
+   * The call goes on with the fallback ledger (leaving its place on the other, best effort).
+   * `returns`: the call goes back to the ledger at its next admission once the ledger is not known
+   * down (a move for a failed ledger call); `false` for a call that lost its leases past `maxWaitMs`,
+   * which stays on the fallback (no admission loop without a wait).
+   */
+  moveToFallback(returns = true): void {
+    const g = this.#g;
+    this.#current = g.fallback;
+    this.#fallbackForOutage = returns;
+    const place = this.#dropPlace();
+    if (place && place.ledger !== g.fallback) inBackground(g, place.ledger, 'leave', () => place.ledger.leave(place.place));
+  }
+
+  /**
+   * At the start of an admission: a call moved to the fallback by an outage goes back to the
+   * guard's ledger once it is up (asking the wrapper also probes a ledger that is down, when a
+   * probe is due), leaving its place on the fallback.
+   */
+  startAdmission(): void {
+    const g = this.#g;
+    this.#waitedForLedger = false;
+    if (!(this.onFallback && this.#fallbackForOutage) || g.res.skip(g, ledgerBudgetMs(g))) return;
+    this.#current = g.ledger;
+    this.#fallbackForOutage = false;
+    if (this.#place?.ledger === g.fallback) this.leave();
+  }
+
+  /**
+   * Run `op` on the call's ledger, bounded; when it fails, the call moves to the fallback ledger
+   * (leaving its place on the other, best effort) and `op` runs there. `undo` gives back what an
+   * answer after the time limit (or the abort) took, in the background. Resolves the result and
+   * the ledger that gave it.
+   */
+  async run<T>(what: string, op: (l: QuotaLedger) => Promise<T>, undo?: (l: QuotaLedger, late: T) => Promise<void>, signal?: AbortSignal): Promise<{ value: T; ledger: QuotaLedger }> {
+    const g = this.#g;
+    const ledger = this.#current;
+    if (ledger === g.fallback) return { value: await op(ledger), ledger };
+    if (this.#skipDown()) return { value: await op(g.fallback), ledger: g.fallback };
+    let pending: Promise<T> | undefined;
+    try {
+      return { value: await bounded(g, what, () => (pending = op(ledger)), signal, this.limitMs()), ledger };
+    } catch (e) {
+      // A call that answers after its time limit (or after the abort): undo what it took (a claim, a place), best effort.
+      if (undo && pending) pending.then((late) => inBackground(g, ledger, `undo ${what}`, () => undo(ledger, late))).catch(() => undefined);
+      throwIfAborted(signal);
+      noteFallback(g, ledger, what, e);
+      this.moveToFallback();
+      return { value: await op(g.fallback), ledger: g.fallback };
+    }
+  }
+
+  /**
+   * A `/limits` reading through the call's ledger ({@link CallLedger.#through}), or through the
+   * fallback ledger when the call's ledger is the fallback, is down or fails.
+   */
+  async readLimits(read: LimitsRead, signal: AbortSignal | undefined): Promise<{ reading: LedgerLimits; ledger: QuotaLedger }> {
+    const g = this.#g;
+    if (!this.onFallback) {
+      const r = await this.#through('limits', (l, rd, s) => l.limits(rd, s), read, signal);
+      if (r) return { reading: r.value, ledger: r.ledger };
+    }
+    return { reading: await g.fallback.limits(read, signal), ledger: g.fallback };
+  }
+
+  /**
+   * One admission in one call of the ledger (`acquire`: the reading, the check and claim, and a
+   * place in the queue when short), when the call's ledger has `acquire` and is not the fallback;
+   * `undefined` otherwise or when it failed (the call then goes on with the fallback). A late
+   * answer gives back its claim and place. A place the ledger gives is the call's from then on; a
+   * claim it gives is held by the guard (`claim`).
+   */
+  async acquire(needs: ResourceAmounts, ttlMs: number, read: LimitsRead, signal: AbortSignal | undefined): Promise<{ value: Acquisition; claim: Claim | undefined } | undefined> {
+    const g = this.#g;
+    const ledger = this.#current;
+    if (this.onFallback || typeof ledger.acquire !== 'function') return undefined;
+    const place = this.placeOn(ledger);
+    const sentAt = g.clock.now();
+    const acquired = await this.#through(
+      'acquire',
+      (l, rd, s) => l.acquire!({ place, needs, ttlMs, joinIfShort: true }, rd as (s: AbortSignal | undefined) => Promise<LimitsReading>, s),
+      read,
+      signal,
+      async (l, late) => {
+        if (late.admitted) await l.release(late.claim, 'not-created');
+        if (late.place && late.place !== place) await l.leave(late.place);
+      },
+    );
+    if (!acquired) return undefined;
+    const a = acquired.value;
+    if (a.place && this.#place?.place !== a.place) this.#holdPlace({ ledger: acquired.ledger, place: a.place });
+    g.res.noteGoodReading();
+    return { value: a, claim: a.admitted ? holdClaim(g, a.claim, acquired.ledger, sentAt) : undefined };
+  }
+
+  /**
+   * `admit` on the call's ledger (its place there told): check and claim atomically, after the
+   * claims in flight and the needs of the places queued ahead. A claim it gives is held by the guard
+   * (`claim`). On the fallback, degraded mode decides (see the module description): `outOfReach`
+   * when the call waits for the ledger (no claim).
+   */
+  async admit(request: Omit<AdmitRequest, 'place'>, signal: AbortSignal | undefined): Promise<{ value: Admission; claim: Claim | undefined; outOfReach: boolean }> {
+    const g = this.#g;
+    const sentAt = g.clock.now();
+    const { value, ledger } = await this.run(
+      'admit',
+      (l) => l.admit({ place: this.placeOn(l), ...request }),
+      async (l, late) => {
+        if (late.admitted) await l.release(late.claim, 'not-created');
+      },
+      signal,
+    );
+    if (ledger !== g.fallback) g.res.noteGoodReading();
+    if (!value.admitted) return { value, claim: undefined, outOfReach: false };
+    if (ledger === g.fallback && waitsForLedger(g, this.#fallbackForOutage)) {
+      await g.fallback.release(value.claim, 'not-created');
+      this.#waitedForLedger = true;
+      return { value, claim: undefined, outOfReach: true };
+    }
+    const claim = holdClaim(g, value.claim, ledger, sentAt);
+    if (ledger === g.fallback) holdDegraded(g, claim);
+    return { value, claim, outOfReach: false };
+  }
+
+  /** The call's place on `ledger`, if it holds one there (what `admit` and `acquire` are told). */
+  placeOn(ledger: QuotaLedger): LedgerPlace | undefined {
+    return this.#place?.ledger === ledger ? this.#place.place : undefined;
+  }
+
+  /** Join the queue of the call's ledger for `needs`, unless the call already holds a place there. */
+  async join(needs: ResourceAmounts, signal: AbortSignal | undefined): Promise<void> {
+    if (this.#place?.ledger === this.#current) return;
+    const { value: place, ledger } = await this.run(
+      'join',
+      (l) => l.join(needs),
+      (l, late) => l.leave(late),
+      signal,
+    );
+    this.#holdPlace({ ledger, place });
+  }
+
+  /**
+   * Leave the call's place, if it holds one: sent now, bounded, in the background (it never delays
+   * the call; a place not left expires by the ledger's place lease).
+   */
+  leave(): void {
+    const held = this.#dropPlace();
+    if (held) inBackground(this.#g, held.ledger, 'leave', () => held.ledger.leave(held.place));
+  }
+
+  /** While the call sleeps: `wake` ends the sleep when a wake-up is addressed to its place. Returns the function that stops it. */
+  wakeWith(wake: () => void): () => void {
+    this.#wake = wake;
+    return () => {
+      if (this.#wake === wake) this.#wake = undefined;
+    };
+  }
+
+  /** The call now holds `held`: listen for the wake-ups addressed to it (when its ledger addresses them). */
+  #holdPlace(held: HeldPlace): void {
+    this.#dropPlace();
+    this.#place = held;
+    const onWake = held.ledger.onWake?.bind(held.ledger);
+    if (!onWake) return;
+    try {
+      this.#offWake = onWake(held.place, () => {
+        this.#wakes++;
+        this.#wake?.();
+      });
+    } catch (e) {
+      // The call wakes on every confirmed deletion instead (onFreed).
+      this.#g.log.debug({ ledger: held.ledger.kind, err: (e as Error)?.message }, 'quota ledger could not address wake-ups to a place: waking on every freed server');
+    }
+  }
+
+  /** The call no longer holds its place: stop listening for it; returns the place (to leave). */
+  #dropPlace(): HeldPlace | undefined {
+    const held = this.#place;
+    this.#place = undefined;
+    this.#offWake?.();
+    this.#offWake = undefined;
+    return held;
+  }
+
+  /**
+   * `run(ledger, read, signal)` on the call's ledger, where `run` may call `read` (a `GET /limits`).
+   * The time limit ({@link CallLedger.limitMs}) counts the ledger's own work, not the time Nova
+   * takes to answer `read`; an error of `read` itself (Nova's) is thrown as it is, never taken for
+   * a ledger failure. `signal` aborting ends the wait at once.
+   *
+   * The `read` the ledger gets is gated: once this function has settled (the answer came, the
+   * ledger was abandoned for the fallback, or the call aborted), a late `read` by the abandoned
+   * ledger call is refused with an {@link AbortError} before any request: no `GET /limits` ever
+   * reaches Nova for a call that has settled. A ledger that is down (the wrapper's verdict) or fails
+   * resolves `undefined`: the call has moved to the fallback ledger. `undo` gives back what a late
+   * answer took (a claim, a place), in the background.
+   */
+  async #through<T>(
+    what: string,
+    run: (ledger: QuotaLedger, read: LimitsRead, signal: AbortSignal | undefined) => Promise<T>,
+    read: LimitsRead,
+    signal: AbortSignal | undefined,
+    undo?: (ledger: QuotaLedger, late: T) => Promise<void>,
+  ): Promise<{ value: T; ledger: QuotaLedger } | undefined> {
+    const g = this.#g;
+    const ledger = this.#current;
+    throwIfAborted(signal);
+    if (this.#skipDown()) return undefined;
+    let readFailure: { error: unknown } | undefined;
+    // `gate` refuses the ledger's late reads; `late` ends the wait (abort, or the ledger's own time limit).
+    const gate = new AbortController();
+    const late = new AbortController();
+    const onAbort = (): void => late.abort(signal?.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    let timer: ReturnType<Clock['setTimeout']> | undefined;
+    let limitMs = this.limitMs();
+    const arm = (): void => {
+      g.clock.clearTimeout(timer);
+      limitMs = this.limitMs();
+      const ms = limitMs;
+      timer = g.clock.setTimeout(() => late.abort(new TimeoutError(`ledger ${what} took longer than ${ms} ms`)), ms);
+    };
+    const timedRead = async (s: AbortSignal | undefined): Promise<{ absolute: AbsoluteLimits; requestId: string | undefined }> => {
+      if (gate.signal.aborted) throw new AbortError('the ledger call was abandoned: no GET /limits for it', { cause: gate.signal.reason });
+      // Nova's time is not the ledger's: the limit pauses while Nova answers, and starts again after.
+      g.clock.clearTimeout(timer);
+      try {
+        return await read(s === undefined ? gate.signal : AbortSignal.any([s, gate.signal]));
+      } catch (e) {
+        readFailure = { error: e };
+        throw e;
+      } finally {
+        if (!gate.signal.aborted) arm();
+      }
+    };
+    arm();
+    let p: Promise<T> | undefined;
+    try {
+      try {
+        p = run(ledger, timedRead, signal === undefined ? gate.signal : AbortSignal.any([signal, gate.signal]));
+      } catch (e) {
+        p = Promise.reject(e);
+      }
+      // p-timeout without its own limit: the limit is `late`, paused while Nova answers.
+      const value = await pTimeout(p, { milliseconds: Number.POSITIVE_INFINITY, signal: late.signal });
+      g.res.succeeded(g);
+      return { value, ledger };
+    } catch (e) {
+      if (readFailure) throw readFailure.error;
+      throwIfAborted(signal);
+      gate.abort(new Error('abandoned for the fallback ledger'));
+      if (undo && p) p.then((v) => inBackground(g, ledger, `undo ${what}`, () => undo(ledger, v))).catch(() => undefined);
+      g.res.failed(g, e, e instanceof TimeoutError && limitMs >= ledgerBudgetMs(g));
+      noteFallback(g, ledger, what, e);
+      this.moveToFallback();
+      return undefined;
+    } finally {
+      gate.abort(new Error('the guarded call is past this reading'));
+      g.clock.clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * The guard's reading of `GET /limits` (Nova API reference, "Limits"): the request itself, with
+ * bodies of another shape read as "unknown" ({@link readLimits}); the guard's `headroom()`
+ * ({@link readHeadroom}); and, before every reading, the end of the claims nobody watches
+ * ({@link refreshUnwatched}). The admission of a guarded call reads through the same functions
+ * (`admission.ts`).
+ *
+ * @module
+ */
+import { InvalidResponseError, NotFoundError } from '../errors/index.js';
+import type { AbsoluteLimits } from '../core/types.js';
+import { statusOf } from '../core/counting.js';
+import { LIMIT_KEYS, computeHeadroom, NO_NEEDS, type Headroom } from './headroom.js';
+import { inFlightOf, releaseClaim } from './ledgerUse.js';
+import { CallLedger } from './callLedger.js';
+import { renewQuietly } from './leases.js';
+import { warnOnce, type GuardState } from './state.js';
+
+/**
+ * `GET /limits`, or "unknown" when Nova answered 2xx with a body of another shape: without the
+ * `limits` envelope (`{"absolute": {...}}`), `{}`, an HTML page. Unknown headroom never blocks and
+ * never throws: the guard warns once and lets Nova's own check decide (the POST, then the quota 403
+ * path). Other errors (5xx, network, abort) are thrown as the client throws them.
+ */
+export async function readLimits(g: GuardState, signal: AbortSignal | undefined): Promise<{ absolute: AbsoluteLimits; requestId: string | undefined }> {
+  let absolute: AbsoluteLimits;
+  let requestId: string | undefined;
+  try {
+    ({ absolute, requestId } = await g.client.getLimits({ signal }));
+  } catch (e) {
+    if (!(e instanceof InvalidResponseError)) throw e;
+    warnOnce(g, 'limits-shape', { requestId: e.requestId, err: e.message }, 'GET /limits answered a body without limits.absolute: headroom unknown, Nova decides');
+    return { absolute: {}, requestId: e.requestId };
+  }
+  const known = Object.values(LIMIT_KEYS).some((k) => absolute[k.max] !== undefined && absolute[k.used] !== undefined);
+  if (!known) warnOnce(g, 'limits-empty', { requestId }, 'GET /limits gave no usable limit of cores, RAM or instances: headroom unknown, Nova decides');
+  return { absolute, requestId };
+}
+
+/**
+ * Fresh `/limits` (through the ledger) → headroom minus the ledger's claims. The guard's
+ * `headroom()`.
+ *
+ * @throws the client's errors of `GET /limits`; {@link AbortError}.
+ */
+export async function readHeadroom(g: GuardState, signal: AbortSignal | undefined): Promise<Headroom> {
+  await refreshUnwatched(g, signal);
+  const { reading, ledger } = await new CallLedger(g).readLimits((s) => readLimits(g, s), signal);
+  const inFlight = (await inFlightOf(g, ledger, reading.stamp, signal)) ?? NO_NEEDS;
+  return computeHeadroom(reading.absolute, inFlight, { requestId: reading.requestId, readAtMs: g.clock.wallNow() });
+}
+
+/**
+ * With `waitForActive: false`: end the claims of servers that have left BUILD (or are gone), and
+ * renew the leases of the others (nobody renews them on a timer: a claim not seen by a read within
+ * `leaseTtlMs` expires).
+ */
+export async function refreshUnwatched(g: GuardState, signal: AbortSignal | undefined): Promise<void> {
+  const claims = [...g.claims].filter((c) => c.unwatched && c.serverId !== undefined);
+  if (claims.length === 0) return;
+  await Promise.all(
+    claims.map(async (c) => {
+      if (g.clock.now() - c.claimedAtMs > g.opts.activeTimeoutMs) {
+        await releaseClaim(g, c, 'counted');
+        return;
+      }
+      if (!(await renewQuietly(g, c))) {
+        // The ledger dropped it: nothing left to release there.
+        await releaseClaim(g, c, 'counted');
+        return;
+      }
+      try {
+        const s = await g.client.getServer(c.serverId!, { signal });
+        if (statusOf(s) !== 'BUILD') await releaseClaim(g, c, 'counted');
+      } catch (e) {
+        if (e instanceof NotFoundError) await releaseClaim(g, c, 'not-created');
+        else if (signal?.aborted) throw e;
+        // otherwise keep the claim: it errs on the side of waiting
+      }
+    }),
+  );
+}
