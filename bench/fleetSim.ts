@@ -106,7 +106,7 @@ export interface FleetSimRow {
   /** Requests per job by kind: POST (create), DELETE, `GET /limits`, `GET /servers/{id}`, listings, the rest. */
   perJob: { post: number; delete: number; limits: number; get: number; listing: number; other: number };
   /** The fleet watcher's counters summed over the hosts (with `fleetWatcher`). */
-  fleet?: { published: number; consumed: number; proofs: number; fallbacks: number; gaps: number };
+  fleet?: { published: number; consumed: number; proofs: number; fallbacks: number; gaps: number; watcherEngine: Record<string, number> };
   /** `/limits` readings the hosts shared (admissions decided without a request to Nova). */
   sharedReadings: number;
   /** Admissions per job: the guard's admission attempts (shared readings and own `/limits` reads) over the jobs. */
@@ -313,6 +313,7 @@ export async function runFleetSim(cfg: FleetSimConfig): Promise<FleetSimRow> {
     await Promise.all(guards.map((g) => g.close().catch(() => undefined)));
     readings.close();
     const fleetStats = members.reduce((a, m) => ({ published: a.published + m.stats.published, consumed: a.consumed + m.stats.consumed, proofs: a.proofs + m.stats.proofs, fallbacks: a.fallbacks + m.stats.fallbacks, gaps: a.gaps + m.stats.gaps }), { published: 0, consumed: 0, proofs: 0, fallbacks: 0, gaps: 0 });
+    const watcherEngine = { ...clients[0]!.deleteEngine.stats };
     fleet?.close();
 
     // Bounds from each server's own POST-to-404 time.
@@ -382,7 +383,7 @@ export async function runFleetSim(cfg: FleetSimConfig): Promise<FleetSimRow> {
       requestsPerJob: round(rec.total / cfg.jobs, 2),
       requestsPerJobWithoutLimits: round((rec.total - rec.byKind.limits) / cfg.jobs, 2),
       perJob: { post: per(k.create), delete: per(k.delete), limits: per(k.limits), get: per(k.get), listing: per(k.list), other: per(k.flavor + k.other) },
-      ...(fleet ? { fleet: fleetStats } : {}),
+      ...(fleet ? { fleet: { ...fleetStats, watcherEngine } } : {}),
       sharedReadings: readings.shared,
       admissionsPerJob: round((readings.shared + rec.byKind.limits) / cfg.jobs, 2),
       requests: { ...rec.byKind },

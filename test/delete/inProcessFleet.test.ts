@@ -57,7 +57,7 @@ describe('InProcessFleet', () => {
     await vi.advanceTimersByTimeAsync(0);
     const s = await b.client.createServer({ name: 'active-one', flavorRef: '1', imageRef: 'img', networks: 'none' });
     const builds: string[] = [];
-    const r = await settle(waitForActive(b.client, s.id, { intervalMs: 1000, jitter: 0, onBuild: (body) => void builds.push(body.status) }));
+    const r = await settle(waitForActive(b.client, s.id, { intervalMs: 1000, jitter: 0, onBuild: (body) => void builds.push(String(body.status)) }));
     expect(r.outcome).toBe('active');
     expect(r.server).toMatchObject({ id: s.id, name: 'active-one', status: 'ACTIVE', flavor: expect.anything() });
     expect(builds.length).toBeGreaterThan(0);
