@@ -80,7 +80,7 @@ export class InProcessFleet {
   join(client: Joinable): InProcessFleetMember {
     const engine = 'deleteEngine' in client ? client.deleteEngine : client;
     if (this.#members.some((m) => m.engine === engine)) throw new ValidationError('this client has joined this fleet already');
-    const member = new Member(engine, this);
+    const member = new Member(engine, this.#hub);
     this.#members.push(member);
     if (this.#members.length === 1) this.#elect();
     else this.#heartbeat();
@@ -92,8 +92,16 @@ export class InProcessFleet {
     for (const m of [...this.#members].reverse()) m.leave();
   }
 
-  /** @internal A member's interest changed: follow it in a microtask (the watcher's own interest is not the fleet's). */
-  changed(member: Member): void {
+  /** What the members ask of their fleet (not part of the class's surface). */
+  readonly #hub: Hub = {
+    changed: (m) => this.#changed(m),
+    isWatcher: (m) => this.#members[0] === m,
+    epoch: () => this.#epoch,
+    left: (m) => this.#left(m),
+  };
+
+  /** A member's interest changed: follow it in a microtask (the watcher's own interest is not the fleet's). */
+  #changed(member: Member): void {
     if (member === this.#members[0] || this.#syncQueued) return;
     this.#syncQueued = true;
     queueMicrotask(() => {
@@ -102,18 +110,8 @@ export class InProcessFleet {
     });
   }
 
-  /** @internal */
-  epochOf(): number {
-    return this.#epoch;
-  }
-
-  /** @internal True when `member` watches. */
-  isWatcher(member: Member): boolean {
-    return this.#members[0] === member;
-  }
-
-  /** @internal `member` leaves. */
-  left(member: Member): void {
+  /** `member` leaves. */
+  #left(member: Member): void {
     const i = this.#members.indexOf(member);
     if (i < 0) return;
     if (i === 0) this.#flush(false);
@@ -123,7 +121,7 @@ export class InProcessFleet {
       this.#looks = undefined;
       if (this.#members.length > 0) this.#elect();
     } else {
-      this.changed(member);
+      this.#changed(member);
     }
   }
 
@@ -189,6 +187,14 @@ export class InProcessFleet {
   }
 }
 
+/** What a member asks of its fleet. */
+interface Hub {
+  changed(member: Member): void;
+  isWatcher(member: Member): boolean;
+  epoch(): number;
+  left(member: Member): void;
+}
+
 /** One client's engine in an {@link InProcessFleet}. */
 class Member implements FleetLink, InProcessFleetMember {
   readonly stats = newFleetStats();
@@ -198,7 +204,7 @@ class Member implements FleetLink, InProcessFleetMember {
 
   constructor(
     readonly engine: FleetEngine,
-    private readonly fleet: InProcessFleet,
+    private readonly fleet: Hub,
   ) {
     this.#detach = engine.attachFleet(this);
     // Publications in one process come in order and at once: no gap, no stall.
@@ -214,7 +220,7 @@ class Member implements FleetLink, InProcessFleetMember {
   }
 
   get epoch(): number {
-    return this.fleet.epochOf();
+    return this.fleet.epoch();
   }
 
   interestChanged(): void {
