@@ -151,6 +151,8 @@ export class DeleteEngine implements DeleteEngineFleet {
       let entry = this.#entries.get(serverId);
       if (!entry) {
         entry = newEntry(serverId, this.#memory.deleteDate(serverId), this.clock.wallNow(), currentOperation());
+        // Rule 2 (`evidence.ts`): the latest plausible brief listing had it, so a later one without it proves it gone.
+        entry.listed = this.#listings.knownListed.has(serverId);
         this.#entries.set(serverId, entry);
       }
       const now = this.clock.now();

@@ -8,6 +8,7 @@
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import type { FleetLink } from '../../src/delete/index.js';
+import { waitForDelete } from '../../src/index.js';
 import { clientFor, fakeMs, serverPath, settle, startNova, useFakeClock } from '../helpers.js';
 
 useFakeClock();
@@ -90,6 +91,25 @@ describe('DeleteEngine with a fleet link', () => {
     expect(client.deleteEngine.interest()).toEqual([]);
     expect((await settle(own)).lastStatus).toBe('ACTIVE');
     expect(nova.requestsTo('GET', serverPath(id))).toHaveLength(1);
+  });
+
+  it('rule 2 across waits (what lets a fleet watcher prove most deletions by listing): a wait that starts on a server the latest brief listing had ends deleted by its absence from the next one, with no GET', async () => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    const [a, b, c] = [0, 1, 2].map(() => nova.addServer({ status: 'ACTIVE' }).id) as [string, string, string];
+    // Two deletions that stay under way: the engine's ticks send brief listings, which show c too.
+    for (const id of [a, b]) nova.setServerBehavior(id, { onDelete: 'never' });
+    const ac = new AbortController();
+    const stuck = [a, b].map((id) => client.deleteServer(id, { wait: true, intervalMs: 1000, jitter: 0, timeoutMs: 60_000, signal: ac.signal }).catch((e: unknown) => e));
+    await vi.advanceTimersByTimeAsync(3000);
+    expect(client.deleteEngine.stats.briefListings).toBeGreaterThan(0);
+    // c is destroyed (another client deleted it) before this client waits on it.
+    nova.destroyServer(c);
+    const r = await settle(waitForDelete(client, c, { intervalMs: 1000, jitter: 0, timeoutMs: 30_000 }));
+    expect(r.outcome).toBe('deleted');
+    expect(nova.requestsTo('GET', serverPath(c))).toEqual([]);
+    ac.abort();
+    await Promise.all(stuck);
   });
 
   it('one link at a time; detaching makes the waits look by themselves', async () => {
