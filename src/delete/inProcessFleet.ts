@@ -33,9 +33,6 @@ import { FleetLooks, wantServer, type WantedServer } from './fleetLooks.js';
 /** How long a published proof stays known by server id, in ms. */
 const PROOF_RETENTION_MS = 10 * 60_000;
 
-/** A client (or its engine) that joins: `NovaClient` is one (its `deleteEngine`). */
-type Joinable = FleetEngine | { readonly deleteEngine: FleetEngine };
-
 /** One member of an {@link InProcessFleet}: a client's engine linked to the fleet. */
 export interface InProcessFleetMember {
   /** True while this member watches for the fleet (its own waits look by themselves). */
@@ -77,7 +74,7 @@ export class InProcessFleet {
    * watches; the others consume from the next publication on.
    * @throws {@link ValidationError} when the engine has a fleet link already (one fleet per client).
    */
-  join(client: Joinable): InProcessFleetMember {
+  join(client: FleetEngine | { readonly deleteEngine: FleetEngine }): InProcessFleetMember {
     const engine = 'deleteEngine' in client ? client.deleteEngine : client;
     if (this.#members.some((m) => m.engine === engine)) throw new ValidationError('this client has joined this fleet already');
     const member = new Member(engine, this.#hub);
