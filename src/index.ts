@@ -36,8 +36,6 @@ export type {
   WaitForDeleteResult,
   WaitOutcome,
   UnconfirmedDelete,
-  InProcessFleetMember,
-  FleetStats,
 } from './delete/index.js';
 
 // Errors: every one derives from NovaGuardError.
