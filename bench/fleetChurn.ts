@@ -67,6 +67,8 @@ export const FLEET_POLICIES: readonly FleetPolicy[] = [
   'autopkgtest',
   'nova-guard (in-process ledger)',
   'nova-guard (Redis ledger)',
+  // One host looks for the whole fleet and publishes what it saw (the fleet watcher).
+  'nova-guard (Redis ledger + fleet watcher)',
   // The same workers, each in a process of its own (hosts x workers processes), on one SQLite file.
   'nova-guard (SQLite ledger, one process per worker, one host)',
 ];

@@ -13,13 +13,15 @@ import { MICROVERSION } from './stats.js';
 
 /**
  * The policies of the fleet churn: the churn's three, nova-guard on either ledger, and nova-guard on
- * the Redis ledger with its Redis 200 ms away (a latency proxy) or restarted (empty) mid-run.
+ * the Redis ledger with its Redis 200 ms away (a latency proxy) or restarted (empty) mid-run, and
+ * the Redis ledger with the fleet watcher (`fleetWatcher: true`: one host looks for all of them).
  */
 export type FleetPolicy =
   | 'naive'
   | 'autopkgtest'
   | 'nova-guard (in-process ledger)'
   | 'nova-guard (Redis ledger)'
+  | 'nova-guard (Redis ledger + fleet watcher)'
   | 'nova-guard (Redis ledger, Redis 200 ms away)'
   | 'nova-guard (Redis ledger, Redis restarted mid-run)'
   | 'nova-guard (SQLite ledger, one process per worker, one host)';
@@ -54,7 +56,8 @@ async function prepare(task: HostTask): Promise<{ run: () => Promise<HostResult>
   const client = new NovaClient({ endpoint: task.endpoint, token: `admin:${task.projectId}`, microversion: MICROVERSION, maxRequestsPerSecond: 10 * cfg.scale });
   let ledger: QuotaLedger | undefined;
   if (onRedis(task.policy)) {
-    ledger = new RedisQuotaLedger({ url: task.redisUrl!, endpoint: task.endpoint, projectId: task.projectId, keyPrefix: task.keyPrefix, holder: `host${task.host}:${process.pid}` });
+    const opts = { url: task.redisUrl!, endpoint: task.endpoint, projectId: task.projectId, keyPrefix: task.keyPrefix, holder: `host${task.host}:${process.pid}` };
+    ledger = task.policy.includes('fleet watcher') ? await RedisQuotaLedger.forClient(client, { ...opts, fleetWatcher: true }) : new RedisQuotaLedger(opts);
   } else if (onSqlite(task.policy)) {
     ledger = new SqliteQuotaLedger({ path: task.sqliteDir!, endpoint: task.endpoint, projectId: task.projectId, holder: `proc${task.host}:${process.pid}` });
   }

@@ -22,6 +22,7 @@
  */
 import { NovaClient, QuotaGuard, InProcessFleet, InProcessQuotaLedger, waitForActive } from 'nova-guard';
 import { FakeNova } from 'nova-guard/testing';
+import { inOrderBoundMs } from './sim/inOrderBound.js';
 import { HostLedger, SharedReadings } from './sim/hostLedger.js';
 import { NovaApiFront, REAL_NOVA_MODEL, fakeNovaOptions, type FrontRecord, type NovaModel } from './sim/novaModel.js';
 import { VirtualTime } from './sim/virtualTime.js';
@@ -98,6 +99,10 @@ export interface FleetSimRow {
   wholeJobBoundS: number;
   fluidBoundS: number;
   makespanOverBound: number;
+  /** The in-order bound (`sim/inOrderBound.ts`): an ideal scheduler on the same jobs in the same order, with no lag between them. */
+  inOrderBoundS: number;
+  /** Makespan over the in-order bound: what the lags cost, the end-of-day tail left out. */
+  makespanOverInOrderBound: number;
   /** From the last job's POST (the day's queue empty) to the end: the end-of-day tail. */
   tailS: number;
   requestsPerJob: number;
@@ -342,6 +347,15 @@ export async function runFleetSim(cfg: FleetSimConfig): Promise<FleetSimRow> {
       }
     }
     const wholeJobBoundMs = Math.max(longest, coreTime / (g * Math.floor(Q / g)));
+    // The in-order bound: the same jobs in queue order, each holding its cores for its own POST-to-404 time.
+    const lastServer = new Map<number, { postAtMs: number; heldMs: number; cores: number }>();
+    for (const s of servers.values()) {
+      if (s.destroyedAtMs === undefined) continue;
+      const prev = lastServer.get(s.job.index);
+      if (!prev || prev.postAtMs < s.postAtMs) lastServer.set(s.job.index, { postAtMs: s.postAtMs, heldMs: s.destroyedAtMs - s.postAtMs, cores: s.job.flavor.cores });
+    }
+    const inOrder = [...lastServer.entries()].sort((a, b) => a[0] - b[0]).map(([, v]) => v);
+    const inOrderMs = inOrderBoundMs(inOrder, cfg.hosts * cfg.workersPerHost, Q);
     const fluidBoundMs = coreTime / Q;
     // Wake-up lag: from a 404 a worker saw while some create was waiting, to the next POST Nova accepted.
     postTimes.sort((a, b) => a - b);
@@ -379,6 +393,8 @@ export async function runFleetSim(cfg: FleetSimConfig): Promise<FleetSimRow> {
       wholeJobBoundS: round(wholeJobBoundMs / 1000, 1),
       fluidBoundS: round(fluidBoundMs / 1000, 1),
       makespanOverBound: round(makespanMs / wholeJobBoundMs, 3),
+      inOrderBoundS: round(inOrderMs / 1000, 1),
+      makespanOverInOrderBound: round(makespanMs / inOrderMs, 3),
       tailS: round((makespanMs - (postTimes[postTimes.length - 1] ?? makespanMs)) / 1000, 1),
       requestsPerJob: round(rec.total / cfg.jobs, 2),
       requestsPerJobWithoutLimits: round((rec.total - rec.byKind.limits) / cfg.jobs, 2),

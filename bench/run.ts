@@ -193,9 +193,10 @@ function hostsTargets(rows: FleetChurnRow[]): TargetResult[] {
       { target: `${name}: 0 quota 403s`, measured: String(r.quota403s), held: r.quota403s === 0, reason: OVERCOMMIT_REASON },
     );
   }
-  for (const r of rows.filter((x) => x.policy === 'nova-guard (Redis ledger)' || onSqlite(x.policy))) {
+  const ledgerRows = ['nova-guard (Redis ledger)', 'nova-guard (Redis ledger + fleet watcher)'];
+  for (const r of rows.filter((x) => ledgerRows.includes(x.policy) || onSqlite(x.policy))) {
     const apt = rows.find((x) => x.hosts === r.hosts && x.policy === 'autopkgtest');
-    const ledgerName = onSqlite(r.policy) ? 'SQLite ledger (one process per worker)' : 'Redis ledger';
+    const ledgerName = onSqlite(r.policy) ? 'SQLite ledger (one process per worker)' : r.policy.includes('fleet watcher') ? 'Redis ledger + fleet watcher' : 'Redis ledger';
     out.push(
       {
         target: `${r.hosts} host(s), ${ledgerName}: makespan at most 1.10x the lower bound`,
@@ -211,6 +212,14 @@ function hostsTargets(rows: FleetChurnRow[]): TargetResult[] {
         held: r.requestsPerJob <= apt.requestsPerJob,
         reason: REQUESTS_REASON,
       });
+      if (r.hosts >= 4 && !onSqlite(r.policy)) {
+        out.push({
+          target: `${r.hosts} host(s), ${ledgerName}: requests per job at most half the autopkgtest-style worker's`,
+          measured: `${r.requestsPerJob} vs ${apt.requestsPerJob} / 2 = ${Math.round((apt.requestsPerJob / 2) * 100) / 100}`,
+          held: r.requestsPerJob <= apt.requestsPerJob / 2,
+          reason: REQUESTS_REASON,
+        });
+      }
     }
   }
   return out;
@@ -318,7 +327,7 @@ async function main(): Promise<void> {
       console.log(`## Fleet churn: hosts (worker processes) x ${hostsChurn.workers} workers x ${hostsChurn.jobsPerWorker} jobs of 2-core servers, core quota ${QUOTA_CORES_PER_HOST} per host\n`);
       console.log(
         `Each host is a child process with its own client (and guard); the quota is ${QUOTA_CORES_PER_HOST} cores per host against a demand of ${2 * hostsChurn.workers}, so the lower bound stays the same as hosts are added. The lower bound counts whole jobs: the quota runs floor(quota / 2) servers at once and one slot must run ceil(jobs / slots) jobs in a row (hosts.json keeps the fluid bound, total core-time over the quota, as fluidLowerBoundMs). ` +
-          `Timings as the churn above. nova-guard (in-process ledger): each host coordinates only its own workers; nova-guard (Redis ledger): all hosts share one RedisQuotaLedger on a real redis-server. ` +
+          `Timings as the churn above. nova-guard (in-process ledger): each host coordinates only its own workers; nova-guard (Redis ledger): all hosts share one RedisQuotaLedger on a real redis-server; + fleet watcher: the same with fleetWatcher: true (one host looks for the others and publishes what it saw). ` +
           `At ${Math.max(...hostCounts)} hosts the Redis ledger runs twice more: with its Redis 200 ms away (a TCP proxy adding the round trip) and with its Redis restarted (empty) halfway through the lower bound ` +
           `(the bench's own redis-server only). Peak cores held: the most cores held at once by servers that existed (accepted, not yet destroyed, counted by Nova or not); above the quota is over-commit, which Nova answers with recheck ERRORs.\n`,
       );

@@ -19,7 +19,7 @@ import type { WorkerReport } from './churnWorker.js';
 import { benchRedis, type BenchRedis } from '../redisServer.js';
 import { BenchProject, byKind, NovaApiLog, type Harness } from './harness.js';
 
-export const CHURN_POLICIES = ['naive', 'autopkgtest', 'nova-guard', 'nova-guard-redis'] as const;
+export const CHURN_POLICIES = ['naive', 'autopkgtest', 'nova-guard', 'nova-guard-redis', 'nova-guard-redis-fleet'] as const;
 export type ChurnPolicy = (typeof CHURN_POLICIES)[number];
 
 /** Settings (ms). */
@@ -134,7 +134,7 @@ export async function runRealChurn(nova: Harness, policies: readonly ChurnPolicy
   try {
     for (const policy of policies) {
       let ledger: string | undefined;
-      if (policy === 'nova-guard-redis') {
+      if (policy === 'nova-guard-redis' || policy === 'nova-guard-redis-fleet') {
         if (!ledgerUrl && !redis) redis = await startRedis();
         ledger = ledgerUrl ?? redis!.url;
       }

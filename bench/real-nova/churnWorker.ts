@@ -2,7 +2,7 @@
  * One churn worker as its own process ("host"): runs `--jobs` jobs (create a server, wait until ACTIVE,
  * "test" `--run-ms`, delete it) under one policy, then prints one JSON line (WorkerReport) on stdout.
  *
- *   node build/bench/real-nova/churnWorker.js --policy naive|autopkgtest|nova-guard|nova-guard-redis
+ *   node build/bench/real-nova/churnWorker.js --policy naive|autopkgtest|nova-guard|nova-guard-redis|nova-guard-redis-fleet
  *     --worker 0 --jobs 4 --run-ms 8000 --poll-ms 1000 --sleep-ms 15000 --scale 20 [--ledger redis://...]
  *
  * Nova: NOVA_ENDPOINT, NOVA_TOKEN, CHURN_FLAVOR, CHURN_IMAGE from the environment. Policies as in
@@ -85,12 +85,13 @@ function guardOptions(): QuotaGuardOptions {
 
 /**
  * The nova-guard-redis policy: a QuotaGuard whose claims live in Redis (`RedisQuotaLedger` from
- * `nova-guard/redis`, keys namespaced by this client's endpoint and project).
+ * `nova-guard/redis`, keys namespaced by this client's endpoint and project); nova-guard-redis-fleet
+ * adds the fleet watcher (`fleetWatcher: true`: one worker looks for all and publishes what it saw).
  */
-async function redisGuard(url: string | undefined, options: QuotaGuardOptions): Promise<{ guard: QuotaGuard; close: () => Promise<void> }> {
+async function redisGuard(url: string | undefined, options: QuotaGuardOptions, fleetWatcher: boolean): Promise<{ guard: QuotaGuard; close: () => Promise<void> }> {
   if (!url) throw new Error('nova-guard-redis needs --ledger redis://...');
   const { RedisQuotaLedger } = await import('nova-guard/redis');
-  const ledger = await RedisQuotaLedger.forClient(client, { url });
+  const ledger = await RedisQuotaLedger.forClient(client, { url, fleetWatcher });
   return { guard: new QuotaGuard(client, { ...options, ledger }), close: () => ledger.close() };
 }
 
@@ -140,9 +141,10 @@ async function makeJob(): Promise<{ job: Job; close: () => Promise<void> }> {
         },
       };
     case 'nova-guard':
-    case 'nova-guard-redis': {
+    case 'nova-guard-redis':
+    case 'nova-guard-redis-fleet': {
       const { guard, close } =
-        opts.policy === 'nova-guard' ? { guard: new QuotaGuard(client, guardOptions()), close: none } : await redisGuard(opts.ledger, guardOptions());
+        opts.policy === 'nova-guard' ? { guard: new QuotaGuard(client, guardOptions()), close: none } : await redisGuard(opts.ledger, guardOptions(), opts.policy === 'nova-guard-redis-fleet');
       return {
         close,
         job: async (name) => {
