@@ -20,7 +20,7 @@
  *
  * @module
  */
-import { NovaClient, QuotaGuard, InProcessQuotaLedger, waitForActive } from 'nova-guard';
+import { NovaClient, QuotaGuard, InProcessFleet, InProcessQuotaLedger, waitForActive } from 'nova-guard';
 import { FakeNova } from 'nova-guard/testing';
 import { inOrderBoundMs } from './sim/inOrderBound.js';
 import { HostLedger, SharedReadings } from './sim/hostLedger.js';
@@ -66,6 +66,12 @@ export interface FleetSimConfig {
    * ledger (the hosts do not see each other's claims): a run that shows what the shared ledger prevents.
    */
   sharedLedger?: boolean;
+  /**
+   * The hosts' clients join one `InProcessFleet` (nova-guard policy only): the first host watches
+   * for the fleet, the others' delete waits and ACTIVE waits take its publications and send no looks
+   * of their own (the same logic as the Redis fleet watcher, without Redis). @default false
+   */
+  fleetWatcher?: boolean;
 }
 
 /** Where the makespan goes: per job (mean, s) and as makespan (s) = sum of cores x time / quota. */
@@ -77,6 +83,8 @@ export interface LagShare {
 /** One simulated day. */
 export interface FleetSimRow {
   policy: FleetSimConfig['policy'];
+  /** The hosts shared one fleet watcher (`FleetSimConfig.fleetWatcher`). */
+  fleetWatcher: boolean;
   hosts: number;
   workers: number;
   quotaCores: number;
@@ -100,6 +108,10 @@ export interface FleetSimRow {
   requestsPerJob: number;
   /** Requests per job without `GET /limits`. */
   requestsPerJobWithoutLimits: number;
+  /** Requests per job by kind: POST (create), DELETE, `GET /limits`, `GET /servers/{id}`, listings, the rest. */
+  perJob: { post: number; delete: number; limits: number; get: number; listing: number; other: number };
+  /** The fleet watcher's counters summed over the hosts (with `fleetWatcher`). */
+  fleet?: { published: number; consumed: number; proofs: number; fallbacks: number; gaps: number; watcherEngine: Record<string, number> };
   /** `/limits` readings the hosts shared (admissions decided without a request to Nova). */
   sharedReadings: number;
   /** Admissions per job: the guard's admission attempts (shared readings and own `/limits` reads) over the jobs. */
@@ -187,9 +199,12 @@ export async function runFleetSim(cfg: FleetSimConfig): Promise<FleetSimRow> {
     const readings = new SharedReadings(shared, vt.clock);
     const clients: NovaClient[] = [];
     const guards: QuotaGuard[] = [];
+    const fleet = cfg.fleetWatcher === true && cfg.policy === 'nova-guard' ? new InProcessFleet() : undefined;
+    const members = [];
     for (let h = 0; h < cfg.hosts; h++) {
       const client = new NovaClient({ endpoint: fake.endpoint, token: `admin:${fake.projectId}`, microversion: MICROVERSION, adapter, clock: vt.clock });
       clients.push(client);
+      if (fleet) members.push(fleet.join(client));
       if (cfg.policy === 'nova-guard') {
         const ledger = new HostLedger(shared, `host-${h}`, () => vt.now, (id, atMs) => {
           const s = servers.get(id);
@@ -302,6 +317,9 @@ export async function runFleetSim(cfg: FleetSimConfig): Promise<FleetSimRow> {
     watchDestroys();
     await Promise.all(guards.map((g) => g.close().catch(() => undefined)));
     readings.close();
+    const fleetStats = members.reduce((a, m) => ({ published: a.published + m.stats.published, consumed: a.consumed + m.stats.consumed, proofs: a.proofs + m.stats.proofs, fallbacks: a.fallbacks + m.stats.fallbacks, gaps: a.gaps + m.stats.gaps }), { published: 0, consumed: 0, proofs: 0, fallbacks: 0, gaps: 0 });
+    const watcherEngine = { ...clients[0]!.deleteEngine.stats };
+    fleet?.close();
 
     // Bounds from each server's own POST-to-404 time.
     const Q = cfg.quotaCores;
@@ -356,8 +374,11 @@ export async function runFleetSim(cfg: FleetSimConfig): Promise<FleetSimRow> {
     const rec = front.record;
     const record = fake.quotaRecord();
     const looks = rec.byKind.get + rec.byKind.list + rec.byKind.limits;
+    const per = (n: number): number => round(n / cfg.jobs, 2);
+    const k = rec.byKind;
     return {
       policy: cfg.policy,
+      fleetWatcher: fleet !== undefined,
       hosts: cfg.hosts,
       workers: cfg.hosts * cfg.workersPerHost,
       quotaCores: Q,
@@ -377,6 +398,8 @@ export async function runFleetSim(cfg: FleetSimConfig): Promise<FleetSimRow> {
       tailS: round((makespanMs - (postTimes[postTimes.length - 1] ?? makespanMs)) / 1000, 1),
       requestsPerJob: round(rec.total / cfg.jobs, 2),
       requestsPerJobWithoutLimits: round((rec.total - rec.byKind.limits) / cfg.jobs, 2),
+      perJob: { post: per(k.create), delete: per(k.delete), limits: per(k.limits), get: per(k.get), listing: per(k.list), other: per(k.flavor + k.other) },
+      ...(fleet ? { fleet: { ...fleetStats, watcherEngine } } : {}),
       sharedReadings: readings.shared,
       admissionsPerJob: round((readings.shared + rec.byKind.limits) / cfg.jobs, 2),
       requests: { ...rec.byKind },

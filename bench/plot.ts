@@ -141,7 +141,7 @@ function overheadSpec(r: OverheadResult): Spec {
 
 /** Fleet simulation: makespan over the whole-job bound, requests per job, and where the makespan goes, by run. */
 function simSpec(rows: FleetSimRow[]): Spec {
-  const run = (r: FleetSimRow): string => `${r.policy}, ${r.hosts} x ${r.workers / r.hosts}`;
+  const run = (r: FleetSimRow): string => `${r.policy}${r.fleetWatcher ? ' + fleet watcher' : ''}, ${r.hosts} x ${r.workers / r.hosts}`;
   const values = rows.map((r) => ({ run: run(r), makespan: r.makespanOverBound, requests: r.requestsPerJob }));
   const lags = rows
     .filter((r) => r.policy === 'nova-guard')

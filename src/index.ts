@@ -23,7 +23,7 @@ export type { Clock, LoggerOption } from './core/index.js';
 export { systemClock } from './core/index.js';
 
 // Deleting servers and waiting for it.
-export { deleteServer, deleteServers, waitForDelete } from './delete/index.js';
+export { deleteServer, deleteServers, waitForDelete, InProcessFleet } from './delete/index.js';
 export type {
   DeleteServerOptions,
   DeleteServerResult,

@@ -20,7 +20,7 @@
  *    (`DELETED` included) schedules the next look.
  * The guard's ACTIVE wait is a wait here too (its predicate: `WatchSpec.until`): one schedule, one
  * set of listings, one rate limit and pace for every wait of the client (its watcher). With a fleet
- * link attached (`fleet.ts`) and consuming, delete waits take their answers from the fleet watcher.
+ * link attached (`fleet.ts`) and consuming, the waits take their answers from the fleet watcher.
  * Source: osc-lib `utils.wait_for_delete` (one wait), nodepool's shared server list (many waits),
  * Nova API reference "List Servers Detailed" (`changes-since`), tempest's `wait_for_server_termination`.
  * @module
@@ -151,6 +151,8 @@ export class DeleteEngine implements DeleteEngineFleet {
       let entry = this.#entries.get(serverId);
       if (!entry) {
         entry = newEntry(serverId, this.#memory.deleteDate(serverId), this.clock.wallNow(), currentOperation());
+        // Rule 2 (`evidence.ts`): the latest plausible brief listing had it, so a later one without it proves it gone.
+        entry.listed = this.#listings.knownListed.has(serverId);
         this.#entries.set(serverId, entry);
       }
       const now = this.clock.now();
@@ -202,7 +204,7 @@ export class DeleteEngine implements DeleteEngineFleet {
 
   /** The servers the engine's delete waits wait on (see `fleet.ts`). */
   interest(): FleetInterest[] {
-    return interestOf(this.#entries.values(), this.clock.now());
+    return interestOf(this.#entries.values(), this.clock.now(), (w) => this.shortLooks.intervalOf(w));
   }
 
   /** The link started or stopped consuming: a wait the fleet no longer answers for looks at once. */
@@ -241,6 +243,7 @@ export class DeleteEngine implements DeleteEngineFleet {
   #pullIn(): void {
     const now = this.clock.now();
     for (const w of this.#allWaits()) if (!w.until) w.nextAt = Math.min(w.nextAt, this.#nextLookAt(w, now));
+    this.#fleet?.interestChanged(); // the fleet's interest carries the short interval
     this.#reschedule();
   }
 

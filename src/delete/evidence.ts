@@ -12,7 +12,8 @@
  * 2. **Absence from a brief listing that had it** ({@link absenceIsGone}): `GET /servers` lists a
  *    server until Nova destroys it (its `DELETED` window included; at microversion 2.69 or later the
  *    servers of an unreachable cell too). A server such a listing showed before and no longer shows is
- *    gone, provided the listing succeeded in full (every page, within its time limit: a truncated,
+ *    gone (the earlier listing may be one the engine sent before the wait began: its latest plausible
+ *    brief listing; deletion is monotonic), provided the listing succeeded in full (every page, within its time limit: a truncated,
  *    failed or hung listing is a failed listing and answers nothing), is plausibly this project's
  *    ({@link plausiblyOurs}), and Nova accepted the 2.69 microversion.
  *

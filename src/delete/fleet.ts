@@ -4,15 +4,18 @@
  * ledger; this layer only defines what the engine asks of it, and never imports it).
  *
  * While the link is `consuming` (its publications arrive in sequence and in time), the engine's
- * delete waits (those without an `until` predicate: not the guard's ACTIVE wait) send no looks of
- * their own: their servers are registered as the fleet's interest and their answers come from the
- * publications. A proof of deletion from the fleet is judged by rule 3 of `evidence.ts` (the same
+ * waits (delete waits and the guard's ACTIVE waits; never the fleet watcher's own waits) send no
+ * looks of their own: their servers are registered as the fleet's interest and their answers come
+ * from the publications (a published status is the status of a Nova answer the watcher got). A proof of deletion from the fleet is judged by rule 3 of `evidence.ts` (the same
  * evidence as the engine's own: Nova's 404 or a proved absence, never weaker). When the link stops
  * consuming (a gap, a stall, Redis down), the waits look by themselves again at once.
  *
  * @module
  */
-import type { GoneEvidence } from './types.js';
+import type { Clock } from '../core/clock.js';
+import type { Logger } from '../core/logger.js';
+import type { Server } from '../core/types.js';
+import type { GoneEvidence, Observation, WatchEnd, WatchSpec } from './types.js';
 
 /** What the engine asks of a fleet link. */
 export interface FleetLink {
@@ -30,6 +33,11 @@ export interface FleetInterest {
   readonly confirmIntervalMs: number;
   /** Time until the latest deadline of its delete waits. */
   readonly remainingMs: number;
+  /**
+   * Present (true) when a wait on it reads more than its status (the guard's ACTIVE wait returns the
+   * server's body): the watcher publishes the whole body it saw, not only the fields a delete wait reads.
+   */
+  readonly whole?: true;
 }
 
 /** A proof of deletion as a fleet watcher publishes it. */
@@ -55,34 +63,90 @@ export interface DeleteEngineFleet {
 /** What one wait looks like to {@link interestOf}. */
 interface WaitLike {
   readonly until?: unknown;
+  readonly fleetWatch?: boolean | undefined;
   readonly intervalMs: number;
   readonly confirmIntervalMs: number;
   readonly deadlineAt: number;
 }
 
-/** A delete wait: one with no `until` predicate (the guard's ACTIVE wait and the fleet watcher's own waits have one). */
-export const isDeleteWait = (w: WaitLike): boolean => w.until === undefined;
+/** A wait the fleet may answer: any but the fleet watcher's own (`WatchSpec.fleetWatch`). */
+export const isFleetWait = (w: WaitLike): boolean => w.fleetWatch !== true;
 
 /**
- * Whether the fleet answers for a server: the link consumes, every wait on it is a delete wait, and
- * the watcher has not said it cannot answer for it (`fleetOff`).
+ * Whether the fleet answers for a server: the link consumes, no wait on it is the watcher's own,
+ * and the watcher has not said it cannot answer for it (`fleetOff`).
  */
 export function fleetCovers(link: FleetLink | undefined, entry: { readonly watches: readonly WaitLike[]; readonly fleetOff?: boolean }): boolean {
-  return link !== undefined && link.consuming && entry.fleetOff !== true && entry.watches.length > 0 && entry.watches.every(isDeleteWait);
+  return link !== undefined && link.consuming && entry.fleetOff !== true && entry.watches.length > 0 && entry.watches.every(isFleetWait);
 }
 
-/** The fleet interest of `entries` at clock time `now`. */
-export function interestOf(entries: Iterable<{ serverId: string; watches: readonly WaitLike[] }>, now: number): FleetInterest[] {
+/**
+ * The fleet interest of `entries` at clock time `now`; `intervalOf` gives a wait's interval now (its
+ * own, or the short one while a create waits: `shortLooks.ts`).
+ */
+export function interestOf(entries: Iterable<{ serverId: string; watches: readonly WaitLike[] }>, now: number, intervalOf: (w: WaitLike) => number = (w) => w.intervalMs): FleetInterest[] {
   const out: FleetInterest[] = [];
   for (const e of entries) {
-    const waits = e.watches.filter(isDeleteWait);
+    const waits = e.watches.filter(isFleetWait);
     if (waits.length === 0) continue;
     out.push({
       serverId: e.serverId,
-      intervalMs: Math.min(...waits.map((w) => w.intervalMs)),
+      intervalMs: Math.min(...waits.map(intervalOf)),
       confirmIntervalMs: Math.min(...waits.map((w) => w.confirmIntervalMs)),
       remainingMs: Math.max(0, Math.max(...waits.map((w) => w.deadlineAt)) - now),
+      ...(waits.some((w) => w.until !== undefined) ? { whole: true as const } : {}),
     });
   }
   return out;
+}
+
+/**
+ * One observation in a publication: a proof (`g`), a status (`s`: the fields a delete wait reads, or
+ * the whole body when a wait on it reads more, see {@link FleetInterest.whole}), or that the watcher
+ * cannot answer for the server (`x`, the error's name: its looks kept failing, or found an orphan), so
+ * the hosts waiting on it look by themselves.
+ */
+export type Published = { i: string; g: GoneEvidence } | { i: string; s: Partial<Server> } | { i: string; x: string };
+
+/** One publication of the fleet watcher, however it travels (a Redis stream, a call in one process). */
+export interface FleetPublication {
+  /** The watcher's fencing epoch (one more for each watcher elected). */
+  readonly epoch: number;
+  /** The sequence number: one counter for every epoch; a number skipped is a gap. */
+  readonly seq: number;
+  /** Nova's `Date` as the watcher knows it (epoch ms), if it does. */
+  readonly novaDateMs?: number | undefined;
+  readonly items: readonly Published[];
+}
+
+/** Counters of one host's part in a fleet watcher. */
+export interface FleetStats {
+  /** Times this host took the lease (became the fleet's watcher). */
+  elections: number;
+  /** Publications this host wrote as the watcher. */
+  published: number;
+  /** Publications this host read and used. */
+  consumed: number;
+  /** Proofs of deletion from publications that ended waits of this host. */
+  proofs: number;
+  /** Publications ignored because an older epoch published them than one already seen. */
+  staleEpoch: number;
+  /** Gaps seen in the sequence numbers. */
+  gaps: number;
+  /** Times this host fell back to its own looks (a gap, no publication in time, the store failing). */
+  fallbacks: number;
+}
+
+/** A new set of {@link FleetStats}, all zero. */
+export const newFleetStats = (): FleetStats => ({ elections: 0, published: 0, consumed: 0, proofs: 0, staleEpoch: 0, gaps: 0, fallbacks: 0 });
+
+/** What a fleet watcher (its looking side and its consuming side) needs of a delete engine (`DeleteEngine` is one). */
+export interface FleetEngine extends DeleteEngineFleet {
+  readonly clock: Clock;
+  /** Its client's logger (the fleet's warnings go there). */
+  readonly api: { readonly logger: Logger };
+  readonly novaOffsetMs: number | undefined;
+  watch(serverId: string, spec: WatchSpec): Promise<WatchEnd>;
+  noteNovaDate(serverDateMs: number | undefined, serverId?: string): void;
+  fleetObserved(serverId: string, obs: Observation | undefined): boolean;
 }

@@ -36,7 +36,14 @@ export type {
   EngineRequestOptions,
   GoneEvidence,
 } from './types.js';
-export type { FleetLink, FleetInterest, FleetProof, DeleteEngineFleet } from './fleet.js';
+export type { FleetLink, FleetInterest, FleetProof, DeleteEngineFleet, FleetEngine, FleetPublication, FleetStats, Published } from './fleet.js';
+export { newFleetStats } from './fleet.js';
+export { FleetLooks, wantServer, PUBLISHED_FIELDS } from './fleetLooks.js';
+export type { WantedServer } from './fleetLooks.js';
+export { FleetConsumer } from './fleetConsumer.js';
+export type { FleetConsumerInit } from './fleetConsumer.js';
+export { InProcessFleet } from './inProcessFleet.js';
+export type { InProcessFleetMember } from './inProcessFleet.js';
 export { fleetProofIsGone } from './evidence.js';
 export type { DeleteLedger } from './ledger.js';
 export type { Outbound } from './outbound.js';

@@ -280,6 +280,11 @@ export interface WatchSpec {
    * own (left BUILD, or gone); `WatchEnd.outcome` stays the deletion's reading of `obs`.
    */
   until?: ((obs: Observation) => boolean) | undefined;
+  /**
+   * True for the fleet watcher's own waits (`fleet.ts`): never the fleet's interest, never answered
+   * by the fleet's publications. @default false
+   */
+  fleetWatch?: boolean | undefined;
 }
 
 /** How a wait ended. */

@@ -10,7 +10,7 @@
  * 5. `fleet:gone`, 6. `fleet:goneat` (hash server id -> `<epoch>,<evidence>`; sorted set server id ->
  *    Redis ms): the proofs of deletion published lately, for a host that catches up after a gap;
  * 7. `fleet:interest`, 8. `fleet:want` (sorted set `<instance>|<server id>` -> expiry in Redis ms; hash
- *    of the same members -> `<intervalMs>,<confirmIntervalMs>`): which servers hosts wait on.
+ *    of the same members -> `<intervalMs>,<confirmIntervalMs>,<whole 1/0>`): which servers hosts wait on.
  *
  * Both counters start, when missing (a Redis restarted empty), at Redis's time in ms: numbers after a
  * restart stay above the ones before it, so a restart reads as a gap (consumers fall back and catch
@@ -88,7 +88,7 @@ return seq
 `;
 
 /**
- * REGISTER(instance, n, [id, remainingMs, intervalMs, confirmIntervalMs] x n, r, id x r) -> flat
+ * REGISTER(instance, n, [id, remainingMs, intervalMs, confirmIntervalMs, whole] x n, r, id x r) -> flat
  * {id, '<epoch>,<evidence>', ...}: the kept proofs of the n servers registered. Registers (or
  * updates) this instance's interest in n servers, until Redis's now + remainingMs; removes r.
  */
@@ -100,13 +100,13 @@ local out = {}
 for k = 1, n do
   local m = inst .. '|' .. ARGV[i]
   redis.call('ZADD', KEYS[7], now + tonumber(ARGV[i + 1]), m)
-  redis.call('HSET', KEYS[8], m, ARGV[i + 2] .. ',' .. ARGV[i + 3])
+  redis.call('HSET', KEYS[8], m, ARGV[i + 2] .. ',' .. ARGV[i + 3] .. ',' .. ARGV[i + 4])
   local g = redis.call('HGET', KEYS[5], ARGV[i])
   if g then
     table.insert(out, ARGV[i])
     table.insert(out, g)
   end
-  i = i + 4
+  i = i + 5
 end
 local r = tonumber(ARGV[i])
 for k = 1, r do
@@ -118,7 +118,7 @@ return out
 `;
 
 /**
- * INTEREST() -> flat {member, remainingMs, '<intervalMs>,<confirmIntervalMs>', ...}: the live
+ * INTEREST() -> flat {member, remainingMs, '<intervalMs>,<confirmIntervalMs>,<whole>', ...}: the live
  * interest of every host (expired members dropped first).
  */
 export const FLEET_INTEREST = `${NOW}

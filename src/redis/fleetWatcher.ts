@@ -12,11 +12,12 @@
  *   replaced within `leaseTtlMs` of its stop (a renewal may come half a TTL late and still hold).
  * - **Fencing.** PUBLISH checks the lease is still `<token>:<epoch>` in the same script (a deposed
  *   watcher publishes nothing), and consumers ignore a publication of an epoch older than one seen.
- * - **Interest.** Each host registers the servers its delete waits wait on, with their deadline as the
- *   expiry and their intervals; it removes them when its waits end. The watcher reads the interest
- *   every round and watches each server with a wait of its own engine (ending at the 404 or the
- *   interest's expiry); what that wait observes is published (batched per microtask), and a
- *   heartbeat each round carries Nova's `Date`.
+ * - **Interest.** Each host registers the servers its waits wait on (delete waits and the guard's
+ *   ACTIVE waits), with their deadline as the expiry, their intervals and whether a wait reads the
+ *   whole body; it removes them when its waits end. The watcher reads the interest every round and
+ *   follows it with `FleetLooks` (`src/delete/fleetLooks.ts`: a wait of its own engine per server,
+ *   ending at the 404 or the interest's expiry); what those waits observe is published (batched per
+ *   microtask), and a heartbeat each round carries Nova's `Date`.
  * - **Publications** go to a Redis stream (`XADD MAXLEN ~`): ordered, numbered, kept for a while,
  *   so a host that missed a few reads them on its next read; one trimmed away shows as a gap. Proofs
  *   are also kept by server id for 10 minutes, for a host that catches up after a gap or registers
@@ -25,11 +26,11 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import type { Clock, Logger, Server, TimerHandle } from '../core/index.js';
-import type { DeleteEngine, FleetLink, Observation } from '../delete/index.js';
+import type { Clock, Logger, TimerHandle } from '../core/index.js';
+import { FleetLooks, newFleetStats, wantServer, type DeleteEngine, type FleetLink, type Published, type WantedServer } from '../delete/index.js';
 import type { RedisConnection } from './connection.js';
 import { FLEET_COMMANDS, FLEET_KEYS, fleetKeys, type FleetCommand } from './fleetScripts.js';
-import { FleetFeed, type FleetStats, type Published } from './fleetFeed.js';
+import { FleetFeed, type FleetStats } from './fleetFeed.js';
 
 export type { FleetStats } from './fleetFeed.js';
 
@@ -39,8 +40,6 @@ const STREAM_MAX_LEN = 1000;
 const PROOF_RETENTION_MS = 10 * 60_000;
 /** The longest interest registered at once, in ms. */
 const MAX_INTEREST_MS = 86_400_000;
-/** The fields of a server a publication carries: what the waits read (status, task_state, fault, progress). */
-const PUBLISHED_FIELDS = ['status', 'OS-EXT-STS:task_state', 'OS-EXT-STS:vm_state', 'updated', 'fault', 'progress', 'tenant_id'] as const;
 
 /** What {@link FleetWatcher} needs. */
 export interface FleetWatcherInit {
@@ -57,7 +56,7 @@ export interface FleetWatcherInit {
 /** One host's part in the fleet watcher (see the module). */
 export class FleetWatcher implements FleetLink {
   /** Counters. */
-  readonly stats: FleetStats = { elections: 0, published: 0, consumed: 0, proofs: 0, staleEpoch: 0, gaps: 0, fallbacks: 0 };
+  readonly stats: FleetStats = newFleetStats();
   readonly #d: FleetWatcherInit;
   readonly #keys: string[];
   readonly #token = randomUUID();
@@ -65,10 +64,8 @@ export class FleetWatcher implements FleetLink {
   readonly #detach: () => void;
   /** The lease, while this host holds it: its epoch, and the clock time until which it surely holds. */
   #lease: { epoch: number; until: number } | undefined;
-  /** The fleet waits of this host's engine while it watches, by server. */
-  readonly #watches = new Map<string, AbortController>();
-  /** Servers this host cannot answer for (published so): not watched again while the interest lasts. */
-  readonly #givenUp = new Set<string>();
+  /** The looks of this host's engine for the fleet while it watches. */
+  readonly #looks: FleetLooks;
   #pending: Published[] = [];
   #flushing: Promise<void> | undefined;
   #flushQueued = false;
@@ -97,6 +94,7 @@ export class FleetWatcher implements FleetLink {
   private constructor(init: FleetWatcherInit) {
     this.#detach = init.engine.attachFleet(this);
     this.#d = init;
+    this.#looks = new FleetLooks(init.engine, (item) => this.#queue(item));
     this.#keys = fleetKeys(init.base);
     for (const [name, lua] of Object.entries(FLEET_COMMANDS)) init.conn.define(name, lua, FLEET_KEYS);
     this.#feed = new FleetFeed({
@@ -199,76 +197,28 @@ export class FleetWatcher implements FleetLink {
     this.#d.logger.info({ epoch: this.#lease?.epoch, reason }, 'fleet watcher: this host no longer watches for the fleet');
     this.#lease = undefined;
     this.#pending = [];
-    for (const c of this.#watches.values()) c.abort(new Error('no longer the fleet watcher'));
-    this.#watches.clear();
+    this.#looks.stop('no longer the fleet watcher');
     this.#feed.stop();
     this.#d.engine.fleetChanged();
   }
 
-  /** As the watcher: follow the fleet's interest with waits of this engine, and publish (a heartbeat at least). */
+  /** As the watcher: follow the fleet's interest with waits of this engine (`FleetLooks`), and publish (a heartbeat at least). */
   async #watchRound(): Promise<void> {
     const flat = (await this.#run('novaGuardFleetInterest', [])) as Array<string | number>;
     if (!this.#lease || this.#closed) return;
-    const wanted = new Map<string, { remainingMs: number; intervalMs: number; confirmIntervalMs: number }>();
+    const wanted = new Map<string, WantedServer>();
     for (let i = 0; i + 2 < flat.length; i += 3) {
       const id = String(flat[i]).split('|')[1] ?? '';
-      const [interval, confirm] = String(flat[i + 2]).split(',').map(Number);
-      const w = wanted.get(id);
-      const remainingMs = Number(flat[i + 1]);
-      wanted.set(id, {
-        remainingMs: Math.max(remainingMs, w?.remainingMs ?? 0),
-        intervalMs: Math.min(interval || 5000, w?.intervalMs ?? Infinity),
-        confirmIntervalMs: Math.min(confirm || 1000, w?.confirmIntervalMs ?? Infinity),
-      });
+      const [interval, confirm, whole] = String(flat[i + 2]).split(',').map(Number);
+      wantServer(wanted, id, { remainingMs: Number(flat[i + 1]), intervalMs: interval || 5000, confirmIntervalMs: confirm || 1000, whole: whole === 1 });
     }
-    for (const [id, c] of this.#watches) {
-      if (wanted.has(id)) continue;
-      c.abort(new Error('nobody waits on it'));
-      this.#watches.delete(id);
-    }
-    for (const id of this.#givenUp) if (!wanted.has(id)) this.#givenUp.delete(id);
-    for (const [id, w] of wanted) if (id !== '' && !this.#watches.has(id) && !this.#givenUp.has(id) && w.remainingMs > 0) this.#watchFor(id, w);
+    this.#looks.follow(wanted);
     await this.#flush(true);
   }
 
-  #watchFor(serverId: string, w: { remainingMs: number; intervalMs: number; confirmIntervalMs: number }): void {
-    const controller = new AbortController();
-    this.#watches.set(serverId, controller);
-    this.#d.engine
-      .watch(serverId, {
-        intervalMs: w.intervalMs,
-        confirmIntervalMs: w.confirmIntervalMs,
-        jitter: 0.1,
-        deadlineAt: this.#d.clock.now() + w.remainingMs,
-        requestTimeoutMs: undefined,
-        pollRetries: 4,
-        signal: controller.signal,
-        // Not a delete wait (`fleet.ts`): never registered as interest itself; it ends at the proof.
-        until: (obs) => obs.gone,
-        onObservation: (obs) => this.#observed(serverId, obs),
-      })
-      .catch((error: unknown) => {
-        // Its looks kept failing, or found an orphan: the hosts waiting on it look by themselves.
-        if (controller.signal.aborted || !this.#lease) return;
-        this.#givenUp.add(serverId);
-        this.#queue({ i: serverId, x: error instanceof Error ? error.name : 'Error' });
-      })
-      .finally(() => void (this.#watches.get(serverId) === controller && this.#watches.delete(serverId)));
-  }
-
-  #observed(serverId: string, obs: Observation): void {
-    if (!this.#lease) return;
-    if (obs.gone) {
-      if (obs.evidence !== undefined) this.#queue({ i: serverId, g: obs.evidence });
-      return;
-    }
-    const s: Partial<Server> = {};
-    for (const k of PUBLISHED_FIELDS) if (obs.server[k] !== undefined) (s as Record<string, unknown>)[k] = obs.server[k];
-    this.#queue({ i: serverId, s });
-  }
-
-  /** Publish `item` with whatever else comes in this microtask. */
+  /** Publish `item` with whatever else comes in this microtask (only while this host watches). */
   #queue(item: Published): void {
+    if (!this.#lease) return;
     this.#pending.push(item);
     if (this.#flushQueued) return;
     this.#flushQueued = true;
@@ -326,11 +276,12 @@ export class FleetWatcher implements FleetLink {
     const add: Array<string | number> = [];
     let n = 0;
     for (const i of this.#d.engine.interest()) {
-      const sig = `${i.intervalMs},${i.confirmIntervalMs},${Math.round(now + i.remainingMs)}`;
+      const whole = i.whole === true ? 1 : 0;
+      const sig = `${i.intervalMs},${i.confirmIntervalMs},${whole},${Math.round(now + i.remainingMs)}`;
       next.set(i.serverId, sig);
       if (!all && this.#registered.get(i.serverId) === sig) continue;
       // An endless wait (`timeoutMs: Infinity`) is registered for a day at a time.
-      add.push(i.serverId, Math.max(1, Math.round(Math.min(i.remainingMs, MAX_INTEREST_MS))), i.intervalMs, i.confirmIntervalMs);
+      add.push(i.serverId, Math.max(1, Math.round(Math.min(i.remainingMs, MAX_INTEREST_MS))), i.intervalMs, i.confirmIntervalMs, whole);
       n++;
     }
     const remove = [...this.#registered.keys()].filter((id) => !next.has(id));
@@ -370,8 +321,7 @@ export class FleetWatcher implements FleetLink {
     this.#closed = true;
     if (this.#electTimer !== undefined) this.#d.clock.clearTimeout(this.#electTimer);
     if (this.#readTimer !== undefined) this.#d.clock.clearTimeout(this.#readTimer);
-    for (const c of this.#watches.values()) c.abort(new Error('fleet watcher closed'));
-    this.#watches.clear();
+    this.#looks.stop('fleet watcher closed');
     this.#detach();
     await Promise.allSettled([...this.#rounds, this.#syncing, this.#flushing]);
     const removals: Array<Promise<unknown>> = [];

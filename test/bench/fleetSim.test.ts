@@ -22,6 +22,17 @@ describe('fleet simulation in virtual time (2 hosts x 2 workers, 40 jobs, 8 core
     expect(row.makespanS).toBeGreaterThanOrEqual(row.wholeJobBoundS);
   });
 
+  it('with the hosts sharing one fleet watcher (InProcessFleet): the same outcome targets, the 404s proved by the watcher, no fallback', async () => {
+    const row = await runFleetSim({ ...tiny, fleetWatcher: true });
+    expect(row.fleetWatcher).toBe(true);
+    expect([row.jobsDone, row.failedJobs, row.quota403s, row.recheckErrors, row.serversLeft]).toEqual([40, 0, 0, 0, 0]);
+    expect(row.peakCores).toBeLessThanOrEqual(8);
+    // Host 1's deletions were proved by host 0's looks (host 0 waits on its own).
+    expect(row.fleet!.proofs).toBeGreaterThan(0);
+    expect(row.fleet!.fallbacks).toBe(0);
+    expect(row.perJob.post).toBe(1);
+  });
+
   it('with a ledger per host: the simulation sees the quota broken (403s, recheck ERRORs or over-commit)', async () => {
     const row = await runFleetSim({ ...tiny, sharedLedger: false });
     expect(row.quota403s + row.recheckErrors + Math.max(0, row.peakCores - 8)).toBeGreaterThan(0);

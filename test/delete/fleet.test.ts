@@ -3,11 +3,12 @@
  * on FakeNova and fake timers: while the link consumes, a delete wait sends no look; a published
  * proof ends it only when it names a 404 or a proved absence (rule 3 of `evidence.ts`); a status
  * is a look only while consuming; when the link stops consuming the wait looks at once; the guard's
- * kind of wait (an `until` predicate) always looks by itself.
+ * ACTIVE wait (an `until` predicate) is answered too, the fleet watcher's own waits never.
  */
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import type { FleetLink } from '../../src/delete/index.js';
+import { waitForDelete } from '../../src/index.js';
 import { clientFor, fakeMs, serverPath, settle, startNova, useFakeClock } from '../helpers.js';
 
 useFakeClock();
@@ -70,16 +71,45 @@ describe('DeleteEngine with a fleet link', () => {
     expect(await settle(wait)).toMatchObject({ name: 'AbortError' });
   });
 
-  it("a wait with an until predicate (the guard's ACTIVE wait, the fleet watcher's own) is never answered by the fleet", async () => {
+  it("the guard's ACTIVE wait (an until predicate) is the fleet's interest, with the whole body; the watcher's own wait (fleetWatch) never is", async () => {
     const nova = await startNova();
     const client = clientFor(nova);
     client.deleteEngine.attachFleet(link(true));
     const id = nova.addServer({ status: 'ACTIVE' }).id;
     const now = client.clock.now();
-    const end = client.deleteEngine.watch(id, { intervalMs: 100, confirmIntervalMs: 100, jitter: 0, deadlineAt: now + 10_000, requestTimeoutMs: undefined, pollRetries: 4, until: (o) => !o.gone && o.server.status === 'ACTIVE' });
+    const spec = { intervalMs: 100, confirmIntervalMs: 100, jitter: 0, deadlineAt: now + 10_000, requestTimeoutMs: undefined, pollRetries: 4 };
+    const end = client.deleteEngine.watch(id, { ...spec, until: (o) => !o.gone && o.server.status === 'ACTIVE' });
+    expect(client.deleteEngine.interest()).toEqual([{ serverId: id, intervalMs: 100, confirmIntervalMs: 100, remainingMs: 10_000, whole: true }]);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(nova.requestsTo('GET', serverPath(id))).toHaveLength(0);
+    // A published status ends it as its own look would, with the body published.
+    expect(client.deleteEngine.fleetObserved(id, { gone: false, server: { id, status: 'ACTIVE', name: 'n' } })).toBe(true);
+    expect((await settle(end)).server).toMatchObject({ status: 'ACTIVE', name: 'n' });
+    expect(nova.requestsTo('GET', serverPath(id))).toHaveLength(0);
+    // The fleet watcher's own wait: not interest, and it looks by itself.
+    const own = client.deleteEngine.watch(id, { ...spec, deadlineAt: client.clock.now() + 10_000, fleetWatch: true, until: (o) => !o.gone && o.server.status === 'ACTIVE' });
     expect(client.deleteEngine.interest()).toEqual([]);
-    expect((await settle(end)).lastStatus).toBe('ACTIVE');
+    expect((await settle(own)).lastStatus).toBe('ACTIVE');
     expect(nova.requestsTo('GET', serverPath(id))).toHaveLength(1);
+  });
+
+  it('rule 2 across waits (what lets a fleet watcher prove most deletions by listing): a wait that starts on a server the latest brief listing had ends deleted by its absence from the next one, with no GET', async () => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    const [a, b, c] = [0, 1, 2].map(() => nova.addServer({ status: 'ACTIVE' }).id) as [string, string, string];
+    // Two deletions that stay under way: the engine's ticks send brief listings, which show c too.
+    for (const id of [a, b]) nova.setServerBehavior(id, { onDelete: 'never' });
+    const ac = new AbortController();
+    const stuck = [a, b].map((id) => client.deleteServer(id, { wait: true, intervalMs: 1000, jitter: 0, timeoutMs: 60_000, signal: ac.signal }).catch((e: unknown) => e));
+    await vi.advanceTimersByTimeAsync(3000);
+    expect(client.deleteEngine.stats.briefListings).toBeGreaterThan(0);
+    // c is destroyed (another client deleted it) before this client waits on it.
+    nova.destroyServer(c);
+    const r = await settle(waitForDelete(client, c, { intervalMs: 1000, jitter: 0, timeoutMs: 30_000 }));
+    expect(r.outcome).toBe('deleted');
+    expect(nova.requestsTo('GET', serverPath(c))).toEqual([]);
+    ac.abort();
+    await Promise.all(stuck);
   });
 
   it('one link at a time; detaching makes the waits look by themselves', async () => {

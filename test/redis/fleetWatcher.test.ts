@@ -10,6 +10,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock, type Clock, type TimerHandle } from '../../src/core/clock.js';
 import { NovaClient } from '../../src/nova/index.js';
+import { waitForActive } from '../../src/guard/index.js';
 import { RedisQuotaLedger } from '../../src/redis/index.js';
 import { ledgerKeys } from '../../src/redis/options.js';
 import { fleetKeys } from '../../src/redis/fleetScripts.js';
@@ -139,6 +140,20 @@ describe.skipIf(!haveRedis)(`fleet watcher on a real redis-server${haveRedis ? '
     expect(consumer.sent.all).toEqual([`DELETE /servers/${id}`]);
     expect(consumer.ledger.fleetWatcher!.stats.proofs).toBe(1);
     expect(consumer.client.deleteEngine.idle).toBe(true);
+    expect(hosts.flatMap((h) => h.warnings)).toEqual([]);
+  });
+
+  it("a consumer's waitForActive sends no GET: the watcher's published ACTIVE (the whole body, through the stream) ends it", async () => {
+    const nova = await startNova({ buildDelayMs: 500 });
+    const hosts = await Promise.all(['a', 'b'].map((n) => host(nova, n)));
+    expect(await until(settledFleet(hosts), 10 * TTL)).toBe(true);
+    const consumer = hosts.find((h) => !h.ledger.fleetWatcher!.watching)!;
+    const s = await consumer.client.createServer({ name: 'via-stream', flavorRef: '1', imageRef: 'img', networks: 'none' });
+    resetSent(consumer);
+    const r = await waitForActive(consumer.client, s.id, { intervalMs: 100, timeoutMs: 20_000 });
+    expect(r.outcome).toBe('active');
+    expect(r.server).toMatchObject({ id: s.id, name: 'via-stream', status: 'ACTIVE', flavor: expect.anything() });
+    expect(consumer.sent.all).toEqual([]);
     expect(hosts.flatMap((h) => h.warnings)).toEqual([]);
   });
 

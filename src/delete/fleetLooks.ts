@@ -1,0 +1,129 @@
+/**
+ * The looking side of a fleet watcher, whatever carries its interest and publications (a Redis
+ * stream in `nova-guard/redis`, calls in one process in `inProcessFleet.ts`): given the servers the
+ * fleet waits on, it runs one wait of the watching host's own engine per server (its listings, GETs,
+ * schedule, rate limit, poll pace and rules of evidence: exactly a host's own looks) and turns what
+ * those waits observe into publication items ({@link Published}).
+ *
+ * - A wait of its own per server wanted, until Nova's 404 or a proved absence (`until: obs.gone`,
+ *   so an ERROR or SOFT_DELETED status is published, never taken as the end), the interest's
+ *   deadline, or the interest going (aborted at the next {@link FleetLooks.follow}).
+ * - A server whose looks kept failing, or which turned out an orphan, is published as "cannot
+ *   answer" (`x`): the hosts waiting on it look by themselves; it is not watched again while the
+ *   fleet's interest in it lasts.
+ * - A status item carries the fields a delete wait reads, or the whole body when a wait on the
+ *   server reads more ({@link FleetInterest.whole}: the guard's ACTIVE wait returns the body).
+ *
+ * @module
+ */
+import type { Server } from '../core/types.js';
+import type { FleetEngine, Published } from './fleet.js';
+import type { Observation } from './types.js';
+
+/** The fields of a server a status item carries when no wait reads the whole body (what delete waits read). */
+export const PUBLISHED_FIELDS = ['status', 'OS-EXT-STS:task_state', 'OS-EXT-STS:vm_state', 'updated', 'fault', 'progress', 'tenant_id'] as const;
+
+/** Failed looks in a row a fleet wait tolerates before it publishes that it cannot answer. */
+const FLEET_POLL_RETRIES = 4;
+
+/** One server the fleet waits on, as the watcher reads it (durations in ms). */
+export interface WantedServer {
+  /** Time until the latest deadline of the waits on it. */
+  readonly remainingMs: number;
+  readonly intervalMs: number;
+  readonly confirmIntervalMs: number;
+  /** A wait on it reads the whole body (see {@link FleetInterest.whole}). */
+  readonly whole?: boolean | undefined;
+}
+
+/** Merge one host's interest in a server into `wanted` (latest deadline, smallest intervals, whole if any wants it). */
+export function wantServer(wanted: Map<string, WantedServer>, serverId: string, w: WantedServer): void {
+  const had = wanted.get(serverId);
+  wanted.set(serverId, {
+    remainingMs: Math.max(w.remainingMs, had?.remainingMs ?? 0),
+    intervalMs: Math.min(w.intervalMs, had?.intervalMs ?? Number.POSITIVE_INFINITY),
+    confirmIntervalMs: Math.min(w.confirmIntervalMs, had?.confirmIntervalMs ?? Number.POSITIVE_INFINITY),
+    whole: w.whole === true || had?.whole === true,
+  });
+}
+
+/** The watching host's looks for the fleet (see the module). */
+export class FleetLooks {
+  /** The fleet waits of the engine, by server. */
+  readonly #watches = new Map<string, { controller: AbortController; whole: boolean }>();
+  /** Servers this host cannot answer for (published so): not watched again while the interest lasts. */
+  readonly #givenUp = new Set<string>();
+
+  /**
+   * @param engine - The watching host's engine.
+   * @param publish - Takes each item to publish (the carrier batches them).
+   */
+  constructor(
+    private readonly engine: FleetEngine,
+    private readonly publish: (item: Published) => void,
+  ) {}
+
+  /** Servers watched now. */
+  get watched(): number {
+    return this.#watches.size;
+  }
+
+  /** Follow the fleet's interest now: stop watching what nobody waits on, start what is new. */
+  follow(wanted: ReadonlyMap<string, WantedServer>): void {
+    for (const [id, w] of this.#watches) {
+      if (wanted.has(id)) {
+        w.whole = wanted.get(id)!.whole === true;
+        continue;
+      }
+      w.controller.abort(new Error('nobody waits on it'));
+      this.#watches.delete(id);
+    }
+    for (const id of this.#givenUp) if (!wanted.has(id)) this.#givenUp.delete(id);
+    for (const [id, w] of wanted) if (id !== '' && !this.#watches.has(id) && !this.#givenUp.has(id) && w.remainingMs > 0) this.#watchFor(id, w);
+  }
+
+  /** Stop every fleet wait (this host no longer watches, or closes). */
+  stop(reason: string): void {
+    for (const w of this.#watches.values()) w.controller.abort(new Error(reason));
+    this.#watches.clear();
+    this.#givenUp.clear();
+  }
+
+  #watchFor(serverId: string, w: WantedServer): void {
+    const controller = new AbortController();
+    const watch = { controller, whole: w.whole === true };
+    this.#watches.set(serverId, watch);
+    this.engine
+      .watch(serverId, {
+        intervalMs: w.intervalMs,
+        confirmIntervalMs: w.confirmIntervalMs,
+        jitter: 0.1,
+        deadlineAt: this.engine.clock.now() + w.remainingMs,
+        requestTimeoutMs: undefined,
+        pollRetries: FLEET_POLL_RETRIES,
+        signal: controller.signal,
+        // The watcher's own: never the fleet's interest; it ends at the proof.
+        fleetWatch: true,
+        until: (obs) => obs.gone,
+        onObservation: (obs) => void (!controller.signal.aborted && this.#observed(serverId, obs, watch.whole)),
+      })
+      .catch((error: unknown) => {
+        // Its looks kept failing, or found an orphan: the hosts waiting on it look by themselves.
+        if (controller.signal.aborted) return;
+        this.#givenUp.add(serverId);
+        this.publish({ i: serverId, x: error instanceof Error ? error.name : 'Error' });
+      })
+      .finally(() => void (this.#watches.get(serverId) === watch && this.#watches.delete(serverId)));
+  }
+
+  #observed(serverId: string, obs: Observation, whole: boolean): void {
+    if (obs.gone) {
+      if (obs.evidence !== undefined) this.publish({ i: serverId, g: obs.evidence });
+      return;
+    }
+    if (whole) return this.publish({ i: serverId, s: obs.server });
+    const s: Partial<Server> = {};
+    for (const k of PUBLISHED_FIELDS) if (obs.server[k] !== undefined) (s as Record<string, unknown>)[k] = obs.server[k];
+    this.publish({ i: serverId, s });
+  }
+}

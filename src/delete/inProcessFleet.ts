@@ -1,0 +1,235 @@
+/**
+ * `InProcessFleet`: a fleet watcher for the clients of ONE process (several `NovaClient`s of one
+ * project, e.g. one per worker or per credential, or the hosts of a simulation on one virtual
+ * clock). The same logic as the Redis fleet watcher of `nova-guard/redis`, without the store:
+ * the clients' engines join; the first one still joined watches for all (`fleetLooks.ts`: a wait of
+ * its own engine per server any other member waits on) and its observations are handed to every
+ * other member in order (`fleetConsumer.ts`: sequence numbers, epochs, evidence rule 3, states only
+ * while consuming). The other members' waits (delete waits and the guard's ACTIVE waits) then send no
+ * looks of their own.
+ *
+ * What differs from Redis, and why:
+ * - **Election** is the order of joining: the watcher is the oldest member; when it leaves, the next
+ *   one watches at once (a new epoch). Nothing can pause one member and not the others, so there is
+ *   no lease to lapse.
+ * - **Interest** reaches the watcher in the same microtask batch as the waits that changed it (Redis:
+ *   at the watcher's next round), and a publication reaches every member synchronously, in order:
+ *   there are no gaps and no stalls (the consumers' stall limit is infinite). A member that joins
+ *   gets a heartbeat so it consumes from then on.
+ * - **Proofs** of deletion are kept by server id for 10 minutes, as in Redis, for a wait that starts
+ *   on a server after its proof was published.
+ *
+ * Usage: `const fleet = new InProcessFleet(); const member = fleet.join(client);` ...
+ * `member.leave()` (or `fleet.close()`).
+ *
+ * @module
+ */
+import { ValidationError } from '../errors/index.js';
+import { newFleetStats, type FleetEngine, type FleetLink, type FleetStats, type Published } from './fleet.js';
+import type { GoneEvidence } from './types.js';
+import { FleetConsumer } from './fleetConsumer.js';
+import { FleetLooks, wantServer, type WantedServer } from './fleetLooks.js';
+
+/** How long a published proof stays known by server id, in ms. */
+const PROOF_RETENTION_MS = 10 * 60_000;
+
+/** One member of an {@link InProcessFleet}: a client's engine linked to the fleet. */
+export interface InProcessFleetMember {
+  /** True while this member watches for the fleet (its own waits look by themselves). */
+  readonly watching: boolean;
+  /** True while this member's waits take their answers from the watcher's publications. */
+  readonly consuming: boolean;
+  /** The epoch of the watcher whose publications this member takes (one more for each watcher). */
+  readonly epoch: number;
+  /** This member's counters. */
+  readonly stats: FleetStats;
+  /** Leave the fleet: the member's waits look by themselves again; if it watched, the next member watches. Idempotent. */
+  leave(): void;
+}
+
+/** A fleet watcher for the clients of one process (see the module). */
+export class InProcessFleet {
+  readonly #members: Member[] = [];
+  #looks: FleetLooks | undefined;
+  #epoch = 0;
+  #seq = 0;
+  #pending: Published[] = [];
+  #flushQueued = false;
+  #syncQueued = false;
+  /** Proofs published lately, by server id: the evidence and the watcher's clock time. */
+  readonly #proofs = new Map<string, { evidence: GoneEvidence; at: number }>();
+
+  /** The member that watches now, if any. */
+  get watcher(): InProcessFleetMember | undefined {
+    return this.#members[0];
+  }
+
+  /** Members joined. */
+  get size(): number {
+    return this.#members.length;
+  }
+
+  /**
+   * Link `client`'s engine (a `NovaClient`, or its `deleteEngine`) to the fleet. The first member
+   * watches; the others consume from the next publication on.
+   * @throws {@link ValidationError} when the engine has a fleet link already (one fleet per client).
+   */
+  join(client: FleetEngine | { readonly deleteEngine: FleetEngine }): InProcessFleetMember {
+    const engine = 'deleteEngine' in client ? client.deleteEngine : client;
+    if (this.#members.some((m) => m.engine === engine)) throw new ValidationError('this client has joined this fleet already');
+    const member = new Member(engine, this.#hub);
+    this.#members.push(member);
+    if (this.#members.length === 1) this.#elect();
+    else this.#heartbeat();
+    return member;
+  }
+
+  /** Every member leaves. Idempotent. */
+  close(): void {
+    for (const m of [...this.#members].reverse()) m.leave();
+  }
+
+  /** What the members ask of their fleet (not part of the class's surface). */
+  readonly #hub: Hub = {
+    changed: (m) => this.#changed(m),
+    isWatcher: (m) => this.#members[0] === m,
+    epoch: () => this.#epoch,
+    left: (m) => this.#left(m),
+  };
+
+  /** A member's interest changed: follow it in a microtask (the watcher's own interest is not the fleet's). */
+  #changed(member: Member): void {
+    if (member === this.#members[0] || this.#syncQueued) return;
+    this.#syncQueued = true;
+    queueMicrotask(() => {
+      this.#syncQueued = false;
+      this.#sync();
+    });
+  }
+
+  /** `member` leaves. */
+  #left(member: Member): void {
+    const i = this.#members.indexOf(member);
+    if (i < 0) return;
+    if (i === 0) this.#flush(false);
+    this.#members.splice(i, 1);
+    if (i === 0) {
+      this.#looks?.stop('the watching member left');
+      this.#looks = undefined;
+      if (this.#members.length > 0) this.#elect();
+    } else {
+      this.#changed(member);
+    }
+  }
+
+  /** The oldest member watches, with a new epoch; its own waits look by themselves. */
+  #elect(): void {
+    const watcher = this.#members[0]!;
+    this.#epoch++;
+    watcher.stats.elections++;
+    watcher.consumer.sawEpoch(this.#epoch);
+    watcher.consumer.stop();
+    watcher.engine.fleetChanged();
+    this.#looks = new FleetLooks(watcher.engine, (item) => this.#queue(item));
+    this.#sync();
+    this.#heartbeat();
+  }
+
+  /** Follow the interest of every member but the watcher; hand each its kept proofs. */
+  #sync(): void {
+    const looks = this.#looks;
+    const watcher = this.#members[0];
+    if (!looks || !watcher) return;
+    const now = watcher.engine.clock.now();
+    for (const [id, p] of this.#proofs) if (now - p.at > PROOF_RETENTION_MS) this.#proofs.delete(id);
+    const wanted = new Map<string, WantedServer>();
+    for (const m of this.#members) {
+      if (m === watcher) continue;
+      for (const i of m.engine.interest()) {
+        const kept = this.#proofs.get(i.serverId);
+        if (kept && m.engine.fleetObserved(i.serverId, { gone: true, evidence: kept.evidence })) {
+          m.stats.proofs++;
+          continue;
+        }
+        wantServer(wanted, i.serverId, i);
+      }
+    }
+    looks.follow(wanted);
+  }
+
+  #queue(item: Published): void {
+    this.#pending.push(item);
+    if (this.#flushQueued) return;
+    this.#flushQueued = true;
+    queueMicrotask(() => this.#flush(false));
+  }
+
+  #heartbeat(): void {
+    queueMicrotask(() => this.#flush(true));
+  }
+
+  /** Hand what is pending (with `heartbeat`, also when nothing is) to every member but the watcher, in order. */
+  #flush(heartbeat: boolean): void {
+    if (!heartbeat) this.#flushQueued = false;
+    const watcher = this.#members[0];
+    if (!watcher || (!heartbeat && this.#pending.length === 0)) return;
+    const items = this.#pending;
+    this.#pending = [];
+    const now = watcher.engine.clock.now();
+    for (const it of items) if ('g' in it) this.#proofs.set(it.i, { evidence: it.g, at: now });
+    const offset = watcher.engine.novaOffsetMs;
+    const pub = { epoch: this.#epoch, seq: ++this.#seq, novaDateMs: offset === undefined ? undefined : watcher.engine.clock.wallNow() + offset, items };
+    watcher.stats.published++;
+    for (const m of [...this.#members]) if (m !== watcher) m.consumer.take(pub);
+  }
+}
+
+/** What a member asks of its fleet. */
+interface Hub {
+  changed(member: Member): void;
+  isWatcher(member: Member): boolean;
+  epoch(): number;
+  left(member: Member): void;
+}
+
+/** One client's engine in an {@link InProcessFleet}. */
+class Member implements FleetLink, InProcessFleetMember {
+  readonly stats = newFleetStats();
+  readonly consumer: FleetConsumer;
+  readonly #detach: () => void;
+  #left = false;
+
+  constructor(
+    readonly engine: FleetEngine,
+    private readonly fleet: Hub,
+  ) {
+    this.#detach = engine.attachFleet(this);
+    // Publications in one process come in order and at once: no gap, no stall.
+    this.consumer = new FleetConsumer({ engine, clock: engine.clock, logger: engine.api.logger, stats: this.stats, stallMs: Number.POSITIVE_INFINITY, catchUp: () => fleet.changed(this) });
+  }
+
+  get watching(): boolean {
+    return !this.#left && this.fleet.isWatcher(this);
+  }
+
+  get consuming(): boolean {
+    return !this.#left && !this.fleet.isWatcher(this) && this.consumer.consuming;
+  }
+
+  get epoch(): number {
+    return this.fleet.epoch();
+  }
+
+  interestChanged(): void {
+    if (!this.#left) this.fleet.changed(this);
+  }
+
+  leave(): void {
+    if (this.#left) return;
+    this.#left = true;
+    this.consumer.stop();
+    this.#detach();
+    this.fleet.left(this);
+  }
+}
+

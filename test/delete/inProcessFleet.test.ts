@@ -1,0 +1,129 @@
+/**
+ * `InProcessFleet` (`src/delete/inProcessFleet.ts`) on FakeNova and fake timers: the first client
+ * watches for the others; the others' delete waits and ACTIVE waits (`waitForActive`, the guard's)
+ * send no looks of their own and end as their own looks would (a 404 or a proved absence; ACTIVE
+ * with the whole body; ERROR); the watcher leaving hands over at once.
+ */
+import { describe, expect, it, vi } from 'vitest';
+import { InProcessFleet, QuotaGuard, ValidationError, waitForActive, type NovaClient } from '../../src/index.js';
+import type { FakeNova } from '../../src/testing/index.js';
+import { clientFor, serverPath, settle, startNova, useFakeClock } from '../helpers.js';
+
+useFakeClock();
+
+/** A client whose requests are also recorded on their own (`METHOD path`). */
+function countedClient(nova: FakeNova): { client: NovaClient; sent: string[] } {
+  const sent: string[] = [];
+  const adapter: typeof nova.adapter = (config) => {
+    const url = new URL(config.url ?? '', config.baseURL ?? nova.endpoint);
+    sent.push(`${(config.method ?? 'get').toUpperCase()} ${url.pathname.replace(/^\/v2\.1/, '')}`);
+    return nova.adapter(config);
+  };
+  return { client: clientFor(nova, { adapter }), sent };
+}
+
+const looks = (sent: readonly string[]): string[] => sent.filter((r) => r.startsWith('GET /servers'));
+
+describe('InProcessFleet', () => {
+  it("a consumer's deleteServer({ wait: true }) sends its DELETE only: the watcher looks, and its 404 ends the wait as deleted", async () => {
+    const nova = await startNova({ deleteDelayMs: 3000 });
+    const a = countedClient(nova);
+    const b = countedClient(nova);
+    const fleet = new InProcessFleet();
+    const ma = fleet.join(a.client);
+    const mb = fleet.join(b.client);
+    await vi.advanceTimersByTimeAsync(0);
+    expect([ma.watching, mb.watching, mb.consuming, mb.epoch]).toEqual([true, false, true, 1]);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    const r = await settle(b.client.deleteServer(id, { wait: true, intervalMs: 1000, jitter: 0 }));
+    expect(r.outcome).toBe('deleted');
+    expect(b.sent).toEqual([`DELETE ${serverPath(id)}`]);
+    // The watcher's looks: one at once, then every second; the last is Nova's 404.
+    expect(looks(a.sent).length).toBeGreaterThanOrEqual(3);
+    expect(nova.requestsTo('GET', serverPath(id)).at(-1)!.status).toBe(404);
+    expect(mb.stats.proofs).toBe(1);
+    expect(ma.stats.published).toBeGreaterThan(0);
+    fleet.close();
+    expect(fleet.size).toBe(0);
+  });
+
+  it("a consumer's waitForActive sends no GET: a published ACTIVE ends it with the server's whole body; a published ERROR ends it as error", async () => {
+    const nova = await startNova({ buildDelayMs: 2500 });
+    const a = countedClient(nova);
+    const b = countedClient(nova);
+    const fleet = new InProcessFleet();
+    fleet.join(a.client);
+    fleet.join(b.client);
+    await vi.advanceTimersByTimeAsync(0);
+    const s = await b.client.createServer({ name: 'active-one', flavorRef: '1', imageRef: 'img', networks: 'none' });
+    const builds: string[] = [];
+    const r = await settle(waitForActive(b.client, s.id, { intervalMs: 1000, jitter: 0, onBuild: (body) => void builds.push(String(body.status)) }));
+    expect(r.outcome).toBe('active');
+    expect(r.server).toMatchObject({ id: s.id, name: 'active-one', status: 'ACTIVE', flavor: expect.anything() });
+    expect(builds.length).toBeGreaterThan(0);
+    expect(looks(b.sent)).toEqual([]);
+    expect(looks(a.sent).length).toBeGreaterThanOrEqual(2);
+    // Nova's recheck puts the next create in ERROR: the consumer learns it from the watcher.
+    nova.failCreatesWithQuotaRecheck(1);
+    const e = await b.client.createServer({ name: 'error-one', flavorRef: '1', imageRef: 'img', networks: 'none' });
+    const re = await settle(waitForActive(b.client, e.id, { intervalMs: 1000, jitter: 0 }));
+    expect(re.outcome).toBe('error');
+    expect(looks(b.sent)).toEqual([]);
+    fleet.close();
+  });
+
+  it("a consumer's guarded create sends its /limits and POST only; the watcher answers its ACTIVE wait", async () => {
+    const nova = await startNova({ buildDelayMs: 1500 });
+    const a = countedClient(nova);
+    const b = countedClient(nova);
+    const fleet = new InProcessFleet();
+    fleet.join(a.client);
+    fleet.join(b.client);
+    await vi.advanceTimersByTimeAsync(0);
+    const guard = new QuotaGuard(b.client, { activeIntervalMs: 1000 });
+    const server = await settle(guard.createServer({ name: 'guarded', flavorRef: '1', imageRef: 'img', networks: 'none' }));
+    expect(server).toMatchObject({ name: 'guarded', status: 'ACTIVE' });
+    expect(looks(b.sent)).toEqual([]);
+    expect(b.sent.filter((x) => x === 'POST /servers')).toHaveLength(1);
+    await guard.close();
+    fleet.close();
+  });
+
+  it('the watcher leaving hands over at once: the next member watches (a new epoch) and its pending wait looks by itself', async () => {
+    const nova = await startNova({ deleteDelayMs: 5000 });
+    const a = countedClient(nova);
+    const b = countedClient(nova);
+    const c = countedClient(nova);
+    const fleet = new InProcessFleet();
+    const ma = fleet.join(a.client);
+    const mb = fleet.join(b.client);
+    const mc = fleet.join(c.client);
+    await vi.advanceTimersByTimeAsync(0);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    const wait = b.client.deleteServer(id, { wait: true, intervalMs: 1000, jitter: 0 });
+    const other = nova.addServer({ status: 'ACTIVE' }).id;
+    const waitC = c.client.deleteServer(other, { wait: true, intervalMs: 1000, jitter: 0 });
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(looks(b.sent)).toEqual([]);
+    ma.leave();
+    ma.leave();
+    expect([mb.watching, mb.consuming, mb.epoch, mb.stats.elections]).toEqual([true, false, 2, 1]);
+    expect((await settle(wait)).outcome).toBe('deleted');
+    expect((await settle(waitC)).outcome).toBe('deleted');
+    expect(looks(b.sent).length).toBeGreaterThan(0);
+    // The third member consumed the new watcher's publications: no look of its own.
+    expect(looks(c.sent)).toEqual([]);
+    expect(mc.stats.fallbacks).toBe(0);
+    fleet.close();
+  });
+
+  it('one fleet link per client: joining twice, or a client linked elsewhere, is refused', async () => {
+    const nova = await startNova();
+    const a = clientFor(nova);
+    const fleet = new InProcessFleet();
+    fleet.join(a);
+    expect(() => fleet.join(a)).toThrow(ValidationError);
+    expect(() => new InProcessFleet().join(a)).toThrow(/attached/);
+    fleet.close();
+  });
+});
