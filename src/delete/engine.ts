@@ -223,6 +223,9 @@ export class DeleteEngine implements DeleteEngineFleet {
     const entry = this.#entries.get(serverId);
     if (entry && obs === undefined) return ((entry.fleetOff = true), this.fleetChanged(), true);
     if (!entry || !obs || (obs.gone ? !fleetProofIsGone(obs.evidence) : !fleetCovers(this.#fleet, entry))) return false;
+    // A status that would end a delete wait (ERROR or SOFT_DELETED with no task) may come from a look the
+    // watcher sent before this host's DELETE was accepted: the waits on it look by themselves instead.
+    if (!obs.gone && entry.watches.some((w) => !w.until) && this.#memory.classify(serverId, obs) !== undefined) return ((entry.fleetOff = true), this.fleetChanged(), true);
     this.#deliver(entry, obs);
     if (!this.#ticking) this.#reschedule();
     return true;

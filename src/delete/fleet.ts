@@ -7,8 +7,11 @@
  * waits (delete waits and the guard's ACTIVE waits; never the fleet watcher's own waits) send no
  * looks of their own: their servers are registered as the fleet's interest and their answers come
  * from the publications (a published status is the status of a Nova answer the watcher got). A proof of deletion from the fleet is judged by rule 3 of `evidence.ts` (the same
- * evidence as the engine's own: Nova's 404 or a proved absence, never weaker). When the link stops
- * consuming (a gap, a stall, Redis down), the waits look by themselves again at once.
+ * evidence as the engine's own: Nova's 404 or a proved absence, never weaker). A published status
+ * never ends a delete wait (ERROR or SOFT_DELETED with no task): the watcher's look may have been
+ * sent before this host's DELETE was accepted (a server in ERROR before its delete), so the waits on
+ * that server look by themselves and their own look decides. When the link stops consuming (a gap,
+ * a stall, Redis down), the waits look by themselves again at once.
  *
  * @module
  */

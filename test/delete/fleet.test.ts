@@ -71,6 +71,27 @@ describe('DeleteEngine with a fleet link', () => {
     expect(await settle(wait)).toMatchObject({ name: 'AbortError' });
   });
 
+  it('a published ERROR or SOFT_DELETED with no task never ends a delete wait: it may predate the DELETE; the wait looks by itself and its own look decides', async () => {
+    const nova = await startNova({ deleteDelayMs: 1500 });
+    const client = clientFor(nova);
+    const l = link(true);
+    client.deleteEngine.attachFleet(l);
+    // A server in ERROR is deleted; a watcher's look sent before the DELETE saw it in ERROR with no task.
+    const id = nova.addServer({ status: 'ERROR' }).id;
+    const wait = client.deleteServer(id, { wait: true, intervalMs: 1000, jitter: 0, timeoutMs: 60_000 });
+    await vi.advanceTimersByTimeAsync(500);
+    expect(nova.requestsTo('GET', serverPath(id))).toHaveLength(0);
+    expect(client.deleteEngine.fleetObserved(id, { gone: false, server: { id, status: 'ERROR', 'OS-EXT-STS:task_state': null } })).toBe(true);
+    expect(client.deleteEngine.fleetObserved(id, { gone: false, server: { id, status: 'SOFT_DELETED', 'OS-EXT-STS:task_state': null } })).toBe(false);
+    await vi.advanceTimersByTimeAsync(0);
+    // Its own look at once (ERROR with task_state deleting: goes on), then at its interval until the 404.
+    const t0 = nova.requestsTo('DELETE', serverPath(id))[0]!.timeMs;
+    expect(nova.requestsTo('GET', serverPath(id)).map((r) => r.timeMs - t0)).toEqual([500]);
+    const end = await settle(wait);
+    expect(end.outcome).toBe('deleted');
+    expect(nova.requestsTo('GET', serverPath(id)).map((r) => r.timeMs - t0)).toEqual([500, 1500]);
+  });
+
   it("the guard's ACTIVE wait (an until predicate) is the fleet's interest, with the whole body; the watcher's own wait (fleetWatch) never is", async () => {
     const nova = await startNova();
     const client = clientFor(nova);
