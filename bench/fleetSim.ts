@@ -204,7 +204,7 @@ export async function runFleetSim(cfg: FleetSimConfig): Promise<FleetSimRow> {
     for (let h = 0; h < cfg.hosts; h++) {
       const client = new NovaClient({ endpoint: fake.endpoint, token: `admin:${fake.projectId}`, microversion: MICROVERSION, adapter, clock: vt.clock });
       clients.push(client);
-      if (fleet) members.push(fleet.join(client));
+      if (fleet) members.push(await fleet.join(client));
       if (cfg.policy === 'nova-guard') {
         const ledger = new HostLedger(shared, `host-${h}`, () => vt.now, (id, atMs) => {
           const s = servers.get(id);

@@ -19,11 +19,12 @@
  * - **Proofs** of deletion are kept by server id for 10 minutes, as in Redis, for a wait that starts
  *   on a server after its proof was published.
  *
- * Usage: `const fleet = new InProcessFleet(); const member = fleet.join(client);` ...
+ * Usage: `const fleet = new InProcessFleet(); const member = await fleet.join(client);` ...
  * `member.leave()` (or `fleet.close()`).
  *
  * @module
  */
+import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { ValidationError } from '../errors/index.js';
 import { newFleetStats, type FleetEngine, type FleetLink, type FleetStats, type Published } from './fleet.js';
 import type { GoneEvidence } from './types.js';
@@ -32,6 +33,15 @@ import { FleetLooks, wantServer, type WantedServer } from './fleetLooks.js';
 
 /** How long a published proof stays known by server id, in ms. */
 const PROOF_RETENTION_MS = 10 * 60_000;
+
+/** What {@link InProcessFleet.join} needs of a client (a `NovaClient` has it). */
+export interface FleetClient {
+  readonly deleteEngine: FleetEngine;
+  /** The client's project id. */
+  readonly projectId: string | undefined;
+  /** The client's Nova endpoint (from its options or its service catalog). */
+  endpoint(): Promise<string>;
+}
 
 /** One member of an {@link InProcessFleet}: a client's engine linked to the fleet. */
 export interface InProcessFleetMember {
@@ -50,6 +60,8 @@ export interface InProcessFleetMember {
 /** A fleet watcher for the clients of one process (see the module). */
 export class InProcessFleet {
   readonly #members: Member[] = [];
+  /** The endpoint and project the first member bound the fleet to. */
+  #scope: LedgerScope | undefined;
   #looks: FleetLooks | undefined;
   #epoch = 0;
   #seq = 0;
@@ -70,12 +82,24 @@ export class InProcessFleet {
   }
 
   /**
-   * Link `client`'s engine (a `NovaClient`, or its `deleteEngine`) to the fleet. The first member
-   * watches; the others consume from the next publication on.
-   * @throws {@link ValidationError} when the engine has a fleet link already (one fleet per client).
+   * Link `client`'s delete engine to the fleet. The first member watches; the others consume from
+   * the next publication on. A fleet answers for one Nova endpoint and one project: the first client
+   * to join binds it, and a client of another endpoint or project is refused (the watcher's look at
+   * another project's server, or another region's, would answer 404 for a server that lives).
+   * @param client - a `NovaClient` with a `projectId` (given, or from a noauth token).
+   * @throws {@link ValidationError} when the client has no `projectId`, names another endpoint or
+   * project than the fleet's (endpoints compared as the ledgers compare them: scheme and host case,
+   * default port, trailing slash), has joined already, or its engine has a fleet link already.
    */
-  join(client: FleetEngine | { readonly deleteEngine: FleetEngine }): InProcessFleetMember {
-    const engine = 'deleteEngine' in client ? client.deleteEngine : client;
+  async join(client: FleetClient): Promise<InProcessFleetMember> {
+    const projectId = client.projectId;
+    if (projectId === undefined || projectId === '') throw new ValidationError('InProcessFleet.join: the client has no projectId; a fleet answers for one project (set projectId on the NovaClient)');
+    const scope = ledgerScope(await client.endpoint(), projectId);
+    this.#scope ??= scope;
+    if (!sameScope(this.#scope, scope)) {
+      throw new ValidationError(`InProcessFleet.join: this fleet answers for project ${this.#scope.projectId} at ${this.#scope.endpoint}; the client is of project ${scope.projectId} at ${scope.endpoint}`);
+    }
+    const engine = client.deleteEngine;
     if (this.#members.some((m) => m.engine === engine)) throw new ValidationError('this client has joined this fleet already');
     const member = new Member(engine, this.#hub);
     this.#members.push(member);

@@ -43,7 +43,7 @@ export type { WantedServer } from './fleetLooks.js';
 export { FleetConsumer } from './fleetConsumer.js';
 export type { FleetConsumerInit } from './fleetConsumer.js';
 export { InProcessFleet } from './inProcessFleet.js';
-export type { InProcessFleetMember } from './inProcessFleet.js';
+export type { FleetClient, InProcessFleetMember } from './inProcessFleet.js';
 export { fleetProofIsGone } from './evidence.js';
 export type { DeleteLedger } from './ledger.js';
 export type { Outbound } from './outbound.js';

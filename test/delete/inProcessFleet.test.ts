@@ -30,8 +30,8 @@ describe('InProcessFleet', () => {
     const a = countedClient(nova);
     const b = countedClient(nova);
     const fleet = new InProcessFleet();
-    const ma = fleet.join(a.client);
-    const mb = fleet.join(b.client);
+    const ma = await fleet.join(a.client);
+    const mb = await fleet.join(b.client);
     await vi.advanceTimersByTimeAsync(0);
     expect([ma.watching, mb.watching, mb.consuming, mb.epoch]).toEqual([true, false, true, 1]);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
@@ -52,8 +52,8 @@ describe('InProcessFleet', () => {
     const a = countedClient(nova);
     const b = countedClient(nova);
     const fleet = new InProcessFleet();
-    fleet.join(a.client);
-    fleet.join(b.client);
+    await fleet.join(a.client);
+    await fleet.join(b.client);
     await vi.advanceTimersByTimeAsync(0);
     const s = await b.client.createServer({ name: 'active-one', flavorRef: '1', imageRef: 'img', networks: 'none' });
     const builds: string[] = [];
@@ -77,8 +77,8 @@ describe('InProcessFleet', () => {
     const a = countedClient(nova);
     const b = countedClient(nova);
     const fleet = new InProcessFleet();
-    fleet.join(a.client);
-    fleet.join(b.client);
+    await fleet.join(a.client);
+    await fleet.join(b.client);
     await vi.advanceTimersByTimeAsync(0);
     const guard = new QuotaGuard(b.client, { activeIntervalMs: 1000 });
     const server = await settle(guard.createServer({ name: 'guarded', flavorRef: '1', imageRef: 'img', networks: 'none' }));
@@ -95,9 +95,9 @@ describe('InProcessFleet', () => {
     const b = countedClient(nova);
     const c = countedClient(nova);
     const fleet = new InProcessFleet();
-    const ma = fleet.join(a.client);
-    const mb = fleet.join(b.client);
-    const mc = fleet.join(c.client);
+    const ma = await fleet.join(a.client);
+    const mb = await fleet.join(b.client);
+    const mc = await fleet.join(c.client);
     await vi.advanceTimersByTimeAsync(0);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
     const wait = b.client.deleteServer(id, { wait: true, intervalMs: 1000, jitter: 0 });
@@ -121,9 +121,28 @@ describe('InProcessFleet', () => {
     const nova = await startNova();
     const a = clientFor(nova);
     const fleet = new InProcessFleet();
-    fleet.join(a);
-    expect(() => fleet.join(a)).toThrow(ValidationError);
-    expect(() => new InProcessFleet().join(a)).toThrow(/attached/);
+    await fleet.join(a);
+    await expect(fleet.join(a)).rejects.toThrow(ValidationError);
+    await expect(new InProcessFleet().join(a)).rejects.toThrow(/attached/);
+    fleet.close();
+  });
+
+  it('one endpoint and one project a fleet: a client of another project or endpoint, or with no projectId, is refused before it joins; another spelling of the endpoint is the same', async () => {
+    const nova = await startNova();
+    const fleet = new InProcessFleet();
+    const a = clientFor(nova);
+    await fleet.join(a);
+    // Another project at the same endpoint: its servers would answer 404 to the watcher's client.
+    await expect(fleet.join(clientFor(nova, { token: 'admin:another-project' }))).rejects.toThrow(/project .*another-project/);
+    // The same project at another endpoint (another region).
+    await expect(fleet.join(clientFor(nova, { endpoint: 'http://nova.region-two.example:8774/v2.1' }))).rejects.toThrow(/region-two/);
+    await expect(fleet.join(clientFor(nova, { token: 'opaque-token' }))).rejects.toThrow(/no projectId/);
+    expect(fleet.size).toBe(1);
+    // The same endpoint spelt another way (host case, default port, trailing slash) joins.
+    const u = new URL(nova.endpoint);
+    const respelt = `${u.protocol}//${u.hostname.toUpperCase()}:${u.port}${u.pathname}/`;
+    await fleet.join(clientFor(nova, { endpoint: respelt }));
+    expect(fleet.size).toBe(2);
     fleet.close();
   });
 });
