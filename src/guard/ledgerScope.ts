@@ -75,10 +75,17 @@ export async function bindLedgerScope(ledger: QuotaLedger | undefined, client: N
 /**
  * The endpoint and project a ledger's `forClient` keys itself by: `options.endpoint` and
  * `options.projectId` when given, else the client's (`await client.endpoint()`, `client.projectId`).
- * @throws `ValidationError` naming `what` when the client has no project id and none is given.
+ * `options.endpoint` may name the client's Nova by another URL (hosts reaching one Nova through
+ * different addresses key one ledger); `options.projectId` may not name another project than the
+ * client's own (its creates, and a fleet watcher's looks, are that project's).
+ * @throws `ValidationError` naming `what` when the client has no project id and none is given, or
+ * when `options.projectId` is not the client's project id.
  */
 export async function clientScope(what: string, client: NovaClient, options: { endpoint?: string | undefined; projectId?: string | undefined }): Promise<{ endpoint: string; projectId: string }> {
   const projectId = options.projectId ?? client.projectId;
   if (projectId === undefined) throw new ValidationError(`${what}: the client has no projectId; pass projectId`);
+  if (client.projectId !== undefined && projectId !== client.projectId) {
+    throw new ValidationError(`${what}: projectId ${projectId} is not the client's project (${client.projectId}); a ledger and its client serve one project`);
+  }
   return { endpoint: options.endpoint ?? (await client.endpoint()), projectId };
 }

@@ -54,6 +54,12 @@ describe('url and redis options', () => {
     );
   });
 
+  it("forClient refuses a projectId other than the client's own, before any connection", async () => {
+    await expect(RedisQuotaLedger.forClient(client, { url: 'redis://127.0.0.1:1', projectId: 'another' })).rejects.toThrow(
+      "RedisQuotaLedger.forClient: projectId another is not the client's project (demo); a ledger and its client serve one project",
+    );
+  });
+
   it('neither key given: exactly one of url and redis', () => {
     expect(() => new RedisQuotaLedger({ endpoint: ENDPOINT, projectId: 'demo' })).toThrow('RedisQuotaLedger needs exactly one of url and redis');
   });
