@@ -10,7 +10,8 @@
  * 5. `fleet:gone`, 6. `fleet:goneat` (hash server id -> `<epoch>,<evidence>`; sorted set server id ->
  *    Redis ms): the proofs of deletion published lately, for a host that catches up after a gap;
  * 7. `fleet:interest`, 8. `fleet:want` (sorted set `<instance>|<server id>` -> expiry in Redis ms; hash
- *    of the same members -> `<intervalMs>,<confirmIntervalMs>,<whole 1/0>`): which servers hosts wait on.
+ *    of the same members -> `<intervalMs>,<confirmIntervalMs>,<whole 1/0>`, and `#v`, the interest's
+ *    version): which servers hosts wait on.
  *
  * Both counters start, when missing (a Redis restarted empty), at Redis's time in ms: numbers after a
  * restart stay above the ones before it, so a restart reads as a gap (consumers fall back and catch
@@ -90,7 +91,9 @@ return seq
 /**
  * REGISTER(instance, n, [id, remainingMs, intervalMs, confirmIntervalMs, whole] x n, r, id x r) -> flat
  * {id, '<epoch>,<evidence>', ...}: the kept proofs of the n servers registered. Registers (or
- * updates) this instance's interest in n servers, until Redis's now + remainingMs; removes r.
+ * updates) this instance's interest in n servers, until Redis's now + remainingMs; removes r. When n
+ * > 0 it counts up the interest's version (field `#v` of `fleet:want`, never a member), which the
+ * watcher checks between its rounds to take new interest at once.
  */
 export const FLEET_REGISTER = `${NOW}
 local inst = ARGV[1]
@@ -108,6 +111,7 @@ for k = 1, n do
   end
   i = i + 5
 end
+if n > 0 then redis.call('HINCRBY', KEYS[8], '#v', 1) end
 local r = tonumber(ARGV[i])
 for k = 1, r do
   local m = inst .. '|' .. ARGV[i + k]
@@ -118,8 +122,9 @@ return out
 `;
 
 /**
- * INTEREST() -> flat {member, remainingMs, '<intervalMs>,<confirmIntervalMs>,<whole>', ...}: the live
- * interest of every host (expired members dropped first).
+ * INTEREST() -> flat {member, remainingMs, '<intervalMs>,<confirmIntervalMs>,<whole>', ..., version}:
+ * the live interest of every host (expired members dropped first), then the interest's version (see
+ * REGISTER; '0' when none).
  */
 export const FLEET_INTEREST = `${NOW}
 local old = redis.call('ZRANGEBYSCORE', KEYS[7], '-inf', now, 'LIMIT', 0, 200)
@@ -134,6 +139,7 @@ for k = 1, #live, 2 do
   table.insert(out, tonumber(live[k + 1]) - now)
   table.insert(out, redis.call('HGET', KEYS[8], live[k]) or '')
 end
+table.insert(out, redis.call('HGET', KEYS[8], '#v') or '0')
 return out
 `;
 

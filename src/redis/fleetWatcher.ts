@@ -14,8 +14,10 @@
  *   watcher publishes nothing), and consumers ignore a publication of an epoch older than one seen.
  * - **Interest.** Each host registers the servers its waits wait on (delete waits and the guard's
  *   ACTIVE waits), with their deadline as the expiry, their intervals and whether a wait reads the
- *   whole body; it removes them when its waits end. The watcher reads the interest every round and
- *   follows it with `FleetLooks` (`src/delete/fleetLooks.ts`: a wait of its own engine per server,
+ *   whole body; it removes them when its waits end. The watcher reads the interest every round, and
+ *   between rounds (every read interval, at most 250 ms) as soon as a registration moved the
+ *   interest's version, so a new wait is looked at within a read interval, not a third of the lease;
+ *   it follows it with `FleetLooks` (`src/delete/fleetLooks.ts`: a wait of its own engine per server,
  *   ending at the 404 or the interest's expiry); what those waits observe is published (batched per
  *   microtask), and a heartbeat each round carries Nova's `Date`.
  * - **Publications** go to a Redis stream (`XADD MAXLEN ~`): ordered, numbered, kept for a while,
@@ -73,6 +75,8 @@ export class FleetWatcher implements FleetLink {
   #registered = new Map<string, string>();
   #syncing: Promise<void> | undefined;
   #dirty = false;
+  /** The interest's version (see REGISTER in `fleetScripts.ts`) this watcher last followed. */
+  #interestVersion: string | undefined;
   #electTimer: TimerHandle | undefined;
   #readTimer: TimerHandle | undefined;
   #rounds = new Set<Promise<void>>();
@@ -204,8 +208,21 @@ export class FleetWatcher implements FleetLink {
 
   /** As the watcher: follow the fleet's interest with waits of this engine (`FleetLooks`), and publish (a heartbeat at least). */
   async #watchRound(): Promise<void> {
+    await this.#followInterest();
+    if (!this.#lease || this.#closed) return;
+    await this.#flush(true);
+  }
+
+  /** As the watcher, between rounds: a host registered new interest (the version moved), so follow it now rather than at the next round. */
+  async #followNewInterest(): Promise<void> {
+    const v = await this.#d.conn.command('HGET fleet', (c) => c.hget(this.#keys[7]!, '#v'));
+    if (this.#lease && !this.#closed && String(v ?? '0') !== this.#interestVersion) await this.#followInterest();
+  }
+
+  async #followInterest(): Promise<void> {
     const flat = (await this.#run('novaGuardFleetInterest', [])) as Array<string | number>;
     if (!this.#lease || this.#closed) return;
+    this.#interestVersion = String(flat[flat.length - 1] ?? '0');
     const wanted = new Map<string, WantedServer>();
     for (let i = 0; i + 2 < flat.length; i += 3) {
       const id = String(flat[i]).split('|')[1] ?? '';
@@ -213,7 +230,6 @@ export class FleetWatcher implements FleetLink {
       wantServer(wanted, id, { remainingMs: Number(flat[i + 1]), intervalMs: interval || 5000, confirmIntervalMs: confirm || 1000, whole: whole === 1 });
     }
     this.#looks.follow(wanted);
-    await this.#flush(true);
   }
 
   /** Publish `item` with whatever else comes in this microtask (only while this host watches). */
@@ -258,7 +274,10 @@ export class FleetWatcher implements FleetLink {
 
   async #readRound(): Promise<void> {
     if (this.#dirty) void this.#syncInterest();
-    if (this.#lease) return;
+    if (this.#lease) {
+      await this.#followNewInterest().catch((e: unknown) => this.#d.logger.debug({ err: (e as Error).message }, 'fleet watcher: interest read failed'));
+      return;
+    }
     try {
       await this.#feed.read();
     } catch (error) {

@@ -86,7 +86,7 @@ describe.skipIf(!haveRedis)(`fleet watcher on a real redis-server${haveRedis ? '
     await server?.kill();
   });
 
-  async function host(nova: FakeNova, name: string, fleetWatcher = true): Promise<Host> {
+  async function host(nova: FakeNova, name: string, fleetWatcher = true, ttlMs = TTL): Promise<Host> {
     const sent: Sent = { gets: 0, listings: 0, deletes: 0, all: [] };
     const warnings: string[] = [];
     const clock = pausableClock();
@@ -99,7 +99,7 @@ describe.skipIf(!haveRedis)(`fleet watcher on a real redis-server${haveRedis ? '
       maxRequestsPerSecond: Number.POSITIVE_INFINITY,
     });
     const logger = { info: () => undefined, debug: () => undefined, error: () => undefined, warn: (m: string) => void (m.startsWith('fleet watcher') && warnings.push(m)) };
-    const ledger = await RedisQuotaLedger.forClient(client, { url: server.url, holder: name, fleetWatcher, fleetLeaseTtlMs: TTL, clock, logger });
+    const ledger = await RedisQuotaLedger.forClient(client, { url: server.url, holder: name, fleetWatcher, fleetLeaseTtlMs: ttlMs, clock, logger });
     afterThisTest(async () => {
       clock.resume();
       await ledger.close();
@@ -154,6 +154,24 @@ describe.skipIf(!haveRedis)(`fleet watcher on a real redis-server${haveRedis ? '
     expect(r.outcome).toBe('active');
     expect(r.server).toMatchObject({ id: s.id, name: 'via-stream', status: 'ACTIVE', flavor: expect.anything() });
     expect(consumer.sent.all).toEqual([]);
+    expect(hosts.flatMap((h) => h.warnings)).toEqual([]);
+  });
+
+  it('new interest reaches the watcher within a read interval, not at its next round (a 30 s lease: rounds every 10 s)', async () => {
+    const nova = await startNova({ buildDelayMs: 300, deleteDelayMs: 300 });
+    const hosts = await Promise.all(['a', 'b'].map((n) => host(nova, n, true, 30_000)));
+    expect(await until(settledFleet(hosts), 20_000)).toBe(true);
+    const consumer = hosts.find((h) => !h.ledger.fleetWatcher!.watching)!;
+    const s = await consumer.client.createServer({ name: 'soon', flavorRef: '1', imageRef: 'img', networks: 'none' });
+    const t0 = performance.now();
+    expect((await waitForActive(consumer.client, s.id, { intervalMs: 100, timeoutMs: 60_000 })).outcome).toBe('active');
+    const activeMs = performance.now() - t0;
+    const t1 = performance.now();
+    expect((await consumer.client.deleteServer(s.id, { wait: true, intervalMs: 100, timeoutMs: 60_000 })).outcome).toBe('deleted');
+    const deletedMs = performance.now() - t1;
+    // Before: each waited for the watcher's next round (up to 10 s). Generous bounds for a busy machine.
+    expect(activeMs).toBeLessThan(5000);
+    expect(deletedMs).toBeLessThan(5000);
     expect(hosts.flatMap((h) => h.warnings)).toEqual([]);
   });
 
