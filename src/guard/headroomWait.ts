@@ -22,6 +22,7 @@ import { LIMIT_KEYS, addNeeds, checkFit, computeHeadroom, describeShortfalls, NO
 import { holdClaim, ledgerBudgetMs, leaveInBackground, inFlightOf, moveToFallback, onLedger, releaseClaim } from './ledgerUse.js';
 import { dropPlace, freedMeanwhile, holdPlace, sleepUntilWoken } from './wakeUps.js';
 import { acquireThroughLedger, readThroughLedger } from './ledgerRead.js';
+import { listUncounted } from './uncounted.js';
 import { keepLease, renewBeforePost, renewQuietly } from './leases.js';
 import { QuotaNeverFitsError, QuotaWaitTimeoutError } from './errors.js';
 import { stepDelayMs } from './backoff.js';
@@ -84,7 +85,7 @@ async function admitOnce(g: GuardState, call: GuardedCall, needs: ResourceAmount
   }
   call.waitedForLedger = false;
   const sentAt = g.clock.now();
-  const acquired = await acquireThroughLedger(g, call, needs, (s) => readLimits(g, s), signal);
+  const acquired = await acquireThroughLedger(g, call, needs, (s) => readLimits(g, s), signal, (s) => listUncounted(g.client, s));
   if (acquired) {
     const { value: a, ledger } = acquired;
     if (a.place && call.place?.place !== a.place) holdPlace(g, call, { ledger, place: a.place });

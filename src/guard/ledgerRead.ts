@@ -9,7 +9,7 @@ import pTimeout, { TimeoutError } from 'p-timeout';
 import type { Clock } from '../core/clock.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { AbortError, throwIfAborted } from '../errors/index.js';
-import type { Acquisition, LedgerLimits, LimitsReading, QuotaLedger } from './ledger.js';
+import type { Acquisition, LedgerLimits, LimitsReading, QuotaLedger, UncountedRead } from './ledger.js';
 import { inBackground, ledgerBudgetMs, ledgerLimitMs, moveToFallback, noteFallback, skipDown } from './ledgerUse.js';
 import type { GuardState, GuardedCall } from './state.js';
 
@@ -33,10 +33,11 @@ export async function throughLedger<T>(
   g: GuardState,
   call: GuardedCall | undefined,
   what: string,
-  run: (ledger: QuotaLedger, read: LimitsRead, signal: AbortSignal | undefined) => Promise<T>,
+  run: (ledger: QuotaLedger, read: LimitsRead, signal: AbortSignal | undefined, uncounted: UncountedRead | undefined) => Promise<T>,
   read: LimitsRead,
   signal: AbortSignal | undefined,
   undo?: (ledger: QuotaLedger, late: T) => Promise<void>,
+  uncounted?: UncountedRead,
 ): Promise<{ value: T; ledger: QuotaLedger } | undefined> {
   const ledger = call?.ledger ?? g.ledger;
   throwIfAborted(signal);
@@ -54,23 +55,28 @@ export async function throughLedger<T>(
     const ms = limitMs;
     timer = g.clock.setTimeout(() => late.abort(new TimeoutError(`ledger ${what} took longer than ${ms} ms`)), ms);
   };
-  const timedRead = async (s: AbortSignal | undefined): Promise<{ absolute: AbsoluteLimits; requestId: string | undefined }> => {
-    if (gate.signal.aborted) throw new AbortError('the ledger call was abandoned: no GET /limits for it', { cause: gate.signal.reason });
-    g.clock.clearTimeout(timer);
-    try {
-      return await read(s === undefined ? gate.signal : AbortSignal.any([s, gate.signal]));
-    } catch (e) {
-      readFailure = { error: e };
-      throw e;
-    } finally {
-      if (!gate.signal.aborted) arm();
-    }
-  };
+  // A Nova request the ledger makes (`read`, `uncounted`): gated, and its time paused out of the limit.
+  const timed =
+    <R>(fn: (s: AbortSignal) => Promise<R>, what: string) =>
+    async (s: AbortSignal | undefined): Promise<R> => {
+      if (gate.signal.aborted) throw new AbortError(`the ledger call was abandoned: no ${what} for it`, { cause: gate.signal.reason });
+      g.clock.clearTimeout(timer);
+      try {
+        return await fn(s === undefined ? gate.signal : AbortSignal.any([s, gate.signal]));
+      } catch (e) {
+        readFailure = { error: e };
+        throw e;
+      } finally {
+        if (!gate.signal.aborted) arm();
+      }
+    };
+  const timedRead = timed<{ absolute: AbsoluteLimits; requestId: string | undefined }>(read, 'GET /limits');
+  const timedUncounted = uncounted === undefined ? undefined : timed(uncounted, 'listing');
   arm();
   let p: Promise<T> | undefined;
   try {
     try {
-      p = run(ledger, timedRead, signal === undefined ? gate.signal : AbortSignal.any([signal, gate.signal]));
+      p = run(ledger, timedRead, signal === undefined ? gate.signal : AbortSignal.any([signal, gate.signal]), timedUncounted);
     } catch (e) {
       p = Promise.reject(e);
     }
@@ -119,6 +125,7 @@ export async function acquireThroughLedger(
   needs: ResourceAmounts,
   read: LimitsRead,
   signal: AbortSignal | undefined,
+  uncounted?: UncountedRead,
 ): Promise<{ value: Acquisition; ledger: QuotaLedger } | undefined> {
   const ledger = call.ledger;
   if (ledger === g.fallback || typeof ledger.acquire !== 'function') return undefined;
@@ -127,12 +134,13 @@ export async function acquireThroughLedger(
     g,
     call,
     'acquire',
-    (l, rd, s) => l.acquire!({ place, needs, ttlMs: g.opts.leaseTtlMs, joinIfShort: true }, rd as (s: AbortSignal | undefined) => Promise<LimitsReading>, s),
+    (l, rd, s, u) => l.acquire!({ place, needs, ttlMs: g.opts.leaseTtlMs, joinIfShort: true }, rd as (s: AbortSignal | undefined) => Promise<LimitsReading>, s, u),
     read,
     signal,
     async (l, late) => {
       if (late.admitted) await l.release(late.claim, 'not-created');
       if (late.place && late.place !== place) await l.leave(late.place);
     },
+    uncounted,
   );
 }
