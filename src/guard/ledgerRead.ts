@@ -25,7 +25,9 @@ export type LimitsRead = (signal: AbortSignal | undefined) => Promise<{ absolute
  * The `read` the ledger gets is gated: once this function has settled (the answer came, the
  * ledger was abandoned for the fallback, or the call aborted), a late `read` by the abandoned
  * ledger call is refused with an {@link AbortError} before any request: no `GET /limits` ever
- * reaches Nova for a call that has settled. A ledger that is down (the wrapper's verdict) or fails
+ * reaches Nova for a call that has settled. `uncounted` (a listing of the servers Nova does not
+ * count yet, for `acquire`) is gated and paused out of the limit the same way, and its errors are
+ * thrown as Nova's too. A ledger that is down (the wrapper's verdict) or fails
  * resolves `undefined`: the call has moved to the fallback ledger. `undo` gives back what a late
  * answer took (a claim, a place), in the background.
  */
@@ -117,7 +119,7 @@ export async function readThroughLedger(g: GuardState, call: GuardedCall | undef
  * One admission in one call of the ledger (`acquire`: the reading, the check and claim, and a place
  * in the queue when short), when the call's ledger has `acquire` and is not the fallback;
  * `undefined` otherwise or when it failed (the call then goes on with the fallback). A late answer
- * gives back its claim and place.
+ * gives back its claim and place. `uncounted`: see `QuotaLedger.acquire`.
  */
 export async function acquireThroughLedger(
   g: GuardState,
