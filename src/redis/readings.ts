@@ -53,7 +53,9 @@ export interface LedgerInternals {
  * cannot tell which) admits nothing until one holder has listed the servers Nova does not count
  * yet into it (state `vet`, under the refresh lock: `uncounted`, then the VETTED script, which
  * holds each as a claim for `placeTtlMs` and makes every kept reading stale); the others wait for
- * its message as for a refresh. A new fleet pays one listing; see `docs/fleet-ledger.md`.
+ * its message as for a refresh. A new fleet pays one listing; see `docs/fleet-ledger.md`. While
+ * Redis has been up less than `restartGraceMs`, such a store answers "not admitted" at once
+ * (state `young`: no listing yet, the guard waits and asks again).
  * @throws `RedisLedgerError` when Redis fails; `AbortError` when `signal` aborts; what
  * `read` or `uncounted` throws (the refresh lock is given back first).
  */
@@ -69,12 +71,14 @@ export async function acquireOn(x: LedgerInternals, request: AcquireRequest, rea
   for (;;) {
     throwIfAborted(signal);
     const sentLocal = x.clock.now();
-    const res = (await x.run('novaGuardAcquire', [...common, x.opts.limitsMaxAgeMs, x.opts.limitsLockMs, lock, x.ages.staleSeq(), uncounted ? '1' : '0'])) as unknown[];
+    const res = (await x.run('novaGuardAcquire', [...common, x.opts.limitsMaxAgeMs, x.opts.limitsLockMs, lock, x.ages.staleSeq(), uncounted ? '1' : '0', x.opts.restartGraceMs])) as unknown[];
     const state = String(res[0]);
     if (state === 'vet' && uncounted) {
       await vet(x, uncounted, lock, signal);
       continue;
     }
+    // Redis has been up less than restartGraceMs: nothing admitted yet (the guard waits and asks again).
+    if (state === 'young') return acquisition(x, res, request, claimId, newPlace, undefined, sentLocal, true);
     if (state === 'fresh') {
       x.ages.saw(Number(res[10]), sentLocal);
       return acquisition(x, res, request, claimId, newPlace, undefined, sentLocal);

@@ -54,10 +54,11 @@ return { fits, token, inflight[1], inflight[2], inflight[3], ahead[1], ahead[2],
  * acquire: one admission together with its reading. ARGV 2 place id ('' none), 3-5 needs, 6
  * ttlMs, 7 holder, 8 claim id, 9 join if short ('1'), 10 id of the place to take, 11 placeTtlMs,
  * 12 maxAgeMs, 13 lockMs, 14 lock token, 15 staleSeq, 16 the caller can list the servers Nova does
- * not count yet ('1').
+ * not count yet ('1'), 17 restartGraceMs.
  * A store not `vetted` (new, or emptied by a restart: the two look the same) and a caller that can
- * list: takes the refresh lock (`vet`: the caller lists, then VETTED) or says another holder does
- * (`wait`); no admission before. When the kept reading is fresh: admits on it (and, short with no
+ * list: while Redis has been up less than restartGraceMs (its `uptime_in_seconds` less one, for
+ * its rounding), `young` (no admission, no lock); else takes the refresh lock (`vet`: the caller
+ * lists, then VETTED) or says another holder does (`wait`); no admission before. When the kept reading is fresh: admits on it (and, short with no
  * place and asked to, joins). Otherwise takes the refresh lock (`lock`: the caller reads, then
  * storeAdmit) or says another holder refreshes (`wait`). Returns `{state, admitted, token, inFlight
  * x3, ahead x3, json, seq, sentAt, now, holders, joinSeq}`; for `lock`, `seq` and `sentAt` are the
@@ -67,7 +68,11 @@ export const ACQUIRE = `${PROLOGUE}${ADMISSION}${ROOM_OF}${KEPT}
 local fresh, json, seq, sentAt = kept(tonumber(ARGV[12]), tonumber(ARGV[15]))
 if ARGV[16] == '1' and not redis.call('HGET', KEYS[13], 'vetted') then
   local state = 'wait'
-  if redis.call('SET', KEYS[14], ARGV[14], 'NX', 'PX', ARGV[13]) then state = 'vet' end
+  local grace = tonumber(ARGV[17] or '0')
+  local up = 0
+  if grace > 0 then up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)') or '0') end
+  if grace > 0 and (up - 1) * 1000 < grace then state = 'young'
+  elseif redis.call('SET', KEYS[14], ARGV[14], 'NX', 'PX', ARGV[13]) then state = 'vet' end
   return { state, 0, 0, 0, 0, 0, 0, 0, 0, json, seq, sentAt, now, holders(), 0 }
 end
 if not fresh then

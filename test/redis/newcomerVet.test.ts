@@ -41,8 +41,8 @@ describe.skipIf(!haveRedis)(`a store never vetted${haveRedis ? '' : ` (${skipRea
     return { n, client: clientFor(n) };
   }
 
-  function ledger(url: string, n: FakeNova, holder: string): RedisQuotaLedger {
-    const l = new RedisQuotaLedger({ url, endpoint: n.endpoint, projectId: n.projectId, holder, placeTtlMs: PLACE_TTL_MS, commandTimeoutMs: 2000 });
+  function ledger(url: string, n: FakeNova, holder: string, restartGraceMs?: number): RedisQuotaLedger {
+    const l = new RedisQuotaLedger({ url, endpoint: n.endpoint, projectId: n.projectId, holder, placeTtlMs: PLACE_TTL_MS, commandTimeoutMs: 2000, ...(restartGraceMs === undefined ? {} : { restartGraceMs }) });
     afterThisTest(() => l.close());
     return l;
   }
@@ -106,6 +106,28 @@ describe.skipIf(!haveRedis)(`a store never vetted${haveRedis ? '' : ` (${skipRea
     const claims = ledgerKeys('nova-guard:', n.endpoint, n.projectId).scope[0]!;
     expect((await r.hget(claims, held.claim.id))?.split(',').slice(3, 5)).toEqual([String(held.claim.token), 'old']);
   }, 60_000);
+
+  it('restartGraceMs: while Redis has been up less than it, acquire on a store never vetted answers "not admitted" at once, with no listing and no /limits read; once it is up longer, it lists', async () => {
+    const { n, client } = await nova();
+    const read = async (): Promise<LimitsReading> => ({ absolute: (await client.getLimits()).absolute, requestId: undefined });
+    const uncounted = (s: AbortSignal | undefined) => listUncounted(client, s);
+    const young = ledger(server.url, n, 'young', 3_600_000);
+    const t0 = Date.now();
+    const refused = await young.acquire(ask(2), read, undefined, uncounted);
+    expect(refused.admitted).toBe(false);
+    expect(Date.now() - t0, 'answered at once').toBeLessThan(1000);
+    expect(n.requests.filter((q) => q.method === 'GET'), 'no listing, no /limits read').toHaveLength(0);
+    // Redis has been up at least 2 s by now (the earlier cases); a grace of 1 s has passed.
+    const until = Date.now() + 5000;
+    let ok = false;
+    const grown = ledger(server.url, n, 'grown', 1000);
+    while (!ok && Date.now() < until) {
+      ok = (await grown.acquire(ask(2), read, undefined, uncounted)).admitted;
+      if (!ok) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(ok, 'admitted once Redis was up longer than the grace').toBe(true);
+    expect(listings(n)).toBe(1);
+  });
 
   it('while one holder lists, another admits nothing; a listing that fails gives the lock back and the next acquire lists again', async () => {
     const { n, client } = await nova();
