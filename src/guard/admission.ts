@@ -35,6 +35,7 @@ import { explainShortfall, type ShortfallExplanation } from './explain.js';
 import { serversForCheck } from './explainShare.js';
 import type { Admission as LedgerAdmission, LedgerLimits } from './ledger.js';
 import { outOfReachFit } from './degradedUse.js';
+import { listUncounted } from './uncounted.js';
 import type { Claim, GuardState } from './state.js';
 import type { GuardedCall } from './guardedCall.js';
 
@@ -155,7 +156,7 @@ export class Admission {
     await refreshUnwatched(g, signal);
     ledger.startAdmission();
     const read = (s: AbortSignal | undefined): ReturnType<typeof readLimits> => readLimits(g, s);
-    const acquired = await ledger.acquire(needs, g.opts.leaseTtlMs, read, signal);
+    const acquired = await ledger.acquire(needs, g.opts.leaseTtlMs, read, signal, (s) => listUncounted(g.client, s));
     if (acquired) return this.#verdict(acquired.value.reading, acquired.value, acquired.claim);
     const { reading } = await ledger.readLimits(read, signal);
     const admitted = await ledger.admit({ needs, headroom: rawHeadroomOf(reading.absolute), stamp: reading.stamp, ttlMs: g.opts.leaseTtlMs }, signal);

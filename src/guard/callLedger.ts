@@ -22,7 +22,7 @@ import pTimeout, { TimeoutError } from 'p-timeout';
 import type { Clock } from '../core/clock.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { AbortError, throwIfAborted } from '../errors/index.js';
-import type { Acquisition, AdmitRequest, Admission, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from './ledger.js';
+import type { Acquisition, AdmitRequest, Admission, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger, UncountedRead } from './ledger.js';
 import { bounded, holdClaim, inBackground, ledgerBudgetMs, noteFallback } from './ledgerUse.js';
 import { holdDegraded, waitsForLedger } from './degradedUse.js';
 import type { Claim, GuardState } from './state.js';
@@ -179,9 +179,15 @@ export class CallLedger {
    * place in the queue when short), when the call's ledger has `acquire` and is not the fallback;
    * `undefined` otherwise or when it failed (the call then goes on with the fallback). A late
    * answer gives back its claim and place. A place the ledger gives is the call's from then on; a
-   * claim it gives is held by the guard (`claim`).
+   * claim it gives is held by the guard (`claim`). `uncounted`: see `QuotaLedger.acquire`.
    */
-  async acquire(needs: ResourceAmounts, ttlMs: number, read: LimitsRead, signal: AbortSignal | undefined): Promise<{ value: Acquisition; claim: Claim | undefined } | undefined> {
+  async acquire(
+    needs: ResourceAmounts,
+    ttlMs: number,
+    read: LimitsRead,
+    signal: AbortSignal | undefined,
+    uncounted?: UncountedRead,
+  ): Promise<{ value: Acquisition; claim: Claim | undefined } | undefined> {
     const g = this.#g;
     const ledger = this.#current;
     if (this.onFallback || typeof ledger.acquire !== 'function') return undefined;
@@ -189,13 +195,14 @@ export class CallLedger {
     const sentAt = g.clock.now();
     const acquired = await this.#through(
       'acquire',
-      (l, rd, s) => l.acquire!({ place, needs, ttlMs, joinIfShort: true }, rd as (s: AbortSignal | undefined) => Promise<LimitsReading>, s),
+      (l, rd, s, u) => l.acquire!({ place, needs, ttlMs, joinIfShort: true }, rd as (s: AbortSignal | undefined) => Promise<LimitsReading>, s, u),
       read,
       signal,
       async (l, late) => {
         if (late.admitted) await l.release(late.claim, 'not-created');
         if (late.place && late.place !== place) await l.leave(late.place);
       },
+      uncounted,
     );
     if (!acquired) return undefined;
     const a = acquired.value;
@@ -302,16 +309,19 @@ export class CallLedger {
    * The `read` the ledger gets is gated: once this function has settled (the answer came, the
    * ledger was abandoned for the fallback, or the call aborted), a late `read` by the abandoned
    * ledger call is refused with an {@link AbortError} before any request: no `GET /limits` ever
-   * reaches Nova for a call that has settled. A ledger that is down (the wrapper's verdict) or fails
+   * reaches Nova for a call that has settled. `uncounted` (a listing of the servers Nova does not
+   * count yet, for `acquire`) is gated and paused out of the limit the same way, and its errors are
+   * thrown as Nova's too. A ledger that is down (the wrapper's verdict) or fails
    * resolves `undefined`: the call has moved to the fallback ledger. `undo` gives back what a late
    * answer took (a claim, a place), in the background.
    */
   async #through<T>(
     what: string,
-    run: (ledger: QuotaLedger, read: LimitsRead, signal: AbortSignal | undefined) => Promise<T>,
+    run: (ledger: QuotaLedger, read: LimitsRead, signal: AbortSignal | undefined, uncounted: UncountedRead | undefined) => Promise<T>,
     read: LimitsRead,
     signal: AbortSignal | undefined,
     undo?: (ledger: QuotaLedger, late: T) => Promise<void>,
+    uncounted?: UncountedRead,
   ): Promise<{ value: T; ledger: QuotaLedger } | undefined> {
     const g = this.#g;
     const ledger = this.#current;
@@ -331,24 +341,29 @@ export class CallLedger {
       const ms = limitMs;
       timer = g.clock.setTimeout(() => late.abort(new TimeoutError(`ledger ${what} took longer than ${ms} ms`)), ms);
     };
-    const timedRead = async (s: AbortSignal | undefined): Promise<{ absolute: AbsoluteLimits; requestId: string | undefined }> => {
-      if (gate.signal.aborted) throw new AbortError('the ledger call was abandoned: no GET /limits for it', { cause: gate.signal.reason });
-      // Nova's time is not the ledger's: the limit pauses while Nova answers, and starts again after.
-      g.clock.clearTimeout(timer);
-      try {
-        return await read(s === undefined ? gate.signal : AbortSignal.any([s, gate.signal]));
-      } catch (e) {
-        readFailure = { error: e };
-        throw e;
-      } finally {
-        if (!gate.signal.aborted) arm();
-      }
-    };
+    // A Nova request the ledger makes (`read`, `uncounted`): gated; Nova's time is not the ledger's:
+    // the limit pauses while Nova answers, and starts again after.
+    const timed =
+      <R>(fn: (s: AbortSignal) => Promise<R>, request: string) =>
+      async (s: AbortSignal | undefined): Promise<R> => {
+        if (gate.signal.aborted) throw new AbortError(`the ledger call was abandoned: no ${request} for it`, { cause: gate.signal.reason });
+        g.clock.clearTimeout(timer);
+        try {
+          return await fn(s === undefined ? gate.signal : AbortSignal.any([s, gate.signal]));
+        } catch (e) {
+          readFailure = { error: e };
+          throw e;
+        } finally {
+          if (!gate.signal.aborted) arm();
+        }
+      };
+    const timedRead = timed<{ absolute: AbsoluteLimits; requestId: string | undefined }>(read, 'GET /limits');
+    const timedUncounted = uncounted === undefined ? undefined : timed(uncounted, 'listing');
     arm();
     let p: Promise<T> | undefined;
     try {
       try {
-        p = run(ledger, timedRead, signal === undefined ? gate.signal : AbortSignal.any([signal, gate.signal]));
+        p = run(ledger, timedRead, signal === undefined ? gate.signal : AbortSignal.any([signal, gate.signal]), timedUncounted);
       } catch (e) {
         p = Promise.reject(e);
       }

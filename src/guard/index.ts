@@ -30,7 +30,7 @@ export type { ShortfallCause, ShortfallExplanation } from './explain.js';
 export type { BackoffPolicy } from './backoff.js';
 export { waitForActive, isPastScheduling } from './waitForActive.js';
 export type { WaitForActiveOptions, WaitForActiveResult, ActiveOutcome } from './waitForActive.js';
-export type { QuotaLedger, LimitsReading, LedgerPlace, LedgerClaim, LedgerLimits, RawHeadroom, AdmitRequest, Admission, ClaimEnd, LedgerScope, AcquireRequest, Acquisition } from './ledger.js';
+export type { QuotaLedger, LimitsReading, LedgerPlace, LedgerClaim, LedgerLimits, RawHeadroom, AdmitRequest, Admission, ClaimEnd, LedgerScope, AcquireRequest, Acquisition, UncountedServer, UncountedRead } from './ledger.js';
 export { isLedgerDown } from './ledger.js';
 export { InProcessQuotaLedger } from './inProcessLedger.js';
 export type { InProcessQuotaLedgerOptions } from './inProcessLedger.js';

@@ -121,6 +121,27 @@ export type Admission =
   | { readonly admitted: true; readonly claim: LedgerClaim; readonly inFlight: ResourceAmounts; readonly ahead: ResourceAmounts; readonly holders?: number }
   | { readonly admitted: false; readonly inFlight: ResourceAmounts; readonly ahead: ResourceAmounts; readonly holders?: number };
 
+/**
+ * A server of the project that Nova lists but does not count yet (status BUILD, `task_state`
+ * `scheduling` or null and no host: only a build request under legacy counting, see
+ * `isPastScheduling`), as a listing shows it: what it will hold once Nova counts it.
+ */
+export interface UncountedServer {
+  /** The server's id. */
+  readonly serverId: string;
+  /** Its metadata `nova-guard-claim-id` (the claim a guard created it under), when it has one. */
+  readonly claimId: string | undefined;
+  /** What it will hold: its flavor's vcpus and RAM (MiB), 1 instance (an unknown size counts as 0). */
+  readonly needs: ResourceAmounts;
+}
+
+/**
+ * A listing of the project's servers Nova does not count yet (one `GET /servers/detail`, see
+ * {@link UncountedServer}), as the guard hands it to `acquire`. It may refuse with an `AbortError`
+ * (the guard moved on) or fail as a Nova request fails.
+ */
+export type UncountedRead = (signal: AbortSignal | undefined) => Promise<readonly UncountedServer[]>;
+
 /** What `acquire` is asked: one admission together with its `/limits` reading. */
 export interface AcquireRequest {
   /** The caller's place in the queue; absent for a call that never queued. */
@@ -189,8 +210,13 @@ export interface QuotaLedger {
    * Optional: `limits`, `admit` and (when short) `join` in as few round trips as the store allows:
    * one when the ledger keeps a fresh reading, two around `read` otherwise. `read` and `signal` as
    * in `limits`. A ledger without it is used through `limits` + `admit` + `join`.
+   * `uncounted` (optional): a listing of the servers Nova does not count yet, for a ledger that
+   * cannot tell a new store from one that lost its claims (Redis restarted empty): it lists once
+   * before the store's first admission and holds those servers as claims (`docs/fleet-ledger.md`,
+   * "A process whose first contact is an emptied store"). Nova's time to answer it is not counted
+   * in the ledger's time limit, and its errors are Nova's.
    */
-  acquire?(request: AcquireRequest, read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined): Promise<Acquisition>;
+  acquire?(request: AcquireRequest, read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined, uncounted?: UncountedRead): Promise<Acquisition>;
   /**
    * Optional: how long one call of this ledger may take now, in ms, from the round trips it has
    * measured (`undefined` before it has measured any). The guard bounds a ledger call by

@@ -19,7 +19,7 @@ import type { ResourceAmounts } from '../core/types.js';
 import { ValidationError } from '../errors/index.js';
 import { rawHeadroomOf } from './headroom.js';
 import { defaultHolder } from './inProcessLedger.js';
-import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from './ledger.js';
+import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger, UncountedRead } from './ledger.js';
 import { scopeMismatch } from './ledgerScope.js';
 
 /** What turns a ledger string into a ledger (registered by `src/ledgers`). */
@@ -163,9 +163,9 @@ export class SpecLedger implements QuotaLedger {
     return (await this.#ledger()).admit(request);
   }
   /** The opened ledger's `acquire`, or `limits` + `admit` (+ `join`) for one without it. */
-  async acquire(request: AcquireRequest, read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined): Promise<Acquisition> {
+  async acquire(request: AcquireRequest, read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined, uncounted?: UncountedRead): Promise<Acquisition> {
     const l = await this.#ledger();
-    if (l.acquire) return l.acquire(request, read, signal);
+    if (l.acquire) return l.acquire(request, read, signal, uncounted);
     const reading = await l.limits(read, signal);
     const admission = await l.admit({ place: request.place, needs: request.needs, headroom: rawHeadroomOf(reading.absolute), stamp: reading.stamp, ttlMs: request.ttlMs });
     if (admission.admitted || !request.joinIfShort || request.place !== undefined) return { ...admission, reading };

@@ -79,6 +79,7 @@ const COMMANDS = {
   novaGuardLimitsStore: lua.LIMITS_STORE,
   novaGuardLimitsUnlock: lua.LIMITS_UNLOCK,
   novaGuardFreed: lua.FREED,
+  novaGuardVetted: lua.VETTED,
 } as const;
 
 /** A script command name. */

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { systemClock, type Clock, type ResourceAmounts, type TimerHandle } from '../core/index.js';
 import { componentLogger } from '../core/logger.js';
-import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from '../guard/index.js';
+import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger, UncountedRead } from '../guard/index.js';
 import type { NovaClient } from '../nova/index.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { clientScope, scopeMismatch } from '../guard/ledgerScope.js';
@@ -230,12 +230,15 @@ export class RedisQuotaLedger implements QuotaLedger {
 
   /**
    * `limits` + `admit` (+ `join` when short and asked to): ONE script round trip when the kept
-   * reading is fresh, two around Nova's `read` otherwise (see `readings.ts` `acquireOn`).
+   * reading is fresh, two around Nova's `read` otherwise (see `readings.ts` `acquireOn`). With
+   * `uncounted` (the guard gives it), a store never vetted (new, or emptied by a restart) is first
+   * told the servers Nova does not count yet: one listing for the whole fleet, before its first
+   * admission (`docs/fleet-ledger.md`, "Reconnect").
    * @throws {@link RedisLedgerError} when Redis fails; `AbortError` when `signal` aborts; what
-   * `read` throws (the refresh lock is given back first).
+   * `read` or `uncounted` throws (the refresh lock is given back first).
    */
-  acquire(request: AcquireRequest, read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined): Promise<Acquisition> {
-    return acquireOn(this.#internals, request, read, signal);
+  acquire(request: AcquireRequest, read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined, uncounted?: UncountedRead): Promise<Acquisition> {
+    return acquireOn(this.#internals, request, read, signal, uncounted);
   }
 
   /** What {@link RedisQuotaLedger.admit} would subtract for claims for a reading of `stamp` (one read-only script). */

@@ -58,6 +58,18 @@ export interface RedisQuotaLedgerOptions {
   /** Bound of every Redis call (and of the wait for a connection), in ms. @default 2000 */
   readonly commandTimeoutMs?: number;
   /**
+   * On a store never vetted (new, or emptied by a Redis restart: see `docs/fleet-ledger.md`,
+   * "A process whose first contact is an emptied store"), the guard's listing of the servers Nova
+   * does not count yet waits until Redis has been up this long, in ms (by its `uptime_in_seconds`,
+   * less one second for its rounding); until then `acquire` admits nothing and the guard waits and
+   * tries again. A POST that a cut-off holder sent just before an empty restart is a build request
+   * Nova lists only once Nova's API has handled it: set this to the longest a `POST /servers` takes
+   * at your Nova so the listing shows it. It costs a fleet that starts on a Redis younger than
+   * this the rest of it, once; 0: list at once (a POST still in flight across the restart is then
+   * left to Nova's recheck and 403 path). @default 0
+   */
+  readonly restartGraceMs?: number;
+  /**
    * Prefix of every key and channel. No `{` or `}`: the ledger's keys carry their own hash tag
    * (`{<endpoint hash>:<project>}`) so that one scope lands in one Redis Cluster slot, and a brace
    * in the prefix would become the hash tag instead. @default 'nova-guard:'
@@ -104,6 +116,7 @@ const OPTION_NAMES: OptionsSpec<RedisQuotaLedgerOptions> = {
   limitsLockMs: null,
   placeTtlMs: null,
   commandTimeoutMs: null,
+  restartGraceMs: null,
   keyPrefix: null,
   logger: null,
   fleetWatcher: null,
@@ -148,6 +161,7 @@ export interface ResolvedOptions {
   readonly limitsLockMs: number;
   readonly placeTtlMs: number;
   readonly commandTimeoutMs: number;
+  readonly restartGraceMs: number;
   readonly keyPrefix: string;
   readonly fleetLeaseTtlMs: number;
 }
@@ -174,7 +188,7 @@ export function checkOptionNames(where: string, options: unknown): void {
  * not `redis:`/`rediss:`, a `redis` that is not an ioredis client, a `clock` that is not a Clock, an
  * endpoint that is not an http(s) URL, an empty project id, a `logger` that is neither pino nor an
  * object with pino's level methods, a holder that is not a non-empty string without commas, a duration
- * that is not a positive whole number of ms (`limitsMaxAgeMs` may be 0), a `placeTtlMs` below
+ * that is not a positive whole number of ms (`limitsMaxAgeMs` and `restartGraceMs` may be 0), a `placeTtlMs` below
  * {@link MIN_PLACE_TTL_MS}, or a `keyPrefix` with `{` or `}`.
  */
 export function resolveOptions(options: RedisQuotaLedgerOptions): ResolvedOptions {
@@ -223,11 +237,11 @@ export function resolveOptions(options: RedisQuotaLedgerOptions): ResolvedOption
   }
   const holder = options.holder ?? `${hostname()}:${process.pid}`;
   if (!isHolderName(holder)) throw new ValidationError(`RedisQuotaLedger holder must be a non-empty string without commas, got ${JSON.stringify(holder)}`);
-  const durations = { limitsMaxAgeMs: 1000, limitsLockMs: 10_000, placeTtlMs: 15_000, commandTimeoutMs: 2000, fleetLeaseTtlMs: 6000 } as const;
+  const durations = { limitsMaxAgeMs: 1000, limitsLockMs: 10_000, placeTtlMs: 15_000, commandTimeoutMs: 2000, fleetLeaseTtlMs: 6000, restartGraceMs: 0 } as const;
   const out: Record<string, number> = {};
   for (const [name, dflt] of Object.entries(durations)) {
     const value = (options as unknown as Record<string, unknown>)[name] ?? dflt;
-    checkDurationMs(name, value, { allowZero: name === 'limitsMaxAgeMs', allowInfinity: false, timer: true });
+    checkDurationMs(name, value, { allowZero: name === 'limitsMaxAgeMs' || name === 'restartGraceMs', allowInfinity: false, timer: true });
     // Redis takes whole milliseconds (PX, PEXPIRE).
     if (!Number.isInteger(value)) throw new ValidationError(`RedisQuotaLedger ${name} must be a whole number of milliseconds, got ${String(value)}`);
     out[name] = value as number;
@@ -243,6 +257,7 @@ export function resolveOptions(options: RedisQuotaLedgerOptions): ResolvedOption
     limitsLockMs: out.limitsLockMs!,
     placeTtlMs: out.placeTtlMs!,
     commandTimeoutMs: out.commandTimeoutMs!,
+    restartGraceMs: out.restartGraceMs!,
     keyPrefix,
     fleetLeaseTtlMs: out.fleetLeaseTtlMs!,
   };

@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock, ResourceAmounts } from '../core/index.js';
 import { throwIfAborted } from '../errors/index.js';
-import type { AcquireRequest, Acquisition, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading } from '../guard/index.js';
+import type { AcquireRequest, Acquisition, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, UncountedRead, UncountedServer } from '../guard/index.js';
 import type { LedgerCommand } from './connection.js';
 import { amounts, decodeReading, encodeReading, needsArgs } from './codec.js';
 import type { ResolvedOptions } from './options.js';
@@ -48,10 +48,18 @@ export interface LedgerInternals {
  * most `limitsLockMs + commandTimeoutMs`; then it answers "not admitted" on what it has and the
  * guard tries again. A reading is fresh only when Redis's clock and this ledger's own clock both
  * say it is at most `limitsMaxAgeMs` old (see `docs/fleet-ledger.md`, "Clock steps").
+ *
+ * With `uncounted`, a store that was never `vetted` (new, or emptied by a restart: this ledger
+ * cannot tell which) admits nothing until one holder has listed the servers Nova does not count
+ * yet into it (state `vet`, under the refresh lock: `uncounted`, then the VETTED script, which
+ * holds each as a claim for `placeTtlMs` and makes every kept reading stale); the others wait for
+ * its message as for a refresh. A new fleet pays one listing; see `docs/fleet-ledger.md`. While
+ * Redis has been up less than `restartGraceMs`, such a store answers "not admitted" at once
+ * (state `young`: no listing yet, the guard waits and asks again).
  * @throws `RedisLedgerError` when Redis fails; `AbortError` when `signal` aborts; what
- * `read` throws (the refresh lock is given back first).
+ * `read` or `uncounted` throws (the refresh lock is given back first).
  */
-export async function acquireOn(x: LedgerInternals, request: AcquireRequest, read: Read, signal: AbortSignal | undefined): Promise<Acquisition> {
+export async function acquireOn(x: LedgerInternals, request: AcquireRequest, read: Read, signal: AbortSignal | undefined, uncounted?: UncountedRead): Promise<Acquisition> {
   const needs = needsArgs('acquire', request.needs);
   const placeId = request.place?.id ?? '';
   const claimId = randomUUID();
@@ -63,8 +71,14 @@ export async function acquireOn(x: LedgerInternals, request: AcquireRequest, rea
   for (;;) {
     throwIfAborted(signal);
     const sentLocal = x.clock.now();
-    const res = (await x.run('novaGuardAcquire', [...common, x.opts.limitsMaxAgeMs, x.opts.limitsLockMs, lock, x.ages.staleSeq()])) as unknown[];
+    const res = (await x.run('novaGuardAcquire', [...common, x.opts.limitsMaxAgeMs, x.opts.limitsLockMs, lock, x.ages.staleSeq(), uncounted ? '1' : '0', x.opts.restartGraceMs])) as unknown[];
     const state = String(res[0]);
+    if (state === 'vet' && uncounted) {
+      await vet(x, uncounted, lock, signal);
+      continue;
+    }
+    // Redis has been up less than restartGraceMs: nothing admitted yet (the guard waits and asks again).
+    if (state === 'young') return acquisition(x, res, request, claimId, newPlace, undefined, sentLocal, true);
     if (state === 'fresh') {
       x.ages.saw(Number(res[10]), sentLocal);
       return acquisition(x, res, request, claimId, newPlace, undefined, sentLocal);
@@ -91,6 +105,28 @@ export async function acquireOn(x: LedgerInternals, request: AcquireRequest, rea
     if (x.clock.now() >= deadline) return acquisition(x, last, request, claimId, newPlace, undefined, sentLocal, true);
     if (state !== 'lock') await x.waitForReading(Math.min(250, Math.max(1, deadline - x.clock.now())), signal);
   }
+}
+
+/**
+ * The `vet` of {@link acquireOn}: list the servers Nova does not count yet and hold them in the
+ * store (VETTED), under the refresh lock `lock` (given back when the listing fails).
+ * @throws what `uncounted` throws; `RedisLedgerError` when Redis fails.
+ */
+async function vet(x: LedgerInternals, uncounted: UncountedRead, lock: string, signal: AbortSignal | undefined): Promise<void> {
+  let servers: readonly UncountedServer[];
+  try {
+    // The caller may have given up while Redis answered: no listing for it.
+    throwIfAborted(signal);
+    servers = await uncounted(signal);
+  } catch (error) {
+    await x.run('novaGuardLimitsUnlock', [lock]).catch(() => {});
+    throw error;
+  }
+  const held = servers.flatMap((s) => {
+    const serverId = s.serverId.replace(/,/g, '');
+    return [s.claimId ?? `server:${serverId}`, `${needsArgs('vet', s.needs).join(',')},0,${x.holder.replace(/,/g, '')},${serverId}`];
+  });
+  await x.run('novaGuardVetted', [lock, x.limitsChannel, x.opts.placeTtlMs, ...held]);
 }
 
 /** An acquire answer (`res`: the shape of the ACQUIRE script's) as an {@link Acquisition}. */

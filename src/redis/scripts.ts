@@ -21,7 +21,8 @@
  * 11. `holders` zset   holder instance id -> expiry (Redis ms): the live holders of the scope
  * 12. `order`   string the order counter (INCR; started at Redis's now + the counted retention)
  * 13. `limits`  hash   the kept reading: `json`, `seq` (its order number when sent), `sentAt`
- *     (Redis ms when sent), `freedSeq` (the order number of the last confirmed deletion)
+ *     (Redis ms when sent), `freedSeq` (the order number of the last confirmed deletion), `vetted`
+ *     (set once a holder listed the servers Nova does not count yet into the store: see VETTED)
  * 14. `limits:lock` string the refresh lock
  * 15. `settle`  string set by every write-back after a reconnect, with a lease of `placeTtlMs` (the
  *     holder lease) when the store lost its state (`order` missing, or the writing holder's own
@@ -52,14 +53,28 @@ return { fits, token, inflight[1], inflight[2], inflight[3], ahead[1], ahead[2],
 /**
  * acquire: one admission together with its reading. ARGV 2 place id ('' none), 3-5 needs, 6
  * ttlMs, 7 holder, 8 claim id, 9 join if short ('1'), 10 id of the place to take, 11 placeTtlMs,
- * 12 maxAgeMs, 13 lockMs, 14 lock token, 15 staleSeq.
- * When the kept reading is fresh: admits on it (and, short with no place and asked to, joins).
- * Otherwise takes the refresh lock (`lock`: the caller reads, then storeAdmit) or says another
- * holder refreshes (`wait`). Returns `{state, admitted, token, inFlight x3, ahead x3, json, seq,
- * sentAt, now, holders, joinSeq}`; for `lock`, `seq` and `sentAt` are the caller's read's.
+ * 12 maxAgeMs, 13 lockMs, 14 lock token, 15 staleSeq, 16 the caller can list the servers Nova does
+ * not count yet ('1'), 17 restartGraceMs.
+ * A store not `vetted` (new, or emptied by a restart: the two look the same) and a caller that can
+ * list: while Redis has been up less than restartGraceMs (its `uptime_in_seconds` less one, for
+ * its rounding), `young` (no admission, no lock); else takes the refresh lock (`vet`: the caller
+ * lists, then VETTED) or says another holder does (`wait`); no admission before. When the kept reading is fresh: admits on it (and, short with no
+ * place and asked to, joins). Otherwise takes the refresh lock (`lock`: the caller reads, then
+ * storeAdmit) or says another holder refreshes (`wait`). Returns `{state, admitted, token, inFlight
+ * x3, ahead x3, json, seq, sentAt, now, holders, joinSeq}`; for `lock`, `seq` and `sentAt` are the
+ * caller's read's.
  */
 export const ACQUIRE = `${PROLOGUE}${ADMISSION}${ROOM_OF}${KEPT}
 local fresh, json, seq, sentAt = kept(tonumber(ARGV[12]), tonumber(ARGV[15]))
+if ARGV[16] == '1' and not redis.call('HGET', KEYS[13], 'vetted') then
+  local state = 'wait'
+  local grace = tonumber(ARGV[17] or '0')
+  local up = 0
+  if grace > 0 then up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)') or '0') end
+  if grace > 0 and (up - 1) * 1000 < grace then state = 'young'
+  elseif redis.call('SET', KEYS[14], ARGV[14], 'NX', 'PX', ARGV[13]) then state = 'vet' end
+  return { state, 0, 0, 0, 0, 0, 0, 0, 0, json, seq, sentAt, now, holders(), 0 }
+end
 if not fresh then
   if redis.call('SET', KEYS[14], ARGV[14], 'NX', 'PX', ARGV[13]) then
     return { 'lock', 0, 0, 0, 0, 0, 0, 0, 0, json, nextOrder(), now, now, holders(), 0 }
@@ -223,14 +238,51 @@ for _ = 1, p do
 end
 local restored = 0
 while i + 2 <= #ARGV - 1 do
-  if not redis.call('ZSCORE', KEYS[2], ARGV[i]) and tonumber(ARGV[i + 2]) > 0 then
-    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
-    redis.call('ZADD', KEYS[2], now + tonumber(ARGV[i + 2]), ARGV[i])
-    restored = restored + 1
+  local cur = redis.call('ZSCORE', KEYS[2], ARGV[i])
+  if tonumber(ARGV[i + 2]) > 0 then
+    if not cur then
+      redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+      redis.call('ZADD', KEYS[2], now + tonumber(ARGV[i + 2]), ARGV[i])
+      restored = restored + 1
+    elseif split(redis.call('HGET', KEYS[1], ARGV[i]) or '')[4] == '0' then
+      -- A newcomer listed this claim's server (VETTED, token 0) before this write-back: the claim
+      -- is the holder's again, with the later of the two expiries.
+      redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+      zaddLater(KEYS[2], now + tonumber(ARGV[i + 2]), ARGV[i])
+    end
   end
   i = i + 3
 end
 return restored
+`;
+
+/**
+ * vetted: what a holder learned by listing the project before the first admission on a store that
+ * was not `vetted` (new, or emptied: see ACQUIRE). ARGV 2 lock token, 3 channel, 4 lease of the
+ * listed servers (ms: placeTtlMs), then pairs (claim id, record): one per server Nova does not count
+ * yet, under its metadata claim id (the claim of the holder that created it, when it has one) or
+ * `server:<id>`, its record `cores,ramMiB,instances,0,<holder>,<server id>` (token 0: not a fenced
+ * claim). Each is held as a claim for the lease, unless a live claim of that id is there (a holder
+ * wrote it back first); a later write-back of the holder takes it over (ASSERT). Marks the store
+ * `vetted`, makes every kept reading stale (`freedSeq`: a reading sent before the listing may
+ * not count what the listing showed counted), frees the lock if it is still the caller's and wakes
+ * the holders waiting for a reading. Returns the number of servers held.
+ */
+export const VETTED = `${PROLOGUE}
+local added = 0
+local i = 5
+while i + 1 <= #ARGV do
+  if not redis.call('ZSCORE', KEYS[2], ARGV[i]) then
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+    redis.call('ZADD', KEYS[2], now + tonumber(ARGV[4]), ARGV[i])
+    added = added + 1
+  end
+  i = i + 2
+end
+redis.call('HSET', KEYS[13], 'vetted', '1', 'freedSeq', nextOrder())
+if redis.call('GET', KEYS[14]) == ARGV[2] then redis.call('DEL', KEYS[14]) end
+redis.call('PUBLISH', ARGV[3], 'vetted')
+return added
 `;
 
 /**

@@ -46,6 +46,8 @@ export interface HostConfig {
   ledgerTimeoutMs?: number;
   commandTimeoutMs?: number;
   limitsMaxAgeMs?: number;
+  /** The ledger's `restartGraceMs`. */
+  restartGraceMs?: number;
   /** A ledger string for the guard (`sqlite:DIR`); wins over `redisUrl`. */
   ledger?: string;
   /** Extra Node.js arguments of the host process (not sent to the worker). */

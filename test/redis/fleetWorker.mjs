@@ -23,7 +23,7 @@ const ledger =
     ? cfg.ledger
     : cfg.redisUrl === null
     ? undefined
-    : new RedisQuotaLedger(given({ url: cfg.redisUrl, endpoint: cfg.endpoint, projectId: cfg.projectId, holder: cfg.holder, commandTimeoutMs: cfg.commandTimeoutMs, limitsMaxAgeMs: cfg.limitsMaxAgeMs }));
+    : new RedisQuotaLedger(given({ url: cfg.redisUrl, endpoint: cfg.endpoint, projectId: cfg.projectId, holder: cfg.holder, commandTimeoutMs: cfg.commandTimeoutMs, limitsMaxAgeMs: cfg.limitsMaxAgeMs, restartGraceMs: cfg.restartGraceMs }));
 const guard = new QuotaGuard(
   client,
   given({
