@@ -171,8 +171,11 @@ export class RedisConnection {
     const timeouts = { enableOfflineQueue: false, commandTimeout: init.commandTimeoutMs, maxRetriesPerRequest: 0 };
     this.#client = init.redis ?? new (loadIoredis())(init.url!, timeouts);
     for (const [name, lua] of Object.entries(COMMANDS)) this.#client.defineCommand(name, { lua, numberOfKeys: SCRIPT_KEYS });
-    // The subscriber queues its SUBSCRIBE until connected and subscribes again after a reconnect.
-    this.#sub = this.#client.duplicate({ enableOfflineQueue: true, autoResubscribe: true, commandTimeout: undefined, maxRetriesPerRequest: null });
+    // The subscriber subscribes on every `ready` (the first connect and each reconnect) by itself:
+    // ioredis's own resubscribe (`autoResubscribe`) leaves its SUBSCRIBE's promise without a handler,
+    // so a close while that SUBSCRIBE waits (a reconnect cut off again, then `close()`) rejected it
+    // with "Connection is closed" as an unhandled rejection, which ends a Node process.
+    this.#sub = this.#client.duplicate({ enableOfflineQueue: true, autoResubscribe: false, commandTimeout: undefined, maxRetriesPerRequest: null });
     let first = this.#client.status === 'ready';
     this.#everReady = first;
     this.#on(this.#client, 'ready', () => {
@@ -192,8 +195,10 @@ export class RedisConnection {
     this.#on(this.#client, 'end', () => this.#lost(undefined));
     this.#sub.on('error', () => {});
     this.#sub.on('message', (channel: string, message: string) => init.onMessage(channel, message));
-    this.#sub.subscribe(...init.channels).catch((error: unknown) => {
-      if (!this.#closed) init.logger.warn({ err: this.redact(String(error)) }, 'Redis ledger: could not subscribe');
+    this.#sub.on('ready', () => {
+      this.#sub.subscribe(...init.channels).catch((error: unknown) => {
+        if (!this.#closed) init.logger.warn({ err: this.redact(String(error)) }, 'Redis ledger: could not subscribe');
+      });
     });
   }
 
