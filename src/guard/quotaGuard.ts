@@ -56,6 +56,7 @@ import { withOperation } from '../core/telemetry.js';
 import type { NovaClient } from '../nova/client.js';
 import { ValidationError, throwIfAborted } from '../errors/index.js';
 import { componentLogger } from '../core/logger.js';
+import { untilSettledOrAborted } from '../core/clock.js';
 import { checkOptions } from '../core/options.js';
 import type { CreateServerBody, ResourceAmounts, Server } from '../core/types.js';
 import { CreateAttempt } from './guardedCreate.js';
@@ -118,12 +119,27 @@ export class QuotaGuard {
     this.#offConfirmed = onDeleteConfirmed(client, (serverId) => publishFreed(this.#state, serverId));
   }
 
-  /** Before the first request: the ledger serves this client's endpoint and project (`ledgerScope.ts`); a refusal stays. */
-  #bindScope(signal: AbortSignal | undefined): Promise<void> {
-    return (this.#scopeBound ??= bindLedgerScope(this.#state.opts.ledger, this.client, signal).catch((e: unknown) => {
+  /**
+   * Before the first request: the ledger serves this client's endpoint and project
+   * (`ledgerScope.ts`); a refusal stays. The binding is shared by the guard's concurrent callers, so
+   * it never takes one caller's signal (one caller's abort would fail them all): each caller waits
+   * for it under its own `signal` ({@link AbortError} when that aborts), and the binding itself is
+   * bounded by the client's request time limit.
+   */
+  async #bindScope(signal: AbortSignal | undefined): Promise<void> {
+    throwIfAborted(signal);
+    const bound = (this.#scopeBound ??= bindLedgerScope(this.#state.opts.ledger, this.client).catch((e: unknown) => {
       if (!(e instanceof ValidationError)) this.#scopeBound = undefined;
       throw e;
     }));
+    if (signal) {
+      try {
+        await untilSettledOrAborted(bound, signal);
+      } catch {
+        throwIfAborted(signal);
+      }
+    }
+    return bound;
   }
 
   /** The resolved options (defaults filled in). */
