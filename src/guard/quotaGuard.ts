@@ -236,7 +236,8 @@ export class QuotaGuard {
    * @param fn - Your create; receives the call's AbortSignal (never aborted when none was given) and
    *   the claim ({@link GuardClaimInfo}: its `metadata` is what the guard's own POSTs carry; add it
    *   to your create's metadata so the audit and the reaper know the server).
-   * @throws as {@link createServer} for waits and quota; whatever `fn` throws otherwise.
+   * @throws {@link ValidationError} for bad needs or options, before any request (numbers beside
+   * `flavorRef` included); as {@link createServer} for waits and quota; whatever `fn` throws otherwise.
    */
   withQuotaGuard<T>(needs: QuotaNeedsSpec, fn: (signal: AbortSignal, claim: GuardClaimInfo) => Promise<T>, options: GuardedCallOptions = {}): Promise<T> {
     return withOperation(() => this.#withQuotaGuard(needs, fn, options)); // one request id, flavor read included
@@ -249,6 +250,9 @@ export class QuotaGuard {
     checkOptions('withQuotaGuard options', options, GUARDED_CALL_SPEC);
     let resolved: QuotaNeeds;
     if ('flavorRef' in needs) {
+      // Numbers beside a flavor were silently dropped: the claim would not be what the caller wrote.
+      const mixed = (['cores', 'ramMiB', 'instances'] as const).filter((k) => (needs as Record<string, unknown>)[k] !== undefined);
+      if (mixed.length > 0) throw new ValidationError(`withQuotaGuard needs are numbers ({ cores, ramMiB, instances }) or a flavor ({ flavorRef, count }), not both: ${mixed.join(', ')} given beside flavorRef`);
       const count = needs.count ?? 1;
       if (!Number.isInteger(count) || count < 1) throw new ValidationError(`count must be a positive integer, got ${String(count)}`);
       if (needs.flavorRef === undefined || String(needs.flavorRef).length === 0) throw new ValidationError('flavorRef must be a non-empty string');
