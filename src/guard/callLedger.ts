@@ -357,10 +357,12 @@ export class CallLedger {
       g.res.succeeded(g);
       return { value, ledger };
     } catch (e) {
+      gate.abort(new Error('abandoned for the fallback ledger'));
+      // Before any rethrow: a call abandoned for the abort or for Nova's error may still answer and
+      // take a claim or a place, which would hold the headroom from every caller until its lease ends.
+      if (undo && p) p.then((v) => inBackground(g, ledger, `undo ${what}`, () => undo(ledger, v))).catch(() => undefined);
       if (readFailure) throw readFailure.error;
       throwIfAborted(signal);
-      gate.abort(new Error('abandoned for the fallback ledger'));
-      if (undo && p) p.then((v) => inBackground(g, ledger, `undo ${what}`, () => undo(ledger, v))).catch(() => undefined);
       g.res.failed(g, e, e instanceof TimeoutError && limitMs >= ledgerBudgetMs(g));
       noteFallback(g, ledger, what, e);
       this.moveToFallback();
