@@ -99,3 +99,78 @@ describe('no secret shows', () => {
     }
   });
 });
+
+describe('load with aborts at every step: 150 creates on 10 cores, each aborted at a seeded random moment', () => {
+  it('never over the quota; every call settles soon after its abort; no claim, server or timer left', async () => {
+    const nova = await startNova({ maxTotalCores: 10, buildDelayMs: 40, deleteDelayMs: 10 });
+    const guard = guardFor(nova, { maxWaitMs: 3000, maxAttempts: 5 });
+    const client = clientFor(nova);
+    let seed = 7;
+    const rand = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const lateness: number[] = [];
+    const job = async (i: number): Promise<string> => {
+      const a = new AbortController();
+      const abortAt = Math.floor(rand() * 600);
+      let abortedAt: number | undefined;
+      setTimeout(() => {
+        abortedAt = fakeMs();
+        a.abort();
+      }, abortAt);
+      try {
+        const s = await guard.createServer(body(`ab-${i}`, '2'), { signal: a.signal });
+        await client.deleteServer(s.id, { wait: true, intervalMs: 5, timeoutMs: 5000, redeleteAfterMs: 0 });
+        return 'ok';
+      } catch (e) {
+        if (abortedAt !== undefined) lateness.push(fakeMs() - abortedAt);
+        return (e as Error).name;
+      }
+    };
+    const results = await settle(Promise.all(Array.from({ length: 150 }, (_, i) => job(i))));
+    expect(new Set(results).size).toBeGreaterThan(0);
+    expect([...new Set(results)].filter((r) => !['ok', 'AbortError', 'QuotaWaitTimeoutError'].includes(r))).toEqual([]);
+    expect(results.filter((r) => r === 'AbortError').length).toBeGreaterThan(50);
+    expect(nova.quotaRecord().peakCores).toBeLessThanOrEqual(10);
+    // an aborted call settles within one delete with wait (its created server deleted), not at maxWaitMs
+    expect(Math.max(...lateness)).toBeLessThan(1000);
+    expect(guard.inFlightClaims).toBe(0);
+    expect(guard.unsettledCreates()).toEqual([]);
+    await guard.close();
+    expect(liveServers(nova)).toEqual([]);
+    expect(nova.pendingTimers()).toBe(0);
+  }, 120_000);
+});
+
+describe('load with lost create answers: 60 creates on 10 cores, a third of the POSTs lost (created or not)', () => {
+  it('never loses a server it created: after the calls, close() and the watches, every server is one a caller got (and deleted) or gone', async () => {
+    const nova = await startNova({ maxTotalCores: 10, buildDelayMs: 20, deleteDelayMs: 10 });
+    // created, answer cut; created late behind a proxy 502; not created (reset before Nova)
+    nova.inject({ method: 'POST', path: '/servers', reset: true, passThroughAfterMs: 0, times: 7 });
+    nova.inject({ method: 'POST', path: '/servers', status: 502, body: '<html>bad gateway</html>', passThroughAfterMs: 150, times: 7 });
+    nova.inject({ method: 'POST', path: '/servers', reset: true, times: 6 });
+    const guard = guardFor(nova, { maxWaitMs: 6000, maxAttempts: 6, lostCreateIntervalMs: 100, novaApiTimeoutMs: 500 });
+    const client = clientFor(nova);
+    const got = new Set<string>();
+    const job = async (i: number): Promise<string> => {
+      try {
+        const s = await guard.createServer(body(`lost-${i}`, '2'));
+        got.add(s.id);
+        await client.deleteServer(s.id, { wait: true, intervalMs: 5, timeoutMs: 5000, redeleteAfterMs: 0 });
+        return 'ok';
+      } catch (e) {
+        return (e as Error).name;
+      }
+    };
+    const results = await settle(Promise.all(Array.from({ length: 60 }, (_, i) => job(i))));
+    expect([...new Set(results)].filter((r) => !['ok', 'QuotaWaitTimeoutError', 'CreateOutcomeUnknownError', 'NovaNetworkError'].includes(r))).toEqual([]);
+    // the 6 POSTs reset before Nova hold their claims until their call's deadline (a reset may have reached Nova)
+    expect(results.filter((r) => r === 'ok').length).toBeGreaterThanOrEqual(14);
+    expect(nova.quotaRecord().peakCores).toBeLessThanOrEqual(10);
+    // the watches of unknown fates end by their bound: nothing of a created server left behind
+    await settle(new Promise((r) => setTimeout(r, 35_000))); // past sent + requestTimeoutMs (30 s) + novaApiTimeoutMs
+    expect(guard.unsettledCreates()).toEqual([]);
+    expect(liveServers(nova)).toEqual([]);
+    expect(guard.inFlightClaims).toBe(0);
+    await guard.close();
+    expect(nova.pendingTimers()).toBe(0);
+  }, 120_000);
+});
