@@ -5,7 +5,7 @@
  * FakeNova's in-process adapter.
  */
 import { inspect } from 'node:util';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { AbortError, ValidationError } from '../../src/errors/index.js';
 import { QuotaGuard } from '../../src/guard/quotaGuard.js';
 import { fakeMs, settle, useFakeClock } from '../helpers.js';
@@ -173,4 +173,24 @@ describe('load with lost create answers: 60 creates on 10 cores, a third of the 
     await guard.close();
     expect(nova.pendingTimers()).toBe(0);
   }, 120_000);
+});
+
+describe('close() in the middle of a load', () => {
+  it('the waits end at once (AbortError, no POST after close), the creates in flight finish, and then no timer is left', async () => {
+    const nova = await startNova({ maxTotalCores: 6, buildDelayMs: 200, deleteDelayMs: 10 });
+    const guard = guardFor(nova, { maxWaitMs: 20_000 });
+    const calls = Array.from({ length: 30 }, (_, i) => guard.createServer(body(`c-${i}`, '2')).then((s) => s.status, (e: Error) => e.name));
+    await settle(new Promise((r) => setTimeout(r, 50)));
+    const closedAt = fakeMs();
+    await settle(guard.close());
+    const postsAtClose = nova.requestsTo('POST', '/servers').length;
+    const results = await settle(Promise.all(calls));
+    expect(fakeMs() - closedAt).toBeLessThan(2000);
+    expect(results.filter((r) => r === 'ACTIVE')).toHaveLength(3);
+    expect(results.filter((r) => r === 'AbortError')).toHaveLength(27);
+    expect(nova.requestsTo('POST', '/servers')).toHaveLength(postsAtClose);
+    expect(guard.inFlightClaims).toBe(0);
+    await settle(new Promise((r) => setTimeout(r, 10)));
+    expect(vi.getTimerCount()).toBe(nova.pendingTimers());
+  });
 });
