@@ -9,11 +9,11 @@
  */
 import { InvalidResponseError, NotFoundError } from '../errors/index.js';
 import type { AbsoluteLimits } from '../core/types.js';
-import { statusOf } from '../core/counting.js';
 import { LIMIT_KEYS, computeHeadroom, NO_NEEDS, type Headroom } from './headroom.js';
 import { inFlightOf, releaseClaim } from './ledgerUse.js';
 import { CallLedger } from './callLedger.js';
 import { renewQuietly } from './leases.js';
+import { isPastScheduling } from './waitForActive.js';
 import { warnOnce, type GuardState } from './state.js';
 
 /**
@@ -51,7 +51,8 @@ export async function readHeadroom(g: GuardState, signal: AbortSignal | undefine
 }
 
 /**
- * With `waitForActive: false`: end the claims of servers that have left BUILD (or are gone), and
+ * With `waitForActive: false`: end the claims of servers that are past scheduling (Nova counts them:
+ * `isPastScheduling`) or gone, and
  * renew the leases of the others (nobody renews them on a timer: a claim not seen by a read within
  * `leaseTtlMs` expires).
  */
@@ -71,7 +72,9 @@ export async function refreshUnwatched(g: GuardState, signal: AbortSignal | unde
       }
       try {
         const s = await g.client.getServer(c.serverId!, { signal });
-        if (statusOf(s) !== 'BUILD') await releaseClaim(g, c, 'counted');
+        // Nova counts it once it is past scheduling (as the watched claims end: `guardedCreate.ts`);
+        // ending it only when it leaves BUILD subtracted a building server twice (usage and claim).
+        if (isPastScheduling(s)) await releaseClaim(g, c, 'counted');
       } catch (e) {
         if (e instanceof NotFoundError) await releaseClaim(g, c, 'not-created');
         else if (signal?.aborted) throw e;
