@@ -55,3 +55,34 @@ describe('async hooks that reject', () => {
     }
   });
 });
+
+describe("the guard's deleteOptions.onProgress, async and rejecting", () => {
+  it('a server the guard deletes (a late quota fault) is deleted and the create retried; the rejections ignored, none unhandled', async () => {
+    const u = unhandled();
+    try {
+      const nova = await startNova({ maxTotalCores: 8, buildDelayMs: 20, deleteDelayMs: 20 });
+      nova.failCreatesWithQuotaRecheck(1);
+      let calls = 0;
+      const guard = guardFor(nova, {
+        deleteOptions: {
+          intervalMs: 5,
+          timeoutMs: 3000,
+          redeleteAfterMs: 0,
+          onProgress: (async () => {
+            calls++;
+            throw new Error('progress report failed');
+          }) as never,
+        },
+      });
+      const s = await settle(guard.createServer(body('x', '2')));
+      await settle(new Promise((r) => setTimeout(r, 10)));
+      expect(s.status).toBe('ACTIVE');
+      expect(guard.stats.lateQuotaFaults).toBe(1);
+      expect(calls).toBeGreaterThan(0);
+      expect(u.seen).toEqual([]);
+      await guard.close();
+    } finally {
+      u.off();
+    }
+  });
+});
