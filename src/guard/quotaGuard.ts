@@ -54,7 +54,7 @@
  */
 import { withOperation } from '../core/telemetry.js';
 import type { NovaClient } from '../nova/client.js';
-import { ValidationError, throwIfAborted } from '../errors/index.js';
+import { AbortError, ValidationError, throwIfAborted } from '../errors/index.js';
 import { componentLogger } from '../core/logger.js';
 import { untilSettledOrAborted } from '../core/clock.js';
 import { checkOptions } from '../core/options.js';
@@ -142,6 +142,15 @@ export class QuotaGuard {
     return bound;
   }
 
+  /**
+   * A call after {@link close} is refused before any request: a closed guard no longer hears the
+   * client's confirmed deletions and may have closed its ledger.
+   * @throws {@link AbortError} naming the closed guard.
+   */
+  #throwIfClosed(): void {
+    if (this.#state.closing.signal.aborted) throw new AbortError('QuotaGuard is closed: no request sent (make a new QuotaGuard for more creates)');
+  }
+
   /** The resolved options (defaults filled in). */
   get options(): Readonly<ResolvedOptions> {
     return this.#state.opts;
@@ -171,10 +180,12 @@ export class QuotaGuard {
    * Read `GET /limits` now (through the ledger) and return the headroom of cores, RAM (MiB) and
    * instances, minus the ledger's in-flight claims (`QuotaLedger.inFlight`). Never cached.
    *
-   * @throws the client's {@link NovaApiError} when `/limits` cannot be read; {@link AbortError}.
+   * @throws the client's {@link NovaApiError} when `/limits` cannot be read; {@link AbortError} (also
+   * at once, before any request, after {@link close}).
    */
   async headroom(options: GuardedCallOptions = {}): Promise<Headroom> {
     checkOptions('headroom options', options, GUARDED_CALL_SPEC);
+    this.#throwIfClosed();
     await this.#bindScope(options.signal);
     return readHeadroom(this.#state, options.signal);
   }
@@ -195,7 +206,8 @@ export class QuotaGuard {
    * {@link BadRequestError} at once; {@link ServerBuildError} when the server went to ERROR (not a
    * quota fault), stayed in BUILD past `activeTimeoutMs` or disappeared; {@link CreateOutcomeUnknownError}
    * when a POST's answer was lost and the search by its claim tag could not settle whether a server
-   * was created (see `lostCreate.ts`); {@link AbortError}.
+   * was created (see `lostCreate.ts`); {@link AbortError} (also at once, before any request, after
+   * {@link close}).
    */
   async createServer(body: CreateServerBody, options: GuardedCreateOptions = {}): Promise<Server> {
     if (!body || typeof body !== 'object') throw new ValidationError('createServer needs the server body');
@@ -208,6 +220,7 @@ export class QuotaGuard {
       }
     }
     if (options.needs !== undefined) validateNeeds(options.needs, 'needs');
+    this.#throwIfClosed();
     throwIfAborted(options.signal);
     const given = options.needs;
     // One operation (one X-OpenStack-Request-ID) from the flavor read to the last request of the create.
@@ -256,6 +269,7 @@ export class QuotaGuard {
       const count = needs.count ?? 1;
       if (!Number.isInteger(count) || count < 1) throw new ValidationError(`count must be a positive integer, got ${String(count)}`);
       if (needs.flavorRef === undefined || String(needs.flavorRef).length === 0) throw new ValidationError('flavorRef must be a non-empty string');
+      this.#throwIfClosed();
       await this.#bindScope(options.signal);
       throwIfAborted(options.signal);
       const flavorId = flavorIdOf(needs.flavorRef);
@@ -266,6 +280,7 @@ export class QuotaGuard {
       validateNeeds(needs, 'needs');
       resolved = { cores: needs.cores, ramMiB: needs.ramMiB, instances: needs.instances };
     }
+    this.#throwIfClosed();
     await this.#bindScope(options.signal); // needs checked first: bad input fails before any request
     const fnSignal = options.signal ?? new AbortController().signal;
     return this.#guarded(

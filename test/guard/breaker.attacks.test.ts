@@ -194,3 +194,24 @@ describe('close() in the middle of a load', () => {
     expect(vi.getTimerCount()).toBe(nova.pendingTimers());
   });
 });
+
+describe('a call after close()', () => {
+  it('createServer, withQuotaGuard and headroom are refused at once with an AbortError naming the closed guard: no request, fn not run', async () => {
+    const nova = await startNova({ maxTotalCores: 8 });
+    const guard = guardFor(nova);
+    await guard.close();
+    let ran = false;
+    const outcomes = await Promise.all([
+      guard.createServer(body('x', '2')).catch((e: Error) => e),
+      guard.withQuotaGuard({ cores: 1, ramMiB: 0, instances: 1 }, async () => (ran = true)).catch((e: Error) => e),
+      guard.withQuotaGuard({ flavorRef: '1' }, async () => (ran = true)).catch((e: Error) => e),
+      guard.headroom().catch((e: Error) => e),
+    ]);
+    for (const e of outcomes) {
+      expect(e).toBeInstanceOf(AbortError);
+      expect((e as Error).message).toMatch(/QuotaGuard is closed/);
+    }
+    expect(ran).toBe(false);
+    expect(nova.requests).toEqual([]);
+  });
+});
