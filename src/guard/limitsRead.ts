@@ -68,8 +68,8 @@ const LOOKS = new WeakMap<Claim, Look>();
  * `GET /servers/{id}` and a renewal) at most once per `activeIntervalMs` (at most a third of
  * `leaseTtlMs`), the rate of a watched server's polls, and a look in flight is shared by the
  * callers that arrive meanwhile (each waits under its own `signal`; the look itself is bounded by
- * the client's request time limit). Without it, N waiting calls sent N looks per claim per backoff
- * step: a busy Nova got more requests the more it was waited on.
+ * the client's request time limit and by the guard's `close()`). Without it, N waiting calls sent
+ * N looks per claim per backoff step: a busy Nova got more requests the more it was waited on.
  * @throws {@link AbortError} when `signal` aborts.
  */
 export async function refreshUnwatched(g: GuardState, signal: AbortSignal | undefined): Promise<void> {
@@ -113,7 +113,8 @@ async function lookAt(g: GuardState, c: Claim): Promise<void> {
     return;
   }
   try {
-    const s = await g.client.getServer(c.serverId!);
+    // No caller's signal (the look is shared); the guard's close() ends it.
+    const s = await g.client.getServer(c.serverId!, { signal: g.closing.signal });
     // Nova counts it once it is past scheduling (as the watched claims end: `guardedCreate.ts`);
     // ending it only when it leaves BUILD subtracted a building server twice (usage and claim).
     if (isPastScheduling(s)) await releaseClaim(g, c, 'counted');

@@ -124,11 +124,11 @@ export class QuotaGuard {
    * (`ledgerScope.ts`); a refusal stays. The binding is shared by the guard's concurrent callers, so
    * it never takes one caller's signal (one caller's abort would fail them all): each caller waits
    * for it under its own `signal` ({@link AbortError} when that aborts), and the binding itself is
-   * bounded by the client's request time limit.
+   * bounded by the client's request time limit and ended by {@link close}.
    */
   async #bindScope(signal: AbortSignal | undefined): Promise<void> {
     throwIfAborted(signal);
-    const bound = (this.#scopeBound ??= bindLedgerScope(this.#state.opts.ledger, this.client).catch((e: unknown) => {
+    const bound = (this.#scopeBound ??= bindLedgerScope(this.#state.opts.ledger, this.client, this.#state.closing.signal).catch((e: unknown) => {
       if (!(e instanceof ValidationError)) this.#scopeBound = undefined;
       throw e;
     }));

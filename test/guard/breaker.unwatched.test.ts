@@ -4,7 +4,7 @@
  * not when it leaves BUILD: otherwise each building server is subtracted twice (Nova's usage and
  * the claim) for its whole build, and creates wait for quota that is there. Fake timers, FakeNova.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { settle, useFakeClock } from '../helpers.js';
 import { body, guardFor, posts, startNova } from './fixtures.js';
 
@@ -58,5 +58,23 @@ describe('waitForActive: false, many calls waiting on unwatched claims', () => {
     expect(guard.inFlightClaims).toBe(0);
     expect(nova.requests.filter((q) => q.method === 'GET' && /^\/servers\/[^/]+$/.test(q.path))).toHaveLength(1);
     await guard.close();
+  });
+});
+
+describe('close() while a shared look is in flight', () => {
+  it('the look (a GET that hangs) ends with close(): no request of the guard left running', async () => {
+    const nova = await startNova({ maxTotalCores: 2, buildDelayMs: 5000, schedulingDelayMs: 5000 });
+    const guard = guardFor(nova, { waitForActive: false, maxWaitMs: 60_000, activeIntervalMs: 50 });
+    await settle(guard.createServer(body('u0', '2')));
+    nova.inject({ method: 'GET', path: /^\/servers\/[^/]+$/, hang: true, times: 1 });
+    const waiting = guard.createServer(body('w', '2')).then(() => 'ok', (e: Error) => e.name);
+    await settle(new Promise((r) => setTimeout(r, 20)));
+    const closedAt = Date.now();
+    await settle(guard.close());
+    expect(await settle(waiting)).toBe('AbortError');
+    await settle(new Promise((r) => setTimeout(r, 10)));
+    expect(Date.now() - closedAt).toBeLessThan(1000);
+    // the client's request timer of the hung GET is gone with it: only FakeNova's own timers remain
+    expect(vi.getTimerCount()).toBe(nova.pendingTimers());
   });
 });
