@@ -215,3 +215,42 @@ describe('a call after close()', () => {
     expect(nova.requests).toEqual([]);
   });
 });
+
+describe('abort during the pause before a rate-limited POST is re-sent', () => {
+  it('AbortError at the abort; the claim kept for the re-send is released; no second POST; no timer left', async () => {
+    const nova = await startNova({ maxTotalCores: 2 });
+    nova.inject({ method: 'POST', path: '/servers', status: 429, headers: { 'Retry-After': '2' }, body: { overLimit: { code: 429, message: 'slow down' } }, times: 1 });
+    const guard = guardFor(nova, { maxWaitMs: 10_000 });
+    const a = new AbortController();
+    const started = fakeMs();
+    const call = guard.createServer(body('x', '2'), { signal: a.signal }).catch((e: Error) => e);
+    setTimeout(() => a.abort(), 500);
+    const e = await settle(call);
+    expect(e).toBeInstanceOf(AbortError);
+    expect(fakeMs() - started).toBe(500);
+    expect(nova.requestsTo('POST', '/servers')).toHaveLength(1);
+    expect(guard.inFlightClaims).toBe(0);
+    // the released claim: another caller is admitted at once
+    const next = await settle(guard.createServer(body('y', '2')));
+    expect(next.status).toBe('ACTIVE');
+    await guard.close();
+    expect(vi.getTimerCount()).toBe(nova.pendingTimers());
+  });
+});
+
+describe('abort during the wait for ACTIVE, and the delete of the server fails', () => {
+  it('the AbortError says the server could NOT be deleted (never "was deleted"), and the server is still there', async () => {
+    const nova = await startNova({ maxTotalCores: 8, buildDelayMs: 2000 });
+    nova.inject({ method: 'DELETE', path: /^\/servers\//, status: 500, body: { computeFault: { code: 500, message: 'db down' } }, times: Infinity });
+    const guard = guardFor(nova, { deleteOptions: { intervalMs: 5, timeoutMs: 500, redeleteAfterMs: 0 } });
+    const a = new AbortController();
+    const call = guard.createServer(body('x', '2'), { signal: a.signal }).catch((e: Error) => e);
+    setTimeout(() => a.abort(), 100);
+    const e = (await settle(call)) as Error;
+    expect(e).toBeInstanceOf(AbortError);
+    expect(e.message).toMatch(/could NOT be deleted/);
+    expect(e.message).not.toMatch(/was deleted/);
+    expect(liveServers(nova)).toHaveLength(1);
+    await guard.close();
+  });
+});
