@@ -54,7 +54,7 @@
  */
 import { withOperation } from '../core/telemetry.js';
 import type { NovaClient } from '../nova/client.js';
-import { AbortError, ValidationError, throwIfAborted } from '../errors/index.js';
+import { AbortError, NovaGuardError, ValidationError, throwIfAborted } from '../errors/index.js';
 import { componentLogger } from '../core/logger.js';
 import { untilSettledOrAborted } from '../core/clock.js';
 import { checkOptions } from '../core/options.js';
@@ -82,6 +82,13 @@ export type { UnsettledCreate, LiveClaimMark } from './lateCreates.js';
 
 /** One attempt of a guarded call, given the claim it may use. */
 type Attempt<T> = (claim: Claim, signal: AbortSignal | undefined, call: GuardedCall) => Promise<T>;
+
+/** What `withQuotaGuard`'s `fn` rejected with when it is not an `Error` (a string, `undefined`): carried through p-retry, never seen by the caller. */
+class NonErrorRejection extends NovaGuardError {
+  constructor(readonly value: unknown) {
+    super('withQuotaGuard: fn rejected with a value that is not an Error');
+  }
+}
 
 /**
  * Guards server creation against the project's quota. One guard per process (or per worker pool)
@@ -283,7 +290,7 @@ export class QuotaGuard {
     this.#throwIfClosed();
     await this.#bindScope(options.signal); // needs checked first: bad input fails before any request
     const fnSignal = options.signal ?? new AbortController().signal;
-    return this.#guarded(
+    const guarded = this.#guarded(
       resolved,
       async (claim, _signal, call) => {
         try {
@@ -297,11 +304,15 @@ export class QuotaGuard {
             this.stats.quota403s++;
             call.lastQuotaMessage = (e as Error).message;
           }
-          throw e;
+          // p-retry replaces a thrown non-Error with its own TypeError: carry it through, give it back below.
+          throw e instanceof Error ? e : new NonErrorRejection(e);
         }
       },
       options.signal,
     );
+    return guarded.catch((e: unknown) => {
+      throw e instanceof NonErrorRejection ? e.value : e;
+    });
   }
 
   /**

@@ -254,3 +254,22 @@ describe('abort during the wait for ACTIVE, and the delete of the server fails',
     await guard.close();
   });
 });
+
+describe('withQuotaGuard: fn rejects with a value that is not an Error', () => {
+  it.each([['a string', 'boom'], ['undefined', undefined], ['null', null], ['a plain object', { code: 7 }], ['a number', 42]])('%s: the call rejects with that very value (not p-retry\'s "Non-error was thrown"), fn run once, the claim released', async (_what, value) => {
+    const nova = await startNova({ maxTotalCores: 8 });
+    const guard = guardFor(nova);
+    let calls = 0;
+    const got = await settle(
+      guard.withQuotaGuard({ cores: 1, ramMiB: 0, instances: 1 }, async () => {
+        calls++;
+        throw value;
+      }).then(() => 'resolved', (e: unknown) => ({ rejected: e })),
+    );
+    expect(got).toEqual({ rejected: value });
+    expect(calls).toBe(1);
+    expect(guard.inFlightClaims).toBe(0);
+    expect(guard.stats).toMatchObject({ failed: 1, succeeded: 0 });
+    await guard.close();
+  });
+});
