@@ -38,13 +38,13 @@ export function watchSpec(engine: DeleteEngine, options: WaitForDeleteOptions, s
   };
 }
 
-/** An `onObservation` that calls the caller's `onProgress` (its exceptions ignored). */
+/** An `onObservation` that calls the caller's `onProgress` (its exceptions, and an async one's rejection, ignored). */
 export function progressReporter(serverId: string, options: WaitForDeleteOptions, elapsedMs: () => number): ((obs: Observation, polls: number) => void) | undefined {
   const onProgress = options.onProgress;
   if (!onProgress) return undefined;
   return (obs, polls) => {
     try {
-      onProgress({
+      const r: unknown = onProgress({
         serverId,
         polls,
         status: obs.gone ? 'NOT_FOUND' : obs.server.status,
@@ -52,6 +52,8 @@ export function progressReporter(serverId: string, options: WaitForDeleteOptions
         progress: (obs.gone ? 0 : Number(obs.server.progress)) || 0,
         elapsedMs: elapsedMs(),
       });
+      // An async callback that rejects must not be an unhandled rejection (which ends a Node process).
+      if (typeof (r as { then?: unknown } | null)?.then === 'function') (r as PromiseLike<unknown>).then(undefined, () => undefined);
     } catch {
       // a progress callback must not break the wait
     }

@@ -36,7 +36,7 @@ import { serversForCheck } from './explainShare.js';
 import type { Admission as LedgerAdmission, LedgerLimits } from './ledger.js';
 import { outOfReachFit } from './degradedUse.js';
 import { listUncounted } from './uncounted.js';
-import type { Claim, GuardState } from './state.js';
+import { isThenable, type Claim, type GuardState } from './state.js';
 import type { GuardedCall } from './guardedCall.js';
 
 /** What one admission found: the headroom after the ledger's claims, and the claim, or why not (`head`: no place queued ahead). */
@@ -240,7 +240,9 @@ export class Admission {
     const why = this.#waits % EXPLAIN_EVERY_WAITS === 0 && !outOfReach ? await this.#explain(shortfalls, readAtMs, false, signal) : undefined;
     const info: QuotaWaitInfo = { needs, shortfalls, ledgerOutOfReach: outOfReach, headroom, delayMs, waits: this.#waits, posts: call.posts, elapsedMs: call.elapsedMs(), shortfallCause: why?.cause, finding: why?.finding };
     try {
-      g.opts.onWait?.(info);
+      const r: unknown = g.opts.onWait?.(info);
+      // An async hook's rejection is ignored like a throw (never an unhandled rejection).
+      if (isThenable(r)) r.then(undefined, (e: unknown) => g.log.warn({ err: (e as Error)?.message }, 'onWait hook threw (ignored)'));
     } catch (e) {
       g.log.warn({ err: (e as Error)?.message }, 'onWait hook threw (ignored)');
     }

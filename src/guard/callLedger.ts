@@ -149,13 +149,14 @@ export class CallLedger {
     if (ledger === g.fallback) return { value: await op(ledger), ledger };
     if (this.#skipDown()) return { value: await op(g.fallback), ledger: g.fallback };
     let pending: Promise<T> | undefined;
+    const limitMs = this.limitMs();
     try {
-      return { value: await bounded(g, what, () => (pending = op(ledger)), signal, this.limitMs()), ledger };
+      return { value: await bounded(g, what, () => (pending = op(ledger)), signal, limitMs), ledger };
     } catch (e) {
       // A call that answers after its time limit (or after the abort): undo what it took (a claim, a place), best effort.
       if (undo && pending) pending.then((late) => inBackground(g, ledger, `undo ${what}`, () => undo(ledger, late))).catch(() => undefined);
       throwIfAborted(signal);
-      noteFallback(g, ledger, what, e);
+      noteFallback(g, ledger, what, e, e instanceof TimeoutError && limitMs < ledgerBudgetMs(g));
       this.moveToFallback();
       return { value: await op(g.fallback), ledger: g.fallback };
     }
@@ -372,12 +373,14 @@ export class CallLedger {
       g.res.succeeded(g);
       return { value, ledger };
     } catch (e) {
+      gate.abort(new Error('abandoned for the fallback ledger'));
+      // Before any rethrow: a call abandoned for the abort or for Nova's error may still answer and
+      // take a claim or a place, which would hold the headroom from every caller until its lease ends.
+      if (undo && p) p.then((v) => inBackground(g, ledger, `undo ${what}`, () => undo(ledger, v))).catch(() => undefined);
       if (readFailure) throw readFailure.error;
       throwIfAborted(signal);
-      gate.abort(new Error('abandoned for the fallback ledger'));
-      if (undo && p) p.then((v) => inBackground(g, ledger, `undo ${what}`, () => undo(ledger, v))).catch(() => undefined);
       g.res.failed(g, e, e instanceof TimeoutError && limitMs >= ledgerBudgetMs(g));
-      noteFallback(g, ledger, what, e);
+      noteFallback(g, ledger, what, e, e instanceof TimeoutError && limitMs < ledgerBudgetMs(g));
       this.moveToFallback();
       return undefined;
     } finally {

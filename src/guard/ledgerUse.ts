@@ -99,9 +99,17 @@ export function boundedUnlessFallback<T>(g: GuardState, ledger: QuotaLedger, wha
   }
 }
 
-/** Note a failed call of `ledger`: one warning, a counter. */
-export function noteFallback(g: GuardState, ledger: QuotaLedger, what: string, e: unknown): void {
+/**
+ * Note a failed call of `ledger`: one warning, a counter. `cut`: the call ran out of what was left
+ * of its guarded call's `maxWaitMs` (a limit below the ledger's budget), not of the ledger's own
+ * budget: the guarded call's deadline, not a ledger failure (logged at debug level, no warning).
+ */
+export function noteFallback(g: GuardState, ledger: QuotaLedger, what: string, e: unknown, cut = false): void {
   g.stats.ledgerFallbacks++;
+  if (cut) {
+    g.log.debug({ ledger: ledger.kind, call: what, err: (e as Error)?.message }, `quota ledger (${ledger.kind}) call cut short by the guarded call's maxWaitMs: going on with the in-process ledger`);
+    return;
+  }
   // A ledger known down has had its one outage warning (resilientLedger.ts).
   if (g.res.down) {
     g.log.debug({ ledger: ledger.kind, call: what, err: (e as Error)?.message }, `quota ledger (${ledger.kind}) failed: going on with the in-process ledger`);

@@ -7,14 +7,15 @@
  *
  * @module
  */
-import { InvalidResponseError, NotFoundError } from '../errors/index.js';
+import { InvalidResponseError, NotFoundError, throwIfAborted } from '../errors/index.js';
+import { untilSettledOrAborted } from '../core/clock.js';
 import type { AbsoluteLimits } from '../core/types.js';
-import { statusOf } from '../core/counting.js';
 import { LIMIT_KEYS, computeHeadroom, NO_NEEDS, type Headroom } from './headroom.js';
 import { inFlightOf, releaseClaim } from './ledgerUse.js';
 import { CallLedger } from './callLedger.js';
 import { renewQuietly } from './leases.js';
-import { warnOnce, type GuardState } from './state.js';
+import { isPastScheduling } from './waitForActive.js';
+import { warnOnce, type Claim, type GuardState } from './state.js';
 
 /**
  * `GET /limits`, or "unknown" when Nova answered 2xx with a body of another shape: without the
@@ -50,33 +51,75 @@ export async function readHeadroom(g: GuardState, signal: AbortSignal | undefine
   return computeHeadroom(reading.absolute, inFlight, { requestId: reading.requestId, readAtMs: g.clock.wallNow() });
 }
 
+/** The look at one unwatched claim's server: in flight (shared), or when the last one ended. */
+interface Look {
+  running: Promise<void> | undefined;
+  endedAtMs: number | undefined;
+}
+
+const LOOKS = new WeakMap<Claim, Look>();
+
 /**
- * With `waitForActive: false`: end the claims of servers that have left BUILD (or are gone), and
- * renew the leases of the others (nobody renews them on a timer: a claim not seen by a read within
- * `leaseTtlMs` expires).
+ * With `waitForActive: false`: end the claims of servers that are past scheduling (Nova counts them:
+ * `isPastScheduling`) or gone, and renew the leases of the others (nobody renews them on a timer: a
+ * claim not seen by a read within `leaseTtlMs` expires).
+ *
+ * Every admission of every waiting call comes here, so one claim's server is looked at (a
+ * `GET /servers/{id}` and a renewal) at most once per `activeIntervalMs` (at most a third of
+ * `leaseTtlMs`), the rate of a watched server's polls, and a look in flight is shared by the
+ * callers that arrive meanwhile (each waits under its own `signal`; the look itself is bounded by
+ * the client's request time limit and by the guard's `close()`). Without it, N waiting calls sent
+ * N looks per claim per backoff step: a busy Nova got more requests the more it was waited on.
+ * @throws {@link AbortError} when `signal` aborts.
  */
 export async function refreshUnwatched(g: GuardState, signal: AbortSignal | undefined): Promise<void> {
   const claims = [...g.claims].filter((c) => c.unwatched && c.serverId !== undefined);
   if (claims.length === 0) return;
-  await Promise.all(
-    claims.map(async (c) => {
-      if (g.clock.now() - c.claimedAtMs > g.opts.activeTimeoutMs) {
-        await releaseClaim(g, c, 'counted');
-        return;
-      }
-      if (!(await renewQuietly(g, c))) {
-        // The ledger dropped it: nothing left to release there.
-        await releaseClaim(g, c, 'counted');
-        return;
-      }
-      try {
-        const s = await g.client.getServer(c.serverId!, { signal });
-        if (statusOf(s) !== 'BUILD') await releaseClaim(g, c, 'counted');
-      } catch (e) {
-        if (e instanceof NotFoundError) await releaseClaim(g, c, 'not-created');
-        else if (signal?.aborted) throw e;
-        // otherwise keep the claim: it errs on the side of waiting
-      }
-    }),
-  );
+  const everyMs = Math.min(g.opts.activeIntervalMs, g.opts.leaseTtlMs / 3);
+  const looks: Array<Promise<void>> = [];
+  for (const c of claims) {
+    let look = LOOKS.get(c);
+    if (!look) LOOKS.set(c, (look = { running: undefined, endedAtMs: undefined }));
+    if (look.running === undefined && (look.endedAtMs === undefined || g.clock.now() - look.endedAtMs >= everyMs)) {
+      const l = look;
+      l.running = lookAt(g, c).finally(() => {
+        l.running = undefined;
+        l.endedAtMs = g.clock.now();
+      });
+    }
+    if (look.running) looks.push(look.running);
+  }
+  if (looks.length === 0) return;
+  const all = Promise.all(looks);
+  if (signal) {
+    try {
+      await untilSettledOrAborted(all, signal);
+    } catch {
+      throwIfAborted(signal);
+    }
+  }
+  await all;
+}
+
+/** One look at an unwatched claim's server (see {@link refreshUnwatched}); never rejects. */
+async function lookAt(g: GuardState, c: Claim): Promise<void> {
+  if (g.clock.now() - c.claimedAtMs > g.opts.activeTimeoutMs) {
+    await releaseClaim(g, c, 'counted');
+    return;
+  }
+  if (!(await renewQuietly(g, c))) {
+    // The ledger dropped it: nothing left to release there.
+    await releaseClaim(g, c, 'counted');
+    return;
+  }
+  try {
+    // No caller's signal (the look is shared); the guard's close() ends it.
+    const s = await g.client.getServer(c.serverId!, { signal: g.closing.signal });
+    // Nova counts it once it is past scheduling (as the watched claims end: `guardedCreate.ts`);
+    // ending it only when it leaves BUILD subtracted a building server twice (usage and claim).
+    if (isPastScheduling(s)) await releaseClaim(g, c, 'counted');
+  } catch (e) {
+    if (e instanceof NotFoundError) await releaseClaim(g, c, 'not-created');
+    // otherwise keep the claim: it errs on the side of waiting
+  }
 }

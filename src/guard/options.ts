@@ -108,9 +108,9 @@ export interface QuotaGuardOptions {
    * spread apart while the delays of one call keep doubling. Default 0.2.
    */
   jitter?: number;
-  /** Called before each wait for headroom. Exceptions are logged and ignored. */
+  /** Called before each wait for headroom. Exceptions, and the rejection of an async hook, are logged and ignored. */
   onWait?: ((info: QuotaWaitInfo) => void) | undefined;
-  /** Called before each retry; returning `false` vetoes it (the error is thrown). Exceptions are logged and ignored. */
+  /** Called before each retry; returning `false` vetoes it (the error is thrown). Exceptions, and the rejection of an async hook (whose promise is no veto), are logged and ignored. */
   onRetry?: ((info: QuotaRetryInfo) => boolean | void) | undefined;
   /**
    * What to do when `maxWaitMs` runs out and `/limits` still says the create does not fit:

@@ -54,8 +54,9 @@
  */
 import { withOperation } from '../core/telemetry.js';
 import type { NovaClient } from '../nova/client.js';
-import { ValidationError, throwIfAborted } from '../errors/index.js';
+import { AbortError, NovaGuardError, ValidationError, throwIfAborted } from '../errors/index.js';
 import { componentLogger } from '../core/logger.js';
+import { untilSettledOrAborted } from '../core/clock.js';
 import { checkOptions } from '../core/options.js';
 import type { CreateServerBody, ResourceAmounts, Server } from '../core/types.js';
 import { CreateAttempt } from './guardedCreate.js';
@@ -81,6 +82,13 @@ export type { UnsettledCreate, LiveClaimMark } from './lateCreates.js';
 
 /** One attempt of a guarded call, given the claim it may use. */
 type Attempt<T> = (claim: Claim, signal: AbortSignal | undefined, call: GuardedCall) => Promise<T>;
+
+/** What `withQuotaGuard`'s `fn` rejected with when it is not an `Error` (a string, `undefined`): carried through p-retry, never seen by the caller. */
+class NonErrorRejection extends NovaGuardError {
+  constructor(readonly value: unknown) {
+    super('withQuotaGuard: fn rejected with a value that is not an Error');
+  }
+}
 
 /**
  * Guards server creation against the project's quota. One guard per process (or per worker pool)
@@ -118,12 +126,36 @@ export class QuotaGuard {
     this.#offConfirmed = onDeleteConfirmed(client, (serverId) => publishFreed(this.#state, serverId));
   }
 
-  /** Before the first request: the ledger serves this client's endpoint and project (`ledgerScope.ts`); a refusal stays. */
-  #bindScope(signal: AbortSignal | undefined): Promise<void> {
-    return (this.#scopeBound ??= bindLedgerScope(this.#state.opts.ledger, this.client, signal).catch((e: unknown) => {
+  /**
+   * Before the first request: the ledger serves this client's endpoint and project
+   * (`ledgerScope.ts`); a refusal stays. The binding is shared by the guard's concurrent callers, so
+   * it never takes one caller's signal (one caller's abort would fail them all): each caller waits
+   * for it under its own `signal` ({@link AbortError} when that aborts), and the binding itself is
+   * bounded by the client's request time limit and ended by {@link close}.
+   */
+  async #bindScope(signal: AbortSignal | undefined): Promise<void> {
+    throwIfAborted(signal);
+    const bound = (this.#scopeBound ??= bindLedgerScope(this.#state.opts.ledger, this.client, this.#state.closing.signal).catch((e: unknown) => {
       if (!(e instanceof ValidationError)) this.#scopeBound = undefined;
       throw e;
     }));
+    if (signal) {
+      try {
+        await untilSettledOrAborted(bound, signal);
+      } catch {
+        throwIfAborted(signal);
+      }
+    }
+    return bound;
+  }
+
+  /**
+   * A call after {@link close} is refused before any request: a closed guard no longer hears the
+   * client's confirmed deletions and may have closed its ledger.
+   * @throws {@link AbortError} naming the closed guard.
+   */
+  #throwIfClosed(): void {
+    if (this.#state.closing.signal.aborted) throw new AbortError('QuotaGuard is closed: no request sent (make a new QuotaGuard for more creates)');
   }
 
   /** The resolved options (defaults filled in). */
@@ -155,10 +187,12 @@ export class QuotaGuard {
    * Read `GET /limits` now (through the ledger) and return the headroom of cores, RAM (MiB) and
    * instances, minus the ledger's in-flight claims (`QuotaLedger.inFlight`). Never cached.
    *
-   * @throws the client's {@link NovaApiError} when `/limits` cannot be read; {@link AbortError}.
+   * @throws the client's {@link NovaApiError} when `/limits` cannot be read; {@link AbortError} (also
+   * at once, before any request, after {@link close}).
    */
   async headroom(options: GuardedCallOptions = {}): Promise<Headroom> {
     checkOptions('headroom options', options, GUARDED_CALL_SPEC);
+    this.#throwIfClosed();
     await this.#bindScope(options.signal);
     return readHeadroom(this.#state, options.signal);
   }
@@ -179,7 +213,8 @@ export class QuotaGuard {
    * {@link BadRequestError} at once; {@link ServerBuildError} when the server went to ERROR (not a
    * quota fault), stayed in BUILD past `activeTimeoutMs` or disappeared; {@link CreateOutcomeUnknownError}
    * when a POST's answer was lost and the search by its claim tag could not settle whether a server
-   * was created (see `lostCreate.ts`); {@link AbortError}.
+   * was created (see `lostCreate.ts`); {@link AbortError} (also at once, before any request, after
+   * {@link close}).
    */
   async createServer(body: CreateServerBody, options: GuardedCreateOptions = {}): Promise<Server> {
     if (!body || typeof body !== 'object') throw new ValidationError('createServer needs the server body');
@@ -192,6 +227,7 @@ export class QuotaGuard {
       }
     }
     if (options.needs !== undefined) validateNeeds(options.needs, 'needs');
+    this.#throwIfClosed();
     throwIfAborted(options.signal);
     const given = options.needs;
     // One operation (one X-OpenStack-Request-ID) from the flavor read to the last request of the create.
@@ -220,7 +256,8 @@ export class QuotaGuard {
    * @param fn - Your create; receives the call's AbortSignal (never aborted when none was given) and
    *   the claim ({@link GuardClaimInfo}: its `metadata` is what the guard's own POSTs carry; add it
    *   to your create's metadata so the audit and the reaper know the server).
-   * @throws as {@link createServer} for waits and quota; whatever `fn` throws otherwise.
+   * @throws {@link ValidationError} for bad needs or options, before any request (numbers beside
+   * `flavorRef` included); as {@link createServer} for waits and quota; whatever `fn` throws otherwise.
    */
   withQuotaGuard<T>(needs: QuotaNeedsSpec, fn: (signal: AbortSignal, claim: GuardClaimInfo) => Promise<T>, options: GuardedCallOptions = {}): Promise<T> {
     return withOperation(() => this.#withQuotaGuard(needs, fn, options)); // one request id, flavor read included
@@ -233,9 +270,13 @@ export class QuotaGuard {
     checkOptions('withQuotaGuard options', options, GUARDED_CALL_SPEC);
     let resolved: QuotaNeeds;
     if ('flavorRef' in needs) {
+      // Numbers beside a flavor were silently dropped: the claim would not be what the caller wrote.
+      const mixed = (['cores', 'ramMiB', 'instances'] as const).filter((k) => (needs as Record<string, unknown>)[k] !== undefined);
+      if (mixed.length > 0) throw new ValidationError(`withQuotaGuard needs are numbers ({ cores, ramMiB, instances }) or a flavor ({ flavorRef, count }), not both: ${mixed.join(', ')} given beside flavorRef`);
       const count = needs.count ?? 1;
       if (!Number.isInteger(count) || count < 1) throw new ValidationError(`count must be a positive integer, got ${String(count)}`);
       if (needs.flavorRef === undefined || String(needs.flavorRef).length === 0) throw new ValidationError('flavorRef must be a non-empty string');
+      this.#throwIfClosed();
       await this.#bindScope(options.signal);
       throwIfAborted(options.signal);
       const flavorId = flavorIdOf(needs.flavorRef);
@@ -246,9 +287,10 @@ export class QuotaGuard {
       validateNeeds(needs, 'needs');
       resolved = { cores: needs.cores, ramMiB: needs.ramMiB, instances: needs.instances };
     }
+    this.#throwIfClosed();
     await this.#bindScope(options.signal); // needs checked first: bad input fails before any request
     const fnSignal = options.signal ?? new AbortController().signal;
-    return this.#guarded(
+    const guarded = this.#guarded(
       resolved,
       async (claim, _signal, call) => {
         try {
@@ -262,11 +304,15 @@ export class QuotaGuard {
             this.stats.quota403s++;
             call.lastQuotaMessage = (e as Error).message;
           }
-          throw e;
+          // p-retry replaces a thrown non-Error with its own TypeError: carry it through, give it back below.
+          throw e instanceof Error ? e : new NonErrorRejection(e);
         }
       },
       options.signal,
     );
+    return guarded.catch((e: unknown) => {
+      throw e instanceof NonErrorRejection ? e.value : e;
+    });
   }
 
   /**

@@ -69,7 +69,13 @@ export function newGuardState(client: NovaClient, opts: ResolvedOptions, log: Lo
     closing: new AbortController(),
     onRetry: (info) => {
       try {
-        return opts.onRetry?.(info);
+        const veto = opts.onRetry?.(info);
+        // An async hook: its promise is not a veto, and its rejection is ignored like a throw (never unhandled).
+        if (isThenable(veto)) {
+          veto.then(undefined, (e: unknown) => log.warn({ err: (e as Error)?.message }, 'onRetry hook threw (ignored)'));
+          return undefined;
+        }
+        return veto;
       } catch (e) {
         log.warn({ err: (e as Error)?.message }, 'onRetry hook threw (ignored)');
         return undefined;
@@ -157,4 +163,9 @@ export interface Claim {
   coverUntilMs: number;
   /** Stops the lease renewal, when one runs. */
   stopRenewal: (() => void) | undefined;
+}
+
+/** True for a promise (or any thenable) a hook returned: its rejection must be caught, never left unhandled. */
+export function isThenable(v: unknown): v is PromiseLike<unknown> {
+  return (typeof v === 'object' || typeof v === 'function') && v !== null && typeof (v as { then?: unknown }).then === 'function';
 }

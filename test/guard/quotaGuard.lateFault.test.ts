@@ -233,18 +233,21 @@ describe('abort, at every stage', () => {
 });
 
 describe('waitForActive: false', () => {
-  it('returns after the 202; the claim holds until a later read sees the server out of BUILD', async () => {
-    const nova = await startNova({ buildDelayMs: 120, maxTotalCores: 4 });
+  it('returns after the 202; the claim holds until a later read sees the server past scheduling (still in BUILD)', async () => {
+    const nova = await startNova({ buildDelayMs: 300, schedulingDelayMs: 60, maxTotalCores: 4 });
     const guard = guardFor(nova, { waitForActive: false });
     const s = await settle(guard.createServer(body('nowait')));
     expect(s.status).toBeUndefined(); // the POST body has no status
     expect(nova.getServerState(s.id)?.status).toBe('BUILD');
     expect(guard.inFlightClaims).toBe(1);
     const h1 = await guard.headroom();
-    // BUILD counts in Nova's usage and in the claim: the guard errs on the side of waiting.
-    expect(h1.cores).toEqual({ max: 4, used: 2, inFlight: 2, headroom: 0 });
-    await sleep(150);
+    // Still scheduling: the claim counts (Nova may not count the server yet).
+    expect(h1.cores.inFlight).toBe(2);
+    expect(guard.inFlightClaims).toBe(1);
+    await sleep(100);
+    expect(nova.getServerState(s.id)?.status).toBe('BUILD');
     const h2 = await guard.headroom();
+    // Past scheduling, still in BUILD: Nova counts it, the claim has ended (not subtracted twice).
     expect(h2.cores).toEqual({ max: 4, used: 2, inFlight: 0, headroom: 2 });
     expect(guard.inFlightClaims).toBe(0);
     expect(nova.requestsTo('GET', `/servers/${s.id}`).length).toBe(2);
