@@ -120,7 +120,7 @@ export interface QuotaGuardOptions {
    * With `'attempt'`, a quota 403 on that last POST is thrown as Nova's {@link QuotaExceededError}.
    */
   onStaleLimits?: 'throw' | 'attempt';
-  /** Wait for a created server to leave BUILD (late quota faults, cleanup). Default true. */
+  /** Wait for a created server to leave BUILD (late quota faults, cleanup); with false, an ERROR after the 202 is the caller's: neither deleted nor retried. @default true */
   waitForActive?: boolean;
   /**
    * When a wait for headroom runs out (and on every `EXPLAIN_EVERY_WAITS`th wait, for
