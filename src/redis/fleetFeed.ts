@@ -12,24 +12,15 @@
  *
  * @module
  */
-import type { Clock, Logger } from '../core/index.js';
-import { FleetConsumer, type FleetEngine, type FleetStats, type Published } from '../delete/index.js';
+import { FleetConsumer, type FleetConsumerInit, type Published } from '../delete/index.js';
 import type { RedisConnection } from './connection.js';
 
 export type { FleetStats, Published } from '../delete/index.js';
 
-/** What the feed needs of its watcher. */
-export interface FeedInit {
+/** What the feed needs of its watcher: its consumer's needs (the carrier is Redis), the connection and the stream. */
+export interface FeedInit extends Omit<FleetConsumerInit, 'carrier'> {
   readonly conn: RedisConnection;
   readonly stream: string;
-  readonly engine: FleetEngine;
-  readonly clock: Clock;
-  readonly logger: Logger;
-  readonly stats: FleetStats;
-  /** No publication for this long (ms) while consuming is a stall. */
-  readonly stallMs: number;
-  /** Catch up on the proofs of the servers waited on (after a gap or a stall). */
-  readonly catchUp: () => void;
 }
 
 /** How many entries one read takes at most. */
