@@ -197,7 +197,7 @@ export class DeleteEngine implements DeleteEngineFleet {
 
   /** See {@link DeleteEngineFleet.attachFleet} (`fleet.ts`). @throws {@link ValidationError} when another link is attached. */
   attachFleet(link: FleetLink): () => void {
-    if (this.#fleet !== undefined && this.#fleet !== link) throw new ValidationError('a fleet link is attached to this client already (one ledger with fleetWatcher per client)');
+    if (this.#fleet !== undefined && this.#fleet !== link) throw new ValidationError('a fleet link is attached to this client already: one fleet per client (a Redis ledger with fleetWatcher, or one InProcessFleet)');
     this.#fleet = link;
     return () => void (this.#fleet === link && ((this.#fleet = undefined), this.fleetChanged()));
   }

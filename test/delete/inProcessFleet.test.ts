@@ -123,7 +123,7 @@ describe('InProcessFleet', () => {
     const fleet = new InProcessFleet();
     await fleet.join(a);
     await expect(fleet.join(a)).rejects.toThrow(ValidationError);
-    await expect(new InProcessFleet().join(a)).rejects.toThrow(/attached/);
+    await expect(new InProcessFleet().join(a)).rejects.toThrow('a fleet link is attached to this client already: one fleet per client (a Redis ledger with fleetWatcher, or one InProcessFleet)');
     fleet.close();
   });
 
