@@ -15,54 +15,13 @@
  *
  * @module
  */
+import { MinHeap } from './minHeap.js';
 
 /** One job as the bound sees it (durations in ms). */
 export interface BoundJob {
   readonly cores: number;
   /** Its server's POST to the destruction of its row, in ms. */
   readonly heldMs: number;
-}
-
-/** A binary min-heap of [end time, cores] pairs. */
-class EndHeap {
-  readonly #items: Array<[number, number]> = [];
-  get size(): number {
-    return this.#items.length;
-  }
-  peek(): [number, number] | undefined {
-    return this.#items[0];
-  }
-  push(item: [number, number]): void {
-    const a = this.#items;
-    a.push(item);
-    let i = a.length - 1;
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      if (a[p]![0] <= a[i]![0]) break;
-      [a[p], a[i]] = [a[i]!, a[p]!];
-      i = p;
-    }
-  }
-  pop(): [number, number] | undefined {
-    const a = this.#items;
-    const top = a[0];
-    const last = a.pop();
-    if (a.length > 0 && last) {
-      a[0] = last;
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        if (l < a.length && a[l]![0] < a[m]![0]) m = l;
-        if (r < a.length && a[r]![0] < a[m]![0]) m = r;
-        if (m === i) break;
-        [a[m], a[i]] = [a[i]!, a[m]!];
-        i = m;
-      }
-    }
-    return top;
-  }
 }
 
 /**
@@ -73,7 +32,8 @@ class EndHeap {
  * @throws `RangeError` when a job needs more cores than the quota.
  */
 export function inOrderBoundMs(jobs: readonly BoundJob[], workers: number, quotaCores: number): number {
-  const running = new EndHeap();
+  // Running jobs as [end time, cores], the earliest end first.
+  const running = new MinHeap<[number, number]>((a, b) => a[0] < b[0]);
   let used = 0;
   let t = 0;
   let makespan = 0;

@@ -12,6 +12,7 @@
  * @module
  */
 import type { Clock } from 'nova-guard';
+import { MinHeap } from './minHeap.js';
 
 type TimerHandle = ReturnType<Clock['setTimeout']>;
 
@@ -57,7 +58,7 @@ export class VirtualTime {
   #seq = 0;
   #live = 0;
   #steps = 0;
-  readonly #heap: VirtualTimer[] = [];
+  readonly #heap = new MinHeap<VirtualTimer>(before);
   #restore: (() => void) | undefined;
 
   constructor() {
@@ -166,36 +167,11 @@ export class VirtualTime {
   }
 
   #push(t: VirtualTimer): void {
-    const h = this.#heap;
-    h.push(t);
-    let i = h.length - 1;
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      if (!before(h[i]!, h[p]!)) break;
-      [h[i], h[p]] = [h[p]!, h[i]!];
-      i = p;
-    }
+    this.#heap.push(t);
   }
 
   #pop(): VirtualTimer | undefined {
-    const h = this.#heap;
-    while (h.length > 0) {
-      const top = h[0]!;
-      const last = h.pop()!;
-      if (h.length > 0) {
-        h[0] = last;
-        let i = 0;
-        for (;;) {
-          const l = 2 * i + 1;
-          const r = l + 1;
-          let m = i;
-          if (l < h.length && before(h[l]!, h[m]!)) m = l;
-          if (r < h.length && before(h[r]!, h[m]!)) m = r;
-          if (m === i) break;
-          [h[i], h[m]] = [h[m]!, h[i]!];
-          i = m;
-        }
-      }
+    for (let top = this.#heap.pop(); top !== undefined; top = this.#heap.pop()) {
       if (!top.cancelled) {
         this.#live--;
         return top;
