@@ -63,10 +63,13 @@ export function parseQuotaSetDetail(quotaSet: Record<string, unknown>): QuotaSet
 /**
  * The query of the next page of a `GET /servers/detail` listing: the `servers_links` "next" link's
  * query (only its query: the next page is read from the client's endpoint, never another host), or
- * undefined on the last page (no next link, one without a marker, or `pageEmpty`). Records the marker in `seenMarkers`.
- * @throws {@link InvalidResponseError} when the link is not a URL, or asks for a marker already
- * followed (a proxy that drops the query, a pagination bug: a silently truncated listing would make
- * an audit drift and a reaper miss servers).
+ * undefined on the last page (no next link, one without an href, or `pageEmpty`). Records the marker in `seenMarkers`.
+ * @throws {@link InvalidResponseError} when the link is not a URL, has no `marker` (Nova's next link
+ * always names the last server of the page; one without it, such as a proxy's `?page=2`, cannot be
+ * followed, and taking the page for the last would truncate the listing: the delete engine would take
+ * the servers of the later pages for gone), or asks for a marker already followed (a proxy that drops
+ * the query, a pagination bug: a silently truncated listing would make an audit drift and a reaper
+ * miss servers).
  */
 export function nextPageQuery(body: unknown, ctx: ShapeContext, seenMarkers: Set<string>, pageEmpty: boolean): Record<string, string> | undefined {
   const links = optionalObjectListMember<{ rel?: unknown; href?: unknown }>(body, 'servers_links', ctx);
@@ -79,7 +82,7 @@ export function nextPageQuery(body: unknown, ctx: ShapeContext, seenMarkers: Set
     throw invalidResponse(ctx, `the servers_links next link ${JSON.stringify(href.slice(0, 200))} is not a URL`);
   }
   const marker = query['marker'];
-  if (!marker) return undefined;
+  if (!marker) throw invalidResponse(ctx, `the servers_links next link ${JSON.stringify(href.slice(0, 200))} names no marker: the next page cannot be read, and the listing would be truncated`);
   if (seenMarkers.has(marker)) throw invalidResponse(ctx, `the servers_links next link asks again for marker ${JSON.stringify(marker)}: the pagination loops`);
   seenMarkers.add(marker);
   return query;

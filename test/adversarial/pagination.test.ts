@@ -46,6 +46,16 @@ describe('listServers pagination', () => {
     await expect(client(s.endpoint).listServers()).rejects.toThrow('the servers_links next link "http://[" is not a URL');
   });
 
+  it('a next link that names no marker (a proxy paging with ?page=2) is an error, not the last page', async () => {
+    const s = await scripted((_q, res) => reply(res, 200, { servers: [{ id: 'a' }], servers_links: [{ rel: 'next', href: 'http://nova/v2.1/servers/detail?page=2' }] }));
+    const e = await client(s.endpoint).listServers().catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(InvalidResponseError);
+    expect((e as Error).message).toBe(
+      `Nova answered 200 to GET ${s.endpoint}/servers/detail with an unexpected body: the servers_links next link "http://nova/v2.1/servers/detail?page=2" names no marker: the next page cannot be read, and the listing would be truncated`,
+    );
+    expect(s.seen).toHaveLength(1);
+  });
+
   it("FakeNova's real pagination still reads every page", async () => {
     const nova = await startNova({ pageSize: 2, maxTotalInstances: -1 });
     for (let i = 0; i < 5; i++) nova.addServer({ name: `s${i}` });
