@@ -26,6 +26,13 @@ export const PUBLISHED_FIELDS = ['status', 'OS-EXT-STS:task_state', 'OS-EXT-STS:
 /** Failed looks in a row a fleet wait tolerates before it publishes that it cannot answer. */
 const FLEET_POLL_RETRIES = 4;
 
+/**
+ * A fleet wait is started again when the fleet's interest in its server reaches this much later than
+ * its deadline, in ms (a later wait with a longer timeout). Less is the carrier's rounding (Redis
+ * registers deadlines on its own clock, to the ms), not a new wait.
+ */
+const EXTEND_SLACK_MS = 1000;
+
 /** One server the fleet waits on, as the watcher reads it (durations in ms). */
 export interface WantedServer {
   /** Time until the latest deadline of the waits on it. */
@@ -47,10 +54,19 @@ export function wantServer(wanted: Map<string, WantedServer>, serverId: string, 
   });
 }
 
+/** One fleet wait of the watching host: how to stop it, and what it was started with (clock time and ms). */
+interface FleetWait {
+  readonly controller: AbortController;
+  whole: boolean;
+  readonly deadlineAt: number;
+  readonly intervalMs: number;
+  readonly confirmIntervalMs: number;
+}
+
 /** The watching host's looks for the fleet (see the module). */
 export class FleetLooks {
   /** The fleet waits of the engine, by server. */
-  readonly #watches = new Map<string, { controller: AbortController; whole: boolean }>();
+  readonly #watches = new Map<string, FleetWait>();
   /** Servers this host cannot answer for (published so): not watched again while the interest lasts. */
   readonly #givenUp = new Set<string>();
 
@@ -68,15 +84,26 @@ export class FleetLooks {
     return this.#watches.size;
   }
 
-  /** Follow the fleet's interest now: stop watching what nobody waits on, start what is new. */
+  /**
+   * Follow the fleet's interest now: stop watching what nobody waits on, start what is new, and start
+   * again (the new wait first, so the engine keeps what it knows of the server) a server whose interest
+   * now reaches past its fleet wait's deadline or asks for shorter intervals: a wait that came later
+   * with a longer timeout would otherwise get no look after the first one's deadline.
+   */
   follow(wanted: ReadonlyMap<string, WantedServer>): void {
-    for (const [id, w] of this.#watches) {
-      if (wanted.has(id)) {
-        w.whole = wanted.get(id)!.whole === true;
+    const now = this.engine.clock.now();
+    for (const [id, w] of [...this.#watches]) {
+      const want = wanted.get(id);
+      if (!want) {
+        w.controller.abort(new Error('nobody waits on it'));
+        this.#watches.delete(id);
         continue;
       }
-      w.controller.abort(new Error('nobody waits on it'));
-      this.#watches.delete(id);
+      w.whole = want.whole === true;
+      if (now + want.remainingMs > w.deadlineAt + EXTEND_SLACK_MS || want.intervalMs < w.intervalMs || want.confirmIntervalMs < w.confirmIntervalMs) {
+        this.#watchFor(id, want);
+        w.controller.abort(new Error('watched again for a later deadline or a shorter interval'));
+      }
     }
     for (const id of this.#givenUp) if (!wanted.has(id)) this.#givenUp.delete(id);
     for (const [id, w] of wanted) if (id !== '' && !this.#watches.has(id) && !this.#givenUp.has(id) && w.remainingMs > 0) this.#watchFor(id, w);
@@ -91,14 +118,15 @@ export class FleetLooks {
 
   #watchFor(serverId: string, w: WantedServer): void {
     const controller = new AbortController();
-    const watch = { controller, whole: w.whole === true };
+    const deadlineAt = this.engine.clock.now() + w.remainingMs;
+    const watch: FleetWait = { controller, whole: w.whole === true, deadlineAt, intervalMs: w.intervalMs, confirmIntervalMs: w.confirmIntervalMs };
     this.#watches.set(serverId, watch);
     this.engine
       .watch(serverId, {
         intervalMs: w.intervalMs,
         confirmIntervalMs: w.confirmIntervalMs,
         jitter: 0.1,
-        deadlineAt: this.engine.clock.now() + w.remainingMs,
+        deadlineAt,
         requestTimeoutMs: undefined,
         pollRetries: FLEET_POLL_RETRIES,
         signal: controller.signal,

@@ -5,9 +5,9 @@
  * with the whole body; ERROR); the watcher leaving hands over at once.
  */
 import { describe, expect, it, vi } from 'vitest';
-import { InProcessFleet, QuotaGuard, ValidationError, waitForActive, type NovaClient } from '../../src/index.js';
+import { InProcessFleet, QuotaGuard, ValidationError, waitForActive, waitForDelete, type NovaClient } from '../../src/index.js';
 import type { FakeNova } from '../../src/testing/index.js';
-import { clientFor, serverPath, settle, startNova, useFakeClock } from '../helpers.js';
+import { clientFor, fakeMs, serverPath, settle, startNova, useFakeClock } from '../helpers.js';
 
 useFakeClock();
 
@@ -143,6 +143,30 @@ describe('InProcessFleet', () => {
     const respelt = `${u.protocol}//${u.hostname.toUpperCase()}:${u.port}${u.pathname}/`;
     await fleet.join(clientFor(nova, { endpoint: respelt }));
     expect(fleet.size).toBe(2);
+    fleet.close();
+  });
+
+  it("a consumer's wait that came later with a longer timeout is still answered after the first wait's deadline: it ends deleted at Nova's 404, not as a timeout", async () => {
+    const nova = await startNova({ deleteDelayMs: 20_000 });
+    const a = countedClient(nova);
+    const b = countedClient(nova);
+    const fleet = new InProcessFleet();
+    await fleet.join(a.client);
+    const mb = await fleet.join(b.client);
+    await vi.advanceTimersByTimeAsync(0);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    await b.client.deleteServer(id);
+    const first = waitForDelete(b.client, id, { intervalMs: 1000, jitter: 0, timeoutMs: 5000 });
+    await vi.advanceTimersByTimeAsync(1000);
+    let settledAt: number | undefined;
+    const later = waitForDelete(b.client, id, { intervalMs: 1000, jitter: 0, timeoutMs: 60_000 }).finally(() => (settledAt = fakeMs()));
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect((await first).outcome).toBe('timeout');
+    // Before the fix the watcher's fleet wait kept the first deadline: no look after 5 s, a timeout at 61 s.
+    expect((await later).outcome).toBe('deleted');
+    expect(settledAt!).toBeLessThan(23_000);
+    expect(looks(b.sent)).toEqual([]);
+    expect(mb.consuming).toBe(true);
     fleet.close();
   });
 });
