@@ -350,7 +350,8 @@ export class DeleteEngine implements DeleteEngineFleet {
       presenceMicroversion: this.#listings.presenceMicroversion,
       trustAbsence: this.#listings.trustAbsence,
       knownListed: this.#listings.knownListed,
-      onPlausibleListing: (ids) => void (this.#listings.knownListed = ids),
+      onPlausibleListing: (ids, serverDateMs) => this.#listings.plausibleListing(ids, serverDateMs),
+      staleListing: (serverDateMs) => this.#listings.stale(serverDateMs),
       onPresenceUnsupported: () => this.#listings.presenceUnsupported(),
       fail: (e, error) => this.#fail(e as Entry, error),
     }).finally(() => {

@@ -15,7 +15,9 @@
  *    gone (the earlier listing may be one the engine sent before the wait began: its latest plausible
  *    brief listing; deletion is monotonic), provided the listing succeeded in full (every page, within its time limit: a truncated,
  *    failed or hung listing is a failed listing and answers nothing), is plausibly this project's
- *    ({@link plausiblyOurs}), and Nova accepted the 2.69 microversion.
+ *    ({@link plausiblyOurs}), is not dated (`Date`) more than a second before a brief listing already
+ *    taken (a cache's stored copy may predate the server; `ListingPolicy.stale`), and Nova accepted
+ *    the 2.69 microversion.
  *
  * Never evidence of "gone": an absence from a `changes-since` listing (only "not seen": the server
  * gets its own GET), status `DELETED` (Nova frees the cores at the 404), a failed look of any kind,

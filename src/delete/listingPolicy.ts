@@ -13,6 +13,9 @@ import { presenceMicroversion } from './observe.js';
 /** Longest pause of shared listings after listings failed in a row, in ms. */
 const MAX_LISTING_BACKOFF_MS = 60_000;
 
+/** How much older than the newest brief listing's `Date` a listing's may be before it is stale, in ms (the header counts whole seconds). */
+const STALE_DATE_SLACK_MS = 1000;
+
 /** Widest extra window taken off `changes-since` after servers were missing from listings, in ms. */
 const MAX_WIDEN_MS = 600_000;
 
@@ -29,6 +32,8 @@ export class ListingPolicy {
    * to exist): a later listing that shows none of these nor any pending server proves no absence.
    */
   knownListed: ReadonlySet<string> = new Set();
+  /** Nova's `Date` (epoch ms) of the newest plausible brief listing, when one carried it. */
+  #newestListingDateMs = Number.NEGATIVE_INFINITY;
   #offUntil = Number.NEGATIVE_INFINITY;
   #backoffMs = 0;
 
@@ -55,6 +60,21 @@ export class ListingPolicy {
   /** A server whose DELETE date was known was missing from a `changes-since` listing. */
   missing(): void {
     this.widenMs = Math.min(MAX_WIDEN_MS, Math.max(2000, this.widenMs * 2));
+  }
+
+  /**
+   * A brief listing dated `serverDateMs` (its `Date` header) is older than one already taken, by more
+   * than the header's one-second resolution: a stale answer (a cache, a proxy that replays), which
+   * may not show servers created since: its absences prove nothing. Undefined (no `Date`): not known.
+   */
+  stale(serverDateMs: number | undefined): boolean {
+    return serverDateMs !== undefined && Number.isFinite(serverDateMs) && serverDateMs < this.#newestListingDateMs - STALE_DATE_SLACK_MS;
+  }
+
+  /** A brief listing dated `serverDateMs` was plausibly this project's: its ids are the known ones from now on. */
+  plausibleListing(ids: ReadonlySet<string>, serverDateMs: number | undefined): void {
+    this.knownListed = ids;
+    if (serverDateMs !== undefined && Number.isFinite(serverDateMs)) this.#newestListingDateMs = Math.max(this.#newestListingDateMs, serverDateMs);
   }
 
   /** Nova answered 406 to the brief listing at 2.69: older than that, so list at the client's microversion and prove absences by GET. */

@@ -152,8 +152,13 @@ export function presenceMicroversion(clientMicroversion: string): string {
   return minor !== undefined && Number(minor) < 69 ? '2.69' : clientMicroversion;
 }
 
-/** `GET /servers` (ids only, every page) at {@link presenceMicroversion}: the ids Nova lists. */
-export async function listIds(api: ServerApi, signal: AbortSignal, requestTimeoutMs: number, microversion?: string): Promise<{ ids: Set<string>; pages: number }> {
-  const { servers, pages } = await api.listServersWithMeta({}, { signal, requestTimeoutMs, retry: false, brief: true, ...(microversion ? { microversion } : {}) });
-  return { ids: new Set(servers.map((s) => String(s.id))), pages };
+/** `GET /servers` (ids only, every page) at {@link presenceMicroversion}: the ids Nova lists, and the `Date` of its first page (epoch ms). */
+export async function listIds(
+  api: ServerApi,
+  signal: AbortSignal,
+  requestTimeoutMs: number,
+  microversion?: string,
+): Promise<{ ids: Set<string>; pages: number; serverDateMs: number | undefined }> {
+  const { servers, pages, serverDateMs } = await api.listServersWithMeta({}, { signal, requestTimeoutMs, retry: false, brief: true, ...(microversion ? { microversion } : {}) });
+  return { ids: new Set(servers.map((s) => String(s.id))), pages, serverDateMs };
 }

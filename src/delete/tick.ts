@@ -57,8 +57,10 @@ export interface TickContext {
   trustAbsence: boolean;
   /** The ids of the latest brief listing that was plausibly this project's (see {@link plausiblyOurs}). */
   knownListed: ReadonlySet<string>;
-  /** A brief listing was plausibly this project's: its ids are the known ones from now on. */
-  onPlausibleListing: (ids: ReadonlySet<string>) => void;
+  /** A brief listing (with its `Date`) was plausibly this project's: its ids are the known ones from now on. */
+  onPlausibleListing: (ids: ReadonlySet<string>, serverDateMs: number | undefined) => void;
+  /** A brief listing with this `Date` is older than one already taken (a cache's stale answer): its absences prove nothing. */
+  staleListing: (serverDateMs: number | undefined) => boolean;
   onPresenceUnsupported: () => void;
   /** A listing still has the server: a look that shows it there (its status as last seen). */
   present: (entry: TickEntry) => void;
@@ -175,14 +177,20 @@ async function statusListing(ctx: TickContext, wanted: TickEntry[]): Promise<Tic
 async function presenceListing(ctx: TickContext, underway: TickEntry[]): Promise<{ gone: TickEntry[]; look: TickEntry[] }> {
   if (underway.length <= 1) return { gone: [], look: underway.filter((e) => e.seenDeleted || ctx.due.has(e)) };
   try {
-    const { ids } = await ctx.sendListing(() => {
+    const { ids, serverDateMs } = await ctx.sendListing(() => {
       ctx.stats.briefListings++;
       return bounded(ctx, (signal, limitMs) => listIds(ctx.api, signal, limitMs, ctx.presenceMicroversion));
     }, ctx.signal);
     ctx.onListing(true);
-    const plausible = plausiblyOurs(ids, ctx.entries, ctx.knownListed);
-    if (plausible) ctx.onPlausibleListing(ids);
-    if (!plausible && underway.some((e) => e.listed)) {
+    const stale = ctx.staleListing(serverDateMs);
+    const plausible = !stale && plausiblyOurs(ids, ctx.entries, ctx.knownListed);
+    if (plausible) ctx.onPlausibleListing(ids, serverDateMs);
+    if (stale && underway.some((e) => e.listed)) {
+      ctx.api.logger.warn(
+        { listed: ids.size, serverDate: new Date(serverDateMs!).toISOString() },
+        'a listing (GET /servers) is dated before one already taken (a cached or replayed answer?): its absences are not trusted, each is confirmed by its own GET',
+      );
+    } else if (!plausible && underway.some((e) => e.listed)) {
       ctx.api.logger.warn(
         { listed: ids.size, pending: ctx.entries.length },
         'a listing (GET /servers) shows none of the servers being deleted: its absences are not trusted, each is confirmed by its own GET',
