@@ -354,6 +354,8 @@ export class DeleteEngine implements DeleteEngineFleet {
       staleListing: (serverDateMs) => this.#listings.stale(serverDateMs),
       onPresenceUnsupported: () => this.#listings.presenceUnsupported(),
       fail: (e, error) => this.#fail(e as Entry, error),
+      troubled: () => this.outbound.pace.factor > 1 || !this.#listings.usable(this.clock.now()),
+      dueAt: (e) => Math.min(...(e as Entry).watches.map((w) => w.nextAt)),
     }).finally(() => {
       if (this.#ticking === controller) this.#ticking = undefined;
       this.#reschedule();

@@ -8,6 +8,7 @@ import { inOperation } from '../core/telemetry.js';
 import { timeoutSignal } from '../core/clock.js';
 import { statusOf } from '../core/counting.js';
 import { AbortError, NovaApiError } from '../errors/index.js';
+import { isTransient } from '../transport/http.js';
 import { CHANGES_SINCE_MARGIN_MS, listChangedSince, listIds, lookById, type Observation } from './observe.js';
 import type { DeleteEngineStats, ServerApi, TickEntry } from './types.js';
 
@@ -74,6 +75,13 @@ export interface TickContext {
   /** The check of a 404 failed (the listing did): the 404 is not confirmed; the server is looked at again next time. */
   checkFailed: (entry: TickEntry, error: unknown) => void;
   fail: (entry: TickEntry, error: unknown) => void;
+  /**
+   * Nova is in trouble now (the pace is widened by slow or failing answers, or shared listings are
+   * backed off after failures): several GETs go out only after one of them was answered.
+   */
+  troubled: () => boolean;
+  /** The clock time a server is due for its next look (the earliest of its waits'): the most overdue is probed first. */
+  dueAt: (entry: TickEntry) => number;
 }
 
 /** When Nova's clock is not known yet, `changes-since` reaches this far back, in ms (clocks minutes apart still meet). */
@@ -103,25 +111,42 @@ async function bounded<T>(ctx: TickContext, list: (signal: AbortSignal, requestT
   }
 }
 
-/** Look at `entries` one by one (rate-limited; each GET stops when its server's last wait ends). */
+/**
+ * Look at `entries` one by one (rate-limited; each GET stops when its server's last wait ends). While
+ * Nova is in trouble (`ctx.troubled`), the most overdue server is looked at first, alone: when its GET
+ * fails too (5xx, 429, no answer), the others are not sent this tick (they stay due, and the next
+ * tick probes the next most overdue), so a failing Nova gets one GET a tick, not one per server
+ * waited on (the GETs that stood in for a failed listing multiplied the requests by the number of
+ * waits). When the probe is answered (a listing that fails while GETs work), the others go out.
+ */
 async function lookEach(ctx: TickContext, entries: Iterable<TickEntry>): Promise<void> {
-  await Promise.all(
-    [...entries].map(async (e) => {
-      if (!live(e)) return;
-      const signal = e.controller.signal;
-      try {
-        const obs = await ctx.send(() => {
-          ctx.stats.gets++;
-          return inOperation(e.operation, () => lookById(ctx.api, e.serverId, signal, ctx.requestTimeoutMs(e)));
-        }, signal);
-        if (!live(e)) return;
-        if (obs.gone) await deliverGone(ctx, e);
-        else ctx.deliver(e, obs);
-      } catch (error) {
-        if (live(e) && !(error instanceof AbortError)) ctx.fail(e, error);
-      }
-    }),
-  );
+  let rest = [...entries].filter(live);
+  if (rest.length >= 2 && ctx.troubled()) {
+    rest.sort((a, b) => ctx.dueAt(a) - ctx.dueAt(b));
+    const probe = rest.shift()!;
+    if (!(await lookAt(ctx, probe))) return;
+    rest = rest.filter(live);
+  }
+  await Promise.all(rest.map((e) => lookAt(ctx, e)));
+}
+
+/** One GET of `e`'s server, its answer delivered; false when it failed transiently (Nova in trouble). */
+async function lookAt(ctx: TickContext, e: TickEntry): Promise<boolean> {
+  if (!live(e)) return true;
+  const signal = e.controller.signal;
+  try {
+    const obs = await ctx.send(() => {
+      ctx.stats.gets++;
+      return inOperation(e.operation, () => lookById(ctx.api, e.serverId, signal, ctx.requestTimeoutMs(e)));
+    }, signal);
+    if (!live(e)) return true;
+    if (obs.gone) await deliverGone(ctx, e);
+    else ctx.deliver(e, obs);
+    return true;
+  } catch (error) {
+    if (live(e) && !(error instanceof AbortError)) ctx.fail(e, error);
+    return !isTransient(error);
+  }
 }
 
 /**
