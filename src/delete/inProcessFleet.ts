@@ -87,11 +87,15 @@ export class InProcessFleet {
    * to join binds it, and a client of another endpoint or project is refused (the watcher's look at
    * another project's server, or another region's, would answer 404 for a server that lives).
    * @param client - a `NovaClient` with a `projectId` (given, or from a noauth token).
-   * @throws {@link ValidationError} when the client has no `projectId`, names another endpoint or
+   * @throws {@link ValidationError} when `client` is not a client (null, a plain object), has no `projectId`, names another endpoint or
    * project than the fleet's (endpoints compared as the ledgers compare them: scheme and host case,
    * default port, trailing slash), has joined already, or its engine has a fleet link already.
    */
   async join(client: FleetClient): Promise<InProcessFleetMember> {
+    const c = client as Partial<FleetClient> | null | undefined;
+    if (!c || typeof c !== 'object' || typeof c.endpoint !== 'function' || !c.deleteEngine) {
+      throw new ValidationError(`InProcessFleet.join needs a NovaClient (got ${c === null ? 'null' : typeof c})`);
+    }
     const projectId = client.projectId;
     if (projectId === undefined || projectId === '') throw new ValidationError('InProcessFleet.join: the client has no projectId; a fleet answers for one project (set projectId on the NovaClient)');
     const scope = ledgerScope(await client.endpoint(), projectId);

@@ -127,6 +127,14 @@ describe('InProcessFleet', () => {
     fleet.close();
   });
 
+  it('join of something that is not a client (null, undefined, a plain object with a projectId) is a ValidationError, not a TypeError', async () => {
+    const fleet = new InProcessFleet();
+    for (const bad of [null, undefined, 'client', { projectId: 'demo', endpoint: async () => 'http://nova.test' }]) {
+      await expect(fleet.join(bad as never)).rejects.toThrow(new ValidationError(`InProcessFleet.join needs a NovaClient (got ${bad === null ? 'null' : typeof bad})`));
+    }
+    expect(fleet.size).toBe(0);
+  });
+
   it('one endpoint and one project a fleet: a client of another project or endpoint, or with no projectId, is refused before it joins; another spelling of the endpoint is the same', async () => {
     const nova = await startNova();
     const fleet = new InProcessFleet();
