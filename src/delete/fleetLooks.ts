@@ -87,8 +87,9 @@ export class FleetLooks {
   /**
    * Follow the fleet's interest now: stop watching what nobody waits on, start what is new, and start
    * again (the new wait first, so the engine keeps what it knows of the server) a server whose interest
-   * now reaches past its fleet wait's deadline or asks for shorter intervals: a wait that came later
-   * with a longer timeout would otherwise get no look after the first one's deadline.
+   * now reaches past its fleet wait's deadline or asks for other intervals (a wait with a shorter one
+   * came, or went; short looks while a create waits): a wait that came later with a longer timeout
+   * would otherwise get no look after the first one's deadline.
    */
   follow(wanted: ReadonlyMap<string, WantedServer>): void {
     const now = this.engine.clock.now();
@@ -100,9 +101,9 @@ export class FleetLooks {
         continue;
       }
       w.whole = want.whole === true;
-      if (now + want.remainingMs > w.deadlineAt + EXTEND_SLACK_MS || want.intervalMs < w.intervalMs || want.confirmIntervalMs < w.confirmIntervalMs) {
+      if (now + want.remainingMs > w.deadlineAt + EXTEND_SLACK_MS || want.intervalMs !== w.intervalMs || want.confirmIntervalMs !== w.confirmIntervalMs) {
         this.#watchFor(id, want);
-        w.controller.abort(new Error('watched again for a later deadline or a shorter interval'));
+        w.controller.abort(new Error('watched again for a later deadline or other intervals'));
       }
     }
     for (const id of this.#givenUp) if (!wanted.has(id)) this.#givenUp.delete(id);

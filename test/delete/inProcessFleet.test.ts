@@ -177,4 +177,52 @@ describe('InProcessFleet', () => {
     expect(mb.consuming).toBe(true);
     fleet.close();
   });
+
+  it("a consumer's wait that came later with a shorter interval is looked at on it: the watcher's fleet wait follows the interest's intervals", async () => {
+    const nova = await startNova({ deleteDelayMs: 1_000_000 });
+    const a = countedClient(nova);
+    const b = countedClient(nova);
+    const fleet = new InProcessFleet();
+    await fleet.join(a.client);
+    await fleet.join(b.client);
+    await vi.advanceTimersByTimeAsync(0);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    await b.client.deleteServer(id);
+    const slow = waitForDelete(b.client, id, { intervalMs: 10_000, jitter: 0, timeoutMs: 60_000 });
+    await vi.advanceTimersByTimeAsync(1000);
+    const fast = waitForDelete(b.client, id, { intervalMs: 1000, jitter: 0, timeoutMs: 60_000 });
+    const before = looks(a.sent).length;
+    await vi.advanceTimersByTimeAsync(10_000);
+    // Before the fix the watcher kept the first wait's 10 s interval: one look in these 10 s.
+    expect(looks(a.sent).length - before).toBeGreaterThanOrEqual(8);
+    expect(looks(b.sent)).toEqual([]);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect([(await slow).outcome, (await fast).outcome]).toEqual(['timeout', 'timeout']);
+    fleet.close();
+  });
+
+  it('when the short-interval wait ends, the watcher goes back to the longer interval of the waits left (no more looks than they ask for)', async () => {
+    const nova = await startNova({ deleteDelayMs: 1_000_000 });
+    const a = countedClient(nova);
+    const b = countedClient(nova);
+    const fleet = new InProcessFleet();
+    await fleet.join(a.client);
+    await fleet.join(b.client);
+    await vi.advanceTimersByTimeAsync(0);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    await b.client.deleteServer(id);
+    const fast = waitForDelete(b.client, id, { intervalMs: 1000, jitter: 0, timeoutMs: 5000 });
+    await vi.advanceTimersByTimeAsync(1000);
+    const slow = waitForDelete(b.client, id, { intervalMs: 10_000, jitter: 0, timeoutMs: 120_000 });
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect((await fast).outcome).toBe('timeout');
+    const before = looks(a.sent).length;
+    await vi.advanceTimersByTimeAsync(40_000);
+    // Every 10 s (4 or 5 looks), not every second as the ended wait asked.
+    expect(looks(a.sent).length - before).toBeLessThanOrEqual(5);
+    expect(looks(a.sent).length - before).toBeGreaterThanOrEqual(3);
+    await vi.advanceTimersByTimeAsync(120_000);
+    expect((await slow).outcome).toBe('timeout');
+    fleet.close();
+  });
 });
