@@ -356,6 +356,7 @@ export class DeleteEngine implements DeleteEngineFleet {
       fail: (e, error) => this.#fail(e as Entry, error),
       troubled: () => this.outbound.pace.factor > 1 || !this.#listings.usable(this.clock.now()),
       dueAt: (e) => Math.min(...(e as Entry).watches.map((w) => w.nextAt)),
+      skipped: (e, error) => (e as Entry).watches.forEach((w) => w.log.note('look', error)),
     }).finally(() => {
       if (this.#ticking === controller) this.#ticking = undefined;
       this.#reschedule();

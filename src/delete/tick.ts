@@ -82,6 +82,11 @@ export interface TickContext {
   troubled: () => boolean;
   /** The clock time a server is due for its next look (the earliest of its waits'): the most overdue is probed first. */
   dueAt: (entry: TickEntry) => number;
+  /**
+   * Its GET was not sent this tick because the probe's failed with `error` (see `lookEach`): the
+   * waits on it are told (their failures name it), without a failed look of their own counted.
+   */
+  skipped: (entry: TickEntry, error: unknown) => void;
 }
 
 /** When Nova's clock is not known yet, `changes-since` reaches this far back, in ms (clocks minutes apart still meet). */
@@ -117,35 +122,40 @@ async function bounded<T>(ctx: TickContext, list: (signal: AbortSignal, requestT
  * fails too (5xx, 429, no answer), the others are not sent this tick (they stay due, and the next
  * tick probes the next most overdue), so a failing Nova gets one GET a tick, not one per server
  * waited on (the GETs that stood in for a failed listing multiplied the requests by the number of
- * waits). When the probe is answered (a listing that fails while GETs work), the others go out.
+ * waits); their waits are told of the probe's failure (`ctx.skipped`). When the probe is answered (a
+ * listing that fails while GETs work), the others go out.
  */
 async function lookEach(ctx: TickContext, entries: Iterable<TickEntry>): Promise<void> {
   let rest = [...entries].filter(live);
   if (rest.length >= 2 && ctx.troubled()) {
     rest.sort((a, b) => ctx.dueAt(a) - ctx.dueAt(b));
     const probe = rest.shift()!;
-    if (!(await lookAt(ctx, probe))) return;
+    const failed = await lookAt(ctx, probe);
+    if (failed !== undefined) {
+      for (const e of rest) if (live(e)) ctx.skipped(e, failed);
+      return;
+    }
     rest = rest.filter(live);
   }
   await Promise.all(rest.map((e) => lookAt(ctx, e)));
 }
 
-/** One GET of `e`'s server, its answer delivered; false when it failed transiently (Nova in trouble). */
-async function lookAt(ctx: TickContext, e: TickEntry): Promise<boolean> {
-  if (!live(e)) return true;
+/** One GET of `e`'s server, its answer delivered; the error when it failed transiently (Nova in trouble), else undefined. */
+async function lookAt(ctx: TickContext, e: TickEntry): Promise<unknown> {
+  if (!live(e)) return undefined;
   const signal = e.controller.signal;
   try {
     const obs = await ctx.send(() => {
       ctx.stats.gets++;
       return inOperation(e.operation, () => lookById(ctx.api, e.serverId, signal, ctx.requestTimeoutMs(e)));
     }, signal);
-    if (!live(e)) return true;
+    if (!live(e)) return undefined;
     if (obs.gone) await deliverGone(ctx, e);
     else ctx.deliver(e, obs);
-    return true;
+    return undefined;
   } catch (error) {
     if (live(e) && !(error instanceof AbortError)) ctx.fail(e, error);
-    return !isTransient(error);
+    return isTransient(error) ? error : undefined;
   }
 }
 

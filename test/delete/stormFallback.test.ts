@@ -17,7 +17,9 @@ describe('a 503 storm under 30 delete waits', () => {
     const deletes = Promise.all(ids.map((id) => client.deleteServer(id)));
     await vi.advanceTimersByTimeAsync(5000);
     await deletes;
-    const waits = ids.map((id) => waitForDelete(client, id, { intervalMs: 5000, jitter: 0, timeoutMs: 600_000, pollRetries: 1000 }));
+    const told = new Set<string>();
+    const onFailure = (f: { serverId: string; kind: string; error: Error }): void => void (f.kind === 'look' && (f.error as { status?: number }).status === 503 && told.add(f.serverId));
+    const waits = ids.map((id) => waitForDelete(client, id, { intervalMs: 5000, jitter: 0, timeoutMs: 600_000, pollRetries: 1000, onFailure }));
     await vi.advanceTimersByTimeAsync(30_000); // past the first looks
     const count = async (ms: number): Promise<number> => {
       const before = nova.requests.length;
@@ -31,6 +33,8 @@ describe('a 503 storm under 30 delete waits', () => {
     // Before the fix: 82 requests in the storm's minute (a GET per server every 20 s), against 16 healthy.
     expect(storm).toBeLessThanOrEqual(healthy);
     expect(storm).toBeGreaterThan(0); // still looking
+    // Every wait heard of the failure, also those whose GET the failed probe held back.
+    expect(told.size).toBe(30);
     nova.clearFaults();
     const stormEndedAt = fakeMs();
     const ends = Promise.all(waits.map((w) => w.then((r) => ({ outcome: r.outcome, at: fakeMs() }))));
