@@ -21,7 +21,7 @@ import { NovaGuardError } from '../errors/base.js';
 import { parseQuotaMessage } from '../errors/quotaMessage.js';
 import { stepDelayMs } from './backoff.js';
 import { QuotaBuildFaultError } from './errors.js';
-import type { QuotaRetryReason } from './options.js';
+import type { QuotaRetryReason } from './hookInfo.js';
 
 /** How the guard's own POST failed without creating a server, when it did. */
 export type PostRefusal = 'rate-limited' | 'refused';
