@@ -36,6 +36,7 @@ import { serversForCheck } from './explainShare.js';
 import type { Admission as LedgerAdmission, LedgerLimits } from './ledger.js';
 import { outOfReachFit } from './degradedUse.js';
 import { listUncounted } from './uncounted.js';
+import { withinCallDeadline } from './readBound.js';
 import { isThenable, type Claim, type GuardState } from './state.js';
 import type { GuardedCall } from './guardedCall.js';
 
@@ -154,10 +155,13 @@ export class Admission {
     const g = this.#g;
     const ledger = this.#call.ledger;
     const needs = this.#needs;
-    await refreshUnwatched(g, signal);
+    // Nova's reads end by the call's deadline (`readBound.ts`): a hung /limits never holds the call past it.
+    const call = this.#call;
+    await withinCallDeadline(g, call, 'GET /servers/{id}', (s) => refreshUnwatched(g, s), signal);
     ledger.startAdmission();
-    const read = (s: AbortSignal | undefined): ReturnType<typeof readLimits> => readLimits(g, s);
-    const acquired = await ledger.acquire(needs, g.opts.leaseTtlMs, read, signal, (s) => listUncounted(g.client, s));
+    const read = (s: AbortSignal | undefined): ReturnType<typeof readLimits> => withinCallDeadline(g, call, 'GET /limits', (rs) => readLimits(g, rs), s);
+    const uncounted = (s: AbortSignal | undefined): ReturnType<typeof listUncounted> => withinCallDeadline(g, call, 'GET /servers/detail', (rs) => listUncounted(g.client, rs), s);
+    const acquired = await ledger.acquire(needs, g.opts.leaseTtlMs, read, signal, uncounted);
     if (acquired) return this.#verdict(acquired.value.reading, acquired.value, acquired.claim);
     const { reading } = await ledger.readLimits(read, signal);
     const admitted = await ledger.admit({ needs, headroom: rawHeadroomOf(reading.absolute), stamp: reading.stamp, ttlMs: g.opts.leaseTtlMs }, signal);
@@ -260,7 +264,8 @@ export class Admission {
     const g = this.#g;
     if (!g.opts.explainShortfall) return undefined;
     try {
-      const servers = await serversForCheck(g.client, readAtMs, final, signal);
+      // The listing is shared by the client's calls: the deadline ends this call's wait for it.
+      const servers = await withinCallDeadline(g, this.#call, 'GET /servers/detail', (s) => serversForCheck(g.client, readAtMs, final, s), signal);
       return servers && explainShortfall(servers, shortfalls, g.clock.wallNow() - this.#call.elapsedMs());
     } catch (e) {
       throwIfAborted(signal);

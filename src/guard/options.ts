@@ -29,6 +29,17 @@ export interface QuotaGuardOptions {
    */
   maxWaitMs?: number;
   /**
+   * Time limit of a Nova read of the wait for headroom (`GET /limits`, and the listing of the
+   * servers Nova does not count yet that a ledger never vetted asks for) that starts with less than
+   * this left of `maxWaitMs` (the read at the end of the wait; every read with `maxWaitMs: 0`), in
+   * ms. Other reads are cut when `maxWaitMs` runs out. A cut read's request is aborted and the call
+   * rejects with `NovaNetworkError` (`timedOut`, `ETIMEDOUT`): a `/limits` that hangs ends a call's
+   * wait by `maxWaitMs + finalReadMs`, not the client's `requestTimeoutMs` per attempt. `Infinity`:
+   * only the client's limits.
+   * @default 5000
+   */
+  finalReadMs?: number;
+  /**
    * Most POSTs that count as attempts, the first included (rate-limited POSTs and refused
    * connections do not count; a server deleted after a late quota fault does). Default 8.
    */
@@ -192,6 +203,7 @@ export type { QuotaGuardStats } from './stats.js';
 /** Defaults of {@link QuotaGuardOptions}: the one place they are written. */
 export const QUOTA_GUARD_DEFAULTS = Object.freeze({
   maxWaitMs: 600000,
+  finalReadMs: 5000,
   maxAttempts: 8,
   minDelayMs: 1000,
   baseDelayMs: 2000,
@@ -228,6 +240,7 @@ const GUARD_DELETE_KEYS = ['intervalMs', 'confirmIntervalMs', 'jitter', 'timeout
  */
 const QUOTA_GUARD_SPEC: OptionsSpec<QuotaGuardOptions> = {
   maxWaitMs: is.durationMs({ allowZero: true, timer: true }),
+  finalReadMs: is.durationMs({ timer: true }),
   maxAttempts: is.integer({ min: 1 }),
   minDelayMs: is.durationMs({ allowZero: true, allowInfinity: false, timer: true }),
   baseDelayMs: is.durationMs({ allowZero: true, allowInfinity: false, timer: true }),

@@ -108,6 +108,7 @@ describe('quotaGuard() and options', () => {
     expect(g.options).toMatchObject({ ...QUOTA_GUARD_DEFAULTS, maxAttempts: 3 });
     expect(QUOTA_GUARD_DEFAULTS).toEqual({
       maxWaitMs: 600000,
+      finalReadMs: 5000,
       maxAttempts: 8,
       minDelayMs: 1000,
       baseDelayMs: 2000,
