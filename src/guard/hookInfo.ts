@@ -66,7 +66,11 @@ export type QuotaRetryReason =
   | 'quota'
   /** The server went to ERROR with a quota fault; the guard deleted it. */
   | 'late-quota-fault'
-  /** A rate limit (413 overLimit with Retry-After, 429): re-POST without using an attempt. */
+  /**
+   * A rate limit (413 overLimit with Retry-After, 429) on the POST: re-POST without using an attempt;
+   * or on a read of the wait for headroom (`GET /limits`) past the client's own retries: read again
+   * once its Retry-After has passed, without using an attempt.
+   */
   | 'rate-limit';
 
 /** One retry, passed to `onRetry` (`QuotaGuardOptions`). */

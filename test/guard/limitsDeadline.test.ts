@@ -13,11 +13,11 @@ import { join } from 'node:path';
 import type { AxiosAdapter } from 'axios';
 import { describe, expect, it, vi } from 'vitest';
 import { NovaClient } from '../../src/nova/client.js';
-import { NovaNetworkError } from '../../src/errors/index.js';
+import { NovaNetworkError, RateLimitError } from '../../src/errors/index.js';
 import type { FakeNova } from '../../src/testing/index.js';
 import { SqliteQuotaLedger } from '../../src/sqlite/index.js';
 import { afterThisTest } from '../cleanup.js';
-import { fakeMs, settle, useFakeClock } from '../helpers.js';
+import { T0, fakeMs, settle, useFakeClock } from '../helpers.js';
 import { body, guardFor, startNova } from './fixtures.js';
 import type { QuotaGuardOptions } from '../../src/guard/quotaGuard.js';
 
@@ -124,5 +124,51 @@ describe('a GET /limits that hangs', () => {
     expect(signals.filter((s) => !s.aborted)).toEqual([]);
     expect(guard.inFlightClaims).toBe(0);
     await guard.close();
+  });
+});
+
+describe('a 429 on GET /limits whose Retry-After is longer than the client retries for', () => {
+  const rateLimited = (nova: FakeNova, retryAfterS: number): void =>
+    nova.inject({
+      method: 'GET',
+      path: '/limits',
+      status: 429,
+      headers: { 'Retry-After': String(retryAfterS) },
+      body: { overLimit: { code: 429, message: 'This request was rate-limited.', retryAfter: String(retryAfterS) } },
+      times: 1,
+    });
+
+  it('fits in what is left of maxWaitMs: the call waits it out, reads /limits once more exactly at the Retry-After, and creates the server (no attempt used)', async () => {
+    const nova = await startNova({ maxTotalCores: 8 });
+    rateLimited(nova, 120);
+    const { client } = recordingClient(nova);
+    const retries: string[] = [];
+    const guard = guardFor(nova, { maxWaitMs: 300_000, onRetry: (i) => void retries.push(`${i.reason} ${i.delayMs}`) }, client);
+    const t0 = fakeMs();
+    const server = await settle(guard.createServer(body('x')));
+    expect(nova.getServerState(server.id)?.status).toBe('ACTIVE');
+    const reads = nova.requestsTo('GET', '/limits').map((r) => r.timeMs - T0 - t0);
+    expect(reads).toEqual([0, 120_000]);
+    expect(nova.requestsTo('POST', '/servers')).toHaveLength(1);
+    expect(retries).toEqual(['rate-limit 120000']);
+    expect(guard.stats.rateLimitRetries).toBe(1);
+    await guard.close();
+  });
+
+  it('longer than what is left of maxWaitMs: RateLimitError at once, saying the Retry-After and maxWaitMs; one read, no POST', async () => {
+    const nova = await startNova({ maxTotalCores: 8 });
+    rateLimited(nova, 400);
+    const { client } = recordingClient(nova);
+    const guard = guardFor(nova, { maxWaitMs: 300_000 }, client);
+    const t0 = fakeMs();
+    const err = await settle(guard.createServer(body('x')).then(() => new Error('created'), (e: unknown) => e as Error));
+    expect(fakeMs() - t0).toBe(0);
+    expect(err).toBeInstanceOf(RateLimitError);
+    expect((err as RateLimitError).retryAfterMs).toBe(400_000);
+    expect(err.message).toMatch(/^GET \S+\/limits was rate-limited with Retry-After 400000 ms, not shorter than what is left of maxWaitMs \(300000 of 300000 ms\): given up at once \(This request was rate-limited\.\)$/);
+    expect(nova.requestsTo('GET', '/limits')).toHaveLength(1);
+    expect(nova.requestsTo('POST', '/servers')).toHaveLength(0);
+    await guard.close();
+    expect(vi.getTimerCount()).toBe(0);
   });
 });
