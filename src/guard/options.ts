@@ -195,8 +195,15 @@ export interface GuardedCreateOptions extends GuardedCallOptions {
   keepOnAbort?: boolean | undefined;
 }
 
-/** What {@link QuotaGuard.withQuotaGuard} accepts as needs: numbers, or a flavor and a server count. */
-export type QuotaNeedsSpec = ResourceAmounts | { flavorRef: string; count?: number };
+/**
+ * What {@link QuotaGuard.withQuotaGuard} accepts as needs: numbers (`{ cores, ramMiB, instances }`,
+ * RAM in MiB), or a flavor and a server count (`{ flavorRef, count }`; `flavorRef` is a flavor id or
+ * URL, not a name; `count` default 1). Never both: `{ flavorRef, cores }` is refused by the compiler
+ * as by the call (`ValidationError`).
+ */
+export type QuotaNeedsSpec =
+  | (ResourceAmounts & { flavorRef?: never; count?: never })
+  | { flavorRef: string; count?: number; cores?: never; ramMiB?: never; instances?: never };
 
 export type { QuotaGuardStats } from './stats.js';
 
