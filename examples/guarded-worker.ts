@@ -7,13 +7,18 @@
  * (Nova's recheck race) it deletes it and throws an Error whose message is Nova's quota fault, which
  * the guard retries (a message `parseQuotaMessage` reads as a transient quota error).
  *
+ * The function tags its server with the claim it runs under (`claim.metadata`: `nova-guard-claim`,
+ * `nova-guard-claim-id`, `nova-guard-token`, `nova-guard-holder`, the metadata the guard's own POSTs
+ * carry), so that the quota audit and the reaper know the fleet's servers (`liveClaims`) and can
+ * spot a late create from an expired claim.
+ *
  * Run: `npm run build:examples && node build/examples/guarded-worker.js` (an embedded FakeNova with
  * a 6-core quota, 4 workers × 3 jobs of 2-core servers, one recheck race), or against a cloud:
  * `node build/examples/guarded-worker.js --endpoint http://127.0.0.1:8774/v2.1 --token admin:demo --image <id> --flavor <id>`.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Command } from 'commander';
-import { NovaClient, QuotaGuard, parseQuotaMessage, waitForActive, type Server } from 'nova-guard';
+import { NovaClient, QuotaGuard, parseQuotaMessage, waitForActive, type GuardClaimInfo, type Server } from 'nova-guard';
 import { FakeNova } from 'nova-guard/testing';
 
 interface Flags {
@@ -36,12 +41,13 @@ const flags = new Command('guarded-worker')
   .opts<Flags>();
 
 /**
- * The worker's own create: POST, wait for ACTIVE, and on ERROR delete the server (it holds quota)
- * and throw: an Error with Nova's quota fault as its message (retried by the guard unless permanent),
- * another Error otherwise (not retried).
+ * The worker's own create, tagged with the guard's claim (`claim.metadata`): POST, wait for ACTIVE,
+ * and on ERROR delete the server (it holds quota) and throw: an Error with Nova's quota fault as its
+ * message (retried by the guard unless permanent), another Error otherwise (not retried).
  */
-async function createActive(client: NovaClient, name: string, signal: AbortSignal): Promise<Server> {
-  const created = await client.createServer({ name, flavorRef: flags.flavor, imageRef: flags.image, networks: 'none' }, { signal });
+async function createActive(client: NovaClient, name: string, signal: AbortSignal, claim: GuardClaimInfo): Promise<Server> {
+  const metadata = { ...claim.metadata, job: name };
+  const created = await client.createServer({ name, flavorRef: flags.flavor, imageRef: flags.image, networks: 'none', metadata }, { signal });
   const res = await waitForActive(client, created.id, { intervalMs: 20, timeoutMs: 300000, signal });
   if (res.outcome === 'active') return res.server!;
   await client.deleteServer(created.id, { wait: true, intervalMs: 20 });
@@ -54,10 +60,11 @@ async function worker(client: NovaClient, guard: QuotaGuard, name: string, jobs:
   let failed = 0;
   for (let job = 1; job <= jobs; job++) {
     try {
-      const server = await guard.withQuotaGuard({ flavorRef: flags.flavor, count: 1 }, (signal) => createActive(client, `${name}-job${job}`, signal));
+      // fn gets the call's signal and the claim it runs under: its metadata tags the server.
+      const server = await guard.withQuotaGuard({ flavorRef: flags.flavor, count: 1 }, (signal, claim) => createActive(client, `${name}-job${job}`, signal, claim));
       await sleep(50); // "run the test"
       await client.deleteServer(server.id, { wait: true, intervalMs: 20 });
-      console.log(`${name} job ${job}: done on ${server.id}`);
+      console.log(`${name} job ${job}: done on ${server.id} (claim tag ${server.metadata?.['nova-guard-claim'] ?? 'MISSING'}, claim ${server.metadata?.['nova-guard-claim-id'] ?? 'MISSING'})`);
     } catch (e) {
       failed++;
       console.log(`${name} job ${job}: FAILED ${(e as Error).name}: ${(e as Error).message}`);

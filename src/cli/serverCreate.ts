@@ -89,19 +89,27 @@ export function propertiesOf(props: readonly string[] = []): Record<string, stri
 }
 
 /**
- * The stderr line of one wait of `server create`: for quota headroom (`waiting 2 s for quota
- * headroom: cores needs 4, 0 free`), or, when the shared ledger is out of reach, for the ledger
- * (`waiting 2 s for the quota ledger redis://127.0.0.1:6379, out of reach: ...`): then the
- * shortfalls are no reading of the quota and are not shown as "0 free". `ledger` is the
- * `--ledger`/`NOVA_GUARD_LEDGER` string, printed with its password redacted.
+ * The stderr line of one wait of `server create`, by its reason ({@link QuotaWaitInfo.reason}):
+ * - `short`: `waiting 2 s for quota headroom: cores needs 4, 0 free`;
+ * - `queued`: `waiting 2 s for the creates queued ahead: cores needs 6 with theirs, 4 free`;
+ * - `ledger-settling`: `waiting 2 s for the quota ledger URL to admit: the quota has room, but the
+ *   ledger admits nothing yet (it settles after Redis started or restarted)`;
+ * - `ledger-out-of-reach`: `waiting 2 s for the quota ledger URL, out of reach: ...`: then the
+ *   shortfalls are no reading of the quota and are not shown as "0 free".
+ * `ledger` is the `--ledger`/`NOVA_GUARD_LEDGER` string, printed with its password redacted.
  */
-export function waitLine(w: Pick<QuotaWaitInfo, 'delayMs' | 'shortfalls' | 'ledgerOutOfReach'>, ledger?: string): string {
+export function waitLine(w: Pick<QuotaWaitInfo, 'delayMs' | 'shortfalls' | 'ledgerOutOfReach' | 'reason'>, ledger?: string): string {
   const secs = `${Math.round(w.delayMs / 100) / 10} s`;
-  if (w.ledgerOutOfReach) {
-    const which = ledger === undefined ? 'the quota ledger' : `the quota ledger ${redactUrlSecrets(ledger)}`;
+  const which = ledger === undefined ? 'the quota ledger' : `the quota ledger ${redactUrlSecrets(ledger)}`;
+  const free = (s: QuotaWaitInfo['shortfalls'][number]): string => `${s.headroom === Number.POSITIVE_INFINITY ? 'unlimited' : s.headroom} free`;
+  if (w.ledgerOutOfReach || w.reason === 'ledger-out-of-reach') {
     return `waiting ${secs} for ${which}, out of reach: no create is admitted without it while other hosts may be admitting on it`;
   }
-  return `waiting ${secs} for quota headroom: ${w.shortfalls.map((s) => `${s.resource} needs ${s.needed}, ${s.headroom === Number.POSITIVE_INFINITY ? 'unlimited' : s.headroom} free`).join(', ')}`;
+  if (w.reason === 'ledger-settling' || w.shortfalls.length === 0) {
+    return `waiting ${secs} for ${which} to admit: the quota has room, but the ledger admits nothing yet (it settles after Redis started or restarted)`;
+  }
+  if (w.reason === 'queued') return `waiting ${secs} for the creates queued ahead: ${w.shortfalls.map((s) => `${s.resource} needs ${s.needed} with theirs, ${free(s)}`).join(', ')}`;
+  return `waiting ${secs} for quota headroom: ${w.shortfalls.map((s) => `${s.resource} needs ${s.needed}, ${free(s)}`).join(', ')}`;
 }
 
 /** Components whose warnings `server create` prints without `--debug`: the shared ledger's. */

@@ -43,19 +43,8 @@ export interface FleetClient {
   endpoint(): Promise<string>;
 }
 
-/** One member of an {@link InProcessFleet}: a client's engine linked to the fleet. */
-export interface InProcessFleetMember {
-  /** True while this member watches for the fleet (its own waits look by themselves). */
-  readonly watching: boolean;
-  /** True while this member's waits take their answers from the watcher's publications. */
-  readonly consuming: boolean;
-  /** The epoch of the watcher whose publications this member takes (one more for each watcher). */
-  readonly epoch: number;
-  /** This member's counters. */
-  readonly stats: FleetStats;
-  /** Leave the fleet: the member's waits look by themselves again; if it watched, the next member watches. Idempotent. */
-  leave(): void;
-}
+/** One member of an {@link InProcessFleet} (what `join` resolves): {@link InProcessFleet.Member}. */
+export type InProcessFleetMember = InProcessFleet.Member;
 
 /** A fleet watcher for the clients of one process (see the module). */
 export class InProcessFleet {
@@ -210,6 +199,35 @@ export class InProcessFleet {
     watcher.stats.published++;
     for (const m of [...this.#members]) if (m !== watcher) m.consumer.take(pub);
   }
+}
+
+/**
+ * The types of an {@link InProcessFleet}, named as `InProcessFleet.Member` and `InProcessFleet.Stats`
+ * (`import { InProcessFleet } from 'nova-guard'`: `const m: InProcessFleet.Member = await fleet.join(client)`).
+ */
+// A namespace of types only, merged with the class: the names come with the class, not as more names on the main entry (test/index.test.ts caps them).
+// eslint-disable-next-line @typescript-eslint/no-namespace
+export declare namespace InProcessFleet {
+  /** One member of an {@link InProcessFleet}: a client's engine linked to the fleet (what {@link InProcessFleet.join} resolves). */
+  interface Member {
+    /** True while this member watches for the fleet (its own waits look by themselves). */
+    readonly watching: boolean;
+    /** True while this member's waits take their answers from the watcher's publications. */
+    readonly consuming: boolean;
+    /** The epoch of the watcher whose publications this member takes (one more for each watcher). */
+    readonly epoch: number;
+    /** This member's counters. */
+    readonly stats: Stats;
+    /** Leave the fleet: the member's waits look by themselves again; if it watched, the next member watches. Idempotent. */
+    leave(): void;
+  }
+  /**
+   * A member's counters since it joined (counts): `elections` (times it became the watcher),
+   * `published` (publications it handed out as the watcher), `consumed` (publications it used),
+   * `proofs` (proofs of deletion that ended its waits), `staleEpoch`, `gaps`, `fallbacks` (times it
+   * fell back to its own looks). The same shape as `FleetStats` of `nova-guard/redis`.
+   */
+  type Stats = FleetStats;
 }
 
 /** What a member asks of its fleet. */

@@ -30,21 +30,23 @@ import { keepLease, renewBeforePost } from './leases.js';
 import { readLimits, refreshUnwatched } from './limitsRead.js';
 import { QuotaNeverFitsError, QuotaWaitTimeoutError } from './errors.js';
 import { stepDelayMs } from './backoff.js';
-import { EXPLAIN_EVERY_WAITS, type QuotaWaitInfo } from './options.js';
+import { EXPLAIN_EVERY_WAITS, type QuotaWaitInfo, type QuotaWaitReason } from './hookInfo.js';
 import { explainShortfall, type ShortfallExplanation } from './explain.js';
 import { serversForCheck } from './explainShare.js';
 import type { Admission as LedgerAdmission, LedgerLimits } from './ledger.js';
 import { outOfReachFit } from './degradedUse.js';
 import { listUncounted } from './uncounted.js';
+import { withinCallDeadline } from './readBound.js';
 import { isThenable, type Claim, type GuardState } from './state.js';
 import type { GuardedCall } from './guardedCall.js';
 
-/** What one admission found: the headroom after the ledger's claims, and the claim, or why not (`head`: no place queued ahead). */
+/** What one admission found: the headroom after the ledger's claims, and the claim, or why not (`head`: no place queued ahead; `queued`: it fits alone, not after the places ahead). */
 interface Verdict {
   headroom: Headroom;
   fit?: FitVerdict;
   claim?: Claim;
   head?: boolean;
+  queued?: boolean;
 }
 
 /** See the module description. One per guarded call, for `needs`. */
@@ -129,7 +131,7 @@ export class Admission {
         }
         const remaining = call.remainingMs();
         if (call.deadlineReached || remaining <= 0) return await this.#atDeadline(headroom, shortfalls, readAtMs, signal);
-        const delayMs = await this.#noteWait(headroom, shortfalls, readAtMs, remaining, signal);
+        const delayMs = await this.#noteWait(headroom, shortfalls, admitted.queued === true, readAtMs, remaining, signal);
         await call.ledger.join(this.#needs, signal);
         // Woken meanwhile: a wake-up addressed to the call's place, or a freed server while it was
         // the head of the queue (its reading may be older than the freed server): read again at once.
@@ -153,10 +155,13 @@ export class Admission {
     const g = this.#g;
     const ledger = this.#call.ledger;
     const needs = this.#needs;
-    await refreshUnwatched(g, signal);
+    // Nova's reads end by the call's deadline (`readBound.ts`): a hung /limits never holds the call past it.
+    const call = this.#call;
+    await withinCallDeadline(g, call, 'GET /servers/{id}', (s) => refreshUnwatched(g, s), signal);
     ledger.startAdmission();
-    const read = (s: AbortSignal | undefined): ReturnType<typeof readLimits> => readLimits(g, s);
-    const acquired = await ledger.acquire(needs, g.opts.leaseTtlMs, read, signal, (s) => listUncounted(g.client, s));
+    const read = (s: AbortSignal | undefined): ReturnType<typeof readLimits> => withinCallDeadline(g, call, 'GET /limits', (rs) => readLimits(g, rs), s);
+    const uncounted = (s: AbortSignal | undefined): ReturnType<typeof listUncounted> => withinCallDeadline(g, call, 'GET /servers/detail', (rs) => listUncounted(g.client, rs), s);
+    const acquired = await ledger.acquire(needs, g.opts.leaseTtlMs, read, signal, uncounted);
     if (acquired) return this.#verdict(acquired.value.reading, acquired.value, acquired.claim);
     const { reading } = await ledger.readLimits(read, signal);
     const admitted = await ledger.admit({ needs, headroom: rawHeadroomOf(reading.absolute), stamp: reading.stamp, ttlMs: g.opts.leaseTtlMs }, signal);
@@ -176,7 +181,7 @@ export class Admission {
     const fit = checkFit(needs, headroom);
     if (fit.verdict !== 'fits') return { headroom, fit, head };
     // Fits alone, not after the places queued ahead.
-    return { headroom, fit: { verdict: 'short', shortfalls: checkFit(addNeeds(needs, admission.ahead), headroom).shortfalls }, head };
+    return { headroom, fit: { verdict: 'short', shortfalls: checkFit(addNeeds(needs, admission.ahead), headroom).shortfalls }, head, queued: !head };
   }
 
   /**
@@ -225,9 +230,10 @@ export class Admission {
   /**
    * A wait begins: its delay (the call's next backoff step, at most what is left of `maxWaitMs`),
    * counted, explained every {@link EXPLAIN_EVERY_WAITS} waits, reported through `onWait` and the
-   * logger. Resolves the delay, in ms.
+   * logger, with its reason ({@link QuotaWaitReason}; `queued`: the needs fit alone, not after the
+   * places queued ahead). Resolves the delay, in ms.
    */
-  async #noteWait(headroom: Headroom, shortfalls: Shortfall[], readAtMs: number, remaining: number, signal: AbortSignal | undefined): Promise<number> {
+  async #noteWait(headroom: Headroom, shortfalls: Shortfall[], queued: boolean, readAtMs: number, remaining: number, signal: AbortSignal | undefined): Promise<number> {
     const g = this.#g;
     const call = this.#call;
     const needs = this.#needs;
@@ -238,7 +244,8 @@ export class Admission {
     g.stats.waits++;
     const outOfReach = call.ledger.waitedForLedger;
     const why = this.#waits % EXPLAIN_EVERY_WAITS === 0 && !outOfReach ? await this.#explain(shortfalls, readAtMs, false, signal) : undefined;
-    const info: QuotaWaitInfo = { needs, shortfalls, ledgerOutOfReach: outOfReach, headroom, delayMs, waits: this.#waits, posts: call.posts, elapsedMs: call.elapsedMs(), shortfallCause: why?.cause, finding: why?.finding };
+    const reason: QuotaWaitReason = outOfReach ? 'ledger-out-of-reach' : shortfalls.length === 0 ? 'ledger-settling' : queued ? 'queued' : 'short';
+    const info: QuotaWaitInfo = { needs, reason, shortfalls, ledgerOutOfReach: outOfReach, headroom, delayMs, waits: this.#waits, posts: call.posts, elapsedMs: call.elapsedMs(), shortfallCause: why?.cause, finding: why?.finding };
     try {
       const r: unknown = g.opts.onWait?.(info);
       // An async hook's rejection is ignored like a throw (never an unhandled rejection).
@@ -247,6 +254,7 @@ export class Admission {
       g.log.warn({ err: (e as Error)?.message }, 'onWait hook threw (ignored)');
     }
     if (outOfReach) g.log.info({ needs, delayMs, waits: this.#waits, ledger: g.ledger.kind }, 'quota ledger out of reach: waiting for it');
+    else if (reason === 'ledger-settling') g.log.info({ needs, delayMs, waits: this.#waits, ledger: g.ledger.kind }, 'quota ledger admits nothing yet (it settles after a restart): waiting');
     else g.log.info({ needs, shortfalls: describeShortfalls(shortfalls), delayMs, waits: this.#waits, requestId: headroom.requestId }, 'not enough quota headroom: waiting');
     return delayMs;
   }
@@ -256,7 +264,8 @@ export class Admission {
     const g = this.#g;
     if (!g.opts.explainShortfall) return undefined;
     try {
-      const servers = await serversForCheck(g.client, readAtMs, final, signal);
+      // The listing is shared by the client's calls: the deadline ends this call's wait for it.
+      const servers = await withinCallDeadline(g, this.#call, 'GET /servers/detail', (s) => serversForCheck(g.client, readAtMs, final, s), signal);
       return servers && explainShortfall(servers, shortfalls, g.clock.wallNow() - this.#call.elapsedMs());
     } catch (e) {
       throwIfAborted(signal);

@@ -9,7 +9,34 @@
  */
 import type { Flavor, ResourceAmounts } from '../core/types.js';
 import { flavorNumber } from '../core/counting.js';
+import { NotFoundError } from '../errors/index.js';
 import { warnOnce, type GuardState } from './state.js';
+
+/**
+ * `GET /flavors/{id}` of a `flavorRef` (an id, or a URL ending in the id: `flavorId`). Nova's 404
+ * (`itemNotFound`) is thrown as a {@link NotFoundError} whose message adds that `flavorRef` is a
+ * flavor id, not a name (`'m1.small'` is the usual slip; the CLI's `--flavor` resolves names).
+ * @throws {@link NotFoundError}; the client's other errors as they are.
+ */
+export async function readFlavor(g: Pick<GuardState, 'client'>, flavorRef: string, flavorId: string, signal: AbortSignal | undefined): Promise<Flavor> {
+  try {
+    return await g.client.getFlavor(flavorId, { signal });
+  } catch (e) {
+    if (!(e instanceof NotFoundError) || e.fault !== 'itemNotFound') throw e;
+    throw new NotFoundError({
+      status: e.status,
+      fault: e.fault,
+      requestId: e.requestId,
+      method: e.method,
+      url: e.url,
+      retryAfterMs: e.retryAfterMs,
+      cause: e,
+      message:
+        `${e.message} flavorRef is a flavor id (or a flavor URL), not a flavor name: ${JSON.stringify(flavorRef)} names no flavor id of this cloud. ` +
+        'Find the id of a name in GET /flavors (`openstack flavor show NAME -f value -c id`; `nova-guard server create --flavor NAME` resolves names itself).',
+    });
+  }
+}
 
 /**
  * Needs of `count` servers of `flavor`; fields of `given` win. An unknown `vcpus` or `ram` is 0

@@ -23,13 +23,13 @@ import { randomUUID } from 'node:crypto';
 import pRetry, { type RetryContext } from 'p-retry';
 import { sleep } from '../core/clock.js';
 import { traceGuardedCreate } from '../core/telemetry.js';
-import { AbortError, NovaApiError, throwIfAborted } from '../errors/index.js';
+import { AbortError, NovaApiError, RateLimitError, throwIfAborted } from '../errors/index.js';
 import { firstDelayMs, retrySchedule } from './backoff.js';
 import { CallLedger } from './callLedger.js';
 import { CreateOutcomeUnknownError, type QuotaBuildFaultError } from './errors.js';
 import { releaseClaim } from './ledgerUse.js';
 import type { QuotaRetryInfo } from './options.js';
-import { planRetry, quotaRetryReasonOf, type PostRefusal, type RetryPlan } from './retryPolicy.js';
+import { RETRY_AFTER_BEYOND, planRetry, quotaRetryReasonOf, rateLimitBeyondDeadline, type PostRefusal, type RetryPlan } from './retryPolicy.js';
 import type { Claim, GuardState } from './state.js';
 
 /** The steps of one guarded call, given by its guard (see the module description). */
@@ -84,6 +84,8 @@ export class GuardedCall {
   keptServerId: string | undefined = undefined;
   readonly #g: GuardState;
   readonly #clock: GuardState['clock'];
+  /** The error the call gives up with instead of its last attempt's (a rate limit whose Retry-After is past the deadline). */
+  #giveUp: RateLimitError | undefined = undefined;
 
   /** A new call of the guard `g`, starting now; `random` draws its first backoff delay. */
   constructor(g: GuardState, random: number = Math.random()) {
@@ -150,8 +152,9 @@ export class GuardedCall {
       ), (e) => quotaRetryReasonOf(e) === 'quota');
       g.stats.succeeded++;
       return result;
-    } catch (e) {
+    } catch (caught) {
       g.stats.failed++;
+      const e = this.#giveUp ?? caught;
       // A create of unknown outcome keeps its own error (it names the tag to search for), abort or not.
       if (signal?.aborted && !(e instanceof AbortError) && !(e instanceof CreateOutcomeUnknownError)) throw new AbortError(undefined, { cause: signal.reason });
       throw e;
@@ -168,7 +171,15 @@ export class GuardedCall {
     const held = this.heldClaim;
     this.heldClaim = undefined;
     this.refusal = undefined;
-    const { claim, fresh } = await steps.admit(held, signal);
+    let admitted: { claim: Claim; fresh: boolean };
+    try {
+      admitted = await steps.admit(held, signal);
+    } catch (e) {
+      // A read of the admission rate-limited past the client's retries: the plan waits its Retry-After (`retryPolicy.ts`).
+      if (e instanceof RateLimitError) this.refusal = 'read-rate-limited';
+      throw e;
+    }
+    const { claim, fresh } = admitted;
     if (fresh) {
       this.posts++;
       this.#g.stats.attempts++;
@@ -191,6 +202,7 @@ export class GuardedCall {
     this.plan = plan;
     const requestId = error instanceof NovaApiError ? error.requestId : undefined;
     if (!plan.retry) {
+      if (plan.why === RETRY_AFTER_BEYOND && error instanceof RateLimitError) this.#giveUp = rateLimitBeyondDeadline(error, this.remainingMs(), g.opts.maxWaitMs);
       if (plan.reason && plan.why) g.log.warn({ reason: plan.reason, why: plan.why, elapsedMs: this.elapsedMs(), posts: this.posts, requestId }, `not retrying: ${plan.why}`);
       return;
     }
@@ -221,7 +233,8 @@ export class GuardedCall {
     } else {
       this.freeRetries++;
       if (plan.reason === 'rate-limit') g.stats.rateLimitRetries++;
-      g.log.warn({ refusal: this.refusal, delayMs: plan.delayMs, requestId }, 'create rate-limited or refused: re-sending after the pause (no attempt used)');
+      if (this.refusal === 'read-rate-limited') g.log.warn({ refusal: this.refusal, delayMs: plan.delayMs, requestId }, 'a read for quota headroom was rate-limited: reading again after its Retry-After (no attempt used)');
+      else g.log.warn({ refusal: this.refusal, delayMs: plan.delayMs, requestId }, 'create rate-limited or refused: re-sending after the pause (no attempt used)');
     }
     if (plan.ownWaitMs > 0) await sleep(g.clock, plan.ownWaitMs, signal);
   }

@@ -11,74 +11,15 @@
 import { checkDeleteOptions, type DeleteServerOptions } from '../delete/index.js';
 import { checkOptions, type OptionsSpec } from '../core/options.js';
 import { ValidationError } from '../errors/index.js';
-import type { Headroom, Shortfall } from './headroom.js';
-import type { QuotaFinding, ResourceAmounts } from '../core/types.js';
-import type { ShortfallCause } from './explain.js';
+import type { ResourceAmounts } from '../core/types.js';
 import { componentLogger, type LoggerOption } from '../core/logger.js';
 import { ledgerOption, type Clock } from './ledgerSpec.js';
 import { is } from '../core/validate.js';
 import type { QuotaLedger } from './ledger.js';
 
-/** One wait for headroom, passed to {@link QuotaGuardOptions.onWait}. */
-export interface QuotaWaitInfo {
-  /** What the create needs. */
-  needs: ResourceAmounts;
-  /** The resources that do not fit (needed, max, used, inFlight, headroom); with `ledgerOutOfReach`, stand-ins at `headroom: 0`. */
-  shortfalls: Shortfall[];
-  /** True when the wait is for a quota ledger out of reach (`degradedUse.ts`), not for headroom (Nova may have room). */
-  ledgerOutOfReach: boolean;
-  /** The headroom just read. */
-  headroom: Headroom;
-  /** How long the guard waits before the next `/limits` read, in ms. */
-  delayMs: number;
-  /** Waits of this call so far, this one included. */
-  waits: number;
-  /** POSTs this call has made so far. */
-  posts: number;
-  /** Time since the call started, in ms. */
-  elapsedMs: number;
-  /**
-   * On every `EXPLAIN_EVERY_WAITS`th wait of a call (with `explainShortfall`): what the check of
-   * the shortfall found (`busy-fleet` or `wrong-books`, see `QuotaWaitTimeoutError.shortfallCause`);
-   * undefined on other waits, when the check failed or was skipped (one listing per client per 60 s).
-   */
-  shortfallCause?: ShortfallCause | undefined;
-  /** With `shortfallCause: 'wrong-books'`: the finding, shaped as the audit's. */
-  finding?: QuotaFinding | undefined;
-}
-
-/** Every this many waits of one call, the guard checks why it is short (one listing) before `onWait`. */
-export const EXPLAIN_EVERY_WAITS = 5;
-
-/** Why the guard retries. */
-export type QuotaRetryReason =
-  /** Nova answered the POST with a quota 403 (or legacy 413 quota). */
-  | 'quota'
-  /** The server went to ERROR with a quota fault; the guard deleted it. */
-  | 'late-quota-fault'
-  /** A rate limit (413 overLimit with Retry-After, 429): re-POST without using an attempt. */
-  | 'rate-limit';
-
-/** One retry, passed to {@link QuotaGuardOptions.onRetry}. */
-export interface QuotaRetryInfo {
-  reason: QuotaRetryReason;
-  /** The error that caused the retry. */
-  error: Error;
-  /** Attempts (quota-counted POSTs) made so far. */
-  attempt: number;
-  /** Attempts left after this retry's. */
-  attemptsLeft: number;
-  /**
-   * Delay before the retry, in ms: for `'quota'` and `'late-quota-fault'` p-retry's backoff (or a
-   * quota 403's Retry-After, at most `maxDelayMs`, when longer); for `'rate-limit'` Nova's Retry-After
-   * (or the backoff when longer, so at least `minDelayMs`). At most the time left of `maxWaitMs`.
-   */
-  delayMs: number;
-  /** Time since the call started, in ms. */
-  elapsedMs: number;
-  /** For `'late-quota-fault'`: the deleted server. */
-  serverId?: string | undefined;
-}
+export type { QuotaWaitInfo, QuotaWaitReason, QuotaRetryReason, QuotaRetryInfo } from './hookInfo.js';
+export { EXPLAIN_EVERY_WAITS } from './hookInfo.js';
+import type { QuotaWaitInfo, QuotaRetryInfo } from './hookInfo.js';
 
 /** Options of {@link QuotaGuard}. Every duration is in milliseconds. */
 export interface QuotaGuardOptions {
@@ -87,6 +28,17 @@ export interface QuotaGuardOptions {
    * ms, from the call's start. Default 600000 (10 min). 0: never wait.
    */
   maxWaitMs?: number;
+  /**
+   * Time limit of a Nova read of the wait for headroom (`GET /limits`, and the listing of the
+   * servers Nova does not count yet that a ledger never vetted asks for) that starts with less than
+   * this left of `maxWaitMs` (the read at the end of the wait; every read with `maxWaitMs: 0`), in
+   * ms. Other reads are cut when `maxWaitMs` runs out. A cut read's request is aborted and the call
+   * rejects with `NovaNetworkError` (`timedOut`, `ETIMEDOUT`): a `/limits` that hangs ends a call's
+   * wait by `maxWaitMs + finalReadMs`, not the client's `requestTimeoutMs` per attempt. `Infinity`:
+   * only the client's limits.
+   * @default 5000
+   */
+  finalReadMs?: number;
   /**
    * Most POSTs that count as attempts, the first included (rate-limited POSTs and refused
    * connections do not count; a server deleted after a late quota fault does). Default 8.
@@ -243,14 +195,22 @@ export interface GuardedCreateOptions extends GuardedCallOptions {
   keepOnAbort?: boolean | undefined;
 }
 
-/** What {@link QuotaGuard.withQuotaGuard} accepts as needs: numbers, or a flavor and a server count. */
-export type QuotaNeedsSpec = ResourceAmounts | { flavorRef: string; count?: number };
+/**
+ * What {@link QuotaGuard.withQuotaGuard} accepts as needs: numbers (`{ cores, ramMiB, instances }`,
+ * RAM in MiB), or a flavor and a server count (`{ flavorRef, count }`; `flavorRef` is a flavor id or
+ * URL, not a name; `count` default 1). Never both: `{ flavorRef, cores }` is refused by the compiler
+ * as by the call (`ValidationError`).
+ */
+export type QuotaNeedsSpec =
+  | (ResourceAmounts & { flavorRef?: never; count?: never })
+  | { flavorRef: string; count?: number; cores?: never; ramMiB?: never; instances?: never };
 
 export type { QuotaGuardStats } from './stats.js';
 
 /** Defaults of {@link QuotaGuardOptions}: the one place they are written. */
 export const QUOTA_GUARD_DEFAULTS = Object.freeze({
   maxWaitMs: 600000,
+  finalReadMs: 5000,
   maxAttempts: 8,
   minDelayMs: 1000,
   baseDelayMs: 2000,
@@ -287,6 +247,7 @@ const GUARD_DELETE_KEYS = ['intervalMs', 'confirmIntervalMs', 'jitter', 'timeout
  */
 const QUOTA_GUARD_SPEC: OptionsSpec<QuotaGuardOptions> = {
   maxWaitMs: is.durationMs({ allowZero: true, timer: true }),
+  finalReadMs: is.durationMs({ timer: true }),
   maxAttempts: is.integer({ min: 1 }),
   minDelayMs: is.durationMs({ allowZero: true, allowInfinity: false, timer: true }),
   baseDelayMs: is.durationMs({ allowZero: true, allowInfinity: false, timer: true }),

@@ -60,7 +60,7 @@ import { untilSettledOrAborted } from '../core/clock.js';
 import { checkOptions } from '../core/options.js';
 import type { CreateServerBody, ResourceAmounts, Server } from '../core/types.js';
 import { CreateAttempt } from './guardedCreate.js';
-import { needsFromFlavor } from './flavorNeeds.js';
+import { needsFromFlavor, readFlavor } from './flavorNeeds.js';
 import type { Headroom, QuotaNeeds } from './headroom.js';
 import { Admission } from './admission.js';
 import { readHeadroom } from './limitsRead.js';
@@ -204,6 +204,10 @@ export class QuotaGuard {
    * @param body - The `server` member of `POST /servers` (Nova API reference, "Create Server"). One
    *   server per call: `min_count`/`max_count` above 1 are refused (use {@link withQuotaGuard}).
    * @throws {@link ValidationError} for a bad body or needs (before any request);
+   * {@link NotFoundError} when `flavorRef` is no flavor id (a flavor name such as `'m1.small'`: the
+   * message says so; ids come from `GET /flavors`), before any claim; {@link NovaNetworkError}
+   * (`timedOut`) when a read of the wait for headroom (`GET /limits`) is still unanswered at the
+   * call's deadline (`maxWaitMs`, at least `finalReadMs` for a read at its end);
    * {@link QuotaNeverFitsError} (the guard's verdict) when `/limits` shows it can never fit (0 POSTs);
    * `QuotaExceededError` (Nova's 403) `permanent: true` when Nova says so (1 POST), `permanent: false`
    * when `maxAttempts` or `maxWaitMs` ran out after quota 403s; {@link QuotaBuildFaultError} (the
@@ -238,7 +242,7 @@ export class QuotaGuard {
         needs = { ...given };
       } else {
         const flavorId = flavorIdOf(body.flavorRef);
-        const flavor = await this.client.getFlavor(flavorId, { signal: options.signal });
+        const flavor = await readFlavor(this.#state, body.flavorRef, flavorId, options.signal);
         needs = needsFromFlavor(this.#state, flavorId, flavor, 1, given);
       }
       return this.#guarded(needs, (claim, signal, call) => new CreateAttempt(this.#state, call, body, claim, signal, options.keepOnAbort === true).run(), options.signal);
@@ -252,7 +256,8 @@ export class QuotaGuard {
    * when `fn` settles, so `fn` should resolve once Nova counts what it created (e.g. after the
    * server is ACTIVE), and clean up after itself when it rejects.
    *
-   * @param needs - Numbers, or `{ flavorRef, count }` (count default 1) read from the flavor.
+   * @param needs - Numbers, or `{ flavorRef, count }` (count default 1) read from the flavor
+   *   (`flavorRef` is a flavor id or URL, not a name); never both.
    * @param fn - Your create; receives the call's AbortSignal (never aborted when none was given) and
    *   the claim ({@link GuardClaimInfo}: its `metadata` is what the guard's own POSTs carry; add it
    *   to your create's metadata so the audit and the reaper know the server).
@@ -280,7 +285,7 @@ export class QuotaGuard {
       await this.#bindScope(options.signal);
       throwIfAborted(options.signal);
       const flavorId = flavorIdOf(needs.flavorRef);
-      const flavor = await this.client.getFlavor(flavorId, { signal: options.signal });
+      const flavor = await readFlavor(this.#state, needs.flavorRef, flavorId, options.signal);
       resolved = needsFromFlavor(this.#state, flavorId, flavor, count);
     } else {
       if (!isFullNeeds(needs)) throw new ValidationError('needs must give cores, ramMiB and instances');

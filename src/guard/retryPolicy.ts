@@ -12,19 +12,28 @@
  *   (p-retry's `shouldConsumeRetry` false) and without re-reading `/limits` (the claim is kept);
  *   given up at once when Retry-After is not shorter than what is left of `maxWaitMs`
  *   (docs/field-cases.md, "Rate limits and the other 413s").
+ * - A Nova read of the admission (`GET /limits`) rate-limited with a Retry-After longer than the
+ *   client's own retry budget: the admission is run again once, after Retry-After (at least the
+ *   backoff), without using an attempt, when that fits in what is left of `maxWaitMs`; given up at
+ *   once otherwise. One read after the Retry-After, never more.
  * - Anything else (a permanent quota error, a policy 403, a verdict of the guard, an abort): thrown.
  *
  * @module
  */
-import { NovaApiError, QuotaExceededError, isAbortError } from '../errors/index.js';
+import { NovaApiError, QuotaExceededError, RateLimitError, isAbortError } from '../errors/index.js';
 import { NovaGuardError } from '../errors/base.js';
 import { parseQuotaMessage } from '../errors/quotaMessage.js';
 import { stepDelayMs } from './backoff.js';
 import { QuotaBuildFaultError } from './errors.js';
-import type { QuotaRetryReason } from './options.js';
+import type { QuotaRetryReason } from './hookInfo.js';
 
-/** How the guard's own POST failed without creating a server, when it did. */
-export type PostRefusal = 'rate-limited' | 'refused';
+/**
+ * How an attempt was refused without creating a server, when it was: the guard's own POST
+ * rate-limited (`'rate-limited'`) or refused (`'refused'`: nothing reached Nova), or a Nova read of
+ * its admission (`GET /limits`, ...) rate-limited beyond the client's own retries
+ * (`'read-rate-limited'`: no claim, no POST).
+ */
+export type PostRefusal = 'rate-limited' | 'refused' | 'read-rate-limited';
 
 /** A failed attempt, as the retry policy sees it. */
 export interface FailedAttempt {
@@ -72,6 +81,29 @@ export interface RetryPlan {
   why?: string | undefined;
 }
 
+/** `RetryPlan.why` of a rate limit whose Retry-After is not shorter than what is left of `maxWaitMs`. */
+export const RETRY_AFTER_BEYOND = 'Retry-After beyond maxWaitMs';
+
+/**
+ * The error a call gives up with on a rate limit whose Retry-After is not shorter than what is left
+ * of `maxWaitMs` (`remainingMs`): `error` (its status, fault, request id, `retryAfterMs`, as its
+ * `cause` too), with a message that says the Retry-After and the deadline.
+ */
+export function rateLimitBeyondDeadline(error: RateLimitError, remainingMs: number, maxWaitMs: number): RateLimitError {
+  const left = Math.max(0, Math.round(remainingMs));
+  return new RateLimitError({
+    status: error.status,
+    fault: error.fault,
+    requestId: error.requestId,
+    method: error.method,
+    url: error.url,
+    serverId: error.serverId,
+    retryAfterMs: error.retryAfterMs,
+    cause: error,
+    message: `${error.method ?? 'the request'} ${error.url ?? ''} was rate-limited with Retry-After ${error.retryAfterMs ?? 0} ms, not shorter than what is left of maxWaitMs (${left} of ${maxWaitMs} ms): given up at once (${error.message})`.replace('  ', ' '),
+  });
+}
+
 /** Why an error of an attempt is retried using an attempt, or undefined when it is not. */
 export function quotaRetryReasonOf(error: unknown): 'quota' | 'late-quota-fault' | undefined {
   if (error instanceof QuotaExceededError) return error.permanent ? undefined : 'quota';
@@ -102,10 +134,10 @@ export function planRetry(f: FailedAttempt, limits: RetryLimits): RetryPlan {
     why,
   });
   if (f.refusal) {
-    const reason = f.refusal === 'rate-limited' ? 'rate-limit' : undefined;
+    const reason = f.refusal === 'refused' ? undefined : 'rate-limit';
     if (f.aborted) return none(reason, 'aborted');
     if (remaining <= 0) return none(reason, 'maxWaitMs spent');
-    if (retryAfterMs >= remaining) return none(reason, 'Retry-After beyond maxWaitMs');
+    if (retryAfterMs >= remaining) return none(reason, RETRY_AFTER_BEYOND);
     const delayMs = Math.min(Math.max(retryAfterMs, stepDelayMs(limits.firstDelayMs, f.freeRetries, limits.maxDelayMs)), Math.ceil(remaining));
     return { retry: true, consume: false, reason, attempt, attemptsLeft, delayMs, ownWaitMs: delayMs };
   }

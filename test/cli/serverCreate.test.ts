@@ -135,14 +135,23 @@ describe('server create: bad usage is exit 2 before any request', () => {
 describe('server create: the line printed for each wait', () => {
   const short = [{ resource: 'cores' as const, needed: 4, max: 20, used: 20, inFlight: 0, headroom: 0 }];
   it('a wait for quota headroom says how long it waits, then what is short', () => {
-    expect(waitLine({ delayMs: 2049, shortfalls: short, ledgerOutOfReach: false })).toBe('waiting 2 s for quota headroom: cores needs 4, 0 free');
+    expect(waitLine({ delayMs: 2049, reason: 'short', shortfalls: short, ledgerOutOfReach: false })).toBe('waiting 2 s for quota headroom: cores needs 4, 0 free');
   });
   it('a wait for a ledger out of reach names the ledger (password redacted) and does not claim the quota is full', () => {
-    const line = waitLine({ delayMs: 4400, shortfalls: short, ledgerOutOfReach: true }, 'redis://:s3cret@127.0.0.1:6379');
+    const line = waitLine({ delayMs: 4400, reason: 'ledger-out-of-reach', shortfalls: short, ledgerOutOfReach: true }, 'redis://:s3cret@127.0.0.1:6379');
     expect(line).toBe(
       'waiting 4.4 s for the quota ledger redis://[REDACTED]@127.0.0.1:6379, out of reach: no create is admitted without it while other hosts may be admitting on it',
     );
     expect(line).not.toMatch(/s3cret|free/);
+  });
+  it('a wait while the ledger settles (restartGraceMs, after a Redis restart) says so, not an empty list after the colon', () => {
+    const line = waitLine({ delayMs: 2000, reason: 'ledger-settling', shortfalls: [], ledgerOutOfReach: false }, 'redis://:s3cret@127.0.0.1:6379');
+    expect(line).toBe('waiting 2 s for the quota ledger redis://[REDACTED]@127.0.0.1:6379 to admit: the quota has room, but the ledger admits nothing yet (it settles after Redis started or restarted)');
+    expect(line).not.toMatch(/: $/);
+  });
+  it('a wait behind the creates queued ahead says so, with the needs counted together with theirs', () => {
+    const queued = [{ resource: 'cores' as const, needed: 6, max: 20, used: 16, inFlight: 0, headroom: 4 }];
+    expect(waitLine({ delayMs: 1000, reason: 'queued', shortfalls: queued, ledgerOutOfReach: false })).toBe('waiting 1 s for the creates queued ahead: cores needs 6 with theirs, 4 free');
   });
 });
 

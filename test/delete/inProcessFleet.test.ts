@@ -30,10 +30,13 @@ describe('InProcessFleet', () => {
     const a = countedClient(nova);
     const b = countedClient(nova);
     const fleet = new InProcessFleet();
-    const ma = await fleet.join(a.client);
-    const mb = await fleet.join(b.client);
+    // The member and its counters are named through the class, as a user of `nova-guard` names them.
+    const ma: InProcessFleet.Member = await fleet.join(a.client);
+    const mb: InProcessFleet.Member = await fleet.join(b.client);
+    const stats: InProcessFleet.Stats = mb.stats;
     await vi.advanceTimersByTimeAsync(0);
     expect([ma.watching, mb.watching, mb.consuming, mb.epoch]).toEqual([true, false, true, 1]);
+    expect(stats).toBe(mb.stats);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
     const r = await settle(b.client.deleteServer(id, { wait: true, intervalMs: 1000, jitter: 0 }));
     expect(r.outcome).toBe('deleted');

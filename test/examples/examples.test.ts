@@ -69,9 +69,13 @@ describe('examples/ run against FakeNova', () => {
     expect(files).toEqual([...Object.keys(RUNS), ...Object.keys(RUN_BY)].sort());
   });
 
-  it('guarded-worker.ts: every job succeeds (networks "none" at a microversion that allows it), exit 0', async () => {
+  it('guarded-worker.ts: every job succeeds (networks "none" at a microversion that allows it), each server tagged with its claim (README "Quota guard"), exit 0', async () => {
     const r = await run('guarded-worker.ts', RUNS['guarded-worker.ts']);
     expect(r.stdout).not.toContain('FAILED');
+    // fn tags its server with claim.metadata: Nova's server carries the call's tag and the claim id.
+    const done = r.stdout.split('\n').filter((l) => / done on /.test(l));
+    expect(done).toHaveLength(2);
+    for (const l of done) expect(l).toMatch(/ \(claim tag [0-9a-f-]{36}, claim [0-9a-f-]{36}\)$/);
     expect(r.stdout).toMatch(/2 guarded creates, \d+ waits for headroom, \d+ quota retries, 0 failed jobs/);
     expect(r.code).toBe(0);
   }, 60_000);

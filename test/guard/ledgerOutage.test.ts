@@ -287,6 +287,7 @@ describe('degraded mode: an outage costs speed, never quota', () => {
     // onWait says the wait is for the ledger (the CLI must not print its stand-in shortfalls as "0 free")
     expect(waits.length).toBeGreaterThan(0);
     expect(waits.map((w) => w.ledgerOutOfReach)).toEqual(waits.map(() => true));
+    expect(waits.map((w) => w.reason)).toEqual(waits.map(() => 'ledger-out-of-reach'));
     // and its debug line does not claim the ledger has answered this process before
     const why = lines.filter((m) => m.startsWith('quota ledger out of reach: waiting for it ('));
     expect(why.length).toBeGreaterThan(0);

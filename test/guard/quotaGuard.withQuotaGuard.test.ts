@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { NovaClient } from '../../src/nova/client.js';
-import { ForbiddenError, QuotaExceededError, ValidationError } from '../../src/errors/index.js';
-import { QuotaGuard, quotaGuard, QUOTA_GUARD_DEFAULTS, type QuotaRetryInfo } from '../../src/guard/quotaGuard.js';
+import { ForbiddenError, NotFoundError, QuotaExceededError, ValidationError } from '../../src/errors/index.js';
+import { QuotaGuard, quotaGuard, QUOTA_GUARD_DEFAULTS, type QuotaNeedsSpec, type QuotaRetryInfo } from '../../src/guard/quotaGuard.js';
 import { QuotaNeverFitsError } from '../../src/guard/errors.js';
 import type { Server } from '../../src/core/types.js';
 import { body, clientFor, guardFor, limitsAndPosts, posts, quota403, startNova } from './fixtures.js';
@@ -108,6 +108,7 @@ describe('quotaGuard() and options', () => {
     expect(g.options).toMatchObject({ ...QUOTA_GUARD_DEFAULTS, maxAttempts: 3 });
     expect(QUOTA_GUARD_DEFAULTS).toEqual({
       maxWaitMs: 600000,
+      finalReadMs: 5000,
       maxAttempts: 8,
       minDelayMs: 1000,
       baseDelayMs: 2000,
@@ -164,6 +165,38 @@ describe('quotaGuard() and options', () => {
     const err = await rejection(guard.createServer(body('y', '1'), { needs: { cores: 5 } }));
     expect((err as QuotaExceededError).permanent).toBe(true);
     expect((err as QuotaExceededError).resources).toEqual([{ name: 'cores', requested: 5, used: 4, allowed: 4 }]);
+  });
+});
+
+describe('flavorRef is a flavor id, not a name', () => {
+  it("a flavor name ('m1.small') is a NotFoundError that says flavorRef is an id and how to find a name's id; no claim, no POST", async () => {
+    const nova = await startNova();
+    const guard = guardFor(nova);
+    let ran = false;
+    const viaFn = await rejection(guard.withQuotaGuard({ flavorRef: 'm1.small' }, async () => (ran = true)));
+    const viaCreate = await rejection(guard.createServer(body('x', 'm1.small')));
+    for (const err of [viaFn, viaCreate]) {
+      expect(err).toBeInstanceOf(NotFoundError);
+      expect((err as NotFoundError).status).toBe(404);
+      expect(err.message).toBe(
+        'Flavor m1.small could not be found. flavorRef is a flavor id (or a flavor URL), not a flavor name: "m1.small" names no flavor id of this cloud. ' +
+          'Find the id of a name in GET /flavors (`openstack flavor show NAME -f value -c id`; `nova-guard server create --flavor NAME` resolves names itself).',
+      );
+    }
+    expect(ran).toBe(false);
+    expect(posts(nova)).toHaveLength(0);
+    expect(guard.inFlightClaims).toBe(0);
+  });
+
+  it('the types refuse numbers beside flavorRef, as the call does (ValidationError)', async () => {
+    const nova = await startNova();
+    const guard = guardFor(nova);
+    // @ts-expect-error cores beside flavorRef: numbers or a flavor, never both
+    await expect(guard.withQuotaGuard({ flavorRef: '1', cores: 4 }, async () => 1)).rejects.toThrow(ValidationError);
+    // @ts-expect-error count beside numbers
+    await expect(guard.withQuotaGuard({ cores: 1, ramMiB: 1, instances: 1, count: 2 }, async () => 1)).rejects.toThrow(ValidationError);
+    const both: QuotaNeedsSpec[] = [{ flavorRef: '1' }, { flavorRef: '1', count: 2 }, { cores: 1, ramMiB: 512, instances: 1 }];
+    expect(both).toHaveLength(3);
   });
 });
 

@@ -60,6 +60,11 @@ describe('planRetry', () => {
     expect(planRetry(failed({ error: rateLimit(100), refusal: 'rate-limited', retriesConsumed: 2 }), limits)).toMatchObject({ retry: true, consume: false });
   });
 
+  it('a read of the admission rate-limited: read again after its Retry-After, no attempt used; given up when it does not fit', () => {
+    expect(planRetry(failed({ error: rateLimit(120_000), refusal: 'read-rate-limited', remainingMs: 300_000 }), limits)).toMatchObject({ retry: true, consume: false, reason: 'rate-limit', delayMs: 120_000, ownWaitMs: 120_000 });
+    expect(planRetry(failed({ error: rateLimit(400_000), refusal: 'read-rate-limited', remainingMs: 300_000 }), limits)).toMatchObject({ retry: false, why: 'Retry-After beyond maxWaitMs' });
+  });
+
   it('a Retry-After not shorter than what is left of maxWaitMs ends the retries at once', () => {
     expect(planRetry(failed({ error: rateLimit(5000), refusal: 'rate-limited', remainingMs: 4000 }), limits)).toMatchObject({ retry: false, why: 'Retry-After beyond maxWaitMs' });
   });
@@ -101,6 +106,8 @@ describe('p-retry runs the policy (fake timers, scripted Nova)', () => {
     // The call's own end (its claim tag is watched after it: a later timer is the watch's).
     const err = await rejection(onFakeTimers(guard.createServer(body('x')).finally(() => (endedAt = performance.now()))));
     expect(err).toBeInstanceOf(RateLimitError);
+    expect(err.message).toMatch(/^POST \S+\/servers was rate-limited with Retry-After 10000 ms, not shorter than what is left of maxWaitMs \(5000 of 5000 ms\): given up at once \(This request was rate-limited\.\)$/);
+    expect((err as RateLimitError).retryAfterMs).toBe(10_000);
     expect(endedAt - started).toBe(0);
     expect(nova.schedule()).toEqual([
       ['GET /limits', 0],

@@ -129,6 +129,18 @@ describe.skipIf(!haveRedis)(`a store never vetted${haveRedis ? '' : ` (${skipRea
     expect(listings(n)).toBe(1);
   });
 
+  it("a create waiting out restartGraceMs tells onWait why: reason 'ledger-settling', no shortfall; QuotaWaitTimeoutError at maxWaitMs, no POST", async () => {
+    const { n, client } = await nova();
+    const waits: Array<{ reason: string; shortfalls: number; outOfReach: boolean }> = [];
+    const g = guardFor(n, { ledger: ledger(server.url, n, 'grace', 3_600_000), maxWaitMs: 300, onWait: (w) => void waits.push({ reason: w.reason, shortfalls: w.shortfalls.length, outOfReach: w.ledgerOutOfReach }) }, client);
+    const err = await g.createServer(body('grace-1')).catch((e: unknown) => e as Error);
+    expect(err.name).toBe('QuotaWaitTimeoutError');
+    expect(waits.length).toBeGreaterThan(0);
+    expect(waits.every((w) => w.reason === 'ledger-settling' && w.shortfalls === 0 && !w.outOfReach), JSON.stringify(waits)).toBe(true);
+    expect(n.requestsTo('POST', '/servers')).toHaveLength(0);
+    await g.close();
+  });
+
   it('while one holder lists, another admits nothing; a listing that fails gives the lock back and the next acquire lists again', async () => {
     const { n, client } = await nova();
     const a = ledger(server.url, n, 'a');
