@@ -11,7 +11,10 @@
  *   the waits look by themselves at least once), after catching up on the proofs it may have missed
  *   (`catchUp`).
  * - **Fencing.** A publication of an older epoch than one already seen (a deposed watcher) is
- *   ignored and counted ({@link FleetStats.staleEpoch}).
+ *   counted ({@link FleetStats.staleEpoch}) and ignored but for its proofs of deletion: deletion is
+ *   monotonic, so a deposed watcher's 404 or proved absence is still true (`evidence.ts`, rule 3);
+ *   its statuses and "cannot answer" items are dropped, and it moves neither the sequence nor the
+ *   stall clock.
  * - **Proofs always, states while consuming.** A proof of deletion (`'not-found'` or `'absent'`,
  *   rule 3 of `evidence.ts`, judged again by the engine) ends the waits of its server whenever it
  *   arrives: deletion is monotonic. A server's status is a look only while the host consumes.
@@ -111,6 +114,7 @@ export class FleetConsumer {
     if (prev === undefined || seq > prev) this.#lastSeq = seq;
     if (epoch < this.#maxEpoch) {
       this.#d.stats.staleEpoch++;
+      for (const it of pub.items) if ('g' in it && this.#d.engine.fleetObserved(it.i, { gone: true, evidence: it.g })) this.#d.stats.proofs++;
       return;
     }
     this.#maxEpoch = epoch;

@@ -50,8 +50,8 @@ describe('FleetConsumer', () => {
     await vi.advanceTimersByTimeAsync(10);
     expect(client.deleteEngine.pendingWaits).toBe(1);
     consumer.sawEpoch(3);
-    consumer.take(pub(1, 2, [{ i: id, g: 'not-found' }]));
-    expect([stats.staleEpoch, stats.proofs, client.deleteEngine.pendingWaits]).toEqual([1, 0, 1]);
+    consumer.take(pub(1, 2, [{ i: id, s: { status: 'ERROR', 'OS-EXT-STS:task_state': null } }, { i: id, x: 'cannot answer' }]));
+    expect([stats.staleEpoch, stats.proofs, client.deleteEngine.pendingWaits, consumer.consuming]).toEqual([1, 0, 1, false]);
     consumer.take(pub(2, 3));
     expect(consumer.consuming).toBe(true);
     const gets = (): number => nova.requestsTo('GET', serverPath(id)).length;
@@ -73,5 +73,18 @@ describe('FleetConsumer', () => {
     expect(stats.proofs).toBe(1);
     // Nova never deleted it: every own look was a 200.
     expect(nova.requestsTo('GET', serverPath(id)).every((r) => r.status === 200)).toBe(true);
+  });
+
+  it("a deposed watcher's proof of deletion (an older epoch) still ends a wait: deletion is monotonic", async () => {
+    const { nova, client, consumer, stats } = await setup(1000);
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    const wait = client.deleteServer(id, { wait: true, intervalMs: 1000, jitter: 0, timeoutMs: 60_000 });
+    await vi.advanceTimersByTimeAsync(10);
+    consumer.sawEpoch(3);
+    consumer.take(pub(1, 2, [{ i: id, g: 'not-found' }]));
+    expect([stats.staleEpoch, stats.proofs]).toEqual([1, 1]);
+    expect((await settle(wait)).outcome).toBe('deleted');
+    // Nova deletes slowly here (1000 s): only the published proof can have ended it.
+    expect(client.deleteEngine.pendingWaits).toBe(0);
   });
 });
