@@ -12,7 +12,8 @@
  *   answer" (`x`): the hosts waiting on it look by themselves; it is not watched again while the
  *   fleet's interest in it lasts.
  * - A status item carries the fields a delete wait reads, or the whole body when a wait on the
- *   server reads more ({@link FleetInterest.whole}: the guard's ACTIVE wait returns the body).
+ *   server reads more ({@link FleetInterest.whole}: the guard's ACTIVE wait returns the body), less
+ *   its user data (`OS-EXT-SRV-ATTR:user_data`, which an admin's GET shows and which may hold secrets).
  *
  * @module
  */
@@ -22,6 +23,9 @@ import type { Observation } from './types.js';
 
 /** The fields of a server a status item carries when no wait reads the whole body (what delete waits read). */
 export const PUBLISHED_FIELDS = ['status', 'OS-EXT-STS:task_state', 'OS-EXT-STS:vm_state', 'updated', 'fault', 'progress', 'tenant_id'] as const;
+
+/** The field of a server body that holds its user data, never published (see {@link FleetLooks}). */
+export const USER_DATA_KEY = 'OS-EXT-SRV-ATTR:user_data';
 
 /** Failed looks in a row a fleet wait tolerates before it publishes that it cannot answer. */
 const FLEET_POLL_RETRIES = 4;
@@ -150,7 +154,12 @@ export class FleetLooks {
       if (obs.evidence !== undefined) this.publish({ i: serverId, g: obs.evidence });
       return;
     }
-    if (whole) return this.publish({ i: serverId, s: obs.server });
+    if (whole) {
+      // The whole body but the user data (an admin's GET shows it from microversion 2.3): cloud-init
+      // scripts carry secrets, and a publication is stored on the carrier (a Redis stream) for minutes.
+      const { [USER_DATA_KEY]: _userData, ...s } = obs.server as Server & Record<string, unknown>;
+      return this.publish({ i: serverId, s });
+    }
     const s: Partial<Server> = {};
     for (const k of PUBLISHED_FIELDS) if (obs.server[k] !== undefined) (s as Record<string, unknown>)[k] = obs.server[k];
     this.publish({ i: serverId, s });

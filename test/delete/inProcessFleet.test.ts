@@ -75,6 +75,29 @@ describe('InProcessFleet', () => {
     fleet.close();
   });
 
+  it("the whole body a consumer's ACTIVE wait gets from the watcher leaves out the server's user data (an admin's GET shows it)", async () => {
+    const nova = await startNova({ buildDelayMs: 1500 });
+    const a = countedClient(nova);
+    const b = countedClient(nova);
+    const fleet = new InProcessFleet();
+    const ma = await fleet.join(a.client);
+    await fleet.join(b.client);
+    await vi.advanceTimersByTimeAsync(0);
+    const secret = Buffer.from('#cloud-config\npassword: hunter2-in-user-data\n').toString('base64');
+    const s = await b.client.createServer({ name: 'with-user-data', flavorRef: '1', imageRef: 'img', networks: 'none', user_data: secret });
+    // FakeNova shows it to an admin, as Nova does from 2.3.
+    expect((await a.client.getServer(s.id))['OS-EXT-SRV-ATTR:user_data']).toBe(secret);
+    const published: unknown[] = [];
+    const r = await settle(waitForActive(b.client, s.id, { intervalMs: 1000, jitter: 0, onBuild: (body) => void published.push(body) }));
+    expect(r.outcome).toBe('active');
+    expect(looks(b.sent)).toEqual([]);
+    expect(ma.stats.published).toBeGreaterThan(0);
+    expect(r.server).toMatchObject({ id: s.id, name: 'with-user-data', status: 'ACTIVE' });
+    expect(r.server).not.toHaveProperty('OS-EXT-SRV-ATTR:user_data');
+    expect(JSON.stringify([r.server, published])).not.toContain(secret);
+    fleet.close();
+  });
+
   it("a consumer's guarded create sends its /limits and POST only; the watcher answers its ACTIVE wait", async () => {
     const nova = await startNova({ buildDelayMs: 1500 });
     const a = countedClient(nova);

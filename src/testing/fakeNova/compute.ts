@@ -44,6 +44,8 @@ export interface CreateRequest {
   userId: string;
   keyName: string | null;
   description: string | null;
+  /** The create's `user_data` (base64, as sent), or null. */
+  userData?: string | null;
 }
 
 /** Server life cycles of the fake. */
@@ -107,6 +109,7 @@ export class Compute {
           reservationId,
           launchIndex: i,
           keyName: req.keyName,
+          userData: req.userData ?? null,
           description: req.description,
           ...(schedulingMs > 0 ? { buildRequest: true } : {}),
         },
@@ -236,6 +239,7 @@ export class Compute {
       reservationId: 'r-' + randomUUID().replace(/-/g, '').slice(0, 8),
       launchIndex: 0,
       keyName: null,
+      userData: null,
       description: null,
       ...f,
     };

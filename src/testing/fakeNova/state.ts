@@ -52,6 +52,8 @@ export interface ServerRecord extends Pick<FakeServerView, ViewFields> {
   reservationId: string;
   launchIndex: number;
   keyName: string | null;
+  /** The create's `user_data` (base64, as sent), or null: an admin's GET shows it from 2.3. */
+  userData?: string | null;
   description: string | null;
   /** Never scheduled: the instance lives in cell0 (no placement allocation). See {@link FakeNovaCauses}. */
   cell0?: boolean;

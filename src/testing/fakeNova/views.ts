@@ -128,7 +128,7 @@ export function serverDetail(r: ServerRecord, ctx: ViewContext, listed = false):
       s['OS-EXT-SRV-ATTR:ramdisk_id'] = '';
       s['OS-EXT-SRV-ATTR:reservation_id'] = r.reservationId;
       s['OS-EXT-SRV-ATTR:root_device_name'] = '/dev/sda';
-      s['OS-EXT-SRV-ATTR:user_data'] = null;
+      s['OS-EXT-SRV-ATTR:user_data'] = r.userData ?? null;
     }
     if (atLeast(v, 16)) s.host_status = host ? 'UP' : '';
   }

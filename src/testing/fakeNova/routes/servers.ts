@@ -233,6 +233,7 @@ export function createServer(e: Engine, ctx: Ctx): Reply {
     count: verdict.count,
     userId: ctx.userId,
     keyName: typeof s.key_name === 'string' ? s.key_name : null,
+    userData: typeof s.user_data === 'string' ? s.user_data : null,
     description: typeof s.description === 'string' ? s.description : null,
   });
   const first = created[0]!;
