@@ -63,8 +63,8 @@ export function parseQuotaSetDetail(quotaSet: Record<string, unknown>): QuotaSet
 /**
  * The query of the next page of a `GET /servers/detail` listing: the `servers_links` "next" link's
  * query (only its query: the next page is read from the client's endpoint, never another host), or
- * undefined on the last page (no next link, one without an href, or `pageEmpty`). Records the marker in `seenMarkers`.
- * @throws {@link InvalidResponseError} when the link is not a URL, has no `marker` (Nova's next link
+ * undefined on the last page (no next link, or `pageEmpty`). Records the marker in `seenMarkers`.
+ * @throws {@link InvalidResponseError} when the link has no href, is not a URL, has no `marker` (Nova's next link
  * always names the last server of the page; one without it, such as a proxy's `?page=2`, cannot be
  * followed, and taking the page for the last would truncate the listing: the delete engine would take
  * the servers of the later pages for gone), or asks for a marker already followed (a proxy that drops
@@ -73,8 +73,10 @@ export function parseQuotaSetDetail(quotaSet: Record<string, unknown>): QuotaSet
  */
 export function nextPageQuery(body: unknown, ctx: ShapeContext, seenMarkers: Set<string>, pageEmpty: boolean): Record<string, string> | undefined {
   const links = optionalObjectListMember<{ rel?: unknown; href?: unknown }>(body, 'servers_links', ctx);
-  const href = links.find((l) => l.rel === 'next')?.href;
-  if (typeof href !== 'string' || href === '' || pageEmpty) return undefined;
+  const next = links.find((l) => l.rel === 'next');
+  if (next === undefined || pageEmpty) return undefined;
+  const href = next.href;
+  if (typeof href !== 'string' || href === '') throw invalidResponse(ctx, 'the servers_links next link has no href: the next page cannot be read, and the listing would be truncated');
   let query: Record<string, string>;
   try {
     query = Object.fromEntries(new URL(href, 'http://x').searchParams.entries());

@@ -54,9 +54,13 @@ describe('2xx bodies that are not what Nova promises', () => {
     expect(await rejection(client(s.endpoint).listServers())).toBeInstanceOf(InvalidResponseError);
   });
 
-  it('listServers still reads a page without servers_links, and ignores a next link without an href', async () => {
+  it('listServers still reads a page without servers_links, and fails on a next link without an href (a next page it cannot read)', async () => {
+    const plain = await scripted((_q, res) => reply(res, 200, { servers: [{ id: 'a' }] }));
+    expect(await client(plain.endpoint).listServers()).toEqual([{ id: 'a' }]);
     const s = await scripted((_q, res) => reply(res, 200, { servers: [{ id: 'a' }], servers_links: [{ rel: 'next' }] }));
-    expect(await client(s.endpoint).listServers()).toEqual([{ id: 'a' }]);
+    const e = await rejection(client(s.endpoint).listServers());
+    expect(e).toBeInstanceOf(InvalidResponseError);
+    expect(String((e as Error).message)).toMatch(/next link has no href/);
     expect(s.seen).toHaveLength(1);
   });
 
