@@ -7,7 +7,7 @@
  */
 import axios, { type AxiosAdapter } from 'axios';
 import { NovaClient, type QuotaLedger } from 'nova-guard';
-import { RedisQuotaLedger } from 'nova-guard/redis';
+import { MIN_FLEET_LEASE_TTL_MS, RedisQuotaLedger } from 'nova-guard/redis';
 import { SqliteQuotaLedger } from 'nova-guard/sqlite';
 import { policies, type ChurnConfig } from './churn.js';
 import { MICROVERSION } from './stats.js';
@@ -99,7 +99,12 @@ async function prepare(task: HostTask): Promise<{ run: () => Promise<HostResult>
   let ledger: QuotaLedger | undefined;
   if (onRedis(task.policy)) {
     const opts = { url: task.redisUrl!, endpoint: task.endpoint, projectId: task.projectId, keyPrefix: task.keyPrefix, holder: `host${task.host}:${process.pid}` };
-    ledger = task.policy.includes('fleet watcher') ? await RedisQuotaLedger.forClient(client, { ...opts, fleetWatcher: true }) : new RedisQuotaLedger(opts);
+    // The fleet watcher's lease TTL sets how often hosts read publications and the watcher follows
+    // new interest (every TTL/8, at most 250 ms): scaled like the poll interval (6 s / scale), but at
+    // least the shortest TTL taken. Unscaled, a read every 250 ms would be 5 poll intervals here where
+    // it is a twentieth of one at the real 5 s interval.
+    const fleetLeaseTtlMs = Math.max(MIN_FLEET_LEASE_TTL_MS, 6000 / cfg.scale);
+    ledger = task.policy.includes('fleet watcher') ? await RedisQuotaLedger.forClient(client, { ...opts, fleetWatcher: true, fleetLeaseTtlMs }) : new RedisQuotaLedger(opts);
   } else if (onSqlite(task.policy)) {
     ledger = new SqliteQuotaLedger({ path: task.sqliteDir!, endpoint: task.endpoint, projectId: task.projectId, holder: `proc${task.host}:${process.pid}` });
   }
