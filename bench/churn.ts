@@ -125,6 +125,8 @@ export function policies(cfg: ChurnConfig, trace?: JobTrace): Record<ChurnRow['p
         maxDelayMs: 60000 / s,
         maxWaitMs: cfg.maxWaitMs ?? 600000 / s,
         activeIntervalMs: cfg.guardActiveIntervalMs ?? 2000 / s,
+        // While a create waits for headroom, the deletions are looked at every second (scaled).
+        shortLookIntervalMs: 1000 / s,
         activeTimeoutMs: 600000 / s,
       });
       return async (_client, name, errors) => {
