@@ -71,11 +71,17 @@ export interface ChurnRow {
 /** One job: resolves true when it ran, false (or throws) when it failed. */
 export type Job = (client: NovaClient, name: string, errors: string[]) => Promise<boolean>;
 
+/** Told when a nova-guard job starts its create and when its delete returned (the 404 seen): where the makespan goes. */
+export interface JobTrace {
+  createStart: () => void;
+  deleteReturned: (serverId: string) => void;
+}
+
 /**
  * The job of each policy, made for one client (one worker host). nova-guard's takes the host's
  * `ledger` (default: the guard's own in-process ledger).
  */
-export function policies(cfg: ChurnConfig): Record<ChurnRow['policy'], (client: NovaClient, ledger?: QuotaLedger) => Job> {
+export function policies(cfg: ChurnConfig, trace?: JobTrace): Record<ChurnRow['policy'], (client: NovaClient, ledger?: QuotaLedger) => Job> {
   const body = (name: string): { name: string; flavorRef: string; imageRef: string; networks: 'none' } => ({ name, flavorRef: '2', imageRef: 'img', networks: 'none' });
   const untilActive = async (client: NovaClient, id: string): Promise<boolean> =>
     (await waitForActive(client, id, { intervalMs: cfg.pollIntervalMs, timeoutMs: 60000 })).outcome === 'active';
@@ -119,13 +125,17 @@ export function policies(cfg: ChurnConfig): Record<ChurnRow['policy'], (client: 
         maxDelayMs: 60000 / s,
         maxWaitMs: cfg.maxWaitMs ?? 600000 / s,
         activeIntervalMs: cfg.guardActiveIntervalMs ?? 2000 / s,
+        // While a create waits for headroom, the deletions are looked at every second (scaled).
+        shortLookIntervalMs: 1000 / s,
         activeTimeoutMs: 600000 / s,
       });
       return async (_client, name, errors) => {
         try {
+          trace?.createStart();
           const server = await guard.createServer(body(name));
           await sleep(cfg.runMs);
           await client.deleteServer(server.id, { wait: true, intervalMs: cfg.pollIntervalMs, timeoutMs: 300000 / s });
+          trace?.deleteReturned(server.id);
           return true;
         } catch (e) {
           errors.push(`${(e as Error).name}: ${(e as Error).message}`);

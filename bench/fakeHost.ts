@@ -21,6 +21,7 @@ export type HostRequest =
   | { cmd: 'destroyAt'; id: string; atMs: number }
   | { cmd: 'destroyTimes'; ids: string[] }
   | { cmd: 'takeRequests' }
+  | { cmd: 'timeline' }
   | { cmd: 'quotaRecord' }
   | { cmd: 'close' };
 
@@ -31,6 +32,8 @@ export interface RequestCounts {
   listings: number;
   /** `GET /servers/detail` with a `marker` (pages after the first). */
   listingNextPages: number;
+  /** `GET /servers` (the brief listing; every page). */
+  briefListings: number;
   /** `GET /servers/{id}`. */
   serverGets: number;
   deletes: number;
@@ -43,13 +46,14 @@ export interface RequestCounts {
 
 /** Count recorded requests by kind. */
 export function countRequests(reqs: readonly RecordedRequest[]): RequestCounts {
-  const c: RequestCounts = { total: 0, listings: 0, listingNextPages: 0, serverGets: 0, deletes: 0, creates: 0, create403s: 0, limits: 0, other: 0 };
+  const c: RequestCounts = { total: 0, listings: 0, listingNextPages: 0, briefListings: 0, serverGets: 0, deletes: 0, creates: 0, create403s: 0, limits: 0, other: 0 };
   for (const r of reqs) {
     c.total++;
     if (r.method === 'GET' && r.path === '/servers/detail') {
       c.listings++;
       if (r.query.marker !== undefined) c.listingNextPages++;
-    } else if (r.method === 'GET' && /^\/servers\/[^/]+$/.test(r.path)) c.serverGets++;
+    } else if (r.method === 'GET' && r.path === '/servers') c.briefListings++;
+    else if (r.method === 'GET' && /^\/servers\/[^/]+$/.test(r.path)) c.serverGets++;
     else if (r.method === 'DELETE' && /^\/servers\/[^/]+$/.test(r.path)) c.deletes++;
     else if (r.method === 'POST' && r.path === '/servers') {
       c.creates++;
@@ -58,6 +62,25 @@ export function countRequests(reqs: readonly RecordedRequest[]): RequestCounts {
     else c.other++;
   }
   return c;
+}
+
+/** Per server, when its `POST /servers` and its first DELETE were accepted (epoch ms); and the servers that still exist. */
+export interface FakeTimeline {
+  servers: Record<string, { postAtMs?: number; deleteAtMs?: number }>;
+  serversLeft: number;
+}
+
+/** The timeline of the recorded requests (see {@link FakeTimeline}). */
+export function timelineOf(reqs: readonly RecordedRequest[], serversLeft: number): FakeTimeline {
+  const servers: FakeTimeline['servers'] = {};
+  const ok = (r: RecordedRequest): boolean => r.status >= 200 && r.status < 300;
+  for (const r of reqs) {
+    if (r.serverId === undefined || !ok(r)) continue;
+    const s = (servers[r.serverId] ??= {});
+    if (r.method === 'POST' && r.path === '/servers') s.postAtMs ??= r.timeMs;
+    else if (r.method === 'DELETE' && /^\/servers\/[^/]+$/.test(r.path)) s.deleteAtMs ??= r.timeMs;
+  }
+  return { servers, serversLeft };
 }
 
 let nova: FakeNova | undefined;
@@ -98,6 +121,8 @@ async function handle(req: HostRequest): Promise<unknown> {
       nova!.clearRequests();
       return counts;
     }
+    case 'timeline':
+      return timelineOf(nova!.requests, nova!.listServerStates().length);
     case 'quotaRecord':
       return nova!.quotaRecord() satisfies FakeQuotaRecord;
     case 'close':

@@ -5,9 +5,9 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import type { FakeNovaOptions, FakeServerInit } from 'nova-guard/testing';
-import type { FakeQuotaRecord, HostRequest, RequestCounts } from './fakeHost.js';
+import type { FakeQuotaRecord, FakeTimeline, HostRequest, RequestCounts } from './fakeHost.js';
 
-export type { FakeQuotaRecord, RequestCounts } from './fakeHost.js';
+export type { FakeQuotaRecord, FakeTimeline, RequestCounts } from './fakeHost.js';
 
 /** A FakeNova running in a child process. */
 export class FakeNovaProcess {
@@ -73,6 +73,11 @@ export class FakeNovaProcess {
   /** Counts of the requests received since the last call, and forget them. */
   takeRequests(): Promise<RequestCounts> {
     return this.#call({ cmd: 'takeRequests' });
+  }
+
+  /** When each server's POST and first DELETE were accepted, and how many servers exist now (call before {@link takeRequests}). */
+  timeline(): Promise<FakeTimeline> {
+    return this.#call({ cmd: 'timeline' });
   }
 
   /** The fake's quota record since its start: most cores held at once, quota 403s, recheck ERRORs (`FakeNova.quotaRecord`). */

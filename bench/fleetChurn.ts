@@ -8,6 +8,9 @@
  * at the largest number of hosts also that Redis ledger with its Redis 200 ms away (a latency proxy)
  * and with its Redis restarted (empty) mid-run. Each row keeps the fake's quota record: the most
  * cores held at once by servers that exist (over the quota = over-commit) and the quota 403s.
+ * The policies the targets are about ({@link REPEATED_POLICIES}) run `runs` times at every size and
+ * are summarised by their median run with the spread (min-max); each run says where its makespan
+ * went (`fleetChurnLags.ts`).
  *
  * @module
  */
@@ -17,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { schedulingDelayMs, type ChurnConfig } from './churn.js';
 import type { FakeNovaProcess, RequestCounts } from './fakeProcess.js';
+import { churnLags, type ChurnLags } from './fleetChurnLags.js';
 import { onRedis, onSqlite, type FleetPolicy, type HostResult, type HostTask } from './fleetHost.js';
 import { startLatencyProxy, type LatencyProxy } from './latencyProxy.js';
 import { round } from './stats.js';
@@ -34,6 +38,12 @@ export interface FleetChurnConfig {
   rttMs?: number;
   /** Only the policies whose names contain one of these words (bench's `--policies`); all when absent. */
   policyWords?: readonly string[];
+  /** Runs of each of {@link REPEATED_POLICIES} at each size (the others run once). @default 1 */
+  runs?: number;
+  /** The SQLite row (a process per worker) only up to this many hosts. @default Infinity */
+  sqliteMaxHosts?: number;
+  /** The Redis network rows (200 ms away, restarted) at this many hosts. @default the largest */
+  networkHosts?: number;
 }
 
 /** One policy at one number of hosts. */
@@ -59,7 +69,67 @@ export interface FleetChurnRow {
   fluidLowerBoundMs: number;
   makespanOverFluidLowerBound: number;
   requests: RequestCounts;
+  /** Requests per job by kind (POST, DELETE, GET server, listings with every page, /limits, the rest). */
+  perJob: { post: number; delete: number; get: number; listing: number; limits: number; other: number };
+  /** Servers that still existed once the run ended and the deletes it sent had time to finish. */
+  serversLeft: number;
+  /** Where the makespan went. */
+  lags: ChurnLags;
+  /** Which run of the policy at this size (1-based). */
+  run: number;
   errors: string[];
+}
+
+/** The policies the targets are about: run `runs` times at every size (median and spread). */
+export const REPEATED_POLICIES: readonly FleetPolicy[] = ['autopkgtest', 'nova-guard (Redis ledger)', 'nova-guard (Redis ledger + fleet watcher)'];
+
+/** One policy at one size over its runs: the median run (by makespan over the bound) and the spread. */
+export interface FleetChurnSummary {
+  policy: FleetPolicy;
+  hosts: number;
+  runs: number;
+  median: FleetChurnRow;
+  /** Min and max over the runs. */
+  makespanOverLowerBound: [number, number];
+  requestsPerJob: [number, number];
+  /** Over every run. */
+  failedJobs: number;
+  quota403s: number;
+  serversLeft: number;
+  /** The median of the runs' requests per job (may be another run's than `median`'s). */
+  medianRequestsPerJob: number;
+}
+
+/** The median of `xs` (the lower middle one for an even count: a value that was measured). */
+export function medianOf(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor((s.length - 1) / 2)] ?? Number.NaN;
+}
+
+/** Group the rows by policy and size: median run and spread (see {@link FleetChurnSummary}). */
+export function summarise(rows: readonly FleetChurnRow[]): FleetChurnSummary[] {
+  const groups = new Map<string, FleetChurnRow[]>();
+  for (const r of rows) {
+    const k = `${r.hosts}|${r.policy}`;
+    groups.set(k, [...(groups.get(k) ?? []), r]);
+  }
+  return [...groups.values()].map((g) => {
+    const ratios = g.map((r) => r.makespanOverLowerBound);
+    const m = medianOf(ratios);
+    const req = g.map((r) => r.requestsPerJob);
+    return {
+      policy: g[0]!.policy,
+      hosts: g[0]!.hosts,
+      runs: g.length,
+      median: g.find((r) => r.makespanOverLowerBound === m)!,
+      makespanOverLowerBound: [Math.min(...ratios), Math.max(...ratios)],
+      requestsPerJob: [Math.min(...req), Math.max(...req)],
+      failedJobs: g.reduce((n, r) => n + r.failedJobs, 0),
+      quota403s: g.reduce((n, r) => n + r.quota403s, 0),
+      serversLeft: g.reduce((n, r) => n + r.serversLeft, 0),
+      medianRequestsPerJob: medianOf(req),
+    };
+  });
 }
 
 export const FLEET_POLICIES: readonly FleetPolicy[] = [
@@ -118,9 +188,13 @@ export async function runFleetChurn(fake: FakeNovaProcess, cfg: FleetChurnConfig
     const rounds = Math.ceil(jobs / slots);
     const fluidLowerBoundMs = Math.round((jobs * 2 * holdMs) / quotaCores);
     const lowerBoundMs = Math.round(Math.max(c.jobsPerWorker * (c.buildDelayMs + c.runMs), (rounds - 1) * holdMs + c.buildDelayMs + c.runMs));
-    const largest = hosts === Math.max(...cfg.hosts);
-    for (const policy of [...FLEET_POLICIES, ...(largest && cfg.redisLocal ? NETWORK_POLICIES : [])]) {
+    const networkHere = hosts === (cfg.networkHosts !== undefined && cfg.hosts.includes(cfg.networkHosts) ? cfg.networkHosts : Math.max(...cfg.hosts));
+    const runs = [...FLEET_POLICIES, ...(networkHere && cfg.redisLocal ? NETWORK_POLICIES : [])].flatMap((p) =>
+      Array.from({ length: REPEATED_POLICIES.includes(p) ? Math.max(1, cfg.runs ?? 1) : 1 }, (_, i) => ({ policy: p, run: i + 1 })),
+    );
+    for (const { policy, run } of runs) {
       if (onRedis(policy) && cfg.redisUrl === undefined) continue;
+      if (onSqlite(policy) && hosts > (cfg.sqliteMaxHosts ?? Number.POSITIVE_INFINITY)) continue;
       if (cfg.policyWords && !cfg.policyWords.some((w) => policy.includes(w))) continue;
       let proxy: LatencyProxy | undefined;
       let redisUrl = cfg.redisUrl;
@@ -155,6 +229,9 @@ export async function runFleetChurn(fake: FakeNovaProcess, cfg: FleetChurnConfig
         const makespanMs = Math.round(performance.now() - t0);
         clearTimeout(restartTimer);
         await restarted;
+        // The deletes nobody waited for (the baseline's) get the fake's delete time to finish.
+        await new Promise((resolve) => setTimeout(resolve, 2 * (c.deleteDelayMs + c.deletedWindowMs) + 100));
+        const timeline = await fake.timeline();
         const requests = await fake.takeRequests();
         const record = await fake.quotaRecord();
         const failed = results.reduce((n, m) => n + (m.result ? m.result.failed : (perWorker ? 1 : c.workers) * c.jobsPerWorker), 0);
@@ -177,10 +254,25 @@ export async function runFleetChurn(fake: FakeNovaProcess, cfg: FleetChurnConfig
           fluidLowerBoundMs,
           makespanOverFluidLowerBound: round(makespanMs / fluidLowerBoundMs, 3),
           requests,
+          perJob: {
+            post: round(requests.creates / jobs, 2),
+            delete: round(requests.deletes / jobs, 2),
+            get: round(requests.serverGets / jobs, 2),
+            listing: round((requests.listings + requests.briefListings) / jobs, 2),
+            limits: round(requests.limits / jobs, 2),
+            other: round(requests.other / jobs, 2),
+          },
+          serversLeft: timeline.serversLeft,
+          lags: churnLags(
+            timeline,
+            results.flatMap((m) => (m.result ? [m.result.trace] : [])),
+            { deleteDelayMs: c.deleteDelayMs, deletedWindowMs: c.deletedWindowMs, schedulingDelayMs: schedulingDelayMs(c), quotaCores, coresPerServer: 2 },
+          ),
+          run,
           errors,
         });
         process.stderr.write(
-          `fleet churn ${hosts} host(s), ${policy}: ${makespanMs} ms (lower bound ${lowerBoundMs}), ${failed} failed, ${requests.create403s} quota 403s, ` +
+          `fleet churn ${hosts} host(s), ${policy}${run > 1 ? ` (run ${run})` : ''}: ${makespanMs} ms (lower bound ${lowerBoundMs}), ${failed} failed, ${requests.create403s} quota 403s, ` +
             `peak ${record.peakCores}/${quotaCores} cores held, ${round(requests.total / jobs, 2)} req/job\n`,
         );
       } finally {

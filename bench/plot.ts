@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import * as vega from 'vega';
 import * as vegaLite from 'vega-lite';
 import type { ChurnRow } from './churn.js';
-import type { FleetChurnRow } from './fleetChurn.js';
+import { summarise, type FleetChurnRow } from './fleetChurn.js';
 import type { FleetSimRow } from './fleetSim.js';
 import type { FleetRow } from './fleetWait.js';
 import type { OverheadResult } from './overhead.js';
@@ -67,41 +67,47 @@ function churnSpec(rows: ChurnRow[]): Spec {
   };
 }
 
-/** Fleet churn: makespan over the lower bound and requests per job, by number of hosts, per policy; nova-guard's over-commit and quota 403s. */
+/** Fleet churn: makespan over the lower bound and requests per job, by number of hosts, per policy (median run, the bar its runs' min-max); nova-guard's over-commit and quota 403s. */
 function hostsSpec(rows: FleetChurnRow[]): Spec {
-  const values = rows.map((r) => ({ hosts: r.hosts, policy: r.policy, makespan: r.makespanOverLowerBound, requests: r.requestsPerJob }));
+  const values = summarise(rows).map((x) => ({
+    hosts: x.hosts,
+    policy: x.policy,
+    makespan: x.median.makespanOverLowerBound,
+    makespanMin: x.makespanOverLowerBound[0],
+    makespanMax: x.makespanOverLowerBound[1],
+    requests: x.medianRequestsPerJob,
+    requestsMin: x.requestsPerJob[0],
+    requestsMax: x.requestsPerJob[1],
+  }));
   const ticks: number[] = [...new Set(rows.map((r) => r.hosts))];
   const x = { field: 'hosts', type: 'quantitative' as const, scale: { type: 'log' as const, base: 2 }, axis: { values: ticks }, title: 'worker hosts (processes), 3 workers each' };
   const color = { field: 'policy', type: 'nominal', title: null } as const;
-  return {
-    title: 'Fleet churn: hosts sharing one core quota',
-    data: { values },
-    hconcat: [
-      {
-        width: 280,
-        height: 220,
-        layer: [
-          { mark: { type: 'line', point: true }, encoding: { x, y: { field: 'makespan', type: 'quantitative', title: 'makespan / lower bound' }, color } },
-          { mark: { type: 'rule', color: 'red', strokeDash: [4, 4] }, encoding: { y: { datum: 1.1, type: 'quantitative' } } },
-        ],
-      },
-      { width: 280, height: 220, mark: { type: 'line', point: true }, encoding: { x, y: { field: 'requests', type: 'quantitative', title: 'requests to Nova per job' }, color } },
-      quotaPanel(rows),
+  const spreadPanel = (field: 'makespan' | 'requests', title: string, rule?: number): Panel => ({
+    width: 280,
+    height: 220,
+    layer: [
+      { mark: { type: 'line', point: true }, encoding: { x, y: { field, type: 'quantitative', title, scale: { zero: false } }, color } },
+      { mark: { type: 'rule', strokeWidth: 2 }, encoding: { x, y: { field: `${field}Min`, type: 'quantitative' }, y2: { field: `${field}Max` }, color } },
+      ...(rule === undefined ? [] : [{ mark: { type: 'rule' as const, color: 'red', strokeDash: [4, 4] }, encoding: { y: { datum: rule, type: 'quantitative' as const } } }]),
     ],
+  });
+  return {
+    title: 'Fleet churn: hosts sharing one core quota (median of the runs; bars: min-max)',
+    data: { values },
+    hconcat: [spreadPanel('makespan', 'makespan / lower bound', 1.1), spreadPanel('requests', 'requests to Nova per job'), quotaPanel(rows)],
   };
 }
 
-/** Fleet churn, nova-guard's rows: the most cores held at once and the quota 403s, each over the quota (the red rule: 1 = the quota). */
+/** Fleet churn, nova-guard's rows: the most cores held at once and the quota 403s (the worst run), each over the quota (the red rule: 1 = the quota). */
 function quotaPanel(rows: FleetChurnRow[]): Panel {
-  const values = rows
-    .filter((r) => r.policy.startsWith('nova-guard'))
-    .flatMap((r) => {
-      const row = `${r.hosts} host(s), ${r.policy.replace(/^nova-guard \((.*)\)$/, '$1')}`;
-      return [
-        { row, measure: 'peak cores held / quota', value: r.peakCores / r.quotaCores },
-        { row, measure: 'quota 403s / quota', value: r.quota403s / r.quotaCores },
-      ];
-    });
+  const values = summarise(rows.filter((r) => r.policy.startsWith('nova-guard'))).flatMap((x) => {
+    const runs = rows.filter((r) => r.hosts === x.hosts && r.policy === x.policy);
+    const row = `${x.hosts} host(s), ${x.policy.replace(/^nova-guard \((.*)\)$/, '$1')}`;
+    return [
+      { row, measure: 'peak cores held / quota', value: Math.max(...runs.map((r) => r.peakCores)) / x.median.quotaCores },
+      { row, measure: 'quota 403s / quota', value: Math.max(...runs.map((r) => r.quota403s)) / x.median.quotaCores },
+    ];
+  });
   return {
     width: 280,
     height: 220,

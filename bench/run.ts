@@ -14,7 +14,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { runChurn, type ChurnConfig, type ChurnRow } from './churn.js';
 import { FakeNovaProcess } from './fakeProcess.js';
-import { runFleetChurn, type FleetChurnConfig, type FleetChurnRow } from './fleetChurn.js';
+import { REPEATED_POLICIES, runFleetChurn, summarise, type FleetChurnConfig, type FleetChurnRow, type FleetChurnSummary } from './fleetChurn.js';
 import { onRedis, onSqlite } from './fleetHost.js';
 import { runFleet, type FleetConfig, type FleetRow } from './fleetWait.js';
 import { runOverhead, type OverheadConfig, type OverheadResult } from './overhead.js';
@@ -68,7 +68,9 @@ const churnCfg: ChurnConfig = {
 // nova-guard polls its BUILD server at the same interval as the other workers (autopkgtest-style
 // polls every 5 s, scaled), so requests per job compare the coordination, not the poll rate.
 const hostsChurn: ChurnConfig = { ...churnCfg, workers: 3, jobsPerWorker: smoke ? 2 : 3, guardActiveIntervalMs: churnCfg.pollIntervalMs };
-const hostCounts = flags.hosts ? flags.hosts.split(',').map((h) => Number(h.trim())) : smoke ? [1, 2] : [1, 2, 4];
+const hostCounts = flags.hosts ? flags.hosts.split(',').map((h) => Number(h.trim())) : smoke ? [1, 2] : [1, 2, 4, 8];
+/** Runs of the policies the targets are about, at each number of hosts (median and spread printed). */
+const HOSTS_RUNS = smoke ? 1 : 3;
 const policyWords = flags.policies?.split(',').map((w) => w.trim());
 /** A run filtered by --hosts or --policies: its results go to a file of their own. */
 const filtered = flags.hosts !== undefined || policyWords !== undefined;
@@ -171,55 +173,69 @@ function churnTargets(rows: ChurnRow[]): TargetResult[] {
   ];
 }
 
-function hostsTable(rows: FleetChurnRow[]): string {
+const spread = (range: [number, number]): string => (range[0] === range[1] ? '' : ` (${range[0]}–${range[1]})`);
+
+function hostsTable(sums: FleetChurnSummary[]): string {
   return markdownTable(
-    ['hosts', 'policy', 'jobs', 'core quota', 'peak cores held', 'recheck ERRORs', 'failed jobs', 'quota 403s', 'requests/job', 'GET /limits per job', 'makespan ms', 'lower bound ms', 'makespan / lower bound'],
-    rows.map((r) => [r.hosts, r.policy, r.jobs, r.quotaCores, r.peakCores, r.recheckErrors, r.failedJobs, r.quota403s, r.requestsPerJob, r.limitsPerJob, r.makespanMs, r.lowerBoundMs, r.makespanOverLowerBound]),
+    ['hosts', 'policy', 'runs', 'jobs', 'core quota', 'peak cores held', 'recheck ERRORs', 'failed jobs', 'quota 403s', 'servers left', 'requests/job (min–max)', 'POST', 'DELETE', 'GET server', 'listings', '/limits', 'makespan ms', 'lower bound ms', 'makespan / lower bound (min–max)', 'makespan / fluid bound'],
+    sums.map((x) => {
+      const r = x.median;
+      const k = r.perJob;
+      return [x.hosts, x.policy, x.runs, r.jobs, r.quotaCores, r.peakCores, r.recheckErrors, x.failedJobs, x.quota403s, x.serversLeft, `${x.medianRequestsPerJob}${spread(x.requestsPerJob)}`, k.post, k.delete, k.get, k.listing, k.limits, r.makespanMs, r.lowerBoundMs, `${r.makespanOverLowerBound}${spread(x.makespanOverLowerBound)}`, r.makespanOverFluidLowerBound];
+    }),
+  );
+}
+
+/** Where each run's makespan went: mean per event (ms) / share of the makespan (ms of 2 cores over the quota). */
+function hostsLagTable(rows: FleetChurnRow[]): string {
+  const cell = (l: { n: number; meanMs: number; makespanMs: number }): string => (l.n === 0 ? '–' : `${l.meanMs} / ${l.makespanMs}`);
+  return markdownTable(
+    ['hosts', 'policy', 'run', 'makespan ms', 'over the bound ms', '404 detection lag', 'wake-up lag', 'counted twice', '/limits waits', 'req/job', 'POST', 'DELETE', 'GET server', 'listings', '/limits'],
+    rows
+      .filter((r) => r.policy.startsWith('nova-guard'))
+      .map((r) => [r.hosts, r.policy, r.run, r.makespanMs, r.makespanMs - r.lowerBoundMs, cell(r.lags.detection404), cell(r.lags.wakeUp), cell(r.lags.countedTwice), cell(r.lags.limitsWait), r.requestsPerJob, r.perJob.post, r.perJob.delete, r.perJob.get, r.perJob.listing, r.perJob.limits]),
   );
 }
 
 function hostsTargets(rows: FleetChurnRow[]): TargetResult[] {
   const out: TargetResult[] = [];
-  for (const r of rows.filter((x) => onRedis(x.policy) || onSqlite(x.policy))) {
-    const name = `${r.hosts} host(s), ${r.policy.replace(/^nova-guard \((.*)\)$/, '$1')}`;
+  const sums = summarise(rows);
+  for (const x of sums.filter((s) => onRedis(s.policy) || onSqlite(s.policy))) {
+    const r = x.median;
+    const name = `${x.hosts} host(s), ${x.policy.replace(/^nova-guard \((.*)\)$/, '$1')}${x.runs > 1 ? ` (${x.runs} runs)` : ''}`;
+    const peak = Math.max(...rows.filter((y) => y.hosts === x.hosts && y.policy === x.policy).map((y) => y.peakCores));
     out.push(
-      { target: `${name}: 0 failed jobs`, measured: String(r.failedJobs), held: r.failedJobs === 0, reason: r.errors.join('; ') },
+      { target: `${name}: 0 failed jobs`, measured: String(x.failedJobs), held: x.failedJobs === 0, reason: r.errors.join('; ') },
       {
         target: `${name}: 0 over-commit (most cores held at once by servers that exist <= the quota)`,
-        measured: `${r.peakCores} of ${r.quotaCores} cores (${r.recheckErrors} recheck ERRORs)`,
-        held: r.peakCores <= r.quotaCores,
+        measured: `${peak} of ${r.quotaCores} cores`,
+        held: peak <= r.quotaCores,
         reason: OVERCOMMIT_REASON,
       },
-      { target: `${name}: 0 quota 403s`, measured: String(r.quota403s), held: r.quota403s === 0, reason: OVERCOMMIT_REASON },
+      { target: `${name}: 0 quota 403s`, measured: String(x.quota403s), held: x.quota403s === 0, reason: OVERCOMMIT_REASON },
+      { target: `${name}: 0 servers left`, measured: String(x.serversLeft), held: x.serversLeft === 0 },
     );
   }
   const ledgerRows = ['nova-guard (Redis ledger)', 'nova-guard (Redis ledger + fleet watcher)'];
-  for (const r of rows.filter((x) => ledgerRows.includes(x.policy) || onSqlite(x.policy))) {
-    const apt = rows.find((x) => x.hosts === r.hosts && x.policy === 'autopkgtest');
-    const ledgerName = onSqlite(r.policy) ? 'SQLite ledger (one process per worker)' : r.policy.includes('fleet watcher') ? 'Redis ledger + fleet watcher' : 'Redis ledger';
-    out.push(
-      {
-        target: `${r.hosts} host(s), ${ledgerName}: makespan at most 1.10x the lower bound`,
-        measured: `${r.makespanOverLowerBound}x`,
-        held: r.makespanOverLowerBound <= 1.1,
-        reason: MAKESPAN_REASON,
-      },
-    );
-    if (apt) {
+  for (const x of sums.filter((s) => ledgerRows.includes(s.policy) || onSqlite(s.policy))) {
+    const apt = sums.find((y) => y.hosts === x.hosts && y.policy === 'autopkgtest');
+    const ledgerName = onSqlite(x.policy) ? 'SQLite ledger (one process per worker)' : x.policy.includes('fleet watcher') ? 'Redis ledger + fleet watcher' : 'Redis ledger';
+    const r = x.median;
+    const l = r.lags;
+    out.push({
+      target: `${x.hosts} host(s), ${ledgerName}: makespan at most 1.10x the lower bound${x.runs > 1 ? ' (median)' : ''}`,
+      measured: `${r.makespanOverLowerBound}x${spread(x.makespanOverLowerBound)}`,
+      held: r.makespanOverLowerBound <= 1.1,
+      reason: `${MAKESPAN_REASON}; median run: ${r.makespanMs - r.lowerBoundMs} ms over the bound, 404 detection ${l.detection404.makespanMs} ms, wake-up ${l.wakeUp.makespanMs} ms, counted twice ${l.countedTwice.makespanMs} ms, /limits waits ${l.limitsWait.makespanMs} ms (shares of the makespan)`,
+    });
+    if (apt && x.hosts >= 4 && !onSqlite(x.policy)) {
+      const half = Math.round((apt.medianRequestsPerJob / 2) * 100) / 100;
       out.push({
-        target: `${r.hosts} host(s), ${ledgerName}: requests per job at most the autopkgtest-style worker's`,
-        measured: `${r.requestsPerJob} vs ${apt.requestsPerJob}`,
-        held: r.requestsPerJob <= apt.requestsPerJob,
-        reason: REQUESTS_REASON,
+        target: `${x.hosts} host(s), ${ledgerName}: requests per job at most half the autopkgtest-style worker's${x.runs > 1 ? ' (medians)' : ''}`,
+        measured: `${x.medianRequestsPerJob} vs ${apt.medianRequestsPerJob} / 2 = ${half}`,
+        held: x.medianRequestsPerJob <= half,
+        reason: `${REQUESTS_REASON}; median run per job: POST ${r.perJob.post}, DELETE ${r.perJob.delete}, GET ${r.perJob.get}, listings ${r.perJob.listing}, /limits ${r.perJob.limits}`,
       });
-      if (r.hosts >= 4 && !onSqlite(r.policy)) {
-        out.push({
-          target: `${r.hosts} host(s), ${ledgerName}: requests per job at most half the autopkgtest-style worker's`,
-          measured: `${r.requestsPerJob} vs ${apt.requestsPerJob} / 2 = ${Math.round((apt.requestsPerJob / 2) * 100) / 100}`,
-          held: r.requestsPerJob <= apt.requestsPerJob / 2,
-          reason: REQUESTS_REASON,
-        });
-      }
     }
   }
   return out;
@@ -315,7 +331,7 @@ async function main(): Promise<void> {
     if (only.has('hosts')) {
       const redis = await benchRedis();
       if (!redis) console.log('redis-server not found: the Redis-ledger rows are left out (scripts/redis/start.sh installs it)\n');
-      const cfg: FleetChurnConfig = { churn: hostsChurn, hosts: hostCounts, quotaCoresPerHost: QUOTA_CORES_PER_HOST, redisUrl: redis?.url, redisLocal: redis?.local, policyWords };
+      const cfg: FleetChurnConfig = { churn: hostsChurn, hosts: hostCounts, quotaCoresPerHost: QUOTA_CORES_PER_HOST, redisUrl: redis?.url, redisLocal: redis?.local, policyWords, runs: HOSTS_RUNS, sqliteMaxHosts: 4, networkHosts: 4 };
       let rows: FleetChurnRow[];
       try {
         rows = await runFleetChurn(fake, cfg);
@@ -331,9 +347,18 @@ async function main(): Promise<void> {
           `At ${Math.max(...hostCounts)} hosts the Redis ledger runs twice more: with its Redis 200 ms away (a TCP proxy adding the round trip) and with its Redis restarted (empty) halfway through the lower bound ` +
           `(the bench's own redis-server only). Peak cores held: the most cores held at once by servers that existed (accepted, not yet destroyed, counted by Nova or not); above the quota is over-commit, which Nova answers with recheck ERRORs.\n`,
       );
-      console.log(hostsTable(rows) + '\n');
+      console.log(
+        `${REPEATED_POLICIES.join(', ')}: ${HOSTS_RUNS} run(s) at each number of hosts, the median run shown (by makespan over the bound) with the spread over the runs (min–max); the other policies run once, ` +
+          `the SQLite row up to 4 hosts, the Redis network rows at 4 hosts. Requests per job by kind: POST, DELETE, GET /servers/{id}, listings (GET /servers/detail and GET /servers, every page), GET /limits.\n`,
+      );
+      console.log(hostsTable(summarise(rows)) + '\n');
+      console.log(
+        'Where each run\'s makespan goes (mean ms per event / its share of the makespan in ms: 2 cores x the time over the quota). 404 detection lag: the server destroyed to its deleteServer(wait) returning; ' +
+          'wake-up lag: a delete returned while a create waited to the next POST accepted; counted twice: Nova counts the server to its claim ending (ledger rows only); /limits waits: time waiting for GET /limits answers.\n',
+      );
+      console.log(hostsLagTable(rows) + '\n');
       console.log(formatTargets(t) + '\n');
-      for (const r of rows) if (r.errors.length > 0) console.log(`${r.hosts} host(s), ${r.policy} errors: ${r.errors.join('; ')}\n`);
+      for (const r of rows) if (r.errors.length > 0) console.log(`${r.hosts} host(s), ${r.policy} (run ${r.run}) errors: ${r.errors.join('; ')}\n`);
       write(filtered ? 'hosts.filtered' : 'hosts', { config: cfg, rows, targets: t });
       measured.hosts = rows;
     }

@@ -259,12 +259,14 @@ export async function runTick(ctx: TickContext): Promise<void> {
       return;
     }
     // Status for the servers not yet under way (and now and then for the others: an ERROR shows only so).
+    // A listing goes out only when a wait that is due now needs it; the others ride along.
     const needStatus = ctx.entries.filter((e) => live(e) && (!e.underway || ctx.now - e.statusAt >= ctx.statusRefreshMs));
-    const single = await statusListing(ctx, needStatus);
+    const single = await statusListing(ctx, needStatus.some((e) => ctx.due.has(e)) ? needStatus : []);
     // Presence for the servers under way, those the status listing has just shown so included. The
     // servers the status listing could not answer get their GETs meanwhile, not after a slow listing.
     const answered = new Set(single);
-    const presence = presenceListing(ctx, ctx.entries.filter((e) => live(e) && e.underway && !answered.has(e))).then(async ({ gone, look }) => {
+    const underway = ctx.entries.filter((e) => live(e) && e.underway && !answered.has(e));
+    const presence = presenceListing(ctx, underway.some((e) => ctx.due.has(e) || e.seenDeleted) ? underway : []).then(async ({ gone, look }) => {
       for (const e of gone) if (live(e)) ctx.deliver(e, { gone: true, evidence: 'absent' });
       await lookEach(ctx, look);
     });

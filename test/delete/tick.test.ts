@@ -1,0 +1,35 @@
+/**
+ * One tick of the delete engine (src/delete/tick.ts), on fake timers against FakeNova: a shared
+ * listing goes out only when a wait that is due now can be answered by it. The `changes-since`
+ * listing (`GET /servers/detail`) when a due wait needs a status, the brief listing (`GET /servers`)
+ * when a due wait is on a server under way; the waits that are not due ride along when it goes
+ * out, and are never the reason it goes out.
+ */
+import { describe, expect, it, vi } from 'vitest';
+import { waitForActive } from '../../src/index.js';
+import { clientFor, settle, startNova, T0, useFakeClock } from '../helpers.js';
+
+useFakeClock();
+
+describe('shared listings only for due waits', () => {
+  it('BUILD servers waited on every 10 s are listed every 10 s, not at every tick of delete waits every 2 s', async () => {
+    const nova = await startNova({ deleteDelayMs: 21_000, deletedWindowMs: 0 });
+    const client = clientFor(nova);
+    const building = [nova.addServer({ status: 'BUILD' }).id, nova.addServer({ status: 'BUILD' }).id];
+    const deleting = [nova.addServer({ status: 'ACTIVE' }).id, nova.addServer({ status: 'ACTIVE' }).id];
+    const stop = new AbortController();
+    const active = building.map((id) => waitForActive(client, id, { intervalMs: 10_000, jitter: 0, timeoutMs: 60_000, signal: stop.signal }).catch(() => undefined));
+    const deletes = deleting.map((id) => client.deleteServer(id, { wait: true, intervalMs: 2000, jitter: 0 }));
+    await vi.advanceTimersByTimeAsync(20_500);
+    const at = (path: string): number[] => nova.requests.filter((q) => q.method === 'GET' && q.path === path).map((q) => q.timeMs - T0);
+    const detail = at('/servers/detail');
+    const brief = at('/servers');
+    // The delete waits: a brief listing about every 2 s.
+    expect(brief.length).toBeGreaterThanOrEqual(8);
+    // The BUILD servers' statuses: at once, at 10 s and at 20 s; not every 2 s.
+    expect(detail.length).toBeLessThanOrEqual(4);
+    for (const r of await Promise.all(deletes.map((d) => settle(d)))) expect(r.outcome).toBe('deleted');
+    stop.abort();
+    await Promise.all(active);
+  });
+});
