@@ -41,8 +41,8 @@ describe.skipIf(!haveRedis)(`a store never vetted${haveRedis ? '' : ` (${skipRea
     return { n, client: clientFor(n) };
   }
 
-  function ledger(url: string, n: FakeNova, holder: string, restartGraceMs?: number): RedisQuotaLedger {
-    const l = new RedisQuotaLedger({ url, endpoint: n.endpoint, projectId: n.projectId, holder, placeTtlMs: PLACE_TTL_MS, commandTimeoutMs: 2000, ...(restartGraceMs === undefined ? {} : { restartGraceMs }) });
+  function ledger(url: string, n: FakeNova, holder: string, restartGraceMs?: number, limitsLockMs?: number): RedisQuotaLedger {
+    const l = new RedisQuotaLedger({ url, endpoint: n.endpoint, projectId: n.projectId, holder, placeTtlMs: PLACE_TTL_MS, commandTimeoutMs: 2000, ...(restartGraceMs === undefined ? {} : { restartGraceMs }), ...(limitsLockMs === undefined ? {} : { limitsLockMs }) });
     afterThisTest(() => l.close());
     return l;
   }
@@ -152,23 +152,35 @@ describe.skipIf(!haveRedis)(`a store never vetted${haveRedis ? '' : ` (${skipRea
     const first = a.acquire(ask(2), read, undefined, slow);
     await new Promise((r) => setTimeout(r, 200));
     // b gives up after limitsLockMs + commandTimeoutMs (12 s); it is told nothing fits meanwhile.
-    const waiting = b.acquire(ask(2), read, undefined, (s) => listUncounted(client, s));
+    let bSettled = false;
+    const waiting = b.acquire(ask(2), read, undefined, (s) => listUncounted(client, s)).finally(() => (bSettled = true));
     await new Promise((r) => setTimeout(r, 300));
     expect(n.requests.filter((q) => q.path === '/limits'), 'no /limits read while the store is not vetted').toHaveLength(0);
+    expect(bSettled, 'b admitted nothing while a listed').toBe(false);
     release();
     expect((await first).admitted).toBe(true);
     expect((await waiting).admitted).toBe(true);
     expect(listings(n)).toBe(1);
 
+    // a and b go (their claims with them) before Redis restarts empty: left connected, each would
+    // reconnect and write its 2 cores back with a settle, and c's admission below would depend on
+    // whether ioredis's backoff brought them back before c asked (it did about one run in three).
+    await Promise.all([a.close(), b.close()]);
     await server.restart();
-    const c = ledger(server.url, n, 'c');
+    // c's refresh lock lasts 30 s: a lock not given back would hold the next acquire that long.
+    const LOCK_MS = 30_000;
+    const c = ledger(server.url, n, 'c', undefined, LOCK_MS);
     const failing = async (): Promise<never> => {
       throw new Error('Nova is down');
     };
     await expect(c.acquire(ask(2), read, undefined, failing)).rejects.toThrow('Nova is down');
+    const listed = listings(n);
     const t0 = Date.now();
     const again = await c.acquire(ask(2), read, undefined, (s) => listUncounted(client, s));
-    expect(again.admitted).toBe(true);
-    expect(Date.now() - t0, 'the lock was given back (no wait for it to expire)').toBeLessThan(2000);
+    const againMs = Date.now() - t0;
+    expect(again.admitted, JSON.stringify({ inFlight: again.inFlight, holders: again.holders })).toBe(true);
+    expect(listings(n) - listed, 'the next acquire listed again').toBe(1);
+    expect(againMs, 'the lock was given back (no wait for it to expire)').toBeLessThan(LOCK_MS / 3);
+    console.log(`[newcomerVet] acquire after a failed listing: ${againMs} ms (lock ${LOCK_MS} ms)`);
   }, 60_000);
 });
