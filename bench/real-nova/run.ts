@@ -23,7 +23,7 @@ import { drawRealNova } from './plot.js';
 
 const flags = new Command('bench:real-nova')
   .option('--only <names>', 'comma-separated: delete,churn,cli-sqlite', 'delete,churn')
-  .option('--runs <n>', 'runs of cli-sqlite', '3')
+  .option('--runs <n>', 'runs of churn (policies interleaved) and of cli-sqlite', '3')
   .option('--sizes <n>', 'delete-and-wait fleet sizes', '1,10,40')
   .option('--tools <names>', `delete tools (${DELETE_TOOLS.join(', ')})`, DELETE_TOOLS.join(','))
   .option('--policies <names>', `churn policies (${CHURN_POLICIES.join(', ')})`, CHURN_POLICIES.join(','))
@@ -47,8 +47,36 @@ function deleteTable(rows: DeleteRow[]): string {
 
 function churnTable(r: RealChurnResult): string {
   return markdownTable(
-    ['policy', 'jobs', 'failed jobs', 'quota 403s', 'servers created', 'created, not used (ERROR)', 'makespan s', 'lower bound s', 'makespan / lower bound', 'requests', 'requests per job'],
-    r.rows.map((x) => [x.policy, x.jobs, x.failedJobs, x.quota403s, x.serversCreated, x.createdNotUsed, x.makespanMs / 1000, x.lowerBoundMs / 1000, x.makespanOverLowerBound, x.requests, x.requestsPerJob]),
+    ['run', 'policy', 'jobs', 'failed jobs', 'quota 403s', 'servers created', 'created, not used', 'ERROR servers (Nova)', 'reported gone before 404', 'makespan s', 'whole-job bound s', 'makespan / bound', 'fluid bound s', 'makespan / fluid', 'requests', 'requests per job'],
+    r.rows.map((x) => [x.run, x.policy, x.jobs, x.failedJobs, x.quota403s, x.serversCreated, x.createdNotUsed, x.errorRowsInNova, x.analysis.reportedBefore404, x.makespanMs / 1000, x.lowerBoundMs / 1000, x.makespanOverLowerBound, x.fluidBoundMs / 1000, x.makespanOverFluidBound, x.requests, x.requestsPerJob]),
+  );
+}
+
+/** Where the makespan goes and requests per job by kind, per run. */
+function churnLagTable(r: RealChurnResult): string {
+  const lag = (l: { medianMs: number; maxMs: number; makespanS: number }): string => `${l.medianMs} / ${l.maxMs} ms (${l.makespanS} s)`;
+  return markdownTable(
+    ['run', 'policy', '404 detection median / max (makespan s)', 'wake-up', 'counted twice', 'fresh /limits per job', 'POST', 'DELETE', 'GET /servers/{id}', 'listings', '/limits', 'other', 'missed 1.10x: cause'],
+    r.rows.map((x) => {
+      const a = x.analysis;
+      return [x.run, x.policy, lag(a.lags.detection404), lag(a.lags.wakeUp), lag(a.lags.countedTwice), lag(a.lags.limitsWait), a.kinds.post, a.kinds.delete, a.kinds.getServer, a.kinds.listings, a.kinds.limits, a.kinds.other, x.missCause || 'held'];
+    }),
+  );
+}
+
+/** Median (min–max) over the runs of each policy. */
+function churnSpread(r: RealChurnResult): string {
+  const spread = (xs: number[]): string => {
+    const s = [...xs].sort((a, b) => a - b);
+    return `${s[Math.floor(s.length / 2)]} (${s[0]}–${s[s.length - 1]})`;
+  };
+  const policies = [...new Set(r.rows.map((x) => x.policy))];
+  return markdownTable(
+    ['policy', 'runs', 'failed jobs', 'quota 403s', 'ERROR servers', 'makespan / whole-job bound', 'makespan / fluid bound', 'requests per job', 'GET /limits per job', 'listings per job', 'GET /servers/{id} per job'],
+    policies.map((p) => {
+      const rows = r.rows.filter((x) => x.policy === p);
+      return [p, rows.length, spread(rows.map((x) => x.failedJobs)), spread(rows.map((x) => x.quota403s)), spread(rows.map((x) => x.errorRowsInNova)), spread(rows.map((x) => x.makespanOverLowerBound)), spread(rows.map((x) => x.makespanOverFluidBound)), spread(rows.map((x) => x.requestsPerJob)), spread(rows.map((x) => x.analysis.kinds.limits)), spread(rows.map((x) => x.analysis.kinds.listings)), spread(rows.map((x) => x.analysis.kinds.getServer))];
+    }),
   );
 }
 
@@ -83,11 +111,15 @@ async function main(): Promise<void> {
     console.log(deleteTable(rows) + '\n');
   }
   if (only.has('churn')) {
-    const r = await runRealChurn(nova, list(flags.policies) as ChurnPolicy[], flags.ledger);
+    const r = await runRealChurn(nova, list(flags.policies) as ChurnPolicy[], flags.ledger, Number(flags.runs));
     out.churn = r;
     console.log(`## Churn: one process per worker\n`);
     console.log(`${r.note}\n`);
     console.log(churnTable(r) + '\n');
+    console.log(`Where the makespan goes (lags: median / max per job, and cores x lag / quota summed as makespan seconds; see churnAnalysis.ts), and requests per job by kind (nova-api's log):\n`);
+    console.log(churnLagTable(r) + '\n');
+    console.log(`Over the runs (median, min–max):\n`);
+    console.log(churnSpread(r) + '\n');
     for (const x of r.rows) if (x.errors.length > 0) console.log(`${x.policy} errors: ${x.errors.join('; ')}\n`);
   }
   if (only.has('cli-sqlite')) {

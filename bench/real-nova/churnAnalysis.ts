@@ -1,0 +1,165 @@
+/**
+ * One real-Nova churn run's figures from its own measurements: the whole-job bound from the run's own
+ * job times (the accepted POST, from the worker's client, to the 404, from the database witness
+ * `rowWatch.ts`), the fluid core-time bound beside it, where the makespan goes, and requests per job
+ * by kind from nova-api's access log.
+ *
+ * Where the makespan goes (each lag also as "makespan seconds": cores x lag / quota summed, the share
+ * of the quota it leaves idle, as the fleet simulation counts them):
+ * - 404 detection: the worker learning its server's 404 (its delete returned) minus the 404 at Nova
+ *   (the row deleted); policies that wait for the 404 only;
+ * - wake-up: a 404 at Nova while some create waited (asked, not yet POSTed) to the next POST anywhere;
+ * - counted twice: the guard ending the server's claim (the ledger's release as counted) minus the
+ *   row's appearance (Nova counts the server from there): the cores subtracted twice meanwhile;
+ * - fresh `/limits`: the worker's own `GET /limits` time while its create waited (the POST cannot go
+ *   before the reading; overlaps the wake-up lag, which includes the reading after a deletion).
+ *
+ * @module
+ */
+import type { LoggedRequest } from './harness.js';
+import type { JobTimes, WorkerReport } from './churnWorker.js';
+import type { RowTrace } from './rowWatch.js';
+
+/** One lag over a run's jobs. */
+export interface Lag {
+  n: number;
+  medianMs: number;
+  maxMs: number;
+  /** Sum of cores x lag / quota, in seconds. */
+  makespanS: number;
+}
+
+/** Requests per job by kind (nova-api's log). */
+export interface KindsPerJob {
+  post: number;
+  delete: number;
+  getServer: number;
+  listings: number;
+  limits: number;
+  other: number;
+}
+
+export interface ChurnAnalysis {
+  wholeJobBoundMs: number;
+  fluidBoundMs: number;
+  /** Longest worker's jobs back to back (POST to the 404, or to its delete's return when it did not wait). */
+  longestChainMs: number;
+  lags: { detection404: Lag; wakeUp: Lag; countedTwice: Lag; limitsWait: Lag };
+  /** Servers a worker reported gone before the witness's last look that still saw the row. */
+  reportedBefore404: number;
+  /** Servers put in ERROR seen in nova_cell1 (the cell0 ones are counted by the caller). */
+  errorRows: number;
+  kinds: KindsPerJob;
+  /** Jobs whose accepted POST or 404 could not be matched (left out of the bound). */
+  unmatched: number;
+}
+
+const round = (x: number, d = 2): number => Math.round(x * 10 ** d) / 10 ** d;
+
+function lag(values: Array<{ ms: number; cores: number }>, quota: number): Lag {
+  const ms = values.map((v) => Math.max(0, v.ms)).sort((a, b) => a - b);
+  return {
+    n: ms.length,
+    medianMs: ms.length ? Math.round(ms[Math.floor(ms.length / 2)]!) : 0,
+    maxMs: ms.length ? Math.round(ms[ms.length - 1]!) : 0,
+    makespanS: round(values.reduce((s, v) => s + (v.cores * Math.max(0, v.ms)) / quota, 0) / 1000, 1),
+  };
+}
+
+/** Requests per job by kind. */
+export function kindsPerJob(requests: readonly LoggedRequest[], jobs: number): KindsPerJob {
+  const k: KindsPerJob = { post: 0, delete: 0, getServer: 0, listings: 0, limits: 0, other: 0 };
+  for (const r of requests) {
+    if (r.method === 'POST' && r.kind === '/servers') k.post++;
+    else if (r.method === 'DELETE' && r.kind === '/servers/{id}') k.delete++;
+    else if (r.method === 'GET' && r.kind === '/servers/{id}') k.getServer++;
+    else if (r.method === 'GET' && (r.kind === '/servers' || r.kind === '/servers/detail')) k.listings++;
+    else if (r.method === 'GET' && r.kind === '/limits') k.limits++;
+    else k.other++;
+  }
+  return Object.fromEntries(Object.entries(k).map(([key, v]) => [key, round(v / jobs)])) as unknown as KindsPerJob;
+}
+
+interface Job extends JobTimes {
+  worker: number;
+  postAt?: number;
+  row?: RowTrace;
+}
+
+/** The figures of one run. */
+export function analyseChurn(reports: readonly WorkerReport[], rows: ReadonlyMap<string, RowTrace>, requests: readonly LoggedRequest[], cfg: { quotaCores: number; coresPerJob: number; jobs: number; waitsFor404: boolean }): ChurnAnalysis {
+  const jobs: Job[] = [];
+  for (const r of reports) {
+    for (const t of r.jobTimes ?? []) {
+      const job: Job = { ...t, worker: r.worker };
+      const until = t.activeAt ?? t.endAt;
+      // The accepted POST of this job: the last 202 answered between its start and its server ACTIVE.
+      const post = (r.requests ?? []).filter((q) => q.method === 'POST' && q.path === '/servers' && q.status === 202 && q.at >= t.createAt && q.at <= until).pop();
+      if (post) job.postAt = post.at - post.ms;
+      if (t.serverId) job.row = rows.get(t.serverId);
+      jobs.push(job);
+    }
+  }
+  const Q = cfg.quotaCores;
+  const done = jobs.filter((j) => j.postAt !== undefined && j.row?.goneAt !== undefined);
+  let coreMs = 0;
+  let longestJob = 0;
+  const chains = new Map<number, number>();
+  for (const j of done) {
+    const cores = j.row!.vcpus || cfg.coresPerJob;
+    const held = j.row!.goneAt! - j.postAt!;
+    coreMs += cores * held;
+    longestJob = Math.max(longestJob, held);
+    const end = cfg.waitsFor404 ? j.row!.goneAt! : Math.min(j.row!.goneAt!, j.goneAt ?? j.row!.goneAt!);
+    chains.set(j.worker, (chains.get(j.worker) ?? 0) + (end - j.postAt!));
+  }
+  const fluidBoundMs = Math.round(coreMs / Q);
+  const slotsCores = cfg.coresPerJob * Math.floor(Q / cfg.coresPerJob);
+  const longestChainMs = Math.round(Math.max(0, ...chains.values()));
+  const wholeJobBoundMs = Math.round(Math.max(coreMs / slotsCores, longestChainMs, longestJob));
+
+  const detection = cfg.waitsFor404 ? done.filter((j) => j.goneAt !== undefined).map((j) => ({ ms: j.goneAt! - j.row!.goneAt!, cores: j.row!.vcpus })) : [];
+  const reportedBefore404 = cfg.waitsFor404 ? done.filter((j) => j.goneAt !== undefined && j.goneAt < j.row!.presentUntilSentAt).length : 0;
+  const posts = jobs.filter((j) => j.postAt !== undefined).map((j) => j.postAt!).sort((a, b) => a - b);
+  const wake: Array<{ ms: number; cores: number }> = [];
+  for (const j of done) {
+    const d = j.row!.goneAt!;
+    const waiting = jobs.some((w) => w.createAt <= d && (w.postAt === undefined ? w.endAt > d : w.postAt > d));
+    const next = posts.find((p) => p > d);
+    if (waiting && next !== undefined) wake.push({ ms: next - d, cores: j.row!.vcpus });
+  }
+  const twice = done.filter((j) => j.claimEndAt !== undefined).map((j) => ({ ms: j.claimEndAt! - j.row!.seenAt, cores: j.row!.vcpus }));
+  const limitsWait: Array<{ ms: number; cores: number }> = [];
+  for (const r of reports) {
+    for (const t of r.jobTimes ?? []) {
+      const job = jobs.find((j) => j.name === t.name)!;
+      const until = job.postAt ?? t.activeAt ?? t.endAt;
+      const ms = (r.requests ?? []).filter((q) => q.method === 'GET' && q.path === '/limits' && q.at >= t.createAt && q.at - q.ms <= until).reduce((s, q) => s + q.ms, 0);
+      limitsWait.push({ ms, cores: cfg.coresPerJob });
+    }
+  }
+  return {
+    wholeJobBoundMs,
+    fluidBoundMs,
+    longestChainMs,
+    lags: { detection404: lag(detection, Q), wakeUp: lag(wake, Q), countedTwice: lag(twice, Q), limitsWait: lag(limitsWait, Q) },
+    reportedBefore404,
+    errorRows: [...rows.values()].filter((r) => r.vmState === 'error').length,
+    kinds: kindsPerJob(requests, cfg.jobs),
+    unmatched: jobs.length - done.length,
+  };
+}
+
+/** The cause of a missed makespan target: the lag that costs the most makespan seconds. */
+export function missCause(a: ChurnAnalysis, makespanMs: number, target = 1.1): string {
+  if (makespanMs <= target * a.wholeJobBoundMs) return '';
+  const over = round((makespanMs - a.wholeJobBoundMs) / 1000, 1);
+  const named: Array<[string, Lag]> = [
+    ['404 detection lag', a.lags.detection404],
+    ['wake-up lag', a.lags.wakeUp],
+    ['counted twice', a.lags.countedTwice],
+    ['waits for a fresh /limits', a.lags.limitsWait],
+  ];
+  const [name, worst] = named.sort((x, y) => y[1].makespanS - x[1].makespanS)[0]!;
+  return `${over} s over the bound; largest: ${name} (${worst.makespanS} makespan s, median ${worst.medianMs} ms)`;
+}
