@@ -21,7 +21,7 @@ import { benchRedis, type BenchRedis } from '../redisServer.js';
 import { analyseChurn, missCause, type ChurnAnalysis } from './churnAnalysis.js';
 import { sql } from './cliChurn.js';
 import { BenchProject, byKind, NovaApiLog, STATE, type Harness } from './harness.js';
-import { ProjectRowWatcher } from './rowWatch.js';
+import { ProjectRowWatcher, type RowTrace } from './rowWatch.js';
 
 export const CHURN_POLICIES = ['naive', 'autopkgtest', 'nova-guard', 'nova-guard-redis', 'nova-guard-redis-fleet'] as const;
 export type ChurnPolicy = (typeof CHURN_POLICIES)[number];
@@ -67,6 +67,8 @@ export interface RealChurnRow {
   requestsPerJob: number;
   requestKinds: Record<string, number>;
   errors: string[];
+  /** The raw material: each worker's job times and requests, and the witness's rows. */
+  raw: { reports: WorkerReport[]; rows: RowTrace[] };
 }
 
 export interface RealChurnResult {
@@ -190,9 +192,10 @@ export async function runRealChurn(nova: Harness, policies: readonly ChurnPolicy
         requestsPerJob: round(requests.length / jobs),
         requestKinds: byKind(requests),
         errors: [...new Set(reports.flatMap((r) => r.errors))].slice(0, 4),
+        raw: { reports, rows: [...witness.rows.values()] },
       };
       rows.push(row);
-      process.stderr.write(`churn run ${run} ${policy}: ${JSON.stringify({ ...row, requestKinds: undefined })}\n`);
+      process.stderr.write(`churn run ${run} ${policy}: ${JSON.stringify({ ...row, requestKinds: undefined, raw: undefined })}\n`);
       await sleep(1000);
     }
   } finally {

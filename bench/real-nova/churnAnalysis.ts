@@ -9,8 +9,10 @@
  * - 404 detection: the worker learning its server's 404 (its delete returned) minus the 404 at Nova
  *   (the row deleted); policies that wait for the 404 only;
  * - wake-up: a 404 at Nova while some create waited (asked, not yet POSTed) to the next POST anywhere;
- * - counted twice: the guard ending the server's claim (the ledger's release as counted) minus the
- *   row's appearance (Nova counts the server from there): the cores subtracted twice meanwhile;
+ * - counted twice: from the row's appearance (Nova counts the server from there) to the guard ending
+ *   the server's claim (the ledger's release as counted): the cores subtracted twice meanwhile; the
+ *   lag counts the longest overlap with another create's wait (it costs only then), `wholeMedianMs`
+ *   the whole span;
  * - fresh `/limits`: the worker's own `GET /limits` time while its create waited (the POST cannot go
  *   before the reading; overlaps the wake-up lag, which includes the reading after a deletion).
  *
@@ -44,10 +46,10 @@ export interface ChurnAnalysis {
   fluidBoundMs: number;
   /** Longest worker's jobs back to back (POST to the 404, or to its delete's return when it did not wait). */
   longestChainMs: number;
-  lags: { detection404: Lag; wakeUp: Lag; countedTwice: Lag; limitsWait: Lag };
+  lags: { detection404: Lag; wakeUp: Lag; countedTwice: Lag & { wholeMedianMs: number }; limitsWait: Lag };
   /** Servers a worker reported gone before the witness's last look that still saw the row. */
   reportedBefore404: number;
-  /** Servers put in ERROR seen in nova_cell1 (the cell0 ones are counted by the caller). */
+  /** Servers seen in vm_state error in nova_cell1 (the cell0 ones are counted by the caller). */
   errorRows: number;
   kinds: KindsPerJob;
   /** Jobs whose accepted POST or 404 could not be matched (left out of the bound). */
@@ -128,7 +130,11 @@ export function analyseChurn(reports: readonly WorkerReport[], rows: ReadonlyMap
     const next = posts.find((p) => p > d);
     if (waiting && next !== undefined) wake.push({ ms: next - d, cores: j.row!.vcpus });
   }
-  const twice = done.filter((j) => j.claimEndAt !== undefined).map((j) => ({ ms: j.claimEndAt! - j.row!.seenAt, cores: j.row!.vcpus }));
+  // Counted twice costs only while another create waits (it could have been admitted on those cores).
+  const waits = jobs.map((w) => [w.createAt, w.postAt ?? w.endAt] as const);
+  const twice = done
+    .filter((j) => j.claimEndAt !== undefined)
+    .map((j) => ({ ms: waits.filter((w) => w[0] !== j.createAt).reduce((m, [a, b]) => Math.max(m, Math.min(b, j.claimEndAt!) - Math.max(a, j.row!.seenAt)), 0), whole: j.claimEndAt! - j.row!.seenAt, cores: j.row!.vcpus }));
   const limitsWait: Array<{ ms: number; cores: number }> = [];
   for (const r of reports) {
     for (const t of r.jobTimes ?? []) {
@@ -142,9 +148,9 @@ export function analyseChurn(reports: readonly WorkerReport[], rows: ReadonlyMap
     wholeJobBoundMs,
     fluidBoundMs,
     longestChainMs,
-    lags: { detection404: lag(detection, Q), wakeUp: lag(wake, Q), countedTwice: lag(twice, Q), limitsWait: lag(limitsWait, Q) },
+    lags: { detection404: lag(detection, Q), wakeUp: lag(wake, Q), countedTwice: { ...lag(twice, Q), wholeMedianMs: lag(twice.map((t) => ({ ms: t.whole, cores: t.cores })), Q).medianMs }, limitsWait: lag(limitsWait, Q) },
     reportedBefore404,
-    errorRows: [...rows.values()].filter((r) => r.vmState === 'error').length,
+    errorRows: [...rows.values()].filter((r) => r.everError).length,
     kinds: kindsPerJob(requests, cfg.jobs),
     unmatched: jobs.length - done.length,
   };

@@ -27,6 +27,8 @@ export interface RowTrace {
   /** Send time of the last query that saw the row not deleted. */
   presentUntilSentAt: number;
   vmState: string;
+  /** Some answer showed vm_state error (Nova's quota recheck, a failed build). */
+  everError: boolean;
 }
 
 /** Polls the project's instance rows; `rows` fills as it goes. */
@@ -82,8 +84,9 @@ export class ProjectRowWatcher {
       for (const [uuid, deleted, vcpus, name, vmState] of answer) {
         if (!uuid) continue;
         let r = this.rows.get(uuid);
-        if (!r) this.rows.set(uuid, (r = { uuid, vcpus: Number(vcpus), name: name ?? '', seenAt: at, presentUntilSentAt: 0, vmState: vmState ?? '-' }));
+        if (!r) this.rows.set(uuid, (r = { uuid, vcpus: Number(vcpus), name: name ?? '', seenAt: at, presentUntilSentAt: 0, vmState: vmState ?? '-', everError: false }));
         r.vmState = vmState ?? '-';
+        if (r.vmState === 'error') r.everError = true;
         if (deleted !== '0' && deleted !== 'NULL') r.goneAt ??= at;
         else r.presentUntilSentAt = sentAt;
       }
