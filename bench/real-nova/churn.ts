@@ -166,7 +166,7 @@ export async function runRealChurn(nova: Harness, policies: readonly ChurnPolicy
       if (witness.failure) throw witness.failure;
       const requests = log.since(from, to);
       const cell0 = await sql(STATE, 'nova_cell0', `SELECT COUNT(*) FROM instances WHERE project_id = '${p.name}'`);
-      const analysis = analyseChurn(reports, witness.rows, requests, { quotaCores: CHURN.quotaCores, coresPerJob: CHURN.coresPerJob, jobs, waitsFor404: policy.startsWith('nova-guard') });
+      const analysis = analyseChurn(reports, witness.rows, byKind(requests), { quotaCores: CHURN.quotaCores, coresPerJob: CHURN.coresPerJob, jobs, waitsFor404: policy.startsWith('nova-guard') });
       const failedJobs = reports.reduce((n, r) => n + r.failed, 0);
       const serversCreated = requests.filter((r) => r.method === 'POST' && r.kind === '/servers' && r.status === 202).length;
       const makespanMs = Math.max(...reports.map((r) => r.endedAt)) - Math.min(...reports.map((r) => r.startedAt));
@@ -206,7 +206,7 @@ export async function runRealChurn(nova: Harness, policies: readonly ChurnPolicy
     `${CHURN.workers} worker processes x ${CHURN.jobsPerWorker} jobs, 2-vCPU servers, core quota ${CHURN.quotaCores} (instances, RAM unlimited); ` +
     `test ${CHURN.runMs} ms, polls every ${CHURN.pollIntervalMs} ms, autopkgtest sleep ${300_000 / CHURN.scale} ms, QuotaGuard backoff delays / ${CHURN.scale}. ` +
     `Whole-job bound per run from the run's own times (accepted POST to the 404 at Nova, the instance row's deletion seen every 100 ms): ` +
-    `max(longest worker's jobs back to back, longest job, core-time / (cores of the 2-core slots)); fluid bound = core-time / quota. ` +
+    `max(ceil(jobs / slots) of the shortest jobs back to back (the last to its delete), longest worker's jobs back to back, core-time / quota); fluid bound = core-time / quota. ` +
     `Context: one server alone built in ${calibration.buildMs} ms and deleted to 404 in ${calibration.deleteMs} ms gives ${calibratedBoundMs} ms. ` +
     `Quota 403s and requests: nova-api's access log.`;
   return { config: CHURN, calibration, note, rows };

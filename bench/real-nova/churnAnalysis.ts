@@ -1,8 +1,9 @@
 /**
  * One real-Nova churn run's figures from its own measurements: the whole-job bound from the run's own
  * job times (the accepted POST, from the worker's client, to the 404, from the database witness
- * `rowWatch.ts`), the fluid core-time bound beside it, where the makespan goes, and requests per job
- * by kind from nova-api's access log.
+ * `rowWatch.ts`): at most floor(quota / cores) servers run at once, so some slot runs ceil(jobs /
+ * slots) of them back to back (as `bench/fleetChurn.ts` bounds it); the fluid core-time bound beside
+ * it; where the makespan goes; requests per job by kind from nova-api's access log.
  *
  * Where the makespan goes (each lag also as "makespan seconds": cores x lag / quota summed, the share
  * of the quota it leaves idle, as the fleet simulation counts them):
@@ -18,7 +19,6 @@
  *
  * @module
  */
-import type { LoggedRequest } from './harness.js';
 import type { JobTimes, WorkerReport } from './churnWorker.js';
 import type { RowTrace } from './rowWatch.js';
 
@@ -46,6 +46,8 @@ export interface ChurnAnalysis {
   fluidBoundMs: number;
   /** Longest worker's jobs back to back (POST to the 404, or to its delete's return when it did not wait). */
   longestChainMs: number;
+  /** The slot bound: ceil(jobs / slots) of the shortest jobs back to back (see analyseChurn). */
+  slotChainMs: number;
   lags: { detection404: Lag; wakeUp: Lag; countedTwice: Lag & { wholeMedianMs: number }; limitsWait: Lag };
   /** Servers a worker reported gone before the witness's last look that still saw the row. */
   reportedBefore404: number;
@@ -68,16 +70,18 @@ function lag(values: Array<{ ms: number; cores: number }>, quota: number): Lag {
   };
 }
 
-/** Requests per job by kind. */
-export function kindsPerJob(requests: readonly LoggedRequest[], jobs: number): KindsPerJob {
+/** Requests per job by kind, from nova-api's log counted by key (`byKind`: `GET /servers/{id} 404`, `GET /servers/detail?… 200`). */
+export function kindsPerJob(requestKinds: Readonly<Record<string, number>>, jobs: number): KindsPerJob {
   const k: KindsPerJob = { post: 0, delete: 0, getServer: 0, listings: 0, limits: 0, other: 0 };
-  for (const r of requests) {
-    if (r.method === 'POST' && r.kind === '/servers') k.post++;
-    else if (r.method === 'DELETE' && r.kind === '/servers/{id}') k.delete++;
-    else if (r.method === 'GET' && r.kind === '/servers/{id}') k.getServer++;
-    else if (r.method === 'GET' && (r.kind === '/servers' || r.kind === '/servers/detail')) k.listings++;
-    else if (r.method === 'GET' && r.kind === '/limits') k.limits++;
-    else k.other++;
+  for (const [key, n] of Object.entries(requestKinds)) {
+    const [method, path] = key.split(' ') as [string, string];
+    const kind = path.replace(/\?…$/, '');
+    if (method === 'POST' && kind === '/servers') k.post += n;
+    else if (method === 'DELETE' && kind === '/servers/{id}') k.delete += n;
+    else if (method === 'GET' && kind === '/servers/{id}') k.getServer += n;
+    else if (method === 'GET' && (kind === '/servers' || kind === '/servers/detail')) k.listings += n;
+    else if (method === 'GET' && kind === '/limits') k.limits += n;
+    else k.other += n;
   }
   return Object.fromEntries(Object.entries(k).map(([key, v]) => [key, round(v / jobs)])) as unknown as KindsPerJob;
 }
@@ -89,7 +93,7 @@ interface Job extends JobTimes {
 }
 
 /** The figures of one run. */
-export function analyseChurn(reports: readonly WorkerReport[], rows: ReadonlyMap<string, RowTrace>, requests: readonly LoggedRequest[], cfg: { quotaCores: number; coresPerJob: number; jobs: number; waitsFor404: boolean }): ChurnAnalysis {
+export function analyseChurn(reports: readonly WorkerReport[], rows: ReadonlyMap<string, RowTrace>, requestKinds: Readonly<Record<string, number>>, cfg: { quotaCores: number; coresPerJob: number; jobs: number; waitsFor404: boolean }): ChurnAnalysis {
   const jobs: Job[] = [];
   for (const r of reports) {
     for (const t of r.jobTimes ?? []) {
@@ -116,9 +120,18 @@ export function analyseChurn(reports: readonly WorkerReport[], rows: ReadonlyMap
     chains.set(j.worker, (chains.get(j.worker) ?? 0) + (end - j.postAt!));
   }
   const fluidBoundMs = Math.round(coreMs / Q);
-  const slotsCores = cfg.coresPerJob * Math.floor(Q / cfg.coresPerJob);
+  const slots = Math.max(1, Math.floor(Q / cfg.coresPerJob));
   const longestChainMs = Math.round(Math.max(0, ...chains.values()));
-  const wholeJobBoundMs = Math.round(Math.max(coreMs / slotsCores, longestChainMs, longestJob));
+  // At most `slots` servers at once, so the servers split into `slots` chains that never overlap
+  // (an interval graph colours with as many colours as its largest overlap), and one of them holds
+  // ceil(jobs / slots) servers back to back: at least the shortest POST-to-404 times of all but one
+  // of them, plus the shortest POST-to-delete time (its job may end before its 404). As the fake
+  // bench's bound ((rounds - 1) x hold + build + run), from this run's own times.
+  const rounds = Math.ceil(done.length / slots);
+  const helds = done.map((j) => j.row!.goneAt! - j.postAt!).sort((a, b) => a - b);
+  const works = done.filter((j) => j.deleteAt !== undefined).map((j) => j.deleteAt! - j.postAt!);
+  const slotChainMs = rounds > 0 ? helds.slice(0, rounds - 1).reduce((a, b) => a + b, 0) + Math.min(...works, helds[0] ?? 0) : 0;
+  const wholeJobBoundMs = Math.round(Math.max(coreMs / (slots * cfg.coresPerJob), longestChainMs, longestJob, slotChainMs));
 
   const detection = cfg.waitsFor404 ? done.filter((j) => j.goneAt !== undefined).map((j) => ({ ms: j.goneAt! - j.row!.goneAt!, cores: j.row!.vcpus })) : [];
   const reportedBefore404 = cfg.waitsFor404 ? done.filter((j) => j.goneAt !== undefined && j.goneAt < j.row!.presentUntilSentAt).length : 0;
@@ -148,10 +161,11 @@ export function analyseChurn(reports: readonly WorkerReport[], rows: ReadonlyMap
     wholeJobBoundMs,
     fluidBoundMs,
     longestChainMs,
+    slotChainMs: Math.round(slotChainMs),
     lags: { detection404: lag(detection, Q), wakeUp: lag(wake, Q), countedTwice: { ...lag(twice, Q), wholeMedianMs: lag(twice.map((t) => ({ ms: t.whole, cores: t.cores })), Q).medianMs }, limitsWait: lag(limitsWait, Q) },
     reportedBefore404,
     errorRows: [...rows.values()].filter((r) => r.everError).length,
-    kinds: kindsPerJob(requests, cfg.jobs),
+    kinds: kindsPerJob(requestKinds, cfg.jobs),
     unmatched: jobs.length - done.length,
   };
 }
