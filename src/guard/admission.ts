@@ -156,7 +156,7 @@ export class Admission {
     await refreshUnwatched(g, signal);
     ledger.startAdmission();
     const read = (s: AbortSignal | undefined): ReturnType<typeof readLimits> => readLimits(g, s);
-    const acquired = await ledger.acquire(needs, g.opts.leaseTtlMs, read, signal, (s) => listUncounted(g.client, s));
+    const acquired = await ledger.acquire(needs, g.opts.leaseTtlMs, read, signal, (s) => listUncounted(g.client, s), this.#staleShortMs());
     if (acquired) return this.#verdict(acquired.value.reading, acquired.value, acquired.claim);
     const { reading } = await ledger.readLimits(read, signal);
     const admitted = await ledger.admit({ needs, headroom: rawHeadroomOf(reading.absolute), stamp: reading.stamp, ttlMs: g.opts.leaseTtlMs }, signal);
@@ -165,6 +165,21 @@ export class Admission {
       return { headroom, fit: outOfReachFit(g, needs, headroom) };
     }
     return this.#verdict(reading, admitted.value, admitted.claim);
+  }
+
+  /**
+   * How old a kept reading may be for a "still short" answer to this admission
+   * (`AcquireRequest.staleShortMs`): `maxDelayMs` on a waiting call's re-checks, so a call that
+   * waits reads `/limits` afresh after a confirmed deletion, or after its longest backoff step, but
+   * not at every step (quota freed outside the ledger is found within `maxDelayMs`, the longest a
+   * wait goes unchecked anyway). Undefined (a fresh reading) for the first admission, before a wait
+   * whose shortfall is explained (the check compares the reading with a listing) and for the last
+   * admission before `maxWaitMs`.
+   */
+  #staleShortMs(): number | undefined {
+    if (this.#waits === 0 || this.#call.deadlineReached) return undefined;
+    if ((this.#waits + 1) % EXPLAIN_EVERY_WAITS === 0 && this.#g.opts.explainShortfall) return undefined;
+    return this.#g.opts.maxDelayMs;
   }
 
   /** The headroom after the ledger's claims, and the claim held or why not. */
