@@ -165,7 +165,8 @@ export async function runRealChurn(nova: Harness, policies: readonly ChurnPolicy
       await witness.stop();
       if (witness.failure) throw witness.failure;
       const requests = log.since(from, to);
-      const cell0 = await sql(STATE, 'nova_cell0', `SELECT COUNT(*) FROM instances WHERE project_id = '${p.name}'`);
+      const startedS = Math.floor(Math.min(...reports.map((r) => r.startedAt)) / 1000) - 1;
+      const cell0 = await sql(STATE, 'nova_cell0', `SELECT COUNT(*) FROM instances WHERE project_id = '${p.name}' AND created_at >= FROM_UNIXTIME(${startedS})`);
       const analysis = analyseChurn(reports, witness.rows, byKind(requests), { quotaCores: CHURN.quotaCores, coresPerJob: CHURN.coresPerJob, jobs, waitsFor404: policy.startsWith('nova-guard') });
       const failedJobs = reports.reduce((n, r) => n + r.failed, 0);
       const serversCreated = requests.filter((r) => r.method === 'POST' && r.kind === '/servers' && r.status === 202).length;

@@ -84,6 +84,8 @@ export class ProjectRowWatcher {
       for (const [uuid, deleted, vcpus, name, vmState] of answer) {
         if (!uuid) continue;
         let r = this.rows.get(uuid);
+        // A row deleted before the first look is an earlier run's (the project's name is reused).
+        if (!r && deleted !== '0' && deleted !== 'NULL') continue;
         if (!r) this.rows.set(uuid, (r = { uuid, vcpus: Number(vcpus), name: name ?? '', seenAt: at, presentUntilSentAt: 0, vmState: vmState ?? '-', everError: false }));
         r.vmState = vmState ?? '-';
         if (r.vmState === 'error') r.everError = true;
