@@ -169,17 +169,17 @@ export class Admission {
 
   /**
    * How old a kept reading may be for a "still short" answer to this admission
-   * (`AcquireRequest.staleShortMs`): `maxDelayMs` on a waiting call's re-checks, so a call that
-   * waits reads `/limits` afresh after a confirmed deletion, or after its longest backoff step, but
-   * not at every step (quota freed outside the ledger is found within `maxDelayMs`, the longest a
-   * wait goes unchecked anyway). Undefined (a fresh reading) for the first admission, before a wait
-   * whose shortfall is explained (the check compares the reading with a listing) and for the last
-   * admission before `maxWaitMs`.
+   * (`AcquireRequest.staleShortMs`): twice `maxDelayMs` on a waiting call's re-checks, so the calls
+   * that wait read `/limits` afresh after a confirmed deletion, and otherwise once per two of their
+   * longest backoff steps, not at every step of every call (quota freed outside the ledger is found
+   * within `2 × maxDelayMs`, where a call's own step found it within `maxDelayMs`). Undefined (a
+   * fresh reading) for the first admission, before a wait whose shortfall is explained (the check
+   * compares the reading with a listing) and for the last admission before `maxWaitMs`.
    */
   #staleShortMs(): number | undefined {
     if (this.#waits === 0 || this.#call.deadlineReached) return undefined;
     if ((this.#waits + 1) % EXPLAIN_EVERY_WAITS === 0 && this.#g.opts.explainShortfall) return undefined;
-    return this.#g.opts.maxDelayMs;
+    return 2 * this.#g.opts.maxDelayMs;
   }
 
   /** The headroom after the ledger's claims, and the claim held or why not. */

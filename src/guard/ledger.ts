@@ -156,8 +156,8 @@ export interface AcquireRequest {
    * this old, without a fresh `/limits` read, when that reading leaves the needs short and no
    * deletion was confirmed after it was sent (a reading can only overstate the usage then, except for
    * quota freed outside the ledger, which the caller learns of within this time). An admission is
-   * still decided on a fresh reading only. The guard passes it on a waiting call's re-checks (its
-   * `maxDelayMs`); absent or 0: every answer on a fresh reading. Ledgers without a kept reading
+   * still decided on a fresh reading only. The guard passes it on a waiting call's re-checks (twice
+   * its `maxDelayMs`); absent or 0: every answer on a fresh reading. Ledgers without a kept reading
    * ignore it. @default undefined
    */
   readonly staleShortMs?: number | undefined;

@@ -100,13 +100,7 @@ export interface QuotaGuardOptions {
    * it. Default 2000.
    */
   baseDelayMs?: number;
-  /**
-   * Ceiling of every backoff delay (after jitter), in ms (p-retry's `maxTimeout`); also caps a quota
-   * 403's Retry-After. Also the oldest kept `/limits` reading a ledger that shares readings (Redis)
-   * may answer a waiting call's re-check with when that reading still leaves it short and no deletion
-   * was confirmed after it (`AcquireRequest.staleShortMs`; an admission always needs a fresh
-   * reading): quota freed outside the ledger is found within this time. Default 60000.
-   */
+  /** Ceiling of every backoff delay (after jitter), in ms (p-retry's `maxTimeout`); also caps a quota 403's Retry-After; twice it bounds a waiting call's "still short" on a kept reading (`AcquireRequest.staleShortMs`). Default 60000. */
   maxDelayMs?: number;
   /**
    * Jitter: each delay is within ±jitter of `baseDelayMs × 2^n`. The random factor in

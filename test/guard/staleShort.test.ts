@@ -26,7 +26,7 @@ function recording(clock: Clock): { ledger: QuotaLedger; asked: number[] } {
 }
 
 describe('staleShortMs: what a waiting call lets its ledger answer on a kept reading', () => {
-  it('re-checks after a wait may rest on a reading up to maxDelayMs old; the first admission and the one before an explained wait may not', async () => {
+  it('re-checks after a wait may rest on a reading up to twice maxDelayMs old; the first admission and the one before an explained wait may not', async () => {
     const nova = await startNova({ maxTotalCores: 2, maxTotalInstances: -1, maxTotalRAMSize: -1, buildDelayMs: 50 });
     const client = clientFor(nova);
     const { ledger, asked } = recording(client.clock);
@@ -38,8 +38,8 @@ describe('staleShortMs: what a waiting call lets its ledger answer on a kept rea
     await settle(client.deleteServer(blocker.id, { wait: true, intervalMs: 50 }));
     await settle(created);
     expect(posts(nova).length).toBe(2);
-    // First admission: fresh. Re-checks: 400 (maxDelayMs), except the admission before wait 5 (explained).
-    expect(asked.slice(0, 7)).toEqual([0, 400, 400, 400, 0, 400, 400]);
+    // First admission: fresh. Re-checks: 800 (2 x maxDelayMs), except the admission before wait 5 (explained).
+    expect(asked.slice(0, 7)).toEqual([0, 800, 800, 800, 0, 800, 800]);
     await guard.close();
   });
 
@@ -53,7 +53,7 @@ describe('staleShortMs: what a waiting call lets its ledger answer on a kept rea
     expect(err).toBeInstanceOf(QuotaWaitTimeoutError);
     expect(a.asked[0]).toBe(0);
     expect(a.asked.at(-1)).toBe(0);
-    expect(a.asked.slice(1, -1).every((v) => v === 400)).toBe(true);
+    expect(a.asked.slice(1, -1).every((v) => v === 800)).toBe(true);
     expect(a.asked.length).toBeGreaterThanOrEqual(4);
     await guard.close();
 
