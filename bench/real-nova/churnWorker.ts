@@ -35,6 +35,36 @@ export interface WorkerReport {
   startedAt: number;
   endedAt: number;
   errors: string[];
+  /** Each job's times (epoch ms), for the per-run bound and where the makespan goes. */
+  jobTimes: JobTimes[];
+  /** Every request this worker's client sent (the client's debug log line 'nova request'). */
+  requests: RequestTimes[];
+}
+
+/** One job's times, epoch ms. */
+export interface JobTimes {
+  name: string;
+  serverId?: string | undefined;
+  /** The job asked for a server (the guard's createServer called). */
+  createAt: number;
+  /** The server was ACTIVE for the job (createServer returned). */
+  activeAt?: number | undefined;
+  /** The guard ended the server's claim as counted (Redis policies: the ledger's release). */
+  claimEndAt?: number | undefined;
+  /** The job asked for the delete. */
+  deleteAt?: number | undefined;
+  /** The delete returned (nova-guard: the 404 learned; the others: DELETE answered). */
+  goneAt?: number | undefined;
+  endAt: number;
+}
+
+/** One request the worker's client sent: answered at `at` after `ms`. */
+export interface RequestTimes {
+  at: number;
+  ms: number;
+  method: string;
+  path: string;
+  status: number;
 }
 
 const opts = new Command('churnWorker')
@@ -57,14 +87,26 @@ const env = (k: string): string => {
 const worker = Number(opts.worker);
 const runMs = Number(opts.runMs);
 const pollMs = Number(opts.pollMs);
-const client = new NovaClient({ endpoint: env('NOVA_ENDPOINT'), token: env('NOVA_TOKEN'), microversion: MICROVERSION });
+const requestLog: RequestTimes[] = [];
+/** The client's debug lines, kept for the report (the client logs method, path, status, elapsedMs). */
+const requestLogger = {
+  level: 'debug',
+  debug: (msg: string, f: Record<string, unknown>): void => {
+    if (msg === 'nova request') requestLog.push({ at: Date.now(), ms: Math.round(Number(f['elapsedMs'] ?? 0)), method: String(f['method']), path: String(f['path']), status: Number(f['status']) });
+  },
+  info: (): void => undefined,
+  warn: (): void => undefined,
+  error: (): void => undefined,
+};
+const client = new NovaClient({ endpoint: env('NOVA_ENDPOINT'), token: env('NOVA_TOKEN'), microversion: MICROVERSION, logger: requestLogger });
+let current: JobTimes | undefined;
 const body = (name: string): { name: string; flavorRef: string; imageRef: string; networks: 'none' } => ({
   name,
   flavorRef: env('CHURN_FLAVOR'),
   imageRef: env('CHURN_IMAGE'),
   networks: 'none',
 });
-const report: WorkerReport = { worker, policy: opts.policy, jobs: 0, failed: 0, quota403sSeen: 0, errorServers: 0, startedAt: 0, endedAt: 0, errors: [] };
+const report: WorkerReport = { worker, policy: opts.policy, jobs: 0, failed: 0, quota403sSeen: 0, errorServers: 0, startedAt: 0, endedAt: 0, errors: [], jobTimes: [], requests: requestLog };
 const note = (e: unknown): void => {
   if (e instanceof NovaApiError && e.status === 403) report.quota403sSeen++;
   const msg = `${(e as Error).name}: ${(e as Error).message}`.slice(0, 200);
@@ -92,7 +134,23 @@ async function redisGuard(url: string | undefined, options: QuotaGuardOptions, f
   if (!url) throw new Error('nova-guard-redis needs --ledger redis://...');
   const { RedisQuotaLedger } = await import('nova-guard/redis');
   const ledger = await RedisQuotaLedger.forClient(client, { url, fleetWatcher });
-  return { guard: new QuotaGuard(client, { ...options, ledger }), close: () => ledger.close() };
+  // The claim's end (counted) stamped on the job: the time a server counts twice ends there.
+  const traced = new Proxy(ledger, {
+    get(target, key) {
+      const v: unknown = Reflect.get(target, key, target);
+      if (typeof v !== 'function') return v;
+      if (key === 'release') {
+        return async (...args: unknown[]): Promise<unknown> => {
+          const job = current;
+          const r: unknown = await (v as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+          if (args[1] === 'counted' && job) job.claimEndAt ??= Date.now();
+          return r;
+        };
+      }
+      return (v as (...a: unknown[]) => unknown).bind(target);
+    },
+  });
+  return { guard: new QuotaGuard(client, { ...options, ledger: traced }), close: () => ledger.close() };
 }
 
 type Job = (name: string) => Promise<boolean>;
@@ -111,9 +169,13 @@ async function makeJob(): Promise<{ job: Job; close: () => Promise<void> }> {
             note(e);
             return false;
           }
+          current!.serverId = id;
           const ok = await untilActive(id).catch((e: unknown) => (note(e), false));
+          if (ok) current!.activeAt = Date.now();
           if (ok) await sleep(runMs);
+          current!.deleteAt = Date.now();
           await client.deleteServer(id).catch(note);
+          current!.goneAt = Date.now();
           return ok;
         },
       };
@@ -135,8 +197,12 @@ async function makeJob(): Promise<{ job: Job; close: () => Promise<void> }> {
             }
           }
           if (id === undefined) return false;
+          current!.serverId = id;
+          current!.activeAt = Date.now();
           await sleep(runMs);
+          current!.deleteAt = Date.now();
           await client.deleteServer(id).catch(note);
+          current!.goneAt = Date.now();
           return true;
         },
       };
@@ -150,8 +216,12 @@ async function makeJob(): Promise<{ job: Job; close: () => Promise<void> }> {
         job: async (name) => {
           try {
             const server = await guard.createServer(body(name));
+            current!.serverId = server.id;
+            current!.activeAt = Date.now();
             await sleep(runMs);
+            current!.deleteAt = Date.now();
             await client.deleteServer(server.id, { wait: true, intervalMs: pollMs, timeoutMs: 300_000 });
+            current!.goneAt = Date.now();
             return true;
           } catch (e) {
             note(e);
@@ -171,7 +241,11 @@ async function main(): Promise<void> {
   try {
     for (let j = 0; j < Number(opts.jobs); j++) {
       report.jobs++;
-      if (!(await job(`churn-${opts.policy}-w${worker}-j${j}`))) report.failed++;
+      const name = `churn-${opts.policy}-w${worker}-j${j}`;
+      current = { name, createAt: Date.now(), endAt: 0 };
+      report.jobTimes.push(current);
+      if (!(await job(name))) report.failed++;
+      current.endAt = Date.now();
     }
   } finally {
     report.endedAt = Date.now();

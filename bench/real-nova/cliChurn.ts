@@ -76,7 +76,7 @@ export interface CliChurnPlaces {
 }
 
 /** SQL on the harness's MariaDB; rows of tab-separated fields. */
-async function sql(state: string, database: string, statement: string): Promise<string[][]> {
+export async function sql(state: string, database: string, statement: string): Promise<string[][]> {
   const socket = join(state, 'mysql', 'mysqld.sock');
   const { stdout } = await run('mysql', [`--socket=${socket}`, '-u', 'root', '-N', '-B', database, '-e', statement], { timeout: 30_000 });
   return stdout

@@ -16,6 +16,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { markdownTable } from '../table.js';
 import { CHURN_POLICIES, runRealChurn, type ChurnPolicy, type RealChurnResult } from './churn.js';
+import { churnLagTable, churnSpread, churnTable } from './churnTables.js';
 import { CLI_CHURN, cliChurnNote, runCliChurn, type CliChurnRow } from './cliChurn.js';
 import { DELETE_TOOLS, runDeleteWait, type DeleteRow, type DeleteTool } from './deleteWait.js';
 import { harness } from './harness.js';
@@ -23,7 +24,7 @@ import { drawRealNova } from './plot.js';
 
 const flags = new Command('bench:real-nova')
   .option('--only <names>', 'comma-separated: delete,churn,cli-sqlite', 'delete,churn')
-  .option('--runs <n>', 'runs of cli-sqlite', '3')
+  .option('--runs <n>', 'runs of churn (policies interleaved) and of cli-sqlite', '3')
   .option('--sizes <n>', 'delete-and-wait fleet sizes', '1,10,40')
   .option('--tools <names>', `delete tools (${DELETE_TOOLS.join(', ')})`, DELETE_TOOLS.join(','))
   .option('--policies <names>', `churn policies (${CHURN_POLICIES.join(', ')})`, CHURN_POLICIES.join(','))
@@ -42,13 +43,6 @@ function deleteTable(rows: DeleteRow[]): string {
   return markdownTable(
     ['tool', 'servers', 'wall s', 'requests', 'last 404 at s', 'lag after last 404 s', 'reported before 404', 'outcome', 'requests by kind'],
     rows.map((r) => [r.tool, r.servers, r.wallMs / 1000, r.requests, r.lastGoneMs / 1000, r.lagAfterLast404Ms / 1000, r.reportedBefore404, r.outcome, kinds(r)]),
-  );
-}
-
-function churnTable(r: RealChurnResult): string {
-  return markdownTable(
-    ['policy', 'jobs', 'failed jobs', 'quota 403s', 'servers created', 'created, not used (ERROR)', 'makespan s', 'lower bound s', 'makespan / lower bound', 'requests', 'requests per job'],
-    r.rows.map((x) => [x.policy, x.jobs, x.failedJobs, x.quota403s, x.serversCreated, x.createdNotUsed, x.makespanMs / 1000, x.lowerBoundMs / 1000, x.makespanOverLowerBound, x.requests, x.requestsPerJob]),
   );
 }
 
@@ -83,11 +77,15 @@ async function main(): Promise<void> {
     console.log(deleteTable(rows) + '\n');
   }
   if (only.has('churn')) {
-    const r = await runRealChurn(nova, list(flags.policies) as ChurnPolicy[], flags.ledger);
+    const r = await runRealChurn(nova, list(flags.policies) as ChurnPolicy[], flags.ledger, Number(flags.runs));
     out.churn = r;
     console.log(`## Churn: one process per worker\n`);
     console.log(`${r.note}\n`);
     console.log(churnTable(r) + '\n');
+    console.log(`Where the makespan goes (lags: median / max per job, and cores x lag / quota summed as makespan seconds; see churnAnalysis.ts), and requests per job by kind (nova-api's log):\n`);
+    console.log(churnLagTable(r) + '\n');
+    console.log(`Over the runs (median, min–max):\n`);
+    console.log(churnSpread(r) + '\n');
     for (const x of r.rows) if (x.errors.length > 0) console.log(`${x.policy} errors: ${x.errors.join('; ')}\n`);
   }
   if (only.has('cli-sqlite')) {

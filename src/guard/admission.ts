@@ -161,7 +161,7 @@ export class Admission {
     ledger.startAdmission();
     const read = (s: AbortSignal | undefined): ReturnType<typeof readLimits> => withinCallDeadline(g, call, 'GET /limits', (rs) => readLimits(g, rs), s);
     const uncounted = (s: AbortSignal | undefined): ReturnType<typeof listUncounted> => withinCallDeadline(g, call, 'GET /servers/detail', (rs) => listUncounted(g.client, rs), s);
-    const acquired = await ledger.acquire(needs, g.opts.leaseTtlMs, read, signal, uncounted);
+    const acquired = await ledger.acquire(needs, g.opts.leaseTtlMs, read, signal, uncounted, this.#staleShortMs());
     if (acquired) return this.#verdict(acquired.value.reading, acquired.value, acquired.claim);
     const { reading } = await ledger.readLimits(read, signal);
     const admitted = await ledger.admit({ needs, headroom: rawHeadroomOf(reading.absolute), stamp: reading.stamp, ttlMs: g.opts.leaseTtlMs }, signal);
@@ -170,6 +170,21 @@ export class Admission {
       return { headroom, fit: outOfReachFit(g, needs, headroom) };
     }
     return this.#verdict(reading, admitted.value, admitted.claim);
+  }
+
+  /**
+   * How old a kept reading may be for a "still short" answer to this admission
+   * (`AcquireRequest.staleShortMs`): twice `maxDelayMs` on a waiting call's re-checks, so the calls
+   * that wait read `/limits` afresh after a confirmed deletion, and otherwise once per two of their
+   * longest backoff steps, not at every step of every call (quota freed outside the ledger is found
+   * within `2 × maxDelayMs`, where a call's own step found it within `maxDelayMs`). Undefined (a
+   * fresh reading) for the first admission, before a wait whose shortfall is explained (the check
+   * compares the reading with a listing) and for the last admission before `maxWaitMs`.
+   */
+  #staleShortMs(): number | undefined {
+    if (this.#waits === 0 || this.#call.deadlineReached) return undefined;
+    if ((this.#waits + 1) % EXPLAIN_EVERY_WAITS === 0 && this.#g.opts.explainShortfall) return undefined;
+    return 2 * this.#g.opts.maxDelayMs;
   }
 
   /** The headroom after the ledger's claims, and the claim held or why not. */

@@ -180,7 +180,8 @@ export class CallLedger {
    * place in the queue when short), when the call's ledger has `acquire` and is not the fallback;
    * `undefined` otherwise or when it failed (the call then goes on with the fallback). A late
    * answer gives back its claim and place. A place the ledger gives is the call's from then on; a
-   * claim it gives is held by the guard (`claim`). `uncounted`: see `QuotaLedger.acquire`.
+   * claim it gives is held by the guard (`claim`). `uncounted`: see `QuotaLedger.acquire`;
+   * `staleShortMs`: see `AcquireRequest.staleShortMs`.
    */
   async acquire(
     needs: ResourceAmounts,
@@ -188,6 +189,7 @@ export class CallLedger {
     read: LimitsRead,
     signal: AbortSignal | undefined,
     uncounted?: UncountedRead,
+    staleShortMs?: number,
   ): Promise<{ value: Acquisition; claim: Claim | undefined } | undefined> {
     const g = this.#g;
     const ledger = this.#current;
@@ -196,7 +198,7 @@ export class CallLedger {
     const sentAt = g.clock.now();
     const acquired = await this.#through(
       'acquire',
-      (l, rd, s, u) => l.acquire!({ place, needs, ttlMs, joinIfShort: true }, rd as (s: AbortSignal | undefined) => Promise<LimitsReading>, s, u),
+      (l, rd, s, u) => l.acquire!({ place, needs, ttlMs, joinIfShort: true, ...(staleShortMs ? { staleShortMs } : {}) }, rd as (s: AbortSignal | undefined) => Promise<LimitsReading>, s, u),
       read,
       signal,
       async (l, late) => {

@@ -151,6 +151,16 @@ export interface AcquireRequest {
   readonly ttlMs: number;
   /** When the needs do not fit and `place` is absent: take a place in the queue (the answer's `place`). */
   readonly joinIfShort: boolean;
+  /**
+   * In ms: a ledger that keeps a shared reading may answer "not admitted" on a kept reading up to
+   * this old, without a fresh `/limits` read, when that reading leaves the needs short and no
+   * deletion was confirmed after it was sent (a reading can only overstate the usage then, except for
+   * quota freed outside the ledger, which the caller learns of within this time). An admission is
+   * still decided on a fresh reading only. The guard passes it on a waiting call's re-checks (twice
+   * its `maxDelayMs`); absent or 0: every answer on a fresh reading. Ledgers without a kept reading
+   * ignore it. @default undefined
+   */
+  readonly staleShortMs?: number | undefined;
 }
 
 /**

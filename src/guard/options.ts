@@ -52,7 +52,7 @@ export interface QuotaGuardOptions {
    * it. Default 2000.
    */
   baseDelayMs?: number;
-  /** Ceiling of every backoff delay (after jitter), in ms (p-retry's `maxTimeout`); also caps a quota 403's Retry-After. Default 60000. */
+  /** Ceiling of every backoff delay (after jitter), in ms (p-retry's `maxTimeout`); also caps a quota 403's Retry-After; twice it bounds a waiting call's "still short" on a kept reading (`AcquireRequest.staleShortMs`). Default 60000. */
   maxDelayMs?: number;
   /**
    * Jitter: each delay is within ±jitter of `baseDelayMs × 2^n`. The random factor in

@@ -55,9 +55,10 @@ if instance ~= '' then zaddLater(KEYS[11], now + holderTtl, instance) end
  * needs of every place queued ahead; claim when `needs` still fits every constrained resource
  * (`room[r]` nil: unknown or unlimited), and no holder's write-back after a reconnect is settling
  * (the `settle` key: nothing is admitted while it lives). `needStr` are the needs as given (for the record).
+ * `measureOn` is the check alone (no claim).
  */
 export const ADMISSION = `
-local function admitOn(room, placeId, needStr, stamp, ttlMs, holder, claimId)
+local function measureOn(room, placeId, needStr, stamp)
   local need = { tonumber(needStr[1]), tonumber(needStr[2]), tonumber(needStr[3]) }
   local inflight = { 0, 0, 0 }
   local claims = redis.call('HGETALL', KEYS[1])
@@ -94,6 +95,10 @@ local function admitOn(room, placeId, needStr, stamp, ttlMs, holder, claimId)
   for r = 1, 3 do
     if room[r] ~= nil and room[r] - inflight[r] - ahead[r] - need[r] < 0 then fits = 0 end
   end
+  return fits, inflight, ahead
+end
+local function admitOn(room, placeId, needStr, stamp, ttlMs, holder, claimId)
+  local fits, inflight, ahead = measureOn(room, placeId, needStr, stamp)
   local token = 0
   if fits == 1 then
     token = redis.call('INCR', KEYS[8])
@@ -143,17 +148,21 @@ end
  * Is the kept reading fresh? Kept, sent no later than Redis's now (a stamp ahead of now means the
  * clock stepped back: not fresh), at most `maxAgeMs` old on Redis's clock, sent after the last
  * confirmed deletion (order numbers), and newer than `staleSeq` (the caller's own clock found the
- * readings up to it too old). Returns `fresh, json, seq, sentAt`.
+ * readings up to it too old). Returns `fresh, json, seq, sentAt, shortOk`: `shortOk` when the kept
+ * reading may still say "short" (`AcquireRequest.staleShortMs`): sent no later than now, at most
+ * `shortMaxAgeMs` old, after the last confirmed deletion (Redis's clock and order only: a reading
+ * too old on the caller's clock can only overstate the usage, or miss quota freed outside the ledger).
  */
 export const KEPT = `
-local function kept(maxAgeMs, staleSeq)
+local function kept(maxAgeMs, staleSeq, shortMaxAgeMs)
   local k = redis.call('HMGET', KEYS[13], 'json', 'seq', 'sentAt', 'freedSeq')
   local json = k[1] or ''
   local seq = tonumber(k[2] or '-1')
   local sentAt = tonumber(k[3] or '-1')
   local freedSeq = tonumber(k[4] or '-1')
   local fresh = k[1] ~= false and k[1] ~= nil and sentAt <= now and now - sentAt <= maxAgeMs and seq > freedSeq and seq > staleSeq
-  return fresh, json, seq, sentAt
+  local shortOk = k[1] ~= false and k[1] ~= nil and sentAt <= now and now - sentAt <= (shortMaxAgeMs or 0) and seq > freedSeq
+  return fresh, json, seq, sentAt, shortOk
 end
 `;
 

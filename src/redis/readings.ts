@@ -47,7 +47,11 @@ export interface LedgerInternals {
  * refreshes, this one waits for its "kept reading refreshed" message (or polls every 250 ms), at
  * most `limitsLockMs + commandTimeoutMs`; then it answers "not admitted" on what it has and the
  * guard tries again. A reading is fresh only when Redis's clock and this ledger's own clock both
- * say it is at most `limitsMaxAgeMs` old (see `docs/fleet-ledger.md`, "Clock steps").
+ * say it is at most `limitsMaxAgeMs` old (see `docs/fleet-ledger.md`, "Clock steps"). With
+ * `request.staleShortMs`, a kept reading up to that old (on Redis's clock) that was sent after the
+ * last confirmed deletion and leaves the needs short answers "not admitted" at once (state
+ * `short`), with no lock and no read: such a reading can only overstate the usage (the claims
+ * cover the creates since), except for quota freed outside the ledger.
  *
  * With `uncounted`, a store that was never `vetted` (new, or emptied by a restart: this ledger
  * cannot tell which) admits nothing until one holder has listed the servers Nova does not count
@@ -71,7 +75,7 @@ export async function acquireOn(x: LedgerInternals, request: AcquireRequest, rea
   for (;;) {
     throwIfAborted(signal);
     const sentLocal = x.clock.now();
-    const res = (await x.run('novaGuardAcquire', [...common, x.opts.limitsMaxAgeMs, x.opts.limitsLockMs, lock, x.ages.staleSeq(), uncounted ? '1' : '0', x.opts.restartGraceMs])) as unknown[];
+    const res = (await x.run('novaGuardAcquire', [...common, x.opts.limitsMaxAgeMs, x.opts.limitsLockMs, lock, x.ages.staleSeq(), uncounted ? '1' : '0', x.opts.restartGraceMs, Math.max(0, Math.floor(request.staleShortMs ?? 0))])) as unknown[];
     const state = String(res[0]);
     if (state === 'vet' && uncounted) {
       await vet(x, uncounted, lock, signal);
@@ -79,6 +83,8 @@ export async function acquireOn(x: LedgerInternals, request: AcquireRequest, rea
     }
     // Redis has been up less than restartGraceMs: nothing admitted yet (the guard waits and asks again).
     if (state === 'young') return acquisition(x, res, request, claimId, newPlace, undefined, sentLocal, true);
+    // Still short on a kept reading no deletion was confirmed after (request.staleShortMs): no read.
+    if (state === 'short') return acquisition(x, res, request, claimId, newPlace, undefined, sentLocal);
     if (state === 'fresh') {
       x.ages.saw(Number(res[10]), sentLocal);
       return acquisition(x, res, request, claimId, newPlace, undefined, sentLocal);

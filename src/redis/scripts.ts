@@ -54,7 +54,10 @@ return { fits, token, inflight[1], inflight[2], inflight[3], ahead[1], ahead[2],
  * acquire: one admission together with its reading. ARGV 2 place id ('' none), 3-5 needs, 6
  * ttlMs, 7 holder, 8 claim id, 9 join if short ('1'), 10 id of the place to take, 11 placeTtlMs,
  * 12 maxAgeMs, 13 lockMs, 14 lock token, 15 staleSeq, 16 the caller can list the servers Nova does
- * not count yet ('1'), 17 restartGraceMs.
+ * not count yet ('1'), 17 restartGraceMs, 18 staleShortMs (0: off).
+ * A kept reading that is not fresh but `shortOk` (see KEPT) and leaves the needs short answers
+ * `short` (not admitted, joining as below) with no lock and no read: only an admission needs a
+ * fresh reading.
  * A store not `vetted` (new, or emptied by a restart: the two look the same) and a caller that can
  * list: while Redis has been up less than restartGraceMs (its `uptime_in_seconds` less one, for
  * its rounding), `young` (no admission, no lock); else takes the refresh lock (`vet`: the caller
@@ -65,7 +68,7 @@ return { fits, token, inflight[1], inflight[2], inflight[3], ahead[1], ahead[2],
  * caller's read's.
  */
 export const ACQUIRE = `${PROLOGUE}${ADMISSION}${ROOM_OF}${KEPT}
-local fresh, json, seq, sentAt = kept(tonumber(ARGV[12]), tonumber(ARGV[15]))
+local fresh, json, seq, sentAt, shortOk = kept(tonumber(ARGV[12]), tonumber(ARGV[15]), tonumber(ARGV[18] or '0'))
 if ARGV[16] == '1' and not redis.call('HGET', KEYS[13], 'vetted') then
   local state = 'wait'
   local grace = tonumber(ARGV[17] or '0')
@@ -74,6 +77,16 @@ if ARGV[16] == '1' and not redis.call('HGET', KEYS[13], 'vetted') then
   if grace > 0 and (up - 1) * 1000 < grace then state = 'young'
   elseif redis.call('SET', KEYS[14], ARGV[14], 'NX', 'PX', ARGV[13]) then state = 'vet' end
   return { state, 0, 0, 0, 0, 0, 0, 0, 0, json, seq, sentAt, now, holders(), 0 }
+end
+if not fresh and shortOk then
+  local fits, inflight, ahead = measureOn(roomOf(json), ARGV[2], { ARGV[3], ARGV[4], ARGV[5] }, seq)
+  if fits == 0 then
+    local joined = 0
+    if ARGV[9] == '1' and ARGV[2] == '' then
+      joined = joinQueue(ARGV[10], ARGV[3] .. ',' .. ARGV[4] .. ',' .. ARGV[5], tonumber(ARGV[11]))
+    end
+    return { 'short', 0, 0, inflight[1], inflight[2], inflight[3], ahead[1], ahead[2], ahead[3], json, seq, sentAt, now, holders(), joined }
+  end
 end
 if not fresh then
   if redis.call('SET', KEYS[14], ARGV[14], 'NX', 'PX', ARGV[13]) then

@@ -1,0 +1,94 @@
+/**
+ * The Redis ledger's kept reading for a "still short" answer (`AcquireRequest.staleShortMs`): a
+ * kept reading older than `limitsMaxAgeMs` but within `staleShortMs`, sent after the last confirmed
+ * deletion, that leaves the needs short answers "not admitted" with no `/limits` read; a reading
+ * that would admit, one a confirmed deletion came after, and one older than `staleShortMs` are read
+ * afresh. Real redis-server; real clock with generous bounds.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisQuotaLedger } from '../../src/redis/index.js';
+import type { AcquireRequest, LimitsReading } from '../../src/guard/index.js';
+import { afterThisTest } from '../cleanup.js';
+import { haveRedis, RedisServer, skipReason } from './support.js';
+
+const ENDPOINT = 'http://nova.example:8774/v2.1';
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const two = { cores: 2, ramMiB: 0, instances: 1 };
+const ask = (over: Partial<AcquireRequest> = {}): AcquireRequest => ({ place: undefined, needs: two, ttlMs: 60_000, joinIfShort: false, ...over });
+
+/** A `/limits` read of `absolute()` that counts its calls. */
+function reader(absolute: () => Record<string, number>): { read: (signal: AbortSignal | undefined) => Promise<LimitsReading>; calls: () => number } {
+  let n = 0;
+  return {
+    read: async () => {
+      n += 1;
+      return { absolute: absolute(), requestId: `req-${n}` };
+    },
+    calls: () => n,
+  };
+}
+
+describe.skipIf(!haveRedis)(`RedisQuotaLedger: a kept reading that still says short${haveRedis ? '' : ` (${skipReason})`}`, () => {
+  let server: RedisServer;
+  let n = 0;
+  beforeAll(async () => {
+    server = await RedisServer.start();
+  });
+  afterAll(async () => {
+    await server?.kill();
+  });
+  function ledger(): RedisQuotaLedger {
+    n += 1;
+    const l = new RedisQuotaLedger({ url: server.url, endpoint: ENDPOINT, projectId: `stale${n}`, holder: `h${n}`, limitsMaxAgeMs: 200 });
+    afterThisTest(() => l.close());
+    return l;
+  }
+
+  it('short on a reading past limitsMaxAgeMs but within staleShortMs: no read, the reading shared with its age; without staleShortMs: a read', async () => {
+    const l = ledger();
+    const nova = reader(() => ({ maxTotalCores: 2, totalCoresUsed: 2 }));
+    expect(await l.acquire(ask(), nova.read, undefined)).toMatchObject({ admitted: false });
+    expect(nova.calls()).toBe(1);
+    await sleep(400);
+    const short = await l.acquire(ask({ staleShortMs: 10_000, joinIfShort: true }), nova.read, undefined);
+    expect(short).toMatchObject({ admitted: false, reading: { shared: true, requestId: 'req-1' } });
+    expect(short.reading.ageMs).toBeGreaterThanOrEqual(350);
+    // Joined the queue on the way, as a short answer on a fresh reading does.
+    expect(short.place).toBeDefined();
+    expect(nova.calls()).toBe(1);
+    expect(await l.acquire(ask({ place: short.place }), nova.read, undefined)).toMatchObject({ admitted: false, reading: { shared: false } });
+    expect(nova.calls()).toBe(2);
+  });
+
+  it('a reading that would admit is never admitted on once past limitsMaxAgeMs: read afresh, and the fresh one decides', async () => {
+    const l = ledger();
+    let used = 0;
+    const nova = reader(() => ({ maxTotalCores: 2, totalCoresUsed: used }));
+    const first = await l.acquire(ask(), nova.read, undefined);
+    expect(first.admitted).toBe(true);
+    if (first.admitted) await l.release(first.claim, 'not-created');
+    // Meanwhile someone outside the ledger took the cores: only a fresh reading knows.
+    used = 2;
+    await sleep(400);
+    const again = await l.acquire(ask({ staleShortMs: 10_000 }), nova.read, undefined);
+    expect(nova.calls()).toBe(2);
+    expect(again).toMatchObject({ admitted: false, reading: { shared: false, requestId: 'req-2' } });
+  });
+
+  it('a deletion confirmed after the reading, or a reading older than staleShortMs, is read afresh', async () => {
+    const l = ledger();
+    const nova = reader(() => ({ maxTotalCores: 2, totalCoresUsed: 2 }));
+    await l.acquire(ask(), nova.read, undefined);
+    await sleep(400);
+    await l.publishFreed('0b0e6f4a-3d7c-4d55-9d3e-2f6f1c9a7b11');
+    await l.acquire(ask({ staleShortMs: 10_000 }), nova.read, undefined);
+    expect(nova.calls()).toBe(2);
+    await sleep(700);
+    await l.acquire(ask({ staleShortMs: 500 }), nova.read, undefined);
+    expect(nova.calls()).toBe(3);
+    // Within both: no read.
+    await sleep(300);
+    await l.acquire(ask({ staleShortMs: 10_000 }), nova.read, undefined);
+    expect(nova.calls()).toBe(3);
+  });
+});
