@@ -3,17 +3,17 @@
  * of the servers Nova does not count yet that a ledger never vetted asks for): what is left of the
  * call's `maxWaitMs`, and at least `finalReadMs` (the read at the end of the wait, and every read with
  * `maxWaitMs: 0`). Without it a read that hangs held the call for the client's `requestTimeoutMs`
- * (30 s) per attempt, past `maxWaitMs`. p-timeout on the client's clock; the read's AbortSignal (axios
- * `signal`) is aborted when the limit passes, so no request of the call is left running, and the call
- * rejects with a {@link NovaNetworkError} (`timedOut`, code `ETIMEDOUT`) naming the deadline. A
+ * (30 s) per attempt, past `maxWaitMs`. The transport's time limit (`withTimeLimit`, p-timeout on the
+ * client's clock): the read's AbortSignal (axios `signal`) is aborted when the limit passes, so no
+ * request of the call is left running, and the call rejects with a {@link NovaNetworkError}
+ * (`timedOut`, code `ETIMEDOUT`) naming the deadline. A
  * guarded call's wait for headroom thus ends by `maxWaitMs + finalReadMs` (plus the ledger's own
  * budget for a step at the end: `callLedger.ts`).
  *
  * @module
  */
-import pTimeout from 'p-timeout';
-import { pTimeoutTimers } from '../core/clock.js';
 import { NovaNetworkError } from '../errors/index.js';
+import { withTimeLimit } from '../transport/timeLimit.js';
 import type { GuardedCall } from './guardedCall.js';
 import type { GuardState } from './state.js';
 
@@ -24,32 +24,22 @@ export function readLimitMs(g: GuardState, call: GuardedCall): number {
 
 /**
  * `read` (one Nova read of the call's admission, `what` naming it: `'GET /limits'`), bounded by
- * {@link readLimitMs} and `signal`: past the limit its signal aborts (the request ends) and this
- * rejects at once.
- * @throws {@link NovaNetworkError} (`timedOut`) when the limit passes; what `read` throws otherwise.
+ * {@link readLimitMs} and `signal`: past the limit, or when `signal` aborts, its signal aborts (the
+ * request ends) and this rejects at once.
+ * @throws {@link NovaNetworkError} (`timedOut`) when the limit passes; `AbortError` when `signal`
+ * aborts; what `read` throws otherwise.
  */
-export async function withinCallDeadline<T>(g: GuardState, call: GuardedCall, what: string, read: (signal: AbortSignal) => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+export function withinCallDeadline<T>(g: GuardState, call: GuardedCall, what: string, read: (signal: AbortSignal) => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   const limitMs = readLimitMs(g, call);
-  const controller = new AbortController();
-  const inner = signal ? AbortSignal.any([signal, controller.signal]) : controller.signal;
-  try {
-    return await pTimeout(read(inner), {
-      milliseconds: limitMs,
-      customTimers: pTimeoutTimers(g.clock),
-      fallback: () => {
-        const [method, path] = what.split(' ');
-        throw new NovaNetworkError({
-          status: 0,
-          code: 'ETIMEDOUT',
-          timedOut: true,
-          method,
-          url: path,
-          message: `${what} timed out at the guarded call's deadline (no answer within ${limitMs} ms; maxWaitMs ${g.opts.maxWaitMs} ms, finalReadMs ${g.opts.finalReadMs} ms)`,
-        });
-      },
-    });
-  } finally {
-    // Ends the request when the limit passed (or the read is over): nothing of the call left running.
-    controller.abort();
-  }
+  const [method, path] = what.split(' ');
+  return withTimeLimit(g.clock, limitMs, signal, read, () =>
+    new NovaNetworkError({
+      status: 0,
+      code: 'ETIMEDOUT',
+      timedOut: true,
+      method,
+      url: path,
+      message: `${what} timed out at the guarded call's deadline (no answer within ${limitMs} ms; maxWaitMs ${g.opts.maxWaitMs} ms, finalReadMs ${g.opts.finalReadMs} ms)`,
+    }),
+  );
 }

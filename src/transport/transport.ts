@@ -12,14 +12,14 @@
  * @module
  */
 import axios, { type AxiosAdapter, type AxiosInstance, type AxiosResponse } from 'axios';
-import pTimeout from 'p-timeout';
-import { pTimeoutTimers, systemClock, type Clock } from '../core/clock.js';
+import { systemClock, type Clock } from '../core/clock.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { redactSecrets, redactUrlSecrets } from '../core/redact.js';
 import { currentOperation, recordQuotaRefusal, startRequest } from '../core/telemetry.js';
 import { AbortError, InvalidResponseError, QuotaExceededError, type NovaApiError } from '../errors/index.js';
 import { errorFromResponse, networkError, requestIdOf, serverDateOf, type HeaderBag, type RequestContext } from './http.js';
 import { tlsAgent, type TlsOptions } from './tls.js';
+import { withTimeLimit } from './timeLimit.js';
 
 /** The HTTP methods nova-guard sends. */
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
@@ -150,26 +150,8 @@ export class Transport {
    * {@link AbortError} (cause: the signal's reason) when `signal` aborts. `timeoutMs` `Infinity`:
    * only the signal bounds it.
    */
-  async withTimeLimit<T>(timeoutMs: number, signal: AbortSignal | undefined, work: (signal: AbortSignal) => Promise<T>, timeoutError: () => Error): Promise<T> {
-    if (signal?.aborted) throw new AbortError(undefined, { cause: signal.reason });
-    const controller = new AbortController();
-    const inner = signal ? AbortSignal.any([signal, controller.signal]) : controller.signal;
-    try {
-      return await pTimeout(work(inner), {
-        milliseconds: timeoutMs,
-        ...(signal ? { signal } : {}),
-        customTimers: pTimeoutTimers(this.clock),
-        fallback: () => {
-          throw timeoutError();
-        },
-      });
-    } catch (error) {
-      if (signal?.aborted) throw new AbortError(undefined, { cause: signal.reason });
-      throw error;
-    } finally {
-      // Ends whatever `work` left open (a hung socket after the time limit, a renewal nobody awaits).
-      controller.abort();
-    }
+  withTimeLimit<T>(timeoutMs: number, signal: AbortSignal | undefined, work: (signal: AbortSignal) => Promise<T>, timeoutError: () => Error): Promise<T> {
+    return withTimeLimit(this.clock, timeoutMs, signal, work, timeoutError);
   }
 
   /**
