@@ -69,6 +69,18 @@ export class NovaApiError extends NovaGuardError {
   }
 }
 
+/**
+ * `error` said again with `message`: a new error of its class (one whose constructor takes
+ * {@link NovaErrorInit}, not {@link NovaNetworkError} or {@link QuotaExceededError}) with its status,
+ * fault, request id, method, URL, server id and `retryAfterMs`, and `error` as its `cause`. For a
+ * verdict that adds what the caller needs to know to Nova's own answer.
+ */
+export function restated<E extends NovaApiError>(error: E, message: string): E {
+  const { status, fault, requestId, method, url, serverId, retryAfterMs } = error;
+  const Kind = error.constructor as new (init: NovaErrorInit) => E;
+  return new Kind({ status, fault, requestId, method, url, serverId, retryAfterMs, message, cause: error } as NovaErrorInit);
+}
+
 /** 404 `itemNotFound`: the server (or flavor, ...) does not exist. */
 export class NotFoundError extends NovaApiError {}
 

@@ -10,6 +10,7 @@
 import type { Flavor, ResourceAmounts } from '../core/types.js';
 import { flavorNumber } from '../core/counting.js';
 import { NotFoundError } from '../errors/index.js';
+import { restated } from '../errors/api.js';
 import { warnOnce, type GuardState } from './state.js';
 
 /**
@@ -23,18 +24,11 @@ export async function readFlavor(g: Pick<GuardState, 'client'>, flavorRef: strin
     return await g.client.getFlavor(flavorId, { signal });
   } catch (e) {
     if (!(e instanceof NotFoundError) || e.fault !== 'itemNotFound') throw e;
-    throw new NotFoundError({
-      status: e.status,
-      fault: e.fault,
-      requestId: e.requestId,
-      method: e.method,
-      url: e.url,
-      retryAfterMs: e.retryAfterMs,
-      cause: e,
-      message:
-        `${e.message} flavorRef is a flavor id (or a flavor URL), not a flavor name: ${JSON.stringify(flavorRef)} names no flavor id of this cloud. ` +
+    throw restated(
+      e,
+      `${e.message} flavorRef is a flavor id (or a flavor URL), not a flavor name: ${JSON.stringify(flavorRef)} names no flavor id of this cloud. ` +
         'Find the id of a name in GET /flavors (`openstack flavor show NAME -f value -c id`; `nova-guard server create --flavor NAME` resolves names itself).',
-    });
+    );
   }
 }
 

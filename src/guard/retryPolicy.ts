@@ -20,7 +20,8 @@
  *
  * @module
  */
-import { NovaApiError, QuotaExceededError, RateLimitError, isAbortError } from '../errors/index.js';
+import { NovaApiError, QuotaExceededError, type RateLimitError, isAbortError } from '../errors/index.js';
+import { restated } from '../errors/api.js';
 import { NovaGuardError } from '../errors/base.js';
 import { parseQuotaMessage } from '../errors/quotaMessage.js';
 import { stepDelayMs } from './backoff.js';
@@ -91,17 +92,10 @@ export const RETRY_AFTER_BEYOND = 'Retry-After beyond maxWaitMs';
  */
 export function rateLimitBeyondDeadline(error: RateLimitError, remainingMs: number, maxWaitMs: number): RateLimitError {
   const left = Math.max(0, Math.round(remainingMs));
-  return new RateLimitError({
-    status: error.status,
-    fault: error.fault,
-    requestId: error.requestId,
-    method: error.method,
-    url: error.url,
-    serverId: error.serverId,
-    retryAfterMs: error.retryAfterMs,
-    cause: error,
-    message: `${error.method ?? 'the request'} ${error.url ?? ''} was rate-limited with Retry-After ${error.retryAfterMs ?? 0} ms, not shorter than what is left of maxWaitMs (${left} of ${maxWaitMs} ms): given up at once (${error.message})`.replace('  ', ' '),
-  });
+  return restated(
+    error,
+    `${error.method ?? 'the request'} ${error.url ?? ''} was rate-limited with Retry-After ${error.retryAfterMs ?? 0} ms, not shorter than what is left of maxWaitMs (${left} of ${maxWaitMs} ms): given up at once (${error.message})`.replace('  ', ' '),
+  );
 }
 
 /** Why an error of an attempt is retried using an attempt, or undefined when it is not. */
