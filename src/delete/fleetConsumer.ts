@@ -25,6 +25,7 @@ import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import type { Server } from '../core/types.js';
 import type { FleetEngine, FleetPublication, FleetStats } from './fleet.js';
+import type { GoneEvidence } from './types.js';
 
 /** What a {@link FleetConsumer} needs. */
 export interface FleetConsumerInit {
@@ -114,7 +115,7 @@ export class FleetConsumer {
     if (prev === undefined || seq > prev) this.#lastSeq = seq;
     if (epoch < this.#maxEpoch) {
       this.#d.stats.staleEpoch++;
-      for (const it of pub.items) if ('g' in it && this.#d.engine.fleetObserved(it.i, { gone: true, evidence: it.g })) this.#d.stats.proofs++;
+      for (const it of pub.items) if ('g' in it) this.#proof(it);
       return;
     }
     this.#maxEpoch = epoch;
@@ -129,7 +130,7 @@ export class FleetConsumer {
     this.#d.stats.consumed++;
     for (const it of pub.items) {
       if ('g' in it) {
-        if (engine.fleetObserved(it.i, { gone: true, evidence: it.g })) this.#d.stats.proofs++;
+        this.#proof(it);
       } else if ('x' in it) {
         engine.fleetObserved(it.i, undefined);
       } else if (this.#consuming && typeof it.s === 'object' && it.s !== null) {
@@ -137,6 +138,11 @@ export class FleetConsumer {
       }
     }
     if (!this.#gapSeen && !this.#consuming) this.#resume();
+  }
+
+  /** A proof of deletion, whatever the epoch: it ends the waits on its server (the engine judges it again). */
+  #proof(it: { i: string; g: GoneEvidence }): void {
+    if (this.#d.engine.fleetObserved(it.i, { gone: true, evidence: it.g })) this.#d.stats.proofs++;
   }
 
   #resume(): void {
