@@ -22,6 +22,17 @@ function countedClient(nova: FakeNova): { client: NovaClient; sent: string[] } {
   return { client: clientFor(nova, { adapter }), sent };
 }
 
+/** Two counted clients joined to a new fleet in this order: `a` watches, `b` consumes (its first round run). */
+async function watcherAndConsumer(nova: FakeNova): Promise<{ a: ReturnType<typeof countedClient>; b: ReturnType<typeof countedClient>; fleet: InProcessFleet; ma: InProcessFleet.Member; mb: InProcessFleet.Member }> {
+  const a = countedClient(nova);
+  const b = countedClient(nova);
+  const fleet = new InProcessFleet();
+  const ma = await fleet.join(a.client);
+  const mb = await fleet.join(b.client);
+  await vi.advanceTimersByTimeAsync(0);
+  return { a, b, fleet, ma, mb };
+}
+
 const looks = (sent: readonly string[]): string[] => sent.filter((r) => r.startsWith('GET /servers'));
 
 describe('InProcessFleet', () => {
@@ -52,12 +63,7 @@ describe('InProcessFleet', () => {
 
   it("a consumer's waitForActive sends no GET: a published ACTIVE ends it with the server's whole body; a published ERROR ends it as error", async () => {
     const nova = await startNova({ buildDelayMs: 2500 });
-    const a = countedClient(nova);
-    const b = countedClient(nova);
-    const fleet = new InProcessFleet();
-    await fleet.join(a.client);
-    await fleet.join(b.client);
-    await vi.advanceTimersByTimeAsync(0);
+    const { a, b, fleet } = await watcherAndConsumer(nova);
     const s = await b.client.createServer({ name: 'active-one', flavorRef: '1', imageRef: 'img', networks: 'none' });
     const builds: string[] = [];
     const r = await settle(waitForActive(b.client, s.id, { intervalMs: 1000, jitter: 0, onBuild: (body) => void builds.push(String(body.status)) }));
@@ -77,12 +83,7 @@ describe('InProcessFleet', () => {
 
   it("the whole body a consumer's ACTIVE wait gets from the watcher leaves out the server's user data (an admin's GET shows it)", async () => {
     const nova = await startNova({ buildDelayMs: 1500 });
-    const a = countedClient(nova);
-    const b = countedClient(nova);
-    const fleet = new InProcessFleet();
-    const ma = await fleet.join(a.client);
-    await fleet.join(b.client);
-    await vi.advanceTimersByTimeAsync(0);
+    const { a, b, fleet, ma } = await watcherAndConsumer(nova);
     const secret = Buffer.from('#cloud-config\npassword: hunter2-in-user-data\n').toString('base64');
     const s = await b.client.createServer({ name: 'with-user-data', flavorRef: '1', imageRef: 'img', networks: 'none', user_data: secret });
     // FakeNova shows it to an admin, as Nova does from 2.3.
@@ -100,12 +101,7 @@ describe('InProcessFleet', () => {
 
   it("a consumer's guarded create sends its /limits and POST only; the watcher answers its ACTIVE wait", async () => {
     const nova = await startNova({ buildDelayMs: 1500 });
-    const a = countedClient(nova);
-    const b = countedClient(nova);
-    const fleet = new InProcessFleet();
-    await fleet.join(a.client);
-    await fleet.join(b.client);
-    await vi.advanceTimersByTimeAsync(0);
+    const { b, fleet } = await watcherAndConsumer(nova);
     const guard = new QuotaGuard(b.client, { activeIntervalMs: 1000 });
     const server = await settle(guard.createServer({ name: 'guarded', flavorRef: '1', imageRef: 'img', networks: 'none' }));
     expect(server).toMatchObject({ name: 'guarded', status: 'ACTIVE' });
@@ -182,12 +178,7 @@ describe('InProcessFleet', () => {
 
   it("a consumer's wait that came later with a longer timeout is still answered after the first wait's deadline: it ends deleted at Nova's 404, not as a timeout", async () => {
     const nova = await startNova({ deleteDelayMs: 20_000 });
-    const a = countedClient(nova);
-    const b = countedClient(nova);
-    const fleet = new InProcessFleet();
-    await fleet.join(a.client);
-    const mb = await fleet.join(b.client);
-    await vi.advanceTimersByTimeAsync(0);
+    const { b, fleet, mb } = await watcherAndConsumer(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
     await b.client.deleteServer(id);
     const first = waitForDelete(b.client, id, { intervalMs: 1000, jitter: 0, timeoutMs: 5000 });
@@ -206,12 +197,7 @@ describe('InProcessFleet', () => {
 
   it("a consumer's wait that came later with a shorter interval is looked at on it: the watcher's fleet wait follows the interest's intervals", async () => {
     const nova = await startNova({ deleteDelayMs: 1_000_000 });
-    const a = countedClient(nova);
-    const b = countedClient(nova);
-    const fleet = new InProcessFleet();
-    await fleet.join(a.client);
-    await fleet.join(b.client);
-    await vi.advanceTimersByTimeAsync(0);
+    const { a, b, fleet } = await watcherAndConsumer(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
     await b.client.deleteServer(id);
     const slow = waitForDelete(b.client, id, { intervalMs: 10_000, jitter: 0, timeoutMs: 60_000 });
@@ -229,12 +215,7 @@ describe('InProcessFleet', () => {
 
   it('when the short-interval wait ends, the watcher goes back to the longer interval of the waits left (no more looks than they ask for)', async () => {
     const nova = await startNova({ deleteDelayMs: 1_000_000 });
-    const a = countedClient(nova);
-    const b = countedClient(nova);
-    const fleet = new InProcessFleet();
-    await fleet.join(a.client);
-    await fleet.join(b.client);
-    await vi.advanceTimersByTimeAsync(0);
+    const { a, b, fleet } = await watcherAndConsumer(nova);
     const id = nova.addServer({ status: 'ACTIVE' }).id;
     await b.client.deleteServer(id);
     const fast = waitForDelete(b.client, id, { intervalMs: 1000, jitter: 0, timeoutMs: 5000 });
