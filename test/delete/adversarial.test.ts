@@ -3,20 +3,13 @@
  * endless listings, odd timeouts. Each test asserts the promise: never `deleted` without Nova's
  * 404 naming the server, every call settled by its deadline, nothing left running.
  */
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { AbortError, DeleteFailedError, DeleteTimeoutError, NotFoundError, waitForDelete } from '../../src/index.js';
 import { systemClock } from '../../src/core/clock.js';
-import { hostileSetup, reply, settle } from './support/hostile.js';
+import { T0, hostileSetup, reply, run, useHostileClock } from './support/hostile.js';
 
-const T0 = Date.UTC(2026, 11, 1, 12, 0, 0);
-const run = <T>(p: Promise<T>, maxMs?: number) => settle(p, T0, (ms) => vi.advanceTimersByTimeAsync(ms), maxMs);
 
-beforeEach(() => {
-  vi.useFakeTimers({ now: T0 });
-});
-afterEach(() => {
-  vi.useRealTimers();
-});
+useHostileClock();
 
 describe('a 404 is gone only when it is Nova itemNotFound naming this very server', () => {
   it.each([

@@ -3,20 +3,13 @@
  * `Date` the stored one): a server created since is missing from it without being gone, so its
  * absences prove nothing. Each server then gets its own GET, and Nova's 404 decides.
  */
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { waitForDelete } from '../../src/index.js';
-import { hostileSetup, reply, settle } from './support/hostile.js';
+import { T0, hostileSetup, reply, run, useHostileClock } from './support/hostile.js';
 
-const T0 = Date.UTC(2026, 11, 1, 12, 0, 0);
-const run = <T>(p: Promise<T>, maxMs?: number) => settle(p, T0, (ms) => vi.advanceTimersByTimeAsync(ms), maxMs);
 const IDS = ['00000001-0000-4000-8000-000000000000', '00000002-0000-4000-8000-000000000000', '00000003-0000-4000-8000-000000000000'];
 
-beforeEach(() => {
-  vi.useFakeTimers({ now: T0 });
-});
-afterEach(() => {
-  vi.useRealTimers();
-});
+useHostileClock();
 
 /** Every other brief listing is a cache's copy from 5 minutes ago, before the third server was created. */
 function staleEveryOther(front: ReturnType<typeof hostileSetup>['front']): { briefs: () => number } {

@@ -2,19 +2,12 @@
  * A brief listing cut short by a next link the client cannot follow (no marker: a proxy's `?page=2`)
  * proves no absence: the servers of the later pages are not gone.
  */
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { waitForDelete } from '../../src/index.js';
-import { hostileSetup, reply, settle } from './support/hostile.js';
+import { hostileSetup, reply, run, useHostileClock } from './support/hostile.js';
 
-const T0 = Date.UTC(2026, 11, 1, 12, 0, 0);
-const run = <T>(p: Promise<T>, maxMs?: number) => settle(p, T0, (ms) => vi.advanceTimersByTimeAsync(ms), maxMs);
 
-beforeEach(() => {
-  vi.useFakeTimers({ now: T0 });
-});
-afterEach(() => {
-  vi.useRealTimers();
-});
+useHostileClock();
 
 describe('a listing whose next link names no marker', () => {
   it('is a failed listing: a server on its unreadable second page is not taken for gone', async () => {

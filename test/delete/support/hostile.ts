@@ -3,6 +3,7 @@
  * endless listing, an odd 404 body, a garbled `Date`), everything else goes to the scripted Nova.
  */
 import type { AxiosAdapter, AxiosResponse, InternalAxiosRequestConfig } from 'axios';
+import { afterEach, beforeEach, vi } from 'vitest';
 import { NovaClient, type NovaClientOptions } from '../../../src/index.js';
 import { ScriptedNova } from './scriptedNova.js';
 
@@ -45,3 +46,19 @@ export async function settle<T>(p: Promise<T>, t0: number, advance: (ms: number)
   if (!settled) throw new Error('did not settle');
   return settled;
 }
+
+/** The fake clock's start in the hostile suites (epoch ms). */
+export const T0 = Date.UTC(2026, 11, 1, 12, 0, 0);
+
+/** Fake timers from {@link T0} around each test of the calling file (real ones after). */
+export function useHostileClock(): void {
+  beforeEach(() => {
+    vi.useFakeTimers({ now: T0 });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+}
+
+/** {@link settle} on the fake clock from {@link T0}, in 10 ms steps, for at most `maxMs`. */
+export const run = <T>(p: Promise<T>, maxMs?: number): ReturnType<typeof settle<T>> => settle(p, T0, (ms) => vi.advanceTimersByTimeAsync(ms), maxMs);
