@@ -18,7 +18,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { waitForActive } from 'nova-guard';
 import type { WorkerReport } from './churnWorker.js';
 import { benchRedis, type BenchRedis } from '../redisServer.js';
-import { analyseChurn, missCause, type ChurnAnalysis } from './churnAnalysis.js';
+import { round } from '../stats.js';
+import { analyseChurn, boundFields, type ChurnAnalysis } from './churnAnalysis.js';
 import { sql } from './cliChurn.js';
 import { BenchProject, byKind, NovaApiLog, STATE, type Harness } from './harness.js';
 import { ProjectRowWatcher, type RowTrace } from './rowWatch.js';
@@ -78,7 +79,6 @@ export interface RealChurnResult {
   rows: RealChurnRow[];
 }
 
-const round = (x: number, d = 2): number => Math.round(x * 10 ** d) / 10 ** d;
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** One 2-vCPU server alone, twice: POST to ACTIVE, DELETE to 404 (the lower bound's times). */
@@ -182,13 +182,8 @@ export async function runRealChurn(nova: Harness, policies: readonly ChurnPolicy
         errorServers: reports.reduce((n, r) => n + r.errorServers, 0),
         errorRowsInNova: Number(cell0[0]?.[0] ?? 0) + analysis.errorRows,
         makespanMs,
-        lowerBoundMs: analysis.wholeJobBoundMs,
-        makespanOverLowerBound: round(makespanMs / analysis.wholeJobBoundMs, 3),
-        fluidBoundMs: analysis.fluidBoundMs,
-        makespanOverFluidBound: round(makespanMs / analysis.fluidBoundMs, 3),
+        ...boundFields(analysis, makespanMs),
         calibratedBoundMs,
-        analysis,
-        missCause: missCause(analysis, makespanMs),
         requests: requests.length,
         requestsPerJob: round(requests.length / jobs),
         requestKinds: byKind(requests),

@@ -19,6 +19,7 @@
  *
  * @module
  */
+import { round } from '../stats.js';
 import type { JobTimes, WorkerReport } from './churnWorker.js';
 import type { RowTrace } from './rowWatch.js';
 
@@ -57,8 +58,6 @@ export interface ChurnAnalysis {
   /** Jobs whose accepted POST or 404 could not be matched (left out of the bound). */
   unmatched: number;
 }
-
-const round = (x: number, d = 2): number => Math.round(x * 10 ** d) / 10 ** d;
 
 function lag(values: Array<{ ms: number; cores: number }>, quota: number): Lag {
   const ms = values.map((v) => Math.max(0, v.ms)).sort((a, b) => a - b);
@@ -182,4 +181,16 @@ export function missCause(a: ChurnAnalysis, makespanMs: number, target = 1.1): s
   ];
   const [name, worst] = named.sort((x, y) => y[1].makespanS - x[1].makespanS)[0]!;
   return `${over} s over the bound; largest: ${name} (${worst.makespanS} makespan s, median ${worst.medianMs} ms)`;
+}
+
+/** A run's bound fields from its analysis: the whole-job and fluid bounds, the makespan over each (3 decimals) and the cause of a miss. */
+export function boundFields(analysis: ChurnAnalysis, makespanMs: number): { analysis: ChurnAnalysis; lowerBoundMs: number; makespanOverLowerBound: number; fluidBoundMs: number; makespanOverFluidBound: number; missCause: string } {
+  return {
+    analysis,
+    lowerBoundMs: analysis.wholeJobBoundMs,
+    makespanOverLowerBound: round(makespanMs / analysis.wholeJobBoundMs, 3),
+    fluidBoundMs: analysis.fluidBoundMs,
+    makespanOverFluidBound: round(makespanMs / analysis.fluidBoundMs, 3),
+    missCause: missCause(analysis, makespanMs),
+  };
 }

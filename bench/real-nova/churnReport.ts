@@ -7,7 +7,7 @@
  * @module
  */
 import { readFileSync } from 'node:fs';
-import { analyseChurn, missCause } from './churnAnalysis.js';
+import { analyseChurn, boundFields } from './churnAnalysis.js';
 import type { RealChurnResult } from './churn.js';
 import { churnLagTable, churnSpread, churnTable } from './churnTables.js';
 
@@ -16,7 +16,6 @@ if (!file) throw new Error('usage: churnReport.js RESULTS.json');
 const out = JSON.parse(readFileSync(file, 'utf8')) as { churn?: RealChurnResult };
 const r = out.churn;
 if (!r) throw new Error(`${file} has no churn results`);
-const round = (x: number): number => Math.round(x * 1000) / 1000;
 for (const row of r.rows) {
   if (!row.raw) continue;
   const a = analyseChurn(row.raw.reports, new Map(row.raw.rows.map((x) => [x.uuid, x])), row.requestKinds, {
@@ -25,7 +24,7 @@ for (const row of r.rows) {
     jobs: row.jobs,
     waitsFor404: row.policy.startsWith('nova-guard'),
   });
-  Object.assign(row, { analysis: a, lowerBoundMs: a.wholeJobBoundMs, makespanOverLowerBound: round(row.makespanMs / a.wholeJobBoundMs), fluidBoundMs: a.fluidBoundMs, makespanOverFluidBound: round(row.makespanMs / a.fluidBoundMs), missCause: missCause(a, row.makespanMs) });
+  Object.assign(row, boundFields(a, row.makespanMs));
 }
 console.log(`${r.note}\n`);
 console.log(churnTable(r) + '\n');

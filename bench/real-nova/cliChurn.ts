@@ -22,6 +22,7 @@
  *
  * @module
  */
+import { round } from '../stats.js';
 import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -67,7 +68,6 @@ export interface CliChurnRow {
 }
 
 const run = promisify(execFile);
-const round = (x: number, d = 2): number => Math.round(x * 10 ** d) / 10 ** d;
 
 /** Where the run finds the repository (examples/shell-worker.sh, dist/cli/main.js) and the harness's state folder (its MariaDB socket, nova-api's log). */
 export interface CliChurnPlaces {
