@@ -19,6 +19,7 @@ import { InProcessQuotaLedger } from '../guard/inProcessLedger.js';
 import type { QuotaLedger } from '../guard/ledger.js';
 import { setLedgerSpecResolver } from '../guard/ledgerSpec.js';
 import type { NovaClient } from '../nova/client.js';
+import { absoluteLedgerPath } from '../sqlite/ledgerPath.js';
 
 /** The environment variable that names the ledger when none is given. */
 export const LEDGER_ENV = 'NOVA_GUARD_LEDGER';
@@ -29,7 +30,9 @@ export type LedgerSpec = { readonly kind: 'in-process' } | { readonly kind: 'sql
 /**
  * Parse a ledger string (no file is opened, no connection made):
  * - `sqlite:` (the default state directory), `sqlite:PATH` (a file, or a directory: one file per
- *   endpoint and project), `sqlite:///abs/path` (the same as `sqlite:/abs/path`);
+ *   endpoint and project), `sqlite:///abs/path` (the same as `sqlite:/abs/path`). `PATH` is
+ *   absolute, or `~` / `~/…` (expanded to this user's home directory); a relative path, `~user/…`
+ *   and `:memory:` are refused (processes in different working directories would share nothing);
  * - `redis://[user:password@]host[:port][/db]`, `rediss://…` (TLS);
  * - `in-process`: the default ledger of one process.
  * @throws `ValidationError` naming the accepted forms (a password in the string is redacted).
@@ -45,7 +48,7 @@ export function parseLedgerSpec(spec: string): LedgerSpec {
       if (!path.startsWith('///')) throw new ValidationError(`a SQLite ledger is a local file: write sqlite:/abs/path or sqlite:///abs/path, not a host, got ${shown}`);
       path = path.slice(2);
     }
-    return { kind: 'sqlite', path: path === '' ? undefined : path };
+    return { kind: 'sqlite', path: path === '' ? undefined : absoluteLedgerPath('the SQLite ledger', path, (p) => `sqlite:${p}`) };
   }
   if (/^rediss?:\/\//i.test(text)) {
     let host: string;

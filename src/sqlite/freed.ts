@@ -13,7 +13,8 @@ import type { LedgerStore } from './store.js';
 /** The listeners of one ledger and the poll that wakes them. */
 export class FreedWatch {
   readonly #listeners = new Set<() => void>();
-  #seen: number;
+  /** `freed_count` as last read (`undefined` until the file could be read: the first poll takes it as it is). */
+  #seen: number | undefined;
   /** Deletions this process published since the last poll (its listeners heard of them at once). */
   #own = 0;
   #poll: TimerHandle | undefined;
@@ -29,7 +30,11 @@ export class FreedWatch {
     private readonly clock: Clock,
     private readonly pollIntervalMs: number,
   ) {
-    this.#seen = store.freedCount();
+    try {
+      this.#seen = store.freedCount();
+    } catch {
+      this.#seen = undefined; // locked while it is created: the first poll reads it
+    }
   }
 
   /** Listen; returns the unsubscribe function. */
@@ -68,7 +73,7 @@ export class FreedWatch {
       if (this.#closed) return;
       try {
         const count = this.store.freedCount();
-        const foreign = count - this.#seen - this.#own;
+        const foreign = this.#seen === undefined ? 0 : count - this.#seen - this.#own;
         this.#seen = count;
         this.#own = 0;
         if (foreign > 0) this.#notify();

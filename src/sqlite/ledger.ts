@@ -5,15 +5,20 @@
  * semantics as `RedisQuotaLedger` (admission, FIFO queue, leases, fencing tokens, shared `/limits`
  * readings, "quota freed" wake-ups), with polling of the file in place of pub/sub.
  *
- * Clocks: leases, place leases and the kept reading's send time are stored in ms of the host's wall
- * clock (`clock.wallNow()`), the one clock every process of the host reads alike (a process's
- * monotonic clock starts at its own start, so its values mean nothing to another process). Like
- * Redis's `TIME`, it can step: a step forward ends leases early (the holder's `renew` before its
- * POST then says "lost": it does not POST), a step back lengthens them by the step. What must stay
- * ordered is ordered by counters in the file instead (fencing tokens, join order, the order of
- * readings, `'counted'` releases and confirmed deletions), and a kept reading is also judged by
- * this process's monotonic clock (first seen longer than `limitsMaxAgeMs` ago: stale). Waits, polls
- * and heartbeats run on `clock.now()` / `clock.setTimeout`.
+ * Clocks: leases, place leases, holder entries, the refresh lock and the kept reading's send time
+ * are stored in ms of the host's monotonic clock (`hostClock.ts`: `CLOCK_MONOTONIC`, the same in
+ * every process of the host, read through `clock.now()`), never of the wall clock: a step of the
+ * wall clock (NTP, `date -s`, a VM resumed and corrected) ends no lease and lengthens none, so a
+ * claim whose server Nova does not count yet stays subtracted for as long as its holder renews it
+ * (the guard does until Nova counts the server). What must stay ordered is ordered by counters in
+ * the file (fencing tokens, join order, the order of readings, `'counted'` releases and confirmed
+ * deletions), and a kept reading is also judged by this process's own clock (first seen longer
+ * than `limitsMaxAgeMs` ago: stale). Waits, polls and heartbeats run on `clock.now()` /
+ * `clock.setTimeout`.
+ *
+ * A locked file (another process in a long write transaction) costs a call, not the process: each
+ * transaction blocks the event loop for at most `NATIVE_BUSY_MS` and is tried again asynchronously
+ * for up to `busyTimeoutMs` (`busy.ts`).
  *
  * @module
  */
@@ -28,6 +33,8 @@ import { PlaceWakes } from '../guard/placeWakes.js';
 import type { NovaClient } from '../nova/index.js';
 import { LedgerStore, type Caller } from './store.js';
 import { FreedWatch } from './freed.js';
+import { whileBusy } from './busy.js';
+import { hostMonotonic } from './hostClock.js';
 import { checkOptionNames, resolveOptions, type ResolvedSqliteOptions, type SqliteQuotaLedgerOptions } from './options.js';
 
 /** How the kept reading is written into the file: JSON, unlimited (`Infinity`) as `"Infinity"`. */
@@ -64,6 +71,8 @@ export class SqliteQuotaLedger implements QuotaLedger {
   readonly path: string;
   readonly #opts: ResolvedSqliteOptions;
   readonly #clock: Clock;
+  /** The host's monotonic clock in ms (`hostClock.ts`): the time of everything stored in the file. */
+  readonly #hostNow: () => number;
   readonly #store: LedgerStore;
   readonly #caller: Caller;
   readonly #freed: FreedWatch;
@@ -83,8 +92,9 @@ export class SqliteQuotaLedger implements QuotaLedger {
    * @throws `ValidationError` for bad options (see {@link SqliteQuotaLedgerOptions}), a directory on
    * a network file system, or a file that holds another endpoint's or project's ledger.
    * @throws `ConfigError` when the optional dependency better-sqlite3 cannot be loaded.
-   * @throws {@link SqliteLedgerError} when the file cannot be created or opened, is not a SQLite
-   * database, or is locked by another process for longer than `busyTimeoutMs`.
+   * @throws {@link SqliteLedgerError} when the file cannot be created or opened, or is not a SQLite
+   * database. A file locked by another process does not make it throw or wait: what needs the lock
+   * is left to the first call.
    */
   constructor(options: SqliteQuotaLedgerOptions) {
     this.#opts = resolveOptions(options);
@@ -92,8 +102,10 @@ export class SqliteQuotaLedger implements QuotaLedger {
     this.path = this.#opts.file;
     this.scope = ledgerScope(options.endpoint, options.projectId);
     this.#clock = options.clock ?? systemClock;
+    this.#hostNow = hostMonotonic(this.#clock);
     this.#caller = { instance: randomUUID(), holderTtlMs: this.#opts.placeTtlMs };
-    this.#store = new LedgerStore(this.path, `${this.scope.endpoint}\n${this.scope.projectId}`, this.#opts.busyTimeoutMs);
+    // (monotonic - wall) moves the wall-clock times of a file an older nova-guard wrote (schema 1), once.
+    this.#store = new LedgerStore(this.path, `${this.scope.endpoint}\n${this.scope.projectId}`, () => this.#hostNow() - this.#clock.wallNow());
     this.#freed = new FreedWatch(this.#store, this.#clock, this.#opts.pollIntervalMs);
     componentLogger(options.logger, 'sqlite-ledger').debug({ path: this.path }, 'SQLite ledger opened');
   }
@@ -118,34 +130,42 @@ export class SqliteQuotaLedger implements QuotaLedger {
   }
 
   #now(): number {
-    return this.#clock.wallNow();
+    return this.#hostNow();
+  }
+
+  /** `fn` (one transaction, given the host's monotonic now at each attempt), tried again while the file is locked, for up to `busyTimeoutMs`. */
+  #attempts<T>(fn: (now: number) => T): Promise<T> {
+    return whileBusy(() => fn(this.#now()), this.#opts.busyTimeoutMs, this.#clock);
   }
 
   /** Run `fn` (one transaction) after starting the heartbeat; rejects after `close()`. */
   async #run<T>(fn: (now: number) => T): Promise<T> {
     if (this.#closed) throw new ValidationError(`SqliteQuotaLedger ${this.path} is closed`);
     this.#heartbeat();
-    return fn(this.#now());
+    return this.#attempts(fn);
   }
 
-  /** A call a closed ledger ignores (`leave`, `release`, `bind`): resolves at once after `close()`. */
+  /** A call a closed ledger ignores (`leave`, `release`, `bind`): resolves at once after `close()`, quietly when `close()` cut it off. */
   async #quiet(fn: (now: number) => void): Promise<void> {
     if (this.#closed) return;
-    await this.#run(fn);
+    try {
+      await this.#run(fn);
+    } catch (error) {
+      if (!this.#closed) throw error;
+    }
   }
 
   /** Every `placeTtlMs / 3` from the first call until `close()`: the holder entry and this ledger's places renewed. */
   #heartbeat(): void {
     if (this.#beat !== undefined || this.#closed) return;
     this.#beat = this.#clock.setTimeout(() => {
-      this.#beat = undefined;
       if (this.#closed) return;
-      try {
-        this.#store.heartbeat(this.#now(), this.#caller, [...this.#places], this.#opts.placeTtlMs);
-      } catch {
-        // the next beat tries again; places that lapse meanwhile are taken again by the guard
-      }
-      this.#heartbeat();
+      const next = (): void => {
+        this.#beat = undefined;
+        this.#heartbeat();
+      };
+      // a failure: the next beat tries again; places that lapse meanwhile are taken again by the guard
+      this.#attempts((now) => this.#store.heartbeat(now, this.#caller, [...this.#places], this.#opts.placeTtlMs)).then(next, next);
     }, this.#opts.placeTtlMs / 3);
     (this.#beat as { unref?: () => void }).unref?.();
   }
@@ -275,7 +295,7 @@ export class SqliteQuotaLedger implements QuotaLedger {
   }
 
   /**
-   * A `/limits` reading: the kept one when fresh (by the wall clock stored in the file, after the
+   * A `/limits` reading: the kept one when fresh (by the host's monotonic clock stored in the file, after the
    * last confirmed deletion, and by this process's own clock), else one made through `read` under
    * the file's refresh lock and kept for the others. While another process refreshes, this one
    * polls the file every `pollIntervalMs` for at most `limitsLockMs + busyTimeoutMs`, then hands
@@ -289,7 +309,7 @@ export class SqliteQuotaLedger implements QuotaLedger {
     for (;;) {
       throwIfAborted(signal);
       const local = this.#clock.now();
-      const begun = await this.#run((now) => ({ now, ...this.#store.limitsBegin(now, this.#caller, { maxAgeMs: this.#opts.limitsMaxAgeMs, staleSeq: this.#stale(), lock, lockMs: this.#opts.limitsLockMs }) }));
+      const begun = await this.#run((now) => this.#store.limitsBegin(now, this.#caller, { maxAgeMs: this.#opts.limitsMaxAgeMs, staleSeq: this.#stale(), lock, lockMs: this.#opts.limitsLockMs }));
       const { state, kept, sendSeq, now } = begun;
       const keptReading = (): LedgerLimits => {
         const first = this.#firstSeen.get(kept.seq);
@@ -307,21 +327,14 @@ export class SqliteQuotaLedger implements QuotaLedger {
           reading = await read(signal);
         } catch (error) {
           if (state === 'lock' && !this.#closed) {
-            try {
-              this.#store.unlock(this.#now(), this.#caller, lock);
-            } catch {
-              // the lock expires by itself
-            }
+            // a failure: the lock expires by itself
+            await this.#attempts((t) => this.#store.unlock(t, this.#caller, lock)).catch(() => undefined);
           }
           throw error;
         }
         this.#saw(sendSeq, local);
-        try {
-          // A reading kept for the others is a bonus; this caller's reading stands even if the file fails now.
-          if (!this.#closed) this.#store.limitsStore(this.#now(), this.#caller, { json: encodeReading(reading), seq: sendSeq, sentAt: now, lock });
-        } catch {
-          // see above
-        }
+        // A reading kept for the others is a bonus; this caller's reading stands even if the file fails now.
+        if (!this.#closed) await this.#attempts((t) => this.#store.limitsStore(t, this.#caller, { json: encodeReading(reading), seq: sendSeq, sentAt: now, lock })).catch(() => undefined);
         return { absolute: reading.absolute, requestId: reading.requestId, stamp: sendSeq, ageMs: 0, shared: false };
       }
       await this.#waitForReading(Math.min(this.#opts.pollIntervalMs, Math.max(1, deadline - this.#clock.now())), signal);
@@ -333,6 +346,14 @@ export class SqliteQuotaLedger implements QuotaLedger {
     return sleep(this.#clock, ms, signal).catch(() => {
       throw new AbortError(undefined, { cause: signal?.reason });
     });
+  }
+
+  /**
+   * True (the file is open): other processes may admit on it, so a guard whose call fails (the file
+   * locked beyond `busyTimeoutMs`) waits for the ledger instead of admitting alone (`degradedUse.ts`).
+   */
+  everReached(): boolean {
+    return true;
   }
 
   /** A local file: no round trip to budget for (`undefined`: the guard's `ledgerTimeoutMs` bounds each call). */
@@ -360,9 +381,8 @@ export class SqliteQuotaLedger implements QuotaLedger {
     this.#clock.clearTimeout(this.#beat);
     this.#freed.close();
     try {
-      this.#store.goodbye(this.#now(), this.#caller, [...this.#places], [...this.#claims.keys()]);
-    } catch {
-      // what it held expires by its leases
+      // a failure (the file locked beyond busyTimeoutMs): what it held expires by its leases
+      await this.#attempts((now) => this.#store.goodbye(now, this.#caller, [...this.#places], [...this.#claims.keys()])).catch(() => undefined);
     } finally {
       this.#places.clear();
       this.#wakes.clear();

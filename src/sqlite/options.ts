@@ -15,6 +15,8 @@ import { isHttpUrl, normaliseEndpoint } from '../core/endpoint.js';
 import { redactUrlSecrets } from '../core/redact.js';
 import { toLogger, type LoggerOption } from '../core/logger.js';
 import { ValidationError } from '../errors/index.js';
+import { MAX_BUSY_TIMEOUT_MS } from './busy.js';
+import { absoluteLedgerPath } from './ledgerPath.js';
 import { defaultHolder, isClock, isHolderName } from '../guard/inProcessLedger.js';
 
 /** Options of `new SqliteQuotaLedger(...)`. */
@@ -28,7 +30,9 @@ export interface SqliteQuotaLedgerOptions {
   readonly projectId: string;
   /**
    * The ledger file, or a directory for one file per endpoint and project (a path that is an
-   * existing directory or ends with `/`). Relative paths are taken from the current directory. The
+   * existing directory or ends with `/`). Absolute; `~` and `~/…` are expanded to this user's home
+   * directory. A relative path, `~user/…` and `:memory:` are refused (`ValidationError`): every
+   * process of the host must name the same file whatever its working directory. The
    * directory is created (mode 0700) when missing; one on a network file system (NFS, CIFS/SMB,
    * sshfs, ...) is refused. A file that holds another endpoint's or project's ledger is refused.
    * @default {@link defaultLedgerDir} (`$XDG_STATE_HOME/nova-guard`, else
@@ -39,8 +43,10 @@ export interface SqliteQuotaLedgerOptions {
   readonly holder?: string;
   /**
    * Timers and "now": waits, polls and heartbeats use `now()` and `setTimeout`; leases and reading
-   * times stored in the file use `wallNow()` (the host's wall clock, the one clock every process of
-   * the host shares). @default systemClock
+   * times stored in the file are in ms of the host's monotonic clock, read as `now()` plus an
+   * origin taken once per clock object (with `systemClock`: `CLOCK_MONOTONIC`, the same in every
+   * process of the host; `wallNow()` is never used for them, so a wall-clock step ends no lease).
+   * @default systemClock
    */
   readonly clock?: Clock;
   /** A kept `/limits` reading younger than this, in ms, is handed out instead of a new read. @default 1000 */
@@ -53,8 +59,12 @@ export interface SqliteQuotaLedgerOptions {
    */
   readonly placeTtlMs?: number;
   /**
-   * How long one transaction waits for another process's lock on the file, in ms (SQLite's busy
-   * timeout; the wait blocks this process's event loop, and transactions take microseconds).
+   * How long one ledger call keeps trying a file another process holds locked, in ms, from 1 to
+   * 60000. The event loop runs meanwhile: each try blocks it for at most 5 ms (SQLite's own busy
+   * timeout), and the tries are spaced by an asynchronous backoff (2 ms doubling up to 50 ms). Then
+   * the call rejects with a `SqliteLedgerError` (`code` `SQLITE_BUSY`), and the guard waits for the
+   * ledger (see `docs/sqlite-ledger.md`, "Errors"). The guard also bounds each ledger call by its
+   * `ledgerTimeoutMs`, or what is left of the call's `maxWaitMs`, whichever ends first.
    * @default 2000
    */
   readonly busyTimeoutMs?: number;
@@ -113,10 +123,10 @@ export function ledgerFileName(endpoint: string, projectId: string): string {
   return `ledger-${hash}-${projectId.replace(/[^A-Za-z0-9_-]/g, '').slice(0, 40)}.sqlite`;
 }
 
-/** `path` (or the default directory) resolved to the ledger file of `endpoint` and `projectId`. */
+/** `path` (absolute, see `ledgerPath.ts`; or the default directory) resolved to the ledger file of `endpoint` and `projectId`. */
 export function ledgerFile(path: string | undefined, endpoint: string, projectId: string, env?: Readonly<Record<string, string | undefined>>): string {
   if (path === undefined || path === '') return join(defaultLedgerDir(env), ledgerFileName(endpoint, projectId));
-  const abs = resolve(path);
+  const abs = resolve(absoluteLedgerPath('SqliteQuotaLedger path', path));
   let isDir = path.endsWith('/');
   if (!isDir) {
     try {
@@ -133,7 +143,8 @@ export function ledgerFile(path: string | undefined, endpoint: string, projectId
  * http(s) URL, an empty project id, a `path` that is not a non-empty string, a `clock` that is not a
  * Clock, a `logger` that is neither pino nor an object with pino's level methods, a holder that is
  * not a non-empty string without commas, a duration that is not a positive whole number of ms
- * (`limitsMaxAgeMs` may be 0), or a `placeTtlMs` below 1000.
+ * (`limitsMaxAgeMs` may be 0), a `placeTtlMs` below 1000, a `busyTimeoutMs` above 60000, or a
+ * `path` that is relative, `~user/…` or `:memory:` (see `ledgerPath.ts`).
  */
 export function resolveOptions(options: SqliteQuotaLedgerOptions): ResolvedSqliteOptions {
   checkOptions('SqliteQuotaLedger options', options, OPTION_NAMES);
@@ -162,9 +173,13 @@ export function resolveOptions(options: SqliteQuotaLedgerOptions): ResolvedSqlit
     out[name] = value as number;
   }
   if (out.placeTtlMs! < 1000) throw new ValidationError(`SqliteQuotaLedger placeTtlMs must be at least 1000 ms, got ${out.placeTtlMs}`);
+  if (out.busyTimeoutMs! > MAX_BUSY_TIMEOUT_MS) {
+    throw new ValidationError(`SqliteQuotaLedger busyTimeoutMs must be at most ${MAX_BUSY_TIMEOUT_MS} ms (how long one ledger call keeps trying a locked file; the guard gives up on a ledger call long before), got ${out.busyTimeoutMs}`);
+  }
+  const path = options.path === undefined ? undefined : absoluteLedgerPath('SqliteQuotaLedger path', options.path);
   return {
     holder,
-    file: ledgerFile(options.path, options.endpoint, options.projectId),
+    file: ledgerFile(path, options.endpoint, options.projectId),
     limitsMaxAgeMs: out.limitsMaxAgeMs!,
     limitsLockMs: out.limitsLockMs!,
     placeTtlMs: out.placeTtlMs!,

@@ -3,7 +3,7 @@
  * and QuotaGuard's `ledger: 'sqlite:…'` (resolved through the entry point, real SQLite file, FakeNova).
  */
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -30,7 +30,9 @@ function tempDir(): string {
 describe('parseLedgerSpec: one syntax for the library and the CLI', () => {
   it('takes sqlite:, sqlite:PATH, sqlite:///abs, redis://, rediss:// and in-process', () => {
     expect(parseLedgerSpec('sqlite:')).toEqual({ kind: 'sqlite', path: undefined });
-    expect(parseLedgerSpec('sqlite:./ledgers/')).toEqual({ kind: 'sqlite', path: './ledgers/' });
+    expect(parseLedgerSpec('sqlite:/var/lib/ci/ledgers/')).toEqual({ kind: 'sqlite', path: '/var/lib/ci/ledgers/' });
+    expect(parseLedgerSpec('sqlite:~/ci/ledgers/')).toEqual({ kind: 'sqlite', path: join(homedir(), 'ci/ledgers/') });
+    expect(parseLedgerSpec('sqlite:~')).toEqual({ kind: 'sqlite', path: homedir() });
     expect(parseLedgerSpec('sqlite:///var/lib/ci/l.sqlite')).toEqual({ kind: 'sqlite', path: '/var/lib/ci/l.sqlite' });
     expect(parseLedgerSpec('redis://127.0.0.1:6379/2')).toEqual({ kind: 'redis', url: 'redis://127.0.0.1:6379/2' });
     expect(parseLedgerSpec('rediss://:pw@redis.example')).toMatchObject({ kind: 'redis' });
@@ -49,6 +51,50 @@ describe('parseLedgerSpec: one syntax for the library and the CLI', () => {
     }
     expect(message).toMatch(/sqlite:\[PATH\].*redis:\/\//);
     expect(message).not.toContain('hunter2');
+  });
+});
+
+describe('sqlite: paths every process of the host resolves alike (issue 29 item 6)', () => {
+  it('a relative path is refused with the absolute path to write instead: processes in other working directories would use other files', () => {
+    for (const rel of ['sqlite:rel/', 'sqlite:./', 'sqlite:ledger.sqlite', 'sqlite:../x/']) {
+      expect(() => parseLedgerSpec(rel), rel).toThrow(ValidationError);
+    }
+    expect(() => parseLedgerSpec('sqlite:rel/')).toThrow(`relative: it would resolve against each process's working directory`);
+    expect(() => parseLedgerSpec('sqlite:rel/')).toThrow(`Give an absolute path (here: sqlite:${join(process.cwd(), 'rel')}/)`);
+    expect(() => parseLedgerSpec('sqlite:./')).toThrow(`(here: sqlite:${process.cwd()}/)`);
+  });
+
+  it('~user, :memory: and file: URIs are refused; ~ and ~/ are this user\'s home directory', () => {
+    expect(() => parseLedgerSpec('sqlite:~other/x/')).toThrow(/only ~ and ~\/ .* are expanded, not ~user/);
+    expect(() => parseLedgerSpec('sqlite::memory:')).toThrow(/in-memory database .* private to one connection/);
+    expect(() => parseLedgerSpec('sqlite:file:/tmp/x.sqlite?mode=memory')).toThrow(ValidationError);
+    expect(parseLedgerSpec('sqlite:~/x/')).toEqual({ kind: 'sqlite', path: join(homedir(), 'x') + '/' });
+  });
+
+  it("QuotaGuard's ledger string and NOVA_GUARD_LEDGER with a relative path: a ValidationError at construction, before any request", async () => {
+    const nova = await startNova();
+    expect(() => new QuotaGuard(clientFor(nova), { ledger: 'sqlite:rel/' })).toThrow(/relative/);
+    process.env.NOVA_GUARD_LEDGER = 'sqlite::memory:';
+    expect(() => new QuotaGuard(clientFor(nova), {})).toThrow(/in-memory/);
+    expect(nova.requests).toHaveLength(0);
+  });
+
+  it('SqliteQuotaLedger path: relative, ~user and :memory: refused before any file is made; ~/ expanded', () => {
+    const common = { endpoint: ENDPOINT, projectId: 'p1' };
+    expect(() => new SqliteQuotaLedger({ ...common, path: 'rel/dir/' })).toThrow(`SqliteQuotaLedger path "rel/dir/" is relative`);
+    expect(() => new SqliteQuotaLedger({ ...common, path: './x.sqlite' })).toThrow(`(here: ${join(process.cwd(), 'x.sqlite')})`);
+    expect(() => new SqliteQuotaLedger({ ...common, path: ':memory:' })).toThrow(/in-memory/);
+    expect(() => new SqliteQuotaLedger({ ...common, path: '~nobody/x' })).toThrow(/not ~user/);
+    const home = tempDir();
+    const saved = process.env.HOME;
+    process.env.HOME = home;
+    try {
+      const l = new SqliteQuotaLedger({ ...common, path: '~/ledgers/' });
+      toClose.push(l);
+      expect(l.path.startsWith(join(home, 'ledgers') + '/')).toBe(true);
+    } finally {
+      process.env.HOME = saved;
+    }
   });
 });
 

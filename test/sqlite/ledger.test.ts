@@ -1,7 +1,9 @@
 /**
  * SqliteQuotaLedger on a real SQLite file in a temporary directory (never a mock): several ledger
  * objects on one file stand for several processes of one host (the file is all they share; the
- * separate-process proofs are in processes.test.ts). A manual wall clock drives the leases.
+ * separate-process proofs are in processes.test.ts). A test clock drives the leases: its monotonic
+ * `now()` (the host's monotonic clock the file's times are in) moves forward on demand, and its
+ * `wallNow()` steps either way without touching them.
  */
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,10 +23,25 @@ const need = (cores: number, ramMiB = 0, instances = 1) => ({ cores, ramMiB, ins
 const room = (cores: number) => ({ cores, ramMiB: undefined, instances: undefined });
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** The real timers, with a wall clock the test moves. */
-function wallClock(start = Date.UTC(2026, 0, 1)): Clock & { advance(ms: number): void } {
+const HOUR_MS = 3_600_000;
+
+/**
+ * The real timers, with a monotonic clock the test moves forward (`advance`: time passes, both
+ * clocks move) and a wall clock it steps alone (`stepWall`: NTP, `date -s`, a resumed VM).
+ */
+function testClock(start = Date.UTC(2026, 0, 1)): Clock & { advance(ms: number): void; stepWall(ms: number): void } {
+  let mono = 0;
   let wall = start;
-  return { ...systemClock, wallNow: () => wall, advance: (ms: number) => void (wall += ms) };
+  return {
+    ...systemClock,
+    now: () => performance.now() + mono,
+    wallNow: () => wall,
+    advance: (ms: number) => {
+      mono += ms;
+      wall += ms;
+    },
+    stepWall: (ms: number) => void (wall += ms),
+  };
 }
 
 const dirs: string[] = [];
@@ -75,9 +92,9 @@ describe('SqliteQuotaLedger semantics on one file shared by several ledgers', ()
     expect(next).toMatchObject({ admitted: true, ahead: { cores: 0 }, inFlight: { cores: 8 } });
   });
 
-  it('fencing tokens strictly increase across ledgers; a lease not renewed expires on the wall clock and renew says lost', async () => {
+  it('fencing tokens strictly increase across ledgers; a lease not renewed expires (on the monotonic clock) and renew says lost', async () => {
     const dir = tempDir();
-    const clock = wallClock();
+    const clock = testClock();
     const [a, b] = [ledger(dir, { clock }), ledger(dir, { clock })];
     const tokens: number[] = [];
     for (const l of [a, b, a, b]) {
@@ -99,13 +116,47 @@ describe('SqliteQuotaLedger semantics on one file shared by several ledgers', ()
 
   it('a place not renewed (its holder gone) expires after placeTtlMs and no longer holds the queue back', async () => {
     const dir = tempDir();
-    const clock = wallClock();
+    const clock = testClock();
     const [a, b] = [ledger(dir, { clock, placeTtlMs: 3000 }), ledger(dir, { clock, placeTtlMs: 3000 })];
     await a.join(need(8));
     const pb = await b.join(need(2));
     expect((await b.admit({ place: pb, needs: need(2), headroom: room(8), stamp: 0, ttlMs: 60_000 })).admitted).toBe(false);
     clock.advance(3001);
     expect((await b.admit({ place: pb, needs: need(2), headroom: room(8), stamp: 0, ttlMs: 60_000 })).admitted).toBe(true);
+  });
+
+  it('a wall-clock step forward by hours ends no lease: a claim (its server still scheduling) is still subtracted, renew says live', async () => {
+    const dir = tempDir();
+    const clock = testClock();
+    const [a, b] = [ledger(dir, { clock }), ledger(dir, { clock })];
+    const first = await a.admit({ place: undefined, needs: need(4), headroom: room(4), stamp: 0, ttlMs: 60_000 });
+    if (!first.admitted) throw new Error('not admitted');
+    await a.bind(first.claim, 'srv-scheduling');
+    const place = await a.join(need(1));
+    clock.stepWall(6 * HOUR_MS);
+    const second = await b.admit({ place: undefined, needs: need(4), headroom: room(4), stamp: 0, ttlMs: 60_000 });
+    expect(second).toMatchObject({ admitted: false, inFlight: { cores: 4 }, ahead: { cores: 1 } });
+    expect(await b.liveClaimIds()).toEqual([first.claim.id]);
+    expect(await a.renew(first.claim, 60_000)).toBe(true);
+    await a.leave(place);
+    clock.stepWall(-12 * HOUR_MS); // and back past where it started
+    expect((await b.admit({ place: undefined, needs: need(1), headroom: room(4), stamp: 0, ttlMs: 60_000 })).admitted).toBe(false);
+    expect(await a.renew(first.claim, 60_000)).toBe(true);
+  });
+
+  it("a wall-clock step back by hours lengthens no lease: a dead holder's claim and place expire after their lease all the same", async () => {
+    const dir = tempDir();
+    const clock = testClock();
+    // placeTtlMs 60 s: no heartbeat of `a` (every 20 s) renews its place during the test
+    const [a, b] = [ledger(dir, { clock, placeTtlMs: 60_000 }), ledger(dir, { clock, placeTtlMs: 60_000 })];
+    const dead = await a.admit({ place: undefined, needs: need(4), headroom: room(4), stamp: 0, ttlMs: 5000 });
+    expect(dead.admitted).toBe(true);
+    await a.join(need(4));
+    clock.stepWall(-6 * HOUR_MS);
+    expect((await b.admit({ place: undefined, needs: need(4), headroom: room(4), stamp: 0, ttlMs: 5000 })).admitted).toBe(false);
+    clock.advance(60_001); // a stops renewing (its process is gone); a minute passes
+    expect(await b.liveClaimIds()).toEqual([]);
+    expect(await b.admit({ place: undefined, needs: need(4), headroom: room(4), stamp: 0, ttlMs: 5000 })).toMatchObject({ admitted: true, inFlight: { cores: 0 }, ahead: { cores: 0 } });
   });
 
   it("a claim released as 'counted' is still subtracted from a reading sent before the release, not from a later one", async () => {
@@ -275,6 +326,44 @@ describe('SqliteQuotaLedger files', () => {
       other.close();
     }
     expect((await l.admit({ place: undefined, needs: need(1), headroom: room(10), stamp: 0, ttlMs: 1000 })).admitted).toBe(true);
+  });
+
+  it('a lock held by another connection costs the call, not the event loop: timers run while it waits, and it goes through once the lock is given back', async () => {
+    const file = join(tempDir(), 'held.sqlite');
+    const l = ledger(file); // busyTimeoutMs 2000
+    const other = new (loadSqlite())(file);
+    other.exec('BEGIN IMMEDIATE');
+    let ticks = 0;
+    let maxGap = 0;
+    let last = performance.now();
+    const tick = setInterval(() => {
+      const t = performance.now();
+      maxGap = Math.max(maxGap, t - last);
+      last = t;
+      ticks++;
+    }, 10);
+    try {
+      const t0 = performance.now();
+      setTimeout(() => other.exec('ROLLBACK'), 300);
+      const r = await l.admit({ place: undefined, needs: need(1), headroom: room(10), stamp: 0, ttlMs: 1000 });
+      expect(r.admitted).toBe(true);
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(250);
+      expect(performance.now() - t0).toBeLessThan(1500);
+      expect(ticks).toBeGreaterThan(5);
+      expect(maxGap).toBeLessThan(200); // the old code blocked here for busyTimeoutMs and never saw the lock given back
+    } finally {
+      clearInterval(tick);
+      other.close();
+    }
+  });
+
+  it('busyTimeoutMs is bounded: 1e9 and 60001 are refused with what it means, 60000 is taken', () => {
+    const dir = tempDir();
+    expect(() => ledger(dir, { busyTimeoutMs: 1e9 })).toThrow(ValidationError);
+    expect(() => ledger(dir, { busyTimeoutMs: 1e9 })).toThrow(/busyTimeoutMs must be at most 60000 ms .*keeps trying a locked file.*got 1000000000/);
+    expect(() => ledger(dir, { busyTimeoutMs: 60_001 })).toThrow(/at most 60000/);
+    expect(() => ledger(dir, { busyTimeoutMs: 0 })).toThrow(ValidationError);
+    expect(ledger(dir, { busyTimeoutMs: 60_000 }).path).toContain(dir);
   });
 
   it('a directory on a network file system is refused before the file is opened (from /proc/mounts)', () => {

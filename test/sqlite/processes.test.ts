@@ -52,12 +52,12 @@ describe('SQLite ledger shared by worker processes on one host', () => {
     const file = ledgerFile(dir, n.endpoint, n.projectId);
     const victim = fleet.host(n, { holder: 'victim', workers: 1, jobs: 5, leaseTtlMs: 1500 });
     const Sqlite = loadSqlite();
-    /** The victim's live claims whose create Nova answered (server bound; before the POST the lease covers the request's time limit). */
+    /** The victim's live claims whose create Nova answered (server bound; before the POST the lease covers the request's time limit). Leases are on the host's monotonic clock (hrtime), the same in every process. */
     const liveBound = (): string[] => {
       try {
         const db = new Sqlite(file);
         try {
-          const rows = db.prepare('SELECT id FROM claims WHERE holder LIKE ? AND server_id IS NOT NULL AND expires_at > ?').all(`%:${victim.child.pid}`, Date.now()) as Array<{ id: string }>;
+          const rows = db.prepare('SELECT id FROM claims WHERE holder LIKE ? AND server_id IS NOT NULL AND expires_at > ?').all(`%:${victim.child.pid}`, Number(process.hrtime.bigint()) / 1e6) as Array<{ id: string }>;
           return rows.map((r) => r.id);
         } finally {
           db.close();
