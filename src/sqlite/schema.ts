@@ -120,6 +120,25 @@ export function checkOwner(db: Database, path: string, scope: string, write: (fn
   });
 }
 
+/** The file's highest reading and boot id, and whether `now` (of `boot`) is of a new boot. */
+function clockState(db: Database, now: number, boot: string): { high: number; fileBoot: string; rebooted: boolean } {
+  const high = Number(metaOf(db, 'mono_high') ?? Number.NaN);
+  const fileBoot = String(metaOf(db, 'boot') ?? '');
+  const rebooted = Number.isFinite(high) && ((boot !== '' && fileBoot !== '' && boot !== fileBoot) || now < high - REBOOT_SLACK_MS);
+  return { high, fileBoot, rebooted };
+}
+
+/**
+ * The time a read-only transaction compares the file's times with, without moving them: as
+ * {@link timeOfWrite} would make it, in the file's own frame (after a reboot no write has moved the
+ * times yet: the file's highest reading, so each lease still has what was left of it).
+ */
+export function timeOfRead(db: Database, now: number, boot: string): number {
+  const { high, rebooted } = clockState(db, now, boot);
+  if (!Number.isFinite(high)) return now;
+  return rebooted ? high : Math.max(now, high);
+}
+
 /**
  * The time of a write transaction, in ms of the host's monotonic clock: `now` (this process's
  * reading), never below the highest any process wrote (a reading taken just before another
@@ -128,9 +147,7 @@ export function checkOwner(db: Database, path: string, scope: string, write: (fn
  * first, so each lease keeps what was left of it. Inside a write transaction.
  */
 export function timeOfWrite(db: Database, now: number, boot: string): number {
-  const high = Number(metaOf(db, 'mono_high') ?? Number.NaN);
-  const fileBoot = String(metaOf(db, 'boot') ?? '');
-  const rebooted = Number.isFinite(high) && ((boot !== '' && fileBoot !== '' && boot !== fileBoot) || now < high - REBOOT_SLACK_MS);
+  const { high, fileBoot, rebooted } = clockState(db, now, boot);
   if (rebooted) shiftTimes(db, now - high);
   if (boot !== fileBoot) setMeta(db, 'boot', boot);
   const at = rebooted || !Number.isFinite(high) ? now : Math.max(now, high);

@@ -38,7 +38,7 @@ import { refuseNetworkFileSystem } from './fileSystem.js';
 import { sqliteError } from './errors.js';
 import { NATIVE_BUSY_MS, isBusy } from './busy.js';
 import { bootId } from './hostClock.js';
-import { STATEMENTS, checkOwner, setUp, timeOfWrite, type StatementName } from './schema.js';
+import { STATEMENTS, checkOwner, setUp, timeOfRead, timeOfWrite, type StatementName } from './schema.js';
 
 /** How long a claim released as `'counted'` stays subtracted from readings sent before it, in ms. */
 export const COUNTED_RETENTION_MS = 10 * 60_000;
@@ -359,7 +359,8 @@ export class LedgerStore {
   /** What `admit` would subtract for claims for a reading of `stamp` (a read-only transaction). */
   inFlight(now: number, stamp: number): ResourceAmounts {
     try {
-      return this.#db.transaction(() => this.#inFlight(now, stamp))();
+      this.#ready();
+      return this.#db.transaction(() => this.#inFlight(timeOfRead(this.#db, now, this.#boot), stamp))();
     } catch (error) {
       throw sqliteError(this.#path, 'inFlight', error);
     }
@@ -368,7 +369,8 @@ export class LedgerStore {
   /** The ids of the live claims, oldest token first (read-only). */
   liveClaimIds(now: number): string[] {
     try {
-      return (this.#s.liveClaimIds.all(now) as Array<{ id: string }>).map((r) => r.id);
+      this.#ready();
+      return this.#db.transaction(() => (this.#s.liveClaimIds.all(timeOfRead(this.#db, now, this.#boot)) as Array<{ id: string }>).map((r) => r.id))();
     } catch (error) {
       throw sqliteError(this.#path, 'liveClaimIds', error);
     }

@@ -171,6 +171,7 @@ const NO_OPTIONS: Record<string, string> = {
     ]),
   ),
   'nova-guard/redis:RedisQuotaLedger.prototype.everReached': LEDGER_PROTOCOL,
+  'nova-guard/sqlite:SqliteQuotaLedger.prototype.everReached': LEDGER_PROTOCOL,
   'nova-guard/redis:RedisQuotaLedger.prototype.toJSON': 'takes nothing',
   'nova-guard/testing:realNovaDeletedWindowMs': 'takes a number',
   'nova-guard/testing:FakeNovaCauses': '@internal: FakeNova makes it (nova.causes)',
