@@ -73,7 +73,7 @@ export interface OpenLedgerOptions {
   readonly projectId?: string | undefined;
   /** The client whose endpoint and project the ledger serves, when `endpoint`/`projectId` are not given. */
   readonly client?: NovaClient | undefined;
-  /** Clock of the ledger's timers (leases in the SQLite file are on its `wallNow()`). @default `client.clock`, else systemClock */
+  /** Clock of the ledger's timers (leases in the SQLite file are on the host's monotonic clock, read through its `now()`). @default `client.clock`, else systemClock */
   readonly clock?: Clock | undefined;
   /** Holder name written into claims. @default `<hostname>:<pid>` */
   readonly holder?: string | undefined;

@@ -7,10 +7,12 @@ import { NovaGuardError } from '../errors/index.js';
 
 /**
  * The SQLite ledger could not do what was asked: the file is locked by another process for longer
- * than `busyTimeoutMs`, is not a SQLite database (or is corrupt), cannot be created or opened, or
- * the ledger is closed. `path` names the file; `code` is SQLite's (`SQLITE_BUSY`, `SQLITE_NOTADB`,
- * `SQLITE_CORRUPT`, `SQLITE_CANTOPEN`, ...) when SQLite gave one. A guard treats it as a lost store
- * (that call falls back to a private in-process ledger and Nova's own quota check, with one warning).
+ * than `busyTimeoutMs` (retried asynchronously meanwhile, see `busy.ts`), is not a SQLite database
+ * (or is corrupt), cannot be created or opened, or the ledger is closed. `path` names the file;
+ * `code` is SQLite's (`SQLITE_BUSY`, `SQLITE_NOTADB`, `SQLITE_CORRUPT`, `SQLITE_CANTOPEN`, ...) when
+ * SQLite gave one. A guard treats it as an outage of a ledger it uses (one warning): its creates wait
+ * for the ledger, up to `maxWaitMs`, and admit nothing on their own meanwhile (other processes of
+ * the host may still admit on the file; `docs/sqlite-ledger.md`, "Errors").
  */
 export class SqliteLedgerError extends NovaGuardError {
   /** The ledger file. */

@@ -14,6 +14,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { NovaClient } from '../../src/nova/client.js';
 import { QuotaGuard } from '../../src/guard/quotaGuard.js';
+import { QuotaWaitTimeoutError } from '../../src/guard/index.js';
 import { SqliteQuotaLedger } from '../../src/sqlite/index.js';
 import { FAST, body, startNova } from '../guard/fixtures.js';
 
@@ -76,6 +77,7 @@ describe('a ledger file locked by another process', () => {
     expect(del, String((del as { error?: unknown }).error)).toMatchObject({ ok: true });
     expect(del.ms).toBeLessThan(1600);
     expect(create.ok).toBe(false);
+    expect((create as { error?: unknown }).error).toBeInstanceOf(QuotaWaitTimeoutError); // the outage contract: it waited for the ledger
     expect(create.ms).toBeLessThan(1500 + 600);
     expect(nova.requestsTo('POST', '/servers')).toHaveLength(0); // waited for the ledger, admitted nothing alone
   }, 30_000);
