@@ -42,7 +42,7 @@ afterEach(async () => {
 describe('a ledger file locked by another process', () => {
   it('the event loop keeps running; an unrelated deleteServer (timeoutMs 1000) and a create (maxWaitMs 1500) settle by their deadlines; nothing is admitted meanwhile', async () => {
     dir = mkdtempSync(join(tmpdir(), 'nova-guard-sqlite-locked-'));
-    const nova = await startNova({ maxTotalCores: 8, maxTotalInstances: -1, maxTotalRAMSize: -1, buildDelayMs: 50, deleteDelayMs: 200, deletedWindowMs: 0 });
+    const nova = await startNova({ maxTotalCores: 8, maxTotalInstances: -1, maxTotalRAMSize: -1, buildDelayMs: 50, deleteDelayMs: 50, deletedWindowMs: 0 });
     const victim = nova.addServer({ status: 'ACTIVE', flavorId: '1' }).id;
     const client = new NovaClient({ endpoint: nova.endpoint, token: `admin:${nova.projectId}`, microversion: '2.79', adapter: nova.adapter, retry: { minDelayMs: 2, maxDelayMs: 20, maxRetryTimeMs: 2000 } });
     const ledger = new SqliteQuotaLedger({ endpoint: nova.endpoint, projectId: nova.projectId, path: dir });
@@ -72,8 +72,8 @@ describe('a ledger file locked by another process', () => {
     lag.disable();
 
     expect(performance.now() - t0).toBeLessThan(HOLD_MS); // everything settled while the file was still locked
-    expect(timerMs).toBeLessThan(250); // a 50 ms timer fires on time (the old code: after busyTimeoutMs, 2 s)
-    expect(lag.max / 1e6).toBeLessThan(200); // ms; the old code blocked the loop for 2 s per ledger call
+    expect(timerMs).toBeLessThan(500); // a 50 ms timer fires on time, give or take a busy machine (the old code: after busyTimeoutMs, 2.2 s)
+    expect(lag.max / 1e6).toBeLessThan(500); // ms (56 ms measured; the old code blocked the loop for 2 s per ledger call)
     expect(del, String((del as { error?: unknown }).error)).toMatchObject({ ok: true });
     expect(del.ms).toBeLessThan(1600);
     expect(create.ok).toBe(false);
