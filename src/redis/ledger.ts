@@ -104,14 +104,31 @@ export class RedisQuotaLedger implements QuotaLedger {
   }
 
   /**
-   * A ledger for `client`'s endpoint and project: `endpoint` from `client.endpoint()` (the catalog's
-   * when the client has none), `projectId` from `client.projectId`, unless given.
-   * @throws `ValidationError` when the client has no project id and none is given.
+   * A ledger for `client`'s endpoint and project: always the client's own (see `clientScope` in
+   * `src/guard/ledgerScope.ts`). The endpoint is `client.endpoint()` (the client's option, else its
+   * catalog's); `options.endpoint` may only spell that same endpoint another way (scheme and host
+   * case, default port, trailing slash: compared as `InProcessFleet.join` compares them), never name
+   * another Nova. The project is `client.projectId` (or its token's, `AuthProvider.getProjectId`);
+   * `options.projectId` may name it for a client that does not know it, never another.
+   *
+   * With `fleetWatcher: true` this host joins the fleet of that scope (and may be elected its
+   * watcher, looking with this client): the client must know its project (its `projectId`, a noauth
+   * token's, or its Keystone token's: a Keystone provider that does not know it yet is asked for a
+   * token first), as `InProcessFleet.join` requires. So a host whose client talks to another Nova,
+   * or whose token is another project's, never joins: its 404s would be taken for deletions.
+   *
+   * Makes no Nova request (the catalog and a token: Keystone requests at most), and no Redis
+   * connection before these checks pass.
+   * @throws `ValidationError` (naming both sides) when `options.endpoint` names another endpoint than
+   * the client's, `options.projectId` is not the client's project, the client's `projectId` is not
+   * its token's project, the client has no project id and none is given, or with `fleetWatcher` the
+   * client does not know its project; and what `new RedisQuotaLedger` throws.
    */
   static async forClient(client: NovaClient, options: Omit<RedisQuotaLedgerOptions, 'endpoint' | 'projectId'> & { endpoint?: string; projectId?: string }): Promise<RedisQuotaLedger> {
     checkOptionNames('RedisQuotaLedger.forClient options', options);
     const { fleetWatcher, ...rest } = options;
-    const ledger = new RedisQuotaLedger({ ...rest, ...(await clientScope('RedisQuotaLedger.forClient', client, options)) });
+    const scope = await clientScope('RedisQuotaLedger.forClient', client, options, fleetWatcher === true);
+    const ledger = new RedisQuotaLedger({ ...rest, ...scope });
     if (fleetWatcher !== true) return ledger;
     const fleet = { conn: ledger.#conn, base: ledger.#keys.base, engine: client.deleteEngine, clock: ledger.#clock, leaseTtlMs: ledger.#opts.fleetLeaseTtlMs, logger: componentLogger(options.logger, 'fleet-watcher') };
     ledger.#fleet = await FleetWatcher.start(fleet, () => ledger.close());
