@@ -35,6 +35,13 @@ export interface AuthProvider {
   /** The compute endpoint from the service catalog, if this provider knows one. */
   getEndpoint?(options?: GetTokenOptions): Promise<string>;
   /**
+   * The project id this provider's tokens are scoped to, when it knows it (`KeystoneAuth`: the
+   * current token's project, else the configured `projectId`; `undefined` before the first token of
+   * a credential that names its project by name or is pre-scoped). A quota ledger's `forClient`
+   * refuses a project id that is not this one (`src/guard/ledgerScope.ts`).
+   */
+  getProjectId?(): string | undefined;
+  /**
    * Every secret this provider holds (passwords, application credential secrets, tokens issued so
    * far), so that callers and tests can make sure none reaches a log or error.
    */

@@ -72,20 +72,86 @@ export async function bindLedgerScope(ledger: QuotaLedger | undefined, client: N
   if (!sameScope(ledger.scope!, mine)) throw scopeMismatch(ledger.kind, ledger.scope!, mine);
 }
 
+/** What a ledger's `forClient` may say of its scope (both only checked against the client's own). */
+export interface ClientScopeOptions {
+  /** Another spelling of the client's endpoint (refused when it names another). */
+  readonly endpoint?: string | undefined;
+  /** The client's project id (refused when it is not the client's, nor its token's). */
+  readonly projectId?: string | undefined;
+}
+
 /**
- * The endpoint and project a ledger's `forClient` keys itself by: `options.endpoint` and
- * `options.projectId` when given, else the client's (`await client.endpoint()`, `client.projectId`).
- * `options.endpoint` may name the client's Nova by another URL (hosts reaching one Nova through
- * different addresses key one ledger); `options.projectId` may not name another project than the
- * client's own (its creates, and a fleet watcher's looks, are that project's).
- * @throws `ValidationError` naming `what` when the client has no project id and none is given, or
- * when `options.projectId` is not the client's project id.
+ * The project ids `client` knows for itself: its `projectId` (given, or from a noauth token) and the
+ * project its auth provider's tokens are scoped to (`AuthProvider.getProjectId`). With `learn`, a
+ * provider that does not know it yet is asked for a token first (a Keystone request, no Nova
+ * request): a credential naming its project by name, or an application credential, says its
+ * project only with its first token.
  */
-export async function clientScope(what: string, client: NovaClient, options: { endpoint?: string | undefined; projectId?: string | undefined }): Promise<{ endpoint: string; projectId: string }> {
-  const projectId = options.projectId ?? client.projectId;
-  if (projectId === undefined) throw new ValidationError(`${what}: the client has no projectId; pass projectId`);
-  if (client.projectId !== undefined && projectId !== client.projectId) {
-    throw new ValidationError(`${what}: projectId ${projectId} is not the client's project (${client.projectId}); a ledger and its client serve one project`);
+async function knownProjects(client: NovaClient, learn: boolean): Promise<{ client: string | undefined; token: string | undefined }> {
+  const auth = client.auth as { getProjectId?: () => string | undefined; getToken: () => Promise<string> } | undefined;
+  const tokenProject = (): string | undefined => {
+    const id = typeof auth?.getProjectId === 'function' ? auth.getProjectId() : undefined;
+    return typeof id === 'string' && id !== '' ? id : undefined;
+  };
+  let token = tokenProject();
+  if (token === undefined && learn && typeof auth?.getProjectId === 'function') {
+    await auth.getToken();
+    token = tokenProject();
   }
-  return { endpoint: options.endpoint ?? (await client.endpoint()), projectId };
+  return { client: client.projectId, token };
+}
+
+/**
+ * The endpoint and project a ledger's `forClient` keys itself by: always the client's own, the Nova
+ * its requests (and a fleet watcher's looks) go to.
+ *
+ * - Endpoint: `await client.endpoint()` (the options' or the catalog's). `options.endpoint` may only
+ *   spell it another way (scheme and host case, default port, trailing slash, a trailing
+ *   `/<projectId>`: compared with `ledgerScope`/`sameScope`, as `InProcessFleet.join` compares
+ *   them); naming another Nova is refused. Why: a host keyed to the fleet's Nova but talking to
+ *   another (another region, a staging Nova, a catalog override) and elected fleet watcher gets its
+ *   own Nova's 404 for the other hosts' servers and would publish them as proofs of deletion.
+ * - Project: `options.projectId`, else the client's. Refused when the client knows another: its
+ *   `projectId`, or the project its token is scoped to (`AuthProvider.getProjectId`); and when the
+ *   client's `projectId` and its token's project differ.
+ * - `fleet` (the ledger's `fleetWatcher`): the client must know its project (as `InProcessFleet.join`
+ *   requires): the provider is asked for a token when it does not know it yet; a client that cannot
+ *   know it (a bare token with no `projectId`) is refused, `options.projectId` or not: the watcher
+ *   looks with this client's token, and a token of another project gets Nova's 404 for the
+ *   project's servers.
+ *
+ * Makes no Nova request (the catalog and the token: Keystone requests at most).
+ * @throws `ValidationError` naming `what` and both sides: an `options.endpoint` of another Nova; a
+ * project id that is not the client's or its token's; no project id at all (neither given nor the
+ * client's); with `fleet`, a client that does not know its project.
+ */
+export async function clientScope(what: string, client: NovaClient, options: ClientScopeOptions, fleet = false): Promise<{ endpoint: string; projectId: string }> {
+  const known = await knownProjects(client, fleet);
+  if (known.client !== undefined && known.token !== undefined && known.client !== known.token) {
+    throw new ValidationError(`${what}: the client's projectId ${JSON.stringify(known.client)} is not the project its token is scoped to (${JSON.stringify(known.token)}); a ledger and its client serve one project`);
+  }
+  const own = known.client ?? known.token;
+  const projectId = options.projectId ?? own;
+  if (own !== undefined && projectId !== own) {
+    throw new ValidationError(`${what}: projectId ${projectId} is not the client's project (${own}); a ledger and its client serve one project`);
+  }
+  const endpoint = await client.endpoint();
+  if (options.endpoint !== undefined) {
+    const given = ledgerScope(String(options.endpoint), projectId ?? '');
+    const mine = ledgerScope(endpoint, projectId ?? '');
+    if (!sameScope(given, mine)) {
+      throw new ValidationError(
+        `${what}: endpoint ${JSON.stringify(redactUrlSecrets(given.endpoint))} is not the client's endpoint ${JSON.stringify(redactUrlSecrets(mine.endpoint))}: ` +
+          "a ledger is keyed by the Nova its client talks to (a fleet watcher's 404s from another Nova would be taken for deletions); leave endpoint out",
+      );
+    }
+  }
+  if (fleet && own === undefined) {
+    throw new ValidationError(
+      `${what}: the client does not know its project (no projectId, and its token does not say); a fleet answers for one project and its watcher looks with this client's token: ` +
+        'set projectId on the NovaClient (the project its token is scoped to)',
+    );
+  }
+  if (projectId === undefined) throw new ValidationError(`${what}: the client has no projectId; pass projectId`);
+  return { endpoint, projectId };
 }

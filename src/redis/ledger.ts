@@ -13,7 +13,7 @@ import type { NovaClient } from '../nova/index.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { clientScope, scopeMismatch } from '../guard/ledgerScope.js';
 import { LedgerNews } from './news.js';
-import { RedisConnection, type LedgerCommand } from './connection.js';
+import { RedisConnection, RoundTrips, type LedgerCommand } from './connection.js';
 import { amounts, needsArgs } from './codec.js';
 import { ReadingAges } from './readingAges.js';
 import { acquireOn, limitsOn, type LedgerInternals } from './readings.js';
@@ -56,6 +56,8 @@ export class RedisQuotaLedger implements QuotaLedger {
   readonly #claims = new Map<string, { record: string; expiresAt: number }>();
   /** When this ledger first saw each reading: the second clock of freshness. */
   readonly #ages: ReadingAges;
+  /** Refreshes of the kept reading as this ledger sees them: for {@link RedisQuotaLedger.callBudgetMs}. */
+  readonly #refreshes = new RoundTrips();
   readonly #internals: LedgerInternals;
   #maxToken = 0;
   #maxSeq = 0;
@@ -87,6 +89,7 @@ export class RedisQuotaLedger implements QuotaLedger {
       keepPlace: (id, seq, record) => this.#keepPlace(id, seq, record),
       forgetPlace: (id) => void (this.#places.delete(id) && this.#news.wakes.left(id)),
       remember: (id, needs, token, ttlMs) => this.#remember(id, needs, token, ttlMs),
+      refreshTook: (ms) => this.#refreshes.sample(Math.min(ms, this.#refreshCapMs())),
     };
     const password = urlPassword(options.url);
     this.#conn = new RedisConnection({
@@ -104,14 +107,31 @@ export class RedisQuotaLedger implements QuotaLedger {
   }
 
   /**
-   * A ledger for `client`'s endpoint and project: `endpoint` from `client.endpoint()` (the catalog's
-   * when the client has none), `projectId` from `client.projectId`, unless given.
-   * @throws `ValidationError` when the client has no project id and none is given.
+   * A ledger for `client`'s endpoint and project: always the client's own (see `clientScope` in
+   * `src/guard/ledgerScope.ts`). The endpoint is `client.endpoint()` (the client's option, else its
+   * catalog's); `options.endpoint` may only spell that same endpoint another way (scheme and host
+   * case, default port, trailing slash: compared as `InProcessFleet.join` compares them), never name
+   * another Nova. The project is `client.projectId` (or its token's, `AuthProvider.getProjectId`);
+   * `options.projectId` may name it for a client that does not know it, never another.
+   *
+   * With `fleetWatcher: true` this host joins the fleet of that scope (and may be elected its
+   * watcher, looking with this client): the client must know its project (its `projectId`, a noauth
+   * token's, or its Keystone token's: a Keystone provider that does not know it yet is asked for a
+   * token first), as `InProcessFleet.join` requires. So a host whose client talks to another Nova,
+   * or whose token is another project's, never joins: its 404s would be taken for deletions.
+   *
+   * Makes no Nova request (the catalog and a token: Keystone requests at most), and no Redis
+   * connection before these checks pass.
+   * @throws `ValidationError` (naming both sides) when `options.endpoint` names another endpoint than
+   * the client's, `options.projectId` is not the client's project, the client's `projectId` is not
+   * its token's project, the client has no project id and none is given, or with `fleetWatcher` the
+   * client does not know its project; and what `new RedisQuotaLedger` throws.
    */
   static async forClient(client: NovaClient, options: Omit<RedisQuotaLedgerOptions, 'endpoint' | 'projectId'> & { endpoint?: string; projectId?: string }): Promise<RedisQuotaLedger> {
     checkOptionNames('RedisQuotaLedger.forClient options', options);
     const { fleetWatcher, ...rest } = options;
-    const ledger = new RedisQuotaLedger({ ...rest, ...(await clientScope('RedisQuotaLedger.forClient', client, options)) });
+    const scope = await clientScope('RedisQuotaLedger.forClient', client, options, fleetWatcher === true);
+    const ledger = new RedisQuotaLedger({ ...rest, ...scope });
     if (fleetWatcher !== true) return ledger;
     const fleet = { conn: ledger.#conn, base: ledger.#keys.base, engine: client.deleteEngine, clock: ledger.#clock, leaseTtlMs: ledger.#opts.fleetLeaseTtlMs, logger: componentLogger(options.logger, 'fleet-watcher') };
     ledger.#fleet = await FleetWatcher.start(fleet, () => ledger.close());
@@ -302,16 +322,26 @@ export class RedisQuotaLedger implements QuotaLedger {
 
   /**
    * How long one call of this ledger may take now, in ms: `max(MIN_CALL_BUDGET_MS,
-   * CALL_ROUND_TRIPS x RTO)`, where RTO is RFC 6298's retransmission timeout over the round trips
-   * this ledger measured (`srtt + max(1, 4 rttvar)`) and `CALL_ROUND_TRIPS` (4) covers the longest
-   * call: `acquire` on a stale reading (acquire, then storeAdmit) and a wait for another holder's
-   * refresh (its storeAdmit's one way, the message's one way, the next acquire), with room for
-   * jitter. `undefined` before the first answer. Nova's own time for a `read` is not in it.
+   * CALL_ROUND_TRIPS x RTO) + refresh RTO`. RTO is RFC 6298's (`srtt + max(1, 4 rttvar)`) over the
+   * command round trips; `CALL_ROUND_TRIPS` (4) covers the Redis part of the longest call (`acquire`
+   * on a stale reading, or waiting for another holder's refresh: its storeAdmit's one way, the
+   * message's one way, the next acquire). The refresh RTO is the same estimator over the refreshes
+   * of the kept reading this ledger saw (its own: Nova's read or a vet's listing and the script
+   * that keeps it; its waits for another holder's), each capped at `limitsLockMs +
+   * commandTimeoutMs` (the longest such wait): a waiter waits for that holder's Nova read, which
+   * the guard does not pause for (see `docs/fleet-ledger.md`, "The call budget"). `undefined`
+   * before the first answer. The guard takes `max(ledgerTimeoutMs, this)`, capped by the call's
+   * `maxWaitMs`.
    */
   callBudgetMs(): number | undefined {
     const rto = this.#conn.rtoMs();
-    return rto === undefined ? undefined : Math.ceil(Math.max(MIN_CALL_BUDGET_MS, CALL_ROUND_TRIPS * rto));
+    if (rto === undefined) return undefined;
+    const refresh = this.#refreshes.rtoMs() ?? 0;
+    return Math.ceil(Math.max(MIN_CALL_BUDGET_MS, CALL_ROUND_TRIPS * rto) + Math.min(refresh, this.#refreshCapMs()));
   }
+
+  /** The longest a call waits for another holder's refresh, in ms: the cap of a refresh sample. */
+  #refreshCapMs(): number { return this.#opts.limitsLockMs + this.#opts.commandTimeoutMs; } // prettier-ignore
 
   /** True once this ledger's connection has reached Redis (see `QuotaLedger.everReached`). */
   everReached(): boolean {

@@ -36,6 +36,13 @@ export interface LedgerInternals {
   forgetPlace(id: string): void;
   /** A claim this ledger now holds. */
   remember(id: string, needs: ResourceAmounts, token: number, ttlMs: number): LedgerClaim;
+  /**
+   * How long a refresh of the kept reading took, in ms, as this ledger saw it: its own (Nova's
+   * `read` or the listing of a vet, and the script that keeps it), or its wait for another
+   * holder's (from the first answer that said "another holder refreshes" to the answer that ended
+   * the wait). Feeds `RedisQuotaLedger.callBudgetMs`.
+   */
+  refreshTook(ms: number): void;
 }
 
 /**
@@ -72,13 +79,22 @@ export async function acquireOn(x: LedgerInternals, request: AcquireRequest, rea
   const common = [placeId, ...needs, Math.ceil(request.ttlMs), x.holder, claimId, request.joinIfShort ? '1' : '0', newPlace, x.opts.placeTtlMs];
   const deadline = x.clock.now() + x.opts.limitsLockMs + x.opts.commandTimeoutMs;
   let last: unknown[] | undefined;
+  // Since when this call waits for another holder's refresh (or vet): the first answer that said so.
+  let waitingSince: number | undefined;
+  const waited = (): void => {
+    if (waitingSince !== undefined) x.refreshTook(x.clock.now() - waitingSince);
+    waitingSince = undefined;
+  };
   for (;;) {
     throwIfAborted(signal);
     const sentLocal = x.clock.now();
     const res = (await x.run('novaGuardAcquire', [...common, x.opts.limitsMaxAgeMs, x.opts.limitsLockMs, lock, x.ages.staleSeq(), uncounted ? '1' : '0', x.opts.restartGraceMs, Math.max(0, Math.floor(request.staleShortMs ?? 0))])) as unknown[];
     const state = String(res[0]);
     if (state === 'vet' && uncounted) {
+      waited();
+      const started = x.clock.now();
       await vet(x, uncounted, lock, signal);
+      x.refreshTook(x.clock.now() - started);
       continue;
     }
     // Redis has been up less than restartGraceMs: nothing admitted yet (the guard waits and asks again).
@@ -86,10 +102,13 @@ export async function acquireOn(x: LedgerInternals, request: AcquireRequest, rea
     // Still short on a kept reading no deletion was confirmed after (request.staleShortMs): no read.
     if (state === 'short') return acquisition(x, res, request, claimId, newPlace, undefined, sentLocal);
     if (state === 'fresh') {
+      waited();
       x.ages.saw(Number(res[10]), sentLocal);
       return acquisition(x, res, request, claimId, newPlace, undefined, sentLocal);
     }
     if (state === 'lock') {
+      waited();
+      const started = x.clock.now();
       const sendSeq = Number(res[10]);
       const sentAt = Number(res[11]);
       let reading: LimitsReading;
@@ -103,12 +122,17 @@ export async function acquireOn(x: LedgerInternals, request: AcquireRequest, rea
       }
       x.ages.saw(sendSeq, sentLocal);
       const stored = (await x.run('novaGuardStoreAdmit', [...common, encodeReading(reading), sendSeq, sentAt, lock, x.limitsChannel])) as unknown[];
+      x.refreshTook(x.clock.now() - started);
       if (String(stored[0]) === 'stored') return acquisition(x, stored, request, claimId, newPlace, reading, sentLocal);
       last = stored;
     } else {
       last = res;
+      waitingSince ??= sentLocal;
     }
-    if (x.clock.now() >= deadline) return acquisition(x, last, request, claimId, newPlace, undefined, sentLocal, true);
+    if (x.clock.now() >= deadline) {
+      waited();
+      return acquisition(x, last, request, claimId, newPlace, undefined, sentLocal, true);
+    }
     if (state !== 'lock') await x.waitForReading(Math.min(250, Math.max(1, deadline - x.clock.now())), signal);
   }
 }
@@ -174,6 +198,12 @@ function acquisition(x: LedgerInternals, res: unknown[], request: AcquireRequest
 export async function limitsOn(x: LedgerInternals, read: Read, signal: AbortSignal | undefined): Promise<LedgerLimits> {
   const lock = randomUUID();
   const deadline = x.clock.now() + x.opts.limitsLockMs + x.opts.commandTimeoutMs;
+  // Since when this call waits for another holder's refresh (see `acquireOn`).
+  let waitingSince: number | undefined;
+  const waited = (): void => {
+    if (waitingSince !== undefined) x.refreshTook(x.clock.now() - waitingSince);
+    waitingSince = undefined;
+  };
   for (;;) {
     throwIfAborted(signal);
     const sentLocal = x.clock.now();
@@ -181,10 +211,12 @@ export async function limitsOn(x: LedgerInternals, read: Read, signal: AbortSign
     const [state, json, seq, sentAt, now, sendSeq] = [String(res[0]), String(res[1] ?? ''), Number(res[2]), Number(res[3]), Number(res[4]), Number(res[5])];
     const kept = (): LedgerLimits => ({ ...decodeReading(json), stamp: seq, ageMs: x.ages.ageMs(seq, sentAt, now, sentLocal), shared: true });
     if (state === 'fresh') {
+      waited();
       x.ages.saw(seq, sentLocal);
       return kept();
     }
     if (state === 'lock' || x.clock.now() >= deadline) {
+      waited();
       if (state !== 'lock' && json !== '') return kept();
       let reading: LimitsReading;
       try {
@@ -198,8 +230,10 @@ export async function limitsOn(x: LedgerInternals, read: Read, signal: AbortSign
       x.ages.saw(sendSeq, sentLocal);
       // A reading kept for the others is a bonus; this caller's reading stands even if Redis fails now.
       await x.run('novaGuardLimitsStore', [encodeReading(reading), sendSeq, now, lock, x.limitsChannel]).catch(() => {});
+      if (state === 'lock') x.refreshTook(x.clock.now() - sentLocal);
       return { absolute: reading.absolute, requestId: reading.requestId, stamp: sendSeq, ageMs: 0, shared: false };
     }
+    waitingSince ??= sentLocal;
     await x.waitForReading(Math.min(250, Math.max(1, deadline - x.clock.now())), signal);
   }
 }
