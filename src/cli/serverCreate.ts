@@ -11,9 +11,12 @@
  * codes as `openstack`'s: 0 created (with `--wait`: ACTIVE); 1 a failure (quota never fits, the wait
  * for quota ran out, the server went to ERROR: deleted by the guard, an unknown flavor or image); 2
  * bad usage before any request (an unknown flag, a missing `--flavor`/`--image`, `--nic none` with
- * `--network`, a `--property` without `=`, an unsupported `--ledger` URL); 130 on Ctrl-C: when Nova
- * had accepted the POST, the server is kept and its id printed on stderr with the command that
- * deletes it, nothing is left running.
+ * `--network`, a `--property` without `=`, an unsupported `--ledger` URL); 130, 143, 129 when
+ * SIGINT (Ctrl-C), SIGTERM or SIGHUP stops it (`interrupt.ts`, docs/cli-signals.md): a server Nova
+ * accepted is kept and its id printed on stderr at once with the command that deletes it; a POST with
+ * no answer yet is said at once (the name to look for, the command, how long the command waits for
+ * the answer); a second signal ends the process, naming the server or the name; nothing is left
+ * running.
  *
  * Networks: `--network ID` (repeatable) is `networks: [{ uuid }]`; `--nic none` / `--nic auto` the
  * microversion 2.37 values (the command asks for 2.37 unless `--os-compute-api-version` says
@@ -139,7 +142,7 @@ export function registerServerCreateCommand(server: Command, getClient: ClientGe
   addFormatOptions(
     server
       .command('create')
-      .description('create a server through the quota guard (like `openstack server create`). Exit 0 created, 1 failed, 2 bad usage (nothing sent), 130 Ctrl-C (the id of a created server is printed on stderr)')
+      .description('create a server through the quota guard (like `openstack server create`). Exit 0 created, 1 failed, 2 bad usage (nothing sent), 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP (a created server is named on stderr with the command that deletes it)')
       .argument('<server-name>', 'new server name')
       // Not commander's requiredOption: that check runs before the unknown-option check, so a
       // misspelt `--flavour m1.tiny` was reported as a missing --flavor instead of "did you mean".

@@ -22,6 +22,10 @@
  * opened is a warning: the deletion goes on, and the waiting creates see the freed quota at their
  * next read of `/limits`. Without `--wait` nothing is confirmed, so nothing is published.
  *
+ * SIGINT (Ctrl-C), SIGTERM and SIGHUP stop the waits (exit 130, 143, 129; `interrupt.ts`): stderr
+ * says at once which servers were asked to delete and are not confirmed gone, which are not known as
+ * asked, and the command that waits for them; a second signal says it again and ends the process.
+ *
  * @module
  */
 import cliProgress from 'cli-progress';
