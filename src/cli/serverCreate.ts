@@ -246,11 +246,17 @@ export function registerServerCreateCommand(server: Command, getClient: ClientGe
       throw e;
     } finally {
       posts.restore();
-      try {
-        await guard.close();
-      } finally {
-        if (created === undefined) stop.dispose();
-      }
+      // With a server, the listeners stay until it is printed (a signal then names it); a failing
+      // close() still removes them.
+      await guard.close().then(
+        () => {
+          if (created === undefined) stop.dispose();
+        },
+        (e: unknown) => {
+          stop.dispose();
+          throw e;
+        },
+      );
     }
     if (stop.received !== undefined) {
       // The signal came as the create finished: the server is kept all the same.
