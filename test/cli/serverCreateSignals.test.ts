@@ -97,6 +97,22 @@ describe('signals during server create', () => {
     expect(nova.listServerStates()[0]!.name).toBe('hung-post');
   }, 60_000);
 
+  it('Ctrl-C while POST /servers hangs, and the answer never comes: at the request limit (2 s here) the command ends by itself, exit 130, naming the name, its claim tag and the commands', async () => {
+    const nova = await startNova({ buildDelayMs: 600_000 });
+    nova.inject({ method: 'POST', path: '/servers', hang: true });
+    const run = start(['--request-timeout-ms', '2s', ...createArgs('never-answered')], nova);
+    await until(() => nova.requestsTo('POST', '/servers').length > 0);
+    run.kill('SIGINT');
+    expect(await run.stderrMatches(/Waiting up to [0-2](\.\d)? s more for Nova's answer/, 5_000)).toBeDefined();
+    const r = await run.ended;
+    expect(r.code).toBe(130);
+    expect(run.stderr()).toContain('A server named "never-answered" may exist or appear shortly');
+    expect(run.stderr()).toMatch(/\(the one whose properties, in nova-guard server show, carry nova-guard-claim=[0-9a-f-]+\)/);
+    expect(run.stderr()).toContain('nova-guard server delete --wait SERVER_ID');
+    // One search by name after the time limit, then no re-sent POST.
+    expect(nova.requestsTo('POST', '/servers')).toHaveLength(1);
+  }, 60_000);
+
   it('SIGTERM while the POST is slow to answer: said at once; the answer, when it comes, names the server (kept), exit 143', async () => {
     const nova = await startNova({ buildDelayMs: 600_000 });
     nova.inject({ method: 'POST', path: '/servers', delayMs: 3_000 });
