@@ -19,6 +19,7 @@ import { NovaClient, type NovaClientOptions } from '../src/nova/client.js';
 import { clientOptionsFromCloud, loadCloudConfig } from '../src/config/load.js';
 import { KeystoneAuth, type KeystoneAuthOptions } from '../src/auth/keystone.js';
 import { FakeKeystone, FakeNova } from '../src/testing/index.js';
+import { revealSecret } from '../src/core/secret.js';
 
 const PASSWORD = 'pw-Secret-0123456789';
 const APPCRED_SECRET = 'ac-Secret-9876543210';
@@ -204,7 +205,7 @@ describe('no secret reaches a log line, an error or util.inspect', () => {
     const { k } = await stack();
     writeFileSync(file, `clouds:\n  c:\n    auth:\n      auth_url: ${k.url}\n      password: ${FILE_SECRET}\n      username: ci-bot\n      project_name: ci\n`);
     const config = loadCloudConfig({ env, cwd: dir, homeDir: dir, systemDirs: [] });
-    expect(config.auth.password).toBe(FILE_SECRET);
+    expect(revealSecret(config.auth.password, 'password')).toBe(FILE_SECRET);
     outputs.push(inspect(config, { depth: Infinity }), JSON.stringify(config), inspect(clientOptionsFromCloud(config, { logger }), { depth: Infinity }));
     const wrong = { OS_AUTH_URL: k.url, OS_USERNAME: 'ci-bot', OS_PASSWORD: WRONG_PASSWORD, OS_PROJECT_NAME: 'ci' };
     expect(await record(NovaClient.fromEnv(wrong, { logger }))).toMatchObject({ name: 'AuthError' });

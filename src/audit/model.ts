@@ -6,7 +6,9 @@
  * - `legacy` (`_instances_cores_ram_count_legacy` → `InstanceList.get_counts` in
  *   `nova/objects/instance.py`): every instance row of every cell that answers (cell0 included) that
  *   is not destroyed and not soft-deleted, summing its flavor's vCPUs and RAM. A DELETED record still
- *   counts until its row is destroyed; a server in BUILD counts once conductor wrote its row in a cell.
+ *   counts until its row is destroyed; a server in BUILD counts once conductor wrote its row in a cell
+ *   (surely once it is past scheduling: `isPastScheduling`, a `task_state` beyond `scheduling` or a
+ *   host; while `scheduling`, anywhere from nothing to its flavor).
  * - `placement` (`[quota] count_usage_from_placement`, `_cores_ram_count_placement`): instances from
  *   the instance mappings not queued for delete (queued when the DELETE is accepted), cores and RAM
  *   from placement allocations: none for a server never scheduled or shelved-offloaded, the old and
@@ -17,6 +19,7 @@
  */
 import { AUDIT_RESOURCES, statusOf, taskStateOf, zeroUsage, type AuditResource, type FlavorSize, type Usage } from './count.js';
 import type { Server } from '../core/types.js';
+import { isPastScheduling } from '../guard/waitForActive.js';
 
 /** How Nova counts usage. */
 export type CountingModel = 'legacy' | 'placement' | 'unified-limits';
@@ -80,6 +83,8 @@ function holdingOfSized(s: Server, size: FlavorSize, model: CountingModel): Hold
   if (softDeleted(s)) return fixed(zeroUsage(), 'soft-deleted: counted by neither model');
   if (model === 'legacy') {
     if (status === 'UNKNOWN') return fixed(zeroUsage(), 'its cell does not answer: legacy counting cannot count it');
+    // Past scheduling (task_state networking/spawning/..., or a host), conductor has written its row in a cell.
+    if (status === 'BUILD' && isPastScheduling(s)) return fixed(of(c, r, 1), 'in BUILD past scheduling: its instance row in a cell counts with its flavor');
     if (status === 'BUILD') return { min: zeroUsage(), max: of(c, r, 1), why: 'in BUILD: counted once its instance row exists in a cell' };
     if (deleting(s)) return fixed(of(c, r, 1), 'being deleted: counted until its row is destroyed');
     if (neverScheduled(s)) return fixed(of(c, r, 1), 'never scheduled: its cell0 row counts with its flavor');
@@ -87,6 +92,8 @@ function holdingOfSized(s: Server, size: FlavorSize, model: CountingModel): Hold
   }
   if (status === 'UNKNOWN') return fixed(of(0, 0, 1), 'its cell does not answer: its mapping counts; its size is unknown');
   if (deleting(s)) return fixed(of(c, r, 0), 'being deleted: its mapping is queued for delete; its allocation stays until the host finishes');
+  // Past scheduling, the scheduler has claimed its allocations.
+  if (status === 'BUILD' && isPastScheduling(s)) return fixed(of(c, r, 1), 'in BUILD past scheduling: its mapping and its allocation count');
   if (status === 'BUILD') return { min: of(0, 0, 1), max: of(c, r, 1), why: 'in BUILD: its mapping counts; cores and RAM once the scheduler claims them' };
   if (neverScheduled(s)) return fixed(of(0, 0, 1), 'never scheduled: its mapping counts; no allocation');
   if (status === 'SHELVED_OFFLOADED') return fixed(of(0, 0, 1), 'shelved-offloaded: its mapping counts; no allocation');

@@ -10,6 +10,7 @@
  */
 import { ValidationError } from '../errors/index.js';
 import { checkHeaderToken } from '../core/validate.js';
+import { revealSecret, type Secret } from '../core/secret.js';
 
 /** The three ways nova-guard authenticates against Keystone v3. */
 export type KeystoneMethod = 'password' | 'application_credential' | 'token';
@@ -30,8 +31,8 @@ export interface KeystoneCredentials {
   userDomainName?: string;
   /** Domain of the user, by id. */
   userDomainId?: string;
-  /** Password (secret). */
-  password?: string;
+  /** Password (secret): a string, or a {@link Secret} (as `loadCloudConfig` gives it). */
+  password?: string | Secret;
   /** Project to scope to, by name (with `projectDomainName` or `projectDomainId`); or give `projectId`. */
   projectName?: string;
   /** Project to scope to, by id. */
@@ -48,17 +49,37 @@ export interface KeystoneCredentials {
   applicationCredentialId?: string;
   /** Application credential name (with `userId`, or `username` + user domain). */
   applicationCredentialName?: string;
-  /** Application credential secret (secret). */
-  applicationCredentialSecret?: string;
-  /** An existing token (secret), for the `token` method. */
-  token?: string;
+  /** Application credential secret (secret): a string or a {@link Secret}. */
+  applicationCredentialSecret?: string | Secret;
+  /** An existing token (secret), for the `token` method: a string or a {@link Secret}. */
+  token?: string | Secret;
+}
+
+/** The secret fields of {@link KeystoneCredentials}. */
+export const SECRET_CREDENTIAL_KEYS = ['password', 'applicationCredentialSecret', 'token'] as const;
+
+/**
+ * {@link KeystoneCredentials} with their secrets as strings: what `KeystoneAuth` keeps, in a private
+ * field, and sends (`revealCredentials`).
+ */
+export type RevealedCredentials = Omit<KeystoneCredentials, (typeof SECRET_CREDENTIAL_KEYS)[number]> & { password?: string; applicationCredentialSecret?: string; token?: string };
+
+/**
+ * `creds` with each secret's value ({@link revealSecret}).
+ * @throws {@link ValidationError} for a secret that is neither a string nor a {@link Secret} (a
+ * `structuredClone` copy of a `Secret` is an empty object: the message says so).
+ */
+export function revealCredentials(creds: KeystoneCredentials): RevealedCredentials {
+  const out: Record<string, unknown> = { ...creds };
+  for (const k of SECRET_CREDENTIAL_KEYS) if (creds[k] !== undefined) out[k] = revealSecret(creds[k], k);
+  return out as RevealedCredentials;
 }
 
 /** Keystone's default domain id, used when a name is given without a domain (osc-lib `--os-default-domain`). */
 export const DEFAULT_DOMAIN_ID = 'default';
 
 /** Which method `creds` use: `creds.method`, or inferred (see {@link KeystoneCredentials.method}). */
-export function methodOf(creds: KeystoneCredentials): KeystoneMethod {
+export function methodOf(creds: RevealedCredentials): KeystoneMethod {
   if (creds.method) return creds.method;
   if (creds.token !== undefined) return 'token';
   if (creds.applicationCredentialSecret !== undefined) return 'application_credential';
@@ -76,7 +97,7 @@ function nonEmpty(name: string, value: unknown): void {
  * @throws {@link ValidationError} for a missing secret, a missing user, a scope given with an
  * application credential, or an unknown method.
  */
-export function validateCredentials(creds: KeystoneCredentials): KeystoneMethod {
+export function validateCredentials(creds: RevealedCredentials): KeystoneMethod {
   for (const [k, v] of Object.entries(creds)) nonEmpty(k, v);
   const method = methodOf(creds);
   const hasUser = creds.userId !== undefined || creds.username !== undefined;
@@ -105,7 +126,7 @@ export function validateCredentials(creds: KeystoneCredentials): KeystoneMethod 
 
 type Domain = { id: string } | { name: string };
 
-function domainOf(id: string | undefined, name: string | undefined, creds: KeystoneCredentials): Domain {
+function domainOf(id: string | undefined, name: string | undefined, creds: RevealedCredentials): Domain {
   if (id !== undefined) return { id };
   if (name !== undefined) return { name };
   if (creds.domainId !== undefined) return { id: creds.domainId };
@@ -113,12 +134,12 @@ function domainOf(id: string | undefined, name: string | undefined, creds: Keyst
   return { id: DEFAULT_DOMAIN_ID };
 }
 
-function userOf(creds: KeystoneCredentials): Record<string, unknown> {
+function userOf(creds: RevealedCredentials): Record<string, unknown> {
   if (creds.userId !== undefined) return { id: creds.userId };
   return { name: creds.username, domain: domainOf(creds.userDomainId, creds.userDomainName, creds) };
 }
 
-function scopeOf(creds: KeystoneCredentials): Record<string, unknown> | undefined {
+function scopeOf(creds: RevealedCredentials): Record<string, unknown> | undefined {
   if (creds.projectId !== undefined) return { project: { id: creds.projectId } };
   if (creds.projectName !== undefined) {
     return { project: { name: creds.projectName, domain: domainOf(creds.projectDomainId, creds.projectDomainName, creds) } };
@@ -131,7 +152,7 @@ function scopeOf(creds: KeystoneCredentials): Record<string, unknown> | undefine
  * never carry a `scope` (Keystone answers 401 "Application credentials cannot request a scope.").
  * The result holds secrets: never log it.
  */
-export function authRequestBody(creds: KeystoneCredentials): { auth: Record<string, unknown> } {
+export function authRequestBody(creds: RevealedCredentials): { auth: Record<string, unknown> } {
   const method = validateCredentials(creds);
   if (method === 'application_credential') {
     const ac: Record<string, unknown> = { secret: creds.applicationCredentialSecret };
@@ -151,12 +172,12 @@ export function authRequestBody(creds: KeystoneCredentials): { auth: Record<stri
 }
 
 /** The secrets among `creds` (password, application credential secret, token). */
-export function credentialSecrets(creds: KeystoneCredentials): string[] {
+export function credentialSecrets(creds: RevealedCredentials): string[] {
   return [creds.password, creds.applicationCredentialSecret, creds.token].filter((s): s is string => typeof s === 'string' && s.length > 0);
 }
 
 /** A description of who authenticates, for log lines and error messages (no secrets). */
-export function describeCredentials(creds: KeystoneCredentials): string {
+export function describeCredentials(creds: RevealedCredentials): string {
   const method = methodOf(creds);
   if (method === 'application_credential') {
     return `application credential ${creds.applicationCredentialId ?? creds.applicationCredentialName ?? '?'}`;

@@ -32,6 +32,8 @@ import {
   describeCredentials,
   validateCredentials,
   type KeystoneCredentials,
+  type RevealedCredentials,
+  revealCredentials,
   type KeystoneMethod,
 } from './authBody.js';
 import { normaliseInterface, selectEndpoint, type EndpointInterface } from './catalog.js';
@@ -116,7 +118,7 @@ export class KeystoneAuth implements AuthProvider {
   /** Token requests sent so far (every attempt counts). */
   tokenRequests = 0;
 
-  readonly #creds: KeystoneCredentials;
+  readonly #creds: RevealedCredentials;
   readonly #endpointOverride: string | undefined;
   readonly #direct: boolean;
   readonly #transport: Transport;
@@ -133,11 +135,13 @@ export class KeystoneAuth implements AuthProvider {
   constructor(options: KeystoneAuthOptions) {
     if (!options || typeof options !== 'object') throw new ValidationError('KeystoneAuth needs an options object');
     checkOptions('KeystoneAuth options', options, KEYSTONE_AUTH_SPEC);
-    const creds: KeystoneCredentials = {};
+    const given: KeystoneCredentials = {};
     for (const key of CREDENTIAL_KEYS) {
       const v = options[key];
-      if (v !== undefined) (creds as Record<string, unknown>)[key] = v;
+      if (v !== undefined) (given as Record<string, unknown>)[key] = v;
     }
+    // Secrets given as Secret (a loaded cloud's) are read here, once: #creds is private.
+    const creds = revealCredentials(given);
     this.method = validateCredentials(creds);
     this.#creds = creds;
     if (options.endpointOverride !== undefined && (typeof options.endpointOverride !== 'string' || !/^https?:\/\/[^/]+/i.test(options.endpointOverride))) {

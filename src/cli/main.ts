@@ -24,8 +24,10 @@
  * 0 success; 1 failure, including configuration errors (no or an unknown cloud, a broken
  * clouds.yaml, an unreadable CA file) and a `-c` naming no column; 2 bad arguments, as argparse
  * (an unknown option, a bad flag value, a string that cannot be a server id); and for
- * `quota audit` 5 an operator must act (a finding that needs one), 3 drift found and 4 inconclusive; 130 when Ctrl-C stops `server create` (it names a created server, kept) or `server delete` (it says
- * which DELETEs Nova had already accepted).
+ * `quota audit` 5 an operator must act (a finding that needs one), 3 drift found and 4 inconclusive; 130, 143 and 129 when SIGINT (Ctrl-C), SIGTERM or SIGHUP stops `server create` (it names a created
+ * server, kept, or the name to look for when its POST never answered), `server delete` or
+ * `server reap` (they name the servers asked to delete and not confirmed gone); a second signal
+ * ends the process at once (`interrupt.ts`, docs/cli-signals.md).
  *
  * @module
  */

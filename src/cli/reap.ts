@@ -11,7 +11,8 @@
  * `-c COLUMN`, `-f value` or `-f yaml` (see `renderReap`). Durations are bare ms or `500ms`, `30s`,
  * `5m`, `2h`; a bare `--older-than` below 1000 is refused (it would reap almost every server).
  * Exit codes: 0 when nothing failed, 1 when a deletion failed (`N of M servers failed to delete.`) or
- * on error, 2 on bad usage.
+ * on error, 2 on bad usage; 130, 143, 129 when SIGINT (Ctrl-C), SIGTERM or SIGHUP stops it: stderr
+ * then names the servers asked to delete and not confirmed gone, at once (`interrupt.ts`).
  *
  * @module
  */
@@ -24,6 +25,7 @@ import { readReaperState, writeReaperState } from '../reaper/state.js';
 import { formatDuration } from '../core/duration.js';
 import { jsonReplacer, renderTable, terminalSafe } from '../core/table.js';
 import { describeFailure, parseDurationFlag, parseIntFlag, parseOlderThan } from './common.js';
+import { signalWords, watchStopSignals } from './interrupt.js';
 import { addFormatOptions, checkFormatFlags, formatList, type Cell, type FormatFlags } from './format.js';
 
 interface ReapFlags extends FormatFlags {
@@ -176,6 +178,15 @@ export function renderReap(result: Pick<ReapResult, 'dryRun' | 'deleted' | 'skip
   return formatReap(result, olderThanMs);
 }
 
+/**
+ * What an interrupted `server reap` says: the servers it asked to delete whose deletion is not
+ * confirmed (their deletion goes on in Nova, or failed), with the command that waits for them.
+ */
+export function reapInterruptedLines(open: readonly string[]): string {
+  if (open.length === 0) return 'No server was left asked to delete and not confirmed gone.';
+  return `Asked to delete and NOT confirmed gone (Nova goes on deleting them): ${open.join(', ')}. Wait for them with\n  nova-guard server delete --wait ${open.join(' ')}`;
+}
+
 /** Register `reap` under the `server` command. */
 export function registerReapCommand(server: Command, getClient: () => Promise<NovaClient>): void {
   addFormatOptions(
@@ -204,7 +215,27 @@ export function registerReapCommand(server: Command, getClient: () => Promise<No
     checkFormatFlags(flags);
     const client = await getClient();
     const progress = progressReporter(Boolean(process.stderr.isTTY) && flags.format === 'table', Boolean(options.dryRun));
-    options.onEvent = progress.onEvent;
+    // SIGINT, SIGTERM, SIGHUP: stop the pass, then say which servers were asked to delete and are
+    // not confirmed gone (their deletion goes on in Nova); a second signal says it and exits at once.
+    const asked = new Set<string>();
+    const track = (e: ReapEvent): void => {
+      if (e.type === 'delete-started') asked.add(e.serverId);
+      else if (e.type === 'deleted' && (e.outcome === 'deleted' || e.outcome === 'already-gone')) asked.delete(e.serverId);
+    };
+    options.onEvent = (e) => {
+      track(e);
+      progress.onEvent(e);
+    };
+    let said: string | undefined;
+    const stop = watchStopSignals({
+      first: (signal) => {
+        progress.stop();
+        said = reapInterruptedLines([...asked]);
+        console.error(terminalSafe(`Interrupted by ${signalWords(signal)}. ${said}`));
+      },
+      again: (signal) => console.error(terminalSafe(`Stopped by ${signalWords(signal)}. ${reapInterruptedLines([...asked])}`)),
+    });
+    options.signal = stop.signal;
     let result: Pick<ReapResult, 'dryRun' | 'deleted' | 'skipped' | 'failed' | 'candidates'>;
     try {
       if (flags.stateFile) {
@@ -219,10 +250,17 @@ export function registerReapCommand(server: Command, getClient: () => Promise<No
     } catch (e) {
       if (e instanceof ValidationError) throw e;
       progress.stop();
+      if (stop.received !== undefined) {
+        const now = reapInterruptedLines([...asked]);
+        if (now !== said) console.error(terminalSafe(`Interrupted. ${now}`));
+        process.exitCode = stop.exitCode;
+        return;
+      }
       console.error(terminalSafe(`nova-guard server reap: ${(e as Error).name}: ${describeFailure(e)}`, true));
       process.exitCode = 1;
       return;
     } finally {
+      stop.dispose();
       progress.stop();
     }
     console.log(renderReap(result, flags, options.olderThanMs));

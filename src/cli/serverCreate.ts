@@ -11,9 +11,12 @@
  * codes as `openstack`'s: 0 created (with `--wait`: ACTIVE); 1 a failure (quota never fits, the wait
  * for quota ran out, the server went to ERROR: deleted by the guard, an unknown flavor or image); 2
  * bad usage before any request (an unknown flag, a missing `--flavor`/`--image`, `--nic none` with
- * `--network`, a `--property` without `=`, an unsupported `--ledger` URL); 130 on Ctrl-C: when Nova
- * had accepted the POST, the server is kept and its id printed on stderr with the command that
- * deletes it, nothing is left running.
+ * `--network`, a `--property` without `=`, an unsupported `--ledger` URL); 130, 143, 129 when
+ * SIGINT (Ctrl-C), SIGTERM or SIGHUP stops it (`interrupt.ts`, docs/cli-signals.md): a server Nova
+ * accepted is kept and its id printed on stderr at once with the command that deletes it; a POST with
+ * no answer yet is said at once (the name to look for, the command, how long the command waits for
+ * the answer); a second signal ends the process, naming the server or the name; nothing is left
+ * running.
  *
  * Networks: `--network ID` (repeatable) is `networks: [{ uuid }]`; `--nic none` / `--nic auto` the
  * microversion 2.37 values (the command asks for 2.37 unless `--os-compute-api-version` says
@@ -26,7 +29,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { AbortError, ValidationError } from '../errors/index.js';
-import { QuotaGuard, type QuotaGuardOptions, type QuotaWaitInfo } from '../guard/index.js';
+import { CLAIM_ID_KEY, CLAIM_TAG_KEY, CreateOutcomeUnknownError, QuotaGuard, type QuotaGuardOptions, type QuotaWaitInfo } from '../guard/index.js';
 import type { NovaClient } from '../nova/client.js';
 import type { CreateServerBody, Server } from '../core/types.js';
 import { cliLogger, ledgerFlag, parseMs } from './common.js';
@@ -36,6 +39,8 @@ import { serverFields } from './serverView.js';
 import { terminalSafe } from '../core/table.js';
 import { redactUrlSecrets } from '../core/redact.js';
 import type { LoggerOption } from '../core/logger.js';
+import { signalWords, watchStopSignals } from './interrupt.js';
+import { deleteCommand, keptLines, mayExistLines, pendingLines, watchCreates } from './createSignals.js';
 
 /** What `server create` asks of the client: microversion 2.37, for `networks: 'none' | 'auto'`. */
 export const CREATE_MICROVERSION = '2.37';
@@ -137,7 +142,7 @@ export function registerServerCreateCommand(server: Command, getClient: ClientGe
   addFormatOptions(
     server
       .command('create')
-      .description('create a server through the quota guard (like `openstack server create`). Exit 0 created, 1 failed, 2 bad usage (nothing sent), 130 Ctrl-C (the id of a created server is printed on stderr)')
+      .description('create a server through the quota guard (like `openstack server create`). Exit 0 created, 1 failed, 2 bad usage (nothing sent), 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP (a created server is named on stderr with the command that deletes it)')
       .argument('<server-name>', 'new server name')
       // Not commander's requiredOption: that check runs before the unknown-option check, so a
       // misspelt `--flavour m1.tiny` was reported as a missing --flavor instead of "did you mean".
@@ -187,45 +192,109 @@ export function registerServerCreateCommand(server: Command, getClient: ClientGe
     if (ledgerSpec !== undefined) options.ledger = ledgerSpec;
     if (maxWaitMs !== undefined) options.maxWaitMs = maxWaitMs;
     const guard = new QuotaGuard(client, options);
-    // Ctrl-C: stop; a server Nova accepted is kept and named, so the caller can delete it.
-    const interrupt = new AbortController();
-    const onSigint = (): void => interrupt.abort(new Error('interrupted (Ctrl-C)'));
-    process.once('SIGINT', onSigint);
-    let created: Server;
+    // SIGINT, SIGTERM, SIGHUP: stop; a server Nova accepted is kept and named, so the caller can
+    // delete it; a POST with no answer yet is said at once, and its name on a second signal.
+    const posts = watchCreates(client);
+    let created: Server | undefined;
+    let named: string | undefined;
+    const claimId = (): string | undefined => guard.liveClaims().find((m) => m.key === CLAIM_ID_KEY)?.values[0];
+    const known = (): string | undefined => created?.id ?? posts.serverId;
+    const stop = watchStopSignals({
+      first: (signal) => {
+        const id = known();
+        if (id !== undefined) {
+          console.error(`Interrupted by ${signalWords(signal)}. ${keptLines(id)}`);
+          named = id;
+          // Once the guard has returned, only printing is left: end now.
+          return created !== undefined;
+        }
+        if (posts.deletingId !== undefined) {
+          console.error(`Interrupted by ${signalWords(signal)}: nova-guard is deleting server ${posts.deletingId} (its build failed); waiting for the deletion to end.`);
+        } else if (posts.postsInFlight > 0) {
+          const now = client.clock.now();
+          const sentAt = posts.lastPostAtMs ?? now;
+          console.error(`Interrupted by ${signalWords(signal)}. ${pendingLines(name, now - sentAt, sentAt + client.requestTimeoutMs - now, claimId())}`);
+        } else {
+          console.error(`Interrupted by ${signalWords(signal)}: stopping.`);
+        }
+      },
+      again: (signal) => {
+        const id = known();
+        if (id !== undefined) console.error(`Stopped by ${signalWords(signal)}. ${keptLines(id)}`);
+        else if (posts.deletingId !== undefined) console.error(`Stopped by ${signalWords(signal)} while deleting server ${posts.deletingId}: confirm it is gone with\n  ${deleteCommand(posts.deletingId)}`);
+        else if (posts.postsInFlight > 0 || guard.unsettledCreates().length > 0) {
+          const tag = guard.unsettledCreates()[0]?.claimTag;
+          const id = claimId();
+          console.error(`Stopped by ${signalWords(signal)}. ${mayExistLines(name, tag !== undefined ? `${CLAIM_TAG_KEY}=${tag}` : id !== undefined ? `${CLAIM_ID_KEY}=${id}` : undefined)}`);
+        } else console.error(`Stopped by ${signalWords(signal)}: no POST /servers is unanswered: no server was left by this command.`);
+      },
+    });
     try {
-      created = await guard.createServer(body, { signal: interrupt.signal, keepOnAbort: true });
+      created = await guard.createServer(body, { signal: stop.signal, keepOnAbort: true });
     } catch (e) {
-      if (e instanceof AbortError && interrupt.signal.aborted) {
-        console.error(
-          e.serverId === undefined
-            ? 'Interrupted before Nova accepted a create: no server was created.'
-            : `Interrupted. Server ${e.serverId} was created and is NOT deleted (it may still be building): delete it with\n  nova-guard server delete --wait ${e.serverId}`,
-        );
-        process.exitCode = 130;
+      if (stop.received !== undefined && (e instanceof AbortError || e instanceof CreateOutcomeUnknownError)) {
+        if (e instanceof CreateOutcomeUnknownError) {
+          console.error(mayExistLines(name, `${CLAIM_TAG_KEY}=${e.claimTag}`));
+        } else if (e.serverId !== undefined) {
+          if (named !== e.serverId) console.error(keptLines(e.serverId));
+        } else {
+          console.error('Interrupted before Nova accepted a create: no server was created.');
+        }
+        process.exitCode = stop.exitCode;
         return;
       }
       throw e;
     } finally {
-      process.removeListener('SIGINT', onSigint);
-      await guard.close();
+      posts.restore();
+      // With a server, the listeners stay until it is printed (a signal then names it); a failing
+      // close() still removes them.
+      await guard.close().then(
+        () => {
+          if (created === undefined) stop.dispose();
+        },
+        (e: unknown) => {
+          stop.dispose();
+          throw e;
+        },
+      );
     }
-    const names = { flavors: new Map([[flavor.id, flavor.name]]), images: image.name ? new Map([[image.id, image.name]]) : undefined };
-    let out: string;
+    if (stop.received !== undefined) {
+      // The signal came as the create finished: the server is kept all the same.
+      if (named !== created.id) console.error(keptLines(created.id));
+      stop.dispose();
+      process.exitCode = stop.exitCode;
+      return;
+    }
     try {
-      // As openstack: the server as Nova shows it now (the POST's answer has only id, links and adminPass).
-      const shown = flags.wait ? created : { ...(await client.getServer(created.id)), ...(created['adminPass'] !== undefined ? { adminPass: created['adminPass'] } : {}) };
-      out = formatOne(serverFields(shown, names), flags);
-    } catch (e) {
-      if (e instanceof ColumnError) {
-        // A `-c` that names no column of the server: the command fails, so the server it created
-        // must not stay behind unseen (a worker script with a typo would leak one per run).
-        console.error(`${e.message}\nDeleting server ${created.id}, created before the columns could be checked.`);
-        await client.deleteServer(created.id, { wait: true });
-      } else {
-        console.error(`Server ${created.id} was created and is NOT deleted: delete it with\n  nova-guard server delete --wait ${created.id}`);
-      }
-      throw e;
+      await showCreated(client, created, { flavor, image, flags });
+    } finally {
+      stop.dispose();
     }
-    console.log(out);
   });
+}
+
+/**
+ * Print the created server as `openstack server create` does: the server as Nova shows it now (the
+ * POST's answer has only id, links and adminPass), or with `--wait` as the wait last saw it.
+ */
+async function showCreated(client: NovaClient, created: Server, c: { flavor: { id: string; name: string }; image: { id: string; name?: string | undefined }; flags: CreateFlags }): Promise<void> {
+  const { flavor, image, flags } = c;
+  const names = { flavors: new Map([[flavor.id, flavor.name]]), images: image.name ? new Map([[image.id, image.name]]) : undefined };
+  let out: string;
+  try {
+    // As openstack: the server as Nova shows it now (the POST's answer has only id, links and adminPass).
+    const shown = flags.wait ? created : { ...(await client.getServer(created.id)), ...(created['adminPass'] !== undefined ? { adminPass: created['adminPass'] } : {}) };
+    out = formatOne(serverFields(shown, names), flags);
+  } catch (e) {
+    if (e instanceof ColumnError) {
+      // A `-c` that names no column of the server: the command fails, so the server it created
+      // must not stay behind unseen (a worker script with a typo would leak one per run).
+      console.error(`${e.message}\nDeleting server ${created.id}, created before the columns could be checked.`);
+      await client.deleteServer(created.id, { wait: true });
+    } else {
+      console.error(`Server ${created.id} was created and is NOT deleted: delete it with\n  nova-guard server delete --wait ${created.id}`);
+    }
+    throw e;
+  }
+  console.log(out);
 }

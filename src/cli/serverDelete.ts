@@ -22,6 +22,10 @@
  * opened is a warning: the deletion goes on, and the waiting creates see the freed quota at their
  * next read of `/limits`. Without `--wait` nothing is confirmed, so nothing is published.
  *
+ * SIGINT (Ctrl-C), SIGTERM and SIGHUP stop the waits (exit 130, 143, 129; `interrupt.ts`): stderr
+ * says at once which servers were asked to delete and are not confirmed gone, which are not known as
+ * asked, and the command that waits for them; a second signal says it again and ends the process.
+ *
  * @module
  */
 import cliProgress from 'cli-progress';
@@ -40,6 +44,7 @@ import { ledgerFlag, parseIntFlag, parseMs } from './common.js';
 import { terminalSafe } from '../core/table.js';
 import { isPathId, notFound, resolveByName, resolveServers } from './resolve.js';
 import { withSlowNotice } from './waitNotice.js';
+import { signalWords, watchStopSignals } from './interrupt.js';
 
 interface DeleteFlags {
   wait?: boolean;
@@ -147,10 +152,23 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
         latest.set(p.serverId, p);
         bar?.update(done, { detail: detail() });
       };
-      // Ctrl-C: stop waiting, then say which DELETEs Nova had already accepted (they go on).
-      const interrupt = new AbortController();
-      const onSigint = (): void => interrupt.abort(new Error('interrupted (Ctrl-C)'));
-      process.once('SIGINT', onSigint);
+      // SIGINT, SIGTERM, SIGHUP: stop waiting, then say which servers were asked to delete and are
+      // not confirmed gone (their deletion goes on in Nova); a second signal says it and exits at once.
+      const gone = new Set<string>();
+      let said: string | undefined;
+      const interrupt = watchStopSignals({
+        first: (signal) => {
+          // Said at once (a runner may follow SIGTERM with SIGKILL), again at the end if it changed.
+          said = interruptedLines(toDelete, accepted, gone);
+          const text = terminalSafe(`Interrupted by ${signalWords(signal)}. ${said}`);
+          if (bars) bars.log(`${text}\n`);
+          else console.error(text);
+        },
+        again: (signal) => {
+          bars?.stop();
+          console.error(terminalSafe(`Stopped by ${signalWords(signal)}. ${interruptedLines(toDelete, accepted, gone)}`));
+        },
+      });
       const held: string[] = [];
       // UUIDs no server has as its id: looked up as names afterwards (openstack's find_resource).
       const byName: string[] = [];
@@ -170,6 +188,7 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
           byName.push(r.serverId);
           return;
         }
+        if (r.outcome === 'deleted' || r.outcome === 'already-gone') gone.add(r.serverId);
         done++;
         bar?.update(done, { detail: detail() });
         const line = `${r.serverId}: ${r.outcome} (${r.polls} polls, ${r.elapsedMs} ms)`;
@@ -202,19 +221,15 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
         }
         if (named.length > 0) await client.deleteServers(named, { ...options, signal: interrupt.signal, concurrency, onSettled });
       } finally {
-        process.removeListener('SIGINT', onSigint);
+        interrupt.dispose();
         bars?.stop();
         await freed?.close();
       }
       for (const line of held) console.log(line);
       if (interrupt.signal.aborted) {
-        const sent = toDelete.filter((id) => accepted.has(id));
-        const unknown = toDelete.filter((id) => !accepted.has(id));
-        console.error(
-          `Interrupted. ${sent.length > 0 ? `DELETE was already sent and accepted for ${sent.length} of ${toDelete.length} servers (Nova goes on deleting them): ${sent.join(', ')}.` : 'No DELETE was confirmed as accepted.'}` +
-            (unknown.length > 0 ? ` Not confirmed (a DELETE may or may not have been sent): ${unknown.join(', ')}.` : ''),
-        );
-        process.exitCode = 130;
+        const now = interruptedLines(toDelete, accepted, gone);
+        if (now !== said) console.error(terminalSafe(`Interrupted. ${now}`));
+        process.exitCode = interrupt.exitCode;
         return;
       }
       if (failed > 0) {
@@ -222,6 +237,29 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
         process.exitCode = 1;
       }
     });
+}
+
+/**
+ * What an interrupted `server delete` says of its servers: those asked to delete (Nova accepted the
+ * DELETE) and not confirmed gone, whose deletion goes on in Nova, with the command that waits for
+ * them; those whose DELETE is not known to have been accepted; those confirmed gone are left out
+ * (their lines are on stdout).
+ */
+export function interruptedLines(toDelete: readonly string[], accepted: ReadonlySet<string>, gone: ReadonlySet<string>): string {
+  const pending = toDelete.filter((id) => accepted.has(id) && !gone.has(id));
+  const unknown = toDelete.filter((id) => !accepted.has(id) && !gone.has(id));
+  const confirmed = toDelete.length - pending.length - unknown.length;
+  const parts: string[] = [];
+  parts.push(
+    pending.length > 0
+      ? `Asked to delete and NOT confirmed gone (${pending.length} of ${toDelete.length}; Nova goes on deleting them): ${pending.join(', ')}.`
+      : 'No server was left asked to delete and not confirmed gone.',
+  );
+  if (unknown.length > 0) parts.push(`Not confirmed as asked (a DELETE may or may not have been sent): ${unknown.join(', ')}.`);
+  if (confirmed > 0) parts.push(`Confirmed gone: ${confirmed}.`);
+  const open = [...pending, ...unknown];
+  if (open.length > 0) parts.push(`Wait for them with\n  nova-guard server delete --wait ${open.join(' ')}`);
+  return parts.join(' ');
 }
 
 /**

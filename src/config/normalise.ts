@@ -17,10 +17,10 @@
  */
 import { MAX_TIMER_MS } from '../core/validate.js';
 import { homedir } from 'node:os';
-import { inspect } from 'node:util';
 import { ConfigError } from '../errors/index.js';
 import { envVarFor } from './env.js';
 import type { CloudAuth, CloudAuthType, CloudConfig, CloudSource } from './types.js';
+import { Secret } from '../core/secret.js';
 
 /** Keys of the `auth:` block nova-guard reads. */
 export const AUTH_KEYS = [
@@ -103,18 +103,6 @@ function str(where: Where, key: string, v: unknown): string | undefined {
   throw where.error(key, `must be a string, got ${Array.isArray(v) ? 'a list' : typeof v}`);
 }
 
-/** Attach `toJSON` and `util.inspect` redaction (non-enumerable) to an auth block. */
-export function redactAuth(auth: CloudAuth): CloudAuth {
-  const redacted = (): Record<string, unknown> =>
-    Object.fromEntries(Object.entries(auth).map(([k, v]) => [k, SECRET_AUTH_KEYS.has(k) && v !== undefined ? '[REDACTED]' : v]));
-  Object.defineProperty(auth, 'toJSON', { value: redacted, enumerable: false });
-  Object.defineProperty(auth, inspect.custom, {
-    value: (depth: number, options: object, insp: typeof inspect) => insp(redacted(), options),
-    enumerable: false,
-  });
-  return auth;
-}
-
 /**
  * Resolve a raw cloud entry.
  * @throws {@link ConfigError} naming the file (or environment variable) and the key: a missing
@@ -154,7 +142,8 @@ export function resolveCloud(name: string, rawEntry: unknown, source: CloudSourc
   const auth: CloudAuth = {};
   for (const k of AUTH_KEYS) {
     const v = str(where, `auth.${k}`, rawAuth[k]);
-    if (v !== undefined) auth[k] = v;
+    // A secret is kept as a Secret: it stays redacted in every copy of the block (`{ ...auth }`).
+    if (v !== undefined) (auth as Record<string, string | Secret>)[k] = SECRET_AUTH_KEYS.has(k) ? new Secret(v) : v;
   }
 
   const typeRaw = str(where, 'auth_type', raw['auth_type'] ?? raw['auth_plugin']);
@@ -193,7 +182,7 @@ export function resolveCloud(name: string, rawEntry: unknown, source: CloudSourc
   return {
     name,
     auth_type: authType,
-    auth: redactAuth(auth),
+    auth,
     region_name: region,
     interface: iface,
     cacert: cacertRaw === undefined ? undefined : expandHome(cacertRaw),

@@ -3,16 +3,24 @@
  *
  * @module
  */
+import type { Secret } from '../core/secret.js';
 
 /** Auth types nova-guard supports (keystoneauth plugin names; `v3password` → `password`, `v3token` → `token`). */
 export type CloudAuthType = 'password' | 'v3applicationcredential' | 'token';
 
-/** The `auth:` block of a cloud (keystoneauth option names). Secrets: `password`, `application_credential_secret`, `token`. */
+/**
+ * The `auth:` block of a cloud (keystoneauth option names). Secrets: `password`,
+ * `application_credential_secret`, `token`: `loadCloudConfig` gives them as {@link Secret}s, which
+ * show `[REDACTED]` in every copy of the block (`{ ...config.auth }`) and give their value only to
+ * `reveal()`; a hand-made block may hold plain strings. A `structuredClone` of the block holds empty
+ * objects instead (private fields are not cloned): a client made from it is refused with a
+ * `ValidationError` that says so.
+ */
 export interface CloudAuth {
   auth_url?: string;
   username?: string;
   user_id?: string;
-  password?: string;
+  password?: string | Secret;
   project_name?: string;
   project_id?: string;
   user_domain_name?: string;
@@ -23,8 +31,8 @@ export interface CloudAuth {
   domain_id?: string;
   application_credential_id?: string;
   application_credential_name?: string;
-  application_credential_secret?: string;
-  token?: string;
+  application_credential_secret?: string | Secret;
+  token?: string | Secret;
 }
 
 /** Where a cloud came from. */
@@ -39,8 +47,8 @@ export interface CloudSource {
 
 /**
  * One cloud, resolved: defaults applied (`auth_type: password`, `interface: public`, `verify: true`),
- * region chosen, legacy names mapped. `util.inspect` and `JSON.stringify` show `[REDACTED]` for the
- * secrets of `auth`.
+ * region chosen, legacy names mapped. The secrets of `auth` are {@link Secret}s: `util.inspect`,
+ * `JSON.stringify`, loggers and copies of the block show `[REDACTED]` for them.
  */
 export interface CloudConfig {
   /** Cloud name (`envvars`, or `OS_CLOUD_NAME`, for the environment cloud). */

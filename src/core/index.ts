@@ -9,3 +9,4 @@ export type { OperationContext } from './telemetry.js';
 export { systemClock, sleep, timeoutSignal } from './clock.js';
 export type { Clock, TimerHandle } from './clock.js';
 export { jitteredMs } from './jitter.js';
+export { Secret, revealSecret } from './secret.js';

@@ -7,7 +7,8 @@
  * @module
  */
 
-const REDACTED = '[REDACTED]';
+/** What a secret is shown as. */
+export const REDACTED = '[REDACTED]';
 
 /** `s` escaped as inside a JSON string, by JavaScript (`ascii` false) or by Python's `json.dumps` (`ascii` true). */
 function jsonEscaped(s: string, ascii: boolean): string {

@@ -29,6 +29,21 @@ describe('audit findings that need an operator', () => {
     expect(a.summary).toContain(`An operator must act: stuck-build (${stuck}).`);
   });
 
+  it('stuck-build holds what Nova counts: a BUILD server past scheduling counts its flavor (cores, RAM, instance), under either counting model', async () => {
+    const nova = await startNova();
+    // m1.small: 2 vCPUs, 2048 MiB. Past scheduling (spawning, on a host): its cell row and its allocation exist.
+    const stuck = nova.addServer({ flavorId: '2', status: 'BUILD', taskState: 'spawning', createdMs: T0 }).id;
+    for (const countingModel of ['legacy', 'placement'] as const) {
+      const a = await auditQuota(clientFor(nova), { now: () => T0 + 2 * HOUR, checkGhosts: false, countingModel });
+      const f = a.findings.find((x) => x.kind === 'stuck-build')!;
+      expect(f.serverIds).toEqual([stuck]);
+      // It used to say 0/0/0 (legacy) or 0/0/1 (placement): the lower end of "anything up to its flavor".
+      expect(f.holds).toEqual({ cores: 2, ramMiB: 2048, instances: 1 });
+      expect(a.servers.find((s) => s.id === stuck)?.holds).toEqual({ cores: 2, ramMiB: 2048, instances: 1 });
+      expect(a.verdict).toBe('consistent');
+    }
+  });
+
   it('stuckBuildAfterMs moves the bound: 2 h keeps a 1 h build in flight; Infinity never calls a build stuck', async () => {
     const nova = await startNova();
     nova.addServer({ flavorId: '2', status: 'BUILD', taskState: 'spawning', createdMs: T0 });

@@ -181,3 +181,30 @@ describe('quota audit: output formats and durations', () => {
     expect(nova.requests).toHaveLength(0);
   });
 });
+
+describe('server reap: signals', () => {
+  for (const [signal, code] of [
+    ['SIGTERM', 143],
+    ['SIGHUP', 129],
+    ['SIGINT', 130],
+  ] as const) {
+    it(`${signal} while deletions are waited for names the servers asked to delete and not confirmed gone (exit ${code})`, async () => {
+      const nova = await startNova({ deleteDelayMs: 60_000 });
+      const { old } = seed(nova);
+      const r = await runPiped(['server', 'reap', '--prefix', 'adt-', '--older-than', '2h', '--pass-interval', '10', '--poll-interval', '50'], envOf(nova), (pid) => {
+        const tick = setInterval(() => {
+          // Both DELETEs sent (Nova accepted them): stop it a little later, while it waits.
+          if (nova.requestsTo('DELETE', /^\/servers\//).length >= 2) {
+            clearInterval(tick);
+            setTimeout(() => process.kill(pid, signal), 300);
+          }
+        }, 20);
+      });
+      expect(r.code).toBe(code);
+      for (const id of old) expect(r.stderr).toContain(id);
+      expect(r.stderr).toMatch(/Asked to delete and NOT confirmed gone \(Nova goes on deleting them\): /);
+      expect(r.stderr).toMatch(new RegExp(`Wait for them with\\n  nova-guard server delete --wait (${old[0]} ${old[1]}|${old[1]} ${old[0]})`));
+      for (const id of old) expect(nova.getServerState(id)).toBeDefined();
+    }, 60_000);
+  }
+});

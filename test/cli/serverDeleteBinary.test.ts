@@ -72,21 +72,29 @@ describe('a slow Nova, failures and Ctrl-C', () => {
     expect(r.firstStderrMs).toBeLessThan(totalMs - 1000);
   });
 
-  it('Ctrl-C during --wait says the DELETE was already sent and accepted (exit 130)', async () => {
-    const nova = await startNova({ deleteDelayMs: 60_000 });
-    const id = nova.addServer({ status: 'ACTIVE' }).id;
-    const r = await runPiped(['server', 'delete', id, '--wait', '--interval-ms', '50'], envOf(nova), (pid) => {
-      const tick = setInterval(() => {
-        // After the DELETE and one look at the server, interrupt.
-        if (nova.requestsTo('DELETE', /^\/servers\//).length > 0 && nova.requestsTo('GET', /^\/servers\//).length > 1) {
-          clearInterval(tick);
-          process.kill(pid, 'SIGINT');
-        }
-      }, 20);
+  for (const [signal, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+    ['SIGHUP', 129],
+  ] as const) {
+    it(`${signal} during --wait names the servers asked to delete and not confirmed gone, and the command that waits for them (exit ${code})`, async () => {
+      const nova = await startNova({ deleteDelayMs: 60_000 });
+      const slow = nova.addServer({ status: 'ACTIVE' }).id;
+      const r = await runPiped(['server', 'delete', slow, '--wait', '--interval-ms', '50'], envOf(nova), (pid) => {
+        const tick = setInterval(() => {
+          // After the DELETE and one look at the server, stop it.
+          if (nova.requestsTo('DELETE', /^\/servers\//).length > 0 && nova.requestsTo('GET', /^\/servers\//).length > 1) {
+            clearInterval(tick);
+            process.kill(pid, signal);
+          }
+        }, 20);
+      });
+      expect(r.code).toBe(code);
+      expect(r.stderr).toContain(`Asked to delete and NOT confirmed gone (1 of 1; Nova goes on deleting them): ${slow}.`);
+      expect(r.stderr).toContain(`Wait for them with\n  nova-guard server delete --wait ${slow}`);
+      expect(nova.getServerState(slow)).toBeDefined();
     });
-    expect(r.code).toBe(130);
-    expect(r.stderr).toContain(`Interrupted. DELETE was already sent and accepted for 1 of 1 servers (Nova goes on deleting them): ${id}.`);
-  });
+  }
 });
 
 

@@ -7,6 +7,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { clientOptionsFromCloud, keystoneOptionsFromCloud, loadCloudConfig, type LoadCloudConfigOptions } from '../../src/config/load.js';
 import { ConfigError } from '../../src/errors/index.js';
 import { KeystoneAuth } from '../../src/auth/keystone.js';
+import { Secret, revealSecret } from '../../src/core/secret.js';
+
+/** An auth block with its secrets revealed (they are Secrets in a loaded config). */
+const revealed = (auth: object): Record<string, unknown> => Object.fromEntries(Object.entries(auth).map(([k, v]) => [k, v instanceof Secret ? v.reveal() : v]));
 
 let root: string;
 let cwd: string;
@@ -75,7 +79,7 @@ describe('clouds.yaml and secure.yaml', () => {
     const clouds = write(join(home, '.config', 'openstack', 'clouds.yaml'), CLOUDS);
     const secure = write(join(home, '.config', 'openstack', 'secure.yaml'), SECURE);
     const c = load({ OS_CLOUD: 'prod' });
-    expect({ ...c, auth: { ...c.auth } }).toEqual({
+    expect({ ...c, auth: revealed(c.auth) }).toEqual({
       name: 'prod',
       auth_type: 'password',
       auth: {
@@ -102,7 +106,7 @@ describe('clouds.yaml and secure.yaml', () => {
     });
     const other = load({ OS_CLOUD: 'other' });
     expect(other.auth_type).toBe('v3applicationcredential');
-    expect(other.auth.application_credential_secret).toBe('ac-s3cret');
+    expect(revealSecret(other.auth.application_credential_secret, 'secret')).toBe('ac-s3cret');
     // The cloud option beats OS_CLOUD.
     expect(load({ OS_CLOUD: 'other' }, { cloud: 'prod' }).name).toBe('prod');
   });
@@ -129,7 +133,7 @@ describe('clouds.yaml and secure.yaml', () => {
     write(join(cwd, 'clouds.yaml'), CLOUDS);
     write(join(cwd, 'secure.yaml'), SECURE);
     const secure = write(join(root, 's', 'sec.yaml'), 'clouds: {prod: {auth: {password: from-env-file}}}');
-    expect(load({ OS_CLOUD: 'prod', OS_CLIENT_SECURE_FILE: secure }).auth.password).toBe('from-env-file');
+    expect(revealSecret(load({ OS_CLOUD: 'prod', OS_CLIENT_SECURE_FILE: secure }).auth.password, 'password')).toBe('from-env-file');
   });
 
   it('uses the only cloud of the file without OS_CLOUD; several clouds need a choice', () => {
@@ -151,7 +155,7 @@ describe('clouds.yaml and secure.yaml', () => {
     write(join(cwd, 'secure.yaml'), SECURE);
     const c = load({ OS_CLOUD: 'other', OS_REGION_NAME: 'RegionTwo', OS_INTERFACE: 'admin', OS_COMPUTE_API_VERSION: '2.79', OS_PASSWORD: 'ignored' });
     expect([c.region_name, c.interface, c.compute_api_version]).toEqual(['RegionTwo', 'admin', '2.79']);
-    expect(c.auth).toEqual({ auth_url: 'https://other.example/identity/v3', application_credential_id: 'ac-id', application_credential_secret: 'ac-s3cret' });
+    expect(revealed(c.auth)).toEqual({ auth_url: 'https://other.example/identity/v3', application_credential_id: 'ac-id', application_credential_secret: 'ac-s3cret' });
     expect(load({ OS_CLOUD: 'other' }).region_name).toBe('RegionOne');
     expect(thrown(() => load({ OS_CLOUD: 'other', OS_REGION_NAME: 'RegionSix' })).message).toBe(`cloud "other" in ${join(cwd, 'clouds.yaml')}: region_name is "RegionSix", which is not one of the cloud's regions (RegionOne, RegionTwo)`);
   });
@@ -163,7 +167,7 @@ describe('clouds.yaml and secure.yaml', () => {
     );
     const c = load();
     expect(c.auth_type).toBe('password');
-    expect({ ...c.auth }).toEqual({ auth_url: 'http://k:5000', username: 'u', password: 'p4ssword', project_name: 'proj' });
+    expect(revealed(c.auth)).toEqual({ auth_url: 'http://k:5000', username: 'u', password: 'p4ssword', project_name: 'proj' });
     expect(c.interface).toBe('internal');
     expect([c.verify, c.insecure]).toEqual([false, true]);
     // verify: false beats cacert when building the client options.
@@ -260,7 +264,7 @@ describe('the environment cloud', () => {
     const c = load(PASSWORD_ENV);
     expect(c.name).toBe('envvars');
     expect(c.source).toEqual({ file: undefined, secureFile: undefined, env: true });
-    expect({ ...c.auth }).toEqual({
+    expect(revealed(c.auth)).toEqual({
       auth_url: 'http://127.0.0.1:5000/v3',
       username: 'ci-bot',
       password: 'env-pass-secret',
@@ -289,7 +293,7 @@ describe('the environment cloud', () => {
       OS_PROJECT_NAME: 'leftover',
     });
     expect(c.auth_type).toBe('v3applicationcredential');
-    expect(keystoneOptionsFromCloud(c)).toEqual({
+    expect(revealed(keystoneOptionsFromCloud(c))).toEqual({
       interface: 'public',
       authUrl: 'http://k:5000',
       method: 'application_credential',
@@ -356,7 +360,7 @@ describe('clientOptionsFromCloud', () => {
     write(join(cwd, 'clouds.yaml'), CLOUDS);
     write(join(cwd, 'secure.yaml'), SECURE);
     const c = load({ OS_CLOUD: 'prod' });
-    expect(c.auth.password).toBe('s3cret-from-secure');
+    expect(revealSecret(c.auth.password, 'password')).toBe('s3cret-from-secure');
     for (const text of [inspect(c, { depth: Infinity }), JSON.stringify(c), inspect(c.auth), String(inspect(clientOptionsFromCloud(c), { depth: Infinity }))]) {
       expect(text).not.toContain('s3cret-from-secure');
     }

@@ -9,6 +9,7 @@ import https from 'node:https';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { clientOptionsFromCloud, keystoneOptionsFromCloud, loadCloudConfig, searchDirs, type LoadCloudConfigOptions } from '../../src/config/load.js';
 import { ConfigError } from '../../src/errors/index.js';
+import { revealSecret } from '../../src/core/secret.js';
 import { NovaClient } from '../../src/nova/index.js';
 import { makeTestCert, type TestCert } from '../tlsCert.js';
 
@@ -69,7 +70,7 @@ describe('clouds.yaml parity with openstacksdk', () => {
 
   it('OS_AUTH_TOKEN is the token (openstacksdk auth_token)', () => {
     const { config } = load({ OS_AUTH_URL: 'http://k', OS_AUTH_TOKEN: 'tok-secret' });
-    expect([config.auth_type, config.auth.token]).toEqual(['token', 'tok-secret']);
+    expect([config.auth_type, revealSecret(config.auth.token, 'token')]).toEqual(['token', 'tok-secret']);
   });
 
   it('region_name: R1,R2 lists the regions (first chosen, with the deprecation warning); regions: values apply to the chosen region', () => {
@@ -86,7 +87,7 @@ describe('clouds.yaml parity with openstacksdk', () => {
     const r1 = load({}).config;
     expect([r1.region_name, r1.interface, r1.compute_api_version, r1.auth.project_name, r1.regions]).toEqual(['R1', 'public', undefined, 'p', ['R1', 'R2']]);
     const r2 = load({}, { regionName: 'R2' });
-    expect([r2.config.region_name, r2.config.interface, r2.config.compute_api_version, r2.config.auth.project_name, r2.config.auth.password]).toEqual(['R2', 'internal', '2.79', 'other', 'pw-secret']);
+    expect([r2.config.region_name, r2.config.interface, r2.config.compute_api_version, r2.config.auth.project_name, revealSecret(r2.config.auth.password, 'password')]).toEqual(['R2', 'internal', '2.79', 'other', 'pw-secret']);
     expect(r2.warnings).toEqual([]);
     clouds(`clouds:\n  c:\n${BASE}    regions:\n      - {name: R1, value: {}}\n`);
     expect(() => load({})).toThrow('regions[0] must have a name and nothing but name and values (found value)');
