@@ -98,4 +98,5 @@ export type { ReaperOptions, ReaperRunOptions, ReapServersOptions, ReapResult, R
 
 // Configuration (clouds.yaml, secure.yaml, OS_* variables).
 export { loadCloudConfig, resolveClientOptions } from './config/index.js';
+export { Secret } from './core/secret.js';
 export type { CloudConfig, LoadCloudConfigOptions } from './config/index.js';

@@ -1,6 +1,7 @@
 /**
- * The main entry (`nova-guard`, src/index.ts) is a small surface with one name per thing: at most 111
- * exported names (values and types; 110 until `InProcessFleet`, the fleet watcher of one process),
+ * The main entry (`nova-guard`, src/index.ts) is a small surface with one name per thing: at most 112
+ * exported names (values and types; 110 until `InProcessFleet`, the fleet watcher of one process; 111 until
+ * `Secret`, the type of the secrets `loadCloudConfig` gives),
  * none of the plumbing under the capabilities, and every name the README, examples/ and bench/ import.
  */
 import { fileURLToPath } from 'node:url';
@@ -26,10 +27,10 @@ function compile(): string[] {
 }
 
 describe('the main entry', () => {
-  it('exports at most 111 names, values and types counted', () => {
+  it('exports at most 112 names, values and types counted', () => {
     const all = exportedNames();
     expect(all.length).toBeGreaterThan(50);
-    expect(all.length).toBeLessThanOrEqual(111);
+    expect(all.length).toBeLessThanOrEqual(112);
   }, 60_000);
 
   it('leaves the plumbing out: delete engine, option checks, headroom arithmetic, ledger keys, telemetry and logging helpers', () => {

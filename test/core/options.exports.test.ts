@@ -133,6 +133,11 @@ const TS_PRIVATE = 'TypeScript-private helper, not public';
 /** Exports and methods that take no options object, each with the reason. */
 const NO_OPTIONS: Record<string, string> = {
   'nova-guard:parseQuotaMessage': 'takes a message string',
+  'nova-guard:Secret': 'takes the secret string',
+  'nova-guard:Secret.of': 'takes a string or a Secret',
+  'nova-guard:Secret.prototype.reveal': 'takes nothing',
+  'nova-guard:Secret.prototype.toString': 'takes nothing',
+  'nova-guard:Secret.prototype.toJSON': 'takes nothing',
   'nova-guard:isAbortError': 'takes an error',
   'nova-guard:formatAudit': "formats an audit's result (data built by auditQuota), not options",
   'nova-guard:readReaperState': 'takes a file name; the state read is checked by checkState',
