@@ -5,7 +5,7 @@
  * schedule, rate limit, poll pace and rules of evidence: exactly a host's own looks) and turns what
  * those waits observe into publication items ({@link Published}).
  *
- * - A wait of its own per server wanted, until Nova's 404 or a proved absence (`until: obs.gone`,
+ * - A wait of its own per server wanted, until Nova's 404 (`until: obs.gone`; an absence from a listing only triggers that GET),
  *   so an ERROR or SOFT_DELETED status is published, never taken as the end), the interest's
  *   deadline, or the interest going (aborted at the next {@link FleetLooks.follow}).
  * - A server whose looks kept failing, or which turned out an orphan, is published as "cannot

@@ -68,7 +68,11 @@ describe('FleetConsumer', () => {
     // Not consuming: a status is no look, a proof still ends the wait.
     consumer.take(pub(4, 3, [{ i: id, s: { status: 'ERROR', 'OS-EXT-STS:task_state': null } }]));
     expect(client.deleteEngine.pendingWaits).toBe(1);
-    consumer.take(pub(5, 3, [{ i: id, g: 'absent' }]));
+    // An 'absent' of a watcher from before absence stopped being proof is no proof.
+    consumer.take(pub(5, 3, [{ i: id, g: 'absent' as never }]));
+    await vi.advanceTimersByTimeAsync(10);
+    expect([client.deleteEngine.pendingWaits, stats.proofs]).toEqual([1, 0]);
+    consumer.take(pub(6, 3, [{ i: id, g: 'not-found' }]));
     expect((await settle(wait)).outcome).toBe('deleted');
     expect(stats.proofs).toBe(1);
     // Nova never deleted it: every own look was a 200.
