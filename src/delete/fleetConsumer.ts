@@ -37,6 +37,7 @@ import type { Logger } from '../core/logger.js';
 import type { Server } from '../core/types.js';
 import { statusOf } from '../core/counting.js';
 import type { FleetEngine, FleetPublication, FleetStats } from './fleet.js';
+import { fleetProofIsGone } from './evidence.js';
 
 /** How long a proof taken is remembered, to reconcile it with later looks, in ms (as long as the fleet keeps proofs). */
 const PROOF_MEMORY_MS = 10 * 60_000;
@@ -180,10 +181,12 @@ export class FleetConsumer {
       if (now - t.at <= PROOF_MEMORY_MS) break;
       this.#taken.delete(id);
     }
-    if (!this.#d.engine.fleetObserved(serverId, { gone: true, evidence: evidence as 'not-found' })) return false;
-    this.#d.stats.proofs++;
+    if (!fleetProofIsGone(evidence)) return false;
+    // Remembered whether or not it ended a wait here: it says what that watcher takes for gone.
     this.#taken.delete(serverId);
     this.#taken.set(serverId, { epoch, at: now });
+    if (!this.#d.engine.fleetObserved(serverId, { gone: true, evidence })) return false;
+    this.#d.stats.proofs++;
     return true;
   }
 
