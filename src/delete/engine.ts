@@ -11,12 +11,13 @@
  *    a slow request never holds a wait past it).
  * 2. One server pending (or `coalesce: false`): each due server gets its own `GET /servers/{id}`.
  * 3. Two or more pending: one `changes-since` listing answers the servers not yet seen `DELETED`;
- *    one brief `GET /servers` tells which of those seen `DELETED` Nova no longer lists; every server
- *    the listings could not answer (absent, not anchored, listing failed: an error or the request time
- *    limit; a slow answer is an answer) gets its own GET. A failed listing is never a failed wait.
- * 4. Each answer goes to the waits of its server: "gone" (decided in `evidence.ts` only: Nova's 404,
- *    checked against a listing when it contradicts what the engine knows, or an absence that proves
- *    it) ends them as `deleted`; `SOFT_DELETED` and `ERROR` with no task end them; anything else
+ *    one brief `GET /servers` tells which of those under way Nova no longer lists (a trigger only: each
+ *    gets its own GET at once, once per server); every server the listings could not answer (absent,
+ *    not anchored, listing failed: an error or the request time limit; a slow answer is an answer)
+ *    gets its own GET. A failed listing is never a failed wait.
+ * 4. Each answer goes to the waits of its server: "gone" (decided in `evidence.ts` only: Nova's 404
+ *    for the server's own request, checked against a listing when it contradicts what the engine
+ *    knows; never an absence from a listing) ends them as `deleted`; `SOFT_DELETED` and `ERROR` with no task end them; anything else
  *    (`DELETED` included) schedules the next look.
  * The guard's ACTIVE wait is a wait here too (its predicate: `WatchSpec.until`): one schedule, one
  * set of listings, one rate limit and pace for every wait of the client (its watcher). With a fleet
@@ -62,7 +63,7 @@ export class DeleteEngine implements DeleteEngineFleet {
   /** The clock of the engine's timers (the client's). */
   readonly clock: Clock;
   /** Counters. */
-  readonly stats: DeleteEngineStats = { ticks: 0, gets: 0, listings: 0, briefListings: 0, listingFailures: 0, fallbackGets: 0 };
+  readonly stats: DeleteEngineStats = { ticks: 0, gets: 0, listings: 0, briefListings: 0, listingFailures: 0, fallbackGets: 0, absenceGets: 0 };
   readonly #coalesce: boolean;
   readonly #watchIntervalMs: number | undefined;
   /** How the requests go out: rate limit, Nova's pause, poll pace, one listing at a time, DELETE window (`outbound.ts`). */
@@ -151,8 +152,6 @@ export class DeleteEngine implements DeleteEngineFleet {
       let entry = this.#entries.get(serverId);
       if (!entry) {
         entry = newEntry(serverId, this.#memory.deleteDate(serverId), this.clock.wallNow(), currentOperation());
-        // Rule 2 (`evidence.ts`): the latest plausible brief listing had it, so a later one without it proves it gone.
-        entry.listed = this.#listings.knownListed.has(serverId);
         this.#entries.set(serverId, entry);
       }
       const now = this.clock.now();
@@ -341,17 +340,17 @@ export class DeleteEngine implements DeleteEngineFleet {
         this.#listings.listed(ok, this.clock.now(), interval);
       },
       onMissing: () => this.#listings.missing(),
-      deliver: (e, obs) => this.#deliver(e as Entry, obs),
+      deliver: (e, obs, sentAt) => {
+        // Its own GET found it alive: the fleet link reconciles that with the proofs it took (`fleetConsumer.ts`).
+        if (sentAt !== undefined && !obs.gone && !showsDeleted(obs)) this.#fleet?.ownLookAlive?.(e.serverId, sentAt);
+        this.#deliver(e as Entry, obs);
+      },
       present: (e) => this.#present(e as Entry),
       listedNow: () => this.#presence.listed(controller.signal),
       orphan: (e) => this.#orphan(e as Entry),
       // The listing that had to check its 404 failed: nothing confirmed, nothing failed; looked at again.
       checkFailed: (e, error) => (this.#checkFailed(e.serverId, error), this.#present(e as Entry)),
       presenceMicroversion: this.#listings.presenceMicroversion,
-      trustAbsence: this.#listings.trustAbsence,
-      knownListed: this.#listings.knownListed,
-      onPlausibleListing: (ids, serverDateMs) => this.#listings.plausibleListing(ids, serverDateMs),
-      staleListing: (serverDateMs) => this.#listings.stale(serverDateMs),
       onPresenceUnsupported: () => this.#listings.presenceUnsupported(),
       fail: (e, error) => this.#fail(e as Entry, error),
       troubled: () => this.outbound.pace.factor > 1 || !this.#listings.usable(this.clock.now()),

@@ -1,7 +1,7 @@
 /**
  * Where "gone" is decided: the watcher's rules of evidence, in one place. Every end of a wait as
  * `deleted` (and every confirmation in the client's ledger of unconfirmed deletions) comes from one
- * of the two judgements below; nothing else in the watcher takes a server for gone.
+ * of the judgements below; nothing else in the watcher takes a server for gone.
  *
  * 1. **Nova's 404 for the server's own request** ({@link judgeNotFound}): `GET /servers/{id}` (or its
  *    DELETE) answered Nova's `itemNotFound` naming this very server (`lookById` in `observe.ts`; a
@@ -9,21 +9,24 @@
  *    against a brief listing first when it contradicts what the watcher knows ({@link needsCheck}):
  *    a listing that still shows the server means an orphaned mapping (not gone, the server stays
  *    unconfirmed), and a check that fails (the listing failed) proves nothing: looked at again.
- * 2. **Absence from a brief listing that had it** ({@link absenceIsGone}): `GET /servers` lists a
- *    server until Nova destroys it (its `DELETED` window included; at microversion 2.69 or later the
- *    servers of an unreachable cell too). A server such a listing showed before and no longer shows is
- *    gone (the earlier listing may be one the engine sent before the wait began: its latest plausible
- *    brief listing; deletion is monotonic), provided the listing succeeded in full (every page, within its time limit: a truncated,
- *    failed or hung listing is a failed listing and answers nothing), is plausibly this project's
- *    ({@link plausiblyOurs}), is not dated (`Date`) more than a second before a brief listing already
- *    taken (a cache's stored copy may predate the server; `ListingPolicy.stale`), and Nova accepted
- *    the 2.69 microversion.
+ * 2. **The fleet** ({@link fleetProofIsGone}): a proof published by the project's elected watcher on
+ *    another host counts when it names rule 1's evidence (`'not-found'`), and only while the host
+ *    has no reason to doubt that watcher (`fleetConsumer.ts`: a server its own look found alive
+ *    after the watcher's proof of it makes the host drop that watcher's proofs).
  *
- * Never evidence of "gone": an absence from a `changes-since` listing (only "not seen": the server
- * gets its own GET), status `DELETED` (Nova frees the cores at the 404), a failed look of any kind,
- * an absence from a listing that never showed the server, a listing that shows none of the pending
- * or known servers. Source: Nova API reference ("Show Server Details", "List Servers", "List
- * Servers Detailed"), osc-lib `wait_for_delete` (the 404 is the proof).
+ * **Absence is never proof.** A server missing from a brief listing (`GET /servers`) is only a
+ * trigger ({@link absenceTriggers}): it gets its own GET at once (once per server, beyond its
+ * normal cadence), and only that GET's 404 ends its waits. A listing is a page of whatever answered
+ * the request: a proxy, a cache or a page size set in front of Nova can drop some servers and keep
+ * others, cut a listing to its first page without a next link, or replay an old copy, and none of
+ * that can be told from inside the answer. So no listing, however plausible, ends a wait, is
+ * published as a proof to the fleet, or confirms a deletion in the ledger.
+ *
+ * Never evidence of "gone" either: an absence from a `changes-since` listing (only "not seen": the
+ * server gets its own GET), status `DELETED` (Nova frees the cores at the 404), a failed look of any
+ * kind. Source: Nova API reference ("Show Server Details", "List Servers", "List Servers Detailed"),
+ * osc-lib `wait_for_delete` (the 404 is the proof). The rules, and their cost, in the project's
+ * `docs/deletion-evidence.md`.
  *
  * @module
  */
@@ -40,7 +43,8 @@ export const live = (e: TickEntry): boolean => e.watches.length > 0 && !e.contro
  * the watcher knows: the latest listing showed the server, or (one wait at a time, no listing at all)
  * nothing ever showed it reachable (no body, no accepted DELETE), as for an orphaned mapping whose
  * DELETE answered 404 too. A normal delete (an accepted DELETE, then the 404; a listing that dropped
- * the server; a server no listing showed while shared listings run) sends nothing more.
+ * the server, whose absence triggered the GET; a server no listing showed while shared listings run)
+ * sends nothing more.
  */
 export function needsCheck(e: TickEntry, fleet: boolean): boolean {
   return e.lastListed || (!fleet && e.anchorNovaMs === undefined && !Number.isFinite(e.statusAt));
@@ -67,38 +71,24 @@ export async function judgeNotFound(e: TickEntry, fleet: boolean, listedNow: () 
 }
 
 /**
- * True when a brief listing is plausibly this project's complete listing: it shows a server known
- * to exist, i.e. one of the servers the watcher waits for, or one an earlier plausible listing showed
- * (a server of the project nobody deletes: Nova lists a server until it destroys it). The brief
- * listing carries ids only, no `tenant_id`, so this is its check: a listing of another project (a
- * misrouted cache or proxy), an empty one, or one that drops every server listed a moment ago shows
- * none of them, and then no absence from it is trusted: each server gets its own GET instead (Nova's
- * 404 for it is the proof). An honest listing that drops them all at once (the project's last servers
- * gone together) then costs one GET each, never a wrong "deleted".
+ * An absence from a successful brief listing triggers its own GET now (beyond its cadence) when
+ * none was triggered for it yet (`absenceLooked`), and Nova is not in trouble (`troubled`: then it
+ * waits for its due look, so a failing Nova gets no more requests than without the listing). Its
+ * 404 is the proof (rule 1); the absence itself proves nothing. One such GET per server and
+ * deletion: a listing that keeps dropping a live server costs nothing more after the first.
  */
-export function plausiblyOurs(ids: ReadonlySet<string>, entries: readonly TickEntry[], known: ReadonlySet<string>): boolean {
-  if (entries.some((e) => live(e) && ids.has(e.serverId))) return true;
-  for (const id of known) if (ids.has(id)) return true;
-  return false;
+export function absenceTriggers(e: TickEntry, troubled: boolean): boolean {
+  return !e.absenceLooked && !troubled;
 }
 
 /**
- * Rule 2: `e` is gone by its absence from a successful brief listing `ids` (every page of it) that
- * is `plausible` ({@link plausiblyOurs}), when an earlier listing had it and Nova listed at 2.69 or
- * later (`trustAbsence`).
- */
-export function absenceIsGone(e: TickEntry, ids: ReadonlySet<string>, plausible: boolean, trustAbsence: boolean): boolean {
-  return !ids.has(e.serverId) && e.listed && plausible && trustAbsence;
-}
-
-/**
- * Rule 3, the fleet: a proof of deletion published by the project's elected watcher on another host
- * (`fleet.ts`) counts only when it names the evidence that watcher's engine judged by rule 1 or 2
- * above (`'not-found'` or `'absent'`): the same evidence, never weaker. Deletion is monotonic (a
- * destroyed server's id never comes back), so a proof stays true however late it arrives and
- * whichever epoch of the watcher published it. Anything else a publication says (a status, a
- * task_state) is a look like any other, never "gone".
+ * Rule 2, the fleet: a proof of deletion published by the project's elected watcher on another host
+ * (`fleet.ts`) counts only when it names the evidence of rule 1 (`'not-found'`): the same evidence
+ * as the host's own, never weaker. Deletion is monotonic (a destroyed server's id never comes back),
+ * so a proof stays true however late it arrives and whichever epoch of the watcher published it,
+ * unless the host has dropped that watcher's proofs (`fleetConsumer.ts`). `'absent'` (published by watchers before absence stopped being proof) and anything else a
+ * publication says (a status, a task_state) is never "gone".
  */
 export function fleetProofIsGone(evidence: unknown): evidence is GoneEvidence {
-  return evidence === 'not-found' || evidence === 'absent';
+  return evidence === 'not-found';
 }

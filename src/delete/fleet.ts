@@ -6,8 +6,10 @@
  * While the link is `consuming` (its publications arrive in sequence and in time), the engine's
  * waits (delete waits and the guard's ACTIVE waits; never the fleet watcher's own waits) send no
  * looks of their own: their servers are registered as the fleet's interest and their answers come
- * from the publications (a published status is the status of a Nova answer the watcher got). A proof of deletion from the fleet is judged by rule 3 of `evidence.ts` (the same
- * evidence as the engine's own: Nova's 404 or a proved absence, never weaker). A published status
+ * from the publications (a published status is the status of a Nova answer the watcher got). A proof
+ * of deletion from the fleet is judged by rule 2 of `evidence.ts` (the same evidence as the engine's
+ * own: Nova's 404, never weaker; an absence from a listing is no proof), and dropped with every
+ * other proof of its watcher when Nova contradicts it (`fleetConsumer.ts`). A published status
  * never ends a delete wait (ERROR or SOFT_DELETED with no task): the watcher's look may have been
  * sent before this host's DELETE was accepted (a server in ERROR before its delete), so the waits on
  * that server look by themselves and their own look decides. When the link stops consuming (a gap,
@@ -26,6 +28,11 @@ export interface FleetLink {
   readonly consuming: boolean;
   /** The delete waits of the engine changed (a wait started or ended): register what `DeleteEngine.interest()` now says. */
   interestChanged(): void;
+  /**
+   * The engine's own `GET /servers/{id}`, sent at clock time `sentAt` (ms), found `serverId` alive (a
+   * status other than `DELETED`): the link reconciles it with the proofs it took (`fleetConsumer.ts`).
+   */
+  ownLookAlive?(serverId: string, sentAt: number): void;
 }
 
 /** One server the engine's delete waits wait on (durations in ms). */
@@ -138,10 +145,15 @@ export interface FleetStats {
   gaps: number;
   /** Times this host fell back to its own looks (a gap, no publication in time, the store failing). */
   fallbacks: number;
+  /**
+   * Times this host dropped a watcher's proofs (that epoch's and older): a server one of them proved
+   * gone was found alive after it, by this host's own GET or a later publication (`fleetConsumer.ts`).
+   */
+  distrusted: number;
 }
 
 /** A new set of {@link FleetStats}, all zero. */
-export const newFleetStats = (): FleetStats => ({ elections: 0, published: 0, consumed: 0, proofs: 0, staleEpoch: 0, gaps: 0, fallbacks: 0 });
+export const newFleetStats = (): FleetStats => ({ elections: 0, published: 0, consumed: 0, proofs: 0, staleEpoch: 0, gaps: 0, fallbacks: 0, distrusted: 0 });
 
 /** What a fleet watcher (its looking side and its consuming side) needs of a delete engine (`DeleteEngine` is one). */
 export interface FleetEngine extends DeleteEngineFleet {

@@ -5,9 +5,12 @@
  * schedule, rate limit, poll pace and rules of evidence: exactly a host's own looks) and turns what
  * those waits observe into publication items ({@link Published}).
  *
- * - A wait of its own per server wanted, until Nova's 404 or a proved absence (`until: obs.gone`,
+ * - A wait of its own per server wanted, until Nova's 404 (`until: obs.gone`; an absence from a listing only triggers that GET),
  *   so an ERROR or SOFT_DELETED status is published, never taken as the end), the interest's
  *   deadline, or the interest going (aborted at the next {@link FleetLooks.follow}).
+ * - A server proved gone (its proof published) is not watched again while the fleet's interest in it
+ *   lasts: a host that still registers it has the proof in the publications, or from the proofs the
+ *   carrier keeps, so the one GET that proved it serves the whole fleet.
  * - A server whose looks kept failing, or which turned out an orphan, is published as "cannot
  *   answer" (`x`): the hosts waiting on it look by themselves; it is not watched again while the
  *   fleet's interest in it lasts.
@@ -73,6 +76,8 @@ export class FleetLooks {
   readonly #watches = new Map<string, FleetWait>();
   /** Servers this host cannot answer for (published so): not watched again while the interest lasts. */
   readonly #givenUp = new Set<string>();
+  /** Servers whose proof of deletion this host published: not watched again while the interest lasts. */
+  readonly #proved = new Set<string>();
 
   /**
    * @param engine - The watching host's engine.
@@ -111,7 +116,8 @@ export class FleetLooks {
       }
     }
     for (const id of this.#givenUp) if (!wanted.has(id)) this.#givenUp.delete(id);
-    for (const [id, w] of wanted) if (id !== '' && !this.#watches.has(id) && !this.#givenUp.has(id) && w.remainingMs > 0) this.#watchFor(id, w);
+    for (const id of this.#proved) if (!wanted.has(id)) this.#proved.delete(id);
+    for (const [id, w] of wanted) if (id !== '' && !this.#watches.has(id) && !this.#givenUp.has(id) && !this.#proved.has(id) && w.remainingMs > 0) this.#watchFor(id, w);
   }
 
   /** Stop every fleet wait (this host no longer watches, or closes). */
@@ -119,6 +125,7 @@ export class FleetLooks {
     for (const w of this.#watches.values()) w.controller.abort(new Error(reason));
     this.#watches.clear();
     this.#givenUp.clear();
+    this.#proved.clear();
   }
 
   #watchFor(serverId: string, w: WantedServer): void {
@@ -151,7 +158,10 @@ export class FleetLooks {
 
   #observed(serverId: string, obs: Observation, whole: boolean): void {
     if (obs.gone) {
-      if (obs.evidence !== undefined) this.publish({ i: serverId, g: obs.evidence });
+      if (obs.evidence !== undefined) {
+        this.#proved.add(serverId);
+        this.publish({ i: serverId, g: obs.evidence });
+      }
       return;
     }
     if (whole) {

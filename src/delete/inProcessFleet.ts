@@ -57,8 +57,8 @@ export class InProcessFleet {
   #pending: Published[] = [];
   #flushQueued = false;
   #syncQueued = false;
-  /** Proofs published lately, by server id: the evidence and the watcher's clock time. */
-  readonly #proofs = new Map<string, { evidence: GoneEvidence; at: number }>();
+  /** Proofs published lately, by server id: the evidence, the epoch that published it and the watcher's clock time. */
+  readonly #proofs = new Map<string, { evidence: GoneEvidence; epoch: number; at: number }>();
 
   /** The member that watches now, if any. */
   get watcher(): InProcessFleetMember | undefined {
@@ -164,10 +164,7 @@ export class InProcessFleet {
       if (m === watcher) continue;
       for (const i of m.engine.interest()) {
         const kept = this.#proofs.get(i.serverId);
-        if (kept && m.engine.fleetObserved(i.serverId, { gone: true, evidence: kept.evidence })) {
-          m.stats.proofs++;
-          continue;
-        }
+        if (kept && m.consumer.proof(i.serverId, kept.evidence, kept.epoch)) continue;
         wantServer(wanted, i.serverId, i);
       }
     }
@@ -193,7 +190,7 @@ export class InProcessFleet {
     const items = this.#pending;
     this.#pending = [];
     const now = watcher.engine.clock.now();
-    for (const it of items) if ('g' in it) this.#proofs.set(it.i, { evidence: it.g, at: now });
+    for (const it of items) if ('g' in it) this.#proofs.set(it.i, { evidence: it.g, epoch: this.#epoch, at: now });
     const offset = watcher.engine.novaOffsetMs;
     const pub = { epoch: this.#epoch, seq: ++this.#seq, novaDateMs: offset === undefined ? undefined : watcher.engine.clock.wallNow() + offset, items };
     watcher.stats.published++;
@@ -225,7 +222,8 @@ export declare namespace InProcessFleet {
    * A member's counters since it joined (counts): `elections` (times it became the watcher),
    * `published` (publications it handed out as the watcher), `consumed` (publications it used),
    * `proofs` (proofs of deletion that ended its waits), `staleEpoch`, `gaps`, `fallbacks` (times it
-   * fell back to its own looks). The same shape as `FleetStats` of `nova-guard/redis`.
+   * fell back to its own looks), `distrusted` (times it dropped a watcher's proofs Nova contradicted).
+   * The same shape as `FleetStats` of `nova-guard/redis`.
    */
   type Stats = FleetStats;
 }
@@ -268,6 +266,10 @@ class Member implements FleetLink, InProcessFleetMember {
 
   interestChanged(): void {
     if (!this.#left) this.fleet.changed(this);
+  }
+
+  ownLookAlive(serverId: string, sentAt: number): void {
+    if (!this.#left) this.consumer.ownLookAlive(serverId, sentAt);
   }
 
   leave(): void {

@@ -13,9 +13,9 @@ import { CHANGES_SINCE_MARGIN_MS, listChangedSince, listIds, lookById, type Obse
 import type { DeleteEngineStats, ServerApi, TickEntry } from './types.js';
 
 export type { TickEntry } from './types.js';
-import { absenceIsGone, judgeNotFound, live, plausiblyOurs } from './evidence.js';
+import { absenceTriggers, judgeNotFound, live } from './evidence.js';
 
-export { needsCheck, plausiblyOurs } from './evidence.js';
+export { needsCheck } from './evidence.js';
 
 /** Everything one tick needs (durations in ms). */
 export interface TickContext {
@@ -48,20 +48,17 @@ export interface TickContext {
   onListing: (ok: boolean, serverDateMs?: number | undefined) => void;
   /** A server whose DELETE date was known was missing from a `changes-since` listing. */
   onMissing: () => void;
-  deliver: (entry: TickEntry, obs: Observation) => void;
+  /**
+   * An answer for `entry`'s server; `sentAt` (clock time) when it is the body of its own GET, sent
+   * then (what a fleet consumer reconciles the watcher's proofs with: `fleetConsumer.ts`).
+   */
+  deliver: (entry: TickEntry, obs: Observation, sentAt?: number) => void;
   /**
    * The microversion of the brief listing (at least 2.69: servers of an unreachable cell are listed,
-   * not left out), or undefined for the client's own; and whether a server missing from a listing
-   * that had it is gone (only then). A 406 to the higher microversion turns both off.
+   * not left out, so they trigger no GET and a 404's check sees them), or undefined for the client's
+   * own. A 406 to the higher microversion turns it off.
    */
   presenceMicroversion: string | undefined;
-  trustAbsence: boolean;
-  /** The ids of the latest brief listing that was plausibly this project's (see {@link plausiblyOurs}). */
-  knownListed: ReadonlySet<string>;
-  /** A brief listing (with its `Date`) was plausibly this project's: its ids are the known ones from now on. */
-  onPlausibleListing: (ids: ReadonlySet<string>, serverDateMs: number | undefined) => void;
-  /** A brief listing with this `Date` is older than one already taken (a cache's stale answer): its absences prove nothing. */
-  staleListing: (serverDateMs: number | undefined) => boolean;
   onPresenceUnsupported: () => void;
   /** A listing still has the server: a look that shows it there (its status as last seen). */
   present: (entry: TickEntry) => void;
@@ -145,13 +142,15 @@ async function lookAt(ctx: TickContext, e: TickEntry): Promise<unknown> {
   if (!live(e)) return undefined;
   const signal = e.controller.signal;
   try {
+    let sentAt = Number.NaN;
     const obs = await ctx.send(() => {
       ctx.stats.gets++;
+      sentAt = ctx.api.clock.now();
       return inOperation(e.operation, () => lookById(ctx.api, e.serverId, signal, ctx.requestTimeoutMs(e)));
     }, signal);
     if (!live(e)) return undefined;
     if (obs.gone) await deliverGone(ctx, e);
-    else ctx.deliver(e, obs);
+    else ctx.deliver(e, obs, sentAt);
     return undefined;
   } catch (error) {
     if (live(e) && !(error instanceof AbortError)) ctx.fail(e, error);
@@ -200,54 +199,40 @@ async function statusListing(ctx: TickContext, wanted: TickEntry[]): Promise<Tic
 }
 
 /**
- * The brief listing for the servers under way. A server it no longer has, that an earlier listing
- * had, is gone (Nova lists a server until it destroys it, its `DELETED` window included, and from
- * microversion 2.69 lists the servers of an unreachable cell too), provided the listing is plausibly
- * this project's ({@link plausiblyOurs}: it still shows one of the pending servers). A server it
- * never had (another project's, seen through an admin token), any server when the listing shows none
- * of the pending ones (empty, another project's, or all dropped at once), and any server when Nova
- * cannot list at 2.69, is looked at by its own GET for the 404. When the listing fails, the due ones
- * are looked at.
+ * The brief listing for the servers under way: a server it shows is present (a look at it, its
+ * status as last seen). A server it does not show is NOT taken for gone, whatever the listing
+ * (rules of evidence, `evidence.ts`): a proxy, a cache or a page size in front of Nova can drop some
+ * servers and keep others. Its absence triggers its own GET now, once per server
+ * ({@link absenceTriggers}; not while Nova is in trouble), whose 404 is the proof; after that it gets
+ * its GETs when due. When the listing fails, the due ones are looked at.
  */
-async function presenceListing(ctx: TickContext, underway: TickEntry[]): Promise<{ gone: TickEntry[]; look: TickEntry[] }> {
-  if (underway.length <= 1) return { gone: [], look: underway.filter((e) => e.seenDeleted || ctx.due.has(e)) };
+async function presenceListing(ctx: TickContext, underway: TickEntry[]): Promise<TickEntry[]> {
+  if (underway.length <= 1) return underway.filter((e) => e.seenDeleted || ctx.due.has(e));
   try {
-    const { ids, serverDateMs } = await ctx.sendListing(() => {
+    const { ids } = await ctx.sendListing(() => {
       ctx.stats.briefListings++;
       return bounded(ctx, (signal, limitMs) => listIds(ctx.api, signal, limitMs, ctx.presenceMicroversion));
     }, ctx.signal);
     ctx.onListing(true);
-    const stale = ctx.staleListing(serverDateMs);
-    const plausible = !stale && plausiblyOurs(ids, ctx.entries, ctx.knownListed);
-    if (plausible) ctx.onPlausibleListing(ids, serverDateMs);
-    if (stale && underway.some((e) => e.listed)) {
-      ctx.api.logger.warn(
-        { listed: ids.size, serverDate: new Date(serverDateMs!).toISOString() },
-        'a listing (GET /servers) is dated before one already taken (a cached or replayed answer?): its absences are not trusted, each is confirmed by its own GET',
-      );
-    } else if (!plausible && underway.some((e) => e.listed)) {
-      ctx.api.logger.warn(
-        { listed: ids.size, pending: ctx.entries.length },
-        'a listing (GET /servers) shows none of the servers being deleted: its absences are not trusted, each is confirmed by its own GET',
-      );
-    }
-    const gone: TickEntry[] = [];
+    const troubled = ctx.troubled();
     const look: TickEntry[] = [];
     for (const e of underway) {
       e.lastListed = ids.has(e.serverId);
-      if (absenceIsGone(e, ids, plausible, ctx.trustAbsence)) gone.push(e);
-      else if (ids.has(e.serverId)) {
-        e.listed = true;
-        ctx.present(e);
-      } else look.push(e);
+      if (e.lastListed) ctx.present(e);
+      else if (ctx.due.has(e)) look.push(e);
+      else if (absenceTriggers(e, troubled)) {
+        e.absenceLooked = true;
+        ctx.stats.absenceGets++;
+        look.push(e);
+      }
     }
-    return { gone, look };
+    return look;
   } catch (error) {
-    if (error instanceof AbortError && ctx.signal.aborted) return { gone: [], look: [] };
+    if (error instanceof AbortError && ctx.signal.aborted) return [];
     ctx.stats.listingFailures++;
     if (error instanceof NovaApiError && error.status === 406 && ctx.presenceMicroversion !== undefined) ctx.onPresenceUnsupported();
     else ctx.onListing(false);
-    return { gone: [], look: underway.filter((e) => ctx.due.has(e)) };
+    return underway.filter((e) => ctx.due.has(e));
   }
 }
 
@@ -266,10 +251,7 @@ export async function runTick(ctx: TickContext): Promise<void> {
     // servers the status listing could not answer get their GETs meanwhile, not after a slow listing.
     const answered = new Set(single);
     const underway = ctx.entries.filter((e) => live(e) && e.underway && !answered.has(e));
-    const presence = presenceListing(ctx, underway.some((e) => ctx.due.has(e) || e.seenDeleted) ? underway : []).then(async ({ gone, look }) => {
-      for (const e of gone) if (live(e)) ctx.deliver(e, { gone: true, evidence: 'absent' });
-      await lookEach(ctx, look);
-    });
+    const presence = presenceListing(ctx, underway.some((e) => ctx.due.has(e) || e.seenDeleted) ? underway : []).then((look) => lookEach(ctx, look));
     await Promise.all([lookEach(ctx, single), presence]);
   } catch (error) {
     // Not expected (each step catches its own); a tick must never reject.

@@ -62,13 +62,14 @@ export interface ServerApi {
 
 /**
  * What proved a server gone (see `evidence.ts`): `'not-found'`, Nova's 404 for its own request
- * (rule 1), or `'absent'`, its absence from a brief listing that had it (rule 2).
+ * (rule 1). An absence from a listing is never proof (watchers before this rule published
+ * `'absent'`: a fleet no longer takes it, see `fleetProofIsGone`).
  */
-export type GoneEvidence = 'not-found' | 'absent';
+export type GoneEvidence = 'not-found';
 
 /**
- * One look at a server: gone (Nova's 404 for it, or no longer in a listing that had it, with the
- * evidence when the engine's rules judged it), or its current body.
+ * One look at a server: gone (Nova's 404 for it, with the evidence when the engine's rules judged
+ * it), or its current body.
  */
 export type Observation = { gone: true; server?: undefined; evidence?: GoneEvidence | undefined } | { gone: false; server: Server };
 
@@ -247,6 +248,11 @@ export interface DeleteEngineStats {
   listingFailures: number;
   /** Servers a `changes-since` listing did not show, looked at by their own GET. */
   fallbackGets: number;
+  /**
+   * Servers a brief listing did not show, looked at by their own GET at once (beyond their cadence)
+   * to confirm the absence by Nova's 404: at most one per server waited on (`evidence.ts`).
+   */
+  absenceGets: number;
 }
 
 
@@ -314,8 +320,11 @@ export interface TickEntry {
   underway: boolean;
   /** Clock time of its last status (a body from a GET or a `changes-since` listing). */
   statusAt: number;
-  /** A successful brief listing has shown it: from then on, a successful listing without it means it is gone. */
-  listed: boolean;
+  /**
+   * Its absence from a brief listing has triggered a GET of its own already (`absenceTriggers` in
+   * `evidence.ts`): a later absence waits for its due look (one extra GET per deletion at most).
+   */
+  absenceLooked: boolean;
   /**
    * The latest successful listing showed it present (a brief listing, or `changes-since` with a status
    * other than `DELETED`): a 404 of its own GET is then checked against a listing before it counts.

@@ -66,7 +66,7 @@ export function newEntry(serverId: string, anchorNovaMs: number | undefined, cre
     seenDeleted: false,
     underway: false,
     statusAt: Number.NEGATIVE_INFINITY,
-    listed: false,
+    absenceLooked: false,
     lastListed: false,
     controller: new AbortController(),
     operation,

@@ -62,6 +62,16 @@ export class FleetFeed {
     this.#consumer.fallBack(reason);
   }
 
+  /** A proof kept by the store for a server registered late: see `FleetConsumer.proof`. */
+  proof(serverId: string, evidence: unknown, epoch: number): boolean {
+    return this.#consumer.proof(serverId, evidence, epoch);
+  }
+
+  /** This host's own GET found `serverId` alive: see `FleetConsumer.ownLookAlive`. */
+  ownLookAlive(serverId: string, sentAt: number): void {
+    this.#consumer.ownLookAlive(serverId, sentAt);
+  }
+
   /**
    * One read round (see the module).
    * @throws what Redis throws (`RedisLedgerError`); the caller's next round tries again.

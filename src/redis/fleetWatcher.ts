@@ -137,6 +137,11 @@ export class FleetWatcher implements FleetLink {
     queueMicrotask(() => void this.#syncInterest());
   }
 
+  /** See {@link FleetLink.ownLookAlive}: reconciled with the proofs this host took (`FleetConsumer.ownLookAlive`). */
+  ownLookAlive(serverId: string, sentAt: number): void {
+    if (!this.#closed) this.#feed.ownLookAlive(serverId, sentAt);
+  }
+
   #run(name: FleetCommand, args: ReadonlyArray<string | number>): Promise<unknown> {
     return this.#d.conn.command(name, (c) => (c as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[name]!.apply(c, [...this.#keys, ...args]));
   }
@@ -310,8 +315,9 @@ export class FleetWatcher implements FleetLink {
         this.#registered = next;
         const kept = flat as string[];
         for (let i = 0; i + 1 < kept.length; i += 2) {
-          const evidence = kept[i + 1]!.split(',')[1];
-          if ((evidence === 'not-found' || evidence === 'absent') && this.#d.engine.fleetObserved(kept[i]!, { gone: true, evidence })) this.stats.proofs++;
+          // `<epoch>,<evidence>`: judged as a publication's proof (its evidence by the engine, its epoch by the consumer).
+          const [epoch, evidence] = kept[i + 1]!.split(',');
+          this.#feed.proof(kept[i]!, evidence, Number(epoch));
         }
       },
       (error: unknown) => {

@@ -159,14 +159,17 @@ describe('many pending waits: shared listings', () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
-  it('a server a listing had and no longer has is gone, with no GET of its own; one it never had is confirmed by its 404', async () => {
+  it('a server a listing had and no longer has is not gone by its absence: its absence triggers one GET, and the 404 ends its wait', async () => {
     const { nova, client } = setup();
     nova.add('bystander', {}); // another server of the project, never deleted
     for (const id of ids(6)) nova.add(id, { deletedAfterMs: 500, goneAfterMs: 1500 });
     for (const id of ids(6)) await client.requestDelete(id);
     const results = await Promise.all(ids(6).map((id) => run(waitForDelete(client, id, { intervalMs: 1000, confirmIntervalMs: 500, jitter: 0 }))));
     for (const r of results) expect(r.value).toMatchObject({ outcome: 'deleted', lastStatus: 'NOT_FOUND' });
-    expect(nova.seen.filter((q) => q.method === 'GET' && q.serverId !== undefined)).toHaveLength(0);
+    // Before absence stopped being proof, no server had a GET of its own: now one each, its 404.
+    const single = nova.seen.filter((q) => q.method === 'GET' && q.serverId !== undefined);
+    expect(single.map((q) => q.serverId).sort()).toEqual(ids(6).sort());
+    expect(single.every((q) => q.status === 404)).toBe(true);
     for (const r of results) expect(r.settledAt).toBeGreaterThanOrEqual(1500);
   });
 
@@ -253,9 +256,12 @@ describe('deleteServers: the DELETEs first, then one wait for all', () => {
     expect(Math.min(...looks)).toBeGreaterThanOrEqual(Math.max(...deletes));
     // 10 a second: 25 DELETEs take 2 s and more.
     expect(Math.max(...deletes)).toBeGreaterThanOrEqual(2000);
-    // One changes-since listing, a brief listing a tick, and a GET for each server already destroyed
-    // before any listing had it (its 404 is the only proof): 15, where waiting on each in turn takes 27.
-    expect(looks.length).toBeLessThanOrEqual(15);
+    // One changes-since listing, a brief listing a tick, and one GET for each server: its 404 is the
+    // only proof (an absence from a listing is none; before that rule, 15 looks in all, most servers
+    // ended by their absence). Never more than one GET a server: 25 + 4 listings.
+    const single = nova.seen.filter((q) => q.method === 'GET' && q.serverId !== undefined);
+    for (const id of ids(25)) expect(single.filter((q) => q.serverId === id).map((q) => q.status)).toEqual([404]);
+    expect(looks.length - single.length).toBeLessThanOrEqual(4);
   });
 });
 

@@ -1,7 +1,7 @@
 /**
  * The delete engine's port to a fleet watcher (`src/delete/fleet.ts`), with a link the test drives,
  * on FakeNova and fake timers: while the link consumes, a delete wait sends no look; a published
- * proof ends it only when it names a 404 or a proved absence (rule 3 of `evidence.ts`); a status
+ * proof ends it only when it names Nova's 404 (rule 2 of `evidence.ts`; an absence is no proof); a status
  * is a look only while consuming; when the link stops consuming the wait looks at once; the guard's
  * ACTIVE wait (an `until` predicate) is answered too, the fleet watcher's own waits never.
  */
@@ -114,7 +114,7 @@ describe('DeleteEngine with a fleet link', () => {
     expect(nova.requestsTo('GET', serverPath(id))).toHaveLength(1);
   });
 
-  it('rule 2 across waits (what lets a fleet watcher prove most deletions by listing): a wait that starts on a server the latest brief listing had ends deleted by its absence from the next one, with no GET', async () => {
+  it('a wait that starts on a server the latest brief listing had: its absence from the next one is no proof, it triggers one GET at once, whose 404 ends the wait', async () => {
     const nova = await startNova();
     const client = clientFor(nova);
     const [a, b, c] = [0, 1, 2].map(() => nova.addServer({ status: 'ACTIVE' }).id) as [string, string, string];
@@ -128,7 +128,8 @@ describe('DeleteEngine with a fleet link', () => {
     nova.destroyServer(c);
     const r = await settle(waitForDelete(client, c, { intervalMs: 1000, jitter: 0, timeoutMs: 30_000 }));
     expect(r.outcome).toBe('deleted');
-    expect(nova.requestsTo('GET', serverPath(c))).toEqual([]);
+    // Before absence stopped being proof, it ended with no GET at all: now its own 404, one GET.
+    expect(nova.requestsTo('GET', serverPath(c)).map((q) => q.status)).toEqual([404]);
     ac.abort();
     await Promise.all(stuck);
   });
@@ -147,7 +148,7 @@ describe('DeleteEngine with a fleet link', () => {
     expect(nova.requestsTo('GET', serverPath(id)).at(-1)!.status).toBe(404);
   });
 
-  it('property: whatever the fleet publishes, in any order and at any delay, a wait ends deleted only after a 404 or a proved absence, and then at once', async () => {
+  it("property: whatever the fleet publishes, in any order and at any delay, a wait ends deleted only after a published 404 ('absent' is no proof), and then at once", async () => {
     const kinds = ['not-found', 'absent', 'DELETED', 'deleted', '', undefined, true, 'gone', 'NotFound'] as const;
     const statuses = ['ACTIVE', 'DELETED', 'SHUTOFF', 'BUILD'] as const;
     const item = fc.oneof(
@@ -173,8 +174,8 @@ describe('DeleteEngine with a fleet link', () => {
           else client.deleteEngine.fleetObserved(id, { gone: false, server: { id, status: it.status, 'OS-EXT-STS:task_state': 'deleting' } });
         }
         const r = await settle(wait);
-        const proof = sorted.find((it) => 'proof' in it && (it.proof === 'not-found' || it.proof === 'absent'));
-        // Nova does not delete the server within the wait (1000 s): the only 404 or absence is a published one.
+        const proof = sorted.find((it) => 'proof' in it && it.proof === 'not-found');
+        // Nova does not delete the server within the wait (1000 s): the only 404 is a published one.
         if (proof) expect(r).toEqual({ outcome: 'deleted', atMs: proof.atMs });
         else expect(r.outcome).toBe('DeleteTimeoutError');
         // Nova itself never answered 404 while the wait ran (settle() runs the fake's timers to the end afterwards).

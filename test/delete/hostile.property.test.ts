@@ -3,7 +3,9 @@
  * are not Nova's answer for the server (another id containing it, no message, a generic one),
  * endless listings, 429 with Retry-After, garbled or far-off `Date` headers, odd status values,
  * a finite rate limit, callers that abort, `deleteServers` batches, listings answered with another
- * project's servers (a misrouted cache or proxy: brief, or detailed with their `tenant_id`). For every run:
+ * project's servers (a misrouted cache or proxy: brief, or detailed with their `tenant_id`), brief
+ * listings cut in front of Nova with no next link (some servers dropped, one kept, the first page
+ * only: a proxy, a cache, a page size). For every run:
  * - never `deleted`/`already-gone` before Nova's 404 for the server;
  * - every call settles by its `timeoutMs` (or its abort), plus the stepping of the fake clock;
  * - nothing reaches Nova after the last call settled, and no timer is left;
@@ -24,11 +26,15 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-type Hostile = 'substring404' | 'noMessage404' | 'generic404' | 'endless' | 'rateLimited' | 'garbageDate' | 'farDate' | 'oddStatus' | 'hang' | 'foreignListing' | 'foreignDetail';
+type Hostile = 'substring404' | 'noMessage404' | 'generic404' | 'endless' | 'rateLimited' | 'garbageDate' | 'farDate' | 'oddStatus' | 'hang' | 'foreignListing' | 'foreignDetail' | Cut;
+
+/** A brief listing cut in front of Nova, no next link: one server dropped, only one kept, or the first half (its first page). */
+type Cut = 'dropOne' | 'keepOne' | 'firstPage';
+const CUTS: readonly Cut[] = ['dropOne', 'keepOne', 'firstPage'];
 
 const hostileArb: fc.Arbitrary<Hostile | undefined> = fc.oneof(
   { weight: 10, arbitrary: fc.constant(undefined) },
-  { weight: 4, arbitrary: fc.constantFrom<Hostile>('substring404', 'noMessage404', 'generic404', 'endless', 'rateLimited', 'garbageDate', 'farDate', 'oddStatus', 'hang', 'foreignListing', 'foreignListing', 'foreignDetail') },
+  { weight: 4, arbitrary: fc.constantFrom<Hostile>('substring404', 'noMessage404', 'generic404', 'endless', 'rateLimited', 'garbageDate', 'farDate', 'oddStatus', 'hang', 'foreignListing', 'foreignListing', 'foreignDetail', ...CUTS) },
 );
 
 const timelineArb: fc.Arbitrary<Timeline> = fc.oneof(
@@ -82,6 +88,16 @@ async function play(sc: Scenario): Promise<void> {
       const body = { servers: [{ id: `other-${k}`, status: 'ACTIVE' }], servers_links: [{ rel: 'next', href: `http://nova.test/v2.1${path}?marker=m${k}` }] };
       return new Promise<AxiosResponse>((resolve) => setTimeout(() => resolve(reply(config, 200, body)), 100));
     }
+    if (path === '/servers' && method === 'GET' && (h === 'dropOne' || h === 'keepOne' || h === 'firstPage')) {
+      return Promise.resolve(nova.adapter(config)).then((res) => {
+        if (res.status !== 200 || typeof res.data !== 'string') return res;
+        const servers = (JSON.parse(res.data) as { servers: Array<{ id: string }> }).servers;
+        const at = k % Math.max(1, servers.length);
+        const kept = h === 'dropOne' ? servers.filter((_, i) => i !== at) : h === 'keepOne' ? servers.slice(at, at + 1) : servers.slice(0, Math.ceil(servers.length / 2));
+        res.data = JSON.stringify({ servers: kept });
+        return res;
+      });
+    }
     if (h === 'garbageDate' || h === 'farDate' || h === 'oddStatus') {
       return Promise.resolve(nova.adapter(config)).then((res) => {
         const headers = res.headers as Record<string, string>;
@@ -133,8 +149,32 @@ async function play(sc: Scenario): Promise<void> {
   }
 }
 
+/**
+ * Shared listings only, and most brief listings cut: several servers whose deletions last longer
+ * than the waits or end within them, so a cut listing meets servers Nova still shows.
+ */
+const partialArb = fc.integer({ min: 2, max: 8 }).chain((n) =>
+  fc.record({
+    timelines: fc.array(
+      fc.oneof(fc.constant<Timeline>({}), fc.record({ goneAfterMs: fc.integer({ min: 1000, max: 6000 }) }), fc.record({ deletedAfterMs: fc.integer({ min: 500, max: 3000 }), extra: fc.integer({ min: 0, max: 3000 }) }).map(({ deletedAfterMs, extra }) => ({ deletedAfterMs, goneAfterMs: deletedAfterMs + extra }))),
+      { minLength: n, maxLength: n },
+    ),
+    hostile: fc.array(fc.oneof({ weight: 1, arbitrary: fc.constant<Hostile | undefined>(undefined) }, { weight: 3, arbitrary: fc.constantFrom<Hostile | undefined>(...CUTS) }), { minLength: 1, maxLength: 30 }),
+    rps: fc.constantFrom(Number.POSITIVE_INFINITY, 20),
+    coalesce: fc.constant(true),
+    batch: fc.boolean(),
+    intervalMs: fc.constantFrom(200, 500, 1000),
+    timeoutMs: fc.integer({ min: 1500, max: 8000 }),
+    abortAtMs: fc.constant(undefined),
+  }),
+);
+
 describe('the delete path against a hostile cloud', () => {
   it('never deleted before the 404, bounded, nothing left running, nothing forgotten', async () => {
     await fc.assert(fc.asyncProperty(scenarioArb, play), { numRuns: Number(process.env.HOSTILE_RUNS ?? 80) });
+  });
+
+  it('brief listings cut in front of Nova (one dropped, one kept, first page only): 0 deleted before the 404, every call by its deadline', async () => {
+    await fc.assert(fc.asyncProperty(partialArb, play), { numRuns: Number(process.env.HOSTILE_RUNS ?? 60) });
   });
 });

@@ -9,7 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import { NotFoundError, waitForDelete, type DeleteServerResult, type NovaClient, type WaitForDeleteResult } from '../../src/index.js';
 import type { FakeNova } from '../../src/testing/index.js';
-import { startNova, useFakeClock } from '../helpers.js';
+import { settle, startNova, useFakeClock } from '../helpers.js';
 import { FAULT_NAMES, GARBLED, TRANSIENT, inject, matrixClient, outcomeClass, runCell, type FaultName, type Settled } from './support.js';
 
 useFakeClock();
@@ -135,5 +135,42 @@ describe('fault matrix: deleteServers with wait, fault on the first server’s D
     } else {
       expect(client.unconfirmedDeletes().map((u) => u.serverId)).toEqual([id]);
     }
+  });
+});
+
+/** How a front (proxy, cache, page size) cuts the brief listing `GET /servers` after the first, with no next link. */
+const PARTIAL_CELLS = [
+  { cut: 'drops 1 of 6', keep: (ids: readonly string[], all: readonly string[]) => ids.filter((x) => x !== all[2]) },
+  { cut: 'keeps 1 of 6', keep: (ids: readonly string[], all: readonly string[]) => ids.filter((x) => x === all[0]) },
+  { cut: 'first page only (3 of 6)', keep: (ids: readonly string[]) => ids.slice(0, 3) },
+] as const;
+
+describe('fault matrix: waitForDelete on 6 servers, the brief listing (GET /servers) cut in front of Nova', () => {
+  it.each(PARTIAL_CELLS)('$cut → every wait deleted, none before FakeNova destroyed its server, all by the deadline', async ({ keep }) => {
+    const nova = await startNova({ deleteDelayMs: 1000 });
+    const ids = Array.from({ length: 6 }, (_, k) => nova.addServer({ name: `ci-${k}` }).id);
+    let briefs = 0;
+    const adapter: typeof nova.adapter = async (config) => {
+      const res = await nova.adapter(config);
+      const path = new URL(config.url ?? '', config.baseURL ?? nova.endpoint).pathname.replace(/^\/v2\.1/, '');
+      if ((config.method ?? 'get').toUpperCase() !== 'GET' || path !== '/servers' || res.status !== 200 || ++briefs === 1) return res;
+      const body = JSON.parse(typeof res.data === 'string' ? res.data : JSON.stringify(res.data)) as { servers: Array<{ id: string }> };
+      const kept = new Set(keep(body.servers.map((s) => s.id), ids));
+      return { ...res, data: JSON.stringify({ servers: body.servers.filter((s) => kept.has(s.id)) }) };
+    };
+    const client = matrixClient(nova, { adapter });
+    for (const id of ids) await settle(client.requestDelete(id));
+    const early: string[] = [];
+    const waits = ids.map((id) =>
+      waitForDelete(client, id, WAIT_ONLY).then((r) => {
+        if (r.outcome === 'deleted' && nova.getServerState(id) !== undefined) early.push(id);
+        return r.outcome;
+      }),
+    );
+    const s = await runCell(nova, Promise.all(waits), DEADLINE_MS);
+    expect(early, 'deleted while FakeNova still had the server').toEqual([]);
+    expect(briefs).toBeGreaterThan(1);
+    expect(s.ok && s.value).toEqual(ids.map(() => 'deleted'));
+    for (const id of ids) expect(nova.getServerState(id)).toBeUndefined();
   });
 });

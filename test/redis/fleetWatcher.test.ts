@@ -46,6 +46,9 @@ function pausableClock(): Clock & { pause(): void; resume(): void } {
 interface Sent {
   /** Set: every `GET /servers/{id}` of this host gets a proxy's 404 page (a failed look). */
   failGets?: boolean;
+  /** Set: this host's brief listings (`GET /servers`) after its first keep only what it keeps (a front cutting them, no next link). */
+  cut?: (ids: readonly string[]) => readonly string[];
+  briefs?: number;
   gets: number;
   listings: number;
   deletes: number;
@@ -70,6 +73,16 @@ function counting(nova: FakeNova, sent: Sent): AxiosAdapter {
       sent.gets++;
       if (sent.failGets) return Promise.resolve(reply(config, 404, '<html>Not Found</html>', { 'content-type': 'text/html' }));
     } else if (method === 'DELETE') sent.deletes++;
+    const cut = sent.cut;
+    if (method === 'GET' && path === '/servers' && cut) {
+      return Promise.resolve(nova.adapter(config)).then((res) => {
+        sent.briefs = (sent.briefs ?? 0) + 1;
+        if (res.status !== 200 || sent.briefs === 1) return res;
+        const body = JSON.parse(typeof res.data === 'string' ? res.data : JSON.stringify(res.data)) as { servers: Array<{ id: string }> };
+        const kept = new Set(cut(body.servers.map((s) => s.id)));
+        return { ...res, data: JSON.stringify({ servers: body.servers.filter((s) => kept.has(s.id)) }) };
+      });
+    }
     return nova.adapter(config);
   };
 }
@@ -276,7 +289,7 @@ describe.skipIf(!haveRedis)(`fleet watcher on a real redis-server${haveRedis ? '
     await wait;
   });
 
-  it("a publication from an older epoch is ignored but for proofs (fencing), and so is one whose proof is weaker than a 404 or a proved absence", async () => {
+  it("a publication from an older epoch is ignored but for proofs (fencing), and so is one whose proof is weaker than a 404 ('absent', from a watcher before absence stopped being proof, included)", async () => {
     const nova = await startNova({ deleteDelayMs: 100_000 });
     const hosts = await Promise.all(['a', 'b'].map((n) => host(nova, n)));
     expect(await until(settledFleet(hosts), 10 * TTL)).toBe(true);
@@ -296,6 +309,7 @@ describe.skipIf(!haveRedis)(`fleet watcher on a real redis-server${haveRedis ? '
     await publish(epoch - 1, [{ i: id, s: { status: 'SOFT_DELETED', 'OS-EXT-STS:task_state': null } }, { i: id, x: 'gave up' }]);
     await publish(epoch, [{ i: id, g: 'DELETED' }]);
     await publish(epoch, [{ i: id, g: true }]);
+    await publish(epoch, [{ i: id, g: 'absent' }]);
     expect(await until(() => consumer.ledger.fleetWatcher!.stats.staleEpoch === 1, 5 * TTL)).toBe(true);
     await sleep(TTL);
     expect(consumer.ledger.fleetWatcher!.stats.proofs).toBe(0);
@@ -304,6 +318,26 @@ describe.skipIf(!haveRedis)(`fleet watcher on a real redis-server${haveRedis ? '
     expect(nova.getServerState(id)).toBeDefined();
     controller.abort();
     expect(await wait).toMatchObject({ name: 'AbortError' });
+  });
+
+  it("the watcher's brief listing cut in front of Nova (1 of 10 dropped, no next link) ends no other host's wait: each ends after Nova's 404, one GET a server for the fleet", async () => {
+    const nova = await startNova({ deleteDelayMs: 3000 });
+    const ids = Array.from({ length: 10 }, () => nova.addServer({ status: 'ACTIVE' }).id);
+    const hosts = await Promise.all(['a', 'b'].map((n) => host(nova, n)));
+    for (const h of hosts) h.sent.cut = (listed) => listed.filter((x) => x !== ids[3]);
+    expect(await until(settledFleet(hosts), 10 * TTL)).toBe(true);
+    const consumer = hosts.find((h) => !h.ledger.fleetWatcher!.watching)!;
+    resetSent(consumer);
+    const ends = new Map<string, { outcome: string; at: number }>();
+    await Promise.all(ids.map((id) => consumer.client.deleteServer(id, { wait: true, intervalMs: 200, jitter: 0, timeoutMs: 30_000 }).then((r) => void ends.set(id, { outcome: r.outcome, at: Date.now() }))));
+    for (const id of ids) {
+      const end = ends.get(id)!;
+      const first404 = nova.requestsTo('GET', `/servers/${id}`).find((q) => q.status === 404);
+      expect({ id, outcome: end.outcome, after404: first404 !== undefined && end.at >= first404.timeMs }).toEqual({ id, outcome: 'deleted', after404: true });
+      expect(nova.requestsTo('GET', `/servers/${id}`).filter((q) => q.status === 404)).toHaveLength(1);
+    }
+    // The consumer sent its DELETEs and nothing else: the watcher's 404s were its proofs.
+    expect(consumer.sent.all.filter((r) => !r.startsWith('DELETE'))).toEqual([]);
   });
 
   it('one ledger with fleetWatcher per client: a second is refused with ValidationError, and its connections are closed', async () => {

@@ -1,0 +1,81 @@
+/**
+ * Through an `InProcessFleet` (FakeNova, fake timers): the watcher's brief listing cut in front of
+ * Nova (a proxy, a cache, a page size) ends no other host's wait. The absence only makes the watcher
+ * GET the server once; its 404 is the proof it publishes, one GET for every host waiting.
+ */
+import type { AxiosAdapter } from 'axios';
+import { describe, expect, it, vi } from 'vitest';
+import { InProcessFleet, waitForDelete, type NovaClient } from '../../src/index.js';
+import type { FakeNova } from '../../src/testing/index.js';
+import { clientFor, serverPath, settle, startNova, useFakeClock } from '../helpers.js';
+
+useFakeClock();
+
+type Cut = (ids: readonly string[]) => readonly string[];
+
+/** A client whose brief listings (`GET /servers`) after the first keep only what `cut` keeps (no next link); its requests recorded. */
+function cutClient(nova: FakeNova, cut: Cut): { client: NovaClient; sent: string[] } {
+  const sent: string[] = [];
+  let briefs = 0;
+  const adapter: AxiosAdapter = async (config) => {
+    const url = new URL(config.url ?? '', config.baseURL ?? nova.endpoint);
+    const path = url.pathname.replace(/^\/v2\.1/, '');
+    const method = (config.method ?? 'get').toUpperCase();
+    sent.push(`${method} ${path}`);
+    const res = await nova.adapter(config);
+    if (method !== 'GET' || path !== '/servers' || res.status !== 200 || ++briefs === 1) return res;
+    const raw = typeof res.data === 'string' ? res.data : JSON.stringify(res.data);
+    const body = JSON.parse(raw) as { servers: Array<{ id: string }> };
+    const kept = new Set(cut(body.servers.map((s) => s.id)));
+    return { ...res, data: JSON.stringify({ servers: body.servers.filter((s) => kept.has(s.id)) }) };
+  };
+  return { client: clientFor(nova, { adapter }), sent };
+}
+
+const CUTS: ReadonlyArray<[string, number, (all: readonly string[]) => Cut]> = [
+  ['drops 1 of 10', 10, (all) => (ids) => ids.filter((x) => x !== all[3])],
+  ['keeps 1 of 10', 10, (all) => (ids) => ids.filter((x) => x === all[0])],
+  ['keeps its first 20 of 40', 40, () => (ids) => ids.slice(0, 20)],
+];
+
+describe('InProcessFleet: a watcher whose brief listing is cut', () => {
+  it.each(CUTS)('that %s ends no other host’s wait before Nova’s 404; one GET a server confirms it for every host', async (_what, n, makeCut) => {
+    const nova = await startNova({ deleteDelayMs: 5000 });
+    const ids = Array.from({ length: n }, () => nova.addServer({ status: 'ACTIVE' }).id);
+    const a = cutClient(nova, makeCut(ids));
+    const b = cutClient(nova, (x) => x);
+    const c = cutClient(nova, (x) => x);
+    const fleet = new InProcessFleet();
+    const ma = await fleet.join(a.client);
+    const mb = await fleet.join(b.client);
+    const mc = await fleet.join(c.client);
+    await vi.advanceTimersByTimeAsync(0);
+    expect([ma.watching, mb.consuming, mc.consuming]).toEqual([true, true, true]);
+    const t0 = Date.now();
+    const ends = new Map<string, { outcome: string; atMs: number }>();
+    const note = (host: string, id: string) => (r: { outcome: string }) => void ends.set(`${host} ${id}`, { outcome: r.outcome, atMs: Date.now() - t0 });
+    // b deletes them all; c waits on them too.
+    const waits = ids.flatMap((id) => [
+      b.client.deleteServer(id, { wait: true, intervalMs: 500, jitter: 0, timeoutMs: 30_000 }).then(note('b', id)),
+      waitForDelete(c.client, id, { intervalMs: 500, jitter: 0, timeoutMs: 30_000 }).then(note('c', id)),
+    ]);
+    await settle(Promise.all(waits));
+    expect(ends.size).toBe(2 * n);
+    for (const [key, end] of ends) {
+      const id = key.split(' ')[1]!;
+      expect({ key, outcome: end.outcome }).toEqual({ key, outcome: 'deleted' });
+      // Ended only after Nova's 404 for that very server (the defect: 0.2-0.6 s into a 5 s delete).
+      const first404 = nova.requestsTo('GET', serverPath(id)).find((q) => q.status === 404);
+      expect(first404).toBeDefined();
+      expect(end.atMs).toBeGreaterThanOrEqual(first404!.timeMs - t0);
+      expect(end.atMs).toBeGreaterThanOrEqual(5000);
+    }
+    // The consumers sent no look of their own: the watcher's one 404 a server is every host's proof.
+    expect(b.sent.filter((r) => r.startsWith('GET'))).toEqual([]);
+    expect(c.sent).toEqual([]);
+    for (const id of ids) expect(nova.requestsTo('GET', serverPath(id)).filter((q) => q.status === 404)).toHaveLength(1);
+    expect(mb.stats.proofs).toBe(n);
+    expect(mc.stats.proofs).toBe(n);
+    fleet.close();
+  });
+});
