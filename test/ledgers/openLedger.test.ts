@@ -91,7 +91,7 @@ describe('sqlite: paths every process of the host resolves alike (issue 29 item 
     try {
       const l = new SqliteQuotaLedger({ ...common, path: '~/ledgers/' });
       toClose.push(l);
-      expect(l.path.startsWith(join(home, 'ledgers') + '/')).toBe(true);
+      expect(l.path, `HOME=${process.env.HOME} homedir()=${homedir()}`).toMatch(new RegExp(`^${join(home, "ledgers")}/`));
     } finally {
       process.env.HOME = saved;
     }
