@@ -14,6 +14,7 @@ import { SqliteQuotaLedger } from '../../src/sqlite/index.js';
 import { parseLedgerSpec } from '../../src/ledgers/index.js';
 import { ValidationError } from '../../src/errors/index.js';
 import { clientOptionsFromCloud, loadCloudConfig } from '../../src/config/index.js';
+import { KeystoneAuth } from '../../src/auth/index.js';
 
 const ENDPOINT = 'http://nova.example:8774/v2.1';
 
@@ -111,16 +112,15 @@ describe('a loaded cloud’s secrets through copies (issue 29 attack)', () => {
     expect(() => clientOptionsFromCloud(structuredClone(config))).toThrow(/structuredClone/);
   });
 
-  it('INFORMATIONAL: a JSON round trip of the config gives the password "[REDACTED]", which is taken as the password', () => {
+  it('a JSON round trip of the config (password "[REDACTED]") is refused with a ValidationError before any request, not sent to Keystone as the password', () => {
     const config = JSON.parse(JSON.stringify(load())) as ReturnType<typeof load>;
     expect(config.auth.password).toBe('[REDACTED]');
-    let made: unknown;
-    try {
-      made = clientOptionsFromCloud(config);
-    } catch (e) {
-      made = e;
-    }
-    // Recorded either way: the report says which.
-    console.info(`JSON round trip: ${made instanceof Error ? `refused: ${made.message}` : 'accepted (Keystone would get the password "[REDACTED]")'}`);
+    expect(() => clientOptionsFromCloud(config)).toThrow(ValidationError);
+    expect(() => clientOptionsFromCloud(config)).toThrow('password is the text [REDACTED], what a secret becomes in a JSON copy');
+  });
+
+  it.each(['token', 'applicationCredentialSecret'] as const)('KeystoneAuth refuses %s "[REDACTED]" too', (key) => {
+    const base = key === 'token' ? { method: 'token' as const, projectId: 'p' } : { method: 'application_credential' as const, applicationCredentialId: 'ac' };
+    expect(() => new KeystoneAuth({ authUrl: 'http://keystone.example:5000/v3', ...base, [key]: '[REDACTED]' })).toThrow(ValidationError);
   });
 });
