@@ -69,9 +69,17 @@ export class Secret {
  * The value of a secret given as a string or a {@link Secret}; `undefined` as it is.
  * @param what - The option's name, for the error (e.g. `password`).
  * @throws {@link ValidationError} for anything else: in particular the copy `structuredClone` makes
- * of a `Secret` (a plain object without the value: private fields are not cloned).
+ * of a `Secret` (a plain object without the value: private fields are not cloned), and the string
+ * `[REDACTED]` itself, what a `Secret` becomes in a JSON copy (`JSON.parse(JSON.stringify(config))`):
+ * sent to Keystone it would be a wrong password (a 401, and a failed login counted towards the user's
+ * lockout), so it is refused before any request.
  */
 export function revealSecret(value: unknown, what: string): string | undefined {
+  if (value === REDACTED) {
+    throw new ValidationError(
+      `${what} is the text ${REDACTED}, what a secret becomes in a JSON copy (JSON.stringify) of a loaded configuration, not the secret itself: pass the loaded configuration itself, or a spread copy of it`,
+    );
+  }
   if (value === undefined || typeof value === 'string') return value;
   if (value instanceof Secret) return value.reveal();
   const cloned = value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype && Object.keys(value).length === 0;

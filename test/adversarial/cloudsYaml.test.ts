@@ -6,7 +6,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadCloudConfig, type CloudConfig } from '../../src/index.js';
+import { ConfigError, Secret, loadCloudConfig, type CloudConfig } from '../../src/index.js';
 
 function load(text: string, file = 'clouds.yaml', cloud?: string): CloudConfig {
   const dir = mkdtempSync(join(tmpdir(), 'nova-guard-adv-'));
@@ -53,7 +53,9 @@ describe('anchors', () => {
     for (const [name, region] of [['a', 'R1'], ['b', 'R2']] as const) {
       const c = load(text, 'clouds.yaml', name);
       expect(c.region_name).toBe(region);
-      expect({ ...c.auth }).toEqual({ auth_url: 'http://k:5000', username: 'u', password: 'pw-secret', project_name: 'p' });
+      // The password is a Secret (issue 29): its value through reveal(), the rest as written.
+      expect(c.auth.password).toBeInstanceOf(Secret);
+      expect({ ...c.auth, password: (c.auth.password as Secret).reveal() }).toEqual({ auth_url: 'http://k:5000', username: 'u', password: 'pw-secret', project_name: 'p' });
     }
   });
 
