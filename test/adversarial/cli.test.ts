@@ -18,7 +18,11 @@ interface Run {
 
 const savedEnv = { ...process.env };
 afterEach(() => {
-  process.env = { ...savedEnv };
+  // Restored in place: assigning a new object to process.env would leave the files run after this one in
+  // the same worker (isolate: false) with a plain object that no longer sets the process's environment
+  // (os.homedir() then ignores a HOME a later test sets).
+  for (const k of Object.keys(process.env)) if (!(k in savedEnv)) delete process.env[k];
+  Object.assign(process.env, savedEnv);
   process.exitCode = undefined;
 });
 
