@@ -7,7 +7,9 @@ import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescrip
  * The layers of src/, low to high. A folder may import its own layer and the layers below it, never
  * one above (testing/ stands apart: it may import only core/ and errors/).
  */
-const LAYERS = [['core', 'errors'], ['transport'], ['auth'], ['config'], ['delete'], ['nova'], ['guard', 'audit', 'reaper'], ['redis'], ['cli']];
+// Every folder of src/ is in a layer (src/testing apart: it may import only core and errors). `ledgers`
+// turns a ledger string into a ledger of `redis` or `sqlite`, so it sits above both.
+const LAYERS = [['core', 'errors'], ['transport'], ['auth'], ['config'], ['delete'], ['nova'], ['guard', 'audit', 'reaper'], ['redis', 'sqlite'], ['ledgers'], ['cli']];
 const zones = LAYERS.flatMap((layer, i) =>
   layer.map((folder) => ({
     target: `./src/${folder}`,
@@ -42,14 +44,8 @@ export default tseslint.config(
       // No import cycles, type-only imports included: the folders are layers.
       'import-x/no-cycle': ['error', { ignoreExternal: true }],
       'import-x/no-restricted-paths': ['error', { zones }],
-      'max-lines': ['error', { max: 400, skipBlankLines: false, skipComments: false }],
+      // A smell, not a wall: a file is one concept, split by concept and never to fit a count.
+      'max-lines': ['warn', { max: 600, skipBlankLines: false, skipComments: false }],
     },
-  },
-  {
-    // The delete engine (one tick loop) also holds the fleet watcher's port (four methods over its
-    // records) and the short looks' schedule: 410 lines. Its next split is the fleet port as an
-    // object of its own; until then it may run to 420.
-    files: ['src/delete/engine.ts'],
-    rules: { 'max-lines': ['error', { max: 420, skipBlankLines: false, skipComments: false }] },
   },
 );
