@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { SLOW } from './vitest.slowFiles.js';
 
 export default defineConfig({
   resolve: {
@@ -13,7 +14,8 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // The JSON report is what .ci/run counts its closing "N passed, N failed" line from.
     reporters: ['default', ['json', { outputFile: 'test-results/unit.json' }]],
-    exclude: ['test/integration/**', 'node_modules/**'],
+    // The suites of many processes and real servers run in `npm run test:slow` (vitest.slow.config.ts).
+    exclude: ['test/integration/**', 'node_modules/**', ...SLOW],
     // Every file gets real timers back and its fakes closed after each test (test/cleanup.ts).
     setupFiles: ['test/setup.ts'],
     // The files of a worker share one module graph: importing src/ and its dependencies once per
