@@ -123,6 +123,16 @@ describe.each(backends())('QuotaLedger conformance: $name', (backend) => {
       expect(y.admission.admitted).toBe(true);
     });
 
+    it('a resource the call does not need never blocks it, even with more claimed of it than the reading leaves', async () => {
+      await fresh();
+      await b.claimAnyway(need(3), LONG); // 3 cores claimed, 2 left in the reading
+      const x = await attempt(a, need(0, 1, 1), cores(2));
+      expect(x.admission.inFlight).toEqual(need(3));
+      expect(x.admission.admitted).toBe(true);
+      // A call that needs cores is still refused.
+      expect((await attempt(a, need(1, 1, 1), cores(2))).admission.admitted).toBe(false);
+    });
+
     it("frees a claim released 'not-created' at once, even for a reading sent before the release", async () => {
       await fresh();
       const c = claimOf(await attempt(b, need(2), cores(2)));
