@@ -52,8 +52,8 @@ if instance ~= '' then zaddLater(KEYS[11], now + holderTtl, instance) end
 /**
  * The admission (shared by admit, acquire and storeAdmit): subtract every live claim, the claims
  * released as `'counted'` at or after the reading was sent (`stamp`: its order number), and the
- * needs of every place queued ahead; claim when `needs` still fits every constrained resource
- * (`room[r]` nil: unknown or unlimited), and no holder's write-back after a reconnect is settling
+ * needs of every place queued ahead; claim when `needs` still fits every constrained resource the
+ * call or the places ahead need (`room[r]` nil: unknown or unlimited), and no holder's write-back after a reconnect is settling
  * (the `settle` key: nothing is admitted while it lives). `needStr` are the needs as given (for the record).
  * `measureOn` is the check alone (no claim).
  */
@@ -93,7 +93,8 @@ local function measureOn(room, placeId, needStr, stamp)
   -- Settling after a holder's reconnect (see ASSERT): nothing fits until every holder wrote back.
   if redis.call('EXISTS', KEYS[15]) == 1 then fits = 0 end
   for r = 1, 3 do
-    if room[r] ~= nil and room[r] - inflight[r] - ahead[r] - need[r] < 0 then fits = 0 end
+    -- A resource neither the call nor the places ahead need never blocks (the guard's fitsRawHeadroom).
+    if room[r] ~= nil and need[r] + ahead[r] > 0 and room[r] - inflight[r] - ahead[r] - need[r] < 0 then fits = 0 end
   end
   return fits, inflight, ahead
 end

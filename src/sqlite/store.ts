@@ -213,7 +213,8 @@ export class LedgerStore {
   /**
    * The admission: subtract live claims, claims released as `'counted'` at or after `stamp`, and the
    * needs of every place ahead of `placeId` (every place when it has none or it is gone); claim when
-   * `needs` still fits every resource `room` constrains (`undefined`: unknown or unlimited).
+   * `needs` still fits every resource `room` constrains (`undefined`: unknown or unlimited) that the
+   * call or the places ahead need.
    */
   admit(now: number, caller: Caller, a: { room: readonly (number | undefined)[]; placeId: string; needs: ResourceAmounts; stamp: number; ttlMs: number; holder: string; claimId: string }): AdmitResult {
     return this.#write('admit', now, caller, (now) => {
@@ -222,7 +223,9 @@ export class LedgerStore {
       const ahead = sum((mine === undefined ? this.#s.allPlaces.all(a.placeId) : this.#s.placesBefore.all(mine.seq, a.placeId)) as Row[]);
       const need = [a.needs.cores, a.needs.ramMiB, a.needs.instances];
       const used = [inFlight.cores + ahead.cores, inFlight.ramMiB + ahead.ramMiB, inFlight.instances + ahead.instances];
-      const fits = a.room.every((room, r) => room === undefined || room - used[r]! - need[r]! >= 0);
+      const want = [need[0]! + ahead.cores, need[1]! + ahead.ramMiB, need[2]! + ahead.instances];
+      // A resource neither the call nor the places ahead need never blocks (the guard's `fitsRawHeadroom`).
+      const fits = a.room.every((room, r) => room === undefined || want[r]! <= 0 || room - used[r]! - need[r]! >= 0);
       let token = 0;
       if (fits) {
         token = this.#next('token');

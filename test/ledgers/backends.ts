@@ -1,0 +1,259 @@
+/**
+ * The three `QuotaLedger` backends as the conformance suite and the differential test use them:
+ * one store per test (a fresh in-process ledger, a fresh SQLite file, a fresh Redis scope on a real
+ * redis-server this file starts), several ledger objects ("holders") on it, and a way to let time
+ * pass on the store's clock.
+ *
+ * Clocks: the in-process and SQLite ledgers take an injectable clock; here a manual one that moves
+ * only when told ({@link ManualClock}: 1 ms before every step, so every event has its own instant,
+ * and as much as a test asks). Its timers never fire (the SQLite heartbeat and file poll stay idle:
+ * places live for `placeTtlMs`, far longer than a test). Redis keeps its leases on its own clock
+ * (`TIME`), which no test can move: time passes there by a real wait.
+ *
+ * The admission path is the guard's (`src/guard/admission.ts`, `callLedger.ts`): `acquire` when the
+ * ledger has it (in-process, Redis), else `limits`, `admit` on the raw headroom of the reading, and
+ * `join` when short without a place (SQLite).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Clock, TimerHandle } from '../../src/core/clock.js';
+import type { AbsoluteLimits, ResourceAmounts } from '../../src/core/types.js';
+import { InProcessQuotaLedger } from '../../src/guard/inProcessLedger.js';
+import { rawHeadroomOf } from '../../src/guard/headroom.js';
+import type { Admission, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from '../../src/guard/index.js';
+import { SqliteQuotaLedger } from '../../src/sqlite/index.js';
+import { isSqliteUnavailable } from '../../src/sqlite/native.js';
+import { RedisQuotaLedger } from '../../src/redis/index.js';
+import { haveRedis, RedisServer, skipReason as redisSkipReason } from '../redis/support.js';
+
+export const ENDPOINT = 'http://nova.example:8774/v2.1';
+
+/** A clock that moves only when told. Its timers never fire (see the module description). */
+export class ManualClock implements Clock {
+  #t = 1_000;
+  now(): number {
+    return this.#t;
+  }
+  wallNow(): number {
+    return 1_750_000_000_000 + this.#t;
+  }
+  setTimeout(_fn: () => void, _delayMs: number): TimerHandle {
+    const handle = { unref: () => handle, ref: () => handle, hasRef: () => false, refresh: () => handle };
+    return handle as unknown as TimerHandle;
+  }
+  clearTimeout(_handle: TimerHandle | undefined): void {}
+  advance(ms: number): void {
+    this.#t += ms;
+  }
+}
+
+/** One store shared by the holders of one test. */
+export interface TestStore {
+  readonly backend: BackendName;
+  /**
+   * A new ledger object on this store (a second process or host). The in-process ledger has no
+   * store apart from its object: it answers the store's one object (the guards of one process).
+   */
+  holder(): QuotaLedger;
+  /** `ms` pass on the store's clock (manual clock advanced; Redis: a real wait of `ms`). */
+  pass(ms: number): Promise<void>;
+  /** Before every step: manual clocks move 1 ms (each event its own instant); Redis: nothing. */
+  step(): void;
+  /**
+   * Before a `/limits` reading: make sure the store's clock moved since the last one, so the kept
+   * reading (shared reads, `limitsMaxAgeMs: 0`) is never fresh and every admission is on its own
+   * reading (Redis: a real wait of 2 ms; manual clocks moved at `step`).
+   */
+  beforeReading(): Promise<void>;
+  /** Close every holder made and remove the store. */
+  close(): Promise<void>;
+}
+
+export type BackendName = 'inProcess' | 'sqlite' | 'redis';
+
+/** A backend: whether it can run here, and its stores. */
+export interface Backend {
+  readonly name: BackendName;
+  /** Why it cannot run here (undefined: it can). */
+  readonly skip: string | undefined;
+  /** Start what the stores need (Redis: a redis-server for this file). */
+  setUp(): Promise<void>;
+  tearDown(): Promise<void>;
+  store(): Promise<TestStore>;
+}
+
+let scopes = 0;
+const nextProject = (): string => `conf-${process.pid}-${++scopes}`;
+
+function inProcessBackend(): Backend {
+  return {
+    name: 'inProcess',
+    skip: undefined,
+    async setUp() {},
+    async tearDown() {},
+    async store() {
+      const clock = new ManualClock();
+      const ledger = new InProcessQuotaLedger({ clock, holder: 'h-in-process', endpoint: ENDPOINT, projectId: nextProject() });
+      return {
+        backend: 'inProcess',
+        holder: () => ledger,
+        pass: async (ms) => clock.advance(ms),
+        step: () => clock.advance(1),
+        beforeReading: async () => undefined,
+        close: () => ledger.close(),
+      };
+    },
+  };
+}
+
+function sqliteSkip(): string | undefined {
+  try {
+    const dir = mkdtempSync(join(tmpdir(), 'nova-guard-conf-probe-'));
+    try {
+      new SqliteQuotaLedger({ path: join(dir, 'probe.sqlite'), endpoint: ENDPOINT, projectId: 'probe' }).close().catch(() => undefined);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    return undefined;
+  } catch (e) {
+    if (isSqliteUnavailable(e)) return `better-sqlite3 does not load here: ${(e as Error).message}`;
+    throw e;
+  }
+}
+
+function sqliteBackend(): Backend {
+  let dir: string | undefined;
+  return {
+    name: 'sqlite',
+    skip: sqliteSkip(),
+    async setUp() {
+      dir = mkdtempSync(join(tmpdir(), 'nova-guard-conf-'));
+    },
+    async tearDown() {
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    },
+    async store() {
+      const clock = new ManualClock();
+      const projectId = nextProject();
+      const path = join(dir!, `${projectId}.sqlite`);
+      const made: SqliteQuotaLedger[] = [];
+      let n = 0;
+      return {
+        backend: 'sqlite',
+        holder: () => {
+          const l = new SqliteQuotaLedger({ path, endpoint: ENDPOINT, projectId, clock, holder: `h-sqlite-${++n}`, limitsMaxAgeMs: 0 });
+          made.push(l);
+          return l;
+        },
+        pass: async (ms) => clock.advance(ms),
+        step: () => clock.advance(1),
+        beforeReading: async () => undefined,
+        close: async () => {
+          await Promise.all(made.map((l) => l.close()));
+          for (const f of ['', '-wal', '-shm']) rmSync(path + f, { force: true });
+        },
+      };
+    },
+  };
+}
+
+function redisBackend(): Backend {
+  let server: RedisServer | undefined;
+  return {
+    name: 'redis',
+    skip: haveRedis ? undefined : redisSkipReason,
+    async setUp() {
+      server = await RedisServer.start();
+    },
+    async tearDown() {
+      await server?.kill();
+    },
+    async store() {
+      const projectId = nextProject();
+      const made: RedisQuotaLedger[] = [];
+      let n = 0;
+      return {
+        backend: 'redis',
+        holder: () => {
+          const l = new RedisQuotaLedger({ url: server!.url, endpoint: ENDPOINT, projectId, holder: `h-redis-${++n}`, limitsMaxAgeMs: 0 });
+          made.push(l);
+          return l;
+        },
+        pass: (ms) => sleep(ms),
+        step: () => undefined,
+        beforeReading: () => sleep(2),
+        close: async () => {
+          await Promise.all(made.map((l) => l.close()));
+        },
+      };
+    },
+  };
+}
+
+/** The three backends, in the order the suites run them. */
+export function backends(): Backend[] {
+  return [inProcessBackend(), sqliteBackend(), redisBackend()];
+}
+
+/** A `/limits` answer (as `NovaClient.getLimits` parses it) with `headroom` left per resource (`undefined`: unlimited, Nova's -1, parsed as `Infinity`). */
+export function absoluteFor(headroom: Partial<ResourceAmounts>, used: Partial<ResourceAmounts> = {}): AbsoluteLimits {
+  const max = (h: number | undefined, u: number): number => (h === undefined ? Number.POSITIVE_INFINITY : h + u);
+  const uc = used.cores ?? 0;
+  const ur = used.ramMiB ?? 0;
+  const ui = used.instances ?? 0;
+  return {
+    maxTotalCores: max(headroom.cores, uc),
+    totalCoresUsed: uc,
+    maxTotalRAMSize: max(headroom.ramMiB, ur),
+    totalRAMUsed: ur,
+    maxTotalInstances: max(headroom.instances, ui),
+    totalInstancesUsed: ui,
+  } as AbsoluteLimits;
+}
+
+/** What one admission of the guard's path gave. */
+export interface Attempt {
+  readonly admission: Admission;
+  readonly reading: LedgerLimits;
+  /** The place the call holds after it (taken when short without one). */
+  readonly place: LedgerPlace | undefined;
+  /** True when the ledger called `read` (false: it handed out a kept reading). */
+  readonly read: boolean;
+}
+
+/**
+ * One admission as the guard makes it (`admission.ts` `#admitOnce` through `callLedger.ts`):
+ * `acquire` with `joinIfShort` when the ledger has it; else `limits`, `admit` on the reading's raw
+ * headroom (`rawHeadroomOf`), and `join` when short without a place; an admitted call leaves its
+ * place (the guard's `finally`: `leave` when the call's admission ends). `duringRead` runs while the
+ * `/limits` read is in flight (after it was sent, before it answered): what other calls do
+ * meanwhile.
+ */
+export async function admitAsGuard(
+  ledger: QuotaLedger,
+  call: { needs: ResourceAmounts; place: LedgerPlace | undefined; ttlMs: number },
+  absolute: AbsoluteLimits,
+  duringRead: () => Promise<void> = async () => undefined,
+): Promise<Attempt> {
+  let read = false;
+  const readFn = async (): Promise<LimitsReading> => {
+    read = true;
+    await duringRead();
+    return { absolute, requestId: 'req-conformance' };
+  };
+  if (typeof ledger.acquire === 'function') {
+    const a = await ledger.acquire({ place: call.place, needs: call.needs, ttlMs: call.ttlMs, joinIfShort: true }, readFn, undefined);
+    const { reading, place, ...admission } = a;
+    if (a.admitted && call.place !== undefined) await ledger.leave(call.place);
+    return { admission: admission as Admission, reading, place: a.admitted ? undefined : (place ?? call.place), read };
+  }
+  const reading = await ledger.limits(readFn, undefined);
+  const admission = await ledger.admit({ place: call.place, needs: call.needs, headroom: rawHeadroomOf(reading.absolute), stamp: reading.stamp, ttlMs: call.ttlMs });
+  if (admission.admitted) {
+    if (call.place !== undefined) await ledger.leave(call.place);
+    return { admission, reading, place: undefined, read };
+  }
+  return { admission, reading, place: call.place ?? (await ledger.join(call.needs)), read };
+}
