@@ -13,7 +13,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     // The JSON report is what .ci/run counts its closing "N passed, N failed" line from.
-    reporters: ['default', ['json', { outputFile: 'test-results/unit.json' }]],
+    // NOVA_GUARD_REPORT names another file (a focused run of .ci/run that must not overwrite the main report).
+    reporters: ['default', ['json', { outputFile: process.env['NOVA_GUARD_REPORT'] ?? 'test-results/unit.json' }]],
     // The suites of many processes and real servers run in `npm run test:slow` (vitest.slow.config.ts).
     exclude: ['test/integration/**', 'node_modules/**', ...SLOW],
     // Every file gets real timers back and its fakes closed after each test (test/cleanup.ts).
