@@ -4,7 +4,9 @@
  * loop keeps running, an unrelated delete and a guarded create each settle by their own deadline,
  * and the create admits nothing on its own while the file is locked (the outage contract: it waits
  * for the ledger). Real clock, a real SQLite file, a real second process, FakeNova in-process;
- * generous bounds.
+ * generous bounds. The second case: the lock is held longer than the ledgers' `busyTimeoutMs` (200 ms)
+ * but shorter than the guards' `maxWaitMs`, while two guards (two ledgers on one file, as two workers of
+ * a host) race for room for one server: exactly one create is admitted once the lock is gone.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -19,6 +21,8 @@ import { SqliteQuotaLedger } from '../../src/sqlite/index.js';
 import { FAST, body, startNova } from '../guard/fixtures.js';
 
 const HOLD_MS = 3000;
+/** The lock of the second case: longer than its ledgers' busyTimeoutMs (200 ms), shorter than its guards' maxWaitMs. */
+const ATTACK_HOLD_MS = 1500;
 
 /** A second process that holds a write transaction on `file` for `ms`; resolves once it holds it. */
 async function holdLock(file: string, ms: number): Promise<ChildProcess> {
@@ -80,5 +84,39 @@ describe('a ledger file locked by another process', () => {
     expect((create as { error?: unknown }).error).toBeInstanceOf(QuotaWaitTimeoutError); // the outage contract: it waited for the ledger
     expect(create.ms).toBeLessThan(1500 + 600);
     expect(nova.requestsTo('POST', '/servers')).toHaveLength(0); // waited for the ledger, admitted nothing alone
+  }, 30_000);
+});
+
+describe('a ledger file locked longer than busyTimeoutMs, shorter than maxWaitMs ', () => {
+  it('two guards racing for room for one server: exactly one admitted after the lock goes, the other times out; nothing over quota', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'nova-guard-attack-sqlite-'));
+    // Room for one m1.tiny (1 core).
+    const nova = await startNova({ maxTotalCores: 1, maxTotalInstances: -1, maxTotalRAMSize: -1, buildDelayMs: 50, deleteDelayMs: 50, deletedWindowMs: 0 });
+    const mk = (holder: string) => {
+      const client = new NovaClient({ endpoint: nova.endpoint, token: `admin:${nova.projectId}`, microversion: '2.79', adapter: nova.adapter, retry: { minDelayMs: 2, maxDelayMs: 20, maxRetryTimeMs: 2000 } });
+      const ledger = new SqliteQuotaLedger({ endpoint: nova.endpoint, projectId: nova.projectId, path: `${dir}/`, busyTimeoutMs: 200, holder });
+      const guard = new QuotaGuard(client, { ...FAST, ledger, maxWaitMs: 4500 });
+      cleanups.push(async () => {
+        await guard.close();
+        await ledger.close();
+      });
+      return { client, ledger, guard };
+    };
+    const a = mk('worker-a');
+    const b = mk('worker-b');
+    const holder = await holdLock(a.ledger.path, ATTACK_HOLD_MS);
+    cleanups.push(() => void holder.kill());
+    const t0 = performance.now();
+    const settle = (p: Promise<unknown>) =>
+      p.then(
+        () => ({ ok: true as const, ms: performance.now() - t0 }),
+        (e: unknown) => ({ ok: false as const, ms: performance.now() - t0, error: e }),
+      );
+    const [ra, rb] = await Promise.all([settle(a.guard.createServer(body('a', '1'))), settle(b.guard.createServer(body('b', '1')))]);
+    const oks = [ra, rb].filter((r) => r.ok);
+    expect(oks).toHaveLength(1);
+    expect(oks[0]!.ms).toBeGreaterThanOrEqual(ATTACK_HOLD_MS - 100); // admitted only once the lock was gone
+    for (const r of [ra, rb]) expect(r.ms).toBeLessThan(4500 + 1500);
+    expect(nova.requestsTo('POST', '/servers')).toHaveLength(1);
   }, 30_000);
 });
