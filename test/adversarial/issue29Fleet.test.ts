@@ -5,10 +5,11 @@
  * `deleted`, and must settle by their deadline. FakeNova, InProcessFleet, fake timers.
  */
 import type { AxiosAdapter, AxiosResponse } from 'axios';
-import { describe, expect, it, vi } from 'vitest';
-import { InProcessFleet, waitForDelete, type NovaClient } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
+import { waitForDelete, type NovaClient } from '../../src/index.js';
 import type { FakeNova } from '../../src/testing/index.js';
 import { clientFor, serverPath, settle, startNova, useFakeClock } from '../helpers.js';
+import { joinedFleet } from '../delete/support/fleet.js';
 
 useFakeClock();
 
@@ -46,12 +47,7 @@ describe('InProcessFleet: the watcher’s absence GET meets a proxy 404 (issue 2
     const a = proxiedClient(nova, victim, type, page);
     const b = { client: clientFor(nova) };
     const c = { client: clientFor(nova) };
-    const fleet = new InProcessFleet();
-    const ma = await fleet.join(a.client);
-    const mb = await fleet.join(b.client);
-    const mc = await fleet.join(c.client);
-    await vi.advanceTimersByTimeAsync(0);
-    expect([ma.watching, mb.consuming, mc.consuming]).toEqual([true, true, true]);
+    const { fleet, consumers: [mb, mc] } = await joinedFleet(a.client, b.client, c.client);
     const t0 = Date.now();
     const ends = new Map<string, { outcome: string; atMs: number }>();
     const note = (host: string, id: string) => ({

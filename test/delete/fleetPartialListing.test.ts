@@ -4,10 +4,11 @@
  * GET the server once; its 404 is the proof it publishes, one GET for every host waiting.
  */
 import type { AxiosAdapter } from 'axios';
-import { describe, expect, it, vi } from 'vitest';
-import { InProcessFleet, waitForDelete, type NovaClient } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
+import { waitForDelete, type NovaClient } from '../../src/index.js';
 import type { FakeNova } from '../../src/testing/index.js';
 import { clientFor, serverPath, settle, startNova, useFakeClock } from '../helpers.js';
+import { joinedFleet } from './support/fleet.js';
 
 useFakeClock();
 
@@ -45,12 +46,7 @@ describe('InProcessFleet: a watcher whose brief listing is cut', () => {
     const a = cutClient(nova, makeCut(ids));
     const b = cutClient(nova, (x) => x);
     const c = cutClient(nova, (x) => x);
-    const fleet = new InProcessFleet();
-    const ma = await fleet.join(a.client);
-    const mb = await fleet.join(b.client);
-    const mc = await fleet.join(c.client);
-    await vi.advanceTimersByTimeAsync(0);
-    expect([ma.watching, mb.consuming, mc.consuming]).toEqual([true, true, true]);
+    const { fleet, consumers: [mb, mc] } = await joinedFleet(a.client, b.client, c.client);
     const t0 = Date.now();
     const ends = new Map<string, { outcome: string; atMs: number }>();
     const note = (host: string, id: string) => (r: { outcome: string }) => void ends.set(`${host} ${id}`, { outcome: r.outcome, atMs: Date.now() - t0 });
