@@ -203,7 +203,7 @@ async function statusListing(ctx: TickContext, wanted: TickEntry[]): Promise<Tic
  * status as last seen). A server it does not show is NOT taken for gone, whatever the listing
  * (rules of evidence, `evidence.ts`): a proxy, a cache or a page size in front of Nova can drop some
  * servers and keep others. Its absence triggers its own GET now, once per server
- * ({@link absenceTriggers}; not while Nova is in trouble), whose 404 is the proof; after that it gets
+ * ({@link absenceTriggers}; sent as every look is, a probe first while Nova is in trouble), whose 404 is the proof; after that it gets
  * its GETs when due. When the listing fails, the due ones are looked at.
  */
 async function presenceListing(ctx: TickContext, underway: TickEntry[]): Promise<TickEntry[]> {
@@ -214,13 +214,12 @@ async function presenceListing(ctx: TickContext, underway: TickEntry[]): Promise
       return bounded(ctx, (signal, limitMs) => listIds(ctx.api, signal, limitMs, ctx.presenceMicroversion));
     }, ctx.signal);
     ctx.onListing(true);
-    const troubled = ctx.troubled();
     const look: TickEntry[] = [];
     for (const e of underway) {
       e.lastListed = ids.has(e.serverId);
       if (e.lastListed) ctx.present(e);
       else if (ctx.due.has(e)) look.push(e);
-      else if (absenceTriggers(e, troubled)) {
+      else if (absenceTriggers(e)) {
         e.absenceLooked = true;
         ctx.stats.absenceGets++;
         look.push(e);
