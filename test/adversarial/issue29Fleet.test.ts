@@ -4,12 +4,12 @@
  * names no server). The watcher must publish no proof; the hosts waiting on the server must not end
  * `deleted`, and must settle by their deadline. FakeNova, InProcessFleet, fake timers.
  */
-import type { AxiosAdapter, AxiosResponse } from 'axios';
+import type { AxiosResponse } from 'axios';
 import { describe, expect, it } from 'vitest';
 import { waitForDelete, type NovaClient } from '../../src/index.js';
 import type { FakeNova } from '../../src/testing/index.js';
 import { clientFor, serverPath, settle, startNova, useFakeClock } from '../helpers.js';
-import { joinedFleet } from '../delete/support/fleet.js';
+import { cutClient, joinedFleet } from '../delete/support/fleet.js';
 
 useFakeClock();
 
@@ -20,23 +20,12 @@ const PROXY_404S: ReadonlyArray<[string, string, string]> = [
 
 /** A client whose brief listings after the first drop `victim`, and whose GETs of `victim` get the proxy's 404. */
 function proxiedClient(nova: FakeNova, victim: string, type: string, page: string): { client: NovaClient; sent: string[] } {
-  const sent: string[] = [];
-  let briefs = 0;
-  const adapter: AxiosAdapter = async (config) => {
-    const url = new URL(config.url ?? '', config.baseURL ?? nova.endpoint);
-    const path = url.pathname.replace(/^\/v2\.1/, '');
-    const method = (config.method ?? 'get').toUpperCase();
-    sent.push(`${method} ${path}`);
-    if (method === 'GET' && path === serverPath(victim)) {
-      return { status: 404, statusText: 'Not Found', data: page, headers: { 'content-type': type }, config, request: {} } satisfies AxiosResponse;
-    }
-    const res = await nova.adapter(config);
-    if (method !== 'GET' || path !== '/servers' || res.status !== 200 || ++briefs === 1) return res;
-    const raw = typeof res.data === 'string' ? res.data : JSON.stringify(res.data);
-    const body = JSON.parse(raw) as { servers: Array<{ id: string }> };
-    return { ...res, data: JSON.stringify({ servers: body.servers.filter((s) => s.id !== victim) }) };
-  };
-  return { client: clientFor(nova, { adapter }), sent };
+  return cutClient(
+    nova,
+    (ids) => ids.filter((s) => s !== victim),
+    (method, path, config) =>
+      method === 'GET' && path === serverPath(victim) ? ({ status: 404, statusText: 'Not Found', data: page, headers: { 'content-type': type }, config, request: {} } satisfies AxiosResponse) : undefined,
+  );
 }
 
 describe('InProcessFleet: the watcher’s absence GET meets a proxy 404 (issue 29 attack)', () => {

@@ -3,35 +3,12 @@
  * Nova (a proxy, a cache, a page size) ends no other host's wait. The absence only makes the watcher
  * GET the server once; its 404 is the proof it publishes, one GET for every host waiting.
  */
-import type { AxiosAdapter } from 'axios';
 import { describe, expect, it } from 'vitest';
-import { waitForDelete, type NovaClient } from '../../src/index.js';
-import type { FakeNova } from '../../src/testing/index.js';
-import { clientFor, serverPath, settle, startNova, useFakeClock } from '../helpers.js';
-import { joinedFleet } from './support/fleet.js';
+import { waitForDelete } from '../../src/index.js';
+import { serverPath, settle, startNova, useFakeClock } from '../helpers.js';
+import { cutClient, joinedFleet, type Cut } from './support/fleet.js';
 
 useFakeClock();
-
-type Cut = (ids: readonly string[]) => readonly string[];
-
-/** A client whose brief listings (`GET /servers`) after the first keep only what `cut` keeps (no next link); its requests recorded. */
-function cutClient(nova: FakeNova, cut: Cut): { client: NovaClient; sent: string[] } {
-  const sent: string[] = [];
-  let briefs = 0;
-  const adapter: AxiosAdapter = async (config) => {
-    const url = new URL(config.url ?? '', config.baseURL ?? nova.endpoint);
-    const path = url.pathname.replace(/^\/v2\.1/, '');
-    const method = (config.method ?? 'get').toUpperCase();
-    sent.push(`${method} ${path}`);
-    const res = await nova.adapter(config);
-    if (method !== 'GET' || path !== '/servers' || res.status !== 200 || ++briefs === 1) return res;
-    const raw = typeof res.data === 'string' ? res.data : JSON.stringify(res.data);
-    const body = JSON.parse(raw) as { servers: Array<{ id: string }> };
-    const kept = new Set(cut(body.servers.map((s) => s.id)));
-    return { ...res, data: JSON.stringify({ servers: body.servers.filter((s) => kept.has(s.id)) }) };
-  };
-  return { client: clientFor(nova, { adapter }), sent };
-}
 
 const CUTS: ReadonlyArray<[string, number, (all: readonly string[]) => Cut]> = [
   ['drops 1 of 10', 10, (all) => (ids) => ids.filter((x) => x !== all[3])],

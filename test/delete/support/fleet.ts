@@ -2,8 +2,43 @@
  * A fleet of one process (`InProcessFleet`) whose first client is the watcher and whose others consume,
  * for the tests of what a watcher's looks prove to the other hosts.
  */
+import type { AxiosAdapter, AxiosResponse, InternalAxiosRequestConfig } from 'axios';
 import { expect, vi } from 'vitest';
 import { InProcessFleet, type NovaClient } from '../../../src/index.js';
+import type { FakeNova } from '../../../src/testing/index.js';
+import { clientFor } from '../../helpers.js';
+
+/** What a cut keeps of the ids Nova lists, in Nova's order. */
+export type Cut = (ids: readonly string[]) => readonly string[];
+
+/**
+ * A client of `nova` whose brief listings (`GET /servers`) after the first keep only what `cut` keeps
+ * (no next link), its requests recorded (`METHOD /path`). `answer` may answer a request in Nova's
+ * place (a proxy's page): return undefined to let it through.
+ */
+export function cutClient(
+  nova: FakeNova,
+  cut: Cut,
+  answer: (method: string, path: string, config: InternalAxiosRequestConfig) => AxiosResponse | undefined = () => undefined,
+): { client: NovaClient; sent: string[] } {
+  const sent: string[] = [];
+  let briefs = 0;
+  const adapter: AxiosAdapter = async (config) => {
+    const url = new URL(config.url ?? '', config.baseURL ?? nova.endpoint);
+    const path = url.pathname.replace(/^\/v2\.1/, '');
+    const method = (config.method ?? 'get').toUpperCase();
+    sent.push(`${method} ${path}`);
+    const mine = answer(method, path, config);
+    if (mine) return mine;
+    const res = await nova.adapter(config);
+    if (method !== 'GET' || path !== '/servers' || res.status !== 200 || ++briefs === 1) return res;
+    const raw = typeof res.data === 'string' ? res.data : JSON.stringify(res.data);
+    const body = JSON.parse(raw) as { servers: Array<{ id: string }> };
+    const kept = new Set(cut(body.servers.map((s) => s.id)));
+    return { ...res, data: JSON.stringify({ servers: body.servers.filter((s) => kept.has(s.id)) }) };
+  };
+  return { client: clientFor(nova, { adapter }), sent };
+}
 
 /**
  * Join `watcher` then each of `consumers` to a new fleet (on fake timers: the first round runs) and
