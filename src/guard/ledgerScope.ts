@@ -88,13 +88,13 @@ export interface ClientScopeOptions {
  * project only with its first token.
  */
 async function knownProjects(client: NovaClient, learn: boolean): Promise<{ client: string | undefined; token: string | undefined }> {
-  const auth = client.auth as { getProjectId?: () => string | undefined; getToken: () => Promise<string> } | undefined;
+  const auth = client.auth;
   const tokenProject = (): string | undefined => {
-    const id = typeof auth?.getProjectId === 'function' ? auth.getProjectId() : undefined;
+    const id: unknown = auth.getProjectId?.();
     return typeof id === 'string' && id !== '' ? id : undefined;
   };
   let token = tokenProject();
-  if (token === undefined && learn && typeof auth?.getProjectId === 'function') {
+  if (token === undefined && learn && auth.getProjectId !== undefined) {
     await auth.getToken();
     token = tokenProject();
   }

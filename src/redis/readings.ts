@@ -46,6 +46,24 @@ export interface LedgerInternals {
 }
 
 /**
+ * Times one call's wait for another holder's refresh (or vet) of the kept reading, for
+ * `LedgerInternals.refreshTook`: from the first answer that said another holder refreshes
+ * (`since`, kept while the wait goes on) to the answer that ended it (`ended`).
+ */
+function refreshWait(x: LedgerInternals): { since(at: number): void; ended(): void } {
+  let since: number | undefined;
+  return {
+    since(at) {
+      since ??= at;
+    },
+    ended() {
+      if (since !== undefined) x.refreshTook(x.clock.now() - since);
+      since = undefined;
+    },
+  };
+}
+
+/**
  * `limits` + `admit` (+ `join` when short and asked to) in one script when the kept reading is
  * fresh: ONE round trip. When it is not, the same script takes the refresh lock; this ledger
  * then calls `read` (Nova) and one more script keeps the reading and admits on it, but only if
@@ -79,19 +97,14 @@ export async function acquireOn(x: LedgerInternals, request: AcquireRequest, rea
   const common = [placeId, ...needs, Math.ceil(request.ttlMs), x.holder, claimId, request.joinIfShort ? '1' : '0', newPlace, x.opts.placeTtlMs];
   const deadline = x.clock.now() + x.opts.limitsLockMs + x.opts.commandTimeoutMs;
   let last: unknown[] | undefined;
-  // Since when this call waits for another holder's refresh (or vet): the first answer that said so.
-  let waitingSince: number | undefined;
-  const waited = (): void => {
-    if (waitingSince !== undefined) x.refreshTook(x.clock.now() - waitingSince);
-    waitingSince = undefined;
-  };
+  const wait = refreshWait(x);
   for (;;) {
     throwIfAborted(signal);
     const sentLocal = x.clock.now();
     const res = (await x.run('novaGuardAcquire', [...common, x.opts.limitsMaxAgeMs, x.opts.limitsLockMs, lock, x.ages.staleSeq(), uncounted ? '1' : '0', x.opts.restartGraceMs, Math.max(0, Math.floor(request.staleShortMs ?? 0))])) as unknown[];
     const state = String(res[0]);
     if (state === 'vet' && uncounted) {
-      waited();
+      wait.ended();
       const started = x.clock.now();
       await vet(x, uncounted, lock, signal);
       x.refreshTook(x.clock.now() - started);
@@ -102,12 +115,12 @@ export async function acquireOn(x: LedgerInternals, request: AcquireRequest, rea
     // Still short on a kept reading no deletion was confirmed after (request.staleShortMs): no read.
     if (state === 'short') return acquisition(x, res, request, claimId, newPlace, undefined, sentLocal);
     if (state === 'fresh') {
-      waited();
+      wait.ended();
       x.ages.saw(Number(res[10]), sentLocal);
       return acquisition(x, res, request, claimId, newPlace, undefined, sentLocal);
     }
     if (state === 'lock') {
-      waited();
+      wait.ended();
       const started = x.clock.now();
       const sendSeq = Number(res[10]);
       const sentAt = Number(res[11]);
@@ -127,10 +140,10 @@ export async function acquireOn(x: LedgerInternals, request: AcquireRequest, rea
       last = stored;
     } else {
       last = res;
-      waitingSince ??= sentLocal;
+      wait.since(sentLocal);
     }
     if (x.clock.now() >= deadline) {
-      waited();
+      wait.ended();
       return acquisition(x, last, request, claimId, newPlace, undefined, sentLocal, true);
     }
     if (state !== 'lock') await x.waitForReading(Math.min(250, Math.max(1, deadline - x.clock.now())), signal);
@@ -198,12 +211,7 @@ function acquisition(x: LedgerInternals, res: unknown[], request: AcquireRequest
 export async function limitsOn(x: LedgerInternals, read: Read, signal: AbortSignal | undefined): Promise<LedgerLimits> {
   const lock = randomUUID();
   const deadline = x.clock.now() + x.opts.limitsLockMs + x.opts.commandTimeoutMs;
-  // Since when this call waits for another holder's refresh (see `acquireOn`).
-  let waitingSince: number | undefined;
-  const waited = (): void => {
-    if (waitingSince !== undefined) x.refreshTook(x.clock.now() - waitingSince);
-    waitingSince = undefined;
-  };
+  const wait = refreshWait(x);
   for (;;) {
     throwIfAborted(signal);
     const sentLocal = x.clock.now();
@@ -211,12 +219,12 @@ export async function limitsOn(x: LedgerInternals, read: Read, signal: AbortSign
     const [state, json, seq, sentAt, now, sendSeq] = [String(res[0]), String(res[1] ?? ''), Number(res[2]), Number(res[3]), Number(res[4]), Number(res[5])];
     const kept = (): LedgerLimits => ({ ...decodeReading(json), stamp: seq, ageMs: x.ages.ageMs(seq, sentAt, now, sentLocal), shared: true });
     if (state === 'fresh') {
-      waited();
+      wait.ended();
       x.ages.saw(seq, sentLocal);
       return kept();
     }
     if (state === 'lock' || x.clock.now() >= deadline) {
-      waited();
+      wait.ended();
       if (state !== 'lock' && json !== '') return kept();
       let reading: LimitsReading;
       try {
@@ -233,7 +241,7 @@ export async function limitsOn(x: LedgerInternals, read: Read, signal: AbortSign
       if (state === 'lock') x.refreshTook(x.clock.now() - sentLocal);
       return { absolute: reading.absolute, requestId: reading.requestId, stamp: sendSeq, ageMs: 0, shared: false };
     }
-    waitingSince ??= sentLocal;
+    wait.since(sentLocal);
     await x.waitForReading(Math.min(250, Math.max(1, deadline - x.clock.now())), signal);
   }
 }
