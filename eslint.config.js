@@ -9,7 +9,7 @@ import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescrip
  */
 // Every folder of src/ is in a layer (src/testing apart: it may import only core and errors). `ledgers`
 // turns a ledger string into a ledger of `redis` or `sqlite`, so it sits above both.
-const LAYERS = [['core', 'errors'], ['transport'], ['auth'], ['config'], ['delete'], ['nova'], ['guard', 'audit', 'reaper'], ['redis', 'sqlite'], ['ledgers'], ['cli']];
+const LAYERS = [['core', 'errors'], ['transport'], ['auth'], ['config'], ['delete'], ['nova'], ['ledger'], ['guard', 'audit', 'reaper'], ['redis', 'sqlite'], ['ledgers'], ['cli']];
 const zones = LAYERS.flatMap((layer, i) =>
   layer.map((folder) => ({
     target: `./src/${folder}`,

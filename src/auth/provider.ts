@@ -38,7 +38,7 @@ export interface AuthProvider {
    * The project id this provider's tokens are scoped to, when it knows it (`KeystoneAuth`: the
    * current token's project, else the configured `projectId`; `undefined` before the first token of
    * a credential that names its project by name or is pre-scoped). A quota ledger's `forClient`
-   * refuses a project id that is not this one (`src/guard/ledgerScope.ts`).
+   * refuses a project id that is not this one (`src/ledger/scope.ts`).
    */
   getProjectId?(): string | undefined;
   /**

@@ -4,7 +4,7 @@
  *
  * 1. wait for headroom ({@link Admission}'s wait): at each admission, read `GET /limits` (Nova API
  *    reference, "Limits") through the call's ledger and admit in the same tick: check and claim
- *    (`ledger.ts`: `acquire`, or `limits` then `admit` against raw headroom; the call's
+ *    (`src/ledger/port.ts`: `acquire`, or `limits` then `admit` against raw headroom; the call's
  *    {@link CallLedger} runs each step, on the fallback when the ledger fails); while short, report
  *    the wait, join the queue (`join` at the first wait, `leave` when the wait ends) and sleep;
  * 2. renew the claim's lease right before the POST (`leases.ts`: the fencing rule, a lost lease
@@ -23,7 +23,7 @@ import { throwIfAborted } from '../errors/index.js';
 import { sleep } from '../core/clock.js';
 import { traceHeadroomWait } from '../core/telemetry.js';
 import type { ResourceAmounts } from '../core/types.js';
-import { addNeeds, checkFit, computeHeadroom, describeShortfalls, rawHeadroomOf, shortfallResources, type FitVerdict, type Headroom, type Shortfall } from './headroom.js';
+import { addNeeds, checkFit, computeHeadroom, describeShortfalls, rawHeadroomOf, shortfallResources, type FitVerdict, type Headroom, type Shortfall } from '../ledger/index.js';
 import { holdClaim } from './ledgerUse.js';
 import { freedMeanwhile, sleepUntilWoken } from './wakeUps.js';
 import { keepLease, renewBeforePost } from './leases.js';
@@ -33,7 +33,7 @@ import { stepDelayMs } from './backoff.js';
 import { EXPLAIN_EVERY_WAITS, type QuotaWaitInfo, type QuotaWaitReason } from './hookInfo.js';
 import { explainShortfall, type ShortfallExplanation } from './explain.js';
 import { serversForCheck } from './explainShare.js';
-import type { Admission as LedgerAdmission, LedgerLimits } from './ledger.js';
+import type { Admission as LedgerAdmission, LedgerLimits } from '../ledger/index.js';
 import { outOfReachFit } from './degradedUse.js';
 import { listUncounted } from './uncounted.js';
 import { withinCallDeadline } from './readBound.js';

@@ -22,7 +22,7 @@ import pTimeout, { TimeoutError } from 'p-timeout';
 import type { Clock } from '../core/clock.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { AbortError, throwIfAborted } from '../errors/index.js';
-import type { Acquisition, AdmitRequest, Admission, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger, UncountedRead } from './ledger.js';
+import type { Acquisition, AdmitRequest, Admission, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger, UncountedRead } from '../ledger/index.js';
 import { bounded, holdClaim, inBackground, ledgerBudgetMs, noteFallback } from './ledgerUse.js';
 import { holdDegraded, waitsForLedger } from './degradedUse.js';
 import type { Claim, GuardState } from './state.js';

@@ -22,7 +22,7 @@
  * @module
  */
 import type { ResourceAmounts } from '../core/types.js';
-import { AMOUNT_FIELD, QUOTA_RESOURCES, type FitVerdict, type Headroom } from './headroom.js';
+import { AMOUNT_FIELD, QUOTA_RESOURCES, type FitVerdict, type Headroom } from '../ledger/index.js';
 import { bounded, inBackground } from './ledgerUse.js';
 import type { Claim, GuardState } from './state.js';
 

@@ -13,7 +13,7 @@ import { NovaGuardError } from '../errors/base.js';
 import type { QuotaResource } from '../errors/quotaMessage.js';
 import type { QuotaFinding, ResourceAmounts } from '../core/types.js';
 import type { ShortfallCause } from './explain.js';
-import { describeShortfalls, shortfallResources, type Headroom, type Shortfall } from './headroom.js';
+import { describeShortfalls, shortfallResources, type Headroom, type Shortfall } from '../ledger/index.js';
 
 /** What {@link QuotaWaitTimeoutError} carries. */
 export interface QuotaWaitTimeoutInit {

@@ -20,7 +20,7 @@
  */
 import { REMEDIES, heldByServers, isDeleting, embeddedFlavor, statusOf } from '../core/counting.js';
 import type { QuotaFinding, ResourceAmounts, Server } from '../core/types.js';
-import { AMOUNT_FIELD, type Shortfall } from './headroom.js';
+import { AMOUNT_FIELD, type Shortfall } from '../ledger/index.js';
 
 /** `busy-fleet`: the project's servers hold the quota; `wrong-books`: Nova counts quota no live server explains (see `finding`). */
 export type ShortfallCause = 'busy-fleet' | 'wrong-books';

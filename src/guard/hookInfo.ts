@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Headroom, Shortfall } from './headroom.js';
+import type { Headroom, Shortfall } from '../ledger/index.js';
 import type { QuotaFinding, ResourceAmounts } from '../core/types.js';
 import type { ShortfallCause } from './explain.js';
 

@@ -17,10 +17,10 @@ import type { Logger } from '../core/logger.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import type { ResourceAmounts } from '../core/types.js';
 import { ValidationError } from '../errors/index.js';
-import { rawHeadroomOf } from './headroom.js';
-import { defaultHolder } from './inProcessLedger.js';
-import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger, UncountedRead } from './ledger.js';
-import { scopeMismatch } from './ledgerScope.js';
+import { rawHeadroomOf } from '../ledger/index.js';
+import { defaultHolder } from '../ledger/index.js';
+import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger, UncountedRead } from '../ledger/index.js';
+import { scopeMismatch } from '../ledger/index.js';
 
 /** What turns a ledger string into a ledger (registered by `src/ledgers`). */
 export interface LedgerSpecResolver {

@@ -1,5 +1,5 @@
 /**
- * The guard's side of the {@link QuotaLedger} protocol (see `ledger.ts`): every call of the ledger
+ * The guard's side of the {@link QuotaLedger} protocol (see `src/ledger/port.ts`): every call of the ledger
  * bounded in time, the fallback to a private in-process ledger, claims and their leases, and the
  * metadata that tags what a claim creates.
  *
@@ -19,7 +19,7 @@ import pTimeout, { TimeoutError } from 'p-timeout';
 import { pTimeoutTimers } from '../core/clock.js';
 import type { ResourceAmounts } from '../core/types.js';
 import { throwIfAborted } from '../errors/index.js';
-import type { LedgerClaim, QuotaLedger } from './ledger.js';
+import type { LedgerClaim, QuotaLedger } from '../ledger/index.js';
 import { warnOnce, type Claim, type GuardState } from './state.js';
 
 /** Metadata key of the claim's id on every server the guard creates. */

@@ -10,7 +10,7 @@
 import { InvalidResponseError, NotFoundError, throwIfAborted } from '../errors/index.js';
 import { untilSettledOrAborted } from '../core/clock.js';
 import type { AbsoluteLimits } from '../core/types.js';
-import { LIMIT_KEYS, computeHeadroom, NO_NEEDS, type Headroom } from './headroom.js';
+import { LIMIT_KEYS, computeHeadroom, NO_NEEDS, type Headroom } from '../ledger/index.js';
 import { inFlightOf, releaseClaim } from './ledgerUse.js';
 import { CallLedger } from './callLedger.js';
 import { renewQuietly } from './leases.js';

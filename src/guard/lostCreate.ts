@@ -39,7 +39,7 @@ import type { CreateServerBody, Server } from '../core/types.js';
 import { CreateOutcomeUnknownError } from './errors.js';
 import type { Claim, GuardState } from './state.js';
 import type { GuardedCall } from './guardedCall.js';
-import type { LedgerClaim } from './ledger.js';
+import type { LedgerClaim } from '../ledger/index.js';
 import { claimMetadata } from './ledgerUse.js';
 import { CLAIM_TAG_KEY, isDeletedStatus, listTagged } from './claimTag.js';
 import { deleteExtra, noteNothingMore, noteServer, noteUncertainPost, type LateCreateWatch } from './lateCreates.js';

@@ -15,7 +15,7 @@ import type { ResourceAmounts } from '../core/types.js';
 import { componentLogger, type LoggerOption } from '../core/logger.js';
 import { ledgerOption, type Clock } from './ledgerSpec.js';
 import { is } from '../core/validate.js';
-import type { QuotaLedger } from './ledger.js';
+import type { QuotaLedger } from '../ledger/index.js';
 
 export type { QuotaWaitInfo, QuotaWaitReason, QuotaRetryReason, QuotaRetryInfo } from './hookInfo.js';
 export { EXPLAIN_EVERY_WAITS } from './hookInfo.js';
@@ -128,7 +128,7 @@ export interface QuotaGuardOptions {
   deleteOptions?: Omit<DeleteServerOptions, 'wait' | 'signal'>;
   /**
    * Where the guard keeps its claims, its queue of waiting calls and its "deletion confirmed"
-   * wake-ups (protocol: `ledger.ts`). Share one ledger between guards for one first-come-first-served
+   * wake-ups (protocol: `src/ledger/port.ts`). Share one ledger between guards for one first-come-first-served
    * queue with no over-commit; `RedisQuotaLedger` shares it across hosts, `SqliteQuotaLedger` across
    * processes of one host. Or a string, checked at construction and opened before the first request
    * (closed by `close()`): `'sqlite:[PATH]'`, `'redis://…'`, `'rediss://…'`, `'in-process'`. A ledger

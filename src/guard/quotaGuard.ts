@@ -9,7 +9,7 @@
  * 1. Needs: vCPUs, RAM (MiB) and instances from the flavor (`GET /flavors/{id}`, cached by the
  *    client) or as given.
  * 2. Before every attempt, a fresh `GET /limits` (Nova API reference, "Limits") through the ledger
- *    (`ledger.ts`); headroom = max - used - in-flight claims of the ledger, -1 = unlimited, used above max
+ *    (`src/ledger/port.ts`); headroom = max - used - in-flight claims of the ledger, -1 = unlimited, used above max
  *    = 0, missing = unknown (Nova decides). Needed above the limit itself:
  *    {@link QuotaNeverFitsError} at once, 0 POSTs (nodepool's `hasProviderQuota`).
  * 3. While short: wait (`admission.ts`: the call's backoff, first come first served, woken by a
@@ -61,13 +61,13 @@ import { checkOptions } from '../core/options.js';
 import type { CreateServerBody, ResourceAmounts, Server } from '../core/types.js';
 import { CreateAttempt } from './guardedCreate.js';
 import { needsFromFlavor, readFlavor } from './flavorNeeds.js';
-import type { Headroom, QuotaNeeds } from './headroom.js';
+import type { Headroom, QuotaNeeds } from '../ledger/index.js';
 import { Admission } from './admission.js';
 import { readHeadroom } from './limitsRead.js';
 import { claimMetadata, publishFreed, releaseClaim, closeLedgerUse } from './ledgerUse.js';
 import { CLAIM_TAG_KEY } from './claimTag.js';
 import { closeWatches, endCallWatch, liveMarks, watchedCreates, type LiveClaimMark, type UnsettledCreate } from './lateCreates.js';
-import { bindLedgerScope, checkScopeNow } from './ledgerScope.js';
+import { bindLedgerScope, checkScopeNow } from '../ledger/index.js';
 import { onDeleteConfirmed } from '../delete/index.js';
 import { quotaRetryReasonOf } from './retryPolicy.js';
 import { newGuardState, newStats, type Claim, type GuardState } from './state.js';
@@ -75,7 +75,7 @@ import { GuardedCall } from './guardedCall.js';
 import { GUARDED_CALL_SPEC, GUARDED_CREATE_SPEC, NEEDS_OR_FLAVOR_SPEC, flavorIdOf, isFullNeeds, validateNeeds, validateGuardOptions, closeOwnedLedger } from './options.js';
 import type { GuardedCallOptions, GuardedCreateOptions, QuotaGuardOptions, QuotaGuardStats, QuotaNeedsSpec, GuardClaimInfo, ResolvedOptions } from './options.js';
 
-export type { QuotaNeeds, Headroom, ResourceHeadroom, Shortfall } from './headroom.js';
+export type { QuotaNeeds, Headroom, ResourceHeadroom, Shortfall } from '../ledger/index.js';
 export { QUOTA_GUARD_DEFAULTS, QUOTA_LEDGER_DEFAULTS } from './options.js';
 export type { QuotaWaitInfo, QuotaRetryReason, QuotaRetryInfo, QuotaGuardOptions, GuardedCallOptions, GuardedCreateOptions, QuotaNeedsSpec, QuotaGuardStats, ResolvedOptions, GuardClaimInfo } from './options.js';
 export type { UnsettledCreate, LiveClaimMark } from './lateCreates.js';
@@ -114,7 +114,7 @@ export class QuotaGuard {
    * @throws {@link ValidationError} when `client` is missing, an option is out of range (a negative
    * duration, `maxAttempts` < 1, `jitter` outside [0, 1), `maxDelayMs` < `minDelayMs`), or `ledger`
    * serves another project than `client.projectId` (another endpoint: at the first call, before any
-   * request; see `ledgerScope.ts`).
+   * request; see `src/ledger/scope.ts`).
    */
   constructor(client: NovaClient, options: QuotaGuardOptions = {}) {
     if (!client || typeof client.getLimits !== 'function') throw new ValidationError('QuotaGuard needs a NovaClient');
@@ -128,7 +128,7 @@ export class QuotaGuard {
 
   /**
    * Before the first request: the ledger serves this client's endpoint and project
-   * (`ledgerScope.ts`); a refusal stays. The binding is shared by the guard's concurrent callers, so
+   * (`src/ledger/scope.ts`); a refusal stays. The binding is shared by the guard's concurrent callers, so
    * it never takes one caller's signal (one caller's abort would fail them all): each caller waits
    * for it under its own `signal` ({@link AbortError} when that aborts), and the binding itself is
    * bounded by the client's request time limit and ended by {@link close}.

@@ -24,8 +24,8 @@ import pTimeout from 'p-timeout';
 import { pTimeoutTimers, type Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import { callEach } from '../core/listeners.js';
-import { InProcessQuotaLedger } from './inProcessLedger.js';
-import { isLedgerDown, type QuotaLedger } from './ledger.js';
+import { InProcessQuotaLedger } from '../ledger/index.js';
+import { isLedgerDown, type QuotaLedger } from '../ledger/index.js';
 import type { QuotaGuardStats } from './stats.js';
 
 /** Time-outs in a row after which a ledger counts as down. */

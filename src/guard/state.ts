@@ -8,8 +8,8 @@ import type { NovaClient } from '../nova/client.js';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import type { ResourceAmounts } from '../core/types.js';
-import type { LedgerClaim, QuotaLedger } from './ledger.js';
-import { InProcessQuotaLedger } from './inProcessLedger.js';
+import type { LedgerClaim, QuotaLedger } from '../ledger/index.js';
+import { InProcessQuotaLedger } from '../ledger/index.js';
 import { resilientLedgerFor, type ResilientLedger } from './resilientLedger.js';
 import type { QuotaGuardStats, QuotaRetryInfo, ResolvedOptions } from './options.js';
 

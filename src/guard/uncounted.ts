@@ -19,7 +19,7 @@ import type { Server } from '../core/types.js';
 import { AuthError, isAbortError } from '../errors/index.js';
 import { presenceMicroversion } from '../delete/index.js';
 import type { NovaClient } from '../nova/index.js';
-import type { UncountedServer } from './ledger.js';
+import type { UncountedServer } from '../ledger/index.js';
 import { CLAIM_ID_KEY } from './ledgerUse.js';
 import { isPastScheduling } from './waitForActive.js';
 

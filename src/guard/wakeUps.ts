@@ -1,7 +1,7 @@
 /**
  * Who wakes when quota is freed, among the calls waiting for headroom.
  *
- * A ledger with `onWake` (`ledger.ts`) addresses its wake-ups to places: the head of the fleet's
+ * A ledger with `onWake` (`src/ledger/port.ts`) addresses its wake-ups to places: the head of the fleet's
  * queue when a deletion is confirmed anywhere, the next place when the head leaves (admitted, or it
  * gave up). The queue is first come, first served (`admit` subtracts the needs of every place
  * ahead), so no call behind a head that does not fit can be admitted: waking the head alone loses

@@ -6,7 +6,7 @@
  */
 import type { ResourceAmounts } from '../core/index.js';
 import { ValidationError } from '../errors/index.js';
-import type { LimitsReading } from '../guard/index.js';
+import type { LimitsReading } from '../ledger/index.js';
 
 /**
  * A reading as kept in Redis: JSON, with an unlimited limit (`Infinity`, Nova's -1) written as

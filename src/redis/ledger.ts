@@ -8,10 +8,10 @@
 import { randomUUID } from 'node:crypto';
 import { systemClock, type Clock, type ResourceAmounts, type TimerHandle } from '../core/index.js';
 import { componentLogger } from '../core/logger.js';
-import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger, UncountedRead } from '../guard/index.js';
+import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger, UncountedRead } from '../ledger/index.js';
 import type { NovaClient } from '../nova/index.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
-import { clientScope, scopeMismatch } from '../guard/ledgerScope.js';
+import { clientScope, scopeMismatch } from '../ledger/index.js';
 import { LedgerNews } from './news.js';
 import { RedisConnection, RoundTrips, type LedgerCommand } from './connection.js';
 import { amounts, needsArgs } from './codec.js';
@@ -108,7 +108,7 @@ export class RedisQuotaLedger implements QuotaLedger {
 
   /**
    * A ledger for `client`'s endpoint and project: always the client's own (see `clientScope` in
-   * `src/guard/ledgerScope.ts`). The endpoint is `client.endpoint()` (the client's option, else its
+   * `src/ledger/scope.ts`). The endpoint is `client.endpoint()` (the client's option, else its
    * catalog's); `options.endpoint` may only spell that same endpoint another way (scheme and host
    * case, default port, trailing slash: compared as `InProcessFleet.join` compares them), never name
    * another Nova. The project is `client.projectId` (or its token's, `AuthProvider.getProjectId`);

@@ -122,7 +122,7 @@ end
 
 /**
  * Raw headroom of a kept reading (its JSON: `{absolute, requestId}`, unlimited written as
- * `"Infinity"`), the rule of `rawHeadroomOf` (`src/guard/headroom.ts`): `max - used`, at least 0;
+ * `"Infinity"`), the rule of `rawHeadroomOf` (`src/ledger/headroom.ts`): `max - used`, at least 0;
  * unlimited (`"Infinity"` or -1) and unknown (max or used missing, or a limit of 0 with usage above
  * it) are `nil` (unconstrained). Whole numbers, rounded down, as `admit` takes them.
  */

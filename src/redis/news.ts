@@ -8,7 +8,7 @@
 import type { Clock } from '../core/index.js';
 import { callEach } from '../core/listeners.js';
 import { AbortError } from '../errors/index.js';
-import { PlaceWakes } from '../guard/placeWakes.js';
+import { PlaceWakes } from '../ledger/index.js';
 
 /** The listeners of one ledger object for the messages of its scope's channels. */
 export class LedgerNews {

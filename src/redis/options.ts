@@ -13,7 +13,7 @@ import { redactUrlSecrets } from '../core/redact.js';
 import { isHttpUrl, normaliseEndpoint } from '../core/endpoint.js';
 import { toLogger, type LoggerOption } from '../core/logger.js';
 import { ValidationError } from '../errors/index.js';
-import { isClock, isHolderName } from '../guard/inProcessLedger.js';
+import { isClock, isHolderName } from '../ledger/index.js';
 
 /** Options of `new RedisQuotaLedger(...)`. */
 export interface RedisQuotaLedgerOptions {

@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock, ResourceAmounts } from '../core/index.js';
 import { throwIfAborted } from '../errors/index.js';
-import type { AcquireRequest, Acquisition, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, UncountedRead, UncountedServer } from '../guard/index.js';
+import type { AcquireRequest, Acquisition, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, UncountedRead, UncountedServer } from '../ledger/index.js';
 import type { LedgerCommand } from './connection.js';
 import { amounts, decodeReading, encodeReading, needsArgs } from './codec.js';
 import type { ResolvedOptions } from './options.js';

@@ -27,9 +27,9 @@ import { sleep, systemClock, type Clock, type ResourceAmounts, type TimerHandle 
 import { componentLogger } from '../core/logger.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { AbortError, ValidationError, throwIfAborted } from '../errors/index.js';
-import type { Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from '../guard/index.js';
-import { clientScope, scopeMismatch } from '../guard/ledgerScope.js';
-import { PlaceWakes } from '../guard/placeWakes.js';
+import type { Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from '../ledger/index.js';
+import { clientScope, scopeMismatch } from '../ledger/index.js';
+import { PlaceWakes } from '../ledger/index.js';
 import type { NovaClient } from '../nova/index.js';
 import { LedgerStore, type Caller } from './store.js';
 import { FreedWatch } from './freed.js';

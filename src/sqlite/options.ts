@@ -17,7 +17,7 @@ import { toLogger, type LoggerOption } from '../core/logger.js';
 import { ValidationError } from '../errors/index.js';
 import { MAX_BUSY_TIMEOUT_MS } from './busy.js';
 import { absoluteLedgerPath } from './ledgerPath.js';
-import { defaultHolder, isClock, isHolderName } from '../guard/inProcessLedger.js';
+import { defaultHolder, isClock, isHolderName } from '../ledger/index.js';
 
 /** Options of `new SqliteQuotaLedger(...)`. */
 export interface SqliteQuotaLedgerOptions {

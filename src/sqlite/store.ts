@@ -31,7 +31,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ValidationError } from '../errors/index.js';
-import { NO_NEEDS } from '../guard/headroom.js';
+import { NO_NEEDS } from '../ledger/index.js';
 import type { ResourceAmounts } from '../core/index.js';
 import { loadSqlite, type Database, type Statement } from './native.js';
 import { refuseNetworkFileSystem } from './fileSystem.js';

@@ -6,9 +6,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { AbortError } from '../../src/errors/index.js';
-import { rawHeadroomOf } from '../../src/guard/headroom.js';
-import { InProcessQuotaLedger } from '../../src/guard/inProcessLedger.js';
-import type { AcquireRequest, Acquisition, LimitsReading, QuotaLedger } from '../../src/guard/ledger.js';
+import { rawHeadroomOf } from '../../src/ledger/headroom.js';
+import { InProcessQuotaLedger } from '../../src/ledger/inProcess.js';
+import type { AcquireRequest, Acquisition, LimitsReading, QuotaLedger } from '../../src/ledger/port.js';
 import { settle, useFakeClock } from '../helpers.js';
 import { faulty } from './support/testLedger.js';
 import { body, clientFor, guardFor, posts, startNova } from './fixtures.js';

@@ -5,7 +5,7 @@
  * timers, FakeNova, the in-process ledger behind the test ledger's delay.
  */
 import { describe, expect, it } from 'vitest';
-import { InProcessQuotaLedger } from '../../src/guard/inProcessLedger.js';
+import { InProcessQuotaLedger } from '../../src/ledger/inProcess.js';
 import { settle, useFakeClock } from '../helpers.js';
 import { body, clientFor, guardFor, startNova } from './fixtures.js';
 import { faulty, warnLog } from './support/testLedger.js';

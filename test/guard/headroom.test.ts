@@ -5,11 +5,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseAbsoluteLimits } from '../../src/nova/client.js';
-import { checkFit, computeHeadroom, describeShortfalls, shortfallResources, NO_NEEDS } from '../../src/guard/headroom.js';
+import { checkFit, computeHeadroom, describeShortfalls, shortfallResources, NO_NEEDS } from '../../src/ledger/headroom.js';
 import { backoffDelayMs, firstDelayMs, retrySchedule } from '../../src/guard/backoff.js';
 import { planRetry } from '../../src/guard/retryPolicy.js';
 import { QuotaExceededError } from '../../src/errors/index.js';
-import { ClaimLedger } from '../../src/guard/claims.js';
+import { ClaimLedger } from '../../src/ledger/claims.js';
 
 const meta = { requestId: 'req-1', readAtMs: 1000 };
 

@@ -4,8 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import type { AxiosAdapter } from 'axios';
 import { NovaClient } from '../../src/nova/client.js';
-import { InProcessQuotaLedger } from '../../src/guard/inProcessLedger.js';
-import type { LedgerClaim } from '../../src/guard/ledger.js';
+import { InProcessQuotaLedger } from '../../src/ledger/inProcess.js';
+import type { LedgerClaim } from '../../src/ledger/port.js';
 import type { FakeNova } from '../../src/testing/index.js';
 import { ValidationError } from '../../src/errors/index.js';
 import { settle, useFakeClock } from '../helpers.js';

@@ -3,8 +3,8 @@
 // the call settled. Fake timers, FakeNova adapters.
 import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
-import { InProcessQuotaLedger } from '../../src/guard/inProcessLedger.js';
-import type { LimitsReading, QuotaLedger } from '../../src/guard/ledger.js';
+import { InProcessQuotaLedger } from '../../src/ledger/inProcess.js';
+import type { LimitsReading, QuotaLedger } from '../../src/ledger/port.js';
 import { QuotaWaitTimeoutError } from '../../src/guard/errors.js';
 import { AbortError } from '../../src/errors/index.js';
 import { T0, rejection, settle, useFakeClock } from '../helpers.js';

@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { AxiosAdapter } from 'axios';
 import { pino } from 'pino';
-import { InProcessQuotaLedger } from '../../src/guard/inProcessLedger.js';
+import { InProcessQuotaLedger } from '../../src/ledger/inProcess.js';
 import { T0, rejection, settle, useFakeClock } from '../helpers.js';
 import { QuotaWaitTimeoutError } from '../../src/guard/errors.js';
 import type { QuotaWaitInfo } from '../../src/guard/options.js';

@@ -3,10 +3,10 @@
 // rejects or hangs, and the claim's metadata on the created server. Fake timers, FakeNova adapters.
 import { describe, expect, it } from 'vitest';
 import type { AxiosAdapter } from 'axios';
-import { InProcessQuotaLedger } from '../../src/guard/inProcessLedger.js';
+import { InProcessQuotaLedger } from '../../src/ledger/inProcess.js';
 import { CLAIM_HOLDER_KEY, CLAIM_ID_KEY, CLAIM_TOKEN_KEY } from '../../src/guard/ledgerUse.js';
 import { CLAIM_TAG_KEY } from '../../src/guard/lostCreate.js';
-import type { LedgerClaim } from '../../src/guard/ledger.js';
+import type { LedgerClaim } from '../../src/ledger/port.js';
 import type { FakeNova } from '../../src/testing/index.js';
 import { AbortError, ValidationError } from '../../src/errors/index.js';
 import { T0, rejection, runUntil, settle, useFakeClock } from '../helpers.js';

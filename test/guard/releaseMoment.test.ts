@@ -2,7 +2,7 @@
 // from then on), not at ACTIVE. Fake timers, FakeNova with a `scheduling` phase, two guards on one
 // InProcessQuotaLedger.
 import { describe, expect, it } from 'vitest';
-import { InProcessQuotaLedger } from '../../src/guard/inProcessLedger.js';
+import { InProcessQuotaLedger } from '../../src/ledger/inProcess.js';
 import { isPastScheduling, waitForActive } from '../../src/guard/waitForActive.js';
 import type { Server } from '../../src/core/types.js';
 import { T0, runUntil, settle, useFakeClock } from '../helpers.js';

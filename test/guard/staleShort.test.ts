@@ -4,8 +4,8 @@
 // `maxWaitMs` ask for a fresh reading. Fake timers, FakeNova, the in-process ledger (which keeps no
 // reading and reads afresh whatever it is asked) wrapped to record each request.
 import { describe, expect, it } from 'vitest';
-import { InProcessQuotaLedger } from '../../src/guard/inProcessLedger.js';
-import type { AcquireRequest, QuotaLedger } from '../../src/guard/ledger.js';
+import { InProcessQuotaLedger } from '../../src/ledger/inProcess.js';
+import type { AcquireRequest, QuotaLedger } from '../../src/ledger/port.js';
 import { QuotaWaitTimeoutError } from '../../src/guard/errors.js';
 import type { Clock } from '../../src/core/clock.js';
 import { runUntil, settle, useFakeClock } from '../helpers.js';

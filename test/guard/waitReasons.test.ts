@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { QuotaWaitInfo } from '../../src/guard/options.js';
-import { InProcessQuotaLedger } from '../../src/guard/inProcessLedger.js';
+import { InProcessQuotaLedger } from '../../src/ledger/inProcess.js';
 import { settle, useFakeClock } from '../helpers.js';
 import { body, clientFor, guardFor, startNova } from './fixtures.js';
 import { faulty } from './support/testLedger.js';

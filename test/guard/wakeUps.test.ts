@@ -4,7 +4,7 @@
 // every waiting call of every host, about 36 admissions per job). On fake timers through FakeNova.
 import { describe, expect, it } from 'vitest';
 import { QuotaGuard } from '../../src/guard/quotaGuard.js';
-import { InProcessQuotaLedger } from '../../src/guard/inProcessLedger.js';
+import { InProcessQuotaLedger } from '../../src/ledger/inProcess.js';
 import { runUntil, settle, useFakeClock } from '../helpers.js';
 import { FAST, body, clientFor, startNova } from './fixtures.js';
 

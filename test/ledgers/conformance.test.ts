@@ -1,5 +1,5 @@
 /**
- * One conformance suite for the `QuotaLedger` protocol (`src/guard/ledger.ts`), run against every
+ * One conformance suite for the `QuotaLedger` protocol (`src/ledger/port.ts`), run against every
  * backend: the in-process ledger, `SqliteQuotaLedger` (a real SQLite file) and `RedisQuotaLedger`
  * (a real redis-server this file starts; skipped with a message only when redis-server is absent).
  * Every backend must pass the same cases identically. Admissions go along the guard's path

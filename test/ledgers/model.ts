@@ -11,7 +11,7 @@
  * number is at or after the reading's; `ahead` = the needs of every place before the caller's (all
  * places when it has none or its place is gone); the needs fit when, for every constrained resource
  * the call or the places ahead need, `needs + ahead <= headroom - inFlight` (the rule of the guard's
- * `fitsRawHeadroom`, `src/guard/headroom.ts`). An expired lease drops its claim (no `'counted'`
+ * `fitsRawHeadroom`, `src/ledger/headroom.ts`). An expired lease drops its claim (no `'counted'`
  * record), as `ledger.ts` says ("drop expired claims").
  */
 import type { ResourceAmounts } from '../../src/core/types.js';

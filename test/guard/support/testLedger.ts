@@ -1,9 +1,9 @@
 // A test ledger over an InProcessQuotaLedger: records each call (name, fake ms since T0) and may fail
 // some calls; optionally has the protocol's optional methods (acquire, probe, callBudgetMs), built
 // over the in-process ledger's limits + admit + join.
-import { InProcessQuotaLedger } from '../../../src/guard/inProcessLedger.js';
-import type { Acquisition, AcquireRequest, LimitsReading, QuotaLedger } from '../../../src/guard/ledger.js';
-import { rawHeadroomOf } from '../../../src/guard/headroom.js';
+import { InProcessQuotaLedger } from '../../../src/ledger/inProcess.js';
+import type { Acquisition, AcquireRequest, LimitsReading, QuotaLedger } from '../../../src/ledger/port.js';
+import { rawHeadroomOf } from '../../../src/ledger/headroom.js';
 import { T0 } from '../../helpers.js';
 import { pino } from 'pino';
 import type { Logger } from '../../../src/core/logger.js';

@@ -15,11 +15,10 @@
  *   the queue (`onWake`); a place that leaves from the head wakes the next one.
  *
  * Ported from the claim-before-launch design of Zuul nodepool (`QuotaInformation`,
- * `estimatedNodepoolQuotaUsed`), as the module description of `ledger.ts` says.
+ * `estimatedNodepoolQuotaUsed`), as the module description of `port.ts` says.
  *
  * @module
  */
-import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { systemClock, type Clock } from '../core/clock.js';
 import { checkOptions, type OptionsSpec } from '../core/options.js';
@@ -27,11 +26,12 @@ import { ValidationError } from '../errors/index.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { ClaimLedger, type Claim } from './claims.js';
 import { NO_NEEDS, addNeeds, fitsRawHeadroom, rawHeadroomOf } from './headroom.js';
-import type { AcquireRequest, Acquisition, AdmitRequest, Admission, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from './ledger.js';
+import type { AcquireRequest, Acquisition, AdmitRequest, Admission, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from './port.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
-import { scopeMismatch } from './ledgerScope.js';
+import { scopeMismatch } from './scope.js';
 import { callEach } from '../core/listeners.js';
 import { PlaceWakes } from './placeWakes.js';
+import { defaultHolder, isClock, isHolderName } from './holder.js';
 
 /**
  * How long a reading that answered keeps the `'counted'` releases it may miss, waiting for its
@@ -66,18 +66,6 @@ export interface InProcessQuotaLedgerOptions {
 /** The names of {@link InProcessQuotaLedgerOptions}; the constructor checks the values. */
 const OPTION_NAMES: OptionsSpec<InProcessQuotaLedgerOptions> = { clock: null, holder: null, endpoint: null, projectId: null };
 
-/** True when `clock` has the four functions of a {@link Clock}. */
-export function isClock(clock: unknown): clock is Clock {
-  if (clock === null || typeof clock !== 'object') return false;
-  const c = clock as Record<string, unknown>;
-  return ['now', 'wallNow', 'setTimeout', 'clearTimeout'].every((k) => typeof c[k] === 'function');
-}
-
-/** True when `holder` is a holder name a ledger takes: a non-empty string without commas. */
-export function isHolderName(holder: unknown): holder is string {
-  return typeof holder === 'string' && holder.trim() !== '' && !holder.includes(',');
-}
-
 interface Lease {
   readonly claim: Claim;
   expiresAtMs: number;
@@ -88,11 +76,6 @@ interface Reading {
   readonly token: number;
   readonly stamp: number;
   answeredAtMs: number | undefined;
-}
-
-/** The default holder name: host and process. */
-export function defaultHolder(): string {
-  return `${hostname()}:${process.pid}`;
 }
 
 /**

@@ -2,7 +2,7 @@
 // reading's stamp, FIFO places, leases on the injected clock, fencing tokens, freed wake-ups).
 import { describe, expect, it } from 'vitest';
 import { systemClock, type Clock } from '../../src/core/clock.js';
-import { InProcessQuotaLedger, READ_GRACE_MS } from '../../src/guard/inProcessLedger.js';
+import { InProcessQuotaLedger, READ_GRACE_MS } from '../../src/ledger/inProcess.js';
 import { ValidationError } from '../../src/errors/index.js';
 
 /** A clock whose `now` the test sets. */

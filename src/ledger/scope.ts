@@ -19,7 +19,7 @@ import { ValidationError } from '../errors/index.js';
 import { ledgerScope, normaliseEndpoint, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { redactUrlSecrets } from '../core/redact.js';
 import type { NovaClient } from '../nova/client.js';
-import type { QuotaLedger } from './ledger.js';
+import type { QuotaLedger } from './port.js';
 
 /** `scope` in words, for errors. */
 export function describeScope(scope: { endpoint?: string | undefined; projectId?: string | undefined }): string {
