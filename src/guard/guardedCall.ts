@@ -10,7 +10,8 @@
  *    `leases.ts`);
  * 2. attempt: the POST and the wait for the server to leave BUILD (`guardedCreate.ts`), or the
  *    caller's `fn`; the attempt ends the claim (`'counted'` or `'not-created'`);
- * 3. retry or not ({@link GuardedCall.run}'s p-retry, planned by `retryPolicy.ts`), back to 1;
+ * 3. retry or not ({@link GuardedCall.run}'s p-retry, whose `onFailedAttempt` decides by
+ *    `retryPolicy.ts`'s plan), back to 1;
  * 4. at the end: release a claim still held, and forget the call's claim tag unless a POST of
  *    unknown fate keeps it watched (`lateCreates.ts`).
  *
@@ -29,7 +30,7 @@ import { CallLedger } from './callLedger.js';
 import { CreateOutcomeUnknownError, type QuotaBuildFaultError } from './errors.js';
 import { releaseClaim } from './ledgerUse.js';
 import type { QuotaRetryInfo } from './options.js';
-import { RETRY_AFTER_BEYOND, planRetry, quotaRetryReasonOf, rateLimitBeyondDeadline, type PostRefusal, type RetryPlan } from './retryPolicy.js';
+import { RETRY_AFTER_BEYOND, RefusedAttempt, planRetry, quotaRetryReasonOf, rateLimitBeyondDeadline, unwrapRefused } from './retryPolicy.js';
 import type { Claim, GuardState } from './state.js';
 
 /** The steps of one guarded call, given by its guard (see the module description). */
@@ -70,12 +71,8 @@ export class GuardedCall {
   deadlineReached = false;
   /** A claim kept across a rate-limited or refused POST: the next attempt re-sends it at once. */
   heldClaim: Claim | undefined = undefined;
-  /** How the last attempt's own POST was refused, if it was. */
-  refusal: PostRefusal | undefined = undefined;
   /** Nova's message of the last quota error of this call. */
   lastQuotaMessage: string | undefined = undefined;
-  /** The plan for the last failed attempt (read by p-retry's callbacks). */
-  plan: RetryPlan | undefined = undefined;
   /** True while an attempt runs. */
   inAttempt = false;
   /** True once an attempt has resolved: an abort can no longer take its result away. */
@@ -84,8 +81,6 @@ export class GuardedCall {
   keptServerId: string | undefined = undefined;
   readonly #g: GuardState;
   readonly #clock: GuardState['clock'];
-  /** The error the call gives up with instead of its last attempt's (a rate limit whose Retry-After is past the deadline). */
-  #giveUp: RateLimitError | undefined = undefined;
 
   /** A new call of the guard `g`, starting now; `random` draws its first backoff delay. */
   constructor(g: GuardState, random: number = Math.random()) {
@@ -109,11 +104,15 @@ export class GuardedCall {
 
   /**
    * Run the call: its attempts under p-retry, one attempt = an admission (`steps.admit`) and one
-   * POST or `fn` call (`steps.attempt`). p-retry schedules the backoff, asks `retryPolicy.ts` what to
-   * retry (`shouldRetry`) and what uses an attempt (`shouldConsumeRetry`), and bounds the call by
-   * `maxWaitMs` (`maxRetryTime`). `retries` is `Infinity` because p-retry 7 refuses a retry that
-   * uses no attempt once `retries` is spent; the plan enforces `maxAttempts`. Counts the guard's
-   * `succeeded` or `failed`.
+   * POST or `fn` call (`steps.attempt`). p-retry schedules the backoff and bounds the call by
+   * `maxWaitMs` (`maxRetryTime`); its `onFailedAttempt` is the one place a failure is decided
+   * (`retryPolicy.ts`'s plan, from what p-retry hands it and nothing else): it throws to stop, and
+   * waits itself only what p-retry's schedule does not (a Retry-After beyond the backoff, or the
+   * pause before a retry that uses no attempt). `shouldConsumeRetry` reads the failure itself: an
+   * attempt refused without creating anything throws a {@link RefusedAttempt}, which uses no
+   * attempt. `retries` is `maxAttempts`, one more than the attempts' retries, so that a refusal of
+   * the last attempt can still be re-sent (p-retry stops at `retries` whatever a failure uses); the
+   * plan ends the call when `maxAttempts` is spent. Counts the guard's `succeeded` or `failed`.
    * @throws the last attempt's error; {@link AbortError} when `signal` aborted (a
    * {@link CreateOutcomeUnknownError} is thrown as it is, abort or not).
    */
@@ -141,20 +140,19 @@ export class GuardedCall {
           }
         },
         {
-          retries: Number.POSITIVE_INFINITY,
+          retries: g.opts.maxAttempts,
           ...retrySchedule(this.firstDelayMs, g.opts.maxDelayMs),
           maxRetryTime: g.opts.maxWaitMs,
           signal: between.signal,
           onFailedAttempt: (ctx) => this.#onFailedAttempt(ctx, signal),
-          shouldConsumeRetry: () => this.plan?.consume ?? true,
-          shouldRetry: () => this.plan?.retry ?? false,
+          shouldConsumeRetry: ({ error }) => !(error instanceof RefusedAttempt),
         },
       ), (e) => quotaRetryReasonOf(e) === 'quota');
       g.stats.succeeded++;
       return result;
     } catch (caught) {
       g.stats.failed++;
-      const e = this.#giveUp ?? caught;
+      const e = unwrapRefused(caught);
       // A create of unknown outcome keeps its own error (it names the tag to search for), abort or not.
       if (signal?.aborted && !(e instanceof AbortError) && !(e instanceof CreateOutcomeUnknownError)) throw new AbortError(undefined, { cause: signal.reason });
       throw e;
@@ -170,13 +168,12 @@ export class GuardedCall {
   async #attempt<T>(steps: CallSteps<T>, signal: AbortSignal | undefined): Promise<T> {
     const held = this.heldClaim;
     this.heldClaim = undefined;
-    this.refusal = undefined;
     let admitted: { claim: Claim; fresh: boolean };
     try {
       admitted = await steps.admit(held, signal);
     } catch (e) {
       // A read of the admission rate-limited past the client's retries: the plan waits its Retry-After (`retryPolicy.ts`).
-      if (e instanceof RateLimitError) this.refusal = 'read-rate-limited';
+      if (e instanceof RateLimitError) throw new RefusedAttempt('read-rate-limited', e);
       throw e;
     }
     const { claim, fresh } = admitted;
@@ -188,23 +185,23 @@ export class GuardedCall {
   }
 
   /**
-   * p-retry's `onFailedAttempt`: plan the retry (read back by `shouldConsumeRetry` and
-   * `shouldRetry`), let `onRetry` veto it, count and log it, and wait what p-retry does not: a
-   * quota 403's Retry-After beyond the backoff, or the pause before a re-POST that uses no attempt.
+   * p-retry's `onFailedAttempt`, where each failure is decided: plan it (`retryPolicy.ts`), throw to
+   * stop (the error the call gives up with), let `onRetry` veto a retry, count and log it, and wait
+   * what p-retry's schedule does not: a quota 403's Retry-After beyond the backoff, or the pause
+   * before a re-send that uses no attempt.
    */
   async #onFailedAttempt(ctx: RetryContext, signal: AbortSignal | undefined): Promise<void> {
     const g = this.#g;
-    const error = ctx.error;
+    const refusal = ctx.error instanceof RefusedAttempt ? ctx.error.refusal : undefined;
+    const error = unwrapRefused(ctx.error) as Error;
     const plan = planRetry(
-      { error, refusal: this.refusal, retriesConsumed: ctx.retriesConsumed, freeRetries: this.freeRetries, remainingMs: this.remainingMs(), aborted: signal?.aborted === true },
+      { error, refusal, retriesConsumed: ctx.retriesConsumed, freeRetries: this.freeRetries, remainingMs: this.remainingMs(), aborted: signal?.aborted === true },
       { maxAttempts: g.opts.maxAttempts, maxDelayMs: g.opts.maxDelayMs, firstDelayMs: this.firstDelayMs },
     );
-    this.plan = plan;
     const requestId = error instanceof NovaApiError ? error.requestId : undefined;
     if (!plan.retry) {
-      if (plan.why === RETRY_AFTER_BEYOND && error instanceof RateLimitError) this.#giveUp = rateLimitBeyondDeadline(error, this.remainingMs(), g.opts.maxWaitMs);
       if (plan.reason && plan.why) g.log.warn({ reason: plan.reason, why: plan.why, elapsedMs: this.elapsedMs(), posts: this.posts, requestId }, `not retrying: ${plan.why}`);
-      return;
+      throw plan.why === RETRY_AFTER_BEYOND && error instanceof RateLimitError ? rateLimitBeyondDeadline(error, this.remainingMs(), g.opts.maxWaitMs) : error;
     }
     if (plan.reason) {
       const info: QuotaRetryInfo = {
@@ -217,9 +214,8 @@ export class GuardedCall {
         serverId: plan.reason === 'late-quota-fault' ? (error as QuotaBuildFaultError).serverId : undefined,
       };
       if (g.onRetry(info) === false) {
-        this.plan = { ...plan, retry: false, consume: true };
         g.log.warn({ reason: plan.reason, attempt: plan.attempt }, 'retry vetoed by onRetry');
-        return;
+        throw error;
       }
     }
     if (plan.consume) {
@@ -233,8 +229,8 @@ export class GuardedCall {
     } else {
       this.freeRetries++;
       if (plan.reason === 'rate-limit') g.stats.rateLimitRetries++;
-      if (this.refusal === 'read-rate-limited') g.log.warn({ refusal: this.refusal, delayMs: plan.delayMs, requestId }, 'a read for quota headroom was rate-limited: reading again after its Retry-After (no attempt used)');
-      else g.log.warn({ refusal: this.refusal, delayMs: plan.delayMs, requestId }, 'create rate-limited or refused: re-sending after the pause (no attempt used)');
+      if (refusal === 'read-rate-limited') g.log.warn({ refusal, delayMs: plan.delayMs, requestId }, 'a read for quota headroom was rate-limited: reading again after its Retry-After (no attempt used)');
+      else g.log.warn({ refusal, delayMs: plan.delayMs, requestId }, 'create rate-limited or refused: re-sending after the pause (no attempt used)');
     }
     if (plan.ownWaitMs > 0) await sleep(g.clock, plan.ownWaitMs, signal);
   }

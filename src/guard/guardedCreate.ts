@@ -34,9 +34,10 @@ import { postOrAdopt } from './lostCreate.js';
 import { isPastScheduling, waitForActive } from './waitForActive.js';
 import type { Claim, GuardState } from './state.js';
 import type { GuardedCall } from './guardedCall.js';
+import { RefusedAttempt, type PostRefusal } from './retryPolicy.js';
 
 /** True when the POST did not reach Nova or Nova refused it for its rate: nothing was created. */
-function refusalOf(error: unknown): GuardedCall['refusal'] {
+function refusalOf(error: unknown): PostRefusal | undefined {
   if (error instanceof RateLimitError) return 'rate-limited';
   if (error instanceof NovaNetworkError && error.code === 'ECONNREFUSED') return 'refused';
   return undefined;
@@ -89,9 +90,8 @@ export class CreateAttempt {
       }
       const refusal = refusalOf(e);
       if (refusal) {
-        call.refusal = refusal;
         call.heldClaim = claim;
-        throw e;
+        throw new RefusedAttempt(refusal, e);
       }
       await releaseClaim(g, claim, 'not-created');
       if (e instanceof QuotaExceededError) {

@@ -1,7 +1,7 @@
 /**
  * The guard's one retry policy, as plain data in and out: what a failed attempt of a guarded call
- * means for the next one. p-retry asks it through its callbacks (`onFailedAttempt`, then
- * `shouldConsumeRetry`, then `shouldRetry`; see `quotaGuard.ts`), and schedules the backoff itself.
+ * means for the next one. The call's p-retry `onFailedAttempt` asks it once per failure and acts on
+ * the plan (throws to stop; see `guardedCall.ts`); p-retry schedules the backoff itself.
  *
  * - A transient quota error (a quota 403 or legacy 413 quota that is not permanent, in every shape of
  *   `parseQuotaMessage`), or a server that went to ERROR with a quota fault: retried after p-retry's
@@ -36,6 +36,26 @@ import type { QuotaRetryReason } from './hookInfo.js';
  */
 export type PostRefusal = 'rate-limited' | 'refused' | 'read-rate-limited';
 
+/**
+ * How an attempt reports that it was refused without creating a server: it throws this, wrapping
+ * the refusal's error, so that what p-retry hands its callbacks says so itself (no state read on
+ * the side). {@link unwrapRefused} gives back the error the caller sees.
+ */
+export class RefusedAttempt extends Error {
+  constructor(
+    readonly refusal: PostRefusal,
+    readonly error: unknown,
+  ) {
+    super((error as Error)?.message ?? String(error));
+    this.name = 'RefusedAttempt';
+  }
+}
+
+/** The caller's error of a failed attempt: the wrapped one of a {@link RefusedAttempt}. */
+export function unwrapRefused(error: unknown): unknown {
+  return error instanceof RefusedAttempt ? error.error : error;
+}
+
 /** A failed attempt, as the retry policy sees it. */
 export interface FailedAttempt {
   error: unknown;
@@ -61,9 +81,9 @@ export interface RetryLimits {
 
 /** What to do after a failed attempt. */
 export interface RetryPlan {
-  /** Retry (p-retry's `shouldRetry`). */
+  /** Retry (else `onFailedAttempt` throws). */
   retry: boolean;
-  /** The retry uses an attempt (p-retry's `shouldConsumeRetry`). */
+  /** The retry uses an attempt (a {@link RefusedAttempt} uses none: p-retry's `shouldConsumeRetry`). */
   consume: boolean;
   /** Why it retries, for `onRetry` (undefined for a refused connection, which is not reported). */
   reason: QuotaRetryReason | undefined;
@@ -116,7 +136,6 @@ export function planRetry(f: FailedAttempt, limits: RetryLimits): RetryPlan {
   const attemptsLeft = limits.maxAttempts - attempt;
   const remaining = Math.max(0, f.remainingMs);
   const retryAfterMs = f.error instanceof NovaApiError ? (f.error.retryAfterMs ?? 0) : 0;
-  // No retry: `consume` true, so that p-retry never re-runs a failure it would not ask shouldRetry about.
   const none = (reason: QuotaRetryReason | undefined, why: string | undefined): RetryPlan => ({
     retry: false,
     consume: true,

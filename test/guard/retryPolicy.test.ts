@@ -145,4 +145,32 @@ describe('p-retry runs the policy (fake timers, scripted Nova)', () => {
     await onFakeTimers(guard.createServer(body('x')));
     expect(nova.schedule().map(([, t]) => t)).toEqual([0, 0, 500, 500, 1500, 1500]);
   });
+  it('a rate-limited POST on the last attempt is still re-sent (it uses no attempt): maxAttempts 1, the re-sent POST creates the server', async () => {
+    vi.useFakeTimers();
+    const nova = new ScriptedNova();
+    nova.reply('POST /servers', { status: 429, headers: { 'Retry-After': '2' }, body: { overLimit: { code: 429, message: 'This request was rate-limited.' } } });
+    const guard = new QuotaGuard(nova.client(), { ...FAST, maxAttempts: 1, baseDelayMs: 100, minDelayMs: 10, maxDelayMs: 10_000, jitter: 0, waitForActive: false });
+    const server = await onFakeTimers(guard.createServer(body('x')));
+    expect(server.id).toBeTruthy();
+    expect(nova.schedule()).toEqual([
+      ['GET /limits', 0],
+      ['POST /servers', 0],
+      ['POST /servers', 2000],
+    ]);
+    expect(guard.stats).toMatchObject({ attempts: 1, rateLimitRetries: 1, succeeded: 1, failed: 0 });
+  });
+
+  it("a rate limit thrown by withQuotaGuard's own fn is not a refusal of the guard's POST: thrown as it is, fn called once", async () => {
+    vi.useFakeTimers();
+    const nova = new ScriptedNova();
+    const guard = new QuotaGuard(nova.client(), { ...FAST, baseDelayMs: 100, minDelayMs: 10, maxDelayMs: 1000, jitter: 0 });
+    let calls = 0;
+    const limited = rateLimit(100);
+    const err = await rejection(onFakeTimers(guard.withQuotaGuard({ cores: 1, ramMiB: 512, instances: 1 }, () => {
+      calls++;
+      return Promise.reject(limited);
+    })));
+    expect(err).toBe(limited);
+    expect(calls).toBe(1);
+  });
 });
