@@ -4,7 +4,7 @@
  * (`GET /servers/detail`, about 1.5 KB per server) on every `EXPLAIN_EVERY_WAITS`th wait, and in a
  * fleet whose quota binds all day those listings were most of the bytes Nova sent.
  *
- * The rules, per `NovaClient` (every guard of the client shares them):
+ * The rules, per `NovaClient` (every guard of the client shares its `projectListing`):
  * - a call takes the newest listing of the client when it was sent at or after the call's `/limits`
  *   reading was answered (in flight or answered: the evidence is that of a listing of its own,
  *   which would also come after the reading);
@@ -22,32 +22,10 @@
  */
 import type { Server } from '../core/types.js';
 import { throwIfAborted } from '../errors/index.js';
-import { presenceMicroversion } from '../delete/index.js';
 import type { NovaClient } from '../nova/index.js';
 
 /** The least time between two listings of one client for the checks on waits, in ms. */
 export const EXPLAIN_MIN_INTERVAL_MS = 60_000;
-
-interface Listing {
-  /** When it was sent, on the client's clock (monotonic ms). */
-  readonly sentAtMs: number;
-  readonly servers: Promise<readonly Server[]>;
-  settled: boolean;
-}
-
-const newest = new WeakMap<NovaClient, Listing>();
-
-/** The listing of `client`'s project (one request, bounded by the client's request time limit), kept as the newest. */
-function list(client: NovaClient): Listing {
-  const servers = client.listServers({}, { microversion: presenceMicroversion(client.microversion), timeoutMs: client.requestTimeoutMs, maxPages: 100 });
-  const listing: Listing = { sentAtMs: client.clock.now(), servers, settled: false };
-  void servers.then(
-    () => (listing.settled = true),
-    () => (listing.settled = true),
-  );
-  newest.set(client, listing);
-  return listing;
-}
 
 /** `p`, or a rejection with `signal.reason` as soon as `signal` aborts (`p` goes on for the others). */
 async function orAbort<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
@@ -74,7 +52,7 @@ async function orAbort<T>(p: Promise<T>, signal: AbortSignal | undefined): Promi
  */
 export async function serversForCheck(client: NovaClient, readAtMs: number, final: boolean, signal: AbortSignal | undefined): Promise<readonly Server[] | undefined> {
   for (;;) {
-    const l = newest.get(client);
+    const l = client.projectListing.newest();
     if (l && l.sentAtMs >= readAtMs) return orAbort(l.servers, signal);
     if (l && !l.settled) {
       if (!final) return undefined;
@@ -85,6 +63,6 @@ export async function serversForCheck(client: NovaClient, readAtMs: number, fina
       continue;
     }
     if (!final && l && client.clock.now() - l.sentAtMs < EXPLAIN_MIN_INTERVAL_MS) return undefined;
-    list(client);
+    client.projectListing.send();
   }
 }

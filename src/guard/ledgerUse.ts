@@ -145,7 +145,7 @@ export async function inFlightOf(g: GuardState, ledger: QuotaLedger, stamp: numb
  */
 export function holdClaim(g: GuardState, lc: LedgerClaim, ledger: QuotaLedger, sentAtMs: number = g.clock.now()): Claim {
   const now = g.clock.now();
-  const claim: Claim = { lc, ledger, needs: lc.needs, claimedAtMs: now, leaseFromMs: Math.min(sentAtMs, now), coverUntilMs: 0, degraded: false, serverId: undefined, unwatched: false, ended: false, stopRenewal: undefined };
+  const claim: Claim = { lc, ledger, needs: lc.needs, claimedAtMs: now, leaseFromMs: Math.min(sentAtMs, now), coverUntilMs: 0, degraded: false, serverId: undefined, unwatched: false, ended: false, stopRenewal: undefined, look: { running: undefined, endedAtMs: undefined } };
   g.claims.add(claim);
   return claim;
 }

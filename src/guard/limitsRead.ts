@@ -51,14 +51,6 @@ export async function readHeadroom(g: GuardState, signal: AbortSignal | undefine
   return computeHeadroom(reading.absolute, inFlight, { requestId: reading.requestId, readAtMs: g.clock.wallNow() });
 }
 
-/** The look at one unwatched claim's server: in flight (shared), or when the last one ended. */
-interface Look {
-  running: Promise<void> | undefined;
-  endedAtMs: number | undefined;
-}
-
-const LOOKS = new WeakMap<Claim, Look>();
-
 /**
  * With `waitForActive: false`: end the claims of servers that are past scheduling (Nova counts them:
  * `isPastScheduling`) or gone, and renew the leases of the others (nobody renews them on a timer: a
@@ -78,8 +70,7 @@ export async function refreshUnwatched(g: GuardState, signal: AbortSignal | unde
   const everyMs = Math.min(g.opts.activeIntervalMs, g.opts.leaseTtlMs / 3);
   const looks: Array<Promise<void>> = [];
   for (const c of claims) {
-    let look = LOOKS.get(c);
-    if (!look) LOOKS.set(c, (look = { running: undefined, endedAtMs: undefined }));
+    const look = c.look;
     if (look.running === undefined && (look.endedAtMs === undefined || g.clock.now() - look.endedAtMs >= everyMs)) {
       const l = look;
       l.running = lookAt(g, c).finally(() => {

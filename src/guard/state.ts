@@ -163,6 +163,8 @@ export interface Claim {
   coverUntilMs: number;
   /** Stops the lease renewal, when one runs. */
   stopRenewal: (() => void) | undefined;
+  /** With `waitForActive: false`, the look at its server (`limitsRead.ts`): in flight (shared by the reads that arrive meanwhile), or when the last one ended. */
+  readonly look: { running: Promise<void> | undefined; endedAtMs: number | undefined };
 }
 
 /** True for a promise (or any thenable) a hook returned: its rejection must be caught, never left unhandled. */

@@ -25,6 +25,7 @@ import type { CreateServerBody, Flavor, Limits, QuotaSetDetail, Server } from '.
 import {
   DeleteEngine,
   confirmNotFound,
+  presenceMicroversion,
   deleteServer as deleteServerImpl,
   deleteServers as deleteServersImpl,
   type DeleteServerOptions,
@@ -38,6 +39,7 @@ import type { ClientStats, CloudClientOptions, ListServersOptions, ListServersQu
 import { NovaRequester } from './request.js';
 import { parseAbsoluteLimits, parseQuotaSetDetail } from './parse.js';
 import { listServerPages } from './list.js';
+import { ProjectListing } from './projectListing.js';
 
 export type { ClientStats, CloudClientOptions, ListServersOptions, ListServersQuery, NovaClientOptions, RawRequest, RawResponse, RequestOptions, RetryOptions } from './options.js';
 export { parseAbsoluteLimits } from './parse.js';
@@ -78,6 +80,12 @@ export class NovaClient {
   readonly watchIntervalMs: number | undefined;
   /** The client's delete engine: its pending delete-waits, rate limit and unconfirmed deletions. */
   readonly deleteEngine: DeleteEngine;
+  /**
+   * The newest listing of the project (`GET /servers/detail`, at most 100 pages, bounded by
+   * `requestTimeoutMs`) that callers of this client share: the quota guard's shortfall checks take
+   * it instead of each sending its own (`src/nova/projectListing.ts`).
+   */
+  readonly projectListing: ProjectListing;
 
   readonly #endpoint: string | undefined;
   readonly #requester: NovaRequester;
@@ -104,6 +112,7 @@ export class NovaClient {
     this.projectId = options.projectId ?? projectFromNoauthToken(token);
     this.logger = componentLogger(options.logger, 'nova');
     this.clock = options.clock ?? systemClock;
+    this.projectListing = new ProjectListing(() => this.listServers({}, { microversion: presenceMicroversion(this.microversion), timeoutMs: this.requestTimeoutMs, maxPages: 100 }), this.clock);
     this.deleteEngine = new DeleteEngine(this, { coalesce: this.coalesce, maxRequestsPerSecond: this.maxRequestsPerSecond, watchIntervalMs: this.watchIntervalMs });
     const retry = options.retry === false ? { retries: 0 } : Object.fromEntries(Object.entries(options.retry ?? {}).filter(([, v]) => v !== undefined));
     const transport = new Transport({
