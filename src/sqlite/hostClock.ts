@@ -7,11 +7,11 @@
  * leases, holder entries, the refresh lock and the kept reading's send time of the SQLite ledger
  * are stored in it, so a step of the wall clock, either way, ends or lengthens nothing.
  *
- * Read through the injectable clock: `now()` of a {@link Clock} plus an origin taken once per
- * clock object (`hrtime - clock.now()` at its first use). With `systemClock` (`performance.now()`,
- * itself `uv_hrtime` less the process's start) that is the host's monotonic clock exactly; with a
- * test clock it advances as that clock's `now()` does, and every ledger of one process on the same
- * clock object agrees with the others.
+ * Read through the injectable clock: `now()` of a {@link Clock} plus the process's start on the
+ * host's monotonic clock ({@link PROCESS_START_MS}, `hrtime - performance.now()`, a constant of the
+ * process). With `systemClock` (`performance.now()`, itself `uv_hrtime` less the process's start)
+ * that is the host's monotonic clock exactly; with a test clock it advances as that clock's `now()`
+ * does, and every ledger of one process on the same clock agrees with the others.
  *
  * It restarts at a reboot: the file keeps the boot id (`/proc/sys/kernel/random/boot_id` on Linux)
  * and the highest reading any process wrote; a new boot id, or a reading below the highest by more
@@ -26,25 +26,18 @@ import type { Clock } from '../core/index.js';
 /** A reading below the file's highest by more than this, in ms, is a new boot (the clock restarted). */
 export const REBOOT_SLACK_MS = 60_000;
 
-const origins = new WeakMap<Clock, number>();
-
-/** The host's monotonic clock in ms, as `uv_hrtime` reads it. */
-function hrtimeMs(): number {
-  return Number(process.hrtime.bigint()) / 1e6;
-}
+/**
+ * The process's start on the host's monotonic clock, in ms: `uv_hrtime` less `performance.now()`
+ * (which counts from the process's start on that same clock), read once as the module loads.
+ */
+const PROCESS_START_MS = Number(process.hrtime.bigint()) / 1e6 - performance.now();
 
 /**
  * The host's monotonic clock in ms (see the module description), read through `clock.now()`.
  * @param clock - The injectable clock; its `wallNow()` is never read.
  */
 export function hostMonotonic(clock: Clock): () => number {
-  let origin = origins.get(clock);
-  if (origin === undefined) {
-    origin = hrtimeMs() - clock.now();
-    origins.set(clock, origin);
-  }
-  const o = origin;
-  return () => clock.now() + o;
+  return () => clock.now() + PROCESS_START_MS;
 }
 
 let boot: string | undefined;
