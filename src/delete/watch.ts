@@ -7,8 +7,7 @@
 import { AbortError } from '../errors/index.js';
 import type { FailureLog } from './failureLog.js';
 import { isFatalLookFailure } from './observe.js';
-import type { TickEntry } from './tick.js';
-import type { WatchEnd, WatchSpec } from './types.js';
+import type { TickEntry, WatchEnd, WatchSpec } from './types.js';
 
 /** One pending wait. */
 export interface Watch extends WatchSpec {
