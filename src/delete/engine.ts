@@ -42,6 +42,7 @@ import { ListingPolicy } from './listingPolicy.js';
 import { Outbound } from './outbound.js';
 import { PresenceCheck } from './presenceCheck.js';
 import { ShortLooks } from './shortLooks.js';
+import { Follows } from './follow.js';
 import { ORPHAN_EVIDENCE } from './evidence.js';
 import { EngineFleet } from './engineFleet.js';
 import type { DeleteEngineFleet, FleetInterest, FleetLink } from './fleet.js';
@@ -82,6 +83,8 @@ export class DeleteEngine implements DeleteEngineFleet {
   readonly #presence: PresenceCheck;
   /** Short looks at deletions while a create waits for headroom (`shortLooks.ts`). */
   readonly shortLooks = new ShortLooks(() => this.#pullIn(), () => this.outbound.pace.factor);
+  /** Deletions nobody waits for, followed to their 404 while anyone listens for confirmed deletions (`follow.ts`). */
+  readonly follows: Follows = new Follows(this);
   /** The engine's end of a fleet link (`engineFleet.ts`). */
   readonly #fleet: EngineFleet;
   /** The engine's side of its ticks (`tick.ts`). */
