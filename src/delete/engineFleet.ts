@@ -15,6 +15,7 @@ import type { Entry } from './watch.js';
 
 /** What an {@link EngineFleet} reads and calls of its engine. */
 export interface EngineFleetInit {
+  /** The engine's clock. */
   readonly clock: Clock;
   /** The engine's servers with pending waits (read only: the engine owns them). */
   readonly entries: ReadonlyMap<string, Entry>;

@@ -34,8 +34,11 @@ export interface FollowOptions {
 export interface FollowEngine {
   /** Its ledger of unconfirmed deletions, whose listeners the follows are for. */
   readonly ledger: DeleteLedger;
+  /** The engine's clock (a follow's deadline is on it). */
   readonly clock: Clock;
+  /** Its client's logger: how each follow ended goes there (debug). */
   readonly api: { readonly logger: Logger };
+  /** Start a wait on `serverId` (`DeleteEngine.watch`): a follow is one. */
   watch(serverId: string, spec: WatchSpec): Promise<WatchEnd>;
 }
 

@@ -21,7 +21,9 @@ import { lookTimeoutMs, type Entry } from './watch.js';
  * per engine (`DeleteEngine` builds it once); every effect of a tick on the waits goes through it.
  */
 export interface TickEngine {
+  /** The client calls the requests are made of (and the clock). */
   readonly api: ServerApi;
+  /** The engine's counters: each request of a tick is counted there. */
   readonly stats: DeleteEngineStats;
   /** Send one GET under the engine's rate limit (skipped when `signal` aborted meanwhile). */
   look<T>(fn: () => Promise<T>, signal: AbortSignal): Promise<T>;
