@@ -23,6 +23,18 @@ zones.push({
   message: 'src/testing may import only src/core and src/errors',
 });
 
+/**
+ * Selectors of module-level mutable state in `folder`: a `let`, or an object made with `new` (a Map, a
+ * WeakMap, a controller) unless typed read-only (`ReadonlySet`, `ReadonlyMap`: a constant).
+ */
+function moduleState(folder) {
+  const message = `no module-level state in ${folder}: make it a field of the object it belongs to`;
+  return ['Program > VariableDeclaration', 'Program > ExportNamedDeclaration > VariableDeclaration'].flatMap((decl) => [
+    { selector: `${decl}[kind="let"]`, message },
+    { selector: `${decl} > VariableDeclarator:not([id.typeAnnotation.typeAnnotation.typeName.name=/^Readonly/]) > NewExpression.init`, message },
+  ]);
+}
+
 export default tseslint.config(
   { ignores: ['dist/**', 'build/**', 'node_modules/**', 'bench/results/**', 'coverage/**', 'docs/api/**'] },
   js.configs.recommended,
@@ -46,6 +58,14 @@ export default tseslint.config(
       'import-x/no-restricted-paths': ['error', { zones }],
       // A smell, not a wall: a file is one concept, split by concept and never to fit a count.
       'max-lines': ['warn', { max: 600, skipBlankLines: false, skipComments: false }],
+    },
+  },
+  {
+    // No module-level mutable state in the delete capability: state is the state of the object it
+    // belongs to (an engine per client), never of a module every client shares.
+    files: ['src/delete/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': ['error', ...moduleState('src/delete')],
     },
   },
 );

@@ -31,7 +31,6 @@ import { InvalidResponseError, NovaApiError, OrphanedServerError } from '../erro
 import { isServerNotFound, isTransient } from '../transport/http.js';
 import { retryAfterOf, withRetry } from '../transport/retry.js';
 import { FailureLog } from './failureLog.js';
-import { followDeletion } from './follow.js';
 import type { DeleteEngine } from './engine.js';
 import { DELETE_DEFAULTS, checkDeleteManyOptions, checkDeleteOptions } from './options.js';
 import { lookById, type Observation } from './observe.js';
@@ -156,7 +155,7 @@ async function deleteOne(
     });
     return done(first === 'already-gone' ? 'already-gone' : 'deleted');
   }
-  if (!options.wait) return (followDeletion(engine, serverId, options), done('delete-requested')); // followed to its 404 while a guard listens
+  if (!options.wait) return (engine.follows.follow(serverId, options), done('delete-requested')); // followed to its 404 while a guard listens
   if (batch.waitAfter) {
     // The other DELETEs of the batch first: no listing competes with them, and all waits start together.
     await untilSettledOrAborted(batch.waitAfter, call.signal).catch((e: unknown) => {

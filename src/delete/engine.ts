@@ -21,7 +21,8 @@
  *    (`DELETED` included) schedules the next look.
  * The guard's ACTIVE wait is a wait here too (its predicate: `WatchSpec.until`): one schedule, one
  * set of listings, one rate limit and pace for every wait of the client (its watcher). With a fleet
- * link attached (`fleet.ts`) and consuming, the waits take their answers from the fleet watcher.
+ * link attached (`fleet.ts`, the engine's end of it in `engineFleet.ts`) and consuming, the waits
+ * take their answers from the fleet watcher.
  * Source: osc-lib `utils.wait_for_delete` (one wait), nodepool's shared server list (many waits),
  * Nova API reference "List Servers Detailed" (`changes-since`), tempest's `wait_for_server_termination`.
  * @module
@@ -30,19 +31,21 @@ import { currentOperation } from '../core/telemetry.js';
 import { jitteredMs, type Clock, type TimerHandle } from '../core/index.js';
 import { MAX_TIMER_MS } from '../core/validate.js';
 import { checkEngineOptions } from './options.js';
-import { OrphanedServerError, ValidationError } from '../errors/index.js';
+import { OrphanedServerError } from '../errors/index.js';
 import { FailureLog } from './failureLog.js';
 import { AbortGroups } from './abortGroups.js';
 import { DeleteLedger } from './ledger.js';
-import { runTick } from './tick.js';
-import { endWatch, lookFailed, lookTimeoutMs, lookedPresent, newEntry, watchAborted, type Entry, type Watch } from './watch.js';
+import { Tick, type TickEngine } from './tick.js';
+import { endWatch, lookFailed, lookedPresent, newEntry, watchAborted, type Entry, type Watch } from './watch.js';
 import { ServerMemory } from './memory.js';
 import { ListingPolicy } from './listingPolicy.js';
 import { Outbound } from './outbound.js';
 import { PresenceCheck } from './presenceCheck.js';
 import { ShortLooks } from './shortLooks.js';
-import { ORPHAN_EVIDENCE, fleetProofIsGone } from './evidence.js';
-import { fleetCovers, interestOf, type DeleteEngineFleet, type FleetInterest, type FleetLink } from './fleet.js';
+import { Follows } from './follow.js';
+import { ORPHAN_EVIDENCE } from './evidence.js';
+import { EngineFleet } from './engineFleet.js';
+import type { DeleteEngineFleet, FleetInterest, FleetLink } from './fleet.js';
 import { showsDeleted, type Observation } from './observe.js';
 import type { DeleteEngineOptions, DeleteEngineStats, ServerApi, WatchEnd, WatchSpec } from './types.js';
 
@@ -50,9 +53,6 @@ export type { DeleteEngineOptions, DeleteEngineStats, WatchEnd, WatchSpec } from
 
 /** No look starts this close to its wait's deadline, in ms: it would reach Nova after the wait has ended. */
 const LAST_LOOK_MARGIN_MS = 10;
-
-/** A server under way is listed with its status again after this many intervals (an ERROR shows only in its status). */
-const STATUS_REFRESH_INTERVALS = 3;
 
 /** The delete engine of one client. */
 export class DeleteEngine implements DeleteEngineFleet {
@@ -83,7 +83,12 @@ export class DeleteEngine implements DeleteEngineFleet {
   readonly #presence: PresenceCheck;
   /** Short looks at deletions while a create waits for headroom (`shortLooks.ts`). */
   readonly shortLooks = new ShortLooks(() => this.#pullIn(), () => this.outbound.pace.factor);
-  #fleet: FleetLink | undefined;
+  /** Deletions nobody waits for, followed to their 404 while anyone listens for confirmed deletions (`follow.ts`). */
+  readonly follows: Follows = new Follows(this);
+  /** The engine's end of a fleet link (`engineFleet.ts`). */
+  readonly #fleet: EngineFleet;
+  /** The engine's side of its ticks (`tick.ts`). */
+  readonly #tickSide: TickEngine;
 
   constructor(api: ServerApi, options: DeleteEngineOptions = {}) {
     checkEngineOptions(options);
@@ -96,6 +101,32 @@ export class DeleteEngine implements DeleteEngineFleet {
     this.outbound = new Outbound(this.clock, api.logger, options.maxRequestsPerSecond ?? 10);
     const counted = (): void => void this.stats.briefListings++;
     this.#presence = new PresenceCheck({ api, send: (fn, signal) => this.outbound.listing(fn, signal), microversion: () => this.#listings.presenceMicroversion, counted });
+    const wake = (): void => void (this.#ticking || this.#reschedule());
+    this.#fleet = new EngineFleet({ clock: this.clock, entries: this.#entries, memory: this.#memory, intervalOf: (w) => this.shortLooks.intervalOf(w), deliver: (e, obs) => this.#deliver(e, obs), wake });
+    this.#tickSide = {
+      api,
+      stats: this.stats,
+      look: (fn, signal) => this.outbound.look(fn, signal),
+      listing: (fn, signal) => this.outbound.listing(fn, signal),
+      listedNow: (signal) => this.#presence.listed(signal),
+      troubled: () => this.outbound.pace.factor > 1 || !this.#listings.usable(this.clock.now()),
+      listed: (ok, intervalMs, serverDateMs) => {
+        if (ok) this.noteNovaDate(serverDateMs);
+        this.#listings.listed(ok, this.clock.now(), intervalMs);
+      },
+      missing: () => this.#listings.missing(),
+      presenceUnsupported: () => this.#listings.presenceUnsupported(),
+      deliver: (e, obs, sentAt) => {
+        if (sentAt !== undefined) this.#fleet.ownLook(e.serverId, obs, sentAt);
+        this.#deliver(e, obs);
+      },
+      present: (e) => this.#present(e),
+      orphan: (e) => this.#orphan(e),
+      // The listing that had to check its 404 failed: nothing confirmed, nothing failed; looked at again.
+      checkFailed: (e, error) => (this.#checkFailed(e.serverId, error), this.#present(e)),
+      fail: (e, error) => this.#fail(e, error),
+      skipped: (e, error) => e.watches.forEach((w) => w.log.note('look', error)),
+    };
   }
 
   /** Check Nova's 404 for `serverId` before anything showed it: see `PresenceCheck.confirmGone`. */
@@ -169,9 +200,9 @@ export class DeleteEngine implements DeleteEngineFleet {
       if (spec.signal) this.#abortGroups.add(spec.signal, w);
       entry.watches.push(w);
       this.#waits++;
-      this.#fleet?.interestChanged();
-      const fleet = this.#coalesce && this.#entries.size >= 2;
-      const tickAt = Math.max(fleet ? Math.max(now, this.#lastTickAt + this.#gapMs(this.shortLooks.intervalOf(w))) : now, this.outbound.pausedUntil);
+      this.#fleet.interestChanged();
+      const shared = this.#coalesce && this.#entries.size >= 2;
+      const tickAt = Math.max(shared ? Math.max(now, this.#lastTickAt + this.#gapMs(this.shortLooks.intervalOf(w))) : now, this.outbound.pausedUntil);
       this.#wantTimer(Math.min(tickAt, w.deadlineAt));
     });
   }
@@ -191,43 +222,27 @@ export class DeleteEngine implements DeleteEngineFleet {
     }
     endWatch(w, end);
     if (this.#entries.size === 0) this.#clearTimer();
-    this.#fleet?.interestChanged();
+    this.#fleet.interestChanged();
   }
 
-  /** See {@link DeleteEngineFleet.attachFleet} (`fleet.ts`). @throws {@link ValidationError} when another link is attached. */
+  /** See {@link DeleteEngineFleet.attachFleet} (`fleet.ts`) and {@link EngineFleet.attach}. @throws {@link ValidationError} when another link is attached. */
   attachFleet(link: FleetLink): () => void {
-    if (this.#fleet !== undefined && this.#fleet !== link) throw new ValidationError('a fleet link is attached to this client already: one fleet per client (a Redis ledger with fleetWatcher, or one InProcessFleet)');
-    this.#fleet = link;
-    return () => void (this.#fleet === link && ((this.#fleet = undefined), this.fleetChanged()));
+    return this.#fleet.attach(link);
   }
 
   /** The servers the engine's delete waits wait on (see `fleet.ts`). */
   interest(): FleetInterest[] {
-    return interestOf(this.#entries.values(), this.clock.now(), (w) => this.shortLooks.intervalOf(w));
+    return this.#fleet.interest();
   }
 
   /** The link started or stopped consuming: a wait the fleet no longer answers for looks at once. */
   fleetChanged(): void {
-    const now = this.clock.now();
-    for (const e of this.#entries.values()) if (!fleetCovers(this.#fleet, e)) for (const w of e.watches) w.nextAt = Math.min(w.nextAt, now);
-    if (!this.#ticking) this.#reschedule();
+    this.#fleet.changed();
   }
 
-  /**
-   * What the fleet watcher published about `serverId`: a proof of deletion (`evidence.ts`, rule 3)
-   * ends its waits; a body is a look only while `fleetCovers` it; `undefined` (the watcher cannot
-   * answer for it: its look failed, or found an orphan) makes its waits look by themselves.
-   */
+  /** What the fleet watcher published about `serverId`: see {@link EngineFleet.observed}. @returns whether it was taken. */
   fleetObserved(serverId: string, obs: Observation | undefined): boolean {
-    const entry = this.#entries.get(serverId);
-    if (entry && obs === undefined) return ((entry.fleetOff = true), this.fleetChanged(), true);
-    if (!entry || !obs || (obs.gone ? !fleetProofIsGone(obs.evidence) : !fleetCovers(this.#fleet, entry))) return false;
-    // A status that would end a delete wait (ERROR or SOFT_DELETED with no task) may come from a look the
-    // watcher sent before this host's DELETE was accepted: the waits on it look by themselves instead.
-    if (!obs.gone && entry.watches.some((w) => !w.until) && this.#memory.classify(serverId, obs) !== undefined) return ((entry.fleetOff = true), this.fleetChanged(), true);
-    this.#deliver(entry, obs);
-    if (!this.#ticking) this.#reschedule();
-    return true;
+    return this.#fleet.observed(serverId, obs);
   }
 
   /** Time between shared ticks: `watchIntervalMs`, or half the smallest interval, shorter while a server shows DELETED; widened by the pace. */
@@ -245,7 +260,7 @@ export class DeleteEngine implements DeleteEngineFleet {
   #pullIn(): void {
     const now = this.clock.now();
     for (const w of this.#allWaits()) if (!w.until) w.nextAt = Math.min(w.nextAt, this.#nextLookAt(w, now));
-    this.#fleet?.interestChanged(); // the fleet's interest carries the short interval
+    this.#fleet.interestChanged(); // the fleet's interest carries the short interval
     this.#reschedule();
   }
 
@@ -280,13 +295,13 @@ export class DeleteEngine implements DeleteEngineFleet {
     let confirm = Number.POSITIVE_INFINITY;
     for (const w of this.#allWaits()) {
       deadline = Math.min(deadline, w.deadlineAt);
-      if (w.nextAt < w.deadlineAt - LAST_LOOK_MARGIN_MS && !fleetCovers(this.#fleet, w.entry)) next = Math.min(next, w.nextAt);
+      if (w.nextAt < w.deadlineAt - LAST_LOOK_MARGIN_MS && !this.#fleet.covers(w.entry)) next = Math.min(next, w.nextAt);
       interval = Math.min(interval, this.shortLooks.intervalOf(w));
       if (w.entry.seenDeleted) confirm = Math.min(confirm, w.confirmIntervalMs);
     }
     // A look due at or after the deadline of its wait is never sent: the deadline ends the wait first.
-    const fleet = this.#coalesce && this.#entries.size >= 2;
-    const tickAt = this.#ticking ? Number.POSITIVE_INFINITY : Math.max(fleet ? Math.max(next, this.#lastTickAt + this.#gapMs(interval, confirm)) : next, this.outbound.pausedUntil);
+    const shared = this.#coalesce && this.#entries.size >= 2;
+    const tickAt = this.#ticking ? Number.POSITIVE_INFINITY : Math.max(shared ? Math.max(next, this.#lastTickAt + this.#gapMs(interval, confirm)) : next, this.outbound.pausedUntil);
     this.#wantTimer(Math.min(deadline, tickAt));
   }
 
@@ -302,8 +317,8 @@ export class DeleteEngine implements DeleteEngineFleet {
   #startTick(now: number): void {
     // Shared listings while two or more are pending, unless a listing failed lately (back-off).
     // The servers the fleet watcher answers for get no looks of their own (`fleet.ts`).
-    const entries = [...this.#entries.values()].filter((e) => !fleetCovers(this.#fleet, e));
-    const fleet = this.#coalesce && entries.length >= 2 && this.#listings.usable(now);
+    const entries = [...this.#entries.values()].filter((e) => !this.#fleet.covers(e));
+    const shared = this.#coalesce && entries.length >= 2 && this.#listings.usable(now);
     const due = entries.filter((e) => e.watches.some((w) => w.nextAt <= now && now < w.deadlineAt - LAST_LOOK_MARGIN_MS));
     if (due.length === 0) return;
     const controller = new AbortController();
@@ -317,49 +332,24 @@ export class DeleteEngine implements DeleteEngineFleet {
       deadline = Math.max(deadline, w.deadlineAt);
     }
     this.outbound.pace.baseMs = interval;
-    void runTick({
-      api: this.api,
-      send: (fn, signal) => this.outbound.look(fn, signal),
-      sendListing: (fn, signal) => this.outbound.listing(fn, signal),
-      stats: this.stats,
+    void new Tick(this.#tickSide, {
       signal: controller.signal,
-      fleet,
+      shared,
       // Shared listings answer every pending server; single looks go only to servers that are due.
-      entries: fleet ? entries : due,
+      entries: shared ? entries : due,
       due: new Set(due),
+      now,
+      deadlineAt: deadline,
+      intervalMs: interval,
       offsetMs: this.#offsetMs,
       widenMs: this.#listings.widenMs,
-      // A slow listing is still an answer: only an error or the request time limit fails it.
-      listingTimeoutMs: this.api.requestTimeoutMs,
-      now,
-      statusRefreshMs: STATUS_REFRESH_INTERVALS * interval,
-      timeLeftMs: () => Math.max(1, deadline - this.clock.now()),
-      requestTimeoutMs: (e) => lookTimeoutMs(e as Entry, this.api.requestTimeoutMs, this.clock.now()),
-      onListing: (ok, serverDateMs) => {
-        if (ok) this.noteNovaDate(serverDateMs);
-        this.#listings.listed(ok, this.clock.now(), interval);
-      },
-      onMissing: () => this.#listings.missing(),
-      deliver: (e, obs, sentAt) => {
-        // Its own GET found it alive: the fleet link reconciles that with the proofs it took (`fleetConsumer.ts`).
-        if (sentAt !== undefined && !obs.gone && !showsDeleted(obs)) this.#fleet?.ownLookAlive?.(e.serverId, sentAt);
-        this.#deliver(e as Entry, obs);
-      },
-      present: (e) => this.#present(e as Entry),
-      listedNow: () => this.#presence.listed(controller.signal),
-      orphan: (e) => this.#orphan(e as Entry),
-      // The listing that had to check its 404 failed: nothing confirmed, nothing failed; looked at again.
-      checkFailed: (e, error) => (this.#checkFailed(e.serverId, error), this.#present(e as Entry)),
       presenceMicroversion: this.#listings.presenceMicroversion,
-      onPresenceUnsupported: () => this.#listings.presenceUnsupported(),
-      fail: (e, error) => this.#fail(e as Entry, error),
-      troubled: () => this.outbound.pace.factor > 1 || !this.#listings.usable(this.clock.now()),
-      dueAt: (e) => Math.min(...(e as Entry).watches.map((w) => w.nextAt)),
-      skipped: (e, error) => (e as Entry).watches.forEach((w) => w.log.note('look', error)),
-    }).finally(() => {
-      if (this.#ticking === controller) this.#ticking = undefined;
-      this.#reschedule();
-    });
+    })
+      .run()
+      .finally(() => {
+        if (this.#ticking === controller) this.#ticking = undefined;
+        this.#reschedule();
+      });
   }
 
   #deliver(entry: Entry, obs: Observation): void {

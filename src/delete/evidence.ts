@@ -30,13 +30,14 @@
  *
  * @module
  */
-import type { GoneEvidence, TickEntry } from './types.js';
+import type { GoneEvidence } from './types.js';
+import type { Entry } from './watch.js';
 
 /** The words of an orphan's evidence. */
 export const ORPHAN_EVIDENCE = 'Nova answered 404 (itemNotFound) for it, while a listing of the project (GET /servers) still shows it';
 
 /** A pending server still waited for (its requests not stopped). */
-export const live = (e: TickEntry): boolean => e.watches.length > 0 && !e.controller.signal.aborted;
+export const live = (e: Entry): boolean => e.watches.length > 0 && !e.controller.signal.aborted;
 
 /**
  * A 404 of the server's own GET is checked against a listing before it counts when it contradicts what
@@ -46,8 +47,8 @@ export const live = (e: TickEntry): boolean => e.watches.length > 0 && !e.contro
  * the server, whose absence triggered the GET; a server no listing showed while shared listings run)
  * sends nothing more.
  */
-export function needsCheck(e: TickEntry, fleet: boolean): boolean {
-  return e.lastListed || (!fleet && e.anchorNovaMs === undefined && !Number.isFinite(e.statusAt));
+export function needsCheck(e: Entry, shared: boolean): boolean {
+  return e.lastListed || (!shared && e.anchorNovaMs === undefined && !Number.isFinite(e.statusAt));
 }
 
 /** What Nova's 404 for a server's own GET proves: `gone`, an `orphan` (still listed), or nothing yet (`unchecked`: the check failed). */
@@ -57,8 +58,8 @@ export type NotFoundVerdict = { verdict: 'gone' } | { verdict: 'orphan' } | { ve
  * Judge Nova's 404 for `e`'s own GET (rule 1): `gone` at once unless {@link needsCheck}; then gone
  * only when `listedNow` (one successful brief listing) does not show it.
  */
-export async function judgeNotFound(e: TickEntry, fleet: boolean, listedNow: () => Promise<ReadonlySet<string>>): Promise<NotFoundVerdict> {
-  if (!needsCheck(e, fleet)) return { verdict: 'gone' };
+export async function judgeNotFound(e: Entry, shared: boolean, listedNow: () => Promise<ReadonlySet<string>>): Promise<NotFoundVerdict> {
+  if (!needsCheck(e, shared)) return { verdict: 'gone' };
   let ids: ReadonlySet<string>;
   try {
     ids = await listedNow();
@@ -76,13 +77,13 @@ export async function judgeNotFound(e: TickEntry, fleet: boolean, listedNow: () 
  * proves nothing. One such GET per server and deletion: for a server really gone it is the one GET
  * whose 404 its wait needs anyway, sent now instead of at its next due look (no request more); a
  * listing that keeps dropping a live server costs one GET, then nothing more. It is sent as every
- * look is (`lookEach` in `tick.ts`): while Nova is in trouble the most overdue server is probed
+ * look is (`Tick` in `tick.ts`): while Nova is in trouble the most overdue server is probed
  * first, alone, and the others go out only when that GET was answered, so a failing Nova gets one
  * GET a tick; a Nova that is slow but answering gets the GETs its waits need without an interval's
  * delay (seen on a real Nova beside CPU hogs: holding them back until their due looks returned
  * `deleteServers` of 40 5.5 s after the last 404).
  */
-export function absenceTriggers(e: TickEntry): boolean {
+export function absenceTriggers(e: Entry): boolean {
   return !e.absenceLooked;
 }
 

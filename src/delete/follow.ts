@@ -14,8 +14,11 @@
  *
  * @module
  */
-import type { DeleteEngine } from './engine.js';
+import type { Clock } from '../core/clock.js';
+import type { Logger } from '../core/logger.js';
+import type { DeleteLedger } from './ledger.js';
 import { DELETE_DEFAULTS } from './options.js';
+import type { WatchEnd, WatchSpec } from './types.js';
 
 /** What a follow takes from the `deleteServer` call that started it (durations in ms). */
 export interface FollowOptions {
@@ -27,45 +30,62 @@ export interface FollowOptions {
   pollRetries?: number | undefined;
 }
 
-/** The stop signal of each engine's follows (aborted when its last listener leaves). */
-const stops = new WeakMap<DeleteEngine, AbortController>();
-
-/**
- * Follow the accepted deletion of `serverId` until Nova's 404 (see the module), when anyone listens
- * for confirmed deletions on `engine`; otherwise nothing. Never rejects, never throws.
- */
-export function followDeletion(engine: DeleteEngine, serverId: string, options: FollowOptions): void {
-  if (!engine.ledger.listened) return;
-  let stop = stops.get(engine);
-  if (!stop || stop.signal.aborted) {
-    stop = new AbortController();
-    stops.set(engine, stop);
-  }
-  const intervalMs = options.intervalMs ?? DELETE_DEFAULTS.intervalMs;
-  engine
-    .watch(serverId, {
-      intervalMs,
-      confirmIntervalMs: options.confirmIntervalMs ?? Math.min(intervalMs, DELETE_DEFAULTS.confirmIntervalMs),
-      jitter: options.jitter ?? DELETE_DEFAULTS.jitter,
-      deadlineAt: engine.clock.now() + (options.timeoutMs ?? DELETE_DEFAULTS.timeoutMs),
-      requestTimeoutMs: options.requestTimeoutMs,
-      pollRetries: options.pollRetries ?? DELETE_DEFAULTS.pollRetries,
-      signal: stop.signal,
-    })
-    .then(
-      (end) => engine.api.logger.debug({ serverId, outcome: end.outcome }, 'followed deletion ended'),
-      (e: unknown) => engine.api.logger.debug({ serverId, err: e instanceof Error ? e.message : String(e) }, 'followed deletion stopped'),
-    );
+/** What follows need of their engine (`DeleteEngine` is one). */
+export interface FollowEngine {
+  /** Its ledger of unconfirmed deletions, whose listeners the follows are for. */
+  readonly ledger: DeleteLedger;
+  /** The engine's clock (a follow's deadline is on it). */
+  readonly clock: Clock;
+  /** Its client's logger: how each follow ended goes there (debug). */
+  readonly api: { readonly logger: Logger };
+  /** Start a wait on `serverId` (`DeleteEngine.watch`): a follow is one. */
+  watch(serverId: string, spec: WatchSpec): Promise<WatchEnd>;
 }
 
-/**
- * Listen for confirmed deletions on `engine`; the function returned unsubscribes and, when it was
- * the last listener, stops the engine's follows.
- */
-export function listenForConfirmed(engine: DeleteEngine, listener: (serverId: string) => void): () => void {
-  const off = engine.ledger.onConfirmed(listener);
-  return () => {
-    off();
-    if (!engine.ledger.listened) stops.get(engine)?.abort(new Error('no listener for confirmed deletions is left'));
-  };
+/** The follows of one delete engine (see the module): `DeleteEngine.follows`. */
+export class Follows {
+  readonly #engine: FollowEngine;
+  /** The stop signal of the follows (aborted when the last listener leaves; a new one after). */
+  #stop: AbortController | undefined;
+
+  constructor(engine: FollowEngine) {
+    this.#engine = engine;
+  }
+
+  /**
+   * Follow the accepted deletion of `serverId` until Nova's 404 (see the module), when anyone listens
+   * for confirmed deletions on the engine; otherwise nothing. Never rejects, never throws.
+   */
+  follow(serverId: string, options: FollowOptions): void {
+    const engine = this.#engine;
+    if (!engine.ledger.listened) return;
+    if (!this.#stop || this.#stop.signal.aborted) this.#stop = new AbortController();
+    const intervalMs = options.intervalMs ?? DELETE_DEFAULTS.intervalMs;
+    engine
+      .watch(serverId, {
+        intervalMs,
+        confirmIntervalMs: options.confirmIntervalMs ?? Math.min(intervalMs, DELETE_DEFAULTS.confirmIntervalMs),
+        jitter: options.jitter ?? DELETE_DEFAULTS.jitter,
+        deadlineAt: engine.clock.now() + (options.timeoutMs ?? DELETE_DEFAULTS.timeoutMs),
+        requestTimeoutMs: options.requestTimeoutMs,
+        pollRetries: options.pollRetries ?? DELETE_DEFAULTS.pollRetries,
+        signal: this.#stop.signal,
+      })
+      .then(
+        (end) => engine.api.logger.debug({ serverId, outcome: end.outcome }, 'followed deletion ended'),
+        (e: unknown) => engine.api.logger.debug({ serverId, err: e instanceof Error ? e.message : String(e) }, 'followed deletion stopped'),
+      );
+  }
+
+  /**
+   * Listen for confirmed deletions on the engine; the function returned unsubscribes and, when it was
+   * the last listener, stops the follows.
+   */
+  listen(listener: (serverId: string) => void): () => void {
+    const off = this.#engine.ledger.onConfirmed(listener);
+    return () => {
+      off();
+      if (!this.#engine.ledger.listened) this.#stop?.abort(new Error('no listener for confirmed deletions is left'));
+    };
+  }
 }

@@ -46,11 +46,11 @@ export { InProcessFleet } from './inProcessFleet.js';
 export type { FleetClient, InProcessFleetMember } from './inProcessFleet.js';
 export { fleetProofIsGone } from './evidence.js';
 export type { DeleteLedger } from './ledger.js';
+export type { Follows, FollowEngine, FollowOptions } from './follow.js';
 export type { Outbound } from './outbound.js';
 export type { PollPace } from './pollPace.js';
 export type { DeleteWindow } from './deleteWindow.js';
 import type { DeleteCapable } from './waitForDelete.js';
-import { listenForConfirmed } from './follow.js';
 
 /**
  * Call `listener` whenever `client` confirms a deletion (Nova's 404: the server's quota is free).
@@ -59,7 +59,7 @@ import { listenForConfirmed } from './follow.js';
  * which looks until Nova's 404 (`follow.ts`); the last unsubscribe stops those looks.
  */
 export function onDeleteConfirmed(client: DeleteCapable, listener: (serverId: string) => void): () => void {
-  return listenForConfirmed(client.deleteEngine, listener);
+  return client.deleteEngine.follows.listen(listener);
 }
 
 /**

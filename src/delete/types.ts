@@ -7,7 +7,6 @@
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import type { Server } from '../core/types.js';
-import type { OperationContext } from '../core/telemetry.js';
 import type { FailureSummary } from '../errors/index.js';
 import type { DeleteFailureNotice } from './failureLog.js';
 
@@ -302,37 +301,4 @@ export interface WatchEnd {
   lastTaskState: string | null | undefined;
   /** What failed on the way; absent when nothing did. */
   failures?: FailureSummary | undefined;
-}
-
-/** What a tick knows of one pending server. */
-export interface TickEntry {
-  readonly serverId: string;
-  /**
-   * Nova time from which its changes show in `changes-since`: its own last `updated`, or before any
-   * look the `Date` of its accepted DELETE; undefined when neither is known.
-   */
-  anchorNovaMs: number | undefined;
-  /** Local wall-clock time its first wait started. */
-  readonly createdWallMs: number;
-  /** It has shown status `DELETED`: only its 404 is awaited. */
-  seenDeleted: boolean;
-  /** Its deletion is under way: it has shown task_state `deleting` or status `DELETED`. */
-  underway: boolean;
-  /** Clock time of its last status (a body from a GET or a `changes-since` listing). */
-  statusAt: number;
-  /**
-   * Its absence from a brief listing has triggered a GET of its own already (`absenceTriggers` in
-   * `evidence.ts`): a later absence waits for its due look (one extra GET per deletion at most).
-   */
-  absenceLooked: boolean;
-  /**
-   * The latest successful listing showed it present (a brief listing, or `changes-since` with a status
-   * other than `DELETED`): a 404 of its own GET is then checked against a listing before it counts.
-   */
-  lastListed: boolean;
-  /** Aborted when its last wait ends: its own requests stop. */
-  readonly controller: AbortController;
-  /** The operation of its first wait: its own GETs carry that operation's `X-OpenStack-Request-ID`. */
-  readonly operation?: OperationContext | undefined;
-  readonly watches: readonly unknown[];
 }

@@ -7,7 +7,7 @@
 import { AbortError } from '../errors/index.js';
 import type { FailureLog } from './failureLog.js';
 import { isFatalLookFailure } from './observe.js';
-import type { TickEntry } from './tick.js';
+import type { OperationContext } from '../core/telemetry.js';
 import type { WatchEnd, WatchSpec } from './types.js';
 
 /** One pending wait. */
@@ -24,8 +24,36 @@ export interface Watch extends WatchSpec {
   reject: (error: unknown) => void;
 }
 
-/** One server with pending waits. */
-export interface Entry extends TickEntry {
+/** One server with pending waits: what the engine, its ticks and the rules of evidence know of it. */
+export interface Entry {
+  readonly serverId: string;
+  /**
+   * Nova time from which its changes show in `changes-since`: its own last `updated`, or before any
+   * look the `Date` of its accepted DELETE; undefined when neither is known.
+   */
+  anchorNovaMs: number | undefined;
+  /** Local wall-clock time its first wait started. */
+  readonly createdWallMs: number;
+  /** It has shown status `DELETED`: only its 404 is awaited. */
+  seenDeleted: boolean;
+  /** Its deletion is under way: it has shown task_state `deleting` or status `DELETED`. */
+  underway: boolean;
+  /** Clock time of its last status (a body from a GET or a `changes-since` listing). */
+  statusAt: number;
+  /**
+   * Its absence from a brief listing has triggered a GET of its own already (`absenceTriggers` in
+   * `evidence.ts`): a later absence waits for its due look (one extra GET per deletion at most).
+   */
+  absenceLooked: boolean;
+  /**
+   * The latest successful listing showed it present (a brief listing, or `changes-since` with a status
+   * other than `DELETED`): a 404 of its own GET is then checked against a listing before it counts.
+   */
+  lastListed: boolean;
+  /** Aborted when its last wait ends: its own requests stop. */
+  readonly controller: AbortController;
+  /** The operation of its first wait: its own GETs carry that operation's `X-OpenStack-Request-ID`. */
+  readonly operation?: OperationContext | undefined;
   readonly watches: Watch[];
   /** The fleet watcher cannot answer for it (`fleet.ts`): its waits look by themselves. */
   fleetOff?: boolean;
