@@ -6,6 +6,7 @@
 // (dist/, through the package's own name). Config: JSON in argv[2].
 import process from 'node:process';
 import { setInterval, clearInterval } from 'node:timers';
+import { URL } from 'node:url';
 import axios from 'axios';
 import { NovaClient, QuotaGuard } from 'nova-guard';
 import { SqliteQuotaLedger } from 'nova-guard/sqlite';
