@@ -3,4 +3,4 @@
  * servers, each of them tens of seconds on the 2-core machine. `npm test` (vitest.config.ts) runs
  * every other file.
  */
-export const SLOW = ['test/redis/**/*.test.ts', 'test/sqlite/processes.test.ts', 'test/examples/shellWorker.test.ts', 'test/cli/serverDeleteLedger.test.ts'];
+export const SLOW = ['test/redis/**/*.test.ts', 'test/sqlite/processes.test.ts', 'test/delete/fleetStores.test.ts', 'test/sqlite/fleetProcesses.test.ts', 'test/examples/shellWorker.test.ts', 'test/cli/serverDeleteLedger.test.ts'];

@@ -141,6 +141,8 @@ export const FLEET_POLICIES: readonly FleetPolicy[] = [
   'nova-guard (Redis ledger + fleet watcher)',
   // The same workers, each in a process of its own (hosts x workers processes), on one SQLite file.
   'nova-guard (SQLite ledger, one process per worker, one host)',
+  // The same, with the fleet watcher elected through the SQLite file.
+  'nova-guard (SQLite ledger + fleet watcher, one process per worker, one host)',
 ];
 /** The Redis-ledger rows under a network, at the largest number of hosts only. */
 export const NETWORK_POLICIES: readonly FleetPolicy[] = ['nova-guard (Redis ledger, Redis 200 ms away)', 'nova-guard (Redis ledger, Redis restarted mid-run)'];

@@ -15,7 +15,8 @@ import { MICROVERSION } from './stats.js';
 /**
  * The policies of the fleet churn: the churn's three, nova-guard on either ledger, and nova-guard on
  * the Redis ledger with its Redis 200 ms away (a latency proxy) or restarted (empty) mid-run, and
- * the Redis ledger with the fleet watcher (`fleetWatcher: true`: one host looks for all of them).
+ * the Redis ledger with the fleet watcher (`fleetWatcher: true`: one host looks for all of them),
+ * and the SQLite ledger with and without the fleet watcher (one process per worker).
  */
 export type FleetPolicy =
   | 'naive'
@@ -25,7 +26,8 @@ export type FleetPolicy =
   | 'nova-guard (Redis ledger + fleet watcher)'
   | 'nova-guard (Redis ledger, Redis 200 ms away)'
   | 'nova-guard (Redis ledger, Redis restarted mid-run)'
-  | 'nova-guard (SQLite ledger, one process per worker, one host)';
+  | 'nova-guard (SQLite ledger, one process per worker, one host)'
+  | 'nova-guard (SQLite ledger + fleet watcher, one process per worker, one host)';
 
 /** Whether the policy runs on the Redis ledger. */
 export const onRedis = (p: FleetPolicy): boolean => p.startsWith('nova-guard (Redis ledger');
@@ -106,7 +108,10 @@ async function prepare(task: HostTask): Promise<{ run: () => Promise<HostResult>
     const fleetLeaseTtlMs = Math.max(MIN_FLEET_LEASE_TTL_MS, 6000 / cfg.scale);
     ledger = task.policy.includes('fleet watcher') ? await RedisQuotaLedger.forClient(client, { ...opts, fleetWatcher: true, fleetLeaseTtlMs }) : new RedisQuotaLedger(opts);
   } else if (onSqlite(task.policy)) {
-    ledger = new SqliteQuotaLedger({ path: task.sqliteDir!, endpoint: task.endpoint, projectId: task.projectId, holder: `proc${task.host}:${process.pid}` });
+    const opts = { path: task.sqliteDir!, endpoint: task.endpoint, projectId: task.projectId, holder: `proc${task.host}:${process.pid}` };
+    // The fleet watcher's lease scaled as the Redis row's (see above).
+    const fleetLeaseTtlMs = Math.max(MIN_FLEET_LEASE_TTL_MS, 6000 / cfg.scale);
+    ledger = task.policy.includes('fleet watcher') ? await SqliteQuotaLedger.forClient(client, { ...opts, fleetWatcher: true, fleetLeaseTtlMs }) : new SqliteQuotaLedger(opts);
   }
   if (ledger) traceCounted(ledger, (id) => trace.counted.push([id, Date.now()]));
   const kind = task.policy.startsWith('nova-guard') ? 'nova-guard' : (task.policy as 'naive' | 'autopkgtest');

@@ -219,7 +219,8 @@ function hostsTargets(rows: FleetChurnRow[]): TargetResult[] {
   const ledgerRows = ['nova-guard (Redis ledger)', 'nova-guard (Redis ledger + fleet watcher)'];
   for (const x of sums.filter((s) => ledgerRows.includes(s.policy) || onSqlite(s.policy))) {
     const apt = sums.find((y) => y.hosts === x.hosts && y.policy === 'autopkgtest');
-    const ledgerName = onSqlite(x.policy) ? 'SQLite ledger (one process per worker)' : x.policy.includes('fleet watcher') ? 'Redis ledger + fleet watcher' : 'Redis ledger';
+    const watcher = x.policy.includes('fleet watcher');
+    const ledgerName = onSqlite(x.policy) ? `SQLite ledger${watcher ? ' + fleet watcher' : ''} (one process per worker)` : watcher ? 'Redis ledger + fleet watcher' : 'Redis ledger';
     const r = x.median;
     const l = r.lags;
     out.push({
@@ -228,6 +229,14 @@ function hostsTargets(rows: FleetChurnRow[]): TargetResult[] {
       held: r.makespanOverLowerBound <= 1.1,
       reason: `${MAKESPAN_REASON}; median run: ${r.makespanMs - r.lowerBoundMs} ms over the bound, 404 detection ${l.detection404.makespanMs} ms, wake-up ${l.wakeUp.makespanMs} ms, counted twice ${l.countedTwice.makespanMs} ms, /limits waits ${l.limitsWait.makespanMs} ms (shares of the makespan)`,
     });
+    if (apt && onSqlite(x.policy) && watcher && x.hosts >= 2) {
+      out.push({
+        target: `${x.hosts} host(s), ${ledgerName}: requests per job at most the autopkgtest-style worker's`,
+        measured: `${x.medianRequestsPerJob} vs ${apt.medianRequestsPerJob}`,
+        held: x.medianRequestsPerJob <= apt.medianRequestsPerJob,
+        reason: `median run per job: POST ${r.perJob.post}, DELETE ${r.perJob.delete}, GET ${r.perJob.get}, listings ${r.perJob.listing}, /limits ${r.perJob.limits}`,
+      });
+    }
     if (apt && x.hosts >= 4 && !onSqlite(x.policy)) {
       const half = Math.round((apt.medianRequestsPerJob / 2) * 100) / 100;
       out.push({

@@ -16,8 +16,14 @@
  *   at the watcher's next round), and a publication reaches every member synchronously, in order:
  *   there are no gaps and no stalls (the consumers' stall limit is infinite). A member that joins
  *   gets a heartbeat so it consumes from then on.
- * - **Proofs** of deletion are kept by server id for 10 minutes, as in Redis, for a wait that starts
- *   on a server after its proof was published.
+ * - **Proofs** of deletion are kept by server id for `PROOF_RETENTION_MS` (10 minutes), as by the
+ *   coordinator of the shared ledgers (`fleetWatcher.ts`), for a wait that starts on a server after
+ *   its proof was published.
+ *
+ * The shared ledgers (`fleetWatcher: true` on `SqliteQuotaLedger.forClient` or
+ * `RedisQuotaLedger.forClient`) run the coordinator of `fleetWatcher.ts` over a store instead:
+ * a lease with an epoch, polled publications. This class keeps the synchronous hand-over the
+ * clients of one process can have (and the simulation of `bench/fleetSim.ts` relies on).
  *
  * Usage: `const fleet = new InProcessFleet(); const member = await fleet.join(client);` ...
  * `member.leave()` (or `fleet.close()`).
@@ -30,9 +36,8 @@ import { newFleetStats, type FleetEngine, type FleetLink, type FleetStats, type 
 import type { GoneEvidence } from './types.js';
 import { FleetConsumer } from './fleetConsumer.js';
 import { FleetLooks, wantServer, type WantedServer } from './fleetLooks.js';
+import { PROOF_RETENTION_MS } from './fleetWatcher.js';
 
-/** How long a published proof stays known by server id, in ms. */
-const PROOF_RETENTION_MS = 10 * 60_000;
 
 /** What {@link InProcessFleet.join} needs of a client (a `NovaClient` has it). */
 export interface FleetClient {

@@ -1,6 +1,7 @@
 /**
- * The Lua scripts of the fleet watcher (`fleetWatcher.ts`; see `docs/fleet-ledger.md`, "The fleet
- * watcher"). Each takes the {@link FLEET_KEYS} keys of one ledger scope, in this order:
+ * The Lua scripts of the fleet watcher's Redis store (`fleetStore.ts`, under the coordinator of
+ * `src/delete/fleetWatcher.ts`; see `docs/fleet-ledger.md`, "The fleet watcher"). Each takes the
+ * {@link FLEET_KEYS} keys of one ledger scope, in this order:
  *
  * 1. `fleet:lease` (string `<token>:<epoch>`, PX the lease's TTL): who watches for the fleet;
  * 2. `fleet:epoch` (counter): the fencing epoch, one more for each lease taken;

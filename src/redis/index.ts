@@ -9,6 +9,6 @@ export { RedisQuotaLedger } from './ledger.js';
 export type { RedisQuotaLedgerOptions } from './options.js';
 export { MIN_PLACE_TTL_MS } from './options.js';
 export { RedisLedgerError } from './errors.js';
-export type { FleetWatcher, FleetStats } from './fleetWatcher.js';
+export type { FleetWatcher, FleetStats } from '../delete/index.js';
 export { MIN_FLEET_LEASE_TTL_MS } from './options.js';
 export type { FleetLink, FleetInterest } from '../delete/index.js';

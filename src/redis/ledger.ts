@@ -17,7 +17,8 @@ import { RedisConnection, RoundTrips, type LedgerCommand } from './connection.js
 import { amounts, needsArgs } from './codec.js';
 import { ReadingAges } from './readingAges.js';
 import { acquireOn, limitsOn, type LedgerInternals } from './readings.js';
-import { FleetWatcher } from './fleetWatcher.js';
+import { FleetWatcher } from '../delete/fleetWatcher.js';
+import { RedisFleetStore } from './fleetStore.js';
 import { checkOptionNames, ledgerKeys, resolveOptions, urlPassword, type LedgerKeys, type RedisQuotaLedgerOptions, type ResolvedOptions } from './options.js';
 
 /** How long a claim released as `'counted'` stays subtracted from readings sent before it, in ms. */
@@ -133,12 +134,13 @@ export class RedisQuotaLedger implements QuotaLedger {
     const scope = await clientScope('RedisQuotaLedger.forClient', client, options, fleetWatcher === true);
     const ledger = new RedisQuotaLedger({ ...rest, ...scope });
     if (fleetWatcher !== true) return ledger;
-    const fleet = { conn: ledger.#conn, base: ledger.#keys.base, engine: client.deleteEngine, clock: ledger.#clock, leaseTtlMs: ledger.#opts.fleetLeaseTtlMs, logger: componentLogger(options.logger, 'fleet-watcher') };
-    ledger.#fleet = await FleetWatcher.start(fleet, () => ledger.close());
+    const logger = componentLogger(options.logger, 'fleet-watcher');
+    const store = new RedisFleetStore(ledger.#conn, ledger.#keys.base, logger);
+    ledger.#fleet = await FleetWatcher.start({ store, engine: client.deleteEngine, clock: ledger.#clock, leaseTtlMs: ledger.#opts.fleetLeaseTtlMs, logger }, () => ledger.close());
     return ledger;
   }
 
-  /** This host's part in the fleet watcher (`fleetWatcher: true`, see `fleetWatcher.ts`): its counters, whether it watches. */
+  /** This host's part in the fleet watcher (`fleetWatcher: true`, see `src/delete/fleetWatcher.ts`): its counters, whether it watches. */
   get fleetWatcher(): FleetWatcher | undefined { return this.#fleet; } // prettier-ignore
 
   /**

@@ -8,6 +8,7 @@
  */
 export { SqliteQuotaLedger } from './ledger.js';
 export type { SqliteQuotaLedgerOptions } from './options.js';
-export { defaultLedgerDir } from './options.js';
+export { defaultLedgerDir, MIN_FLEET_LEASE_TTL_MS } from './options.js';
+export type { FleetWatcher, FleetStats } from '../delete/index.js';
 export { SqliteLedgerError } from './errors.js';
 export { isSqliteUnavailable } from './native.js';

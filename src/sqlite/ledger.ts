@@ -36,6 +36,8 @@ import { FreedWatch } from './freed.js';
 import { whileBusy } from './busy.js';
 import { hostMonotonic } from './hostClock.js';
 import { checkOptionNames, resolveOptions, type ResolvedSqliteOptions, type SqliteQuotaLedgerOptions } from './options.js';
+import { FleetWatcher } from '../delete/fleetWatcher.js';
+import { SqliteFleetStore } from './fleetStore.js';
 
 /** How the kept reading is written into the file: JSON, unlimited (`Infinity`) as `"Infinity"`. */
 const encodeReading = (r: LimitsReading): string => JSON.stringify({ absolute: r.absolute, requestId: r.requestId }, (_k, v: unknown) => (v === Infinity ? 'Infinity' : v));
@@ -86,6 +88,7 @@ export class SqliteQuotaLedger implements QuotaLedger {
   #staleSeq = -1;
   #beat: TimerHandle | undefined;
   #closed = false;
+  #fleet: FleetWatcher | undefined;
 
   /**
    * Opens (creating when missing) the ledger file.
@@ -112,14 +115,29 @@ export class SqliteQuotaLedger implements QuotaLedger {
 
   /**
    * A ledger for `client`'s endpoint and project: `endpoint` from `client.endpoint()`, `projectId`
-   * from `client.projectId`, unless given.
-   * @throws `ValidationError` when the client has no project id and none is given; what the
+   * from `client.projectId`, unless given (see `clientScope` in `src/guard/ledgerScope.ts`).
+   *
+   * With `fleetWatcher: true` the processes that share the file elect one fleet watcher through it
+   * (this one may be elected, looking with this client): as with `RedisQuotaLedger.forClient`, the
+   * client must know its project (its `projectId`, a noauth token's, or its Keystone token's).
+   * @throws `ValidationError` when the client has no project id and none is given, with
+   * `fleetWatcher` when the client does not know its project or another fleet link is attached to
+   * its engine (one ledger with `fleetWatcher` per client: the ledger is closed first); what the
    * constructor throws.
    */
   static async forClient(client: NovaClient, options: Omit<SqliteQuotaLedgerOptions, 'endpoint' | 'projectId'> & { endpoint?: string; projectId?: string }): Promise<SqliteQuotaLedger> {
     checkOptionNames('SqliteQuotaLedger.forClient options', options);
-    return new SqliteQuotaLedger({ ...options, ...(await clientScope('SqliteQuotaLedger.forClient', client, options)) });
+    const { fleetWatcher, ...rest } = options;
+    const ledger = new SqliteQuotaLedger({ ...rest, ...(await clientScope('SqliteQuotaLedger.forClient', client, options, fleetWatcher === true)) });
+    if (fleetWatcher !== true) return ledger;
+    const store = new SqliteFleetStore({ file: ledger.#store, attempts: (fn) => ledger.#attempts(fn) });
+    const logger = componentLogger(options.logger, 'fleet-watcher');
+    ledger.#fleet = await FleetWatcher.start({ store, engine: client.deleteEngine, clock: ledger.#clock, leaseTtlMs: ledger.#opts.fleetLeaseTtlMs, logger }, () => ledger.close());
+    return ledger;
   }
+
+  /** This process's part in the fleet watcher (`fleetWatcher: true`, see `src/delete/fleetWatcher.ts`): its counters, whether it watches. */
+  get fleetWatcher(): FleetWatcher | undefined { return this.#fleet; } // prettier-ignore
 
   /**
    * A guard of `scope` is about to use this ledger (see `QuotaLedger.bindScope`).
@@ -381,6 +399,7 @@ export class SqliteQuotaLedger implements QuotaLedger {
     this.#clock.clearTimeout(this.#beat);
     this.#freed.close();
     try {
+      await this.#fleet?.close();
       // a failure (the file locked beyond busyTimeoutMs): what it held expires by its leases
       await this.#attempts((now) => this.#store.goodbye(now, this.#caller, [...this.#places], [...this.#claims.keys()])).catch(() => undefined);
     } finally {

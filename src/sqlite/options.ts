@@ -72,7 +72,28 @@ export interface SqliteQuotaLedgerOptions {
   readonly pollIntervalMs?: number;
   /** pino logger, or an object with pino's level methods (`info`, `warn`, `error`, `debug`); the default is silent. */
   readonly logger?: LoggerOption;
+  /**
+   * Elect one watcher among the processes that share this ledger file (a lease row in the file, with
+   * a fencing epoch): it looks at the servers any process waits on (delete waits and the guard's
+   * ACTIVE waits) and publishes what it saw (states, proofs of deletion, Nova's `Date`) into the
+   * file; the waits of every other process consume the publications (read from the file every read
+   * interval, at most 250 ms) instead of sending their own GETs and listings, and fall back to their
+   * own looks (one warning each time) on a gap or when no publication came within
+   * `fleetLeaseTtlMs`. The same watcher as `RedisQuotaLedger`'s option of this name. Needs the
+   * client whose delete engine takes part: only {@link SqliteQuotaLedger.forClient} takes it (`new
+   * SqliteQuotaLedger` refuses it). See `docs/fleet-watcher.md`. @default false
+   */
+  readonly fleetWatcher?: boolean;
+  /**
+   * With `fleetWatcher`: the watcher's lease, in ms. Renewed every third of it, with a publication at
+   * least that often; a dead or stopped watcher is replaced within it; a process that gets no
+   * publication for this long looks by itself. At least 300, whole ms. @default 6000
+   */
+  readonly fleetLeaseTtlMs?: number;
 }
+
+/** The shortest `fleetLeaseTtlMs` taken, in ms (as the Redis ledger's). */
+export const MIN_FLEET_LEASE_TTL_MS = 300;
 
 /** The names of {@link SqliteQuotaLedgerOptions}; values are checked by {@link resolveOptions}. */
 const OPTION_NAMES: OptionsSpec<SqliteQuotaLedgerOptions> = {
@@ -87,6 +108,8 @@ const OPTION_NAMES: OptionsSpec<SqliteQuotaLedgerOptions> = {
   busyTimeoutMs: null,
   pollIntervalMs: null,
   logger: null,
+  fleetWatcher: null,
+  fleetLeaseTtlMs: null,
 };
 
 /** The checked options with their defaults. */
@@ -99,6 +122,7 @@ export interface ResolvedSqliteOptions {
   readonly placeTtlMs: number;
   readonly busyTimeoutMs: number;
   readonly pollIntervalMs: number;
+  readonly fleetLeaseTtlMs: number;
 }
 
 /**
@@ -143,7 +167,8 @@ export function ledgerFile(path: string | undefined, endpoint: string, projectId
  * http(s) URL, an empty project id, a `path` that is not a non-empty string, a `clock` that is not a
  * Clock, a `logger` that is neither pino nor an object with pino's level methods, a holder that is
  * not a non-empty string without commas, a duration that is not a positive whole number of ms
- * (`limitsMaxAgeMs` may be 0), a `placeTtlMs` below 1000, a `busyTimeoutMs` above 60000, or a
+ * (`limitsMaxAgeMs` may be 0), a `placeTtlMs` below 1000, `fleetWatcher: true` (only `forClient` takes it), a
+ * `fleetLeaseTtlMs` below 300, a `busyTimeoutMs` above 60000, or a
  * `path` that is relative, `~user/…` or `:memory:` (see `ledgerPath.ts`).
  */
 export function resolveOptions(options: SqliteQuotaLedgerOptions): ResolvedSqliteOptions {
@@ -155,6 +180,9 @@ export function resolveOptions(options: SqliteQuotaLedgerOptions): ResolvedSqlit
   if (typeof options.projectId !== 'string' || options.projectId.trim() === '') throw new ValidationError('SqliteQuotaLedger needs projectId');
   if (options.path !== undefined && (typeof options.path !== 'string' || options.path.trim() === '')) throw new ValidationError('SqliteQuotaLedger path must be a non-empty string (a file or a directory)');
   if (options.clock !== undefined && !isClock(options.clock)) throw new ValidationError('SqliteQuotaLedger clock must be a Clock (now, wallNow, setTimeout, clearTimeout)');
+  if (options.fleetWatcher !== undefined && options.fleetWatcher !== false) {
+    throw new ValidationError('SqliteQuotaLedger fleetWatcher needs the client whose waits take part: use SqliteQuotaLedger.forClient(client, { fleetWatcher: true, ... })');
+  }
   if (options.logger !== undefined) {
     try {
       toLogger(options.logger);
@@ -164,7 +192,7 @@ export function resolveOptions(options: SqliteQuotaLedgerOptions): ResolvedSqlit
   }
   const holder = options.holder ?? defaultHolder();
   if (!isHolderName(holder)) throw new ValidationError(`SqliteQuotaLedger holder must be a non-empty string without commas, got ${JSON.stringify(holder)}`);
-  const durations = { limitsMaxAgeMs: 1000, limitsLockMs: 10_000, placeTtlMs: 15_000, busyTimeoutMs: 2000, pollIntervalMs: 25 } as const;
+  const durations = { limitsMaxAgeMs: 1000, limitsLockMs: 10_000, placeTtlMs: 15_000, busyTimeoutMs: 2000, pollIntervalMs: 25, fleetLeaseTtlMs: 6000 } as const;
   const out: Record<string, number> = {};
   for (const [name, dflt] of Object.entries(durations)) {
     const value = (options as unknown as Record<string, unknown>)[name] ?? dflt;
@@ -172,6 +200,7 @@ export function resolveOptions(options: SqliteQuotaLedgerOptions): ResolvedSqlit
     if (!Number.isInteger(value)) throw new ValidationError(`SqliteQuotaLedger ${name} must be a whole number of milliseconds, got ${String(value)}`);
     out[name] = value as number;
   }
+  if (out.fleetLeaseTtlMs! < MIN_FLEET_LEASE_TTL_MS) throw new ValidationError(`SqliteQuotaLedger fleetLeaseTtlMs must be at least ${MIN_FLEET_LEASE_TTL_MS} ms, got ${out.fleetLeaseTtlMs}`);
   if (out.placeTtlMs! < 1000) throw new ValidationError(`SqliteQuotaLedger placeTtlMs must be at least 1000 ms, got ${out.placeTtlMs}`);
   if (out.busyTimeoutMs! > MAX_BUSY_TIMEOUT_MS) {
     throw new ValidationError(`SqliteQuotaLedger busyTimeoutMs must be at most ${MAX_BUSY_TIMEOUT_MS} ms (how long one ledger call keeps trying a locked file; the guard gives up on a ledger call long before), got ${out.busyTimeoutMs}`);
@@ -185,6 +214,7 @@ export function resolveOptions(options: SqliteQuotaLedgerOptions): ResolvedSqlit
     placeTtlMs: out.placeTtlMs!,
     busyTimeoutMs: out.busyTimeoutMs!,
     pollIntervalMs: out.pollIntervalMs!,
+    fleetLeaseTtlMs: out.fleetLeaseTtlMs!,
   };
 }
 

@@ -9,6 +9,12 @@
  * is shifted by (monotonic now - wall now), so each lease keeps what was left of it. Processes of
  * an older nova-guard refuse a schema-2 file when they open it.
  *
+ * The fleet watcher's tables (`fleet_lease`, `fleet_pubs`, `fleet_interest`, `fleet_proofs`, see
+ * `fleetStore.ts`) came after schema 2 without a new schema number: they are only added (`CREATE
+ * TABLE IF NOT EXISTS`, once per file), a process of a nova-guard that does not know them never
+ * reads them, and a new number would make such a process refuse the file: on one host, processes
+ * of the two versions keep sharing their claims. Their times move with the others' across a reboot.
+ *
  * @module
  */
 import { ValidationError } from '../errors/index.js';
@@ -25,6 +31,11 @@ CREATE TABLE IF NOT EXISTS counted (id TEXT PRIMARY KEY, cores REAL NOT NULL, ra
 CREATE TABLE IF NOT EXISTS places (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, cores REAL NOT NULL, ram REAL NOT NULL, inst REAL NOT NULL, expires_at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS holders (instance TEXT PRIMARY KEY, expires_at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS places_seq ON places (seq);
+CREATE TABLE IF NOT EXISTS fleet_lease (id INTEGER PRIMARY KEY CHECK (id = 1), token TEXT NOT NULL, epoch INTEGER NOT NULL, expires_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS fleet_pubs (seq INTEGER PRIMARY KEY, epoch INTEGER NOT NULL, nova_date REAL, items TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS fleet_interest (member TEXT NOT NULL, server_id TEXT NOT NULL, expires_at REAL NOT NULL, interval_ms REAL NOT NULL, confirm_ms REAL NOT NULL, whole INTEGER NOT NULL, PRIMARY KEY (member, server_id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS fleet_proofs (server_id TEXT PRIMARY KEY, epoch INTEGER NOT NULL, evidence TEXT NOT NULL, at REAL NOT NULL) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS fleet_proofs_at ON fleet_proofs (at);
 `;
 /** The statements of the ledger, prepared once the tables exist. */
 export const STATEMENTS = {
@@ -56,7 +67,7 @@ export const STATEMENTS = {
 /** The name of one of {@link STATEMENTS}. */
 export type StatementName = keyof typeof STATEMENTS;
 
-const OBJECTS = ['meta', 'claims', 'counted', 'places', 'holders', 'places_seq'];
+const OBJECTS = ['meta', 'claims', 'counted', 'places', 'holders', 'places_seq', 'fleet_lease', 'fleet_pubs', 'fleet_interest', 'fleet_proofs', 'fleet_proofs_at'];
 
 /**
  * WAL mode, `synchronous = NORMAL`, and the tables. On a file that has them (every open but the
@@ -78,7 +89,8 @@ const setMeta = (db: Database, key: string, value: unknown): void => void db.pre
 
 /** Every stored time moved by `shiftMs`; the kept reading stops being fresh. Inside a write transaction. */
 function shiftTimes(db: Database, shiftMs: number): void {
-  for (const [table, column] of [['claims', 'expires_at'], ['places', 'expires_at'], ['holders', 'expires_at'], ['counted', 'at']] as const) {
+  const times = [['claims', 'expires_at'], ['places', 'expires_at'], ['holders', 'expires_at'], ['counted', 'at'], ['fleet_lease', 'expires_at'], ['fleet_interest', 'expires_at'], ['fleet_proofs', 'at']] as const;
+  for (const [table, column] of times) {
     db.prepare(`UPDATE ${table} SET ${column} = ${column} + ?`).run(shiftMs);
   }
   const lock = metaOf(db, 'lock_expires_at');

@@ -359,6 +359,25 @@ export class LedgerStore {
     });
   }
 
+  /**
+   * `fn(db, at)` in one `BEGIN IMMEDIATE` transaction at the file's time `at` (`timeOfWrite`), with
+   * none of the ledger's own chores: the fleet watcher's tables (`fleetStore.ts`).
+   */
+  writeAt<T>(what: string, now: number, fn: (db: Database, at: number) => T): T {
+    return this.#tx(what, () => fn(this.#db, timeOfWrite(this.#db, now, this.#boot)));
+  }
+
+  /** `fn(db, at)` in one read transaction at the file's time `at` (`timeOfRead`): no write lock. */
+  readAt<T>(what: string, now: number, fn: (db: Database, at: number) => T): T {
+    try {
+      this.#ready();
+      return this.#db.transaction(() => fn(this.#db, timeOfRead(this.#db, now, this.#boot)))();
+    } catch (error) {
+      if (error instanceof ValidationError) throw error;
+      throw sqliteError(this.#path, what, error);
+    }
+  }
+
   /** What `admit` would subtract for claims for a reading of `stamp` (a read-only transaction). */
   inFlight(now: number, stamp: number): ResourceAmounts {
     try {

@@ -1,54 +1,51 @@
 /**
- * The fleet watcher: the hosts of one project (one ledger scope) elect one watcher through a Redis
- * lease; it looks at the servers any host waits on with its own delete engine (listings and GETs,
- * under its rules of evidence) and publishes what it saw; every other host's delete waits consume
- * the publications instead of looking by themselves (`fleetFeed.ts`, `src/delete/fleet.ts`).
+ * The fleet watcher, written once for every backend: the hosts of one project (one ledger scope)
+ * elect one watcher through a {@link FleetStore} (memory, a SQLite file, Redis); it looks at the
+ * servers any host waits on with its own delete engine (listings and GETs, under its rules of
+ * evidence) and publishes what it saw; every other host's waits consume the publications instead
+ * of looking by themselves (`fleetFeed.ts`, `fleetConsumer.ts`, `fleet.ts`).
  *
- * - **Election.** Every `leaseTtlMs / 3` each host runs ELECT (`fleetScripts.ts`): the holder renews
- *   its lease (`PEXPIRE` if the value is still its token), anyone takes a lease nobody holds
- *   (`SET NX`-like, in the script), with a new fencing epoch (`INCR`). A dead or stopped watcher's
- *   lease is set for five sixths of `leaseTtlMs` and renewed every third, so it lapses at most five
+ * - **Election.** Every `leaseTtlMs / 3` each host runs `elect`: the holder renews its lease, anyone
+ *   takes a lease nobody holds, with a new fencing epoch. The lease is set for five sixths of
+ *   `leaseTtlMs` and renewed every third, so a dead or stopped watcher's lease lapses at most five
  *   sixths of the TTL after its holder stopped; the other hosts try every sixth: a watcher is
  *   replaced within `leaseTtlMs` of its stop (a renewal may come half a TTL late and still hold).
- * - **Fencing.** PUBLISH checks the lease is still `<token>:<epoch>` in the same script (a deposed
- *   watcher publishes nothing), and consumers ignore a publication of an epoch older than one seen.
+ * - **Fencing.** `publish` checks the lease is still the watcher's, of its epoch, in the same atomic
+ *   step (a deposed watcher publishes nothing), and consumers ignore a publication of an epoch older
+ *   than one seen.
  * - **Interest.** Each host registers the servers its waits wait on (delete waits and the guard's
- *   ACTIVE waits), with their deadline as the expiry, their intervals and whether a wait reads the
- *   whole body; it removes them when its waits end. The watcher reads the interest every round, and
- *   between rounds (every read interval, at most 250 ms) as soon as a registration moved the
- *   interest's version, so a new wait is looked at within a read interval, not a third of the lease;
- *   it follows it with `FleetLooks` (`src/delete/fleetLooks.ts`: a wait of its own engine per server,
- *   ending at the 404 or the interest's expiry); what those waits observe is published (batched per
- *   microtask), and a heartbeat each round carries Nova's `Date`.
- * - **Publications** go to a Redis stream (`XADD MAXLEN ~`): ordered, numbered, kept for a while,
- *   so a host that missed a few reads them on its next read; one trimmed away shows as a gap. Proofs
- *   are also kept by server id for 10 minutes, for a host that catches up after a gap or registers
- *   late. (Pub/sub would lose messages while a subscriber reconnects, silently.)
+ *   ACTIVE waits), with their deadline as the expiry (a day at most at a time), their intervals and
+ *   whether a wait reads the whole body; it removes them when its waits end. The watcher reads the
+ *   interest every round, and between rounds (every read interval, at most 250 ms) as soon as a
+ *   registration moved the interest's version, so a new wait is looked at within a read interval,
+ *   not a third of the lease; it follows it with `FleetLooks` (a wait of its own engine per server,
+ *   ending at the 404 or the interest's expiry); what those waits observe is published, batched per
+ *   microtask, and a heartbeat each round carries Nova's `Date`.
+ * - **Publications** are numbered and kept for a while by the store, so a host that missed a few
+ *   reads them on its next read; one trimmed away shows as a gap. Proofs are also kept by server id
+ *   for {@link PROOF_RETENTION_MS}, for a host that catches up after a gap or registers late.
  *
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import type { Clock, Logger, TimerHandle } from '../core/index.js';
-import { FleetLooks, newFleetStats, wantServer, type DeleteEngine, type FleetLink, type Published, type WantedServer } from '../delete/index.js';
-import type { RedisConnection } from './connection.js';
-import { FLEET_COMMANDS, FLEET_KEYS, fleetKeys, type FleetCommand } from './fleetScripts.js';
-import { FleetFeed, type FleetStats } from './fleetFeed.js';
+import type { Clock, TimerHandle } from '../core/clock.js';
+import type { Logger } from '../core/logger.js';
+import { newFleetStats, type FleetEngine, type FleetLink, type FleetStats, type Published } from './fleet.js';
+import { FleetFeed } from './fleetFeed.js';
+import { FleetLooks, wantServer, type WantedServer } from './fleetLooks.js';
+import type { FleetInterestEntry, FleetStore } from './fleetStore.js';
 
-export type { FleetStats } from './fleetFeed.js';
-
-/** Entries the stream keeps (approximately, `MAXLEN ~`). */
-const STREAM_MAX_LEN = 1000;
 /** How long a published proof stays readable by server id, in ms. */
-const PROOF_RETENTION_MS = 10 * 60_000;
-/** The longest interest registered at once, in ms. */
+export const PROOF_RETENTION_MS = 10 * 60_000;
+/** The longest interest registered at once, in ms (an endless wait is registered a day at a time). */
 const MAX_INTEREST_MS = 86_400_000;
 
 /** What {@link FleetWatcher} needs. */
 export interface FleetWatcherInit {
-  readonly conn: RedisConnection;
-  /** The ledger scope's key prefix, ending with `:`. */
-  readonly base: string;
-  readonly engine: DeleteEngine;
+  /** The backend: election, publications, interest and kept proofs. */
+  readonly store: FleetStore;
+  /** This host's delete engine: it looks for the fleet while this host watches, and consumes otherwise. */
+  readonly engine: FleetEngine;
   readonly clock: Clock;
   readonly logger: Logger;
   /** The lease's TTL, in ms: renewed every third; a publication at least every third; `stallMs` is the TTL. */
@@ -60,7 +57,7 @@ export class FleetWatcher implements FleetLink {
   /** Counters. */
   readonly stats: FleetStats = newFleetStats();
   readonly #d: FleetWatcherInit;
-  readonly #keys: string[];
+  readonly #store: FleetStore;
   readonly #token = randomUUID();
   readonly #feed: FleetFeed;
   readonly #detach: () => void;
@@ -71,11 +68,11 @@ export class FleetWatcher implements FleetLink {
   #pending: Published[] = [];
   #flushing: Promise<void> | undefined;
   #flushQueued = false;
-  /** What this host has registered: server id -> `<intervalMs>,<confirmIntervalMs>,<deadline>`. */
+  /** What this host has registered: server id -> `<intervalMs>,<confirmIntervalMs>,<whole>,<deadline>`. */
   #registered = new Map<string, string>();
   #syncing: Promise<void> | undefined;
   #dirty = false;
-  /** The interest's version (see REGISTER in `fleetScripts.ts`) this watcher last followed. */
+  /** The interest's version this watcher last followed. */
   #interestVersion: string | undefined;
   #electTimer: TimerHandle | undefined;
   #readTimer: TimerHandle | undefined;
@@ -83,14 +80,15 @@ export class FleetWatcher implements FleetLink {
   #closed = false;
 
   /**
-   * Start this host's part (`closeLedger` is called when it cannot start: its ledger is not left open).
-   * @throws `ValidationError` when another fleet link is attached to the client's engine (one ledger with `fleetWatcher` per client).
+   * Start this host's part (`onFail` is called when it cannot start, e.g. to close the ledger it
+   * came with, before the error is thrown again).
+   * @throws `ValidationError` when another fleet link is attached to the engine (one fleet watcher per client).
    */
-  static async start(init: FleetWatcherInit, closeLedger: () => Promise<void>): Promise<FleetWatcher> {
+  static async start(init: FleetWatcherInit, onFail: () => Promise<void> = async () => undefined): Promise<FleetWatcher> {
     try {
       return new FleetWatcher(init);
     } catch (error) {
-      await closeLedger();
+      await onFail();
       throw error;
     }
   }
@@ -98,12 +96,10 @@ export class FleetWatcher implements FleetLink {
   private constructor(init: FleetWatcherInit) {
     this.#detach = init.engine.attachFleet(this);
     this.#d = init;
+    this.#store = init.store;
     this.#looks = new FleetLooks(init.engine, (item) => this.#queue(item));
-    this.#keys = fleetKeys(init.base);
-    for (const [name, lua] of Object.entries(FLEET_COMMANDS)) init.conn.define(name, lua, FLEET_KEYS);
     this.#feed = new FleetFeed({
-      conn: init.conn,
-      stream: this.#keys[3]!,
+      store: init.store,
       engine: init.engine,
       clock: init.clock,
       logger: init.logger,
@@ -127,7 +123,7 @@ export class FleetWatcher implements FleetLink {
 
   /** See {@link FleetLink.consuming}: never while this host is the watcher. */
   get consuming(): boolean {
-    return !this.#closed && this.#lease === undefined && this.#feed.consuming;
+    return !this.#closed && this.#lease === undefined && this.#feed.consumer.consuming;
   }
 
   /** See {@link FleetLink.interestChanged}: the registration follows in a microtask. */
@@ -139,11 +135,7 @@ export class FleetWatcher implements FleetLink {
 
   /** See {@link FleetLink.ownLookAlive}: reconciled with the proofs this host took (`FleetConsumer.ownLookAlive`). */
   ownLookAlive(serverId: string, sentAt: number): void {
-    if (!this.#closed) this.#feed.ownLookAlive(serverId, sentAt);
-  }
-
-  #run(name: FleetCommand, args: ReadonlyArray<string | number>): Promise<unknown> {
-    return this.#d.conn.command(name, (c) => (c as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[name]!.apply(c, [...this.#keys, ...args]));
+    if (!this.#closed) this.#feed.consumer.ownLookAlive(serverId, sentAt);
   }
 
   #schedule(which: 'elect' | 'read', ms: number): void {
@@ -160,7 +152,7 @@ export class FleetWatcher implements FleetLink {
     else this.#readTimer = timer;
   }
 
-  /** The lease as set in Redis, in ms: five sixths of the TTL (see the module). */
+  /** The lease as set in the store, in ms: five sixths of the TTL (see the module). */
   #leasePxMs(): number {
     return Math.floor((this.#d.leaseTtlMs * 5) / 6);
   }
@@ -178,10 +170,10 @@ export class FleetWatcher implements FleetLink {
   async #electRound(): Promise<void> {
     const started = this.#d.clock.now();
     try {
-      const [held, epoch] = (await this.#run('novaGuardFleetElect', [this.#token, this.#leasePxMs()])) as [number, number];
+      const { held, epoch } = await this.#store.elect(this.#token, this.#leasePxMs());
       if (this.#closed) return;
-      this.#feed.sawEpoch(epoch);
-      if (held === 1) this.#hold(epoch, started);
+      this.#feed.consumer.sawEpoch(epoch);
+      if (held) this.#hold(epoch, started);
       else if (this.#lease) this.#lose('another host holds the lease');
     } catch (error) {
       if (this.#lease && this.#d.clock.now() >= this.#lease.until) this.#lose(`the lease could not be renewed (${(error as Error).message})`);
@@ -193,7 +185,7 @@ export class FleetWatcher implements FleetLink {
     if (this.#lease?.epoch !== epoch) {
       if (this.#lease) this.#lose('the lease lapsed');
       this.stats.elections++;
-      this.#feed.stop();
+      this.#feed.consumer.stop();
       this.#d.logger.info({ epoch }, 'fleet watcher: this host watches for the fleet');
       this.#lease = { epoch, until: started + this.#leasePxMs() };
       // No longer consuming: its own waits look by themselves (with the fleet's, in the same listings).
@@ -207,7 +199,7 @@ export class FleetWatcher implements FleetLink {
     this.#lease = undefined;
     this.#pending = [];
     this.#looks.stop('no longer the fleet watcher');
-    this.#feed.stop();
+    this.#feed.consumer.stop();
     this.#d.engine.fleetChanged();
   }
 
@@ -220,20 +212,16 @@ export class FleetWatcher implements FleetLink {
 
   /** As the watcher, between rounds: a host registered new interest (the version moved), so follow it now rather than at the next round. */
   async #followNewInterest(): Promise<void> {
-    const v = await this.#d.conn.command('HGET fleet', (c) => c.hget(this.#keys[7]!, '#v'));
-    if (this.#lease && !this.#closed && String(v ?? '0') !== this.#interestVersion) await this.#followInterest();
+    const v = await this.#store.interestVersion();
+    if (this.#lease && !this.#closed && v !== this.#interestVersion) await this.#followInterest();
   }
 
   async #followInterest(): Promise<void> {
-    const flat = (await this.#run('novaGuardFleetInterest', [])) as Array<string | number>;
+    const { entries, version } = await this.#store.interest();
     if (!this.#lease || this.#closed) return;
-    this.#interestVersion = String(flat[flat.length - 1] ?? '0');
+    this.#interestVersion = version;
     const wanted = new Map<string, WantedServer>();
-    for (let i = 0; i + 2 < flat.length; i += 3) {
-      const id = String(flat[i]).split('|')[1] ?? '';
-      const [interval, confirm, whole] = String(flat[i + 2]).split(',').map(Number);
-      wantServer(wanted, id, { remainingMs: Number(flat[i + 1]), intervalMs: interval || 5000, confirmIntervalMs: confirm || 1000, whole: whole === 1 });
-    }
+    for (const e of entries) wantServer(wanted, e.serverId, { remainingMs: e.remainingMs, intervalMs: e.intervalMs || 5000, confirmIntervalMs: e.confirmIntervalMs || 1000, whole: e.whole });
     this.#looks.follow(wanted);
   }
 
@@ -256,14 +244,12 @@ export class FleetWatcher implements FleetLink {
     if (!lease || this.#closed || (!heartbeat && this.#pending.length === 0)) return;
     const items = this.#pending;
     this.#pending = [];
-    const proofs = items.filter((x): x is Extract<Published, { g: unknown }> => 'g' in x);
     const offset = this.#d.engine.novaOffsetMs;
-    const novaDate = offset === undefined ? '' : Math.round(this.#d.clock.wallNow() + offset);
-    const args = [this.#token, lease.epoch, STREAM_MAX_LEN, novaDate, JSON.stringify(items), PROOF_RETENTION_MS, proofs.length, ...proofs.map((p) => p.i), ...proofs.map((p) => p.g)];
-    this.#flushing = this.#run('novaGuardFleetPublish', args).then(
+    const novaDateMs = offset === undefined ? undefined : Math.round(this.#d.clock.wallNow() + offset);
+    this.#flushing = this.#store.publish(this.#token, lease.epoch, { novaDateMs, items }, PROOF_RETENTION_MS).then(
       (seq) => {
-        if (Number(seq) > 0) this.stats.published++;
-        else if (this.#lease === lease) this.#lose('the lease is another host\'s (publication refused)');
+        if (seq > 0) this.stats.published++;
+        else if (this.#lease === lease) this.#lose("the lease is another host's (publication refused)");
       },
       (error: unknown) => {
         if (this.#lease === lease) this.#pending = [...items, ...this.#pending];
@@ -290,39 +276,33 @@ export class FleetWatcher implements FleetLink {
     }
   }
 
-  /** Register (or remove) this host's interest: what its delete waits wait on now. */
+  /** Register (or remove) this host's interest: what its waits wait on now (with `all`, every server again). */
   async #syncInterest(all = false): Promise<void> {
     while (this.#syncing) await this.#syncing;
     if (this.#closed) return;
     this.#dirty = false;
     const now = this.#d.clock.now();
     const next = new Map<string, string>();
-    const add: Array<string | number> = [];
-    let n = 0;
+    const add: FleetInterestEntry[] = [];
     for (const i of this.#d.engine.interest()) {
-      const whole = i.whole === true ? 1 : 0;
-      const sig = `${i.intervalMs},${i.confirmIntervalMs},${whole},${Math.round(now + i.remainingMs)}`;
+      const whole = i.whole === true;
+      const sig = `${i.intervalMs},${i.confirmIntervalMs},${whole ? 1 : 0},${Math.round(now + i.remainingMs)}`;
       next.set(i.serverId, sig);
       if (!all && this.#registered.get(i.serverId) === sig) continue;
       // An endless wait (`timeoutMs: Infinity`) is registered for a day at a time.
-      add.push(i.serverId, Math.max(1, Math.round(Math.min(i.remainingMs, MAX_INTEREST_MS))), i.intervalMs, i.confirmIntervalMs, whole);
-      n++;
+      add.push({ serverId: i.serverId, remainingMs: Math.max(1, Math.round(Math.min(i.remainingMs, MAX_INTEREST_MS))), intervalMs: i.intervalMs, confirmIntervalMs: i.confirmIntervalMs, whole });
     }
     const remove = [...this.#registered.keys()].filter((id) => !next.has(id));
-    if (n === 0 && remove.length === 0) return;
-    this.#syncing = this.#run('novaGuardFleetRegister', [this.#token, n, ...add, remove.length, ...remove]).then(
-      (flat) => {
+    if (add.length === 0 && remove.length === 0) return;
+    this.#syncing = this.#store.register(this.#token, add, remove).then(
+      (kept) => {
         this.#registered = next;
-        const kept = flat as string[];
-        for (let i = 0; i + 1 < kept.length; i += 2) {
-          // `<epoch>,<evidence>`: judged as a publication's proof (its evidence by the engine, its epoch by the consumer).
-          const [epoch, evidence] = kept[i + 1]!.split(',');
-          this.#feed.proof(kept[i]!, evidence, Number(epoch));
-        }
+        // Judged as a publication's proof (its evidence by the engine, its epoch by the consumer).
+        for (const p of kept) this.#feed.consumer.proof(p.serverId, p.evidence, p.epoch);
       },
       (error: unknown) => {
         this.#dirty = true;
-        this.#feed.fallBack(`the servers waited on could not be registered (${(error as Error).message})`);
+        this.#feed.consumer.fallBack(`the servers waited on could not be registered (${(error as Error).message})`);
       },
     );
     try {
@@ -339,7 +319,7 @@ export class FleetWatcher implements FleetLink {
 
   /**
    * Stop: no timer, no round, no fleet wait left; the lease given up (another host takes it at its
-   * next round) and this host's interest removed, each at most one command's time. Idempotent.
+   * next round) and this host's interest removed, each at most one store call's time. Idempotent.
    */
   async close(): Promise<void> {
     if (this.#closed) return;
@@ -350,8 +330,8 @@ export class FleetWatcher implements FleetLink {
     this.#detach();
     await Promise.allSettled([...this.#rounds, this.#syncing, this.#flushing]);
     const removals: Array<Promise<unknown>> = [];
-    if (this.#lease) removals.push(this.#run('novaGuardFleetResign', [this.#token]));
-    if (this.#registered.size > 0) removals.push(this.#run('novaGuardFleetRegister', [this.#token, 0, this.#registered.size, ...this.#registered.keys()]));
+    if (this.#lease) removals.push(this.#store.resign(this.#token));
+    if (this.#registered.size > 0) removals.push(this.#store.register(this.#token, [], [...this.#registered.keys()]));
     this.#lease = undefined;
     await Promise.allSettled(removals);
   }
