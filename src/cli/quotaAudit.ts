@@ -6,8 +6,8 @@
  * Output (see `renderAudit`): `-f table` (the default) is the report in words and tables; `-f json`
  * (or `--json`) the whole audit; `-c COLUMN`, `-f value` and `-f yaml` one row per resource (cores,
  * ramMiB, instances) with the columns of `AUDIT_COLUMNS`. Durations (`--retry-delay`,
- * `--timeout`, `--interval`) are bare ms or `500ms`, `30s`, `5m`, `2h`; a bare `--interval` below 1000
- * is refused (`--interval 30` would sample 30 ms apart): give a unit. `--watch` prints JSON lines
+ * `--timeout`, `--interval`, `--stuck-build-after`) take a unit, `500ms`, `30s`, `5m`, `2h`; a bare
+ * number is refused (`--interval 30` would have sampled 30 ms apart). `--watch` prints JSON lines
  * whatever the format (only `-f json` may be given with it).
  *
  * Exit codes (for cron alerts; {@link auditExitCode}): 5 an operator must act (a finding with
@@ -33,7 +33,7 @@ import { formatAudit } from '../audit/format.js';
 import { formatDuration } from '../core/duration.js';
 import { jsonReplacer, terminalSafe } from '../core/table.js';
 import { AUDIT_RESOURCES } from '../audit/count.js';
-import { describeFailure, parseDurationFlag, parseIntFlag, parseInterval } from './common.js';
+import { addDurationOption, describeFailure, parseIntFlag } from './common.js';
 import { addFormatOptions, checkFormatFlags, formatList, type Cell, type FormatFlags } from './format.js';
 
 export { formatAudit } from '../audit/format.js';
@@ -62,13 +62,17 @@ interface AuditFlags extends FormatFlags {
   ghosts?: boolean;
   ghostConcurrency?: string;
   attempts?: string;
-  retryDelay?: string;
-  timeout?: string;
+  /** `--retry-delay`, in ms. */
+  retryDelay?: number;
+  /** `--timeout`, in ms. */
+  timeout?: number;
   watch?: boolean;
-  interval?: string;
+  /** `--interval`, in ms. */
+  interval?: number;
   samples?: string;
   model?: string;
-  stuckBuildAfter?: string;
+  /** `--stuck-build-after`, in ms. */
+  stuckBuildAfter?: number;
 }
 
 /** The columns of `quota audit`'s list view (`-c`, `-f value|yaml`, see {@link auditRows}). */
@@ -108,27 +112,28 @@ export function renderAudit(audit: QuotaAudit, flags: FormatFlags): string {
 
 /** Register `audit` under the `quota` command. */
 export function registerQuotaAuditCommand(quota: Command, getClient: () => Promise<NovaClient>): void {
-  addFormatOptions(
+  const cmd = addFormatOptions(
     quota
       .command('audit')
       .description(
         'compare the usage Nova reports (/limits, quota-set detail) with the servers it lists; exit 5 an operator must act (orphaned mapping, stuck delete or build, down cell, stale usage, leaked allocation; whatever the verdict), ' +
           'else 3 drift, 4 inconclusive, 0 consistent; 1 error, 2 bad usage or configuration. ' +
           'Output: -f table (default) is the report, -f json (or --json) the whole audit; -c COLUMN, -f value and -f yaml show one row per resource ' +
-          `with the columns ${AUDIT_COLUMNS.join(', ')}. Durations are bare ms or 500ms, 30s, 5m, 2h`,
+          `with the columns ${AUDIT_COLUMNS.join(', ')}. Durations take a unit: 500ms, 30s, 5m, 2h`,
       )
       .option('--json', 'the same as -f json (unlimited = -1)')
       .option('--no-ghosts', 'skip the GET of each listed server that finds ghosts')
       .option('--ghost-concurrency <n>', 'ghost-check GETs at once (default 8)')
       .option('--attempts <n>', 'audit up to n times while reported usage changes during the audit (default 3)')
-      .option('--retry-delay <duration>', 'pause before another attempt: ms, or 500ms, 5s (default 5s)')
-      .option('--timeout <duration>', 'time box of each attempt (with --watch: of each sample): ms, or 30s, 5m (default 5m)')
       .option('--model <model>', 'how the cloud counts usage: legacy, placement or unified-limits (default: inferred)')
-      .option('--stuck-build-after <duration>', 'a server in BUILD longer than this since its creation is stuck-build (exit 5): 30m, 2h, or ms (default 1h)')
       .option('--watch', 'sample the audit over time; one JSON line per sample, then a summary line (exit 5 when a finding that needs an operator persists, 3 when drift does)')
-      .option('--interval <duration>', 'with --watch: pause between samples: 30s, 5m, 500ms, or ms of at least 1000 (default 30s)')
       .option('--samples <n>', 'with --watch: number of samples (default 20)'),
-  ).action(async (flags: AuditFlags, cmd: Command) => {
+  );
+  addDurationOption(cmd, { flag: '--retry-delay', description: 'pause before another attempt', shownDefault: '5s', allowZero: true });
+  addDurationOption(cmd, { flag: '--timeout', description: 'time box of each attempt (with --watch: of each sample)', shownDefault: '5m' });
+  addDurationOption(cmd, { flag: '--stuck-build-after', description: 'a server in BUILD longer than this since its creation is stuck-build (exit 5)', shownDefault: '1h' });
+  addDurationOption(cmd, { flag: '--interval', description: 'with --watch: pause between samples', shownDefault: '30s', allowZero: true });
+  cmd.action(async (flags: AuditFlags) => {
     if (flags.json) flags.format = 'json';
     if (flags.watch && ((flags.column?.length ?? 0) > 0 || (cmd.getOptionValueSource('format') === 'cli' && flags.format !== 'json'))) {
       throw new ValidationError('--watch prints JSON lines: -c and -f table|value|yaml do not apply to it');
@@ -141,11 +146,11 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
     checkFormatFlags(flags);
     const model = flags.model as CountingModel | undefined;
     if (model !== undefined && !['legacy', 'placement', 'unified-limits'].includes(model)) throw new ValidationError(`--model must be legacy, placement or unified-limits, got ${model}`);
-    const timeoutMs = flags.timeout === undefined ? undefined : parseDurationFlag(flags.timeout, '--timeout');
+    const timeoutMs = flags.timeout;
     const concurrency = flags.ghostConcurrency === undefined ? undefined : parseIntFlag(flags.ghostConcurrency, '--ghost-concurrency');
-    const stuckBuildAfterMs = flags.stuckBuildAfter === undefined ? undefined : parseDurationFlag(flags.stuckBuildAfter, '--stuck-build-after');
+    const stuckBuildAfterMs = flags.stuckBuildAfter;
     if (flags.watch) {
-      const intervalMs = flags.interval === undefined ? 30_000 : parseInterval(flags.interval);
+      const intervalMs = flags.interval ?? 30_000;
       const samples = flags.samples === undefined ? 20 : parseIntFlag(flags.samples, '--samples');
       const client = await getClient();
       try {
@@ -169,7 +174,7 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
       return;
     }
     const attempts = flags.attempts === undefined ? 3 : parseIntFlag(flags.attempts, '--attempts');
-    const retryDelayMs = flags.retryDelay === undefined ? 5000 : parseDurationFlag(flags.retryDelay, '--retry-delay', { allowZero: true });
+    const retryDelayMs = flags.retryDelay ?? 5000;
     const client = await getClient();
     let audit: QuotaAudit | undefined;
     try {

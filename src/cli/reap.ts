@@ -8,8 +8,9 @@
  *
  * Progress goes to stderr: a progress bar on a TTY, plain lines otherwise. The result goes to stdout:
  * the report by default, the whole result with `-f json` (or `--json`), one row per server with
- * `-c COLUMN`, `-f value` or `-f yaml` (see `renderReap`). Durations are bare ms or `500ms`, `30s`,
- * `5m`, `2h`; a bare `--older-than` below 1000 is refused (it would reap almost every server).
+ * `-c COLUMN`, `-f value` or `-f yaml` (see `renderReap`). Durations take a unit, `500ms`, `30s`,
+ * `5m`, `2h` (a bare number is refused: `--older-than 2` would have reaped almost every server);
+ * `--poll-interval` is the old spelling of `--interval` (it warns).
  * Exit codes: 0 when nothing failed, 1 when a deletion failed (`N of M servers failed to delete.`) or
  * on error, 2 on bad usage; 130, 143, 129 when SIGINT (Ctrl-C), SIGTERM or SIGHUP stops it: stderr
  * then names the servers asked to delete and not confirmed gone, at once (`interrupt.ts`).
@@ -24,31 +25,37 @@ import { Reaper, reapServers, type ReapEvent, type ReapResult, type ReaperOption
 import { readReaperState, writeReaperState } from '../reaper/state.js';
 import { formatDuration } from '../core/duration.js';
 import { jsonReplacer, renderTable, terminalSafe } from '../core/table.js';
-import { describeFailure, parseDurationFlag, parseIntFlag, parseOlderThan } from './common.js';
+import { addDurationOption, describeFailure, parseIntFlag } from './common.js';
 import { signalWords, watchStopSignals } from './interrupt.js';
 import { addFormatOptions, checkFormatFlags, formatList, type Cell, type FormatFlags } from './format.js';
 
-interface ReapFlags extends FormatFlags {
+/** The flags of `server reap`; durations in ms (parsed by commander, see `addDurationOption`). */
+export interface ReapFlags extends FormatFlags {
   prefix?: string;
   metadata?: string;
-  olderThan?: string;
+  /** `--older-than`, in ms (required). */
+  olderThan?: number;
   dryRun?: boolean;
   json?: boolean;
-  passInterval?: string;
+  /** `--pass-interval`, in ms. @default 60000 */
+  passInterval?: number;
   stateFile?: string;
-  deleteTimeout?: string;
-  pollInterval?: string;
+  /** `--delete-timeout`, in ms: the time box of each deletion. */
+  deleteTimeout?: number;
+  /** `--interval` (old spelling `--poll-interval`), in ms: between the polls of a deletion. */
+  interval?: number;
   concurrency?: string;
-  timeout?: string;
+  /** `--timeout`, in ms: the time box of each pass. */
+  timeout?: number;
 }
 
 /** Options of the reaper from the command's flags; throws {@link ValidationError}. */
 export function reaperOptionsFromFlags(flags: ReapFlags): ReaperOptions & { passIntervalMs: number } {
   if (flags.olderThan === undefined) throw new ValidationError('--older-than is required, e.g. --older-than 2h');
   const options: ReaperOptions & { passIntervalMs: number } = {
-    olderThanMs: parseOlderThan(flags.olderThan),
+    olderThanMs: flags.olderThan,
     dryRun: Boolean(flags.dryRun),
-    passIntervalMs: flags.passInterval === undefined ? 60000 : parseDurationFlag(flags.passInterval, '--pass-interval', { allowZero: true }),
+    passIntervalMs: flags.passInterval ?? 60_000,
   };
   if (flags.prefix !== undefined) options.prefix = flags.prefix;
   if (flags.metadata !== undefined) {
@@ -59,9 +66,9 @@ export function reaperOptionsFromFlags(flags: ReapFlags): ReaperOptions & { pass
   if (options.prefix === undefined && options.metadataKey === undefined) {
     throw new ValidationError('give the fleet: --prefix P and/or --metadata KEY[=VALUE] (the reaper never reaps every server)');
   }
-  if (flags.deleteTimeout !== undefined) options.deleteTimeoutMs = parseDurationFlag(flags.deleteTimeout, '--delete-timeout');
-  if (flags.timeout !== undefined) options.timeoutMs = parseDurationFlag(flags.timeout, '--timeout');
-  if (flags.pollInterval !== undefined) options.deleteIntervalMs = parseDurationFlag(flags.pollInterval, '--poll-interval');
+  if (flags.deleteTimeout !== undefined) options.deleteTimeoutMs = flags.deleteTimeout;
+  if (flags.timeout !== undefined) options.timeoutMs = flags.timeout;
+  if (flags.interval !== undefined) options.deleteIntervalMs = flags.interval;
   if (flags.concurrency !== undefined) {
     options.concurrency = parseIntFlag(flags.concurrency, '--concurrency');
   }
@@ -189,27 +196,29 @@ export function reapInterruptedLines(open: readonly string[]): string {
 
 /** Register `reap` under the `server` command. */
 export function registerReapCommand(server: Command, getClient: () => Promise<NovaClient>): void {
-  addFormatOptions(
+  const cmd = addFormatOptions(
     server
       .command('reap')
       .description(
         "delete the fleet's leaked servers: older than --older-than and seen on two consecutive passes. " +
-          'Durations are bare ms or 500ms, 30s, 5m, 2h (1d, 1w); a bare --older-than below 1000 is refused (give a unit). ' +
+          'Durations take a unit: 500ms, 30s, 5m, 2h (1d, 1w); a bare number is refused. ' +
           'Output: -f table (default) is the report, -f json (or --json) the whole result; -c COLUMN, -f value and -f yaml ' +
           `show one row per server with the columns ${REAP_COLUMNS.join(', ')}`,
       )
       .option('--prefix <prefix>', 'fleet: server name prefix')
-      .option('--metadata <key[=value]>', 'fleet: metadata key (and value) its servers carry')
-      .option('--older-than <duration>', 'only servers older than this, e.g. 90s, 30m, 2h, 1d, or ms of at least 1000 (required)')
-      .option('--dry-run', 'list what would be deleted; send no DELETE')
-      .option('--json', 'the same as -f json')
-      .option('--pass-interval <duration>', 'time between the two passes: ms, or 500ms, 30s, 5m (default 60s)')
-      .option('--state-file <file>', 'cron mode: run one pass and keep what it saw in this file')
-      .option('--delete-timeout <duration>', 'time box of each deletion: ms, or 30s, 5m (default 5m)')
-      .option('--poll-interval <duration>', 'poll interval while waiting for a deletion: ms, or 500ms, 5s (default 5s)')
-      .option('--concurrency <n>', 'deletions at once (default 10)')
-      .option('--timeout <duration>', 'time box of each pass, listing and deletions: ms, or 30s, 15m (default 15m)'),
-  ).action(async (flags: ReapFlags) => {
+      .option('--metadata <key[=value]>', 'fleet: metadata key (and value) its servers carry'),
+  );
+  addDurationOption(cmd, { flag: '--older-than', description: 'only servers older than this (required)', allowZero: true });
+  cmd
+    .option('--dry-run', 'list what would be deleted; send no DELETE')
+    .option('--json', 'the same as -f json')
+    .option('--state-file <file>', 'cron mode: run one pass and keep what it saw in this file')
+    .option('--concurrency <n>', 'deletions at once (default 10)');
+  addDurationOption(cmd, { flag: '--pass-interval', description: 'time between the two passes', shownDefault: '60s', allowZero: true });
+  addDurationOption(cmd, { flag: '--timeout', description: 'time box of each pass, listing and deletions', shownDefault: '15m' });
+  addDurationOption(cmd, { flag: '--delete-timeout', description: 'time box of each deletion', shownDefault: '5m' });
+  addDurationOption(cmd, { flag: '--interval', old: ['--poll-interval'], description: 'time between polls while waiting for a deletion', shownDefault: '5s' });
+  cmd.action(async (flags: ReapFlags) => {
     if (flags.json) flags.format = 'json';
     const options = reaperOptionsFromFlags(flags);
     checkFormatFlags(flags);

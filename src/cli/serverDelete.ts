@@ -1,5 +1,5 @@
 /**
- * `nova-guard server delete <server...> [--wait] [--timeout-ms D] [--interval-ms D] [--force]
+ * `nova-guard server delete <server...> [--wait] [--timeout D] [--interval D] [--force]
  * [--ignore-missing]`: messages and exit codes like `openstack server delete --wait`
  * (python-openstackclient `DeleteServer`): each failure is reported as `Failed to delete server
  * with name or ID '<server>': <error>`, then `N of M servers failed to delete.` and exit code 1; 0
@@ -10,10 +10,11 @@
  * exit 1). With `--ignore-missing` a server that does not exist is skipped (exit 0), for workers that
  * repeat a delete. A server Nova answers 404 for but still lists (an orphaned instance
  * mapping: Nova still counts it) is a failure (`OrphanedServerError`, its message says what an
- * operator must do). Durations are bare ms or `500ms`/`30s`/`5m`/`2h`. At most `--concurrency`
+ * operator must do). Durations take a unit: `500ms`, `30s`, `5m`, `2h` (a bare number is refused;
+ * `--timeout-ms` and `--interval-ms` are old spellings that warn). At most `--concurrency`
  * (default 10) deletions run at once. Every id and flag is checked before any connection: a string
  * that cannot be a server id (a `/`, `?` or `#`, `.` or `..`) or a flag that is not a decimal number
- * (`--interval-ms 0x10`) is bad usage, exit 2, and nothing is deleted.
+ * (`--interval 0x10`, `--interval 2`) is bad usage, exit 2, and nothing is deleted.
  *
  * `--ledger URL` (or `NOVA_GUARD_LEDGER`), with `--wait`: each deletion Nova confirms (its 404) is
  * published to that quota ledger as freed quota, through a `QuotaGuard` over the client (the path
@@ -40,7 +41,7 @@ import type { NovaClient } from '../nova/client.js';
 import type { DeleteServerOptions, DeleteSettled } from '../delete/index.js';
 import type { DeleteProgress } from '../delete/index.js';
 import { failureKindWords } from '../delete/failureLog.js';
-import { ledgerFlag, parseIntFlag, parseMs } from './common.js';
+import { addDurationOption, ledgerFlag, parseIntFlag, refusedHint } from './common.js';
 import { terminalSafe } from '../core/table.js';
 import { isPathId, notFound, resolveByName, resolveServers } from './resolve.js';
 import { withSlowNotice } from './waitNotice.js';
@@ -48,8 +49,10 @@ import { signalWords, watchStopSignals } from './interrupt.js';
 
 interface DeleteFlags {
   wait?: boolean;
-  timeoutMs?: string;
-  intervalMs?: string;
+  /** `--timeout` (old spelling `--timeout-ms`), in ms. */
+  timeout?: number;
+  /** `--interval` (old spelling `--interval-ms`), in ms. */
+  interval?: number;
   force?: boolean;
   forceSoftDeleted?: boolean;
   concurrency?: string;
@@ -59,13 +62,14 @@ interface DeleteFlags {
 
 /** Register `delete` under the `server` command. */
 export function registerServerDeleteCommand(server: Command, getClient: () => Promise<NovaClient>): void {
-  server
+  const cmd = server
     .command('delete')
     .description('delete servers; with --wait, wait until Nova has really deleted them. Exit 0 all deleted, 1 a deletion failed, 2 bad usage (a bad flag or id: nothing is deleted)')
     .argument('<server...>', 'servers to delete (name or ID)')
-    .option('--wait', 'wait until Nova has deleted each server (its 404) or it is SOFT_DELETED')
-    .option('--timeout-ms <duration>', 'give up waiting after this long: ms, or 30s, 5m, 2h (default 5m)')
-    .option('--interval-ms <duration>', 'time between polls: ms, or 500ms, 5s (default 5s)')
+    .option('--wait', 'wait until Nova has deleted each server (its 404) or it is SOFT_DELETED');
+  addDurationOption(cmd, { flag: '--timeout', old: ['--timeout-ms'], description: 'with --wait: give up waiting for a server after this long', shownDefault: '5m' });
+  addDurationOption(cmd, { flag: '--interval', old: ['--interval-ms'], description: 'with --wait: time between polls', shownDefault: '5s' });
+  cmd
     .option('--ignore-missing', 'a server that does not exist is not a failure (exit 0)')
     .option('--force', 'force-delete (forceDelete action) instead of DELETE')
     .option('--force-soft-deleted', 'with --wait: force-delete servers that end SOFT_DELETED')
@@ -78,10 +82,8 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
         force: Boolean(flags.force),
         forceSoftDeleted: Boolean(flags.forceSoftDeleted),
       };
-      const timeoutMs = parseMs(flags.timeoutMs, '--timeout-ms');
-      const intervalMs = parseMs(flags.intervalMs, '--interval-ms');
-      if (timeoutMs) options.timeoutMs = timeoutMs;
-      if (intervalMs) options.intervalMs = intervalMs;
+      if (flags.timeout !== undefined) options.timeoutMs = flags.timeout;
+      if (flags.interval !== undefined) options.intervalMs = flags.interval;
       const concurrency = flags.concurrency === undefined ? 10 : parseIntFlag(flags.concurrency, '--concurrency');
       // Checked now (bad usage, exit 2, before any connection); opened for the client's endpoint and project below.
       const ledgerSpec = ledgerFlag(flags.ledger);
@@ -119,7 +121,7 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
       };
       const fail = (given: string, error: Error): void => {
         failed++;
-        report(`Failed to delete server with name or ID '${given}': ${error.message}`);
+        report(`Failed to delete server with name or ID '${given}': ${error.message}${refusedHint(error)}`);
       };
       for (const f of found.failures) fail(f.nameOrId, f.error);
       const latest = new Map<string, DeleteProgress>();
