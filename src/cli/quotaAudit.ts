@@ -1,10 +1,10 @@
 /**
- * `nova-guard quota audit [-f table|json|value|yaml] [-c COLUMN]...`: Nova's reported usage (before
+ * `nova-guard quota audit [-f table|json|value|yaml|csv] [-c COLUMN]...`: Nova's reported usage (before
  * and after listing), the count of the listed servers, limit and drift per resource; the suspects and
  * ghosts; the verdict in words.
  *
  * Output (see `renderAudit`): `-f table` (the default) is the report in words and tables; `-f json`
- * (or `--json`) the whole audit; `-c COLUMN`, `-f value` and `-f yaml` one row per resource (cores,
+ * (or `--json`) the whole audit; `-c COLUMN`, `-f value`, `-f yaml` and `-f csv` one row per resource (cores,
  * ramMiB, instances) with the columns of `AUDIT_COLUMNS`. Durations (`--retry-delay`,
  * `--timeout`, `--interval`, `--stuck-build-after`) take a unit, `500ms`, `30s`, `5m`, `2h`; a bare
  * number is refused (`--interval 30` would have sampled 30 ms apart). `--watch` prints JSON lines
@@ -75,7 +75,7 @@ interface AuditFlags extends FormatFlags {
   stuckBuildAfter?: number;
 }
 
-/** The columns of `quota audit`'s list view (`-c`, `-f value|yaml`, see {@link auditRows}). */
+/** The columns of `quota audit`'s list view (`-c`, `-f value|yaml|csv`, see {@link auditRows}). */
 export const AUDIT_COLUMNS = ['Resource', 'Reported Before', 'Counted', 'Reported After', 'Limit', 'Drift', 'Verdict'] as const;
 
 const cell = (n: number | null | undefined): Cell => (n === undefined ? null : n === Number.POSITIVE_INFINITY ? -1 : n);
@@ -100,12 +100,12 @@ export function auditRows(audit: Pick<QuotaAudit, 'resources'>): Cell[][] {
  *   ({@link auditRows}) as a bordered table of those columns (`--max-width` applies);
  * - `-f json` (or `--json`) without `-c`: the whole audit (unlimited as -1); with `-c`: the list view's
  *   rows as objects. `--noindent` prints it on one line;
- * - `-f value` and `-f yaml`: the list view (all columns, or those of `-c`).
+ * - `-f value`, `-f yaml` and `-f csv`: the list view (all columns, or those of `-c`).
  * @throws {@link ColumnError} when `-c` names no column.
  */
 export function renderAudit(audit: QuotaAudit, flags: FormatFlags): string {
   const format = flags.format ?? 'table';
-  if (format === 'value' || format === 'yaml' || (flags.column?.length ?? 0) > 0) return formatList(AUDIT_COLUMNS, auditRows(audit), flags);
+  if (format === 'value' || format === 'yaml' || format === 'csv' || (flags.column?.length ?? 0) > 0) return formatList(AUDIT_COLUMNS, auditRows(audit), flags);
   if (format === 'json') return JSON.stringify(audit, jsonReplacer, flags.noindent ? undefined : 2);
   return formatAudit(audit);
 }
@@ -118,7 +118,7 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
       .description(
         'compare the usage Nova reports (/limits, quota-set detail) with the servers it lists; exit 5 an operator must act (orphaned mapping, stuck delete or build, down cell, stale usage, leaked allocation; whatever the verdict), ' +
           'else 3 drift, 4 inconclusive, 0 consistent; 1 error, 2 bad usage or configuration. ' +
-          'Output: -f table (default) is the report, -f json (or --json) the whole audit; -c COLUMN, -f value and -f yaml show one row per resource ' +
+          'Output: -f table (default) is the report, -f json (or --json) the whole audit; -c COLUMN, -f value, -f yaml and -f csv show one row per resource ' +
           `with the columns ${AUDIT_COLUMNS.join(', ')}. Durations take a unit: 500ms, 30s, 5m, 2h`,
       )
       .option('--json', 'the same as -f json (unlimited = -1)')
@@ -136,7 +136,7 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
   cmd.action(async (flags: AuditFlags) => {
     if (flags.json) flags.format = 'json';
     if (flags.watch && ((flags.column?.length ?? 0) > 0 || (cmd.getOptionValueSource('format') === 'cli' && flags.format !== 'json'))) {
-      throw new ValidationError('--watch prints JSON lines: -c and -f table|value|yaml do not apply to it');
+      throw new ValidationError('--watch prints JSON lines: -c and -f table|value|yaml|csv do not apply to it');
     }
     // As argparse would for a flag that belongs to another mode: bad usage, exit 2, before any request.
     if (!flags.watch) {

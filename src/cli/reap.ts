@@ -1,5 +1,5 @@
 /**
- * `nova-guard server reap --prefix P --older-than 2h [--dry-run] [-f table|json|value|yaml] [-c COLUMN]...`:
+ * `nova-guard server reap --prefix P --older-than 2h [--dry-run] [-f table|json|value|yaml|csv] [-c COLUMN]...`:
  * delete the fleet's leaked servers (the reaper, `src/reaper/`).
  *
  * - Without `--state-file`: two passes `--pass-interval` apart (default 60s) in one run.
@@ -8,7 +8,7 @@
  *
  * Progress goes to stderr: a progress bar on a TTY, plain lines otherwise. The result goes to stdout:
  * the report by default, the whole result with `-f json` (or `--json`), one row per server with
- * `-c COLUMN`, `-f value` or `-f yaml` (see `renderReap`). Durations take a unit, `500ms`, `30s`,
+ * `-c COLUMN`, `-f value`, `-f yaml` or `-f csv` (see `renderReap`). Durations take a unit, `500ms`, `30s`,
  * `5m`, `2h` (a bare number is refused: `--older-than 2` would have reaped almost every server);
  * `--poll-interval` is the old spelling of `--interval` (it warns).
  * Exit codes: 0 when nothing failed, 1 when a deletion failed (`N of M servers failed to delete.`) or
@@ -136,7 +136,7 @@ export function formatReap(r: Pick<ReapResult, 'dryRun' | 'deleted' | 'skipped' 
   return rows.length > 1 ? `${head}\n${renderTable(rows)}` : head;
 }
 
-/** The columns of `server reap`'s list view (`-c`, `-f value|yaml`, see {@link reapRows}). */
+/** The columns of `server reap`'s list view (`-c`, `-f value|yaml|csv`, see {@link reapRows}). */
 export const REAP_COLUMNS = ['ID', 'Name', 'Result', 'Reason', 'Age', 'Detail'] as const;
 
 /**
@@ -171,12 +171,12 @@ export function reapRows(r: Pick<ReapResult, 'deleted' | 'skipped' | 'failed'>, 
  * - `-f json` (or `--json`) without `-c`: the whole result (`dryRun`, `deleted`, `failed`, `skipped`,
  *   `candidates`, ages and times in ms); with `-c`: the list view's rows as objects. `--noindent`
  *   prints it on one line;
- * - `-f value` and `-f yaml`: the list view (all columns, or those of `-c`).
+ * - `-f value`, `-f yaml` and `-f csv`: the list view (all columns, or those of `-c`).
  * @throws {@link ColumnError} when `-c` names no column.
  */
 export function renderReap(result: Pick<ReapResult, 'dryRun' | 'deleted' | 'skipped' | 'failed' | 'candidates'>, flags: FormatFlags, olderThanMs?: number): string {
   const format = flags.format ?? 'table';
-  const listView = format === 'value' || format === 'yaml' || (flags.column?.length ?? 0) > 0;
+  const listView = format === 'value' || format === 'yaml' || format === 'csv' || (flags.column?.length ?? 0) > 0;
   if (listView) return formatList(REAP_COLUMNS, reapRows(result, olderThanMs), flags);
   if (format === 'json') {
     const { dryRun, deleted, skipped, failed, candidates } = result;
@@ -202,7 +202,7 @@ export function registerReapCommand(server: Command, getClient: () => Promise<No
       .description(
         "delete the fleet's leaked servers: older than --older-than and seen on two consecutive passes. " +
           'Durations take a unit: 500ms, 30s, 5m, 2h (1d, 1w); a bare number is refused. ' +
-          'Output: -f table (default) is the report, -f json (or --json) the whole result; -c COLUMN, -f value and -f yaml ' +
+          'Output: -f table (default) is the report, -f json (or --json) the whole result; -c COLUMN, -f value, -f yaml and -f csv ' +
           `show one row per server with the columns ${REAP_COLUMNS.join(', ')}`,
       )
       .option('--prefix <prefix>', 'fleet: server name prefix')

@@ -115,6 +115,13 @@ describe('nova-guard quota audit', () => {
     const value = await audit(client, ['-f', 'value', '--no-ghosts']);
     expect(value.exitCode).toBe(5);
     expect(value.stdout).toBe('cores 6 2 6 20 4 over-reported\nramMiB 2048 2048 2048 51200 0 consistent\ninstances 1 1 1 -1 0 consistent');
+    const csv = await audit(client, ['-f', 'csv', '--no-ghosts']);
+    expect(csv.stdout.split('\n')).toEqual([
+      '"Resource","Reported Before","Counted","Reported After","Limit","Drift","Verdict"',
+      '"cores",6,2,6,20,4,"over-reported"',
+      '"ramMiB",2048,2048,2048,51200,0,"consistent"',
+      '"instances",1,1,1,-1,0,"consistent"',
+    ]);
     const yaml = await audit(client, ['-f', 'yaml', '-c', 'Resource', '-c', 'Drift', '--no-ghosts']);
     expect(yaml.stdout).toBe('- Drift: 4\n  Resource: cores\n- Drift: 0\n  Resource: ramMiB\n- Drift: 0\n  Resource: instances');
     const json = await audit(client, ['-f', 'json', '--noindent', '--no-ghosts']);
@@ -141,7 +148,7 @@ describe('nova-guard quota audit', () => {
     await expect(audit(clientFor(nova), ['--timeout', '1e3'])).rejects.toThrow('--timeout must be a positive duration with a unit (500ms, 5s, 2m, 1h), got "1e3"');
     await expect(audit(clientFor(nova), ['--watch', '--interval', '-5'])).rejects.toThrow(/--interval must be a duration/);
     await expect(audit(clientFor(nova), ['--watch', '--interval', '30'])).rejects.toThrow('--interval 30: a duration needs a unit, e.g. --interval 30s (units: 500ms, 5s, 2m, 1h)');
-    await expect(audit(clientFor(nova), ['--watch', '-f', 'yaml'])).rejects.toThrow('--watch prints JSON lines: -c and -f table|value|yaml do not apply to it');
+    await expect(audit(clientFor(nova), ['--watch', '-f', 'yaml'])).rejects.toThrow('--watch prints JSON lines: -c and -f table|value|yaml|csv do not apply to it');
     await expect(audit(clientFor(nova), ['--watch', '-c', 'Drift'])).rejects.toThrow(ValidationError);
     await expect(audit(clientFor(nova), ['--ghost-concurrency', 'x'])).rejects.toThrow(ValidationError);
     expect(nova.requests).toHaveLength(0);

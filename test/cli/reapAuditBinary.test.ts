@@ -172,7 +172,7 @@ describe('quota audit: output formats and durations', () => {
   it('--watch with -f yaml or -c is bad usage (exit 2) before any request', async () => {
     const nova = await startNova();
     const r = await runPiped(['quota', 'audit', '--watch', '-f', 'yaml'], envOf(nova));
-    expect(r).toMatchObject({ code: 2, stdout: '', stderr: 'nova-guard: --watch prints JSON lines: -c and -f table|value|yaml do not apply to it\n' });
+    expect(r).toMatchObject({ code: 2, stdout: '', stderr: 'nova-guard: --watch prints JSON lines: -c and -f table|value|yaml|csv do not apply to it\n' });
     expect(nova.requests).toHaveLength(0);
   });
 });
