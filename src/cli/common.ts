@@ -353,10 +353,13 @@ const flagVarOf = (flag: string): string => flag.slice(2).replace(/-/g, '_').toU
 export const REFUSED_FIRST_CONTACT_MS = 1000;
 
 /**
- * For a refused connection to Nova (`ECONNREFUSED`): `; is Nova running at URL?`, the compute
- * endpoint of the request (its URL without the resource path, query or any secret); else `''`.
+ * For a refused connection to Nova (`ECONNREFUSED`; the error or its `cause`): `; is Nova running
+ * at URL?`, the compute endpoint of the request (its URL without the resource path, query or any
+ * secret); else `''`.
  */
-export function refusedHint(e: unknown): string {
+export function refusedHint(error: unknown): string {
+  // The refusal itself, or the error it caused (a deletion given up on).
+  const e = error instanceof NovaNetworkError ? error : error instanceof Error ? error.cause : undefined;
   if (!(e instanceof NovaNetworkError) || e.code !== 'ECONNREFUSED' || e.url === undefined) return '';
   let base: string;
   try {

@@ -41,7 +41,8 @@ import type { NovaClient } from '../nova/client.js';
 import type { DeleteServerOptions, DeleteSettled } from '../delete/index.js';
 import type { DeleteProgress } from '../delete/index.js';
 import { failureKindWords } from '../delete/failureLog.js';
-import { addDurationOption, ledgerFlag, parseIntFlag, refusedHint } from './common.js';
+import { addDurationOption, ledgerFlag, parseIntFlag, REFUSED_FIRST_CONTACT_MS, refusedHint } from './common.js';
+import { RefusedFirstContact } from './refusedFirstContact.js';
 import { terminalSafe } from '../core/table.js';
 import { isPathId, notFound, resolveByName, resolveServers } from './resolve.js';
 import { withSlowNotice } from './waitNotice.js';
@@ -142,14 +143,22 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
       // The first failure of each deletion is said when it happens (a refused connection, a 503), not
       // only at the timeout: the deletion goes on trying until then.
       const troubled = new Set<string>();
+      // A Nova that refused every connection since the first: give up in about a second.
+      const refused = new RefusedFirstContact(client, REFUSED_FIRST_CONTACT_MS);
+      const refusals = new Map<string, Error>();
       options.onFailure = (f) => {
-        // A final failure (409, 403, 401) is the deletion's result, said when it settles.
-        if (troubled.has(f.serverId) || !isTransient(f.error)) return;
+        refused.failed(f.error);
+        // Its first refused request (the DELETE), for the line said if the command gives up.
+        if (!refusals.has(f.serverId)) refusals.set(f.serverId, f.error);
+        // A final failure (409, 403, 401) is the deletion's result, said when it settles; refusals
+        // from a Nova that never answered are said once given up on (in about a second).
+        if (troubled.has(f.serverId) || !isTransient(f.error) || refused.pending) return;
         troubled.add(f.serverId);
         report(`Warning: ${name(f.serverId)}: ${failureKindWords(f.kind)} failed (${failureWords(f.error)}); still trying${options.wait ? ' until the timeout' : ''}`);
       };
       options.onProgress = (p) => {
         // An observation follows an accepted DELETE.
+        refused.answered();
         accepted.add(p.serverId);
         latest.set(p.serverId, p);
         bar?.update(done, { detail: detail() });
@@ -178,11 +187,17 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
         latest.delete(s.serverId);
         settled.add(s.serverId);
         if (s.status === 'rejected') {
-          if (!interrupt.signal.aborted) fail(name(s.serverId), s.reason);
+          if (refused.signal.aborted && !interrupt.signal.aborted) {
+            // Its own refused request, or (its DELETE not sent yet) the refusal given up on.
+            const own = refusals.get(s.serverId);
+            fail(name(s.serverId), own ?? new Error(`no DELETE sent: ${refused.refusal!.message}`, { cause: refused.refusal }));
+          }
+          else if (!interrupt.signal.aborted) fail(name(s.serverId), s.reason);
           bar?.update(done, { detail: detail() });
           return;
         }
         const r = s.value;
+        refused.answered();
         accepted.add(r.serverId);
         // A UUID no server has as its id (Nova's 404 on the DELETE, and no listing shows it; an
         // orphan would have been OrphanedServerError): it may still be a server's name.
@@ -199,12 +214,13 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
         else console.log(line);
         for (const w of r.warnings) report(`Warning: ${w}`);
       };
+      const signal = AbortSignal.any([interrupt.signal, refused.signal]);
       try {
         // All DELETEs first (paced, at most --concurrency in flight), then every wait together.
-        await client.deleteServers(toDelete, { ...options, signal: interrupt.signal, concurrency, onSettled });
+        await client.deleteServers(toDelete, { ...options, signal, concurrency, onSettled });
         // Then the UUIDs no server had as its id, as names: found ones are deleted like the others.
         const named: string[] = [];
-        for (const given of interrupt.signal.aborted ? [] : byName) {
+        for (const given of signal.aborted ? [] : byName) {
           let id: string | undefined;
           try {
             id = await resolveByName(client, given);
@@ -221,8 +237,9 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
           found.givenAs.set(id, name(given));
           named.push(id);
         }
-        if (named.length > 0) await client.deleteServers(named, { ...options, signal: interrupt.signal, concurrency, onSettled });
+        if (named.length > 0) await client.deleteServers(named, { ...options, signal, concurrency, onSettled });
       } finally {
+        refused.dispose();
         interrupt.dispose();
         bars?.stop();
         await freed?.close();

@@ -44,3 +44,18 @@ describe('a refused Nova port', () => {
     expect(r.stderr).toContain(`Failed to delete server with name or ID 'some-server': GET ${endpoint}/servers/detail failed without a response: ECONNREFUSED; is Nova running at ${endpoint}?`);
   });
 });
+
+describe('a refused Nova port, server delete by id (no lookup: the DELETE is the first request)', () => {
+  it('--wait: gives up in about a second (the deletion retried a refused DELETE until its 5 min timeout), exit 1, asking whether Nova runs', async () => {
+    const endpoint = `http://127.0.0.1:${await closedPort()}/v2.1`;
+    const id = '8a2f6e1c-3b4d-4e5f-9a6b-7c8d9e0f1a2b';
+    const started = performance.now();
+    const r = await runPiped(['server', 'delete', '--wait', id], { OS_ENDPOINT: endpoint, OS_TOKEN: 't' });
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(r.code).toBe(1);
+    expect(r.stderr.trimEnd().split('\n')).toEqual([
+      `Failed to delete server with name or ID '${id}': DELETE ${endpoint}/servers/${id} failed without a response: ECONNREFUSED; is Nova running at ${endpoint}?`,
+      '1 of 1 servers failed to delete.',
+    ]);
+  });
+});
