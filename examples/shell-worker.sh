@@ -41,7 +41,7 @@ echo "$name: created $id"
 cleanup() {
   local rc=$?
   # 3. Delete with wait (Nova's 404, or SOFT_DELETED): the quota is free when this returns.
-  if ! "${ng[@]}" server delete --wait --interval-ms "$poll_interval" ${ledger[@]+"${ledger[@]}"} "$id" >/dev/null; then
+  if ! "${ng[@]}" server delete --wait --interval "$poll_interval" ${ledger[@]+"${ledger[@]}"} "$id" >/dev/null; then
     echo "$name: could not delete $id: delete it by hand (nova-guard server delete --wait $id)" >&2
     exit 1
   fi

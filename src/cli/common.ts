@@ -4,16 +4,16 @@
  *
  * @module
  */
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { createRequire } from 'node:module';
 import { pino } from 'pino';
 import { NovaClient, type NovaClientOptions } from '../nova/client.js';
 import { loadCloudConfig, resolveClientOptions, type CloudConfig } from '../config/load.js';
-import { ConfigError, NovaApiError, ValidationError } from '../errors/index.js';
+import { ConfigError, NovaApiError, NovaNetworkError, ValidationError } from '../errors/index.js';
 import { loadCaCert, loadPem } from '../transport/tls.js';
 import type { Logger } from '../core/logger.js';
 import { parseDuration } from '../core/duration.js';
-import { redactUrlSecrets } from '../core/redact.js';
+import { redactUrlSecrets, withoutUserInfo } from '../core/redact.js';
 import { LEDGER_ENV, parseLedgerSpec } from '../ledgers/index.js';
 import { withSlowNotice } from './waitNotice.js';
 
@@ -44,7 +44,8 @@ export interface GlobalOptions {
   osEndpoint?: string;
   osComputeApiVersion?: string;
   microversion?: string;
-  requestTimeoutMs?: string;
+  /** `--request-timeout` (or its old spelling `--request-timeout-ms`), in ms. */
+  requestTimeout?: number;
   insecure?: boolean;
   osCacert?: string;
   debug?: boolean;
@@ -52,7 +53,7 @@ export interface GlobalOptions {
 
 /** Add the global connection options to the root program. */
 export function addGlobalOptions(program: Command): Command {
-  return program
+  program
     .option('--os-cloud <name>', 'cloud from clouds.yaml (env OS_CLOUD)')
     .option('--os-auth-url <url>', 'Keystone URL (env OS_AUTH_URL)')
     .option('--os-username <name>', 'user name (env OS_USERNAME)')
@@ -78,77 +79,104 @@ export function addGlobalOptions(program: Command): Command {
     .option('--token <token>', 'old spelling of --os-token (env NOVA_TOKEN)')
     .option('--os-compute-api-version <version>', 'compute API microversion, e.g. 2.79 (env OS_COMPUTE_API_VERSION)')
     .option('--microversion <version>', 'old spelling of --os-compute-api-version', undefined)
-    .option('--request-timeout-ms <duration>', 'time limit of each HTTP request: ms, or 500ms, 30s, 5m, 2h', undefined)
     .option('--insecure', 'turn TLS verification off (env OS_INSECURE)')
     .option('--os-cacert <file>', 'CA bundle to verify TLS with (env OS_CACERT)')
     .option('--debug', 'log requests (never tokens) to stderr');
+  return addDurationOption(program, { flag: '--request-timeout', old: ['--request-timeout-ms'], description: 'time limit of each HTTP request', shownDefault: '30s' });
 }
 
 /** `500ms`, `30s`, `1.5h`: a decimal number and a unit (`ms`, `s`, `m`, `h`, `d`, `w`), nothing around. */
 const WITH_UNIT = /^\d+(\.\d+)?(ms|s|m|h|d|w)$/i;
 
+/** The units every duration flag takes, as its messages show them. */
+const UNITS_HINT = '500ms, 5s, 2m, 1h';
+
 /**
- * Parse a duration from a CLI flag, the one syntax of every duration flag of the CLI: bare
- * milliseconds in decimal digits (`30000`), or a number with a unit (`500ms`, `30s`, `5m`, `2h`,
- * `1d`, `1w`; decimals allowed, `1.5h`; see `parseDuration`). `0x10`, `1e3`, `0b1`, `1.5` (a bare
- * decimal), ` 5`, `-5` and `Infinity` are refused (`Number()` would take them).
+ * Parse a duration from a CLI flag, the one syntax of every duration flag of the CLI: a decimal
+ * number and a unit, `500ms`, `30s`, `5m`, `2h`, `1d`, `1w` (decimals allowed, `1.5h`; see
+ * `parseDuration`). A bare number (`5`, `30000`) is refused whatever the flag, with one message
+ * that names the flag and shows it with a unit: `--timeout 5` used to mean 5 ms on some flags and
+ * was refused on others. `0x10`, `1e3`, ` 5s`, `-5s` and `Infinity` are refused too.
  *
- * @param options.allowZero - accept 0 (`0`, `0s`); @default false (the value must be positive)
+ * @param flag - The flag as the user typed it (an old spelling too), for the message.
+ * @param options.allowZero - accept 0 (`0s`, `0ms`); @default false (the value must be positive)
  * @returns the duration in ms.
- * @throws {@link ValidationError} naming the flag.
+ * @throws {@link ValidationError} naming the flag (bad usage, exit 2).
  */
 export function parseDurationFlag(value: string, flag: string, options: { allowZero?: boolean } = {}): number {
-  const ms = WITH_UNIT.test(value) ? parseDuration(value, flag) : /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (/^\d+(\.\d+)?$/.test(value)) {
+    throw new ValidationError(`${flag} ${value}: a duration needs a unit, e.g. ${flag} ${value}s (units: ${UNITS_HINT})`);
+  }
+  const ms = WITH_UNIT.test(value) ? parseDuration(value, flag) : Number.NaN;
   if (!Number.isSafeInteger(ms) || ms < 0 || (ms === 0 && !options.allowZero)) {
-    throw new ValidationError(`${flag} must be a ${options.allowZero ? '' : 'positive '}duration (ms, or 500ms, 30s, 5m, 2h), got ${JSON.stringify(value)}`);
+    throw new ValidationError(`${flag} must be a ${options.allowZero ? '' : 'positive '}duration with a unit (${UNITS_HINT}), got ${JSON.stringify(value)}`);
   }
   return ms;
 }
 
+/** The old spellings already warned about in this process (one line each). */
+const warnedSpellings = new Set<string>();
+
 /**
- * {@link parseDurationFlag} for an optional flag: undefined when the flag is absent.
- * @throws {@link ValidationError} naming the flag.
+ * Say once per process, on stderr, that `old` is an old spelling of `flag`.
+ * @param print - where the line goes; @default console.error
  */
-export function parseMs(value: string | undefined, flag: string): number | undefined {
-  return value === undefined ? undefined : parseDurationFlag(value, flag);
+export function warnOldSpelling(old: string, flag: string, print: (line: string) => void = (line) => console.error(line)): void {
+  if (warnedSpellings.has(old)) return;
+  warnedSpellings.add(old);
+  print(`nova-guard: warning: ${old} is deprecated and will be removed: use ${flag} (the same duration with a unit, e.g. ${flag} 30s)`);
 }
 
-/** Below this a bare `--older-than` number is refused: `--older-than 2` (2 ms) would reap almost every server. */
-export const OLDER_THAN_BARE_MIN_MS = 1000;
-
-/**
- * `server reap --older-than`: a duration as {@link parseDurationFlag} reads it (0 allowed, e.g. `0s`),
- * with one safety rule: a bare number below 1000 (`--older-than 2`, which would mean 2 ms and reap
- * almost every server of the fleet) is refused with a message suggesting a unit. `--older-than 2h`,
- * `--older-than 0s` and `--older-than 7200000` are accepted.
- * @throws {@link ValidationError}.
- */
-export function parseOlderThan(value: string): number {
-  if (/^\d+$/.test(value) && Number(value) < OLDER_THAN_BARE_MIN_MS) {
-    throw new ValidationError(
-      `--older-than ${value} would mean ${Number(value)} ms (a bare number is milliseconds) and reap almost every server: give a unit, e.g. --older-than ${Number(value)}h, ${Number(value)}m or ${Number(value)}s`,
-    );
-  }
-  return parseDurationFlag(value, '--older-than', { allowZero: true });
+/** A duration flag of a command: see {@link addDurationOption}. */
+export interface DurationOptionSpec {
+  /** The flag, e.g. `--timeout`. */
+  flag: `--${string}`;
+  /** Its help text (the units and `shownDefault` are added). */
+  description: string;
+  /** The default the help shows, when the library's own applies (`5m`). @default none */
+  shownDefault?: string;
+  /** Old spellings kept as aliases (hidden from the help; each warns once per process). @default none */
+  old?: ReadonlyArray<`--${string}`>;
+  /** Accept 0 (`0s`). @default false */
+  allowZero?: boolean;
+  /** The value when the flag is absent, in ms, and how the help shows it (`5m`). @default none (undefined) */
+  default?: { ms: number; text: string };
 }
 
-/** Below this a bare `quota audit --interval` number is refused: `--interval 30` (30 ms) samples Nova 30 ms apart. */
-export const INTERVAL_BARE_MIN_MS = 1000;
-
 /**
- * `quota audit --watch --interval`: a duration as {@link parseDurationFlag} reads it (0 allowed, e.g.
- * `0s`), with the safety rule of {@link parseOlderThan}: a bare number below 1000 (`--interval 30`,
- * which would mean 30 ms between samples, not 30 s) is refused with a message suggesting a unit.
- * `--interval 30s`, `--interval 0s` and `--interval 30000` are accepted.
- * @throws {@link ValidationError}.
+ * Add a duration flag to `cmd`, as commander means options to be added: an {@link Option} whose
+ * `argParser` reads the value with {@link parseDurationFlag} (so a bad value is refused while the
+ * command line is parsed, before any connection), the value in ms under the flag's attribute
+ * (`--max-wait` → `maxWait`). Each old spelling (`--max-wait-ms`) is a hidden option with the same
+ * parser that `conflicts` with the flag; a `preAction` hook (once parsing succeeded) warns once per
+ * process ({@link warnOldSpelling}) and hands its value to the flag, so the action reads one attribute.
  */
-export function parseInterval(value: string): number {
-  if (/^\d+$/.test(value) && Number(value) < INTERVAL_BARE_MIN_MS) {
-    throw new ValidationError(
-      `--interval ${value} would mean ${Number(value)} ms between samples (a bare number is milliseconds): give a unit, e.g. --interval ${Number(value)}s or ${Number(value)}m (or ${Number(value)}ms if you mean it)`,
-    );
+export function addDurationOption(cmd: Command, spec: DurationOptionSpec): Command {
+  const parse = (typed: string) => (value: string): number => parseDurationFlag(value, typed, { allowZero: spec.allowZero ?? false });
+  const shown = spec.shownDefault === undefined ? '' : ` (default ${spec.shownDefault})`;
+  const main = new Option(`${spec.flag} <duration>`, `${spec.description}: ${UNITS_HINT}${shown}`).argParser(parse(spec.flag));
+  if (spec.default !== undefined) main.default(spec.default.ms, spec.default.text);
+  cmd.addOption(main);
+  const aliases = (spec.old ?? []).map((old) => {
+    const alias = new Option(`${old} <duration>`, `deprecated: use ${spec.flag}`)
+      .hideHelp()
+      .conflicts(main.attributeName())
+      .argParser(parse(old));
+    cmd.addOption(alias);
+    return { alias, old };
+  });
+  if (aliases.length > 0) {
+    // After parsing (a refused value or a conflict is the only line said), before the action.
+    cmd.hook('preAction', (self) => {
+      for (const { alias, old } of aliases) {
+        const value: unknown = self.getOptionValue(alias.attributeName());
+        if (value === undefined) continue;
+        warnOldSpelling(old, spec.flag);
+        self.setOptionValueWithSource(main.attributeName(), value, 'cli');
+      }
+    });
   }
-  return parseDurationFlag(value, '--interval', { allowZero: true });
+  return cmd;
 }
 
 /**
@@ -202,11 +230,12 @@ export function cliLogger(opts: GlobalOptions, stderrIsTTY: boolean = Boolean(pr
  */
 export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.ProcessEnv = process.env, defaults: { microversion?: string | undefined } = {}): Promise<NovaClient> {
   const logger = cliLogger(opts);
-  const common: Partial<NovaClientOptions> = { logger };
+  // A refused connection before Nova ever answered (a wrong URL, a stopped Nova) fails in about a
+  // second (with "is Nova running at URL?", `refusedHint`), not after the whole retry policy.
+  const common: Partial<NovaClientOptions> = { logger, refusedFirstContactMs: REFUSED_FIRST_CONTACT_MS };
   const microversion = opts.osComputeApiVersion ?? opts.microversion ?? env['OS_COMPUTE_API_VERSION'] ?? defaults.microversion;
   if (microversion) common.microversion = microversion;
-  const rt = parseMs(opts.requestTimeoutMs, '--request-timeout-ms');
-  if (rt) common.requestTimeoutMs = rt;
+  if (opts.requestTimeout !== undefined) common.requestTimeoutMs = opts.requestTimeout;
   if (opts.insecure || /^(true|1|yes)$/i.test(env['OS_INSECURE'] ?? '')) common.insecure = true;
   const cacert = opts.osCacert ?? env['OS_CACERT'];
   // A missing or unreadable file is a ConfigError naming it (key cacert), not a raw ENOENT.
@@ -317,9 +346,35 @@ const FLAG_OF_KEY: Readonly<Record<string, string>> = {
 /** `--os-foo-bar` → `OS_FOO_BAR`. */
 const flagVarOf = (flag: string): string => flag.slice(2).replace(/-/g, '_').toUpperCase();
 
-/** An error as one line: for HTTP errors also the request, the request id and, on a 404, a hint. */
+/**
+ * How long the CLI's requests retry a refused connection before Nova has answered once, in ms
+ * (`NovaClientOptions.refusedFirstContactMs`): a wrong URL or a stopped Nova fails in about a second.
+ */
+export const REFUSED_FIRST_CONTACT_MS = 1000;
+
+/**
+ * For a refused connection to Nova (`ECONNREFUSED`; the error or its `cause`): `; is Nova running
+ * at URL?`, the compute endpoint of the request (its URL without the resource path, query or any
+ * secret); else `''`.
+ */
+export function refusedHint(error: unknown): string {
+  // The refusal itself, or the error it caused (a deletion given up on).
+  const e = error instanceof NovaNetworkError ? error : error instanceof Error ? error.cause : undefined;
+  if (!(e instanceof NovaNetworkError) || e.code !== 'ECONNREFUSED' || e.url === undefined) return '';
+  let base: string;
+  try {
+    const u = new URL(e.url);
+    base = `${u.origin}${u.pathname.replace(/\/(servers|flavors|images|limits|os-[a-z-]+|extensions)(\/.*)?$/, '')}`;
+  } catch {
+    return '';
+  }
+  return `; is Nova running at ${redactUrlSecrets(withoutUserInfo(base))}?`;
+}
+
+/** An error as one line: for HTTP errors also the request, the request id and, on a 404, a hint; a refused connection asks whether Nova runs at the endpoint. */
 export function describeFailure(e: unknown): string {
   if (!(e instanceof NovaApiError)) return (e as Error).message;
+  if (refusedHint(e) !== '') return `${e.message}${refusedHint(e)}`;
   // Network errors already name the request in their message.
   const named = e.url !== undefined && e.message.includes(e.url);
   const where =

@@ -1,12 +1,15 @@
 /**
  * Output formats like the `openstack` command's (cliff's formatters): `-f table|json|value|yaml`,
- * `-c COLUMN` (repeatable), `--noindent` (json) and `--max-width` (table).
+ * and for lists `-f csv` with `--quote`; `-c COLUMN` (repeatable), `--noindent` (json) and
+ * `--max-width` (table).
  *
  * - A list (cliff `Lister`) is a header row and rows. `table` draws a bordered table (numbers right-,
  *   text left-aligned, like cliff's `TableFormatter`); `json` is a list of objects keyed by the
  *   column headers (indent 2, or one line with `--noindent`, as Python's `json.dumps(indent=None)`
  *   writes it); `value` prints each row's values separated by spaces; `yaml` is a list of mappings
- *   with sorted keys (PyYAML's `safe_dump` default).
+ *   with sorted keys (PyYAML's `safe_dump` default); `csv` is a header line and one line per row,
+ *   RFC 4180 quoting ({@link csvLine}: by default every field but numbers quoted, as cliff's
+ *   `--quote nonnumeric`).
  * - One object (cliff `ShowOne`) is a `Field`/`Value` table; `json` and `yaml` an object; `value` one
  *   value a line; `shell` (where the command offers it) `NAME="value"` lines, for `eval` in a shell.
  * - `-c` keeps the named columns (or fields) in the order the command has them; names that are not
@@ -31,16 +34,48 @@ export interface FormatFlags {
   maxWidth?: string;
   /** `-f shell`'s variable name prefix (`--prefix`). */
   prefix?: string;
+  /** `-f csv`'s quoting (`--quote`): see {@link CsvQuote}. */
+  quote?: string;
+}
+
+/**
+ * When `-f csv` quotes a field (cliff's `--quote`, Python's `csv.QUOTE_*`): `nonnumeric` (the
+ * default) every field but numbers; `all` every field; `minimal` only a field that must be (it
+ * holds a `,`, a `"`, a CR or a LF); `none` none (such a field is still quoted: RFC 4180 has no
+ * other way to keep it one field).
+ */
+export type CsvQuote = 'all' | 'minimal' | 'none' | 'nonnumeric';
+
+/** The `--quote` choices of `-f csv`. */
+export const CSV_QUOTES: readonly CsvQuote[] = ['all', 'minimal', 'none', 'nonnumeric'];
+
+/**
+ * One CSV line (RFC 4180): fields separated by `,`; a quoted field is wrapped in `"` with each `"`
+ * doubled. A field that holds a `,`, a `"`, a CR or a LF is always quoted; otherwise `quote` says
+ * (see {@link CsvQuote}); null is an empty field (quoted with `all`). Control characters other than
+ * tab, CR and LF are shown as `\u001b` escapes ({@link terminalSafe}).
+ */
+export function csvLine(cells: readonly Cell[], quote: CsvQuote = 'nonnumeric'): string {
+  return cells
+    .map((c) => {
+      const v = c === null ? '' : terminalSafe(String(c));
+      const must = /[",\r\n]/.test(v);
+      const wanted = quote === 'all' || (quote === 'nonnumeric' && c !== null && typeof c !== 'number');
+      return must || wanted ? `"${v.replace(/"/g, '""')}"` : v;
+    })
+    .join(',');
 }
 
 /**
  * Add `-f`, `-c`, `--noindent` and `--max-width` to a command; with `options.shell` (one object,
- * cliff `ShowOne`) also `-f shell` and `--prefix`.
+ * cliff `ShowOne`) also `-f shell` and `--prefix`; without it (a list, cliff `Lister`) also `-f csv`
+ * and `--quote`.
  */
 export function addFormatOptions(cmd: Command, options: { shell?: boolean } = {}): Command {
   if (options.shell) cmd.option('--prefix <prefix>', 'add a prefix to all variable names (-f shell)', '');
+  else cmd.addOption(new Option('--quote <quote>', 'when to include quotes (-f csv)').choices(CSV_QUOTES).default('nonnumeric'));
   return cmd
-    .addOption(new Option('-f, --format <format>', 'the output format').choices(['table', 'json', 'value', 'yaml', ...(options.shell ? ['shell'] : [])]).default('table'))
+    .addOption(new Option('-f, --format <format>', 'the output format').choices(['table', 'json', 'value', 'yaml', ...(options.shell ? ['shell'] : ['csv'])]).default('table'))
     .option('-c, --column <column>', 'specify the column(s) to include, can be repeated to show multiple columns', (v: string, prev: string[] = []) => [...prev, v])
     .option('--noindent', 'whether to disable indenting the JSON')
     .option('--max-width <integer>', 'maximum display width, <1 to disable (table)');
@@ -132,6 +167,10 @@ export function formatList(headers: readonly string[], rows: ReadonlyArray<reado
       return stringify(rs.map((r) => Object.fromEntries(h.map((name, i) => [name, r[i]]))), { sortMapEntries: true }).trimEnd();
     case 'value':
       return rs.map((r) => r.map(text).join(' ')).join('\n');
+    case 'csv': {
+      const quote = (flags.quote ?? 'nonnumeric') as CsvQuote;
+      return [csvLine(h, quote), ...rs.map((r) => csvLine(r, quote))].join('\n');
+    }
     default:
       return borderedTable(h, rs, maxWidthOf(flags));
   }

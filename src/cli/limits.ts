@@ -59,7 +59,7 @@ export function registerLimitsCommand(program: Command, getClient: () => Promise
     // `limits show --absolute -f json`: commander hands -f/-c after an unknown flag to `limits`, which
     // has them too; a format flag given on the command line is show's wherever it landed.
     const flags = { ...own };
-    for (const k of ['format', 'column', 'noindent', 'maxWidth'] as const) {
+    for (const k of ['format', 'column', 'noindent', 'maxWidth', 'quote'] as const) {
       if (show.getOptionValueSource(k) !== 'cli' && limits.getOptionValueSource(k) === 'cli') (flags as Record<string, unknown>)[k] = limits.getOptionValue(k);
     }
     // openstack: "--absolute" and "--rate" are a required, mutually exclusive group (argparse, exit 2).

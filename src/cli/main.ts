@@ -4,7 +4,7 @@
  * - `server create NAME --flavor F --image I [--network ID | --nic none] [--wait] [--ledger URL] [-f ...] [-c ...]`
  *   (through the quota guard; see `serverCreate.ts`)
  * - `server list [--name REGEX] [--status S] [-f ...] [-c ...]` and `server show SERVER [-f ...] [-c ...]`
- * - `server delete <id...> [--wait] [--timeout-ms N] [--force]`
+ * - `server delete <id...> [--wait] [--timeout 5m] [--interval 5s] [--force]`
  * - `server reap --prefix P --older-than 2h [--dry-run] [-f table|json|value|yaml] [-c COLUMN]...`
  * - `limits show --absolute [-f table|json|value|yaml] [-c COLUMN]...` (and `limits [--json]`)
  * - `quota show [--usage] [PROJECT_ID] [-f ...]`
@@ -13,10 +13,13 @@
  * Every format flag works as the `openstack` command's (`-f`, `-c`, `--noindent`, `--max-width`); for
  * `server reap` and `quota audit` `-f table` is their report and `-f json` (or `--json`) the whole
  * result, while `-c`, `-f value` and `-f yaml` show their list (one row per server, one per resource).
- * Every duration flag takes bare milliseconds or `500ms`/`30s`/`5m`/`2h` (and `1d`, `1w`); a bare
- * `server reap --older-than` below 1000 is refused (it would reap almost every server), and so is a
- * bare `quota audit --interval` below 1000 (it would sample milliseconds apart): give a unit.
- * - `fake-nova [--port 0] [--cores 20] [--build-delay-ms 500ms] [--delete-delay-ms 3s]` (a free port by default; prints the URL)
+ * Every duration flag (`--timeout`, `--interval`, `--max-wait`, `--older-than`, `--request-timeout`,
+ * ...) takes a number with a unit, `500ms`/`30s`/`5m`/`2h` (and `1d`, `1w`); a bare number is refused
+ * with one message naming the flag (exit 2). The old spellings (`--timeout-ms`, `--interval-ms`,
+ * `--max-wait-ms`, `--poll-interval`, `--request-timeout-ms`, `--build-delay-ms`, `--delete-delay-ms`)
+ * still work and print one deprecation line each on stderr (`addDurationOption` in `common.ts`).
+ * - `fake-nova [--port 0] [--cores 20] [--build-delay 500ms] [--delete-delay 3s]` (a free port by default; prints the URL, and one
+ *   line of what it served when stopped)
  *
  * Connection like the `openstack` command: `--os-cloud`/`OS_CLOUD`, `--os-auth-url` and the other
  * `--os-*` options with their `OS_*` variables, or `--os-token` with `--os-endpoint` (the older

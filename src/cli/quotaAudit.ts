@@ -1,13 +1,13 @@
 /**
- * `nova-guard quota audit [-f table|json|value|yaml] [-c COLUMN]...`: Nova's reported usage (before
+ * `nova-guard quota audit [-f table|json|value|yaml|csv] [-c COLUMN]...`: Nova's reported usage (before
  * and after listing), the count of the listed servers, limit and drift per resource; the suspects and
  * ghosts; the verdict in words.
  *
  * Output (see `renderAudit`): `-f table` (the default) is the report in words and tables; `-f json`
- * (or `--json`) the whole audit; `-c COLUMN`, `-f value` and `-f yaml` one row per resource (cores,
+ * (or `--json`) the whole audit; `-c COLUMN`, `-f value`, `-f yaml` and `-f csv` one row per resource (cores,
  * ramMiB, instances) with the columns of `AUDIT_COLUMNS`. Durations (`--retry-delay`,
- * `--timeout`, `--interval`) are bare ms or `500ms`, `30s`, `5m`, `2h`; a bare `--interval` below 1000
- * is refused (`--interval 30` would sample 30 ms apart): give a unit. `--watch` prints JSON lines
+ * `--timeout`, `--interval`, `--stuck-build-after`) take a unit, `500ms`, `30s`, `5m`, `2h`; a bare
+ * number is refused (`--interval 30` would have sampled 30 ms apart). `--watch` prints JSON lines
  * whatever the format (only `-f json` may be given with it).
  *
  * Exit codes (for cron alerts; {@link auditExitCode}): 5 an operator must act (a finding with
@@ -33,7 +33,7 @@ import { formatAudit } from '../audit/format.js';
 import { formatDuration } from '../core/duration.js';
 import { jsonReplacer, terminalSafe } from '../core/table.js';
 import { AUDIT_RESOURCES } from '../audit/count.js';
-import { describeFailure, parseDurationFlag, parseIntFlag, parseInterval } from './common.js';
+import { addDurationOption, describeFailure, parseIntFlag } from './common.js';
 import { addFormatOptions, checkFormatFlags, formatList, type Cell, type FormatFlags } from './format.js';
 
 export { formatAudit } from '../audit/format.js';
@@ -62,16 +62,20 @@ interface AuditFlags extends FormatFlags {
   ghosts?: boolean;
   ghostConcurrency?: string;
   attempts?: string;
-  retryDelay?: string;
-  timeout?: string;
+  /** `--retry-delay`, in ms. */
+  retryDelay?: number;
+  /** `--timeout`, in ms. */
+  timeout?: number;
   watch?: boolean;
-  interval?: string;
+  /** `--interval`, in ms. */
+  interval?: number;
   samples?: string;
   model?: string;
-  stuckBuildAfter?: string;
+  /** `--stuck-build-after`, in ms. */
+  stuckBuildAfter?: number;
 }
 
-/** The columns of `quota audit`'s list view (`-c`, `-f value|yaml`, see {@link auditRows}). */
+/** The columns of `quota audit`'s list view (`-c`, `-f value|yaml|csv`, see {@link auditRows}). */
 export const AUDIT_COLUMNS = ['Resource', 'Reported Before', 'Counted', 'Reported After', 'Limit', 'Drift', 'Verdict'] as const;
 
 const cell = (n: number | null | undefined): Cell => (n === undefined ? null : n === Number.POSITIVE_INFINITY ? -1 : n);
@@ -96,42 +100,43 @@ export function auditRows(audit: Pick<QuotaAudit, 'resources'>): Cell[][] {
  *   ({@link auditRows}) as a bordered table of those columns (`--max-width` applies);
  * - `-f json` (or `--json`) without `-c`: the whole audit (unlimited as -1); with `-c`: the list view's
  *   rows as objects. `--noindent` prints it on one line;
- * - `-f value` and `-f yaml`: the list view (all columns, or those of `-c`).
+ * - `-f value`, `-f yaml` and `-f csv`: the list view (all columns, or those of `-c`).
  * @throws {@link ColumnError} when `-c` names no column.
  */
 export function renderAudit(audit: QuotaAudit, flags: FormatFlags): string {
   const format = flags.format ?? 'table';
-  if (format === 'value' || format === 'yaml' || (flags.column?.length ?? 0) > 0) return formatList(AUDIT_COLUMNS, auditRows(audit), flags);
+  if (format === 'value' || format === 'yaml' || format === 'csv' || (flags.column?.length ?? 0) > 0) return formatList(AUDIT_COLUMNS, auditRows(audit), flags);
   if (format === 'json') return JSON.stringify(audit, jsonReplacer, flags.noindent ? undefined : 2);
   return formatAudit(audit);
 }
 
 /** Register `audit` under the `quota` command. */
 export function registerQuotaAuditCommand(quota: Command, getClient: () => Promise<NovaClient>): void {
-  addFormatOptions(
+  const cmd = addFormatOptions(
     quota
       .command('audit')
       .description(
         'compare the usage Nova reports (/limits, quota-set detail) with the servers it lists; exit 5 an operator must act (orphaned mapping, stuck delete or build, down cell, stale usage, leaked allocation; whatever the verdict), ' +
           'else 3 drift, 4 inconclusive, 0 consistent; 1 error, 2 bad usage or configuration. ' +
-          'Output: -f table (default) is the report, -f json (or --json) the whole audit; -c COLUMN, -f value and -f yaml show one row per resource ' +
-          `with the columns ${AUDIT_COLUMNS.join(', ')}. Durations are bare ms or 500ms, 30s, 5m, 2h`,
+          'Output: -f table (default) is the report, -f json (or --json) the whole audit; -c COLUMN, -f value, -f yaml and -f csv show one row per resource ' +
+          `with the columns ${AUDIT_COLUMNS.join(', ')}. Durations take a unit: 500ms, 30s, 5m, 2h`,
       )
       .option('--json', 'the same as -f json (unlimited = -1)')
       .option('--no-ghosts', 'skip the GET of each listed server that finds ghosts')
       .option('--ghost-concurrency <n>', 'ghost-check GETs at once (default 8)')
       .option('--attempts <n>', 'audit up to n times while reported usage changes during the audit (default 3)')
-      .option('--retry-delay <duration>', 'pause before another attempt: ms, or 500ms, 5s (default 5s)')
-      .option('--timeout <duration>', 'time box of each attempt (with --watch: of each sample): ms, or 30s, 5m (default 5m)')
       .option('--model <model>', 'how the cloud counts usage: legacy, placement or unified-limits (default: inferred)')
-      .option('--stuck-build-after <duration>', 'a server in BUILD longer than this since its creation is stuck-build (exit 5): 30m, 2h, or ms (default 1h)')
       .option('--watch', 'sample the audit over time; one JSON line per sample, then a summary line (exit 5 when a finding that needs an operator persists, 3 when drift does)')
-      .option('--interval <duration>', 'with --watch: pause between samples: 30s, 5m, 500ms, or ms of at least 1000 (default 30s)')
       .option('--samples <n>', 'with --watch: number of samples (default 20)'),
-  ).action(async (flags: AuditFlags, cmd: Command) => {
+  );
+  addDurationOption(cmd, { flag: '--retry-delay', description: 'pause before another attempt', shownDefault: '5s', allowZero: true });
+  addDurationOption(cmd, { flag: '--timeout', description: 'time box of each attempt (with --watch: of each sample)', shownDefault: '5m' });
+  addDurationOption(cmd, { flag: '--stuck-build-after', description: 'a server in BUILD longer than this since its creation is stuck-build (exit 5)', shownDefault: '1h' });
+  addDurationOption(cmd, { flag: '--interval', description: 'with --watch: pause between samples', shownDefault: '30s', allowZero: true });
+  cmd.action(async (flags: AuditFlags) => {
     if (flags.json) flags.format = 'json';
     if (flags.watch && ((flags.column?.length ?? 0) > 0 || (cmd.getOptionValueSource('format') === 'cli' && flags.format !== 'json'))) {
-      throw new ValidationError('--watch prints JSON lines: -c and -f table|value|yaml do not apply to it');
+      throw new ValidationError('--watch prints JSON lines: -c and -f table|value|yaml|csv do not apply to it');
     }
     // As argparse would for a flag that belongs to another mode: bad usage, exit 2, before any request.
     if (!flags.watch) {
@@ -141,11 +146,11 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
     checkFormatFlags(flags);
     const model = flags.model as CountingModel | undefined;
     if (model !== undefined && !['legacy', 'placement', 'unified-limits'].includes(model)) throw new ValidationError(`--model must be legacy, placement or unified-limits, got ${model}`);
-    const timeoutMs = flags.timeout === undefined ? undefined : parseDurationFlag(flags.timeout, '--timeout');
+    const timeoutMs = flags.timeout;
     const concurrency = flags.ghostConcurrency === undefined ? undefined : parseIntFlag(flags.ghostConcurrency, '--ghost-concurrency');
-    const stuckBuildAfterMs = flags.stuckBuildAfter === undefined ? undefined : parseDurationFlag(flags.stuckBuildAfter, '--stuck-build-after');
+    const stuckBuildAfterMs = flags.stuckBuildAfter;
     if (flags.watch) {
-      const intervalMs = flags.interval === undefined ? 30_000 : parseInterval(flags.interval);
+      const intervalMs = flags.interval ?? 30_000;
       const samples = flags.samples === undefined ? 20 : parseIntFlag(flags.samples, '--samples');
       const client = await getClient();
       try {
@@ -169,7 +174,7 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
       return;
     }
     const attempts = flags.attempts === undefined ? 3 : parseIntFlag(flags.attempts, '--attempts');
-    const retryDelayMs = flags.retryDelay === undefined ? 5000 : parseDurationFlag(flags.retryDelay, '--retry-delay', { allowZero: true });
+    const retryDelayMs = flags.retryDelay ?? 5000;
     const client = await getClient();
     let audit: QuotaAudit | undefined;
     try {

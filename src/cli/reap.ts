@@ -1,5 +1,5 @@
 /**
- * `nova-guard server reap --prefix P --older-than 2h [--dry-run] [-f table|json|value|yaml] [-c COLUMN]...`:
+ * `nova-guard server reap --prefix P --older-than 2h [--dry-run] [-f table|json|value|yaml|csv] [-c COLUMN]...`:
  * delete the fleet's leaked servers (the reaper, `src/reaper/`).
  *
  * - Without `--state-file`: two passes `--pass-interval` apart (default 60s) in one run.
@@ -8,8 +8,9 @@
  *
  * Progress goes to stderr: a progress bar on a TTY, plain lines otherwise. The result goes to stdout:
  * the report by default, the whole result with `-f json` (or `--json`), one row per server with
- * `-c COLUMN`, `-f value` or `-f yaml` (see `renderReap`). Durations are bare ms or `500ms`, `30s`,
- * `5m`, `2h`; a bare `--older-than` below 1000 is refused (it would reap almost every server).
+ * `-c COLUMN`, `-f value`, `-f yaml` or `-f csv` (see `renderReap`). Durations take a unit, `500ms`, `30s`,
+ * `5m`, `2h` (a bare number is refused: `--older-than 2` would have reaped almost every server);
+ * `--poll-interval` is the old spelling of `--interval` (it warns).
  * Exit codes: 0 when nothing failed, 1 when a deletion failed (`N of M servers failed to delete.`) or
  * on error, 2 on bad usage; 130, 143, 129 when SIGINT (Ctrl-C), SIGTERM or SIGHUP stops it: stderr
  * then names the servers asked to delete and not confirmed gone, at once (`interrupt.ts`).
@@ -24,31 +25,37 @@ import { Reaper, reapServers, type ReapEvent, type ReapResult, type ReaperOption
 import { readReaperState, writeReaperState } from '../reaper/state.js';
 import { formatDuration } from '../core/duration.js';
 import { jsonReplacer, renderTable, terminalSafe } from '../core/table.js';
-import { describeFailure, parseDurationFlag, parseIntFlag, parseOlderThan } from './common.js';
+import { addDurationOption, describeFailure, parseIntFlag } from './common.js';
 import { signalWords, watchStopSignals } from './interrupt.js';
 import { addFormatOptions, checkFormatFlags, formatList, type Cell, type FormatFlags } from './format.js';
 
-interface ReapFlags extends FormatFlags {
+/** The flags of `server reap`; durations in ms (parsed by commander, see `addDurationOption`). */
+export interface ReapFlags extends FormatFlags {
   prefix?: string;
   metadata?: string;
-  olderThan?: string;
+  /** `--older-than`, in ms (required). */
+  olderThan?: number;
   dryRun?: boolean;
   json?: boolean;
-  passInterval?: string;
+  /** `--pass-interval`, in ms. @default 60000 */
+  passInterval?: number;
   stateFile?: string;
-  deleteTimeout?: string;
-  pollInterval?: string;
+  /** `--delete-timeout`, in ms: the time box of each deletion. */
+  deleteTimeout?: number;
+  /** `--interval` (old spelling `--poll-interval`), in ms: between the polls of a deletion. */
+  interval?: number;
   concurrency?: string;
-  timeout?: string;
+  /** `--timeout`, in ms: the time box of each pass. */
+  timeout?: number;
 }
 
 /** Options of the reaper from the command's flags; throws {@link ValidationError}. */
 export function reaperOptionsFromFlags(flags: ReapFlags): ReaperOptions & { passIntervalMs: number } {
   if (flags.olderThan === undefined) throw new ValidationError('--older-than is required, e.g. --older-than 2h');
   const options: ReaperOptions & { passIntervalMs: number } = {
-    olderThanMs: parseOlderThan(flags.olderThan),
+    olderThanMs: flags.olderThan,
     dryRun: Boolean(flags.dryRun),
-    passIntervalMs: flags.passInterval === undefined ? 60000 : parseDurationFlag(flags.passInterval, '--pass-interval', { allowZero: true }),
+    passIntervalMs: flags.passInterval ?? 60_000,
   };
   if (flags.prefix !== undefined) options.prefix = flags.prefix;
   if (flags.metadata !== undefined) {
@@ -59,9 +66,9 @@ export function reaperOptionsFromFlags(flags: ReapFlags): ReaperOptions & { pass
   if (options.prefix === undefined && options.metadataKey === undefined) {
     throw new ValidationError('give the fleet: --prefix P and/or --metadata KEY[=VALUE] (the reaper never reaps every server)');
   }
-  if (flags.deleteTimeout !== undefined) options.deleteTimeoutMs = parseDurationFlag(flags.deleteTimeout, '--delete-timeout');
-  if (flags.timeout !== undefined) options.timeoutMs = parseDurationFlag(flags.timeout, '--timeout');
-  if (flags.pollInterval !== undefined) options.deleteIntervalMs = parseDurationFlag(flags.pollInterval, '--poll-interval');
+  if (flags.deleteTimeout !== undefined) options.deleteTimeoutMs = flags.deleteTimeout;
+  if (flags.timeout !== undefined) options.timeoutMs = flags.timeout;
+  if (flags.interval !== undefined) options.deleteIntervalMs = flags.interval;
   if (flags.concurrency !== undefined) {
     options.concurrency = parseIntFlag(flags.concurrency, '--concurrency');
   }
@@ -129,7 +136,7 @@ export function formatReap(r: Pick<ReapResult, 'dryRun' | 'deleted' | 'skipped' 
   return rows.length > 1 ? `${head}\n${renderTable(rows)}` : head;
 }
 
-/** The columns of `server reap`'s list view (`-c`, `-f value|yaml`, see {@link reapRows}). */
+/** The columns of `server reap`'s list view (`-c`, `-f value|yaml|csv`, see {@link reapRows}). */
 export const REAP_COLUMNS = ['ID', 'Name', 'Result', 'Reason', 'Age', 'Detail'] as const;
 
 /**
@@ -164,12 +171,12 @@ export function reapRows(r: Pick<ReapResult, 'deleted' | 'skipped' | 'failed'>, 
  * - `-f json` (or `--json`) without `-c`: the whole result (`dryRun`, `deleted`, `failed`, `skipped`,
  *   `candidates`, ages and times in ms); with `-c`: the list view's rows as objects. `--noindent`
  *   prints it on one line;
- * - `-f value` and `-f yaml`: the list view (all columns, or those of `-c`).
+ * - `-f value`, `-f yaml` and `-f csv`: the list view (all columns, or those of `-c`).
  * @throws {@link ColumnError} when `-c` names no column.
  */
 export function renderReap(result: Pick<ReapResult, 'dryRun' | 'deleted' | 'skipped' | 'failed' | 'candidates'>, flags: FormatFlags, olderThanMs?: number): string {
   const format = flags.format ?? 'table';
-  const listView = format === 'value' || format === 'yaml' || (flags.column?.length ?? 0) > 0;
+  const listView = format === 'value' || format === 'yaml' || format === 'csv' || (flags.column?.length ?? 0) > 0;
   if (listView) return formatList(REAP_COLUMNS, reapRows(result, olderThanMs), flags);
   if (format === 'json') {
     const { dryRun, deleted, skipped, failed, candidates } = result;
@@ -189,27 +196,29 @@ export function reapInterruptedLines(open: readonly string[]): string {
 
 /** Register `reap` under the `server` command. */
 export function registerReapCommand(server: Command, getClient: () => Promise<NovaClient>): void {
-  addFormatOptions(
+  const cmd = addFormatOptions(
     server
       .command('reap')
       .description(
         "delete the fleet's leaked servers: older than --older-than and seen on two consecutive passes. " +
-          'Durations are bare ms or 500ms, 30s, 5m, 2h (1d, 1w); a bare --older-than below 1000 is refused (give a unit). ' +
-          'Output: -f table (default) is the report, -f json (or --json) the whole result; -c COLUMN, -f value and -f yaml ' +
+          'Durations take a unit: 500ms, 30s, 5m, 2h (1d, 1w); a bare number is refused. ' +
+          'Output: -f table (default) is the report, -f json (or --json) the whole result; -c COLUMN, -f value, -f yaml and -f csv ' +
           `show one row per server with the columns ${REAP_COLUMNS.join(', ')}`,
       )
       .option('--prefix <prefix>', 'fleet: server name prefix')
-      .option('--metadata <key[=value]>', 'fleet: metadata key (and value) its servers carry')
-      .option('--older-than <duration>', 'only servers older than this, e.g. 90s, 30m, 2h, 1d, or ms of at least 1000 (required)')
-      .option('--dry-run', 'list what would be deleted; send no DELETE')
-      .option('--json', 'the same as -f json')
-      .option('--pass-interval <duration>', 'time between the two passes: ms, or 500ms, 30s, 5m (default 60s)')
-      .option('--state-file <file>', 'cron mode: run one pass and keep what it saw in this file')
-      .option('--delete-timeout <duration>', 'time box of each deletion: ms, or 30s, 5m (default 5m)')
-      .option('--poll-interval <duration>', 'poll interval while waiting for a deletion: ms, or 500ms, 5s (default 5s)')
-      .option('--concurrency <n>', 'deletions at once (default 10)')
-      .option('--timeout <duration>', 'time box of each pass, listing and deletions: ms, or 30s, 15m (default 15m)'),
-  ).action(async (flags: ReapFlags) => {
+      .option('--metadata <key[=value]>', 'fleet: metadata key (and value) its servers carry'),
+  );
+  addDurationOption(cmd, { flag: '--older-than', description: 'only servers older than this (required)', allowZero: true });
+  cmd
+    .option('--dry-run', 'list what would be deleted; send no DELETE')
+    .option('--json', 'the same as -f json')
+    .option('--state-file <file>', 'cron mode: run one pass and keep what it saw in this file')
+    .option('--concurrency <n>', 'deletions at once (default 10)');
+  addDurationOption(cmd, { flag: '--pass-interval', description: 'time between the two passes', shownDefault: '60s', allowZero: true });
+  addDurationOption(cmd, { flag: '--timeout', description: 'time box of each pass, listing and deletions', shownDefault: '15m' });
+  addDurationOption(cmd, { flag: '--delete-timeout', description: 'time box of each deletion', shownDefault: '5m' });
+  addDurationOption(cmd, { flag: '--interval', old: ['--poll-interval'], description: 'time between polls while waiting for a deletion', shownDefault: '5s' });
+  cmd.action(async (flags: ReapFlags) => {
     if (flags.json) flags.format = 'json';
     const options = reaperOptionsFromFlags(flags);
     checkFormatFlags(flags);

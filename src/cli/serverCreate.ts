@@ -1,6 +1,6 @@
 /**
  * `nova-guard server create NAME --flavor F --image I [--network ID]... [--nic none|auto|net-id=ID]
- * [--key-name K] [--user-data FILE] [--property k=v]... [--wait] [--ledger URL] [--max-wait-ms D]
+ * [--key-name K] [--user-data FILE] [--property k=v]... [--wait] [--ledger URL] [--max-wait D]
  * [-f table|json|value|yaml] [-c COLUMN]...`: `openstack server create` through the quota guard
  * (`QuotaGuard.createServer`: headroom before every POST, quota 403 backoff, the claim tag on the
  * server, the search for a server whose POST's answer was lost, and with `--wait` the wait for
@@ -32,7 +32,7 @@ import { AbortError, ValidationError } from '../errors/index.js';
 import { CLAIM_ID_KEY, CLAIM_TAG_KEY, CreateOutcomeUnknownError, QuotaGuard, type QuotaGuardOptions, type QuotaWaitInfo } from '../guard/index.js';
 import type { NovaClient } from '../nova/client.js';
 import type { CreateServerBody, Server } from '../core/types.js';
-import { cliLogger, ledgerFlag, parseMs } from './common.js';
+import { addDurationOption, cliLogger, ledgerFlag } from './common.js';
 import { ColumnError, addFormatOptions, checkFormatFlags, formatOne, type FormatFlags } from './format.js';
 import { findFlavor, findImage } from './serverLookup.js';
 import { serverFields } from './serverView.js';
@@ -58,7 +58,8 @@ interface CreateFlags extends FormatFlags {
   property?: string[];
   wait?: boolean;
   ledger?: string;
-  maxWaitMs?: string;
+  /** `--max-wait` (old spelling `--max-wait-ms`), in ms. */
+  maxWait?: number;
 }
 
 const collect = (v: string, prev: string[] = []): string[] => [...prev, v];
@@ -139,7 +140,7 @@ export function createLogger(client: Pick<NovaClient, 'logger'>, print: (line: s
 
 /** Register `create` under the `server` command. */
 export function registerServerCreateCommand(server: Command, getClient: ClientGetter): void {
-  addFormatOptions(
+  const cmd = addFormatOptions(
     server
       .command('create')
       .description('create a server through the quota guard (like `openstack server create`). Exit 0 created, 1 failed, 2 bad usage (nothing sent), 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP (a created server is named on stderr with the command that deletes it)')
@@ -154,17 +155,18 @@ export function registerServerCreateCommand(server: Command, getClient: ClientGe
       .option('--user-data <file>', 'user data file to serve from the metadata server')
       .option('--property <key=value>', 'set a property (metadata) on this server (repeat for more)', collect)
       .option('--wait', 'wait for the server to become ACTIVE (a quota fault on the way is retried by the guard)')
-      .option('--ledger <url>', 'quota ledger shared with other processes: sqlite:[PATH] (this host), redis://host:port (many hosts); env NOVA_GUARD_LEDGER')
-      .option('--max-wait-ms <duration>', 'longest wait for quota headroom and quota retries: ms, or 30s, 5m (default 10m)'),
+      .option('--ledger <url>', 'quota ledger shared with other processes: sqlite:[PATH] (this host), redis://host:port (many hosts); env NOVA_GUARD_LEDGER'),
     { shell: true },
-  ).action(async (name: string, flags: CreateFlags) => {
+  );
+  addDurationOption(cmd, { flag: '--max-wait', old: ['--max-wait-ms'], description: 'longest wait for quota headroom and quota retries', shownDefault: '10m' });
+  cmd.action(async (name: string, flags: CreateFlags) => {
     // Every flag before any request (and before any connection): bad usage is exit 2 with nothing sent.
     checkFormatFlags(flags);
     if (flags.flavor === undefined) throw new ValidationError('the following arguments are required: --flavor');
     if (flags.image === undefined) throw new ValidationError('the following arguments are required: --image (nova-guard boots from an image)');
     const networks = networksOf(flags.network, flags.nic);
     const metadata = propertiesOf(flags.property);
-    const maxWaitMs = flags.maxWaitMs === undefined ? undefined : parseMs(flags.maxWaitMs, '--max-wait-ms');
+    const maxWaitMs = flags.maxWait;
     let userData: string | undefined;
     if (flags.userData !== undefined) {
       try {

@@ -1,5 +1,5 @@
 /**
- * `nova-guard server delete <server...> [--wait] [--timeout-ms D] [--interval-ms D] [--force]
+ * `nova-guard server delete <server...> [--wait] [--timeout D] [--interval D] [--force]
  * [--ignore-missing]`: messages and exit codes like `openstack server delete --wait`
  * (python-openstackclient `DeleteServer`): each failure is reported as `Failed to delete server
  * with name or ID '<server>': <error>`, then `N of M servers failed to delete.` and exit code 1; 0
@@ -10,10 +10,11 @@
  * exit 1). With `--ignore-missing` a server that does not exist is skipped (exit 0), for workers that
  * repeat a delete. A server Nova answers 404 for but still lists (an orphaned instance
  * mapping: Nova still counts it) is a failure (`OrphanedServerError`, its message says what an
- * operator must do). Durations are bare ms or `500ms`/`30s`/`5m`/`2h`. At most `--concurrency`
+ * operator must do). Durations take a unit: `500ms`, `30s`, `5m`, `2h` (a bare number is refused;
+ * `--timeout-ms` and `--interval-ms` are old spellings that warn). At most `--concurrency`
  * (default 10) deletions run at once. Every id and flag is checked before any connection: a string
  * that cannot be a server id (a `/`, `?` or `#`, `.` or `..`) or a flag that is not a decimal number
- * (`--interval-ms 0x10`) is bad usage, exit 2, and nothing is deleted.
+ * (`--interval 0x10`, `--interval 2`) is bad usage, exit 2, and nothing is deleted.
  *
  * `--ledger URL` (or `NOVA_GUARD_LEDGER`), with `--wait`: each deletion Nova confirms (its 404) is
  * published to that quota ledger as freed quota, through a `QuotaGuard` over the client (the path
@@ -40,7 +41,8 @@ import type { NovaClient } from '../nova/client.js';
 import type { DeleteServerOptions, DeleteSettled } from '../delete/index.js';
 import type { DeleteProgress } from '../delete/index.js';
 import { failureKindWords } from '../delete/failureLog.js';
-import { ledgerFlag, parseIntFlag, parseMs } from './common.js';
+import { addDurationOption, ledgerFlag, parseIntFlag, REFUSED_FIRST_CONTACT_MS, refusedHint } from './common.js';
+import { RefusedFirstContact } from './refusedFirstContact.js';
 import { terminalSafe } from '../core/table.js';
 import { isPathId, notFound, resolveByName, resolveServers } from './resolve.js';
 import { withSlowNotice } from './waitNotice.js';
@@ -48,8 +50,10 @@ import { signalWords, watchStopSignals } from './interrupt.js';
 
 interface DeleteFlags {
   wait?: boolean;
-  timeoutMs?: string;
-  intervalMs?: string;
+  /** `--timeout` (old spelling `--timeout-ms`), in ms. */
+  timeout?: number;
+  /** `--interval` (old spelling `--interval-ms`), in ms. */
+  interval?: number;
   force?: boolean;
   forceSoftDeleted?: boolean;
   concurrency?: string;
@@ -59,13 +63,14 @@ interface DeleteFlags {
 
 /** Register `delete` under the `server` command. */
 export function registerServerDeleteCommand(server: Command, getClient: () => Promise<NovaClient>): void {
-  server
+  const cmd = server
     .command('delete')
     .description('delete servers; with --wait, wait until Nova has really deleted them. Exit 0 all deleted, 1 a deletion failed, 2 bad usage (a bad flag or id: nothing is deleted)')
     .argument('<server...>', 'servers to delete (name or ID)')
-    .option('--wait', 'wait until Nova has deleted each server (its 404) or it is SOFT_DELETED')
-    .option('--timeout-ms <duration>', 'give up waiting after this long: ms, or 30s, 5m, 2h (default 5m)')
-    .option('--interval-ms <duration>', 'time between polls: ms, or 500ms, 5s (default 5s)')
+    .option('--wait', 'wait until Nova has deleted each server (its 404) or it is SOFT_DELETED');
+  addDurationOption(cmd, { flag: '--timeout', old: ['--timeout-ms'], description: 'with --wait: give up waiting for a server after this long', shownDefault: '5m' });
+  addDurationOption(cmd, { flag: '--interval', old: ['--interval-ms'], description: 'with --wait: time between polls', shownDefault: '5s' });
+  cmd
     .option('--ignore-missing', 'a server that does not exist is not a failure (exit 0)')
     .option('--force', 'force-delete (forceDelete action) instead of DELETE')
     .option('--force-soft-deleted', 'with --wait: force-delete servers that end SOFT_DELETED')
@@ -78,10 +83,8 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
         force: Boolean(flags.force),
         forceSoftDeleted: Boolean(flags.forceSoftDeleted),
       };
-      const timeoutMs = parseMs(flags.timeoutMs, '--timeout-ms');
-      const intervalMs = parseMs(flags.intervalMs, '--interval-ms');
-      if (timeoutMs) options.timeoutMs = timeoutMs;
-      if (intervalMs) options.intervalMs = intervalMs;
+      if (flags.timeout !== undefined) options.timeoutMs = flags.timeout;
+      if (flags.interval !== undefined) options.intervalMs = flags.interval;
       const concurrency = flags.concurrency === undefined ? 10 : parseIntFlag(flags.concurrency, '--concurrency');
       // Checked now (bad usage, exit 2, before any connection); opened for the client's endpoint and project below.
       const ledgerSpec = ledgerFlag(flags.ledger);
@@ -119,7 +122,7 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
       };
       const fail = (given: string, error: Error): void => {
         failed++;
-        report(`Failed to delete server with name or ID '${given}': ${error.message}`);
+        report(`Failed to delete server with name or ID '${given}': ${error.message}${refusedHint(error)}`);
       };
       for (const f of found.failures) fail(f.nameOrId, f.error);
       const latest = new Map<string, DeleteProgress>();
@@ -140,14 +143,22 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
       // The first failure of each deletion is said when it happens (a refused connection, a 503), not
       // only at the timeout: the deletion goes on trying until then.
       const troubled = new Set<string>();
+      // A Nova that refused every connection since the first: give up in about a second.
+      const refused = new RefusedFirstContact(client, REFUSED_FIRST_CONTACT_MS);
+      const refusals = new Map<string, Error>();
       options.onFailure = (f) => {
-        // A final failure (409, 403, 401) is the deletion's result, said when it settles.
-        if (troubled.has(f.serverId) || !isTransient(f.error)) return;
+        refused.failed(f.error);
+        // Its first refused request (the DELETE), for the line said if the command gives up.
+        if (!refusals.has(f.serverId)) refusals.set(f.serverId, f.error);
+        // A final failure (409, 403, 401) is the deletion's result, said when it settles; refusals
+        // from a Nova that never answered are said once given up on (in about a second).
+        if (troubled.has(f.serverId) || !isTransient(f.error) || refused.pending) return;
         troubled.add(f.serverId);
         report(`Warning: ${name(f.serverId)}: ${failureKindWords(f.kind)} failed (${failureWords(f.error)}); still trying${options.wait ? ' until the timeout' : ''}`);
       };
       options.onProgress = (p) => {
         // An observation follows an accepted DELETE.
+        refused.answered();
         accepted.add(p.serverId);
         latest.set(p.serverId, p);
         bar?.update(done, { detail: detail() });
@@ -176,11 +187,17 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
         latest.delete(s.serverId);
         settled.add(s.serverId);
         if (s.status === 'rejected') {
-          if (!interrupt.signal.aborted) fail(name(s.serverId), s.reason);
+          if (refused.signal.aborted && !interrupt.signal.aborted) {
+            // Its own refused request, or (its DELETE not sent yet) the refusal given up on.
+            const own = refusals.get(s.serverId);
+            fail(name(s.serverId), own ?? new Error(`no DELETE sent: ${refused.refusal!.message}`, { cause: refused.refusal }));
+          }
+          else if (!interrupt.signal.aborted) fail(name(s.serverId), s.reason);
           bar?.update(done, { detail: detail() });
           return;
         }
         const r = s.value;
+        refused.answered();
         accepted.add(r.serverId);
         // A UUID no server has as its id (Nova's 404 on the DELETE, and no listing shows it; an
         // orphan would have been OrphanedServerError): it may still be a server's name.
@@ -197,12 +214,13 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
         else console.log(line);
         for (const w of r.warnings) report(`Warning: ${w}`);
       };
+      const signal = AbortSignal.any([interrupt.signal, refused.signal]);
       try {
         // All DELETEs first (paced, at most --concurrency in flight), then every wait together.
-        await client.deleteServers(toDelete, { ...options, signal: interrupt.signal, concurrency, onSettled });
+        await client.deleteServers(toDelete, { ...options, signal, concurrency, onSettled });
         // Then the UUIDs no server had as its id, as names: found ones are deleted like the others.
         const named: string[] = [];
-        for (const given of interrupt.signal.aborted ? [] : byName) {
+        for (const given of signal.aborted ? [] : byName) {
           let id: string | undefined;
           try {
             id = await resolveByName(client, given);
@@ -219,8 +237,9 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
           found.givenAs.set(id, name(given));
           named.push(id);
         }
-        if (named.length > 0) await client.deleteServers(named, { ...options, signal: interrupt.signal, concurrency, onSettled });
+        if (named.length > 0) await client.deleteServers(named, { ...options, signal, concurrency, onSettled });
       } finally {
+        refused.dispose();
         interrupt.dispose();
         bars?.stop();
         await freed?.close();

@@ -1,9 +1,11 @@
 /**
- * `nova-guard server list [--name REGEX] [--status STATUS] [-f ...] [-c ...]`: `openstack server list`
+ * `nova-guard server list [--name REGEX] [--status STATUS] [--long] [-f table|json|value|yaml|csv] [-c ...]`: `openstack server list`
  * (python-openstackclient `ListServer`): `GET /servers/detail` (all pages) with Nova's `name` filter
  * (a regular expression, matched by Nova as openstack's `--name` is) and `status`, printed with the
  * columns `ID`, `Name`, `Status`, `Networks`, `Image`, `Flavor`, image and flavor by name where Nova
- * lists them (`GET /images` at 2.1, `GET /flavors`; an unreadable list leaves the ids).
+ * lists them (`GET /images` at 2.1, `GET /flavors`; an unreadable list leaves the ids). `--long` adds
+ * the columns of `openstack server list --long` (`LONG_COLUMNS`: task and power state, image and
+ * flavor by name and id, availability zone, host, properties).
  *
  * @module
  */
@@ -14,7 +16,7 @@ import type { Server } from '../core/types.js';
 import { withWaitNotice } from './waitNotice.js';
 import { addFormatOptions, checkFormatFlags, formatList, type FormatFlags } from './format.js';
 import { listFlavors, listImages, type Named } from './serverLookup.js';
-import { LIST_COLUMNS, serverRow, type Names } from './serverView.js';
+import { LIST_COLUMNS, LONG_COLUMNS, serverLongRow, serverRow, type Names } from './serverView.js';
 
 /** Names of the flavors and images `servers` use, where Nova lists them (a failed list: ids stay). */
 export async function namesFor(client: NovaClient, servers: readonly Server[]): Promise<Names> {
@@ -35,8 +37,9 @@ export function registerServerListCommand(server: Command, getClient: () => Prom
       .command('list')
       .description('list servers (like `openstack server list`)')
       .option('--name <name-regex>', 'regular expression to match names against (Nova matches it)')
-      .option('--status <status>', 'search by server status, e.g. ACTIVE, BUILD, ERROR'),
-  ).action(async (flags: FormatFlags & { name?: string; status?: string }) => {
+      .option('--status <status>', 'search by server status, e.g. ACTIVE, BUILD, ERROR')
+      .option('--long', `list additional fields in output: ${LONG_COLUMNS.join(', ')}`),
+  ).action(async (flags: FormatFlags & { name?: string; status?: string; long?: boolean }) => {
     checkFormatFlags(flags);
     const client = await getClient();
     const query: ListServersQuery = {};
@@ -44,6 +47,6 @@ export function registerServerListCommand(server: Command, getClient: () => Prom
     if (flags.status !== undefined) query.status = flags.status.toUpperCase();
     const servers = await withWaitNotice(client, (onAttempt) => client.listServers(query, { onAttempt }));
     const names = await namesFor(client, servers);
-    console.log(formatList(LIST_COLUMNS, servers.map((s) => serverRow(s, names)), flags));
+    console.log(flags.long ? formatList(LONG_COLUMNS, servers.map((s) => serverLongRow(s, names)), flags) : formatList(LIST_COLUMNS, servers.map((s) => serverRow(s, names)), flags));
   });
 }

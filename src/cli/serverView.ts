@@ -93,3 +93,64 @@ export function serverRow(server: Server, names: Names = {}): Cell[] {
   const flavor = typeof f?.original_name === 'string' ? f.original_name : (names.flavors?.get(flavorId) ?? flavorId);
   return [server.id, server.name ?? '', server.status ?? '', formatAddresses(server['addresses']), image, flavor];
 }
+
+/**
+ * The columns of `openstack server list --long` (python-openstackclient `ListServer`): the short
+ * list's, with `Task State`, `Power State`, the image and flavor by name and id, `Availability
+ * Zone`, `Host` (`OS-EXT-SRV-ATTR:host`: Nova shows it to admins only, else empty) and `Properties`
+ * (the metadata, `k='v', ...`).
+ */
+export const LONG_COLUMNS = [
+  'ID',
+  'Name',
+  'Status',
+  'Task State',
+  'Power State',
+  'Networks',
+  'Image Name',
+  'Image ID',
+  'Flavor Name',
+  'Flavor ID',
+  'Availability Zone',
+  'Host',
+  'Properties',
+] as const;
+
+/** osc's `PowerStateColumn`: Nova's `OS-EXT-STS:power_state` number in words. */
+const POWER_STATES = ['NOSTATE', 'Running', '', 'Paused', '', 'Shutdown', '', 'Crashed', 'Suspended'] as const;
+
+/** `OS-EXT-STS:power_state` in words (`Running`, `Shutdown`, ...); empty when Nova gave none, the number itself when unknown. */
+export function powerStateText(value: unknown): string {
+  if (typeof value !== 'number') return '';
+  return POWER_STATES[value] ?? String(value);
+}
+
+/**
+ * One row of `openstack server list --long` ({@link LONG_COLUMNS}). A field Nova did not give is
+ * null (empty in table, value and csv; null in json and yaml). From microversion 2.47 Nova embeds
+ * the flavor without its id: `Flavor Name` is its `original_name` and `Flavor ID` is null.
+ */
+export function serverLongRow(server: Server, names: Names = {}): Cell[] {
+  const str = (v: unknown): Cell => (typeof v === 'string' ? v : null);
+  const img = server['image'];
+  const imageId = img && typeof img === 'object' ? String((img as Record<string, unknown>)['id'] ?? '') : '';
+  const f = server.flavor;
+  const flavorId = f?.id === undefined ? null : String(f.id);
+  const flavorName = typeof f?.original_name === 'string' ? f.original_name : flavorId === null ? null : (names.flavors?.get(flavorId) ?? null);
+  const metadata = server['metadata'];
+  return [
+    server.id,
+    server.name ?? '',
+    server.status ?? '',
+    str(server['OS-EXT-STS:task_state']),
+    powerStateText(server['OS-EXT-STS:power_state']),
+    formatAddresses(server['addresses']),
+    imageId === '' ? null : (names.images?.get(imageId) ?? null),
+    imageId === '' ? null : imageId,
+    flavorName,
+    flavorId,
+    str(server['OS-EXT-AZ:availability_zone']),
+    str(server['OS-EXT-SRV-ATTR:host']),
+    metadata && typeof metadata === 'object' ? formatDict(metadata as Record<string, unknown>) : '',
+  ];
+}

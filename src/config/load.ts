@@ -186,6 +186,7 @@ export const NOVA_CLIENT_OPTION_NAMES = [
   'microversion',
   'requestTimeoutMs',
   'retry',
+  'refusedFirstContactMs',
   'logger',
   'caCert',
   'clientCert',

@@ -135,6 +135,7 @@ export class NovaClient {
       microversion: this.microversion,
       requestTimeoutMs: this.requestTimeoutMs,
       retry: { ...DEFAULT_RETRY_POLICY, ...retry } as RetryPolicy,
+      refusedFirstContactMs: options.refusedFirstContactMs ?? d.refusedFirstContactMs,
       logger: this.logger,
       stats: this.stats,
       onRequestId: (id) => {

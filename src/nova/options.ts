@@ -59,6 +59,18 @@ export interface NovaClientOptions {
    * attempt per request (the same as `{ retries: 0 }`), like a request's own `retry: false`.
    */
   retry?: RetryOptions | false;
+  /**
+   * Until Nova has answered this client once (any HTTP response, an error status included), how
+   * long a request whose every attempt was refused (`ECONNREFUSED`: nothing listens at the
+   * endpoint) goes on retrying, in ms from its first attempt: no retry starts whose shortest
+   * backoff would begin later than that; the request then fails with that `NovaNetworkError`
+   * instead of spending the rest of the `retry` policy (5 attempts over 5-7 s by default). Once any request has had an answer, or when an attempt failed otherwise (a
+   * timeout, a reset, a 503), the `retry` policy alone applies, so a Nova that restarts later is
+   * waited for as before. For a command line's first contact, where a wrong URL or a stopped Nova
+   * should fail in about a second (the `nova-guard` CLI sets 1000). `Infinity`: off.
+   * @default Infinity
+   */
+  refusedFirstContactMs?: number;
   /** pino logger, or any object with pino's level methods (`console` included; anything else, `null` too, is a ValidationError); default silent. The client logs method, path, server id, status, request id and timing only. */
   logger?: LoggerOption;
   /**
@@ -302,6 +314,7 @@ export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 export const NOVA_CLIENT_DEFAULTS = Object.freeze({
   microversion: '2.1',
   requestTimeoutMs: 30_000,
+  refusedFirstContactMs: Number.POSITIVE_INFINITY,
   coalesce: true,
   maxRequestsPerSecond: 10,
   maxResponseBytes: DEFAULT_MAX_RESPONSE_BYTES,
@@ -320,6 +333,7 @@ const NOVA_CLIENT_SPEC: OptionsSpec<NovaClientOptions> = {
   microversion: is.string({ nonEmpty: true }),
   requestTimeoutMs: is.durationMs({ timer: true }),
   retry: retryPolicyOption,
+  refusedFirstContactMs: is.durationMs({ allowZero: true }),
   logger: is.logger,
   caCert: is.stringOrBuffer,
   clientCert: is.stringOrBuffer,

@@ -20,7 +20,7 @@ import { currentOperation } from '../core/telemetry.js';
 import type { AuthProvider } from '../auth/provider.js';
 import type { Logger } from '../core/logger.js';
 import { checkDurationMs, checkHeaderToken, checkRetryPolicy } from '../core/validate.js';
-import { AuthError, isAbortError, throwIfAborted } from '../errors/index.js';
+import { AuthError, NovaNetworkError, isAbortError, throwIfAborted } from '../errors/index.js';
 import { isRetryable, networkError, type RequestContext } from '../transport/http.js';
 import { withRetry, type RetryPolicy } from '../transport/retry.js';
 import type { Transport } from '../transport/transport.js';
@@ -35,11 +35,16 @@ export interface RequesterInit {
   microversion: string;
   requestTimeoutMs: number;
   retry: RetryPolicy;
+  /** `NovaClientOptions.refusedFirstContactMs`: see there. */
+  refusedFirstContactMs: number;
   logger: Logger;
   stats: ClientStats;
   /** Called with the `x-openstack-request-id` of every response that has one. */
   onRequestId: (requestId: string) => void;
 }
+
+/** Nothing listened at the endpoint (`ECONNREFUSED`): the request provably never reached Nova. */
+const isRefused = (error: unknown): boolean => error instanceof NovaNetworkError && error.code === 'ECONNREFUSED';
 
 /** A repeat after a 401, outside the time limit of the attempt that got it. */
 const REAUTHENTICATE = Symbol('reauthenticate');
@@ -60,6 +65,8 @@ export class NovaRequester {
   #refused: { token: string; atMs: number } | undefined;
   /** The last token Nova took (answered with anything but 401). */
   #accepted: string | undefined;
+  /** Nova has answered a request of this client (any HTTP status). */
+  #answered = false;
 
   constructor(init: RequesterInit) {
     this.#init = init;
@@ -88,10 +95,25 @@ export class NovaRequester {
     throwIfAborted(req.signal);
     const overrides = req.retry ? Object.fromEntries(Object.entries(req.retry).filter(([, v]) => v !== undefined)) : {};
     const policy: RetryPolicy = req.retry === false ? { ...this.#init.retry, retries: 0 } : { ...this.#init.retry, ...overrides };
-    const shouldRetry = req.retryOn ?? ((error: unknown): boolean => isRetryable(req.method, error));
-    const { logger, transport } = this.#init;
+    const retryable = req.retryOn ?? ((error: unknown): boolean => isRetryable(req.method, error));
+    const { logger, transport, refusedFirstContactMs } = this.#init;
+    // refusedFirstContactMs: before Nova has ever answered, a request refused on every attempt starts
+    // no retry whose shortest backoff (minDelayMs doubling, as p-retry's) would begin past that time
+    // from its first attempt: a wrong URL or a stopped Nova fails in about that long.
+    const startedAt = transport.clock.now();
+    let onlyRefused = true;
+    let attempts = 0;
+    const shouldRetry = (error: unknown): boolean => {
+      if (!isRefused(error)) onlyRefused = false;
+      if (onlyRefused && !this.#answered) {
+        const shortestBackoffMs = Math.min(policy.maxDelayMs, policy.minDelayMs * 2 ** Math.max(0, attempts - 1));
+        if (transport.clock.now() - startedAt + shortestBackoffMs > refusedFirstContactMs) return false;
+      }
+      return retryable(error);
+    };
     return withRetry(
       async (attempt) => {
+        attempts = attempt;
         req.onAttempt?.(attempt);
         try {
           return await this.#attempt<T>(req);
@@ -165,6 +187,7 @@ export class NovaRequester {
       signal,
       serverId: req.serverId,
     });
+    this.#answered = true;
     const { requestId } = res;
     if (requestId !== undefined) this.#init.onRequestId(requestId);
     if (res.status !== 401) this.#tokenTaken(token);

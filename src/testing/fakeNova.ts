@@ -19,6 +19,7 @@ import { FakeNovaCauses } from './fakeNova/causes.js';
 import { checkFaultSpec } from './fakeNova/faultSpec.js';
 import { checkPathId } from '../core/validate.js';
 import { BEHAVIORS, FAKE_SERVER_INIT_SPEC, FAKE_USAGE_SPEC, SERVER_BEHAVIOR_SPEC, quotaValue, resolveOptions } from './fakeNova/options.js';
+import { ramMiBOf, usageReading } from './fakeNova/usage.js';
 import { checkOptions } from '../core/options.js';
 import type { QuotaBook } from './fakeNova/quota.js';
 import type { FakeQuotaRecord } from './fakeNova/record.js';
@@ -227,32 +228,38 @@ export class FakeNova {
   }
 
   /**
-   * Change quota limits at run time (`-1` = unlimited), like an admin's forced `PUT /os-quota-sets`.
+   * Change quota limits at run time (`-1` = unlimited), like an admin's forced `PUT /os-quota-sets`:
+   * `cores`, `instances`, `ramMiB` (`ram`, its deprecated old name, is taken too).
    *
-   * @throws `ValidationError` (nova-guard) for a value that is not an integer >= -1.
+   * @throws `ValidationError` (nova-guard) for a value that is not an integer >= -1, or `ramMiB` and
+   *   `ram` given with different values.
    */
   setQuota(q: Partial<FakeUsage>): void {
     checkOptions('FakeNova.setQuota', q, FAKE_USAGE_SPEC);
+    const ram = ramMiBOf('FakeNova.setQuota', q);
     const next = { ...this.quota.limits };
     if (q.cores !== undefined) next.cores = quotaValue('cores', q.cores, 0);
     if (q.instances !== undefined) next.instances = quotaValue('instances', q.instances, 0);
-    if (q.ram !== undefined) next.ram = quotaValue('ram', q.ram, 0);
+    if (ram !== undefined) next.ram = quotaValue(q.ramMiB !== undefined ? 'ramMiB' : 'ram', ram, 0);
     this.quota.limits = next;
   }
 
-  /** The current quota limits. */
+  /** The current quota limits (`-1` = unlimited): `cores`, `instances`, `ramMiB` (and `ram`, its deprecated old name). */
   limits(): FakeUsage {
-    return { ...this.quota.limits };
+    return usageReading(this.quota.limits);
   }
 
-  /** The TRUE current usage by Nova's legacy counting rules (no drift, no lag). */
+  /**
+   * The TRUE current usage by Nova's legacy counting rules (no drift, no lag): `cores`,
+   * `instances` and `ramMiB` (RAM in MiB; `ram` is the same number under its deprecated old name).
+   */
   usage(): FakeUsage {
-    return this.store.usage();
+    return usageReading(this.store.usage());
   }
 
-  /** What `/limits` reports right now: truth + drift + lag. */
+  /** What `/limits` reports right now: truth + drift + lag (`ramMiB`, and `ram` its deprecated old name). */
   reportedUsage(): FakeUsage {
-    return this.quota.reported(this.store.usage(), Date.now());
+    return usageReading(this.quota.reported(this.store.usage(), Date.now()));
   }
 
   /**
@@ -301,7 +308,7 @@ export class FakeNova {
    */
   setUsageDrift(d: Partial<FakeUsage>): void {
     checkOptions('FakeNova.setUsageDrift', d, FAKE_USAGE_SPEC);
-    const drift = { cores: d.cores ?? 0, instances: d.instances ?? 0, ram: d.ram ?? 0 };
+    const drift = { cores: d.cores ?? 0, instances: d.instances ?? 0, ram: ramMiBOf('FakeNova.setUsageDrift', d) ?? 0 };
     for (const [k, v] of Object.entries(drift)) {
       if (!Number.isInteger(v)) throw new ValidationError(`FakeNova.setUsageDrift: ${k} must be an integer, got ${String(v)}`);
     }

@@ -48,6 +48,12 @@ async function run(argv: string[], env: Record<string, string> = {}): Promise<Ru
   }
 }
 
+/** The one message of a refused duration: a bare number needs a unit; anything else is not a duration. */
+function durationRefusal(flag: string, value: string, positive: boolean): string {
+  if (/^\d+(\.\d+)?$/.test(value)) return `${flag} ${value}: a duration needs a unit, e.g. ${flag} ${value}s (units: 500ms, 5s, 2m, 1h)`;
+  return `${flag} must be a ${positive ? 'positive ' : ''}duration with a unit (500ms, 5s, 2m, 1h), got ${JSON.stringify(value)}`;
+}
+
 function cloudsFile(text: string): string {
   const file = join(mkdtempSync(join(tmpdir(), 'nova-guard-cli-')), 'clouds.yaml');
   writeFileSync(file, text);
@@ -84,19 +90,19 @@ describe('nova-guard misuse', () => {
     });
   });
 
-  it.each(['0x10', '1e3', '0b1', '0o7', '1.5', ' 5', '5 ', 'Infinity', '-5', '0', '+5', '9007199254740993'])('--interval-ms %j is refused (exit 2), before any request', async (value) => {
+  it.each(['0x10', '1e3', '0b1', '0o7', '1.5', ' 5', '5 ', 'Infinity', '-5', '0', '+5', '9007199254740993', '50'])('--interval %j is refused (exit 2), before any request', async (value) => {
     const nova = await startNova();
     const id = nova.addServer().id;
-    const r = await run(['server', 'delete', id, '--wait', `--interval-ms=${value}`], { NOVA_ENDPOINT: nova.endpoint, NOVA_TOKEN: 'admin:demo' });
-    expect(r).toEqual({ code: 2, out: '', err: `nova-guard: --interval-ms must be a positive duration (ms, or 500ms, 30s, 5m, 2h), got ${JSON.stringify(value)}` });
+    const r = await run(['server', 'delete', id, '--wait', `--interval=${value}`], { NOVA_ENDPOINT: nova.endpoint, NOVA_TOKEN: 'admin:demo' });
+    expect(r).toEqual({ code: 2, out: '', err: `nova-guard: ${durationRefusal('--interval', value, true)}` });
     expect(nova.requests).toHaveLength(0);
   });
 
-  // One duration syntax: the duration flags of reap and audit refuse what --interval-ms refuses (0 is
-  // a duration where it makes sense: --pass-interval, --retry-delay, --interval; a bare --older-than
-  // below 1000 has its own refusal, see test/cli/reapAuditBinary.test.ts).
+  // One duration syntax: the duration flags of reap and audit refuse what --interval refuses (0s is
+  // a duration where it makes sense: --pass-interval, --retry-delay, --interval, --older-than; a bare
+  // number is refused everywhere, see test/cli/durationFlags.test.ts).
   it.each(
-    ['0x10', '1e3', '0b1', '1.5', ' 5', '5 ', 'Infinity', '-5', '+5', '9007199254740993', '5 s', '2y'].flatMap((value) => [
+    ['0x10', '1e3', '0b1', '1.5', ' 5', '5 ', 'Infinity', '-5', '+5', '9007199254740993', '5 s', '2y', '0', '10'].flatMap((value) => [
       [['server', 'reap', '--prefix', 'ci-', '--older-than', '2h', '--pass-interval', value], '--pass-interval', value],
       [['server', 'reap', '--prefix', 'ci-', '--older-than', '2h', '--timeout', value], '--timeout', value],
       [['server', 'reap', '--prefix', 'ci-', '--older-than', value], '--older-than', value],
@@ -106,18 +112,18 @@ describe('nova-guard misuse', () => {
   )('%j is refused (exit 2), before any request', async (argv, flag, value) => {
     const nova = await startNova();
     const r = await run(argv as string[], { NOVA_ENDPOINT: nova.endpoint, NOVA_TOKEN: 'admin:demo' });
-    const positive = flag === '--timeout' ? 'positive ' : '';
-    expect(r).toEqual({ code: 2, out: '', err: `nova-guard: ${flag as string} must be a ${positive}duration (ms, or 500ms, 30s, 5m, 2h), got ${JSON.stringify(value)}` });
+    expect(r).toEqual({ code: 2, out: '', err: `nova-guard: ${durationRefusal(flag as string, value as string, flag === '--timeout')}` });
     expect(nova.requests).toHaveLength(0);
   });
 
   it.each([
     [['server', 'delete', 'x', '--concurrency', '0x2'], '--concurrency must be a positive integer, got "0x2"'],
-    [['server', 'delete', 'x', '--timeout-ms', '1e5'], '--timeout-ms must be a positive duration (ms, or 500ms, 30s, 5m, 2h), got "1e5"'],
+    [['server', 'delete', 'x', '--timeout-ms', '1e5'], '--timeout-ms must be a positive duration with a unit (500ms, 5s, 2m, 1h), got "1e5"'],
     [['server', 'reap', '--prefix', 'ci-', '--older-than', '2h', '--concurrency', '1e1'], '--concurrency must be a positive integer, got "1e1"'],
     [['quota', 'audit', '--attempts', '0x3'], '--attempts must be a positive integer, got "0x3"'],
     [['quota', 'audit', '--ghost-concurrency', '2.0'], '--ghost-concurrency must be a positive integer, got "2.0"'],
-    [['--request-timeout-ms', '0x100', 'limits'], '--request-timeout-ms must be a positive duration (ms, or 500ms, 30s, 5m, 2h), got "0x100"'],
+    [['--request-timeout-ms', '0x100', 'limits'], '--request-timeout-ms must be a positive duration with a unit (500ms, 5s, 2m, 1h), got "0x100"'],
+    [['--request-timeout', '100', 'limits'], '--request-timeout 100: a duration needs a unit, e.g. --request-timeout 100s (units: 500ms, 5s, 2m, 1h)'],
   ])('%j is refused: exit 2, one line', async (argv, message) => {
     const nova = await startNova();
     const r = await run(argv, { NOVA_ENDPOINT: nova.endpoint, NOVA_TOKEN: 'admin:demo' });
@@ -125,17 +131,17 @@ describe('nova-guard misuse', () => {
     expect(nova.requests).toHaveLength(0);
   });
 
-  it('decimal flags still work: --interval-ms 50 --timeout-ms 60000 --concurrency 2', async () => {
+  it('durations with units work: --interval 50ms --timeout 60s --concurrency 2', async () => {
     const nova = await startNova();
     const id = nova.addServer().id;
-    const r = await run(['server', 'delete', id, '--interval-ms', '50', '--timeout-ms', '60000', '--concurrency', '2'], { NOVA_ENDPOINT: nova.endpoint, NOVA_TOKEN: 'admin:demo' });
+    const r = await run(['server', 'delete', id, '--interval', '50ms', '--timeout', '60s', '--concurrency', '2'], { NOVA_ENDPOINT: nova.endpoint, NOVA_TOKEN: 'admin:demo' });
     expect(r.code).toBe(0);
     expect(r.out).toMatch(new RegExp(`^${id}: delete-requested `));
   });
 
   it('a bad flag is reported as such even when no cloud is configured', async () => {
-    const r = await run(['server', 'delete', 'x', '--timeout-ms', 'abc']);
-    expect(r).toEqual({ code: 2, out: '', err: 'nova-guard: --timeout-ms must be a positive duration (ms, or 500ms, 30s, 5m, 2h), got "abc"' });
+    const r = await run(['server', 'delete', 'x', '--timeout', 'abc']);
+    expect(r).toEqual({ code: 2, out: '', err: 'nova-guard: --timeout must be a positive duration with a unit (500ms, 5s, 2m, 1h), got "abc"' });
   });
 
   it('--os-cacert naming a missing file: exit 1 (a configuration error, as openstack) and the file, not a raw ENOENT', async () => {

@@ -49,7 +49,7 @@ describe('FakeNova seeds and options', () => {
   it('setUsageDrift refuses NaN (it would reach /limits)', async () => {
     const nova = await startNova();
     expect(() => nova.setUsageDrift({ cores: Number.NaN })).toThrow('FakeNova.setUsageDrift: cores must be an integer, got NaN');
-    expect(nova.reportedUsage()).toEqual({ cores: 0, instances: 0, ram: 0 });
+    expect(nova.reportedUsage()).toEqual({ cores: 0, instances: 0, ramMiB: 0, ram: 0 });
   });
 
   it.each([70000, 1.5, -1])('port %s is a ValidationError, not a RangeError from node:net', async (port) => {

@@ -37,7 +37,7 @@ describe('server delete: signals while the DELETE hangs (issue 29 attack)', () =
       const nova = await startNova({ deleteDelayMs: 60_000 });
       const id = nova.addServer({ status: 'ACTIVE' }).id;
       nova.inject({ method: 'DELETE', path: /^\/servers\//, hang: true, times: Number.POSITIVE_INFINITY });
-      const run = start(['server', 'delete', id, '--wait', '--interval-ms', '50'], nova);
+      const run = start(['server', 'delete', id, '--wait', '--interval', '50ms'], nova);
       await until(() => nova.requestsTo('DELETE', /^\/servers\//).length > 0);
       const t0 = performance.now();
       run.child.kill(signal);
@@ -55,7 +55,7 @@ describe('server delete: signals while the DELETE hangs (issue 29 attack)', () =
   it('two SIGTERMs 50 ms apart while waiting: the server is named, exit 143', async () => {
     const nova = await startNova({ deleteDelayMs: 60_000 });
     const id = nova.addServer({ status: 'ACTIVE' }).id;
-    const run = start(['server', 'delete', id, '--wait', '--interval-ms', '50'], nova);
+    const run = start(['server', 'delete', id, '--wait', '--interval', '50ms'], nova);
     await until(() => nova.requestsTo('DELETE', /^\/servers\//).length > 0 && nova.requestsTo('GET', /^\/servers\//).length > 0);
     run.child.kill('SIGTERM');
     await sleep(50);

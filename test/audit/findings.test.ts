@@ -217,9 +217,9 @@ describe('FakeNova causes: what Nova shows and counts', () => {
     expect(await clientFor(nova, { microversion: '2.68' }).listServers()).toEqual([]);
     const get = await clientFor(nova, { retry: false }).getServer(id).catch((e: unknown) => e);
     expect((get as { status: number }).status).toBe(500);
-    expect(nova.reportedUsage()).toEqual({ cores: 0, instances: 0, ram: 0 });
+    expect(nova.reportedUsage()).toEqual({ cores: 0, instances: 0, ramMiB: 0, ram: 0 });
     nova.causes.countUsageFromPlacement(true);
-    expect(nova.reportedUsage()).toEqual({ cores: 2, instances: 1, ram: 2048 });
+    expect(nova.reportedUsage()).toEqual({ cores: 2, instances: 1, ramMiB: 2048, ram: 2048 });
   });
 
   it('the counting model switch: each cause held as legacy counting and placement counting hold it', async () => {
@@ -230,9 +230,9 @@ describe('FakeNova causes: what Nova shows and counts', () => {
     nova.causes.resizePending(nova.addServer({ flavorId: '1' }).id, '2'); // new 2 / 2048; + old 1 / 512 placement
     nova.causes.stickDeleting(nova.addServer({ flavorId: '1' }).id); // instance legacy only
     nova.causes.leakAllocation({ cores: 1, ram: 100 }); // placement only
-    expect(nova.reportedUsage()).toEqual({ cores: 1 + 2 + 4 + 2 + 1, ram: 512 + 2048 + 4096 + 2048 + 512, instances: 5 });
+    expect(nova.reportedUsage()).toEqual({ cores: 1 + 2 + 4 + 2 + 1, ramMiB: 512 + 2048 + 4096 + 2048 + 512, ram: 512 + 2048 + 4096 + 2048 + 512, instances: 5 });
     nova.causes.countUsageFromPlacement(true);
-    expect(nova.reportedUsage()).toEqual({ cores: 1 + 2 + 1 + 1 + 1, ram: 512 + 2048 + 512 + 512 + 100, instances: 4 });
+    expect(nova.reportedUsage()).toEqual({ cores: 1 + 2 + 1 + 1 + 1, ramMiB: 512 + 2048 + 512 + 512 + 100, ram: 512 + 2048 + 512 + 512 + 100, instances: 4 });
     expect(nova.causes.placementUsages()).toEqual({ VCPU: 6, MEMORY_MB: 3684 });
   });
 
@@ -244,6 +244,6 @@ describe('FakeNova causes: what Nova shows and counts', () => {
     expect((await client.getServer(id)).status).toBe('DELETED');
     await client.request({ method: 'DELETE', path: `/servers/${id}`, acceptStatus: [204, 404, 409] }).catch(() => undefined);
     expect(nova.getServerState(id)?.status).toBe('DELETED');
-    expect(nova.usage()).toEqual({ cores: 1, instances: 1, ram: 512 });
+    expect(nova.usage()).toEqual({ cores: 1, instances: 1, ramMiB: 512, ram: 512 });
   });
 });

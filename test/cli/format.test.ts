@@ -1,7 +1,7 @@
 // The output formats of cliff, in-process: tables, JSON as Python writes it, YAML, value, -c and
 // --max-width; and how `server delete` finds a server by name (osc-lib `find_resource`).
 import { describe, expect, it } from 'vitest';
-import { borderedTable, ColumnError, formatList, formatOne } from '../../src/cli/format.js';
+import { borderedTable, ColumnError, csvLine, formatList, formatOne, type Cell } from '../../src/cli/format.js';
 import { resolveServer, resolveServers } from '../../src/cli/resolve.js';
 import { ValidationError } from '../../src/errors/index.js';
 import { clientFor, startNova } from '../helpers.js';
@@ -56,6 +56,16 @@ describe('cliff formats', () => {
     expect(t.split('\n').slice(3, 6)).toEqual(['| a    | one two three |', '|      | four five six |', '|      | seven         |']);
     expect(formatList(['Name', 'Detail'], [['a', 'one two three four five six seven']], { maxWidth: '0' })).toContain('one two three four five six seven');
     expect(() => formatList(headers, rows, { maxWidth: 'wide' })).toThrow(ValidationError);
+  });
+
+  it('csv: RFC 4180 (a field with a comma, a quote, CR or LF is quoted, quotes doubled); --quote nonnumeric (default), all, minimal, none', () => {
+    const headers = ['Name', 'Count', 'Note'];
+    const rows: Cell[][] = [['a,b', 3, 'say "hi"'], ['line\nbreak', 0, null], ['plain', -1.5, '\u001b[2J']];
+    expect(formatList(headers, rows, { format: 'csv' }).split('\n')).toEqual(['"Name","Count","Note"', '"a,b",3,"say ""hi"""', '"line', 'break",0,', '"plain",-1.5,"\\u001b[2J"']);
+    expect(csvLine(['x', 1, null], 'all')).toBe('"x","1",""');
+    expect(csvLine(['x', 1, null, 'a"b'], 'minimal')).toBe('x,1,,"a""b"');
+    expect(csvLine(['x', 'a,b'], 'none')).toBe('x,"a,b"');
+    expect(formatList(headers, rows, { format: 'csv', column: ['Count'] })).toBe('"Count"\n3\n0\n-1.5');
   });
 
   it('control characters in a cell are made visible, never sent to the terminal', () => {

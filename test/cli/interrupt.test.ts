@@ -75,10 +75,10 @@ describe('no signal listener is left on process once a command ends', () => {
     const full = await startNova({ maxTotalCores: 0 });
     await expect(runCli('server', registerServerCreateCommand, clientFor(full, { microversion: '2.79' }), ['create', 'leak-check', '--flavor', 'm1.tiny', '--image', DEFAULT_IMAGES[0]!.name])).rejects.toThrow(/cores/);
     expect(count(process)).toBe(before);
-    const gone = await runCli('server', registerServerDeleteCommand, client, ['delete', made.stdout.trim(), '--wait', '--interval-ms', '10']);
+    const gone = await runCli('server', registerServerDeleteCommand, client, ['delete', made.stdout.trim(), '--wait', '--interval', '10ms']);
     expect(gone.exitCode).toBe(0);
     expect(count(process)).toBe(before);
-    const reaped = await runCli('server', registerReapCommand, client, ['reap', '--prefix', 'leak-', '--older-than', '1h', '--pass-interval', '0']);
+    const reaped = await runCli('server', registerReapCommand, client, ['reap', '--prefix', 'leak-', '--older-than', '1h', '--pass-interval', '0s']);
     expect(reaped.exitCode).toBe(0);
     expect(count(process)).toBe(before);
   });

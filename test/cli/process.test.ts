@@ -25,7 +25,7 @@ describe('nova-guard as a process', () => {
   it('server delete --wait through a DELETED window prints its result and exits 0 (the 404 confirmation keeps Node alive)', async () => {
     const nova = await startNova({ deleteDelayMs: 20, deletedWindowMs: 300 });
     const id = nova.addServer({ status: 'ACTIVE' }).id;
-    const r = await run(['server', 'delete', id, '--wait', '--interval-ms', '10'], { NOVA_ENDPOINT: nova.endpoint, NOVA_TOKEN: 'a:demo' });
+    const r = await run(['server', 'delete', id, '--wait', '--interval', '10ms'], { NOVA_ENDPOINT: nova.endpoint, NOVA_TOKEN: 'a:demo' });
     expect(r.stderr).toBe('');
     expect(r.stdout).toMatch(new RegExp(`^${id}: deleted \\(\\d+ polls, \\d+ ms\\)\\n$`));
     expect(r.code).toBe(0);
@@ -37,7 +37,7 @@ describe('nova-guard as a process', () => {
     const locked = nova.addServer({ status: 'ACTIVE' }).id;
     const free = nova.addServer({ status: 'ACTIVE' }).id;
     nova.lock(locked);
-    const r = await run(['server', 'delete', locked, free, '--wait', '--interval-ms', '10'], { NOVA_ENDPOINT: nova.endpoint, NOVA_TOKEN: 'ci-bot:demo' });
+    const r = await run(['server', 'delete', locked, free, '--wait', '--interval', '10ms'], { NOVA_ENDPOINT: nova.endpoint, NOVA_TOKEN: 'ci-bot:demo' });
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(new RegExp(`^${free}: deleted`));
     expect(r.stderr).toContain(`Failed to delete server with name or ID '${locked}': `);

@@ -17,7 +17,7 @@ useFakeClock();
 
 const HOUR = 3_600_000;
 const reap = (nova: FakeNova, argv: string[]): ReturnType<typeof runCli> => settle(runCli('server', registerReapCommand, clientFor(nova), ['reap', ...argv]));
-const FAST = ['--pass-interval', '10ms', '--poll-interval', '5ms'];
+const FAST = ['--pass-interval', '10ms', '--interval', '5ms'];
 
 function seed(nova: FakeNova): string[] {
   const old = Date.now() - 3 * HOUR;
@@ -124,32 +124,24 @@ describe('nova-guard server reap', () => {
   it('bad usage throws ValidationError before any request', async () => {
     const nova = await startNova();
     await expect(reap(nova, ['--prefix', 'adt-'])).rejects.toThrow(/--older-than is required/);
-    // A bare number is ms, but a bare --older-than below 1000 (2 ms: almost every server) is refused, naming a unit.
-    await expect(reap(nova, ['--prefix', 'adt-', '--older-than', '2'])).rejects.toThrow(
-      '--older-than 2 would mean 2 ms (a bare number is milliseconds) and reap almost every server: give a unit, e.g. --older-than 2h, 2m or 2s',
-    );
-    await expect(reap(nova, ['--prefix', 'adt-', '--older-than', '999'])).rejects.toThrow(/--older-than 999 would mean 999 ms/);
-    await expect(reap(nova, ['--prefix', 'adt-', '--older-than', '0'])).rejects.toThrow(/--older-than 0 would mean 0 ms/);
-    await expect(reap(nova, ['--prefix', 'adt-', '--older-than', '2y'])).rejects.toThrow('--older-than must be a duration (ms, or 500ms, 30s, 5m, 2h), got "2y"');
+    // A bare number is refused (--older-than 2 would have been 2 ms: almost every server), naming a unit.
+    await expect(reap(nova, ['--prefix', 'adt-', '--older-than', '2'])).rejects.toThrow('--older-than 2: a duration needs a unit, e.g. --older-than 2s (units: 500ms, 5s, 2m, 1h)');
+    await expect(reap(nova, ['--prefix', 'adt-', '--older-than', '7200000'])).rejects.toThrow(/--older-than 7200000: a duration needs a unit/);
+    await expect(reap(nova, ['--prefix', 'adt-', '--older-than', '0'])).rejects.toThrow(/--older-than 0: a duration needs a unit/);
+    await expect(reap(nova, ['--prefix', 'adt-', '--older-than', '2y'])).rejects.toThrow('--older-than must be a duration with a unit (500ms, 5s, 2m, 1h), got "2y"');
     await expect(reap(nova, ['--prefix', 'adt-', '--older-than', '2h', '--pass-interval', '0x10'])).rejects.toThrow(/--pass-interval must be a duration/);
-    await expect(reap(nova, ['--prefix', 'adt-', '--older-than', '2h', '--timeout', '0'])).rejects.toThrow('--timeout must be a positive duration (ms, or 500ms, 30s, 5m, 2h), got "0"');
+    await expect(reap(nova, ['--prefix', 'adt-', '--older-than', '2h', '--timeout', '0s'])).rejects.toThrow('--timeout must be a positive duration with a unit (500ms, 5s, 2m, 1h), got "0s"');
     await expect(reap(nova, ['--older-than', '2h'])).rejects.toThrow(/give the fleet/);
     await expect(reap(nova, ['--prefix', 'a', '--older-than', '2h', '--concurrency', '0'])).rejects.toThrow(ValidationError);
     expect(nova.requests).toHaveLength(0);
   });
 });
 
-describe('reap durations: bare ms everywhere, and the --older-than safety', () => {
-  it('bare ms and units give the same options', () => {
-    const bare = reaperOptionsFromFlags({ prefix: 'ci-', olderThan: '7200000', passInterval: '10', deleteTimeout: '300000', pollInterval: '500', timeout: '900000' });
-    const units = reaperOptionsFromFlags({ prefix: 'ci-', olderThan: '2h', passInterval: '10ms', deleteTimeout: '5m', pollInterval: '500ms', timeout: '15m' });
-    expect(bare).toEqual(units);
-    expect(bare).toMatchObject({ olderThanMs: 7_200_000, passIntervalMs: 10, deleteTimeoutMs: 300_000, deleteIntervalMs: 500, timeoutMs: 900_000 });
-  });
-  it('--older-than: 1000 (bare) and 0s are accepted; a bare number below 1000 is refused', () => {
-    expect(reaperOptionsFromFlags({ prefix: 'ci-', olderThan: '1000' }).olderThanMs).toBe(1000);
-    expect(reaperOptionsFromFlags({ prefix: 'ci-', olderThan: '0s' }).olderThanMs).toBe(0);
-    expect(() => reaperOptionsFromFlags({ prefix: 'ci-', olderThan: '999' })).toThrow(ValidationError);
+describe('reap durations', () => {
+  it('the parsed flags (ms) become the reaper options; --pass-interval defaults to 60 s', () => {
+    const o = reaperOptionsFromFlags({ prefix: 'ci-', olderThan: 7_200_000, passInterval: 10, deleteTimeout: 300_000, interval: 500, timeout: 900_000 });
+    expect(o).toMatchObject({ olderThanMs: 7_200_000, passIntervalMs: 10, deleteTimeoutMs: 300_000, deleteIntervalMs: 500, timeoutMs: 900_000 });
+    expect(reaperOptionsFromFlags({ prefix: 'ci-', olderThan: 0 })).toMatchObject({ olderThanMs: 0, passIntervalMs: 60_000 });
   });
 });
 

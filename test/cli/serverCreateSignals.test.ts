@@ -100,7 +100,7 @@ describe('signals during server create', () => {
   it('Ctrl-C while POST /servers hangs, and the answer never comes: at the request limit (2 s here) the command ends by itself, exit 130, naming the name, its claim tag and the commands', async () => {
     const nova = await startNova({ buildDelayMs: 600_000 });
     nova.inject({ method: 'POST', path: '/servers', hang: true });
-    const run = start(['--request-timeout-ms', '2s', ...createArgs('never-answered')], nova);
+    const run = start(['--request-timeout', '2s', ...createArgs('never-answered')], nova);
     await until(() => nova.requestsTo('POST', '/servers').length > 0);
     run.kill('SIGINT');
     expect(await run.stderrMatches(/Waiting up to [0-2](\.\d)? s more for Nova's answer/, 5_000)).toBeDefined();
@@ -133,7 +133,7 @@ describe('signals during server create', () => {
   it('SIGTERM while waiting for quota headroom: no POST was sent, no server made, exit 143', async () => {
     const nova = await startNova({ buildDelayMs: 600_000, maxTotalCores: 1 });
     nova.addServer({ flavorId: '1', status: 'ACTIVE' }); // holds the one core
-    const run = start([...createArgs('no-room'), '--max-wait-ms', '5m'], nova);
+    const run = start([...createArgs('no-room'), '--max-wait', '5m'], nova);
     await until(() => /waiting .* for quota headroom/.test(run.stderr()));
     run.kill('SIGTERM');
     const r = await run.ended;

@@ -70,7 +70,7 @@ describe('server delete --wait with a ledger wakes the creates waiting on it', (
     const wait = await second.longWait;
     expect(wait.delayMs, 'the create ended before a long wait').toBeGreaterThanOrEqual(12_000);
     await sleep(300); // the wait has begun
-    const del = await runPiped(['server', 'delete', '--wait', '--interval-ms', '200ms', firstId], env);
+    const del = await runPiped(['server', 'delete', '--wait', '--interval', '200ms', firstId], env);
     const deletedAtMs = performance.now();
     expect(del.code, del.stderr).toBe(0);
     expect(del.stderr).not.toMatch(/Warning/);
@@ -92,7 +92,7 @@ describe('server delete --wait with a ledger wakes the creates waiting on it', (
     const nova = await startNova({ deleteDelayMs: 100 });
     const server = nova.addServer({ name: 'w' });
     const env = { OS_ENDPOINT: nova.endpoint, OS_TOKEN: `admin:${nova.projectId}` };
-    const r = await runPiped(['server', 'delete', '--wait', '--interval-ms', '200ms', '--ledger', 'sqlite:/dev/null/no-such-dir/', server.id], env);
+    const r = await runPiped(['server', 'delete', '--wait', '--interval', '200ms', '--ledger', 'sqlite:/dev/null/no-such-dir/', server.id], env);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/^Warning: the quota ledger could not be opened \(.+\): waiting creates see the freed quota at their next read of the limits\n$/);
     expect(r.stdout).toMatch(new RegExp(`^${server.id}: deleted `));

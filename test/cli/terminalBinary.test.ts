@@ -27,7 +27,7 @@ describe.skipIf(!hasScript)('in a pseudo-terminal and piped', () => {
   it('server delete --wait on a terminal: the progress line with elapsed time', async () => {
     const nova = await startNova({ deleteDelayMs: 300, deletedWindowMs: 0 });
     const id = nova.addServer({ status: 'ACTIVE' }).id;
-    const r = await runInTerminal(['server', 'delete', id, '--wait', '--interval-ms', '50'], envOf(nova));
+    const r = await runInTerminal(['server', 'delete', id, '--wait', '--interval', '50ms'], envOf(nova));
     expect(r.code).toBe(0);
     expect(r.output).toMatch(/Deleting .* \d+\/1 gone \| \d+s \| /);
     expect(r.output).toContain(`${id}: deleted`);

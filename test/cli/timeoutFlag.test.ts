@@ -7,8 +7,8 @@ import { runCli } from './run.js';
 
 describe('--timeout', () => {
   it('server reap: --timeout 2m is a time box of 120000 ms per pass; absent, the reaper default applies', () => {
-    expect(reaperOptionsFromFlags({ prefix: 'ci-', olderThan: '2h', timeout: '2m' }).timeoutMs).toBe(120_000);
-    expect(reaperOptionsFromFlags({ prefix: 'ci-', olderThan: '2h' })).not.toHaveProperty('timeoutMs');
+    expect(reaperOptionsFromFlags({ prefix: 'ci-', olderThan: 7_200_000, timeout: 120_000 }).timeoutMs).toBe(120_000);
+    expect(reaperOptionsFromFlags({ prefix: 'ci-', olderThan: 7_200_000 })).not.toHaveProperty('timeoutMs');
   });
 
   it('quota audit: an audit that outlives --timeout fails with exit 1 and names timeoutMs', async () => {

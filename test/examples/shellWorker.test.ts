@@ -48,7 +48,7 @@ function runCopy(i: number, env: Record<string, string>): Promise<{ code: number
 
 async function sixCopies(fakeArgs: string[], extraEnv: Record<string, string> = {}): Promise<void> {
   await ensureBuilt();
-  const nova = await startFakeNova(['--build-delay-ms', '200ms', '--delete-delay-ms', '300ms', ...fakeArgs]);
+  const nova = await startFakeNova(['--build-delay', '200ms', '--delete-delay', '300ms', ...fakeArgs]);
   try {
     const env = { ...nova.env, ...extraEnv };
     const runs = await Promise.all(Array.from({ length: COPIES }, (_, i) => runCopy(i, env)));

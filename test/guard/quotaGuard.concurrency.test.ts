@@ -53,7 +53,7 @@ describe('20 concurrent callers', () => {
     expect(peak).toBeGreaterThanOrEqual(4);
     expect(guard.inFlightClaims).toBe(0);
     expect(liveServers(nova)).toEqual([]);
-    expect(nova.usage()).toEqual({ cores: 0, instances: 0, ram: 0 });
+    expect(nova.usage()).toEqual({ cores: 0, instances: 0, ramMiB: 0, ram: 0 });
   });
 
   it('four guards × five callers: cross-guard races give 403s that are absorbed; every job done, nothing leaked', async () => {
@@ -73,7 +73,7 @@ describe('20 concurrent callers', () => {
     expect(guards.reduce((n, g) => n + g.stats.succeeded, 0)).toBe(20);
     expect(peak).toBeLessThanOrEqual(10);
     expect(liveServers(nova)).toEqual([]);
-    expect(nova.usage()).toEqual({ cores: 0, instances: 0, ram: 0 });
+    expect(nova.usage()).toEqual({ cores: 0, instances: 0, ramMiB: 0, ram: 0 });
   });
 
   it('headroom() shows the claims of creates in flight', async () => {

@@ -84,7 +84,7 @@ describe('late quota fault (202, then ERROR)', () => {
     expect(posts(nova)).toHaveLength(3);
     expect(nova.requestsTo('DELETE', /^\/servers\/[^/]+$/)).toHaveLength(3);
     expect(liveServers(nova)).toEqual([]);
-    expect(nova.usage()).toEqual({ cores: 0, instances: 0, ram: 0 });
+    expect(nova.usage()).toEqual({ cores: 0, instances: 0, ramMiB: 0, ram: 0 });
   });
 
   it('any other ERROR: deleted with wait, then ServerBuildError with Nova\'s fault; exactly 1 POST', async () => {

@@ -105,7 +105,7 @@ describe.skipIf(!HARNESS_DB)('audit findings on a real Nova, each cause made by 
       expect(err.finding).toMatchObject({ kind: 'orphan-mapping', serverIds: [orphan.id] });
       expect(p.member.unconfirmedDeletes().map((u) => u.serverId)).toContain(orphan.id);
 
-      const r = await cli(['server', 'delete', orphan.id, '--wait', '--interval-ms', '50']);
+      const r = await cli(['server', 'delete', orphan.id, '--wait', '--interval', '50ms']);
       expect(r.code).toBe(1);
       expect(r.stdout).toBe('');
       expect(r.stderr).toContain(`Failed to delete server with name or ID '${orphan.id}': Server ${orphan.id} cannot be deleted:`);

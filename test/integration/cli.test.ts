@@ -96,7 +96,7 @@ describe('nova-guard server delete', () => {
     const server = await createActiveServer(p, 'cli-delete', p.nova.flavors.vcpus2);
     expect((await usage(p.member)).cores).toBe(2);
 
-    const r = await cli(['server', 'delete', server.id, '--wait', '--interval-ms', '50']);
+    const r = await cli(['server', 'delete', server.id, '--wait', '--interval', '50ms']);
 
     expect(r.code).toBe(0);
     expect(r.stderr).toBe('');
@@ -109,7 +109,7 @@ describe('nova-guard server delete', () => {
     const [locked, free] = await Promise.all([createActiveServer(p, 'cli-locked'), createActiveServer(p, 'cli-free')]);
     await p.member.request({ method: 'POST', path: `/servers/${locked.id}/action`, body: { lock: null } });
 
-    const r = await cli(['server', 'delete', locked.id, free.id, '--wait', '--interval-ms', '50']);
+    const r = await cli(['server', 'delete', locked.id, free.id, '--wait', '--interval', '50ms']);
 
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(new RegExp(`^${free.id}: deleted \\(\\d+ polls, \\d+ ms\\)\\n$`));
@@ -121,8 +121,8 @@ describe('nova-guard server delete', () => {
   it('an id Nova does not know: "No server" like openstack, exit 1; with --ignore-missing exit 0 and nothing printed', async () => {
     const id = '7b4c6f7e-1111-4222-8333-944455556666';
 
-    const r = await cli(['server', 'delete', id, '--wait', '--interval-ms', '50']);
-    const ignored = await cli(['server', 'delete', id, '--wait', '--interval-ms', '50', '--ignore-missing']);
+    const r = await cli(['server', 'delete', id, '--wait', '--interval', '50ms']);
+    const ignored = await cli(['server', 'delete', id, '--wait', '--interval', '50ms', '--ignore-missing']);
 
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
@@ -188,7 +188,7 @@ describe('nova-guard quota audit', () => {
   });
 
   it('no Nova at the endpoint: exit 1 with the error, never the token', async () => {
-    const r = await cli(['quota', 'audit', '--request-timeout-ms', '2000'], { NOVA_ENDPOINT: 'http://127.0.0.1:9/v2.1' });
+    const r = await cli(['quota', 'audit', '--request-timeout', '2s'], { NOVA_ENDPOINT: 'http://127.0.0.1:9/v2.1' });
 
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
@@ -203,7 +203,7 @@ describe('nova-guard server reap', () => {
     const leftover = await createActiveServer(p, prefix.slice('ng-it-'.length) + 'x');
     const other = await createActiveServer(p, 'cli-keep');
 
-    const r = await cli(['server', 'reap', '--prefix', prefix, '--older-than', '0s', '--pass-interval', '100ms', '--poll-interval', '50ms', '--json']);
+    const r = await cli(['server', 'reap', '--prefix', prefix, '--older-than', '0s', '--pass-interval', '100ms', '--interval', '50ms', '--json']);
 
     expect(r.code).toBe(0);
     const out = JSON.parse(r.stdout) as { dryRun: boolean; deleted: Array<{ serverId: string; outcome: string }>; failed: unknown[] };

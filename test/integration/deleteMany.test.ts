@@ -498,7 +498,7 @@ describe(`deleting ${FLEET} servers at once on a real Nova`, () => {
       let stderr = '';
       const printed: string[] = [];
       const m = await scenario('nova-guard server delete --wait', async (ids, reported) => {
-        const child = spawn(process.execPath, [CLI, 'server', 'delete', ...ids, '--wait', '--interval-ms', String(INTERVAL_MS), '--timeout-ms', '180000'], {
+        const child = spawn(process.execPath, [CLI, 'server', 'delete', ...ids, '--wait', '--interval', `${INTERVAL_MS}ms`, '--timeout', '3m'], {
           cwd: REPO,
           env: cliEnv(proxy.endpoint, p.nova.memberToken),
           stdio: ['ignore', 'pipe', 'pipe'],

@@ -98,7 +98,7 @@ describe('quotaRecord()', () => {
       peakRamMiB: 2048 * 2 + 512,
       quota403s: 0,
       recheckErrors: 0,
-      limits: { cores: 4, instances: 10, ram: 51200 },
+      limits: { cores: 4, instances: 10, ramMiB: 51200, ram: 51200 },
     });
     await vi.advanceTimersByTimeAsync(300);
     expect(n.quotaRecord().recheckErrors).toBe(1);

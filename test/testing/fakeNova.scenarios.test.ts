@@ -25,7 +25,7 @@ describe('soft delete (reclaim_instance_interval > 0)', () => {
     expect((await call(n, 'DELETE', `/servers/${id}`)).status).toBe(204);
     const g = (await call(n, 'GET', `/servers/${id}`)).json.server;
     expect([g.status, g['OS-EXT-STS:vm_state'], g['OS-EXT-STS:task_state']]).toEqual(['SOFT_DELETED', 'soft-delete', null]);
-    expect(n.usage()).toEqual({ cores: 0, instances: 0, ram: 0 });
+    expect(n.usage()).toEqual({ cores: 0, instances: 0, ramMiB: 0, ram: 0 });
     expect((await call(n, 'GET', '/servers')).json.servers).toEqual([]);
     expect((await call(n, 'DELETE', `/servers/${id}`)).status).toBe(204);
     expect(n.getServerState(id)?.status).toBe('SOFT_DELETED');
@@ -232,7 +232,7 @@ describe('failure scenarios', () => {
     n.addServer({ flavorId: '3', status: 'ERROR' });
     n.addServer({ flavorId: '2', status: 'SOFT_DELETED' });
     n.addServer({ flavorId: '1', status: 'BUILD', taskState: 'spawning' });
-    expect(n.usage()).toEqual({ cores: 5, instances: 2, ram: 4608 });
+    expect(n.usage()).toEqual({ cores: 5, instances: 2, ramMiB: 4608, ram: 4608 });
     expect(() => n.addServer({ flavorId: 'nope' })).toThrow(/unknown flavor/);
   });
 

@@ -70,11 +70,11 @@ describe.each(FRONTS)('servers (%s front)', (front) => {
     const id = r.json.server.id;
     const g = await call(n, 'GET', `/servers/${id}`);
     expect([g.json.server.status, g.json.server['OS-EXT-STS:task_state']]).toEqual(['BUILD', 'spawning']);
-    expect(n.usage()).toEqual({ cores: 2, instances: 1, ram: 2048 });
+    expect(n.usage()).toEqual({ cores: 2, instances: 1, ramMiB: 2048, ram: 2048 });
     n.countBuildInUsage(false);
-    expect(n.usage()).toEqual({ cores: 0, instances: 0, ram: 0 });
+    expect(n.usage()).toEqual({ cores: 0, instances: 0, ramMiB: 0, ram: 0 });
     await until(() => n.getServerState(id)?.status === 'ACTIVE');
-    expect(n.usage()).toEqual({ cores: 2, instances: 1, ram: 2048 });
+    expect(n.usage()).toEqual({ cores: 2, instances: 1, ramMiB: 2048, ram: 2048 });
   });
 
   it('server view depends on microversion and role', async () => {
@@ -158,7 +158,7 @@ describe.each(FRONTS)('quota 403 on create (legacy DbQuotaDriver) (%s front)', (
     expect(r.text).toBe(
       '{"forbidden": {"code": 403, "message": "Quota exceeded for cores: Requested 1, but already used 2 of 2 cores"}}',
     );
-    expect(n.usage()).toEqual({ cores: 2, instances: 1, ram: 2048 });
+    expect(n.usage()).toEqual({ cores: 2, instances: 1, ramMiB: 2048, ram: 2048 });
   });
 
   it('instances and ram messages', async () => {
@@ -291,7 +291,7 @@ describe.each(FRONTS)('limits and quota sets (%s front)', (front) => {
     expect(n.limits().cores).toBe(1);
     const reverted = await call(n, 'DELETE', '/os-quota-sets/demo');
     expect([reverted.status, reverted.text]).toEqual([202, '']);
-    expect(n.limits()).toEqual({ cores: 20, instances: 10, ram: 51200 });
+    expect(n.limits()).toEqual({ cores: 20, instances: 10, ramMiB: 51200, ram: 51200 });
   });
 });
 
@@ -322,7 +322,7 @@ describe.each(FRONTS)('delete timeline (%s front)', (front) => {
     await until(() => n.getServerState(id) === undefined);
     expect((await call(n, 'GET', `/servers/${id}`)).status).toBe(404);
     expect((await call(n, 'GET', '/limits')).json.limits.absolute.totalCoresUsed).toBe(0);
-    expect(n.usage()).toEqual({ cores: 0, instances: 0, ram: 0 });
+    expect(n.usage()).toEqual({ cores: 0, instances: 0, ramMiB: 0, ram: 0 });
   });
 
   it('with zero delays the server is gone when the 204 arrives', async () => {

@@ -11,9 +11,10 @@ import { ValidationError } from '../../errors/index.js';
 import type { Compute } from './compute.js';
 import type { QuotaBook } from './quota.js';
 import type { ServerRecord, ServerStore } from './state.js';
-import type { FakeFlavor, FakeServerInit, FakeUsage } from './types.js';
+import type { FakeFlavor, FakeServerInit, FakeUsage, UsageCounts } from './types.js';
 import { checkOptions, type OptionsSpec } from '../../core/options.js';
 import { FAKE_SERVER_INIT_SPEC, FAKE_USAGE_SPEC } from './options.js';
+import { ramMiBOf } from './usage.js';
 
 /** The fault message of a server the scheduler found no host for (Nova's NoValidHost). */
 export const NO_VALID_HOST_MESSAGE = 'No valid host was found. There are not enough hosts available.';
@@ -26,9 +27,9 @@ export interface CausesDeps {
   flavors: Map<string, FakeFlavor>;
 }
 
-function usageOf(u: Partial<FakeUsage>, what: string, spec: OptionsSpec<Partial<FakeUsage>> = FAKE_USAGE_SPEC): FakeUsage {
+function usageOf(u: Partial<FakeUsage>, what: string, spec: OptionsSpec<Partial<FakeUsage>> = FAKE_USAGE_SPEC): UsageCounts {
   checkOptions(`FakeNova.causes.${what}`, u, spec);
-  const out = { cores: u.cores ?? 0, instances: u.instances ?? 0, ram: u.ram ?? 0 };
+  const out = { cores: u.cores ?? 0, instances: u.instances ?? 0, ram: ramMiBOf(`FakeNova.causes.${what}`, u) ?? 0 };
   for (const [k, v] of Object.entries(out)) {
     if (!Number.isInteger(v)) throw new ValidationError(`FakeNova.causes.${what}: ${k} must be an integer, got ${String(v)}`);
   }
@@ -108,16 +109,16 @@ export class FakeNovaCauses {
     this.d.store.scan = true;
   }
 
-  /** Usage with no server behind it (added to what Nova counts and reports), e.g. rows of a lost cell. */
+  /** Usage with no server behind it (added to what Nova counts and reports), e.g. rows of a lost cell. RAM as `ramMiB` (`ram` its old name). */
   staleUsage(u: Partial<FakeUsage>): void {
     const add = usageOf(u, 'staleUsage');
     const d = this.d.quota.drift;
     this.d.quota.drift = { cores: d.cores + add.cores, instances: d.instances + add.instances, ram: d.ram + add.ram };
   }
 
-  /** Cores and RAM placement keeps allocated for the project with no server behind them (counted only from placement). */
-  leakAllocation(u: Partial<Pick<FakeUsage, 'cores' | 'ram'>>): void {
-    const add = usageOf(u, 'leakAllocation', { cores: null, ram: null } as OptionsSpec<Partial<FakeUsage>>);
+  /** Cores and RAM (`ramMiB`; `ram` its old name) placement keeps allocated for the project with no server behind them (counted only from placement). */
+  leakAllocation(u: Partial<Pick<FakeUsage, 'cores' | 'ramMiB' | 'ram'>>): void {
+    const add = usageOf(u, 'leakAllocation', { cores: null, ramMiB: null, ram: null } as OptionsSpec<Partial<FakeUsage>>);
     const l = this.d.store.leaked;
     this.d.store.leaked = { cores: l.cores + add.cores, instances: 0, ram: l.ram + add.ram };
   }

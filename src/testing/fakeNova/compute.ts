@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { QuotaBook, RESOURCES, recheckMessage } from './quota.js';
 import { ServerStore, statusForVmState, vmStateForStatus, type ServerRecord } from './state.js';
 import { TimerSet } from './timers.js';
-import type { FakeDeleteBehavior, FakeFlavor, FakeServerInit, FakeUsage } from './types.js';
+import type { FakeDeleteBehavior, FakeFlavor, FakeServerInit, UsageCounts } from './types.js';
 
 /** Default fault message of the `error` delete behaviour (`InstanceTerminationFailure`). */
 export const DEFAULT_TERMINATE_FAULT = 'Failed to terminate instance: fake compute driver error';
@@ -201,7 +201,7 @@ export class Compute {
   /** `instance.destroy()`: GET answers 404 from now on; usage drops in the same step. */
   destroy(r: ServerRecord, nowMs = Date.now()): void {
     if (r.destroyed) return;
-    const released: FakeUsage | undefined = this.store.counts(r)
+    const released: UsageCounts | undefined = this.store.counts(r)
       ? { cores: r.flavor.vcpus, instances: 1, ram: r.flavor.ram }
       : undefined;
     this.store.update(

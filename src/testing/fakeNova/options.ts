@@ -9,7 +9,7 @@ import { checkOptions, type OptionsSpec } from '../../core/options.js';
 import type { ComputeTiming } from './compute.js';
 import { realNovaDeletedWindowMs, windowFunction } from './deleteLoad.js';
 import { compareMicroversion, parseMicroversion, type Microversion } from './microversion.js';
-import type { FakeDeleteBehavior, FakeFlavor, FakeNovaOptions, FakeServerInit, FakeUsage } from './types.js';
+import type { FakeDeleteBehavior, FakeFlavor, FakeNovaOptions, FakeServerInit, FakeUsage, UsageCounts } from './types.js';
 
 /** The default flavors: `'1'` m1.tiny, `'2'` m1.small, `'3'` m1.medium (as the real-Nova test stack). */
 export const DEFAULT_FLAVORS: readonly FakeFlavor[] = Object.freeze([
@@ -29,7 +29,7 @@ export interface ResolvedOptions {
   minVersion: Microversion;
   maxVersion: Microversion;
   flavors: Map<string, FakeFlavor>;
-  quota: FakeUsage;
+  quota: UsageCounts;
   quotaLagMs: number;
   timing: ComputeTiming;
   validateToken: ((token: string) => boolean) | undefined;
@@ -120,8 +120,8 @@ export const FAKE_SERVER_INIT_SPEC: OptionsSpec<FakeServerInit> = {
   faultMessage: is.string(),
 };
 
-/** The resources of `FakeNova.setQuota` and `FakeNova.setUsageDrift` (see {@link FakeUsage}); values are checked there. */
-export const FAKE_USAGE_SPEC: OptionsSpec<FakeUsage> = { cores: null, instances: null, ram: null };
+/** The resources of `FakeNova.setQuota` and `FakeNova.setUsageDrift` (see `FakeUsage`; `ram` the old name of `ramMiB`); values are checked there. */
+export const FAKE_USAGE_SPEC: OptionsSpec<FakeUsage> = { cores: null, instances: null, ramMiB: null, ram: null };
 
 /** What `FakeNova.setServerBehavior` takes. */
 export const SERVER_BEHAVIOR_SPEC: OptionsSpec<{ onDelete?: FakeDeleteBehavior; faultMessage?: string }> = {

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { FakeFlavor, FakeUsage } from './types.js';
+import type { FakeFlavor, UsageCounts } from './types.js';
 
 /** The three resources checked on create, in Nova's (alphabetical) order. */
 export const RESOURCES = ['cores', 'instances', 'ram'] as const;
@@ -40,15 +40,15 @@ export function checkCreateQuota(
   flavor: FakeFlavor,
   minCount: number,
   maxCount: number,
-  used: FakeUsage,
-  limits: FakeUsage,
+  used: UsageCounts,
+  limits: UsageCounts,
 ): QuotaVerdict {
-  const deltas: FakeUsage = { instances: maxCount, cores: maxCount * flavor.vcpus, ram: maxCount * flavor.ram };
+  const deltas: UsageCounts = { instances: maxCount, cores: maxCount * flavor.vcpus, ram: maxCount * flavor.ram };
   const overs = RESOURCES.filter((r) => limits[r] >= 0 && limits[r] < used[r] + deltas[r]);
   if (overs.length === 0) return { ok: true, count: maxCount };
 
   // get_headroom
-  const headroom: FakeUsage = {
+  const headroom: UsageCounts = {
     cores: limits.cores - used.cores,
     instances: limits.instances - used.instances,
     ram: limits.ram - used.ram,
@@ -86,8 +86,8 @@ export function checkCreateQuota(
  * The message conductor's quota recheck writes into the fault of the servers it sets to ERROR
  * (`check_num_instances_quota` with deltas 0 and `orig_num_req`): "used" is the limit itself.
  */
-export function recheckMessage(flavor: FakeFlavor, count: number, limits: FakeUsage): string {
-  const requested: FakeUsage = { cores: count * flavor.vcpus, instances: count, ram: count * flavor.ram };
+export function recheckMessage(flavor: FakeFlavor, count: number, limits: UsageCounts): string {
+  const requested: UsageCounts = { cores: count * flavor.vcpus, instances: count, ram: count * flavor.ram };
   let overs = RESOURCES.filter((r) => r === 'cores' && limits.cores >= 0);
   if (overs.length === 0) overs = RESOURCES.filter((r) => limits[r] >= 0).slice(0, 1);
   if (overs.length === 0) overs = ['instances'];
@@ -101,33 +101,33 @@ export function recheckMessage(flavor: FakeFlavor, count: number, limits: FakeUs
 
 interface LagEntry {
   untilMs: number;
-  usage: FakeUsage;
+  usage: UsageCounts;
 }
 
 /** Limits, drift and quota lag of the fake's one project. */
 export class QuotaBook {
   /** Current limits (`-1` = unlimited). */
-  limits: FakeUsage;
+  limits: UsageCounts;
   /** Phantom usage added to what Nova counts (may be negative). */
-  drift: FakeUsage = { cores: 0, instances: 0, ram: 0 };
+  drift: UsageCounts = { cores: 0, instances: 0, ram: 0 };
   private readonly lag: LagEntry[] = [];
   private lagHead = 0;
 
   constructor(
-    readonly defaults: FakeUsage,
+    readonly defaults: UsageCounts,
     private readonly lagMs: number,
   ) {
     this.limits = { ...defaults };
   }
 
   /** Record that `usage` was released at `nowMs` (a destroy): reported usage keeps it for `lagMs`. */
-  released(usage: FakeUsage, nowMs: number): void {
+  released(usage: UsageCounts, nowMs: number): void {
     if (this.lagMs <= 0) return;
     this.lag.push({ untilMs: nowMs + this.lagMs, usage });
   }
 
   /** What Nova counts at check time: truth plus drift. */
-  counted(truth: FakeUsage): FakeUsage {
+  counted(truth: UsageCounts): UsageCounts {
     return {
       cores: truth.cores + this.drift.cores,
       instances: truth.instances + this.drift.instances,
@@ -136,7 +136,7 @@ export class QuotaBook {
   }
 
   /** What `/limits` and the quota detail report: truth plus drift plus not-yet-expired lag. */
-  reported(truth: FakeUsage, nowMs: number): FakeUsage {
+  reported(truth: UsageCounts, nowMs: number): UsageCounts {
     const u = this.counted(truth);
     while (this.lagHead < this.lag.length && this.lag[this.lagHead]!.untilMs <= nowMs) this.lagHead++;
     if (this.lagHead > 1024 && this.lagHead * 2 > this.lag.length) {

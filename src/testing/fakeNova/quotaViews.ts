@@ -6,7 +6,7 @@
  * @module
  */
 import type { Microversion } from './microversion.js';
-import type { FakeUsage } from './types.js';
+import type { UsageCounts } from './types.js';
 import { atLeast } from './views.js';
 
 /**
@@ -52,12 +52,12 @@ const LIMIT_KEYS = (
   .split(' ')
   .map((pair) => pair.split(':') as [string, string]);
 
-function isModelled(resource: string): resource is keyof FakeUsage {
+function isModelled(resource: string): resource is keyof UsageCounts {
   return resource === 'cores' || resource === 'instances' || resource === 'ram';
 }
 
 /** The `GET /limits` body: `{"limits": {"rate": [], "absolute": {...}}}`, keys sorted as Nova's sample. */
-export function limitsBody(limits: FakeUsage, used: FakeUsage, version: Microversion): Record<string, unknown> {
+export function limitsBody(limits: UsageCounts, used: UsageCounts, version: Microversion): Record<string, unknown> {
   const skip = filtered(version);
   if (atLeast(version, 39)) skip.add('maxImageMeta');
   const abs: Record<string, number> = {};
@@ -70,7 +70,7 @@ export function limitsBody(limits: FakeUsage, used: FakeUsage, version: Microver
   return { limits: { absolute: abs, rate: [] } };
 }
 
-function quotaEntries(limits: FakeUsage, version: Microversion): Array<[string, number]> {
+function quotaEntries(limits: UsageCounts, version: Microversion): Array<[string, number]> {
   const skip = filtered(version);
   const all: Array<[string, number]> = [
     ['cores', limits.cores],
@@ -92,7 +92,7 @@ function quotaEntries(limits: FakeUsage, version: Microversion): Array<[string, 
 }
 
 /** `GET /os-quota-sets/{p}` body (`withId`) or the `PUT` answer (without id). */
-export function quotaSetBody(projectId: string | undefined, limits: FakeUsage, version: Microversion): Record<string, unknown> {
+export function quotaSetBody(projectId: string | undefined, limits: UsageCounts, version: Microversion): Record<string, unknown> {
   const qs: Record<string, unknown> = {};
   if (projectId !== undefined) qs.id = projectId;
   for (const [k, v] of quotaEntries(limits, version)) qs[k] = v;
@@ -102,8 +102,8 @@ export function quotaSetBody(projectId: string | undefined, limits: FakeUsage, v
 /** `GET /os-quota-sets/{p}/detail` body: `{limit, in_use, reserved: 0}` per resource. */
 export function quotaDetailBody(
   projectId: string,
-  limits: FakeUsage,
-  used: FakeUsage,
+  limits: UsageCounts,
+  used: UsageCounts,
   version: Microversion,
 ): Record<string, unknown> {
   const inUse: Record<string, number> = { cores: used.cores, instances: used.instances, ram: used.ram };

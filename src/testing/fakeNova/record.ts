@@ -5,7 +5,8 @@
  *
  * @module
  */
-import type { FakeUsage } from './types.js';
+import type { FakeUsage, UsageCounts } from './types.js';
+import { usageReading } from './usage.js';
 
 /** A snapshot of `QuotaRecorder`, as `FakeNova.quotaRecord()` answers it. */
 export interface FakeQuotaRecord {
@@ -30,15 +31,15 @@ export interface FakeQuotaRecord {
 
 /** Running totals behind {@link FakeQuotaRecord}. */
 export class QuotaRecorder {
-  private readonly held: FakeUsage = { cores: 0, instances: 0, ram: 0 };
-  private readonly peak: FakeUsage = { cores: 0, instances: 0, ram: 0 };
+  private readonly held: UsageCounts = { cores: 0, instances: 0, ram: 0 };
+  private readonly peak: UsageCounts = { cores: 0, instances: 0, ram: 0 };
   /** Quota 403s sent. */
   quota403s = 0;
   /** Servers put in ERROR by the recheck. */
   recheckErrors = 0;
 
   /** A server starts (`sign` 1) or stops (-1) being held. */
-  hold(u: FakeUsage, sign: 1 | -1): void {
+  hold(u: UsageCounts, sign: 1 | -1): void {
     this.held.cores += sign * u.cores;
     this.held.instances += sign * u.instances;
     this.held.ram += sign * u.ram;
@@ -57,14 +58,14 @@ export class QuotaRecorder {
   }
 
   /** A snapshot with the current `limits`. */
-  snapshot(limits: FakeUsage): FakeQuotaRecord {
+  snapshot(limits: UsageCounts): FakeQuotaRecord {
     return {
       peakCores: this.peak.cores,
       peakInstances: this.peak.instances,
       peakRamMiB: this.peak.ram,
       quota403s: this.quota403s,
       recheckErrors: this.recheckErrors,
-      limits: { ...limits },
+      limits: usageReading(limits),
     };
   }
 }

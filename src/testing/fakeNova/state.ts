@@ -10,7 +10,7 @@
  * @module
  */
 import { QuotaRecorder } from './record.js';
-import type { FakeDeleteBehavior, FakeFlavor, FakeServerView, FakeUsage } from './types.js';
+import type { FakeDeleteBehavior, FakeFlavor, FakeServerView, UsageCounts } from './types.js';
 
 /** A fault recorded on a server (`instance_faults`). */
 export interface ServerFault {
@@ -105,7 +105,7 @@ function bucketOf(r: ServerRecord): Bucket {
   return 'counted';
 }
 
-function zero(): FakeUsage {
+function zero(): UsageCounts {
   return { cores: 0, instances: 0, ram: 0 };
 }
 
@@ -126,7 +126,7 @@ export class ServerStore {
   /** Set once a row carries a cause the incremental totals do not model (cell0, down cell, old flavor). */
   scan = false;
   /** Allocations placement keeps for servers that are gone (cores, RAM): counted only from placement. */
-  leaked: FakeUsage = zero();
+  leaked: UsageCounts = zero();
 
   /** Next insertion sequence number. */
   nextSeq(): number {
@@ -187,7 +187,7 @@ export class ServerStore {
   }
 
   /** TRUE usage by the counting model in force ({@link ServerStore.model}). */
-  usage(): FakeUsage {
+  usage(): UsageCounts {
     if (this.model === 'placement' || this.scan) return this.scanUsage();
     const u = { ...this.counted };
     if (this.countBuild) {
@@ -205,12 +205,12 @@ export class ServerStore {
   }
 
   /** Usage as counted from placement (mappings, allocations and leaked allocations), whatever the model in force. */
-  placementUsage(): FakeUsage {
+  placementUsage(): UsageCounts {
     return this.scanUsage('placement');
   }
 
   /** Usage by a full scan, row by row, under `model`. */
-  private scanUsage(model: 'legacy' | 'placement' = this.model): FakeUsage {
+  private scanUsage(model: 'legacy' | 'placement' = this.model): UsageCounts {
     const u = zero();
     for (const r of this.rows) {
       const h = model === 'placement' ? placementHolds(r) : legacyHolds(r, this.countBuild);
@@ -239,7 +239,7 @@ export class ServerStore {
 }
 
 /** What one row holds under legacy counting: live rows of every reachable cell (cell0 included). */
-function legacyHolds(r: ServerRecord, countBuild: boolean): FakeUsage {
+function legacyHolds(r: ServerRecord, countBuild: boolean): UsageCounts {
   const b = bucketOf(r);
   if (b === 'none' || b === 'request' || r.downCell || (b === 'build' && !countBuild)) return zero();
   return { cores: r.flavor.vcpus, ram: r.flavor.ram, instances: 1 };
@@ -250,7 +250,7 @@ function legacyHolds(r: ServerRecord, countBuild: boolean): FakeUsage {
  * (set when the DELETE is accepted); cores and RAM per allocation, which cell0 and shelved-offloaded
  * servers do not have and a VERIFY_RESIZE server has twice (new flavor, and old flavor on the source).
  */
-function placementHolds(r: ServerRecord): FakeUsage {
+function placementHolds(r: ServerRecord): UsageCounts {
   if (r.destroyed || r.vmState === 'soft-delete') return zero();
   const deleting = r.status === 'DELETED' || r.taskState === 'deleting' || r.deletePhase !== 'none';
   const instances = deleting ? 0 : 1;

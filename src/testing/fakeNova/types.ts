@@ -209,8 +209,26 @@ export interface FakeServerInit {
   faultMessage: string;
 }
 
-/** Quota and usage numbers for `cores`, `instances` and `ram` (MiB). */
+/**
+ * Quota, usage or drift numbers of a project as {@link FakeNova} reads and takes them: `cores`,
+ * `instances` and `ramMiB` (RAM in MiB, the spelling of the guard's needs and claims and of the
+ * quota audit). As input (`setQuota`, `setUsageDrift`, `causes.staleUsage`, ...) each member is
+ * optional and `ram` is taken for `ramMiB`; giving both with different values is a ValidationError.
+ */
 export interface FakeUsage {
+  cores: number;
+  instances: number;
+  /** RAM in MiB. */
+  ramMiB: number;
+  /**
+   * RAM in MiB: the same number as `ramMiB`, under its old name (readings have both).
+   * @deprecated Use `ramMiB`; `ram` will be removed in a future major version.
+   */
+  ram: number;
+}
+
+/** The fake's own counts: RAM in MiB as `ram`. Internal; {@link FakeUsage} is the public shape. */
+export interface UsageCounts {
   cores: number;
   instances: number;
   ram: number;

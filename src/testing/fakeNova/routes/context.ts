@@ -8,7 +8,7 @@ import type { Compute } from '../compute.js';
 import type { Microversion } from '../microversion.js';
 import type { QuotaBook } from '../quota.js';
 import type { ServerStore } from '../state.js';
-import type { FakeFlavor, FakeUsage } from '../types.js';
+import type { FakeFlavor, UsageCounts } from '../types.js';
 import type { ViewContext } from '../views.js';
 
 /** Shared state of one fake. */
@@ -23,9 +23,9 @@ export interface Engine {
   /** `http://127.0.0.1:PORT` */
   baseUrl: string;
   /** What Nova counts at check time (truth + drift). */
-  countedUsage(): FakeUsage;
+  countedUsage(): UsageCounts;
   /** What `/limits` and the quota detail report (truth + drift + lag). */
-  reportedUsage(): FakeUsage;
+  reportedUsage(): UsageCounts;
 }
 
 /** One parsed request. */
