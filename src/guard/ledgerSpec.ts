@@ -17,9 +17,8 @@ import type { Logger } from '../core/logger.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import type { ResourceAmounts } from '../core/types.js';
 import { ValidationError } from '../errors/index.js';
-import { rawHeadroomOf } from '../ledger/index.js';
 import { defaultHolder } from '../ledger/index.js';
-import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger, UncountedRead } from '../ledger/index.js';
+import type { AcquireRequest, Acquisition, ClaimEnd, LedgerClaim, LedgerPeek, LedgerPlace, LimitsRead, QuotaLedger, UncountedRead } from '../ledger/index.js';
 import { scopeMismatch } from '../ledger/index.js';
 
 /** What turns a ledger string into a ledger (registered by `src/ledgers`). */
@@ -146,42 +145,28 @@ export class SpecLedger implements QuotaLedger {
     return Promise.reject(markedDown(new ValidationError(`the ${this.kind} ledger needs the client's project id to open (the client has none)`)));
   }
 
-  async join(needs: ResourceAmounts): Promise<LedgerPlace> {
-    return (await this.#ledger()).join(needs);
+  /** The opened ledger's `acquire`. */
+  async acquire(request: AcquireRequest, read: LimitsRead, signal: AbortSignal | undefined, uncounted?: UncountedRead): Promise<Acquisition> {
+    return (await this.#ledger()).acquire(request, read, signal, uncounted);
+  }
+  /** The opened ledger's `peek`. */
+  async peek(read: LimitsRead, signal: AbortSignal | undefined): Promise<LedgerPeek> {
+    return (await this.#ledger()).peek(read, signal);
   }
   async leave(place: LedgerPlace): Promise<void> {
     if (this.#opened) await this.#opened.leave(place);
   }
-  async limits(read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined): Promise<LedgerLimits> {
-    return (await this.#ledger()).limits(read, signal);
-  }
-  async inFlight(stamp: number): Promise<ResourceAmounts> {
-    const l = await this.#ledger();
-    return l.inFlight ? l.inFlight(stamp) : { cores: 0, ramMiB: 0, instances: 0 };
-  }
-  async admit(request: AdmitRequest): Promise<Admission> {
-    return (await this.#ledger()).admit(request);
-  }
-  /** The opened ledger's `acquire`, or `limits` + `admit` (+ `join`) for one without it. */
-  async acquire(request: AcquireRequest, read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined, uncounted?: UncountedRead): Promise<Acquisition> {
-    const l = await this.#ledger();
-    if (l.acquire) return l.acquire(request, read, signal, uncounted);
-    const reading = await l.limits(read, signal);
-    const admission = await l.admit({ place: request.place, needs: request.needs, headroom: rawHeadroomOf(reading.absolute), stamp: reading.stamp, ttlMs: request.ttlMs });
-    if (admission.admitted || !request.joinIfShort || request.place !== undefined) return { ...admission, reading };
-    return { ...admission, reading, place: await l.join(request.needs) };
-  }
+  /** The opened ledger's budget; `undefined` before it opens. */
   callBudgetMs(): number | undefined {
-    return this.#opened?.callBudgetMs?.();
+    return this.#opened === undefined ? undefined : this.#opened.callBudgetMs();
   }
-  /** The opened ledger's `everReached`; one without it counts as reached once opened (a file); false before it opens. */
+  /** The opened ledger's `everReached`; false before it opens. */
   everReached(): boolean {
-    const l = this.#opened;
-    return l !== undefined && (l.everReached?.() ?? true);
+    return this.#opened !== undefined && this.#opened.everReached();
   }
+  /** The opened ledger's `probe` (opening it first: a failed opening is a failed probe). */
   async probe(): Promise<void> {
-    const l = await this.#ledger();
-    await l.probe?.();
+    await (await this.#ledger()).probe();
   }
   async claimAnyway(needs: ResourceAmounts, ttlMs: number): Promise<LedgerClaim> {
     return (await this.#ledger()).claimAnyway(needs, ttlMs);
@@ -207,12 +192,12 @@ export class SpecLedger implements QuotaLedger {
     };
   }
   /**
-   * The opened ledger's `onWake`; for one without it (or not open yet), every confirmed deletion
-   * (`onFreed`) wakes the place, as the guard does for ledgers without `onWake`.
+   * The opened ledger's `onWake` (every place comes from it: `acquire` waits for the opening); should
+   * it not be open, every confirmed deletion (`onFreed`) wakes the place.
    */
   onWake(place: LedgerPlace, listener: () => void): () => void {
     const l = this.#opened;
-    return l?.onWake ? l.onWake(place, listener) : this.onFreed(listener);
+    return l === undefined ? this.onFreed(listener) : l.onWake(place, listener);
   }
   /** Closes the opened ledger (or the one still opening, once open). */
   async close(): Promise<void> {

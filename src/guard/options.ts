@@ -274,7 +274,23 @@ const QUOTA_GUARD_SPEC: OptionsSpec<QuotaGuardOptions> = {
 };
 
 /** The methods a {@link QuotaGuardOptions.ledger} must have. */
-const LEDGER_METHODS = ['join', 'leave', 'limits', 'admit', 'claimAnyway', 'renew', 'bind', 'release', 'publishFreed', 'onFreed', 'close'] as const;
+const LEDGER_METHODS = [
+  'bindScope',
+  'acquire',
+  'peek',
+  'leave',
+  'claimAnyway',
+  'renew',
+  'bind',
+  'release',
+  'publishFreed',
+  'onFreed',
+  'onWake',
+  'callBudgetMs',
+  'probe',
+  'everReached',
+  'close',
+] as const satisfies ReadonlyArray<keyof QuotaLedger>;
 
 /** {@link QuotaGuardOptions} with the defaults filled in. */
 export type ResolvedOptions = Required<Omit<QuotaGuardOptions, 'onWait' | 'onRetry' | 'logger' | 'deleteOptions' | 'ledger'>> &
