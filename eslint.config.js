@@ -7,9 +7,11 @@ import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescrip
  * The layers of src/, low to high. A folder may import its own layer and the layers below it, never
  * one above (testing/ stands apart: it may import only core/ and errors/).
  */
-// Every folder of src/ is in a layer (src/testing apart: it may import only core and errors). `ledgers`
-// turns a ledger string into a ledger of `redis` or `sqlite`, so it sits above both.
-const LAYERS = [['core', 'errors'], ['transport'], ['auth'], ['config'], ['delete'], ['nova'], ['ledger'], ['guard', 'audit', 'reaper'], ['redis', 'sqlite'], ['ledgers'], ['cli']];
+// Every folder of src/ is in a layer (src/testing apart: it may import only core and errors).
+// `ledger` is the coordination port (QuotaLedger, the in-process ledger); `redis` and `sqlite`
+// implement it; `ledgers` turns a ledger string into one of them, so it sits above both; the
+// guard (policy above the port) imports `ledgers` directly.
+const LAYERS = [['core', 'errors'], ['transport'], ['auth'], ['config'], ['delete'], ['nova'], ['ledger'], ['redis', 'sqlite'], ['ledgers'], ['guard', 'audit', 'reaper'], ['cli']];
 const zones = LAYERS.flatMap((layer, i) =>
   layer.map((folder) => ({
     target: `./src/${folder}`,

@@ -68,8 +68,6 @@ export { parseQuotaMessage } from './errors/quotaMessage.js';
 
 // The quota guard.
 export { QuotaGuard, InProcessQuotaLedger, waitForActive } from './guard/index.js';
-// Registers the resolver of ledger strings: QuotaGuard's `ledger: 'sqlite:…' | 'redis://…'` and NOVA_GUARD_LEDGER.
-import './ledgers/index.js';
 export { QuotaWaitTimeoutError, QuotaNeverFitsError, QuotaBuildFaultError, ServerBuildError, CreateOutcomeUnknownError } from './guard/index.js';
 export type {
   QuotaGuardOptions,

@@ -4,5 +4,3 @@
  * @module
  */
 export * from './guard/index.js';
-// Registers the resolver of ledger strings (QuotaGuard's `ledger: 'sqlite:…'`).
-import './ledgers/index.js';

@@ -21,13 +21,13 @@
  *
  * @module
  */
-import type { Clock, QuotaLedger } from 'nova-guard';
+import type { Clock, InProcessQuotaLedger, QuotaLedger } from 'nova-guard';
 
 type Claim = Parameters<QuotaLedger['bind']>[0];
-type Read = Parameters<QuotaLedger['limits']>[0];
+type Read = Parameters<QuotaLedger['acquire']>[1];
 type Reading = Awaited<ReturnType<Read>>;
-type AcquireRequest = Parameters<NonNullable<QuotaLedger['acquire']>>[0];
-type Acquisition = Awaited<ReturnType<NonNullable<QuotaLedger['acquire']>>>;
+type AcquireRequest = Parameters<QuotaLedger['acquire']>[0];
+type Acquisition = Awaited<ReturnType<QuotaLedger['acquire']>>;
 
 /** How long a `/limits` reading is shared after it was sent, in ms (the Redis ledger's `limitsMaxAgeMs` default). */
 export const SHARED_READING_MS = 1000;
@@ -56,7 +56,7 @@ export class SharedReadings {
   #closed = false;
 
   constructor(
-    private readonly inner: QuotaLedger,
+    private readonly inner: InProcessQuotaLedger,
     private readonly clock: Clock,
   ) {
     this.#openAnchor();
@@ -110,18 +110,14 @@ function rawHeadroom(absolute: Reading['absolute']): { cores: number | undefined
 /** A host's view of the shared ledger (see the module description). */
 export class HostLedger implements QuotaLedger {
   readonly kind: string;
-  readonly #inner: QuotaLedger;
+  readonly #inner: InProcessQuotaLedger;
   readonly #servers = new Map<string, string>();
-  readonly inFlight: QuotaLedger['inFlight'];
-  readonly callBudgetMs: QuotaLedger['callBudgetMs'];
-  readonly probe: QuotaLedger['probe'];
-  readonly bindScope: QuotaLedger['bindScope'];
 
   /**
    * @param countedAt - Told `(serverId, atMs)` when a claim bound to that server ends as `'counted'`.
    */
   constructor(
-    inner: QuotaLedger,
+    inner: InProcessQuotaLedger,
     readonly holder: string,
     private readonly now: () => number,
     private readonly countedAt: (serverId: string, atMs: number) => void,
@@ -130,20 +126,18 @@ export class HostLedger implements QuotaLedger {
   ) {
     this.#inner = inner;
     this.kind = `shared ${inner.kind}`;
-    this.inFlight = inner.inFlight?.bind(inner);
-    this.callBudgetMs = inner.callBudgetMs?.bind(inner);
-    this.probe = inner.probe?.bind(inner);
-    this.bindScope = inner.bindScope?.bind(inner);
   }
 
   get scope(): QuotaLedger['scope'] {
     return this.#inner.scope;
   }
 
-  join: QuotaLedger['join'] = (needs) => this.#inner.join(needs);
+  bindScope: QuotaLedger['bindScope'] = (scope) => this.#inner.bindScope(scope);
+  callBudgetMs: QuotaLedger['callBudgetMs'] = () => this.#inner.callBudgetMs();
+  probe: QuotaLedger['probe'] = () => this.#inner.probe();
+  everReached: QuotaLedger['everReached'] = () => this.#inner.everReached();
+  peek: QuotaLedger['peek'] = (read, signal) => this.#inner.peek(read, signal);
   leave: QuotaLedger['leave'] = (place) => this.#inner.leave(place);
-  limits: QuotaLedger['limits'] = (read, signal) => this.#inner.limits(read, signal);
-  admit: QuotaLedger['admit'] = (request) => this.#inner.admit(request);
   claimAnyway: QuotaLedger['claimAnyway'] = (needs, ttlMs) => this.#inner.claimAnyway(needs, ttlMs);
   renew: QuotaLedger['renew'] = (claim, ttlMs) => this.#inner.renew(claim, ttlMs);
   publishFreed: QuotaLedger['publishFreed'] = (serverId) => {
@@ -190,10 +184,10 @@ export class HostLedger implements QuotaLedger {
         if (r.inFlight === entry) r.inFlight = undefined;
       }
     };
-    return this.#inner.acquire!(request, sharedRead, signal);
+    return this.#inner.acquire(request, sharedRead, signal);
   }
   onFreed: QuotaLedger['onFreed'] = (listener) => this.#inner.onFreed(listener);
-  onWake: QuotaLedger['onWake'] = (place, listener) => (this.#inner.onWake ? this.#inner.onWake(place, listener) : this.#inner.onFreed(listener));
+  onWake: QuotaLedger['onWake'] = (place, listener) => this.#inner.onWake(place, listener);
 
   bind(claim: Claim, serverId: string): Promise<void> {
     this.#servers.set(claim.id, serverId);

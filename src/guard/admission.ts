@@ -4,9 +4,9 @@
  *
  * 1. wait for headroom ({@link Admission}'s wait): at each admission, read `GET /limits` (Nova API
  *    reference, "Limits") through the call's ledger and admit in the same tick: check and claim
- *    (`src/ledger/port.ts`: `acquire`, or `limits` then `admit` against raw headroom; the call's
- *    {@link CallLedger} runs each step, on the fallback when the ledger fails); while short, report
- *    the wait, join the queue (`join` at the first wait, `leave` when the wait ends) and sleep;
+ *    (`src/ledger/port.ts`: `acquire`; the call's {@link CallLedger} runs it, on the fallback when
+ *    the ledger fails); while short, report the wait (`acquire` queued the call at its first short
+ *    answer; `leave` when the wait ends) and sleep;
  * 2. renew the claim's lease right before the POST (`leases.ts`: the fencing rule, a lost lease
  *    means no POST and back to 1 after a backoff step), then keep it renewed until the claim ends.
  *
@@ -23,7 +23,7 @@ import { throwIfAborted } from '../errors/index.js';
 import { sleep } from '../core/clock.js';
 import { traceHeadroomWait } from '../core/telemetry.js';
 import type { ResourceAmounts } from '../core/types.js';
-import { addNeeds, checkFit, computeHeadroom, describeShortfalls, rawHeadroomOf, shortfallResources, type FitVerdict, type Headroom, type Shortfall } from '../ledger/index.js';
+import { addNeeds, checkFit, computeHeadroom, describeShortfalls, shortfallResources, type FitVerdict, type Headroom, type Shortfall } from '../ledger/index.js';
 import { holdClaim } from './ledgerUse.js';
 import { freedMeanwhile, sleepUntilWoken } from './wakeUps.js';
 import { keepLease, renewBeforePost } from './leases.js';
@@ -132,7 +132,6 @@ export class Admission {
         const remaining = call.remainingMs();
         if (call.deadlineReached || remaining <= 0) return await this.#atDeadline(headroom, shortfalls, readAtMs, signal);
         const delayMs = await this.#noteWait(headroom, shortfalls, admitted.queued === true, readAtMs, remaining, signal);
-        await call.ledger.join(this.#needs, signal);
         // Woken meanwhile: a wake-up addressed to the call's place, or a freed server while it was
         // the head of the queue (its reading may be older than the freed server): read again at once.
         if (call.ledger.wakes !== wakesBefore || (freed.seen() && admitted.head === true)) throwIfAborted(signal);
@@ -146,10 +145,8 @@ export class Admission {
   }
 
   /**
-   * One admission: with a ledger that has `acquire`, one call of it (reading, check and claim, and a
-   * place when short); otherwise fresh `/limits` through the call's ledger, raw headroom, then the
-   * ledger's `admit` (check and claim atomically, after the claims in flight and the needs of the
-   * places queued ahead).
+   * One admission: one `acquire` of the call's ledger (the reading, the check and claim atomically
+   * after the claims in flight and the needs of the places queued ahead, and a place when short).
    */
   async #admitOnce(signal: AbortSignal | undefined): Promise<Verdict> {
     const g = this.#g;
@@ -162,14 +159,12 @@ export class Admission {
     const read = (s: AbortSignal | undefined): ReturnType<typeof readLimits> => withinCallDeadline(g, call, 'GET /limits', (rs) => readLimits(g, rs), s);
     const uncounted = (s: AbortSignal | undefined): ReturnType<typeof listUncounted> => withinCallDeadline(g, call, 'GET /servers/detail', (rs) => listUncounted(g.client, rs), s);
     const acquired = await ledger.acquire(needs, g.opts.leaseTtlMs, read, signal, uncounted, this.#staleShortMs());
-    if (acquired) return this.#verdict(acquired.value.reading, acquired.value, acquired.claim);
-    const { reading } = await ledger.readLimits(read, signal);
-    const admitted = await ledger.admit({ needs, headroom: rawHeadroomOf(reading.absolute), stamp: reading.stamp, ttlMs: g.opts.leaseTtlMs }, signal);
-    if (admitted.outOfReach) {
-      const headroom = computeHeadroom(reading.absolute, admitted.value.inFlight, { requestId: reading.requestId, readAtMs: g.clock.wallNow() });
+    const { reading } = acquired.value;
+    if (acquired.outOfReach) {
+      const headroom = computeHeadroom(reading.absolute, acquired.value.inFlight, { requestId: reading.requestId, readAtMs: g.clock.wallNow() });
       return { headroom, fit: outOfReachFit(g, needs, headroom) };
     }
-    return this.#verdict(reading, admitted.value, admitted.claim);
+    return this.#verdict(reading, acquired.value, acquired.claim);
   }
 
   /**

@@ -1,8 +1,8 @@
 /**
  * The ledger one guarded call is on: the guard's {@link QuotaLedger}, with the private in-process
  * fallback of its wrapper (`resilientLedger.ts`) behind it. Every step of the ledger protocol a
- * guarded call takes goes through its {@link CallLedger}: the `/limits` reading (`limits`), the
- * one-call admission (`acquire`), `admit`, `join`, `claimAnyway`. Each step is bounded in time
+ * guarded call takes goes through its {@link CallLedger}: the admission (`acquire`: the reading, the
+ * check and claim, a place when short), the guard's `headroom()` (`peek`), `claimAnyway`. Each step is bounded in time
  * (`ledgerUse.ts`: {@link ledgerBudgetMs}, or less while the call's `maxWaitMs` is closer); when
  * the guard's ledger fails, or the wrapper knows it down, the call moves to the fallback and the
  * step runs there, so the admission code (`admission.ts`) never branches on which ledger it is
@@ -22,7 +22,7 @@ import pTimeout, { TimeoutError } from 'p-timeout';
 import type { Clock } from '../core/clock.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { AbortError, throwIfAborted } from '../errors/index.js';
-import type { Acquisition, AdmitRequest, Admission, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger, UncountedRead } from '../ledger/index.js';
+import type { Acquisition, LedgerPeek, LedgerPlace, QuotaLedger, UncountedRead } from '../ledger/index.js';
 import { bounded, holdClaim, inBackground, ledgerBudgetMs, noteFallback } from './ledgerUse.js';
 import { holdDegraded, waitsForLedger } from './degradedUse.js';
 import type { Claim, GuardState } from './state.js';
@@ -80,7 +80,7 @@ export class CallLedger {
     return this.#wakes;
   }
 
-  /** True while the call listens for the wake-ups of its place (its ledger addresses them: `onWake`). */
+  /** True while the call listens for the wake-ups of its place (`onWake`: it holds a place, and its ledger took the listener). */
   get addressed(): boolean {
     return this.#offWake !== undefined;
   }
@@ -163,25 +163,26 @@ export class CallLedger {
   }
 
   /**
-   * A `/limits` reading through the call's ledger ({@link CallLedger.#through}), or through the
+   * A reading and the claims an admission on it would subtract, claiming nothing (`peek`: the
+   * guard's `headroom()`), through the call's ledger ({@link CallLedger.#through}), or through the
    * fallback ledger when the call's ledger is the fallback, is down or fails.
    */
-  async readLimits(read: LimitsRead, signal: AbortSignal | undefined): Promise<{ reading: LedgerLimits; ledger: QuotaLedger }> {
-    const g = this.#g;
+  async peek(read: LimitsRead, signal: AbortSignal | undefined): Promise<LedgerPeek> {
     if (!this.onFallback) {
-      const r = await this.#through('limits', (l, rd, s) => l.limits(rd, s), read, signal);
-      if (r) return { reading: r.value, ledger: r.ledger };
+      const r = await this.#through('peek', (l, rd, s) => l.peek(rd, s), read, signal);
+      if (r) return r.value;
     }
-    return { reading: await g.fallback.limits(read, signal), ledger: g.fallback };
+    return this.#g.fallback.peek(read, signal);
   }
 
   /**
-   * One admission in one call of the ledger (`acquire`: the reading, the check and claim, and a
-   * place in the queue when short), when the call's ledger has `acquire` and is not the fallback;
-   * `undefined` otherwise or when it failed (the call then goes on with the fallback). A late
-   * answer gives back its claim and place. A place the ledger gives is the call's from then on; a
-   * claim it gives is held by the guard (`claim`). `uncounted`: see `QuotaLedger.acquire`;
-   * `staleShortMs`: see `AcquireRequest.staleShortMs`.
+   * One admission (`acquire`: the reading, the check and claim, and a place in the queue when
+   * short) on the call's ledger; when that ledger is the fallback, is down or fails, on the
+   * fallback, where degraded mode decides what it is worth (see the module description):
+   * `outOfReach` when the call waits for the ledger (the fallback's claim given back). A late
+   * answer of the ledger gives back its claim and place. A place the ledger gives is the call's
+   * from then on; a claim it gives is held by the guard (`claim`). `uncounted`: see
+   * `QuotaLedger.acquire`; `staleShortMs`: see `AcquireRequest.staleShortMs`.
    */
   async acquire(
     needs: ResourceAmounts,
@@ -190,74 +191,47 @@ export class CallLedger {
     signal: AbortSignal | undefined,
     uncounted?: UncountedRead,
     staleShortMs?: number,
-  ): Promise<{ value: Acquisition; claim: Claim | undefined } | undefined> {
+  ): Promise<{ value: Acquisition; claim: Claim | undefined; outOfReach: boolean }> {
     const g = this.#g;
-    const ledger = this.#current;
-    if (this.onFallback || typeof ledger.acquire !== 'function') return undefined;
-    const place = this.placeOn(ledger);
+    if (!this.onFallback) {
+      const place = this.placeOn(this.#current);
+      const sentAt = g.clock.now();
+      const acquired = await this.#through(
+        'acquire',
+        (l, rd, s, u) => l.acquire({ place, needs, ttlMs, joinIfShort: true, ...(staleShortMs ? { staleShortMs } : {}) }, rd, s, u),
+        read,
+        signal,
+        async (l, late) => {
+          if (late.admitted) await l.release(late.claim, 'not-created');
+          if (late.place && late.place !== place) await l.leave(late.place);
+        },
+        uncounted,
+      );
+      if (acquired) {
+        const a = acquired.value;
+        if (a.place && this.#place?.place !== a.place) this.#holdPlace({ ledger: acquired.ledger, place: a.place });
+        g.res.noteGoodReading();
+        return { value: a, claim: a.admitted ? holdClaim(g, a.claim, acquired.ledger, sentAt) : undefined, outOfReach: false };
+      }
+    }
+    const fallback = g.fallback;
     const sentAt = g.clock.now();
-    const acquired = await this.#through(
-      'acquire',
-      (l, rd, s, u) => l.acquire!({ place, needs, ttlMs, joinIfShort: true, ...(staleShortMs ? { staleShortMs } : {}) }, rd as (s: AbortSignal | undefined) => Promise<LimitsReading>, s, u),
-      read,
-      signal,
-      async (l, late) => {
-        if (late.admitted) await l.release(late.claim, 'not-created');
-        if (late.place && late.place !== place) await l.leave(late.place);
-      },
-      uncounted,
-    );
-    if (!acquired) return undefined;
-    const a = acquired.value;
-    if (a.place && this.#place?.place !== a.place) this.#holdPlace({ ledger: acquired.ledger, place: a.place });
-    g.res.noteGoodReading();
-    return { value: a, claim: a.admitted ? holdClaim(g, a.claim, acquired.ledger, sentAt) : undefined };
-  }
-
-  /**
-   * `admit` on the call's ledger (its place there told): check and claim atomically, after the
-   * claims in flight and the needs of the places queued ahead. A claim it gives is held by the guard
-   * (`claim`). On the fallback, degraded mode decides (see the module description): `outOfReach`
-   * when the call waits for the ledger (no claim).
-   */
-  async admit(request: Omit<AdmitRequest, 'place'>, signal: AbortSignal | undefined): Promise<{ value: Admission; claim: Claim | undefined; outOfReach: boolean }> {
-    const g = this.#g;
-    const sentAt = g.clock.now();
-    const { value, ledger } = await this.run(
-      'admit',
-      (l) => l.admit({ place: this.placeOn(l), ...request }),
-      async (l, late) => {
-        if (late.admitted) await l.release(late.claim, 'not-created');
-      },
-      signal,
-    );
-    if (ledger !== g.fallback) g.res.noteGoodReading();
+    const value = await fallback.acquire({ place: this.placeOn(fallback), needs, ttlMs, joinIfShort: true }, read, signal);
+    if (value.place && this.#place?.place !== value.place) this.#holdPlace({ ledger: fallback, place: value.place });
     if (!value.admitted) return { value, claim: undefined, outOfReach: false };
-    if (ledger === g.fallback && waitsForLedger(g, this.#fallbackForOutage)) {
-      await g.fallback.release(value.claim, 'not-created');
+    if (waitsForLedger(g, this.#fallbackForOutage)) {
+      await fallback.release(value.claim, 'not-created');
       this.#waitedForLedger = true;
       return { value, claim: undefined, outOfReach: true };
     }
-    const claim = holdClaim(g, value.claim, ledger, sentAt);
-    if (ledger === g.fallback) holdDegraded(g, claim);
+    const claim = holdClaim(g, value.claim, fallback, sentAt);
+    holdDegraded(g, claim);
     return { value, claim, outOfReach: false };
   }
 
   /** The call's place on `ledger`, if it holds one there (what `admit` and `acquire` are told). */
   placeOn(ledger: QuotaLedger): LedgerPlace | undefined {
     return this.#place?.ledger === ledger ? this.#place.place : undefined;
-  }
-
-  /** Join the queue of the call's ledger for `needs`, unless the call already holds a place there. */
-  async join(needs: ResourceAmounts, signal: AbortSignal | undefined): Promise<void> {
-    if (this.#place?.ledger === this.#current) return;
-    const { value: place, ledger } = await this.run(
-      'join',
-      (l) => l.join(needs),
-      (l, late) => l.leave(late),
-      signal,
-    );
-    this.#holdPlace({ ledger, place });
   }
 
   /**
@@ -277,14 +251,12 @@ export class CallLedger {
     };
   }
 
-  /** The call now holds `held`: listen for the wake-ups addressed to it (when its ledger addresses them). */
+  /** The call now holds `held`: listen for the wake-ups its ledger addresses to it. */
   #holdPlace(held: HeldPlace): void {
     this.#dropPlace();
     this.#place = held;
-    const onWake = held.ledger.onWake?.bind(held.ledger);
-    if (!onWake) return;
     try {
-      this.#offWake = onWake(held.place, () => {
+      this.#offWake = held.ledger.onWake(held.place, () => {
         this.#wakes++;
         this.#wake?.();
       });

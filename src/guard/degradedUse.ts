@@ -10,10 +10,10 @@
  *   fallback: it waits, as when short, and goes back to the ledger at its next admission (a ledger
  *   known down is probed then). An outage costs speed (creates wait, up to `maxWaitMs`), never quota.
  * - A process whose ledger never reached its store (absent or out of reach from the start) works on
- *   its own as without a ledger: the fallback's claims and Nova's check; when the ledger can say so
- *   (`everReached`), only once an outage has lasted `NEVER_REACHED_WAIT_MS` (3 s: a store that was
- *   restarting as the process started is back by then, and the process then joins the fleet's
- *   accounting instead of going alone beside it). Its claims admitted on the
+ *   its own as without a ledger: the fallback's claims and Nova's check, once its calls have been
+ *   failing for `NEVER_REACHED_WAIT_MS` (3 s: a store that was restarting as the process started is
+ *   back by then, and the process then joins the fleet's accounting instead of going alone beside
+ *   it). Its claims admitted on the
  *   fallback are re-claimed on the ledger (`claimAnyway`, then `bind` to their server) once it
  *   answers (the end of an outage, or the first admission on it), so the other hosts subtract them.
  * - A call that lost its leases past `maxWaitMs` and stays on the fallback for good (no admission

@@ -17,7 +17,6 @@
  */
 import pTimeout, { TimeoutError } from 'p-timeout';
 import { pTimeoutTimers } from '../core/clock.js';
-import type { ResourceAmounts } from '../core/types.js';
 import { throwIfAborted } from '../errors/index.js';
 import type { LedgerClaim, QuotaLedger } from '../ledger/index.js';
 import { warnOnce, type Claim, type GuardState } from './state.js';
@@ -124,19 +123,6 @@ export function noteFallback(g: GuardState, ledger: QuotaLedger, what: string, e
       ? `quota ledger (${ledger.kind}) failed: creates wait for it (other hosts may still admit on it)`
       : `quota ledger (${ledger.kind}) failed: going on with the in-process ledger, Nova's quota check decides the rest`,
   );
-}
-
-/** What a ledger would subtract for claims for a reading of `stamp` (`undefined` when it cannot tell, or fails). */
-export async function inFlightOf(g: GuardState, ledger: QuotaLedger, stamp: number, signal?: AbortSignal): Promise<ResourceAmounts | undefined> {
-  const inFlight = ledger.inFlight?.bind(ledger);
-  if (!inFlight) return undefined;
-  try {
-    return await boundedUnlessFallback(g, ledger, 'inFlight', () => inFlight(stamp), signal);
-  } catch (e) {
-    throwIfAborted(signal);
-    noteFallback(g, ledger, 'inFlight', e);
-    return undefined;
-  }
 }
 
 /**

@@ -10,8 +10,8 @@
 import { InvalidResponseError, NotFoundError, throwIfAborted } from '../errors/index.js';
 import { untilSettledOrAborted } from '../core/clock.js';
 import type { AbsoluteLimits } from '../core/types.js';
-import { LIMIT_KEYS, computeHeadroom, NO_NEEDS, type Headroom } from '../ledger/index.js';
-import { inFlightOf, releaseClaim } from './ledgerUse.js';
+import { LIMIT_KEYS, computeHeadroom, type Headroom } from '../ledger/index.js';
+import { releaseClaim } from './ledgerUse.js';
 import { CallLedger } from './callLedger.js';
 import { renewQuietly } from './leases.js';
 import { isPastScheduling } from './waitForActive.js';
@@ -39,15 +39,14 @@ export async function readLimits(g: GuardState, signal: AbortSignal | undefined)
 }
 
 /**
- * Fresh `/limits` (through the ledger) → headroom minus the ledger's claims. The guard's
+ * `/limits` through the ledger (`peek`) → headroom minus the ledger's claims. The guard's
  * `headroom()`.
  *
  * @throws the client's errors of `GET /limits`; {@link AbortError}.
  */
 export async function readHeadroom(g: GuardState, signal: AbortSignal | undefined): Promise<Headroom> {
   await refreshUnwatched(g, signal);
-  const { reading, ledger } = await new CallLedger(g).readLimits((s) => readLimits(g, s), signal);
-  const inFlight = (await inFlightOf(g, ledger, reading.stamp, signal)) ?? NO_NEEDS;
+  const { reading, inFlight } = await new CallLedger(g).peek((s) => readLimits(g, s), signal);
   return computeHeadroom(reading.absolute, inFlight, { requestId: reading.requestId, readAtMs: g.clock.wallNow() });
 }
 

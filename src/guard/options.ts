@@ -13,7 +13,8 @@ import { checkOptions, type OptionsSpec } from '../core/options.js';
 import { ValidationError } from '../errors/index.js';
 import type { ResourceAmounts } from '../core/types.js';
 import { componentLogger, type LoggerOption } from '../core/logger.js';
-import { ledgerOption, type Clock } from './ledgerSpec.js';
+import type { Clock } from '../core/clock.js';
+import { ledgerOption } from '../ledgers/index.js';
 import { is } from '../core/validate.js';
 import type { QuotaLedger } from '../ledger/index.js';
 
@@ -274,7 +275,23 @@ const QUOTA_GUARD_SPEC: OptionsSpec<QuotaGuardOptions> = {
 };
 
 /** The methods a {@link QuotaGuardOptions.ledger} must have. */
-const LEDGER_METHODS = ['join', 'leave', 'limits', 'admit', 'claimAnyway', 'renew', 'bind', 'release', 'publishFreed', 'onFreed', 'close'] as const;
+const LEDGER_METHODS = [
+  'bindScope',
+  'acquire',
+  'peek',
+  'leave',
+  'claimAnyway',
+  'renew',
+  'bind',
+  'release',
+  'publishFreed',
+  'onFreed',
+  'onWake',
+  'callBudgetMs',
+  'probe',
+  'everReached',
+  'close',
+] as const satisfies ReadonlyArray<keyof QuotaLedger>;
 
 /** {@link QuotaGuardOptions} with the defaults filled in. */
 export type ResolvedOptions = Required<Omit<QuotaGuardOptions, 'onWait' | 'onRetry' | 'logger' | 'deleteOptions' | 'ledger'>> &
@@ -282,7 +299,7 @@ export type ResolvedOptions = Required<Omit<QuotaGuardOptions, 'onWait' | 'onRet
 
 const OWNED = new WeakMap<object, QuotaLedger>();
 
-/** {@link validateOptions}, with a ledger string (or `NOVA_GUARD_LEDGER`) opened as a ledger the guard owns (`ledgerSpec.ts`). */
+/** {@link validateOptions}, with a ledger string (or `NOVA_GUARD_LEDGER`) opened as a ledger the guard owns (`src/ledgers/specLedger.ts`). */
 export function validateGuardOptions(o: QuotaGuardOptions, clock: Clock): ResolvedOptions {
   const given: unknown = (o as QuotaGuardOptions | null | undefined)?.ledger;
   const checked = validateOptions(typeof given === 'string' ? { ...o, ledger: undefined } : o);

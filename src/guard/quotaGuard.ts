@@ -185,7 +185,7 @@ export class QuotaGuard {
 
   /**
    * Read `GET /limits` now (through the ledger) and return the headroom of cores, RAM (MiB) and
-   * instances, minus the ledger's in-flight claims (`QuotaLedger.inFlight`). Never cached.
+   * instances, minus the ledger's in-flight claims (`QuotaLedger.peek`). Never cached.
    *
    * @throws the client's {@link NovaApiError} when `/limits` cannot be read; {@link AbortError} (also
    * at once, before any request, after {@link close}).

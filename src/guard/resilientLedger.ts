@@ -7,7 +7,7 @@
  * Down: a rejection marked `ledgerDown` ({@link isLedgerDown}: refused connection, refused
  * password), or {@link TIMEOUTS_FOR_DOWN} time-outs in a row. While down, every call skips the
  * ledger at once (0 ms of ledger time) and goes on with the fallback; the ledger is probed
- * (`ledger.probe()`, or, without it, the next real call is let through) at most once per probe
+ * (`ledger.probe()`) at most once per probe
  * interval: 1 s after the outage began, then doubling up to 5 s, each interval jittered down by up
  * to a fifth. Probing is lazy: it is triggered by guard activity, so nothing runs while the guards
  * are idle. One warning when the outage begins, one when a probe finds it back ("is back after N
@@ -78,6 +78,8 @@ export class ResilientLedger {
   /** A failure of the current streak (since the last answer) was already logged as a warning. */
   #streakWarned = false;
   #hadGoodReading = false;
+  /** When the current streak of failed calls began (the first failure since the last answer), on the clock. */
+  #failingSinceMs: number | undefined;
 
   constructor(ledger: QuotaLedger, clock: Clock) {
     this.ledger = ledger;
@@ -105,22 +107,21 @@ export class ResilientLedger {
   get hadGoodReading(): boolean {
     if (this.#hadGoodReading) return true;
     try {
-      return this.ledger.everReached?.() === true;
+      return this.ledger.everReached();
     } catch {
       return false;
     }
   }
 
   /**
-   * True while a process that has no good reading of the ledger should still wait for it: the
-   * ledger can say whether it ever reached its store (`everReached`, false so far), and no outage
-   * has lasted {@link NEVER_REACHED_WAIT_MS} yet. A ledger without `everReached`: false (the
-   * process goes on alone at once, as without a ledger).
+   * True while a process that has no good reading of the ledger (and whose ledger never reached its
+   * store: `everReached` false so far) should still wait for it: its calls have not been failing
+   * (an outage, or failures that do not make one: rejections that are not `ledgerDown`) for
+   * {@link NEVER_REACHED_WAIT_MS} yet.
    */
   get mayReachSoon(): boolean {
-    if (typeof this.ledger.everReached !== 'function') return false;
-    const o = this.#outage;
-    return o === undefined || this.#clock.now() - o.sinceMs < NEVER_REACHED_WAIT_MS;
+    const since = this.#failingSinceMs ?? this.#outage?.sinceMs;
+    return since === undefined || this.#clock.now() - since < NEVER_REACHED_WAIT_MS;
   }
 
   /**
@@ -167,7 +168,7 @@ export class ResilientLedger {
   budgetMs(ledgerTimeoutMs: number): number {
     let measured: number | undefined;
     try {
-      measured = this.ledger.callBudgetMs?.();
+      measured = this.ledger.callBudgetMs();
     } catch {
       measured = undefined;
     }
@@ -175,9 +176,8 @@ export class ResilientLedger {
   }
 
   /**
-   * Before a call of the ledger: `true` when it must skip the ledger (down, and this call is not the
-   * probe). Starts a probe when one is due (`probe()` in the background, bounded by `limitMs`; or,
-   * without `probe()`, this call is let through as the probe).
+   * Before a call of the ledger: `true` when it must skip the ledger (down). Starts a probe when one
+   * is due (`probe()` in the background, bounded by `limitMs`).
    */
   skip(user: LedgerUser, limitMs: number): boolean {
     const o = this.#outage;
@@ -186,12 +186,10 @@ export class ResilientLedger {
     if (o.probing || now < o.nextProbeMs) return true;
     o.probes++;
     this.#scheduleNextProbe(o, now);
-    const probe = this.ledger.probe?.bind(this.ledger);
-    if (!probe) return false;
     o.probing = true;
     let p: Promise<void>;
     try {
-      p = probe();
+      p = this.ledger.probe();
     } catch (e) {
       p = Promise.reject(e);
     }
@@ -209,16 +207,17 @@ export class ResilientLedger {
 
   /**
    * A call of the ledger answered: the time-out count restarts; an outage ends (recovery warning)
-   * when the answer is a probe's, or any call's for a ledger without `probe()`. A ledger with
-   * `probe()` may resolve a call without asking its store (a closed ledger's `leave` or `release`
-   * resolves quietly): such an answer proves nothing about the store.
+   * when the answer is a probe's. Another call's answer does not end it: a ledger may resolve a call
+   * without asking its store (a closed ledger's `leave` or `release` resolves quietly), and such an
+   * answer proves nothing about the store.
    */
   succeeded(user?: LedgerUser, probed = false): void {
     this.#timeouts = 0;
+    this.#failingSinceMs = undefined;
     this.#streakWarned = false;
     const o = this.#outage;
     if (!o) return;
-    if (!probed && typeof this.ledger.probe === 'function') return;
+    if (!probed) return;
     this.#outage = undefined;
     const log = (user ?? this.#lastUser)?.log;
     log?.warn({ ledger: this.ledger.kind, downMs: Math.round(this.#clock.now() - o.sinceMs), probes: o.probes }, `quota ledger (${this.ledger.kind}) is back after ${Math.round(this.#clock.now() - o.sinceMs)} ms`);
@@ -244,6 +243,7 @@ export class ResilientLedger {
    * `stats.ledgerOutages` of every guard using the ledger).
    */
   failed(user: LedgerUser, error: unknown, timedOut: boolean): void {
+    this.#failingSinceMs ??= this.#clock.now();
     if (this.#outage) return;
     if (timedOut) this.#timeouts++;
     else if (!isLedgerDown(error)) return;

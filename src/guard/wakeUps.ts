@@ -1,15 +1,16 @@
 /**
  * Who wakes when quota is freed, among the calls waiting for headroom.
  *
- * A ledger with `onWake` (`src/ledger/port.ts`) addresses its wake-ups to places: the head of the fleet's
- * queue when a deletion is confirmed anywhere, the next place when the head leaves (admitted, or it
- * gave up). The queue is first come, first served (`admit` subtracts the needs of every place
+ * Every ledger addresses its wake-ups to places (`onWake`, `src/ledger/port.ts`): the head of the
+ * fleet's queue when a deletion is confirmed anywhere, the next place when the head leaves (admitted,
+ * or it gave up). The queue is first come, first served (an admission subtracts the needs of every place
  * ahead), so no call behind a head that does not fit can be admitted: waking the head alone loses
  * no admission, and a freed server starts one admission, plus one for each call it lets in, instead
  * of one for every waiting call of the fleet. A call listens for its place from the moment it holds
  * it until it leaves it (a wake-up that comes while it is reading `/limits` is counted and ends its
- * next sleep at once). With a ledger without `onWake`, every confirmed deletion wakes every waiting
- * call (`onFreed`). Either way the call's backoff timer stays: a wake-up lost anyway (a ledger that
+ * next sleep at once). A call that holds no place (its ledger did not queue it: an answer given up
+ * while another holder refreshed, a store restarted moments ago) wakes on every confirmed deletion
+ * (`onFreed`). Either way the call's backoff timer stays: a wake-up lost anyway (a ledger that
  * failed to deliver it) ends at the call's next backoff step. The call's place and the wake-ups
  * addressed to it are held by its `CallLedger` (`callLedger.ts`).
  *

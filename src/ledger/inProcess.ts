@@ -2,8 +2,9 @@
  * `InProcessQuotaLedger`: the {@link QuotaLedger} of the guards of one process, and the default of
  * every `QuotaGuard` (one per guard unless you pass one instance to several guards).
  *
- * - `limits` always reads afresh through `read` (stamp: the ledger's clock just before the read;
- *   `ageMs` 0, `shared` false).
+ * - `acquire` (and `peek`) always read afresh through `read` (stamp: the ledger's clock just before
+ *   the read; `ageMs` 0, `shared` false); `acquire` is `limits`, `admit` and, when short, `join`,
+ *   with nothing in between (one process: nothing to save by merging them).
  * - `admit` subtracts every active claim, the claims released as `'counted'` at or after the
  *   reading's stamp (kept while a read begun before them is open, and until its `admit`, at most
  *   {@link READ_GRACE_MS} after it answered), and the needs of every place queued ahead, first come
@@ -26,7 +27,7 @@ import { ValidationError } from '../errors/index.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { ClaimLedger, type Claim } from './claims.js';
 import { NO_NEEDS, addNeeds, fitsRawHeadroom, rawHeadroomOf } from './headroom.js';
-import type { AcquireRequest, Acquisition, AdmitRequest, Admission, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from './port.js';
+import type { AcquireRequest, Acquisition, AdmitRequest, Admission, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPeek, LedgerPlace, LimitsRead, LimitsReading, QuotaLedger } from './port.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { scopeMismatch } from './scope.js';
 import { callEach } from '../core/listeners.js';
@@ -213,6 +214,21 @@ export class InProcessQuotaLedger implements QuotaLedger {
     const admission = await this.admit({ place: request.place, needs: request.needs, headroom: rawHeadroomOf(reading.absolute), stamp: reading.stamp, ttlMs: request.ttlMs });
     if (admission.admitted || !request.joinIfShort || request.place !== undefined) return { ...admission, reading };
     return { ...admission, reading, place: await this.join(request.needs) };
+  }
+
+  /**
+   * A fresh reading through `read` and what an admission on it would subtract for claims, claiming
+   * nothing (`limits`, then `inFlight` for its stamp).
+   * @throws what `read` throws; `AbortError` when `signal` aborts before the read.
+   */
+  async peek(read: LimitsRead, signal: AbortSignal | undefined): Promise<LedgerPeek> {
+    const reading = await this.limits(read, signal);
+    return { reading, inFlight: await this.inFlight(reading.stamp) };
+  }
+
+  /** Always true: the store is this object. */
+  everReached(): boolean {
+    return true;
   }
 
   /** An in-process ledger takes no round trip: no budget of its own (`undefined`). */

@@ -23,6 +23,8 @@ export type {
   Acquisition,
   UncountedServer,
   UncountedRead,
+  LedgerPeek,
+  LimitsRead,
 } from './port.js';
 export { isLedgerDown } from './port.js';
 export { InProcessQuotaLedger, READ_GRACE_MS } from './inProcess.js';

@@ -13,30 +13,38 @@
  * - the in-process ledger (the default): the guards of one process;
  * - `RedisQuotaLedger` (`nova-guard/redis`): every process on every host that shares a Redis.
  *
- * The protocol, as a guarded create uses it:
- * 1. `join(needs)`: a place in the fleet's queue (oldest first across all holders).
- * 2. `limits(read)`: a `/limits` reading. The ledger may hand out a reading another holder made
- *    (shared reads: Nova's load does not grow with the number of waiting workers); its `stamp`
- *    says when it was sent, on the ledger's clock.
- * 3. `admit({ place, needs, headroom, stamp, ttlMs })`: atomically, drop expired claims, subtract
- *    every claim Nova may not count in that reading (active claims, and claims released as
- *    `'counted'` at or after `stamp`) and the needs of every place queued ahead, and if `needs`
- *    still fits take a claim: a lease of `ttlMs` with a fencing token.
- * 4. While short: wait for a wake-up or the guard's backoff, then 2 again. A ledger with `onWake`
- *    addresses wake-ups to places: the head of the queue when a deletion is confirmed anywhere in
- *    the fleet, the next place when the head leaves; without it every waiting call wakes on
- *    `onFreed`. `leave(place)` when the call ends, whatever its outcome.
- * 5. `renew(claim)` right before `POST /servers`: `false` means the lease is lost and the guard
+ * The protocol, as a guarded create uses it (every member is required: the guard never asks which
+ * ledger it has, and never checks whether a member exists):
+ * 1. `bindScope(scope)` before the guard's first request (a ledger of another endpoint or project
+ *    throws).
+ * 2. `acquire({ place, needs, ttlMs, joinIfShort }, read, signal)`: one admission against one
+ *    `/limits` reading. The ledger reads through `read` or hands out a reading it keeps (shared
+ *    reads: Nova's load does not grow with the number of waiting workers; its `stamp` says when it
+ *    was sent, on the ledger's clock), then atomically drops expired claims, subtracts every claim
+ *    Nova may not count in that reading (active claims, and claims released as `'counted'` at or
+ *    after `stamp`) and the needs of every place queued ahead, and if `needs` still fits takes a
+ *    claim: a lease of `ttlMs` with a fencing token. When short and the call holds no place, it
+ *    queues the call (oldest first across all holders) and hands out the place.
+ * 3. While short: wait for a wake-up (`onWake(place)`: the head of the queue when a deletion is
+ *    confirmed anywhere in the fleet, the next place when the head leaves; `onFreed` for every
+ *    confirmed deletion) or the guard's backoff, then 2 again. `leave(place)` when the call ends,
+ *    whatever its outcome.
+ * 4. `renew(claim)` right before `POST /servers`: `false` means the lease is lost and the guard
  *    must not POST (the fencing rule: Nova cannot check tokens).
- * 6. `bind(claim, serverId)` after the 202, `release(claim, 'counted')` once Nova counts the
- *    server (past scheduling: `task_state` beyond `scheduling`, or it left BUILD), `release(claim, 'not-created')` when nothing was created or the guard
- *    deleted it again.
+ * 5. `bind(claim, serverId)` after the 202, `release(claim, 'counted')` once Nova counts the
+ *    server (past scheduling: `task_state` beyond `scheduling`, or it left BUILD),
+ *    `release(claim, 'not-created')` when nothing was created or the guard deleted it again.
+ *
+ * Beside it: `peek` (a reading and the claims it would subtract, claiming nothing: the guard's
+ * `headroom()`), `claimAnyway` (the guard's `onStaleLimits: 'attempt'`), `publishFreed` (a deletion
+ * confirmed by Nova's 404), and what the guard's outage policy asks of every backend: `probe`,
+ * `everReached` and `callBudgetMs`.
  *
  * Time: the guard bounds every call of the wait by `ledgerTimeoutMs` or, when closer, what is left
  * of the call's `maxWaitMs`, and by the caller's signal; it sends `leave`, `release` and `bind` at
  * once and lets them finish in the background (bounded by `ledgerTimeoutMs`), so a hung ledger never
  * delays a settle. What does not get through must expire: claims by their lease, places by the
- * ledger's own place lease. The `read` handed to `limits` refuses (with an `AbortError`, before any
+ * ledger's own place lease. The `read` handed to `acquire` or `peek` refuses (with an `AbortError`, before any
  * request) once the guard has moved past that reading: a ledger must not hold a lock for a read
  * that refused (free it at once).
  *
@@ -98,7 +106,11 @@ export interface LimitsReading {
 /** Headroom per resource before any claim: a number, or `undefined` when unlimited or unknown. */
 export type RawHeadroom = Readonly<Partial<ResourceAmounts>>;
 
-/** What `admit` is asked. */
+/**
+ * What a backend's own `admit` (the check and claim of `acquire`, on a reading already made) is
+ * asked. Not a member of the port: the in-process, SQLite and Redis ledgers have it as a method of
+ * their own, and the conformance suite calls it.
+ */
 export interface AdmitRequest {
   /** The caller's place in the queue; absent for a call that never queued (first try). */
   readonly place: LedgerPlace | undefined;
@@ -112,7 +124,7 @@ export interface AdmitRequest {
 }
 
 /**
- * `admit`'s answer. `inFlight` is what the ledger subtracted for claims; `ahead` for earlier places;
+ * An admission (`acquire`'s answer without its reading and place). `inFlight` is what the ledger subtracted for claims; `ahead` for earlier places;
  * `holders` (optional) the number of live holders sharing the ledger's scope at that moment
  * (information only: the guard no longer divides the quota by it; while the ledger is out of reach a
  * process it has answered admits nothing, see `degradedUse.ts`).
@@ -182,70 +194,60 @@ export function isLedgerDown(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { ledgerDown?: unknown }).ledgerDown === true;
 }
 
-/** The quota a fleet shares. Every method may reject (a lost store); see the module description. */
+/** What `peek` hands out: a reading, and what an admission on it would subtract for claims. */
+export interface LedgerPeek {
+  /** The reading, as `acquire` would decide on it. */
+  readonly reading: LedgerLimits;
+  /** What an admission on `reading` would subtract for claims (not places). */
+  readonly inFlight: ResourceAmounts;
+}
+
+/** A `/limits` read as the guard hands it to a ledger. It may refuse with an `AbortError` (the guard moved on). */
+export type LimitsRead = (signal: AbortSignal | undefined) => Promise<LimitsReading>;
+
+/**
+ * The quota a fleet shares: the port every ledger (in-process, SQLite, Redis, a custom one)
+ * implements, every member of it. Every method may reject (a lost store); see the module
+ * description.
+ */
 export interface QuotaLedger {
   /** `'in-process'`, `'redis'`, ...: for logs and `stats`. */
   readonly kind: string;
   /** The holder name this ledger writes into claims (host and process by default). */
   readonly holder: string;
   /**
-   * Optional: the endpoint and project this ledger serves, once known (endpoint normalised:
-   * `normaliseEndpoint`). A ledger without it is not checked.
+   * The endpoint and project this ledger serves (endpoint normalised: `normaliseEndpoint`);
+   * `undefined` until a ledger made without one is bound (`bindScope`).
    */
-  readonly scope?: LedgerScope | undefined;
+  readonly scope: LedgerScope | undefined;
   /**
-   * Optional: a guard of `scope` is about to use the ledger. A ledger without a scope yet takes this
-   * one; a ledger of another scope throws. The guard calls it before its first request.
+   * A guard of `scope` is about to use the ledger. A ledger without a scope yet takes this one; a
+   * ledger of another scope throws. The guard calls it before its first request.
    * @throws `ValidationError` naming both scopes when `scope` is another endpoint or project.
    */
-  bindScope?(scope: LedgerScope): void;
-  /** Take a place in the queue. */
-  join(needs: ResourceAmounts): Promise<LedgerPlace>;
+  bindScope(scope: LedgerScope): void;
+  /**
+   * Admit or queue, against one reading (see the module description): the reading (fresh through
+   * `read`, or one the ledger keeps), the check and claim, and (when short, with no place and
+   * `joinIfShort`) a place in the queue, in as few round trips as the store allows. The check and
+   * claim are atomic with the claims and places of every holder.
+   * `uncounted` (optional argument): a listing of the servers Nova does not count yet, for a ledger
+   * that cannot tell a new store from one that lost its claims (Redis restarted empty): it lists
+   * once before the store's first admission and holds those servers as claims (`docs/fleet-ledger.md`,
+   * "A process whose first contact is an emptied store"). A ledger that can tell ignores it. Nova's
+   * time to answer it is not counted in the ledger's time limit, and its errors are Nova's.
+   * @throws what `read` or `uncounted` throws (a refresh lock is given back first); `AbortError`
+   * when `signal` aborts.
+   */
+  acquire(request: AcquireRequest, read: LimitsRead, signal: AbortSignal | undefined, uncounted?: UncountedRead): Promise<Acquisition>;
+  /**
+   * A reading (as `acquire` would take it) and what an admission on it would subtract for claims,
+   * claiming nothing and joining nothing: the guard's `headroom()` reports it.
+   * @throws what `read` throws; `AbortError` when `signal` aborts.
+   */
+  peek(read: LimitsRead, signal: AbortSignal | undefined): Promise<LedgerPeek>;
   /** Leave the queue (idempotent). */
   leave(place: LedgerPlace): Promise<void>;
-  /**
-   * A `/limits` reading: fresh through `read`, or one the ledger keeps (shared reads). `read` may
-   * refuse with an `AbortError` (the guard moved on): give back any refresh lock and reject.
-   */
-  limits(read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined): Promise<LedgerLimits>;
-  /**
-   * Optional: what `admit` would subtract for claims (not places) for a reading of `stamp`, without
-   * claiming: the guard's `headroom()` reports it as `inFlight`. A ledger without it: `headroom()`
-   * shows the reading's headroom with no claim subtracted.
-   */
-  inFlight?(stamp: number): Promise<ResourceAmounts>;
-  /** Check and claim, atomically (see the module description). */
-  admit(request: AdmitRequest): Promise<Admission>;
-  /**
-   * Optional: `limits`, `admit` and (when short) `join` in as few round trips as the store allows:
-   * one when the ledger keeps a fresh reading, two around `read` otherwise. `read` and `signal` as
-   * in `limits`. A ledger without it is used through `limits` + `admit` + `join`.
-   * `uncounted` (optional): a listing of the servers Nova does not count yet, for a ledger that
-   * cannot tell a new store from one that lost its claims (Redis restarted empty): it lists once
-   * before the store's first admission and holds those servers as claims (`docs/fleet-ledger.md`,
-   * "A process whose first contact is an emptied store"). Nova's time to answer it is not counted
-   * in the ledger's time limit, and its errors are Nova's.
-   */
-  acquire?(request: AcquireRequest, read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined, uncounted?: UncountedRead): Promise<Acquisition>;
-  /**
-   * Optional: how long one call of this ledger may take now, in ms, from the round trips it has
-   * measured (`undefined` before it has measured any). The guard bounds a ledger call by
-   * `max(ledgerTimeoutMs, callBudgetMs())`, so a healthy store far away is not taken for a dead one.
-   */
-  callBudgetMs?(): number | undefined;
-  /**
-   * Optional: the cheapest call that proves the store answers (Redis: `PING`). A guard that found
-   * the ledger down skips it and probes with this until it answers again.
-   */
-  probe?(): Promise<void>;
-  /**
-   * Optional: true once this ledger object has reached its store (Redis: a connection made), even
-   * when no call of this process has had an answer yet. A guard whose ledger has reached the store
-   * (or answered an admission) takes a later failure for an outage of a ledger the fleet uses: its
-   * creates wait for the ledger instead of admitting on their own (`degradedUse.ts`); one that never
-   * reached it (the store absent from the start) works on its own with Nova's check.
-   */
-  everReached?(): boolean;
   /** Claim without a check (the guard's `onStaleLimits: 'attempt'`). */
   claimAnyway(needs: ResourceAmounts, ttlMs: number): Promise<LedgerClaim>;
   /** Extend the lease; `false` when it is lost (expired, or unknown to the ledger). */
@@ -259,16 +261,38 @@ export interface QuotaLedger {
   /** Listen for freed quota, from this holder or any other; returns the unsubscribe function. */
   onFreed(listener: () => void): () => void;
   /**
-   * Optional: listen for the wake-ups addressed to `place` (one of this ledger's places, held until
+   * Listen for the wake-ups addressed to `place` (one of this ledger's places, held until
    * `leave`); returns the unsubscribe function. The ledger calls `listener` when a deletion is
    * confirmed (`publishFreed`, any holder) while `place` is the head of the queue, and when the
    * place becomes the head because the one ahead left (admitted, or gave up). Under the queue's
    * first-come-first-served rule no place behind a head that does not fit can be admitted, so the
    * head's wake-up loses no admission. A wake-up for a place with no listener yet is kept and
-   * delivered when one is added. A ledger without it: the guard wakes every waiting call on
-   * `onFreed`.
+   * delivered when one is added. (`PlaceWakes` does the bookkeeping for the places of one object.)
    */
-  onWake?(place: LedgerPlace, listener: () => void): () => void;
+  onWake(place: LedgerPlace, listener: () => void): () => void;
+  /**
+   * How long one call of this ledger may take now, in ms, from the round trips it has measured;
+   * `undefined` when it has none to measure (a local ledger) or has not measured any yet. The guard
+   * bounds a ledger call by `max(ledgerTimeoutMs, callBudgetMs())`, so a healthy store far away is
+   * not taken for a dead one.
+   */
+  callBudgetMs(): number | undefined;
+  /**
+   * The cheapest call that proves the store answers (Redis: `PING`; a file: a read of it; the
+   * in-process ledger: resolves at once). A guard that found the ledger down skips it and probes
+   * with this until it answers again: only a probe ends an outage.
+   * @throws what the store throws while it cannot be reached.
+   */
+  probe(): Promise<void>;
+  /**
+   * True once this ledger object has reached its store (Redis: a connection made; a file: opened;
+   * the in-process ledger: always), even when no call of this process has had an answer yet. A
+   * guard whose ledger has reached the store (or answered an admission) takes a later failure for
+   * an outage of a ledger the fleet uses: its creates wait for the ledger instead of admitting on
+   * their own (`degradedUse.ts`); one that never reached it (the store absent from the start) waits
+   * a few seconds for it, then works on its own with Nova's check.
+   */
+  everReached(): boolean;
   /** Release what this holder owns in the store and close connections. */
   close(): Promise<void>;
 }

@@ -53,7 +53,7 @@ export function checkScopeNow(ledger: QuotaLedger, client: NovaClient): void {
  * when its endpoint cannot be found (the catalog).
  */
 export async function bindLedgerScope(ledger: QuotaLedger | undefined, client: NovaClient, signal?: AbortSignal): Promise<void> {
-  if (ledger === undefined || (typeof ledger.bindScope !== 'function' && ledger.scope === undefined)) return;
+  if (ledger === undefined) return;
   const endpoint = await client.endpoint(signal);
   const projectId = client.projectId;
   if (projectId === undefined) {
@@ -64,12 +64,7 @@ export async function bindLedgerScope(ledger: QuotaLedger | undefined, client: N
     }
     return;
   }
-  if (typeof ledger.bindScope === 'function') {
-    ledger.bindScope(ledgerScope(endpoint, projectId));
-    return;
-  }
-  const mine = ledgerScope(endpoint, projectId);
-  if (!sameScope(ledger.scope!, mine)) throw scopeMismatch(ledger.kind, ledger.scope!, mine);
+  ledger.bindScope(ledgerScope(endpoint, projectId));
 }
 
 /** What a ledger's `forClient` may say of its scope (both only checked against the client's own). */

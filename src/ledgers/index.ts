@@ -1,151 +1,15 @@
 /**
- * A quota ledger from a string, one syntax for the library and the CLI: `ledger: 'sqlite:…' |
+ * Quota ledgers named by a string, one syntax for the library and the CLI: `ledger: 'sqlite:…' |
  * 'redis://…' | 'rediss://…' | 'in-process' | QuotaLedger` in `QuotaGuard`'s options, the CLI's
  * `--ledger URL`, and the `NOVA_GUARD_LEDGER` environment variable.
  *
- * Layering: this folder sits above `src/guard`, `src/sqlite` and `src/redis`; it loads the SQLite
- * and Redis ledgers with a dynamic `import()` when a string names one (so `nova-guard` loads
- * without ioredis or better-sqlite3), and on import registers itself with the guard
- * (`setLedgerSpecResolver`): the guard never imports a ledger that lives above it.
+ * Layering: this folder sits above `src/ledger` (the port), `src/sqlite` and `src/redis`, and below
+ * `src/guard`, which imports it (no registry, no import for a side effect). It loads the SQLite and
+ * Redis ledgers with a dynamic `import()` when a string names one, so `nova-guard` loads without
+ * ioredis or better-sqlite3.
  *
  * @module
  */
-import { systemClock, type Clock } from '../core/clock.js';
-import { checkOptions, type OptionsSpec } from '../core/options.js';
-import { componentLogger, type LoggerOption } from '../core/logger.js';
-import { redactUrlSecrets } from '../core/redact.js';
-import { ValidationError } from '../errors/index.js';
-import { InProcessQuotaLedger } from '../ledger/index.js';
-import type { QuotaLedger } from '../ledger/index.js';
-import { setLedgerSpecResolver } from '../guard/ledgerSpec.js';
-import type { NovaClient } from '../nova/client.js';
-import { absoluteLedgerPath } from '../sqlite/ledgerPath.js';
-
-/** The environment variable that names the ledger when none is given. */
-export const LEDGER_ENV = 'NOVA_GUARD_LEDGER';
-
-/** A ledger string, parsed: what {@link parseLedgerSpec} returns. */
-export type LedgerSpec = { readonly kind: 'in-process' } | { readonly kind: 'sqlite'; readonly path: string | undefined } | { readonly kind: 'redis'; readonly url: string };
-
-/**
- * Parse a ledger string (no file is opened, no connection made):
- * - `sqlite:` (the default state directory), `sqlite:PATH` (a file, or a directory: one file per
- *   endpoint and project), `sqlite:///abs/path` (the same as `sqlite:/abs/path`). `PATH` is
- *   absolute, or `~` / `~/…` (expanded to this user's home directory); a relative path, `~user/…`
- *   and `:memory:` are refused (processes in different working directories would share nothing);
- * - `redis://[user:password@]host[:port][/db]`, `rediss://…` (TLS);
- * - `in-process`: the default ledger of one process.
- * @throws `ValidationError` naming the accepted forms (a password in the string is redacted).
- */
-export function parseLedgerSpec(spec: string): LedgerSpec {
-  const text = typeof spec === 'string' ? spec.trim() : '';
-  const shown = JSON.stringify(redactUrlSecrets(String(spec)));
-  const forms = "'sqlite:[PATH]', 'redis://HOST[:PORT][/DB]', 'rediss://…' or 'in-process'";
-  if (text === 'in-process') return { kind: 'in-process' };
-  if (/^sqlite:/i.test(text)) {
-    let path = text.slice('sqlite:'.length);
-    if (path.startsWith('//')) {
-      if (!path.startsWith('///')) throw new ValidationError(`a SQLite ledger is a local file: write sqlite:/abs/path or sqlite:///abs/path, not a host, got ${shown}`);
-      path = path.slice(2);
-    }
-    return { kind: 'sqlite', path: path === '' ? undefined : absoluteLedgerPath('the SQLite ledger', path, (p) => `sqlite:${p}`) };
-  }
-  if (/^rediss?:\/\//i.test(text)) {
-    let host: string;
-    try {
-      host = new URL(text).hostname;
-    } catch {
-      host = '';
-    }
-    if (host === '') throw new ValidationError(`the Redis ledger URL has no host: ${shown} (expected redis://HOST[:PORT][/DB])`);
-    return { kind: 'redis', url: text };
-  }
-  throw new ValidationError(`a ledger must be ${forms}, got ${shown}`);
-}
-
-/** Options of {@link openLedger}. */
-export interface OpenLedgerOptions {
-  /** pino logger, or an object with pino's level methods; the fallback warning goes there. @default silent */
-  readonly logger?: LoggerOption | undefined;
-  /** The Nova compute endpoint of the quota. @default `await client.endpoint()` */
-  readonly endpoint?: string | undefined;
-  /** The project id of the quota. @default `client.projectId` */
-  readonly projectId?: string | undefined;
-  /** The client whose endpoint and project the ledger serves, when `endpoint`/`projectId` are not given. */
-  readonly client?: NovaClient | undefined;
-  /** Clock of the ledger's timers (leases in the SQLite file are on the host's monotonic clock, read through its `now()`). @default `client.clock`, else systemClock */
-  readonly clock?: Clock | undefined;
-  /** Holder name written into claims. @default `<hostname>:<pid>` */
-  readonly holder?: string | undefined;
-  /** Where `NOVA_GUARD_LEDGER` is read when `spec` is undefined. @default process.env */
-  readonly env?: Readonly<Record<string, string | undefined>> | undefined;
-}
-
-const OPTION_NAMES: OptionsSpec<OpenLedgerOptions> = { logger: null, endpoint: null, projectId: null, client: null, clock: null, holder: null, env: null };
-
-let warnedNoSqlite = false;
-
-/**
- * The ledger `spec` names, opened for one endpoint and project.
- * - A `QuotaLedger` object: returned as it is.
- * - `undefined`: `NOVA_GUARD_LEDGER` of `options.env` when set, else `undefined` (none given: use
- *   the default in-process ledger).
- * - `'in-process'`: `undefined` (the default).
- * - `'sqlite:…'`: a `SqliteQuotaLedger`. Where better-sqlite3 cannot be loaded, a warning (once per
- *   process) and an `InProcessQuotaLedger` in its place.
- * - `'redis://…'`, `'rediss://…'`: a `RedisQuotaLedger` (needs ioredis).
- * The caller owns the ledger returned and closes it.
- * @throws `ValidationError` for a string that is not a ledger spec (before any file or connection),
- * an unknown option, or no endpoint and project id (neither given nor from `client`); what the
- * ledger's constructor throws (a network file system, a corrupt file, ioredis missing: `ConfigError`).
- */
-export async function openLedger(spec: string | QuotaLedger | undefined, options: OpenLedgerOptions = {}): Promise<QuotaLedger | undefined> {
-  checkOptions('openLedger options', options, OPTION_NAMES);
-  let text = spec;
-  if (text === undefined) {
-    const fromEnv = (options.env ?? process.env)[LEDGER_ENV];
-    if (fromEnv === undefined || fromEnv.trim() === '') return undefined;
-    text = fromEnv;
-  }
-  if (typeof text !== 'string') {
-    if (text === null || typeof text !== 'object') throw new ValidationError(`ledger must be a string or a QuotaLedger, got ${typeof text}`);
-    return text;
-  }
-  const parsed = parseLedgerSpec(text);
-  if (parsed.kind === 'in-process') return undefined;
-  const projectId = options.projectId ?? options.client?.projectId;
-  if (projectId === undefined) throw new ValidationError(`the ledger ${JSON.stringify(parsed.kind)} serves one project: give projectId (or a client with one)`);
-  const endpoint = options.endpoint ?? (await options.client?.endpoint());
-  if (endpoint === undefined) throw new ValidationError(`the ledger ${JSON.stringify(parsed.kind)} serves one endpoint: give endpoint (or a client)`);
-  const clock = options.clock ?? options.client?.clock ?? systemClock;
-  const common = { endpoint, projectId, clock, ...(options.holder === undefined ? {} : { holder: options.holder }), ...(options.logger === undefined ? {} : { logger: options.logger }) };
-  if (parsed.kind === 'redis') {
-    const { RedisQuotaLedger } = await import('../redis/index.js');
-    return new RedisQuotaLedger({ ...common, url: parsed.url });
-  }
-  const { SqliteQuotaLedger, isSqliteUnavailable } = await import('../sqlite/index.js');
-  try {
-    return new SqliteQuotaLedger({ ...common, ...(parsed.path === undefined ? {} : { path: parsed.path }) });
-  } catch (error) {
-    if (!isSqliteUnavailable(error)) throw error;
-    if (!warnedNoSqlite) {
-      warnedNoSqlite = true;
-      componentLogger(options.logger, 'ledger').warn(
-        { err: error },
-        `${(error as Error).message}; falling back to the in-process ledger: processes of this host do not share claims (Nova's own quota check stays the authority)`,
-      );
-    }
-    return new InProcessQuotaLedger({ clock, endpoint, projectId, ...(options.holder === undefined ? {} : { holder: options.holder }) });
-  }
-}
-
-// QuotaGuard's `ledger: '…'` and NOVA_GUARD_LEDGER: the guard asks through this resolver.
-setLedgerSpecResolver({
-  check: (spec) => parseLedgerSpec(spec).kind,
-  open: async (spec, { scope, clock, logger }) =>
-    (await openLedger(spec, { endpoint: scope.endpoint, projectId: scope.projectId, clock, logger })) ?? new InProcessQuotaLedger({ clock, endpoint: scope.endpoint, projectId: scope.projectId }),
-  envSpec: () => {
-    const v = process.env[LEDGER_ENV];
-    return v === undefined || v.trim() === '' ? undefined : v;
-  },
-});
+export { LEDGER_ENV, parseLedgerSpec, openLedger } from './open.js';
+export type { LedgerSpec, OpenLedgerOptions } from './open.js';
+export { ledgerOption, SpecLedger } from './specLedger.js';

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { systemClock, type Clock, type ResourceAmounts, type TimerHandle } from '../core/index.js';
 import { componentLogger } from '../core/logger.js';
-import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger, UncountedRead } from '../ledger/index.js';
+import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPeek, LedgerPlace, LimitsRead, LimitsReading, QuotaLedger, UncountedRead } from '../ledger/index.js';
 import type { NovaClient } from '../nova/index.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { clientScope, scopeMismatch } from '../ledger/index.js';
@@ -261,6 +261,16 @@ export class RedisQuotaLedger implements QuotaLedger {
    */
   acquire(request: AcquireRequest, read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined, uncounted?: UncountedRead): Promise<Acquisition> {
     return acquireOn(this.#internals, request, read, signal, uncounted);
+  }
+
+  /**
+   * `limits`, then `inFlight` for its stamp: a reading and what an admission on it would subtract
+   * for claims, claiming nothing (the guard's `headroom()`).
+   * @throws {@link RedisLedgerError} when Redis fails; `AbortError` when `signal` aborts; what `read` throws.
+   */
+  async peek(read: LimitsRead, signal: AbortSignal | undefined): Promise<LedgerPeek> {
+    const reading = await this.limits(read, signal);
+    return { reading, inFlight: await this.inFlight(reading.stamp) };
   }
 
   /** What {@link RedisQuotaLedger.admit} would subtract for claims for a reading of `stamp` (one read-only script). */

@@ -200,7 +200,7 @@ function acquisition(x: LedgerInternals, res: unknown[], request: AcquireRequest
 }
 
 /**
- * `limits` for a guard without `acquire`: the kept reading when fresh (one round trip), else a
+ * `limits` (the ledger's own, under `peek`: the guard's `headroom()`): the kept reading when fresh (one round trip), else a
  * read through `read` under the refresh lock, kept for the others (a failed keep does not fail the
  * caller's reading); while another holder refreshes, a wait for its message (or a poll every
  * 250 ms), at most `limitsLockMs + commandTimeoutMs`, after which the stale kept reading (or, with

@@ -27,11 +27,12 @@ import { sleep, systemClock, type Clock, type ResourceAmounts, type TimerHandle 
 import { componentLogger } from '../core/logger.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { AbortError, ValidationError, throwIfAborted } from '../errors/index.js';
-import type { Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from '../ledger/index.js';
+import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPeek, LedgerPlace, LimitsRead, LimitsReading, QuotaLedger, RawHeadroom, UncountedRead } from '../ledger/index.js';
+import { rawHeadroomOf } from '../ledger/index.js';
 import { clientScope, scopeMismatch } from '../ledger/index.js';
 import { PlaceWakes } from '../ledger/index.js';
 import type { NovaClient } from '../nova/index.js';
-import { LedgerStore, type Caller } from './store.js';
+import { LedgerStore, type AdmitArgs, type AdmitResult, type Caller, type KeptReading, type Room } from './store.js';
 import { FreedWatch } from './freed.js';
 import { whileBusy } from './busy.js';
 import { hostMonotonic } from './hostClock.js';
@@ -42,6 +43,15 @@ import { SqliteFleetStore } from './fleetStore.js';
 /** How the kept reading is written into the file: JSON, unlimited (`Infinity`) as `"Infinity"`. */
 const encodeReading = (r: LimitsReading): string => JSON.stringify({ absolute: r.absolute, requestId: r.requestId }, (_k, v: unknown) => (v === Infinity ? 'Infinity' : v));
 const decodeReading = (json: string): LimitsReading => JSON.parse(json, (_k, v: unknown) => (v === 'Infinity' ? Infinity : v)) as LimitsReading;
+
+/** The room a reading leaves per resource, as the file's admission takes it (whole numbers; unknown or unlimited: `undefined`). */
+const roomOf = (h: RawHeadroom): Room =>
+  (['cores', 'ramMiB', 'instances'] as const).map((r) => {
+    const v = h[r];
+    return v === undefined || !Number.isFinite(v) ? undefined : Math.floor(v);
+  });
+/** The room of a reading kept in the file (its JSON). */
+const roomOfKept = (json: string): Room => roomOf(rawHeadroomOf(decodeReading(json).absolute));
 
 /** Needs as whole, non-negative numbers. */
 function wholeNeeds(where: string, n: ResourceAmounts): ResourceAmounts {
@@ -210,20 +220,99 @@ export class SqliteQuotaLedger implements QuotaLedger {
    */
   async admit(request: AdmitRequest): Promise<Admission> {
     const needs = wholeNeeds('admit', request.needs);
-    const room = (['cores', 'ramMiB', 'instances'] as const).map((r) => {
-      const v = request.headroom[r];
-      return v === undefined || !Number.isFinite(v) ? undefined : Math.floor(v);
-    });
-    const claimId = randomUUID();
-    const placeId = request.place?.id ?? '';
-    const res = await this.#run((now) =>
-      this.#store.admit(now, this.#caller, { room, placeId, needs, stamp: Math.floor(request.stamp), ttlMs: Math.ceil(request.ttlMs), holder: this.holder, claimId }),
-    );
+    const args: AdmitArgs = { placeId: request.place?.id ?? '', needs, ttlMs: Math.ceil(request.ttlMs), holder: this.holder, claimId: randomUUID() };
+    const res = await this.#run((now) => this.#store.admit(now, this.#caller, { ...args, room: roomOf(request.headroom), stamp: Math.floor(request.stamp) }));
+    const { place: _place, reading: _reading, ...admission } = this.#answer(request, args, res, { absolute: {}, requestId: undefined, stamp: 0, ageMs: 0, shared: false });
+    return admission;
+  }
+
+  /**
+   * Admit or queue against one reading (`QuotaLedger.acquire`), the admission in the same
+   * transaction as the decision on the kept reading: a fresh kept reading is admitted on in ONE
+   * transaction; otherwise this process takes the refresh lock, calls `read` (Nova) and keeps the
+   * reading, frees the lock and admits on it in one more transaction. While another process
+   * refreshes, it polls the file every `pollIntervalMs` for at most `limitsLockMs + busyTimeoutMs`,
+   * then admits on the stale kept reading (or, with none, on a read of its own), as `limits` hands
+   * them out. With `request.staleShortMs`, a kept reading up to that old (on the host's monotonic
+   * clock) that was sent after the last confirmed deletion and leaves the needs short answers "not
+   * admitted" at once, with no lock and no read (such a reading can only overstate the usage, except
+   * for quota freed outside the ledger). Short with no place and `joinIfShort`: the call is queued
+   * in the same transaction. `uncounted` is not used: a restart does not empty a file (the vetting of
+   * an emptied store is the Redis ledger's).
+   * @throws {@link SqliteLedgerError} when the file fails; `AbortError` when `signal` aborts; what
+   * `read` throws (the refresh lock is given back first).
+   */
+  async acquire(request: AcquireRequest, read: LimitsRead, signal: AbortSignal | undefined, _uncounted?: UncountedRead): Promise<Acquisition> {
+    const needs = wholeNeeds('acquire', request.needs);
+    const join = request.joinIfShort && request.place === undefined ? { placeId: randomUUID(), placeTtlMs: this.#opts.placeTtlMs } : undefined;
+    const args: AdmitArgs = { placeId: request.place?.id ?? '', needs, ttlMs: Math.ceil(request.ttlMs), holder: this.holder, claimId: randomUUID(), join };
+    const shortMaxAgeMs = Math.max(0, Math.floor(request.staleShortMs ?? 0));
+    const lock = randomUUID();
+    const deadline = this.#clock.now() + this.#opts.limitsLockMs + this.#opts.busyTimeoutMs;
+    for (;;) {
+      throwIfAborted(signal);
+      const local = this.#clock.now();
+      const begun = await this.#run((now) =>
+        this.#store.acquireBegin(now, this.#caller, { ...args, maxAgeMs: this.#opts.limitsMaxAgeMs, staleSeq: this.#stale(), shortMaxAgeMs, lock, lockMs: this.#opts.limitsLockMs, roomOf: roomOfKept }),
+      );
+      const { state, kept, sendSeq, now } = begun;
+      if (state === 'fresh') this.#saw(kept.seq, local);
+      if (begun.result !== undefined) return this.#answer(request, args, begun.result, this.#keptReading(kept, now, local));
+      if (state === 'lock' || this.#clock.now() >= deadline) {
+        if (state !== 'lock' && kept.json !== undefined) {
+          const res = await this.#run((t) => this.#store.admit(t, this.#caller, { ...args, room: roomOfKept(kept.json!), stamp: kept.seq }));
+          return this.#answer(request, args, res, this.#keptReading(kept, now, local));
+        }
+        const reading = await this.#read(read, signal, state === 'lock' ? lock : undefined);
+        this.#saw(sendSeq, local);
+        const json = encodeReading(reading);
+        const res = await this.#run((t) => this.#store.storeAdmit(t, this.#caller, { ...args, json, seq: sendSeq, sentAt: now, lock, room: roomOfKept(json) }));
+        return this.#answer(request, args, res, { absolute: reading.absolute, requestId: reading.requestId, stamp: sendSeq, ageMs: 0, shared: false });
+      }
+      await this.#waitForReading(Math.min(this.#opts.pollIntervalMs, Math.max(1, deadline - this.#clock.now())), signal);
+    }
+  }
+
+  /** `read` for this caller; a failure gives the refresh lock `lock` back first (when this caller holds it). */
+  async #read(read: LimitsRead, signal: AbortSignal | undefined, lock: string | undefined): Promise<LimitsReading> {
+    try {
+      throwIfAborted(signal);
+      return await read(signal);
+    } catch (error) {
+      // a failure: the lock expires by itself
+      if (lock !== undefined && !this.#closed) await this.#attempts((t) => this.#store.unlock(t, this.#caller, lock)).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** The kept reading as handed out (`now`: the file's time of the transaction; `local`: this process's clock then). */
+  #keptReading(kept: KeptReading, now: number, local: number): LedgerLimits {
+    const first = this.#firstSeen.get(kept.seq);
+    return { ...decodeReading(kept.json!), stamp: kept.seq, ageMs: Math.max(0, now - kept.sentAt, first === undefined ? 0 : local - first), shared: true };
+  }
+
+  /** The answer of an admission of the file (`res`) on `reading`: the claim this ledger now holds, or the place it queued. */
+  #answer(request: AdmitRequest | AcquireRequest, args: AdmitArgs, res: AdmitResult, reading: LedgerLimits): Acquisition {
     const { inFlight, ahead, holders } = res;
-    if (!res.fits) return { admitted: false, inFlight, ahead, holders };
-    if (placeId !== '') this.#places.delete(placeId);
-    this.#claims.set(claimId, needs);
-    return { admitted: true, claim: { id: claimId, token: res.token, needs: { ...request.needs }, holder: this.holder }, inFlight, ahead, holders };
+    if (!res.fits) {
+      if (res.joinSeq === 0 || args.join === undefined) return { admitted: false, inFlight, ahead, holders, reading };
+      this.#places.add(args.join.placeId);
+      this.#wakes.joined(args.join.placeId);
+      return { admitted: false, inFlight, ahead, holders, reading, place: { id: args.join.placeId, needs: { ...request.needs } } };
+    }
+    if (args.placeId !== '') this.#places.delete(args.placeId);
+    this.#claims.set(args.claimId, args.needs);
+    return { admitted: true, claim: { id: args.claimId, token: res.token, needs: { ...request.needs }, holder: this.holder }, inFlight, ahead, holders, reading };
+  }
+
+  /**
+   * `limits`, then `inFlight` for its stamp: a reading and what an admission on it would subtract
+   * for claims, claiming nothing (the guard's `headroom()`).
+   * @throws {@link SqliteLedgerError} when the file fails; `AbortError` when `signal` aborts; what `read` throws.
+   */
+  async peek(read: LimitsRead, signal: AbortSignal | undefined): Promise<LedgerPeek> {
+    const reading = await this.limits(read, signal);
+    return { reading, inFlight: await this.inFlight(reading.stamp) };
   }
 
   /** What {@link SqliteQuotaLedger.admit} would subtract for claims for a reading of `stamp` (a read-only transaction). */
@@ -321,7 +410,7 @@ export class SqliteQuotaLedger implements QuotaLedger {
    * @throws {@link SqliteLedgerError} when the file fails; `AbortError` when `signal` aborts; what
    * `read` throws (the refresh lock is given back first).
    */
-  async limits(read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined): Promise<LedgerLimits> {
+  async limits(read: LimitsRead, signal: AbortSignal | undefined): Promise<LedgerLimits> {
     const lock = randomUUID();
     const deadline = this.#clock.now() + this.#opts.limitsLockMs + this.#opts.busyTimeoutMs;
     for (;;) {
@@ -329,27 +418,13 @@ export class SqliteQuotaLedger implements QuotaLedger {
       const local = this.#clock.now();
       const begun = await this.#run((now) => this.#store.limitsBegin(now, this.#caller, { maxAgeMs: this.#opts.limitsMaxAgeMs, staleSeq: this.#stale(), lock, lockMs: this.#opts.limitsLockMs }));
       const { state, kept, sendSeq, now } = begun;
-      const keptReading = (): LedgerLimits => {
-        const first = this.#firstSeen.get(kept.seq);
-        return { ...decodeReading(kept.json!), stamp: kept.seq, ageMs: Math.max(0, now - kept.sentAt, first === undefined ? 0 : local - first), shared: true };
-      };
       if (state === 'fresh') {
         this.#saw(kept.seq, local);
-        return keptReading();
+        return this.#keptReading(kept, now, local);
       }
       if (state === 'lock' || this.#clock.now() >= deadline) {
-        if (state !== 'lock' && kept.json !== undefined) return keptReading();
-        let reading: LimitsReading;
-        try {
-          throwIfAborted(signal);
-          reading = await read(signal);
-        } catch (error) {
-          if (state === 'lock' && !this.#closed) {
-            // a failure: the lock expires by itself
-            await this.#attempts((t) => this.#store.unlock(t, this.#caller, lock)).catch(() => undefined);
-          }
-          throw error;
-        }
+        if (state !== 'lock' && kept.json !== undefined) return this.#keptReading(kept, now, local);
+        const reading = await this.#read(read, signal, state === 'lock' ? lock : undefined);
         this.#saw(sendSeq, local);
         // A reading kept for the others is a bonus; this caller's reading stands even if the file fails now.
         if (!this.#closed) await this.#attempts((t) => this.#store.limitsStore(t, this.#caller, { json: encodeReading(reading), seq: sendSeq, sentAt: now, lock })).catch(() => undefined);

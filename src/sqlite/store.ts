@@ -58,6 +58,23 @@ export interface AdmitResult {
   readonly inFlight: ResourceAmounts;
   readonly ahead: ResourceAmounts;
   readonly holders: number;
+  /** The order number of the place the call was queued as (`AdmitArgs.join`), 0 when it was not. */
+  readonly joinSeq: number;
+}
+
+/** The room of each resource (cores, RAM MiB, instances) a reading leaves before claims: `undefined` when unknown or unlimited. */
+export type Room = readonly (number | undefined)[];
+
+/** What an admission is asked beside its reading. */
+export interface AdmitArgs {
+  /** The caller's place ('' none). */
+  readonly placeId: string;
+  readonly needs: ResourceAmounts;
+  readonly ttlMs: number;
+  readonly holder: string;
+  readonly claimId: string;
+  /** Short with no place: queue the call as place `placeId` with a lease of `placeTtlMs`. */
+  readonly join?: { readonly placeId: string; readonly placeTtlMs: number } | undefined;
 }
 
 /** Who runs a transaction: its holder instance (for the holder entry) and the lease of that entry. */
@@ -214,25 +231,72 @@ export class LedgerStore {
    * The admission: subtract live claims, claims released as `'counted'` at or after `stamp`, and the
    * needs of every place ahead of `placeId` (every place when it has none or it is gone); claim when
    * `needs` still fits every resource `room` constrains (`undefined`: unknown or unlimited) that the
-   * call or the places ahead need.
+   * call or the places ahead need. Short with no place and `join`: the call queued (`joinSeq`).
    */
-  admit(now: number, caller: Caller, a: { room: readonly (number | undefined)[]; placeId: string; needs: ResourceAmounts; stamp: number; ttlMs: number; holder: string; claimId: string }): AdmitResult {
-    return this.#write('admit', now, caller, (now) => {
-      const inFlight = this.#inFlight(now, a.stamp);
-      const mine = a.placeId === '' ? undefined : (this.#s.place.get(a.placeId) as { seq: number } | undefined);
-      const ahead = sum((mine === undefined ? this.#s.allPlaces.all(a.placeId) : this.#s.placesBefore.all(mine.seq, a.placeId)) as Row[]);
-      const need = [a.needs.cores, a.needs.ramMiB, a.needs.instances];
-      const used = [inFlight.cores + ahead.cores, inFlight.ramMiB + ahead.ramMiB, inFlight.instances + ahead.instances];
-      const want = [need[0]! + ahead.cores, need[1]! + ahead.ramMiB, need[2]! + ahead.instances];
-      // A resource neither the call nor the places ahead need never blocks (the guard's `fitsRawHeadroom`).
-      const fits = a.room.every((room, r) => room === undefined || want[r]! <= 0 || room - used[r]! - need[r]! >= 0);
-      let token = 0;
-      if (fits) {
-        token = this.#next('token');
-        this.#s.addClaim.run(a.claimId, a.needs.cores, a.needs.ramMiB, a.needs.instances, token, a.holder, now + a.ttlMs);
-        if (a.placeId !== '') this.#s.dropPlace.run(a.placeId);
+  admit(now: number, caller: Caller, a: AdmitArgs & { room: Room; stamp: number }): AdmitResult {
+    return this.#write('admit', now, caller, (now) => this.#admitIn(now, a, true));
+  }
+
+  /** {@link LedgerStore.admit} inside a transaction; `claim` false: decide only (nothing taken; a short call still joins). */
+  #admitIn(now: number, a: AdmitArgs & { room: Room; stamp: number }, claim: boolean): AdmitResult {
+    const inFlight = this.#inFlight(now, a.stamp);
+    const mine = a.placeId === '' ? undefined : (this.#s.place.get(a.placeId) as { seq: number } | undefined);
+    const ahead = sum((mine === undefined ? this.#s.allPlaces.all(a.placeId) : this.#s.placesBefore.all(mine.seq, a.placeId)) as Row[]);
+    const need = [a.needs.cores, a.needs.ramMiB, a.needs.instances];
+    const used = [inFlight.cores + ahead.cores, inFlight.ramMiB + ahead.ramMiB, inFlight.instances + ahead.instances];
+    const want = [need[0]! + ahead.cores, need[1]! + ahead.ramMiB, need[2]! + ahead.instances];
+    // A resource neither the call nor the places ahead need never blocks (the guard's `fitsRawHeadroom`).
+    const fits = a.room.every((room, r) => room === undefined || want[r]! <= 0 || room - used[r]! - need[r]! >= 0);
+    let token = 0;
+    let joinSeq = 0;
+    if (fits && claim) {
+      token = this.#next('token');
+      this.#s.addClaim.run(a.claimId, a.needs.cores, a.needs.ramMiB, a.needs.instances, token, a.holder, now + a.ttlMs);
+      if (a.placeId !== '') this.#s.dropPlace.run(a.placeId);
+    }
+    if (!fits && a.join !== undefined && a.placeId === '') {
+      joinSeq = this.#next('seq');
+      this.#s.addPlace.run(a.join.placeId, joinSeq, a.needs.cores, a.needs.ramMiB, a.needs.instances, now + a.join.placeTtlMs);
+    }
+    return { fits, token, inFlight, ahead, holders: this.#holders(now), joinSeq };
+  }
+
+  /**
+   * The first transaction of an admission with its reading (`SqliteQuotaLedger.acquire`), as
+   * {@link LedgerStore.limitsBegin} decides on the kept reading, with the admission in the same
+   * transaction: a fresh kept reading is admitted on at once (state `fresh`, with `result`); a kept
+   * reading that is not fresh but at most `shortMaxAgeMs` old and sent after the last confirmed
+   * deletion, and that leaves the needs short, answers short (state `short`, with `result`: no
+   * claim, the call queued when asked); otherwise the refresh lock (`lock`) or `wait`. `roomOf`
+   * turns a kept reading's JSON into the room of each resource.
+   */
+  acquireBegin(
+    now: number,
+    caller: Caller,
+    a: AdmitArgs & { maxAgeMs: number; staleSeq: number; shortMaxAgeMs: number; lock: string; lockMs: number; roomOf: (json: string) => Room },
+  ): { state: 'fresh' | 'short' | 'lock' | 'wait'; kept: KeptReading; sendSeq: number; now: number; result?: AdmitResult } {
+    return this.#write('acquire', now, caller, (now) => {
+      const kept = this.#kept();
+      const json = kept.json;
+      const recent = (maxAgeMs: number): boolean => json !== undefined && kept.sentAt <= now && now - kept.sentAt <= maxAgeMs && kept.seq > kept.freedSeq;
+      if (recent(a.maxAgeMs) && kept.seq > a.staleSeq) return { state: 'fresh' as const, kept, sendSeq: 0, now, result: this.#admitIn(now, { ...a, room: a.roomOf(json!), stamp: kept.seq }, true) };
+      if (a.shortMaxAgeMs > 0 && recent(a.shortMaxAgeMs)) {
+        const result = this.#admitIn(now, { ...a, room: a.roomOf(json!), stamp: kept.seq }, false);
+        if (!result.fits) return { state: 'short' as const, kept, sendSeq: 0, now, result };
       }
-      return { fits, token, inFlight, ahead, holders: this.#holders(now) };
+      return { ...this.#lockOrWait(now, a.lock, a.lockMs), kept, now };
+    });
+  }
+
+  /**
+   * The second transaction of an admission with its reading, after the caller's read: the reading
+   * kept for the others (unless a newer one is), the refresh lock freed when still `lock`, and the
+   * admission on the reading (order number `seq`), as one transaction.
+   */
+  storeAdmit(now: number, caller: Caller, a: AdmitArgs & { json: string; seq: number; sentAt: number; lock: string; room: Room }): AdmitResult {
+    return this.#write('acquire', now, caller, (now) => {
+      this.#keep(a);
+      return this.#admitIn(now, { ...a, stamp: a.seq }, true);
     });
   }
 
@@ -330,26 +394,34 @@ export class LedgerStore {
       const kept = this.#kept();
       const fresh = kept.json !== undefined && kept.sentAt <= now && now - kept.sentAt <= a.maxAgeMs && kept.seq > kept.freedSeq && kept.seq > a.staleSeq;
       if (fresh) return { state: 'fresh' as const, kept, sendSeq: 0, holders: this.#holders(now), now };
-      const lock = this.#meta('lock');
-      const free = lock === undefined || lock === null || lock === '' || this.#num('lock_expires_at') <= now;
-      if (free) {
-        this.#s.setMeta.run('lock', a.lock);
-        this.#s.setMeta.run('lock_expires_at', now + a.lockMs);
-      }
-      return { state: free ? ('lock' as const) : ('wait' as const), kept, sendSeq: this.#next('ord'), holders: this.#holders(now), now };
+      return { ...this.#lockOrWait(now, a.lock, a.lockMs), kept, holders: this.#holders(now), now };
     });
+  }
+
+  /** The refresh lock for `lock` when free (`lock`), else `wait`; either way the order number of a read sent now. */
+  #lockOrWait(now: number, lock: string, lockMs: number): { state: 'lock' | 'wait'; sendSeq: number } {
+    const held = this.#meta('lock');
+    const free = held === undefined || held === null || held === '' || this.#num('lock_expires_at') <= now;
+    if (free) {
+      this.#s.setMeta.run('lock', lock);
+      this.#s.setMeta.run('lock_expires_at', now + lockMs);
+    }
+    return { state: free ? 'lock' : 'wait', sendSeq: this.#next('ord') };
   }
 
   /** Keep a reading sent at `sentAt` with order number `seq` unless a newer one is kept; free the lock if it is still `lock`. */
   limitsStore(now: number, caller: Caller, a: { json: string; seq: number; sentAt: number; lock: string }): void {
-    this.#write('storing a reading', now, caller, () => {
-      if (this.#num('limits_seq', -1) < a.seq) {
-        this.#s.setMeta.run('limits_json', a.json);
-        this.#s.setMeta.run('limits_seq', a.seq);
-        this.#s.setMeta.run('limits_sent_at', a.sentAt);
-      }
-      if (this.#meta('lock') === a.lock) this.#s.setMeta.run('lock', '');
-    });
+    this.#write('storing a reading', now, caller, () => this.#keep(a));
+  }
+
+  /** Keep the reading unless a newer one is kept; free the lock if it is still `lock` (inside a transaction). */
+  #keep(a: { json: string; seq: number; sentAt: number; lock: string }): void {
+    if (this.#num('limits_seq', -1) < a.seq) {
+      this.#s.setMeta.run('limits_json', a.json);
+      this.#s.setMeta.run('limits_seq', a.seq);
+      this.#s.setMeta.run('limits_sent_at', a.sentAt);
+    }
+    if (this.#meta('lock') === a.lock) this.#s.setMeta.run('lock', '');
   }
 
   /** Free the refresh lock if it is still `lock` (after a failed read). */

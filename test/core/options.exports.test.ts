@@ -169,14 +169,13 @@ const NO_OPTIONS: Record<string, string> = {
   'nova-guard/sqlite:isSqliteUnavailable': 'takes an error',
   'nova-guard/sqlite:defaultLedgerDir': 'takes an environment (a map of variables), not options',
   ...Object.fromEntries(
-    ['join', 'leave', 'limits', 'inFlight', 'admit', 'claimAnyway', 'renew', 'bind', 'release', 'publishFreed', 'onFreed', 'onWake', 'close', 'bindScope', 'acquire', 'callBudgetMs', 'probe'].flatMap((m) => [
+    // the port's members, and the backends' own join, limits, inFlight and admit (the steps of their acquire)
+    ['join', 'leave', 'limits', 'inFlight', 'admit', 'claimAnyway', 'renew', 'bind', 'release', 'publishFreed', 'onFreed', 'onWake', 'close', 'bindScope', 'acquire', 'peek', 'callBudgetMs', 'probe', 'everReached'].flatMap((m) => [
       [`nova-guard:InProcessQuotaLedger.prototype.${m}`, LEDGER_PROTOCOL],
       [`nova-guard/redis:RedisQuotaLedger.prototype.${m}`, LEDGER_PROTOCOL],
-      ...(m === 'acquire' ? [] : [[`nova-guard/sqlite:SqliteQuotaLedger.prototype.${m}`, LEDGER_PROTOCOL]]),
+      [`nova-guard/sqlite:SqliteQuotaLedger.prototype.${m}`, LEDGER_PROTOCOL],
     ]),
   ),
-  'nova-guard/redis:RedisQuotaLedger.prototype.everReached': LEDGER_PROTOCOL,
-  'nova-guard/sqlite:SqliteQuotaLedger.prototype.everReached': LEDGER_PROTOCOL,
   'nova-guard/redis:RedisQuotaLedger.prototype.toJSON': 'takes nothing',
   'nova-guard/testing:realNovaDeletedWindowMs': 'takes a number',
   'nova-guard/testing:FakeNovaCauses': '@internal: FakeNova makes it (nova.causes)',

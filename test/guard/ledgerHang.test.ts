@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { InProcessQuotaLedger } from '../../src/ledger/inProcess.js';
-import type { LimitsReading, QuotaLedger } from '../../src/ledger/port.js';
+import type { QuotaLedger } from '../../src/ledger/port.js';
 import { QuotaWaitTimeoutError } from '../../src/guard/errors.js';
 import { AbortError } from '../../src/errors/index.js';
 import { T0, rejection, settle, useFakeClock } from '../helpers.js';
@@ -15,11 +15,11 @@ useFakeClock();
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const limitsReads = (nova: { requestsTo(m: string, p: string): unknown[] }): number => nova.requestsTo('GET', '/limits').length;
 
-type Method = Exclude<keyof QuotaLedger, 'kind' | 'holder' | 'inFlight' | 'onFreed'>;
+type Method = Exclude<keyof QuotaLedger, 'kind' | 'holder' | 'scope' | 'bindScope' | 'onFreed' | 'onWake' | 'callBudgetMs' | 'everReached'>;
 
 /**
  * A ledger over `inner` whose methods in `hung` wait for `resume()` and then run (as a paused
- * Redis does after SIGCONT): `limits` then calls `read` like a ledger that took the refresh lock.
+ * Redis does after SIGCONT): `acquire` then calls `read` like a ledger that took the refresh lock.
  */
 function pausable(inner: InProcessQuotaLedger, hung: ReadonlySet<Method>): QuotaLedger & { resume(): void; calls: Method[]; refused: unknown[] } {
   const waiting: Array<() => void> = [];
@@ -36,30 +36,35 @@ function pausable(inner: InProcessQuotaLedger, hung: ReadonlySet<Method>): Quota
   return {
     kind: 'test',
     holder: inner.holder,
+    scope: undefined,
+    bindScope: () => undefined,
     calls,
     refused,
     resume: () => {
       for (const r of waiting.splice(0)) r();
     },
-    join: wrap('join') as QuotaLedger['join'],
-    leave: wrap('leave') as QuotaLedger['leave'],
-    limits: async (read: (s: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined) => {
-      calls.push('limits');
-      await gate('limits');
+    acquire: async (request, read, signal) => {
+      calls.push('acquire');
+      await gate('acquire');
       try {
-        return await inner.limits(read, signal);
+        return await inner.acquire(request, read, signal);
       } catch (e) {
         refused.push(e);
         throw e;
       }
     },
-    admit: wrap('admit') as QuotaLedger['admit'],
+    peek: wrap('peek') as QuotaLedger['peek'],
+    leave: wrap('leave') as QuotaLedger['leave'],
     claimAnyway: wrap('claimAnyway') as QuotaLedger['claimAnyway'],
     renew: wrap('renew') as QuotaLedger['renew'],
     bind: wrap('bind') as QuotaLedger['bind'],
     release: wrap('release') as QuotaLedger['release'],
     publishFreed: wrap('publishFreed') as QuotaLedger['publishFreed'],
     onFreed: (l) => inner.onFreed(l),
+    onWake: (p, l) => inner.onWake(p, l),
+    callBudgetMs: () => undefined,
+    probe: wrap('probe') as QuotaLedger['probe'],
+    everReached: () => false,
     close: wrap('close') as QuotaLedger['close'],
   };
 }
@@ -71,12 +76,12 @@ async function fullNova(): Promise<Awaited<ReturnType<typeof startNova>>> {
   return nova;
 }
 
-const ALL: ReadonlySet<Method> = new Set<Method>(['join', 'leave', 'limits', 'admit', 'claimAnyway', 'renew', 'bind', 'release', 'publishFreed']);
+const ALL: ReadonlySet<Method> = new Set<Method>(['acquire', 'peek', 'leave', 'claimAnyway', 'renew', 'bind', 'release', 'publishFreed', 'probe']);
 
 describe('a ledger that hangs', () => {
-  it('an abandoned ledger limits call never sends GET /limits after the call settled', async () => {
+  it('an abandoned ledger acquire call never sends GET /limits after the call settled', async () => {
     const nova = await fullNova();
-    const ledger = pausable(new InProcessQuotaLedger({ clock: clientFor(nova).clock }), new Set(['limits']));
+    const ledger = pausable(new InProcessQuotaLedger({ clock: clientFor(nova).clock }), new Set(['acquire']));
     const guard = guardFor(nova, { ledger, ledgerTimeoutMs: 300, maxWaitMs: 0 });
     const e = await settle(rejection(guard.createServer(body('late'))));
     expect(e).toBeInstanceOf(QuotaWaitTimeoutError);
@@ -130,7 +135,7 @@ describe('a ledger that hangs', () => {
     const e = await settle(rejection(guard.createServer(body('sleeping'), { signal: controller.signal })));
     expect(e).toBeInstanceOf(AbortError);
     expect(Date.now() - T0).toBe(250);
-    expect(ledger.calls).toContain('join');
+    expect(ledger.calls).toContain('acquire'); // short: it queued the call (joinIfShort)
     expect(ledger.calls).toContain('leave');
     // The place is still queued while leave hangs; once the ledger answers it is gone.
     const other = guardFor(nova, { ledger: inner, maxWaitMs: 0 });
@@ -152,10 +157,11 @@ describe('fencing token in the logs', () => {
     const wrapped: QuotaLedger = {
       kind: 'test',
       holder: inner.holder,
-      join: (n) => inner.join(n),
+      scope: undefined,
+      bindScope: () => undefined,
+      acquire: (r, read, s) => inner.acquire(r, read, s),
+      peek: (r, s) => inner.peek(r, s),
       leave: (p) => inner.leave(p),
-      limits: (r, s) => inner.limits(r, s),
-      admit: (r) => inner.admit(r),
       claimAnyway: (n, t) => inner.claimAnyway(n, t),
       renew: async (c, t) => {
         if (lose) {
@@ -168,6 +174,10 @@ describe('fencing token in the logs', () => {
       release: (c, e) => inner.release(c, e),
       publishFreed: (s) => inner.publishFreed(s),
       onFreed: (l) => inner.onFreed(l),
+      onWake: (p, l) => inner.onWake(p, l),
+      callBudgetMs: () => undefined,
+      probe: () => inner.probe(),
+      everReached: () => true,
       close: () => inner.close(),
     };
     const guard = guardFor(nova, { ledger: wrapped, logger, leaseTtlMs: 1000 });

@@ -35,8 +35,7 @@ describe('a ledger that is down', () => {
         if (Date.now() - T0 >= backAtMs) return 'ok';
         if (m === 'probe' || !refused) return (refused = true), 'down';
         return 'hang';
-      },
-      { probe: true },
+      }
     );
     const { logger, warnings } = warnLog();
     const guard = guardFor(nova, { ledger, logger });
@@ -44,22 +43,30 @@ describe('a ledger that is down', () => {
       await at(i * 1000);
       await settle(guard.createServer(body(`c${i}`)));
     }
-    // every POST at its call's start: no ledger wait, not even ledgerTimeoutMs
-    expect(posts(nova).map((p) => p.timeMs - T0)).toEqual(Array.from({ length: 20 }, (_, i) => i * 1000));
+    // a store never reached (everReached false) may be restarting: the first call waits
+    // NEVER_REACHED_WAIT_MS (3 s) for it (calls 1 and 2 start after it, at 3 s); from then on every
+    // POST at its call's start: no ledger wait, not even ledgerTimeoutMs
+    const times = posts(nova).map((p) => p.timeMs - T0);
+    expect(times.slice(0, 12)).toEqual(Array.from({ length: 12 }, (_, i) => Math.max(3000, i * 1000)));
+    // the call at 12 s starts the probe that finds the ledger back: it admits on the ledger after one backoff step
+    expect(times[12]).toBeGreaterThanOrEqual(12_000);
+    expect(times[12]).toBeLessThan(12_100);
+    expect(times.slice(13)).toEqual(Array.from({ length: 7 }, (_, i) => (13 + i) * 1000));
     expect(ledger.calls.filter(([m]) => m === 'probe').map(([, t]) => t)).toEqual([1000, 3000, 7000, 12000]);
     expect(warnings().filter((m) => /quota ledger \(test\) is down/.test(m))).toHaveLength(1);
     expect(warnings().filter((m) => /quota ledger \(test\) is back after 12000 ms/.test(m))).toHaveLength(1);
     expect(guard.stats.ledgerOutages).toBe(1);
-    // calls 0-12 went on with the fallback; 13-19 used the ledger again
+    // calls 0-12 went on with the fallback (call 12 only until the probe it started found the
+    // ledger back); 12-19 admitted on the ledger again
     expect(guard.stats.ledgerFallbacks).toBe(13);
-    expect(ledger.calls.filter(([m, t]) => m === 'admit' && t > 12000)).toHaveLength(7);
+    expect(ledger.calls.filter(([m, t]) => m === 'acquire' && t > 12000)).toHaveLength(8);
     expect(inner.activeClaims).toBe(0);
   });
 
   it('3 time-outs in a row mark it down: the calls after them skip it at once', async () => {
     const nova = await startNova({ maxTotalCores: 1000, maxTotalInstances: 100 });
     const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
-    const ledger = faulty(inner, () => 'hang', { probe: true });
+    const ledger = faulty(inner, () => 'hang');
     const { logger, warnings } = warnLog();
     const guard = guardFor(nova, { ledger, logger, ledgerTimeoutMs: 2000 });
     const waits: number[] = [];
@@ -68,11 +75,15 @@ describe('a ledger that is down', () => {
       await settle(guard.createServer(body(`t${i}`)));
       waits.push(posts(nova).at(-1)!.timeMs - start);
     }
-    expect(waits).toEqual([2000, 2000, 2000, 0, 0]);
+    // a store never reached: the first call tries it for NEVER_REACHED_WAIT_MS (3 s: time-outs at 2 and
+    // 4 s), then goes on alone at 5 s; the next call's time-out is the third in a row: down, and the
+    // calls after it skip the ledger at once
+    expect(waits).toEqual([5000, 2000, 0, 0, 0]);
     // one warning for the whole outage: the first failure's (the outage itself is logged at info level)
     expect(warnings()).toEqual(["quota ledger (test) failed: going on with the in-process ledger, Nova's quota check decides the rest"]);
     expect(guard.stats.ledgerOutages).toBe(1);
-    expect(guard.stats.ledgerFallbacks).toBe(5);
+    // call 0: two time-outs and a try cut by its maxWaitMs (5 s); call 1: the third time-out; calls 2-4: skipped
+    expect(guard.stats.ledgerFallbacks).toBe(7);
   });
 });
 
@@ -80,7 +91,7 @@ describe('the time budget of a ledger call', () => {
   it('follows callBudgetMs: a ledger that reports 5000 ms is not abandoned at ledgerTimeoutMs 2000', async () => {
     const nova = await startNova({ maxTotalCores: 10 });
     const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
-    const ledger = faulty(inner, (m) => (m === 'admit' ? 3000 : 'ok'), { budgetMs: 5000 });
+    const ledger = faulty(inner, (m) => (m === 'acquire' ? 3000 : 'ok'), { budgetMs: 5000 });
     const guard = guardFor(nova, { ledger, ledgerTimeoutMs: 2000, maxWaitMs: 60_000 });
     await settle(guard.createServer(body('far-away')));
     expect(posts(nova).map((p) => p.timeMs - T0)).toEqual([3000]);
@@ -90,10 +101,10 @@ describe('the time budget of a ledger call', () => {
 });
 
 describe('acquire', () => {
-  it('is used when the ledger has it: one ledger call per admission (no limits, admit, join or renew)', async () => {
+  it('is every admission: one ledger call per admission (no renew before the POST)', async () => {
     const nova = await startNova({ maxTotalCores: 10 });
     const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
-    const ledger = faulty(inner, () => 'ok', { acquire: true });
+    const ledger = faulty(inner, () => 'ok');
     const guard = guardFor(nova, { ledger });
     await settle(guard.createServer(body('one-trip')));
     expect(ledger.calls.map(([m]) => m)).toEqual(['acquire', 'bind', 'release']);
@@ -104,14 +115,14 @@ describe('acquire', () => {
     const nova = await startNova({ maxTotalCores: 2, deleteDelayMs: 20 });
     const holder = nova.addServer({ status: 'ACTIVE', flavorId: '2' }).id;
     const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
-    const ledger = faulty(inner, () => 'ok', { acquire: true });
+    const ledger = faulty(inner, () => 'ok');
     const guard = guardFor(nova, { ledger, maxWaitMs: 60_000 });
     const run = guard.createServer(body('waiter'));
     await settle(sleep(200));
     await settle(guard.client.deleteServer(holder, { wait: true, intervalMs: 5 }));
     await settle(run);
     const methods = ledger.calls.map(([m]) => m);
-    expect(methods.filter((m) => m === 'limits' || m === 'admit' || m === 'join')).toEqual([]);
+    expect(methods.filter((m) => m !== 'acquire' && m !== 'leave' && m !== 'bind' && m !== 'release' && m !== 'publishFreed' && m !== 'renew')).toEqual([]);
     expect(methods.filter((m) => m === 'leave')).toHaveLength(1);
     expect(posts(nova).map((p) => p.status)).toEqual([202]);
   });
@@ -154,7 +165,7 @@ describe('degraded mode: an outage costs speed, never quota', () => {
     const down = (): boolean => Date.now() - T0 >= outage.fromMs && Date.now() - T0 < outage.toMs;
     const hosts = [0, 1, 2].map(() => {
       // one ledger object per host: one wrapper (health, fallback) each, as in separate processes
-      const ledger = faulty(inner, () => (down() ? 'down' : 'ok'), { probe: true, holders: 3 });
+      const ledger = faulty(inner, () => (down() ? 'down' : 'ok'), { holders: 3 });
       return guardFor(nova, { ledger, maxWaitMs: 60_000, minDelayMs: 50, baseDelayMs: 50, maxDelayMs: 50, jitter: 0 }, clientFor(nova, adapter));
     });
     const createdAt: Array<{ host: number; ms: number }> = [];
@@ -187,8 +198,8 @@ describe('degraded mode: an outage costs speed, never quota', () => {
     const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
     const aDown = { fromMs: 100, toMs: 3000 };
     // host A's connection to the store fails in a window; host B's does not
-    const ledgerA = faulty(inner, () => (Date.now() - T0 >= aDown.fromMs && Date.now() - T0 < aDown.toMs ? 'down' : 'ok'), { probe: true, holders: 2 });
-    const ledgerB = faulty(inner, () => 'ok', { probe: true, holders: 2 });
+    const ledgerA = faulty(inner, () => (Date.now() - T0 >= aDown.fromMs && Date.now() - T0 < aDown.toMs ? 'down' : 'ok'), { holders: 2 });
+    const ledgerB = faulty(inner, () => 'ok', { holders: 2 });
     const opts = { maxWaitMs: 60_000, minDelayMs: 50, baseDelayMs: 50, maxDelayMs: 200, jitter: 0 };
     const a = guardFor(nova, { ...opts, ledger: ledgerA });
     const b = guardFor(nova, { ...opts, ledger: ledgerB });
@@ -218,7 +229,7 @@ describe('degraded mode: an outage costs speed, never quota', () => {
     const nova = await startNova({ maxTotalCores: 10, maxTotalInstances: 100 });
     const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
     let down = false;
-    const ledger = faulty(inner, () => (down ? 'down' : 'ok'), { probe: true });
+    const ledger = faulty(inner, () => (down ? 'down' : 'ok'));
     const guard = guardFor(nova, { ledger, maxWaitMs: 5000 });
     await settle(guard.createServer(body('good')));
     down = true;
@@ -234,21 +245,24 @@ describe('degraded mode: an outage costs speed, never quota', () => {
     expect(guard.stats.ledgerOutages).toBe(1);
   });
 
-  it('a process the ledger never answered (down from the start) works on its own as without a ledger, and its claims are re-claimed on the ledger when it answers', async () => {
-    const nova = await startNova({ maxTotalCores: 10, maxTotalInstances: 100, schedulingDelayMs: 5000, buildDelayMs: 6000 });
+  it('a process the ledger never answered (down from the start) works on its own as without a ledger after NEVER_REACHED_WAIT_MS, and its claims are re-claimed on the ledger when it answers', async () => {
+    const nova = await startNova({ maxTotalCores: 10, maxTotalInstances: 100, schedulingDelayMs: 10_000, buildDelayMs: 12_000 });
     const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
     let down = true;
-    const ledger = faulty(inner, () => (down ? 'down' : 'ok'), { probe: true });
+    const ledger = faulty(inner, () => (down ? 'down' : 'ok'));
     const guard = guardFor(nova, { ledger, maxWaitMs: 60_000, activeTimeoutMs: 60_000 });
     const alone = guard.createServer(body('alone'));
-    await settle(sleep(100));
-    // posted at once on the in-process ledger: Nova's check decides
-    expect(posts(nova).map((p) => p.timeMs - T0)).toEqual([0]);
+    await settle(sleep(3100));
+    // NEVER_REACHED_WAIT_MS (3 s) of the outage waited for a store that may be restarting, then
+    // posted on the in-process ledger: Nova's check decides
+    const times = posts(nova).map((p) => p.timeMs - T0);
+    expect(times).toHaveLength(1);
+    expect(times[0]).toBeGreaterThanOrEqual(3000);
     expect(inner.activeClaims).toBe(0);
     down = false;
-    await settle(sleep(1400));
-    // the next call probes the ledger (due 1 s after the outage began): it is back, and the claim
-    // of 'alone' (its server still scheduling: Nova does not count it yet) is re-claimed on it
+    await settle(sleep(4000));
+    // the next call probes the ledger (due at most 7 s after the outage began): it is back, and the
+    // claim of 'alone' (its server still scheduling: Nova does not count it yet) is re-claimed on it
     const back = guard.createServer(body('back'));
     await settle(sleep(100));
     expect(ledger.calls.filter(([m]) => m === 'claimAnyway')).toHaveLength(1);
@@ -263,7 +277,7 @@ describe('degraded mode: an outage costs speed, never quota', () => {
     const nova = await startNova({ maxTotalCores: 10, maxTotalInstances: 100 });
     const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
     const backAtMs = 2500;
-    const ledger = faulty(inner, () => (Date.now() - T0 < backAtMs ? 'down' : 'ok'), { probe: true, everReached: () => true });
+    const ledger = faulty(inner, () => (Date.now() - T0 < backAtMs ? 'down' : 'ok'), { everReached: () => true });
     const guard = guardFor(nova, { ledger, maxWaitMs: 60_000 });
     await settle(guard.createServer(body('first')));
     // probes are due at 1 s and 3 s (made by the waiting call's next admission): the second finds the store back
@@ -271,14 +285,14 @@ describe('degraded mode: an outage costs speed, never quota', () => {
     expect(times).toHaveLength(1);
     expect(times[0]).toBeGreaterThanOrEqual(3000);
     expect(times[0]).toBeLessThanOrEqual(3200);
-    expect(ledger.calls.some(([m, t]) => (m === 'admit' || m === 'limits') && t >= 3000)).toBe(true);
+    expect(ledger.calls.some(([m, t]) => m === 'acquire' && t >= 3000)).toBe(true);
     expect(inner.activeClaims).toBe(0);
   });
 
   it('a process whose ledger says it never reached its store waits NEVER_REACHED_WAIT_MS (3 s) of the outage, then goes on alone with Nova\'s check', async () => {
     const nova = await startNova({ maxTotalCores: 10, maxTotalInstances: 100 });
     const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
-    const ledger = faulty(inner, () => 'down', { probe: true, everReached: () => false });
+    const ledger = faulty(inner, () => 'down', { everReached: () => false });
     const waits: QuotaWaitInfo[] = [];
     const lines: string[] = [];
     const logger = pino({ level: 'debug' }, { write: (l: string) => lines.push((JSON.parse(l) as { msg: string }).msg) });
@@ -306,7 +320,11 @@ describe('degraded mode: an outage costs speed, never quota', () => {
     const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
     const ledger = faulty(inner);
     // a ledger settling after a holder reconnected: refuses every admission, with nothing in flight or ahead
-    ledger.admit = async () => ({ admitted: false, inFlight: { cores: 0, ramMiB: 0, instances: 0 }, ahead: { cores: 0, ramMiB: 0, instances: 0 } });
+    ledger.acquire = async (request, read, signal) => {
+      const r = await inner.acquire(request, read, signal);
+      if (r.admitted) await inner.release(r.claim, 'not-created');
+      return { admitted: false, inFlight: { cores: 0, ramMiB: 0, instances: 0 }, ahead: { cores: 0, ramMiB: 0, instances: 0 }, reading: r.reading, place: r.place };
+    };
     const guard = guardFor(nova, { ledger, maxWaitMs: 3000, explainShortfall: true });
     const err = await settle(rejection(guard.createServer(body('settling'))));
     expect(err).toBeInstanceOf(QuotaWaitTimeoutError);

@@ -87,7 +87,7 @@ describe('leases and fencing', () => {
     expect(posts(nova)).toHaveLength(1);
     // claims 1 and 2 lost their leases before their POST: the server carries claim 3
     expect(nova.getServerState(s.id)?.metadata[CLAIM_TOKEN_KEY]).toBe('3');
-    expect(ledger.calls.filter(([m]) => m === 'admit')).toHaveLength(3);
+    expect(ledger.calls.filter(([m]) => m === 'acquire')).toHaveLength(3);
     expect(inner.activeClaims).toBe(0);
     expect(guard.inFlightClaims).toBe(0);
   });
@@ -121,7 +121,7 @@ describe('leases and fencing', () => {
     // at the POST (stretched to cover it: leaseTtlMs is shorter than the POST's time limit), back to
     // leaseTtlMs once the POST answered, then 500, 1000, ... while BUILD lasts (ACTIVE seen at the poll after 2000 ms)
     expect(renewals).toEqual([0, 0, 500, 1000, 1500, 2000]);
-    expect(ledger.calls.map(([m]) => m).filter((m) => m !== 'renew')).toEqual(['limits', 'admit', 'bind', 'release']);
+    expect(ledger.calls.map(([m]) => m).filter((m) => m !== 'renew')).toEqual(['acquire', 'bind', 'release']);
     expect(inner.activeClaims).toBe(0);
   });
 });
@@ -136,15 +136,18 @@ describe('fallback when the ledger fails', () => {
     const guard = guardFor(nova, { ledger, logger });
     await settle(Promise.all([guard.createServer(body('a')), guard.createServer(body('b'))]));
     expect(posts(nova).map((p) => p.status)).toEqual([202, 202]);
+    // a store never reached (everReached false) may be restarting: tried for NEVER_REACHED_WAIT_MS (3 s), then alone
+    expect(posts(nova).every((p) => p.timeMs - T0 >= 3000)).toBe(true);
     expect(warnings().filter((m) => /quota ledger \(test\) failed/.test(m))).toHaveLength(1);
-    expect(guard.stats.ledgerFallbacks).toBe(2);
+    const fallbacks = guard.stats.ledgerFallbacks;
+    expect(fallbacks).toBeGreaterThanOrEqual(2);
     expect(guard.inFlightClaims).toBe(0);
     down = false;
     const before = ledger.calls.length;
     await settle(guard.createServer(body('c')));
     // no renew before the POST: the claim was just taken and its lease covers the POST
-    expect(ledger.calls.slice(before).map(([m]) => m)).toEqual(['limits', 'admit', 'bind', 'release']);
-    expect(guard.stats.ledgerFallbacks).toBe(2);
+    expect(ledger.calls.slice(before).map(([m]) => m)).toEqual(['acquire', 'bind', 'release']);
+    expect(guard.stats.ledgerFallbacks).toBe(fallbacks);
     expect(inner.activeClaims).toBe(0);
   });
 
@@ -155,22 +158,38 @@ describe('fallback when the ledger fails', () => {
     const { logger, warnings } = warnLog();
     const guard = guardFor(nova, { ledger, logger, ledgerTimeoutMs: 250 });
     const s = await settle(guard.createServer(body('patient')));
-    expect(posts(nova).map((p) => [p.status, p.timeMs - T0])).toEqual([[202, 250]]);
+    // each ledger call ends at ledgerTimeoutMs; a store never reached is tried for NEVER_REACHED_WAIT_MS (3 s), then the create goes on alone
+    const [post] = posts(nova);
+    expect(post!.status).toBe(202);
+    expect(post!.timeMs - T0).toBeGreaterThanOrEqual(3000);
+    expect(post!.timeMs - T0).toBeLessThan(3000 + 2 * 250);
     expect(nova.getServerState(s.id)?.name).toBe('patient');
     expect(warnings().filter((m) => /quota ledger \(test\) failed/.test(m))).toHaveLength(1);
-    expect(guard.stats.ledgerFallbacks).toBe(1);
+    expect(guard.stats.ledgerFallbacks).toBeGreaterThanOrEqual(1);
     expect(guard.inFlightClaims).toBe(0);
   });
 
-  it('an admit that answers after ledgerTimeoutMs: the call goes on, the late claim is released on the ledger that gave it', async () => {
+  it('an acquire that answers after ledgerTimeoutMs: the call goes on, the late claim is released on the ledger that gave it', async () => {
     const nova = await startNova({ maxTotalCores: 10 });
     const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
-    const ledger = faulty(inner, (m) => (m === 'admit' ? 'late' : 'ok'));
+    const ledger = faulty(inner);
+    let late = 1;
+    const own = ledger.acquire;
+    // the store takes the claim at once, its answer comes 500 ms later (a slow network)
+    ledger.acquire = async (request, read, signal) => {
+      const a = await own(request, read, signal);
+      if (late-- > 0) await sleep(500);
+      return a;
+    };
     const guard = guardFor(nova, { ledger, ledgerTimeoutMs: 100 });
     await settle(guard.createServer(body('on-time')));
-    expect(posts(nova).map((p) => p.timeMs - T0)).toEqual([100]);
+    // the first acquire is abandoned at 100 ms; the next one (a backoff step later) admits on the ledger
+    const [post] = posts(nova).map((p) => p.timeMs - T0);
+    expect(post).toBeGreaterThanOrEqual(100);
+    expect(post).toBeLessThan(500);
     await settle(sleep(1000));
-    expect(ledger.calls.filter(([m]) => m === 'release').map(([, t]) => t)).toEqual([500]);
+    // the late claim given back when its answer came; the other release is the POSTed claim's
+    expect(ledger.calls.filter(([m]) => m === 'release').map(([, t]) => t)).toContain(500);
     expect(inner.activeClaims).toBe(0);
     expect(guard.stats.ledgerFallbacks).toBe(1);
   });
@@ -186,7 +205,7 @@ describe('fallback when the ledger fails', () => {
     });
     const guard = guardFor(nova, { ledger, leaseTtlMs: 1000 });
     const s = await settle(guard.createServer(body('moved')));
-    const admitted = ledger.calls.filter(([m]) => m === 'admit');
+    const admitted = ledger.calls.filter(([m]) => m === 'acquire');
     expect(admitted).toHaveLength(2);
     // the second admission after a backoff step, not at once
     expect(admitted[1]![1]).toBeGreaterThan(admitted[0]![1]);
@@ -208,7 +227,7 @@ describe('fallback when the ledger fails', () => {
     await settle(guard.createServer(body('patient')));
     expect(posts(nova).map((p) => [p.status, p.timeMs - T0 >= 5000])).toEqual([[202, true]]);
     // maxDelayMs 80: about one admission per 80 ms, not one per few ms
-    expect(ledger.calls.filter(([m]) => m === 'admit').length).toBeLessThan(5000 / 80 + 10);
+    expect(ledger.calls.filter(([m]) => m === 'acquire').length).toBeLessThan(5000 / 80 + 10);
     expect(inner.activeClaims).toBe(0);
     expect(guard.inFlightClaims).toBe(0);
   });
@@ -263,7 +282,7 @@ describe('ledger options', () => {
     expect(() => guardFor({} as never, { leaseTtlMs: 2 }, client)).toThrow(ValidationError);
     expect(() => guardFor({} as never, { leaseTtlMs: Number.POSITIVE_INFINITY }, client)).toThrow(ValidationError);
     expect(() => guardFor({} as never, { ledgerTimeoutMs: 0 }, client)).toThrow(ValidationError);
-    expect(() => guardFor({} as never, { ledger: { kind: 'x' } as never }, client)).toThrow(/missing: join/);
+    expect(() => guardFor({} as never, { ledger: { kind: 'x' } as never }, client)).toThrow(/missing: bindScope, acquire, peek/);
     expect(() => guardFor({} as never, { ledgr: 1 } as never, client)).toThrow(ValidationError);
   });
 });

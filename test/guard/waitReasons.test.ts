@@ -43,10 +43,10 @@ describe("onWait's reason", () => {
     const inner = new InProcessQuotaLedger({ clock: client.clock });
     // A ledger that settles: it answers every admission "not admitted" (as Redis within restartGraceMs).
     const ledger = faulty(inner, () => 'ok');
-    ledger.admit = async (request) => {
-      const r = await inner.admit(request);
+    ledger.acquire = async (request, read, signal) => {
+      const r = await inner.acquire(request, read, signal);
       if (r.admitted) await inner.release(r.claim, 'not-created');
-      return { admitted: false, inFlight: r.inFlight, ahead: r.ahead };
+      return { admitted: false, inFlight: r.inFlight, ahead: r.ahead, reading: r.reading, place: r.place };
     };
     const waits: QuotaWaitInfo[] = [];
     const guard = guardFor(nova, { ledger, maxWaitMs: 300, onWait: (w) => void waits.push(w) }, client);

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { QuotaGuard } from '../../src/guard/quotaGuard.js';
 import { InProcessQuotaLedger } from '../../src/ledger/inProcess.js';
+import type { AcquireRequest, LimitsRead, QuotaLedger } from '../../src/ledger/index.js';
 import { runUntil, settle, useFakeClock } from '../helpers.js';
 import { FAST, body, clientFor, startNova } from './fixtures.js';
 
@@ -62,17 +63,23 @@ describe('wake-ups of the calls waiting for headroom', () => {
     await Promise.all([host1.close(), host2.close()]);
   });
 
-  it('a ledger without onWake: every waiting call wakes on a confirmed deletion (as before)', async () => {
+  it('a call that holds no place (its ledger did not queue it): every such waiting call wakes on a confirmed deletion (onFreed)', async () => {
     const nova = await startNova({ maxTotalCores: 2, deleteDelayMs: 20 });
     const inner = new InProcessQuotaLedger();
-    // The same ledger without onWake: the protocol's other methods, bound.
+    // The same ledger, except that its acquire never queues a call (as a Redis answer given up while
+    // another holder refreshed): no place, so no wake-up addressed to it.
     const ledger = Object.fromEntries(
-      ['join', 'leave', 'limits', 'inFlight', 'admit', 'acquire', 'claimAnyway', 'renew', 'bind', 'release', 'publishFreed', 'onFreed', 'close', 'bindScope', 'callBudgetMs', 'probe'].map((m) => [
+      ['leave', 'peek', 'claimAnyway', 'renew', 'bind', 'release', 'publishFreed', 'onFreed', 'onWake', 'close', 'bindScope', 'callBudgetMs', 'probe', 'everReached'].map((m) => [
         m,
         (inner as unknown as Record<string, (...a: unknown[]) => unknown>)[m]!.bind(inner),
       ]),
-    ) as unknown as InProcessQuotaLedger;
-    Object.assign(ledger, { kind: 'no-wake', holder: inner.holder });
+    ) as unknown as QuotaLedger;
+    Object.assign(ledger, {
+      kind: 'no-place',
+      holder: inner.holder,
+      scope: undefined,
+      acquire: (request: AcquireRequest, read: LimitsRead, signal: AbortSignal | undefined) => inner.acquire({ ...request, joinIfShort: false }, read, signal),
+    });
     const client = clientFor(nova);
     const guard = new QuotaGuard(client, { ...SLOW_BACKOFF, ledger });
     const holder = nova.addServer({ status: 'ACTIVE', flavorId: '2' }).id;

@@ -10,9 +10,8 @@
  * places live for `placeTtlMs`, far longer than a test). Redis keeps its leases on its own clock
  * (`TIME`), which no test can move: time passes there by a real wait.
  *
- * The admission path is the guard's (`src/guard/admission.ts`, `callLedger.ts`): `acquire` when the
- * ledger has it (in-process, Redis), else `limits`, `admit` on the raw headroom of the reading, and
- * `join` when short without a place (SQLite).
+ * The admission path is the guard's (`src/guard/admission.ts`, `callLedger.ts`): `acquire` on every
+ * backend (the port has no other way to admit).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,8 +20,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Clock, TimerHandle } from '../../src/core/clock.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../../src/core/types.js';
 import { InProcessQuotaLedger } from '../../src/ledger/inProcess.js';
-import { rawHeadroomOf } from '../../src/ledger/headroom.js';
-import type { Admission, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from '../../src/guard/index.js';
+import type { Admission, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from '../../src/ledger/index.js';
 import { SqliteQuotaLedger } from '../../src/sqlite/index.js';
 import { isSqliteUnavailable } from '../../src/sqlite/native.js';
 import { RedisQuotaLedger } from '../../src/redis/index.js';
@@ -224,16 +222,15 @@ export interface Attempt {
 }
 
 /**
- * One admission as the guard makes it (`admission.ts` `#admitOnce` through `callLedger.ts`):
- * `acquire` with `joinIfShort` when the ledger has it; else `limits`, `admit` on the reading's raw
- * headroom (`rawHeadroomOf`), and `join` when short without a place; an admitted call leaves its
- * place (the guard's `finally`: `leave` when the call's admission ends). `duringRead` runs while the
+ * One admission as the guard makes it (`admission.ts` `#admitOnce` through `callLedger.ts`): one
+ * `acquire` with `joinIfShort` (and `staleShortMs` when given); an admitted call leaves its place
+ * (the guard's `finally`: `leave` when the call's admission ends). `duringRead` runs while the
  * `/limits` read is in flight (after it was sent, before it answered): what other calls do
  * meanwhile.
  */
 export async function admitAsGuard(
   ledger: QuotaLedger,
-  call: { needs: ResourceAmounts; place: LedgerPlace | undefined; ttlMs: number },
+  call: { needs: ResourceAmounts; place: LedgerPlace | undefined; ttlMs: number; staleShortMs?: number },
   absolute: AbsoluteLimits,
   duringRead: () => Promise<void> = async () => undefined,
 ): Promise<Attempt> {
@@ -243,17 +240,8 @@ export async function admitAsGuard(
     await duringRead();
     return { absolute, requestId: 'req-conformance' };
   };
-  if (typeof ledger.acquire === 'function') {
-    const a = await ledger.acquire({ place: call.place, needs: call.needs, ttlMs: call.ttlMs, joinIfShort: true }, readFn, undefined);
-    const { reading, place, ...admission } = a;
-    if (a.admitted && call.place !== undefined) await ledger.leave(call.place);
-    return { admission: admission as Admission, reading, place: a.admitted ? undefined : (place ?? call.place), read };
-  }
-  const reading = await ledger.limits(readFn, undefined);
-  const admission = await ledger.admit({ place: call.place, needs: call.needs, headroom: rawHeadroomOf(reading.absolute), stamp: reading.stamp, ttlMs: call.ttlMs });
-  if (admission.admitted) {
-    if (call.place !== undefined) await ledger.leave(call.place);
-    return { admission, reading, place: undefined, read };
-  }
-  return { admission, reading, place: call.place ?? (await ledger.join(call.needs)), read };
+  const a = await ledger.acquire({ place: call.place, needs: call.needs, ttlMs: call.ttlMs, joinIfShort: true, ...(call.staleShortMs === undefined ? {} : { staleShortMs: call.staleShortMs }) }, readFn, undefined);
+  const { reading, place, ...admission } = a;
+  if (a.admitted && call.place !== undefined) await ledger.leave(call.place);
+  return { admission: admission as Admission, reading, place: a.admitted ? undefined : (place ?? call.place), read };
 }

@@ -3,7 +3,7 @@
  * backend: the in-process ledger, `SqliteQuotaLedger` (a real SQLite file) and `RedisQuotaLedger`
  * (a real redis-server this file starts; skipped with a message only when redis-server is absent).
  * Every backend must pass the same cases identically. Admissions go along the guard's path
- * (`admitAsGuard`: `acquire` when the ledger has it, else `limits` + `admit` + `join`).
+ * (`admitAsGuard`: `acquire`, the port's one way to admit).
  *
  * Where a backend has no store apart from its object (in-process), "two holders" are two uses of
  * the one object: the test names say so. See `docs/ledger-conformance.md`.
@@ -11,7 +11,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ledgerScope } from '../../src/core/endpoint.js';
 import { ValidationError } from '../../src/errors/index.js';
-import type { LedgerClaim, LedgerPlace, QuotaLedger } from '../../src/guard/index.js';
+import type { LedgerClaim, LedgerPlace, QuotaLedger } from '../../src/ledger/index.js';
 import { ENDPOINT, absoluteFor, admitAsGuard, backends, type TestStore } from './backends.js';
 
 const LONG = 600_000;
@@ -19,13 +19,8 @@ const need = (cores: number, ramMiB = 1, instances = 1) => ({ cores, ramMiB, ins
 /** A reading with `cores` left (RAM and instances unlimited). */
 const cores = (n: number, used = 0) => absoluteFor({ cores: n }, { cores: used });
 
-/** The optional members each backend implements today (issue 30 wants them all required). */
-const OPTIONAL = ['scope', 'bindScope', 'inFlight', 'acquire', 'callBudgetMs', 'probe', 'everReached', 'onWake'] as const;
-const EXPECTED_OPTIONAL: Record<string, readonly string[]> = {
-  inProcess: ['scope', 'bindScope', 'inFlight', 'acquire', 'callBudgetMs', 'probe', 'onWake'],
-  sqlite: ['scope', 'bindScope', 'inFlight', 'callBudgetMs', 'probe', 'everReached', 'onWake'],
-  redis: ['scope', 'bindScope', 'inFlight', 'acquire', 'callBudgetMs', 'probe', 'everReached', 'onWake'],
-};
+/** Every member of the port (`src/ledger/port.ts`): none is optional. */
+const MEMBERS = ['kind', 'holder', 'scope', 'bindScope', 'acquire', 'peek', 'leave', 'claimAnyway', 'renew', 'bind', 'release', 'publishFreed', 'onFreed', 'onWake', 'callBudgetMs', 'probe', 'everReached', 'close'] as const;
 
 describe.each(backends())('QuotaLedger conformance: $name', (backend) => {
   const run = backend.skip === undefined ? describe : describe.skip;
@@ -55,10 +50,53 @@ describe.each(backends())('QuotaLedger conformance: $name', (backend) => {
       return x.admission.claim;
     };
 
-    it(`implements the optional members ${EXPECTED_OPTIONAL[backend.name]!.join(', ')} (the rest are missing today)`, async () => {
+    it('implements every member of the port; probe resolves, everReached is true once the store is reached, peek claims nothing', async () => {
       await fresh();
-      const present = OPTIONAL.filter((m) => (a as unknown as Record<string, unknown>)[m] !== undefined);
-      expect(present).toEqual(EXPECTED_OPTIONAL[backend.name]);
+      const missing = MEMBERS.filter((m) => (a as unknown as Record<string, unknown>)[m] === undefined && m !== 'scope');
+      expect(missing).toEqual([]);
+      expect(a.scope).toBeDefined();
+      await a.probe();
+      await attempt(a, need(1), cores(4));
+      expect(a.everReached()).toBe(true);
+      const c = a.callBudgetMs();
+      expect(c === undefined || (Number.isFinite(c) && c >= 0)).toBe(true);
+      store.step();
+      await store.beforeReading();
+      const p = await b.peek(async () => ({ absolute: cores(4), requestId: 'req-peek' }), undefined);
+      expect(p.reading.requestId).toBe('req-peek');
+      expect(p.inFlight).toEqual(need(1));
+      // a peek took nothing: 3 cores still fit
+      expect((await attempt(b, need(3), cores(4))).admission.admitted).toBe(true);
+    });
+
+    it('with staleShortMs, a kept reading that leaves the needs short answers "not admitted" without a read (a ledger with kept readings), never an admission without one; a confirmed deletion makes it stale', async () => {
+      await fresh();
+      const short = await attempt(a, need(3), cores(2));
+      expect(short.admission.admitted).toBe(false);
+      store.step();
+      const again = await admitAsGuard(a, { needs: need(3), place: short.place, ttlMs: LONG, staleShortMs: LONG }, cores(2));
+      expect(again.admission.admitted).toBe(false);
+      // the in-process ledger keeps no reading: it reads every time
+      expect(again.read).toBe(backend.name === 'inProcess');
+      await a.leave(short.place!);
+      // needs that fit the kept reading are admitted only on a fresh one
+      store.step();
+      await store.beforeReading();
+      const fits = await admitAsGuard(b, { needs: need(1), place: undefined, ttlMs: LONG, staleShortMs: LONG }, cores(2));
+      expect(fits.read).toBe(true);
+      expect(fits.admission.admitted).toBe(true);
+      await b.release(claimOf(fits), 'not-created');
+      // a kept reading refused on before a confirmed deletion is not trusted after it
+      store.step();
+      const before = await admitAsGuard(a, { needs: need(3), place: undefined, ttlMs: LONG, staleShortMs: LONG }, cores(2));
+      expect(before.admission.admitted).toBe(false);
+      expect(before.place).toBeDefined();
+      await b.publishFreed('server-gone');
+      store.step();
+      await store.beforeReading();
+      const after = await admitAsGuard(a, { needs: need(3), place: before.place, ttlMs: LONG, staleShortMs: LONG }, cores(4));
+      expect(after.read).toBe(true);
+      expect(after.admission.admitted).toBe(true);
     });
 
     it('admits when the needs fit the reading, and hands out a claim with a fencing token', async () => {
@@ -84,7 +122,7 @@ describe.each(backends())('QuotaLedger conformance: $name', (backend) => {
       const x = await attempt(a, need(2), cores(3));
       expect(x.admission.admitted).toBe(false);
       expect(x.admission.inFlight).toEqual(need(2));
-      expect(await a.inFlight!(x.reading.stamp)).toEqual(need(2));
+      expect((await a.peek(async () => ({ absolute: cores(3), requestId: undefined }), undefined)).inFlight).toEqual(need(2));
       await a.leave(x.place!); // the short call gives up
       const y = await attempt(a, need(1), cores(3));
       expect(y.admission.admitted).toBe(true);
@@ -168,9 +206,9 @@ describe.each(backends())('QuotaLedger conformance: $name', (backend) => {
     it('refuses a guard of another endpoint or project (ValidationError), takes its own', async () => {
       await fresh();
       const own = a.scope!;
-      expect(() => a.bindScope!(ledgerScope(own.endpoint, own.projectId))).not.toThrow();
-      expect(() => a.bindScope!(ledgerScope(ENDPOINT, 'another-project'))).toThrow(ValidationError);
-      expect(() => a.bindScope!(ledgerScope('http://other-nova.example:8774/v2.1', own.projectId))).toThrow(ValidationError);
+      expect(() => a.bindScope(ledgerScope(own.endpoint, own.projectId))).not.toThrow();
+      expect(() => a.bindScope(ledgerScope(ENDPOINT, 'another-project'))).toThrow(ValidationError);
+      expect(() => a.bindScope(ledgerScope('http://other-nova.example:8774/v2.1', own.projectId))).toThrow(ValidationError);
     });
 
     it('leave frees the place: the call behind it is admitted', async () => {
@@ -192,7 +230,7 @@ describe.each(backends())('QuotaLedger conformance: $name', (backend) => {
       await fresh();
       const ca = claimOf(await attempt(a, need(2), cores(5)));
       const cb = claimOf(await attempt(b, need(2), cores(5)));
-      expect(await a.inFlight!(0)).toMatchObject({ cores: 4 });
+      expect((await a.peek(async () => ({ absolute: cores(5), requestId: undefined }), undefined)).inFlight).toMatchObject({ cores: 4 });
       const qa = await attempt(a, need(3), cores(5));
       expect(qa.admission.admitted).toBe(false);
       const qb = await attempt(b, need(1), cores(5));

@@ -142,16 +142,16 @@ describe("QuotaGuard's ledger as a string", () => {
     toClose.push(other);
     expect(other.path).toBe(join(dir, readdirSync(dir).find((f) => f.endsWith('.sqlite'))!));
     await guard.close();
-    await expect(guard.options.ledger!.admit({ place: undefined, needs: { cores: 1, ramMiB: 0, instances: 1 }, headroom: {}, stamp: 0, ttlMs: 1000 })).rejects.toThrow(/closed/);
+    await expect(guard.options.ledger!.peek(async () => ({ absolute: {}, requestId: undefined }), undefined)).rejects.toThrow(/closed/);
   });
 
   it("a ledger opened from a string answers everReached as the opened ledger: false before it opens, true once a SQLite file is open (the guard then waits for it through an outage)", async () => {
     const nova = await startNova({ maxTotalCores: 4 });
     const guard = new QuotaGuard(clientFor(nova), { ledger: `sqlite:${tempDir()}`, waitForActive: false });
     const ledger = guard.options.ledger!;
-    expect(ledger.everReached?.()).toBe(false);
+    expect(ledger.everReached()).toBe(false);
     await guard.createServer({ name: 'a', flavorRef: '2', imageRef: 'img', networks: 'none' });
-    expect(ledger.everReached?.()).toBe(true);
+    expect(ledger.everReached()).toBe(true);
     await guard.close();
   });
 

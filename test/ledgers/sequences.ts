@@ -10,7 +10,7 @@
  */
 import fc from 'fast-check';
 import type { AbsoluteLimits, ResourceAmounts } from '../../src/core/types.js';
-import type { AdmitRequest, LedgerClaim, LedgerPlace, LimitsReading, QuotaLedger, RawHeadroom } from '../../src/guard/index.js';
+import type { AcquireRequest, LedgerClaim, LedgerPlace, LimitsRead, QuotaLedger } from '../../src/ledger/index.js';
 import { absoluteFor, admitAsGuard, type TestStore } from './backends.js';
 import * as M from './model.js';
 
@@ -227,12 +227,7 @@ export async function runSequence(store: TestStore, seq: Sequence, wrap: (l: Quo
   return log;
 }
 
-/** Headroom one above what was read: `needs <= headroom + 1`, the planted off-by-one. */
-function plusOne(h: RawHeadroom): RawHeadroom {
-  const out: Partial<Record<M.Resource, number | undefined>> = {};
-  for (const r of M.RESOURCES) out[r] = h[r] === undefined ? undefined : h[r]! + 1;
-  return out;
-}
+/** A `/limits` answer with one more of each limit: `needs <= headroom + 1`, the planted off-by-one. */
 function maxPlusOne(a: AbsoluteLimits): AbsoluteLimits {
   const bump = (v: number | undefined): number | undefined => (v === undefined || v < 0 ? v : v + 1);
   return { ...a, maxTotalCores: bump(a.maxTotalCores), maxTotalRAMSize: bump(a.maxTotalRAMSize), maxTotalInstances: bump(a.maxTotalInstances) } as AbsoluteLimits;
@@ -240,19 +235,22 @@ function maxPlusOne(a: AbsoluteLimits): AbsoluteLimits {
 
 /**
  * A planted fault: `ledger` with an off-by-one in its admission (it admits when `needs <=
- * headroom + 1`): `admit` sees one more of each constrained resource, and `acquire`'s reading says
- * one more of each limit. Every other member is the ledger's own.
+ * headroom + 1`): `acquire` decides on a reading that says one more of each limit. Every other
+ * member is the ledger's own.
  */
 export function offByOne(ledger: QuotaLedger): QuotaLedger {
   return new Proxy(ledger, {
     get(target, p) {
-      if (p === 'admit') return (r: AdmitRequest) => target.admit({ ...r, headroom: plusOne(r.headroom) });
-      if (p === 'acquire' && typeof target.acquire === 'function') {
-        return (req: Parameters<NonNullable<QuotaLedger['acquire']>>[0], read: (s: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined) =>
-          target.acquire!(req, async (sig) => {
-            const x = await read(sig);
-            return { ...x, absolute: maxPlusOne(x.absolute) };
-          }, signal);
+      if (p === 'acquire') {
+        return (req: AcquireRequest, read: LimitsRead, signal: AbortSignal | undefined) =>
+          target.acquire(
+            req,
+            async (sig) => {
+              const x = await read(sig);
+              return { ...x, absolute: maxPlusOne(x.absolute) };
+            },
+            signal,
+          );
       }
       const v: unknown = Reflect.get(target, p, target);
       return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;

@@ -1,9 +1,8 @@
 // A test ledger over an InProcessQuotaLedger: records each call (name, fake ms since T0) and may fail
-// some calls; optionally has the protocol's optional methods (acquire, probe, callBudgetMs), built
-// over the in-process ledger's limits + admit + join.
+// some calls. Every member of the QuotaLedger port is there (none is optional); `extras` sets what
+// the outage policy reads of it (callBudgetMs, everReached) and the holders its admissions report.
 import { InProcessQuotaLedger } from '../../../src/ledger/inProcess.js';
-import type { Acquisition, AcquireRequest, LimitsReading, QuotaLedger } from '../../../src/ledger/port.js';
-import { rawHeadroomOf } from '../../../src/ledger/headroom.js';
+import type { QuotaLedger } from '../../../src/ledger/port.js';
 import { T0 } from '../../helpers.js';
 import { pino } from 'pino';
 import type { Logger } from '../../../src/core/logger.js';
@@ -15,17 +14,16 @@ import type { Logger } from '../../../src/core/logger.js';
  */
 export type Fault = 'ok' | 'reject' | 'down' | 'hang' | 'lose' | 'late' | number;
 
-/** The optional methods the test ledger has. */
+/** What the test ledger says of itself. */
 export interface TestLedgerExtras {
-  /** Give the ledger `acquire` (over limits + admit + join). */
-  acquire?: boolean;
-  /** Give the ledger `probe` (decided by the fault function as method `probe`). */
-  probe?: boolean;
-  /** What `callBudgetMs()` reports (absent: no `callBudgetMs`). */
+  /** What `callBudgetMs()` reports. @default undefined (no measured budget) */
   budgetMs?: number;
-  /** The `holders` every admission reports (absent: admissions do not say). */
+  /** The `holders` every admission reports (absent: the inner ledger's). */
   holders?: number;
-  /** What `everReached()` answers (absent: no `everReached`). */
+  /**
+   * What `everReached()` answers. @default () => false: a store never reached (a ledger failing from
+   * the start is waited for `NEVER_REACHED_WAIT_MS`, then the process goes on alone).
+   */
   everReached?: () => boolean;
 }
 
@@ -53,41 +51,34 @@ export function faulty(
     (method: keyof QuotaLedger) =>
     (...args: unknown[]): Promise<unknown> =>
       apply(method, args, () => (inner as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[method]!.apply(inner, args));
+  const budget = extras.budgetMs;
   const ledger: QuotaLedger & { calls: Array<[string, number]> } = {
     kind: 'test',
     holder: inner.holder,
     calls,
-    join: wrap('join') as QuotaLedger['join'],
+    get scope() {
+      return inner.scope;
+    },
+    bindScope: (scope) => inner.bindScope(scope),
+    acquire: (request, read, signal) =>
+      apply('acquire', [request], async () => {
+        const a = await inner.acquire(request, read, signal);
+        return extras.holders === undefined ? a : { ...a, holders: extras.holders };
+      }) as ReturnType<QuotaLedger['acquire']>,
+    peek: wrap('peek') as QuotaLedger['peek'],
     leave: wrap('leave') as QuotaLedger['leave'],
-    limits: wrap('limits') as QuotaLedger['limits'],
-    admit: (request) =>
-      apply('admit', [request], async () => {
-        const admission = await inner.admit(request);
-        return extras.holders === undefined ? admission : { ...admission, holders: extras.holders };
-      }) as ReturnType<QuotaLedger['admit']>,
     claimAnyway: wrap('claimAnyway') as QuotaLedger['claimAnyway'],
     renew: wrap('renew') as QuotaLedger['renew'],
     bind: wrap('bind') as QuotaLedger['bind'],
     release: wrap('release') as QuotaLedger['release'],
     publishFreed: wrap('publishFreed') as QuotaLedger['publishFreed'],
     onFreed: (l) => inner.onFreed(l),
+    onWake: (place, l) => inner.onWake(place, l),
+    callBudgetMs: () => budget,
+    probe: () => apply('probe', [], async () => undefined) as Promise<void>,
+    everReached: extras.everReached ?? (() => false),
     close: wrap('close') as QuotaLedger['close'],
   };
-  if (extras.acquire) {
-    ledger.acquire = (request: AcquireRequest, read: (s: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined) =>
-      apply('acquire', [request], async () => {
-        const reading = await inner.limits(read, signal);
-        const admission = await inner.admit({ place: request.place, needs: request.needs, headroom: rawHeadroomOf(reading.absolute), stamp: reading.stamp, ttlMs: request.ttlMs });
-        const place = !admission.admitted && request.joinIfShort && !request.place ? await inner.join(request.needs) : request.place;
-        return { ...admission, reading, place, ...(extras.holders === undefined ? {} : { holders: extras.holders }) };
-      }) as Promise<Acquisition>;
-  }
-  if (extras.probe) ledger.probe = () => apply('probe', [], async () => undefined) as Promise<void>;
-  if (extras.everReached) ledger.everReached = extras.everReached;
-  if (extras.budgetMs !== undefined) {
-    const budget = extras.budgetMs;
-    ledger.callBudgetMs = () => budget;
-  }
   return ledger;
 }
 

@@ -1,69 +1,52 @@
 /**
  * A ledger named by a string (`ledger: 'sqlite:…' | 'redis://…'`, or the `NOVA_GUARD_LEDGER`
- * environment variable): the guard's side. The guard (this folder) may not import the ledgers that
- * live above it (`src/sqlite`, `src/redis`), so the code that turns a string into a ledger is
- * handed in from above: `src/ledgers` (which `nova-guard`'s entry point imports) registers a
- * {@link LedgerSpecResolver} with {@link setLedgerSpecResolver}. The guard checks the string at
- * construction (a bad URL: `ValidationError` before any connection) and opens the ledger before
- * its first request, once it knows its client's endpoint and project (`bindScope`), through a
+ * environment variable), as a `QuotaGuard` uses it: the guard checks the string at construction
+ * (a bad URL: `ValidationError` before any connection) and opens the ledger before its first
+ * request, once it knows its client's endpoint and project (`bindScope`), through a
  * {@link SpecLedger}; the guard owns that ledger and closes it in `close()`.
  *
  * @module
  */
 import type { Clock } from '../core/clock.js';
-
-export type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import type { ResourceAmounts } from '../core/types.js';
 import { ValidationError } from '../errors/index.js';
-import { rawHeadroomOf } from '../ledger/index.js';
-import { defaultHolder } from '../ledger/index.js';
-import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger, UncountedRead } from '../ledger/index.js';
-import { scopeMismatch } from '../ledger/index.js';
+import { InProcessQuotaLedger, defaultHolder, scopeMismatch } from '../ledger/index.js';
+import type { AcquireRequest, Acquisition, ClaimEnd, LedgerClaim, LedgerPeek, LedgerPlace, LimitsRead, QuotaLedger, UncountedRead } from '../ledger/index.js';
+import { LEDGER_ENV, openLedger, parseLedgerSpec } from './open.js';
 
-/** What turns a ledger string into a ledger (registered by `src/ledgers`). */
-export interface LedgerSpecResolver {
-  /**
-   * The kind of ledger `spec` names (`'in-process'`: the guard's default).
-   * @throws `ValidationError` for a string that is not a ledger spec.
-   */
-  check(spec: string): 'sqlite' | 'redis' | 'in-process';
-  /** Open the ledger `spec` names for `scope`. */
-  open(spec: string, context: { readonly scope: LedgerScope; readonly clock: Clock; readonly logger: Logger }): Promise<QuotaLedger>;
-  /** The ledger spec of the environment (`NOVA_GUARD_LEDGER`), if any. */
-  envSpec(): string | undefined;
-}
-
-let resolver: LedgerSpecResolver | undefined;
-
-/** Register the resolver of ledger strings (`src/ledgers` does, when `nova-guard` is imported). */
-export function setLedgerSpecResolver(r: LedgerSpecResolver): void {
-  resolver = r;
+/** The ledger string of the environment (`NOVA_GUARD_LEDGER`), if any. */
+function envSpec(): string | undefined {
+  const v = process.env[LEDGER_ENV];
+  return v === undefined || v.trim() === '' ? undefined : v;
 }
 
 /**
  * The ledger a guard uses for its `ledger` option: the object given, or for a string (or, with no
  * `ledger`, `NOVA_GUARD_LEDGER`) a {@link SpecLedger} the guard owns (`owned`).
- * @throws `ValidationError` for a string that is not a ledger spec, or when no resolver is registered.
+ * @throws `ValidationError` for a string that is not a ledger spec.
  */
 export function ledgerOption(ledger: unknown, clock: Clock, logger: Logger): { ledger: unknown; owned: SpecLedger | undefined } {
   let spec = ledger;
-  if (spec === undefined) spec = resolver?.envSpec();
+  if (spec === undefined) spec = envSpec();
   if (typeof spec !== 'string') return { ledger, owned: undefined };
   const from = ledger === undefined ? 'NOVA_GUARD_LEDGER' : 'ledger';
-  if (resolver === undefined) {
-    throw new ValidationError(`${from}: a ledger URL (${JSON.stringify(spec)}) is resolved by the nova-guard entry point: import QuotaGuard from 'nova-guard', or pass a QuotaLedger object`);
-  }
   let kind: 'sqlite' | 'redis' | 'in-process';
   try {
-    kind = resolver.check(spec);
+    kind = parseLedgerSpec(spec).kind;
   } catch (error) {
     throw new ValidationError(`${from}: ${(error as Error).message}`);
   }
   if (kind === 'in-process') return { ledger: undefined, owned: undefined };
-  const owned = new SpecLedger(spec, kind, resolver, clock, logger);
+  const owned = new SpecLedger(spec, kind, clock, logger);
   return { ledger: owned, owned };
+}
+
+/** Open the ledger `spec` names for `scope` (`openLedger`; `'in-process'` or none: an in-process ledger of the scope). */
+async function openFor(spec: string, scope: LedgerScope, clock: Clock, logger: Logger): Promise<QuotaLedger> {
+  const opened = await openLedger(spec, { endpoint: scope.endpoint, projectId: scope.projectId, clock, logger });
+  return opened ?? new InProcessQuotaLedger({ clock, endpoint: scope.endpoint, projectId: scope.projectId });
 }
 
 /**
@@ -85,12 +68,11 @@ export class SpecLedger implements QuotaLedger {
 
   /**
    * @param spec - The ledger string (kept private: a Redis URL may hold a password).
-   * @param kind - What `resolver.check` said of it.
+   * @param kind - What `parseLedgerSpec` said of it.
    */
   constructor(
     spec: string,
     kind: string,
-    private readonly resolver: LedgerSpecResolver,
     private readonly clock: Clock,
     private readonly logger: Logger,
   ) {
@@ -118,7 +100,7 @@ export class SpecLedger implements QuotaLedger {
 
   /** Open the ledger for `scope`; a failed opening is tried again by the next call. */
   #open(scope: LedgerScope): Promise<QuotaLedger> {
-    const opening = this.resolver.open(this.#spec, { scope, clock: this.clock, logger: this.logger }).then(
+    const opening = openFor(this.#spec, scope, this.clock, this.logger).then(
       (l) => {
         this.#opened = l;
         if (this.#closed) void l.close();
@@ -146,42 +128,28 @@ export class SpecLedger implements QuotaLedger {
     return Promise.reject(markedDown(new ValidationError(`the ${this.kind} ledger needs the client's project id to open (the client has none)`)));
   }
 
-  async join(needs: ResourceAmounts): Promise<LedgerPlace> {
-    return (await this.#ledger()).join(needs);
+  /** The opened ledger's `acquire`. */
+  async acquire(request: AcquireRequest, read: LimitsRead, signal: AbortSignal | undefined, uncounted?: UncountedRead): Promise<Acquisition> {
+    return (await this.#ledger()).acquire(request, read, signal, uncounted);
+  }
+  /** The opened ledger's `peek`. */
+  async peek(read: LimitsRead, signal: AbortSignal | undefined): Promise<LedgerPeek> {
+    return (await this.#ledger()).peek(read, signal);
   }
   async leave(place: LedgerPlace): Promise<void> {
     if (this.#opened) await this.#opened.leave(place);
   }
-  async limits(read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined): Promise<LedgerLimits> {
-    return (await this.#ledger()).limits(read, signal);
-  }
-  async inFlight(stamp: number): Promise<ResourceAmounts> {
-    const l = await this.#ledger();
-    return l.inFlight ? l.inFlight(stamp) : { cores: 0, ramMiB: 0, instances: 0 };
-  }
-  async admit(request: AdmitRequest): Promise<Admission> {
-    return (await this.#ledger()).admit(request);
-  }
-  /** The opened ledger's `acquire`, or `limits` + `admit` (+ `join`) for one without it. */
-  async acquire(request: AcquireRequest, read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined, uncounted?: UncountedRead): Promise<Acquisition> {
-    const l = await this.#ledger();
-    if (l.acquire) return l.acquire(request, read, signal, uncounted);
-    const reading = await l.limits(read, signal);
-    const admission = await l.admit({ place: request.place, needs: request.needs, headroom: rawHeadroomOf(reading.absolute), stamp: reading.stamp, ttlMs: request.ttlMs });
-    if (admission.admitted || !request.joinIfShort || request.place !== undefined) return { ...admission, reading };
-    return { ...admission, reading, place: await l.join(request.needs) };
-  }
+  /** The opened ledger's budget; `undefined` before it opens. */
   callBudgetMs(): number | undefined {
-    return this.#opened?.callBudgetMs?.();
+    return this.#opened === undefined ? undefined : this.#opened.callBudgetMs();
   }
-  /** The opened ledger's `everReached`; one without it counts as reached once opened (a file); false before it opens. */
+  /** The opened ledger's `everReached`; false before it opens. */
   everReached(): boolean {
-    const l = this.#opened;
-    return l !== undefined && (l.everReached?.() ?? true);
+    return this.#opened !== undefined && this.#opened.everReached();
   }
+  /** The opened ledger's `probe` (opening it first: a failed opening is a failed probe). */
   async probe(): Promise<void> {
-    const l = await this.#ledger();
-    await l.probe?.();
+    await (await this.#ledger()).probe();
   }
   async claimAnyway(needs: ResourceAmounts, ttlMs: number): Promise<LedgerClaim> {
     return (await this.#ledger()).claimAnyway(needs, ttlMs);
@@ -207,12 +175,12 @@ export class SpecLedger implements QuotaLedger {
     };
   }
   /**
-   * The opened ledger's `onWake`; for one without it (or not open yet), every confirmed deletion
-   * (`onFreed`) wakes the place, as the guard does for ledgers without `onWake`.
+   * The opened ledger's `onWake` (every place comes from it: `acquire` waits for the opening); should
+   * it not be open, every confirmed deletion (`onFreed`) wakes the place.
    */
   onWake(place: LedgerPlace, listener: () => void): () => void {
     const l = this.#opened;
-    return l?.onWake ? l.onWake(place, listener) : this.onFreed(listener);
+    return l === undefined ? this.onFreed(listener) : l.onWake(place, listener);
   }
   /** Closes the opened ledger (or the one still opening, once open). */
   async close(): Promise<void> {
