@@ -29,10 +29,10 @@ import { freedMeanwhile, sleepUntilWoken } from './wakeUps.js';
 import { keepLease, renewBeforePost } from './leases.js';
 import { readLimits, refreshUnwatched } from './limitsRead.js';
 import { QuotaNeverFitsError, QuotaWaitTimeoutError } from './errors.js';
-import { stepDelayMs } from './backoff.js';
+import { stepDelayMs } from './retryPolicy.js';
 import { EXPLAIN_EVERY_WAITS, type QuotaWaitInfo, type QuotaWaitReason } from './hookInfo.js';
 import { explainShortfall, type ShortfallExplanation } from './explain.js';
-import { serversForCheck } from './explainShare.js';
+import { serversForCheck } from './explain.js';
 import type { Admission as LedgerAdmission, LedgerLimits } from '../ledger/index.js';
 import { outOfReachFit } from './degradedUse.js';
 import { listUncounted } from './uncounted.js';
@@ -269,7 +269,7 @@ export class Admission {
     return delayMs;
   }
 
-  /** The check of a shortfall (option `explainShortfall`) on a listing shared by the client's calls (`explainShare.ts`), or undefined when off, skipped (a wait's check within the listing interval) or failed (logged). `readAtMs`: when the reading of `shortfalls` answered, on the clock; `final`: the wait ran out. @throws {@link AbortError}. */
+  /** The check of a shortfall (option `explainShortfall`) on a listing shared by the client's calls (`explain.ts`), or undefined when off, skipped (a wait's check within the listing interval) or failed (logged). `readAtMs`: when the reading of `shortfalls` answered, on the clock; `final`: the wait ran out. @throws {@link AbortError}. */
   async #explain(shortfalls: Shortfall[], readAtMs: number, final: boolean, signal: AbortSignal | undefined): Promise<ShortfallExplanation | undefined> {
     const g = this.#g;
     if (!g.opts.explainShortfall) return undefined;

@@ -4,7 +4,7 @@
  * microversion 2.69 or later: flavors embedded, servers of an unreachable cell listed with status
  * `UNKNOWN`; Nova API reference, "List Servers Detailed"), sums what they hold under Nova's legacy
  * counting (`src/core/counting.ts`), and compares it with what `GET /limits` reported as used for the
- * resources that fell short (one listing shared by the checks of a client: `explainShare.ts`). The answer, in the audit's terms (see `docs/audit.md`):
+ * resources that fell short (one listing shared by the checks of a client, below). The answer, in the audit's terms (see `docs/audit.md`):
  *
  * - `busy-fleet`, no finding: the listed servers hold what Nova reports; waiting, or deleting servers
  *   of the fleet, is the remedy.
@@ -16,12 +16,32 @@
  * Under `[quota] count_usage_from_placement` or unified limits the comparison is that of legacy
  * counting; a full audit (`auditQuota`) infers the model and names every cause.
  *
+ * **One listing for the checks of a client.** The shortfall checks of every waiting call of a
+ * client (option `explainShortfall`) share one project listing: without it, each waiting call listed the whole project
+ * (`GET /servers/detail`, about 1.5 KB per server) on every `EXPLAIN_EVERY_WAITS`th wait, and in a
+ * fleet whose quota binds all day those listings were most of the bytes Nova sent.
+ *
+ * The rules, per `NovaClient` (every guard of the client shares its `projectListing`):
+ * - a call takes the newest listing of the client when it was sent at or after the call's `/limits`
+ *   reading was answered (in flight or answered: the evidence is that of a listing of its own,
+ *   which would also come after the reading);
+ * - otherwise the check on a wait ({@link EXPLAIN_EVERY_WAITS}) sends a listing only when none is in
+ *   flight and none was sent in the last {@link EXPLAIN_MIN_INTERVAL_MS}: else that wait goes
+ *   without a check (`shortfallCause` undefined);
+ * - the check of a wait that ran out (the `QuotaWaitTimeoutError`) waits for the listing in flight
+ *   and sends the next, shared by every call that waits for it: at most one listing in flight per
+ *   client.
+ *
+ * So a client sends at most one listing per `EXPLAIN_MIN_INTERVAL_MS` for the checks on waits,
+ * however many calls wait, plus at most one at a time for the waits that run out.
+ *
  * @module
  */
 import { REMEDIES, heldByServers, isDeleting, embeddedFlavor, statusOf } from '../core/counting.js';
 import type { QuotaFinding, ResourceAmounts, Server } from '../core/types.js';
 import { AMOUNT_FIELD, type Shortfall } from '../ledger/index.js';
-
+import { throwIfAborted } from '../errors/index.js';
+import type { NovaClient } from '../nova/index.js';
 /** `busy-fleet`: the project's servers hold the quota; `wrong-books`: Nova counts quota no live server explains (see `finding`). */
 export type ShortfallCause = 'busy-fleet' | 'wrong-books';
 
@@ -38,7 +58,7 @@ const ids = (servers: readonly Server[]): string[] => servers.map((s) => s.id);
 
 /**
  * The check for `shortfalls` (their `used` is Nova's reading) against `servers`, a listing of the
- * project sent after that reading (`explainShare.ts`). `waitStartedWallMs`: epoch ms at which the
+ * project sent after that reading (below). `waitStartedWallMs`: epoch ms at which the
  * wait began (a server deleting since before it is stuck for this wait).
  */
 export function explainShortfall(servers: readonly Server[], shortfalls: readonly Shortfall[], waitStartedWallMs: number): ShortfallExplanation {
@@ -100,4 +120,47 @@ export function explainShortfall(servers: readonly Server[], shortfalls: readonl
     };
   }
   return { cause: 'busy-fleet', finding: undefined };
+}
+
+/** The least time between two listings of one client for the checks on waits, in ms. */
+export const EXPLAIN_MIN_INTERVAL_MS = 60_000;
+
+/** `p`, or a rejection with `signal.reason` as soon as `signal` aborts (`p` goes on for the others). */
+async function orAbort<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return p;
+  throwIfAborted(signal);
+  let off = (): void => undefined;
+  const aborted = new Promise<never>((_resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    off = () => signal.removeEventListener('abort', onAbort);
+  });
+  try {
+    return await Promise.race([p, aborted]);
+  } finally {
+    off();
+  }
+}
+
+/**
+ * The project's servers for a shortfall check of a reading answered at `readAtMs` (the client's
+ * clock), by the rules of the module description; `undefined` when a check on a wait goes
+ * without (`final` false).
+ * @throws the listing's errors; {@link AbortError} when `signal` aborts.
+ */
+export async function serversForCheck(client: NovaClient, readAtMs: number, final: boolean, signal: AbortSignal | undefined): Promise<readonly Server[] | undefined> {
+  for (;;) {
+    const l = client.projectListing.newest();
+    if (l && l.sentAtMs >= readAtMs) return orAbort(l.servers, signal);
+    if (l && !l.settled) {
+      if (!final) return undefined;
+      await orAbort(
+        l.servers.catch(() => undefined),
+        signal,
+      );
+      continue;
+    }
+    if (!final && l && client.clock.now() - l.sentAtMs < EXPLAIN_MIN_INTERVAL_MS) return undefined;
+    client.projectListing.send();
+  }
 }

@@ -25,7 +25,7 @@ import pRetry, { type RetryContext } from 'p-retry';
 import { sleep } from '../core/clock.js';
 import { traceGuardedCreate } from '../core/telemetry.js';
 import { AbortError, NovaApiError, RateLimitError, throwIfAborted } from '../errors/index.js';
-import { firstDelayMs, retrySchedule } from './backoff.js';
+import { firstDelayMs, retrySchedule } from './retryPolicy.js';
 import { CallLedger } from './callLedger.js';
 import { CreateOutcomeUnknownError, type QuotaBuildFaultError } from './errors.js';
 import { releaseClaim } from './ledgerUse.js';
@@ -52,7 +52,7 @@ export class GuardedCall {
   readonly startedMs: number;
   /** `startedMs + maxWaitMs`. */
   readonly deadlineMs: number;
-  /** The call's first backoff delay (p-retry's `minTimeout`): see `backoff.ts`. */
+  /** The call's first backoff delay (p-retry's `minTimeout`): see `retryPolicy.ts`. */
   readonly firstDelayMs: number;
   /**
    * The call's claim tag: the value of the `nova-guard-claim` metadata every POST of this call

@@ -18,7 +18,7 @@
  *    `onStaleLimits: 'attempt'` the create is tried anyway and Nova's own check decides.
  * 4. `POST /servers` (Nova API reference, "Create Server"). Retries follow the one policy of
  *    `retryPolicy.ts`, run by p-retry: a transient quota 403 (or legacy 413 quota) is retried after
- *    p-retry's backoff (`backoff.ts`; at least `minDelayMs`, also on `Retry-After: 0`), re-reading
+ *    p-retry's backoff (`retryPolicy.ts`; at least `minDelayMs`, also on `Retry-After: 0`), re-reading
  *    `/limits` first, bounded by `maxAttempts` POSTs and `maxWaitMs` (p-retry's `maxRetryTime`);
  *    `onRetry` may veto. A permanent quota 403 is thrown at once. Any other 403
  *    ({@link ForbiddenError}: policy, proxy page) and a 413 that is too large

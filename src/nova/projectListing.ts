@@ -2,7 +2,7 @@
  * The newest listing of a client's project (`GET /servers/detail`) that its callers may share: one
  * object per `NovaClient` (`client.projectListing`), so that every guard of the client shares it
  * without state kept beside the client. Who may take it, and when to send the next, is the
- * caller's rule (the quota guard's shortfall checks: `src/guard/explainShare.ts`).
+ * caller's rule (the quota guard's shortfall checks: `src/guard/explain.ts`).
  *
  * @module
  */

@@ -1,9 +1,9 @@
-// The shortfall checks of a client's waiting calls share one project listing (src/guard/explainShare.ts):
+// The shortfall checks of a client's waiting calls share one project listing (src/guard/explain.ts):
 // found by the fleet simulation, where every waiting call listed the whole project every 5th wait.
 // On fake timers through FakeNova's in-process adapter.
 import { describe, expect, it } from 'vitest';
 import { QuotaGuard, QuotaWaitTimeoutError, type QuotaWaitInfo } from '../../src/guard/index.js';
-import { EXPLAIN_MIN_INTERVAL_MS } from '../../src/guard/explainShare.js';
+import { EXPLAIN_MIN_INTERVAL_MS } from '../../src/guard/explain.js';
 import { rejection, settle, useFakeClock } from '../helpers.js';
 import { FAST, body, clientFor, startNova } from './fixtures.js';
 

@@ -3,7 +3,7 @@
  * functions, exact values (moved from the headroom tests, which are the ledger's: test/ledger/).
  */
 import { describe, expect, it } from 'vitest';
-import { backoffDelayMs, firstDelayMs, retrySchedule } from '../../src/guard/backoff.js';
+import { backoffDelayMs, firstDelayMs, retrySchedule } from '../../src/guard/retryPolicy.js';
 import { planRetry } from '../../src/guard/retryPolicy.js';
 import { QuotaExceededError } from '../../src/errors/index.js';
 
