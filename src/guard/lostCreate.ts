@@ -38,7 +38,8 @@
  * search, its tag watched in the same way.
  *
  * The listings and the POST never take the caller's AbortSignal (an abort must not hide a server);
- * an abort only ends the wait between searches.
+ * an abort ends the wait between searches, and a clean search after it does not send the POST
+ * again: {@link CreateOutcomeUnknownError} (unless that search already settled the lost POST's fate).
  *
  * @module
  */
@@ -178,14 +179,19 @@ export async function postOrAdopt(g: GuardState, call: GuardedCall, body: Create
       const until: SearchUntil = rateLimited ? 'two-clean' : lost === 1 ? 'first-clean' : 'bound';
       const found = await searchLostCreate(g, call, w, body.name, { until, signal });
       if (found.kind === 'found') return adopt(g, call, w, found.servers);
-      if (found.kind === 'unknown') {
-        g.log.error({ claimTag: call.claimTag, name: body.name, searches: found.searches }, 'create outcome unknown: a server may exist with this claim tag (watched after the call)');
-        throw new CreateOutcomeUnknownError({ claimTag: call.claimTag, serverName: body.name, posts: lost, searches: found.searches, cause: e, lastSearchError: found.lastError });
-      }
+      const unknown = (searches: number, lastError: Error | undefined): CreateOutcomeUnknownError => {
+        g.log.error({ claimTag: call.claimTag, name: body.name, searches }, 'create outcome unknown: a server may exist with this claim tag (watched after the call)');
+        return new CreateOutcomeUnknownError({ claimTag: call.claimTag, serverName: body.name, posts: lost, searches, cause: e, lastSearchError: lastError });
+      };
+      if (found.kind === 'unknown') throw unknown(found.searches, found.lastError);
       // A clean search that started once the bound passed: nothing more of the POSTs so far will
       // land. Before it (a rate limit, or the first lost answer), the watch goes on.
-      if (found.pastBound && until !== 'two-clean') noteNothingMore(w);
+      const settled = found.pastBound && until !== 'two-clean';
+      if (settled) noteNothingMore(w);
       if (rateLimited || lost > 1) throw e;
+      // An abort (or the guard's close) sends no POST again: the lost one's fate stays unknown
+      // unless that search settled it.
+      if (signal?.aborted === true || g.closing.signal.aborted) throw settled ? e : unknown(found.searches, undefined);
       call.posts++;
       // The lost POST may still land (a twin): the ledger counts it while it may live.
       if (!fateKnown(w)) await claimForTwin(g, w, claim);

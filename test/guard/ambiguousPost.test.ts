@@ -9,7 +9,7 @@
  * timers (`passThroughAfterMs`: Nova handles the POST though the client got the fault).
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { CLAIM_TAG_KEY } from '../../src/guard/index.js';
+import { CLAIM_TAG_KEY, CreateOutcomeUnknownError } from '../../src/guard/index.js';
 import { QuotaGuard, type QuotaGuardOptions } from '../../src/guard/quotaGuard.js';
 import { NovaClient } from '../../src/nova/client.js';
 import type { FakeNova, FaultSpec } from '../../src/testing/index.js';
@@ -177,5 +177,24 @@ describe('one ambiguous answer to a POST, maxWaitMs 20 s', () => {
     expect(nova.requestsTo('POST', '/servers')).toHaveLength(2);
     await settleAndClose(guard);
     expect(liveServers(nova)).toEqual([server.id]);
+  });
+
+  it('an abort while the lost POST was in flight: one clean search, then no re-sent POST (CreateOutcomeUnknownError naming the tag, watched after the call)', async () => {
+    vi.useFakeTimers();
+    const nova = await startNova();
+    nova.inject({ method: 'POST', path: '/servers', hang: true });
+    const client = new NovaClient({ endpoint: nova.endpoint, token: `admin:${nova.projectId}`, microversion: '2.79', adapter: nova.adapter, requestTimeoutMs: 2000, retry: { retries: 0 } });
+    const guard = new QuotaGuard(client, OPTS);
+    const ac = new AbortController();
+    const pending = rejection(settle(guard.createServer(body('ci-1'), { signal: ac.signal })));
+    await runUntil(() => nova.requestsTo('POST', '/servers').length === 1);
+    ac.abort();
+    const err = await pending;
+    expect(err).toBeInstanceOf(CreateOutcomeUnknownError);
+    expect(nova.requestsTo('POST', '/servers')).toHaveLength(1);
+    expect(nova.requestsTo('GET', '/servers/detail')).toHaveLength(1);
+    expect(guard.unsettledCreates()).toMatchObject([{ claimTag: (err as CreateOutcomeUnknownError).claimTag, callRunning: false }]);
+    await guard.close();
+    expect(liveServers(nova)).toEqual([]);
   });
 });
