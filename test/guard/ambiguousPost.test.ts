@@ -12,6 +12,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CLAIM_TAG_KEY, CreateOutcomeUnknownError } from '../../src/guard/index.js';
 import { QuotaGuard, type QuotaGuardOptions } from '../../src/guard/quotaGuard.js';
 import { NovaClient } from '../../src/nova/client.js';
+import { InProcessQuotaLedger } from '../../src/ledger/inProcess.js';
+import { faulty } from './support/testLedger.js';
 import type { FakeNova, FaultSpec } from '../../src/testing/index.js';
 import { FAST, body, liveServers, startNova } from './fixtures.js';
 import { rejection, runUntil, settle } from '../helpers.js';
@@ -196,5 +198,39 @@ describe('one ambiguous answer to a POST, maxWaitMs 20 s', () => {
     expect(guard.unsettledCreates()).toMatchObject([{ claimTag: (err as CreateOutcomeUnknownError).claimTag, callRunning: false }]);
     await guard.close();
     expect(liveServers(nova)).toEqual([]);
+  });
+
+  it("the twin's claim is the shared ledger's: taken (claimAnyway, same needs) before the re-sent POST, held while the twin may land, released once its fate is known", async () => {
+    vi.useFakeTimers();
+    const nova = await startNova();
+    nova.inject({ method: 'POST', path: '/servers', ...GATEWAY_TIMEOUT, delayMs: 500, passThroughAfterMs: 25_000 });
+    const client = clientOf(nova);
+    const inner = new InProcessQuotaLedger({ clock: client.clock });
+    const ledger = faulty(inner);
+    const guard = new QuotaGuard(client, { ...OPTS, ledger });
+    const server = await settle(guard.createServer(body('ci-1')));
+    expect(ledger.calls.filter(([m]) => m === 'claimAnyway')).toHaveLength(1);
+    // The call's own claim ended (its server is counted by Nova); the twin's stays, for flavor 2's 2 cores.
+    expect(inner.activeClaims).toBe(1);
+    expect(await inner.inFlight(0)).toMatchObject({ cores: 2 });
+    await runUntil(() => guard.unsettledCreates().length === 0);
+    expect(inner.activeClaims).toBe(0);
+    await guard.close();
+    expect(liveServers(nova)).toEqual([server.id]);
+  });
+
+  it('a ledger that cannot take the twin\'s claim does not stop the re-sent POST (Nova\'s quota check decides; warned once)', async () => {
+    vi.useFakeTimers();
+    const nova = await startNova();
+    nova.inject({ method: 'POST', path: '/servers', reset: true });
+    const client = clientOf(nova);
+    const inner = new InProcessQuotaLedger({ clock: client.clock });
+    const ledger = faulty(inner, (m) => (m === 'claimAnyway' ? 'reject' : 'ok'));
+    const guard = new QuotaGuard(client, { ...OPTS, ledger });
+    const server = await settle(guard.createServer(body('ci-1')));
+    expect(nova.requestsTo('POST', '/servers')).toHaveLength(2);
+    expect(guard.inFlightClaims).toBe(0);
+    await settleAndClose(guard);
+    expect(liveServers(nova)).toEqual([server.id]);
   });
 });
