@@ -6,8 +6,9 @@
  * - `POST /servers` (Nova API reference, "Create Server") is sent once per attempt, never with the
  *   caller's AbortSignal (an abort must not hide a server Nova created) and without the client's own
  *   retries: the guard's retry policy decides (`retryPolicy.ts`). It carries the call's claim tag;
- *   when its answer is lost the server is searched for and adopted, or the POST re-sent once when
- *   surely nothing was created (`lostCreate.ts`). A rate limit or a refused
+ *   when its answer is lost the server is searched for and adopted, or the POST re-sent at once
+ *   with the same tag when a search finds nothing (`lostCreate.ts`; a twin that lands later is
+ *   deleted by the watch of the tag, `lateCreates.ts`). A rate limit or a refused
  *   connection keeps the claim for the re-send (`call.heldClaim`).
  * - With `waitForActive`: poll until the server leaves BUILD ({@link waitForActive}); the claim ends
  *   as `'counted'` at the first poll that shows the server past scheduling (`isPastScheduling`),

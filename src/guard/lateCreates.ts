@@ -21,10 +21,21 @@
  *   accounted for: a server answered (202) or found by the tag (adopted or deleted), one per POST.
  * - From the first uncertain POST, the call's tag is watched (listed by {@link watchedCreates})
  *   until its fate is known, or until a search that started after the last uncertain POST's time
- *   surely passed succeeded. While the call runs, the POST is not re-sent before either (a rate
- *   limit is the one exception: the limiter's `Retry-After` is honoured, the watch goes on). After
- *   the call returned or threw, the watch goes on in the background: every server that carries the
- *   tag, except the one the call returned, is deleted (with wait) and logged.
+ *   surely passed succeeded.
+ * - While the call runs, after the first uncertain POST of an attempt, one search that succeeds
+ *   and finds nothing lets the POST go again at once, with the same tag (`lostCreate.ts`): the lost
+ *   POST may still land, and its server is then a *twin*. The call keeps one server, the first it
+ *   found or was answered; a twin is found by the tag and deleted, with wait. Until the watch ends,
+ *   the guard holds one more claim for the twin ({@link claimForTwin}: same needs, on the claim's
+ *   ledger, taken before the POST is re-sent, lease renewed), so that the ledger counts a twin
+ *   while it may live, whatever the call's own claim does. It is released when the watch ends: as
+ *   `'not-created'` when every server of the tag is the kept one or was deleted (their 404 seen), else
+ *   as `'counted'` (a server left behind, the watch given up or the guard closed). After a second
+ *   uncertain POST of the attempt the POST is not re-sent: the call waits for the bound to say that
+ *   nothing was created (then throws the POST's error) or finds a server. A rate limit is re-sent
+ *   after the limiter's `Retry-After`, the watch going on. After the call returned or threw, the
+ *   watch goes on in the background: every server that carries the tag, except the one the call
+ *   returned, is deleted (with wait) and logged.
  * - The searches are `GET /servers/detail?name=^<name>$`, filtered by the tag on the client side
  *   (`lostCreate.ts`), spaced `lostCreateIntervalMs` apart and doubling after each,
  *   the last one landing where the bound passes: a slow Nova gets fewer requests, never more. After
@@ -39,9 +50,11 @@
 import { NovaApiError, RateLimitError } from '../errors/index.js';
 import { sleep } from '../core/clock.js';
 import { isOpenStackRequestId } from '../core/validate.js';
+import type { ClaimEnd } from '../ledger/index.js';
 import { CLAIM_TAG_KEY, isDeletedStatus, listTagged } from './claimTag.js';
-import { CLAIM_ID_KEY } from './ledgerUse.js';
-import type { GuardState, LateCreateWatch } from './state.js';
+import { CLAIM_ID_KEY, boundedUnlessFallback, holdClaim, releaseClaim } from './ledgerUse.js';
+import { keepLease } from './leases.js';
+import { warnOnce, type Claim, type GuardState, type LateCreateWatch } from './state.js';
 import type { GuardedCall } from './guardedCall.js';
 
 export type { LateCreateWatch } from './state.js';
@@ -96,7 +109,7 @@ export function isNovasOwnAnswer(error: unknown): boolean {
 export function noteUncertainPost(g: GuardState, call: GuardedCall, name: string, sentAtMs: number, error: unknown): LateCreateWatch {
   let w = g.watches.get(call.claimTag);
   if (!w) {
-    w = { tag: call.claimTag, name, untilMs: g.clock.now(), posts: 0, seen: new Set(), deleted: [], kept: undefined, callRunning: true, done: undefined };
+    w = { tag: call.claimTag, name, untilMs: g.clock.now(), posts: 0, seen: new Set(), deleted: [], kept: undefined, callRunning: true, done: undefined, twinClaims: [] };
     g.watches.set(call.claimTag, w);
   }
   w.posts++;
@@ -118,9 +131,44 @@ export function fateKnown(w: LateCreateWatch): boolean {
   return w.seen.size >= w.posts;
 }
 
-/** Stop watching `w` (its fate is known or its time has surely passed). */
-function unwatch(g: GuardState, w: LateCreateWatch): void {
+/**
+ * Stop watching `w` and release its twin claims: `settled` when its fate is known or its time has
+ * surely passed (see {@link twinClaimEnd}), else (given up, guard closed) as `'counted'`.
+ */
+function unwatch(g: GuardState, w: LateCreateWatch, settled: boolean): void {
   if (g.watches.get(w.tag) === w) g.watches.delete(w.tag);
+  const end: ClaimEnd = settled ? twinClaimEnd(w) : 'counted';
+  for (const claim of w.twinClaims.splice(0)) void releaseClaim(g, claim, end);
+}
+
+/**
+ * How the twin claims of a settled watch end: `'not-created'` when every server seen with the tag
+ * is the kept one or one the guard deleted (Nova no longer counts it), else `'counted'` (a server
+ * the guard could not delete, or one the call deleted itself: counted until Nova's next reading).
+ */
+function twinClaimEnd(w: LateCreateWatch): ClaimEnd {
+  return [...w.seen].every((id) => id === w.kept || w.deleted.includes(id)) ? 'not-created' : 'counted';
+}
+
+/**
+ * Before a POST is re-sent while an earlier POST of the call may still land: hold one more claim
+ * for that possible twin, with the needs of `claim`, on `claim`'s ledger (`claimAnyway`: no
+ * headroom check, the twin would come from a POST already admitted), its lease renewed, until the
+ * watch ends (see the module description). A ledger that fails is logged once and the POST goes on
+ * (Nova's own quota check stays the authority), as with any claim the ledger cannot take.
+ */
+export async function claimForTwin(g: GuardState, w: LateCreateWatch, claim: Claim | undefined): Promise<void> {
+  if (!claim) return;
+  try {
+    const lc = await boundedUnlessFallback(g, claim.ledger, 'claimAnyway', () => claim.ledger.claimAnyway(claim.needs, g.opts.leaseTtlMs));
+    const twin = holdClaim(g, lc, claim.ledger);
+    // On the fallback in degraded mode: re-claimed on the ledger when it answers, like the call's own.
+    twin.degraded = claim.degraded;
+    keepLease(g, twin);
+    w.twinClaims.push(twin);
+  } catch (e) {
+    warnOnce(g, 'ledger-twin-claim', { ledger: claim.ledger.kind, claimTag: w.tag, err: (e as Error)?.message }, 'quota ledger could not claim for a possible second server of a lost create: Nova\'s quota check decides for it');
+  }
 }
 
 /**
@@ -142,11 +190,14 @@ export function endCallWatch(g: GuardState, call: GuardedCall, keptServerId: str
   w.kept = keptServerId;
   if (keptServerId !== undefined) w.seen.add(keptServerId);
   if (fateKnown(w)) {
-    unwatch(g, w);
+    unwatch(g, w, true);
     return;
   }
   g.log.warn({ claimTag: w.tag, name: w.name, keptServerId, boundInMs: Math.max(0, Math.round(w.untilMs - g.clock.now())) }, 'a POST of this call may still make a server: watching its claim tag after the call');
-  w.done = watchAfterCall(g, w).finally(() => unwatch(g, w));
+  w.done = watchAfterCall(g, w).then(
+    (settled) => unwatch(g, w, settled),
+    () => unwatch(g, w, false),
+  );
 }
 
 /** Delete a server with the tag that is not the kept one (with wait, never the caller's signal). */
@@ -165,8 +216,11 @@ export async function deleteExtra(g: GuardState, w: LateCreateWatch, serverId: s
   }
 }
 
-/** The background part of a watch: search, delete what is not kept, until settled (bounded). */
-async function watchAfterCall(g: GuardState, w: LateCreateWatch): Promise<void> {
+/**
+ * The background part of a watch: search, delete what is not kept, until settled (bounded).
+ * Resolves true once settled, false when it gave up or the guard was closed.
+ */
+async function watchAfterCall(g: GuardState, w: LateCreateWatch): Promise<boolean> {
   const signal = g.closing.signal;
   let waitMs = g.opts.lostCreateIntervalMs;
   let roundsAfterBound = 0;
@@ -190,7 +244,7 @@ async function watchAfterCall(g: GuardState, w: LateCreateWatch): Promise<void> 
       }
       if (failures === 0 && (startedAt >= w.untilMs || fateKnown(w))) {
         g.log.info({ claimTag: w.tag, deleted: w.deleted.length }, 'claim tag settled: every POST of the call is accounted for');
-        return;
+        return true;
       }
     } catch (e) {
       if (signal.aborted) break;
@@ -199,10 +253,11 @@ async function watchAfterCall(g: GuardState, w: LateCreateWatch): Promise<void> 
     // Past the bound, a search or a delete that keeps failing ends the watch after lostCreateSearches rounds.
     if (startedAt >= w.untilMs && ++roundsAfterBound >= g.opts.lostCreateSearches) {
       g.log.error({ claimTag: w.tag, rounds: roundsAfterBound }, 'gave up watching a claim tag: a server may exist with it (the reaper finds it by its tag)');
-      return;
+      return false;
     }
   }
   g.log.warn({ claimTag: w.tag, name: w.name }, 'guard closed while a claim tag was watched: a server may still appear with it (the reaper finds it by its tag)');
+  return false;
 }
 
 /** Server metadata that marks a live claim of the guard: `key` with one of `values`. */

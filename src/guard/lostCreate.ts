@@ -12,16 +12,25 @@
  *
  * - a search that finds the server adopts it: the call goes on as if the POST had answered 202
  *   (further servers with the same tag, from an earlier lost POST of the call, are deleted);
- * - the rule for "nothing was created": two searches that both succeed and find nothing, the last
- *   one started after the POST's time surely passed (`sent + client.requestTimeoutMs +
- *   novaApiTimeoutMs`; at Nova's own 5xx answer, nova-api is done with it at once): a POST that
- *   lands late is found and adopted, never duplicated. The searches are `lostCreateIntervalMs`
- *   apart, doubling after each, the last landing on that bound, within the call's
- *   `maxWaitMs`. Then the POST is re-sent once (a proxy's 429 goes back to the rate-limit path
- *   instead: re-sent after Retry-After once two searches found nothing, its tag still watched);
- *   a second unknown outcome with nothing created is thrown as the POST's error;
- * - after `lostCreateSearches` failed searches, when the call's `maxWaitMs` runs out before the
- *   bound, or on an abort: {@link CreateOutcomeUnknownError} naming the tag. The guard goes on
+ * - after the first unknown outcome of an attempt, one search that succeeds and finds nothing lets
+ *   the POST go again at once, with the same tag (and the same claim). The lost POST may still
+ *   land: its server is then a twin of the re-sent one's, found by the tag and deleted by the watch
+ *   (`lateCreates.ts`), and until the watch ends the guard holds one more claim for it, so that the
+ *   ledger counts it while it may live (when that search started once the POST's bound below had
+ *   passed, as after Nova's own 5xx answer, nothing of it can land: no twin is watched for). A search that fails (Nova erroring) is not a clean one: the
+ *   guard waits and searches again, `lostCreateIntervalMs` apart and doubling, never past the POST's
+ *   bound (below) nor the call's `maxWaitMs`; a slow Nova gets fewer requests, never more. The POST is
+ *   sent on a connection of its own (`src/transport`), never on a kept-alive one that sat idle, so a
+ *   reset is a real fault, not a stale socket's;
+ * - the rule for "nothing was created", for the call's final answer after a second unknown outcome
+ *   (the POST is then not re-sent): two searches that both succeed and find nothing, the last one
+ *   started after the POST's time surely passed (`sent + client.requestTimeoutMs +
+ *   novaApiTimeoutMs`; at Nova's own 5xx answer, nova-api is done with it at once). The searches
+ *   are spaced as above, the last landing on that bound, within the call's `maxWaitMs`; then the
+ *   POST's error is thrown. A proxy's 429 goes back to the rate-limit path instead: re-sent after
+ *   Retry-After once two searches found nothing, its tag still watched;
+ * - after `lostCreateSearches` failed searches, when the call's `maxWaitMs` runs out before a
+ *   search settled it, or on an abort: {@link CreateOutcomeUnknownError} naming the tag. The guard goes on
  *   watching the tag after the call and deletes a server that shows up with it (`lateCreates.ts`);
  *   `reapServers({ metadataKey: 'nova-guard-claim', metadataValue: tag })` finds one later still.
  *
@@ -29,7 +38,8 @@
  * search, its tag watched in the same way.
  *
  * The listings and the POST never take the caller's AbortSignal (an abort must not hide a server);
- * an abort only ends the wait between searches.
+ * an abort ends the wait between searches, and a clean search after it does not send the POST
+ * again: {@link CreateOutcomeUnknownError} (unless that search already settled the lost POST's fate).
  *
  * @module
  */
@@ -42,7 +52,7 @@ import type { GuardedCall } from './guardedCall.js';
 import type { LedgerClaim } from '../ledger/index.js';
 import { claimMetadata } from './ledgerUse.js';
 import { CLAIM_TAG_KEY, isDeletedStatus, listTagged } from './claimTag.js';
-import { deleteExtra, noteNothingMore, noteServer, noteUncertainPost, type LateCreateWatch } from './lateCreates.js';
+import { claimForTwin, deleteExtra, fateKnown, noteNothingMore, noteServer, noteUncertainPost, type LateCreateWatch } from './lateCreates.js';
 
 export { CLAIM_TAG_KEY, exactNamePattern } from './claimTag.js';
 
@@ -70,20 +80,33 @@ export function tagBody(body: CreateServerBody, tag: string, claim?: LedgerClaim
 /** What the searches after one lost answer found. */
 export type SearchResult =
   | { kind: 'found'; servers: Server[]; searches: number }
-  | { kind: 'absent'; searches: number }
+  /** `pastBound`: the clean search that settled it started once the watch's bound had passed. */
+  | { kind: 'absent'; searches: number; pastBound: boolean }
   | { kind: 'unknown'; searches: number; lastError: Error | undefined };
+
+/**
+ * When {@link searchLostCreate} calls it absent:
+ * - `'first-clean'`: at the first search that succeeds and finds nothing (the POST may be sent again:
+ *   a server of the lost one that lands later is a twin, deleted by the watch);
+ * - `'two-clean'`: at the second such search (a proxy's 429: the rate-limit path re-sends it);
+ * - `'bound'`: at the second such search, the last one started once the watch's bound passed
+ *   (nothing was created, for the call's final answer).
+ */
+export type SearchUntil = 'first-clean' | 'two-clean' | 'bound';
 
 /** How {@link searchLostCreate} searches. */
 export interface SearchRule {
-  /** Only call it absent after a clean search that started once the watch's bound passed. */
-  waitForBound: boolean;
+  /** When a clean search settles it: see {@link SearchUntil}. */
+  until: SearchUntil;
   /** The caller's signal: ends the wait between searches (never a listing). */
   signal: AbortSignal | undefined;
 }
 
 /**
  * Search for the servers of `name` tagged `w.tag` that no earlier POST of the call accounts for.
- * See the module description for the rule.
+ * See the module description for the rule. Between searches (after a failed one, or for a second
+ * clean one): `lostCreateIntervalMs`, doubling after each while the watch's bound is ahead (never
+ * past it, nor past the call's `maxWaitMs`), `lostCreateIntervalMs` once it has passed.
  */
 export async function searchLostCreate(g: GuardState, call: GuardedCall, w: LateCreateWatch, name: string, rule: SearchRule): Promise<SearchResult> {
   let clean = 0;
@@ -95,7 +118,7 @@ export async function searchLostCreate(g: GuardState, call: GuardedCall, w: Late
     if (i > 1) {
       let delayMs = g.opts.lostCreateIntervalMs;
       const toBound = w.untilMs - g.clock.now();
-      if (rule.waitForBound && toBound > 0) {
+      if (rule.until !== 'two-clean' && toBound > 0) {
         delayMs = waitMs > 0 ? Math.min(waitMs, toBound) : toBound;
         waitMs *= 2;
         // Never past the call's maxWaitMs: the watch goes on after the call instead.
@@ -115,7 +138,8 @@ export async function searchLostCreate(g: GuardState, call: GuardedCall, w: Late
       const mine = tagged.filter((s) => !isDeletedStatus(s) && !w.seen.has(s.id));
       if (mine.length > 0) return { kind: 'found', servers: mine, searches: i };
       clean++;
-      if (clean >= 2 && (!rule.waitForBound || startedAt >= w.untilMs)) return { kind: 'absent', searches: i };
+      const pastBound = startedAt >= w.untilMs;
+      if (rule.until === 'first-clean' || (clean >= 2 && (rule.until === 'two-clean' || pastBound))) return { kind: 'absent', searches: i, pastBound };
     } catch (e) {
       lastError = e instanceof Error ? e : new Error(String(e));
       g.log.warn({ claimTag: w.tag, err: lastError.message, search: i }, 'search for a create of unknown outcome failed');
@@ -150,17 +174,28 @@ export async function postOrAdopt(g: GuardState, call: GuardedCall, body: Create
       g.stats.ambiguousCreates++;
       const requestId = e instanceof NovaApiError ? e.requestId : undefined;
       g.log.warn({ claimTag: call.claimTag, name: body.name, err: (e as Error).message, requestId }, 'create answer lost or garbled: searching for the server by its claim tag');
-      const found = await searchLostCreate(g, call, w, body.name, { waitForBound: !rateLimited, signal });
+      // The first lost answer: one clean search lets the POST go again. The second: only the bound
+      // says that nothing was created, for the call's final answer.
+      const until: SearchUntil = rateLimited ? 'two-clean' : lost === 1 ? 'first-clean' : 'bound';
+      const found = await searchLostCreate(g, call, w, body.name, { until, signal });
       if (found.kind === 'found') return adopt(g, call, w, found.servers);
-      if (found.kind === 'unknown') {
-        g.log.error({ claimTag: call.claimTag, name: body.name, searches: found.searches }, 'create outcome unknown: a server may exist with this claim tag (watched after the call)');
-        throw new CreateOutcomeUnknownError({ claimTag: call.claimTag, serverName: body.name, posts: lost, searches: found.searches, cause: e, lastSearchError: found.lastError });
-      }
-      // Nothing was created (for a rate limit: nothing yet; the watch goes on).
-      if (!rateLimited) noteNothingMore(w);
+      const unknown = (searches: number, lastError: Error | undefined): CreateOutcomeUnknownError => {
+        g.log.error({ claimTag: call.claimTag, name: body.name, searches }, 'create outcome unknown: a server may exist with this claim tag (watched after the call)');
+        return new CreateOutcomeUnknownError({ claimTag: call.claimTag, serverName: body.name, posts: lost, searches, cause: e, lastSearchError: lastError });
+      };
+      if (found.kind === 'unknown') throw unknown(found.searches, found.lastError);
+      // A clean search that started once the bound passed: nothing more of the POSTs so far will
+      // land. Before it (a rate limit, or the first lost answer), the watch goes on.
+      const settled = found.pastBound && until !== 'two-clean';
+      if (settled) noteNothingMore(w);
       if (rateLimited || lost > 1) throw e;
+      // An abort (or the guard's close) sends no POST again: the lost one's fate stays unknown
+      // unless that search settled it.
+      if (signal?.aborted === true || g.closing.signal.aborted) throw settled ? e : unknown(found.searches, undefined);
       call.posts++;
-      g.log.warn({ claimTag: call.claimTag, name: body.name, searches: found.searches }, 'nothing was created: re-sending the POST once');
+      // The lost POST may still land (a twin): the ledger counts it while it may live.
+      if (!fateKnown(w)) await claimForTwin(g, w, claim);
+      g.log.warn({ claimTag: call.claimTag, name: body.name, searches: found.searches, twinWatched: !fateKnown(w) }, 'no server found for the lost create answer: re-sending the POST with the same claim tag (a server of the lost POST that lands later is deleted)');
     }
   }
 }

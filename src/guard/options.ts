@@ -99,8 +99,9 @@ export interface QuotaGuardOptions {
   /**
    * After a POST whose outcome is unknown (the answer was lost or garbled: reset, request timeout,
    * 5xx, a 2xx without `server`, a 429 that is not Nova's own `overLimit`), time between the
-   * searches for the server by its claim tag, in ms. Nothing was created when two searches this far
-   * apart both succeed and find nothing (see `lostCreate.ts`). Default 5000.
+   * searches for the server by its claim tag when a search fails (doubling after each), and
+   * between the watch's searches after the call, in ms. The first search that succeeds and finds
+   * nothing lets the POST go again at once (see `lostCreate.ts`). Default 5000.
    */
   lostCreateIntervalMs?: number;
   /**
@@ -113,9 +114,11 @@ export interface QuotaGuardOptions {
    * How long nova-api may go on handling a `POST /servers` after the guard stopped waiting for its
    * answer, in ms: a POST whose answer was lost or was not Nova's own (a proxy's timeout, 5xx or
    * 429, a reset) may still make its server until `sent + client.requestTimeoutMs +
-   * novaApiTimeoutMs`. Until then the guard does not re-send it (unless the search finds it, or the
-   * answer was a rate limit with Retry-After), and it watches the call's claim tag, after the call
-   * too, deleting every server with the tag beyond the one returned (`lateCreates.ts`). nova-api
+   * novaApiTimeoutMs`. Until then the guard watches the call's claim tag, after the call too,
+   * deleting every server with the tag beyond the one returned, and holds a claim for such a twin
+   * (`lateCreates.ts`); the POST itself is re-sent after one clean search (`lostCreate.ts`). This
+   * bound decides only "nothing was created" for the call's final answer after a second lost answer,
+   * and when the watch ends. nova-api
    * has no hard limit of its own (its WSGI handling goes on when the client leaves, and its calls
    * to Glance, Neutron, Cinder and Placement have their own timeouts); the default is three times
    * Nova's `rpc_response_timeout` (60 s). Later still, the reaper finds the server by its tag.

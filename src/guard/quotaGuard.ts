@@ -27,7 +27,8 @@
  *    (p-retry's `shouldConsumeRetry`). Every POST carries the call's claim tag (metadata
  *    `nova-guard-claim`); when its answer is lost (reset, timeout, 5xx, a garbled 2xx, a proxy's
  *    429) the guard searches for the server by name and tag, claim held, and adopts it, re-sends the
- *    POST once when surely nothing was created, or throws {@link CreateOutcomeUnknownError}.
+ *    POST at once with the same tag when a search finds nothing (a twin that lands later is deleted,
+ *    counted by the ledger meanwhile: `lateCreates.ts`), or throws {@link CreateOutcomeUnknownError}.
  * 5. With `waitForActive`, poll the server until it leaves BUILD (osc-lib `wait_for_status`). ERROR
  *    with a quota fault (Nova's recheck race, or a build-aborted fault naming another service's
  *    quota: nodepool's "exceeds" + "quota" rule): delete it with wait (it holds quota too) and retry.

@@ -114,6 +114,8 @@ export interface LateCreateWatch {
   callRunning: boolean;
   /** The background watch, once the call has ended. */
   done: Promise<void> | undefined;
+  /** Claims held for servers of the call's lost POSTs that may still land (twins), until the watch ends (`lateCreates.ts`). */
+  readonly twinClaims: Claim[];
 }
 
 /** Counters of a new guard, all 0. */

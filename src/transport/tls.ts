@@ -74,6 +74,19 @@ export function httpsAgentFor(options: TlsOptions, logger?: Logger, what = 'Keys
  * else no service.
  */
 export function tlsAgent(options: TlsOptions, logger?: Logger, what?: string): https.Agent | undefined {
+  const agentOptions = tlsAgentOptions(options, logger, what);
+  return agentOptions ? new https.Agent(agentOptions) : undefined;
+}
+
+/**
+ * The https.Agent options of `options` (CA bundle, client certificate and key, verification off),
+ * or undefined when the defaults apply (verification on, Node's CAs): what {@link tlsAgent} builds
+ * its agent with, and what the transport's agent for fresh connections is built with too
+ * (`transport.ts`), so that both trust and present exactly the same certificates. `insecure` logs
+ * the warning on `logger`.
+ * @throws {@link ConfigError} when a CA, certificate or key file cannot be read, or a key is given without its certificate.
+ */
+export function tlsAgentOptions(options: TlsOptions, logger?: Logger, what?: string): https.AgentOptions | undefined {
   const given = (v: string | Buffer | undefined): v is string | Buffer => v !== undefined && v !== '';
   const client: https.AgentOptions = {};
   if (given(options.clientCert)) {
@@ -84,11 +97,11 @@ export function tlsAgent(options: TlsOptions, logger?: Logger, what?: string): h
   }
   if (options.insecure) {
     logger?.warn(`TLS verification is turned off (insecure)${what ? ` for ${what}` : ''}: the server certificate is not checked`);
-    return new https.Agent({ rejectUnauthorized: false, ...client });
+    return { rejectUnauthorized: false, ...client };
   }
   if (given(options.caCert)) {
     const pem = loadCaCert(options.caCert);
-    return new https.Agent({ ca: [typeof pem === 'string' ? pem : pem.toString('utf8')], ...client });
+    return { ca: [typeof pem === 'string' ? pem : pem.toString('utf8')], ...client };
   }
-  return client.cert !== undefined ? new https.Agent(client) : undefined;
+  return client.cert !== undefined ? client : undefined;
 }

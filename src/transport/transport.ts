@@ -5,12 +5,24 @@
  * the clock, the request id and `Date` headers read, and every error typed and free of secrets.
  * Retries are the caller's, through `withRetry` (`retry.ts`), around one or more exchanges.
  *
+ * Connections: a GET or DELETE goes on a kept-alive connection (Node's agents keep sockets open
+ * between requests); a POST or PUT, which is never repeated after a reset (`isRetryable`), goes on
+ * a new connection of its own ({@link usesFreshConnection}), closed after its answer. A server (or
+ * a load balancer) closes a connection that sat idle at its own keep-alive timeout; a request
+ * sent on it just then is reset with nothing delivered, which for a `POST /servers` is a create of
+ * unknown outcome (`src/guard/lostCreate.ts`). On a new connection a reset means a real fault. The
+ * new connection's agent is built from the same TLS options as the shared one (`tlsAgentOptions`):
+ * it trusts the same CAs, presents the same client certificate, and verifies or not alike. The cost
+ * is one TCP (and TLS) handshake per create, nothing next to a server's build.
+ *
  * Sources: keystoneauth1 `Session.request` (one session for identity and services, redirects
  * handled by the caller, `X-OpenStack-Request-Id` logged), openstacksdk `CloudRegion.get_requests_verify_args`
  * for TLS.
  *
  * @module
  */
+import http from 'node:http';
+import https from 'node:https';
 import axios, { type AxiosAdapter, type AxiosInstance, type AxiosResponse } from 'axios';
 import { systemClock, type Clock } from '../core/clock.js';
 import { silentLogger, type Logger } from '../core/logger.js';
@@ -18,7 +30,7 @@ import { redactSecrets, redactUrlSecrets } from '../core/redact.js';
 import { currentOperation, recordQuotaRefusal, startRequest } from '../core/telemetry.js';
 import { AbortError, InvalidResponseError, QuotaExceededError, type NovaApiError } from '../errors/index.js';
 import { errorFromResponse, networkError, requestIdOf, serverDateOf, type HeaderBag, type RequestContext } from './http.js';
-import { tlsAgent, type TlsOptions } from './tls.js';
+import { tlsAgentOptions, type TlsOptions } from './tls.js';
 import { withTimeLimit } from './timeLimit.js';
 
 /** The HTTP methods nova-guard sends. */
@@ -86,6 +98,14 @@ export interface TransportResponse {
   elapsedMs: number;
 }
 
+/**
+ * True when a request of `method` goes on a new connection of its own, never on a kept-alive one:
+ * POST and PUT, the methods never repeated after a reset (see the module description).
+ */
+export function usesFreshConnection(method: HttpMethod): boolean {
+  return method === 'POST' || method === 'PUT';
+}
+
 /** One HTTP client for one service: see the module. */
 export class Transport {
   /** The clock of the time limits. */
@@ -94,6 +114,10 @@ export class Transport {
   readonly #label: string | undefined;
   readonly #secrets: () => readonly string[];
   readonly #logger: Logger;
+  /** The https.Agent options of the TLS options (undefined: Node's defaults), shared by both kinds of connection. */
+  readonly #tls: https.AgentOptions | undefined;
+  /** The agents of {@link usesFreshConnection} requests (no keep-alive), made at the first one. */
+  #fresh: { httpAgent: http.Agent; httpsAgent: https.Agent } | undefined;
 
   /**
    * @throws {@link ConfigError} when `caCert` names a file that cannot be read.
@@ -103,7 +127,8 @@ export class Transport {
     this.#label = options.label;
     this.#secrets = options.secrets ?? (() => []);
     this.#logger = options.logger ?? silentLogger;
-    const httpsAgent = tlsAgent({ caCert: options.caCert, clientCert: options.clientCert, clientKey: options.clientKey, insecure: options.insecure }, this.#logger, options.tlsWhat);
+    this.#tls = tlsAgentOptions({ caCert: options.caCert, clientCert: options.clientCert, clientKey: options.clientKey, insecure: options.insecure }, this.#logger, options.tlsWhat);
+    const httpsAgent = this.#tls ? new https.Agent(this.#tls) : undefined;
     this.#http = axios.create({
       validateStatus: () => true,
       // Secrets must never ride on a redirect to another host: a 3xx is answered as an error naming its Location.
@@ -187,6 +212,7 @@ export class Transport {
           ...(req.headers ?? {}),
         },
         ...(req.signal ? { signal: req.signal } : {}),
+        ...(usesFreshConnection(req.method) ? this.#freshAgents() : {}),
         responseType: 'text',
         transformResponse: [(d: unknown) => d],
       });
@@ -210,6 +236,16 @@ export class Transport {
     const error = this.redact(errorFromResponse(res.status, res.headers, res.data, { ...ctx, redact: this.redactText }, this.clock.wallNow()));
     if (error instanceof QuotaExceededError) recordQuotaRefusal();
     return error;
+  }
+
+  /**
+   * The agents of a request on a new connection: `keepAlive: false` (and no limit on sockets), so
+   * Node opens a socket for each request, sends `Connection: close` and closes it after the
+   * answer; the https one with the same TLS options as the shared agent.
+   */
+  #freshAgents(): { httpAgent: http.Agent; httpsAgent: https.Agent } {
+    this.#fresh ??= { httpAgent: new http.Agent({ keepAlive: false }), httpsAgent: new https.Agent({ ...(this.#tls ?? {}), keepAlive: false }) };
+    return this.#fresh;
   }
 
   #noResponse(error: unknown, ctx: RequestContext): Error {

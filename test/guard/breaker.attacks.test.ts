@@ -162,8 +162,13 @@ describe('load with lost create answers: 60 creates on 10 cores, a third of the 
     };
     const results = await settle(Promise.all(Array.from({ length: 60 }, (_, i) => job(i))));
     expect([...new Set(results)].filter((r) => !['ok', 'QuotaWaitTimeoutError', 'CreateOutcomeUnknownError', 'NovaNetworkError'].includes(r))).toEqual([]);
-    // the 6 POSTs reset before Nova hold their claims until their call's deadline (a reset may have reached Nova)
-    expect(results.filter((r) => r === 'ok').length).toBeGreaterThanOrEqual(14);
+    // A call that met a lost answer is not lost to it: its searches work, so it adopts the server or
+    // re-sends the POST after one clean search (no CreateOutcomeUnknownError). Each re-sent POST's
+    // possible twin is counted by a claim until the lost POST's bound (30 s request limit + 500 ms,
+    // past this 6 s maxWaitMs) or until the twin is deleted: on this 10-core quota five such claims
+    // hold it all, and the calls waiting behind them time out (QuotaWaitTimeoutError).
+    expect(results.filter((r) => r === 'CreateOutcomeUnknownError')).toEqual([]);
+    expect(results.filter((r) => r === 'ok').length).toBeGreaterThanOrEqual(5);
     expect(nova.quotaRecord().peakCores).toBeLessThanOrEqual(10);
     // the watches of unknown fates end by their bound: nothing of a created server left behind
     await settle(new Promise((r) => setTimeout(r, 35_000))); // past sent + requestTimeoutMs (30 s) + novaApiTimeoutMs

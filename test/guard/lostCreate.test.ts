@@ -1,7 +1,7 @@
 /**
  * No server left behind by the guard: a create that reached Nova but whose answer was lost or
- * garbled is found by its claim tag and adopted, re-sent once when surely nothing was created, or
- * reported with its tag. Fake timers, scripted Nova (which creates the server before the fault when
+ * garbled is found by its claim tag and adopted, re-sent at once with the same tag when a search
+ * finds nothing (the tag watched until the lost POST's time surely passed), or reported with its tag. Fake timers, scripted Nova (which creates the server before the fault when
  * a reply says `created: true`).
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -12,7 +12,7 @@ import { QuotaGuard, type QuotaGuardOptions } from '../../src/guard/quotaGuard.j
 import { FAST, body, liveServers, startNova } from './fixtures.js';
 import { NovaClient } from '../../src/nova/client.js';
 import { ScriptedNova, onFakeTimers, type Reply } from './scripted.js';
-import { rejection, settle } from '../helpers.js';
+import { rejection, runUntil, settle } from '../helpers.js';
 
 afterEach(() => {
   vi.useRealTimers();
@@ -51,52 +51,51 @@ describe('a create whose answer was lost or garbled', () => {
     expect(guard.inFlightClaims).toBe(0);
   });
 
-  it('a 500 with Nova\'s fault body and request id when nothing was created: nova-api is done with it, two clean searches 1000 ms apart, then one re-sent POST', async () => {
+  it("a 500 with Nova's fault body and request id when nothing was created: nova-api is done with it, so one clean search settles it and the POST is re-sent at once", async () => {
     vi.useFakeTimers();
     const nova = new ScriptedNova();
     nova.reply('POST /servers', FAULTS[1]![1]);
     const guard = new QuotaGuard(nova.client(), OPTS);
-    const pending = guard.createServer(body('ci-1'));
-    await vi.advanceTimersByTimeAsync(500);
-    // The claim stays held while the guard searches.
-    expect(guard.inFlightClaims).toBe(1);
-    const server = await onFakeTimers(pending);
+    const server = await onFakeTimers(guard.createServer(body('ci-1')));
     expect(server.id).toBe('00000001-0000-4000-8000-000000000000');
     expect(posts(nova)).toEqual([
       ['POST /servers', 0],
       ['GET /servers/detail', 0],
-      ['GET /servers/detail', 1000],
-      ['POST /servers', 1000],
+      ['POST /servers', 0],
     ]);
     expect(nova.liveServers().map((s) => s.id)).toEqual(['00000001-0000-4000-8000-000000000000']);
     expect(guard.stats).toMatchObject({ ambiguousCreates: 1, adoptedServers: 0, attempts: 1 });
+    // The clean search started after the POST's time surely passed: no twin to watch, no claim for one.
     expect(guard.inFlightClaims).toBe(0);
     expect(guard.unsettledCreates()).toEqual([]);
   });
 
   it.each(FAULTS.filter(([what]) => !what.includes('429') && !what.includes('500')))(
-    '%s (not Nova\'s own answer) when nothing was created: no re-sent POST before the first one\'s time surely passed (30000 ms request limit + novaApiTimeoutMs 5000), searches doubling from 1000 ms',
+    "%s (not Nova's own answer) when nothing was created: one clean search, the POST re-sent at once with the same tag; the tag watched (a claim held for a twin) until the first POST's time surely passed (30000 ms request limit + novaApiTimeoutMs 5000)",
     async (_what, fault) => {
       vi.useFakeTimers();
       const nova = new ScriptedNova();
       nova.reply('POST /servers', fault);
       const guard = new QuotaGuard(nova.client(), { ...OPTS, maxWaitMs: 60000, novaApiTimeoutMs: 5000 });
-      const pending = guard.createServer(body('ci-1'));
-      await vi.advanceTimersByTimeAsync(500);
-      // The claim stays held while the guard searches.
-      expect(guard.inFlightClaims).toBe(1);
-      const server = await onFakeTimers(pending);
+      const server = await onFakeTimers(guard.createServer(body('ci-1')));
       expect(server.id).toBe('00000001-0000-4000-8000-000000000000');
       expect(posts(nova)).toEqual([
         ['POST /servers', 0],
         ['GET /servers/detail', 0],
+        ['POST /servers', 0],
+      ]);
+      expect(guard.unsettledCreates()).toMatchObject([{ posts: 2, serversSeen: 1, keptServerId: server.id, callRunning: false, boundInMs: 35000 }]);
+      // One more claim stands for a server the first POST may still make.
+      expect(guard.inFlightClaims).toBe(1);
+      await vi.advanceTimersByTimeAsync(35000);
+      // The watch after the call: searches 1000 ms apart, doubling, the last where the bound passes.
+      expect(posts(nova).slice(3)).toEqual([
         ['GET /servers/detail', 1000],
         ['GET /servers/detail', 3000],
         ['GET /servers/detail', 7000],
         ['GET /servers/detail', 15000],
         ['GET /servers/detail', 31000],
         ['GET /servers/detail', 35000],
-        ['POST /servers', 35000],
       ]);
       expect(nova.liveServers().map((s) => s.id)).toEqual(['00000001-0000-4000-8000-000000000000']);
       expect(guard.stats).toMatchObject({ ambiguousCreates: 1, adoptedServers: 0, attempts: 1 });
@@ -141,7 +140,8 @@ describe('a create whose answer was lost or garbled', () => {
     const guard = new QuotaGuard(nova.client(), OPTS);
     const err = await rejection(onFakeTimers(guard.createServer(body('ci-1'))));
     expect(err).toBeInstanceOf(ServerError);
-    expect(posts(nova).map(([r]) => r)).toEqual(['POST /servers', 'GET /servers/detail', 'GET /servers/detail', 'POST /servers', 'GET /servers/detail', 'GET /servers/detail']);
+    // The first lost answer: one clean search, then the POST again; the second: two clean searches (Nova's own 500: its bound has passed).
+    expect(posts(nova).map(([r]) => r)).toEqual(['POST /servers', 'GET /servers/detail', 'POST /servers', 'GET /servers/detail', 'GET /servers/detail']);
     expect(nova.liveServers()).toEqual([]);
     expect(guard.inFlightClaims).toBe(0);
   });
@@ -229,20 +229,22 @@ describe('isAmbiguousCreateError', () => {
 });
 
 describe('FakeNova: a POST past the request timeout', () => {
-  it('the client gave up and Nova dropped the request: clean searches until the POST\'s time surely passed (1000 ms limit + novaApiTimeoutMs 3000), then one re-sent POST, exactly one server', async () => {
+  it('the client gave up and Nova dropped the request: one clean search, the POST re-sent at once; the tag watched until the first POST\'s time surely passed (1000 ms limit + novaApiTimeoutMs 3000); exactly one server', async () => {
     vi.useFakeTimers();
     const nova = await startNova();
     const client = new NovaClient({ endpoint: nova.endpoint, token: `admin:${nova.projectId}`, microversion: '2.79', adapter: nova.adapter, requestTimeoutMs: 1000, retry: { retries: 0 } });
     // The POST would reach Nova's handler 1500 ms late: the client's 1000 ms request timeout ends it first.
     nova.inject({ method: 'POST', path: '/servers', delayMs: 1500 });
     const guard = new QuotaGuard(client, { ...OPTS, lostCreateIntervalMs: 2000, novaApiTimeoutMs: 3000 });
+    const t0 = Date.now();
     const server = await settle(guard.createServer(body('ci-1')));
     expect(guard.stats).toMatchObject({ ambiguousCreates: 1, adoptedServers: 0 });
-    // At 1000 (the timeout), 3000, and 4000 (the bound).
-    expect(nova.requestsTo('GET', '/servers/detail')).toHaveLength(3);
-    expect(nova.requestsTo('POST', '/servers')).toHaveLength(2);
-    expect(guard.unsettledCreates()).toEqual([]);
+    expect(nova.requestsTo('POST', '/servers').map((r) => r.timeMs - t0)).toEqual([0, 1000]);
+    await runUntil(() => guard.unsettledCreates().length === 0);
+    // At 1000 (the timeout), then the watch's: one 2000 ms later, one at the bound (4000).
+    expect(nova.requestsTo('GET', '/servers/detail').map((r) => r.timeMs - t0)).toEqual([1000, 3000, 4000]);
     expect(liveServers(nova)).toEqual([server.id]);
     expect(server.status).toBe('ACTIVE');
+    expect(guard.inFlightClaims).toBe(0);
   });
 });
