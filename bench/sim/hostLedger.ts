@@ -116,6 +116,10 @@ export class HostLedger implements QuotaLedger {
   readonly callBudgetMs: QuotaLedger['callBudgetMs'];
   readonly probe: QuotaLedger['probe'];
   readonly bindScope: QuotaLedger['bindScope'];
+  /** The inner ledger's. */
+  get placeTtlMs(): number {
+    return this.#inner.placeTtlMs;
+  }
 
   /**
    * @param countedAt - Told `(serverId, atMs)` when a claim bound to that server ends as `'counted'`.

@@ -1,6 +1,6 @@
 /**
  * The ledger one guarded call is on: the guard's {@link QuotaLedger}, with the private in-process
- * fallback of its wrapper (`resilientLedger.ts`) behind it. Every step of the ledger protocol a
+ * fallback of its degraded mode (`degradedLedger.ts`) behind it. Every step of the ledger protocol a
  * guarded call takes goes through its {@link CallLedger}: the `/limits` reading (`limits`), the
  * one-call admission (`acquire`), `admit`, `join`, `claimAnyway`. Each step is bounded in time
  * (`ledgerUse.ts`: {@link ledgerBudgetMs}, or less while the call's `maxWaitMs` is closer); when
@@ -8,10 +8,11 @@
  * step runs there, so the admission code (`admission.ts`) never branches on which ledger it is
  * on. A call moved for an outage goes back to the guard's ledger at its next admission once the
  * ledger is not known down ({@link CallLedger.startAdmission}). What an admission on the fallback
- * is worth is degraded mode's rule (`degradedUse.ts`), applied here: while the call waits for the
- * ledger, the fallback's claim is given back and the admission is "out of reach"; otherwise the
- * claim is held as degraded, re-claimed on the ledger when it answers. An answer of the guard's
- * ledger to an admission is a good reading for the wrapper (`ResilientLedger.noteGoodReading`).
+ * is worth is degraded mode's rule (`DegradedLedger.fallbackRule`), applied here: while the call
+ * waits for the ledger, or its process's share of the quota (`degradedShare.ts`) refuses it, the
+ * fallback's claim is given back and the admission is "out of reach"; otherwise the claim is held as
+ * degraded, re-claimed on the ledger when it answers. An answer of the guard's ledger to an
+ * admission is a good reading, with the fleet it saw (`DegradedLedger.noteGoodReading`).
  *
  * It also holds the call's place in the queue and listens for the wake-ups the ledger addresses
  * to it (`wakeUps.ts`): a place is left when the call moves to another ledger or ends its wait.
@@ -22,9 +23,8 @@ import pTimeout, { TimeoutError } from 'p-timeout';
 import type { Clock } from '../core/clock.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { AbortError, throwIfAborted } from '../errors/index.js';
-import type { Acquisition, AdmitRequest, Admission, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger, UncountedRead } from '../ledger/index.js';
-import { bounded, holdClaim, inBackground, ledgerBudgetMs, noteFallback } from './ledgerUse.js';
-import { holdDegraded, waitsForLedger } from './degradedUse.js';
+import { NO_NEEDS, addNeeds, type Acquisition, type AdmitRequest, type Admission, type LedgerLimits, type LedgerPlace, type LimitsReading, type QuotaLedger, type Shortfall, type UncountedRead } from '../ledger/index.js';
+import { bounded, holdClaim, holdDegraded, inBackground, ledgerBudgetMs, noteFallback } from './ledgerUse.js';
 import type { Claim, GuardState } from './state.js';
 
 /** A read of `GET /limits` as the ledger calls it. */
@@ -70,7 +70,7 @@ export class CallLedger {
     return this.#fallbackForOutage;
   }
 
-  /** True when the call's last admission waited for a ledger out of reach (`degradedUse.ts`): the `QuotaWaitTimeoutError` at `maxWaitMs` says so. */
+  /** True when the call's last admission waited for a ledger out of reach (`degradedLedger.ts`): the `QuotaWaitTimeoutError` at `maxWaitMs` says so. */
   get waitedForLedger(): boolean {
     return this.#waitedForLedger;
   }
@@ -102,7 +102,7 @@ export class CallLedger {
    */
   #skipDown(): boolean {
     const g = this.#g;
-    if (!g.res.skip(g, ledgerBudgetMs(g))) return false;
+    if (!g.res.skip(ledgerBudgetMs(g))) return false;
     g.stats.ledgerFallbacks++;
     g.log.debug({ ledger: g.ledger.kind }, 'quota ledger is down: going on with the in-process ledger');
     this.moveToFallback();
@@ -131,7 +131,7 @@ export class CallLedger {
   startAdmission(): void {
     const g = this.#g;
     this.#waitedForLedger = false;
-    if (!(this.onFallback && this.#fallbackForOutage) || g.res.skip(g, ledgerBudgetMs(g))) return;
+    if (!(this.onFallback && this.#fallbackForOutage) || g.res.skip(ledgerBudgetMs(g))) return;
     this.#current = g.ledger;
     this.#fallbackForOutage = false;
     if (this.#place?.ledger === g.fallback) this.leave();
@@ -210,17 +210,23 @@ export class CallLedger {
     if (!acquired) return undefined;
     const a = acquired.value;
     if (a.place && this.#place?.place !== a.place) this.#holdPlace({ ledger: acquired.ledger, place: a.place });
-    g.res.noteGoodReading();
+    g.res.noteGoodReading(a.members);
     return { value: a, claim: a.admitted ? holdClaim(g, a.claim, acquired.ledger, sentAt) : undefined };
   }
 
   /**
    * `admit` on the call's ledger (its place there told): check and claim atomically, after the
    * claims in flight and the needs of the places queued ahead. A claim it gives is held by the guard
-   * (`claim`). On the fallback, degraded mode decides (see the module description): `outOfReach`
-   * when the call waits for the ledger (no claim).
+   * (`claim`). On the fallback, degraded mode decides (`DegradedLedger.fallbackRule`): `outOfReach`
+   * when the call waits for the ledger or its share refuses it (no claim; `shortfalls`: the share's,
+   * when it is the share). `absolute`: the reading the request's headroom comes from (the share rule
+   * needs the quota itself).
    */
-  async admit(request: Omit<AdmitRequest, 'place'>, signal: AbortSignal | undefined): Promise<{ value: Admission; claim: Claim | undefined; outOfReach: boolean }> {
+  async admit(
+    request: Omit<AdmitRequest, 'place'>,
+    signal: AbortSignal | undefined,
+    absolute: AbsoluteLimits = {},
+  ): Promise<{ value: Admission; claim: Claim | undefined; outOfReach: boolean; shortfalls?: Shortfall[] | undefined }> {
     const g = this.#g;
     const sentAt = g.clock.now();
     const { value, ledger } = await this.run(
@@ -231,16 +237,34 @@ export class CallLedger {
       },
       signal,
     );
-    if (ledger !== g.fallback) g.res.noteGoodReading();
+    if (ledger !== g.fallback) g.res.noteGoodReading(value.members);
     if (!value.admitted) return { value, claim: undefined, outOfReach: false };
-    if (ledger === g.fallback && waitsForLedger(g, this.#fallbackForOutage)) {
-      await g.fallback.release(value.claim, 'not-created');
-      this.#waitedForLedger = true;
-      return { value, claim: undefined, outOfReach: true };
+    const rule = ledger === g.fallback ? g.res.fallbackRule(this.#fallbackForOutage) : 'alone';
+    if (rule !== 'alone') {
+      const verdict = rule === 'share' ? this.#shareVerdict(absolute, request.needs) : undefined;
+      if (verdict === undefined || !verdict.admits) {
+        await g.fallback.release(value.claim, 'not-created');
+        this.#waitedForLedger = true;
+        return { value, claim: undefined, outOfReach: true, shortfalls: verdict?.admits === false ? verdict.shortfalls : undefined };
+      }
+      g.res.noteShareAdmission();
     }
     const claim = holdClaim(g, value.claim, ledger, sentAt);
     if (ledger === g.fallback) holdDegraded(g, claim);
     return { value, claim, outOfReach: false };
+  }
+
+  /** The share rule for `needs` against `absolute`, with this guard's claims (`DegradedLedger.shareVerdict`). */
+  #shareVerdict(absolute: AbsoluteLimits, needs: ResourceAmounts): ReturnType<GuardState['res']['shareVerdict']> {
+    const g = this.#g;
+    let inFlight: ResourceAmounts = { ...NO_NEEDS };
+    const unbound: ResourceAmounts[] = [];
+    for (const c of g.claims) {
+      if (c.ended) continue;
+      inFlight = addNeeds(inFlight, c.needs);
+      if (c.serverId === undefined) unbound.push(c.needs);
+    }
+    return g.res.shareVerdict(absolute, needs, inFlight, unbound);
   }
 
   /** The call's place on `ledger`, if it holds one there (what `admit` and `acquire` are told). */
@@ -364,6 +388,7 @@ export class CallLedger {
     const timedUncounted = uncounted === undefined ? undefined : timed(uncounted, 'listing');
     arm();
     let p: Promise<T> | undefined;
+    const sentAtMs = g.clock.now();
     try {
       try {
         p = run(ledger, timedRead, signal === undefined ? gate.signal : AbortSignal.any([signal, gate.signal]), timedUncounted);
@@ -372,16 +397,17 @@ export class CallLedger {
       }
       // p-timeout without its own limit: the limit is `late`, paused while Nova answers.
       const value = await pTimeout(p, { milliseconds: Number.POSITIVE_INFINITY, signal: late.signal });
-      g.res.succeeded(g);
+      g.res.succeeded(sentAtMs);
       return { value, ledger };
     } catch (e) {
       gate.abort(new Error('abandoned for the fallback ledger'));
       // Before any rethrow: a call abandoned for the abort or for Nova's error may still answer and
       // take a claim or a place, which would hold the headroom from every caller until its lease ends.
       if (undo && p) p.then((v) => inBackground(g, ledger, `undo ${what}`, () => undo(ledger, v))).catch(() => undefined);
+      if (readFailure || signal?.aborted) g.res.mayHaveLanded(sentAtMs);
       if (readFailure) throw readFailure.error;
       throwIfAborted(signal);
-      g.res.failed(g, e, e instanceof TimeoutError && limitMs >= ledgerBudgetMs(g));
+      g.res.failed(e, e instanceof TimeoutError && limitMs >= ledgerBudgetMs(g), sentAtMs);
       noteFallback(g, ledger, what, e, e instanceof TimeoutError && limitMs < ledgerBudgetMs(g));
       this.moveToFallback();
       return undefined;

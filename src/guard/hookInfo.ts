@@ -32,7 +32,7 @@ export interface QuotaWaitInfo {
    * stand-ins at `headroom: 0`; empty with `'ledger-settling'`.
    */
   shortfalls: Shortfall[];
-  /** True when the wait is for a quota ledger out of reach (`degradedUse.ts`), not for headroom (Nova may have room). */
+  /** True when the wait is for a quota ledger out of reach (`degradedLedger.ts`), not for headroom (Nova may have room). */
   ledgerOutOfReach: boolean;
   /** The headroom just read. */
   headroom: Headroom;

@@ -17,8 +17,8 @@
  */
 import type { Clock } from '../core/clock.js';
 import { throwIfAborted } from '../errors/index.js';
-import { boundedUnlessFallback, ledgerBudgetMs, noteFallback, releaseClaim } from './ledgerUse.js';
-import { warnOnce, type Claim, type GuardState } from './state.js';
+import { boundedUnlessFallback, noteFallback, releaseClaim } from './ledgerUse.js';
+import { longestLeaseMs, warnOnce, type Claim, type GuardState } from './state.js';
 import type { CallLedger } from './callLedger.js';
 
 /**
@@ -27,9 +27,7 @@ import type { CallLedger } from './callLedger.js';
  * finite leaves `leaseTtlMs`: the renewals every `leaseTtlMs / 3` cover the POST then).
  */
 export function postLeaseMs(g: GuardState): number {
-  const request = g.client.requestTimeoutMs;
-  if (!Number.isFinite(request)) return g.opts.leaseTtlMs;
-  return Math.max(g.opts.leaseTtlMs, request + ledgerBudgetMs(g));
+  return longestLeaseMs(g.client, g.opts, g.res);
 }
 
 /** True when the claim's lease surely still runs past the POST's cover: no renewal needed before it. */

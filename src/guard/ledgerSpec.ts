@@ -83,6 +83,11 @@ export class SpecLedger implements QuotaLedger {
 
   readonly #spec: string;
 
+  /** The opened ledger's `placeTtlMs`; 0 before it is open (nothing of this process is in a store yet). */
+  get placeTtlMs(): number {
+    return this.#opened?.placeTtlMs ?? 0;
+  }
+
   /**
    * @param spec - The ledger string (kept private: a Redis URL may hold a password).
    * @param kind - What `resolver.check` said of it.

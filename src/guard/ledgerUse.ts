@@ -6,10 +6,12 @@
  * Fallback (Nova stays the authority): when a call of the guard's ledger rejects or runs past its
  * time limit, the guard warns once (then logs at debug level), counts `stats.ledgerFallbacks`, and
  * the guarded call goes on with the private `InProcessQuotaLedger` of the ledger's wrapper
- * (`resilientLedger.ts`: its claims and queue cover this process's calls only; Nova's quota 403
+ * (`degradedLedger.ts`: its claims and queue cover this process's calls only; Nova's quota 403
  * path covers the rest). The call's side of that move is its `CallLedger` (`callLedger.ts`). Once
  * the ledger has answered an admission of this process, an admission on the fallback waits for the
- * ledger instead (`degradedUse.ts`). A claim is always released on the ledger it came from. The
+ * ledger, or, once no claim of this process can still be live in it, is bound by the process's
+ * share of the quota (`degradedLedger.ts`); such claims are re-claimed on the ledger when it
+ * answers ({@link reclaimDegraded}). A claim is always released on the ledger it came from. The
  * next guarded call starts on the guard's ledger again, so a ledger that comes back is used again;
  * a ledger the wrapper knows to be down is skipped at once (no wait) until a probe finds it back.
  *
@@ -37,12 +39,13 @@ export function ledgerBudgetMs(g: GuardState): number {
 }
 
 /**
- * Tell the wrapper how a call of the guard's ledger ended: an answer, or a failure (a time-out
- * counts toward "down" only when the limit was the whole budget, not a `maxWaitMs` cut).
+ * Tell the degraded mode how a call of the guard's ledger sent at `sentAtMs` ended: an answer, or a
+ * failure (a time-out counts toward "down" only when the limit was the whole budget, not a
+ * `maxWaitMs` cut).
  */
-function report(g: GuardState, e: unknown | undefined, limitMs: number): void {
-  if (e === undefined) g.res.succeeded(g);
-  else g.res.failed(g, e, e instanceof TimeoutError && limitMs >= ledgerBudgetMs(g));
+function report(g: GuardState, e: unknown | undefined, limitMs: number, sentAtMs: number): void {
+  if (e === undefined) g.res.succeeded(sentAtMs);
+  else g.res.failed(e, e instanceof TimeoutError && limitMs >= ledgerBudgetMs(g), sentAtMs);
 }
 
 /**
@@ -53,6 +56,7 @@ function report(g: GuardState, e: unknown | undefined, limitMs: number): void {
  */
 export async function bounded<T>(g: GuardState, what: string, work: () => Promise<T>, signal?: AbortSignal, limitMs: number = ledgerBudgetMs(g)): Promise<T> {
   throwIfAborted(signal);
+  const sentAtMs = g.clock.now();
   let p: Promise<T>;
   try {
     p = work();
@@ -63,11 +67,12 @@ export async function bounded<T>(g: GuardState, what: string, work: () => Promis
   try {
     value = await pTimeout(p, { milliseconds: limitMs, signal, customTimers: pTimeoutTimers(g.clock), message: `ledger ${what} took longer than ${limitMs} ms` });
   } catch (e) {
+    if (signal?.aborted) g.res.mayHaveLanded(sentAtMs);
     throwIfAborted(signal);
-    report(g, e, limitMs);
+    report(g, e, limitMs, sentAtMs);
     throw e;
   }
-  report(g, undefined, limitMs);
+  report(g, undefined, limitMs, sentAtMs);
   return value;
 }
 
@@ -75,7 +80,7 @@ export async function bounded<T>(g: GuardState, what: string, work: () => Promis
  * Cleanup on a ledger (`leave`, `release`) that must not hold up the guarded call: run now, in the
  * background, bounded by the budget and never by the caller's signal (an aborted call still
  * leaves and releases). A failure goes to `onError` and is sent again when an outage of the
- * ledger ends (`ResilientLedger.redoWhenBack`); what is not undone expires by its lease
+ * ledger ends (`DegradedLedger.redoWhenBack`); what is not undone expires by its lease
  * (`leaseTtlMs` for a claim, the ledger's place lease for a place). Never sends a Nova request.
  */
 export function inBackground(g: GuardState, ledger: QuotaLedger, what: string, work: () => Promise<void>, onError: (e: unknown) => void = () => undefined): void {
@@ -110,7 +115,7 @@ export function noteFallback(g: GuardState, ledger: QuotaLedger, what: string, e
     g.log.debug({ ledger: ledger.kind, call: what, err: (e as Error)?.message }, `quota ledger (${ledger.kind}) call cut short by the guarded call's maxWaitMs: going on with the in-process ledger`);
     return;
   }
-  // A ledger known down has had its one outage warning (resilientLedger.ts).
+  // A ledger known down has had its one outage warning (degradedLedger.ts).
   if (g.res.down) {
     g.log.debug({ ledger: ledger.kind, call: what, err: (e as Error)?.message }, `quota ledger (${ledger.kind}) failed: going on with the in-process ledger`);
     return;
@@ -160,6 +165,8 @@ export async function releaseClaim(g: GuardState, claim: Claim, end: 'not-create
   claim.ended = true;
   claim.stopRenewal?.();
   g.claims.delete(claim);
+  // Deleted again by the guard (or never made): no longer this process's (the share rule, `degradedShare.ts`).
+  if (end === 'not-created' && claim.serverId !== undefined) g.res.share.freed(claim.serverId);
   inBackground(g, claim.ledger, 'release', () => claim.ledger.release(claim.lc, end), (e) =>
     warnOnce(g, 'ledger-release', { ledger: claim.ledger.kind, claimId: claim.lc.id, err: (e as Error)?.message }, 'quota ledger could not release a claim: its lease expires instead'),
   );
@@ -171,6 +178,7 @@ export async function releaseClaim(g: GuardState, claim: Claim, end: 'not-create
  */
 export async function bindClaim(g: GuardState, claim: Claim, serverId: string): Promise<void> {
   claim.serverId = serverId;
+  g.res.share.hold(serverId, claim.needs);
   // The POST has answered: a lease stretched to cover it goes back to `leaseTtlMs` (before the bind,
   // so a holder that dies once its server is bound loses the claim within `leaseTtlMs`).
   const stretched = claim.coverUntilMs > g.clock.now() + g.opts.leaseTtlMs;
@@ -191,6 +199,7 @@ export async function bindClaim(g: GuardState, claim: Claim, serverId: string): 
  * the guard is closing); the other holders learn of the freed quota at their next read.
  */
 export function publishFreed(g: GuardState, serverId: string): void {
+  g.res.share.freed(serverId);
   void g.fallback.publishFreed(serverId);
   if (g.ledger === g.fallback) return;
   const p = bounded(g, 'publishFreed', () => g.ledger.publishFreed(serverId)).catch((e: unknown) => {
@@ -206,7 +215,6 @@ export function publishFreed(g: GuardState, serverId: string): void {
 /** At `close()`: wait for the background ledger calls ({@link publishFreed}, each bounded); the guard no longer counts the ledger's outages. */
 export async function closeLedgerUse(g: GuardState): Promise<void> {
   await Promise.allSettled([...g.pending]);
-  g.res.detach(g);
   g.offDegraded?.();
 }
 
@@ -223,6 +231,42 @@ export function onFreed(g: GuardState, listener: () => void): () => void {
   return () => {
     for (const off of offs) off();
   };
+}
+
+/** `claim`, admitted on the fallback, is re-claimed on the guard's ledger when it answers again ({@link reclaimDegraded}). */
+export function holdDegraded(g: GuardState, claim: Claim): void {
+  claim.degraded = true;
+  g.offDegraded ??= g.res.onRecovered(() => reclaimDegraded(g));
+}
+
+/**
+ * The ledger answers again (the end of an outage, or its first answer to this process): each
+ * degraded claim of this guard still held is taken again on the guard's ledger with `claimAnyway`
+ * (same needs), bound to its server when known, and its fallback claim released, so the other
+ * hosts subtract it. In the background; a failure leaves the claim on the fallback.
+ */
+export function reclaimDegraded(g: GuardState): void {
+  for (const claim of [...g.claims]) {
+    if (!claim.degraded || claim.ended || claim.ledger !== g.fallback) continue;
+    const old = claim.lc;
+    claim.degraded = false;
+    const sentAt = g.clock.now();
+    bounded(g, 'claimAnyway', () => g.ledger.claimAnyway(claim.needs, g.opts.leaseTtlMs)).then(
+      (lc) => {
+        if (claim.ended) {
+          inBackground(g, g.ledger, 'release', () => g.ledger.release(lc, 'not-created'));
+          return;
+        }
+        claim.lc = lc;
+        claim.ledger = g.ledger;
+        claim.leaseFromMs = sentAt;
+        const serverId = claim.serverId;
+        if (serverId !== undefined) inBackground(g, g.ledger, 'bind', () => g.ledger.bind(lc, serverId));
+        void g.fallback.release(old, 'not-created');
+      },
+      (e: unknown) => g.log.debug({ claimId: old.id, err: (e as Error)?.message }, 'could not re-claim a degraded claim on the ledger: it stays on the in-process ledger'),
+    );
+  }
 }
 
 /** The metadata every POST of a claim carries: the call's tag, the claim's id, token and holder. */

@@ -91,6 +91,8 @@ interface Reading {
 export class InProcessQuotaLedger implements QuotaLedger {
   readonly kind = 'in-process';
   readonly holder: string;
+  /** 0: the places and claims of this ledger live in this process only (`QuotaLedger.placeTtlMs`). */
+  readonly placeTtlMs = 0;
   readonly #clock: Clock;
   readonly #claims: ClaimLedger;
   readonly #leases = new Map<string, Lease>();
@@ -198,14 +200,14 @@ export class InProcessQuotaLedger implements QuotaLedger {
       if (p.id === request.place?.id) break;
       ahead = addNeeds(ahead, p.needs);
     }
-    if (!fitsRawHeadroom(request.headroom, inFlight, request.needs, ahead)) return { admitted: false, inFlight, ahead, holders: 1 };
-    return { admitted: true, claim: this.#take(request.needs, request.ttlMs), inFlight, ahead, holders: 1 };
+    if (!fitsRawHeadroom(request.headroom, inFlight, request.needs, ahead)) return { admitted: false, inFlight, ahead, holders: 1, members: [this.holder] };
+    return { admitted: true, claim: this.#take(request.needs, request.ttlMs), inFlight, ahead, holders: 1, members: [this.holder] };
   }
 
   /**
    * `limits` (a fresh read through `read`), `admit` on its raw headroom, and when short, with no
    * place and `joinIfShort`, `join`: the same as the three calls (nothing to save in one process).
-   * `holders` is 1.
+   * `holders` is 1, `members` this ledger's holder.
    * @throws what `read` throws; `AbortError` when `signal` aborts before the read.
    */
   async acquire(request: AcquireRequest, read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined): Promise<Acquisition> {

@@ -113,13 +113,16 @@ export interface AdmitRequest {
 
 /**
  * `admit`'s answer. `inFlight` is what the ledger subtracted for claims; `ahead` for earlier places;
- * `holders` (optional) the number of live holders sharing the ledger's scope at that moment
- * (information only: the guard no longer divides the quota by it; while the ledger is out of reach a
- * process it has answered admits nothing, see `degradedUse.ts`).
+ * `holders` (optional) the number of live holders sharing the ledger's scope at that moment;
+ * `members` the holder names of those live holders (one entry per live ledger object: a name twice
+ * when two ledger objects share it; `[holder]` for a ledger of one process). The guard keeps the
+ * last `members` it was given: while the ledger is out of reach for longer than any claim of this
+ * process can live in it, a process admits within its host's share of the quota, the hosts counted
+ * from these names (`src/guard/degradedShare.ts`).
  */
 export type Admission =
-  | { readonly admitted: true; readonly claim: LedgerClaim; readonly inFlight: ResourceAmounts; readonly ahead: ResourceAmounts; readonly holders?: number }
-  | { readonly admitted: false; readonly inFlight: ResourceAmounts; readonly ahead: ResourceAmounts; readonly holders?: number };
+  | { readonly admitted: true; readonly claim: LedgerClaim; readonly inFlight: ResourceAmounts; readonly ahead: ResourceAmounts; readonly holders?: number; readonly members: readonly string[] }
+  | { readonly admitted: false; readonly inFlight: ResourceAmounts; readonly ahead: ResourceAmounts; readonly holders?: number; readonly members: readonly string[] };
 
 /**
  * A server of the project that Nova lists but does not count yet (status BUILD, `task_state`
@@ -189,6 +192,13 @@ export interface QuotaLedger {
   /** The holder name this ledger writes into claims (host and process by default). */
   readonly holder: string;
   /**
+   * How long the store keeps this holder's places and its entry among the live holders after its
+   * last call, in ms (Redis and SQLite: their `placeTtlMs`; 0 for a ledger with no store apart from
+   * its process). With the claims' lease it bounds how long anything of this process can still
+   * count in the store once it stops reaching it (`src/guard/degradedShare.ts`).
+   */
+  readonly placeTtlMs: number;
+  /**
    * Optional: the endpoint and project this ledger serves, once known (endpoint normalised:
    * `normaliseEndpoint`). A ledger without it is not checked.
    */
@@ -242,8 +252,9 @@ export interface QuotaLedger {
    * Optional: true once this ledger object has reached its store (Redis: a connection made), even
    * when no call of this process has had an answer yet. A guard whose ledger has reached the store
    * (or answered an admission) takes a later failure for an outage of a ledger the fleet uses: its
-   * creates wait for the ledger instead of admitting on their own (`degradedUse.ts`); one that never
-   * reached it (the store absent from the start) works on its own with Nova's check.
+   * creates wait for the ledger while claims of this process may still be live in it, then admit
+   * within their share of the quota (`src/guard/degradedLedger.ts`); one that never reached it (the
+   * store absent from the start) works on its own with Nova's check.
    */
   everReached?(): boolean;
   /** Claim without a check (the guard's `onStaleLimits: 'attempt'`). */

@@ -14,7 +14,7 @@ import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { clientScope, scopeMismatch } from '../ledger/index.js';
 import { LedgerNews } from './news.js';
 import { RedisConnection, RoundTrips, type LedgerCommand } from './connection.js';
-import { amounts, needsArgs } from './codec.js';
+import { amounts, holderNames, needsArgs } from './codec.js';
 import { ReadingAges } from './readingAges.js';
 import { acquireOn, limitsOn, type LedgerInternals } from './readings.js';
 import { FleetWatcher } from './fleetWatcher.js';
@@ -43,6 +43,10 @@ export const MIN_CALL_BUDGET_MS = 100;
 export class RedisQuotaLedger implements QuotaLedger {
   readonly kind = 'redis';
   readonly holder: string;
+  /** The lease of this holder's places and of its entry among the live holders, in ms (the `placeTtlMs` option). */
+  get placeTtlMs(): number {
+    return this.#opts.placeTtlMs;
+  }
   /** The endpoint (normalised) and project this ledger serves: a guard of another is refused. */
   readonly scope: LedgerScope;
   readonly #opts: ResolvedOptions;
@@ -50,7 +54,11 @@ export class RedisQuotaLedger implements QuotaLedger {
   readonly #clock: Clock;
   readonly #conn: RedisConnection;
   readonly #redactedUrl: string | undefined;
-  readonly #instance = randomUUID();
+  /**
+   * This ledger object's id in the scope: a UUID, a space, the holder name (its entry among the live
+   * holders, `holders`, so every admission can say who they are: `Admission.members`).
+   */
+  readonly #instance: string;
   readonly #news: LedgerNews;
   readonly #places = new Map<string, { seq: number; needs: string }>();
   readonly #claims = new Map<string, { record: string; expiresAt: number }>();
@@ -73,6 +81,7 @@ export class RedisQuotaLedger implements QuotaLedger {
   constructor(options: RedisQuotaLedgerOptions) {
     this.#opts = resolveOptions(options);
     this.holder = this.#opts.holder;
+    this.#instance = `${randomUUID()} ${this.holder}`;
     this.#keys = ledgerKeys(this.#opts.keyPrefix, options.endpoint, options.projectId);
     this.scope = ledgerScope(options.endpoint, options.projectId);
     this.#clock = options.clock ?? systemClock;
@@ -229,7 +238,7 @@ export class RedisQuotaLedger implements QuotaLedger {
   /**
    * Check and claim atomically (one script): every live claim, every claim released as `'counted'`
    * at or after `stamp` (the reading's order number) and every place ahead is subtracted. The
-   * answer carries `holders`, the live holders of the scope.
+   * answer carries `holders` and `members`, the live holders of the scope.
    */
   async admit(request: AdmitRequest): Promise<Admission> {
     const needs = needsArgs('admit', request.needs);
@@ -242,10 +251,11 @@ export class RedisQuotaLedger implements QuotaLedger {
     const res = (await this.#run('novaGuardAdmit', [placeId, ...needs, ...room, Math.floor(request.stamp), Math.ceil(request.ttlMs), this.holder, id])) as unknown[];
     const inFlight = amounts(res, 2);
     const ahead = amounts(res, 5);
-    const holders = Number(res[8]);
-    if (Number(res[0]) !== 1) return { admitted: false, inFlight, ahead, holders };
+    const members = holderNames(res[8]);
+    const holders = members.length;
+    if (Number(res[0]) !== 1) return { admitted: false, inFlight, ahead, holders, members };
     if (placeId !== '') this.#internals.forgetPlace(placeId);
-    return { admitted: true, claim: this.#remember(id, request.needs, Number(res[1]), request.ttlMs), inFlight, ahead, holders };
+    return { admitted: true, claim: this.#remember(id, request.needs, Number(res[1]), request.ttlMs), inFlight, ahead, holders, members };
   }
 
   /**

@@ -11,7 +11,7 @@ import type { Clock, ResourceAmounts } from '../core/index.js';
 import { throwIfAborted } from '../errors/index.js';
 import type { AcquireRequest, Acquisition, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, UncountedRead, UncountedServer } from '../ledger/index.js';
 import type { LedgerCommand } from './connection.js';
-import { amounts, decodeReading, encodeReading, needsArgs } from './codec.js';
+import { amounts, decodeReading, encodeReading, holderNames, needsArgs } from './codec.js';
 import type { ResolvedOptions } from './options.js';
 import type { ReadingAges } from './readingAges.js';
 
@@ -180,7 +180,8 @@ function acquisition(x: LedgerInternals, res: unknown[], request: AcquireRequest
   const seq = Number(res[10]);
   const sentAt = Number(res[11]);
   const redisNow = Number(res[12]);
-  const holders = Number(res[13]);
+  const members = holderNames(res[13]);
+  const holders = members.length;
   const joinSeq = Number(res[14]);
   x.ages.order(seq);
   let reading: LedgerLimits;
@@ -193,10 +194,10 @@ function acquisition(x: LedgerInternals, res: unknown[], request: AcquireRequest
       x.keepPlace(newPlace, joinSeq, needsArgs('acquire', request.needs).join(','));
       place = { id: newPlace, needs: { ...request.needs } };
     }
-    return { admitted: false, inFlight, ahead, holders, reading, place };
+    return { admitted: false, inFlight, ahead, holders, members, reading, place };
   }
   if (request.place !== undefined) x.forgetPlace(request.place.id);
-  return { admitted: true, claim: x.remember(claimId, request.needs, Number(res[2]), request.ttlMs), inFlight, ahead, holders, reading };
+  return { admitted: true, claim: x.remember(claimId, request.needs, Number(res[2]), request.ttlMs), inFlight, ahead, holders, members, reading };
 }
 
 /**

@@ -65,6 +65,10 @@ function wholeNeeds(where: string, n: ResourceAmounts): ResourceAmounts {
 export class SqliteQuotaLedger implements QuotaLedger {
   readonly kind = 'sqlite';
   readonly holder: string;
+  /** The lease of this holder's places and of its entry among the live holders, in ms (the `placeTtlMs` option). */
+  get placeTtlMs(): number {
+    return this.#opts.placeTtlMs;
+  }
   /** The endpoint (normalised) and project this ledger serves: a guard of another is refused. */
   readonly scope: LedgerScope;
   /** The ledger file (absolute path). */
@@ -103,7 +107,7 @@ export class SqliteQuotaLedger implements QuotaLedger {
     this.scope = ledgerScope(options.endpoint, options.projectId);
     this.#clock = options.clock ?? systemClock;
     this.#hostNow = hostMonotonic(this.#clock);
-    this.#caller = { instance: randomUUID(), holderTtlMs: this.#opts.placeTtlMs };
+    this.#caller = { instance: `${randomUUID()} ${this.holder}`, holderTtlMs: this.#opts.placeTtlMs };
     // (monotonic - wall) moves the wall-clock times of a file an older nova-guard wrote (schema 1), once.
     this.#store = new LedgerStore(this.path, `${this.scope.endpoint}\n${this.scope.projectId}`, () => this.#hostNow() - this.#clock.wallNow());
     this.#freed = new FreedWatch(this.#store, this.#clock, this.#opts.pollIntervalMs);
@@ -188,7 +192,7 @@ export class SqliteQuotaLedger implements QuotaLedger {
   /**
    * Check and claim atomically (one transaction): every live claim, every claim released as
    * `'counted'` at or after `stamp` (the reading's order number) and every place ahead is
-   * subtracted. The answer carries `holders`, the live holders of the file.
+   * subtracted. The answer carries `holders` and `members`, the live holders of the file.
    */
   async admit(request: AdmitRequest): Promise<Admission> {
     const needs = wholeNeeds('admit', request.needs);
@@ -201,11 +205,11 @@ export class SqliteQuotaLedger implements QuotaLedger {
     const res = await this.#run((now) =>
       this.#store.admit(now, this.#caller, { room, placeId, needs, stamp: Math.floor(request.stamp), ttlMs: Math.ceil(request.ttlMs), holder: this.holder, claimId }),
     );
-    const { inFlight, ahead, holders } = res;
-    if (!res.fits) return { admitted: false, inFlight, ahead, holders };
+    const { inFlight, ahead, holders, members } = res;
+    if (!res.fits) return { admitted: false, inFlight, ahead, holders, members };
     if (placeId !== '') this.#places.delete(placeId);
     this.#claims.set(claimId, needs);
-    return { admitted: true, claim: { id: claimId, token: res.token, needs: { ...request.needs }, holder: this.holder }, inFlight, ahead, holders };
+    return { admitted: true, claim: { id: claimId, token: res.token, needs: { ...request.needs }, holder: this.holder }, inFlight, ahead, holders, members };
   }
 
   /** What {@link SqliteQuotaLedger.admit} would subtract for claims for a reading of `stamp` (a read-only transaction). */
@@ -350,7 +354,7 @@ export class SqliteQuotaLedger implements QuotaLedger {
 
   /**
    * True (the file is open): other processes may admit on it, so a guard whose call fails (the file
-   * locked beyond `busyTimeoutMs`) waits for the ledger instead of admitting alone (`degradedUse.ts`).
+   * locked beyond `busyTimeoutMs`) waits for the ledger instead of admitting alone (`src/guard/degradedLedger.ts`).
    */
   everReached(): boolean {
     return true;

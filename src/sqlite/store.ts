@@ -58,6 +58,8 @@ export interface AdmitResult {
   readonly inFlight: ResourceAmounts;
   readonly ahead: ResourceAmounts;
   readonly holders: number;
+  /** The holder names of the live holders (`Admission.members`). */
+  readonly members: readonly string[];
 }
 
 /** Who runs a transaction: its holder instance (for the holder entry) and the lease of that entry. */
@@ -203,6 +205,14 @@ export class LedgerStore {
     return Number((this.#s.holders.get(now) as { n: number }).n);
   }
 
+  /** The holder names of the live holders (each entry is `<uuid> <holder>`: the instance of its `Caller`). */
+  #members(now: number): string[] {
+    return (this.#s.holderEntries.all(now) as Array<{ instance: string }>).map(({ instance }) => {
+      const space = instance.indexOf(' ');
+      return space < 0 ? instance : instance.slice(space + 1);
+    });
+  }
+
   /** Live claims plus the claims released as `'counted'` at or after `stamp` (an order number). */
   #inFlight(now: number, stamp: number): ResourceAmounts {
     const live = sum(this.#s.liveClaims.all(now) as Row[]);
@@ -232,7 +242,8 @@ export class LedgerStore {
         this.#s.addClaim.run(a.claimId, a.needs.cores, a.needs.ramMiB, a.needs.instances, token, a.holder, now + a.ttlMs);
         if (a.placeId !== '') this.#s.dropPlace.run(a.placeId);
       }
-      return { fits, token, inFlight, ahead, holders: this.#holders(now) };
+      const members = this.#members(now);
+      return { fits, token, inFlight, ahead, holders: members.length, members };
     });
   }
 

@@ -36,6 +36,7 @@ function pausable(inner: InProcessQuotaLedger, hung: ReadonlySet<Method>): Quota
   return {
     kind: 'test',
     holder: inner.holder,
+    placeTtlMs: 0,
     calls,
     refused,
     resume: () => {
@@ -152,6 +153,7 @@ describe('fencing token in the logs', () => {
     const wrapped: QuotaLedger = {
       kind: 'test',
       holder: inner.holder,
+      placeTtlMs: 0,
       join: (n) => inner.join(n),
       leave: (p) => inner.leave(p),
       limits: (r, s) => inner.limits(r, s),

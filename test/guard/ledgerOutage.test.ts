@@ -306,7 +306,7 @@ describe('degraded mode: an outage costs speed, never quota', () => {
     const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
     const ledger = faulty(inner);
     // a ledger settling after a holder reconnected: refuses every admission, with nothing in flight or ahead
-    ledger.admit = async () => ({ admitted: false, inFlight: { cores: 0, ramMiB: 0, instances: 0 }, ahead: { cores: 0, ramMiB: 0, instances: 0 } });
+    ledger.admit = async () => ({ admitted: false, inFlight: { cores: 0, ramMiB: 0, instances: 0 }, ahead: { cores: 0, ramMiB: 0, instances: 0 }, members: [inner.holder] });
     const guard = guardFor(nova, { ledger, maxWaitMs: 3000, explainShortfall: true });
     const err = await settle(rejection(guard.createServer(body('settling'))));
     expect(err).toBeInstanceOf(QuotaWaitTimeoutError);

@@ -25,6 +25,10 @@ export interface TestLedgerExtras {
   budgetMs?: number;
   /** The `holders` every admission reports (absent: admissions do not say). */
   holders?: number;
+  /** The `members` every admission reports (absent: the inner ledger's, its one holder). */
+  members?: string[];
+  /** The ledger's `placeTtlMs` (absent: 0). */
+  placeTtlMs?: number;
   /** What `everReached()` answers (absent: no `everReached`). */
   everReached?: () => boolean;
 }
@@ -56,6 +60,7 @@ export function faulty(
   const ledger: QuotaLedger & { calls: Array<[string, number]> } = {
     kind: 'test',
     holder: inner.holder,
+    placeTtlMs: extras.placeTtlMs ?? 0,
     calls,
     join: wrap('join') as QuotaLedger['join'],
     leave: wrap('leave') as QuotaLedger['leave'],
@@ -63,7 +68,7 @@ export function faulty(
     admit: (request) =>
       apply('admit', [request], async () => {
         const admission = await inner.admit(request);
-        return extras.holders === undefined ? admission : { ...admission, holders: extras.holders };
+        return { ...admission, ...(extras.holders === undefined ? {} : { holders: extras.holders }), ...(extras.members === undefined ? {} : { members: extras.members }) };
       }) as ReturnType<QuotaLedger['admit']>,
     claimAnyway: wrap('claimAnyway') as QuotaLedger['claimAnyway'],
     renew: wrap('renew') as QuotaLedger['renew'],
