@@ -116,6 +116,11 @@ export class HostLedger implements QuotaLedger {
   readonly callBudgetMs: QuotaLedger['callBudgetMs'];
   readonly probe: QuotaLedger['probe'];
   readonly bindScope: QuotaLedger['bindScope'];
+  /** This host alone: the simulated hosts share one inner ledger object. */
+  members(): readonly string[] {
+    return [this.holder];
+  }
+
   /** The inner ledger's. */
   get placeTtlMs(): number {
     return this.#inner.placeTtlMs;

@@ -12,7 +12,7 @@
  * waits for the ledger, or its process's share of the quota (`degradedShare.ts`) refuses it, the
  * fallback's claim is given back and the admission is "out of reach"; otherwise the claim is held as
  * degraded, re-claimed on the ledger when it answers. An answer of the guard's ledger to an
- * admission is a good reading, with the fleet it saw (`DegradedLedger.noteGoodReading`).
+ * admission is a good reading (`DegradedLedger.noteGoodReading`).
  *
  * It also holds the call's place in the queue and listens for the wake-ups the ledger addresses
  * to it (`wakeUps.ts`): a place is left when the call moves to another ledger or ends its wait.
@@ -210,7 +210,7 @@ export class CallLedger {
     if (!acquired) return undefined;
     const a = acquired.value;
     if (a.place && this.#place?.place !== a.place) this.#holdPlace({ ledger: acquired.ledger, place: a.place });
-    g.res.noteGoodReading(a.members);
+    g.res.noteGoodReading();
     return { value: a, claim: a.admitted ? holdClaim(g, a.claim, acquired.ledger, sentAt) : undefined };
   }
 
@@ -237,7 +237,7 @@ export class CallLedger {
       },
       signal,
     );
-    if (ledger !== g.fallback) g.res.noteGoodReading(value.members);
+    if (ledger !== g.fallback) g.res.noteGoodReading();
     if (!value.admitted) return { value, claim: undefined, outOfReach: false };
     const rule = ledger === g.fallback ? g.res.fallbackRule(this.#fallbackForOutage) : 'alone';
     if (rule !== 'alone') {

@@ -156,7 +156,7 @@ export class DegradedLedger {
     this.#clock = clock;
     this.#user = user;
     this.fallback = new InProcessQuotaLedger({ clock, holder: ledger.holder });
-    this.share = new ShareRule(ledger.holder);
+    this.share = new ShareRule(ledger);
   }
 
   /**
@@ -183,12 +183,8 @@ export class DegradedLedger {
     return o === undefined || this.#clock.now() - o.sinceMs < NEVER_REACHED_WAIT_MS;
   }
 
-  /**
-   * The ledger answered an admission of this process: `members` is the fleet it saw
-   * (`Admission.members`). The first time, the recovery listeners run ({@link onRecovered}).
-   */
-  noteGoodReading(members?: readonly string[]): void {
-    this.share.noteMembers(members);
+  /** The ledger answered an admission of this process. The first time, the recovery listeners run ({@link onRecovered}). */
+  noteGoodReading(): void {
     if (this.#hadGoodReading) return;
     this.#hadGoodReading = true;
     callEach(this.#recovered);

@@ -2,8 +2,8 @@
  * The share rule of degraded mode: what one process may hold of the quota while its ledger has been
  * out of reach for longer than any claim of it can live there (`degradedLedger.ts` decides when).
  *
- * - The fleet, as last seen: the holder names of the live holders the ledger's last answer to an
- *   admission of this process carried (`Admission.members`). A holder name `<hostname>:<pid>` (the
+ * - The fleet, as last seen: the holder names of the live holders as the ledger object last saw
+ *   them (`QuotaLedger.members()`: its store's last answers, heartbeats included). A holder name `<hostname>:<pid>` (the
  *   default) belongs to host `<hostname>`; any other name counts as a host of its own.
  * - A host's share of a resource is its quota (`maxTotalCores`, `maxTotalRAMSize`,
  *   `maxTotalInstances` of a fresh `GET /limits`) divided by the number of hosts; this process's part
@@ -21,7 +21,7 @@
  * @module
  */
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
-import { AMOUNT_FIELD, LIMIT_KEYS, NO_NEEDS, QUOTA_RESOURCES, addNeeds, type Shortfall } from '../ledger/index.js';
+import { AMOUNT_FIELD, LIMIT_KEYS, NO_NEEDS, QUOTA_RESOURCES, addNeeds, type QuotaLedger, type Shortfall } from '../ledger/index.js';
 
 /** Most servers of this process remembered for the share (the oldest are forgotten past it). */
 export const MAX_HELD_SERVERS = 10_000;
@@ -93,22 +93,22 @@ export function shareVerdict(absolute: AbsoluteLimits, fleet: Fleet, needs: Reso
  * has not seen deleted. One per {@link DegradedLedger}.
  */
 export class ShareRule {
-  readonly #holder: string;
-  #members: readonly string[] | undefined;
+  readonly #ledger: Pick<QuotaLedger, 'holder' | 'members'>;
   readonly #servers = new Map<string, ResourceAmounts>();
 
-  constructor(holder: string) {
-    this.#holder = holder;
+  constructor(ledger: Pick<QuotaLedger, 'holder' | 'members'>) {
+    this.#ledger = ledger;
   }
 
-  /** The live holders of the ledger's last answer to an admission of this process. */
-  noteMembers(members: readonly string[] | undefined): void {
-    if (Array.isArray(members) && members.length > 0) this.#members = [...members];
-  }
-
-  /** The fleet as last seen, or `undefined` before any answer said who is in it. */
+  /** The fleet as last seen by the ledger (`QuotaLedger.members`), or `undefined` before its store said who is in it. */
   get fleet(): Fleet | undefined {
-    return this.#members === undefined ? undefined : fleetOf(this.#members, this.#holder);
+    let members: readonly string[];
+    try {
+      members = this.#ledger.members();
+    } catch {
+      return undefined;
+    }
+    return Array.isArray(members) && members.length > 0 ? fleetOf(members, this.#ledger.holder) : undefined;
   }
 
   /** This process created `serverId` (the POST answered 202) holding `needs`. */

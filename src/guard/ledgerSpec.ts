@@ -83,6 +83,11 @@ export class SpecLedger implements QuotaLedger {
 
   readonly #spec: string;
 
+  /** The opened ledger's live holders as it last saw them; none before it is open. */
+  members(): readonly string[] {
+    return this.#opened?.members() ?? [];
+  }
+
   /** The opened ledger's `placeTtlMs`; 0 before it is open (nothing of this process is in a store yet). */
   get placeTtlMs(): number {
     return this.#opened?.placeTtlMs ?? 0;

@@ -156,6 +156,11 @@ export class InProcessQuotaLedger implements QuotaLedger {
     else if (!sameScope(this.#scope, scope)) throw scopeMismatch(this.kind, this.#scope, scope);
   }
 
+  /** `[holder]`: the guards of this process are the one holder of this ledger (`QuotaLedger.members`). */
+  members(): readonly string[] {
+    return [this.holder];
+  }
+
   async join(needs: ResourceAmounts): Promise<LedgerPlace> {
     const place: LedgerPlace = { id: randomUUID(), needs: { ...needs } };
     this.#queue.push(place);
@@ -200,14 +205,14 @@ export class InProcessQuotaLedger implements QuotaLedger {
       if (p.id === request.place?.id) break;
       ahead = addNeeds(ahead, p.needs);
     }
-    if (!fitsRawHeadroom(request.headroom, inFlight, request.needs, ahead)) return { admitted: false, inFlight, ahead, holders: 1, members: [this.holder] };
-    return { admitted: true, claim: this.#take(request.needs, request.ttlMs), inFlight, ahead, holders: 1, members: [this.holder] };
+    if (!fitsRawHeadroom(request.headroom, inFlight, request.needs, ahead)) return { admitted: false, inFlight, ahead, holders: 1 };
+    return { admitted: true, claim: this.#take(request.needs, request.ttlMs), inFlight, ahead, holders: 1 };
   }
 
   /**
    * `limits` (a fresh read through `read`), `admit` on its raw headroom, and when short, with no
    * place and `joinIfShort`, `join`: the same as the three calls (nothing to save in one process).
-   * `holders` is 1, `members` this ledger's holder.
+   * `holders` is 1.
    * @throws what `read` throws; `AbortError` when `signal` aborts before the read.
    */
   async acquire(request: AcquireRequest, read: (signal: AbortSignal | undefined) => Promise<LimitsReading>, signal: AbortSignal | undefined): Promise<Acquisition> {

@@ -113,16 +113,12 @@ export interface AdmitRequest {
 
 /**
  * `admit`'s answer. `inFlight` is what the ledger subtracted for claims; `ahead` for earlier places;
- * `holders` (optional) the number of live holders sharing the ledger's scope at that moment;
- * `members` the holder names of those live holders (one entry per live ledger object: a name twice
- * when two ledger objects share it; `[holder]` for a ledger of one process). The guard keeps the
- * last `members` it was given: while the ledger is out of reach for longer than any claim of this
- * process can live in it, a process admits within its host's share of the quota, the hosts counted
- * from these names (`src/guard/degradedShare.ts`).
+ * `holders` (optional) the number of live holders sharing the ledger's scope at that moment
+ * (information only; who they are: {@link QuotaLedger.members}).
  */
 export type Admission =
-  | { readonly admitted: true; readonly claim: LedgerClaim; readonly inFlight: ResourceAmounts; readonly ahead: ResourceAmounts; readonly holders?: number; readonly members: readonly string[] }
-  | { readonly admitted: false; readonly inFlight: ResourceAmounts; readonly ahead: ResourceAmounts; readonly holders?: number; readonly members: readonly string[] };
+  | { readonly admitted: true; readonly claim: LedgerClaim; readonly inFlight: ResourceAmounts; readonly ahead: ResourceAmounts; readonly holders?: number }
+  | { readonly admitted: false; readonly inFlight: ResourceAmounts; readonly ahead: ResourceAmounts; readonly holders?: number };
 
 /**
  * A server of the project that Nova lists but does not count yet (status BUILD, `task_state`
@@ -198,6 +194,15 @@ export interface QuotaLedger {
    * count in the store once it stops reaching it (`src/guard/degradedShare.ts`).
    */
   readonly placeTtlMs: number;
+  /**
+   * The holder names of the live holders of the ledger's scope, as this ledger object last saw them
+   * (every answer of its store that says refreshes it, the heartbeat's included): one entry per live
+   * ledger object, so a name is there twice when two ledger objects share it; `[holder]` for a
+   * ledger of one process; empty before the store first answered. Synchronous, no request: while
+   * the store is out of reach it is the fleet as last seen, from which the guard counts hosts for
+   * degraded mode (`src/guard/degradedShare.ts`).
+   */
+  members(): readonly string[];
   /**
    * Optional: the endpoint and project this ledger serves, once known (endpoint normalised:
    * `normaliseEndpoint`). A ledger without it is not checked.

@@ -68,6 +68,7 @@ export class RedisQuotaLedger implements QuotaLedger {
   readonly #refreshes = new RoundTrips();
   readonly #internals: LedgerInternals;
   #maxToken = 0;
+  #members: readonly string[] = [];
   #maxSeq = 0;
   #beat: TimerHandle | undefined;
   #closed = false;
@@ -99,6 +100,7 @@ export class RedisQuotaLedger implements QuotaLedger {
       forgetPlace: (id) => void (this.#places.delete(id) && this.#news.wakes.left(id)),
       remember: (id, needs, token, ttlMs) => this.#remember(id, needs, token, ttlMs),
       refreshTook: (ms) => this.#refreshes.sample(Math.min(ms, this.#refreshCapMs())),
+      sawMembers: (entries) => this.#sawMembers(entries),
     };
     const password = urlPassword(options.url);
     this.#conn = new RedisConnection({
@@ -186,7 +188,20 @@ export class RedisQuotaLedger implements QuotaLedger {
       for (const [id, c] of this.#claims) args.push(id, c.record, Math.floor(c.expiresAt - now));
     }
     args.push(claims ? '1' : '0');
-    await this.#run('novaGuardAssert', args, true);
+    const res = (await this.#run('novaGuardAssert', args, true)) as unknown[];
+    this.#sawMembers(res[1]);
+  }
+
+  /** The live holders of a script's answer (`holders()`: entries `<uuid> <holder>`): kept for {@link members}; returns how many. */
+  #sawMembers(entries: unknown): number {
+    const names = holderNames(entries);
+    this.#members = names;
+    return names.length;
+  }
+
+  /** The holder names of the scope's live holders as this ledger last saw them (every script's answer that says, the heartbeat's included; see `QuotaLedger.members`). */
+  members(): readonly string[] {
+    return this.#members;
   }
 
   /**
@@ -238,7 +253,7 @@ export class RedisQuotaLedger implements QuotaLedger {
   /**
    * Check and claim atomically (one script): every live claim, every claim released as `'counted'`
    * at or after `stamp` (the reading's order number) and every place ahead is subtracted. The
-   * answer carries `holders` and `members`, the live holders of the scope.
+   * answer carries `holders`, the number of live holders of the scope (who they are: {@link members}).
    */
   async admit(request: AdmitRequest): Promise<Admission> {
     const needs = needsArgs('admit', request.needs);
@@ -251,11 +266,10 @@ export class RedisQuotaLedger implements QuotaLedger {
     const res = (await this.#run('novaGuardAdmit', [placeId, ...needs, ...room, Math.floor(request.stamp), Math.ceil(request.ttlMs), this.holder, id])) as unknown[];
     const inFlight = amounts(res, 2);
     const ahead = amounts(res, 5);
-    const members = holderNames(res[8]);
-    const holders = members.length;
-    if (Number(res[0]) !== 1) return { admitted: false, inFlight, ahead, holders, members };
+    const holders = this.#internals.sawMembers(res[8]);
+    if (Number(res[0]) !== 1) return { admitted: false, inFlight, ahead, holders };
     if (placeId !== '') this.#internals.forgetPlace(placeId);
-    return { admitted: true, claim: this.#remember(id, request.needs, Number(res[1]), request.ttlMs), inFlight, ahead, holders, members };
+    return { admitted: true, claim: this.#remember(id, request.needs, Number(res[1]), request.ttlMs), inFlight, ahead, holders };
   }
 
   /**

@@ -11,7 +11,7 @@ import type { Clock, ResourceAmounts } from '../core/index.js';
 import { throwIfAborted } from '../errors/index.js';
 import type { AcquireRequest, Acquisition, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, UncountedRead, UncountedServer } from '../ledger/index.js';
 import type { LedgerCommand } from './connection.js';
-import { amounts, decodeReading, encodeReading, holderNames, needsArgs } from './codec.js';
+import { amounts, decodeReading, encodeReading, needsArgs } from './codec.js';
 import type { ResolvedOptions } from './options.js';
 import type { ReadingAges } from './readingAges.js';
 
@@ -43,6 +43,8 @@ export interface LedgerInternals {
    * the wait). Feeds `RedisQuotaLedger.callBudgetMs`.
    */
   refreshTook(ms: number): void;
+  /** The live holders of a script's answer (its `holders()` entries), kept for `members()`; returns how many. */
+  sawMembers(entries: unknown): number;
 }
 
 /**
@@ -180,8 +182,7 @@ function acquisition(x: LedgerInternals, res: unknown[], request: AcquireRequest
   const seq = Number(res[10]);
   const sentAt = Number(res[11]);
   const redisNow = Number(res[12]);
-  const members = holderNames(res[13]);
-  const holders = members.length;
+  const holders = x.sawMembers(res[13]);
   const joinSeq = Number(res[14]);
   x.ages.order(seq);
   let reading: LedgerLimits;
@@ -194,10 +195,10 @@ function acquisition(x: LedgerInternals, res: unknown[], request: AcquireRequest
       x.keepPlace(newPlace, joinSeq, needsArgs('acquire', request.needs).join(','));
       place = { id: newPlace, needs: { ...request.needs } };
     }
-    return { admitted: false, inFlight, ahead, holders, members, reading, place };
+    return { admitted: false, inFlight, ahead, holders, reading, place };
   }
   if (request.place !== undefined) x.forgetPlace(request.place.id);
-  return { admitted: true, claim: x.remember(claimId, request.needs, Number(res[2]), request.ttlMs), inFlight, ahead, holders, members, reading };
+  return { admitted: true, claim: x.remember(claimId, request.needs, Number(res[2]), request.ttlMs), inFlight, ahead, holders, reading };
 }
 
 /**

@@ -89,6 +89,7 @@ export class SqliteQuotaLedger implements QuotaLedger {
   readonly #firstSeen = new Map<number, number>();
   #staleSeq = -1;
   #beat: TimerHandle | undefined;
+  #members: readonly string[] = [];
   #closed = false;
 
   /**
@@ -159,6 +160,11 @@ export class SqliteQuotaLedger implements QuotaLedger {
     }
   }
 
+  /** The holder names of the file's live holders as this ledger last saw them (its admissions and heartbeats; see `QuotaLedger.members`). */
+  members(): readonly string[] {
+    return this.#members;
+  }
+
   /** Every `placeTtlMs / 3` from the first call until `close()`: the holder entry and this ledger's places renewed. */
   #heartbeat(): void {
     if (this.#beat !== undefined || this.#closed) return;
@@ -169,7 +175,10 @@ export class SqliteQuotaLedger implements QuotaLedger {
         this.#heartbeat();
       };
       // a failure: the next beat tries again; places that lapse meanwhile are taken again by the guard
-      this.#attempts((now) => this.#store.heartbeat(now, this.#caller, [...this.#places], this.#opts.placeTtlMs)).then(next, next);
+      this.#attempts((now) => this.#store.heartbeat(now, this.#caller, [...this.#places], this.#opts.placeTtlMs)).then((members) => {
+        this.#members = members;
+        next();
+      }, next);
     }, this.#opts.placeTtlMs / 3);
     (this.#beat as { unref?: () => void }).unref?.();
   }
@@ -192,7 +201,7 @@ export class SqliteQuotaLedger implements QuotaLedger {
   /**
    * Check and claim atomically (one transaction): every live claim, every claim released as
    * `'counted'` at or after `stamp` (the reading's order number) and every place ahead is
-   * subtracted. The answer carries `holders` and `members`, the live holders of the file.
+   * subtracted. The answer carries `holders`, the number of live holders of the file (who: {@link members}).
    */
   async admit(request: AdmitRequest): Promise<Admission> {
     const needs = wholeNeeds('admit', request.needs);
@@ -205,11 +214,12 @@ export class SqliteQuotaLedger implements QuotaLedger {
     const res = await this.#run((now) =>
       this.#store.admit(now, this.#caller, { room, placeId, needs, stamp: Math.floor(request.stamp), ttlMs: Math.ceil(request.ttlMs), holder: this.holder, claimId }),
     );
-    const { inFlight, ahead, holders, members } = res;
-    if (!res.fits) return { admitted: false, inFlight, ahead, holders, members };
+    const { inFlight, ahead, holders } = res;
+    this.#members = res.members;
+    if (!res.fits) return { admitted: false, inFlight, ahead, holders };
     if (placeId !== '') this.#places.delete(placeId);
     this.#claims.set(claimId, needs);
-    return { admitted: true, claim: { id: claimId, token: res.token, needs: { ...request.needs }, holder: this.holder }, inFlight, ahead, holders, members };
+    return { admitted: true, claim: { id: claimId, token: res.token, needs: { ...request.needs }, holder: this.holder }, inFlight, ahead, holders };
   }
 
   /** What {@link SqliteQuotaLedger.admit} would subtract for claims for a reading of `stamp` (a read-only transaction). */

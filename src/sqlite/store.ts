@@ -58,7 +58,7 @@ export interface AdmitResult {
   readonly inFlight: ResourceAmounts;
   readonly ahead: ResourceAmounts;
   readonly holders: number;
-  /** The holder names of the live holders (`Admission.members`). */
+  /** The holder names of the live holders (`QuotaLedger.members`). */
   readonly members: readonly string[];
 }
 
@@ -289,9 +289,11 @@ export class LedgerStore {
   }
 
   /** Heartbeat: the caller's holder entry and its places still in the file renewed. */
-  heartbeat(now: number, caller: Caller, placeIds: readonly string[], placeTtlMs: number): void {
-    this.#write('heartbeat', now, caller, (now) => {
+  /** Renew the holder entry and `placeIds`; returns the holder names of the live holders. */
+  heartbeat(now: number, caller: Caller, placeIds: readonly string[], placeTtlMs: number): string[] {
+    return this.#write('heartbeat', now, caller, (now) => {
       for (const id of placeIds) this.#s.renewPlace.run(now + placeTtlMs, id);
+      return this.#members(now);
     });
   }
 

@@ -37,6 +37,7 @@ function pausable(inner: InProcessQuotaLedger, hung: ReadonlySet<Method>): Quota
     kind: 'test',
     holder: inner.holder,
     placeTtlMs: 0,
+    members: () => inner.members(),
     calls,
     refused,
     resume: () => {
@@ -154,6 +155,7 @@ describe('fencing token in the logs', () => {
       kind: 'test',
       holder: inner.holder,
       placeTtlMs: 0,
+      members: () => inner.members(),
       join: (n) => inner.join(n),
       leave: (p) => inner.leave(p),
       limits: (r, s) => inner.limits(r, s),

@@ -301,12 +301,61 @@ describe('degraded mode: an outage costs speed, never quota', () => {
     expect(guard.stats.ledgerOutages).toBe(1);
   });
 
+  it('a ledger gone for good: creates wait while a claim of this process may be live in it, then admit within its share (one warning, degradedAdmissions), and are re-claimed when it is back', async () => {
+    vi.spyOn(Math, 'random').mockReturnValue(0);
+    const nova = await startNova({ maxTotalCores: 8, maxTotalInstances: 100, schedulingDelayMs: 0, buildDelayMs: 20, deleteDelayMs: 20 });
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    let down = false;
+    const placeTtlMs = 1000;
+    // two hosts as the ledger last saw them: a part of 8 / 2 = 4 cores (two 2-core servers)
+    const ledger = faulty(inner, () => (down ? 'down' : 'ok'), { probe: true, placeTtlMs, members: [inner.holder, 'other-host:7'] });
+    const lines: Array<{ level: number; msg: string }> = [];
+    const logger = pino({ level: 'warn' }, { write: (l: string) => lines.push(JSON.parse(l) as { level: number; msg: string }) });
+    const guard = guardFor(nova, { ledger, leaseTtlMs: 2000, maxWaitMs: 120_000, maxDelayMs: 200, activeTimeoutMs: 60_000, logger });
+    const first = await settle(guard.createServer(body('first')));
+    await settle(sleep(1000));
+    down = true;
+    const downAt = Date.now() - T0;
+    const lastLanded = Math.max(...ledger.calls.filter(([, t]) => t < downAt).map(([, t]) => t));
+    // the longest lease a call of this guard asks for: the POST's cover (requestTimeoutMs + the ledger's budget)
+    const longestLeaseMs = Math.max(2000, guard.client.requestTimeoutMs + 2000);
+    const momentMs = lastLanded + longestLeaseMs + placeTtlMs;
+    // 'first' still runs (2 cores); three more creates: one fits the part beside it, two wait for room in it
+    const runs = ['d1', 'd2', 'd3'].map((n) => guard.createServer(body(n)));
+    await settle(sleep(momentMs - (Date.now() - T0) - 50));
+    expect(posts(nova)).toHaveLength(1); // nothing before the moment: a short outage costs no quota
+    expect(guard.stats.degradedAdmissions).toBe(0);
+    await settle(sleep(600));
+    const degradedPosts = posts(nova).slice(1);
+    expect(degradedPosts).toHaveLength(1);
+    expect(degradedPosts[0]!.timeMs - T0).toBeGreaterThanOrEqual(momentMs);
+    expect(guard.stats.degradedAdmissions).toBe(1);
+    // the part holds 2 servers: 'first' and one more; deleting 'first' lets the next one in
+    await settle(guard.client.deleteServer(first.id, { wait: true, intervalMs: 5 }));
+    await settle(sleep(600));
+    expect(posts(nova)).toHaveLength(3);
+    expect(guard.stats.degradedAdmissions).toBe(2);
+    expect(lines.filter((l) => /admitting within this process's part of the quota/.test(l.msg))).toHaveLength(1);
+    // the ledger is back: the waiting call's next admission probes it and is admitted on it, not on its own
+    down = false;
+    const backAt = Date.now() - T0;
+    const made = await settle(Promise.all(runs.slice(0, 2)));
+    for (const s of made) await settle(guard.client.deleteServer(s.id, { wait: true, intervalMs: 5 }));
+    const last = await settle(runs[2]!);
+    expect(nova.getServerState(last.id)?.name).toBe('d3');
+    expect(guard.stats.degradedAdmissions).toBe(2);
+    expect(ledger.calls.some(([m, t]) => m === 'admit' && t >= backAt)).toBe(true);
+    expect(lines.filter((l) => /is back after/.test(l.msg))).toHaveLength(1);
+    expect(guard.stats.ledgerOutages).toBe(1);
+    expect(guard.stats.quota403s).toBe(0);
+  });
+
   it('a ledger that admits nothing although the reading and its claims fit: QuotaWaitTimeoutError at maxWaitMs saying so, not "busy fleet"', async () => {
     const nova = await startNova({ maxTotalCores: 10, maxTotalInstances: 100 });
     const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
     const ledger = faulty(inner);
     // a ledger settling after a holder reconnected: refuses every admission, with nothing in flight or ahead
-    ledger.admit = async () => ({ admitted: false, inFlight: { cores: 0, ramMiB: 0, instances: 0 }, ahead: { cores: 0, ramMiB: 0, instances: 0 }, members: [inner.holder] });
+    ledger.admit = async () => ({ admitted: false, inFlight: { cores: 0, ramMiB: 0, instances: 0 }, ahead: { cores: 0, ramMiB: 0, instances: 0 } });
     const guard = guardFor(nova, { ledger, maxWaitMs: 3000, explainShortfall: true });
     const err = await settle(rejection(guard.createServer(body('settling'))));
     expect(err).toBeInstanceOf(QuotaWaitTimeoutError);

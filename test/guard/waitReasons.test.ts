@@ -46,7 +46,7 @@ describe("onWait's reason", () => {
     ledger.admit = async (request) => {
       const r = await inner.admit(request);
       if (r.admitted) await inner.release(r.claim, 'not-created');
-      return { admitted: false, inFlight: r.inFlight, ahead: r.ahead, members: r.members };
+      return { admitted: false, inFlight: r.inFlight, ahead: r.ahead };
     };
     const waits: QuotaWaitInfo[] = [];
     const guard = guardFor(nova, { ledger, maxWaitMs: 300, onWait: (w) => void waits.push(w) }, client);

@@ -25,7 +25,7 @@ export interface TestLedgerExtras {
   budgetMs?: number;
   /** The `holders` every admission reports (absent: admissions do not say). */
   holders?: number;
-  /** The `members` every admission reports (absent: the inner ledger's, its one holder). */
+  /** What `members()` answers (absent: the inner ledger's, its one holder). */
   members?: string[];
   /** The ledger's `placeTtlMs` (absent: 0). */
   placeTtlMs?: number;
@@ -61,6 +61,7 @@ export function faulty(
     kind: 'test',
     holder: inner.holder,
     placeTtlMs: extras.placeTtlMs ?? 0,
+    members: () => extras.members ?? inner.members(),
     calls,
     join: wrap('join') as QuotaLedger['join'],
     leave: wrap('leave') as QuotaLedger['leave'],
@@ -68,7 +69,7 @@ export function faulty(
     admit: (request) =>
       apply('admit', [request], async () => {
         const admission = await inner.admit(request);
-        return { ...admission, ...(extras.holders === undefined ? {} : { holders: extras.holders }), ...(extras.members === undefined ? {} : { members: extras.members }) };
+        return extras.holders === undefined ? admission : { ...admission, holders: extras.holders };
       }) as ReturnType<QuotaLedger['admit']>,
     claimAnyway: wrap('claimAnyway') as QuotaLedger['claimAnyway'],
     renew: wrap('renew') as QuotaLedger['renew'],
