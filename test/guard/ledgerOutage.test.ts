@@ -324,7 +324,6 @@ describe('degraded mode: an outage costs speed, never quota', () => {
     const runs = ['d1', 'd2', 'd3'].map((n) => guard.createServer(body(n)));
     await settle(sleep(momentMs - (Date.now() - T0) - 50));
     expect(posts(nova)).toHaveLength(1); // nothing before the moment: a short outage costs no quota
-    expect(guard.stats.degradedAdmissions).toBe(0);
     await settle(sleep(600));
     const degradedPosts = posts(nova).slice(1);
     expect(degradedPosts).toHaveLength(1);
