@@ -3,7 +3,7 @@
  * fallback of its degraded mode (`degradedLedger.ts`) behind it. Every step of the ledger protocol a
  * guarded call takes goes through its {@link CallLedger}: the `/limits` reading (`limits`), the
  * one-call admission (`acquire`), `admit`, `join`, `claimAnyway`. Each step is bounded in time
- * (`ledgerUse.ts`: {@link ledgerBudgetMs}, or less while the call's `maxWaitMs` is closer); when
+ * (`DegradedLedger.budgetMs`, or less while the call's `maxWaitMs` is closer); when
  * the guard's ledger fails, or the wrapper knows it down, the call moves to the fallback and the
  * step runs there, so the admission code (`admission.ts`) never branches on which ledger it is
  * on. A call moved for an outage goes back to the guard's ledger at its next admission once the
@@ -24,7 +24,7 @@ import type { Clock } from '../core/clock.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { AbortError, throwIfAborted } from '../errors/index.js';
 import { NO_NEEDS, addNeeds, type Acquisition, type AdmitRequest, type Admission, type LedgerLimits, type LedgerPlace, type LimitsReading, type QuotaLedger, type Shortfall, type UncountedRead } from '../ledger/index.js';
-import { bounded, holdClaim, holdDegraded, inBackground, ledgerBudgetMs, noteFallback } from './ledgerUse.js';
+import { holdClaim, holdDegraded } from './ledgerUse.js';
 import type { Claim, GuardState } from './state.js';
 
 /** A read of `GET /limits` as the ledger calls it. */
@@ -86,12 +86,12 @@ export class CallLedger {
   }
 
   /**
-   * The time limit of one ledger step of the call, in ms: the budget ({@link ledgerBudgetMs}), or
+   * The time limit of one ledger step of the call, in ms: the budget (`DegradedLedger.budgetMs`), or
    * less while the call's `maxWaitMs` is running and closer (a hung ledger never stretches the
    * wait past `maxWaitMs`). Once `maxWaitMs` is spent (or without a call): the budget.
    */
   limitMs(): number {
-    const budget = ledgerBudgetMs(this.#g);
+    const budget = this.#g.res.budgetMs();
     const remaining = this.#deadlineMs - this.#g.clock.now();
     return remaining > 0 ? Math.min(budget, Math.ceil(remaining)) : budget;
   }
@@ -102,7 +102,7 @@ export class CallLedger {
    */
   #skipDown(): boolean {
     const g = this.#g;
-    if (!g.res.skip(ledgerBudgetMs(g))) return false;
+    if (!g.res.skip(g.res.budgetMs())) return false;
     g.stats.ledgerFallbacks++;
     g.log.debug({ ledger: g.ledger.kind }, 'quota ledger is down: going on with the in-process ledger');
     this.moveToFallback();
@@ -120,7 +120,7 @@ export class CallLedger {
     this.#current = g.fallback;
     this.#fallbackForOutage = returns;
     const place = this.#dropPlace();
-    if (place && place.ledger !== g.fallback) inBackground(g, place.ledger, 'leave', () => place.ledger.leave(place.place));
+    if (place && place.ledger !== g.fallback) g.res.inBackground(place.ledger, 'leave', () => place.ledger.leave(place.place));
   }
 
   /**
@@ -131,7 +131,7 @@ export class CallLedger {
   startAdmission(): void {
     const g = this.#g;
     this.#waitedForLedger = false;
-    if (!(this.onFallback && this.#fallbackForOutage) || g.res.skip(ledgerBudgetMs(g))) return;
+    if (!(this.onFallback && this.#fallbackForOutage) || g.res.skip(g.res.budgetMs())) return;
     this.#current = g.ledger;
     this.#fallbackForOutage = false;
     if (this.#place?.ledger === g.fallback) this.leave();
@@ -151,12 +151,12 @@ export class CallLedger {
     let pending: Promise<T> | undefined;
     const limitMs = this.limitMs();
     try {
-      return { value: await bounded(g, what, () => (pending = op(ledger)), signal, limitMs), ledger };
+      return { value: await g.res.bounded(what, () => (pending = op(ledger)), signal, limitMs), ledger };
     } catch (e) {
       // A call that answers after its time limit (or after the abort): undo what it took (a claim, a place), best effort.
-      if (undo && pending) pending.then((late) => inBackground(g, ledger, `undo ${what}`, () => undo(ledger, late))).catch(() => undefined);
+      if (undo && pending) pending.then((late) => g.res.inBackground(ledger, `undo ${what}`, () => undo(ledger, late))).catch(() => undefined);
       throwIfAborted(signal);
-      noteFallback(g, ledger, what, e, e instanceof TimeoutError && limitMs < ledgerBudgetMs(g));
+      g.res.noteFallback(ledger, what, e, e instanceof TimeoutError && limitMs < g.res.budgetMs());
       this.moveToFallback();
       return { value: await op(g.fallback), ledger: g.fallback };
     }
@@ -290,7 +290,7 @@ export class CallLedger {
    */
   leave(): void {
     const held = this.#dropPlace();
-    if (held) inBackground(this.#g, held.ledger, 'leave', () => held.ledger.leave(held.place));
+    if (held) this.#g.res.inBackground(held.ledger, 'leave', () => held.ledger.leave(held.place));
   }
 
   /** While the call sleeps: `wake` ends the sleep when a wake-up is addressed to its place. Returns the function that stops it. */
@@ -403,12 +403,12 @@ export class CallLedger {
       gate.abort(new Error('abandoned for the fallback ledger'));
       // Before any rethrow: a call abandoned for the abort or for Nova's error may still answer and
       // take a claim or a place, which would hold the headroom from every caller until its lease ends.
-      if (undo && p) p.then((v) => inBackground(g, ledger, `undo ${what}`, () => undo(ledger, v))).catch(() => undefined);
+      if (undo && p) p.then((v) => g.res.inBackground(ledger, `undo ${what}`, () => undo(ledger, v))).catch(() => undefined);
       if (readFailure || signal?.aborted) g.res.mayHaveLanded(sentAtMs);
       if (readFailure) throw readFailure.error;
       throwIfAborted(signal);
-      g.res.failed(e, e instanceof TimeoutError && limitMs >= ledgerBudgetMs(g), sentAtMs);
-      noteFallback(g, ledger, what, e, e instanceof TimeoutError && limitMs < ledgerBudgetMs(g));
+      g.res.failed(e, e instanceof TimeoutError && limitMs >= g.res.budgetMs(), sentAtMs);
+      g.res.noteFallback(ledger, what, e, e instanceof TimeoutError && limitMs < g.res.budgetMs());
       this.moveToFallback();
       return undefined;
     } finally {

@@ -38,8 +38,9 @@
  *
  * @module
  */
-import pTimeout from 'p-timeout';
+import pTimeout, { TimeoutError } from 'p-timeout';
 import { pTimeoutTimers, type Clock } from '../core/clock.js';
+import { throwIfAborted } from '../errors/index.js';
 import type { Logger } from '../core/logger.js';
 import { callEach } from '../core/listeners.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
@@ -65,10 +66,12 @@ export const MAX_REDO = 1000;
 /** What an admission on the fallback is worth: see the module description. */
 export type FallbackRule = 'alone' | 'wait' | 'share';
 
-/** The guard a {@link DegradedLedger} serves: where it counts and logs, and the longest lease its claims ask for. */
+/** The guard a {@link DegradedLedger} serves: where it counts and logs, its time limit of a ledger call, and the longest lease its claims ask for. */
 export interface DegradedUser {
   readonly stats: QuotaGuardStats;
   readonly log: Logger;
+  /** The guard's `ledgerTimeoutMs`. */
+  readonly ledgerTimeoutMs: number;
   /** The longest lease, in ms, a call of the guard may write on the ledger (`postLeaseMs`). */
   readonly longestLeaseMs: () => number;
 }
@@ -146,6 +149,10 @@ export class DegradedLedger {
   readonly #redo = new RedoQueue();
   readonly #recovered = new Set<() => void>();
   #hadGoodReading = false;
+  /** Ledger calls sent in the background that {@link close} waits for (`publishFreed`). */
+  readonly #pending = new Set<Promise<unknown>>();
+  /** A failure of the ledger was logged as a warning (the next ones at debug level). */
+  #fallbackWarned = false;
   /** When the last call that may have reached the store was sent, on the clock (ms). */
   #landedMs: number | undefined;
   /** The degraded-mode warning of the current outage was logged. */
@@ -196,23 +203,14 @@ export class DegradedLedger {
     return () => this.#recovered.delete(listener);
   }
 
-  /** Cleanup that failed on the ledger (`leave`, `release`, `bind`): sent again when an outage ends. */
-  redoWhenBack(work: () => Promise<void>): void {
-    this.#redo.push(work);
-  }
-
-  /** The guard logged a failure of this ledger as a warning: the outage it may lead to is then logged at info level. */
-  noteWarned(): void {
-    this.#health.streakWarned = true;
-  }
-
   /** True while the ledger is down (skipped). */
   get down(): boolean {
     return this.#health.outage !== undefined;
   }
 
-  /** The time limit of one call of the ledger, in ms: `max(ledgerTimeoutMs, ledger.callBudgetMs())`. */
-  budgetMs(ledgerTimeoutMs: number): number {
+  /** The time limit of one call of the ledger, in ms: `max(ledgerTimeoutMs, ledger.callBudgetMs())` (the ledger's measured round trips). */
+  budgetMs(): number {
+    const ledgerTimeoutMs = this.#user.ledgerTimeoutMs;
     let measured: number | undefined;
     try {
       measured = this.ledger.callBudgetMs?.();
@@ -286,6 +284,144 @@ export class DegradedLedger {
       { ledger: this.ledger.kind, hosts: fleet.hosts, processesOnHost: fleet.processesOnHost, downMs: since === undefined ? undefined : Math.round(this.#clock.now() - since) },
       `quota ledger (${this.ledger.kind}) out of reach longer than any claim of this process can live in it: admitting within this process's part of the quota (1/${fleet.hosts} of it per host, shared by ${fleet.processesOnHost} process(es) of this host) on fresh /limits readings until it answers; Nova's quota check decides the rest`,
     );
+  }
+
+  /**
+   * `work()` (a call of the guard's ledger) bounded on the clock by `limitMs` (default the budget,
+   * {@link budgetMs}) and by `signal`; a synchronous throw becomes a rejection. The outcome feeds the
+   * health (a time-out counts toward "down" only when the limit was the whole budget, not a
+   * `maxWaitMs` cut) and the moment ({@link claimsGoneAtMs}).
+   * @throws `AbortError` when `signal` aborts first (the ledger call is abandoned, not undone).
+   */
+  async bounded<T>(what: string, work: () => Promise<T>, signal?: AbortSignal, limitMs: number = this.budgetMs()): Promise<T> {
+    throwIfAborted(signal);
+    const sentAtMs = this.#clock.now();
+    let p: Promise<T>;
+    try {
+      p = work();
+    } catch (e) {
+      p = Promise.reject(e);
+    }
+    let value: T;
+    try {
+      value = await pTimeout(p, { milliseconds: limitMs, signal, customTimers: pTimeoutTimers(this.#clock), message: `ledger ${what} took longer than ${limitMs} ms` });
+    } catch (e) {
+      if (signal?.aborted) this.mayHaveLanded(sentAtMs);
+      throwIfAborted(signal);
+      this.failed(e, e instanceof TimeoutError && limitMs >= this.budgetMs(), sentAtMs);
+      throw e;
+    }
+    this.succeeded(sentAtMs);
+    return value;
+  }
+
+  /**
+   * `work()` on `ledger`: {@link bounded} for the guard's ledger; run as it is on the fallback
+   * (in-process, never hangs). A synchronous throw becomes a rejection either way.
+   */
+  boundedOn<T>(ledger: QuotaLedger, what: string, work: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    if (ledger !== this.fallback) return this.bounded(what, work, signal);
+    try {
+      return work();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /**
+   * Cleanup on a ledger (`leave`, `release`, `bind`) that must not hold up the guarded call: run now,
+   * in the background, bounded by the budget and never by a caller's signal (an aborted call still
+   * leaves and releases). A failure goes to `onError` and is sent again when an outage ends (the redo
+   * queue); what is not undone expires by its lease. Never sends a Nova request.
+   */
+  inBackground(ledger: QuotaLedger, what: string, work: () => Promise<void>, onError: (e: unknown) => void = () => undefined): void {
+    this.boundedOn(ledger, what, work).catch((e: unknown) => {
+      if (ledger !== this.fallback) this.#redo.push(() => this.bounded(what, work));
+      onError(e);
+    });
+  }
+
+  /**
+   * Note a failed call of `ledger` after which a guarded call goes on with the fallback: one warning
+   * (then debug lines), `stats.ledgerFallbacks`. `cut`: the call ran out of what was left of its
+   * guarded call's `maxWaitMs`, not of the ledger's budget (debug level, no warning).
+   */
+  noteFallback(ledger: QuotaLedger, what: string, e: unknown, cut = false): void {
+    const log = this.#user.log;
+    this.#user.stats.ledgerFallbacks++;
+    const fields = { ledger: ledger.kind, call: what, err: (e as Error)?.message };
+    if (cut) {
+      log.debug(fields, `quota ledger (${ledger.kind}) call cut short by the guarded call's maxWaitMs: going on with the in-process ledger`);
+      return;
+    }
+    // A ledger known down has had its one outage warning.
+    if (this.down) {
+      log.debug(fields, `quota ledger (${ledger.kind}) failed: going on with the in-process ledger`);
+      return;
+    }
+    const msg = this.hadGoodReading
+      ? `quota ledger (${ledger.kind}) failed: creates wait for it (other hosts may still admit on it)`
+      : `quota ledger (${ledger.kind}) failed: going on with the in-process ledger, Nova's quota check decides the rest`;
+    if (this.#fallbackWarned) {
+      log.debug(fields, msg);
+      return;
+    }
+    this.#fallbackWarned = true;
+    this.#health.streakWarned = true;
+    log.warn(fields, msg);
+  }
+
+  /** What `ledger` would subtract for claims for a reading of `stamp` (`undefined` when it cannot tell, or fails). */
+  async inFlightOf(ledger: QuotaLedger, stamp: number, signal?: AbortSignal): Promise<ResourceAmounts | undefined> {
+    const inFlight = ledger.inFlight?.bind(ledger);
+    if (!inFlight) return undefined;
+    try {
+      return await this.boundedOn(ledger, 'inFlight', () => inFlight(stamp), signal);
+    } catch (e) {
+      throwIfAborted(signal);
+      this.noteFallback(ledger, 'inFlight', e);
+      return undefined;
+    }
+  }
+
+  /**
+   * Tell the ledger (and the fallback) that Nova confirmed a deletion: in the background, bounded,
+   * and awaited by {@link close}. A failure is logged at debug level (the other holders see the freed
+   * quota at their next read). The server is no longer this process's (the share rule).
+   */
+  publishFreed(serverId: string): void {
+    this.share.freed(serverId);
+    void this.fallback.publishFreed(serverId);
+    if (this.ledger === this.fallback) return;
+    const p = this.bounded('publishFreed', () => this.ledger.publishFreed(serverId)).catch((e: unknown) => {
+      // harmless (the others read Nova's usage anyway) and expected during an outage: debug level
+      this.#user.log.debug(
+        { ledger: this.ledger.kind, serverId, err: (e as Error)?.message },
+        `quota ledger (${this.ledger.kind}) could not publish a confirmed deletion: other holders see the freed quota at their next read`,
+      );
+    });
+    this.#pending.add(p);
+    void p.finally(() => this.#pending.delete(p));
+  }
+
+  /** Listen for freed quota on the ledger and the fallback; returns the unsubscribe function. */
+  onFreed(listener: () => void): () => void {
+    const offs: Array<() => void> = [this.fallback.onFreed(listener)];
+    if (this.ledger !== this.fallback) {
+      try {
+        offs.push(this.ledger.onFreed(listener));
+      } catch (e) {
+        this.noteFallback(this.ledger, 'onFreed', e);
+      }
+    }
+    return () => {
+      for (const off of offs) off();
+    };
+  }
+
+  /** At the guard's `close()`: wait for the background calls ({@link publishFreed}, each bounded). */
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.#pending]);
   }
 
   /**

@@ -11,7 +11,7 @@ import { InvalidResponseError, NotFoundError, throwIfAborted } from '../errors/i
 import { untilSettledOrAborted } from '../core/clock.js';
 import type { AbsoluteLimits } from '../core/types.js';
 import { LIMIT_KEYS, computeHeadroom, NO_NEEDS, type Headroom } from '../ledger/index.js';
-import { inFlightOf, releaseClaim } from './ledgerUse.js';
+import { releaseClaim } from './ledgerUse.js';
 import { CallLedger } from './callLedger.js';
 import { renewQuietly } from './leases.js';
 import { isPastScheduling } from './waitForActive.js';
@@ -47,7 +47,7 @@ export async function readLimits(g: GuardState, signal: AbortSignal | undefined)
 export async function readHeadroom(g: GuardState, signal: AbortSignal | undefined): Promise<Headroom> {
   await refreshUnwatched(g, signal);
   const { reading, ledger } = await new CallLedger(g).readLimits((s) => readLimits(g, s), signal);
-  const inFlight = (await inFlightOf(g, ledger, reading.stamp, signal)) ?? NO_NEEDS;
+  const inFlight = (await g.res.inFlightOf(ledger, reading.stamp, signal)) ?? NO_NEEDS;
   return computeHeadroom(reading.absolute, inFlight, { requestId: reading.requestId, readAtMs: g.clock.wallNow() });
 }
 

@@ -25,8 +25,6 @@ export interface GuardState {
   fallback: InProcessQuotaLedger;
   /** The guard's degraded mode over `ledger`: its health, probing, fallback, share rule and redo queue (`degradedLedger.ts`). */
   res: DegradedLedger;
-  /** Ledger calls sent in the background that `close()` waits for (`publishFreed`). */
-  pending: Set<Promise<unknown>>;
   /** Stops re-claiming this guard's degraded claims when the ledger answers again, once listening (`ledgerUse.ts`, `reclaimDegraded`). */
   offDegraded: (() => void) | undefined;
   /** The claims this guard holds, on whichever ledger they came from. */
@@ -52,7 +50,7 @@ export function newGuardState(client: NovaClient, opts: ResolvedOptions, log: Lo
   const clock = client.clock;
   const ledger = opts.ledger ?? new InProcessQuotaLedger({ clock });
   // Made and dropped with the guard: no module state (see `degradedLedger.ts` for why not one per ledger object).
-  const res: DegradedLedger = new DegradedLedger(ledger, clock, { stats, log, longestLeaseMs: (): number => longestLeaseMs(client, opts, res) });
+  const res: DegradedLedger = new DegradedLedger(ledger, clock, { stats, log, ledgerTimeoutMs: opts.ledgerTimeoutMs, longestLeaseMs: (): number => longestLeaseMs(client, opts, res) });
   const g: GuardState = {
     client,
     clock,
@@ -60,7 +58,6 @@ export function newGuardState(client: NovaClient, opts: ResolvedOptions, log: Lo
     ledger,
     fallback: res.fallback,
     res,
-    pending: new Set(),
     offDegraded: undefined,
     claims: new Set(),
     log,
@@ -94,7 +91,7 @@ export function newGuardState(client: NovaClient, opts: ResolvedOptions, log: Lo
 export function longestLeaseMs(client: NovaClient, opts: ResolvedOptions, res: DegradedLedger): number {
   const request = client.requestTimeoutMs;
   if (!Number.isFinite(request)) return opts.leaseTtlMs;
-  return Math.max(opts.leaseTtlMs, request + res.budgetMs(opts.ledgerTimeoutMs));
+  return Math.max(opts.leaseTtlMs, request + res.budgetMs());
 }
 
 /** Log `msg` at warn level the first time `key` is seen by this guard; later times at debug level. */
