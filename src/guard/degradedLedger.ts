@@ -4,10 +4,14 @@
  * about a ledger that may fail, one part each: its health (up or down, time-outs in a row), the
  * probing of a ledger found down, the private in-process fallback, the redo queue of cleanup that
  * failed, the share rule (`degradedShare.ts`: the fleet as last seen, the servers this process
- * holds), and the moment from which no claim of this process can still be live in the store. The
- * guarded calls ask it what an admission on the fallback is worth ({@link DegradedLedger.fallbackRule});
- * the claims it admits in degraded mode are re-claimed on the ledger when it answers
- * (`ledgerUse.ts`, `reclaimDegraded`).
+ * holds), and the moment from which no claim of this process can still be live in the store. Every
+ * call the guard makes of its ledger goes through it ({@link DegradedLedger.bounded}: its time limit
+ * is `max(ledgerTimeoutMs, ledger.callBudgetMs())`, and its outcome feeds the health and the moment;
+ * cleanup in the background, {@link DegradedLedger.inBackground}); a guarded call's own side (the
+ * ledger it is on, its place, its wake-ups) is its `CallLedger` (`callLedger.ts`). The guarded calls
+ * ask it what an admission on the fallback is worth ({@link DegradedLedger.fallbackRule}); the
+ * claims admitted in degraded mode are re-claimed on the ledger when it answers (`ledgerUse.ts`,
+ * `reclaimDegraded`).
  *
  * Down: a rejection marked `ledgerDown` (`isLedgerDown`: refused connection, refused password), or
  * {@link TIMEOUTS_FOR_DOWN} time-outs in a row. While down, every admission skips the ledger at once

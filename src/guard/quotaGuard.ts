@@ -34,7 +34,7 @@
  *    Any other ERROR, BUILD past `activeTimeoutMs`, or an abort while waiting: delete it with wait
  *    and throw.
  *
- * In-flight claims (the `ledger` option; see `ledgerUse.ts` for leases, tags and the fallback): a
+ * In-flight claims (the `ledger` option; see `ledgerUse.ts` for claims and tags, `leases.ts` for leases, `degradedLedger.ts` for the fallback and degraded mode): a
  * claim is taken by the ledger's atomic `admit`, its lease renewed right before each POST (a lost
  * lease: no POST, back to admission) and while the create is in flight, and ends
  * - when the POST fails (nothing was created), or when the guard has deleted the server again;
