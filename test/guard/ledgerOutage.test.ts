@@ -303,7 +303,8 @@ describe('degraded mode: an outage costs speed, never quota', () => {
 
   it('a ledger gone for good: creates wait while a claim of this process may be live in it, then admit within its share (one warning, degradedAdmissions), and are re-claimed when it is back', async () => {
     vi.spyOn(Math, 'random').mockReturnValue(0);
-    const nova = await startNova({ maxTotalCores: 8, maxTotalInstances: 100, schedulingDelayMs: 0, buildDelayMs: 20, deleteDelayMs: 20 });
+    // servers stay uncounted (scheduling) for 8 s: the degraded claims are still held when the ledger is back
+    const nova = await startNova({ maxTotalCores: 8, maxTotalInstances: 100, schedulingDelayMs: 8000, buildDelayMs: 9000, deleteDelayMs: 20 });
     const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
     let down = false;
     const placeTtlMs = 1000;
@@ -335,9 +336,14 @@ describe('degraded mode: an outage costs speed, never quota', () => {
     expect(posts(nova)).toHaveLength(3);
     expect(guard.stats.degradedAdmissions).toBe(2);
     expect(lines.filter((l) => /admitting within this process's part of the quota/.test(l.msg))).toHaveLength(1);
-    // the ledger is back: the waiting call's next admission probes it and is admitted on it, not on its own
+    // the ledger is back: the waiting call's next admission probes it (due within 5 s); the two degraded
+    // claims, still held, are re-claimed on it and bound to their servers; d3 is admitted on it, not on its own
     down = false;
     const backAt = Date.now() - T0;
+    await settle(sleep(5500));
+    expect(lines.filter((l) => /is back after/.test(l.msg))).toHaveLength(1);
+    expect(ledger.calls.filter(([m, t]) => m === 'claimAnyway' && t >= backAt)).toHaveLength(2);
+    expect(ledger.calls.filter(([m, t]) => m === 'bind' && t >= backAt).length).toBeGreaterThanOrEqual(2);
     const made = await settle(Promise.all(runs.slice(0, 2)));
     for (const s of made) await settle(guard.client.deleteServer(s.id, { wait: true, intervalMs: 5 }));
     const last = await settle(runs[2]!);
