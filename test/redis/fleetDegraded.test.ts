@@ -29,7 +29,7 @@ describe.skipIf(!haveRedis)(`degraded mode of a fleet of worker processes${haveR
     placeTtlMs: 1000,
     requestTimeoutMs: 4000,
     limitsMaxAgeMs: 200,
-    maxWaitMs: 15_000,
+    maxWaitMs: 20_000,
   }));
   beforeAll(() => {
     ensureBuilt();
