@@ -49,7 +49,7 @@ import type { Logger } from '../core/logger.js';
 import { callEach } from '../core/listeners.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { AMOUNT_FIELD, InProcessQuotaLedger, QUOTA_RESOURCES, isLedgerDown, type FitVerdict, type Headroom, type QuotaLedger } from '../ledger/index.js';
-import { ShareRule, shareVerdict, type ShareVerdict } from './degradedShare.js';
+import { ShareRule, shareVerdict, type Fleet, type ShareVerdict } from './degradedShare.js';
 import type { QuotaGuardStats } from './stats.js';
 
 /** Time-outs in a row after which a ledger counts as down. */
@@ -229,13 +229,20 @@ export class DegradedLedger {
    * last call that may have reached it (answered, or failed otherwise than `ledgerDown`: a call
    * refused before it reached the store wrote nothing) plus the longest lease a call of the guard
    * asks for (`leaseTtlMs`, or the lease that covers a POST in flight when longer: `postLeaseMs`)
-   * plus the store's lease of places and live holders (`QuotaLedger.placeTtlMs`). `undefined` before
-   * any call reached it.
+   * plus the store's lease of places and live holders (`QuotaLedger.placeTtlMs`). When no call of
+   * this process ever reached the store (it said it reached it, `everReached`, yet answered none),
+   * from the start of the outage instead; `undefined` while neither is known.
    */
   claimsGoneAtMs(): number | undefined {
-    if (this.#landedMs === undefined) return undefined;
+    const from = this.#landedMs ?? this.#health.outage?.sinceMs;
+    if (from === undefined) return undefined;
     const place = Number(this.ledger.placeTtlMs);
-    return this.#landedMs + this.#user.longestLeaseMs() + (Number.isFinite(place) && place > 0 ? place : 0);
+    return from + this.#user.longestLeaseMs() + (Number.isFinite(place) && place > 0 ? place : 0);
+  }
+
+  /** The fleet the share rule divides the quota among: as the ledger last saw it, or this process alone when it never said. */
+  #fleet(): Fleet {
+    return this.share.fleet ?? { hosts: 1, processesOnHost: 1 };
   }
 
   /**
@@ -247,7 +254,7 @@ export class DegradedLedger {
     if (!fallbackForOutage && !this.down) return 'alone';
     if (!this.hadGoodReading) return this.mayReachSoon ? 'wait' : 'alone';
     const goneAt = this.claimsGoneAtMs();
-    if (goneAt === undefined || this.share.fleet === undefined || this.#clock.now() < goneAt) return 'wait';
+    if (goneAt === undefined || this.#clock.now() < goneAt) return 'wait';
     return 'share';
   }
 
@@ -258,7 +265,7 @@ export class DegradedLedger {
    */
   shareVerdict(absolute: AbsoluteLimits, needs: ResourceAmounts, inFlight: ResourceAmounts, unbound: readonly ResourceAmounts[]): ShareVerdict {
     const { held, nothing } = this.share.held(unbound);
-    return shareVerdict(absolute, this.share.fleet!, needs, inFlight, held, nothing);
+    return shareVerdict(absolute, this.#fleet(), needs, inFlight, held, nothing);
   }
 
   /**
@@ -282,11 +289,12 @@ export class DegradedLedger {
     this.#user.stats.degradedAdmissions++;
     if (this.#shareWarned) return;
     this.#shareWarned = true;
-    const fleet = this.share.fleet!;
+    const fleet = this.#fleet();
+    const seen = this.share.fleet === undefined ? '; the ledger never said who else uses it: this process counts alone' : '';
     const since = this.#health.outage?.sinceMs;
     this.#user.log.warn(
       { ledger: this.ledger.kind, hosts: fleet.hosts, processesOnHost: fleet.processesOnHost, downMs: since === undefined ? undefined : Math.round(this.#clock.now() - since) },
-      `quota ledger (${this.ledger.kind}) out of reach longer than any claim of this process can live in it: admitting within this process's part of the quota (1/${fleet.hosts} of it per host, shared by ${fleet.processesOnHost} process(es) of this host) on fresh /limits readings until it answers; Nova's quota check decides the rest`,
+      `quota ledger (${this.ledger.kind}) out of reach longer than any claim of this process can live in it: admitting within this process's part of the quota (1/${fleet.hosts} of it per host, shared by ${fleet.processesOnHost} process(es) of this host${seen}) on fresh /limits readings until it answers; Nova's quota check decides the rest`,
     );
   }
 

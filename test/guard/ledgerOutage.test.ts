@@ -355,6 +355,26 @@ describe('degraded mode: an outage costs speed, never quota', () => {
     expect(guard.stats.quota403s).toBe(0);
   });
 
+  it('a ledger that said it reached its store but never answered, then gone for good: the create waits out the leases from the outage\'s start, then goes on within the quota (the fleet unknown: this process alone)', async () => {
+    vi.spyOn(Math, 'random').mockReturnValue(0);
+    const nova = await startNova({ maxTotalCores: 10, maxTotalInstances: 100 });
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    const ledger = faulty(inner, () => 'down', { probe: true, everReached: () => true, members: [] });
+    const lines: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (l: string) => lines.push((JSON.parse(l) as { msg: string }).msg) });
+    const guard = guardFor(nova, { ledger, leaseTtlMs: 2000, maxWaitMs: 60_000, maxDelayMs: 200, logger });
+    const s = await settle(guard.createServer(body('late')));
+    // the outage began at once (0 ms); the longest lease a call asks for: requestTimeoutMs + the budget
+    const momentMs = guard.client.requestTimeoutMs + 2000;
+    const times = posts(nova).map((p) => p.timeMs - T0);
+    expect(times).toHaveLength(1);
+    expect(times[0]).toBeGreaterThanOrEqual(momentMs);
+    expect(times[0]).toBeLessThanOrEqual(momentMs + 500);
+    expect(nova.getServerState(s.id)?.name).toBe('late');
+    expect(guard.stats.degradedAdmissions).toBe(1);
+    expect(lines.filter((m) => /this process counts alone/.test(m))).toHaveLength(1);
+  });
+
   it('a ledger that admits nothing although the reading and its claims fit: QuotaWaitTimeoutError at maxWaitMs saying so, not "busy fleet"', async () => {
     const nova = await startNova({ maxTotalCores: 10, maxTotalInstances: 100 });
     const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
