@@ -223,7 +223,9 @@ export class Admission {
     const ledgerHeld = call.ledger.waitedForLedger || shortfalls.length === 0;
     const why = ledgerHeld ? undefined : await this.#explain(shortfalls, readAtMs, true, signal);
     throw new QuotaWaitTimeoutError({
-      message: call.ledger.waitedForLedger
+      message: call.ledger.shareShort
+        ? `No quota headroom after waiting ${call.elapsedMs()} ms (maxWaitMs ${g.opts.maxWaitMs}): the quota ledger (${g.ledger.kind}) is out of reach, and this process admits only within its share of the quota without it: ${describeShortfalls(shortfalls)}`
+        : call.ledger.waitedForLedger
         ? `No quota admission after waiting ${call.elapsedMs()} ms (maxWaitMs ${g.opts.maxWaitMs}): the quota ledger (${g.ledger.kind}) is out of reach, and this process, which has used it, does not admit without it (other hosts may still admit on it)`
         : shortfalls.length === 0
           ? `No quota admission after waiting ${call.elapsedMs()} ms (maxWaitMs ${g.opts.maxWaitMs}): the reading and the claims leave room, but the quota ledger (${g.ledger.kind}) admitted nothing (for example while it settles after a holder reconnected)`

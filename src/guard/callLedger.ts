@@ -48,6 +48,7 @@ export class CallLedger {
   #wake: (() => void) | undefined;
   #wakes = 0;
   #waitedForLedger = false;
+  #shareShort = false;
 
   constructor(g: GuardState, deadlineMs: number = Number.POSITIVE_INFINITY) {
     this.#g = g;
@@ -73,6 +74,11 @@ export class CallLedger {
   /** True when the call's last admission waited for a ledger out of reach (`degradedLedger.ts`): the `QuotaWaitTimeoutError` at `maxWaitMs` says so. */
   get waitedForLedger(): boolean {
     return this.#waitedForLedger;
+  }
+
+  /** True when that wait was the share's: past the moment, the process's share of the quota (or the reading) left too little (`degradedShare.ts`). */
+  get shareShort(): boolean {
+    return this.#shareShort;
   }
 
   /** Wake-ups addressed to the call's place so far. */
@@ -131,6 +137,7 @@ export class CallLedger {
   startAdmission(): void {
     const g = this.#g;
     this.#waitedForLedger = false;
+    this.#shareShort = false;
     if (!(this.onFallback && this.#fallbackForOutage) || g.res.skip(g.res.budgetMs())) return;
     this.#current = g.ledger;
     this.#fallbackForOutage = false;
@@ -245,6 +252,7 @@ export class CallLedger {
       if (verdict === undefined || !verdict.admits) {
         await g.fallback.release(value.claim, 'not-created');
         this.#waitedForLedger = true;
+        this.#shareShort = verdict !== undefined;
         return { value, claim: undefined, outOfReach: true, shortfalls: verdict?.admits === false ? verdict.shortfalls : undefined };
       }
       g.res.noteShareAdmission();

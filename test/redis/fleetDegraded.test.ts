@@ -19,7 +19,9 @@ describe.skipIf(!haveRedis)(`degraded mode of a fleet of worker processes${haveR
   let redis: RedisServer | undefined;
   let nova: FakeNova | undefined;
   // Short leases so the moment past which no claim can be live comes within seconds: lease 1500 ms,
-  // a POST's cover 4000 + the ledger's budget, Redis's place lease 1000 ms (about 5.5 s in all).
+  // a POST's cover 4000 + the ledger's budget (its measured round trips and refreshes: 1 to several
+  // seconds on a loaded machine), Redis's place lease 1000 ms. maxWaitMs leaves room for the moment and
+  // for each process's creates one at a time after it.
   const fleet = new Fleet(() => ({
     redisUrl: redis!.url,
     runMs: 100,
@@ -29,7 +31,7 @@ describe.skipIf(!haveRedis)(`degraded mode of a fleet of worker processes${haveR
     placeTtlMs: 1000,
     requestTimeoutMs: 4000,
     limitsMaxAgeMs: 200,
-    maxWaitMs: 20_000,
+    maxWaitMs: 40_000,
   }));
   beforeAll(() => {
     ensureBuilt();
