@@ -101,7 +101,11 @@ describe.skipIf(!haveRedis)(`degraded mode of a fleet of worker processes${haveR
     const done = results.reduce((s, r) => s + r.done, 0);
     const degraded = results.reduce((s, r) => s + (r.stats.degradedAdmissions ?? 0), 0);
     const record = n.quotaRecord();
-    const figures = { createdBeforeKill, done, failed, posts403: posts403(n), guard403s: results.reduce((s, r) => s + r.stats.quota403s, 0), degraded, peakCores: record.peakCores, quota, afterKillMs: Date.now() - killedAt, wallMs };
+    // When each process began admitting within its share, after the kill (the moment, as it came).
+    const shareFrom = hs.flatMap((h) => h.log.filter((l) => SHARE_WARNING.test(l)).map((l) => (JSON.parse(l) as { time: number }).time - killedAt));
+    const firstShareMs = shareFrom.length > 0 ? [Math.min(...shareFrom), Math.max(...shareFrom)] : [];
+    const slowestCreateMs = Math.max(...results.flatMap((r) => r.createMs));
+    const figures = { createdBeforeKill, firstShareMs, slowestCreateMs, done, failed, posts403: posts403(n), guard403s: results.reduce((s, r) => s + r.stats.quota403s, 0), degraded, peakCores: record.peakCores, quota, afterKillMs: Date.now() - killedAt, wallMs };
     console.log(`Redis killed for good: ${JSON.stringify(figures)}`);
     expect(results.flatMap((r) => r.errors)).toEqual([]);
     expect({ done, failed }).toEqual({ done: 80, failed: 0 });
