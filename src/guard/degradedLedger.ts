@@ -159,6 +159,8 @@ export class DegradedLedger {
   #fallbackWarned = false;
   /** When the last call that may have reached the store was sent, on the clock (ms). */
   #landedMs: number | undefined;
+  /** When the ledger was first found failing since its last answer, on the clock (ms): the outage as this process saw it begin. */
+  #failingSinceMs: number | undefined;
   /** The degraded-mode warning of the current outage was logged. */
   #shareWarned = false;
 
@@ -225,17 +227,18 @@ export class DegradedLedger {
   }
 
   /**
-   * When no claim or place of this process can still be live in the store, on the clock (ms): the
-   * last call that may have reached it (answered, or failed otherwise than `ledgerDown`: a call
-   * refused before it reached the store wrote nothing) plus the longest lease a call of the guard
-   * asks for (`leaseTtlMs`, or the lease that covers a POST in flight when longer: `postLeaseMs`)
-   * plus the store's lease of places and live holders (`QuotaLedger.placeTtlMs`). When no call of
-   * this process ever reached the store (it said it reached it, `everReached`, yet answered none),
-   * from the start of the outage instead; `undefined` while neither is known.
+   * When no claim or place of this process can still be live in the store, and the ledger has been
+   * out of reach that long, on the clock (ms): the later of the last call that may have reached it
+   * (answered, or failed otherwise than `ledgerDown`: a call refused before it reached the store
+   * wrote nothing) and the first failure since its last answer (an idle process, whose claims are
+   * long gone, still waits out a short outage: the other hosts may be back on the ledger), plus the
+   * longest lease a call of the guard asks for (`leaseTtlMs`, or the lease that covers a POST in
+   * flight when longer: `postLeaseMs`), plus the store's lease of places and live holders
+   * (`QuotaLedger.placeTtlMs`). `undefined` while neither is known.
    */
   claimsGoneAtMs(): number | undefined {
-    const from = this.#landedMs ?? this.#health.outage?.sinceMs;
-    if (from === undefined) return undefined;
+    const from = Math.max(this.#landedMs ?? -Infinity, this.#failingSinceMs ?? -Infinity);
+    if (!Number.isFinite(from)) return undefined;
     const place = Number(this.ledger.placeTtlMs);
     return from + this.#user.longestLeaseMs() + (Number.isFinite(place) && place > 0 ? place : 0);
   }
@@ -253,6 +256,8 @@ export class DegradedLedger {
   fallbackRule(fallbackForOutage: boolean): FallbackRule {
     if (!fallbackForOutage && !this.down) return 'alone';
     if (!this.hadGoodReading) return this.mayReachSoon ? 'wait' : 'alone';
+    // The ledger answered since (a probe, while this admission was on the fallback): back to it next.
+    if (this.#failingSinceMs === undefined) return 'wait';
     const goneAt = this.claimsGoneAtMs();
     if (goneAt === undefined || this.#clock.now() < goneAt) return 'wait';
     return 'share';
@@ -480,9 +485,13 @@ export class DegradedLedger {
     h.timeouts = 0;
     h.streakWarned = false;
     const o = h.outage;
-    if (!o) return;
+    if (!o) {
+      this.#failingSinceMs = undefined;
+      return;
+    }
     if (!probed && typeof this.ledger.probe === 'function') return;
     h.outage = undefined;
+    this.#failingSinceMs = undefined;
     this.#shareWarned = false;
     const downMs = Math.round(this.#clock.now() - o.sinceMs);
     this.#user.log.warn({ ledger: this.ledger.kind, downMs, probes: o.probes }, `quota ledger (${this.ledger.kind}) is back after ${downMs} ms`);
@@ -497,6 +506,7 @@ export class DegradedLedger {
   failed(error: unknown, timedOut: boolean, sentAtMs?: number): void {
     // Not refused before reaching the store: it may have written there (a claim, a renewal).
     if (sentAtMs !== undefined && !isLedgerDown(error)) this.#landed(sentAtMs);
+    this.#failingSinceMs ??= this.#clock.now();
     const h = this.#health;
     if (h.outage) return;
     if (timedOut) h.timeouts++;

@@ -317,12 +317,17 @@ describe('degraded mode: an outage costs speed, never quota', () => {
     await settle(sleep(1000));
     down = true;
     const downAt = Date.now() - T0;
-    const lastLanded = Math.max(...ledger.calls.filter(([, t]) => t < downAt).map(([, t]) => t));
-    // the longest lease a call of this guard asks for: the POST's cover (requestTimeoutMs + the ledger's budget)
-    const longestLeaseMs = Math.max(2000, guard.client.requestTimeoutMs + 2000);
-    const momentMs = lastLanded + longestLeaseMs + placeTtlMs;
     // 'first' still runs (2 cores); three more creates: one fits the part beside it, two wait for room in it
     const runs = ['d1', 'd2', 'd3'].map((n) => guard.createServer(body(n)));
+    await settle(sleep(10));
+    // the moment: the later of the last call that reached the ledger and the first that failed, plus the
+    // longest lease a call of this guard asks for (the POST's cover: requestTimeoutMs + the ledger's budget)
+    // plus the ledger's place lease
+    const lastLanded = Math.max(...ledger.calls.filter(([, t]) => t < downAt).map(([, t]) => t));
+    const firstFailed = Math.min(...ledger.calls.filter(([, t]) => t >= downAt).map(([, t]) => t));
+    const longestLeaseMs = Math.max(2000, guard.client.requestTimeoutMs + 2000);
+    const momentMs = Math.max(lastLanded, firstFailed) + longestLeaseMs + placeTtlMs;
+    expect(firstFailed - lastLanded).toBeGreaterThan(100); // idle meanwhile: the outage's start decides
     await settle(sleep(momentMs - (Date.now() - T0) - 50));
     expect(posts(nova)).toHaveLength(1); // nothing before the moment: a short outage costs no quota
     await settle(sleep(600));
@@ -353,6 +358,22 @@ describe('degraded mode: an outage costs speed, never quota', () => {
     expect(lines.filter((l) => /is back after/.test(l.msg))).toHaveLength(1);
     expect(guard.stats.ledgerOutages).toBe(1);
     expect(guard.stats.quota403s).toBe(0);
+  });
+
+  it('a process idle for longer than its leases, then a short outage: it still waits for the ledger (the outage has not lasted the leases), no POST until it is back', async () => {
+    vi.spyOn(Math, 'random').mockReturnValue(0);
+    const nova = await startNova({ maxTotalCores: 10, maxTotalInstances: 100 });
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    const outage = { fromMs: 60_000, toMs: 62_500 };
+    const ledger = faulty(inner, () => (Date.now() - T0 >= outage.fromMs && Date.now() - T0 < outage.toMs ? 'down' : 'ok'), { probe: true, placeTtlMs: 1000 });
+    const guard = guardFor(nova, { ledger, leaseTtlMs: 2000, maxWaitMs: 60_000, maxDelayMs: 200 });
+    await settle(guard.createServer(body('early')));
+    // idle until long past every lease it wrote (requestTimeoutMs + budget + placeTtlMs is about 33 s)
+    await settle(sleep(outage.fromMs - (Date.now() - T0)));
+    const s = await settle(guard.createServer(body('after-idle')));
+    const post = posts(nova).find((p) => p.serverId === s.id)!;
+    expect(post.timeMs - T0).toBeGreaterThanOrEqual(outage.toMs);
+    expect(guard.stats.degradedAdmissions).toBe(0);
   });
 
   it('a ledger that said it reached its store but never answered, then gone for good: the create waits out the leases from the outage\'s start, then goes on within the quota (the fleet unknown: this process alone)', async () => {
