@@ -112,6 +112,15 @@ export class HostLedger implements QuotaLedger {
   readonly kind: string;
   readonly #inner: InProcessQuotaLedger;
   readonly #servers = new Map<string, string>();
+  /** This host alone: the simulated hosts share one inner ledger object. */
+  members(): readonly string[] {
+    return [this.holder];
+  }
+
+  /** The inner ledger's. */
+  get placeTtlMs(): number {
+    return this.#inner.placeTtlMs;
+  }
 
   /**
    * @param countedAt - Told `(serverId, atMs)` when a claim bound to that server ends as `'counted'`.

@@ -34,7 +34,6 @@ import { EXPLAIN_EVERY_WAITS, type QuotaWaitInfo, type QuotaWaitReason } from '.
 import { explainShortfall, type ShortfallExplanation } from './explain.js';
 import { serversForCheck } from './explain.js';
 import type { Admission as LedgerAdmission, LedgerLimits } from '../ledger/index.js';
-import { outOfReachFit } from './degradedUse.js';
 import { listUncounted } from './uncounted.js';
 import { withinCallDeadline } from './readBound.js';
 import { isThenable, type Claim, type GuardState } from './state.js';
@@ -71,13 +70,13 @@ export class Admission {
    * POST, the call goes back to admission after its next backoff step), then kept renewed until the
    * claim ends. A renewal that fails moves the call to the fallback ledger; it goes back to the
    * ledger at its next admission, after a backoff step (while the ledger is out of reach, a process
-   * it has answered before waits for it: `degradedUse.ts`). A call that keeps losing leases (or
+   * it has answered before waits for it, then admits within its share: `degradedLedger.ts`). A call that keeps losing leases (or
    * failing renewals on a ledger that admits) past `maxWaitMs` stays on the fallback, so a ledger
    * that answers never blocks a create for good.
    * `fresh`: the claim did not come from `held` (the attempt counts).
    * @throws as the wait for headroom: {@link QuotaNeverFitsError} when `needs` is above a limit
    * itself (0 POSTs); {@link QuotaWaitTimeoutError} when `maxWaitMs` runs out while short, while
-   * the ledger is out of reach for a process that has used it (`degradedUse.ts`), or while the
+   * the ledger is out of reach for a process that has used it (`degradedLedger.ts`), or while the
    * ledger admits nothing although the reading fits (unless `onStaleLimits: 'attempt'`, which
    * claims anyway); {@link AbortError} (also when the guard closes); the client's errors.
    */
@@ -162,7 +161,7 @@ export class Admission {
     const { reading } = acquired.value;
     if (acquired.outOfReach) {
       const headroom = computeHeadroom(reading.absolute, acquired.value.inFlight, { requestId: reading.requestId, readAtMs: g.clock.wallNow() });
-      return { headroom, fit: outOfReachFit(g, needs, headroom) };
+      return { headroom, fit: acquired.shortfalls ? { verdict: 'short', shortfalls: acquired.shortfalls } : g.res.outOfReachFit(needs, headroom) };
     }
     return this.#verdict(reading, acquired.value, acquired.claim);
   }
@@ -219,7 +218,9 @@ export class Admission {
     const ledgerHeld = call.ledger.waitedForLedger || shortfalls.length === 0;
     const why = ledgerHeld ? undefined : await this.#explain(shortfalls, readAtMs, true, signal);
     throw new QuotaWaitTimeoutError({
-      message: call.ledger.waitedForLedger
+      message: call.ledger.shareShort
+        ? `No quota headroom after waiting ${call.elapsedMs()} ms (maxWaitMs ${g.opts.maxWaitMs}): the quota ledger (${g.ledger.kind}) is out of reach, and this process admits only within its share of the quota without it: ${describeShortfalls(shortfalls)}`
+        : call.ledger.waitedForLedger
         ? `No quota admission after waiting ${call.elapsedMs()} ms (maxWaitMs ${g.opts.maxWaitMs}): the quota ledger (${g.ledger.kind}) is out of reach, and this process, which has used it, does not admit without it (other hosts may still admit on it)`
         : shortfalls.length === 0
           ? `No quota admission after waiting ${call.elapsedMs()} ms (maxWaitMs ${g.opts.maxWaitMs}): the reading and the claims leave room, but the quota ledger (${g.ledger.kind}) admitted nothing (for example while it settles after a holder reconnected)`

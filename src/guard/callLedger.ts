@@ -1,17 +1,18 @@
 /**
  * The ledger one guarded call is on: the guard's {@link QuotaLedger}, with the private in-process
- * fallback of its wrapper (`resilientLedger.ts`) behind it. Every step of the ledger protocol a
+  * fallback of its degraded mode (`degradedLedger.ts`) behind it. Every step of the ledger protocol a
  * guarded call takes goes through its {@link CallLedger}: the admission (`acquire`: the reading, the
  * check and claim, a place when short), the guard's `headroom()` (`peek`), `claimAnyway`. Each step is bounded in time
- * (`ledgerUse.ts`: {@link ledgerBudgetMs}, or less while the call's `maxWaitMs` is closer); when
+ * (`DegradedLedger.budgetMs`, or less while the call's `maxWaitMs` is closer); when
  * the guard's ledger fails, or the wrapper knows it down, the call moves to the fallback and the
  * step runs there, so the admission code (`admission.ts`) never branches on which ledger it is
  * on. A call moved for an outage goes back to the guard's ledger at its next admission once the
  * ledger is not known down ({@link CallLedger.startAdmission}). What an admission on the fallback
- * is worth is degraded mode's rule (`degradedUse.ts`), applied here: while the call waits for the
- * ledger, the fallback's claim is given back and the admission is "out of reach"; otherwise the
- * claim is held as degraded, re-claimed on the ledger when it answers. An answer of the guard's
- * ledger to an admission is a good reading for the wrapper (`ResilientLedger.noteGoodReading`).
+ * is worth is degraded mode's rule (`DegradedLedger.fallbackRule`), applied here: while the call
+ * waits for the ledger, or its process's share of the quota (`degradedShare.ts`) refuses it, the
+ * fallback's claim is given back and the admission is "out of reach"; otherwise the claim is held as
+ * degraded, re-claimed on the ledger when it answers. An answer of the guard's ledger to an
+ * admission is a good reading (`DegradedLedger.noteGoodReading`).
  *
  * It also holds the call's place in the queue and listens for the wake-ups the ledger addresses
  * to it (`wakeUps.ts`): a place is left when the call moves to another ledger or ends its wait.
@@ -22,9 +23,8 @@ import pTimeout, { TimeoutError } from 'p-timeout';
 import type { Clock } from '../core/clock.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { AbortError, throwIfAborted } from '../errors/index.js';
-import type { Acquisition, LedgerPeek, LedgerPlace, QuotaLedger, UncountedRead } from '../ledger/index.js';
-import { bounded, holdClaim, inBackground, ledgerBudgetMs, noteFallback } from './ledgerUse.js';
-import { holdDegraded, waitsForLedger } from './degradedUse.js';
+import { NO_NEEDS, addNeeds, type Acquisition, type LedgerPeek, type LedgerPlace, type QuotaLedger, type Shortfall, type UncountedRead } from '../ledger/index.js';
+import { holdClaim, holdDegraded } from './ledgerUse.js';
 import type { Claim, GuardState } from './state.js';
 
 /** A read of `GET /limits` as the ledger calls it. */
@@ -48,6 +48,7 @@ export class CallLedger {
   #wake: (() => void) | undefined;
   #wakes = 0;
   #waitedForLedger = false;
+  #shareShort = false;
 
   constructor(g: GuardState, deadlineMs: number = Number.POSITIVE_INFINITY) {
     this.#g = g;
@@ -70,9 +71,14 @@ export class CallLedger {
     return this.#fallbackForOutage;
   }
 
-  /** True when the call's last admission waited for a ledger out of reach (`degradedUse.ts`): the `QuotaWaitTimeoutError` at `maxWaitMs` says so. */
+  /** True when the call's last admission waited for a ledger out of reach (`degradedLedger.ts`): the `QuotaWaitTimeoutError` at `maxWaitMs` says so. */
   get waitedForLedger(): boolean {
     return this.#waitedForLedger;
+  }
+
+  /** True when that wait was the share's: past the moment, the process's share of the quota (or the reading) left too little (`degradedShare.ts`). */
+  get shareShort(): boolean {
+    return this.#shareShort;
   }
 
   /** Wake-ups addressed to the call's place so far. */
@@ -86,12 +92,12 @@ export class CallLedger {
   }
 
   /**
-   * The time limit of one ledger step of the call, in ms: the budget ({@link ledgerBudgetMs}), or
+   * The time limit of one ledger step of the call, in ms: the budget (`DegradedLedger.budgetMs`), or
    * less while the call's `maxWaitMs` is running and closer (a hung ledger never stretches the
    * wait past `maxWaitMs`). Once `maxWaitMs` is spent (or without a call): the budget.
    */
   limitMs(): number {
-    const budget = ledgerBudgetMs(this.#g);
+    const budget = this.#g.res.budgetMs();
     const remaining = this.#deadlineMs - this.#g.clock.now();
     return remaining > 0 ? Math.min(budget, Math.ceil(remaining)) : budget;
   }
@@ -102,7 +108,7 @@ export class CallLedger {
    */
   #skipDown(): boolean {
     const g = this.#g;
-    if (!g.res.skip(g, ledgerBudgetMs(g))) return false;
+    if (!g.res.skip(g.res.budgetMs())) return false;
     g.stats.ledgerFallbacks++;
     g.log.debug({ ledger: g.ledger.kind }, 'quota ledger is down: going on with the in-process ledger');
     this.moveToFallback();
@@ -120,7 +126,7 @@ export class CallLedger {
     this.#current = g.fallback;
     this.#fallbackForOutage = returns;
     const place = this.#dropPlace();
-    if (place && place.ledger !== g.fallback) inBackground(g, place.ledger, 'leave', () => place.ledger.leave(place.place));
+    if (place && place.ledger !== g.fallback) g.res.inBackground(place.ledger, 'leave', () => place.ledger.leave(place.place));
   }
 
   /**
@@ -131,7 +137,8 @@ export class CallLedger {
   startAdmission(): void {
     const g = this.#g;
     this.#waitedForLedger = false;
-    if (!(this.onFallback && this.#fallbackForOutage) || g.res.skip(g, ledgerBudgetMs(g))) return;
+    this.#shareShort = false;
+    if (!(this.onFallback && this.#fallbackForOutage) || g.res.skip(g.res.budgetMs())) return;
     this.#current = g.ledger;
     this.#fallbackForOutage = false;
     if (this.#place?.ledger === g.fallback) this.leave();
@@ -151,12 +158,12 @@ export class CallLedger {
     let pending: Promise<T> | undefined;
     const limitMs = this.limitMs();
     try {
-      return { value: await bounded(g, what, () => (pending = op(ledger)), signal, limitMs), ledger };
+      return { value: await g.res.bounded(what, () => (pending = op(ledger)), signal, limitMs), ledger };
     } catch (e) {
       // A call that answers after its time limit (or after the abort): undo what it took (a claim, a place), best effort.
-      if (undo && pending) pending.then((late) => inBackground(g, ledger, `undo ${what}`, () => undo(ledger, late))).catch(() => undefined);
+      if (undo && pending) pending.then((late) => g.res.inBackground(ledger, `undo ${what}`, () => undo(ledger, late))).catch(() => undefined);
       throwIfAborted(signal);
-      noteFallback(g, ledger, what, e, e instanceof TimeoutError && limitMs < ledgerBudgetMs(g));
+      g.res.noteFallback(ledger, what, e, e instanceof TimeoutError && limitMs < g.res.budgetMs());
       this.moveToFallback();
       return { value: await op(g.fallback), ledger: g.fallback };
     }
@@ -191,7 +198,7 @@ export class CallLedger {
     signal: AbortSignal | undefined,
     uncounted?: UncountedRead,
     staleShortMs?: number,
-  ): Promise<{ value: Acquisition; claim: Claim | undefined; outOfReach: boolean }> {
+  ): Promise<{ value: Acquisition; claim: Claim | undefined; outOfReach: boolean; shortfalls?: Shortfall[] | undefined }> {
     const g = this.#g;
     if (!this.onFallback) {
       const place = this.placeOn(this.#current);
@@ -219,14 +226,35 @@ export class CallLedger {
     const value = await fallback.acquire({ place: this.placeOn(fallback), needs, ttlMs, joinIfShort: true }, read, signal);
     if (value.place && this.#place?.place !== value.place) this.#holdPlace({ ledger: fallback, place: value.place });
     if (!value.admitted) return { value, claim: undefined, outOfReach: false };
-    if (waitsForLedger(g, this.#fallbackForOutage)) {
-      await fallback.release(value.claim, 'not-created');
-      this.#waitedForLedger = true;
-      return { value, claim: undefined, outOfReach: true };
+    // On the fallback, degraded mode decides (`DegradedLedger.fallbackRule`): `outOfReach` when the
+    // call waits for the ledger or its share refuses it (no claim; `shortfalls`: the share's).
+    const rule = g.res.fallbackRule(this.#fallbackForOutage);
+    if (rule !== 'alone') {
+      const verdict = rule === 'share' ? this.#shareVerdict(value.reading.absolute, needs) : undefined;
+      if (verdict === undefined || !verdict.admits) {
+        await fallback.release(value.claim, 'not-created');
+        this.#waitedForLedger = true;
+        this.#shareShort = verdict !== undefined;
+        return { value, claim: undefined, outOfReach: true, shortfalls: verdict?.admits === false ? verdict.shortfalls : undefined };
+      }
+      g.res.noteShareAdmission();
     }
     const claim = holdClaim(g, value.claim, fallback, sentAt);
     holdDegraded(g, claim);
     return { value, claim, outOfReach: false };
+  }
+
+  /** The share rule for `needs` against `absolute`, with this guard's claims (`DegradedLedger.shareVerdict`). */
+  #shareVerdict(absolute: AbsoluteLimits, needs: ResourceAmounts): ReturnType<GuardState['res']['shareVerdict']> {
+    const g = this.#g;
+    let inFlight: ResourceAmounts = { ...NO_NEEDS };
+    const unbound: ResourceAmounts[] = [];
+    for (const c of g.claims) {
+      if (c.ended) continue;
+      inFlight = addNeeds(inFlight, c.needs);
+      if (c.serverId === undefined) unbound.push(c.needs);
+    }
+    return g.res.shareVerdict(absolute, needs, inFlight, unbound);
   }
 
   /** The call's place on `ledger`, if it holds one there (what `admit` and `acquire` are told). */
@@ -240,7 +268,7 @@ export class CallLedger {
    */
   leave(): void {
     const held = this.#dropPlace();
-    if (held) inBackground(this.#g, held.ledger, 'leave', () => held.ledger.leave(held.place));
+    if (held) this.#g.res.inBackground(held.ledger, 'leave', () => held.ledger.leave(held.place));
   }
 
   /** While the call sleeps: `wake` ends the sleep when a wake-up is addressed to its place. Returns the function that stops it. */
@@ -336,6 +364,7 @@ export class CallLedger {
     const timedUncounted = uncounted === undefined ? undefined : timed(uncounted, 'listing');
     arm();
     let p: Promise<T> | undefined;
+    const sentAtMs = g.clock.now();
     try {
       try {
         p = run(ledger, timedRead, signal === undefined ? gate.signal : AbortSignal.any([signal, gate.signal]), timedUncounted);
@@ -344,17 +373,18 @@ export class CallLedger {
       }
       // p-timeout without its own limit: the limit is `late`, paused while Nova answers.
       const value = await pTimeout(p, { milliseconds: Number.POSITIVE_INFINITY, signal: late.signal });
-      g.res.succeeded(g);
+      g.res.succeeded(sentAtMs);
       return { value, ledger };
     } catch (e) {
       gate.abort(new Error('abandoned for the fallback ledger'));
       // Before any rethrow: a call abandoned for the abort or for Nova's error may still answer and
       // take a claim or a place, which would hold the headroom from every caller until its lease ends.
-      if (undo && p) p.then((v) => inBackground(g, ledger, `undo ${what}`, () => undo(ledger, v))).catch(() => undefined);
+      if (undo && p) p.then((v) => g.res.inBackground(ledger, `undo ${what}`, () => undo(ledger, v))).catch(() => undefined);
+      if (readFailure || signal?.aborted) g.res.mayHaveLanded(sentAtMs);
       if (readFailure) throw readFailure.error;
       throwIfAborted(signal);
-      g.res.failed(g, e, e instanceof TimeoutError && limitMs >= ledgerBudgetMs(g));
-      noteFallback(g, ledger, what, e, e instanceof TimeoutError && limitMs < ledgerBudgetMs(g));
+      g.res.failed(e, e instanceof TimeoutError && limitMs >= g.res.budgetMs(), sentAtMs);
+      g.res.noteFallback(ledger, what, e, e instanceof TimeoutError && limitMs < g.res.budgetMs());
       this.moveToFallback();
       return undefined;
     } finally {

@@ -23,16 +23,18 @@ export interface QuotaWaitInfo {
    *   it settles after a restart or a holder's reconnect (up to its `placeTtlMs`); `shortfalls` is
    *   empty;
    * - `'ledger-out-of-reach'`: the quota ledger is out of reach, and this process, which has used
-   *   it, admits nothing without it (`ledgerOutOfReach` is true).
+   *   it, admits nothing without it while a claim of it may still be live in it, and past that only
+   *   within its share of the quota (`degradedLedger.ts`; `ledgerOutOfReach` is true).
    */
   reason: 'short' | 'queued' | 'ledger-settling' | 'ledger-out-of-reach';
   /**
    * The resources that do not fit (needed, max, used, inFlight, headroom): with `reason` `'queued'`
    * for the needs together with those of the calls queued ahead; with `'ledger-out-of-reach'`,
-   * stand-ins at `headroom: 0`; empty with `'ledger-settling'`.
+   * stand-ins at `headroom: 0` while the process waits for the ledger, the room left in its share
+   * (or in the reading) once it admits within it; empty with `'ledger-settling'`.
    */
   shortfalls: Shortfall[];
-  /** True when the wait is for a quota ledger out of reach (`degradedUse.ts`), not for headroom (Nova may have room). */
+  /** True when the wait is for a quota ledger out of reach (`degradedLedger.ts`), not for headroom (Nova may have room). */
   ledgerOutOfReach: boolean;
   /** The headroom just read. */
   headroom: Headroom;

@@ -52,7 +52,7 @@ import { sleep } from '../core/clock.js';
 import { isOpenStackRequestId } from '../core/validate.js';
 import type { ClaimEnd } from '../ledger/index.js';
 import { CLAIM_TAG_KEY, isDeletedStatus, listTagged } from './claimTag.js';
-import { CLAIM_ID_KEY, boundedUnlessFallback, holdClaim, releaseClaim } from './ledgerUse.js';
+import { CLAIM_ID_KEY, holdClaim, releaseClaim } from './ledgerUse.js';
 import { keepLease } from './leases.js';
 import { warnOnce, type Claim, type GuardState, type LateCreateWatch } from './state.js';
 import type { GuardedCall } from './guardedCall.js';
@@ -160,7 +160,7 @@ function twinClaimEnd(w: LateCreateWatch): ClaimEnd {
 export async function claimForTwin(g: GuardState, w: LateCreateWatch, claim: Claim | undefined): Promise<void> {
   if (!claim) return;
   try {
-    const lc = await boundedUnlessFallback(g, claim.ledger, 'claimAnyway', () => claim.ledger.claimAnyway(claim.needs, g.opts.leaseTtlMs));
+    const lc = await g.res.boundedOn(claim.ledger, 'claimAnyway', () => claim.ledger.claimAnyway(claim.needs, g.opts.leaseTtlMs));
     const twin = holdClaim(g, lc, claim.ledger);
     // On the fallback in degraded mode: re-claimed on the ledger when it answers, like the call's own.
     twin.degraded = claim.degraded;

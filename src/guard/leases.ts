@@ -17,8 +17,8 @@
  */
 import type { Clock } from '../core/clock.js';
 import { throwIfAborted } from '../errors/index.js';
-import { boundedUnlessFallback, ledgerBudgetMs, noteFallback, releaseClaim } from './ledgerUse.js';
-import { warnOnce, type Claim, type GuardState } from './state.js';
+import { releaseClaim } from './ledgerUse.js';
+import { longestLeaseMs, warnOnce, type Claim, type GuardState } from './state.js';
 import type { CallLedger } from './callLedger.js';
 
 /**
@@ -27,9 +27,7 @@ import type { CallLedger } from './callLedger.js';
  * finite leaves `leaseTtlMs`: the renewals every `leaseTtlMs / 3` cover the POST then).
  */
 export function postLeaseMs(g: GuardState): number {
-  const request = g.client.requestTimeoutMs;
-  if (!Number.isFinite(request)) return g.opts.leaseTtlMs;
-  return Math.max(g.opts.leaseTtlMs, request + ledgerBudgetMs(g));
+  return longestLeaseMs(g.client, g.opts, g.res);
 }
 
 /** True when the claim's lease surely still runs past the POST's cover: no renewal needed before it. */
@@ -54,13 +52,13 @@ export async function renewBeforePost(g: GuardState, callLedger: CallLedger, cla
   let ok: boolean;
   const sentAt = g.clock.now();
   try {
-    ok = await boundedUnlessFallback(g, claim.ledger, 'renew', () => claim.ledger.renew(claim.lc, coverMs), signal);
+    ok = await g.res.boundedOn(claim.ledger, 'renew', () => claim.ledger.renew(claim.lc, coverMs), signal);
   } catch (e) {
     if (signal?.aborted) {
       await releaseClaim(g, claim, 'not-created');
       throwIfAborted(signal);
     }
-    noteFallback(g, claim.ledger, 'renew', e);
+    g.res.noteFallback(claim.ledger, 'renew', e);
     // Back to the ledger at the next admission, after a backoff step (`Admission.claim`): a ledger
     // that admits but cannot renew loops admit-renew-fail with a wait, until maxWaitMs.
     callLedger.moveToFallback();
@@ -85,7 +83,7 @@ function renewalMs(g: GuardState, claim: Claim): number {
 export async function renewQuietly(g: GuardState, claim: Claim): Promise<boolean> {
   const sentAt = g.clock.now();
   try {
-    const ok = await boundedUnlessFallback(g, claim.ledger, 'renew', () => claim.ledger.renew(claim.lc, renewalMs(g, claim)));
+    const ok = await g.res.boundedOn(claim.ledger, 'renew', () => claim.ledger.renew(claim.lc, renewalMs(g, claim)));
     if (ok) claim.leaseFromMs = sentAt;
     return ok;
   } catch (e) {
@@ -104,16 +102,16 @@ async function reclaimUnfenced(g: GuardState, claim: Claim): Promise<boolean> {
   const lost = claim.lc;
   const sentAt = g.clock.now();
   try {
-    const lc = await boundedUnlessFallback(g, claim.ledger, 'claimAnyway', () => claim.ledger.claimAnyway(claim.needs, renewalMs(g, claim)));
+    const lc = await g.res.boundedOn(claim.ledger, 'claimAnyway', () => claim.ledger.claimAnyway(claim.needs, renewalMs(g, claim)));
     if (claim.ended) {
-      await boundedUnlessFallback(g, claim.ledger, 'release', () => claim.ledger.release(lc, 'not-created'));
+      await g.res.boundedOn(claim.ledger, 'release', () => claim.ledger.release(lc, 'not-created'));
       return false;
     }
     claim.lc = lc;
     claim.leaseFromMs = sentAt;
     if (claim.serverId !== undefined) {
       const serverId = claim.serverId;
-      void boundedUnlessFallback(g, claim.ledger, 'bind', () => claim.ledger.bind(lc, serverId)).catch(() => undefined);
+      void g.res.boundedOn(claim.ledger, 'bind', () => claim.ledger.bind(lc, serverId)).catch(() => undefined);
     }
   } catch (e) {
     g.log.warn({ claimId: lost.id, err: (e as Error)?.message }, 'claim lease lost while its create was in flight, and the ledger failed to re-claim it');

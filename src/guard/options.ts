@@ -138,10 +138,14 @@ export interface QuotaGuardOptions {
    * (closed by `close()`): `'sqlite:[PATH]'`, `'redis://…'`, `'rediss://…'`, `'in-process'`. A ledger
    * call that rejects or outlives `ledgerTimeoutMs` moves that call to a private in-process ledger
    * (one warning); once this ledger has answered the process (or `everReached`), such a call admits
-   * nothing there and waits for this ledger (up to `maxWaitMs`, then `QuotaWaitTimeoutError`); a
-   * ledger never reached is worked around with Nova's own check. A ledger known down (refused
+   * nothing there and waits for this ledger while claims of this process may still be live in it
+   * (the last call that may have reached it, plus the longest lease a call asks for, plus the ledger's
+   * `placeTtlMs`), then admits within this process's share of the quota (the fleet's hosts as last
+   * seen) on fresh `/limits` readings, with Nova's check as the last line (one warning,
+   * `stats.degradedAdmissions`; re-claimed on this ledger when it answers); a ledger never reached is
+   * worked around with Nova's own check. A ledger known down (refused
    * connection or password, 3 time-outs in a row) is skipped and probed after 1 s, then at doubling
-   * intervals up to 5 s: one warning for the outage, one for the recovery (`resilientLedger.ts`).
+   * intervals up to 5 s: one warning for the outage, one for the recovery (`degradedLedger.ts`).
    * @default NOVA_GUARD_LEDGER when set, else new InProcessQuotaLedger({ clock: client.clock })
    */
   ledger?: QuotaLedger | string | undefined;

@@ -35,7 +35,7 @@
  *    Any other ERROR, BUILD past `activeTimeoutMs`, or an abort while waiting: delete it with wait
  *    and throw.
  *
- * In-flight claims (the `ledger` option; see `ledgerUse.ts` for leases, tags and the fallback): a
+ * In-flight claims (the `ledger` option; see `ledgerUse.ts` for claims and tags, `leases.ts` for leases, `degradedLedger.ts` for the fallback and degraded mode): a
  * claim is taken by the ledger's atomic `admit`, its lease renewed right before each POST (a lost
  * lease: no POST, back to admission) and while the create is in flight, and ends
  * - when the POST fails (nothing was created), or when the guard has deleted the server again;
@@ -65,7 +65,7 @@ import { needsFromFlavor, readFlavor } from './flavorNeeds.js';
 import type { Headroom, QuotaNeeds } from '../ledger/index.js';
 import { Admission } from './admission.js';
 import { readHeadroom } from './limitsRead.js';
-import { claimMetadata, publishFreed, releaseClaim, closeLedgerUse } from './ledgerUse.js';
+import { claimMetadata, releaseClaim } from './ledgerUse.js';
 import { CLAIM_TAG_KEY } from './claimTag.js';
 import { closeWatches, endCallWatch, liveMarks, watchedCreates, type LiveClaimMark, type UnsettledCreate } from './lateCreates.js';
 import { bindLedgerScope, checkScopeNow } from '../ledger/index.js';
@@ -124,7 +124,7 @@ export class QuotaGuard {
     const log = componentLogger(options.logger, 'quota-guard');
     if (opts.ledger) checkScopeNow(opts.ledger, client);
     this.#state = newGuardState(client, opts, log, this.stats);
-    this.#offConfirmed = onDeleteConfirmed(client, (serverId) => publishFreed(this.#state, serverId));
+    this.#offConfirmed = onDeleteConfirmed(client, (serverId) => this.#state.res.publishFreed(serverId));
   }
 
   /**
@@ -181,7 +181,12 @@ export class QuotaGuard {
 
   /** End the creates waiting for quota headroom (they reject with `AbortError`, no POST sent) and every watch of {@link unsettledCreates} (`lateCreates.ts`); stop hearing the client's confirmed deletions (the last guard off ends the watcher's follows of deletions nobody waits for); wait for the background `publishFreed` calls (bounded): a `ledger` object given stays open and may be closed next, a ledger opened from a string (`'sqlite:…'`, `NOVA_GUARD_LEDGER`) is closed. Idempotent. */
   async close(): Promise<void> {
-    await Promise.all([closeWatches(this.#state), closeLedgerUse(this.#state), this.#offConfirmed()]).then(() => closeOwnedLedger(this.#state.opts));
+    const g = this.#state;
+    const closeLedger = async (): Promise<void> => {
+      await g.res.close();
+      g.offDegraded?.();
+    };
+    await Promise.all([closeWatches(g), closeLedger(), this.#offConfirmed()]).then(() => closeOwnedLedger(g.opts));
   }
 
   /**

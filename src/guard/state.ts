@@ -10,7 +10,7 @@ import type { Logger } from '../core/logger.js';
 import type { ResourceAmounts } from '../core/types.js';
 import type { LedgerClaim, QuotaLedger } from '../ledger/index.js';
 import { InProcessQuotaLedger } from '../ledger/index.js';
-import { resilientLedgerFor, type ResilientLedger } from './resilientLedger.js';
+import { DegradedLedger } from './degradedLedger.js';
 import type { QuotaGuardStats, QuotaRetryInfo, ResolvedOptions } from './options.js';
 
 /** What the functions of one guard share. */
@@ -23,11 +23,9 @@ export interface GuardState {
   ledger: QuotaLedger;
   /** The private in-process ledger a call goes on with when `ledger` fails (see `callLedger.ts`): `res.fallback`. */
   fallback: InProcessQuotaLedger;
-  /** The process's one wrapper of `ledger`: its health, its fallback, its outage warnings (`resilientLedger.ts`). */
-  res: ResilientLedger;
-  /** Ledger calls sent in the background that `close()` waits for (`publishFreed`). */
-  pending: Set<Promise<unknown>>;
-  /** Stops re-claiming this guard's degraded claims when the ledger answers again, once listening (`degradedUse.ts`). */
+  /** The guard's degraded mode over `ledger`: its health, probing, fallback, share rule and redo queue (`degradedLedger.ts`). */
+  res: DegradedLedger;
+  /** Stops re-claiming this guard's degraded claims when the ledger answers again, once listening (`ledgerUse.ts`, `reclaimDegraded`). */
   offDegraded: (() => void) | undefined;
   /** The claims this guard holds, on whichever ledger they came from. */
   claims: Set<Claim>;
@@ -51,7 +49,8 @@ export interface GuardState {
 export function newGuardState(client: NovaClient, opts: ResolvedOptions, log: Logger, stats: QuotaGuardStats): GuardState {
   const clock = client.clock;
   const ledger = opts.ledger ?? new InProcessQuotaLedger({ clock });
-  const res = resilientLedgerFor(ledger, clock);
+  // Made and dropped with the guard: no module state (see `degradedLedger.ts` for why not one per ledger object).
+  const res: DegradedLedger = new DegradedLedger(ledger, clock, { stats, log, ledgerTimeoutMs: opts.ledgerTimeoutMs, longestLeaseMs: (): number => longestLeaseMs(client, opts, res) });
   const g: GuardState = {
     client,
     clock,
@@ -59,7 +58,6 @@ export function newGuardState(client: NovaClient, opts: ResolvedOptions, log: Lo
     ledger,
     fallback: res.fallback,
     res,
-    pending: new Set(),
     offDegraded: undefined,
     claims: new Set(),
     log,
@@ -82,8 +80,18 @@ export function newGuardState(client: NovaClient, opts: ResolvedOptions, log: Lo
       }
     },
   };
-  res.attach(g);
   return g;
+}
+
+/**
+ * The longest lease, in ms, a call of the guard writes on its ledger: `leaseTtlMs`, or, when longer,
+ * the lease that covers a POST in flight (the client's `requestTimeoutMs` plus the ledger's time
+ * budget; `leases.ts`, `postLeaseMs`).
+ */
+export function longestLeaseMs(client: NovaClient, opts: ResolvedOptions, res: DegradedLedger): number {
+  const request = client.requestTimeoutMs;
+  if (!Number.isFinite(request)) return opts.leaseTtlMs;
+  return Math.max(opts.leaseTtlMs, request + res.budgetMs());
 }
 
 /** Log `msg` at warn level the first time `key` is seen by this guard; later times at debug level. */
@@ -135,6 +143,7 @@ export function newStats(): QuotaGuardStats {
     ledgerFallbacks: 0,
     lateCreatesDeleted: 0,
     ledgerOutages: 0,
+    degradedAdmissions: 0,
     unfencedCreates: 0,
   };
 }
@@ -145,10 +154,10 @@ export interface Claim {
   lc: LedgerClaim;
   /**
    * The ledger the claim came from: it is released there, whatever happens to the others (the
-   * guard's ledger once a degraded claim is re-claimed on it: `degradedUse.ts`).
+   * guard's ledger once a degraded claim is re-claimed on it: `ledgerUse.ts`, `reclaimDegraded`).
    */
   ledger: QuotaLedger;
-  /** True for a claim admitted on the fallback in degraded mode, to re-claim on the ledger when it answers (`degradedUse.ts`). */
+  /** True for a claim admitted on the fallback in degraded mode, to re-claim on the ledger when it answers (`ledgerUse.ts`, `reclaimDegraded`). */
   degraded: boolean;
   readonly needs: ResourceAmounts;
   /** When the claim was taken, on the guard's clock (monotonic ms). */

@@ -30,14 +30,22 @@ export interface QuotaGuardStats {
   /**
    * Ledger calls that rejected or ran past `ledgerTimeoutMs` (or skipped a ledger known down), after
    * which a guarded call went on with the private in-process ledger. Once the ledger has answered an
-   * admission of this process, such a call admits nothing there: it waits for the ledger (up to
-   * `maxWaitMs`), so a fallback costs time, not quota.
+   * admission of this process, such a call admits nothing there while claims of this process may
+   * still be live in the ledger: it waits for it; past that, it admits within its share of the quota
+   * (`degradedAdmissions`). A fallback costs time, not quota.
    */
   ledgerFallbacks: number;
   /** Servers deleted because another server of the same guarded call carries its claim tag (a POST that landed late). */
   lateCreatesDeleted: number;
   /** Outages of the ledger seen while this guard used it (down: refused, or 3 time-outs in a row; see `ledger`). */
   ledgerOutages: number;
+  /**
+   * Admissions (count) made while the ledger was out of reach for longer than any claim of this
+   * process can live in it: within this process's part of the quota, on a fresh `/limits` reading
+   * (degraded mode, `degradedLedger.ts`); each is re-claimed on the ledger when it answers.
+   * @default 0
+   */
+  degradedAdmissions: number;
   /** Creates whose claim lease was lost while the POST was in flight, re-claimed without a fencing check (`claimAnyway`). */
   unfencedCreates: number;
 }

@@ -20,7 +20,6 @@ import { sleep } from '../core/clock.js';
 import { throwIfAborted } from '../errors/index.js';
 import { askShortLooks } from '../delete/index.js';
 import type { CallLedger } from './callLedger.js';
-import { onFreed } from './ledgerUse.js';
 import type { GuardState } from './state.js';
 
 /**
@@ -30,7 +29,7 @@ import type { GuardState } from './state.js';
  */
 export function freedMeanwhile(g: GuardState): { readonly seen: () => boolean; readonly off: () => void } {
   let seen = false;
-  const off = onFreed(g, () => (seen = true));
+  const off = g.res.onFreed(() => (seen = true));
   return { seen: () => seen, off };
 }
 
@@ -44,7 +43,7 @@ export function freedMeanwhile(g: GuardState): { readonly seen: () => boolean; r
 export async function sleepUntilWoken(g: GuardState, ledger: CallLedger, delayMs: number, signal: AbortSignal | undefined): Promise<void> {
   const woken = new AbortController();
   const wake = (): void => woken.abort();
-  const offFreed = ledger.addressed ? undefined : onFreed(g, wake);
+  const offFreed = ledger.addressed ? undefined : g.res.onFreed(wake);
   const offRecovered = g.res.onRecovered(wake);
   const offWake = ledger.wakeWith(wake);
   // While it sleeps, the client's watcher looks at the servers being deleted at the short interval.

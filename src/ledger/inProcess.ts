@@ -92,6 +92,8 @@ interface Reading {
 export class InProcessQuotaLedger implements QuotaLedger {
   readonly kind = 'in-process';
   readonly holder: string;
+  /** 0: the places and claims of this ledger live in this process only (`QuotaLedger.placeTtlMs`). */
+  readonly placeTtlMs = 0;
   readonly #clock: Clock;
   readonly #claims: ClaimLedger;
   readonly #leases = new Map<string, Lease>();
@@ -153,6 +155,11 @@ export class InProcessQuotaLedger implements QuotaLedger {
   bindScope(scope: LedgerScope): void {
     if (this.#scope === undefined) this.#scope = ledgerScope(scope.endpoint, scope.projectId);
     else if (!sameScope(this.#scope, scope)) throw scopeMismatch(this.kind, this.#scope, scope);
+  }
+
+  /** `[holder]`: the guards of this process are the one holder of this ledger (`QuotaLedger.members`). */
+  members(): readonly string[] {
+    return [this.holder];
   }
 
   async join(needs: ResourceAmounts): Promise<LedgerPlace> {

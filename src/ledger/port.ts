@@ -126,8 +126,7 @@ export interface AdmitRequest {
 /**
  * An admission (`acquire`'s answer without its reading and place). `inFlight` is what the ledger subtracted for claims; `ahead` for earlier places;
  * `holders` (optional) the number of live holders sharing the ledger's scope at that moment
- * (information only: the guard no longer divides the quota by it; while the ledger is out of reach a
- * process it has answered admits nothing, see `degradedUse.ts`).
+ * (information only; who they are: {@link QuotaLedger.members}).
  */
 export type Admission =
   | { readonly admitted: true; readonly claim: LedgerClaim; readonly inFlight: ResourceAmounts; readonly ahead: ResourceAmounts; readonly holders?: number }
@@ -216,6 +215,22 @@ export interface QuotaLedger {
   /** The holder name this ledger writes into claims (host and process by default). */
   readonly holder: string;
   /**
+   * How long the store keeps this holder's places and its entry among the live holders after its
+   * last call, in ms (Redis and SQLite: their `placeTtlMs`; 0 for a ledger with no store apart from
+   * its process). With the claims' lease it bounds how long anything of this process can still
+   * count in the store once it stops reaching it (`src/guard/degradedShare.ts`).
+   */
+  readonly placeTtlMs: number;
+  /**
+   * The holder names of the live holders of the ledger's scope, as this ledger object last saw them
+   * (every answer of its store that says refreshes it, the heartbeat's included): one entry per live
+   * ledger object, so a name is there twice when two ledger objects share it; `[holder]` for a
+   * ledger of one process; empty before the store first answered. Synchronous, no request: while
+   * the store is out of reach it is the fleet as last seen, from which the guard counts hosts for
+   * degraded mode (`src/guard/degradedShare.ts`).
+   */
+  members(): readonly string[];
+  /**
    * The endpoint and project this ledger serves (endpoint normalised: `normaliseEndpoint`);
    * `undefined` until a ledger made without one is bound (`bindScope`).
    */
@@ -288,8 +303,8 @@ export interface QuotaLedger {
    * True once this ledger object has reached its store (Redis: a connection made; a file: opened;
    * the in-process ledger: always), even when no call of this process has had an answer yet. A
    * guard whose ledger has reached the store (or answered an admission) takes a later failure for
-   * an outage of a ledger the fleet uses: its creates wait for the ledger instead of admitting on
-   * their own (`degradedUse.ts`); one that never reached it (the store absent from the start) waits
+   * an outage of a ledger the fleet uses: its creates wait for the ledger while a claim of it may
+   * still be live there, then admit within the host's share (`src/guard/degradedLedger.ts`); one that never reached it (the store absent from the start) waits
    * a few seconds for it, then works on its own with Nova's check.
    */
   everReached(): boolean;

@@ -66,6 +66,16 @@ export class SpecLedger implements QuotaLedger {
 
   readonly #spec: string;
 
+  /** The opened ledger's live holders as it last saw them; none before it is open. */
+  members(): readonly string[] {
+    return this.#opened?.members() ?? [];
+  }
+
+  /** The opened ledger's `placeTtlMs`; 0 before it is open (nothing of this process is in a store yet). */
+  get placeTtlMs(): number {
+    return this.#opened?.placeTtlMs ?? 0;
+  }
+
   /**
    * @param spec - The ledger string (kept private: a Redis URL may hold a password).
    * @param kind - What `parseLedgerSpec` said of it.

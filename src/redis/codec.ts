@@ -30,3 +30,16 @@ export function amounts(a: unknown[], from: number): ResourceAmounts {
   return { cores: Number(a[from]), ramMiB: Number(a[from + 1]), instances: Number(a[from + 2]) };
 }
 
+
+/**
+ * The holder names of a script's `holders()` answer (the live entries of the scope's `holders` set,
+ * each `<uuid> <holder>`; a raw answer's entries are Buffers): the names, one per live ledger object.
+ */
+export function holderNames(entries: unknown): string[] {
+  if (!Array.isArray(entries)) return [];
+  return entries.map((e) => {
+    const s = String(e);
+    const space = s.indexOf(' ');
+    return space < 0 ? s : s.slice(space + 1);
+  });
+}

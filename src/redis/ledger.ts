@@ -14,7 +14,7 @@ import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { clientScope, scopeMismatch } from '../ledger/index.js';
 import { LedgerNews } from './news.js';
 import { RedisConnection, RoundTrips, type LedgerCommand } from './connection.js';
-import { amounts, needsArgs } from './codec.js';
+import { amounts, holderNames, needsArgs } from './codec.js';
 import { ReadingAges } from './readingAges.js';
 import { acquireOn, limitsOn, type LedgerInternals } from './readings.js';
 import { FleetWatcher } from '../delete/fleetWatcher.js';
@@ -44,6 +44,10 @@ export const MIN_CALL_BUDGET_MS = 100;
 export class RedisQuotaLedger implements QuotaLedger {
   readonly kind = 'redis';
   readonly holder: string;
+  /** The lease of this holder's places and of its entry among the live holders, in ms (the `placeTtlMs` option). */
+  get placeTtlMs(): number {
+    return this.#opts.placeTtlMs;
+  }
   /** The endpoint (normalised) and project this ledger serves: a guard of another is refused. */
   readonly scope: LedgerScope;
   readonly #opts: ResolvedOptions;
@@ -51,7 +55,11 @@ export class RedisQuotaLedger implements QuotaLedger {
   readonly #clock: Clock;
   readonly #conn: RedisConnection;
   readonly #redactedUrl: string | undefined;
-  readonly #instance = randomUUID();
+  /**
+   * This ledger object's id in the scope: a UUID, a space, the holder name (its entry among the live
+   * holders, `holders`, so every admission can say who they are: `Admission.members`).
+   */
+  readonly #instance: string;
   readonly #news: LedgerNews;
   readonly #places = new Map<string, { seq: number; needs: string }>();
   readonly #claims = new Map<string, { record: string; expiresAt: number }>();
@@ -61,6 +69,7 @@ export class RedisQuotaLedger implements QuotaLedger {
   readonly #refreshes = new RoundTrips();
   readonly #internals: LedgerInternals;
   #maxToken = 0;
+  #members: readonly string[] = [];
   #maxSeq = 0;
   #beat: TimerHandle | undefined;
   #closed = false;
@@ -74,6 +83,7 @@ export class RedisQuotaLedger implements QuotaLedger {
   constructor(options: RedisQuotaLedgerOptions) {
     this.#opts = resolveOptions(options);
     this.holder = this.#opts.holder;
+    this.#instance = `${randomUUID()} ${this.holder}`;
     this.#keys = ledgerKeys(this.#opts.keyPrefix, options.endpoint, options.projectId);
     this.scope = ledgerScope(options.endpoint, options.projectId);
     this.#clock = options.clock ?? systemClock;
@@ -91,6 +101,7 @@ export class RedisQuotaLedger implements QuotaLedger {
       forgetPlace: (id) => void (this.#places.delete(id) && this.#news.wakes.left(id)),
       remember: (id, needs, token, ttlMs) => this.#remember(id, needs, token, ttlMs),
       refreshTook: (ms) => this.#refreshes.sample(Math.min(ms, this.#refreshCapMs())),
+      sawMembers: (entries) => this.#sawMembers(entries),
     };
     const password = urlPassword(options.url);
     this.#conn = new RedisConnection({
@@ -179,7 +190,20 @@ export class RedisQuotaLedger implements QuotaLedger {
       for (const [id, c] of this.#claims) args.push(id, c.record, Math.floor(c.expiresAt - now));
     }
     args.push(claims ? '1' : '0');
-    await this.#run('novaGuardAssert', args, true);
+    const res = (await this.#run('novaGuardAssert', args, true)) as unknown[];
+    this.#sawMembers(res[1]);
+  }
+
+  /** The live holders of a script's answer (`holders()`: entries `<uuid> <holder>`): kept for {@link members}; returns how many. */
+  #sawMembers(entries: unknown): number {
+    const names = holderNames(entries);
+    this.#members = names;
+    return names.length;
+  }
+
+  /** The holder names of the scope's live holders as this ledger last saw them (every script's answer that says, the heartbeat's included; see `QuotaLedger.members`). */
+  members(): readonly string[] {
+    return this.#members;
   }
 
   /**
@@ -231,7 +255,7 @@ export class RedisQuotaLedger implements QuotaLedger {
   /**
    * Check and claim atomically (one script): every live claim, every claim released as `'counted'`
    * at or after `stamp` (the reading's order number) and every place ahead is subtracted. The
-   * answer carries `holders`, the live holders of the scope.
+   * answer carries `holders`, the number of live holders of the scope (who they are: {@link members}).
    */
   async admit(request: AdmitRequest): Promise<Admission> {
     const needs = needsArgs('admit', request.needs);
@@ -244,7 +268,7 @@ export class RedisQuotaLedger implements QuotaLedger {
     const res = (await this.#run('novaGuardAdmit', [placeId, ...needs, ...room, Math.floor(request.stamp), Math.ceil(request.ttlMs), this.holder, id])) as unknown[];
     const inFlight = amounts(res, 2);
     const ahead = amounts(res, 5);
-    const holders = Number(res[8]);
+    const holders = this.#internals.sawMembers(res[8]);
     if (Number(res[0]) !== 1) return { admitted: false, inFlight, ahead, holders };
     if (placeId !== '') this.#internals.forgetPlace(placeId);
     return { admitted: true, claim: this.#remember(id, request.needs, Number(res[1]), request.ttlMs), inFlight, ahead, holders };

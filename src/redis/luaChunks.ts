@@ -27,7 +27,7 @@ local function zaddLater(key, score, member)
   if not cur or tonumber(cur) < score then redis.call('ZADD', key, score, member) end
 end
 local function holders()
-  return redis.call('ZCOUNT', KEYS[11], '(' .. now, '+inf')
+  return redis.call('ZRANGEBYSCORE', KEYS[11], '(' .. now, '+inf')
 end
 `;
 

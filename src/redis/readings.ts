@@ -43,6 +43,8 @@ export interface LedgerInternals {
    * the wait). Feeds `RedisQuotaLedger.callBudgetMs`.
    */
   refreshTook(ms: number): void;
+  /** The live holders of a script's answer (its `holders()` entries), kept for `members()`; returns how many. */
+  sawMembers(entries: unknown): number;
 }
 
 /**
@@ -180,7 +182,7 @@ function acquisition(x: LedgerInternals, res: unknown[], request: AcquireRequest
   const seq = Number(res[10]);
   const sentAt = Number(res[11]);
   const redisNow = Number(res[12]);
-  const holders = Number(res[13]);
+  const holders = x.sawMembers(res[13]);
   const joinSeq = Number(res[14]);
   x.ages.order(seq);
   let reading: LedgerLimits;

@@ -201,6 +201,7 @@ return 1
  * still in Redis are extended: a place that an admission took, or that expired, is not brought
  * back. Counters never go back. A write-back sets `settle` (no admission): for `placeTtlMs` when the
  * store lost its state, else for `placeTtlMs / 3`; so does a heartbeat that finds the state lost.
+ * Returns `{restored, holders}` (the claims written back, the live holders' entries).
  */
 export const ASSERT = `
 -- This holder's own entry in \`holders\`, before the prologue renews it (see \`lost\` below).
@@ -266,7 +267,7 @@ while i + 2 <= #ARGV - 1 do
   end
   i = i + 3
 end
-return restored
+return { restored, holders() }
 `;
 
 /**

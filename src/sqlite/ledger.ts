@@ -77,6 +77,10 @@ function wholeNeeds(where: string, n: ResourceAmounts): ResourceAmounts {
 export class SqliteQuotaLedger implements QuotaLedger {
   readonly kind = 'sqlite';
   readonly holder: string;
+  /** The lease of this holder's places and of its entry among the live holders, in ms (the `placeTtlMs` option). */
+  get placeTtlMs(): number {
+    return this.#opts.placeTtlMs;
+  }
   /** The endpoint (normalised) and project this ledger serves: a guard of another is refused. */
   readonly scope: LedgerScope;
   /** The ledger file (absolute path). */
@@ -97,6 +101,7 @@ export class SqliteQuotaLedger implements QuotaLedger {
   readonly #firstSeen = new Map<number, number>();
   #staleSeq = -1;
   #beat: TimerHandle | undefined;
+  #members: readonly string[] = [];
   #closed = false;
   #fleet: FleetWatcher | undefined;
 
@@ -116,7 +121,7 @@ export class SqliteQuotaLedger implements QuotaLedger {
     this.scope = ledgerScope(options.endpoint, options.projectId);
     this.#clock = options.clock ?? systemClock;
     this.#hostNow = hostMonotonic(this.#clock);
-    this.#caller = { instance: randomUUID(), holderTtlMs: this.#opts.placeTtlMs };
+    this.#caller = { instance: `${randomUUID()} ${this.holder}`, holderTtlMs: this.#opts.placeTtlMs };
     // (monotonic - wall) moves the wall-clock times of a file an older nova-guard wrote (schema 1), once.
     this.#store = new LedgerStore(this.path, `${this.scope.endpoint}\n${this.scope.projectId}`, () => this.#hostNow() - this.#clock.wallNow());
     this.#freed = new FreedWatch(this.#store, this.#clock, this.#opts.pollIntervalMs);
@@ -193,9 +198,17 @@ export class SqliteQuotaLedger implements QuotaLedger {
         this.#heartbeat();
       };
       // a failure: the next beat tries again; places that lapse meanwhile are taken again by the guard
-      this.#attempts((now) => this.#store.heartbeat(now, this.#caller, [...this.#places], this.#opts.placeTtlMs)).then(next, next);
+      this.#attempts((now) => this.#store.heartbeat(now, this.#caller, [...this.#places], this.#opts.placeTtlMs)).then((members) => {
+        this.#members = members;
+        next();
+      }, next);
     }, this.#opts.placeTtlMs / 3);
     (this.#beat as { unref?: () => void }).unref?.();
+  }
+
+  /** The holder names of the file's live holders as this ledger last saw them (its admissions and heartbeats; see `QuotaLedger.members`). */
+  members(): readonly string[] {
+    return this.#members;
   }
 
   async join(needs: ResourceAmounts): Promise<LedgerPlace> {
@@ -294,6 +307,7 @@ export class SqliteQuotaLedger implements QuotaLedger {
   /** The answer of an admission of the file (`res`) on `reading`: the claim this ledger now holds, or the place it queued. */
   #answer(request: AdmitRequest | AcquireRequest, args: AdmitArgs, res: AdmitResult, reading: LedgerLimits): Acquisition {
     const { inFlight, ahead, holders } = res;
+    this.#members = res.members;
     if (!res.fits) {
       if (res.joinSeq === 0 || args.join === undefined) return { admitted: false, inFlight, ahead, holders, reading };
       this.#places.add(args.join.placeId);
@@ -443,7 +457,7 @@ export class SqliteQuotaLedger implements QuotaLedger {
 
   /**
    * True (the file is open): other processes may admit on it, so a guard whose call fails (the file
-   * locked beyond `busyTimeoutMs`) waits for the ledger instead of admitting alone (`degradedUse.ts`).
+   * locked beyond `busyTimeoutMs`) waits for the ledger instead of admitting alone (`src/guard/degradedLedger.ts`).
    */
   everReached(): boolean {
     return true;

@@ -47,6 +47,7 @@ export const STATEMENTS = {
   dropHolders: 'DELETE FROM holders WHERE expires_at <= ?',
   holder: 'INSERT INTO holders (instance, expires_at) VALUES (?, ?) ON CONFLICT (instance) DO UPDATE SET expires_at = max(expires_at, excluded.expires_at)',
   holders: 'SELECT count(*) AS n FROM holders WHERE expires_at > ?',
+  holderEntries: 'SELECT instance FROM holders WHERE expires_at > ? ORDER BY instance',
   goodbye: 'DELETE FROM holders WHERE instance = ?',
   liveClaims: 'SELECT cores, ram, inst FROM claims WHERE expires_at > ?',
   liveClaimIds: 'SELECT id FROM claims WHERE expires_at > ? ORDER BY token',

@@ -58,6 +58,8 @@ export interface AdmitResult {
   readonly inFlight: ResourceAmounts;
   readonly ahead: ResourceAmounts;
   readonly holders: number;
+  /** The holder names of the live holders (`QuotaLedger.members`). */
+  readonly members: readonly string[];
   /** The order number of the place the call was queued as (`AdmitArgs.join`), 0 when it was not. */
   readonly joinSeq: number;
 }
@@ -220,6 +222,14 @@ export class LedgerStore {
     return Number((this.#s.holders.get(now) as { n: number }).n);
   }
 
+  /** The holder names of the live holders (each entry is `<uuid> <holder>`: the instance of its `Caller`). */
+  #members(now: number): string[] {
+    return (this.#s.holderEntries.all(now) as Array<{ instance: string }>).map(({ instance }) => {
+      const space = instance.indexOf(' ');
+      return space < 0 ? instance : instance.slice(space + 1);
+    });
+  }
+
   /** Live claims plus the claims released as `'counted'` at or after `stamp` (an order number). */
   #inFlight(now: number, stamp: number): ResourceAmounts {
     const live = sum(this.#s.liveClaims.all(now) as Row[]);
@@ -258,7 +268,8 @@ export class LedgerStore {
       joinSeq = this.#next('seq');
       this.#s.addPlace.run(a.join.placeId, joinSeq, a.needs.cores, a.needs.ramMiB, a.needs.instances, now + a.join.placeTtlMs);
     }
-    return { fits, token, inFlight, ahead, holders: this.#holders(now), joinSeq };
+    const members = this.#members(now);
+    return { fits, token, inFlight, ahead, holders: members.length, members, joinSeq };
   }
 
   /**
@@ -341,10 +352,11 @@ export class LedgerStore {
     });
   }
 
-  /** Heartbeat: the caller's holder entry and its places still in the file renewed. */
-  heartbeat(now: number, caller: Caller, placeIds: readonly string[], placeTtlMs: number): void {
-    this.#write('heartbeat', now, caller, (now) => {
+  /** Heartbeat: the caller's holder entry and its places still in the file renewed; returns the holder names of the live holders. */
+  heartbeat(now: number, caller: Caller, placeIds: readonly string[], placeTtlMs: number): string[] {
+    return this.#write('heartbeat', now, caller, (now) => {
       for (const id of placeIds) this.#s.renewPlace.run(now + placeTtlMs, id);
+      return this.#members(now);
     });
   }
 

@@ -38,6 +38,8 @@ function pausable(inner: InProcessQuotaLedger, hung: ReadonlySet<Method>): Quota
     holder: inner.holder,
     scope: undefined,
     bindScope: () => undefined,
+    placeTtlMs: 0,
+    members: () => inner.members(),
     calls,
     refused,
     resume: () => {
@@ -161,6 +163,8 @@ describe('fencing token in the logs', () => {
       bindScope: () => undefined,
       acquire: (r, read, s) => inner.acquire(r, read, s),
       peek: (r, s) => inner.peek(r, s),
+      placeTtlMs: 0,
+      members: () => inner.members(),
       leave: (p) => inner.leave(p),
       claimAnyway: (n, t) => inner.claimAnyway(n, t),
       renew: async (c, t) => {

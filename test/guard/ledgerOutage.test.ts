@@ -315,6 +315,101 @@ describe('degraded mode: an outage costs speed, never quota', () => {
     expect(guard.stats.ledgerOutages).toBe(1);
   });
 
+  it('a ledger gone for good: creates wait while a claim of this process may be live in it, then admit within its share (one warning, degradedAdmissions), and are re-claimed when it is back', async () => {
+    vi.spyOn(Math, 'random').mockReturnValue(0);
+    // servers stay uncounted (scheduling) for 8 s: the degraded claims are still held when the ledger is back
+    const nova = await startNova({ maxTotalCores: 8, maxTotalInstances: 100, schedulingDelayMs: 8000, buildDelayMs: 9000, deleteDelayMs: 20 });
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    let down = false;
+    const placeTtlMs = 1000;
+    // two hosts as the ledger last saw them: a part of 8 / 2 = 4 cores (two 2-core servers)
+    const ledger = faulty(inner, () => (down ? 'down' : 'ok'), { placeTtlMs, members: [inner.holder, 'other-host:7'] });
+    const lines: Array<{ level: number; msg: string }> = [];
+    const logger = pino({ level: 'warn' }, { write: (l: string) => lines.push(JSON.parse(l) as { level: number; msg: string }) });
+    const guard = guardFor(nova, { ledger, leaseTtlMs: 2000, maxWaitMs: 120_000, maxDelayMs: 200, activeTimeoutMs: 60_000, logger });
+    const first = await settle(guard.createServer(body('first')));
+    await settle(sleep(1000));
+    down = true;
+    const downAt = Date.now() - T0;
+    // 'first' still runs (2 cores); three more creates: one fits the part beside it, two wait for room in it
+    const runs = ['d1', 'd2', 'd3'].map((n) => guard.createServer(body(n)));
+    await settle(sleep(10));
+    // the moment: the later of the last call that reached the ledger and the first that failed, plus the
+    // longest lease a call of this guard asks for (the POST's cover: requestTimeoutMs + the ledger's budget)
+    // plus the ledger's place lease
+    const lastLanded = Math.max(...ledger.calls.filter(([, t]) => t < downAt).map(([, t]) => t));
+    const firstFailed = Math.min(...ledger.calls.filter(([, t]) => t >= downAt).map(([, t]) => t));
+    const longestLeaseMs = Math.max(2000, guard.client.requestTimeoutMs + 2000);
+    const momentMs = Math.max(lastLanded, firstFailed) + longestLeaseMs + placeTtlMs;
+    expect(firstFailed - lastLanded).toBeGreaterThan(100); // idle meanwhile: the outage's start decides
+    await settle(sleep(momentMs - (Date.now() - T0) - 50));
+    expect(posts(nova)).toHaveLength(1); // nothing before the moment: a short outage costs no quota
+    await settle(sleep(600));
+    const degradedPosts = posts(nova).slice(1);
+    expect(degradedPosts).toHaveLength(1);
+    expect(degradedPosts[0]!.timeMs - T0).toBeGreaterThanOrEqual(momentMs);
+    expect(guard.stats.degradedAdmissions).toBe(1);
+    // the part holds 2 servers: 'first' and one more; deleting 'first' lets the next one in
+    await settle(guard.client.deleteServer(first.id, { wait: true, intervalMs: 5 }));
+    await settle(sleep(600));
+    expect(posts(nova)).toHaveLength(3);
+    expect(guard.stats.degradedAdmissions).toBe(2);
+    expect(lines.filter((l) => /admitting within this process's part of the quota/.test(l.msg))).toHaveLength(1);
+    // the ledger is back: the waiting call's next admission probes it (due within 5 s); the two degraded
+    // claims, still held, are re-claimed on it and bound to their servers; d3 is admitted on it, not on its own
+    down = false;
+    const backAt = Date.now() - T0;
+    await settle(sleep(5500));
+    expect(lines.filter((l) => /is back after/.test(l.msg))).toHaveLength(1);
+    expect(ledger.calls.filter(([m, t]) => m === 'claimAnyway' && t >= backAt)).toHaveLength(2);
+    expect(ledger.calls.filter(([m, t]) => m === 'bind' && t >= backAt).length).toBeGreaterThanOrEqual(2);
+    const made = await settle(Promise.all(runs.slice(0, 2)));
+    for (const s of made) await settle(guard.client.deleteServer(s.id, { wait: true, intervalMs: 5 }));
+    const last = await settle(runs[2]!);
+    expect(nova.getServerState(last.id)?.name).toBe('d3');
+    expect(guard.stats.degradedAdmissions).toBe(2);
+    expect(ledger.calls.some(([m, t]) => m === 'acquire' && t >= backAt)).toBe(true);
+    expect(lines.filter((l) => /is back after/.test(l.msg))).toHaveLength(1);
+    expect(guard.stats.ledgerOutages).toBe(1);
+    expect(guard.stats.quota403s).toBe(0);
+  });
+
+  it('a process idle for longer than its leases, then a short outage: it still waits for the ledger (the outage has not lasted the leases), no POST until it is back', async () => {
+    vi.spyOn(Math, 'random').mockReturnValue(0);
+    const nova = await startNova({ maxTotalCores: 10, maxTotalInstances: 100 });
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    const outage = { fromMs: 60_000, toMs: 62_500 };
+    const ledger = faulty(inner, () => (Date.now() - T0 >= outage.fromMs && Date.now() - T0 < outage.toMs ? 'down' : 'ok'), { placeTtlMs: 1000 });
+    const guard = guardFor(nova, { ledger, leaseTtlMs: 2000, maxWaitMs: 60_000, maxDelayMs: 200 });
+    await settle(guard.createServer(body('early')));
+    // idle until long past every lease it wrote (requestTimeoutMs + budget + placeTtlMs is about 33 s)
+    await settle(sleep(outage.fromMs - (Date.now() - T0)));
+    const s = await settle(guard.createServer(body('after-idle')));
+    const post = posts(nova).find((p) => p.serverId === s.id)!;
+    expect(post.timeMs - T0).toBeGreaterThanOrEqual(outage.toMs);
+    expect(guard.stats.degradedAdmissions).toBe(0);
+  });
+
+  it('a ledger that said it reached its store but never answered, then gone for good: the create waits out the leases from the outage\'s start, then goes on within the quota (the fleet unknown: this process alone)', async () => {
+    vi.spyOn(Math, 'random').mockReturnValue(0);
+    const nova = await startNova({ maxTotalCores: 10, maxTotalInstances: 100 });
+    const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });
+    const ledger = faulty(inner, () => 'down', { everReached: () => true, members: [] });
+    const lines: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (l: string) => lines.push((JSON.parse(l) as { msg: string }).msg) });
+    const guard = guardFor(nova, { ledger, leaseTtlMs: 2000, maxWaitMs: 60_000, maxDelayMs: 200, logger });
+    const s = await settle(guard.createServer(body('late')));
+    // the outage began at once (0 ms); the longest lease a call asks for: requestTimeoutMs + the budget
+    const momentMs = guard.client.requestTimeoutMs + 2000;
+    const times = posts(nova).map((p) => p.timeMs - T0);
+    expect(times).toHaveLength(1);
+    expect(times[0]).toBeGreaterThanOrEqual(momentMs);
+    expect(times[0]).toBeLessThanOrEqual(momentMs + 500);
+    expect(nova.getServerState(s.id)?.name).toBe('late');
+    expect(guard.stats.degradedAdmissions).toBe(1);
+    expect(lines.filter((m) => /this process counts alone/.test(m))).toHaveLength(1);
+  });
+
   it('a ledger that admits nothing although the reading and its claims fit: QuotaWaitTimeoutError at maxWaitMs saying so, not "busy fleet"', async () => {
     const nova = await startNova({ maxTotalCores: 10, maxTotalInstances: 100 });
     const inner = new InProcessQuotaLedger({ clock: clientFor(nova).clock });

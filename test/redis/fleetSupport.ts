@@ -48,6 +48,12 @@ export interface HostConfig {
   limitsMaxAgeMs?: number;
   /** The ledger's `restartGraceMs`. */
   restartGraceMs?: number;
+  /** The ledger's `placeTtlMs`. */
+  placeTtlMs?: number;
+  /** The guard's `maxWaitMs` (default 60000). */
+  maxWaitMs?: number;
+  /** The client's `requestTimeoutMs`. */
+  requestTimeoutMs?: number;
   /** A ledger string for the guard (`sqlite:DIR`); wins over `redisUrl`. */
   ledger?: string;
   /** Extra Node.js arguments of the host process (not sent to the worker). */
@@ -59,7 +65,7 @@ export interface HostResult {
   done: number;
   failed: number;
   errors: string[];
-  stats: { quota403s: number; ledgerFallbacks: number; succeeded: number };
+  stats: { quota403s: number; ledgerFallbacks: number; succeeded: number; degradedAdmissions?: number; ledgerOutages: number };
   /** How long each guarded create took, ms (in the order they ended). */
   createMs: number[];
   /** From the first job to the last, ms. */

@@ -16,14 +16,14 @@ const cfg = JSON.parse(process.argv[2]);
 /** `o` without its undefined values (an option left out takes its default). */
 const given = (o) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
 const logger = pino({ level: process.env.FLEET_LOG_LEVEL ?? 'warn', base: { holder: cfg.holder } }, pino.destination({ fd: 1, sync: true }));
-const client = new NovaClient({ endpoint: cfg.endpoint, token: `admin:${cfg.projectId}`, microversion: '2.79' });
+const client = new NovaClient(given({ endpoint: cfg.endpoint, token: `admin:${cfg.projectId}`, microversion: '2.79', requestTimeoutMs: cfg.requestTimeoutMs }));
 // `ledger`: a ledger string (`sqlite:DIR`, test/sqlite/processes.test.ts) the guard opens, owns and closes.
 const ledger =
   typeof cfg.ledger === 'string'
     ? cfg.ledger
     : cfg.redisUrl === null
     ? undefined
-    : new RedisQuotaLedger(given({ url: cfg.redisUrl, endpoint: cfg.endpoint, projectId: cfg.projectId, holder: cfg.holder, commandTimeoutMs: cfg.commandTimeoutMs, limitsMaxAgeMs: cfg.limitsMaxAgeMs, restartGraceMs: cfg.restartGraceMs }));
+    : new RedisQuotaLedger(given({ url: cfg.redisUrl, endpoint: cfg.endpoint, projectId: cfg.projectId, holder: cfg.holder, commandTimeoutMs: cfg.commandTimeoutMs, limitsMaxAgeMs: cfg.limitsMaxAgeMs, restartGraceMs: cfg.restartGraceMs, placeTtlMs: cfg.placeTtlMs }));
 const guard = new QuotaGuard(
   client,
   given({
@@ -33,7 +33,7 @@ const guard = new QuotaGuard(
     minDelayMs: 20,
     baseDelayMs: 50,
     maxDelayMs: 400,
-    maxWaitMs: 60_000,
+    maxWaitMs: cfg.maxWaitMs ?? 60_000,
     activeIntervalMs: 50,
     activeTimeoutMs: 60_000,
     logger,

@@ -238,15 +238,18 @@ describe.skipIf(!haveRedis)(`RedisQuotaLedger under a real network${haveRedis ? 
     await expect(live.probe()).resolves.toBeUndefined();
   });
 
-  it('every admission says how many holders share the scope: 3 ledgers, then 2 after one closes', async () => {
+  it('every admission says how many holders share the scope: 3 ledgers, then 2 after one closes; members() names them', async () => {
     const projectId = project();
-    const [a, b, c] = [ledger({ projectId }), ledger({ projectId }), ledger({ projectId })];
+    const [a, b, c] = [ledger({ projectId, holder: 'host-a:11' }), ledger({ projectId, holder: 'host-b:12' }), ledger({ projectId, holder: 'runner 3' })];
+    expect(a.members()).toEqual([]);
     const room = { place: undefined, needs: one, headroom: { cores: 100 }, stamp: 0, ttlMs: 10_000 };
     await a.admit(room);
     await b.admit(room);
     expect((await c.admit(room)).holders).toBe(3);
+    expect([...c.members()].sort()).toEqual(['host-a:11', 'host-b:12', 'runner 3']);
     await b.close();
     expect((await a.admit(room)).holders).toBe(2);
+    expect([...a.members()].sort()).toEqual(['host-a:11', 'runner 3']);
     const viaAcquire = await c.acquire(ask(), reader({ maxTotalCores: 100, totalCoresUsed: 0 }).read, undefined);
     expect(viaAcquire.holders).toBe(2);
   });

@@ -76,6 +76,8 @@ describe('SqliteQuotaLedger semantics on one file shared by several ledgers', ()
     expect(third.admitted).toBe(true);
     expect(first.holders).toBeGreaterThanOrEqual(1);
     expect((await b.admit({ place: undefined, needs: need(1), headroom: room(10), stamp: 0, ttlMs: 60_000 })).holders).toBe(2);
+    // who they are, as b last saw them (QuotaLedger.members: hosts are counted from these names)
+    expect([...b.members()].sort()).toEqual([a.holder, b.holder].sort());
   });
 
   it('the queue is FIFO across ledgers: a place ahead holds its needs back from a later one', async () => {

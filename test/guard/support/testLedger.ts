@@ -20,6 +20,10 @@ export interface TestLedgerExtras {
   budgetMs?: number;
   /** The `holders` every admission reports (absent: the inner ledger's). */
   holders?: number;
+  /** What `members()` answers (absent: the inner ledger's, its one holder). */
+  members?: string[];
+  /** The ledger's `placeTtlMs` (absent: 0). */
+  placeTtlMs?: number;
   /**
    * What `everReached()` answers. @default () => false: a store never reached (a ledger failing from
    * the start is waited for `NEVER_REACHED_WAIT_MS`, then the process goes on alone).
@@ -55,6 +59,8 @@ export function faulty(
   const ledger: QuotaLedger & { calls: Array<[string, number]> } = {
     kind: 'test',
     holder: inner.holder,
+    placeTtlMs: extras.placeTtlMs ?? 0,
+    members: () => extras.members ?? inner.members(),
     calls,
     get scope() {
       return inner.scope;
