@@ -13,9 +13,24 @@
  * The wait is one p-retry cannot express, so it is the guard's own, on the client's clock: it is
  * served first come, first served among the calls that share the ledger, and freed quota (a
  * deletion Nova confirmed, to this guard's client or, through the ledger, anyone's) ends it at once
- * for the call it may admit (`wakeUps.ts`: the head of the queue, when the ledger addresses
+ * for the call it may admit (below, wake-ups: the head of the queue, when the ledger addresses
  * wake-ups). Its delays follow the call's backoff ({@link backoffDelayMs}'s formula): a wait
  * doubles with every wait or retry of the call before it.
+ *
+ * **Wake-ups.** Who wakes when quota is freed, among the calls waiting for headroom.
+ *
+ * Every ledger addresses its wake-ups to places (`onWake`, `src/ledger/port.ts`): the head of the
+ * fleet's queue when a deletion is confirmed anywhere, the next place when the head leaves (admitted,
+ * or it gave up). The queue is first come, first served (an admission subtracts the needs of every place
+ * ahead), so no call behind a head that does not fit can be admitted: waking the head alone loses
+ * no admission, and a freed server starts one admission, plus one for each call it lets in, instead
+ * of one for every waiting call of the fleet. A call listens for its place from the moment it holds
+ * it until it leaves it (a wake-up that comes while it is reading `/limits` is counted and ends its
+ * next sleep at once). A call that holds no place (its ledger did not queue it: an answer given up
+ * while another holder refreshed, a store restarted moments ago) wakes on every confirmed deletion
+ * (`onFreed`). Either way the call's backoff timer stays: a wake-up lost anyway (a ledger that
+ * failed to deliver it) ends at the call's next backoff step. The call's place and the wake-ups
+ * addressed to it are held by its `CallLedger` (`callLedger.ts`).
  *
  * @module
  */
@@ -25,20 +40,17 @@ import { traceHeadroomWait } from '../core/telemetry.js';
 import type { ResourceAmounts } from '../core/types.js';
 import { addNeeds, checkFit, computeHeadroom, describeShortfalls, shortfallResources, type FitVerdict, type Headroom, type Shortfall } from '../ledger/index.js';
 import { holdClaim } from './ledgerUse.js';
-import { freedMeanwhile, sleepUntilWoken } from './wakeUps.js';
 import { keepLease, renewBeforePost } from './leases.js';
-import { readLimits, refreshUnwatched } from './limitsRead.js';
+import { listUncounted, readLimits, refreshUnwatched, withinCallDeadline } from './limitsRead.js';
 import { QuotaNeverFitsError, QuotaWaitTimeoutError } from './errors.js';
 import { stepDelayMs } from './retryPolicy.js';
-import { EXPLAIN_EVERY_WAITS, type QuotaWaitInfo, type QuotaWaitReason } from './hookInfo.js';
-import { explainShortfall, type ShortfallExplanation } from './explain.js';
-import { serversForCheck } from './explain.js';
+import { EXPLAIN_EVERY_WAITS, type QuotaWaitInfo, type QuotaWaitReason } from './options.js';
+import { explainShortfall, serversForCheck, type ShortfallExplanation } from './explain.js';
 import type { Admission as LedgerAdmission, LedgerLimits } from '../ledger/index.js';
-import { listUncounted } from './uncounted.js';
-import { withinCallDeadline } from './readBound.js';
 import { isThenable, type Claim, type GuardState } from './state.js';
 import type { GuardedCall } from './guardedCall.js';
-
+import { askShortLooks } from '../delete/index.js';
+import type { CallLedger } from './callLedger.js';
 /** What one admission found: the headroom after the ledger's claims, and the claim, or why not (`head`: no place queued ahead; `queued`: it fits alone, not after the places ahead). */
 interface Verdict {
   headroom: Headroom;
@@ -151,7 +163,7 @@ export class Admission {
     const g = this.#g;
     const ledger = this.#call.ledger;
     const needs = this.#needs;
-    // Nova's reads end by the call's deadline (`readBound.ts`): a hung /limits never holds the call past it.
+    // Nova's reads end by the call's deadline (`limitsRead.ts`): a hung /limits never holds the call past it.
     const call = this.#call;
     await withinCallDeadline(g, call, 'GET /servers/{id}', (s) => refreshUnwatched(g, s), signal);
     ledger.startAdmission();
@@ -290,4 +302,44 @@ function describeWhy(why: ShortfallExplanation | undefined): string {
   if (!why) return '';
   if (why.cause === 'busy-fleet') return "; the project's servers hold this quota (a busy fleet)";
   return `; Nova's books are wrong (${why.finding!.kind}): ${why.finding!.evidence}`;
+}
+
+/**
+ * Note the deletions confirmed from now until `off()` (while an admission reads and decides: a
+ * call at the head of the queue that was refused on a reading older than a freed server reads
+ * again at once instead of sleeping).
+ */
+export function freedMeanwhile(g: GuardState): { readonly seen: () => boolean; readonly off: () => void } {
+  let seen = false;
+  const off = g.res.onFreed(() => (seen = true));
+  return { seen: () => seen, off };
+}
+
+/**
+ * Sleep `delayMs` on the clock, or less: a wake-up addressed to the call's place, or (with a
+ * ledger that does not address them) any deletion confirmed in the fleet, or the ledger answering
+ * again after an outage, ends the sleep at once. Meanwhile the client's watcher looks at the servers
+ * being deleted at most `shortLookIntervalMs` apart (`askShortLooks`).
+ * @throws {@link AbortError} when `signal` aborts.
+ */
+export async function sleepUntilWoken(g: GuardState, ledger: CallLedger, delayMs: number, signal: AbortSignal | undefined): Promise<void> {
+  const woken = new AbortController();
+  const wake = (): void => woken.abort();
+  const offFreed = ledger.addressed ? undefined : g.res.onFreed(wake);
+  const offRecovered = g.res.onRecovered(wake);
+  const offWake = ledger.wakeWith(wake);
+  // While it sleeps, the client's watcher looks at the servers being deleted at the short interval.
+  const endShortLooks = Number.isFinite(g.opts.shortLookIntervalMs) ? askShortLooks(g.client, g.opts.shortLookIntervalMs) : undefined;
+  try {
+    await sleep(g.clock, delayMs, signal ? AbortSignal.any([signal, woken.signal]) : woken.signal);
+  } catch (e) {
+    throwIfAborted(signal);
+    if (!woken.signal.aborted) throw e;
+  } finally {
+    offWake();
+    endShortLooks?.();
+    offFreed?.();
+    offRecovered();
+  }
+  throwIfAborted(signal);
 }

@@ -50,7 +50,7 @@ import { callEach } from '../core/listeners.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { AMOUNT_FIELD, InProcessQuotaLedger, QUOTA_RESOURCES, isLedgerDown, type FitVerdict, type Headroom, type QuotaLedger } from '../ledger/index.js';
 import { ShareRule, shareVerdict, type Fleet, type ShareVerdict } from './degradedShare.js';
-import type { QuotaGuardStats } from './stats.js';
+import type { QuotaGuardStats } from './options.js';
 
 /** Time-outs in a row after which a ledger counts as down. */
 export const TIMEOUTS_FOR_DOWN = 3;

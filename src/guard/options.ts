@@ -6,21 +6,23 @@
  * docs/field-cases.md, "Default timings" (backoff 2000 ms doubling, ±20 % jitter, at least 1000 ms,
  * at most 60000 ms; 8 attempts; 600000 ms), and osc-lib's `wait_for_status` for the BUILD wait.
  *
+ * **Hook payloads.** What `QuotaGuard` hands its hooks: one wait for headroom ({@link QuotaWaitInfo}, to `onWait`) and
+ * one retry ({@link QuotaRetryInfo}, to `onRetry`).
+ *
+ * **Counters.** The counters of one guard (`QuotaGuard.stats`).
+ *
  * @module
  */
 import { checkDeleteOptions, type DeleteServerOptions } from '../delete/index.js';
 import { checkOptions, type OptionsSpec } from '../core/options.js';
 import { ValidationError } from '../errors/index.js';
-import type { ResourceAmounts } from '../core/types.js';
 import { componentLogger, type LoggerOption } from '../core/logger.js';
 import type { Clock } from '../core/clock.js';
 import { ledgerOption } from '../ledgers/index.js';
 import { is } from '../core/validate.js';
-import type { QuotaLedger } from '../ledger/index.js';
-
-export type { QuotaWaitInfo, QuotaWaitReason, QuotaRetryReason, QuotaRetryInfo } from './hookInfo.js';
-export { EXPLAIN_EVERY_WAITS } from './hookInfo.js';
-import type { QuotaWaitInfo, QuotaRetryInfo } from './hookInfo.js';
+import type { Headroom, QuotaLedger, Shortfall } from '../ledger/index.js';
+import type { QuotaFinding, ResourceAmounts } from '../core/types.js';
+import type { ShortfallCause } from './explain.js';
 
 /** Options of {@link QuotaGuard}. Every duration is in milliseconds. */
 export interface QuotaGuardOptions {
@@ -213,8 +215,6 @@ export type QuotaNeedsSpec =
   | (ResourceAmounts & { flavorRef?: never; count?: never })
   | { flavorRef: string; count?: number; cores?: never; ramMiB?: never; instances?: never };
 
-export type { QuotaGuardStats } from './stats.js';
-
 /** Defaults of {@link QuotaGuardOptions}: the one place they are written. */
 export const QUOTA_GUARD_DEFAULTS = Object.freeze({
   maxWaitMs: 600000,
@@ -382,4 +382,139 @@ export function flavorIdOf(ref: string): string {
   const s = String(ref);
   if (/^https?:\/\//i.test(s)) return decodeURIComponent(s.replace(/\/+$/, '').split('/').pop() ?? s);
   return s;
+}
+
+/** One wait for headroom, passed to `onWait` (`QuotaGuardOptions`). */
+export interface QuotaWaitInfo {
+  /** What the create needs. */
+  needs: ResourceAmounts;
+  /**
+   * Why the create waits:
+   * - `'short'`: the resources in `shortfalls` do not fit in what `GET /limits` shows, after the
+   *   claims in flight (others must free quota);
+   * - `'queued'`: the create fits alone, but calls queued ahead of it on the ledger come first
+   *   (first come, first served); `shortfalls` are for its needs together with theirs;
+   * - `'ledger-settling'`: the reading and the claims leave room, but the quota ledger admitted
+   *   nothing yet: a `RedisQuotaLedger` in the first `restartGraceMs` after Redis started, or while
+   *   it settles after a restart or a holder's reconnect (up to its `placeTtlMs`); `shortfalls` is
+   *   empty;
+   * - `'ledger-out-of-reach'`: the quota ledger is out of reach, and this process, which has used
+   *   it, admits nothing without it while a claim of it may still be live in it, and past that only
+   *   within its share of the quota (`degradedLedger.ts`; `ledgerOutOfReach` is true).
+   */
+  reason: 'short' | 'queued' | 'ledger-settling' | 'ledger-out-of-reach';
+  /**
+   * The resources that do not fit (needed, max, used, inFlight, headroom): with `reason` `'queued'`
+   * for the needs together with those of the calls queued ahead; with `'ledger-out-of-reach'`,
+   * stand-ins at `headroom: 0` while the process waits for the ledger, the room left in its share
+   * (or in the reading) once it admits within it; empty with `'ledger-settling'`.
+   */
+  shortfalls: Shortfall[];
+  /** True when the wait is for a quota ledger out of reach (`degradedLedger.ts`), not for headroom (Nova may have room). */
+  ledgerOutOfReach: boolean;
+  /** The headroom just read. */
+  headroom: Headroom;
+  /** How long the guard waits before the next `/limits` read, in ms. */
+  delayMs: number;
+  /** Waits of this call so far, this one included. */
+  waits: number;
+  /** POSTs this call has made so far. */
+  posts: number;
+  /** Time since the call started, in ms. */
+  elapsedMs: number;
+  /**
+   * On every `EXPLAIN_EVERY_WAITS`th wait of a call (with `explainShortfall`): what the check of
+   * the shortfall found (`busy-fleet` or `wrong-books`, see `QuotaWaitTimeoutError.shortfallCause`);
+   * undefined on other waits, when the check failed or was skipped (one listing per client per 60 s).
+   */
+  shortfallCause?: ShortfallCause | undefined;
+  /** With `shortfallCause: 'wrong-books'`: the finding, shaped as the audit's. */
+  finding?: QuotaFinding | undefined;
+}
+
+/** The values of {@link QuotaWaitInfo.reason}. */
+export type QuotaWaitReason = QuotaWaitInfo['reason'];
+
+/** Every this many waits of one call, the guard checks why it is short (one listing) before `onWait`. */
+export const EXPLAIN_EVERY_WAITS = 5;
+
+/** Why the guard retries. */
+export type QuotaRetryReason =
+  /** Nova answered the POST with a quota 403 (or legacy 413 quota). */
+  | 'quota'
+  /** The server went to ERROR with a quota fault; the guard deleted it. */
+  | 'late-quota-fault'
+  /**
+   * A rate limit (413 overLimit with Retry-After, 429) on the POST: re-POST without using an attempt;
+   * or on a read of the wait for headroom (`GET /limits`) past the client's own retries: read again
+   * once its Retry-After has passed, without using an attempt.
+   */
+  | 'rate-limit';
+
+/** One retry, passed to `onRetry` (`QuotaGuardOptions`). */
+export interface QuotaRetryInfo {
+  reason: QuotaRetryReason;
+  /** The error that caused the retry. */
+  error: Error;
+  /** Attempts (quota-counted POSTs) made so far. */
+  attempt: number;
+  /** Attempts left after this retry's. */
+  attemptsLeft: number;
+  /**
+   * Delay before the retry, in ms: for `'quota'` and `'late-quota-fault'` p-retry's backoff (or a
+   * quota 403's Retry-After, at most `maxDelayMs`, when longer); for `'rate-limit'` Nova's Retry-After
+   * (or the backoff when longer, so at least `minDelayMs`). At most the time left of `maxWaitMs`.
+   */
+  delayMs: number;
+  /** Time since the call started, in ms. */
+  elapsedMs: number;
+  /** For `'late-quota-fault'`: the deleted server. */
+  serverId?: string | undefined;
+}
+
+/** Counters of one guard, for summaries (e.g. the demo). */
+export interface QuotaGuardStats {
+  /** Guarded calls that resolved. */
+  succeeded: number;
+  /** Guarded calls that rejected. */
+  failed: number;
+  /** Waits for headroom. */
+  waits: number;
+  /** POSTs (or `fn` calls) that counted as attempts. */
+  attempts: number;
+  /** Quota 403s (and legacy 413 quotas) answered to the guard's POSTs. */
+  quota403s: number;
+  /** Retries after a quota error. */
+  quotaRetries: number;
+  /** Servers that went to ERROR with a quota fault and were deleted. */
+  lateQuotaFaults: number;
+  /** Rate-limited POSTs re-sent. */
+  rateLimitRetries: number;
+  /** Servers the guard deleted because it gave up on them. */
+  cleanups: number;
+  /** POSTs whose outcome was unknown (reset, request timeout, 5xx, a 2xx without `server`, a proxy's 429): searched for by tag. */
+  ambiguousCreates: number;
+  /** Servers found by that search and adopted (returned as if the POST had answered). */
+  adoptedServers: number;
+  /**
+   * Ledger calls that rejected or ran past `ledgerTimeoutMs` (or skipped a ledger known down), after
+   * which a guarded call went on with the private in-process ledger. Once the ledger has answered an
+   * admission of this process, such a call admits nothing there while claims of this process may
+   * still be live in the ledger: it waits for it; past that, it admits within its share of the quota
+   * (`degradedAdmissions`). A fallback costs time, not quota.
+   */
+  ledgerFallbacks: number;
+  /** Servers deleted because another server of the same guarded call carries its claim tag (a POST that landed late). */
+  lateCreatesDeleted: number;
+  /** Outages of the ledger seen while this guard used it (down: refused, or 3 time-outs in a row; see `ledger`). */
+  ledgerOutages: number;
+  /**
+   * Admissions (count) made while the ledger was out of reach for longer than any claim of this
+   * process can live in it: within this process's part of the quota, on a fresh `/limits` reading
+   * (degraded mode, `degradedLedger.ts`); each is re-claimed on the ledger when it answers.
+   * @default 0
+   */
+  degradedAdmissions: number;
+  /** Creates whose claim lease was lost while the POST was in flight, re-claimed without a fencing check (`claimAnyway`). */
+  unfencedCreates: number;
 }

@@ -41,7 +41,7 @@ import { jitteredMs } from '../core/jitter.js';
 import { checkOptions, type OptionsSpec } from '../core/options.js';
 import { is } from '../core/validate.js';
 import { QuotaBuildFaultError } from './errors.js';
-import type { QuotaRetryReason } from './hookInfo.js';
+import type { QuotaRetryReason } from './options.js';
 
 /**
  * How an attempt was refused without creating a server, when it was: the guard's own POST

@@ -2,7 +2,7 @@
  * One time limit for a piece of work that sends requests: p-timeout on the injectable clock, with
  * the work's own AbortSignal aborted when the limit passes or the caller's signal aborts, so no
  * socket of it is left open. The transport bounds each request with it; the guard bounds the Nova
- * reads of a call's admission by the call's deadline (`src/guard/readBound.ts`).
+ * reads of a call's admission by the call's deadline (`src/guard/limitsRead.ts`).
  *
  * @module
  */

@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startLatencyProxy, type LatencyProxy } from '../../bench/latencyProxy.js';
 import { RedisQuotaLedger } from '../../src/redis/index.js';
 import { ledgerKeys } from '../../src/redis/options.js';
-import { listUncounted } from '../../src/guard/uncounted.js';
+import { listUncounted } from '../../src/guard/limitsRead.js';
 import type { AcquireRequest, LimitsReading } from '../../src/guard/index.js';
 import type { NovaClient } from '../../src/nova/index.js';
 import { FakeNova } from '../../src/testing/index.js';

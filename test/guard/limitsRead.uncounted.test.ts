@@ -2,7 +2,7 @@
 // count yet (`listUncounted`), by the guard's one rule of "past scheduling". Fake timers: FakeNova's
 // builds stay `scheduling` for 400 ms, then `spawning` (counted), ACTIVE at 1000 ms.
 import { describe, expect, it } from 'vitest';
-import { listUncounted } from '../../src/guard/uncounted.js';
+import { listUncounted } from '../../src/guard/limitsRead.js';
 import { CLAIM_ID_KEY } from '../../src/guard/index.js';
 import { settle, useFakeClock } from '../helpers.js';
 import { body, clientFor, startNova } from './fixtures.js';
