@@ -62,12 +62,12 @@ export default tseslint.config(
       'max-lines': ['warn', { max: 600, skipBlankLines: false, skipComments: false }],
     },
   },
-  {
-    // No module-level mutable state in the delete capability: state is the state of the object it
-    // belongs to (an engine per client), never of a module every client shares.
-    files: ['src/delete/**/*.ts'],
+  // No module-level mutable state in the capabilities that coordinate: state is the state of the
+  // object it belongs to (an engine per client, a guard, a ledger), never of a module every one shares.
+  ...['src/delete', 'src/ledger', 'src/guard', 'src/redis'].map((folder) => ({
+    files: [`${folder}/**/*.ts`],
     rules: {
-      'no-restricted-syntax': ['error', ...moduleState('src/delete')],
+      'no-restricted-syntax': ['error', ...moduleState(folder)],
     },
-  },
+  })),
 );

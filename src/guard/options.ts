@@ -302,22 +302,22 @@ const LEDGER_METHODS = [
 
 /** {@link QuotaGuardOptions} with the defaults filled in. */
 export type ResolvedOptions = Required<Omit<QuotaGuardOptions, 'onWait' | 'onRetry' | 'logger' | 'deleteOptions' | 'ledger'>> &
-  Pick<QuotaGuardOptions, 'onWait' | 'onRetry' | 'deleteOptions'> & { ledger?: QuotaLedger | undefined };
-
-const OWNED = new WeakMap<object, QuotaLedger>();
+  Pick<QuotaGuardOptions, 'onWait' | 'onRetry' | 'deleteOptions'> & {
+    ledger?: QuotaLedger | undefined;
+    /** The ledger the guard opened from a string (`'sqlite:…'`, `NOVA_GUARD_LEDGER`): the guard closes it at its `close()`. */
+    ownedLedger?: QuotaLedger | undefined;
+  };
 
 /** {@link validateOptions}, with a ledger string (or `NOVA_GUARD_LEDGER`) opened as a ledger the guard owns (`src/ledgers/specLedger.ts`). */
 export function validateGuardOptions(o: QuotaGuardOptions, clock: Clock): ResolvedOptions {
   const given: unknown = (o as QuotaGuardOptions | null | undefined)?.ledger;
   const checked = validateOptions(typeof given === 'string' ? { ...o, ledger: undefined } : o);
   const { owned } = ledgerOption(checked.ledger ?? given, clock, componentLogger(o.logger, 'quota-guard'));
-  const opts = owned === undefined ? checked : { ...checked, ledger: owned };
-  if (owned !== undefined) OWNED.set(opts, owned);
-  return opts;
+  return owned === undefined ? checked : { ...checked, ledger: owned, ownedLedger: owned };
 }
 
 /** Close the ledger the guard of `opts` opened from a string, if any. */
-export const closeOwnedLedger = async (opts: ResolvedOptions): Promise<void> => OWNED.get(opts)?.close();
+export const closeOwnedLedger = async (opts: ResolvedOptions): Promise<void> => opts.ownedLedger?.close();
 
 /**
  * Validate options and fill in {@link QUOTA_GUARD_DEFAULTS}.
