@@ -27,29 +27,30 @@ const QUOTA = 2;
 const PLACE_TTL_MS = 3000;
 
 /** `ledger` with its first `renew` held until `open()` (every other member passes through). */
-function holdFirstRenew(ledger: RedisQuotaLedger): { ledger: QuotaLedger; reached: Promise<void>; open: () => void } {
+function holdFirstRenew(ledger: RedisQuotaLedger): { ledger: QuotaLedger; reached: Promise<void>; open: () => void; answer: () => boolean | undefined } {
   let open!: () => void;
   const gate = new Promise<void>((r) => (open = r));
   let reach!: () => void;
   const reached = new Promise<void>((r) => (reach = r));
   let held = false;
+  let answer: boolean | undefined;
   const wrapped = new Proxy(ledger, {
     get(target, key) {
       if (key === 'renew') {
         return async (claim: LedgerClaim, ttlMs: number): Promise<boolean> => {
-          if (!held) {
-            held = true;
-            reach();
-            await gate;
-          }
-          return target.renew(claim, ttlMs);
+          if (held) return target.renew(claim, ttlMs);
+          held = true;
+          reach();
+          await gate;
+          answer = await target.renew(claim, ttlMs);
+          return answer;
         };
       }
       const v: unknown = Reflect.get(target, key, target);
       return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
     },
   });
-  return { ledger: wrapped as QuotaLedger, reached, open };
+  return { ledger: wrapped as QuotaLedger, reached, open, answer: () => answer };
 }
 
 describe.skipIf(!haveRedis)(`a create admitted but not POSTed across an empty Redis restart${haveRedis ? '' : ` (${skipReason})`}`, () => {
@@ -128,9 +129,10 @@ describe.skipIf(!haveRedis)(`a create admitted but not POSTed across an empty Re
     const r = n.quotaRecord();
     const aPost = posts()[1];
     console.log(
-      `[unpostedRestart] b POSTed at ${bPostMs} ms; a POSTs while b's server held the quota: ${aPostsWhileB}; b's server deleted ${delStart}-${deletedMs} ms; ` +
+      `[unpostedRestart] b POSTed at ${bPostMs} ms; a's renewal ${a.answer()}; a POSTs while b's server held the quota: ${aPostsWhileB}; b's server deleted ${delStart}-${deletedMs} ms; ` +
         `a's create ${'error' in got ? `failed: ${got.error.message}` : 'done'} at ${got.atMs} ms; peak ${r.peakCores}/${r.limits.cores} cores held, ${r.recheckErrors} recheck ERRORs, ${r.quota403s} quota 403s`,
     );
+    expect.soft(a.answer(), "a's held renewal right before its POST").toBe(false);
     expect.soft(r.peakCores, 'most cores held at once at Nova').toBeLessThanOrEqual(QUOTA);
     expect.soft(aPostsWhileB, "a's POSTs while b's server held the quota").toBe(0);
     expect.soft(r.recheckErrors, 'recheck ERRORs').toBe(0);
