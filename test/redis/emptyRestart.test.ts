@@ -40,8 +40,9 @@ describe.skipIf(!haveRedis)(`an empty Redis restart with a holder cut off${haveR
     proxy = undefined;
   });
 
-  function ledger(url: string, holder: string): RedisQuotaLedger {
-    const l = new RedisQuotaLedger({ url, endpoint: ENDPOINT, projectId: 'restart', holder, placeTtlMs: PLACE_TTL_MS, commandTimeoutMs: 1000 });
+  /** `projectId`: a case that must not find an earlier case's settle takes a scope of its own. */
+  function ledger(url: string, holder: string, projectId = 'restart'): RedisQuotaLedger {
+    const l = new RedisQuotaLedger({ url, endpoint: ENDPOINT, projectId, holder, placeTtlMs: PLACE_TTL_MS, commandTimeoutMs: 1000 });
     afterThisTest(() => l.close());
     return l;
   }
@@ -148,7 +149,7 @@ describe.skipIf(!haveRedis)(`an empty Redis restart with a holder cut off${haveR
 
   it('a claim only admitted (its POST not sent) by a holder cut off across an empty restart is not written back: its renewal right before the POST answers false, its posting claim comes back, the newcomer keeps what it admitted; admitted again once there is room', async () => {
     proxy = await startLatencyProxy(server.port, 0);
-    const a = ledger(proxy.url, 'a');
+    const a = ledger(proxy.url, 'a', 'restart-unposted');
     // a: one claim POSTed (renewed right before its POST, as the guard does) and one only admitted,
     // on a quota of 4 that Nova does not count any of yet.
     const posted = await a.admit({ place: undefined, needs: need(2), headroom: { cores: QUOTA }, stamp: 0, ttlMs: 60_000 });
@@ -159,7 +160,7 @@ describe.skipIf(!haveRedis)(`an empty Redis restart with a holder cut off${haveR
     // POSTed server, 2 cores: held here by its headroom of 2) and admits the 2 cores left.
     proxy.partition();
     await server.restart();
-    const c = ledger(server.url, 'newcomer');
+    const c = ledger(server.url, 'newcomer', 'restart-unposted');
     const newcomer = await c.admit({ place: undefined, needs: need(2), headroom: { cores: QUOTA - 2 }, stamp: 0, ttlMs: 60_000 });
     expect(newcomer.admitted, 'the newcomer admitted the 2 cores left').toBe(true);
     expect(await c.renew((newcomer as { claim: LedgerClaim }).claim, 60_000)).toBe(true);
