@@ -2,10 +2,13 @@
  * The lease of a claim: renewed right before the POST (the fencing rule: no POST on a lost lease),
  * long enough to cover the POST in flight, then every `leaseTtlMs / 3` until the claim ends.
  *
- * - Right before the POST: skipped when the claim was taken (or renewed) within `leaseTtlMs / 3` and
- *   its lease already covers the POST (a round trip saved); otherwise renewed for
- *   {@link postLeaseMs}: at least the client's `requestTimeoutMs` plus the ledger's time budget, so
- *   the lease cannot lapse while the POST is in flight even when the ledger cannot be reached then.
+ * - Right before the POST, every time: renewed for {@link postLeaseMs}: at least the client's
+ *   `requestTimeoutMs` plus the ledger's time budget, so the lease cannot lapse while the POST is in
+ *   flight even when the ledger cannot be reached then. This renewal is the fencing point of the
+ *   port (`src/ledger/port.ts`): it marks the claim *posting*, so a store that lost its state (Redis
+ *   restarted empty) gets it back from its holder, while a claim only admitted is not restored and
+ *   its renewal answers `false`: no POST, back to admission. (It used to be skipped for a claim
+ *   taken in the same instant; a POST without it would not be marked.)
  * - While the create is in flight: renewed every `leaseTtlMs / 3`, for `leaseTtlMs` or what is left
  *   of the POST's cover, whichever is longer. A failed renewal is retried at the next tick.
  * - A renewal that finds the lease LOST while the create is in flight (the POST was sent, Nova does
@@ -30,25 +33,15 @@ export function postLeaseMs(g: GuardState): number {
   return longestLeaseMs(g.client, g.opts, g.res);
 }
 
-/** True when the claim's lease surely still runs past the POST's cover: no renewal needed before it. */
-function leaseCoversPost(g: GuardState, claim: Claim): boolean {
-  const now = g.clock.now();
-  if (now - claim.leaseFromMs > g.opts.leaseTtlMs / 3) return false;
-  return claim.leaseFromMs + g.opts.leaseTtlMs >= now + postLeaseMs(g);
-}
-
 /**
  * Renew the claim's lease right before a POST (the fencing rule: no POST on a lost lease), for
- * {@link postLeaseMs}; skipped when the lease surely covers the POST already. `false` when the
- * lease is lost, or when the ledger failed (the claim is then released and the call moves to the
- * fallback ledger): either way the call goes back to admission.
+ * {@link postLeaseMs}, every time: the renewal marks the claim posting (see the module
+ * description). `false` when the lease is lost (expired, or only admitted when the store lost its
+ * state), or when the ledger failed (the claim is then released and the call moves to the fallback
+ * ledger): either way the claim is released and the call goes back to admission.
  */
 export async function renewBeforePost(g: GuardState, callLedger: CallLedger, claim: Claim, signal?: AbortSignal): Promise<boolean> {
   const coverMs = postLeaseMs(g);
-  if (leaseCoversPost(g, claim)) {
-    claim.coverUntilMs = g.clock.now() + coverMs;
-    return true;
-  }
   let ok: boolean;
   const sentAt = g.clock.now();
   try {

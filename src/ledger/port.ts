@@ -29,11 +29,23 @@
  *    confirmed anywhere in the fleet, the next place when the head leaves; `onFreed` for every
  *    confirmed deletion) or the guard's backoff, then 2 again. `leave(place)` when the call ends,
  *    whatever its outcome.
- * 4. `renew(claim)` right before `POST /servers`: `false` means the lease is lost and the guard
- *    must not POST (the fencing rule: Nova cannot check tokens).
+ * 4. `renew(claim)` right before `POST /servers`, every time (the guard never POSTs without a
+ *    renewal that answered `true`): `false` means the lease is lost and the guard must not POST
+ *    (the fencing rule: Nova cannot check tokens); it goes back through admission. This renewal is
+ *    the fencing point: from its answer on, the claim is *posting* (its POST may be in flight).
  * 5. `bind(claim, serverId)` after the 202, `release(claim, 'counted')` once Nova counts the
  *    server (past scheduling: `task_state` beyond `scheduling`, or it left BUILD),
  *    `release(claim, 'not-created')` when nothing was created or the guard deleted it again.
+ *
+ * **A store that lost its state** (Redis restarted empty; a holder away past its claims' lease) holds
+ * no claim it can vouch for. A ledger that writes back what its holder holds (the Redis ledger,
+ * after a reconnect) restores without an admission check only the claims that are *posting*:
+ * renewed since their admission (step 4), taken with `claimAnyway`, or bound (step 5): their
+ * server may exist or be on its way, and no listing can show a POST in flight. A claim only
+ * admitted is not restored: others may have admitted on a count without it, so its `renew` answers
+ * `false` and its create goes back through admission. A ledger whose store cannot lose its state by
+ * itself (in-process, SQLite) restores nothing and keeps the rule trivially. The safe behaviour
+ * needs no option (`docs/fleet-ledger.md`, "What remains").
  *
  * Beside it: `peek` (a reading and the claims it would subtract, claiming nothing: the guard's
  * `headroom()`), `claimAnyway` (the guard's `onStaleLimits: 'attempt'`), `publishFreed` (a deletion
@@ -263,11 +275,21 @@ export interface QuotaLedger {
   peek(read: LimitsRead, signal: AbortSignal | undefined): Promise<LedgerPeek>;
   /** Leave the queue (idempotent). */
   leave(place: LedgerPlace): Promise<void>;
-  /** Claim without a check (the guard's `onStaleLimits: 'attempt'`). */
+  /**
+   * Claim without a check (the guard's `onStaleLimits: 'attempt'`, and a claim re-taken while its
+   * create is in flight). Posting from the start: a store that lost it gets it back from its
+   * holder (see the module description).
+   */
   claimAnyway(needs: ResourceAmounts, ttlMs: number): Promise<LedgerClaim>;
-  /** Extend the lease; `false` when it is lost (expired, or unknown to the ledger). */
+  /**
+   * Extend the lease; `false` when it is lost (expired, unknown to the ledger, or only admitted
+   * when the store lost its state: not restored by its holder's write-back). A renewal that answers
+   * `true` makes the claim *posting*: the guard renews right before every POST, so from then on the
+   * POST may be in flight, and a store that loses the claim gets it back from its holder (see the
+   * module description).
+   */
   renew(claim: LedgerClaim, ttlMs: number): Promise<boolean>;
-  /** Note the server the claim's create made. */
+  /** Note the server the claim's create made (a bound claim is posting, see `renew`). */
   bind(claim: LedgerClaim, serverId: string): Promise<void>;
   /** End a claim (idempotent). */
   release(claim: LedgerClaim, end: ClaimEnd): Promise<void>;

@@ -62,7 +62,12 @@ export class RedisQuotaLedger implements QuotaLedger {
   readonly #instance: string;
   readonly #news: LedgerNews;
   readonly #places = new Map<string, { seq: number; needs: string }>();
-  readonly #claims = new Map<string, { record: string; expiresAt: number }>();
+  /**
+   * The claims this holder holds, as its write-back after a reconnect sends them. `posting`: its
+   * POST may have been sent (renewed since the admission, taken with `claimAnyway`, or bound to its
+   * server). Only those are restored in a store that lost them.
+   */
+  readonly #claims = new Map<string, { record: string; expiresAt: number; posting: boolean }>();
   /** When this ledger first saw each reading: the second clock of freshness. */
   readonly #ages: ReadingAges;
   /** Refreshes of the kept reading as this ledger sees them: for {@link RedisQuotaLedger.callBudgetMs}. */
@@ -181,13 +186,17 @@ export class RedisQuotaLedger implements QuotaLedger {
     }
   }
 
-  /** Write back the places (and with `claims`, the live claims) this ledger holds; renews its holder entry. */
+  /**
+   * Write back the places (and with `claims`, the live claims) this ledger holds; renews its holder
+   * entry. Each claim goes with whether the store may restore it when it lost it (`'1'`: posting or
+   * bound; `'0'`: only admitted, see `QuotaLedger.renew`).
+   */
   async #assert(claims: boolean): Promise<void> {
     const args: Array<string | number> = [this.#opts.placeTtlMs, this.#maxToken, this.#maxSeq, this.#ages.maxOrder, this.#places.size];
     for (const [id, p] of this.#places) args.push(id, p.seq, p.needs);
     if (claims) {
       const now = this.#clock.now();
-      for (const [id, c] of this.#claims) args.push(id, c.record, Math.floor(c.expiresAt - now));
+      for (const [id, c] of this.#claims) args.push(id, c.record, Math.floor(c.expiresAt - now), c.posting ? '1' : '0');
     }
     args.push(claims ? '1' : '0');
     const res = (await this.#run('novaGuardAssert', args, true)) as unknown[];
@@ -245,10 +254,10 @@ export class RedisQuotaLedger implements QuotaLedger {
     await this.#quiet('novaGuardLeave', [place.id]);
   }
 
-  #remember(id: string, needs: ResourceAmounts, token: number, ttlMs: number): LedgerClaim {
+  #remember(id: string, needs: ResourceAmounts, token: number, ttlMs: number, posting = false): LedgerClaim {
     this.#maxToken = Math.max(this.#maxToken, token);
     const record = `${needsArgs('claim', needs).join(',')},${token},${this.holder},`;
-    this.#claims.set(id, { record, expiresAt: this.#clock.now() + ttlMs });
+    this.#claims.set(id, { record, expiresAt: this.#clock.now() + ttlMs, posting });
     return { id, token, needs: { ...needs }, holder: this.holder };
   }
 
@@ -314,23 +323,36 @@ export class RedisQuotaLedger implements QuotaLedger {
     return ids.map(String);
   }
 
+  /** `QuotaLedger.claimAnyway`: a claim taken without a check is posting from the start (see `renew`). */
   async claimAnyway(needs: ResourceAmounts, ttlMs: number): Promise<LedgerClaim> {
     const id = randomUUID();
     const token = Number(await this.#run('novaGuardClaimAnyway', [...needsArgs('claimAnyway', needs), Math.ceil(ttlMs), this.holder, id]));
-    return this.#remember(id, needs, token, ttlMs);
+    return this.#remember(id, needs, token, ttlMs, true);
   }
 
+  /**
+   * `QuotaLedger.renew`, the fencing point: a claim renewed is posting from then on (its POST may
+   * be in flight), and this holder's write-back after a reconnect restores it in a store that lost
+   * it (Redis restarted empty). A claim only admitted is not restored there: its renewal then
+   * answers `false`, and the guard goes back through admission instead of POSTing.
+   */
   async renew(claim: LedgerClaim, ttlMs: number): Promise<boolean> {
     const live = Number(await this.#run('novaGuardRenew', [claim.id, Math.ceil(ttlMs)])) === 1;
     const held = this.#claims.get(claim.id);
     if (!live) this.#claims.delete(claim.id);
-    else if (held) held.expiresAt = this.#clock.now() + ttlMs;
+    else if (held) {
+      held.expiresAt = this.#clock.now() + ttlMs;
+      held.posting = true;
+    }
     return live;
   }
 
   async bind(claim: LedgerClaim, serverId: string): Promise<void> {
     const held = this.#claims.get(claim.id);
-    if (held) held.record = held.record.replace(/,[^,]*$/, `,${serverId.replace(/,/g, '')}`);
+    if (held) {
+      held.record = held.record.replace(/,[^,]*$/, `,${serverId.replace(/,/g, '')}`);
+      held.posting = true;
+    }
     await this.#quiet('novaGuardBind', [claim.id, serverId.replace(/,/g, '')]);
   }
 

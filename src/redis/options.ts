@@ -66,7 +66,10 @@ export interface RedisQuotaLedgerOptions {
    * Nova lists only once Nova's API has handled it: set this to the longest a `POST /servers` takes
    * at your Nova so the listing shows it. It costs a fleet that starts on a Redis younger than
    * this the rest of it, once; 0: list at once (a POST still in flight across the restart is then
-   * left to Nova's recheck and 403 path). @default 0
+   * left to Nova's recheck and 403 path). Only for POSTs already sent: a claim admitted but not yet
+   * POSTed by a holder cut off across an empty restart needs no grace (its holder's write-back does
+   * not restore it, so its renewal right before the POST answers false and it is admitted again).
+   * @default 0
    */
   readonly restartGraceMs?: number;
   /**

@@ -194,14 +194,20 @@ return 1
 
 /**
  * assert: what this holder holds, written back as it was (the heartbeat of places and of the
- * holder entry, and after a reconnect the claims too: a Redis restarted empty learns them again,
- * without an admission check). ARGV 2 placeTtlMs, 3 highest token seen, 4 highest seq seen, 5
- * highest order number seen, 6 number of places P, then P x (id, seq, needs), then claims x (id,
- * record, remaining ttl ms), then the re-add flag. Without the flag (the heartbeat) only places
- * still in Redis are extended: a place that an admission took, or that expired, is not brought
- * back. Counters never go back. A write-back sets `settle` (no admission): for `placeTtlMs` when the
- * store lost its state, else for `placeTtlMs / 3`; so does a heartbeat that finds the state lost.
- * Returns `{restored, holders}` (the claims written back, the live holders' entries).
+ * holder entry, and after a reconnect the claims too). ARGV 2 placeTtlMs, 3 highest token seen, 4
+ * highest seq seen, 5 highest order number seen, 6 number of places P, then P x (id, seq, needs),
+ * then claims x (id, record, remaining ttl ms, posting '1' | '0'), then the re-add flag. Without
+ * the flag (the heartbeat) only places still in Redis are extended: a place that an admission
+ * took, or that expired, is not brought back. Counters never go back. A write-back sets `settle`
+ * (no admission): for `placeTtlMs` when the store lost its state, else for `placeTtlMs / 3`; so
+ * does a heartbeat that finds the state lost.
+ * A claim the store no longer has (a Redis restarted empty, or its lease ran out while the holder
+ * was away) is restored, without an admission check, only when it is posting (renewed right
+ * before its POST, taken with claimAnyway, or bound: its server may exist or be on its way): the
+ * store can no longer vouch for a claim only admitted, and others may have admitted on a count
+ * without it. Such a claim stays gone: its holder's renewal right before the POST answers 0 and
+ * the guard goes back through admission. Returns `{restored, holders, dropped}` (the claims written back,
+ * the live holders' entries, the claims dropped).
  */
 export const ASSERT = `
 -- This holder's own entry in \`holders\`, before the prologue renews it (see \`lost\` below).
@@ -250,11 +256,15 @@ for _ = 1, p do
   end
   i = i + 3
 end
-local restored = 0
-while i + 2 <= #ARGV - 1 do
+local restored, dropped = 0, 0
+while i + 3 <= #ARGV - 1 do
   local cur = redis.call('ZSCORE', KEYS[2], ARGV[i])
   if tonumber(ARGV[i + 2]) > 0 then
-    if not cur then
+    if not cur and ARGV[i + 3] ~= '1' then
+      -- Only admitted (its POST not sent): the store cannot vouch for it any more. Not restored;
+      -- its renewal right before the POST answers 0 and its create goes back through admission.
+      dropped = dropped + 1
+    elseif not cur then
       redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
       redis.call('ZADD', KEYS[2], now + tonumber(ARGV[i + 2]), ARGV[i])
       restored = restored + 1
@@ -265,9 +275,9 @@ while i + 2 <= #ARGV - 1 do
       zaddLater(KEYS[2], now + tonumber(ARGV[i + 2]), ARGV[i])
     end
   end
-  i = i + 3
+  i = i + 4
 end
-return { restored, holders() }
+return { restored, holders(), dropped }
 `;
 
 /**

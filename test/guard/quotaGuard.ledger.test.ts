@@ -145,8 +145,8 @@ describe('fallback when the ledger fails', () => {
     down = false;
     const before = ledger.calls.length;
     await settle(guard.createServer(body('c')));
-    // no renew before the POST: the claim was just taken and its lease covers the POST
-    expect(ledger.calls.slice(before).map(([m]) => m)).toEqual(['acquire', 'bind', 'release']);
+    // the renewal right before the POST, every time (the fencing point: it marks the claim posting)
+    expect(ledger.calls.slice(before).map(([m]) => m)).toEqual(['acquire', 'renew', 'bind', 'release']);
     expect(guard.stats.ledgerFallbacks).toBe(fallbacks);
     expect(inner.activeClaims).toBe(0);
   });

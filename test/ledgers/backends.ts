@@ -65,6 +65,12 @@ export interface TestStore {
    * reading (Redis: a real wait of 2 ms; manual clocks moved at `step`).
    */
   beforeReading(): Promise<void>;
+  /**
+   * The store loses its state (Redis: restarted empty) and every holder made is back on it, its
+   * write-back done. `undefined` where the store cannot lose its state by itself (see
+   * {@link Backend.emptied}).
+   */
+  readonly emptied: (() => Promise<void>) | undefined;
   /** Close every holder made and remove the store. */
   close(): Promise<void>;
 }
@@ -76,6 +82,12 @@ export interface Backend {
   readonly name: BackendName;
   /** Why it cannot run here (undefined: it can). */
   readonly skip: string | undefined;
+  /**
+   * Why its store cannot be emptied under its holders (undefined: it can, {@link TestStore.emptied}).
+   * The in-process ledger's store is its object; a SQLite file is not emptied by itself and its
+   * ledger writes nothing back (a claim gone from the file is gone).
+   */
+  readonly cannotEmpty: string | undefined;
   /** Start what the stores need (Redis: a redis-server for this file). */
   setUp(): Promise<void>;
   tearDown(): Promise<void>;
@@ -89,6 +101,7 @@ function inProcessBackend(): Backend {
   return {
     name: 'inProcess',
     skip: undefined,
+    cannotEmpty: 'its store is its object: it goes with its process',
     async setUp() {},
     async tearDown() {},
     async store() {
@@ -100,6 +113,7 @@ function inProcessBackend(): Backend {
         pass: async (ms) => clock.advance(ms),
         step: () => clock.advance(1),
         beforeReading: async () => undefined,
+        emptied: undefined,
         close: () => ledger.close(),
       };
     },
@@ -126,6 +140,7 @@ function sqliteBackend(): Backend {
   return {
     name: 'sqlite',
     skip: sqliteSkip(),
+    cannotEmpty: 'a file is not emptied by itself, and its ledger writes nothing back',
     async setUp() {
       dir = mkdtempSync(join(tmpdir(), 'nova-guard-conf-'));
     },
@@ -148,6 +163,7 @@ function sqliteBackend(): Backend {
         pass: async (ms) => clock.advance(ms),
         step: () => clock.advance(1),
         beforeReading: async () => undefined,
+        emptied: undefined,
         close: async () => {
           await Promise.all(made.map((l) => l.close()));
           for (const f of ['', '-wal', '-shm']) rmSync(path + f, { force: true });
@@ -162,6 +178,7 @@ function redisBackend(): Backend {
   return {
     name: 'redis',
     skip: haveRedis ? undefined : redisSkipReason,
+    cannotEmpty: undefined,
     async setUp() {
       server = await RedisServer.start();
     },
@@ -182,6 +199,23 @@ function redisBackend(): Backend {
         pass: (ms) => sleep(ms),
         step: () => undefined,
         beforeReading: () => sleep(2),
+        // Restarted empty; each holder is back once a call of it answers after its connection is
+        // ready again (a call waits for the holder's write-back after a reconnect).
+        emptied: async () => {
+          await server!.restart();
+          for (const l of made) {
+            const until = Date.now() + 15_000;
+            let back = false;
+            while (!back && Date.now() < until) {
+              back = await l.liveClaimIds().then(
+                () => true,
+                () => false,
+              );
+              if (!back) await sleep(50);
+            }
+            if (!back) throw new Error(`holder ${l.holder} did not reach the restarted Redis within 15 s`);
+          }
+        },
         close: async () => {
           await Promise.all(made.map((l) => l.close()));
         },

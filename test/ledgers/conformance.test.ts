@@ -226,6 +226,27 @@ describe.each(backends())('QuotaLedger conformance: $name', (backend) => {
       await b.release(held, 'not-created');
     });
 
+    // The port's rule for a store that lost its state (src/ledger/port.ts, issue 30 item 6): only
+    // posting claims come back from their holder; a claim only admitted does not.
+    it.skipIf(backend.cannotEmpty !== undefined)(
+      `a store that lost its state gets back from its holder only the claims whose POST may have been sent (renewed, claimed anyway, bound): a claim only admitted is lost (renew false, not subtracted)${backend.cannotEmpty === undefined ? '' : ` (skipped: ${backend.cannotEmpty})`}`,
+      async () => {
+        await fresh();
+        const renewed = claimOf(await attempt(a, need(1), cores(8)));
+        expect(await a.renew(renewed, LONG)).toBe(true);
+        const bound = claimOf(await attempt(a, need(1), cores(8)));
+        await a.bind(bound, 'server-bound');
+        const anyway = await a.claimAnyway(need(1), LONG);
+        const admitted = claimOf(await attempt(a, need(1), cores(8)));
+        await store.emptied!();
+        expect(await a.renew(admitted, LONG), 'renew of the claim only admitted').toBe(false);
+        for (const c of [renewed, bound, anyway]) expect(await a.renew(c, LONG), 'renew of a posting claim').toBe(true);
+        const p = await b.peek(async () => ({ absolute: cores(8), requestId: undefined }), undefined);
+        expect(p.inFlight, 'what the store subtracts: the three posting claims').toEqual(need(3, 3, 3));
+      },
+      30_000,
+    );
+
     it(`two holders on one store see each other's claims and places${backend.name === 'inProcess' ? ' (in-process: the one object)' : ''}`, async () => {
       await fresh();
       const ca = claimOf(await attempt(a, need(2), cores(5)));

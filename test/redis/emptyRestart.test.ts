@@ -40,8 +40,9 @@ describe.skipIf(!haveRedis)(`an empty Redis restart with a holder cut off${haveR
     proxy = undefined;
   });
 
-  function ledger(url: string, holder: string): RedisQuotaLedger {
-    const l = new RedisQuotaLedger({ url, endpoint: ENDPOINT, projectId: 'restart', holder, placeTtlMs: PLACE_TTL_MS, commandTimeoutMs: 1000 });
+  /** `projectId`: a case that must not find an earlier case's settle takes a scope of its own. */
+  function ledger(url: string, holder: string, projectId = 'restart'): RedisQuotaLedger {
+    const l = new RedisQuotaLedger({ url, endpoint: ENDPOINT, projectId, holder, placeTtlMs: PLACE_TTL_MS, commandTimeoutMs: 1000 });
     afterThisTest(() => l.close());
     return l;
   }
@@ -64,6 +65,9 @@ describe.skipIf(!haveRedis)(`an empty Redis restart with a holder cut off${haveR
     const mine = await a.admit({ place: undefined, needs: need(2), headroom: { cores: QUOTA }, stamp: 0, ttlMs: 60_000 });
     const theirs = await late.admit({ place: undefined, needs: need(2), headroom: { cores: QUOTA }, stamp: 0, ttlMs: 60_000 });
     if (!mine.admitted || !theirs.admitted) throw new Error('the two claims were not admitted');
+    // Each renewed right before its POST, as the guard does: posting, so a write-back restores them.
+    expect(await a.renew(mine.claim, 60_000)).toBe(true);
+    expect(await late.renew(theirs.claim, 60_000)).toBe(true);
     expect(await c.inFlight(0)).toMatchObject({ cores: 4 });
 
     // The late holder is cut off, then Redis restarts empty: its 2 cores (a server Nova does not
@@ -120,6 +124,9 @@ describe.skipIf(!haveRedis)(`an empty Redis restart with a holder cut off${haveR
     const mine = await a.admit({ place: undefined, needs: need(2), headroom: { cores: QUOTA }, stamp: 0, ttlMs: 60_000 });
     const theirs = await b.admit({ place: undefined, needs: need(2), headroom: { cores: QUOTA }, stamp: 0, ttlMs: 60_000 });
     if (!mine.admitted || !theirs.admitted) throw new Error('the two claims were not admitted');
+    // Both POSTed (renewed right before, as the guard does).
+    expect(await a.renew(mine.claim, 60_000)).toBe(true);
+    expect(await b.renew(theirs.claim, 60_000)).toBe(true);
     // a and b cannot reach Redis while it restarts empty; a brand-new process reaches it first and
     // reads /limits (which takes an order number: the store no longer looks emptied).
     proxy.partition();
@@ -138,6 +145,44 @@ describe.skipIf(!haveRedis)(`an empty Redis restart with a holder cut off${haveR
     expect((await late.inFlight(0)).cores, 'cores the store shows').toBe(4);
     const asked = await late.admit({ place: undefined, needs: need(2), headroom: { cores: QUOTA + 2 }, stamp: 0, ttlMs: 60_000 });
     expect(asked.admitted, 'admitted while settling').toBe(false);
+  }, 60_000);
+
+  it('a claim only admitted (its POST not sent) by a holder cut off across an empty restart is not written back: its renewal right before the POST answers false, its posting claim comes back, the newcomer keeps what it admitted; admitted again once there is room', async () => {
+    proxy = await startLatencyProxy(server.port, 0);
+    const a = ledger(proxy.url, 'a', 'restart-unposted');
+    // a: one claim POSTed (renewed right before its POST, as the guard does) and one only admitted,
+    // on a quota of 4 that Nova does not count any of yet.
+    const posted = await a.admit({ place: undefined, needs: need(2), headroom: { cores: QUOTA }, stamp: 0, ttlMs: 60_000 });
+    const unposted = await a.admit({ place: undefined, needs: need(2), headroom: { cores: QUOTA }, stamp: 0, ttlMs: 60_000 });
+    if (!posted.admitted || !unposted.admitted) throw new Error('the two claims were not admitted');
+    expect(await a.renew(posted.claim, 60_000)).toBe(true);
+    // a is cut off before its second POST; Redis restarts empty; a newcomer lists (it sees the
+    // POSTed server, 2 cores: held here by its headroom of 2) and admits the 2 cores left.
+    proxy.partition();
+    await server.restart();
+    const c = ledger(server.url, 'newcomer', 'restart-unposted');
+    const newcomer = await c.admit({ place: undefined, needs: need(2), headroom: { cores: QUOTA - 2 }, stamp: 0, ttlMs: 60_000 });
+    expect(newcomer.admitted, 'the newcomer admitted the 2 cores left').toBe(true);
+    expect(await c.renew((newcomer as { claim: LedgerClaim }).claim, 60_000)).toBe(true);
+    // a comes back and writes back.
+    proxy.heal();
+    expect(await backWithin(a, posted.claim, 15_000), 'a wrote back its posting claim').toBe(true);
+    const renewed = await a.renew(unposted.claim, 60_000);
+    const shown = (await c.inFlight(0)).cores;
+    console.log(`[emptyRestart] unposted claim: renew ${renewed}; cores the store shows: ${shown} of ${QUOTA}`);
+    expect(renewed, 'renewal right before the POST of the claim only admitted').toBe(false);
+    expect(shown, 'cores the store shows: the posting claim and the newcomer\'s').toBe(4);
+    // Back through admission: nothing while the newcomer's claim holds the rest (and the store
+    // settles); admitted once it ends.
+    expect((await a.admit({ place: undefined, needs: need(2), headroom: { cores: QUOTA }, stamp: 0, ttlMs: 60_000 })).admitted).toBe(false);
+    await c.release((newcomer as { claim: LedgerClaim }).claim, 'not-created');
+    const freed = Date.now();
+    let again = false;
+    while (!again && Date.now() - freed < PLACE_TTL_MS + 5000) {
+      again = (await a.admit({ place: undefined, needs: need(2), headroom: { cores: QUOTA }, stamp: 0, ttlMs: 60_000 }).catch(() => undefined))?.admitted === true;
+      if (!again) await sleep(100);
+    }
+    expect(again, 'a admitted again once the newcomer\'s claim ended').toBe(true);
   }, 60_000);
 
   it("the write-back's script: an emptied store (no order counter) settles for placeTtlMs, a kept one for placeTtlMs / 3; a heartbeat that finds the store emptied settles too, one of a holder that saw no order number leaves the counter missing", async () => {
@@ -171,5 +216,27 @@ describe.skipIf(!haveRedis)(`an empty Redis restart with a holder cut off${haveR
     expect(idle.settle).toBe(-2);
     expect(idle.order).toBeNull();
     expect((await run(0, true, idle.keys)).settle).toBeGreaterThan(PLACE_TTL_MS - 1000);
+  });
+
+  it("the write-back's script restores a claim the store lost only when it is posting (renewed before its POST, claimed anyway, or bound); a claim the store still has is kept either way", async () => {
+    const r = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    await r.connect();
+    afterThisTest(() => r.disconnect());
+    const keys = ledgerKeys('nova-guard:', ENDPOINT, 'script-posting').scope;
+    // One claim the store still has (only admitted), then the store is emptied of the rest.
+    await r.hset(keys[0]!, 'kept', '2,0,1,3,h1,');
+    await r.zadd(keys[1]!, Date.now() + 60_000, 'kept');
+    // ARGV: counted retention, instance, holder lease, then placeTtlMs, token, seq, order, 0 places,
+    // claims x (id, record, remaining ttl, posting), the write-back flag.
+    const claims = [
+      ['posting', '2,0,1,4,h1,', 60_000, '1'],
+      ['bound', '2,0,1,5,h1,server-1', 60_000, '1'],
+      ['admitted', '2,0,1,6,h1,', 60_000, '0'],
+      ['kept', '2,0,1,3,h1,', 60_000, '0'],
+    ].flat();
+    const answer = (await r.eval(ASSERT, keys.length, ...keys, 600_000, 'h1', PLACE_TTL_MS, PLACE_TTL_MS, 6, 0, 0, 0, ...claims, '1')) as unknown[];
+    expect([answer[0], answer[2]], '{restored, holders, dropped}').toEqual([2, 1]);
+    expect((await r.zrange(keys[1]!, 0, -1)).sort()).toEqual(['bound', 'kept', 'posting']);
+    expect(await r.hget(keys[0]!, 'admitted')).toBeNull();
   });
 });

@@ -331,12 +331,14 @@ describe.skipIf(!haveRedis)(`RedisQuotaLedger on a real redis-server${haveRedis 
     expect(inspect(error, { depth: 5 })).not.toContain('s3cr3t-pw');
   });
 
-  it('Redis killed mid-run and restarted empty: the claims still held are written back; tokens do not go back', async () => {
+  it('Redis killed mid-run and restarted empty: the posting claims still held are written back; tokens do not go back', async () => {
     const projectId = project();
     const a = ledger({ projectId, commandTimeoutMs: 1000 });
     const b = ledger({ projectId, commandTimeoutMs: 1000 });
     const got = await a.admit({ place: undefined, needs: need(3), headroom: { cores: 4 }, stamp: 0, ttlMs: 60_000 });
     if (!got.admitted) throw new Error('not admitted');
+    // Renewed right before its POST, as the guard does: posting, so the write-back restores it.
+    expect(await a.renew(got.claim, 60_000)).toBe(true);
     await server.kill();
     const down = Date.now();
     await expect(a.renew(got.claim, 60_000)).rejects.toBeInstanceOf(RedisLedgerError);
@@ -373,6 +375,8 @@ describe.skipIf(!haveRedis)(`RedisQuotaLedger on a real redis-server${haveRedis 
     const b = ledger({ projectId, commandTimeoutMs: 1000, placeTtlMs: 3000 });
     const got = await a.admit({ place: undefined, needs: need(3), headroom: { cores: 4 }, stamp: 0, ttlMs: 60_000 });
     if (!got.admitted) throw new Error('not admitted');
+    // Renewed right before its POST, as the guard does: posting, so the write-back restores it.
+    expect(await a.renew(got.claim, 60_000)).toBe(true);
     // The scope has been in use (a confirmed deletion took an order number): the restart loses it.
     await b.publishFreed('s-1');
     await server.restart();
@@ -408,6 +412,8 @@ describe.skipIf(!haveRedis)(`RedisQuotaLedger on a real redis-server${haveRedis 
     const b = ledger({ projectId, commandTimeoutMs: 1000, placeTtlMs: 3000 });
     const got = await a.admit({ place: undefined, needs: need(3), headroom: { cores: 4 }, stamp: 0, ttlMs: 60_000 });
     if (!got.admitted) throw new Error('not admitted');
+    // Renewed right before its POST, as the guard does: posting, so the write-back restores it.
+    expect(await a.renew(got.claim, 60_000)).toBe(true);
     // The scope has been in use (a confirmed deletion took an order number): its state is there.
     await b.publishFreed('s-1');
     /** Cut a off, let it reconnect, and wait until it wrote back; answers the settle's lease left then. */
