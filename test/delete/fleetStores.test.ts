@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AxiosAdapter } from 'axios';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock, type Clock, type TimerHandle } from '../../src/core/clock.js';
+import { systemClock } from '../../src/core/clock.js';
 import { FleetWatcher, MemoryFleetStore, type FleetPublication, type FleetStore } from '../../src/delete/index.js';
 import { NovaClient } from '../../src/nova/index.js';
 import { waitForDelete } from '../../src/index.js';
@@ -27,29 +27,11 @@ import type { FakeNova } from '../../src/testing/index.js';
 import { afterThisTest } from '../cleanup.js';
 import { startNova } from '../helpers.js';
 import { haveRedis, RedisServer, until } from '../redis/support.js';
+import { pausableClock } from '../pausableClock.js';
 
 const TTL = 600;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const silent = { info: () => undefined, debug: () => undefined, error: () => undefined, warn: () => undefined, trace: () => undefined, fatal: () => undefined };
-
-/** A clock whose timers can be frozen (a stopped process, as its timers see it). */
-function pausableClock(): Clock & { pause(): void; resume(): void } {
-  let paused = false;
-  const held: Array<() => void> = [];
-  return {
-    ...systemClock,
-    setTimeout: (fn: () => void, ms: number): TimerHandle =>
-      systemClock.setTimeout(() => {
-        if (paused) held.push(fn);
-        else fn();
-      }, ms),
-    pause: () => void (paused = true),
-    resume: () => {
-      paused = false;
-      for (const fn of held.splice(0)) fn();
-    },
-  };
-}
 
 /** One backend: a store for each host (its own connection where the backend has one), and a way to drop all state between tests. */
 interface Backend {

@@ -8,7 +8,6 @@
 import type { AxiosAdapter } from 'axios';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock, type Clock, type TimerHandle } from '../../src/core/clock.js';
 import { NovaClient } from '../../src/nova/index.js';
 import { waitForActive } from '../../src/guard/index.js';
 import { RedisQuotaLedger } from '../../src/redis/index.js';
@@ -19,28 +18,10 @@ import { afterThisTest } from '../cleanup.js';
 import { startNova } from '../helpers.js';
 import { haveRedis, RedisServer, skipReason, until } from './support.js';
 import { reply } from '../delete/support/hostile.js';
+import { pausableClock } from '../pausableClock.js';
 
 const TTL = 600;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** A clock whose timers can be frozen (a paused process, as its timers see it). */
-function pausableClock(): Clock & { pause(): void; resume(): void } {
-  let paused = false;
-  const held: Array<() => void> = [];
-  return {
-    ...systemClock,
-    setTimeout: (fn: () => void, ms: number): TimerHandle =>
-      systemClock.setTimeout(() => {
-        if (paused) held.push(fn);
-        else fn();
-      }, ms),
-    pause: () => void (paused = true),
-    resume: () => {
-      paused = false;
-      for (const fn of held.splice(0)) fn();
-    },
-  };
-}
 
 /** What one host sent to Nova: `GET /servers/{id}`, listings (`/servers/detail`, brief `/servers`), DELETEs. */
 interface Sent {
