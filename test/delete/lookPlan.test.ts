@@ -29,7 +29,6 @@ function getsOf(nova: FakeNova, id: string, from: number, since = 0): Array<{ at
     .filter((q) => q.method === 'GET' && q.path === `/servers/${id}`)
     .map((q) => ({ at: q.timeMs - from, status: q.status }));
 }
-const gaps = (times: number[]): number[] => times.slice(1).map((t, i) => t - times[i]!);
 
 /** Delete three servers one after the other, each waited for at 5 s: the engine learns how long deletes take here. */
 async function teachDeletes(client: NovaClient, nova: FakeNova): Promise<void> {
