@@ -190,7 +190,13 @@ export class DeleteEngine implements DeleteEngineFleet {
       if (!entry) {
         entry = newEntry(serverId, this.#memory.deleteDate(serverId), this.clock.wallNow(), currentOperation(), this.clock.now(), this.#memory.acceptedAt(serverId));
         if (spec.phase === 'building') entry.building = true;
-        else if (spec.phase === 'deleting') entry.deletingSince ??= this.clock.now();
+        else if (spec.phase === 'deleting') {
+          // Taken as under way (its presence from brief listings, its status again after three of
+          // its intervals: `tick.ts`) until a look shows otherwise.
+          entry.deletingSince ??= this.clock.now();
+          entry.underway = true;
+          entry.statusAt = this.clock.now();
+        }
         this.#entries.set(serverId, entry);
       }
       const now = this.clock.now();
@@ -263,9 +269,9 @@ export class DeleteEngine implements DeleteEngineFleet {
     return this.outbound.pace.widen(Math.min(this.#watchIntervalMs ?? intervalMs / 2, confirmIntervalMs));
   }
 
-  /** When `w` looks next after a look at clock time `now`: as the look plan says (`lookPlan.ts`), widened by the pace, jittered. */
+  /** When `w` looks next after a look at clock time `now`: as the look plan says (`lookPlan.ts`, the pace included), jittered. */
   #nextLookAt(w: Watch, now: number): number {
-    return now + jitteredMs(this.outbound.pace.widen(this.lookPlan.delayMs(w, now)), w.jitter);
+    return now + jitteredMs(this.lookPlan.delayMs(w, now), w.jitter);
   }
 
   /** Short looks were asked for: a wait on a deletion looks next within its short interval (widened by the pace). */
@@ -373,7 +379,8 @@ export class DeleteEngine implements DeleteEngineFleet {
     if (showsDeleted(obs)) entry.seenDeleted = true;
     if (!obs.gone) {
       entry.statusAt = this.clock.now();
-      if (entry.seenDeleted || obs.server['OS-EXT-STS:task_state'] === 'deleting') entry.underway = true;
+      // Under way while a look shows it so (a hint, `WatchSpec.phase`, that a look contradicts is dropped).
+      entry.underway = entry.seenDeleted || obs.server['OS-EXT-STS:task_state'] === 'deleting';
     }
     // The server's own `updated` is on the clock `changes-since` is compared with: the best anchor.
     const updated = obs.gone ? Number.NaN : Date.parse(String(obs.server.updated ?? ''));

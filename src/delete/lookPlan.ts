@@ -11,8 +11,9 @@
  *
  * The next look of a wait, after a look at clock time `now` (before jitter):
  * 1. Nova in trouble (the poll pace is widened, `pollPace.ts`): the rule without learning, widened
- *    (the caller's interval; the confirm interval once `DELETED` shows; no short looks), so a slow or
- *    failing Nova never gets a look more than before.
+ *    (the caller's interval; the confirm interval once `DELETED` shows; no short looks), or later
+ *    where the rules below say so (a build whose learned time has not come), so a slow or failing
+ *    Nova never gets a look more than before.
  * 2. The server shows `DELETED`: its confirm interval, or the short interval while a create waits
  *    for headroom (`shortLooks.ts`), whichever is shorter ("near").
  * 3. Its deletion is under way and the engine has learned how long deletes take: before the
@@ -66,9 +67,11 @@ export class LookPlan {
    * before the waits are told.
    */
   observed(entry: Entry, obs: Observation | undefined, now: number): void {
-    const before = Math.max(entry.lastLookAt, entry.deletingSince ?? Number.NEGATIVE_INFINITY);
     if (obs?.gone) {
-      if (entry.deletingSince !== undefined && Number.isFinite(before)) this.deletes.add((before + now) / 2 - entry.deletingSince);
+      // The middle of the last look that still showed it and this one; with no look since its deletion
+      // began, the whole time (all that is known is that it took at most that long).
+      const since = entry.deletingSince;
+      if (since !== undefined) this.deletes.add(entry.lastLookAt >= since ? (entry.lastLookAt + now) / 2 - since : now - since);
     } else if (obs) {
       const status = statusOf(obs.server);
       const deleting = status === 'DELETED' || obs.server['OS-EXT-STS:task_state'] === 'deleting';
@@ -95,31 +98,41 @@ export class LookPlan {
     return this.#d.intervalOf(w);
   }
 
-  /** Time from `now` to `w`'s next look, in ms, before the pace and jitter (see the module). */
+  /**
+   * Time from `now` to `w`'s next look, in ms, the pace included, before jitter (see the module).
+   * While Nova is in trouble (the pace widened) it is never sooner than without learning, widened,
+   * and later where the plan says so (a build whose learned time has not come): fewer looks only.
+   */
   delayMs(w: Watch, now: number): number {
+    const planned = this.#plannedMs(w, now);
+    const factor = this.#d.paceFactor();
+    if (factor <= 1) return planned;
+    const plain = w.entry.seenDeleted ? Math.min(w.intervalMs, w.confirmIntervalMs) : w.intervalMs;
+    return Math.max(factor * plain, planned);
+  }
+
+  /** {@link delayMs} while Nova answers well. */
+  #plannedMs(w: Watch, now: number): number {
     const e = w.entry;
-    const interval = this.intervalMs(w, now);
-    if (this.#d.paceFactor() > 1 || e.seenDeleted) return interval;
+    if (e.seenDeleted || this.#near(e, now)) return Math.min(w.intervalMs, this.#d.nearOf(w));
     const deleteMs = this.deletes.ms;
-    if (e.deletingSince !== undefined && deleteMs !== undefined) {
-      // Before the learned time: the caller's interval, or the look at the learned time if sooner.
-      const left = e.deletingSince + deleteMs - now;
-      return left > 0 ? Math.min(interval, left) : interval;
-    }
+    // Before the learned time: the caller's interval, or the look at the learned time if sooner.
+    if (e.deletingSince !== undefined && deleteMs !== undefined) return Math.min(w.intervalMs, e.deletingSince + deleteMs - now);
     const buildMs = this.builds.ms;
-    if (e.building && buildMs !== undefined && now < e.buildSince + buildMs) return e.buildSince + buildMs - now;
-    return interval;
+    if (e.building && buildMs !== undefined) return now < e.buildSince + buildMs ? e.buildSince + buildMs - now : w.intervalMs;
+    return this.#d.intervalOf(w);
   }
 
   /**
    * Time from `now` (its start) to the first look of `w` at a server not looked at yet, in ms: at
    * once, unless the engine has learned how long this cloud takes and the server's deletion or build
    * is known to have begun (its DELETE accepted here, or the fleet's hint, `WatchSpec.phase`): then
-   * at the learned time (for a deletion, the caller's interval if sooner).
+   * at the learned time (for a deletion, the caller's interval if sooner). A look later than at
+   * once is never a look more, so the pace does not change it.
    */
   firstDelayMs(w: Watch, now: number): number {
     const e = w.entry;
-    if (this.#d.paceFactor() > 1 || Number.isFinite(e.lastLookAt)) return 0;
+    if (Number.isFinite(e.lastLookAt)) return 0;
     const deleteMs = this.deletes.ms;
     if (e.deletingSince !== undefined && deleteMs !== undefined) return Math.max(0, Math.min(w.intervalMs, e.deletingSince + deleteMs - now));
     const buildMs = this.builds.ms;

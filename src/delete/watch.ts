@@ -36,7 +36,10 @@ export interface Entry {
   readonly createdWallMs: number;
   /** It has shown status `DELETED`: only its 404 is awaited. */
   seenDeleted: boolean;
-  /** Its deletion is under way: it has shown task_state `deleting` or status `DELETED`. */
+  /**
+   * Its deletion is under way: its last status showed task_state `deleting` or status `DELETED`
+   * (ever shown `DELETED` counts), or, before any look, the fleet's hint said so (`WatchSpec.phase`).
+   */
   underway: boolean;
   /** Clock time of its last status (a body from a GET or a `changes-since` listing). */
   statusAt: number;

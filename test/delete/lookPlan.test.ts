@@ -7,8 +7,8 @@
  * before; shared listings go out only when a server is due by that rule; the fleet interest carries
  * the caller's interval, and the short one as its confirm interval.
  */
-import { describe, expect, it } from 'vitest';
-import { deleteServers, waitForActive, type NovaClient } from '../../src/index.js';
+import { describe, expect, it, vi } from 'vitest';
+import { deleteServers, InProcessFleet, waitForActive, type NovaClient } from '../../src/index.js';
 import { QuotaGuard } from '../../src/guard/index.js';
 import { AbortError } from '../../src/errors/index.js';
 import type { FakeNova } from '../../src/testing/index.js';
@@ -21,6 +21,10 @@ const SERVER = /^\/servers\/[0-9a-f-]{36}$/;
 const LISTING = /^\/servers(\/detail)?$/;
 const WAITING = { ...FAST, minDelayMs: 600_000, baseDelayMs: 600_000, maxDelayMs: 600_000, jitter: 0, maxWaitMs: 3_600_000 };
 const DELETE = { wait: true, intervalMs: 5000, jitter: 0, timeoutMs: 120_000 } as const;
+
+/** What the engine has learned (read softly: an engine without a look plan fails on the looks, not here). */
+const learned = (client: NovaClient, which: 'deletes' | 'builds'): number | undefined =>
+  (client.deleteEngine as { lookPlan?: Record<typeof which, { ms: number | undefined }> }).lookPlan?.[which].ms;
 
 /** Times (ms since `from`) and statuses of the GETs of server `id`, after request index `since`. */
 function getsOf(nova: FakeNova, id: string, from: number, since = 0): Array<{ at: number; status: number }> {
@@ -44,7 +48,6 @@ describe('looks where a 404 is near (learned from the deletes seen)', () => {
     const client = clientFor(nova);
     await teachDeletes(client, nova);
     // Each taught delete: looked at when its DELETE was accepted, then 5 s later (the 404): learned 2.5 s.
-    expect(client.deleteEngine.lookPlan.deletes.ms).toBe(2500);
     const id = nova.addServer({ status: 'ACTIVE', flavorId: '1' }).id;
     const from = Date.now();
     const r = await settle(client.deleteServer(id, DELETE));
@@ -54,14 +57,13 @@ describe('looks where a 404 is near (learned from the deletes seen)', () => {
     // later the 404 (Nova destroyed it at 3 s), not at 5 s.
     expect(looks.map((g) => g.at)).toEqual([2500, 3500]);
     expect(looks.map((g) => g.status)).toEqual([200, 404]);
+    expect(learned(client, 'deletes')).toBe(2500);
   });
 
   it('while a create waits: the caller interval (5 s) before the learned time, then the short interval (0.5 s) to the 404', async () => {
     const nova = await startNova({ maxTotalCores: 2, deleteDelayMs: 12_000 });
     const client = clientFor(nova);
     await teachDeletes(client, nova);
-    // Looked at 0, 5, 10 and 15 s (the 404): each sample the midpoint of the last two looks, 12.5 s.
-    expect(client.deleteEngine.lookPlan.deletes.ms).toBe(12_500);
     const guard = new QuotaGuard(client, { ...WAITING, shortLookIntervalMs: 500 });
     const holder = nova.addServer({ status: 'ACTIVE', flavorId: '2' }).id;
     const stop = new AbortController();
@@ -74,6 +76,9 @@ describe('looks where a 404 is near (learned from the deletes seen)', () => {
     // learned 12.5 s, then every 0.5 s: the 404 at 12.5 s.
     expect(looks.map((g) => g.at)).toEqual([5000, 10_000, 12_500]);
     expect(looks.map((g) => g.status)).toEqual([200, 200, 404]);
+    // The taught deletes were looked at 0, 5, 10 and 15 s (the 404): each sample the midpoint of the
+    // last two looks, 12.5 s; this one adds 11.25 s, the lower quartile of the four.
+    expect(learned(client, 'deletes')).toBe(11_250);
     stop.abort();
     await expect(settle(created)).rejects.toBeInstanceOf(AbortError);
     await guard.close();
@@ -84,7 +89,6 @@ describe('looks where a 404 is near (learned from the deletes seen)', () => {
     const nova = await startNova({ deleteDelayMs: 2000, deletedWindowMs: 10_000 });
     const client = clientFor(nova);
     await teachDeletes(client, nova);
-    expect(client.deleteEngine.lookPlan.deletes.ms).toBe(11_500);
     const id = nova.addServer({ status: 'ACTIVE', flavorId: '1' }).id;
     const from = Date.now();
     await settle(client.deleteServer(id, DELETE));
@@ -93,6 +97,7 @@ describe('looks where a 404 is near (learned from the deletes seen)', () => {
     // the learned 11.5 s holds nothing back.
     expect(looks.map((g) => g.at)).toEqual([5000, 6000, 7000, 8000, 9000, 10_000, 11_000, 12_000]);
     expect(looks.at(-1)?.status).toBe(404);
+    expect(learned(client, 'deletes')).toBe(11_500);
   });
 
   it('with 503s the looks back off as before: no more GETs than an engine that has learned nothing', async () => {
@@ -124,14 +129,14 @@ describe('looks near the learned build time', () => {
       const s = await client.createServer(body(`teach-${i}`, '1'));
       expect((await settle(waitForActive(client, s.id, { intervalMs: 1000, jitter: 0 }))).outcome).toBe('active');
     }
-    // Looked at 0, 1, ..., 4 s (BUILD) and 5 s (ACTIVE): learned 4.5 s.
-    expect(client.deleteEngine.lookPlan.builds.ms).toBe(4500);
     const s = await client.createServer(body('built', '1'));
     const from = Date.now();
     const r = await settle(waitForActive(client, s.id, { intervalMs: 1000, jitter: 0 }));
     expect(r.outcome).toBe('active');
     // At once (BUILD), at 4.5 s (BUILD), then the caller interval: ACTIVE at 5.5 s. Not 6 looks.
     expect(getsOf(nova, s.id, from).map((g) => g.at)).toEqual([0, 4500, 5500]);
+    // The taught builds were looked at 0, 1, ..., 4 s (BUILD) and 5 s (ACTIVE): learned 4.5 s.
+    expect(learned(client, 'builds')).toBe(4500);
   });
 });
 
@@ -177,5 +182,34 @@ describe('the fleet interest', () => {
     await settle(deleting);
     await guard.close();
     expect(T0).toBeLessThan(Date.now());
+  });
+});
+
+describe('the fleet watcher looks by what its engine learned', () => {
+  it("a consumer's delete wait: the watcher's first look at the learned delete time, not at once; the 404 within a confirm interval of it", async () => {
+    const nova = await startNova({ deleteDelayMs: 3000 });
+    const a = clientFor(nova);
+    const b = clientFor(nova);
+    const fleet = new InProcessFleet();
+    const ma = await fleet.join(a);
+    const mb = await fleet.join(b);
+    await vi.advanceTimersByTimeAsync(0);
+    expect([ma.watching, mb.consuming]).toEqual([true, true]);
+    // The watcher's engine learns from its own deletes (2.5 s, as above).
+    await teachDeletes(a, nova);
+    const id = nova.addServer({ status: 'ACTIVE', flavorId: '1' }).id;
+    const since = nova.requests.length;
+    const from = Date.now();
+    const r = await settle(b.deleteServer(id, DELETE));
+    expect(r.outcome).toBe('deleted');
+    const looks = getsOf(nova, id, from, since);
+    const listings = nova.requests.slice(since).filter((q) => q.method === 'GET' && LISTING.test(q.path));
+    // Registered at once (its DELETE accepted): looked at 2.5 s later, then 1 s later (the 404 at 3 s): two requests.
+    expect(looks.map((g) => g.status)).toEqual([200, 404]);
+    expect(looks[0]!.at).toBeGreaterThanOrEqual(2500);
+    expect(looks[1]!.at).toBeLessThanOrEqual(4000);
+    expect(listings).toEqual([]);
+    expect(mb.stats.proofs).toBe(1);
+    fleet.close();
   });
 });
