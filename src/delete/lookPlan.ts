@@ -68,10 +68,11 @@ export class LookPlan {
    */
   observed(entry: Entry, obs: Observation | undefined, now: number): void {
     if (obs?.gone) {
-      // The middle of the last look that still showed it and this one; with no look since its deletion
-      // began, the whole time (all that is known is that it took at most that long).
+      // The middle of the last look that still showed it (or the start of its deletion) and this one.
+      // A first look that finds it gone so teaches a shorter time, and a later first look that finds it
+      // still there a longer one: the learned time settles where first looks find most servers still there.
       const since = entry.deletingSince;
-      if (since !== undefined) this.deletes.add(entry.lastLookAt >= since ? (entry.lastLookAt + now) / 2 - since : now - since);
+      if (since !== undefined) this.deletes.add((Math.max(entry.lastLookAt, since) + now) / 2 - since);
     } else if (obs) {
       const status = statusOf(obs.server);
       const deleting = status === 'DELETED' || obs.server['OS-EXT-STS:task_state'] === 'deleting';
