@@ -7,7 +7,7 @@
  *   between the last look that still showed the server and the look that got the 404; the lower
  *   quartile of the last 32 ({@link DELETE_QUANTILE});
  * - **builds**: from the first wait on a server in BUILD to the first look that showed it out of
- *   BUILD (midpoint likewise); the lower quartile too ({@link BUILD_QUANTILE}).
+ *   BUILD (midpoint likewise); the median ({@link BUILD_QUANTILE}).
  *
  * The next look of a wait, after a look at clock time `now` (before jitter):
  * 1. Nova in trouble (the poll pace is widened, `pollPace.ts`): the rule without learning, widened
@@ -36,8 +36,12 @@ import type { Entry, Watch } from './watch.js';
 /** Quantile of the learned DELETE-to-404 times at which the looks become near. @default 0.25 (the lower quartile) */
 export const DELETE_QUANTILE = 0.25;
 
-/** Quantile of the learned build times at which a server in BUILD is looked at. @default 0.25 */
-export const BUILD_QUANTILE = 0.25;
+/**
+ * Quantile of the learned build times at which a server in BUILD is looked at. @default 0.5 (the
+ * median: an ACTIVE seen a little late frees nothing late, and each look at a building server is a
+ * detail listing or a GET)
+ */
+export const BUILD_QUANTILE = 0.5;
 
 /** What a {@link LookPlan} reads of its engine. */
 export interface LookPlanInit {
@@ -115,12 +119,15 @@ export class LookPlan {
   /** {@link delayMs} while Nova answers well. */
   #plannedMs(w: Watch, now: number): number {
     const e = w.entry;
-    if (e.seenDeleted || this.#near(e, now)) return Math.min(w.intervalMs, this.#d.nearOf(w));
+    const near = Math.min(w.intervalMs, this.#d.nearOf(w));
+    if (e.seenDeleted || this.#near(e, now)) return near;
     const deleteMs = this.deletes.ms;
-    // Before the learned time: the caller's interval, or the look at the learned time if sooner.
-    if (e.deletingSince !== undefined && deleteMs !== undefined) return Math.min(w.intervalMs, e.deletingSince + deleteMs - now);
+    // Before the learned time: the caller's interval, or the look at the learned time if sooner (within
+    // a near interval of it, as a near look: a jittered look just before it does not add one).
+    if (e.deletingSince !== undefined && deleteMs !== undefined) return Math.min(w.intervalMs, Math.max(near, e.deletingSince + deleteMs - now));
     const buildMs = this.builds.ms;
-    if (e.building && buildMs !== undefined) return now < e.buildSince + buildMs ? e.buildSince + buildMs - now : w.intervalMs;
+    // Not before the learned time (a first look jittered a little early counts as the look at it).
+    if (e.building && buildMs !== undefined) return now < e.buildSince + buildMs * (1 - w.jitter) ? e.buildSince + buildMs - now : w.intervalMs;
     return this.#d.intervalOf(w);
   }
 
