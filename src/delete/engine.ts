@@ -14,7 +14,9 @@
  *    one brief `GET /servers` tells which of those under way Nova no longer lists (a trigger only: each
  *    gets its own GET at once, once per server); every server the listings could not answer (absent,
  *    not anchored, listing failed: an error or the request time limit; a slow answer is an answer)
- *    gets its own GET. A failed listing is never a failed wait.
+ *    gets its own GET. A failed listing is never a failed wait. A round goes out only when a wait is
+ *    due, and when each wait is due is the look plan's (`lookPlan.ts`): often only where a 404 (or
+ *    an ACTIVE) is near.
  * 4. Each answer goes to the waits of its server: "gone" (decided in `evidence.ts` only: Nova's 404
  *    for the server's own request, checked against a listing when it contradicts what the engine
  *    knows; never an absence from a listing) ends them as `deleted`; `SOFT_DELETED` and `ERROR` with no task end them; anything else
