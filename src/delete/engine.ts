@@ -14,7 +14,9 @@
  *    one brief `GET /servers` tells which of those under way Nova no longer lists (a trigger only: each
  *    gets its own GET at once, once per server); every server the listings could not answer (absent,
  *    not anchored, listing failed: an error or the request time limit; a slow answer is an answer)
- *    gets its own GET. A failed listing is never a failed wait.
+ *    gets its own GET. A failed listing is never a failed wait. A round goes out only when a wait is
+ *    due, and when each wait is due is the look plan's (`lookPlan.ts`): often only where a 404 (or
+ *    an ACTIVE) is near.
  * 4. Each answer goes to the waits of its server: "gone" (decided in `evidence.ts` only: Nova's 404
  *    for the server's own request, checked against a listing when it contradicts what the engine
  *    knows; never an absence from a listing) ends them as `deleted`; `SOFT_DELETED` and `ERROR` with no task end them; anything else
@@ -42,6 +44,7 @@ import { ListingPolicy } from './listingPolicy.js';
 import { Outbound } from './outbound.js';
 import { PresenceCheck } from './presenceCheck.js';
 import { ShortLooks } from './shortLooks.js';
+import { LookPlan } from './lookPlan.js';
 import { Follows } from './follow.js';
 import { ORPHAN_EVIDENCE } from './evidence.js';
 import { EngineFleet } from './engineFleet.js';
@@ -83,6 +86,8 @@ export class DeleteEngine implements DeleteEngineFleet {
   readonly #presence: PresenceCheck;
   /** Short looks at deletions while a create waits for headroom (`shortLooks.ts`). */
   readonly shortLooks = new ShortLooks(() => this.#pullIn(), () => this.outbound.pace.factor);
+  /** When each wait looks next: often only where a change is near (`lookPlan.ts`), learned from the engine's own looks. */
+  readonly lookPlan = new LookPlan({ paceFactor: () => this.outbound.pace.factor, intervalOf: (w) => this.shortLooks.intervalOf(w), nearOf: (w) => this.shortLooks.nearOf(w) });
   /** Deletions nobody waits for, followed to their 404 while anyone listens for confirmed deletions (`follow.ts`). */
   readonly follows: Follows = new Follows(this);
   /** The engine's end of a fleet link (`engineFleet.ts`). */
@@ -102,7 +107,7 @@ export class DeleteEngine implements DeleteEngineFleet {
     const counted = (): void => void this.stats.briefListings++;
     this.#presence = new PresenceCheck({ api, send: (fn, signal) => this.outbound.listing(fn, signal), microversion: () => this.#listings.presenceMicroversion, counted });
     const wake = (): void => void (this.#ticking || this.#reschedule());
-    this.#fleet = new EngineFleet({ clock: this.clock, entries: this.#entries, memory: this.#memory, intervalOf: (w) => this.shortLooks.intervalOf(w), deliver: (e, obs) => this.#deliver(e, obs), wake });
+    this.#fleet = new EngineFleet({ clock: this.clock, entries: this.#entries, memory: this.#memory, nearOf: (w) => this.shortLooks.nearOf(w), deliver: (e, obs) => this.#deliver(e, obs), wake });
     this.#tickSide = {
       api,
       stats: this.stats,
@@ -167,9 +172,12 @@ export class DeleteEngine implements DeleteEngineFleet {
     if (serverDateMs === undefined || !Number.isFinite(serverDateMs)) return;
     this.#offsetMs = serverDateMs - this.clock.wallNow();
     if (serverId === undefined) return;
-    this.#memory.deleteAccepted(serverId, serverDateMs);
+    this.#memory.deleteAccepted(serverId, serverDateMs, this.clock.now());
     const entry = this.#entries.get(serverId);
-    if (entry) entry.anchorNovaMs = serverDateMs;
+    if (entry) {
+      entry.anchorNovaMs = serverDateMs;
+      entry.deletingSince ??= this.#memory.acceptedAt(serverId);
+    }
   }
 
   /**
@@ -182,7 +190,15 @@ export class DeleteEngine implements DeleteEngineFleet {
     return new Promise<WatchEnd>((resolve, reject) => {
       let entry = this.#entries.get(serverId);
       if (!entry) {
-        entry = newEntry(serverId, this.#memory.deleteDate(serverId), this.clock.wallNow(), currentOperation());
+        entry = newEntry(serverId, this.#memory.deleteDate(serverId), this.clock.wallNow(), currentOperation(), this.clock.now(), this.#memory.acceptedAt(serverId));
+        if (spec.phase === 'building') entry.building = true;
+        else if (spec.phase === 'deleting') {
+          // Taken as under way (its presence from brief listings, its status again after three of
+          // its intervals: `tick.ts`) until a look shows otherwise.
+          entry.deletingSince ??= this.clock.now();
+          entry.underway = true;
+          entry.statusAt = this.clock.now();
+        }
         this.#entries.set(serverId, entry);
       }
       const now = this.clock.now();
@@ -198,11 +214,16 @@ export class DeleteEngine implements DeleteEngineFleet {
         reject,
       };
       if (spec.signal) this.#abortGroups.add(spec.signal, w);
+      // The fleet watcher's wait started again for the same server (other intervals, a later
+      // deadline: `FleetLooks.follow`) keeps its server's schedule: its next look by the plan from the last one.
+      if (spec.fleetWatch === true && Number.isFinite(entry.lastLookAt)) w.nextAt = Math.max(now, this.#nextLookAt(w, entry.lastLookAt));
+      // A server not looked at yet whose deletion or build is known to have begun: its first look at the learned time.
+      else w.nextAt = now + jitteredMs(this.lookPlan.firstDelayMs(w, now), w.jitter);
       entry.watches.push(w);
       this.#waits++;
       this.#fleet.interestChanged();
       const shared = this.#coalesce && this.#entries.size >= 2;
-      const tickAt = Math.max(shared ? Math.max(now, this.#lastTickAt + this.#gapMs(this.shortLooks.intervalOf(w))) : now, this.outbound.pausedUntil);
+      const tickAt = Math.max(shared ? Math.max(w.nextAt, this.#lastTickAt + this.#gapMs(this.lookPlan.intervalMs(w, now))) : w.nextAt, this.outbound.pausedUntil);
       this.#wantTimer(Math.min(tickAt, w.deadlineAt));
     });
   }
@@ -245,15 +266,14 @@ export class DeleteEngine implements DeleteEngineFleet {
     return this.#fleet.observed(serverId, obs);
   }
 
-  /** Time between shared ticks: `watchIntervalMs`, or half the smallest interval, shorter while a server shows DELETED; widened by the pace. */
+  /** Time between shared ticks: `watchIntervalMs`, or half the smallest interval, shorter where a 404 is near (`lookPlan.ts`); widened by the pace. */
   #gapMs(intervalMs: number, confirmIntervalMs = Number.POSITIVE_INFINITY): number {
     return this.outbound.pace.widen(Math.min(this.#watchIntervalMs ?? intervalMs / 2, confirmIntervalMs));
   }
 
-  /** When `w` looks next after a look at clock time `now`: its interval (its confirm interval once DELETED shows), widened by the pace, jittered. */
+  /** When `w` looks next after a look at clock time `now`: as the look plan says (`lookPlan.ts`, the pace included), jittered. */
   #nextLookAt(w: Watch, now: number): number {
-    const ms = this.shortLooks.intervalOf(w);
-    return now + jitteredMs(this.outbound.pace.widen(w.entry.seenDeleted ? Math.min(ms, w.confirmIntervalMs) : ms), w.jitter);
+    return now + jitteredMs(this.lookPlan.delayMs(w, now), w.jitter);
   }
 
   /** Short looks were asked for: a wait on a deletion looks next within its short interval (widened by the pace). */
@@ -293,10 +313,11 @@ export class DeleteEngine implements DeleteEngineFleet {
     let next = Number.POSITIVE_INFINITY;
     let interval = Number.POSITIVE_INFINITY;
     let confirm = Number.POSITIVE_INFINITY;
+    const now = this.clock.now();
     for (const w of this.#allWaits()) {
       deadline = Math.min(deadline, w.deadlineAt);
       if (w.nextAt < w.deadlineAt - LAST_LOOK_MARGIN_MS && !this.#fleet.covers(w.entry)) next = Math.min(next, w.nextAt);
-      interval = Math.min(interval, this.shortLooks.intervalOf(w));
+      interval = Math.min(interval, this.lookPlan.intervalMs(w, now));
       if (w.entry.seenDeleted) confirm = Math.min(confirm, w.confirmIntervalMs);
     }
     // A look due at or after the deadline of its wait is never sent: the deadline ends the wait first.
@@ -326,9 +347,11 @@ export class DeleteEngine implements DeleteEngineFleet {
     this.#lastTickAt = now;
     this.stats.ticks++;
     let interval = Number.POSITIVE_INFINITY;
+    let ownInterval = Number.POSITIVE_INFINITY;
     let deadline = Number.NEGATIVE_INFINITY;
     for (const w of this.#allWaits()) {
-      interval = Math.min(interval, this.shortLooks.intervalOf(w));
+      interval = Math.min(interval, this.lookPlan.intervalMs(w, now));
+      ownInterval = Math.min(ownInterval, w.intervalMs);
       deadline = Math.max(deadline, w.deadlineAt);
     }
     this.outbound.pace.baseMs = interval;
@@ -341,6 +364,7 @@ export class DeleteEngine implements DeleteEngineFleet {
       now,
       deadlineAt: deadline,
       intervalMs: interval,
+      ownIntervalMs: ownInterval,
       offsetMs: this.#offsetMs,
       widenMs: this.#listings.widenMs,
       presenceMicroversion: this.#listings.presenceMicroversion,
@@ -353,10 +377,12 @@ export class DeleteEngine implements DeleteEngineFleet {
   }
 
   #deliver(entry: Entry, obs: Observation): void {
+    this.lookPlan.observed(entry, obs, this.clock.now());
     if (showsDeleted(obs)) entry.seenDeleted = true;
     if (!obs.gone) {
       entry.statusAt = this.clock.now();
-      if (entry.seenDeleted || obs.server['OS-EXT-STS:task_state'] === 'deleting') entry.underway = true;
+      // Under way while a look shows it so (a hint, `WatchSpec.phase`, that a look contradicts is dropped).
+      entry.underway = entry.seenDeleted || obs.server['OS-EXT-STS:task_state'] === 'deleting';
     }
     // The server's own `updated` is on the clock `changes-since` is compared with: the best anchor.
     const updated = obs.gone ? Number.NaN : Date.parse(String(obs.server.updated ?? ''));
@@ -393,6 +419,7 @@ export class DeleteEngine implements DeleteEngineFleet {
   /** A shared listing still has `entry`'s server (or its 404 is unchecked): a look at it, its status as last seen. */
   #present(entry: Entry): void {
     const now = this.clock.now();
+    this.lookPlan.observed(entry, undefined, now);
     lookedPresent(entry, (w) => this.#nextLookAt(w, now));
   }
 
@@ -404,6 +431,6 @@ export class DeleteEngine implements DeleteEngineFleet {
 
   #fail(entry: Entry, error: unknown): void {
     const now = this.clock.now();
-    lookFailed(entry, error, (w, e) => this.#settle(w, e), (w) => now + jitteredMs(this.outbound.pace.widen(this.shortLooks.intervalOf(w)), w.jitter));
+    lookFailed(entry, error, (w, e) => this.#settle(w, e), (w) => now + jitteredMs(this.outbound.pace.widen(this.lookPlan.intervalMs(w, now)), w.jitter));
   }
 }

@@ -21,8 +21,8 @@ export interface EngineFleetInit {
   readonly entries: ReadonlyMap<string, Entry>;
   /** The engine's memory of servers: what a published status would end a delete wait with. */
   readonly memory: ServerMemory;
-  /** A wait's interval now, in ms (its own, or the short one while a create waits: `shortLooks.ts`). */
-  readonly intervalOf: (w: { readonly intervalMs: number; readonly until?: unknown }) => number;
+  /** A wait's interval where its 404 is near, in ms (its confirm interval, or the short one while a create waits: `ShortLooks.nearOf`). */
+  readonly nearOf: (w: { readonly confirmIntervalMs: number; readonly until?: unknown }) => number;
   /** Hand a look the fleet answered to the waits of its server (`DeleteEngine`'s delivery). */
   readonly deliver: (entry: Entry, obs: Observation) => void;
   /** The waits' schedule changed: the engine sets its timer again (unless a tick runs: its end does). */
@@ -56,7 +56,7 @@ export class EngineFleet {
 
   /** The servers the engine's delete waits wait on (see `fleet.ts`). */
   interest(): FleetInterest[] {
-    return interestOf(this.#d.entries.values(), this.#d.clock.now(), this.#d.intervalOf);
+    return interestOf(this.#d.entries.values(), this.#d.clock.now(), this.#d.nearOf);
   }
 
   /** The engine's waits changed (one started or ended, or their intervals): the link registers the new interest. */

@@ -38,7 +38,10 @@ export interface FleetLink {
 /** One server the engine's delete waits wait on (durations in ms). */
 export interface FleetInterest {
   readonly serverId: string;
-  /** The smallest `intervalMs` and `confirmIntervalMs` of its delete waits. */
+  /**
+   * The smallest `intervalMs` of its waits, and the smallest interval where its 404 is near (their
+   * `confirmIntervalMs`, or the short interval while a create waits: `shortLooks.ts`).
+   */
   readonly intervalMs: number;
   readonly confirmIntervalMs: number;
   /** Time until the latest deadline of its delete waits. */
@@ -91,18 +94,24 @@ export function fleetCovers(link: FleetLink | undefined, entry: { readonly watch
 }
 
 /**
- * The fleet interest of `entries` at clock time `now`; `intervalOf` gives a wait's interval now (its
- * own, or the short one while a create waits: `shortLooks.ts`).
+ * The fleet interest of `entries` at clock time `now`. `intervalMs` is the waits' own interval (the
+ * watcher's look plan decides where to look more often, `lookPlan.ts`); `nearOf` gives a wait's
+ * interval where its 404 is near (its confirm interval, or the short one while a create waits:
+ * `ShortLooks.nearOf`), registered as the interest's `confirmIntervalMs`.
  */
-export function interestOf(entries: Iterable<{ serverId: string; watches: readonly WaitLike[] }>, now: number, intervalOf: (w: WaitLike) => number = (w) => w.intervalMs): FleetInterest[] {
+export function interestOf(
+  entries: Iterable<{ serverId: string; watches: readonly WaitLike[] }>,
+  now: number,
+  nearOf: (w: WaitLike) => number = (w) => w.confirmIntervalMs,
+): FleetInterest[] {
   const out: FleetInterest[] = [];
   for (const e of entries) {
     const waits = e.watches.filter(isFleetWait);
     if (waits.length === 0) continue;
     out.push({
       serverId: e.serverId,
-      intervalMs: Math.min(...waits.map(intervalOf)),
-      confirmIntervalMs: Math.min(...waits.map((w) => w.confirmIntervalMs)),
+      intervalMs: Math.min(...waits.map((w) => w.intervalMs)),
+      confirmIntervalMs: Math.min(...waits.map(nearOf)),
       remainingMs: Math.max(0, Math.max(...waits.map((w) => w.deadlineAt)) - now),
       ...(waits.some((w) => w.until !== undefined) ? { whole: true as const } : {}),
     });

@@ -144,6 +144,8 @@ export class FleetLooks {
         signal: controller.signal,
         // The watcher's own: never the fleet's interest; it ends at the proof.
         fleetWatch: true,
+        // An ACTIVE wait registered it (the whole body): a server just created; else a deletion was requested.
+        phase: w.whole === true ? 'building' : 'deleting',
         until: (obs) => obs.gone,
         onObservation: (obs) => void (!controller.signal.aborted && this.#observed(serverId, obs, watch.whole)),
       })

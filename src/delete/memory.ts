@@ -14,13 +14,19 @@ const MAX_SERVERS = 10_000;
 /** The engine's memory of servers it was asked to delete. */
 export class ServerMemory {
   readonly #deleteDates = new Map<string, number>();
+  /** Clock time (the engine's) each remembered DELETE was accepted. */
+  readonly #acceptedAt = new Map<string, number>();
   readonly #faults = new Map<string, string>();
   readonly #faultsAtDelete = new Map<string, string | undefined>();
 
-  /** Nova accepted a DELETE of `serverId`; its answer's `Date` (epoch ms, Nova's clock). */
-  deleteAccepted(serverId: string, serverDateMs: number): void {
+  /**
+   * Nova accepted a DELETE of `serverId`; its answer's `Date` (epoch ms, Nova's clock), and the
+   * engine's clock time then (`atMs`; the first accepted DELETE's is kept: `lookPlan.ts`).
+   */
+  deleteAccepted(serverId: string, serverDateMs: number, atMs?: number): void {
     this.#deleteDates.delete(serverId);
     this.#deleteDates.set(serverId, serverDateMs);
+    if (atMs !== undefined && !this.#acceptedAt.has(serverId)) this.#acceptedAt.set(serverId, atMs);
     this.#faultsAtDelete.set(serverId, this.#faults.get(serverId));
     if (this.#deleteDates.size > MAX_SERVERS) this.forget(this.#deleteDates.keys().next().value!);
   }
@@ -28,6 +34,11 @@ export class ServerMemory {
   /** The `Date` of the last accepted DELETE, if remembered. */
   deleteDate(serverId: string): number | undefined {
     return this.#deleteDates.get(serverId);
+  }
+
+  /** The engine's clock time its first remembered DELETE was accepted, if known. */
+  acceptedAt(serverId: string): number | undefined {
+    return this.#acceptedAt.get(serverId);
   }
 
   /** The end `obs` means for a wait on `serverId` (see `classify`), remembering the fault it shows. */
@@ -40,6 +51,7 @@ export class ServerMemory {
   /** The server is gone: nothing of it is kept. */
   forget(serverId: string): void {
     this.#deleteDates.delete(serverId);
+    this.#acceptedAt.delete(serverId);
     this.#faults.delete(serverId);
     this.#faultsAtDelete.delete(serverId);
   }

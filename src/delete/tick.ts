@@ -79,8 +79,13 @@ export interface TickPlan {
   readonly now: number;
   /** The latest pending deadline (clock time): no listing runs past it. */
   readonly deadlineAt: number;
-  /** The smallest interval of the pending waits. */
+  /** The smallest interval of the pending waits now (shorter where a 404 is near: `lookPlan.ts`). */
   readonly intervalMs: number;
+  /**
+   * The smallest of the pending waits' own intervals (`intervalMs` of their specs): a server under
+   * way is listed with its status again after {@link STATUS_REFRESH_INTERVALS} of them.
+   */
+  readonly ownIntervalMs: number;
   /** Nova's clock minus the local wall clock, when a `Date` header has told it. */
   readonly offsetMs: number | undefined;
   /** Extra window taken off `changes-since` after servers were missing from a listing. */
@@ -93,7 +98,7 @@ export interface TickPlan {
   readonly presenceMicroversion: string | undefined;
 }
 
-/** A server under way is listed with its status again after this many intervals (an ERROR shows only in its status). */
+/** A server under way is listed with its status again after this many of the waits' own intervals (an ERROR shows only in its status). */
 const STATUS_REFRESH_INTERVALS = 3;
 
 /** When Nova's clock is not known yet, `changes-since` reaches this far back, in ms (clocks minutes apart still meet). */
@@ -125,7 +130,7 @@ export class Tick {
       }
       // Status for the servers not yet under way (and now and then for the others: an ERROR shows only so).
       // A listing goes out only when a wait that is due now needs it; the others ride along.
-      const statusRefreshMs = STATUS_REFRESH_INTERVALS * plan.intervalMs;
+      const statusRefreshMs = STATUS_REFRESH_INTERVALS * plan.ownIntervalMs;
       const needStatus = plan.entries.filter((e) => live(e) && (!e.underway || plan.now - e.statusAt >= statusRefreshMs));
       const single = await this.#statusListing(needStatus.some((e) => plan.due.has(e)) ? needStatus : []);
       // Presence for the servers under way, those the status listing has just shown so included. The

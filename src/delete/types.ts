@@ -290,6 +290,13 @@ export interface WatchSpec {
    * by the fleet's publications. @default false
    */
   fleetWatch?: boolean | undefined;
+  /**
+   * What the waiter knows of the server when the wait starts: `'building'` (just created) or
+   * `'deleting'` (its DELETE was requested). The first look then comes at the time this cloud's
+   * builds or deletes take, once the engine has learned it (`lookPlan.ts`), not at once; the fleet
+   * watcher's waits pass it (an ACTIVE wait, or a delete wait, registered it). @default undefined (look at once)
+   */
+  phase?: 'building' | 'deleting' | undefined;
 }
 
 /** How a wait ended. */

@@ -36,10 +36,24 @@ export interface Entry {
   readonly createdWallMs: number;
   /** It has shown status `DELETED`: only its 404 is awaited. */
   seenDeleted: boolean;
-  /** Its deletion is under way: it has shown task_state `deleting` or status `DELETED`. */
+  /**
+   * Its deletion is under way: its last status showed task_state `deleting` or status `DELETED`
+   * (ever shown `DELETED` counts), or, before any look, the fleet's hint said so (`WatchSpec.phase`).
+   */
   underway: boolean;
   /** Clock time of its last status (a body from a GET or a `changes-since` listing). */
   statusAt: number;
+  /** Clock time of its last look answered (a body, a listing that showed it, the 404): `lookPlan.ts`. */
+  lastLookAt: number;
+  /**
+   * Clock time its deletion began as this engine knows it: its own DELETE accepted, or else the first
+   * look that showed it `deleting` or `DELETED` (`lookPlan.ts`); undefined while none did.
+   */
+  deletingSince: number | undefined;
+  /** Its last look showed it in BUILD (not deleting): `lookPlan.ts`. */
+  building: boolean;
+  /** Clock time its first wait started (the start of its build, for a server just created). */
+  readonly buildSince: number;
   /**
    * Its absence from a brief listing has triggered a GET of its own already (`absenceTriggers` in
    * `evidence.ts`): a later absence waits for its due look (one extra GET per deletion at most).
@@ -84,8 +98,11 @@ export function lookTimeoutMs(entry: Entry, defaultMs: number, now: number): num
   return Math.max(1, Math.min(limit, deadline - now));
 }
 
-/** A new record of a server with no wait yet (`anchorNovaMs`: the Date of its accepted DELETE, if known). */
-export function newEntry(serverId: string, anchorNovaMs: number | undefined, createdWallMs: number, operation: Entry['operation']): Entry {
+/**
+ * A new record of a server with no wait yet (`anchorNovaMs`: the Date of its accepted DELETE, if
+ * known; `now`: clock time; `deletingSince`: clock time its DELETE was accepted, if known).
+ */
+export function newEntry(serverId: string, anchorNovaMs: number | undefined, createdWallMs: number, operation: Entry['operation'], now = 0, deletingSince?: number): Entry {
   return {
     serverId,
     watches: [],
@@ -94,6 +111,10 @@ export function newEntry(serverId: string, anchorNovaMs: number | undefined, cre
     seenDeleted: false,
     underway: false,
     statusAt: Number.NEGATIVE_INFINITY,
+    lastLookAt: Number.NEGATIVE_INFINITY,
+    deletingSince,
+    building: false,
+    buildSince: now,
     absenceLooked: false,
     lastListed: false,
     controller: new AbortController(),
