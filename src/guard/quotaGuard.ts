@@ -56,7 +56,7 @@
 import { withOperation } from '../core/telemetry.js';
 import type { NovaClient } from '../nova/client.js';
 import { AbortError, NovaGuardError, ValidationError, throwIfAborted } from '../errors/index.js';
-import { componentLogger } from '../core/logger.js';
+import { componentLogger, type Logger } from '../core/logger.js';
 import { untilSettledOrAborted } from '../core/clock.js';
 import { checkOptions } from '../core/options.js';
 import type { CreateServerBody, ResourceAmounts, Server } from '../core/types.js';
@@ -68,10 +68,11 @@ import { readHeadroom } from './limitsRead.js';
 import { claimMetadata, releaseClaim } from './ledgerUse.js';
 import { CLAIM_TAG_KEY } from './claimTag.js';
 import { closeWatches, endCallWatch, liveMarks, watchedCreates, type LiveClaimMark, type UnsettledCreate } from './lateCreates.js';
-import { bindLedgerScope, checkScopeNow } from '../ledger/index.js';
+import { InProcessQuotaLedger, bindLedgerScope, checkScopeNow } from '../ledger/index.js';
 import { onDeleteConfirmed } from '../delete/index.js';
 import { quotaRetryReasonOf } from './retryPolicy.js';
-import { newGuardState, newStats, type Claim, type GuardState } from './state.js';
+import { isThenable, longestLeaseMs, newStats, type Claim, type GuardState } from './state.js';
+import { DegradedLedger } from './degradedLedger.js';
 import { GuardedCall } from './guardedCall.js';
 import { GUARDED_CALL_SPEC, GUARDED_CREATE_SPEC, NEEDS_OR_FLAVOR_SPEC, flavorIdOf, isFullNeeds, validateNeeds, validateGuardOptions, closeOwnedLedger } from './options.js';
 import type { GuardedCallOptions, GuardedCreateOptions, QuotaGuardOptions, QuotaGuardStats, QuotaNeedsSpec, GuardClaimInfo, ResolvedOptions } from './options.js';
@@ -352,4 +353,46 @@ export class QuotaGuard {
  */
 export function quotaGuard(client: NovaClient, options: QuotaGuardOptions = {}): QuotaGuard {
   return new QuotaGuard(client, options);
+}
+
+/**
+ * The state of a new guard on `client`: the `ledger` option or a new in-process ledger on the
+ * client's clock, a private in-process fallback ledger with the same holder, and `onRetry` with its
+ * exceptions caught (logged, ignored).
+ */
+export function newGuardState(client: NovaClient, opts: ResolvedOptions, log: Logger, stats: QuotaGuardStats): GuardState {
+  const clock = client.clock;
+  const ledger = opts.ledger ?? new InProcessQuotaLedger({ clock });
+  // Made and dropped with the guard: no module state (see `degradedLedger.ts` for why not one per ledger object).
+  const res: DegradedLedger = new DegradedLedger(ledger, clock, { stats, log, ledgerTimeoutMs: opts.ledgerTimeoutMs, longestLeaseMs: (): number => longestLeaseMs(client, opts, res) });
+  const g: GuardState = {
+    client,
+    clock,
+    opts,
+    ledger,
+    fallback: res.fallback,
+    res,
+    offDegraded: undefined,
+    claims: new Set(),
+    log,
+    stats,
+    warned: new Set(),
+    watches: new Map(),
+    closing: new AbortController(),
+    onRetry: (info) => {
+      try {
+        const veto = opts.onRetry?.(info);
+        // An async hook: its promise is not a veto, and its rejection is ignored like a throw (never unhandled).
+        if (isThenable(veto)) {
+          veto.then(undefined, (e: unknown) => log.warn({ err: (e as Error)?.message }, 'onRetry hook threw (ignored)'));
+          return undefined;
+        }
+        return veto;
+      } catch (e) {
+        log.warn({ err: (e as Error)?.message }, 'onRetry hook threw (ignored)');
+        return undefined;
+      }
+    },
+  };
+  return g;
 }

@@ -8,9 +8,8 @@ import type { NovaClient } from '../nova/client.js';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import type { ResourceAmounts } from '../core/types.js';
-import type { LedgerClaim, QuotaLedger } from '../ledger/index.js';
-import { InProcessQuotaLedger } from '../ledger/index.js';
-import { DegradedLedger } from './degradedLedger.js';
+import type { InProcessQuotaLedger, LedgerClaim, QuotaLedger } from '../ledger/index.js';
+import type { DegradedLedger } from './degradedLedger.js';
 import type { QuotaGuardStats, QuotaRetryInfo, ResolvedOptions } from './options.js';
 
 /** What the functions of one guard share. */
@@ -39,48 +38,6 @@ export interface GuardState {
   watches: Map<string, LateCreateWatch>;
   /** Aborted by `QuotaGuard.close()`: ends every watch. */
   closing: AbortController;
-}
-
-/**
- * The state of a new guard on `client`: the `ledger` option or a new in-process ledger on the
- * client's clock, a private in-process fallback ledger with the same holder, and `onRetry` with its
- * exceptions caught (logged, ignored).
- */
-export function newGuardState(client: NovaClient, opts: ResolvedOptions, log: Logger, stats: QuotaGuardStats): GuardState {
-  const clock = client.clock;
-  const ledger = opts.ledger ?? new InProcessQuotaLedger({ clock });
-  // Made and dropped with the guard: no module state (see `degradedLedger.ts` for why not one per ledger object).
-  const res: DegradedLedger = new DegradedLedger(ledger, clock, { stats, log, ledgerTimeoutMs: opts.ledgerTimeoutMs, longestLeaseMs: (): number => longestLeaseMs(client, opts, res) });
-  const g: GuardState = {
-    client,
-    clock,
-    opts,
-    ledger,
-    fallback: res.fallback,
-    res,
-    offDegraded: undefined,
-    claims: new Set(),
-    log,
-    stats,
-    warned: new Set(),
-    watches: new Map(),
-    closing: new AbortController(),
-    onRetry: (info) => {
-      try {
-        const veto = opts.onRetry?.(info);
-        // An async hook: its promise is not a veto, and its rejection is ignored like a throw (never unhandled).
-        if (isThenable(veto)) {
-          veto.then(undefined, (e: unknown) => log.warn({ err: (e as Error)?.message }, 'onRetry hook threw (ignored)'));
-          return undefined;
-        }
-        return veto;
-      } catch (e) {
-        log.warn({ err: (e as Error)?.message }, 'onRetry hook threw (ignored)');
-        return undefined;
-      }
-    },
-  };
-  return g;
 }
 
 /**
