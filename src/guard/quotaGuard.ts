@@ -241,18 +241,19 @@ export class QuotaGuard {
     throwIfAborted(options.signal);
     const given = options.needs;
     // One operation (one X-OpenStack-Request-ID) from the flavor read to the last request of the create.
-    return withOperation(async () => {
-      await this.#bindScope(options.signal);
+    // The call follows the caller's signal through its own (one listener on it per guard, however many calls share it).
+    return withOperation(() => this.#state.signals.run([options.signal], async (callSignal) => {
+      await this.#bindScope(callSignal);
       let needs: QuotaNeeds;
       if (isFullNeeds(given)) {
         needs = { ...given };
       } else {
         const flavorId = flavorIdOf(body.flavorRef);
-        const flavor = await readFlavor(this.#state, body.flavorRef, flavorId, options.signal);
+        const flavor = await readFlavor(this.#state, body.flavorRef, flavorId, callSignal);
         needs = needsFromFlavor(this.#state, flavorId, flavor, 1, given);
       }
-      return this.#guarded(needs, (claim, signal, call) => new CreateAttempt(this.#state, call, body, claim, signal, options.keepOnAbort === true).run(), options.signal);
-    });
+      return this.#guarded(needs, (claim, signal, call) => new CreateAttempt(this.#state, call, body, claim, signal, options.keepOnAbort === true).run(), callSignal);
+    }));
   }
 
   /**
@@ -271,7 +272,8 @@ export class QuotaGuard {
    * `flavorRef` included); as {@link createServer} for waits and quota; whatever `fn` throws otherwise.
    */
   withQuotaGuard<T>(needs: QuotaNeedsSpec, fn: (signal: AbortSignal, claim: GuardClaimInfo) => Promise<T>, options: GuardedCallOptions = {}): Promise<T> {
-    return withOperation(() => this.#withQuotaGuard(needs, fn, options)); // one request id, flavor read included
+    // One request id, flavor read included; the call follows the caller's signal through its own (as createServer).
+    return withOperation(() => this.#state.signals.run([options.signal], (signal) => this.#withQuotaGuard(needs, fn, signal === undefined ? options : { ...options, signal })));
   }
 
   async #withQuotaGuard<T>(needs: QuotaNeedsSpec, fn: (signal: AbortSignal, claim: GuardClaimInfo) => Promise<T>, options: GuardedCallOptions): Promise<T> {

@@ -10,6 +10,7 @@ import type { Logger } from '../core/logger.js';
 import type { ResourceAmounts } from '../core/types.js';
 import type { LedgerClaim, QuotaLedger } from '../ledger/index.js';
 import { InProcessQuotaLedger } from '../ledger/index.js';
+import { SignalFanOut } from '../core/signalFanOut.js';
 import { DegradedLedger } from './degradedLedger.js';
 import type { QuotaGuardStats, QuotaRetryInfo, ResolvedOptions } from './options.js';
 
@@ -39,6 +40,11 @@ export interface GuardState {
   watches: Map<string, LateCreateWatch>;
   /** Aborted by `QuotaGuard.close()`: ends every watch. */
   closing: AbortController;
+  /**
+   * The guard's one listener per signal its calls share (a caller's signal, `closing`): each call
+   * and each wait for headroom follows them through its own signal (`core/signalFanOut.ts`).
+   */
+  signals: SignalFanOut;
 }
 
 /**
@@ -65,6 +71,7 @@ export function newGuardState(client: NovaClient, opts: ResolvedOptions, log: Lo
     warned: new Set(),
     watches: new Map(),
     closing: new AbortController(),
+    signals: new SignalFanOut(),
     onRetry: (info) => {
       try {
         const veto = opts.onRetry?.(info);
