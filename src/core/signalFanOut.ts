@@ -20,6 +20,11 @@ export interface CallSignal {
   release(): void;
 }
 
+/** An AbortSignal (or one of another realm): something to listen to. */
+function isSignal(p: unknown): p is AbortSignal {
+  return typeof p === 'object' && p !== null && typeof (p as AbortSignal).addEventListener === 'function' && typeof (p as AbortSignal).aborted === 'boolean';
+}
+
 /** One call's controller and the parents it follows. */
 interface Member {
   readonly controller: AbortController;
@@ -35,12 +40,13 @@ export class SignalFanOut {
 
   /**
    * A signal for one call that follows `parents` (the caller's signal; also the owner's own, e.g. a
-   * guard's close). `undefined` parents are skipped; with none left the call gets no signal
-   * (`signal: undefined`), as if none had been given. A parent already aborted aborts it at once.
+   * guard's close). `undefined` parents are skipped, and so is a value that is not an AbortSignal
+   * (the caller then passes on what it was given, for its own validation to refuse); with none left
+   * the call gets no signal (`signal: undefined`). A parent already aborted aborts it at once.
    * Call {@link CallSignal.release} when the call settles.
    */
   child(...parents: Array<AbortSignal | undefined>): CallSignal {
-    const given = parents.filter((p): p is AbortSignal => p !== undefined);
+    const given = parents.filter(isSignal);
     if (given.length === 0) return { signal: undefined, release: () => undefined };
     const controller = new AbortController();
     const aborted = given.find((p) => p.aborted);

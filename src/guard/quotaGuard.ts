@@ -242,7 +242,8 @@ export class QuotaGuard {
     const given = options.needs;
     // One operation (one X-OpenStack-Request-ID) from the flavor read to the last request of the create.
     // The call follows the caller's signal through its own (one listener on it per guard, however many calls share it).
-    return withOperation(() => this.#state.signals.run([options.signal], async (callSignal) => {
+    return withOperation(() => this.#state.signals.run([options.signal], async (own) => {
+      const callSignal = own ?? options.signal;
       await this.#bindScope(callSignal);
       let needs: QuotaNeeds;
       if (isFullNeeds(given)) {

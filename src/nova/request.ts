@@ -42,6 +42,8 @@ export interface RequesterInit {
   stats: ClientStats;
   /** Called with the `x-openstack-request-id` of every response that has one. */
   onRequestId: (requestId: string) => void;
+  /** The client's one abort listener per caller's signal (`core/signalFanOut.ts`): each request follows the caller's signal through its own. */
+  signals: SignalFanOut;
 }
 
 /** Nothing listened at the endpoint (`ECONNREFUSED`): the request provably never reached Nova. */
@@ -68,8 +70,6 @@ export class NovaRequester {
   #accepted: string | undefined;
   /** Nova has answered a request of this client (any HTTP status). */
   #answered = false;
-  /** One abort listener per caller's signal for all this client's requests (see {@link NovaRequester.request}). */
-  readonly #signals = new SignalFanOut();
 
   constructor(init: RequesterInit) {
     this.#init = init;
@@ -101,7 +101,7 @@ export class NovaRequester {
     if (req.retry !== false) checkRetryPolicy('retry', req.retry);
     throwIfAborted(req.signal);
     if (!req.signal) return this.#request<T>(req);
-    return this.#signals.run([req.signal], (signal) => this.#request<T>({ ...req, signal }));
+    return this.#init.signals.run([req.signal], (signal) => this.#request<T>(signal === undefined ? req : { ...req, signal }));
   }
 
   async #request<T>(req: RawRequest): Promise<RawResponse<T>> {

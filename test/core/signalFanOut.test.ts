@@ -43,6 +43,8 @@ describe('SignalFanOut', () => {
   it('no parent: no signal; a parent already aborted: aborted at once with no listener added', async () => {
     const fan = new SignalFanOut();
     expect(fan.child(undefined).signal).toBeUndefined();
+    // Not a signal: skipped (the caller passes on what it was given, for its own validation to refuse).
+    expect(fan.child('soon' as never).signal).toBeUndefined();
     const done = AbortSignal.abort('early');
     const c = fan.child(done, new AbortController().signal);
     expect(c.signal!.reason).toBe('early');

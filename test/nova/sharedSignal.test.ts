@@ -65,6 +65,22 @@ describe('50 client requests sharing one AbortSignal', () => {
     expect(warnings).toEqual([]);
   });
 
+  it('listServers × 50: no warning, at most one listener while they run, none after', async () => {
+    const nova = await startNova();
+    nova.inject({ method: 'GET', path: '/servers/detail', delayMs: 50, times: Number.POSITIVE_INFINITY });
+    const client = clientFor(nova);
+    nova.addServer({ status: 'ACTIVE' });
+    const shared = new AbortController();
+    const calls = Promise.all(Array.from({ length: N }, () => client.listServers({}, { signal: shared.signal })));
+    await settle(new Promise((r) => setTimeout(r, 10)));
+    expect(getEventListeners(shared.signal, 'abort').length).toBeLessThanOrEqual(1);
+    const lists = await settle(calls);
+    await nextTicks();
+    expect(lists.map((l) => l.length)).toEqual(Array(N).fill(1));
+    expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0);
+    expect(warnings).toEqual([]);
+  });
+
   it('deleteServers of 50 with a signal: all deleted, no warning, no listener left', async () => {
     const nova = await startNova({ deleteDelayMs: 100 });
     const client = clientFor(nova);
