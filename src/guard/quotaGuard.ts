@@ -199,8 +199,12 @@ export class QuotaGuard {
   async headroom(options: GuardedCallOptions = {}): Promise<Headroom> {
     checkOptions('headroom options', options, GUARDED_CALL_SPEC);
     this.#throwIfClosed();
-    await this.#bindScope(options.signal);
-    return readHeadroom(this.#state, options.signal);
+    // The read follows the caller's signal through its own (as createServer: one listener per guard).
+    return this.#state.signals.run([options.signal], async (own) => {
+      const signal = own ?? options.signal;
+      await this.#bindScope(signal);
+      return readHeadroom(this.#state, signal);
+    });
   }
 
   /**

@@ -75,6 +75,19 @@ describe('50 guarded creates sharing one AbortSignal', () => {
     await settle(guard.close());
   });
 
+  it('headroom() × 50 on one signal: no warning, no listener left', async () => {
+    const nova = await startNova();
+    nova.inject({ method: 'GET', path: '/limits', delayMs: 20, times: Number.POSITIVE_INFINITY });
+    const guard = guardFor(nova);
+    const shared = new AbortController();
+    const reads = await settle(Promise.all(Array.from({ length: N }, () => guard.headroom({ signal: shared.signal }))));
+    await nextTicks();
+    expect(reads).toHaveLength(N);
+    expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0);
+    expect(warnings).toEqual([]);
+    await settle(guard.close());
+  });
+
   it('aborting the shared signal mid-way ends every call with AbortError: no POST after it, the servers made deleted, nothing left running', async () => {
     // 20 fit at once (2 cores each): 20 calls wait for ACTIVE (their servers building), 30 wait for headroom.
     const nova = await startNova({ maxTotalCores: 40, maxTotalInstances: 1000, maxTotalRAMSize: 10_000_000, buildDelayMs: 600_000, deleteDelayMs: 10 });
