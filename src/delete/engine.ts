@@ -35,7 +35,7 @@ import { MAX_TIMER_MS } from '../core/validate.js';
 import { checkEngineOptions } from './options.js';
 import { OrphanedServerError } from '../errors/index.js';
 import { FailureLog } from './failureLog.js';
-import { AbortGroups } from './abortGroups.js';
+import { AbortGroups } from '../core/abortGroups.js';
 import { DeleteLedger } from './ledger.js';
 import { Tick, type TickEngine } from './tick.js';
 import { endWatch, lookFailed, lookedPresent, newEntry, watchAborted, type Entry, type Watch } from './watch.js';

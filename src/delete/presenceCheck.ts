@@ -13,6 +13,7 @@
  *
  * @module
  */
+import { AbortGroups } from '../core/abortGroups.js';
 import { AbortError, OrphanedServerError } from '../errors/index.js';
 import { withRetry } from '../transport/retry.js';
 import { listIds } from './observe.js';
@@ -43,6 +44,11 @@ const MAX_CHECK_DELAY_MS = 30_000;
 export class PresenceCheck {
   readonly #d: PresenceCheckDeps;
   #shared: Shared | undefined;
+  /**
+   * One abort listener per caller's signal: the 404s of one tick all ask under the tick's signal
+   * (a listener each passed Node's limit of 10 and printed a `MaxListenersExceededWarning`).
+   */
+  readonly #aborts = new AbortGroups<() => void>((onAbort) => onAbort());
 
   constructor(deps: PresenceCheckDeps) {
     this.#d = deps;
@@ -77,7 +83,7 @@ export class PresenceCheck {
       const leave = (aborted: boolean): void => {
         if (left) return;
         left = true;
-        signal.removeEventListener('abort', onAbort);
+        this.#aborts.remove(signal, onAbort);
         s.users--;
         // The last caller gone before the answer: the listing stops.
         if (aborted && s.users === 0 && this.#shared === s) {
@@ -89,7 +95,7 @@ export class PresenceCheck {
         leave(true);
         reject(new AbortError(undefined, { cause: signal.reason }));
       };
-      signal.addEventListener('abort', onAbort, { once: true });
+      this.#aborts.add(signal, onAbort);
       s.promise.then(
         (ids) => {
           if (left) return;

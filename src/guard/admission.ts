@@ -98,8 +98,8 @@ export class Admission {
     let kept = held;
     for (;;) {
       // QuotaGuard.close() ends a wait for headroom (AbortError): nothing of a closed guard keeps reading /limits.
-      const waitSignal = signal ? AbortSignal.any([signal, g.closing.signal]) : g.closing.signal;
-      const claim = kept ?? (await traceHeadroomWait(() => g.clock.now(), () => this.#waitForHeadroom(waitSignal)));
+      // Its own signal (`core/signalFanOut.ts`): every call's wait on `closing` adds no listener to it.
+      const claim = kept ?? (await traceHeadroomWait(() => g.clock.now(), () => g.signals.run([signal, g.closing.signal], (waitSignal) => this.#waitForHeadroom(waitSignal))));
       if (await renewBeforePost(g, call.ledger, claim, signal)) {
         keepLease(g, claim);
         return { claim, fresh: claim !== held };

@@ -73,6 +73,7 @@ import { onDeleteConfirmed } from '../delete/index.js';
 import { quotaRetryReasonOf } from './retryPolicy.js';
 import { isThenable, longestLeaseMs, newStats, type Claim, type GuardState } from './state.js';
 import { DegradedLedger } from './degradedLedger.js';
+import { SignalFanOut } from '../core/signalFanOut.js';
 import { GuardedCall } from './guardedCall.js';
 import { GUARDED_CALL_SPEC, GUARDED_CREATE_SPEC, NEEDS_OR_FLAVOR_SPEC, flavorIdOf, isFullNeeds, validateNeeds, validateGuardOptions, closeOwnedLedger } from './options.js';
 import type { GuardedCallOptions, GuardedCreateOptions, QuotaGuardOptions, QuotaGuardStats, QuotaNeedsSpec, GuardClaimInfo, ResolvedOptions } from './options.js';
@@ -200,8 +201,12 @@ export class QuotaGuard {
   async headroom(options: GuardedCallOptions = {}): Promise<Headroom> {
     checkOptions('headroom options', options, GUARDED_CALL_SPEC);
     this.#throwIfClosed();
-    await this.#bindScope(options.signal);
-    return readHeadroom(this.#state, options.signal);
+    // The read follows the caller's signal through its own (as createServer: one listener per guard).
+    return this.#state.signals.run([options.signal], async (own) => {
+      const signal = own ?? options.signal;
+      await this.#bindScope(signal);
+      return readHeadroom(this.#state, signal);
+    });
   }
 
   /**
@@ -242,18 +247,20 @@ export class QuotaGuard {
     throwIfAborted(options.signal);
     const given = options.needs;
     // One operation (one X-OpenStack-Request-ID) from the flavor read to the last request of the create.
-    return withOperation(async () => {
-      await this.#bindScope(options.signal);
+    // The call follows the caller's signal through its own (one listener on it per guard, however many calls share it).
+    return withOperation(() => this.#state.signals.run([options.signal], async (own) => {
+      const callSignal = own ?? options.signal;
+      await this.#bindScope(callSignal);
       let needs: QuotaNeeds;
       if (isFullNeeds(given)) {
         needs = { ...given };
       } else {
         const flavorId = flavorIdOf(body.flavorRef);
-        const flavor = await readFlavor(this.#state, body.flavorRef, flavorId, options.signal);
+        const flavor = await readFlavor(this.#state, body.flavorRef, flavorId, callSignal);
         needs = needsFromFlavor(this.#state, flavorId, flavor, 1, given);
       }
-      return this.#guarded(needs, (claim, signal, call) => new CreateAttempt(this.#state, call, body, claim, signal, options.keepOnAbort === true).run(), options.signal);
-    });
+      return this.#guarded(needs, (claim, signal, call) => new CreateAttempt(this.#state, call, body, claim, signal, options.keepOnAbort === true).run(), callSignal);
+    }));
   }
 
   /**
@@ -272,7 +279,8 @@ export class QuotaGuard {
    * `flavorRef` included); as {@link createServer} for waits and quota; whatever `fn` throws otherwise.
    */
   withQuotaGuard<T>(needs: QuotaNeedsSpec, fn: (signal: AbortSignal, claim: GuardClaimInfo) => Promise<T>, options: GuardedCallOptions = {}): Promise<T> {
-    return withOperation(() => this.#withQuotaGuard(needs, fn, options)); // one request id, flavor read included
+    // One request id, flavor read included; the call follows the caller's signal through its own (as createServer).
+    return withOperation(() => this.#state.signals.run([options.signal], (signal) => this.#withQuotaGuard(needs, fn, signal === undefined ? options : { ...options, signal })));
   }
 
   async #withQuotaGuard<T>(needs: QuotaNeedsSpec, fn: (signal: AbortSignal, claim: GuardClaimInfo) => Promise<T>, options: GuardedCallOptions): Promise<T> {
@@ -379,6 +387,7 @@ export function newGuardState(client: NovaClient, opts: ResolvedOptions, log: Lo
     warned: new Set(),
     watches: new Map(),
     closing: new AbortController(),
+    signals: new SignalFanOut(),
     onRetry: (info) => {
       try {
         const veto = opts.onRetry?.(info);

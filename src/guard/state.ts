@@ -9,6 +9,7 @@ import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import type { ResourceAmounts } from '../core/types.js';
 import type { InProcessQuotaLedger, LedgerClaim, QuotaLedger } from '../ledger/index.js';
+import type { SignalFanOut } from '../core/signalFanOut.js';
 import type { DegradedLedger } from './degradedLedger.js';
 import type { QuotaGuardStats, QuotaRetryInfo, ResolvedOptions } from './options.js';
 
@@ -38,6 +39,11 @@ export interface GuardState {
   watches: Map<string, LateCreateWatch>;
   /** Aborted by `QuotaGuard.close()`: ends every watch. */
   closing: AbortController;
+  /**
+   * The guard's one listener per signal its calls share (a caller's signal, `closing`): each call
+   * and each wait for headroom follows them through its own signal (`core/signalFanOut.ts`).
+   */
+  signals: SignalFanOut;
 }
 
 /**

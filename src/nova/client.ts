@@ -38,6 +38,7 @@ import { NOVA_CLIENT_DEFAULTS, RAW_REQUEST_SPEC, checkCreateServerBody, checkNov
 import type { ClientStats, CloudClientOptions, ListServersOptions, ListServersQuery, NovaClientOptions, RawRequest, RawResponse, RequestOptions } from './options.js';
 import { NovaRequester } from './request.js';
 import { parseAbsoluteLimits, parseQuotaSetDetail } from './parse.js';
+import { SignalFanOut } from '../core/signalFanOut.js';
 import { listServerPages } from './list.js';
 import { ProjectListing } from './projectListing.js';
 
@@ -89,6 +90,12 @@ export class NovaClient {
 
   readonly #endpoint: string | undefined;
   readonly #requester: NovaRequester;
+  /**
+   * One abort listener per caller's signal for all this client's calls: each request and listing
+   * follows the caller's signal through its own (`core/signalFanOut.ts`), so many calls sharing one
+   * signal print no `MaxListenersExceededWarning` and leave nothing on it once settled.
+   */
+  readonly #signals = new SignalFanOut();
   readonly #redactText: (text: string) => string;
   readonly #flavors = new Map<string, Promise<Flavor>>();
 
@@ -129,6 +136,7 @@ export class NovaClient {
     });
     this.#redactText = transport.redactText;
     this.#requester = new NovaRequester({
+      signals: this.#signals,
       transport,
       auth: this.auth,
       endpoint: this.#endpoint,
@@ -219,11 +227,11 @@ export class NovaClient {
     query: ListServersQuery = {},
     options: ListServersOptions = {},
   ): Promise<{ servers: Server[]; serverDateMs: number | undefined; pages: number }> {
-    return listServerPages(
+    return this.#signals.run([options?.signal], (signal) => listServerPages(
       { request: (req) => this.request(req), clock: this.clock, shape: (res) => this.#shape('GET', res) },
       query,
-      options,
-    );
+      signal === undefined ? options : { ...options, signal },
+    ));
   }
 
   /**

@@ -20,6 +20,7 @@ import { currentOperation } from '../core/telemetry.js';
 import type { AuthProvider } from '../auth/provider.js';
 import type { Logger } from '../core/logger.js';
 import { checkDurationMs, checkHeaderToken, checkRetryPolicy } from '../core/validate.js';
+import { SignalFanOut } from '../core/signalFanOut.js';
 import { AuthError, NovaNetworkError, isAbortError, throwIfAborted } from '../errors/index.js';
 import { isRetryable, networkError, type RequestContext } from '../transport/http.js';
 import { withRetry, type RetryPolicy } from '../transport/retry.js';
@@ -41,6 +42,8 @@ export interface RequesterInit {
   stats: ClientStats;
   /** Called with the `x-openstack-request-id` of every response that has one. */
   onRequestId: (requestId: string) => void;
+  /** The client's one abort listener per caller's signal (`core/signalFanOut.ts`): each request follows the caller's signal through its own. */
+  signals: SignalFanOut;
 }
 
 /** Nothing listened at the endpoint (`ECONNREFUSED`): the request provably never reached Nova. */
@@ -88,11 +91,20 @@ export class NovaRequester {
     return this.#endpoint;
   }
 
-  /** See `NovaClient.request`. */
+  /**
+   * See `NovaClient.request`. The caller's signal is followed through the client's fan-out
+   * (`core/signalFanOut.ts`): p-retry, p-timeout and axios listen to the request's own signal, so
+   * many requests sharing one signal add one listener to it, none once they settle.
+   */
   async request<T>(req: RawRequest): Promise<RawResponse<T>> {
     checkDurationMs('requestTimeoutMs', req.requestTimeoutMs, { timer: true });
     if (req.retry !== false) checkRetryPolicy('retry', req.retry);
     throwIfAborted(req.signal);
+    if (!req.signal) return this.#request<T>(req);
+    return this.#init.signals.run([req.signal], (signal) => this.#request<T>(signal === undefined ? req : { ...req, signal }));
+  }
+
+  async #request<T>(req: RawRequest): Promise<RawResponse<T>> {
     const overrides = req.retry ? Object.fromEntries(Object.entries(req.retry).filter(([, v]) => v !== undefined)) : {};
     const policy: RetryPolicy = req.retry === false ? { ...this.#init.retry, retries: 0 } : { ...this.#init.retry, ...overrides };
     const retryable = req.retryOn ?? ((error: unknown): boolean => isRetryable(req.method, error));

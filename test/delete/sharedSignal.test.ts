@@ -7,6 +7,7 @@
 import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { AbortError } from '../../src/index.js';
+import { PresenceCheck } from '../../src/delete/presenceCheck.js';
 import { clientFor, settle, startNova, useFakeClock } from '../helpers.js';
 
 useFakeClock();
@@ -41,5 +42,18 @@ describe('a batch sharing one signal', () => {
     const r = await settle(client.deleteServers(ids, { wait: true, intervalMs: 200, timeoutMs: 60_000, signal: controller.signal }));
     expect(r.succeeded).toHaveLength(12);
     expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+  });
+});
+
+describe('the 404 checks of one tick, under the tick signal', () => {
+  it('20 callers of one presence listing on one signal: one listener on it, an abort rejects each with AbortError, none left', async () => {
+    const shared = new AbortController();
+    // A listing that never answers: the callers wait until the signal aborts.
+    const check = new PresenceCheck({ api: {} as never, send: () => new Promise<never>(() => undefined), microversion: () => undefined, counted: () => undefined });
+    const calls = Array.from({ length: 20 }, () => check.listed(shared.signal).then(() => 'listed', (e: unknown) => e));
+    expect(getEventListeners(shared.signal, 'abort')).toHaveLength(1);
+    shared.abort(new Error('tick over'));
+    for (const r of await Promise.all(calls)) expect(r).toBeInstanceOf(AbortError);
+    expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0);
   });
 });

@@ -1,7 +1,10 @@
 /**
- * One abort listener per signal, however many waits share it. `deleteServers(ids, { signal })` hands
- * the same signal to every server's wait; a listener per wait would pass Node's default of 10
- * listeners per EventTarget and print a `MaxListenersExceededWarning` for a batch of 11 or more.
+ * One abort listener per signal, however many members share it. `deleteServers(ids, { signal })`
+ * hands the same signal to every server's wait, and a worker pool hands its one shutdown signal to
+ * every create; a listener per member would pass Node's default of 10 listeners per EventTarget and
+ * print a `MaxListenersExceededWarning` for 11 or more (nothing leaks, but it reads as a leak). The
+ * delete engine groups its waits with it; {@link SignalFanOut} (`signalFanOut.ts`) gives each call
+ * its own signal through it.
  *
  * @module
  */
