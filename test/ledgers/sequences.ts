@@ -5,6 +5,10 @@
  * `ahead` amounts, a renewal answered otherwise, a fencing token not above every earlier one) or
  * where an admission takes more than the quota.
  *
+ * Besides the ledger's own calls: `empty` (the store loses its state under its holders, skipped
+ * where it cannot: {@link TestStore.emptied}) and `clockStep` (the wall clock steps by hours, the
+ * monotonic one does not: {@link TestStore.stepWall}); see `docs/ledger-conformance.md`.
+ *
  * Commands go through the ledger objects (the Lua scripts of Redis, the SQL transactions of
  * SQLite), admissions along the guard's own path (`admitAsGuard`).
  */
