@@ -214,6 +214,8 @@ export const ASSERT = `
 local ownEntry = redis.call('ZSCORE', KEYS[11], ARGV[2])
 ${PROLOGUE}
 if tonumber(redis.call('GET', KEYS[8]) or '0') < tonumber(ARGV[3]) then redis.call('SET', KEYS[8], ARGV[3]) end
+-- The join order too: a place taken after an empty restart must come after every place written back.
+if tonumber(redis.call('GET', KEYS[9]) or '0') < tonumber(ARGV[4]) then redis.call('SET', KEYS[9], ARGV[4]) end
 local readd = ARGV[#ARGV] == '1'
 -- The store lost its state (a Redis restarted empty): \`order\` exists from the scope's first order
 -- number on, so a holder that writes back (or has seen an order number) and finds it missing knows.

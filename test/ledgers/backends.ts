@@ -17,25 +17,36 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Clock, TimerHandle } from '../../src/core/clock.js';
+import { systemClock, type Clock, type TimerHandle } from '../../src/core/clock.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../../src/core/types.js';
 import { InProcessQuotaLedger } from '../../src/ledger/inProcess.js';
 import type { Admission, LedgerLimits, LedgerPlace, LimitsReading, QuotaLedger } from '../../src/ledger/index.js';
 import { SqliteQuotaLedger } from '../../src/sqlite/index.js';
 import { isSqliteUnavailable } from '../../src/sqlite/native.js';
+import { Redis } from 'ioredis';
 import { RedisQuotaLedger } from '../../src/redis/index.js';
+import { ledgerKeys } from '../../src/redis/options.js';
 import { haveRedis, RedisServer, skipReason as redisSkipReason } from '../redis/support.js';
 
 export const ENDPOINT = 'http://nova.example:8774/v2.1';
 
-/** A clock that moves only when told. Its timers never fire (see the module description). */
+/**
+ * A clock that moves only when told. Its timers never fire (see the module description). Its wall
+ * clock (`wallNow`) moves with `now()` and can also be stepped alone ({@link ManualClock.stepWall}:
+ * NTP, `date -s`, a VM resumed), the monotonic `now()` unmoved.
+ */
 export class ManualClock implements Clock {
   #t = 1_000;
+  #wallStep = 0;
   now(): number {
     return this.#t;
   }
   wallNow(): number {
-    return 1_750_000_000_000 + this.#t;
+    return 1_750_000_000_000 + this.#t + this.#wallStep;
+  }
+  /** Step the wall clock by `ms` (either way); `now()` does not move. */
+  stepWall(ms: number): void {
+    this.#wallStep += ms;
   }
   setTimeout(_fn: () => void, _delayMs: number): TimerHandle {
     const handle = { unref: () => handle, ref: () => handle, hasRef: () => false, refresh: () => handle };
@@ -44,6 +55,31 @@ export class ManualClock implements Clock {
   clearTimeout(_handle: TimerHandle | undefined): void {}
   advance(ms: number): void {
     this.#t += ms;
+  }
+}
+
+/**
+ * The real clock (timers, `performance.now()`) with a wall clock that can be stepped: `Date.now()`
+ * plus every step so far. For the Redis ledger, whose leases and stamps are on Redis's `TIME` and
+ * whose waits and heartbeats are on real timers.
+ */
+export class SteppedWallClock implements Clock {
+  #wallStep = 0;
+  now(): number {
+    return systemClock.now();
+  }
+  wallNow(): number {
+    return systemClock.wallNow() + this.#wallStep;
+  }
+  setTimeout(fn: () => void, delayMs: number): TimerHandle {
+    return systemClock.setTimeout(fn, delayMs);
+  }
+  clearTimeout(handle: TimerHandle | undefined): void {
+    systemClock.clearTimeout(handle);
+  }
+  /** Step the wall clock by `ms` (either way); `now()` does not move. */
+  stepWall(ms: number): void {
+    this.#wallStep += ms;
   }
 }
 
@@ -71,6 +107,18 @@ export interface TestStore {
    * {@link Backend.emptied}).
    */
   readonly emptied: (() => Promise<void>) | undefined;
+  /**
+   * Where {@link TestStore.emptied} is given: the settle its holders' write-backs set (no admission
+   * while it runs; `placeTtlMs`, see `docs/fleet-ledger.md`, Reconnect). `remainingMs`: what is left
+   * of it (0: none); `end`: end it now, as if its time had passed (once every holder is back, the
+   * only thing the settle waits for).
+   */
+  readonly settle: { remainingMs(): Promise<number>; end(): Promise<void> } | undefined;
+  /**
+   * Step the wall clock of every holder (made and to be made) by `ms`, either way, while the
+   * monotonic clock (`now()`) and the store's own clock (Redis `TIME`) do not move.
+   */
+  stepWall(ms: number): void;
   /** Close every holder made and remove the store. */
   close(): Promise<void>;
 }
@@ -114,6 +162,8 @@ function inProcessBackend(): Backend {
         step: () => clock.advance(1),
         beforeReading: async () => undefined,
         emptied: undefined,
+        settle: undefined,
+        stepWall: (ms) => clock.stepWall(ms),
         close: () => ledger.close(),
       };
     },
@@ -164,6 +214,8 @@ function sqliteBackend(): Backend {
         step: () => clock.advance(1),
         beforeReading: async () => undefined,
         emptied: undefined,
+        settle: undefined,
+        stepWall: (ms) => clock.stepWall(ms),
         close: async () => {
           await Promise.all(made.map((l) => l.close()));
           for (const f of ['', '-wal', '-shm']) rmSync(path + f, { force: true });
@@ -172,6 +224,9 @@ function sqliteBackend(): Backend {
     },
   };
 }
+
+/** The key prefix of the Redis holders (the default, given so the test can name the `settle` key). */
+const REDIS_KEY_PREFIX = 'nova-guard:';
 
 function redisBackend(): Backend {
   let server: RedisServer | undefined;
@@ -188,11 +243,22 @@ function redisBackend(): Backend {
     async store() {
       const projectId = nextProject();
       const made: RedisQuotaLedger[] = [];
+      const clock = new SteppedWallClock();
+      const settleKey = `${ledgerKeys(REDIS_KEY_PREFIX, ENDPOINT, projectId).base}settle`;
+      let admin: Redis | undefined;
+      const adminClient = async (): Promise<Redis> => {
+        if (admin === undefined || admin.status !== 'ready') {
+          admin?.disconnect();
+          admin = new Redis(server!.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+          await admin.connect();
+        }
+        return admin;
+      };
       let n = 0;
       return {
         backend: 'redis',
         holder: () => {
-          const l = new RedisQuotaLedger({ url: server!.url, endpoint: ENDPOINT, projectId, holder: `h-redis-${++n}`, limitsMaxAgeMs: 0 });
+          const l = new RedisQuotaLedger({ url: server!.url, endpoint: ENDPOINT, projectId, holder: `h-redis-${++n}`, limitsMaxAgeMs: 0, clock, keyPrefix: REDIS_KEY_PREFIX });
           made.push(l);
           return l;
         },
@@ -216,7 +282,15 @@ function redisBackend(): Backend {
             if (!back) throw new Error(`holder ${l.holder} did not reach the restarted Redis within 15 s`);
           }
         },
+        settle: {
+          remainingMs: async () => Math.max(0, await (await adminClient()).pttl(settleKey)),
+          end: async () => {
+            await (await adminClient()).del(settleKey);
+          },
+        },
+        stepWall: (ms) => clock.stepWall(ms),
         close: async () => {
+          admin?.disconnect();
           await Promise.all(made.map((l) => l.close()));
         },
       };

@@ -3,7 +3,8 @@
  * `/limits` reading of the quota Nova leaves, admission as the guard makes it, renew, bind, release
  * `'counted'` / `'not-created'` (also while a reading is in flight), leave, a lease lost by time
  * passing, a holder crashing, a second holder on the same store, `claimAnyway`, usage outside the
- * ledger) are played on each backend and on the reference model (`model.ts`); every admission must
+ * ledger, the store emptied under its holders (Redis restarted empty; skipped where a store cannot
+ * be: in-process, SQLite), a step of the wall clock by hours either way) are played on each backend and on the reference model (`model.ts`); every admission must
  * decide as the model does, with the same `inFlight` and `ahead`, every renewal must answer as the
  * model does, every fencing token must be above all earlier ones, and no admission may take more
  * than the quota. Real parts: a SQLite file, a redis-server this file starts (the Lua scripts and
@@ -46,6 +47,20 @@ describe.each(backends())('differential: $name ledger against the model', (backe
       expect(exercised.shortBehindPlaces).toBeGreaterThan(0);
       expect(exercised.countedSubtracted).toBeGreaterThan(0);
       expect(exercised.lapses).toBeGreaterThan(0);
+      // A wall-clock step while claims are live, with renewals, lapses or admissions after it.
+      expect(exercised.clockStepsWithLiveClaims).toBeGreaterThan(0);
+      expect(exercised.actedAfterClockStep).toBeGreaterThan(0);
+      if (backend.cannotEmpty === undefined) {
+        // A store emptied under its holders: claims dropped (only admitted), claims written back
+        // (posting), admissions after it.
+        expect(exercised.empties).toBeGreaterThan(0);
+        expect(exercised.emptyDropped).toBeGreaterThan(0);
+        expect(exercised.emptyRestored).toBeGreaterThan(0);
+        expect(exercised.admittedAfterEmpty).toBeGreaterThan(0);
+      } else {
+        console.info(`differential ${backend.name}: ${exercised.emptySkipped} 'empty' commands skipped: ${backend.cannotEmpty}`);
+        expect(exercised.empties).toBe(0);
+      }
     });
 
     it('finds a planted off-by-one in admission (admits when needs <= headroom + 1)', { timeout: 120_000 }, async () => {

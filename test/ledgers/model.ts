@@ -34,6 +34,11 @@ export interface ModelClaim {
   live: boolean;
   /** Its holder crashed: nobody will renew, bind or release it (its lease may still run out). */
   orphan: boolean;
+  /**
+   * Its POST may have been sent: renewed (answered `true`) since its admission, taken with
+   * `claimAnyway`, or bound. A store that lost its state gets it back from its holder ({@link empty}).
+   */
+  posting: boolean;
 }
 
 export interface ModelCall {
@@ -111,7 +116,7 @@ export function applyDecision(s: ModelState, call: number, d: Decision): number 
       c.queued = false;
       s.queue.splice(s.queue.indexOf(call), 1);
     }
-    s.claims.push({ needs: c.needs, holder: c.holder, checked: true, live: true, orphan: false });
+    s.claims.push({ needs: c.needs, holder: c.holder, checked: true, live: true, orphan: false, posting: false });
     return s.claims.length - 1;
   }
   if (!c.queued) {
@@ -142,6 +147,26 @@ export function leave(s: ModelState, call: number): void {
   if (!c.queued) return;
   c.queued = false;
   s.queue.splice(s.queue.indexOf(call), 1);
+}
+
+/**
+ * The store lost its state (Redis restarted empty) and every holder is back, its write-back done
+ * (`src/ledger/port.ts`, "A store that lost its state"): a live claim comes back only when it is
+ * posting; a claim only admitted is gone (no `'counted'` record: its POST was never sent, Nova
+ * counts nothing for it). Places come back (each holder writes back its own, in their order), and
+ * so do the claims of a crashed holder (in these tests its ledger object still runs). The
+ * `'counted'` records go with the store: every reading sent from now on is numbered after them,
+ * so none would be subtracted anyway. Returns the number of claims dropped.
+ */
+export function empty(s: ModelState): number {
+  let dropped = 0;
+  for (const c of s.claims) {
+    if (c.live && !c.posting) {
+      c.live = false;
+      dropped++;
+    }
+  }
+  return dropped;
 }
 
 /** A holder crashed: its claims and places stay in the store, nobody acts on them any more. */

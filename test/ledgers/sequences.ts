@@ -5,6 +5,10 @@
  * `ahead` amounts, a renewal answered otherwise, a fencing token not above every earlier one) or
  * where an admission takes more than the quota.
  *
+ * Besides the ledger's own calls: `empty` (the store loses its state under its holders, skipped
+ * where it cannot: {@link TestStore.emptied}) and `clockStep` (the wall clock steps by hours, the
+ * monotonic one does not: {@link TestStore.stepWall}); see `docs/ledger-conformance.md`.
+ *
  * Commands go through the ledger objects (the Lua scripts of Redis, the SQL transactions of
  * SQLite), admissions along the guard's own path (`admitAsGuard`).
  */
@@ -35,7 +39,9 @@ export type Cmd =
   | { readonly k: 'lapse'; readonly pick: number }
   | { readonly k: 'crash'; readonly h: number }
   | { readonly k: 'claimAnyway'; readonly h: number; readonly needs: M.Needs }
-  | { readonly k: 'outside'; readonly delta: M.Needs; readonly free: boolean };
+  | { readonly k: 'outside'; readonly delta: M.Needs; readonly free: boolean }
+  | { readonly k: 'empty' }
+  | { readonly k: 'clockStep'; readonly hours: number };
 
 export interface Sequence {
   readonly quota: M.Quota;
@@ -62,6 +68,8 @@ export function sequenceArb(maxCommands = 30, minNeeds = 0): fc.Arbitrary<Sequen
     { weight: 1, arbitrary: fc.record({ k: fc.constant('crash' as const), h: fc.integer({ min: 0, max: 1 }) }) },
     { weight: 1, arbitrary: fc.record({ k: fc.constant('claimAnyway' as const), h: fc.integer({ min: 0, max: 1 }), needs }) },
     { weight: 1, arbitrary: fc.record({ k: fc.constant('outside' as const), delta: needsArb(0), free: fc.boolean() }) },
+    { weight: 1, arbitrary: fc.record({ k: fc.constant('empty' as const) }) },
+    { weight: 1, arbitrary: fc.record({ k: fc.constant('clockStep' as const), hours: fc.integer({ min: -48, max: 48 }).filter((h) => h !== 0) }) },
   );
   const limit = (min: number, max: number): fc.Arbitrary<number | undefined> => fc.option(fc.integer({ min, max }), { nil: undefined, freq: 6 });
   return fc.record({
@@ -76,7 +84,34 @@ const choose = (ids: readonly number[], pick: number): number | undefined => (id
 const range = (n: number): number[] => [...Array(n).keys()];
 
 /** What the sequences played so far exercised (for the test's report: a suite that never queues proves little). */
-export const exercised = { sequences: 0, admitted: 0, short: 0, shortBehindPlaces: 0, countedSubtracted: 0, lapses: 0, crashes: 0, renewLost: 0 };
+export const exercised = {
+  sequences: 0,
+  admitted: 0,
+  short: 0,
+  shortBehindPlaces: 0,
+  countedSubtracted: 0,
+  lapses: 0,
+  crashes: 0,
+  renewLost: 0,
+  /** Stores emptied under their holders (and every holder back). */
+  empties: 0,
+  /** `empty` commands skipped: the backend's store cannot be emptied (`Backend.cannotEmpty`). */
+  emptySkipped: 0,
+  /** Claims only admitted that an empty took (their renewal then answers false). */
+  emptyDropped: 0,
+  /** Posting claims an empty took and their holders wrote back. */
+  emptyRestored: 0,
+  /** Admissions tried during the settle after an empty (none may admit), and the `/limits` reads they made. */
+  settleProbes: 0,
+  settleProbeReads: 0,
+  /** Sequences with an empty that made an admission after it. */
+  admittedAfterEmpty: 0,
+  /** Wall-clock steps, and those made while a claim was live. */
+  clockSteps: 0,
+  clockStepsWithLiveClaims: 0,
+  /** Sequences with a wall-clock step that renewed, lapsed or admitted after it. */
+  actedAfterClockStep: 0,
+};
 
 /** A divergence between a backend and the model (or a broken invariant), with the step that showed it. */
 export class Divergence extends Error {}
@@ -94,7 +129,30 @@ export async function runSequence(store: TestStore, seq: Sequence, wrap: (l: Quo
   const holders = [wrap(store.holder()), wrap(store.holder())];
   const places = new Map<number, LedgerPlace>();
   const claims: LedgerClaim[] = [];
+  /**
+   * The ledger object that took each claim. A lapse renews a claim for 1 ms through it, also when
+   * its holder crashed: the lease is the one its holder keeps (a crashed holder's object is one no
+   * command drives any more; it still runs, so it would write a claim back after an empty on the
+   * lease it last knew).
+   */
+  const owners: QuotaLedger[] = [];
   let maxToken = 0;
+  let emptiedHere = false;
+  let steppedHere = false;
+  let countedAfterEmpty = false;
+  let countedAfterStep = false;
+  const after = (): void => {
+    if (emptiedHere && !countedAfterEmpty) {
+      countedAfterEmpty = true;
+      exercised.admittedAfterEmpty++;
+    }
+  };
+  const afterStep = (): void => {
+    if (steppedHere && !countedAfterStep) {
+      countedAfterStep = true;
+      exercised.actedAfterClockStep++;
+    }
+  };
   const log: string[] = [];
   const fail = (what: string): never => {
     throw new Divergence(`${store.backend}: ${what}\n  steps so far:\n    ${log.join('\n    ')}`);
@@ -116,11 +174,12 @@ export async function runSequence(store: TestStore, seq: Sequence, wrap: (l: Quo
     const i = choose(live, pick);
     if (i === undefined) return;
     log.push(`${where}lapse claim#${i} (renewed for ${LAPSE_TTL_MS} ms, then ${LAPSE_WAIT_MS} ms pass)`);
-    const got = await holders[s.claims[i]!.holder]!.renew(claims[i]!, LAPSE_TTL_MS);
+    const got = await owners[i]!.renew(claims[i]!, LAPSE_TTL_MS);
     if (!got) fail(`renew of live claim#${i} before its lapse answered false`);
     await store.pass(LAPSE_WAIT_MS);
     M.lapse(s, i);
     exercised.lapses++;
+    afterStep();
   };
 
   for (const cmd of seq.cmds) {
@@ -155,12 +214,15 @@ export async function runSequence(store: TestStore, seq: Sequence, wrap: (l: Quo
         if (!same(got.inFlight, want.inFlight)) fail(`inFlight of call#${call}: backend ${show(got.inFlight)}, model ${show(want.inFlight)}`);
         if (!same(got.ahead, want.ahead)) fail(`ahead of call#${call}: backend ${show(got.ahead)}, model ${show(want.ahead)}`);
         exercised[got.admitted ? 'admitted' : 'short']++;
+        afterStep();
+        if (got.admitted) after();
         if (!got.admitted && (want.ahead.cores > 0 || want.ahead.ramMiB > 0 || want.ahead.instances > 0)) exercised.shortBehindPlaces++;
         if (s.counted.some((r) => r.order >= stamp)) exercised.countedSubtracted++;
         const claim = M.applyDecision(s, call, want);
         if (got.admitted) {
           token(got.claim, `admission of call#${call}`);
           claims[claim!] = got.claim;
+          owners[claim!] = holders[c.holder]!;
           places.delete(call);
           if (within && !M.withinQuota(s)) fail(`admission of call#${call} took more than the quota`);
         } else {
@@ -180,6 +242,8 @@ export async function runSequence(store: TestStore, seq: Sequence, wrap: (l: Quo
         log.push(`renew claim#${i} -> ${got}`);
         if (got !== s.claims[i]!.live) fail(`renew of claim#${i}: backend ${got}, model ${s.claims[i]!.live}`);
         if (!got) exercised.renewLost++;
+        else s.claims[i]!.posting = true;
+        afterStep();
         break;
       }
       case 'bind': {
@@ -187,6 +251,7 @@ export async function runSequence(store: TestStore, seq: Sequence, wrap: (l: Quo
         if (i === undefined) break;
         log.push(`bind claim#${i}`);
         await holders[s.claims[i]!.holder]!.bind(claims[i]!, `server-${i}`);
+        s.claims[i]!.posting = true;
         break;
       }
       case 'leave': {
@@ -211,8 +276,9 @@ export async function runSequence(store: TestStore, seq: Sequence, wrap: (l: Quo
       case 'claimAnyway': {
         const c = await holders[cmd.h]!.claimAnyway(cmd.needs, LONG_TTL_MS);
         token(c, 'claimAnyway');
-        s.claims.push({ needs: cmd.needs, holder: cmd.h, checked: false, live: true, orphan: false });
+        s.claims.push({ needs: cmd.needs, holder: cmd.h, checked: false, live: true, orphan: false, posting: true });
         claims[s.claims.length - 1] = c;
+        owners[s.claims.length - 1] = holders[cmd.h]!;
         log.push(`claimAnyway holder ${cmd.h} ${show(cmd.needs)} -> claim#${s.claims.length - 1}`);
         break;
       }
@@ -222,9 +288,89 @@ export async function runSequence(store: TestStore, seq: Sequence, wrap: (l: Quo
         log.push(`outside the ledger: Nova now counts ${show(s.used)}`);
         break;
       }
+      case 'empty': {
+        if (store.emptied === undefined || store.settle === undefined) {
+          log.push('empty the store: skipped (this store cannot be emptied under its holders)');
+          exercised.emptySkipped++;
+          break;
+        }
+        const posting = s.claims.filter((c) => c.live && c.posting).length;
+        const holding = s.claims.some((c) => c.live) || s.queue.length > 0;
+        await store.emptied();
+        const dropped = M.empty(s);
+        log.push(`the store is emptied (restarted empty), every holder back: ${posting} posting claim(s) written back, ${dropped} only admitted dropped`);
+        exercised.empties++;
+        exercised.emptyDropped += dropped;
+        exercised.emptyRestored += posting;
+        emptiedHere = true;
+        countedAfterEmpty = false;
+        // The write-backs settle: no admission while it runs. An admission tried now reads nothing
+        // and admits nothing (it is given up after a while, as the guard bounds its calls).
+        // (A store that held nothing may come back without one: there was nothing to lose.)
+        const left = await store.settle.remainingMs();
+        if (holding && !(left > 0)) fail('no settle after the store was emptied: an admission now would count none of the claims still to be written back');
+        if (left > 0) {
+          const reads = await settleProbe(holders[0]!, fail);
+          log.push(`  an admission tried during the settle (${left} ms left): not admitted, ${reads} /limits read(s) in ${SETTLE_PROBE_MS} ms`);
+          exercised.settleProbes++;
+          exercised.settleProbeReads += reads;
+        }
+        // Every holder is back: end the settle (all it waits for), then the store must hold what
+        // the model holds: the posting claims, nothing else.
+        await store.settle.end();
+        await store.beforeReading();
+        M.openReading(s);
+        const peek = await holders[0]!.peek(async () => ({ absolute: absoluteFor(M.headroomNow(s), s.used), requestId: 'req-peek' }), undefined);
+        let held = M.ZERO;
+        for (const c of s.claims) if (c.live) held = M.add(held, c.needs);
+        log.push(`  -> the store subtracts ${show(peek.inFlight)} (model: ${show(held)})`);
+        if (!same(peek.inFlight, held)) fail(`after the empty the store subtracts ${show(peek.inFlight)}, the model ${show(held)} (the posting claims)`);
+        break;
+      }
+      case 'clockStep': {
+        const live = s.claims.some((c) => c.live);
+        store.stepWall(cmd.hours * 3_600_000);
+        log.push(`the wall clock steps ${cmd.hours > 0 ? '+' : ''}${cmd.hours} h (the monotonic clock and the store's own do not move)${live ? ', claims live' : ''}`);
+        exercised.clockSteps++;
+        if (live) exercised.clockStepsWithLiveClaims++;
+        steppedHere = true;
+        countedAfterStep = false;
+        break;
+      }
     }
   }
   return log;
+}
+
+/** How long the probe of a settling store waits for an answer before it gives up, in ms. */
+export const SETTLE_PROBE_MS = 120;
+
+/**
+ * An admission tried while the store settles after its holders' write-backs: it must not admit; it
+ * is given up after {@link SETTLE_PROBE_MS} (an `AbortError`, as when the guard's time for the call
+ * runs out) or answers "not admitted". Returns how many `/limits` reads it made meanwhile (a read
+ * is allowed: the settle refuses the admission, not the reading).
+ */
+async function settleProbe(ledger: QuotaLedger, fail: (what: string) => never): Promise<number> {
+  let reads = 0;
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(), SETTLE_PROBE_MS);
+  try {
+    const a = await ledger.acquire(
+      { place: undefined, needs: { cores: 1, ramMiB: 1, instances: 1 }, ttlMs: LONG_TTL_MS, joinIfShort: false },
+      async () => {
+        reads++;
+        return { absolute: absoluteFor({}), requestId: 'req-settle' };
+      },
+      ac.signal,
+    );
+    if (a.admitted) fail('an admission during the settle after the empty was admitted');
+  } catch (e) {
+    if (!ac.signal.aborted) throw e;
+  } finally {
+    clearTimeout(timer);
+  }
+  return reads;
 }
 
 /** A `/limits` answer with one more of each limit: `needs <= headroom + 1`, the planted off-by-one. */
