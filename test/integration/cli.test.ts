@@ -192,7 +192,7 @@ describe('nova-guard quota audit', () => {
 
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toMatch(/^nova-guard quota audit: NovaNetworkError: GET http:\/\/127\.0\.0\.1:9\/v2\.1\/\S+ failed without a response: ECONNREFUSED\n$/);
+    expect(r.stderr).toMatch(/^nova-guard quota audit: NovaNetworkError: GET http:\/\/127\.0\.0\.1:9\/v2\.1\/\S+ failed without a response: ECONNREFUSED; is Nova running at http:\/\/127\.0\.0\.1:9\/v2\.1\?\n$/);
     expect(r.stderr).not.toContain(p.nova.memberToken);
   });
 });
