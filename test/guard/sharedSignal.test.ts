@@ -7,30 +7,15 @@
  * after it, the servers created deleted, and nothing left running.
  */
 import { getEventListeners } from 'node:events';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { AbortError } from '../../src/index.js';
 import { settle, useFakeClock } from '../helpers.js';
 import { body, guardFor, liveServers, posts, startNova } from './fixtures.js';
+import { captureListenerWarnings, nextTicks } from '../listenerWarnings.js';
 
 useFakeClock();
 
-/** The `MaxListenersExceededWarning`s the process emits during a test. */
-let warnings: string[] = [];
-const onWarning = (w: Error): void => {
-  if (w.name === 'MaxListenersExceededWarning') warnings.push(w.message);
-};
-beforeEach(() => {
-  warnings = [];
-  process.on('warning', onWarning);
-});
-afterEach(() => {
-  process.off('warning', onWarning);
-});
-
-/** Let process warnings (sent on the next tick) arrive. */
-const nextTicks = async (): Promise<void> => {
-  for (let i = 0; i < 3; i++) await new Promise<void>((r) => process.nextTick(r));
-};
+const warnings = captureListenerWarnings();
 
 const N = 50;
 
@@ -53,7 +38,7 @@ describe('50 guarded creates sharing one AbortSignal', () => {
     expect(peak).toBeGreaterThanOrEqual(1);
     expect(peak).toBeLessThanOrEqual(1);
     expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0);
-    expect(warnings).toEqual([]);
+    expect(warnings()).toEqual([]);
     await settle(guard.close());
   });
 
@@ -71,7 +56,7 @@ describe('50 guarded creates sharing one AbortSignal', () => {
     await nextTicks();
     expect(results).toEqual(Array(N).fill(false));
     expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0);
-    expect(warnings).toEqual([]);
+    expect(warnings()).toEqual([]);
     await settle(guard.close());
   });
 
@@ -84,7 +69,7 @@ describe('50 guarded creates sharing one AbortSignal', () => {
     await nextTicks();
     expect(reads).toHaveLength(N);
     expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0);
-    expect(warnings).toEqual([]);
+    expect(warnings()).toEqual([]);
     await settle(guard.close());
   });
 
@@ -111,6 +96,6 @@ describe('50 guarded creates sharing one AbortSignal', () => {
     // A second later only FakeNova's own timers are left (its DELETED windows).
     await settle(new Promise((r) => setTimeout(r, 1000)));
     expect(vi.getTimerCount()).toBe(nova.pendingTimers());
-    expect(warnings).toEqual([]);
+    expect(warnings()).toEqual([]);
   });
 });

@@ -7,28 +7,14 @@
  * abort still ends every request with an AbortError.
  */
 import { getEventListeners } from 'node:events';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AbortError } from '../../src/index.js';
 import { clientFor, settle, startNova, useFakeClock } from '../helpers.js';
+import { captureListenerWarnings, nextTicks } from '../listenerWarnings.js';
 
 useFakeClock();
 
-let warnings: string[] = [];
-const onWarning = (w: Error): void => {
-  if (w.name === 'MaxListenersExceededWarning') warnings.push(w.message);
-};
-beforeEach(() => {
-  warnings = [];
-  process.on('warning', onWarning);
-});
-afterEach(() => {
-  process.off('warning', onWarning);
-});
-
-/** Let process warnings (sent on the next tick) arrive. */
-const nextTicks = async (): Promise<void> => {
-  for (let i = 0; i < 3; i++) await new Promise<void>((r) => process.nextTick(r));
-};
+const warnings = captureListenerWarnings();
 
 const N = 50;
 
@@ -46,7 +32,7 @@ describe('50 client requests sharing one AbortSignal', () => {
     await nextTicks();
     expect(servers.map((s) => s.id)).toEqual(ids);
     expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0);
-    expect(warnings).toEqual([]);
+    expect(warnings()).toEqual([]);
   });
 
   it('an abort of the shared signal ends every request in flight with AbortError, and leaves no listener', async () => {
@@ -62,7 +48,7 @@ describe('50 client requests sharing one AbortSignal', () => {
     await nextTicks();
     for (const r of results) expect(r).toBeInstanceOf(AbortError);
     expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0);
-    expect(warnings).toEqual([]);
+    expect(warnings()).toEqual([]);
   });
 
   it('listServers × 50: no warning, at most one listener while they run, none after', async () => {
@@ -78,7 +64,7 @@ describe('50 client requests sharing one AbortSignal', () => {
     await nextTicks();
     expect(lists.map((l) => l.length)).toEqual(Array(N).fill(1));
     expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0);
-    expect(warnings).toEqual([]);
+    expect(warnings()).toEqual([]);
   });
 
   it('deleteServers of 50 with a signal: all deleted, no warning, no listener left', async () => {
@@ -90,6 +76,6 @@ describe('50 client requests sharing one AbortSignal', () => {
     await nextTicks();
     expect(r.succeeded).toHaveLength(N);
     expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0);
-    expect(warnings).toEqual([]);
+    expect(warnings()).toEqual([]);
   });
 });
