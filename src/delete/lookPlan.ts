@@ -18,6 +18,9 @@
  *    for headroom (`shortLooks.ts`), whichever is shorter ("near").
  * 3. Its deletion is under way and the engine has learned how long deletes take: before the
  *    learned time, the caller's interval, with one look at the learned time; from then on "near".
+ *    Only where "near" is shorter than the caller's interval: otherwise a look at the learned time
+ *    (most 404s come a little after it) would only move the phase of the looks and see the 404 a
+ *    whole interval late, so rule 5 holds.
  * 4. It is in BUILD and the engine has learned how long builds take: one look at the learned time,
  *    none before it; from then on the caller's interval (for the guard's ACTIVE wait, its interval).
  * 5. Otherwise (nothing learned yet, or no deletion or build known): the caller's interval, the
@@ -122,6 +125,9 @@ export class LookPlan {
     const near = Math.min(w.intervalMs, this.#d.nearOf(w));
     if (e.seenDeleted || this.#near(e, now)) return near;
     const deleteMs = this.deletes.ms;
+    // A near interval no shorter than the caller's gains nothing from the learned time: a look placed
+    // at it only moves the phase of the looks (most 404s come a little after it), so the prior holds.
+    if (e.deletingSince !== undefined && near >= w.intervalMs) return this.#d.intervalOf(w);
     // Before the learned time: the caller's interval, or the look at the learned time if sooner (within
     // a near interval of it, as a near look: a jittered look just before it does not add one).
     if (e.deletingSince !== undefined && deleteMs !== undefined) return Math.min(w.intervalMs, Math.max(near, e.deletingSince + deleteMs - now));
@@ -142,7 +148,8 @@ export class LookPlan {
     const e = w.entry;
     if (Number.isFinite(e.lastLookAt)) return 0;
     const deleteMs = this.deletes.ms;
-    if (e.deletingSince !== undefined && deleteMs !== undefined) return Math.max(0, Math.min(w.intervalMs, e.deletingSince + deleteMs - now));
+    const gains = Math.min(w.intervalMs, this.#d.nearOf(w)) < w.intervalMs;
+    if (e.deletingSince !== undefined && deleteMs !== undefined && gains) return Math.max(0, Math.min(w.intervalMs, e.deletingSince + deleteMs - now));
     const buildMs = this.builds.ms;
     if (e.building && buildMs !== undefined) return Math.max(0, e.buildSince + buildMs - now);
     return 0;

@@ -43,6 +43,25 @@ async function teachDeletes(client: NovaClient, nova: FakeNova): Promise<void> {
 }
 
 describe('looks where a 404 is near (learned from the deletes seen)', () => {
+  it("a caller's interval at or below the confirm interval: learning moves no look (the prior's phase), so the 404 is seen within one interval as before", async () => {
+    const nova = await startNova({ deleteDelayMs: 1000 });
+    const client = clientFor(nova);
+    const SHORT = { wait: true, intervalMs: 500, jitter: 0, timeoutMs: 120_000 } as const;
+    for (let i = 0; i < 4; i++) {
+      const id = nova.addServer({ status: 'ACTIVE', flavorId: '1', name: `short-${i}` }).id;
+      expect((await settle(client.deleteServer(id, SHORT))).outcome).toBe('deleted');
+    }
+    expect(learned(client, 'deletes')).toBeDefined();
+    const id = nova.addServer({ status: 'ACTIVE', flavorId: '1' }).id;
+    const from = Date.now();
+    expect((await settle(client.deleteServer(id, SHORT))).outcome).toBe('deleted');
+    const looks = getsOf(nova, id, from);
+    // At once after the DELETE, then every 500 ms: Nova destroys it at 1 s, the look at 1 s sees the 404
+    // (a look placed at the learned time, a little before 1 s, saw it still there and the 404 came 500 ms late).
+    expect(looks.map((g) => g.at)).toEqual([0, 500, 1000]);
+    expect(looks.at(-1)!.status).toBe(404);
+  });
+
   it('past the learned delete time, a look every confirm interval (1 s): the 404 is seen within a second', async () => {
     const nova = await startNova({ deleteDelayMs: 3000 });
     const client = clientFor(nova);
