@@ -3,6 +3,7 @@
  * adapter (no socket, so `vi.useFakeTimers()` drives the whole exchange), and {@link settle} to run
  * the fake clock until a call settles.
  */
+import { createServer } from 'node:net';
 import { afterEach, beforeEach, vi } from 'vitest';
 import { NovaClient, type NovaClientOptions } from '../src/index.js';
 import { FakeNova, type FakeNovaOptions } from '../src/testing/index.js';
@@ -146,4 +147,13 @@ export async function rejection(p: Promise<unknown>): Promise<Error> {
     return e as Error;
   }
   throw new Error('expected a rejection');
+}
+
+/** A port on 127.0.0.1 that nothing listens on (bound, then released): a refused connection. */
+export async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }

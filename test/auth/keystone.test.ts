@@ -4,18 +4,11 @@ import { AuthError, ConfigError, NovaNetworkError, ValidationError } from '../..
 import { EndpointNotFoundError, KeystoneAuth, authRequestBody, normaliseAuthUrl, redactSecrets, type KeystoneAuthOptions } from '../../src/auth/keystone.js';
 import { FakeKeystone, type FakeKeystoneOptions } from '../../src/testing/fakeKeystone.js';
 import { systemClock, type Clock } from '../../src/core/clock.js';
+import { closedPort } from '../helpers.js';
 
 const started: FakeKeystone[] = [];
 
 /** A loopback port nobody listens on. */
-async function closedPort(): Promise<number> {
-  const net = await import('node:net');
-  const server = net.createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
 afterEach(async () => {
   await Promise.all(started.splice(0).map((k) => k.stop()));
 });

@@ -2,21 +2,13 @@
  * A refused Nova port through the built binary (issue 32, item 6): the command fails in about a
  * second (it took 5.6-6.8 s: the client's whole retry policy) with "is Nova running at URL?".
  */
-import { createServer } from 'node:net';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt, runPiped } from './binary.js';
+import { closedPort } from '../helpers.js';
 
 beforeAll(async () => {
   await ensureBuilt();
 }, 120_000);
-
-async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((resolve) => s.close(resolve));
-  return port;
-}
 
 describe('a refused Nova port', () => {
   it.each([

@@ -5,12 +5,12 @@
  * each, and `onFailure` is told of each failure as it happens. Real sockets (a closed port) on the
  * real clock, outcomes with generous bounds; ScriptedNova on fake timers for the rest.
  */
-import { createServer } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DeleteFailedError, DeleteTimeoutError, NovaClient, NovaNetworkError, ServerError, waitForDelete } from '../../src/index.js';
 import type { DeleteFailureNotice } from '../../src/delete/index.js';
 import { KeystoneAuth } from '../../src/auth/keystone.js';
 import { ScriptedNova } from './support/scriptedNova.js';
+import { closedPort } from '../helpers.js';
 
 /** Server ids: Nova's are UUIDs, and the library refuses anything else. */
 const S1 = '00000001-0000-4000-8000-000000000000';
@@ -20,14 +20,6 @@ afterEach(() => {
 });
 
 /** A port that refuses connections: bound, then closed. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 describe('a Nova that refuses every connection (real sockets)', () => {
   it('deleteServer --wait: DeleteTimeoutError names ECONNREFUSED and the tries, cause is the NovaNetworkError, failures by kind', async () => {
     const port = await closedPort();

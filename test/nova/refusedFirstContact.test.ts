@@ -4,19 +4,10 @@
  * Nova has answered, or when an attempt failed otherwise, the retry policy alone applies.
  * Real sockets (a closed port, a FakeNova that is stopped) on the real clock.
  */
-import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { NovaClient, NovaNetworkError, ValidationError } from '../../src/index.js';
 import { startNova } from '../helpers.js';
-
-/** A port on 127.0.0.1 that nothing listens on (bound, then released). */
-async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((resolve) => s.close(resolve));
-  return port;
-}
+import { closedPort } from '../helpers.js';
 
 /** `getLimits` on `client`: the error and the number of attempts. */
 async function limitsAttempts(client: NovaClient): Promise<{ error: unknown; attempts: number; ms: number }> {
