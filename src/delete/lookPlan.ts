@@ -127,7 +127,7 @@ export class LookPlan {
     const deleteMs = this.deletes.ms;
     // A near interval no shorter than the caller's gains nothing from the learned time: a look placed
     // at it only moves the phase of the looks (most 404s come a little after it), so the prior holds.
-    if (e.deletingSince !== undefined && near >= w.intervalMs) return this.#d.intervalOf(w);
+    if (e.deletingSince !== undefined && !this.#nearIsShorter(w)) return this.#d.intervalOf(w);
     // Before the learned time: the caller's interval, or the look at the learned time if sooner (within
     // a near interval of it, as a near look: a jittered look just before it does not add one).
     if (e.deletingSince !== undefined && deleteMs !== undefined) return Math.min(w.intervalMs, Math.max(near, e.deletingSince + deleteMs - now));
@@ -148,11 +148,15 @@ export class LookPlan {
     const e = w.entry;
     if (Number.isFinite(e.lastLookAt)) return 0;
     const deleteMs = this.deletes.ms;
-    const gains = Math.min(w.intervalMs, this.#d.nearOf(w)) < w.intervalMs;
-    if (e.deletingSince !== undefined && deleteMs !== undefined && gains) return Math.max(0, Math.min(w.intervalMs, e.deletingSince + deleteMs - now));
+    if (e.deletingSince !== undefined && deleteMs !== undefined && this.#nearIsShorter(w)) return Math.max(0, Math.min(w.intervalMs, e.deletingSince + deleteMs - now));
     const buildMs = this.builds.ms;
     if (e.building && buildMs !== undefined) return Math.max(0, e.buildSince + buildMs - now);
     return 0;
+  }
+
+  /** `w`'s near interval is shorter than its own: only then does a look at the learned delete time see a 404 sooner. */
+  #nearIsShorter(w: Watch): boolean {
+    return this.#d.nearOf(w) < w.intervalMs;
   }
 
   /** The deletion of `e` has gone on for as long as this cloud's deletes take (learned). */
