@@ -33,4 +33,9 @@ describe('ledger strings without a registry', () => {
     const options = readFileSync(join(SRC, 'guard', 'options.ts'), 'utf8');
     expect(options).toMatch(/from '\.\.\/ledgers\/index\.js'/);
   });
+
+  it('package.json tells bundlers that no module has a side effect (the stale entry for dist/ledgers/index.js is gone)', () => {
+    const pkg = JSON.parse(readFileSync(join(SRC, '..', 'package.json'), 'utf8')) as { sideEffects?: unknown };
+    expect(pkg.sideEffects).toBe(false);
+  });
 });
