@@ -42,14 +42,12 @@ import { CREDENTIAL_KEYS, GET_TOKEN_SPEC, KEYSTONE_AUTH_SPEC, MIN_TOKEN_LIFE_MS,
 import { checkOptions } from '../core/options.js';
 
 export type { KeystoneCredentials, KeystoneMethod } from './authBody.js';
-export { MIN_TOKEN_LIFE_MS, normaliseAuthUrl } from './options.js';
+export { normaliseAuthUrl } from './options.js';
 export type { KeystoneAuthOptions } from './options.js';
-export { authRequestBody, DEFAULT_DOMAIN_ID } from './authBody.js';
-export { EndpointNotFoundError, normaliseInterface, selectEndpoint } from './catalog.js';
-export type { CatalogEndpoint, CatalogEntry, EndpointFilter, EndpointInterface } from './catalog.js';
+export { authRequestBody } from './authBody.js';
+export { EndpointNotFoundError } from './catalog.js';
+export type { EndpointInterface } from './catalog.js';
 export { httpsAgentFor, loadCaCert } from '../transport/tls.js';
-export type { TlsOptions } from '../transport/tls.js';
-export { parseKeystoneTime, parseTokenBody } from './token.js';
 export type { KeystoneTokenInfo } from './token.js';
 
 /** A token request under way, shared by every caller waiting for it. */

@@ -36,8 +36,6 @@ import { AUDIT_RESOURCES } from '../audit/count.js';
 import { addDurationOption, describeFailure, parseIntFlag } from './common.js';
 import { addFormatOptions, checkFormatFlags, formatList, type Cell, type FormatFlags } from './format.js';
 
-export { formatAudit } from '../audit/format.js';
-
 /** Exit code of each verdict, when no finding needs an operator. */
 export const AUDIT_EXIT_CODES = { consistent: 0, 'over-reported': 3, 'under-reported': 3, inconclusive: 4 } as const;
 
