@@ -144,30 +144,34 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
     checkFormatFlags(flags);
     const model = flags.model as CountingModel | undefined;
     if (model !== undefined && !['legacy', 'placement', 'unified-limits'].includes(model)) throw new ValidationError(`--model must be legacy, placement or unified-limits, got ${model}`);
-    const timeoutMs = flags.timeout;
     const concurrency = flags.ghostConcurrency === undefined ? undefined : parseIntFlag(flags.ghostConcurrency, '--ghost-concurrency');
-    const stuckBuildAfterMs = flags.stuckBuildAfter;
+    const auditOptions = {
+      checkGhosts: flags.ghosts !== false,
+      ...(model ? { countingModel: model } : {}),
+      ...(concurrency ? { ghostCheckConcurrency: concurrency } : {}),
+      ...(flags.timeout !== undefined ? { timeoutMs: flags.timeout } : {}),
+      ...(flags.stuckBuildAfter !== undefined ? { stuckBuildAfterMs: flags.stuckBuildAfter } : {}),
+    };
+    const failed = (e: unknown): void => {
+      if (e instanceof ValidationError) throw e;
+      console.error(terminalSafe(`nova-guard quota audit: ${(e as Error).name}: ${describeFailure(e)}`, true));
+      process.exitCode = 1;
+    };
     if (flags.watch) {
       const intervalMs = flags.interval ?? 30_000;
       const samples = flags.samples === undefined ? 20 : parseIntFlag(flags.samples, '--samples');
       const client = await getClient();
       try {
         const w = await watchQuota(client, {
+          ...auditOptions,
           intervalMs,
           samples,
-          checkGhosts: flags.ghosts !== false,
-          ...(model ? { countingModel: model } : {}),
-          ...(concurrency ? { ghostCheckConcurrency: concurrency } : {}),
-          ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-          ...(stuckBuildAfterMs !== undefined ? { stuckBuildAfterMs } : {}),
           onSample: (s) => console.log(JSON.stringify({ type: 'sample', ...s }, jsonReplacer)),
         });
         console.log(JSON.stringify({ type: 'summary', trend: w.trend, persistent: w.persistent, settled: w.settled, findings: w.last.findings }, jsonReplacer));
         process.exitCode = watchExitCode(w);
       } catch (e) {
-        if (e instanceof ValidationError) throw e;
-        console.error(terminalSafe(`nova-guard quota audit: ${(e as Error).name}: ${describeFailure(e)}`, true));
-        process.exitCode = 1;
+        failed(e);
       }
       return;
     }
@@ -177,21 +181,13 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
     let audit: QuotaAudit | undefined;
     try {
       for (let attempt = 1; attempt <= attempts; attempt++) {
-        audit = await auditQuota(client, {
-          checkGhosts: flags.ghosts !== false,
-          ...(model ? { countingModel: model } : {}),
-          ...(concurrency ? { ghostCheckConcurrency: concurrency } : {}),
-          ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-          ...(stuckBuildAfterMs !== undefined ? { stuckBuildAfterMs } : {}),
-        });
+        audit = await auditQuota(client, auditOptions);
         if (audit.stable || attempt === attempts) break;
         console.error(`Reported usage changed during attempt ${attempt} of ${attempts}; auditing again in ${formatDuration(retryDelayMs)}.`);
         await sleep(retryDelayMs);
       }
     } catch (e) {
-      if (e instanceof ValidationError) throw e;
-      console.error(terminalSafe(`nova-guard quota audit: ${(e as Error).name}: ${describeFailure(e)}`, true));
-      process.exitCode = 1;
+      failed(e);
       return;
     }
     const result = audit!;
