@@ -32,28 +32,17 @@ function isObject(v: unknown): v is Record<string, unknown> {
 }
 
 function invalid(ctx: ShapeContext, expected: string, body: unknown): InvalidResponseError {
-  return new InvalidResponseError({
-    status: ctx.status,
-    message:
-      `Nova answered ${ctx.status} to ${ctx.method} ${ctx.url} with an unexpected body: expected ${expected} ` +
-      `(${textSnippet(body, ctx.redact)})${ctx.note ? `. ${ctx.note}` : ''}`,
-    requestId: ctx.requestId,
-    method: ctx.method,
-    url: ctx.url,
-    serverId: ctx.serverId,
-  });
+  return unexpectedBody(ctx, `expected ${expected} (${textSnippet(body, ctx.redact)})${ctx.note ? `. ${ctx.note}` : ''}`);
 }
 
 /** An {@link InvalidResponseError} for a body whose shape is right but whose content cannot be used (`problem`). */
 export function invalidResponse(ctx: ShapeContext, problem: string): InvalidResponseError {
-  return new InvalidResponseError({
-    status: ctx.status,
-    message: `Nova answered ${ctx.status} to ${ctx.method} ${ctx.url} with an unexpected body: ${ctx.redact ? ctx.redact(problem) : problem}`,
-    requestId: ctx.requestId,
-    method: ctx.method,
-    url: ctx.url,
-    serverId: ctx.serverId,
-  });
+  return unexpectedBody(ctx, ctx.redact ? ctx.redact(problem) : problem);
+}
+
+function unexpectedBody(ctx: ShapeContext, detail: string): InvalidResponseError {
+  const { status, requestId, method, url, serverId } = ctx;
+  return new InvalidResponseError({ status, message: `Nova answered ${status} to ${method} ${url} with an unexpected body: ${detail}`, requestId, method, url, serverId });
 }
 
 /**
