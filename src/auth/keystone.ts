@@ -47,7 +47,7 @@ export type { KeystoneAuthOptions } from './options.js';
 export { authRequestBody } from './authBody.js';
 export { EndpointNotFoundError } from './catalog.js';
 export type { EndpointInterface } from './catalog.js';
-export { httpsAgentFor, loadCaCert } from '../transport/tls.js';
+export { loadCaCert } from '../transport/tls.js';
 export type { KeystoneTokenInfo } from './token.js';
 
 /** A token request under way, shared by every caller waiting for it. */
