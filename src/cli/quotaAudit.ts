@@ -3,12 +3,10 @@
  * and after listing), the count of the listed servers, limit and drift per resource; the suspects and
  * ghosts; the verdict in words.
  *
- * Output (see `renderAudit`): `-f table` (the default) is the report in words and tables; `-f json`
- * (or `--json`) the whole audit; `-c COLUMN`, `-f value`, `-f yaml` and `-f csv` one row per resource (cores,
- * ramMiB, instances) with the columns of `AUDIT_COLUMNS`. Durations (`--retry-delay`,
- * `--timeout`, `--interval`, `--stuck-build-after`) take a unit, `500ms`, `30s`, `5m`, `2h`; a bare
- * number is refused (`--interval 30` would have sampled 30 ms apart). `--watch` prints JSON lines
- * whatever the format (only `-f json` may be given with it).
+ * Output: see {@link renderAudit}; `--watch` prints JSON lines whatever the format (only `-f json`
+ * may be given with it). Durations (`--retry-delay`, `--timeout`, `--interval`, `--stuck-build-after`)
+ * take a unit, `500ms`, `30s`, `5m`, `2h`; a bare number is refused (`--interval 30` would have
+ * sampled 30 ms apart).
  *
  * Exit codes (for cron alerts; {@link auditExitCode}): 5 an operator must act (a finding with
  * `needsOperator`: an orphaned mapping, a delete or build stuck, a cell that does not answer, stale
