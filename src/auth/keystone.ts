@@ -24,7 +24,7 @@ import { AbortError, InvalidResponseError, NovaApiError, NovaNetworkError, Valid
 import { Transport, type TransportResponse } from '../transport/transport.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { componentLogger, type Logger } from '../core/logger.js';
-import { redactUrlSecrets } from '../core/redact.js';
+import { REDACTED, redactUrlSecrets } from '../core/redact.js';
 import { tokenHeaderProblem } from '../core/validate.js';
 import {
   authRequestBody,
@@ -69,7 +69,6 @@ interface TokenState {
   invalidated: boolean;
 }
 
-const REDACTED = '[REDACTED]';
 /** Largest Keystone response body read (16 MiB). */
 const KEYSTONE_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
