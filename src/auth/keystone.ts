@@ -25,7 +25,7 @@ import { Transport, type TransportResponse } from '../transport/transport.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { componentLogger, type Logger } from '../core/logger.js';
 import { REDACTED, redactUrlSecrets } from '../core/redact.js';
-import { tokenHeaderProblem } from '../core/validate.js';
+import { isPlainObject, tokenHeaderProblem } from '../core/validate.js';
 import {
   authRequestBody,
   credentialSecrets,
@@ -341,8 +341,7 @@ export class KeystoneAuth implements AuthProvider {
       // Never kept: it could not be sent as X-Auth-Token as it is (it would go out empty or changed).
       throw new InvalidResponseError({ status: res.status, message: `Keystone answered ${res.status} with an X-Subject-Token that cannot be sent as a header: ${unsafe} (POST ${url})`, method: 'POST', url, requestId });
     }
-    const tokenBody = data !== null && typeof data === 'object' && !Array.isArray(data) ? (data as Record<string, unknown>)['token'] : undefined;
-    if (tokenBody === null || typeof tokenBody !== 'object' || Array.isArray(tokenBody)) {
+    if (!isPlainObject(data) || !isPlainObject(data['token'])) {
       // A 2xx with a body Keystone never sends (a proxy's page): no token is kept, the next call asks again.
       throw new InvalidResponseError({ status: res.status, message: `Keystone answered ${res.status} with a body that is not a token (POST ${url})`, method: 'POST', url, requestId });
     }

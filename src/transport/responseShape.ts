@@ -12,6 +12,7 @@
  */
 import { InvalidResponseError } from '../errors/index.js';
 import { textSnippet, type Redactor } from './http.js';
+import { isPlainObject } from '../core/validate.js';
 
 /** What the error needs to know about the exchange. */
 export interface ShapeContext {
@@ -25,10 +26,6 @@ export interface ShapeContext {
   note?: string | undefined;
   /** Removes the caller's secrets (a body may echo the request) before any of it reaches a message. */
   redact?: Redactor | undefined;
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 function invalid(ctx: ShapeContext, expected: string, body: unknown): InvalidResponseError {
@@ -50,8 +47,8 @@ function unexpectedBody(ctx: ShapeContext, detail: string): InvalidResponseError
  * @throws {@link InvalidResponseError} otherwise.
  */
 export function objectMember<T>(body: unknown, key: string, ctx: ShapeContext): T {
-  const v = isObject(body) ? body[key] : undefined;
-  if (!isObject(v)) throw invalid(ctx, `a JSON object with a "${key}" object`, body);
+  const v = isPlainObject(body) ? body[key] : undefined;
+  if (!isPlainObject(v)) throw invalid(ctx, `a JSON object with a "${key}" object`, body);
   return v as T;
 }
 
@@ -80,8 +77,8 @@ export function idObjectListMember<T>(body: unknown, key: string, ctx: ShapeCont
  * @throws {@link InvalidResponseError} otherwise.
  */
 export function objectListMember<T>(body: unknown, key: string, ctx: ShapeContext): T[] {
-  const v = isObject(body) ? body[key] : undefined;
-  if (!Array.isArray(v) || !v.every(isObject)) throw invalid(ctx, `a JSON object with a "${key}" list of objects`, body);
+  const v = isPlainObject(body) ? body[key] : undefined;
+  if (!Array.isArray(v) || !v.every(isPlainObject)) throw invalid(ctx, `a JSON object with a "${key}" list of objects`, body);
   return v as T[];
 }
 
@@ -91,6 +88,6 @@ export function objectListMember<T>(body: unknown, key: string, ctx: ShapeContex
  * @throws {@link InvalidResponseError} when it is there but not a list of objects.
  */
 export function optionalObjectListMember<T>(body: unknown, key: string, ctx: ShapeContext): T[] {
-  if (!isObject(body) || body[key] === undefined || body[key] === null) return [];
+  if (!isPlainObject(body) || body[key] === undefined || body[key] === null) return [];
   return objectListMember<T>(body, key, ctx);
 }
