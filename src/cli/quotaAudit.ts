@@ -32,7 +32,7 @@ import { formatDuration } from '../core/duration.js';
 import { jsonReplacer, terminalSafe } from '../core/table.js';
 import { AUDIT_RESOURCES } from '../audit/count.js';
 import { addDurationOption, describeFailure, parseIntFlag } from './common.js';
-import { addFormatOptions, checkFormatFlags, formatList, type Cell, type FormatFlags } from './format.js';
+import { addFormatOptions, checkFormatFlags, formatList, limitCell, type Cell, type FormatFlags } from './format.js';
 
 /** Exit code of each verdict, when no finding needs an operator. */
 export const AUDIT_EXIT_CODES = { consistent: 0, 'over-reported': 3, 'under-reported': 3, inconclusive: 4 } as const;
@@ -74,8 +74,6 @@ interface AuditFlags extends FormatFlags {
 /** The columns of `quota audit`'s list view (`-c`, `-f value|yaml|csv`, see {@link auditRows}). */
 export const AUDIT_COLUMNS = ['Resource', 'Reported Before', 'Counted', 'Reported After', 'Limit', 'Drift', 'Verdict'] as const;
 
-const cell = (n: number | null | undefined): Cell => (n === undefined ? null : n === Number.POSITIVE_INFINITY ? -1 : n);
-
 /**
  * The list view of an audit: one row per resource (`cores`, `ramMiB`, `instances`), with the usage
  * Nova reported before and after the listing, the usage counted from the listed servers, the limit
@@ -86,7 +84,7 @@ const cell = (n: number | null | undefined): Cell => (n === undefined ? null : n
 export function auditRows(audit: Pick<QuotaAudit, 'resources'>): Cell[][] {
   return AUDIT_RESOURCES.map((res) => {
     const r = audit.resources[res];
-    return [res, cell(r.reportedBefore), r.counted, cell(r.reportedAfter), cell(r.limit), r.drift, r.verdict];
+    return [res, limitCell(r.reportedBefore), r.counted, limitCell(r.reportedAfter), limitCell(r.limit), r.drift, r.verdict];
   });
 }
 
