@@ -50,10 +50,7 @@ import { findCauses } from './findings.js';
 import { describePlacement, leakedAllocation, readPlacement } from './placement.js';
 import { fillListedFaults } from './faults.js';
 
-
-export type { AuditResource, Usage } from './count.js';
-
-export type { UsageReading, AuditVerdict, ResourceAudit, AuditQuotaOptions, AuditedServer, SuspectServer, GhostServer, QuotaAudit } from './types.js';
+export type { AuditVerdict, ResourceAudit, AuditQuotaOptions, AuditedServer, QuotaAudit } from './types.js';
 import type { UsageReading, ResourceAudit, AuditQuotaOptions, AuditedServer, SuspectServer, GhostServer, QuotaAudit } from './types.js';
 
 function fromLimits(absolute: Record<string, number | undefined>, requestId: string | undefined): UsageReading {
@@ -328,9 +325,6 @@ async function audit(client: NovaClient, options: AuditQuotaOptions, signal: Abo
   log.info({ verdict, stable, servers: audited.length, ghosts: ghosts.length, suspects: suspects.length }, 'quota audit done');
   return result;
 }
-
-/** True for a server in ERROR that was never scheduled (its fault is NoValidHost: it lives in cell0). */
-export const isUnscheduled = neverScheduled;
 
 function toAudited(s: Server, size: { vcpus: number; ram: number } | undefined, nowMs: number): AuditedServer {
   const created = typeof s.created === 'string' ? Date.parse(s.created) : Number.NaN;

@@ -17,7 +17,7 @@ import { AuthError, isAbortError } from '../errors/index.js';
 import type { ResourceAmounts, Server } from '../core/types.js';
 import { countsTowardUsage, embeddedFlavor, flavorSize, statusOf, taskStateOf, type FlavorSize } from '../core/counting.js';
 
-export { countsTowardUsage, embeddedFlavor, statusOf, taskStateOf, type FlavorSize } from '../core/counting.js';
+export { countsTowardUsage, statusOf, taskStateOf, type FlavorSize } from '../core/counting.js';
 
 /**
  * The three resources an audit compares, spelt as every amount of nova-guard is

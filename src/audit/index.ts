@@ -5,10 +5,10 @@
  * @module
  */
 export { auditQuota } from './audit.js';
-export type { AuditQuotaOptions, QuotaAudit, ResourceAudit, AuditVerdict, AuditedServer, SuspectServer, GhostServer, UsageReading, AuditResource, Usage } from './audit.js';
+export type { AuditQuotaOptions, QuotaAudit, ResourceAudit, AuditVerdict, AuditedServer } from './audit.js';
 export { formatAudit } from './format.js';
-export type { CountingModel, ModelFit, Holding } from './model.js';
-export type { Finding, FindingKind } from './findings.js';
-export { watchQuota, driftTrend } from './watch.js';
-export type { WatchQuotaOptions, WatchSample, QuotaWatch, DriftTrend } from './watch.js';
+export type { CountingModel } from './model.js';
+export type { Finding } from './findings.js';
+export { watchQuota } from './watch.js';
+export type { WatchQuotaOptions, WatchSample, QuotaWatch } from './watch.js';
 export type { PlacementUsagesReader } from './placement.js';

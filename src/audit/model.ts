@@ -24,9 +24,6 @@ import { isPastScheduling } from '../guard/waitForActive.js';
 /** How Nova counts usage. */
 export type CountingModel = 'legacy' | 'placement' | 'unified-limits';
 
-/** The models the audit can tell apart from the readings (unified limits count as placement does). */
-export const INFERABLE_MODELS: readonly CountingModel[] = ['legacy', 'placement'];
-
 /** What one server holds under one model: at least `min`, at most `max` (`Infinity` when unbounded). */
 export interface Holding {
   min: Usage;

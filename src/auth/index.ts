@@ -5,7 +5,5 @@
  */
 export { StaticTokenProvider } from './provider.js';
 export type { AuthProvider, GetTokenOptions } from './provider.js';
-export type { EndpointInterface } from './catalog.js';
-export type { KeystoneTokenInfo } from './token.js';
-export { KeystoneAuth, MIN_TOKEN_LIFE_MS, EndpointNotFoundError } from './keystone.js';
-export type { KeystoneAuthOptions, KeystoneCredentials, KeystoneMethod, CatalogEntry, CatalogEndpoint, EndpointFilter } from './keystone.js';
+export { KeystoneAuth, EndpointNotFoundError } from './keystone.js';
+export type { KeystoneAuthOptions, KeystoneCredentials } from './keystone.js';

@@ -24,8 +24,8 @@ import { AbortError, InvalidResponseError, NovaApiError, NovaNetworkError, Valid
 import { Transport, type TransportResponse } from '../transport/transport.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { componentLogger, type Logger } from '../core/logger.js';
-import { redactUrlSecrets } from '../core/redact.js';
-import { tokenHeaderProblem } from '../core/validate.js';
+import { REDACTED, redactUrlSecrets } from '../core/redact.js';
+import { isPlainObject, tokenHeaderProblem } from '../core/validate.js';
 import {
   authRequestBody,
   credentialSecrets,
@@ -42,14 +42,12 @@ import { CREDENTIAL_KEYS, GET_TOKEN_SPEC, KEYSTONE_AUTH_SPEC, MIN_TOKEN_LIFE_MS,
 import { checkOptions } from '../core/options.js';
 
 export type { KeystoneCredentials, KeystoneMethod } from './authBody.js';
-export { MIN_TOKEN_LIFE_MS, normaliseAuthUrl } from './options.js';
+export { normaliseAuthUrl } from './options.js';
 export type { KeystoneAuthOptions } from './options.js';
-export { authRequestBody, DEFAULT_DOMAIN_ID } from './authBody.js';
-export { EndpointNotFoundError, normaliseInterface, selectEndpoint } from './catalog.js';
-export type { CatalogEndpoint, CatalogEntry, EndpointFilter, EndpointInterface } from './catalog.js';
-export { httpsAgentFor, loadCaCert } from '../transport/tls.js';
-export type { TlsOptions } from '../transport/tls.js';
-export { parseKeystoneTime, parseTokenBody } from './token.js';
+export { authRequestBody } from './authBody.js';
+export { EndpointNotFoundError } from './catalog.js';
+export type { EndpointInterface } from './catalog.js';
+export { loadCaCert } from '../transport/tls.js';
 export type { KeystoneTokenInfo } from './token.js';
 
 /** A token request under way, shared by every caller waiting for it. */
@@ -71,7 +69,6 @@ interface TokenState {
   invalidated: boolean;
 }
 
-const REDACTED = '[REDACTED]';
 /** Largest Keystone response body read (16 MiB). */
 const KEYSTONE_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
@@ -344,8 +341,7 @@ export class KeystoneAuth implements AuthProvider {
       // Never kept: it could not be sent as X-Auth-Token as it is (it would go out empty or changed).
       throw new InvalidResponseError({ status: res.status, message: `Keystone answered ${res.status} with an X-Subject-Token that cannot be sent as a header: ${unsafe} (POST ${url})`, method: 'POST', url, requestId });
     }
-    const tokenBody = data !== null && typeof data === 'object' && !Array.isArray(data) ? (data as Record<string, unknown>)['token'] : undefined;
-    if (tokenBody === null || typeof tokenBody !== 'object' || Array.isArray(tokenBody)) {
+    if (!isPlainObject(data) || !isPlainObject(data['token'])) {
       // A 2xx with a body Keystone never sends (a proxy's page): no token is kept, the next call asks again.
       throw new InvalidResponseError({ status: res.status, message: `Keystone answered ${res.status} with a body that is not a token (POST ${url})`, method: 'POST', url, requestId });
     }

@@ -26,6 +26,9 @@ import { parseIntFlag } from './common.js';
 /** A cell: numbers stay numbers in json/yaml. */
 export type Cell = string | number | boolean | null;
 
+/** A number of Nova's as a cell: unlimited as -1 (as Nova writes it), unknown as null. */
+export const limitCell = (n: number | null | undefined): Cell => (n === undefined ? null : n === Number.POSITIVE_INFINITY ? -1 : n);
+
 /** The format flags of a command. */
 export interface FormatFlags {
   format?: string;

@@ -16,7 +16,8 @@ import type { NovaClient } from '../nova/client.js';
 import { withWaitNotice } from './waitNotice.js';
 import { addFormatOptions, checkFormatFlags, formatList, type Cell, type FormatFlags } from './format.js';
 
-const nova = (n: number): number => (n === Number.POSITIVE_INFINITY ? -1 : n);
+/** Unlimited as Nova writes it: -1. */
+const nova = <T>(n: T): T | -1 => (n === Number.POSITIVE_INFINITY ? -1 : n);
 
 /** Register `limits` (and `limits show`) on the root program. */
 export function registerLimitsCommand(program: Command, getClient: () => Promise<NovaClient>): void {
@@ -39,9 +40,9 @@ export function registerLimitsCommand(program: Command, getClient: () => Promise
         max === undefined || used === undefined ? undefined : Math.max(0, max - used);
       if (flags.json) {
         const json = Object.fromEntries(
-          rows.map(([name, max, used]) => [name.split(' ')[0], { max: max === Infinity ? -1 : max, used, headroom: ((h) => (h === Infinity ? -1 : h))(headroom(max, used)) }]),
+          rows.map(([name, max, used]) => [name.split(' ')[0], { max: nova(max), used, headroom: nova(headroom(max, used)) }]),
         );
-        console.log(JSON.stringify({ ...json, absolute: Object.fromEntries(Object.entries(a).map(([k, v]) => [k, v === Infinity ? -1 : v])), requestId: limits.requestId }, null, 2));
+        console.log(JSON.stringify({ ...json, absolute: Object.fromEntries(Object.entries(a).map(([k, v]) => [k, nova(v)])), requestId: limits.requestId }, null, 2));
         return;
       }
       // Table and value: 'unlimited' and '-' as before; json and yaml: numbers, -1 unlimited, null unknown.

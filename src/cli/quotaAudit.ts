@@ -3,12 +3,10 @@
  * and after listing), the count of the listed servers, limit and drift per resource; the suspects and
  * ghosts; the verdict in words.
  *
- * Output (see `renderAudit`): `-f table` (the default) is the report in words and tables; `-f json`
- * (or `--json`) the whole audit; `-c COLUMN`, `-f value`, `-f yaml` and `-f csv` one row per resource (cores,
- * ramMiB, instances) with the columns of `AUDIT_COLUMNS`. Durations (`--retry-delay`,
- * `--timeout`, `--interval`, `--stuck-build-after`) take a unit, `500ms`, `30s`, `5m`, `2h`; a bare
- * number is refused (`--interval 30` would have sampled 30 ms apart). `--watch` prints JSON lines
- * whatever the format (only `-f json` may be given with it).
+ * Output: see {@link renderAudit}; `--watch` prints JSON lines whatever the format (only `-f json`
+ * may be given with it). Durations (`--retry-delay`, `--timeout`, `--interval`, `--stuck-build-after`)
+ * take a unit, `500ms`, `30s`, `5m`, `2h`; a bare number is refused (`--interval 30` would have
+ * sampled 30 ms apart).
  *
  * Exit codes (for cron alerts; {@link auditExitCode}): 5 an operator must act (a finding with
  * `needsOperator`: an orphaned mapping, a delete or build stuck, a cell that does not answer, stale
@@ -34,9 +32,7 @@ import { formatDuration } from '../core/duration.js';
 import { jsonReplacer, terminalSafe } from '../core/table.js';
 import { AUDIT_RESOURCES } from '../audit/count.js';
 import { addDurationOption, describeFailure, parseIntFlag } from './common.js';
-import { addFormatOptions, checkFormatFlags, formatList, type Cell, type FormatFlags } from './format.js';
-
-export { formatAudit } from '../audit/format.js';
+import { addFormatOptions, checkFormatFlags, formatList, limitCell, type Cell, type FormatFlags } from './format.js';
 
 /** Exit code of each verdict, when no finding needs an operator. */
 export const AUDIT_EXIT_CODES = { consistent: 0, 'over-reported': 3, 'under-reported': 3, inconclusive: 4 } as const;
@@ -78,8 +74,6 @@ interface AuditFlags extends FormatFlags {
 /** The columns of `quota audit`'s list view (`-c`, `-f value|yaml|csv`, see {@link auditRows}). */
 export const AUDIT_COLUMNS = ['Resource', 'Reported Before', 'Counted', 'Reported After', 'Limit', 'Drift', 'Verdict'] as const;
 
-const cell = (n: number | null | undefined): Cell => (n === undefined ? null : n === Number.POSITIVE_INFINITY ? -1 : n);
-
 /**
  * The list view of an audit: one row per resource (`cores`, `ramMiB`, `instances`), with the usage
  * Nova reported before and after the listing, the usage counted from the listed servers, the limit
@@ -90,7 +84,7 @@ const cell = (n: number | null | undefined): Cell => (n === undefined ? null : n
 export function auditRows(audit: Pick<QuotaAudit, 'resources'>): Cell[][] {
   return AUDIT_RESOURCES.map((res) => {
     const r = audit.resources[res];
-    return [res, cell(r.reportedBefore), r.counted, cell(r.reportedAfter), cell(r.limit), r.drift, r.verdict];
+    return [res, limitCell(r.reportedBefore), r.counted, limitCell(r.reportedAfter), limitCell(r.limit), r.drift, r.verdict];
   });
 }
 
@@ -146,30 +140,34 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
     checkFormatFlags(flags);
     const model = flags.model as CountingModel | undefined;
     if (model !== undefined && !['legacy', 'placement', 'unified-limits'].includes(model)) throw new ValidationError(`--model must be legacy, placement or unified-limits, got ${model}`);
-    const timeoutMs = flags.timeout;
     const concurrency = flags.ghostConcurrency === undefined ? undefined : parseIntFlag(flags.ghostConcurrency, '--ghost-concurrency');
-    const stuckBuildAfterMs = flags.stuckBuildAfter;
+    const auditOptions = {
+      checkGhosts: flags.ghosts !== false,
+      ...(model ? { countingModel: model } : {}),
+      ...(concurrency ? { ghostCheckConcurrency: concurrency } : {}),
+      ...(flags.timeout !== undefined ? { timeoutMs: flags.timeout } : {}),
+      ...(flags.stuckBuildAfter !== undefined ? { stuckBuildAfterMs: flags.stuckBuildAfter } : {}),
+    };
+    const failed = (e: unknown): void => {
+      if (e instanceof ValidationError) throw e;
+      console.error(terminalSafe(`nova-guard quota audit: ${(e as Error).name}: ${describeFailure(e)}`, true));
+      process.exitCode = 1;
+    };
     if (flags.watch) {
       const intervalMs = flags.interval ?? 30_000;
       const samples = flags.samples === undefined ? 20 : parseIntFlag(flags.samples, '--samples');
       const client = await getClient();
       try {
         const w = await watchQuota(client, {
+          ...auditOptions,
           intervalMs,
           samples,
-          checkGhosts: flags.ghosts !== false,
-          ...(model ? { countingModel: model } : {}),
-          ...(concurrency ? { ghostCheckConcurrency: concurrency } : {}),
-          ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-          ...(stuckBuildAfterMs !== undefined ? { stuckBuildAfterMs } : {}),
           onSample: (s) => console.log(JSON.stringify({ type: 'sample', ...s }, jsonReplacer)),
         });
         console.log(JSON.stringify({ type: 'summary', trend: w.trend, persistent: w.persistent, settled: w.settled, findings: w.last.findings }, jsonReplacer));
         process.exitCode = watchExitCode(w);
       } catch (e) {
-        if (e instanceof ValidationError) throw e;
-        console.error(terminalSafe(`nova-guard quota audit: ${(e as Error).name}: ${describeFailure(e)}`, true));
-        process.exitCode = 1;
+        failed(e);
       }
       return;
     }
@@ -179,21 +177,13 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
     let audit: QuotaAudit | undefined;
     try {
       for (let attempt = 1; attempt <= attempts; attempt++) {
-        audit = await auditQuota(client, {
-          checkGhosts: flags.ghosts !== false,
-          ...(model ? { countingModel: model } : {}),
-          ...(concurrency ? { ghostCheckConcurrency: concurrency } : {}),
-          ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-          ...(stuckBuildAfterMs !== undefined ? { stuckBuildAfterMs } : {}),
-        });
+        audit = await auditQuota(client, auditOptions);
         if (audit.stable || attempt === attempts) break;
         console.error(`Reported usage changed during attempt ${attempt} of ${attempts}; auditing again in ${formatDuration(retryDelayMs)}.`);
         await sleep(retryDelayMs);
       }
     } catch (e) {
-      if (e instanceof ValidationError) throw e;
-      console.error(terminalSafe(`nova-guard quota audit: ${(e as Error).name}: ${describeFailure(e)}`, true));
-      process.exitCode = 1;
+      failed(e);
       return;
     }
     const result = audit!;

@@ -13,7 +13,7 @@ import type { NovaClient } from '../nova/client.js';
 import type { QuotaDetailItem } from '../core/types.js';
 import { ConfigError } from '../errors/index.js';
 import { withWaitNotice } from './waitNotice.js';
-import { addFormatOptions, checkFormatFlags, formatList, type FormatFlags, type Cell } from './format.js';
+import { addFormatOptions, checkFormatFlags, formatList, limitCell, type FormatFlags } from './format.js';
 
 /** Nova's quota names to openstack's (python-openstackclient `COMPUTE_QUOTAS`, `NOVA_NETWORK_QUOTAS`). */
 const OSC_NAMES: Record<string, string> = {
@@ -29,8 +29,6 @@ const OSC_NAMES: Record<string, string> = {
   server_group_members: 'server-group-members',
   server_groups: 'server-groups',
 };
-
-const nova = (n: number | undefined): Cell => (n === undefined ? null : n === Number.POSITIVE_INFINITY ? -1 : n);
 
 /** Register `show` under the `quota` command. */
 export function registerQuotaShowCommand(quota: Command, getClient: () => Promise<NovaClient>): void {
@@ -55,8 +53,8 @@ export function registerQuotaShowCommand(quota: Command, getClient: () => Promis
       .map(([k, v]) => [OSC_NAMES[k] ?? k, v] as const)
       .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
     const out = flags.usage
-      ? formatList(['Resource', 'Limit', 'In Use', 'Reserved'], rows.map(([k, v]) => [k, nova(v.limit), nova(v.in_use), nova(v.reserved)]), flags)
-      : formatList(['Resource', 'Limit'], rows.map(([k, v]) => [k, nova(v.limit)]), flags);
+      ? formatList(['Resource', 'Limit', 'In Use', 'Reserved'], rows.map(([k, v]) => [k, limitCell(v.limit), limitCell(v.in_use), limitCell(v.reserved)]), flags)
+      : formatList(['Resource', 'Limit'], rows.map(([k, v]) => [k, limitCell(v.limit)]), flags);
     console.log(out);
   });
 }

@@ -24,6 +24,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { join, win32 } from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { ConfigError } from '../errors/index.js';
+import { isPlainObject } from '../core/validate.js';
 
 /** Where to look for files. */
 export interface SearchOptions {
@@ -144,10 +145,6 @@ export function loadFirstFile(candidates: readonly string[]): LoadedFile | undef
     return { path, data: parseConfigText(path, text) };
   }
   return undefined;
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 /** Recursive merge of mappings; `over`'s scalars and lists win (openstacksdk `_util.merge_clouds`). */

@@ -4,6 +4,5 @@
  * @module
  */
 export { loadCloudConfig, clientOptionsFromCloud, resolveClientOptions } from './load.js';
-export type { CloudSource } from './types.js';
-export type { CloudConfig, CloudAuth, CloudAuthType, LoadCloudConfigOptions, CloudClientExtras, CloudClientSettings, CloudClientResult } from './load.js';
+export type { CloudConfig, LoadCloudConfigOptions } from './load.js';
 // `CloudClientOptions` (these extras plus every `NovaClientOptions` field) is `NovaClient`'s: see `src/nova/options.ts`.

@@ -40,10 +40,8 @@ import { candidateFiles, cloudsOf, loadFirstFile, mergeDeep, searchDirs, type Se
 import { resolveCloud } from './normalise.js';
 import type { CloudConfig } from './types.js';
 
-export type { CloudAuth, CloudAuthType, CloudConfig, CloudSource } from './types.js';
-export { candidateFiles, mergeDeep, parseConfigText, searchDirs } from './files.js';
-export { envCloud, SELECTOR_VARS } from './env.js';
-export { getBoolean, resolveCloud } from './normalise.js';
+export type { CloudConfig } from './types.js';
+export { searchDirs } from './files.js';
 
 /** Options of {@link loadCloudConfig}. */
 export interface LoadCloudConfigOptions {

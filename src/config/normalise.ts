@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { MAX_TIMER_MS } from '../core/validate.js';
+import { MAX_TIMER_MS, isPlainObject } from '../core/validate.js';
 import { homedir } from 'node:os';
 import { ConfigError } from '../errors/index.js';
 import { envVarFor } from './env.js';
@@ -60,10 +60,6 @@ export interface CloudOverrides {
   region_name?: string | undefined;
   interface?: string | undefined;
   compute_api_version?: string | undefined;
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 function underscoreKeys(o: Record<string, unknown>): Record<string, unknown> {

@@ -10,6 +10,7 @@
  * @module
  */
 import { pino, type Level, type Logger } from 'pino';
+import { REDACTED } from './redact.js';
 
 export type { Logger } from 'pino';
 
@@ -98,7 +99,7 @@ export function toLogger(logger: LoggerOption | undefined): Logger {
       byNumber.get(Number(level))?.(typeof msg === 'string' ? msg : '', fields);
     },
   };
-  return pino({ level: wanted, redact: { paths: [...LOG_REDACT_PATHS], censor: '[REDACTED]' } }, stream);
+  return pino({ level: wanted, redact: { paths: [...LOG_REDACT_PATHS], censor: REDACTED } }, stream);
 }
 
 /** The given logger's child for `component`, or a silent logger. */

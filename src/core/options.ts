@@ -121,13 +121,3 @@ export function checkOptions<T = Record<string, unknown>>(where: string, options
     if (value !== undefined && check) check(value, `${namePrefix}${key}`);
   }
 }
-
-/**
- * Check that `options` is an object (or undefined) whose own keys are all in `known`: an
- * {@link OptionsSpec} whose values are checked by the caller (see {@link checkOptions}).
- * @param where - What the options belong to, for the message (e.g. `deleteServer options`).
- * @throws {@link ValidationError} naming the unknown key and the closest known one.
- */
-export function checkKnownOptions(where: string, options: unknown, known: readonly string[]): void {
-  checkOptions(where, options, Object.fromEntries(known.map((k) => [k, null])));
-}

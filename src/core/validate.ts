@@ -21,6 +21,11 @@ export function checkPathId(what: string, id: unknown): asserts id is string {
   }
 }
 
+/** True for a JSON object: not null, not an array. */
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
 /**
  * Nova's server ids are UUIDs: 32 hexadecimal digits, in any case, with or without the dashes of the
  * 8-4-4-4-12 form (oslo.utils `uuidutils.is_uuid_like`, which Nova's compute API checks before any

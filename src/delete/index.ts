@@ -10,9 +10,7 @@ export type { DeleteCapable } from './waitForDelete.js';
 export { deleteServer, deleteServers } from './deleteServer.js';
 export { DeleteEngine } from './engine.js';
 export { confirmNotFound } from './requestDelete.js';
-export type { ConfirmNotFoundOptions } from './requestDelete.js';
-export type { DeleteEngineOptions } from './engine.js';
-export { DELETE_DEFAULTS, checkDeleteOptions } from './options.js';
+export { checkDeleteOptions } from './options.js';
 export { presenceMicroversion } from './observe.js';
 export type {
   WaitForDeleteOptions,
@@ -27,35 +25,15 @@ export type {
   DeleteServersResult,
   DeleteSettled,
   UnconfirmedDelete,
-  DeleteEngineStats,
-  ServerApi,
   WatchEnd,
-  Observation,
-  WatchSpec,
-  EngineResponse,
-  EngineRequestOptions,
-  GoneEvidence,
 } from './types.js';
-export type { FleetLink, FleetInterest, FleetProof, DeleteEngineFleet, FleetEngine, FleetPublication, FleetStats, Published } from './fleet.js';
+export type { FleetLink, FleetInterest, FleetPublication, FleetStats, Published } from './fleet.js';
 export { newFleetStats } from './fleet.js';
-export { FleetLooks, wantServer, PUBLISHED_FIELDS } from './fleetLooks.js';
-export type { WantedServer } from './fleetLooks.js';
 export { FleetConsumer } from './fleetConsumer.js';
-export { FleetFeed } from './fleetFeed.js';
-export type { FleetFeedInit } from './fleetFeed.js';
-export { FleetWatcher, PROOF_RETENTION_MS } from './fleetWatcher.js';
-export type { FleetWatcherInit } from './fleetWatcher.js';
+export { FleetWatcher } from './fleetWatcher.js';
 export { MemoryFleetStore } from './memoryFleetStore.js';
 export type { FleetStore, FleetLease, FleetInterestEntry, FleetInterestRead, KeptProof, PublicationDraft } from './fleetStore.js';
-export type { FleetConsumerInit } from './fleetConsumer.js';
 export { InProcessFleet } from './inProcessFleet.js';
-export type { FleetClient, InProcessFleetMember } from './inProcessFleet.js';
-export { fleetProofIsGone } from './evidence.js';
-export type { DeleteLedger } from './ledger.js';
-export type { Follows, FollowEngine, FollowOptions } from './follow.js';
-export type { Outbound } from './outbound.js';
-export type { PollPace } from './pollPace.js';
-export type { DeleteWindow } from './deleteWindow.js';
 import type { DeleteCapable } from './waitForDelete.js';
 
 /**

@@ -167,12 +167,10 @@ export class QuotaExceededError extends NovaApiError {
 }
 
 // Keep util.inspect of errors free of anything but their own fields (no nested axios config).
-for (const cls of [NovaApiError]) {
-  Object.defineProperty(cls.prototype, inspect.custom, {
-    value: function (this: NovaApiError) {
-      const { name, message, status, fault, requestId, method, url, serverId } = this;
-      return `${name}: ${message} ${inspect({ status, fault, requestId, method, url, serverId })}`;
-    },
-  });
-}
+Object.defineProperty(NovaApiError.prototype, inspect.custom, {
+  value: function (this: NovaApiError) {
+    const { name, message, status, fault, requestId, method, url, serverId } = this;
+    return `${name}: ${message} ${inspect({ status, fault, requestId, method, url, serverId })}`;
+  },
+});
 

@@ -19,8 +19,7 @@ export {
   NovaNetworkError,
   QuotaExceededError,
 } from './api.js';
-export type { NovaErrorInit, QuotaExceededInit, QuotaResource } from './api.js';
+export type { NovaErrorInit, QuotaResource } from './api.js';
 export { DeleteTimeoutError, DeleteFailedError, OrphanedServerError } from './delete.js';
 export { OperationTimeoutError } from './timeout.js';
-export type { OperationTimeoutInit } from './timeout.js';
-export type { DeleteTimeoutInit, DeleteFailedInit, OrphanedServerInit, FailureKind, FailureSummary } from './delete.js';
+export type { FailureKind, FailureSummary } from './delete.js';

@@ -11,5 +11,4 @@
  * @module
  */
 export { LEDGER_ENV, parseLedgerSpec, openLedger } from './open.js';
-export type { LedgerSpec, OpenLedgerOptions } from './open.js';
-export { ledgerOption, SpecLedger } from './specLedger.js';
+export { ledgerOption } from './specLedger.js';

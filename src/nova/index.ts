@@ -3,5 +3,5 @@
  *
  * @module
  */
-export { NovaClient, parseAbsoluteLimits } from './client.js';
-export type { NovaClientOptions, CloudClientOptions, RequestOptions, RetryOptions, RawRequest, RawResponse, ListServersOptions, ListServersQuery, ClientStats } from './client.js';
+export { NovaClient } from './client.js';
+export type { NovaClientOptions, CloudClientOptions, RequestOptions, RetryOptions, ListServersQuery } from './client.js';

@@ -4,5 +4,5 @@
  * @module
  */
 export { Reaper, reapServers } from './reaper.js';
-export type { ReaperOptions, ReaperRunOptions, ReapServersOptions, ReapResult, ReapPassResult, ReapDeleted, ReapFailure, ReapEvent, ReapCandidate, ReapSkip, ReapSkipReason, ReaperState, SeenCandidate, FleetSelector, LiveMark } from './reaper.js';
+export type { ReaperOptions, ReaperRunOptions, ReapServersOptions, ReapResult, ReapEvent, ReaperState, FleetSelector } from './reaper.js';
 export { readReaperState, writeReaperState } from './state.js';

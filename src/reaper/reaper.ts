@@ -44,9 +44,9 @@ import type { DeleteServerOptions } from '../delete/index.js';
 /** Default {@link ReaperOptions.timeoutMs}: 15 min per pass. */
 const DEFAULT_PASS_TIMEOUT_MS = 900_000;
 
-export type { FleetSelector, LiveMark, ReapCandidate, ReaperState, ReapSkip, ReapSkipReason, SeenCandidate } from './plan.js';
+export type { FleetSelector, ReaperState } from './plan.js';
 
-export type { ReaperOptions, ReaperRunOptions, ReapServersOptions, ReapDeleted, ReapFailure, ReapEvent, ReapPassResult, ReapResult } from './types.js';
+export type { ReaperOptions, ReaperRunOptions, ReapServersOptions, ReapEvent, ReapResult } from './types.js';
 import type { ReaperOptions, ReaperRunOptions, ReapServersOptions, ReapDeleted, ReapFailure, ReapEvent, ReapPassResult, ReapResult } from './types.js';
 
 /** What a {@link Reaper} takes (see {@link ReaperOptions}); `deleteOptions` is checked as `deleteServer`'s. */

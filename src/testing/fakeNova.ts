@@ -14,7 +14,7 @@
 import { ValidationError } from '../errors/index.js';
 import type { Compute } from './fakeNova/compute.js';
 import type { FaultQueue } from './fakeNova/faults.js';
-import { assemble } from './fakeNova/assemble.js';
+import { assemble, type FakeParts } from './fakeNova/assemble.js';
 import { FakeNovaCauses } from './fakeNova/causes.js';
 import { checkFaultSpec } from './fakeNova/faultSpec.js';
 import { checkPathId } from '../core/validate.js';
@@ -90,19 +90,7 @@ export class FakeNova {
   private readonly flavors: Map<string, FakeFlavor>;
   private closing: Promise<void> | undefined;
 
-  private constructor(parts: {
-    url: string;
-    projectId: string;
-    requests: RecordedRequest[];
-    store: ServerStore;
-    quota: QuotaBook;
-    compute: Compute;
-    timers: TimerSet;
-    faults: FaultQueue;
-    http: HttpBinding;
-    inProcess: AdapterBinding;
-    flavors: Map<string, FakeFlavor>;
-  }) {
+  private constructor(parts: FakeParts & { url: string; projectId: string; http: HttpBinding; inProcess: AdapterBinding; flavors: Map<string, FakeFlavor> }) {
     this.url = parts.url;
     this.endpoint = parts.url + '/v2.1';
     this.projectId = parts.projectId;

@@ -25,7 +25,7 @@ import {
 import { parseQuotaMessage } from '../errors/quotaMessage.js';
 import { systemClock } from '../core/clock.js';
 import { redactUrlSecrets } from '../core/redact.js';
-import { isOpenStackRequestId } from '../core/validate.js';
+import { isOpenStackRequestId, isPlainObject } from '../core/validate.js';
 
 /** Response headers as axios gives them (lower-case names). */
 export type HeaderBag = Record<string, unknown>;
@@ -96,20 +96,12 @@ export function parseFaultBody(data: unknown): { fault?: string; message?: strin
       return {};
     }
   }
-  if (!obj || typeof obj !== 'object' || Array.isArray(obj)) return {};
-  const keys = Object.keys(obj as object);
-  if (keys.length >= 1) {
-    const key = keys[0]!;
-    const inner = (obj as Record<string, unknown>)[key];
-    if (inner && typeof inner === 'object' && !Array.isArray(inner)) {
-      const msg = (inner as Record<string, unknown>)['message'];
-      return { fault: key, message: typeof msg === 'string' ? msg : undefined, body: inner as Record<string, unknown> };
-    }
-    if (typeof (obj as Record<string, unknown>)['message'] === 'string') {
-      return { message: (obj as Record<string, string>)['message'] };
-    }
-  }
-  return {};
+  if (!isPlainObject(obj)) return {};
+  const key = Object.keys(obj)[0];
+  if (key === undefined) return {};
+  const inner = obj[key];
+  if (isPlainObject(inner)) return { fault: key, message: typeof inner['message'] === 'string' ? inner['message'] : undefined, body: inner };
+  return typeof obj['message'] === 'string' ? { message: obj['message'] } : {};
 }
 
 /** Removes secrets from a text (see `redactSecrets`). */

@@ -12,6 +12,7 @@
  */
 import { InvalidResponseError } from '../errors/index.js';
 import { textSnippet, type Redactor } from './http.js';
+import { isPlainObject } from '../core/validate.js';
 
 /** What the error needs to know about the exchange. */
 export interface ShapeContext {
@@ -27,33 +28,18 @@ export interface ShapeContext {
   redact?: Redactor | undefined;
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
 function invalid(ctx: ShapeContext, expected: string, body: unknown): InvalidResponseError {
-  return new InvalidResponseError({
-    status: ctx.status,
-    message:
-      `Nova answered ${ctx.status} to ${ctx.method} ${ctx.url} with an unexpected body: expected ${expected} ` +
-      `(${textSnippet(body, ctx.redact)})${ctx.note ? `. ${ctx.note}` : ''}`,
-    requestId: ctx.requestId,
-    method: ctx.method,
-    url: ctx.url,
-    serverId: ctx.serverId,
-  });
+  return unexpectedBody(ctx, `expected ${expected} (${textSnippet(body, ctx.redact)})${ctx.note ? `. ${ctx.note}` : ''}`);
 }
 
 /** An {@link InvalidResponseError} for a body whose shape is right but whose content cannot be used (`problem`). */
 export function invalidResponse(ctx: ShapeContext, problem: string): InvalidResponseError {
-  return new InvalidResponseError({
-    status: ctx.status,
-    message: `Nova answered ${ctx.status} to ${ctx.method} ${ctx.url} with an unexpected body: ${ctx.redact ? ctx.redact(problem) : problem}`,
-    requestId: ctx.requestId,
-    method: ctx.method,
-    url: ctx.url,
-    serverId: ctx.serverId,
-  });
+  return unexpectedBody(ctx, ctx.redact ? ctx.redact(problem) : problem);
+}
+
+function unexpectedBody(ctx: ShapeContext, detail: string): InvalidResponseError {
+  const { status, requestId, method, url, serverId } = ctx;
+  return new InvalidResponseError({ status, message: `Nova answered ${status} to ${method} ${url} with an unexpected body: ${detail}`, requestId, method, url, serverId });
 }
 
 /**
@@ -61,8 +47,8 @@ export function invalidResponse(ctx: ShapeContext, problem: string): InvalidResp
  * @throws {@link InvalidResponseError} otherwise.
  */
 export function objectMember<T>(body: unknown, key: string, ctx: ShapeContext): T {
-  const v = isObject(body) ? body[key] : undefined;
-  if (!isObject(v)) throw invalid(ctx, `a JSON object with a "${key}" object`, body);
+  const v = isPlainObject(body) ? body[key] : undefined;
+  if (!isPlainObject(v)) throw invalid(ctx, `a JSON object with a "${key}" object`, body);
   return v as T;
 }
 
@@ -91,8 +77,8 @@ export function idObjectListMember<T>(body: unknown, key: string, ctx: ShapeCont
  * @throws {@link InvalidResponseError} otherwise.
  */
 export function objectListMember<T>(body: unknown, key: string, ctx: ShapeContext): T[] {
-  const v = isObject(body) ? body[key] : undefined;
-  if (!Array.isArray(v) || !v.every(isObject)) throw invalid(ctx, `a JSON object with a "${key}" list of objects`, body);
+  const v = isPlainObject(body) ? body[key] : undefined;
+  if (!Array.isArray(v) || !v.every(isPlainObject)) throw invalid(ctx, `a JSON object with a "${key}" list of objects`, body);
   return v as T[];
 }
 
@@ -102,6 +88,6 @@ export function objectListMember<T>(body: unknown, key: string, ctx: ShapeContex
  * @throws {@link InvalidResponseError} when it is there but not a list of objects.
  */
 export function optionalObjectListMember<T>(body: unknown, key: string, ctx: ShapeContext): T[] {
-  if (!isObject(body) || body[key] === undefined || body[key] === null) return [];
+  if (!isPlainObject(body) || body[key] === undefined || body[key] === null) return [];
   return objectListMember<T>(body, key, ctx);
 }

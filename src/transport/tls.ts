@@ -61,29 +61,11 @@ export function loadPem(pem: string | Buffer, key: PemKey): string | Buffer {
 }
 
 /**
- * An https.Agent for `options`, or undefined when the defaults apply (verification on, Node's CAs).
- * `insecure` gives `rejectUnauthorized: false` and logs a warning on `logger`.
- * @throws {@link ConfigError} when the CA file cannot be read.
- */
-export function httpsAgentFor(options: TlsOptions, logger?: Logger, what = 'Keystone'): https.Agent | undefined {
-  return tlsAgent(options, logger, what);
-}
-
-/**
- * Like {@link httpsAgentFor}; the warning names `what` when given (`... (insecure) for Keystone: ...`),
- * else no service.
- */
-export function tlsAgent(options: TlsOptions, logger?: Logger, what?: string): https.Agent | undefined {
-  const agentOptions = tlsAgentOptions(options, logger, what);
-  return agentOptions ? new https.Agent(agentOptions) : undefined;
-}
-
-/**
  * The https.Agent options of `options` (CA bundle, client certificate and key, verification off),
- * or undefined when the defaults apply (verification on, Node's CAs): what {@link tlsAgent} builds
- * its agent with, and what the transport's agent for fresh connections is built with too
- * (`transport.ts`), so that both trust and present exactly the same certificates. `insecure` logs
- * the warning on `logger`.
+ * or undefined when the defaults apply (verification on, Node's CAs): what the transport builds its
+ * shared agent and its agent for fresh connections with (`transport.ts`), so that both trust and
+ * present exactly the same certificates. `insecure` logs the warning on `logger`, naming `what`
+ * when given (`... (insecure) for Keystone: ...`).
  * @throws {@link ConfigError} when a CA, certificate or key file cannot be read, or a key is given without its certificate.
  */
 export function tlsAgentOptions(options: TlsOptions, logger?: Logger, what?: string): https.AgentOptions | undefined {

@@ -6,7 +6,8 @@ import { makeTestCert, type TestCert } from '../tlsCert.js';
 import { NovaClient } from '../../src/nova/client.js';
 import { clientOptionsFromCloud, loadCloudConfig } from '../../src/config/load.js';
 import { NovaNetworkError } from '../../src/errors/index.js';
-import { KeystoneAuth, httpsAgentFor } from '../../src/auth/keystone.js';
+import { KeystoneAuth } from '../../src/auth/keystone.js';
+import { tlsAgentOptions } from '../../src/transport/tls.js';
 import { FakeKeystone } from '../../src/testing/index.js';
 
 let certPath: string;
@@ -48,13 +49,13 @@ const creds = { username: 'ci-bot', password: 'ci-bot-password', projectName: 'c
 describe('TLS', () => {
   it('insecure gives an agent with rejectUnauthorized false and logs a warning', () => {
     const { logger, lines } = capture();
-    const agent = httpsAgentFor({ insecure: true }, logger);
-    expect(agent?.options.rejectUnauthorized).toBe(false);
+    const agent = tlsAgentOptions({ insecure: true }, logger, 'Keystone');
+    expect(agent?.rejectUnauthorized).toBe(false);
     expect(lines().map((l) => [l['level'], l['msg']])).toEqual([[40, 'TLS verification is turned off (insecure) for Keystone: the server certificate is not checked']]);
-    expect(httpsAgentFor({})).toBeUndefined();
-    const withCa = httpsAgentFor({ caCert: cert });
-    expect(withCa?.options.rejectUnauthorized).toBeUndefined();
-    expect((withCa?.options.ca as string[]).at(-1)).toBe(cert);
+    expect(tlsAgentOptions({})).toBeUndefined();
+    const withCa = tlsAgentOptions({ caCert: cert });
+    expect(withCa?.rejectUnauthorized).toBeUndefined();
+    expect((withCa?.ca as string[]).at(-1)).toBe(cert);
   });
 
   it('verification is on by default: a self-signed Keystone is a NovaNetworkError', async () => {

@@ -59,8 +59,3 @@ const DEFAULT_MESSAGES: Record<number, string> = {
 export function defaultMessage(status: number): string {
   return DEFAULT_MESSAGES[status] ?? 'An unknown error has occurred. Please try your request again.';
 }
-
-/** 200 with a JSON body. */
-export function ok(body: unknown, serverId?: string): Reply {
-  return { status: 200, body, serverId };
-}

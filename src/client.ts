@@ -1,6 +1,0 @@
-/**
- * Entry point: `NovaClient` (see `src/nova/`).
- *
- * @module
- */
-export * from './nova/index.js';

@@ -1,6 +1,0 @@
-/**
- * Entry point: `QuotaGuard` and headroom (see `src/guard/`).
- *
- * @module
- */
-export * from './guard/index.js';

@@ -1,6 +1,0 @@
-/**
- * Entry point: `waitForDelete`, `deleteServer`, `deleteServers` (see `src/delete/`).
- *
- * @module
- */
-export * from './delete/index.js';
