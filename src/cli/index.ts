@@ -1,0 +1,6 @@
+/**
+ * The `nova-guard` command line (its executable is `main.ts`).
+ *
+ * @module
+ */
+export { main } from './main.js';

@@ -1,0 +1,6 @@
+/**
+ * Entry point: `NovaClient` (see `src/nova/`).
+ *
+ * @module
+ */
+export * from './nova/index.js';
