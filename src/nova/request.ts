@@ -163,14 +163,18 @@ export class NovaRequester {
     checkDurationMs('requestTimeoutMs', req.requestTimeoutMs, { timer: true });
     if (req.retry !== false) checkRetryPolicy('retry', req.retry);
     throwIfAborted(req.signal);
-    if (!req.signal) return this.#request<T>(await this.#withMicroversion(req));
-    return this.#init.signals.run([req.signal], async (signal) => this.#request<T>(await this.#withMicroversion(signal === undefined ? req : { ...req, signal })));
+    if (!req.signal) return this.#request<T>(req);
+    return this.#init.signals.run([req.signal], (signal) => this.#request<T>(signal === undefined ? req : { ...req, signal }));
   }
 
-  /** `req` with the microversion it goes at: its own, the pinned one, or the negotiated one (see {@link microversion}). */
-  async #withMicroversion(req: RawRequest): Promise<RawRequest> {
+  /**
+   * `req` with the microversion it goes at: its own, the pinned one, or the negotiated one (see
+   * {@link microversion}), under the attempt's `signal`: the document is read inside the attempt's
+   * time limit, after the token was had and checked (a bad token sends nothing at all).
+   */
+  async #withMicroversion(req: RawRequest, signal: AbortSignal): Promise<RawRequest> {
     if (req.microversion !== undefined || this.#init.microversion !== undefined) return req;
-    return { ...req, microversion: (await this.microversion(req.signal)).version };
+    return { ...req, microversion: (await this.microversion(signal)).version };
   }
 
   async #request<T>(req: RawRequest): Promise<RawResponse<T>> {
@@ -242,7 +246,7 @@ export class NovaRequester {
         const token = await this.#init.auth.getToken({ signal });
         // A provider's token that cannot be a header value is refused, never sent empty or stripped.
         checkHeaderToken("the auth provider's token", token);
-        return this.#exchange<T>(req, ctx, token, signal, reauthenticated);
+        return this.#exchange<T>(await this.#withMicroversion(req, signal), ctx, token, signal, reauthenticated);
       },
       () => transport.redact(networkError('ETIMEDOUT', `no response within ${timeoutMs} ms`, ctx, true)),
     );
