@@ -176,7 +176,7 @@ export class NovaClient {
    */
   async resolveMicroversion(options: { signal?: AbortSignal | undefined } = {}): Promise<string> {
     checkOptions('resolveMicroversion options', options, { signal: is.signal });
-    return (await this.#requester.microversion(options.signal)).version;
+    return (await this.#signals.run([options.signal], (signal) => this.#requester.microversion(signal))).version;
   }
 
   /**
@@ -194,7 +194,8 @@ export class NovaClient {
       checkNeeds(needs, this.pinnedMicroversion, `this client is pinned to ${this.pinnedMicroversion}`);
       return { version: this.pinnedMicroversion, chosen: false };
     }
-    const c = await this.#requester.microversion(signal);
+    // Through the client's fan-out: many calls sharing one signal add one listener to it.
+    const c = await this.#signals.run([signal], (s) => this.#requester.microversion(s));
     if (c.source === 'unread') return { version: highestNeed(needs) ?? c.version, chosen: true };
     const range = c.source === 'pinned' ? undefined : c.range;
     checkNeeds(needs, c.version, range ? `Nova at ${this.#endpoint ?? 'the catalog endpoint'} supports ${range.min} to ${range.max}` : `Nova at ${this.#endpoint ?? 'the catalog endpoint'} names no microversion this client knows`);
