@@ -71,6 +71,11 @@ export type ChosenMicroversion =
   | { version: string; source: 'negotiated' | 'base'; range: MicroversionRange | undefined }
   | { version: string; source: 'unread'; error: Error };
 
+/** The time limit of a read of the version document, in ms: half of `requestTimeoutMs`, at most 30000. */
+export function versionReadLimitMs(requestTimeoutMs: number): number {
+  return Math.min(requestTimeoutMs / 2, 30_000);
+}
+
 /** Sends `NovaClient`'s requests: see the module. */
 export class NovaRequester {
   readonly #init: RequesterInit;
@@ -116,9 +121,14 @@ export class NovaRequester {
     return d.version === undefined ? { version: BASE_MICROVERSION, source: 'base', range: d.range } : { version: d.version, source: 'negotiated', range: d.range };
   }
 
-  /** One `GET` of the version document (no token: Nova serves it to anyone), one attempt within `requestTimeoutMs`. */
+  /**
+   * One `GET` of the version document (no token: Nova serves it to anyone), one attempt within
+   * {@link versionReadLimitMs}: half of the attempt's time, so that when it hangs the request it was
+   * read for still goes out, at 2.1, within its own time limit.
+   */
   #readVersionDocument(signal: AbortSignal): Promise<unknown> {
-    const { transport, stats, logger, requestTimeoutMs } = this.#init;
+    const { transport, stats, logger } = this.#init;
+    const requestTimeoutMs = versionReadLimitMs(this.#init.requestTimeoutMs);
     let ctx: RequestContext = transport.context('GET', '(compute version document)');
     return transport.withTimeLimit(
       requestTimeoutMs,

@@ -2,7 +2,7 @@
  * One read of Nova's version document per client, shared by every caller (see `microversion.ts`).
  *
  * - Read once: the first caller that needs the microversion starts one `GET` of the document (one
- *   attempt, bounded by the client's `requestTimeoutMs`); callers that come meanwhile wait for that
+ *   attempt, bounded by half the client's `requestTimeoutMs`, at most 30 s); callers that come meanwhile wait for that
  *   same read; once read, the answer is kept for the client's life (a Nova's range only changes with
  *   an upgrade, and then an older microversion still works).
  * - A failed read (no answer, a 5xx, a page that is not a version document) is not kept for ever:
@@ -10,8 +10,9 @@
  *   asking again, as openstacksdk does when discovery fails; the next caller after that reads again.
  *   A failing Nova thus gets at most one extra request a minute, never one per call.
  * - Each caller waits under its own signal: its abort ends its wait, never another caller's; when
- *   every caller waiting for a read has left, the read is aborted (nothing runs for nobody), and
- *   that is not a failure.
+ *   every caller waiting for a read has left (their time limits or aborts came first), the read is
+ *   aborted (nothing runs for nobody) and counts as a failed read: a Nova too slow to answer it is
+ *   not asked again by each next call.
  *
  * @module
  */
@@ -79,9 +80,12 @@ export class VersionDiscovery {
     } finally {
       flight.waiters--;
       if (flight.waiters === 0 && this.#flight === flight) {
-        // Nobody waits any more: the read stops, and the next caller starts its own.
+        // Nobody waits any more (their deadlines or aborts came first): the read stops, and counts as
+        // a failed one, so that a Nova too slow to answer it is not asked again by every next call.
         this.#flight = undefined;
-        flight.controller.abort(new AbortError('no caller waits for the version document'));
+        const error = new AbortError('the compute version document was not read: every caller waiting for it ended first');
+        this.#failed = { error, atMs: this.#init.clock.now() };
+        flight.controller.abort(error);
       }
     }
   }

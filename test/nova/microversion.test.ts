@@ -168,6 +168,37 @@ describe('microversion negotiation', () => {
   });
 });
 
+describe('a version document that hangs', () => {
+  it('the read gives up at half the requestTimeoutMs: the call goes on at 2.1 within its own limit, and the next calls do not read it again for a minute', async () => {
+    vi.useFakeTimers({ now: T0 });
+    const nova = await startNova();
+    nova.inject({ method: 'GET', path: '/', hang: true, times: Number.POSITIVE_INFINITY });
+    const client = clientFor(nova, { microversion: undefined, requestTimeoutMs: 1000, retry: false });
+
+    const start = Date.now();
+    await settle(client.getLimits());
+    expect(Date.now() - start).toBe(500);
+    for (let i = 0; i < 5; i++) await settle(client.getLimits());
+
+    expect(versionDocReads(nova)).toBe(1);
+    expect(nova.requestsTo('GET', '/limits')).toHaveLength(6);
+    expect(client.microversion).toBe('2.1');
+  });
+
+  it('callers that all end first (an abort) abandon the read; it counts as failed, so the next call does not read it again', async () => {
+    const nova = await startNova();
+    nova.inject({ method: 'GET', path: '/', hang: true, times: Number.POSITIVE_INFINITY });
+    const client = unpinned(nova);
+    const ac = new AbortController();
+    const call = client.getLimits({ signal: ac.signal });
+    await new Promise((r) => setTimeout(r, 20));
+    ac.abort();
+    await expect(call).rejects.toMatchObject({ name: 'AbortError' });
+    await client.getLimits();
+    expect(versionDocReads(nova)).toBe(1);
+  });
+});
+
 describe('version documents and the choice', () => {
   it('reads both document shapes; a Nova without microversions or above the client names none', () => {
     expect(parseVersionDocument({ version: { id: 'v2.1', version: '2.79', min_version: '2.1' } })).toEqual({ min: '2.1', max: '2.79' });
