@@ -12,7 +12,7 @@
  */
 
 // Nova and authentication.
-export { NovaClient, CLIENT_MAX_MICROVERSION } from './nova/index.js';
+export { NovaClient } from './nova/index.js';
 export type { NovaClientOptions, CloudClientOptions, RequestOptions, RetryOptions, ListServersQuery } from './nova/index.js';
 export { StaticTokenProvider, KeystoneAuth } from './auth/index.js';
 export type { AuthProvider, GetTokenOptions, KeystoneAuthOptions, KeystoneCredentials } from './auth/index.js';

@@ -51,7 +51,7 @@ export interface NovaClientOptions {
    * Pin the compute API microversion sent with every request: a string `"2.<minor>"` or `"latest"`.
    * Unset (the default), the client negotiates as openstacksdk does: it reads Nova's version document
    * (`GET /v2.1/`) once, on its first request, and speaks the highest microversion both know (at
-   * most `CLIENT_MAX_MICROVERSION`, 2.93); when that document cannot be read, requests go at 2.1 and
+   * most 2.93, the highest this client is written for); when that document cannot be read, requests go at 2.1 and
    * it is read again a minute later. A feature of a call that needs more than the microversion it goes
    * at (`networks: 'none'` 2.37, `tags` 2.52, ...) fails before the request with a
    * {@link ValidationError} naming the microversion.

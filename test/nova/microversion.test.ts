@@ -7,8 +7,8 @@
  */
 import type { AxiosAdapter, InternalAxiosRequestConfig } from 'axios';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { BadRequestError, CLIENT_MAX_MICROVERSION, NovaClient, ValidationError } from '../../src/index.js';
-import { parseVersionDocument, pickMicroversion, versionDocumentUrl } from '../../src/nova/microversion.js';
+import { BadRequestError, NovaClient, ValidationError } from '../../src/index.js';
+import { CLIENT_MAX_MICROVERSION, parseVersionDocument, pickMicroversion, versionDocumentUrl } from '../../src/nova/microversion.js';
 import type { FakeNova } from '../../src/testing/index.js';
 import { T0, clientFor, rejection, settle, startNova } from '../helpers.js';
 
