@@ -1,20 +1,27 @@
 /**
- * The main job: several autopkgtest-style workers, spread over two worker hosts (two processes' worth
- * of clients and guards), share one project whose core quota is smaller than what they would use at
- * once, and Nova deletes asynchronously. Every create goes through a QuotaGuard; every delete waits
- * until Nova has really deleted the server. The guards of the two hosts do not know each other's
- * claims, so they race and meet real quota 403s, which they absorb. The summary shows the waits and
- * 403s absorbed and no job failed; the run ends with a quota audit.
+ * The main job: several autopkgtest-style workers, spread over two worker hosts, share one project
+ * whose core quota is smaller than what they would use at once, and Nova deletes asynchronously.
+ * Every create goes through a QuotaGuard; every delete waits until Nova has really deleted the
+ * server. The summary shows what ledger the hosts shared, the waits and quota 403s, and that no job
+ * failed; the run ends with a quota audit.
  *
  * `npm run demo` runs it on an embedded fake Nova behind a fake Keystone (password auth, token
  * renewal, catalog lookup). Against a real cloud:
  * `npm run demo -- --endpoint http://127.0.0.1:8774/v2.1 --token admin:demo --image <id> --flavor <id>`.
  *
- * With `--ledger redis://127.0.0.1:6379` the hosts are worker PROCESSES (`demoHost.ts`) whose guards
- * share one RedisQuotaLedger: they wait for each other's claims instead of racing into 403s
- * (`npm run demo -- --hosts 3 --ledger redis://127.0.0.1:6379`; `scripts/redis/start.sh` starts a Redis).
+ * `--ledger` takes any ledger string a QuotaGuard takes (README "Ledgers"):
+ * - by default a SQLite ledger in a fresh temporary directory (removed at the end): the hosts are
+ *   worker PROCESSES (`demoHost.ts`) whose guards share that file, the setup of one machine with a
+ *   process per worker: they wait for each other's claims, and no quota 403 is met;
+ * - `sqlite:/abs/file` or `redis://host:port` (`scripts/redis/start.sh` starts a Redis): the same,
+ *   on that ledger (Redis: the setup of many machines);
+ * - `in-process`: the hosts are clients in this process, each with its own in-process ledger: they
+ *   share nothing, so they race into Nova's quota 403s, which their guards absorb.
  */
 import { fork } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Command } from 'commander';
 import { KeystoneAuth, NovaClient, QuotaGuard, auditQuota, formatAudit } from 'nova-guard';
 import { FakeKeystone, FakeNova } from 'nova-guard/testing';
@@ -53,13 +60,44 @@ const program = new Command('demo')
   .option('--test-ms <ms>', 'how long each "test" runs, in ms', '150')
   .option('--delete-delay-ms <ms>', 'how long the fake Nova takes to delete a server, in ms', '400')
   .option('--latency-ms <ms>', 'API latency of the fake Nova, in ms (makes the hosts race)', '15')
-  .option('--ledger <url>', 'redis:// URL of a shared RedisQuotaLedger: the hosts become worker processes sharing it')
+  .option('--ledger <spec>', 'ledger the hosts share: sqlite:/abs/file, redis://host:port, or in-process (each host its own: they race into quota 403s); default: sqlite: in a fresh temporary directory')
   .option('--quiet', 'print only the summary')
   .option('--metrics', "print nova-guard's OpenTelemetry metrics at the end, in the Prometheus text format (examples/prometheus.ts)")
   .parse();
 const flags = program.opts<DemoFlags>();
 
+/** A ledger string the demo takes: `in-process`, `sqlite:…` or `redis(s)://…` (the guard checks the rest). */
+const LEDGER_FORMS = /^(in-process|sqlite:.+|rediss?:\/\/.+)$/;
+
+/** `--ledger`, or the default: a SQLite file in a fresh temporary directory (`cleanup` removes it). */
+function ledgerSpec(): { spec: string; cleanup: () => void } {
+  if (flags.ledger !== undefined) {
+    if (!LEDGER_FORMS.test(flags.ledger)) throw new Error(`--ledger must be sqlite:/abs/file, redis://host:port or in-process, got ${JSON.stringify(flags.ledger)}`);
+    return { spec: flags.ledger, cleanup: () => undefined };
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'nova-guard-demo-'));
+  return { spec: `sqlite:${join(dir, 'ledger.db')}`, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** What the summary says of the ledger, and why quota 403s would appear without a shared one. */
+function ledgerLine(spec: string, hosts: number, quota403s: number): string {
+  const secretless = spec.replace(/\/\/[^@/]*@/, '//***@');
+  if (spec === 'in-process') {
+    return `in-process (each of the ${hosts} hosts has its own: they share nothing and race into Nova's quota 403s (${quota403s} here), which the guard absorbs; the default sqlite: ledger or redis:// avoids them)`;
+  }
+  return `${secretless} (shared by the ${hosts} worker processes: ${quota403s} quota 403s). With --ledger in-process the hosts share nothing and race into Nova's 403s, which the guard absorbs.`;
+}
+
 async function main(): Promise<number> {
+  const { spec, cleanup } = ledgerSpec();
+  try {
+    return await demo(spec);
+  } finally {
+    cleanup();
+  }
+}
+
+async function demo(spec: string): Promise<number> {
   const started = performance.now();
   const metrics = flags.metrics ? await startPrometheusMetrics() : undefined;
   const real = Boolean(flags.endpoint || flags.osCloud);
@@ -101,7 +139,7 @@ async function main(): Promise<number> {
     }
   }
   const client = clients[0]!;
-  if (flags.ledger) return fleet(started, client, keystone?.authUrl, fake, keystone);
+  if (spec !== 'in-process') return fleet(started, spec, client, keystone?.authUrl, fake, keystone, metrics);
   const imageRef = flags.image ?? process.env['NOVA_IMAGE_ID'] ?? 'cirros';
   const flavorRef = flags.flavor ?? process.env['NOVA_FLAVOR_ID'] ?? '2';
   const guards = clients.map((c) => new QuotaGuard(c, {
@@ -137,7 +175,8 @@ async function main(): Promise<number> {
   const sum = (k: keyof WorkerStats): number => results.reduce((n, r) => n + (r[k] as number), 0);
   const rows: Array<[string, string | number]> = [
     ['cloud', real ? (flags.endpoint ?? flags.osCloud ?? '') : `fake Nova behind fake Keystone, ${flags.cores}-core quota, ${flags.deleteDelayMs} ms deletes`],
-    ['workers x jobs', `${workers} x ${jobs} (flavor ${flavorRef}: ${vcpus}-core servers) on ${hosts} hosts`],
+    ['workers x jobs', `${workers} x ${jobs} (flavor ${flavorRef}: ${vcpus}-core servers) on ${hosts} hosts in this process`],
+    ['ledger', ledgerLine(spec, hosts, guardSum('quota403s'))],
     ['jobs done', sum('jobsDone')],
     ['jobs failed', sum('jobsFailed')],
     ['waits for headroom', guardSum('waits')],
@@ -172,8 +211,16 @@ function runHost(task: DemoHostTask): Promise<DemoHostResult> {
   });
 }
 
-/** `--ledger`: the hosts are processes whose guards share a RedisQuotaLedger. */
-async function fleet(started: number, client: NovaClient, authUrl: string | undefined, fake: FakeNova | undefined, keystone: FakeKeystone | undefined): Promise<number> {
+/** A shared ledger (`sqlite:…`, `redis://…`): the hosts are processes whose guards share it. */
+async function fleet(
+  started: number,
+  spec: string,
+  client: NovaClient,
+  authUrl: string | undefined,
+  fake: FakeNova | undefined,
+  keystone: FakeKeystone | undefined,
+  metrics: Awaited<ReturnType<typeof startPrometheusMetrics>> | undefined,
+): Promise<number> {
   const hosts = Math.max(1, Number(flags.hosts));
   const workers = Number(flags.workers);
   const jobs = Number(flags.jobs);
@@ -185,7 +232,7 @@ async function fleet(started: number, client: NovaClient, authUrl: string | unde
   try {
     out = await Promise.all(
       Array.from({ length: hosts }, (_, h) =>
-        runHost({ host: h, workers: names.filter((_, i) => i % hosts === h), jobs, flavorRef, imageRef, testMs: Number(flags.testMs), ledgerUrl: flags.ledger!, quiet: Boolean(flags.quiet), cloud }),
+        runHost({ host: h, workers: names.filter((_, i) => i % hosts === h), jobs, flavorRef, imageRef, testMs: Number(flags.testMs), ledgerUrl: spec, quiet: Boolean(flags.quiet), cloud }),
       ),
     );
   } catch (e) {
@@ -200,14 +247,15 @@ async function fleet(started: number, client: NovaClient, authUrl: string | unde
   const real = Boolean(flags.endpoint || flags.osCloud);
   const rows: Array<[string, string | number]> = [
     ['cloud', real ? (flags.endpoint ?? flags.osCloud ?? '') : `fake Nova behind fake Keystone, ${flags.cores}-core quota, ${flags.deleteDelayMs} ms deletes`],
-    ['workers x jobs', `${workers} x ${jobs} (flavor ${flavorRef}) on ${hosts} host processes sharing a Redis ledger`],
+    ['workers x jobs', `${workers} x ${jobs} (flavor ${flavorRef}) on ${hosts} worker processes`],
+    ['ledger', ledgerLine(spec, hosts, guardSum('quota403s'))],
     ['jobs done', sum('jobsDone')],
     ['jobs failed', sum('jobsFailed')],
     ['waits for headroom', guardSum('waits')],
     ['quota 403s met (absorbed)', guardSum('quota403s')],
     ['late quota faults (ERROR after 202, deleted, retried)', guardSum('lateQuotaFaults')],
     ['quota retries', guardSum('quotaRetries')],
-    ['ledger fallbacks (Redis failed: in-process ledger)', guardSum('ledgerFallbacks')],
+    ['ledger fallbacks (the shared ledger failed: in-process ledger)', guardSum('ledgerFallbacks')],
     ['requests made', out.reduce((n, o) => n + o.requests, 0)],
     ['deletes confirmed', sum('deletesConfirmed')],
     ['cores in use at the end', limits.absolute.totalCoresUsed ?? 'unknown'],
@@ -218,6 +266,9 @@ async function fleet(started: number, client: NovaClient, authUrl: string | unde
   for (const r of results) for (const e of r.errors) console.log(`  ${r.worker}: ${e}`);
   const audit = await auditQuota(client);
   console.log(`\n${formatAudit(audit)}`);
+  // This process's metrics (the hosts' own stay in their processes).
+  if (metrics) console.log(`\n${await metrics.text()}`);
+  await metrics?.shutdown();
   await fake?.close();
   await keystone?.stop();
   return sum('jobsFailed') === 0 && sum('deletesConfirmed') === workers * jobs ? 0 : 1;

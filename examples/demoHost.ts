@@ -1,10 +1,10 @@
 /**
- * One worker host of `npm run demo -- --hosts N --ledger redis://...`: a child process with its own
- * client and QuotaGuard on a RedisQuotaLedger shared with the other hosts. Gets its task over IPC,
- * runs its workers (`worker.ts`) and answers with what they did.
+ * One worker host of `npm run demo` (a shared ledger: `sqlite:…` by default, or `redis://…`): a child
+ * process with its own client and a QuotaGuard on the ledger the string names, shared with the other
+ * hosts (the guard opens it and closes it at `close()`). Gets its task over IPC, runs its workers
+ * (`worker.ts`) and answers with what they did.
  */
 import { KeystoneAuth, NovaClient, QuotaGuard } from 'nova-guard';
-import { RedisQuotaLedger } from 'nova-guard/redis';
 import { runWorker, type WorkerStats } from './worker.js';
 
 /** What the demo asks a host to do. */
@@ -16,6 +16,7 @@ export interface DemoHostTask {
   flavorRef: string;
   imageRef: string;
   testMs: number;
+  /** The shared ledger's string (`sqlite:/abs/file`, `redis://host:port`), as `QuotaGuardOptions.ledger` takes it. */
   ledgerUrl: string;
   quiet: boolean;
   /** How to reach Nova: the embedded fake's Keystone, a token, or a clouds.yaml entry. */
@@ -41,8 +42,7 @@ async function client(task: DemoHostTask): Promise<NovaClient> {
 
 async function run(task: DemoHostTask): Promise<DemoHostResult> {
   const nova = await client(task);
-  const ledger = await RedisQuotaLedger.forClient(nova, { url: task.ledgerUrl, holder: `demo-host${task.host + 1}:${process.pid}` });
-  const guard = new QuotaGuard(nova, { ledger, baseDelayMs: 100, minDelayMs: 50, maxDelayMs: 1000, maxWaitMs: 60000, activeIntervalMs: 100 });
+  const guard = new QuotaGuard(nova, { ledger: task.ledgerUrl, baseDelayMs: 100, minDelayMs: 50, maxDelayMs: 1000, maxWaitMs: 60000, activeIntervalMs: 100 });
   try {
     const results = await Promise.all(
       task.workers.map((name) =>
@@ -60,7 +60,7 @@ async function run(task: DemoHostTask): Promise<DemoHostResult> {
     const s = guard.stats;
     return { results, guard: { waits: s.waits, quota403s: s.quota403s, lateQuotaFaults: s.lateQuotaFaults, quotaRetries: s.quotaRetries, ledgerFallbacks: s.ledgerFallbacks }, requests: nova.stats.requests };
   } finally {
-    await ledger.close();
+    await guard.close();
   }
 }
 

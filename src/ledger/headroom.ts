@@ -49,10 +49,18 @@ export interface ResourceHeadroom {
   headroom: number | undefined;
 }
 
-/** Headroom of `cores`, `ram` (MiB) and `instances`, with where the numbers came from. */
+/**
+ * Headroom of `cores`, `ramMiB` and `instances`, with where the numbers came from. RAM is spelt
+ * `ramMiB`, as in the guard's needs, claims and the audit; `ram` is the same object under its old name.
+ */
 export interface Headroom {
   cores: ResourceHeadroom;
   /** RAM, in MiB. */
+  ramMiB: ResourceHeadroom;
+  /**
+   * RAM, in MiB: the same object as `ramMiB`, under Nova's quota resource name.
+   * @deprecated Use `ramMiB`; `ram` will be removed in a future major version.
+   */
   ram: ResourceHeadroom;
   instances: ResourceHeadroom;
   /** Always `'limits'`: Nova's `GET /limits` absolute block. */
@@ -98,10 +106,12 @@ export function computeHeadroom(
   inFlight: ResourceAmounts,
   meta: { requestId?: string | undefined; readAtMs: number },
 ): Headroom {
+  const ramMiB = resourceHeadroom(absolute.maxTotalRAMSize, absolute.totalRAMUsed, inFlight.ramMiB);
   return {
     cores: resourceHeadroom(absolute.maxTotalCores, absolute.totalCoresUsed, inFlight.cores),
     instances: resourceHeadroom(absolute.maxTotalInstances, absolute.totalInstancesUsed, inFlight.instances),
-    ram: resourceHeadroom(absolute.maxTotalRAMSize, absolute.totalRAMUsed, inFlight.ramMiB),
+    ramMiB,
+    ram: ramMiB,
     source: 'limits',
     requestId: meta.requestId,
     readAtMs: meta.readAtMs,
@@ -205,5 +215,5 @@ export function fitsRawHeadroom(raw: Readonly<Partial<ResourceAmounts>>, inFligh
 /** Raw headroom (before any claim) of a `/limits` reading, as a ledger's `admit` takes it. */
 export function rawHeadroomOf(absolute: AbsoluteLimits): { cores: number | undefined; ramMiB: number | undefined; instances: number | undefined } {
   const h = computeHeadroom(absolute, NO_NEEDS, { readAtMs: 0 });
-  return { cores: h.cores.headroom, ramMiB: h.ram.headroom, instances: h.instances.headroom };
+  return { cores: h.cores.headroom, ramMiB: h.ramMiB.headroom, instances: h.instances.headroom };
 }

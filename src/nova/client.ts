@@ -17,7 +17,7 @@ import { ValidationError } from '../errors/index.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../transport/retry.js';
 import { Transport } from '../transport/transport.js';
 import { isServerNotFound } from '../transport/http.js';
-import { checkPathId, normaliseServerId } from '../core/validate.js';
+import { checkPathId, is, normaliseServerId } from '../core/validate.js';
 import { checkOptions } from '../core/options.js';
 import { idObjectMember, objectMember, type ShapeContext } from '../transport/responseShape.js';
 import { componentLogger, type Logger } from '../core/logger.js';
@@ -34,9 +34,10 @@ import {
   type DeleteServersResult,
   type UnconfirmedDelete,
 } from '../delete/index.js';
-import { NOVA_CLIENT_DEFAULTS, RAW_REQUEST_SPEC, checkCreateServerBody, checkNovaClientOptions, checkRequestOptions, projectFromNoauthToken } from './options.js';
+import { NOVA_CLIENT_DEFAULTS, RAW_REQUEST_SPEC, checkCreateServerBody, checkListServersOptions, checkNovaClientOptions, checkRequestOptions, projectFromNoauthToken } from './options.js';
 import type { ClientStats, CloudClientOptions, ListServersOptions, ListServersQuery, NovaClientOptions, RawRequest, RawResponse, RequestOptions } from './options.js';
 import { NovaRequester } from './request.js';
+import { BASE_MICROVERSION, atLeastMicroversion, checkNeeds, createServerNeeds, highestNeed, listQueryNeeds, type MicroversionNeed } from './microversion.js';
 import { parseAbsoluteLimits, parseQuotaSetDetail } from './parse.js';
 import { SignalFanOut } from '../core/signalFanOut.js';
 import { listServerPages } from './list.js';
@@ -59,8 +60,11 @@ export { parseAbsoluteLimits } from './parse.js';
 export class NovaClient {
   /** The token provider. */
   readonly auth: AuthProvider;
-  /** Microversion sent with every request. */
-  readonly microversion: string;
+  /**
+   * The microversion the user pinned (option `microversion`, or a cloud's `compute_api_version`), or
+   * undefined when the client negotiates one with Nova.
+   */
+  readonly pinnedMicroversion: string | undefined;
   /** Default per-request time limit, ms. */
   readonly requestTimeoutMs: number;
   /** Project id, if known. */
@@ -111,7 +115,7 @@ export class NovaClient {
     const d = NOVA_CLIENT_DEFAULTS;
     this.auth = auth ?? new StaticTokenProvider(token!);
     this.#endpoint = endpoint?.replace(/\/+$/, '');
-    this.microversion = options.microversion ?? d.microversion;
+    this.pinnedMicroversion = options.microversion;
     this.requestTimeoutMs = options.requestTimeoutMs ?? d.requestTimeoutMs;
     this.coalesce = options.coalesce ?? d.coalesce;
     this.maxRequestsPerSecond = options.maxRequestsPerSecond ?? d.maxRequestsPerSecond;
@@ -140,7 +144,7 @@ export class NovaClient {
       transport,
       auth: this.auth,
       endpoint: this.#endpoint,
-      microversion: this.microversion,
+      microversion: this.pinnedMicroversion,
       requestTimeoutMs: this.requestTimeoutMs,
       retry: { ...DEFAULT_RETRY_POLICY, ...retry } as RetryPolicy,
       refusedFirstContactMs: options.refusedFirstContactMs ?? d.refusedFirstContactMs,
@@ -150,6 +154,52 @@ export class NovaClient {
         this.lastRequestId = id;
       },
     });
+  }
+
+  /**
+   * The microversion of this client's requests as far as it is known now: the pinned one; else the
+   * one negotiated with Nova once its version document was read; else `'2.1'` (before the first
+   * request, or when the document could not be read). {@link resolveMicroversion} reads the document.
+   */
+  get microversion(): string {
+    // The delete engine reads it while the client is built, before the requester exists.
+    return this.pinnedMicroversion ?? (this.#requester as NovaRequester | undefined)?.negotiated ?? BASE_MICROVERSION;
+  }
+
+  /**
+   * The microversion of a request that names none: the pinned one (no request is sent), else the
+   * highest that this client (`CLIENT_MAX_MICROVERSION`, 2.93) and Nova (its version document,
+   * `GET /v2.1/`, read once per client and shared by concurrent callers) both know, else `'2.1'`
+   * (Nova names none this client knows, or the document could not be read: it is read again after
+   * a minute). Never rejects for a failed read.
+   * @throws {@link AbortError} when `signal` aborts while the document is read; {@link ValidationError} for an unknown option.
+   */
+  async resolveMicroversion(options: { signal?: AbortSignal | undefined } = {}): Promise<string> {
+    checkOptions('resolveMicroversion options', options, { signal: is.signal });
+    return (await this.#signals.run([options.signal], (signal) => this.#requester.microversion(signal))).version;
+  }
+
+  /**
+   * The microversion a call with features `needs` goes at, checked before its request: the call's own
+   * (`microversion` option), the pinned one, else the negotiated one; when the version document could
+   * not be read, the lowest microversion the call's features need (Nova answers 406 if it has not got it).
+   * @throws {@link ValidationError} when a feature needs more than the microversion the call must go at.
+   */
+  async #callMicroversion(needs: readonly MicroversionNeed[], own: string | undefined, signal: AbortSignal | undefined): Promise<{ version: string; chosen: boolean }> {
+    if (own !== undefined) {
+      checkNeeds(needs, own, `this call is pinned to ${own}`);
+      return { version: own, chosen: false };
+    }
+    if (this.pinnedMicroversion !== undefined) {
+      checkNeeds(needs, this.pinnedMicroversion, `this client is pinned to ${this.pinnedMicroversion}`);
+      return { version: this.pinnedMicroversion, chosen: false };
+    }
+    // Through the client's fan-out: many calls sharing one signal add one listener to it.
+    const c = await this.#signals.run([signal], (s) => this.#requester.microversion(s));
+    if (c.source === 'unread') return { version: highestNeed(needs) ?? c.version, chosen: true };
+    const range = c.source === 'pinned' ? undefined : c.range;
+    checkNeeds(needs, c.version, range ? `Nova at ${this.#endpoint ?? 'the catalog endpoint'} supports ${range.min} to ${range.max}` : `Nova at ${this.#endpoint ?? 'the catalog endpoint'} names no microversion this client knows`);
+    return { version: c.version, chosen: true };
   }
 
   /**
@@ -212,7 +262,9 @@ export class NovaClient {
    * never taken as an empty listing), when the next link is not a URL or asks for a marker already
    * followed (a loop: the listing would be truncated), or when page `maxPages` still has a next
    * link; {@link NovaNetworkError} (`timedOut`) at `timeoutMs`; {@link AbortError} when `signal`
-   * aborts; {@link ValidationError} (before any request) for a bad `maxPages` or `timeoutMs`.
+   * aborts; {@link ValidationError} (before any request) for a bad `maxPages` or `timeoutMs`, or a
+   * filter that needs a later microversion than the listing goes at (`tags` 2.26, `changes-before`
+   * 2.66, `locked` 2.73: `listQueryNeeds`).
    */
   async listServers(query: ListServersQuery = {}, options: ListServersOptions = {}): Promise<Server[]> {
     return (await this.listServersWithMeta(query, options)).servers;
@@ -227,6 +279,22 @@ export class NovaClient {
     query: ListServersQuery = {},
     options: ListServersOptions = {},
   ): Promise<{ servers: Server[]; serverDateMs: number | undefined; pages: number }> {
+    const needs = listQueryNeeds(query ?? {});
+    if (needs.length > 0 && options?.microversion === undefined) {
+      try {
+        checkListServersOptions(options ?? {});
+      } catch (e) {
+        return Promise.reject(e as Error);
+      }
+      return this.#callMicroversion(needs, undefined, options?.signal).then(({ version }) => this.listServersWithMeta(query, { ...options, microversion: version }));
+    }
+    if (options?.microversion !== undefined) {
+      try {
+        checkNeeds(needs, options.microversion, `this call is pinned to ${options.microversion}`);
+      } catch (e) {
+        return Promise.reject(e as Error);
+      }
+    }
     return this.#signals.run([options?.signal], (signal) => listServerPages(
       { request: (req) => this.request(req), clock: this.clock, shape: (res) => this.#shape('GET', res) },
       query,
@@ -238,14 +306,25 @@ export class NovaClient {
    * `POST /servers` with `{ server: body }` (Nova API reference, "Create Server"). Resolves the created
    * server as Nova returns it (`id`, `links`, `adminPass`, ...). Never retried except on a rate limit
    * or a refused connection, when the request provably did not reach Nova.
-   * @throws {@link QuotaExceededError} on a quota 403, {@link ForbiddenError} on any other 403,
+   *
+   * Microversion: the call's own, the client's pinned one, else the negotiated one (see
+   * {@link resolveMicroversion}). When the client chose it and it is 2.37 or later, a body without
+   * `networks` is sent with `networks: 'auto'` (Nova requires the field from 2.37; openstacksdk does the same).
+   * @throws {@link ValidationError} (before the POST) when a field needs a later microversion than the
+   * call goes at (`networks: 'none'`/`'auto'` 2.37, `description` 2.19, `tags` 2.52, `host` 2.74, ...:
+   * `createServerNeeds`), naming it; {@link QuotaExceededError} on a quota 403, {@link ForbiddenError} on any other 403,
    * {@link BadRequestError} on 400; {@link InvalidResponseError} when the 2xx body has no `server`
    * object with an `id` (e.g. `{"reservation_id": ...}`; a server may have been created all the same).
    */
   async createServer(body: CreateServerBody, options: RequestOptions = {}): Promise<Server> {
     checkRequestOptions('createServer', options);
     checkCreateServerBody(body);
-    const res = await this.request({ method: 'POST', path: '/servers', body: { server: body }, ...options });
+    const fields = body as unknown as Record<string, unknown>;
+    const { version, chosen } = await this.#callMicroversion(createServerNeeds(fields), options.microversion, options.signal);
+    // From 2.37 Nova requires `networks`; a body written for 2.1 that names none gets 'auto' when the
+    // client chose the microversion (openstacksdk's create_server does the same): Nova's own choice.
+    const sent = chosen && fields['networks'] === undefined && atLeastMicroversion(version, '2.37') ? { ...body, networks: 'auto' as const } : body;
+    const res = await this.request({ method: 'POST', path: '/servers', body: { server: sent }, ...options, microversion: version });
     return idObjectMember<Server>(res.data, 'server', {
       ...this.#shape('POST', res),
       note: 'Nova accepted the request, so a server may have been created: look for it by name',

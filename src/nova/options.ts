@@ -47,7 +47,16 @@ export interface NovaClientOptions {
   auth?: AuthProvider;
   /** Project id (a non-empty string), used by {@link NovaClient.getQuotaSetDetail} when none is passed. @throws ValidationError otherwise */
   projectId?: string;
-  /** Compute API microversion sent with every request: a string `"2.<minor>"` or `"latest"`. Default `'2.1'`. */
+  /**
+   * Pin the compute API microversion sent with every request: a string `"2.<minor>"` or `"latest"`.
+   * Unset (the default), the client negotiates as openstacksdk does: it reads Nova's version document
+   * (`GET /v2.1/`) once, on its first request, and speaks the highest microversion both know (at
+   * most 2.93, the highest this client is written for); when that document cannot be read, requests go at 2.1 and
+   * it is read again a minute later. A feature of a call that needs more than the microversion it goes
+   * at (`networks: 'none'` 2.37, `tags` 2.52, ...) fails before the request with a
+   * {@link ValidationError} naming the microversion.
+   * @default negotiated with Nova (2.1 when the version document cannot be read)
+   */
   microversion?: string;
   /**
    * Time limit of one attempt of a request, in ms: the token (a Keystone renewal included) and
@@ -312,7 +321,6 @@ export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 
 /** The defaults of {@link NovaClientOptions}. */
 export const NOVA_CLIENT_DEFAULTS = Object.freeze({
-  microversion: '2.1',
   requestTimeoutMs: 30_000,
   refusedFirstContactMs: Number.POSITIVE_INFINITY,
   coalesce: true,

@@ -26,6 +26,8 @@ import { isRetryable, networkError, type RequestContext } from '../transport/htt
 import { withRetry, type RetryPolicy } from '../transport/retry.js';
 import type { Transport } from '../transport/transport.js';
 import { checkEndpoint, type ClientStats, type RawRequest, type RawResponse } from './options.js';
+import { BASE_MICROVERSION, CLIENT_MAX_MICROVERSION, versionDocumentUrl, type MicroversionRange } from './microversion.js';
+import { VersionDiscovery } from './versionDiscovery.js';
 
 /** What a {@link NovaRequester} works with. */
 export interface RequesterInit {
@@ -33,7 +35,8 @@ export interface RequesterInit {
   auth: AuthProvider;
   /** The compute endpoint, or undefined to take the provider's. */
   endpoint: string | undefined;
-  microversion: string;
+  /** The microversion the user pinned (option `microversion`), or undefined to negotiate one with Nova. */
+  microversion: string | undefined;
   requestTimeoutMs: number;
   retry: RetryPolicy;
   /** `NovaClientOptions.refusedFirstContactMs`: see there. */
@@ -58,6 +61,21 @@ const REAUTHENTICATE = Symbol('reauthenticate');
  */
 export const REFUSED_TOKEN_HOLD_MS = 60_000;
 
+/**
+ * The microversion of a request that names none, and where it comes from: `pinned` (the client's
+ * option), `negotiated` (the highest both know, from Nova's version document), `base` (2.1: Nova
+ * names no microversion this client knows), `unread` (2.1: the document could not be read; `error`).
+ */
+export type ChosenMicroversion =
+  | { version: string; source: 'pinned' }
+  | { version: string; source: 'negotiated' | 'base'; range: MicroversionRange | undefined }
+  | { version: string; source: 'unread'; error: Error };
+
+/** The time limit of a read of the version document, in ms: half of `requestTimeoutMs`, at most 30000. */
+export function versionReadLimitMs(requestTimeoutMs: number): number {
+  return Math.min(requestTimeoutMs / 2, 30_000);
+}
+
 /** Sends `NovaClient`'s requests: see the module. */
 export class NovaRequester {
   readonly #init: RequesterInit;
@@ -71,9 +89,64 @@ export class NovaRequester {
   /** Nova has answered a request of this client (any HTTP status). */
   #answered = false;
 
+  /** The one read of Nova's version document of this client (`versionDiscovery.ts`). */
+  readonly #discovery: VersionDiscovery;
+
   constructor(init: RequesterInit) {
     this.#init = init;
     this.#endpoint = init.endpoint;
+    this.#discovery = new VersionDiscovery({
+      read: (signal) => this.#readVersionDocument(signal),
+      clock: init.transport.clock,
+      logger: init.logger,
+      clientMax: CLIENT_MAX_MICROVERSION,
+    });
+  }
+
+  /** The microversion negotiated with Nova, once its version document was read (undefined before, when pinned, or when none is common). */
+  get negotiated(): string | undefined {
+    return this.#discovery.known?.version;
+  }
+
+  /**
+   * The microversion of a request that names none: the pinned one (no request), else the highest
+   * both know from Nova's version document, read once per client (`versionDiscovery.ts`), else 2.1.
+   * @throws {@link AbortError} when `signal` aborts while the document is read.
+   */
+  async microversion(signal?: AbortSignal): Promise<ChosenMicroversion> {
+    const pinned = this.#init.microversion;
+    if (pinned !== undefined) return { version: pinned, source: 'pinned' };
+    const d = await this.#discovery.resolve(signal);
+    if (!d.read) return { version: BASE_MICROVERSION, source: 'unread', error: d.error };
+    return d.version === undefined ? { version: BASE_MICROVERSION, source: 'base', range: d.range } : { version: d.version, source: 'negotiated', range: d.range };
+  }
+
+  /**
+   * One `GET` of the version document (no token: Nova serves it to anyone), one attempt within
+   * {@link versionReadLimitMs}: half of the attempt's time, so that when it hangs the request it was
+   * read for still goes out, at 2.1, within its own time limit.
+   */
+  #readVersionDocument(signal: AbortSignal): Promise<unknown> {
+    const { transport, stats, logger } = this.#init;
+    const requestTimeoutMs = versionReadLimitMs(this.#init.requestTimeoutMs);
+    let ctx: RequestContext = transport.context('GET', '(compute version document)');
+    return transport.withTimeLimit(
+      requestTimeoutMs,
+      signal,
+      async (s) => {
+        const url = versionDocumentUrl(await this.endpoint(s));
+        ctx = transport.context('GET', url);
+        stats.requests++;
+        stats.byMethod['GET'] = (stats.byMethod['GET'] ?? 0) + 1;
+        const res = await transport.send({ method: 'GET', url, signal: s });
+        this.#answered = true;
+        logger.debug({ method: 'GET', url, status: res.status, requestId: res.requestId, elapsedMs: res.elapsedMs }, 'nova version document');
+        // Nova answers its version documents 200 (the root list may come as 300 Multiple Choices).
+        if (res.status !== 200 && res.status !== 300) throw transport.errorFor(res, ctx);
+        return res.data;
+      },
+      () => transport.redact(networkError('ETIMEDOUT', `no response within ${requestTimeoutMs} ms`, ctx, true)),
+    );
   }
 
   /**
@@ -102,6 +175,16 @@ export class NovaRequester {
     throwIfAborted(req.signal);
     if (!req.signal) return this.#request<T>(req);
     return this.#init.signals.run([req.signal], (signal) => this.#request<T>(signal === undefined ? req : { ...req, signal }));
+  }
+
+  /**
+   * `req` with the microversion it goes at: its own, the pinned one, or the negotiated one (see
+   * {@link microversion}), under the attempt's `signal`: the document is read inside the attempt's
+   * time limit, after the token was had and checked (a bad token sends nothing at all).
+   */
+  async #withMicroversion(req: RawRequest, signal: AbortSignal): Promise<RawRequest> {
+    if (req.microversion !== undefined || this.#init.microversion !== undefined) return req;
+    return { ...req, microversion: (await this.microversion(signal)).version };
   }
 
   async #request<T>(req: RawRequest): Promise<RawResponse<T>> {
@@ -173,7 +256,7 @@ export class NovaRequester {
         const token = await this.#init.auth.getToken({ signal });
         // A provider's token that cannot be a header value is refused, never sent empty or stripped.
         checkHeaderToken("the auth provider's token", token);
-        return this.#exchange<T>(req, ctx, token, signal, reauthenticated);
+        return this.#exchange<T>(await this.#withMicroversion(req, signal), ctx, token, signal, reauthenticated);
       },
       () => transport.redact(networkError('ETIMEDOUT', `no response within ${timeoutMs} ms`, ctx, true)),
     );
@@ -181,7 +264,7 @@ export class NovaRequester {
 
   async #exchange<T>(req: RawRequest, ctx: RequestContext, token: string, signal: AbortSignal, reauthenticated: boolean): Promise<RawResponse<T> | typeof REAUTHENTICATE> {
     const { transport, stats, logger } = this.#init;
-    const microversion = req.microversion ?? this.#init.microversion;
+    const microversion = req.microversion ?? this.#init.microversion ?? BASE_MICROVERSION;
     // The token of a repeat after a 401 is on trial until Nova takes it (one that Nova took already is not).
     if (reauthenticated && this.#accepted !== token) this.#onTrial = token;
     stats.requests++;

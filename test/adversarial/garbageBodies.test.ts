@@ -8,7 +8,7 @@ import { reply, scripted } from './scripted.js';
 import { rejection } from '../helpers.js';
 
 const client = (endpoint: string): NovaClient =>
-  new NovaClient({ endpoint, token: 'admin:demo', retry: { minDelayMs: 1, maxDelayMs: 2, maxRetryTimeMs: 100 }, coalesce: false });
+  new NovaClient({ microversion: '2.1', endpoint, token: 'admin:demo', retry: { minDelayMs: 1, maxDelayMs: 2, maxRetryTimeMs: 100 }, coalesce: false });
 
 const HTML = '<html><body>Welcome to the proxy</body></html>';
 

@@ -18,7 +18,7 @@ afterEach(async () => {
 describe('maxResponseBytes', () => {
   it('a 2xx body over the limit is an InvalidResponseError after one request', async () => {
     const s = await scripted((_q, res) => reply(res, 200, JSON.stringify({ servers: [], pad: 'x'.repeat(5000) })));
-    const c = new NovaClient({ endpoint: s.endpoint, token: 'admin:demo', maxResponseBytes: 1000 });
+    const c = new NovaClient({ microversion: '2.1', endpoint: s.endpoint, token: 'admin:demo', maxResponseBytes: 1000 });
     const e = await c.listServers().catch((x: unknown) => x);
     expect(e).toBeInstanceOf(InvalidResponseError);
     expect((e as Error).message).toBe(`GET ${s.endpoint}/servers/detail: the response body is larger than maxResponseBytes (1000 bytes); it was not read`);
@@ -39,19 +39,19 @@ describe('maxResponseBytes', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     endless.push(server);
     const endpoint = `http://127.0.0.1:${(server.address() as { port: number }).port}/v2.1`;
-    const c = new NovaClient({ endpoint, token: 'admin:demo', maxResponseBytes: 64 * 1024, retry: { retries: 0 } });
+    const c = new NovaClient({ microversion: '2.1', endpoint, token: 'admin:demo', maxResponseBytes: 64 * 1024, retry: { retries: 0 } });
     await expect(c.getLimits()).rejects.toBeInstanceOf(InvalidResponseError);
     expect(written).toBeLessThan(4 * 1024 * 1024);
   });
 
   it.each([0, 1.5, Number.NaN, -1])('maxResponseBytes %s is refused', (maxResponseBytes) => {
-    expect(() => new NovaClient({ endpoint: 'http://127.0.0.1:1/v2.1', token: 't', maxResponseBytes })).toThrow(ValidationError);
+    expect(() => new NovaClient({ microversion: '2.1', endpoint: 'http://127.0.0.1:1/v2.1', token: 't', maxResponseBytes })).toThrow(ValidationError);
   });
 
   it('the default reads a body of a few MiB', async () => {
     const servers = Array.from({ length: 1000 }, (_, i) => ({ id: `s-${i}`, name: 'x'.repeat(3000) }));
     const s = await scripted((_q, res) => reply(res, 200, { servers }));
-    expect(await new NovaClient({ endpoint: s.endpoint, token: 'admin:demo' }).listServers()).toHaveLength(1000);
+    expect(await new NovaClient({ microversion: '2.1', endpoint: s.endpoint, token: 'admin:demo' }).listServers()).toHaveLength(1000);
   });
 });
 

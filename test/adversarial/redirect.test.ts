@@ -9,7 +9,7 @@ import { reply, scripted } from './scripted.js';
 describe('redirects', () => {
   it('Nova: a 301 to https names the new URL, one request, not retried', async () => {
     const s = await scripted((q, res) => reply(res, 301, '<html>Moved</html>', { Location: `https://nova.example.org${q.url}`, 'Content-Type': 'text/html' }));
-    const e = await new NovaClient({ endpoint: s.endpoint, token: 'gAAAAA-secret-token' }).getLimits().catch((x: unknown) => x);
+    const e = await new NovaClient({ microversion: '2.1', endpoint: s.endpoint, token: 'gAAAAA-secret-token' }).getLimits().catch((x: unknown) => x);
     expect(e).toBeInstanceOf(NovaApiError);
     expect((e as NovaApiError).status).toBe(301);
     expect((e as Error).message).toBe(

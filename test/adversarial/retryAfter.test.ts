@@ -20,7 +20,7 @@ function firstThen429(retryAfter: string): { client: NovaClient; seen: () => num
   const { adapter, sent } = scriptedAdapter((_r, n) =>
     n === 1 ? { status: 429, body: OVER_LIMIT, headers: { 'Retry-After': retryAfter } } : { status: 200, body: { server: { id: 'aaaaaaaa-0000-4000-8000-00000000000a', status: 'ACTIVE' } } },
   );
-  const client = new NovaClient({ endpoint: 'http://nova.test/v2.1', token: 'admin:demo', adapter, retry: { minDelayMs: 1, maxDelayMs: 5, maxRetryTimeMs: 1000 } });
+  const client = new NovaClient({ microversion: '2.1', endpoint: 'http://nova.test/v2.1', token: 'admin:demo', adapter, retry: { minDelayMs: 1, maxDelayMs: 5, maxRetryTimeMs: 1000 } });
   return { client, seen: () => sent.length };
 }
 

@@ -19,7 +19,7 @@ const TOKEN = 'gAAAAA-super-secret-token-123456';
 describe('NovaClient error messages', () => {
   it('a 400 page that echoes the X-Auth-Token never puts the token in the error', async () => {
     const s = await scripted((q, res) => reply(res, 400, `<html>bad request; x-auth-token=${String(q.headers['x-auth-token'])}</html>`, { 'Content-Type': 'text/html' }));
-    const e = await rejection(new NovaClient({ endpoint: s.endpoint, token: TOKEN }).getServer('abcabcab-0000-4000-8000-000000000abc'));
+    const e = await rejection(new NovaClient({ microversion: '2.1', endpoint: s.endpoint, token: TOKEN }).getServer('abcabcab-0000-4000-8000-000000000abc'));
     expect(e).toBeInstanceOf(BadRequestError);
     expect(e.message).toBe(`HTTP 400 Bad Request from GET ${s.endpoint}/servers/abcabcab-0000-4000-8000-000000000abc (body: "bad request; x-auth-token=[REDACTED]")`);
     expect(inspect(e)).not.toContain(TOKEN);
@@ -31,7 +31,7 @@ describe('NovaClient error messages', () => {
     const s = await scripted((q, res) =>
       reply(res, 500, `{"computeFault": {"code": 500, "message": "bad token ${JSON.stringify(String(q.headers['x-auth-token'])).slice(1, -1)}"}}`),
     );
-    const e = await rejection(new NovaClient({ endpoint: s.endpoint, token, retry: { retries: 0 } }).getServer('abcabcab-0000-4000-8000-000000000abc'));
+    const e = await rejection(new NovaClient({ microversion: '2.1', endpoint: s.endpoint, token, retry: { retries: 0 } }).getServer('abcabcab-0000-4000-8000-000000000abc'));
     expect(e).toBeInstanceOf(ServerError);
     expect(e.message).toBe('bad token [REDACTED]');
   });
@@ -39,7 +39,7 @@ describe('NovaClient error messages', () => {
   it('an endpoint with user:password@ is refused, without repeating the password', () => {
     let err: unknown;
     try {
-      new NovaClient({ endpoint: 'http://user:hunter2secret@127.0.0.1:8774/v2.1', token: TOKEN });
+      new NovaClient({ microversion: '2.1', endpoint: 'http://user:hunter2secret@127.0.0.1:8774/v2.1', token: TOKEN });
     } catch (e) {
       err = e;
     }
@@ -48,7 +48,7 @@ describe('NovaClient error messages', () => {
   });
 
   it.each(['http://127.0.0.1:8774/v2.1?x=1', 'http://127.0.0.1:8774/v2.1#frag', 'http://[::1/v2.1'])('endpoint %s is refused', (endpoint) => {
-    expect(() => new NovaClient({ endpoint, token: TOKEN })).toThrow(ValidationError);
+    expect(() => new NovaClient({ microversion: '2.1', endpoint, token: TOKEN })).toThrow(ValidationError);
   });
 });
 
@@ -87,7 +87,7 @@ describe('an endpoint from the auth provider', () => {
       getToken: () => Promise.resolve(TOKEN),
       getEndpoint: () => Promise.resolve(s.endpoint.replace('http://', 'http://user:hunter2secret@')),
     };
-    const e = await rejection(new NovaClient({ auth }).getLimits());
+    const e = await rejection(new NovaClient({ microversion: '2.1', auth }).getLimits());
     expect(e).toBeInstanceOf(ValidationError);
     expect(e.message).not.toContain('hunter2secret');
     expect(s.seen).toHaveLength(0);
@@ -117,7 +117,7 @@ describe('URLs that validation errors echo', () => {
     [`http://127.0.0.1:8774/v2.1?marker=a&password=${SECRET}&x=1`, '"http://127.0.0.1:8774/v2.1?marker=a&password=[REDACTED]&x=1"'],
     [`http://127.0.0.1:8774/v2.1#access_token=${SECRET}`, '"http://127.0.0.1:8774/v2.1#access_token=[REDACTED]"'],
   ])('NovaClient endpoint %s: refused, the secret never echoed', (endpoint, echoed) => {
-    const e = refusal(() => new NovaClient({ endpoint, token: TOKEN }));
+    const e = refusal(() => new NovaClient({ microversion: '2.1', endpoint, token: TOKEN }));
     expect(e).toBeInstanceOf(ValidationError);
     expect(e.message).toBe(`endpoint must not have a query or fragment, got ${echoed}`);
     expect(shown(e)).not.toContain(SECRET);
@@ -126,7 +126,7 @@ describe('URLs that validation errors echo', () => {
   it.each([`ftp://user:${SECRET}@host/v2.1`, `http:/user:${SECRET}@host/v2.1`, `user:${SECRET}@host`, `nova?token=${SECRET}`])(
     'a NovaClient endpoint that is not a URL (%s) is echoed without the secret',
     (endpoint) => {
-      const e = refusal(() => new NovaClient({ endpoint, token: TOKEN }));
+      const e = refusal(() => new NovaClient({ microversion: '2.1', endpoint, token: TOKEN }));
       expect(e.message).toMatch(/^endpoint must be an http\(s\) URL, got "/);
       expect(shown(e)).not.toContain(SECRET);
     },
@@ -153,7 +153,7 @@ describe('URLs that validation errors echo', () => {
   it("an endpoint from the provider's catalog with ?token= is refused before any request, without the secret", async () => {
     const s = await scripted((_q, res) => reply(res, 500, 'boom'));
     const auth = { getToken: () => Promise.resolve(TOKEN), getEndpoint: () => Promise.resolve(`${s.endpoint}?token=${SECRET}`) };
-    const e = await rejection(new NovaClient({ auth }).getLimits());
+    const e = await rejection(new NovaClient({ microversion: '2.1', auth }).getLimits());
     expect(e).toBeInstanceOf(ValidationError);
     expect(e.message).toBe(`endpoint must not have a query or fragment, got ${JSON.stringify(`${s.endpoint}?token=[REDACTED]`)}`);
     expect(shown(e)).not.toContain(SECRET);
@@ -167,7 +167,7 @@ describe('secrets that markup, odd user info or odd characters used to let throu
 
   it('a secret split by an HTML tag in an error page (S3cr3t-XY<b>ZZY-1234</b>) is redacted whole, not shown with a space', async () => {
     const s = await scripted((_q, res) => reply(res, 502, '<html><body><h1>Bad Gateway</h1><p>upstream said: S3cr3t-XY<b>ZZY-1234</b></p></body></html>', { 'content-type': 'text/html' }));
-    const e = await rejection(new NovaClient({ endpoint: s.endpoint, token: SECRET, retry: { retries: 0 } }).getServer('abcabcab-0000-4000-8000-000000000abc'));
+    const e = await rejection(new NovaClient({ microversion: '2.1', endpoint: s.endpoint, token: SECRET, retry: { retries: 0 } }).getServer('abcabcab-0000-4000-8000-000000000abc'));
     expect(shown(e)).not.toContain('S3cr3t');
     expect(shown(e)).not.toContain('ZZY-1234');
     expect(e.message).toContain('[REDACTED]');
@@ -188,7 +188,7 @@ describe('secrets that markup, odd user info or odd characters used to let throu
   it.each([`http://user:${URL_SECRET}@host/v2.1`, `https://u:${URL_SECRET}@nova:8774/v2.1`, `http://u:${URL_SECRET}?#x@host/v2.1`])(
     'a NovaClient endpoint whose user info holds a / (%s) is refused without echoing it',
     (endpoint) => {
-      const e = refusal(() => new NovaClient({ endpoint, token: TOKEN }));
+      const e = refusal(() => new NovaClient({ microversion: '2.1', endpoint, token: TOKEN }));
       expect(e).toBeInstanceOf(ValidationError);
       expect(shown(e)).not.toContain('hunter2');
     },
@@ -213,12 +213,12 @@ describe('secrets that markup, odd user info or odd characters used to let throu
       requests++;
       reply(res, 200, { server: { id: 'abcabcab-0000-4000-8000-000000000abc' } });
     });
-    const e = refusal(() => new NovaClient({ endpoint: s.endpoint, token }));
+    const e = refusal(() => new NovaClient({ microversion: '2.1', endpoint: s.endpoint, token }));
     expect(e).toBeInstanceOf(ValidationError);
     expect(e.message).toMatch(/^token cannot be sent as an X-Auth-Token header: /);
     expect(shown(e)).not.toContain(TOKEN);
     // The same token from a provider of the caller's own: refused at the request, nothing sent.
-    const client = new NovaClient({ endpoint: s.endpoint, auth: { getToken: () => Promise.resolve(token) } });
+    const client = new NovaClient({ microversion: '2.1', endpoint: s.endpoint, auth: { getToken: () => Promise.resolve(token) } });
     const r = await rejection(client.getServer('abcabcab-0000-4000-8000-000000000abc'));
     expect(r).toBeInstanceOf(ValidationError);
     expect(shown(r)).not.toContain(TOKEN);

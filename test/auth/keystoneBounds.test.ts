@@ -49,7 +49,7 @@ describe('Keystone renewal under the client\'s time limit', () => {
   it('a hanging renewal ends a getLimits with requestTimeoutMs 300 at 300 ms, and is cancelled then', async () => {
     const { auth, ks } = keystone([{ hang: true }]);
     const nova = scriptedAdapter(() => LIMITS);
-    const client = new NovaClient({ endpoint: ENDPOINT, auth, adapter: nova.adapter, requestTimeoutMs: 300, retry: { retries: 0 } });
+    const client = new NovaClient({ microversion: '2.1', endpoint: ENDPOINT, auth, adapter: nova.adapter, requestTimeoutMs: 300, retry: { retries: 0 } });
     const r = await settle(client.getLimits());
     expect(r.error).toBeInstanceOf(NovaNetworkError);
     expect((r.error as NovaNetworkError).timedOut).toBe(true);
@@ -63,7 +63,7 @@ describe('Keystone renewal under the client\'s time limit', () => {
 
   it('with the default retries the call settles in about 5 s (5 attempts of 300 ms and the backoff), never 30 s', async () => {
     const { auth, ks } = keystone(Array(10).fill({ hang: true }));
-    const client = new NovaClient({ endpoint: ENDPOINT, auth, adapter: scriptedAdapter(() => LIMITS).adapter, requestTimeoutMs: 300 });
+    const client = new NovaClient({ microversion: '2.1', endpoint: ENDPOINT, auth, adapter: scriptedAdapter(() => LIMITS).adapter, requestTimeoutMs: 300 });
     const r = await settle(client.getLimits());
     expect(r.error).toBeInstanceOf(NovaNetworkError);
     // attempts at 0, 550, 1350, 2650, 4950 ms, each cut at 300 ms
@@ -76,7 +76,7 @@ describe('Keystone renewal under the client\'s time limit', () => {
   it('a renewal that answers within the time limit is used, and the request goes on', async () => {
     const { auth, ks } = keystone(['issue']);
     const nova = scriptedAdapter(() => LIMITS);
-    const client = new NovaClient({ endpoint: ENDPOINT, auth, adapter: nova.adapter, requestTimeoutMs: 300 });
+    const client = new NovaClient({ microversion: '2.1', endpoint: ENDPOINT, auth, adapter: nova.adapter, requestTimeoutMs: 300 });
     const r = await settle(client.getLimits());
     expect(r.value?.absolute.maxTotalCores).toBe(20);
     expect(ks.sent).toHaveLength(1);

@@ -157,9 +157,9 @@ describe('TLS: cacert is the only bundle, cert/key is presented', () => {
   it('a client certificate from cert/key is presented; without one the server sees none', async () => {
     writeFileSync(join(root, 'client.pem'), clientId.cert);
     writeFileSync(join(root, 'client.key'), clientId.key);
-    const withCert = new NovaClient({ endpoint: url, token: 'admin:demo', caCert: ca.certPath, clientCert: join(root, 'client.pem'), clientKey: join(root, 'client.key'), retry: false });
+    const withCert = new NovaClient({ microversion: '2.1', endpoint: url, token: 'admin:demo', caCert: ca.certPath, clientCert: join(root, 'client.pem'), clientKey: join(root, 'client.key'), retry: false });
     await withCert.getLimits();
-    const without = new NovaClient({ endpoint: url, token: 'admin:demo', caCert: ca.cert, retry: false });
+    const without = new NovaClient({ microversion: '2.1', endpoint: url, token: 'admin:demo', caCert: ca.cert, retry: false });
     await without.getLimits();
     expect(seen).toEqual(['127.0.0.1', undefined]);
   });

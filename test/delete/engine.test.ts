@@ -18,7 +18,7 @@ afterEach(() => {
 
 function setup(options: Partial<NovaClientOptions> = {}): { nova: ScriptedNova; client: NovaClient } {
   const nova = new ScriptedNova();
-  const client = new NovaClient({ endpoint: 'http://nova.test/v2.1', token: 'admin:p', adapter: nova.adapter, maxRequestsPerSecond: Number.POSITIVE_INFINITY, ...options });
+  const client = new NovaClient({ microversion: '2.1', endpoint: 'http://nova.test/v2.1', token: 'admin:p', adapter: nova.adapter, maxRequestsPerSecond: Number.POSITIVE_INFINITY, ...options });
   return { nova, client };
 }
 

@@ -4,13 +4,15 @@
  * promises. A failing example fails `npm test`, and so CI. (They are type-checked by `npm run
  * typecheck`, whose tsconfig includes examples/.) prometheus.ts on its own is run by
  * test/telemetry/prometheusExample.test.ts, and here through `demo --metrics`; demoHost.ts and
- * worker.ts through `demo` (with `--ledger`, demo forks demoHost.ts processes sharing a Redis).
+ * worker.ts through `demo` (by default, and with `--ledger redis://…`, demo forks demoHost.ts
+ * processes sharing the ledger; `--ledger in-process` runs the hosts in one process).
  *
  * The examples import `nova-guard` as an application does: the package's own exports (dist/, built
  * first when src/ is newer), from JavaScript transpiled into build/ inside the repository.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDIS_SERVER, freePort, spawnRedis } from '../../bench/redisServer.js';
@@ -25,7 +27,7 @@ const RUNS = {
   'demo.ts': ['--workers', '2', '--hosts', '2', '--jobs', '1', '--cores', '4', '--test-ms', '20', '--delete-delay-ms', '50', '--latency-ms', '2', '--quiet', '--metrics'],
 } as const;
 /** Examples run through another one (or on their own by another test file). */
-const RUN_BY = { 'demoHost.ts': 'demo.ts --ledger', 'worker.ts': 'demo.ts', 'prometheus.ts': 'demo.ts --metrics, test/telemetry/prometheusExample.test.ts' };
+const RUN_BY = { 'demoHost.ts': 'demo.ts', 'worker.ts': 'demo.ts', 'prometheus.ts': 'demo.ts --metrics, test/telemetry/prometheusExample.test.ts' };
 
 interface Exit {
   code: number | null;
@@ -88,10 +90,28 @@ describe('examples/ run against FakeNova', () => {
     expect(r.code).toBe(0);
   }, 60_000);
 
-  it('demo.ts (worker.ts, prometheus.ts): no job failed, the metrics printed, exit 0', async () => {
+  it('demo.ts (demoHost.ts, worker.ts, prometheus.ts): by default worker processes on a SQLite ledger in a fresh temporary directory, 0 quota 403s, the directory removed, the metrics printed, exit 0', async () => {
     const r = await run('demo.ts', RUNS['demo.ts']);
-    expect(r.stdout).toContain('nova_guard_');
     expect(r.code, r.stdout + r.stderr).toBe(0);
+    const ledger = /^\| ledger \| sqlite:(\S+) \(shared by the 2 worker processes: 0 quota 403s\)\. With --ledger in-process the hosts share nothing and race into Nova's 403s, which the guard absorbs\. \|$/m.exec(r.stdout);
+    expect(ledger, r.stdout).not.toBeNull();
+    expect(r.stdout).toMatch(/^\| quota 403s met \(absorbed\) \| 0 \|$/m);
+    expect(r.stdout).toMatch(/^\| jobs failed \| 0 \|$/m);
+    expect(existsSync(dirname(ledger![1]!))).toBe(false);
+    expect(r.stdout).toContain('nova_guard_');
+  }, 60_000);
+
+  it('demo.ts --ledger in-process: the hosts are clients of one process, each on its own ledger, and the summary says why 403s come', async () => {
+    const r = await run('demo.ts', [...RUNS['demo.ts'].filter((a) => a !== '--metrics'), '--ledger', 'in-process']);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^\| ledger \| in-process \(each of the 2 hosts has its own: they share nothing and race into Nova's quota 403s \(\d+ here\), which the guard absorbs; /m);
+    expect(r.stdout).toMatch(/^\| jobs failed \| 0 \|$/m);
+  }, 60_000);
+
+  it('demo.ts --ledger with something else than a ledger string: exit 1 naming the forms', async () => {
+    const r = await run('demo.ts', ['--ledger', 'postgres://x']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('--ledger must be sqlite:/abs/file, redis://host:port or in-process, got "postgres://x"');
   }, 60_000);
 
   it.skipIf(!existsSync(REDIS_SERVER))('demo.ts --ledger (demoHost.ts processes sharing a Redis): exit 0', async () => {
@@ -100,6 +120,7 @@ describe('examples/ run against FakeNova', () => {
     try {
       const r = await run('demo.ts', [...RUNS['demo.ts'].filter((a) => a !== '--metrics'), '--ledger', `redis://127.0.0.1:${port}`]);
       expect(r.code, r.stdout + r.stderr).toBe(0);
+      expect(r.stdout).toContain(`| ledger | redis://127.0.0.1:${port} (shared by the 2 worker processes: `);
     } finally {
       redis.kill('SIGKILL');
     }

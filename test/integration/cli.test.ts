@@ -55,11 +55,11 @@ afterAll(() => p.cleanup());
 beforeEach(() => p.cleanup());
 
 describe('nova-guard limits', () => {
-  it('--json: max, used and headroom of cores, RAM and instances; the /limits keys of microversion 2.1', async () => {
+  it('--microversion 2.1 --json: max, used and headroom of cores, RAM and instances; the /limits keys of microversion 2.1', async () => {
     await p.setQuota({ cores: 5 });
     await createActiveServer(p, 'cli-limits', p.nova.flavors.vcpus2);
 
-    const r = await cli(['limits', '--json']);
+    const r = await cli(['--microversion', '2.1', 'limits', '--json']);
 
     expect(r.code).toBe(0);
     expect(r.stderr).toBe('');
@@ -72,12 +72,15 @@ describe('nova-guard limits', () => {
     expect(json.requestId).toMatch(/^req-[0-9a-f-]{36}$/);
   });
 
-  it('--microversion 2.79 --json: the keys of 2.57 and later; the table form', async () => {
+  it('--microversion 2.79 --json, and without one (negotiated: 2.93 on Nova 26): the keys of 2.57 and later; the table form', async () => {
     const json = await cli(['--microversion', '2.79', 'limits', '--json']);
+    const negotiated = await cli(['limits', '--json']);
     const table = await cli(['limits']);
 
     expect(json.code).toBe(0);
     expect(Object.keys((JSON.parse(json.stdout) as { absolute: object }).absolute).sort()).toEqual([...LIMITS_2_57].sort());
+    expect(negotiated.code).toBe(0);
+    expect(Object.keys((JSON.parse(negotiated.stdout) as { absolute: object }).absolute).sort()).toEqual([...LIMITS_2_57].sort());
     expect(table.code).toBe(0);
     // cliff's bordered table: | Resource | Max | Used | Headroom |
     const rows = table.stdout

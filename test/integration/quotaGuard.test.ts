@@ -138,16 +138,38 @@ describe('QuotaGuard against real quota 403s', () => {
       });
     }
     const retries: QuotaRetryInfo[][] = [[], []];
+    // When each host's first attempt is decided: its server created, or a retry begun (a 403, or a
+    // quota fault at Nova's recheck). A host holds its server until the other's first attempt is
+    // decided, so that Nova's recheck of the second create always counts the first server: the race
+    // is certain. (Holding for a fixed time was not: on a loaded machine the first server was gone
+    // before the second create reached Nova's recheck, and Nova rightly admitted both.)
+    const decided = [0, 1].map(() => {
+      let done!: () => void;
+      const promise = new Promise<void>((resolve) => (done = resolve));
+      return { promise, done };
+    });
     // Wider jitter: two losers of a recheck race must not retry in lockstep.
     const guards = clients.map(
-      (c, i) => new QuotaGuard(c, { ...FAST, baseDelayMs: 300, jitter: 0.6, maxAttempts: 10, onRetry: (info) => void retries[i]!.push(info) }),
+      (c, i) =>
+        new QuotaGuard(c, {
+          ...FAST,
+          baseDelayMs: 300,
+          jitter: 0.6,
+          maxAttempts: 10,
+          onRetry: (info) => {
+            retries[i]!.push(info);
+            decided[i]!.done();
+          },
+        }),
     );
     const ids: string[] = [];
     const worker = async (i: number): Promise<Server> => {
       const server = await guards[i]!.createServer(body(`host${i}`));
+      decided[i]!.done();
       p.created.add(server.id);
       ids.push(server.id);
-      await sleep(300); // "run the test" while holding both cores
+      // "Run the test" while holding the cores, at least until the other host's first attempt is decided.
+      await Promise.all([sleep(300), decided[1 - i]!.promise]);
       await deleteAndConfirm(clients[i]!, server.id);
       return server;
     };
@@ -157,7 +179,8 @@ describe('QuotaGuard against real quota 403s', () => {
     expect(servers.map((s) => s.status)).toEqual(['ACTIVE', 'ACTIVE']);
     expect(new Set(ids).size).toBe(2);
     const all = retries.flat();
-    // Nova admitted at most one of them on the first try: the other met a 403 or a quota fault at recheck.
+    // Nova admitted at most one of them on the first try (its recheck of the later create counts the
+    // earlier server, still held): the other met a 403 or a quota fault at recheck.
     expect(all.length).toBeGreaterThanOrEqual(1);
     for (const r of all) {
       expect(['quota', 'late-quota-fault']).toContain(r.reason);

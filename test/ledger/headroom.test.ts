@@ -24,6 +24,7 @@ describe('computeHeadroom', () => {
     expect(h).toEqual({
       cores: { max: Infinity, used: 514, inFlight: 0, headroom: Infinity },
       instances: { max: Infinity, used: 257, inFlight: 0, headroom: Infinity },
+      ramMiB: { max: Infinity, used: 1052672, inFlight: 0, headroom: Infinity },
       ram: { max: Infinity, used: 1052672, inFlight: 0, headroom: Infinity },
       source: 'limits',
       requestId: 'req-1',

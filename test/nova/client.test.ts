@@ -43,7 +43,8 @@ function scriptedClient(first: ScriptedReply[], then: ScriptedReply = LIMITS_OK,
   vi.useFakeTimers();
   vi.spyOn(Math, 'random').mockReturnValue(0); // p-retry's jitter factor is exactly 1
   const { adapter, sent } = scriptedAdapter((_r, n) => first[n - 1] ?? then);
-  const client = new NovaClient({ endpoint: 'http://nova.test/v2.1', token: TOKEN, adapter, retry: { minDelayMs: 2, maxDelayMs: 20, maxRetryTimeMs: 2000 }, ...options });
+  // Pinned, so that the script answers the calls under test, not a read of the version document.
+  const client = new NovaClient({ endpoint: 'http://nova.test/v2.1', token: TOKEN, adapter, microversion: '2.1', retry: { minDelayMs: 2, maxDelayMs: 20, maxRetryTimeMs: 2000 }, ...options });
   return { client, sent };
 }
 
@@ -104,10 +105,16 @@ describe('request headers', () => {
     expect(h['accept-language']).toBeUndefined();
   });
 
-  it('defaults to microversion 2.1', async () => {
+  it('unpinned, against an endpoint without a version document: reads it once (no token), then goes at 2.1', async () => {
     const { endpoint, seen } = await scripted((_req, res) => res.end('{"limits":{"absolute":{}}}'));
-    await new NovaClient({ endpoint, token: 't' }).getLimits();
-    expect(seen[0]!.headers['openstack-api-version']).toBe('compute 2.1');
+    const client = new NovaClient({ endpoint, token: 't' });
+    await client.getLimits();
+    await client.getLimits();
+    expect(seen.map((r) => r.url)).toEqual(['/v2.1/', '/v2.1/limits', '/v2.1/limits']);
+    expect(seen[0]!.headers['x-auth-token']).toBeUndefined();
+    expect(seen[0]!.headers['openstack-api-version']).toBeUndefined();
+    expect(seen[1]!.headers['openstack-api-version']).toBe('compute 2.1');
+    expect(seen[1]!.headers['x-openstack-nova-api-version']).toBe('2.1');
   });
 });
 
@@ -242,6 +249,7 @@ describe('retries', () => {
         },
       ],
       { status: 202, body: { server: { id: 'new-1' } } },
+      { microversion: '2.79' },
     );
     const s = await onFakeClock(client.createServer({ name: 'x', flavorRef: '1', imageRef: 'i', networks: 'none' }));
     expect(s.id).toBeTruthy();

@@ -35,6 +35,22 @@ describe('50 client requests sharing one AbortSignal', () => {
     expect(warnings()).toEqual([]);
   });
 
+  it('unpinned, createServer × 50 while the version document is read: no MaxListenersExceededWarning, one read, at most one listener', async () => {
+    const nova = await startNova({ maxTotalInstances: N, maxTotalCores: N });
+    nova.inject({ method: 'GET', path: '/', delayMs: 50 });
+    const client = clientFor(nova, { microversion: undefined });
+    const shared = new AbortController();
+    const calls = Promise.all(Array.from({ length: N }, (_, i) => client.createServer({ name: `s${i}`, flavorRef: '1', imageRef: 'img', networks: 'none' }, { signal: shared.signal })));
+    await settle(new Promise((r) => setTimeout(r, 10)));
+    expect(getEventListeners(shared.signal, 'abort').length).toBeLessThanOrEqual(1);
+    const servers = await settle(calls);
+    await nextTicks();
+    expect(servers).toHaveLength(N);
+    expect(nova.requestsTo('GET', '/')).toHaveLength(1);
+    expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0);
+    expect(warnings()).toEqual([]);
+  });
+
   it('an abort of the shared signal ends every request in flight with AbortError, and leaves no listener', async () => {
     const nova = await startNova();
     nova.inject({ method: 'GET', path: /^\/servers\/[^/]+$/, hang: true, times: Number.POSITIVE_INFINITY });

@@ -40,3 +40,13 @@ describe('FakeNova RAM as ramMiB', () => {
     expect(() => nova.setQuota({ ramMb: 1 } as never)).toThrow(/ramMb/);
   });
 });
+
+describe('FakeNova server views say ramMiB', () => {
+  it('addServer(), getServerState() and listServerStates() carry ramMiB, and ram (deprecated) with the same number', async () => {
+    const nova = await startNova();
+    const added = nova.addServer({ flavorId: '2' }); // 2048 MiB
+    expect(added).toMatchObject({ vcpus: 2, ramMiB: 2048, ram: 2048 });
+    expect(nova.getServerState(added.id)).toMatchObject({ ramMiB: 2048 });
+    expect(nova.listServerStates().map((s) => s.ramMiB)).toEqual([2048]);
+  });
+});

@@ -74,7 +74,7 @@ const BODY = { name: 'ci-1', flavorRef: '1', imageRef: 'img', networks: 'none' a
 describe('POST /servers on a fresh connection', () => {
   it('after an idle gap on a kept-alive connection: the POST gets its 202 on a new socket (no ECONNRESET), sent with Connection: close', async () => {
     const { endpoint, seen } = await idleResettingNova();
-    const client = new NovaClient({ endpoint, token: 'admin:demo', retry: { retries: 0 } });
+    const client = new NovaClient({ microversion: '2.79', endpoint, token: 'admin:demo', retry: { retries: 0 } });
     await client.listServers();
     await delay(150);
     const server = await client.createServer(BODY);
@@ -89,7 +89,7 @@ describe('POST /servers on a fresh connection', () => {
 
   it('a GET after the POST still uses a kept-alive connection', async () => {
     const { endpoint, seen } = await idleResettingNova();
-    const client = new NovaClient({ endpoint, token: 'admin:demo', retry: { retries: 1, minDelayMs: 1, maxDelayMs: 1 } });
+    const client = new NovaClient({ microversion: '2.79', endpoint, token: 'admin:demo', retry: { retries: 1, minDelayMs: 1, maxDelayMs: 1 } });
     await client.createServer(BODY);
     await client.listServers();
     await client.listServers();
@@ -100,7 +100,7 @@ describe('POST /servers on a fresh connection', () => {
 
   it('many creates each open their own connection: none of them reused', async () => {
     const { endpoint, seen } = await idleResettingNova();
-    const client = new NovaClient({ endpoint, token: 'admin:demo', retry: { retries: 0 } });
+    const client = new NovaClient({ microversion: '2.79', endpoint, token: 'admin:demo', retry: { retries: 0 } });
     for (let i = 0; i < 3; i++) {
       await client.createServer(BODY);
       await delay(60);
@@ -113,29 +113,29 @@ describe('POST /servers on a fresh connection', () => {
 describe("the fresh connection's TLS is the shared agent's", () => {
   it('caCert: trusted on the POST as on the GET; without it the self-signed Nova is refused on the POST too', async () => {
     const { endpoint, seen } = await idleResettingNova({ key: made.key, cert: made.cert });
-    const client = new NovaClient({ endpoint, token: 'admin:demo', caCert: made.cert, retry: { retries: 0 } });
+    const client = new NovaClient({ microversion: '2.79', endpoint, token: 'admin:demo', caCert: made.cert, retry: { retries: 0 } });
     await client.listServers();
     await delay(150);
     expect((await client.createServer(BODY)).id).toBe(SERVER_ID);
     expect(seen.resets).toBe(0);
     expect(seen.connections).toBe(2);
-    const refused = await new NovaClient({ endpoint, token: 'admin:demo', retry: { retries: 0 } }).createServer(BODY).catch((e: unknown) => e);
+    const refused = await new NovaClient({ microversion: '2.79', endpoint, token: 'admin:demo', retry: { retries: 0 } }).createServer(BODY).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(NovaNetworkError);
     expect((refused as NovaNetworkError).code).toBe('DEPTH_ZERO_SELF_SIGNED_CERT');
   });
 
   it('insecure: the POST is not verified either', async () => {
     const { endpoint } = await idleResettingNova({ key: made.key, cert: made.cert });
-    const client = new NovaClient({ endpoint, token: 'admin:demo', insecure: true, retry: { retries: 0 } });
+    const client = new NovaClient({ microversion: '2.79', endpoint, token: 'admin:demo', insecure: true, retry: { retries: 0 } });
     expect((await client.createServer(BODY)).id).toBe(SERVER_ID);
   });
 
   it('a client certificate is presented on the POST (a Nova that requires one takes it; without it the POST fails)', async () => {
     const tls: https.ServerOptions = { key: made.key, cert: made.cert, ca: [made.cert], requestCert: true, rejectUnauthorized: true };
     const { endpoint, seen } = await idleResettingNova(tls);
-    const client = new NovaClient({ endpoint, token: 'admin:demo', caCert: made.cert, clientCert: made.cert, clientKey: made.key, retry: { retries: 0 } });
+    const client = new NovaClient({ microversion: '2.79', endpoint, token: 'admin:demo', caCert: made.cert, clientCert: made.cert, clientKey: made.key, retry: { retries: 0 } });
     expect((await client.createServer(BODY)).id).toBe(SERVER_ID);
-    const without = await new NovaClient({ endpoint, token: 'admin:demo', caCert: made.cert, retry: { retries: 0 } }).createServer(BODY).catch((e: unknown) => e);
+    const without = await new NovaClient({ microversion: '2.79', endpoint, token: 'admin:demo', caCert: made.cert, retry: { retries: 0 } }).createServer(BODY).catch((e: unknown) => e);
     expect(without).toBeInstanceOf(NovaNetworkError);
     expect(seen.requests).toHaveLength(1);
   });

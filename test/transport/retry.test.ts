@@ -24,7 +24,7 @@ afterEach(() => {
 
 function client(replies: ScriptedReply[], options: Partial<ConstructorParameters<typeof NovaClient>[0]> = {}): { c: NovaClient; sent: ReturnType<typeof scriptedAdapter>['sent'] } {
   const { adapter, sent } = scriptedAdapter((_r, n) => replies[n - 1] ?? OK);
-  return { c: new NovaClient({ endpoint: ENDPOINT, token: 'gAAAA-token', adapter, ...options }), sent };
+  return { c: new NovaClient({ microversion: '2.1', endpoint: ENDPOINT, token: 'gAAAA-token', adapter, ...options }), sent };
 }
 
 /** Settle `p` while running the fake clock. */

@@ -266,6 +266,7 @@ export function viewOf(r: ServerRecord, counted: boolean): FakeServerView {
     name: r.name,
     flavorId: r.flavor.id,
     vcpus: r.flavor.vcpus,
+    ramMiB: r.flavor.ram,
     ram: r.flavor.ram,
     status: r.status,
     vmState: r.vmState,

@@ -171,6 +171,11 @@ export interface FakeServerView {
   /** vCPUs of its flavor. */
   vcpus: number;
   /** RAM of its flavor, MiB. */
+  ramMiB: number;
+  /**
+   * RAM of its flavor, MiB: the same number as `ramMiB`, under its old name.
+   * @deprecated Use `ramMiB`; `ram` will be removed in a future major version.
+   */
   ram: number;
   /** Nova status: `BUILD`, `ACTIVE`, `ERROR`, `DELETED`, `SOFT_DELETED`, `SHUTOFF`, ... */
   status: string;

@@ -19,7 +19,7 @@ export function hostileSetup(options: Partial<NovaClientOptions> = {}): { nova: 
     const mine = front.override({ config, method: String(config.method ?? 'get').toUpperCase(), path });
     return mine ?? nova.adapter(config);
   };
-  const client = new NovaClient({ endpoint: 'http://nova.test/v2.1', token: 'admin:p', adapter, maxRequestsPerSecond: Number.POSITIVE_INFINITY, ...options });
+  const client = new NovaClient({ endpoint: 'http://nova.test/v2.1', token: 'admin:p', microversion: '2.79', adapter, maxRequestsPerSecond: Number.POSITIVE_INFINITY, ...options });
   return { nova, client, front };
 }
 
