@@ -61,8 +61,9 @@ export {
   DeleteFailedError,
   OrphanedServerError,
   OperationTimeoutError,
+  LedgerConfigError,
 } from './errors/index.js';
-export type { QuotaResource, FailureSummary } from './errors/index.js';
+export type { QuotaResource, FailureSummary, LedgerConfigReason } from './errors/index.js';
 export { EndpointNotFoundError } from './auth/index.js';
 export { parseQuotaMessage } from './errors/quotaMessage.js';
 

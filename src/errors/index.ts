@@ -22,5 +22,7 @@ export {
 export type { NovaErrorInit, QuotaExceededInit, QuotaResource } from './api.js';
 export { DeleteTimeoutError, DeleteFailedError, OrphanedServerError } from './delete.js';
 export { OperationTimeoutError } from './timeout.js';
+export { LedgerConfigError } from './ledger.js';
+export type { LedgerConfigReason } from './ledger.js';
 export type { OperationTimeoutInit } from './timeout.js';
 export type { DeleteTimeoutInit, DeleteFailedInit, OrphanedServerInit, FailureKind, FailureSummary } from './delete.js';

@@ -152,6 +152,30 @@ export interface QuotaGuardOptions {
    */
   ledger?: QuotaLedger | string | undefined;
   /**
+   * What the guard does when its `ledger` cannot work for a reason of its setup, not an outage
+   * (`LedgerConfigError`: better-sqlite3 or ioredis cannot be loaded, the SQLite file or its
+   * directory cannot be created or opened, Redis refuses the URL's credentials before the ledger
+   * ever answered an admission of this guard):
+   * - `'throw'`: every guarded call (`createServer`, `withQuotaGuard`, `headroom`) rejects with the
+   *   `LedgerConfigError`, naming the cause and the fix, before any `POST /servers` (a bad
+   *   ledger string is a `ValidationError` at construction already);
+   * - `'in-process'`: a soft start: the guard goes on with its private in-process ledger for its
+   *   life (its own calls share claims, other processes do not see them; Nova's quota check decides
+   *   the rest), each such call counted in `stats.ledgerFallbacks`, one warning through the logger
+   *   and `onWarning` (once per process by default).
+   * An outage of a ledger that works (refused connection, time-outs, a Redis restart) is degraded
+   * mode either way (see `ledger`).
+   * @default 'throw'
+   */
+  ledgerFallback?: 'throw' | 'in-process';
+  /**
+   * Called with the warning of a fallback off the ledger (a soft start, `ledgerFallback:
+   * 'in-process'`; a failed ledger call in degraded mode), once per cause for this function; the
+   * message names the ledger's kind and the cause, never a password. Exceptions are ignored.
+   * @default `(message) => process.emitWarning(message, 'NovaGuardLedgerWarning')`, once per process and cause
+   */
+  onWarning?: ((message: string) => void) | undefined;
+  /**
    * Lease of a claim on the ledger, in ms: renewed right before every `POST /servers` (a lost lease
    * means no POST; that renewal covers the client's `requestTimeoutMs` plus the ledger's time budget)
    * and every `leaseTtlMs / 3` until the claim ends. A guard that dies loses its claims after this.
@@ -238,10 +262,11 @@ export const QUOTA_GUARD_DEFAULTS = Object.freeze({
 /** The least `leaseTtlMs` a guard takes, in ms: well above a round trip to a ledger on another host. */
 export const LEASE_TTL_FLOOR_MS = 1000;
 
-/** Defaults of the ledger options of {@link QuotaGuardOptions} (`leaseTtlMs`, `ledgerTimeoutMs`). */
+/** Defaults of the ledger options of {@link QuotaGuardOptions} (`leaseTtlMs`, `ledgerTimeoutMs`, `ledgerFallback`). */
 export const QUOTA_LEDGER_DEFAULTS = Object.freeze({
   leaseTtlMs: 120000,
   ledgerTimeoutMs: 2000,
+  ledgerFallback: 'throw' as const,
 });
 
 /** The `deleteServer` options the guard passes on: all but `wait` and `signal`, which are its own. */
@@ -278,6 +303,8 @@ const QUOTA_GUARD_SPEC: OptionsSpec<QuotaGuardOptions> = {
   // A lease is renewed every third of it: at least LEASE_TTL_FLOOR_MS, finite.
   leaseTtlMs: is.durationMs({ allowInfinity: false, timer: true }),
   ledgerTimeoutMs: is.durationMs({ allowInfinity: false, timer: true }),
+  ledgerFallback: is.oneOf(['throw', 'in-process']),
+  onWarning: is.function,
   logger: is.logger,
 };
 
@@ -301,8 +328,8 @@ const LEDGER_METHODS = [
 ] as const satisfies ReadonlyArray<keyof QuotaLedger>;
 
 /** {@link QuotaGuardOptions} with the defaults filled in. */
-export type ResolvedOptions = Required<Omit<QuotaGuardOptions, 'onWait' | 'onRetry' | 'logger' | 'deleteOptions' | 'ledger'>> &
-  Pick<QuotaGuardOptions, 'onWait' | 'onRetry' | 'deleteOptions'> & {
+export type ResolvedOptions = Required<Omit<QuotaGuardOptions, 'onWait' | 'onRetry' | 'onWarning' | 'logger' | 'deleteOptions' | 'ledger'>> &
+  Pick<QuotaGuardOptions, 'onWait' | 'onRetry' | 'onWarning' | 'deleteOptions'> & {
     ledger?: QuotaLedger | undefined;
     /** The ledger the guard opened from a string (`'sqlite:…'`, `NOVA_GUARD_LEDGER`): the guard closes it at its `close()`. */
     ownedLedger?: QuotaLedger | undefined;

@@ -74,6 +74,7 @@ import { quotaRetryReasonOf } from './retryPolicy.js';
 import { isThenable, longestLeaseMs, newStats, type Claim, type GuardState } from './state.js';
 import { DegradedLedger } from './degradedLedger.js';
 import { SignalFanOut } from '../core/signalFanOut.js';
+import { LEDGER_WARNING, processWarningSink, warnOncePerCause } from '../core/processWarning.js';
 import { GuardedCall } from './guardedCall.js';
 import { GUARDED_CALL_SPEC, GUARDED_CREATE_SPEC, NEEDS_OR_FLAVOR_SPEC, flavorIdOf, isFullNeeds, validateNeeds, validateGuardOptions, closeOwnedLedger } from './options.js';
 import type { GuardedCallOptions, GuardedCreateOptions, QuotaGuardOptions, QuotaGuardStats, QuotaNeedsSpec, GuardClaimInfo, ResolvedOptions } from './options.js';
@@ -372,7 +373,15 @@ export function newGuardState(client: NovaClient, opts: ResolvedOptions, log: Lo
   const clock = client.clock;
   const ledger = opts.ledger ?? new InProcessQuotaLedger({ clock });
   // Made and dropped with the guard: no module state (see `degradedLedger.ts` for why not one per ledger object).
-  const res: DegradedLedger = new DegradedLedger(ledger, clock, { stats, log, ledgerTimeoutMs: opts.ledgerTimeoutMs, longestLeaseMs: (): number => longestLeaseMs(client, opts, res) });
+  const sink = opts.onWarning ?? processWarningSink(LEDGER_WARNING);
+  const res: DegradedLedger = new DegradedLedger(ledger, clock, {
+    stats,
+    log,
+    ledgerTimeoutMs: opts.ledgerTimeoutMs,
+    longestLeaseMs: (): number => longestLeaseMs(client, opts, res),
+    ledgerFallback: opts.ledgerFallback,
+    warn: (cause, message) => warnOncePerCause(sink, cause, message),
+  });
   const g: GuardState = {
     client,
     clock,

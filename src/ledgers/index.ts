@@ -13,3 +13,4 @@
 export { LEDGER_ENV, parseLedgerSpec, openLedger } from './open.js';
 export type { LedgerSpec, OpenLedgerOptions } from './open.js';
 export { ledgerOption, SpecLedger } from './specLedger.js';
+export { ledgerConfigErrorOf, sqliteOpenError } from './configError.js';
