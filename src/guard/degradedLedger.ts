@@ -245,7 +245,7 @@ export class DegradedLedger {
     this.#user.stats.ledgerFallbacks++;
     if (this.#softStart !== undefined) return;
     this.#softStart = error;
-    const message = `quota ledger (${this.ledger.kind}) cannot work: ${error.message}. ledgerFallback 'in-process': this process goes on with its own in-process ledger (other processes do not see its claims; Nova's quota check decides the rest)`;
+    const message = `quota ledger (${this.ledger.kind}): ${error.message}. ledgerFallback 'in-process': this process goes on with its own in-process ledger (other processes do not see its claims; Nova's quota check decides the rest)`;
     this.#user.log.warn({ ledger: this.ledger.kind, reason: error.reason }, message);
     this.#user.warn(`soft-start:${this.ledger.kind}:${error.reason}`, message);
   }
