@@ -5,6 +5,7 @@
 // and the process warnings seen. Node's own printing of the warnings stays on stderr.
 import process from 'node:process';
 import { performance } from 'node:perf_hooks';
+import { setTimeout } from 'node:timers';
 import * as ng from 'nova-guard';
 import { FakeNova } from 'nova-guard/testing';
 import { pino } from 'pino';

@@ -5,6 +5,7 @@
 // Module._resolveFilename: it throws Node's own "Cannot find module" error (code MODULE_NOT_FOUND)
 // for them. nova-guard's code is not touched.
 import Module from 'node:module';
+import process from 'node:process';
 
 const hidden = new Set((process.env.NOVA_GUARD_TEST_HIDE ?? '').split(',').filter(Boolean));
 const resolve = Module._resolveFilename;
