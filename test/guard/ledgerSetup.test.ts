@@ -96,6 +96,8 @@ describe("ledgerFallback: 'in-process' (the soft start)", () => {
 
   it('is checked with the other options: an unknown value is a ValidationError at construction', async () => {
     const nova = await startNova();
+    expect(() => guardFor(nova, { ledgerFallback: 'in-process', onWarning: () => undefined })).not.toThrow();
+    expect(guardFor(nova).options.ledgerFallback).toBe('throw');
     expect(() => guardFor(nova, { ledgerFallback: 'memory' as never })).toThrow(ValidationError);
     expect(() => guardFor(nova, { onWarning: 'stderr' as never })).toThrow(ValidationError);
   });
