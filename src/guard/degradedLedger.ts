@@ -563,7 +563,7 @@ export class DegradedLedger {
     this.#user.stats.ledgerOutages++;
     const detail = this.hadGoodReading
       ? '; meanwhile guarded creates of this process wait for it while claims of this process may still be live in it, then admit within their share of the quota'
-      : "; it was never reached: creates go on with the in-process ledger and Nova's check only";
+      : `; it was never reached: creates wait up to ${NEVER_REACHED_WAIT_MS} ms for it (it may be starting), then go on with the in-process ledger and Nova's check only`;
     const why = timedOut && !isLedgerDown(error) ? `${TIMEOUTS_FOR_DOWN} time-outs in a row` : ((error as Error)?.message ?? String(error));
     const level = h.streakWarned ? 'info' : 'warn';
     this.#user.log[level](

@@ -59,4 +59,14 @@ describe('server create with a ledger that cannot work: one line, exit 1', () =>
     expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(new RegExp(`^nova-guard: the SQLite ledger cannot create or open ${file}/ledger\\.db: .*Fix: give a path in a directory this user can create and write`))]);
     expect(nova.requestsTo('POST', /^\/servers$/)).toHaveLength(0);
   }, 60_000);
+
+  it('a Redis that refuses the connection is an outage, not a setup error: the create goes on, and the warning and the wait lines agree (a wait of up to 3 s, then alone)', async () => {
+    const nova = await startNova({ maxTotalCores: 10 });
+    const r = await runPiped([...CREATE, '-f', 'value', '-c', 'id', '--ledger', `redis://127.0.0.1:${await closedPort()}`], { OS_ENDPOINT: nova.endpoint, OS_TOKEN: `admin:${nova.projectId}` });
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toMatch(/^[0-9a-f-]{36}$/);
+    expect(r.stderr).toMatch(/Warning: quota ledger \(redis\) is down: .*it was never reached: creates wait up to 3000 ms for it \(it may be starting\), then go on with the in-process ledger/);
+    expect(r.stderr).not.toMatch(/while other hosts may be admitting on it|connection lost/);
+    for (const line of r.stderr.split('\n').filter((l) => l.startsWith('waiting'))) expect(line).toMatch(/out of reach: no create is admitted without it for now/);
+  }, 60_000);
 });
