@@ -146,8 +146,11 @@ export interface QuotaGuardOptions {
    * seen) on fresh `/limits` readings, with Nova's check as the last line (one warning,
    * `stats.degradedAdmissions`; re-claimed on this ledger when it answers); a ledger never reached is
    * worked around with Nova's own check. A ledger known down (refused
-   * connection or password, 3 time-outs in a row) is skipped and probed after 1 s, then at doubling
-   * intervals up to 5 s: one warning for the outage, one for the recovery (`degradedLedger.ts`).
+   * connection, or a password refused after the ledger answered, 3 time-outs in a row) is skipped and
+   * probed after 1 s, then at doubling intervals up to 5 s: one warning for the outage, one for the
+   * recovery (`degradedLedger.ts`). A ledger that cannot work for a reason of its setup (module
+   * missing, SQLite path that cannot be created, Redis refusing the credentials before it ever
+   * answered) is no outage: see `ledgerFallback`.
    * @default NOVA_GUARD_LEDGER when set, else new InProcessQuotaLedger({ clock: client.clock })
    */
   ledger?: QuotaLedger | string | undefined;
@@ -528,7 +531,9 @@ export interface QuotaGuardStats {
    * which a guarded call went on with the private in-process ledger. Once the ledger has answered an
    * admission of this process, such a call admits nothing there while claims of this process may
    * still be live in the ledger: it waits for it; past that, it admits within its share of the quota
-   * (`degradedAdmissions`). A fallback costs time, not quota.
+   * (`degradedAdmissions`). A fallback costs time, not quota. Also each call of a guard that went on
+   * without a ledger that cannot work (`ledgerFallback: 'in-process'`). Every fallback also warns once
+   * per process and cause (`onWarning`, `NovaGuardLedgerWarning`).
    */
   ledgerFallbacks: number;
   /** Servers deleted because another server of the same guarded call carries its claim tag (a POST that landed late). */
