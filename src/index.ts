@@ -63,7 +63,7 @@ export {
   OperationTimeoutError,
   LedgerConfigError,
 } from './errors/index.js';
-export type { QuotaResource, FailureSummary, LedgerConfigReason } from './errors/index.js';
+export type { QuotaResource, FailureSummary } from './errors/index.js';
 export { EndpointNotFoundError } from './auth/index.js';
 export { parseQuotaMessage } from './errors/quotaMessage.js';
 
