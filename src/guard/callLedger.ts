@@ -125,6 +125,9 @@ export class CallLedger {
   #setupFailed(error: unknown): boolean {
     const config = this.#g.res.configError(error);
     if (config === undefined) return false;
+    // A ledger the guard opened from a string is closed: nothing of it keeps running (the next call
+    // opens it again, unless the guard goes on without it).
+    this.#g.opts.ownedLedger?.drop();
     this.#g.res.softStart(config);
     this.moveToFallback(false);
     return true;

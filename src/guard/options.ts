@@ -18,7 +18,7 @@ import { checkOptions, type OptionsSpec } from '../core/options.js';
 import { ValidationError } from '../errors/index.js';
 import { componentLogger, type LoggerOption } from '../core/logger.js';
 import type { Clock } from '../core/clock.js';
-import { ledgerOption } from '../ledgers/index.js';
+import { ledgerOption, type SpecLedger } from '../ledgers/index.js';
 import { is } from '../core/validate.js';
 import type { Headroom, QuotaLedger, Shortfall } from '../ledger/index.js';
 import type { QuotaFinding, ResourceAmounts } from '../core/types.js';
@@ -335,7 +335,7 @@ export type ResolvedOptions = Required<Omit<QuotaGuardOptions, 'onWait' | 'onRet
   Pick<QuotaGuardOptions, 'onWait' | 'onRetry' | 'onWarning' | 'deleteOptions'> & {
     ledger?: QuotaLedger | undefined;
     /** The ledger the guard opened from a string (`'sqlite:…'`, `NOVA_GUARD_LEDGER`): the guard closes it at its `close()`. */
-    ownedLedger?: QuotaLedger | undefined;
+    ownedLedger?: SpecLedger | undefined;
   };
 
 /** {@link validateOptions}, with a ledger string (or `NOVA_GUARD_LEDGER`) opened as a ledger the guard owns (`src/ledgers/specLedger.ts`). */

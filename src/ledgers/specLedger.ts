@@ -196,6 +196,24 @@ export class SpecLedger implements QuotaLedger {
     const l = this.#opened;
     return l === undefined ? this.onFreed(listener) : l.onWake(place, listener);
   }
+  /**
+   * Close the opened ledger, which cannot work for a reason of its setup (the guard found a
+   * `LedgerConfigError`): nothing of it is left running (a Redis connection retrying a refused
+   * password would keep the process alive); the next call opens it again (a setup fixed meanwhile is
+   * picked up). Calls already sent to it settle as it closes.
+   */
+  drop(): void {
+    const l = this.#opened;
+    if (l === undefined) return;
+    this.#opened = undefined;
+    if (this.#opening !== undefined) this.#opening = undefined;
+    for (const [listener, off] of this.#listeners) {
+      off?.();
+      this.#listeners.set(listener, undefined);
+    }
+    void l.close().catch(() => undefined);
+  }
+
   /** Closes the opened ledger (or the one still opening, once open). */
   async close(): Promise<void> {
     this.#closed = true;

@@ -1,6 +1,6 @@
 // One process of test/ledgers/ledgerConfig.test.ts: a FakeNova and a QuotaGuard of the built package
 // (dist/, through the package's own name) on the ledger of argv[2]'s JSON ({ ledger, options, env,
-// op: 'create' | 'headroom' | 'two-creates' }). Prints one JSON line on stdout: what each call gave
+// op: 'create' | 'headroom' | 'two-creates', concurrent, noClose }). Prints one JSON line on stdout: what each call gave
 // (the error's name, message, classes; or the server), the guard's stats, the time each call took,
 // and the process warnings seen. Node's own printing of the warnings stays on stderr.
 import process from 'node:process';
@@ -36,20 +36,25 @@ function describe(e) {
   };
 }
 const ops = cfg.op === 'two-creates' ? ['create', 'create'] : [cfg.op ?? 'create'];
-if (guard) {
-  for (const [i, op] of ops.entries()) {
-    const t0 = performance.now();
-    try {
-      const v = op === 'headroom' ? await guard.headroom() : await guard.createServer({ name: `c${i}`, flavorRef: '2', imageRef: 'img', networks: 'none' });
-      calls.push({ ok: true, op, ms: Math.round(performance.now() - t0), id: v.id });
-    } catch (e) {
-      calls.push({ op, ms: Math.round(performance.now() - t0), ...describe(e) });
-    }
+const one = async (op, i) => {
+  const t0 = performance.now();
+  try {
+    const v = op === 'headroom' ? await guard.headroom() : await guard.createServer({ name: `c${i}`, flavorRef: '2', imageRef: 'img', networks: 'none' });
+    return { ok: true, op, ms: Math.round(performance.now() - t0), id: v.id };
+  } catch (e) {
+    return { op, ms: Math.round(performance.now() - t0), ...describe(e) };
   }
+};
+if (guard) {
+  // `concurrent`: the calls at once (one guard, as a worker pool); else one after the other
+  if (cfg.concurrent) calls.push(...(await Promise.all(ops.map((op, i) => one(op, i)))));
+  else for (const [i, op] of ops.entries()) calls.push(await one(op, i));
 }
 await new Promise((r) => setTimeout(r, 50)); // warnings are emitted on the next tick
 const out = { calls, stats: guard ? { ...guard.stats } : undefined, warnings, posts: nova.requests.filter((r) => r.method === 'POST').length };
-await guard?.close();
+// `noClose`: the guard is left as a caller that saw the error might leave it (no close()): the
+// process must end on its own, nothing of the ledger left running.
+if (!cfg.noClose) await guard?.close();
 await nova.close();
 process.stdout.write(`${JSON.stringify(out)}\n`);
-process.exit(0);
+if (!cfg.noClose) process.exit(0);

@@ -5,6 +5,8 @@
  * password anywhere and no "connection lost" warning; the CLI prints that one line and exits 1. A
  * Redis that refuses the connection (down, never reached) stays an outage: today's degraded mode.
  */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +18,7 @@ import { FAST, body, clientFor, posts, startNova } from '../guard/fixtures.js';
 import { closedPort } from '../helpers.js';
 import { haveRedis, RedisServer, skipReason } from './support.js';
 
+const CHILD = fileURLToPath(new URL('../ledgers/guardChild.mjs', import.meta.url));
 const PASSWORD = 'right-pw-7f3a';
 const WRONG = 'wrong-pw-9c1e';
 
@@ -110,4 +113,26 @@ describe.skipIf(!haveRedis)(`a Redis ledger that cannot work${haveRedis ? '' : `
     expect(r.stderr).not.toContain(WRONG);
     expect(nova.requestsTo('POST', /^\/servers$/)).toHaveLength(0);
   }, 60_000);
+
+  it('a worker pool: concurrent creates all reject with the LedgerConfigError; a caller that leaves the guard unclosed after it still sees its process end (no connection left retrying the password)', async () => {
+    const started = performance.now();
+    const { code, out } = await new Promise<{ code: number | null; out: string }>((resolve) => {
+      const p = spawn(process.execPath, [CHILD, JSON.stringify({ ledger: url(WRONG), op: 'two-creates', concurrent: true, noClose: true })]);
+      let text = '';
+      p.stdout.on('data', (d: Buffer) => (text += d.toString()));
+      const kill = setTimeout(() => p.kill('SIGKILL'), 20_000);
+      p.on('close', (c) => {
+        clearTimeout(kill);
+        resolve({ code: c, out: text });
+      });
+    });
+    // before, the create went ahead after about 10 s, and the process never ended without close()
+    expect(code).toBe(0);
+    expect(performance.now() - started).toBeLessThan(15_000);
+    const r = JSON.parse(out) as { calls: Array<{ name?: string; reason?: string; message?: string }>; posts: number };
+    expect(r.calls).toHaveLength(2);
+    for (const c of r.calls) expect(c).toMatchObject({ name: 'LedgerConfigError', reason: 'credentials-refused' });
+    expect(r.posts).toBe(0);
+    expect(out).not.toContain(WRONG);
+  }, 30_000);
 });
