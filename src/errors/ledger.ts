@@ -13,9 +13,11 @@ import { ConfigError } from './base.js';
  * - `'credentials-refused'`: Redis refused the credentials of the URL (`WRONGPASS`, `NOAUTH`,
  *   `NOPERM`) before the ledger ever answered this process;
  * - `'unwritable-path'`: the SQLite file or its directory cannot be created or opened (a
- *   directory without write permission, a path under a regular file, a read-only file system).
+ *   directory without write permission, a path under a regular file, a read-only file system);
+ * - `'unusable-path'`: the SQLite file may not be used (a directory on a network file system, a file
+ *   of another endpoint or project, a file of an unknown schema).
  */
-export type LedgerConfigReason = 'module-missing' | 'credentials-refused' | 'unwritable-path';
+export type LedgerConfigReason = 'module-missing' | 'credentials-refused' | 'unwritable-path' | 'unusable-path';
 
 /**
  * The quota ledger asked for (`ledger: 'sqlite:…' | 'redis://…'`, `NOVA_GUARD_LEDGER`, the CLI's

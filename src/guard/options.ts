@@ -157,7 +157,8 @@ export interface QuotaGuardOptions {
   /**
    * What the guard does when its `ledger` cannot work for a reason of its setup, not an outage
    * (`LedgerConfigError`: better-sqlite3 or ioredis cannot be loaded, the SQLite file or its
-   * directory cannot be created or opened, Redis refuses the URL's credentials before the ledger
+   * directory cannot be created or opened or may not be used (a network file system, a file of
+   * another project), Redis refuses the URL's credentials before the ledger
    * ever answered an admission of this guard):
    * - `'throw'`: every guarded call (`createServer`, `withQuotaGuard`, `headroom`) rejects with the
    *   `LedgerConfigError`, naming the cause and the fix, before any `POST /servers` (a bad

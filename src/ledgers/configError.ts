@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { LedgerConfigError } from '../errors/index.js';
+import { LedgerConfigError, ValidationError } from '../errors/index.js';
 import { AUTH_CODES } from '../redis/errors.js';
 import { SqliteLedgerError } from '../sqlite/errors.js';
 
@@ -26,11 +26,20 @@ export const REDIS_AUTH_FIX =
  */
 const PATH_CODES = /^(ENOTDIR|EEXIST|EACCES|EPERM|EROFS|ENOENT|SQLITE_CANTOPEN|SQLITE_READONLY|SQLITE_PERM)/;
 
+/** What a {@link LedgerConfigError} for a SQLite file that may not be used tells the user to do. */
+export const SQLITE_USE_FIX = "give a path on a local disk for this endpoint and project (a directory, sqlite:/abs/dir/, gives one file each), or use ledger: 'in-process'";
+
 /**
- * What opening a SQLite ledger threw, as a {@link LedgerConfigError} (`'unwritable-path'`) when it
- * says the file or its directory cannot be created or opened; any other error as it is.
+ * What opening a SQLite ledger threw, as a {@link LedgerConfigError}: `'unwritable-path'` when it
+ * says the file or its directory cannot be created or opened, `'unusable-path'` for the
+ * `ValidationError` of a file that may not be used (a network file system, a file of another
+ * endpoint or project or of an unknown schema: its message says which); any other error (a corrupt
+ * file: an outage) as it is.
  */
 export function sqliteOpenError(error: unknown): unknown {
+  if (error instanceof ValidationError) {
+    return new LedgerConfigError(error.message, { kind: 'sqlite', reason: 'unusable-path', fix: SQLITE_USE_FIX, cause: error });
+  }
   if (!(error instanceof SqliteLedgerError) || !PATH_CODES.test(error.code ?? '')) return error;
   const detail = error.message.replace(/^SQLite ledger [^:]*: /, '');
   return new LedgerConfigError(`the SQLite ledger cannot create or open ${error.path}: ${detail}`, { kind: 'sqlite', reason: 'unwritable-path', fix: SQLITE_PATH_FIX, file: error.path, cause: error });

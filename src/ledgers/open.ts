@@ -94,9 +94,10 @@ const OPTION_NAMES: OptionsSpec<OpenLedgerOptions> = { logger: null, endpoint: n
  * @throws `ValidationError` for a string that is not a ledger spec (before any file or connection),
  * an unknown option, or no endpoint and project id (neither given nor from `client`);
  * `LedgerConfigError` (a `ConfigError`) naming the cause and the fix when better-sqlite3 or ioredis
- * cannot be loaded (`reason: 'module-missing'`) or the SQLite file or its directory cannot be
- * created or opened (`'unwritable-path'`); what the ledger's constructor throws otherwise (a
- * network file system: `ValidationError`; a corrupt file: `SqliteLedgerError`).
+ * cannot be loaded (`reason: 'module-missing'`), the SQLite file or its directory cannot be
+ * created or opened (`'unwritable-path'`) or may not be used (a network file system, a file of
+ * another endpoint or project: `'unusable-path'`); what the ledger's constructor throws otherwise
+ * (a corrupt file: `SqliteLedgerError`).
  */
 export async function openLedger(spec: string | QuotaLedger | undefined, options: OpenLedgerOptions = {}): Promise<QuotaLedger | undefined> {
   checkOptions('openLedger options', options, OPTION_NAMES);

@@ -169,4 +169,25 @@ describe('sqlite: a path that cannot be created (under a regular file: fails for
     expect(inspect(guard)).not.toContain('sqlite:');
     await guard.close();
   });
+
+  it('a SQLite file of another project (given as one file) may not be used: a LedgerConfigError (unusable-path) naming both, not a silent per-process ledger', async () => {
+    const a = await startNova({ maxTotalCores: 4, projectId: 'proj-a' });
+    const b = await startNova({ maxTotalCores: 4, projectId: 'proj-b' });
+    const path = join(tempDir(), 'one.sqlite');
+    const first = new QuotaGuard(clientFor(a), { ledger: `sqlite:${path}`, waitForActive: false });
+    await first.createServer({ name: 'a', flavorRef: '2', imageRef: 'img', networks: 'none' });
+    await first.close();
+    const other = new QuotaGuard(clientFor(b), { ledger: `sqlite:${path}`, waitForActive: false, maxWaitMs: 60_000 });
+    const started = Date.now();
+    const e = await other.createServer({ name: 'b', flavorRef: '2', imageRef: 'img', networks: 'none' }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(e).toBeInstanceOf(LedgerConfigError);
+    expect(e).toMatchObject({ kind: 'sqlite', reason: 'unusable-path' });
+    expect((e as Error).message).toMatch(/belongs to .*proj-a.*not .*proj-b.*Fix: give a path on a local disk for this endpoint and project/);
+    expect(Date.now() - started).toBeLessThan(2500);
+    expect(b.requestsTo('POST', /^\/servers$/)).toHaveLength(0);
+    await other.close();
+  });
 });
