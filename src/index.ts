@@ -61,6 +61,7 @@ export {
   DeleteFailedError,
   OrphanedServerError,
   OperationTimeoutError,
+  LedgerConfigError,
 } from './errors/index.js';
 export type { QuotaResource, FailureSummary } from './errors/index.js';
 export { EndpointNotFoundError } from './auth/index.js';

@@ -1,7 +1,8 @@
 /**
- * The main entry (`nova-guard`, src/index.ts) is a small surface with one name per thing: at most 112
+ * The main entry (`nova-guard`, src/index.ts) is a small surface with one name per thing: at most 113
  * exported names (values and types; 110 until `InProcessFleet`, the fleet watcher of one process; 111 until
- * `Secret`, the type of the secrets `loadCloudConfig` gives),
+ * `Secret`, the type of the secrets `loadCloudConfig` gives; 112 until `LedgerConfigError`, the error of a
+ * ledger that cannot work, which a caller must be able to catch by class),
  * none of the plumbing under the capabilities, and every name the README, examples/ and bench/ import.
  */
 import { fileURLToPath } from 'node:url';
@@ -27,10 +28,10 @@ function compile(): string[] {
 }
 
 describe('the main entry', () => {
-  it('exports at most 112 names, values and types counted', () => {
+  it('exports at most 113 names, values and types counted', () => {
     const all = exportedNames();
     expect(all.length).toBeGreaterThan(50);
-    expect(all.length).toBeLessThanOrEqual(112);
+    expect(all.length).toBeLessThanOrEqual(113);
   }, 60_000);
 
   it('leaves the plumbing out: delete engine, option checks, headroom arithmetic, ledger keys, telemetry and logging helpers', () => {

@@ -100,8 +100,10 @@ export function propertiesOf(props: readonly string[] = []): Record<string, stri
  * - `queued`: `waiting 2 s for the creates queued ahead: cores needs 6 with theirs, 4 free`;
  * - `ledger-settling`: `waiting 2 s for the quota ledger URL to admit: the quota has room, but the
  *   ledger admits nothing yet (it settles after Redis started or restarted)`;
- * - `ledger-out-of-reach`: `waiting 2 s for the quota ledger URL, out of reach: ...`: then the
- *   shortfalls are no reading of the quota and are not shown as "0 free".
+ * - `ledger-out-of-reach`: `waiting 2 s for the quota ledger URL, out of reach: no create is
+ *   admitted without it for now (...)`: the shortfalls are no reading of the quota and are not shown
+ *   as "0 free"; the guard's one warning of the outage (printed before) says until when: up to 3 s
+ *   for a ledger never reached (it may be starting), while claims may be live for one that was.
  * `ledger` is the `--ledger`/`NOVA_GUARD_LEDGER` string, printed with its password redacted.
  */
 export function waitLine(w: Pick<QuotaWaitInfo, 'delayMs' | 'shortfalls' | 'ledgerOutOfReach' | 'reason'>, ledger?: string): string {
@@ -109,7 +111,7 @@ export function waitLine(w: Pick<QuotaWaitInfo, 'delayMs' | 'shortfalls' | 'ledg
   const which = ledger === undefined ? 'the quota ledger' : `the quota ledger ${redactUrlSecrets(ledger)}`;
   const free = (s: QuotaWaitInfo['shortfalls'][number]): string => `${s.headroom === Number.POSITIVE_INFINITY ? 'unlimited' : s.headroom} free`;
   if (w.ledgerOutOfReach || w.reason === 'ledger-out-of-reach') {
-    return `waiting ${secs} for ${which}, out of reach: no create is admitted without it while other hosts may be admitting on it`;
+    return `waiting ${secs} for ${which}, out of reach: no create is admitted without it for now (the warning above says until when)`;
   }
   if (w.reason === 'ledger-settling' || w.shortfalls.length === 0) {
     return `waiting ${secs} for ${which} to admit: the quota has room, but the ledger admits nothing yet (it settles after Redis started or restarted)`;

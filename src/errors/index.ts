@@ -23,3 +23,5 @@ export type { NovaErrorInit, QuotaResource } from './api.js';
 export { DeleteTimeoutError, DeleteFailedError, OrphanedServerError } from './delete.js';
 export { OperationTimeoutError } from './timeout.js';
 export type { FailureKind, FailureSummary } from './delete.js';
+export { LedgerConfigError } from './ledger.js';
+export type { LedgerConfigReason } from './ledger.js';

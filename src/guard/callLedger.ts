@@ -109,9 +109,27 @@ export class CallLedger {
   #skipDown(): boolean {
     const g = this.#g;
     if (!g.res.skip(g.res.budgetMs())) return false;
-    g.stats.ledgerFallbacks++;
+    g.res.noteSkipped();
     g.log.debug({ ledger: g.ledger.kind }, 'quota ledger is down: going on with the in-process ledger');
     this.moveToFallback();
+    return true;
+  }
+
+  /**
+   * A failure of the guard's ledger that says it cannot work for a reason of its setup
+   * (`DegradedLedger.configError`): the `LedgerConfigError` is thrown to the caller (the default,
+   * `ledgerFallback: 'throw'`), or the guard goes on without the ledger for good (`'in-process'`):
+   * true, and the call is on the fallback. False for an outage (degraded mode).
+   * @throws `LedgerConfigError` unless `ledgerFallback` is `'in-process'`.
+   */
+  #setupFailed(error: unknown): boolean {
+    const config = this.#g.res.configError(error);
+    if (config === undefined) return false;
+    // A ledger the guard opened from a string is closed: nothing of it keeps running (the next call
+    // opens it again, unless the guard goes on without it).
+    this.#g.opts.ownedLedger?.drop();
+    this.#g.res.softStart(config);
+    this.moveToFallback(false);
     return true;
   }
 
@@ -163,6 +181,7 @@ export class CallLedger {
       // A call that answers after its time limit (or after the abort): undo what it took (a claim, a place), best effort.
       if (undo && pending) pending.then((late) => g.res.inBackground(ledger, `undo ${what}`, () => undo(ledger, late))).catch(() => undefined);
       throwIfAborted(signal);
+      if (this.#setupFailed(e)) return { value: await op(g.fallback), ledger: g.fallback };
       g.res.noteFallback(ledger, what, e, e instanceof TimeoutError && limitMs < g.res.budgetMs());
       this.moveToFallback();
       return { value: await op(g.fallback), ledger: g.fallback };
@@ -383,6 +402,7 @@ export class CallLedger {
       if (readFailure || signal?.aborted) g.res.mayHaveLanded(sentAtMs);
       if (readFailure) throw readFailure.error;
       throwIfAborted(signal);
+      if (this.#setupFailed(e)) return undefined;
       g.res.failed(e, e instanceof TimeoutError && limitMs >= g.res.budgetMs(), sentAtMs);
       g.res.noteFallback(ledger, what, e, e instanceof TimeoutError && limitMs < g.res.budgetMs());
       this.moveToFallback();

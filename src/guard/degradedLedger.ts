@@ -44,7 +44,8 @@
  */
 import pTimeout, { TimeoutError } from 'p-timeout';
 import { pTimeoutTimers, type Clock } from '../core/clock.js';
-import { throwIfAborted } from '../errors/index.js';
+import { throwIfAborted, type LedgerConfigError } from '../errors/index.js';
+import { ledgerConfigErrorOf } from '../ledgers/index.js';
 import type { Logger } from '../core/logger.js';
 import { callEach } from '../core/listeners.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
@@ -78,6 +79,10 @@ export interface DegradedUser {
   readonly ledgerTimeoutMs: number;
   /** The longest lease, in ms, a call of the guard may write on the ledger (`postLeaseMs`). */
   readonly longestLeaseMs: () => number;
+  /** The guard's `ledgerFallback`: what a ledger that cannot work for a reason of its setup does ({@link DegradedLedger.softStart}). */
+  readonly ledgerFallback: 'throw' | 'in-process';
+  /** The guard's warning of a fallback, once per cause (`onWarning`, or once per process: `process.emitWarning`). */
+  readonly warn: (cause: string, message: string) => void;
 }
 
 /** An outage in progress. */
@@ -163,6 +168,8 @@ export class DegradedLedger {
   #failingSinceMs: number | undefined;
   /** The degraded-mode warning of the current outage was logged. */
   #shareWarned = false;
+  /** The setup error of a ledger the guard went on without (`ledgerFallback: 'in-process'`): for the guard's life. */
+  #softStart: LedgerConfigError | undefined;
 
   constructor(ledger: QuotaLedger, clock: Clock, user: DegradedUser) {
     this.ledger = ledger;
@@ -207,6 +214,57 @@ export class DegradedLedger {
   onRecovered(listener: () => void): () => void {
     this.#recovered.add(listener);
     return () => this.#recovered.delete(listener);
+  }
+
+  /**
+   * The {@link LedgerConfigError} a failure of the ledger stands for (`ledgerConfigErrorOf`: a
+   * missing module, a SQLite path that cannot be used, Redis refusing the credentials), while no
+   * admission of this guard has been answered by the ledger (nothing of this process can be in its
+   * store yet: there is nothing for degraded mode to protect); `undefined` otherwise: an outage.
+   */
+  configError(error: unknown): LedgerConfigError | undefined {
+    if (this.#hadGoodReading) return undefined;
+    return ledgerConfigErrorOf(error, this.ledger.kind);
+  }
+
+  /** True once the guard went on without a ledger that cannot work (`ledgerFallback: 'in-process'`). */
+  get softStarted(): boolean {
+    return this.#softStart !== undefined;
+  }
+
+  /**
+   * The ledger cannot work (`error`, from {@link configError}). With `ledgerFallback: 'throw'` (the
+   * default): throws `error`. With `'in-process'`: the guard goes on with its private in-process
+   * ledger from now on (every admission `'alone'`, no probe; Nova's quota check decides the rest),
+   * counts the call in `stats.ledgerFallbacks`, and warns once (the logger; `onWarning` or
+   * `process.emitWarning`, once per process and cause).
+   * @throws `error` unless `ledgerFallback` is `'in-process'`.
+   */
+  softStart(error: LedgerConfigError): void {
+    if (this.#user.ledgerFallback !== 'in-process') throw error;
+    this.#user.stats.ledgerFallbacks++;
+    if (this.#softStart !== undefined) return;
+    this.#softStart = error;
+    const message = `quota ledger (${this.ledger.kind}): ${error.message}. ledgerFallback 'in-process': this process goes on with its own in-process ledger (other processes do not see its claims; Nova's quota check decides the rest)`;
+    this.#user.log.warn({ ledger: this.ledger.kind, reason: error.reason }, message);
+    this.#user.warn(`soft-start:${this.ledger.kind}:${error.reason}`, message);
+  }
+
+  /**
+   * A guarded call skips the ledger (known down, or {@link softStarted}) and goes on with the
+   * fallback: counted in `stats.ledgerFallbacks`, and the fallback's warning once per cause.
+   */
+  noteSkipped(): void {
+    this.#user.stats.ledgerFallbacks++;
+    if (this.#softStart !== undefined) return;
+    this.#user.warn(`fallback:${this.ledger.kind}`, this.#fallbackMessage(this.ledger.kind));
+  }
+
+  /** What a call that goes on without the ledger does, in words (the warning). */
+  #fallbackMessage(kind: string): string {
+    return this.hadGoodReading
+      ? `quota ledger (${kind}) failed: creates wait for it (other hosts may still admit on it)`
+      : `quota ledger (${kind}) failed: going on with the in-process ledger, Nova's quota check decides the rest`;
   }
 
   /** True while the ledger is down (skipped). */
@@ -254,6 +312,7 @@ export class DegradedLedger {
    * losing its leases past `maxWaitMs` admits there, unless the ledger is known down).
    */
   fallbackRule(fallbackForOutage: boolean): FallbackRule {
+    if (this.#softStart !== undefined) return 'alone';
     if (!fallbackForOutage && !this.down) return 'alone';
     if (!this.hadGoodReading) return this.mayReachSoon ? 'wait' : 'alone';
     // The ledger answered since (a probe, while this admission was on the fallback): back to it next.
@@ -360,8 +419,9 @@ export class DegradedLedger {
 
   /**
    * Note a failed call of `ledger` after which a guarded call goes on with the fallback: one warning
-   * (then debug lines), `stats.ledgerFallbacks`. `cut`: the call ran out of what was left of its
-   * guarded call's `maxWaitMs`, not of the ledger's budget (debug level, no warning).
+   * (then debug lines), `stats.ledgerFallbacks`, and the process warning of the fallback (once per
+   * cause). `cut`: the call ran out of what was left of its guarded call's `maxWaitMs`, not of the
+   * ledger's budget (debug level, no warning: the caller's deadline, not a failing ledger).
    */
   noteFallback(ledger: QuotaLedger, what: string, e: unknown, cut = false): void {
     const log = this.#user.log;
@@ -371,14 +431,13 @@ export class DegradedLedger {
       log.debug(fields, `quota ledger (${ledger.kind}) call cut short by the guarded call's maxWaitMs: going on with the in-process ledger`);
       return;
     }
+    this.#user.warn(`fallback:${ledger.kind}`, this.#fallbackMessage(ledger.kind));
     // A ledger known down has had its one outage warning.
     if (this.down) {
       log.debug(fields, `quota ledger (${ledger.kind}) failed: going on with the in-process ledger`);
       return;
     }
-    const msg = this.hadGoodReading
-      ? `quota ledger (${ledger.kind}) failed: creates wait for it (other hosts may still admit on it)`
-      : `quota ledger (${ledger.kind}) failed: going on with the in-process ledger, Nova's quota check decides the rest`;
+    const msg = this.#fallbackMessage(ledger.kind);
     if (this.#fallbackWarned) {
       log.debug(fields, msg);
       return;
@@ -433,6 +492,7 @@ export class DegradedLedger {
    * is due (`probe()` in the background, bounded by `limitMs`).
    */
   skip(limitMs: number): boolean {
+    if (this.#softStart !== undefined) return true;
     const o = this.#health.outage;
     if (!o) return false;
     const now = this.#clock.now();
@@ -503,7 +563,7 @@ export class DegradedLedger {
     this.#user.stats.ledgerOutages++;
     const detail = this.hadGoodReading
       ? '; meanwhile guarded creates of this process wait for it while claims of this process may still be live in it, then admit within their share of the quota'
-      : "; it was never reached: creates go on with the in-process ledger and Nova's check only";
+      : `; it was never reached: creates wait up to ${NEVER_REACHED_WAIT_MS} ms for it (it may be starting), then go on with the in-process ledger and Nova's check only`;
     const why = timedOut && !isLedgerDown(error) ? `${TIMEOUTS_FOR_DOWN} time-outs in a row` : ((error as Error)?.message ?? String(error));
     const level = h.streakWarned ? 'info' : 'warn';
     this.#user.log[level](

@@ -18,7 +18,7 @@ import { checkOptions, type OptionsSpec } from '../core/options.js';
 import { ValidationError } from '../errors/index.js';
 import { componentLogger, type LoggerOption } from '../core/logger.js';
 import type { Clock } from '../core/clock.js';
-import { ledgerOption } from '../ledgers/index.js';
+import { ledgerOption, type SpecLedger } from '../ledgers/index.js';
 import { is } from '../core/validate.js';
 import type { Headroom, QuotaLedger, Shortfall } from '../ledger/index.js';
 import type { QuotaFinding, ResourceAmounts } from '../core/types.js';
@@ -146,11 +146,39 @@ export interface QuotaGuardOptions {
    * seen) on fresh `/limits` readings, with Nova's check as the last line (one warning,
    * `stats.degradedAdmissions`; re-claimed on this ledger when it answers); a ledger never reached is
    * worked around with Nova's own check. A ledger known down (refused
-   * connection or password, 3 time-outs in a row) is skipped and probed after 1 s, then at doubling
-   * intervals up to 5 s: one warning for the outage, one for the recovery (`degradedLedger.ts`).
+   * connection, or a password refused after the ledger answered, 3 time-outs in a row) is skipped and
+   * probed after 1 s, then at doubling intervals up to 5 s: one warning for the outage, one for the
+   * recovery (`degradedLedger.ts`). A ledger that cannot work for a reason of its setup (module
+   * missing, SQLite path that cannot be created, Redis refusing the credentials before it ever
+   * answered) is no outage: see `ledgerFallback`.
    * @default NOVA_GUARD_LEDGER when set, else new InProcessQuotaLedger({ clock: client.clock })
    */
   ledger?: QuotaLedger | string | undefined;
+  /**
+   * What the guard does when its `ledger` cannot work for a reason of its setup, not an outage
+   * (`LedgerConfigError`: better-sqlite3 or ioredis cannot be loaded, the SQLite file or its
+   * directory cannot be created or opened or may not be used (a network file system, a file of
+   * another project), Redis refuses the URL's credentials before the ledger
+   * ever answered an admission of this guard):
+   * - `'throw'`: every guarded call (`createServer`, `withQuotaGuard`, `headroom`) rejects with the
+   *   `LedgerConfigError`, naming the cause and the fix, before any `POST /servers` (a bad
+   *   ledger string is a `ValidationError` at construction already);
+   * - `'in-process'`: a soft start: the guard goes on with its private in-process ledger for its
+   *   life (its own calls share claims, other processes do not see them; Nova's quota check decides
+   *   the rest), each such call counted in `stats.ledgerFallbacks`, one warning through the logger
+   *   and `onWarning` (once per process by default).
+   * An outage of a ledger that works (refused connection, time-outs, a Redis restart) is degraded
+   * mode either way (see `ledger`).
+   * @default 'throw'
+   */
+  ledgerFallback?: 'throw' | 'in-process';
+  /**
+   * Called with the warning of a fallback off the ledger (a soft start, `ledgerFallback:
+   * 'in-process'`; a failed ledger call in degraded mode), once per cause for this function; the
+   * message names the ledger's kind and the cause, never a password. Exceptions are ignored.
+   * @default `(message) => process.emitWarning(message, 'NovaGuardLedgerWarning')`, once per process and cause
+   */
+  onWarning?: ((message: string) => void) | undefined;
   /**
    * Lease of a claim on the ledger, in ms: renewed right before every `POST /servers` (a lost lease
    * means no POST; that renewal covers the client's `requestTimeoutMs` plus the ledger's time budget)
@@ -238,10 +266,11 @@ export const QUOTA_GUARD_DEFAULTS = Object.freeze({
 /** The least `leaseTtlMs` a guard takes, in ms: well above a round trip to a ledger on another host. */
 export const LEASE_TTL_FLOOR_MS = 1000;
 
-/** Defaults of the ledger options of {@link QuotaGuardOptions} (`leaseTtlMs`, `ledgerTimeoutMs`). */
+/** Defaults of the ledger options of {@link QuotaGuardOptions} (`leaseTtlMs`, `ledgerTimeoutMs`, `ledgerFallback`). */
 export const QUOTA_LEDGER_DEFAULTS = Object.freeze({
   leaseTtlMs: 120000,
   ledgerTimeoutMs: 2000,
+  ledgerFallback: 'throw' as const,
 });
 
 /** The `deleteServer` options the guard passes on: all but `wait` and `signal`, which are its own. */
@@ -278,6 +307,8 @@ const QUOTA_GUARD_SPEC: OptionsSpec<QuotaGuardOptions> = {
   // A lease is renewed every third of it: at least LEASE_TTL_FLOOR_MS, finite.
   leaseTtlMs: is.durationMs({ allowInfinity: false, timer: true }),
   ledgerTimeoutMs: is.durationMs({ allowInfinity: false, timer: true }),
+  ledgerFallback: is.oneOf(['throw', 'in-process']),
+  onWarning: is.function,
   logger: is.logger,
 };
 
@@ -301,11 +332,11 @@ const LEDGER_METHODS = [
 ] as const satisfies ReadonlyArray<keyof QuotaLedger>;
 
 /** {@link QuotaGuardOptions} with the defaults filled in. */
-export type ResolvedOptions = Required<Omit<QuotaGuardOptions, 'onWait' | 'onRetry' | 'logger' | 'deleteOptions' | 'ledger'>> &
-  Pick<QuotaGuardOptions, 'onWait' | 'onRetry' | 'deleteOptions'> & {
+export type ResolvedOptions = Required<Omit<QuotaGuardOptions, 'onWait' | 'onRetry' | 'onWarning' | 'logger' | 'deleteOptions' | 'ledger'>> &
+  Pick<QuotaGuardOptions, 'onWait' | 'onRetry' | 'onWarning' | 'deleteOptions'> & {
     ledger?: QuotaLedger | undefined;
     /** The ledger the guard opened from a string (`'sqlite:…'`, `NOVA_GUARD_LEDGER`): the guard closes it at its `close()`. */
-    ownedLedger?: QuotaLedger | undefined;
+    ownedLedger?: SpecLedger | undefined;
   };
 
 /** {@link validateOptions}, with a ledger string (or `NOVA_GUARD_LEDGER`) opened as a ledger the guard owns (`src/ledgers/specLedger.ts`). */
@@ -501,7 +532,9 @@ export interface QuotaGuardStats {
    * which a guarded call went on with the private in-process ledger. Once the ledger has answered an
    * admission of this process, such a call admits nothing there while claims of this process may
    * still be live in the ledger: it waits for it; past that, it admits within its share of the quota
-   * (`degradedAdmissions`). A fallback costs time, not quota.
+   * (`degradedAdmissions`). A fallback costs time, not quota. Also each call of a guard that went on
+   * without a ledger that cannot work (`ledgerFallback: 'in-process'`). Every fallback also warns once
+   * per process and cause (`onWarning`, `NovaGuardLedgerWarning`).
    */
   ledgerFallbacks: number;
   /** Servers deleted because another server of the same guarded call carries its claim tag (a POST that landed late). */

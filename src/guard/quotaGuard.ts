@@ -74,6 +74,7 @@ import { quotaRetryReasonOf } from './retryPolicy.js';
 import { isThenable, longestLeaseMs, newStats, type Claim, type GuardState } from './state.js';
 import { DegradedLedger } from './degradedLedger.js';
 import { SignalFanOut } from '../core/signalFanOut.js';
+import { LEDGER_WARNING, processWarningSink, warnOncePerCause } from '../core/processWarning.js';
 import { GuardedCall } from './guardedCall.js';
 import { GUARDED_CALL_SPEC, GUARDED_CREATE_SPEC, NEEDS_OR_FLAVOR_SPEC, flavorIdOf, isFullNeeds, validateNeeds, validateGuardOptions, closeOwnedLedger } from './options.js';
 import type { GuardedCallOptions, GuardedCreateOptions, QuotaGuardOptions, QuotaGuardStats, QuotaNeedsSpec, GuardClaimInfo, ResolvedOptions } from './options.js';
@@ -115,9 +116,12 @@ export class QuotaGuard {
 
   /**
    * @throws {@link ValidationError} when `client` is missing, an option is out of range (a negative
-   * duration, `maxAttempts` < 1, `jitter` outside [0, 1), `maxDelayMs` < `minDelayMs`), or `ledger`
-   * serves another project than `client.projectId` (another endpoint: at the first call, before any
-   * request; see `src/ledger/scope.ts`).
+   * duration, `maxAttempts` < 1, `jitter` outside [0, 1), `maxDelayMs` < `minDelayMs`), `ledger`
+   * (or `NOVA_GUARD_LEDGER`) is a string that names no ledger, or `ledger` serves another project
+   * than `client.projectId` (another endpoint: at the first call, before any request; see
+   * `src/ledger/scope.ts`). A ledger that cannot work for a reason of its setup (a module missing,
+   * an unwritable SQLite path, Redis refusing the credentials) is not known here: the first call
+   * rejects with a `LedgerConfigError` (see `ledgerFallback`).
    */
   constructor(client: NovaClient, options: QuotaGuardOptions = {}) {
     if (!client || typeof client.getLimits !== 'function') throw new ValidationError('QuotaGuard needs a NovaClient');
@@ -196,7 +200,8 @@ export class QuotaGuard {
    * instances, minus the ledger's in-flight claims (`QuotaLedger.peek`). Never cached.
    *
    * @throws the client's {@link NovaApiError} when `/limits` cannot be read; {@link AbortError} (also
-   * at once, before any request, after {@link close}).
+   * at once, before any request, after {@link close}); `LedgerConfigError` when the ledger cannot
+   * work for a reason of its setup (unless `ledgerFallback: 'in-process'`).
    */
   async headroom(options: GuardedCallOptions = {}): Promise<Headroom> {
     checkOptions('headroom options', options, GUARDED_CALL_SPEC);
@@ -229,8 +234,10 @@ export class QuotaGuard {
    * {@link BadRequestError} at once; {@link ServerBuildError} when the server went to ERROR (not a
    * quota fault), stayed in BUILD past `activeTimeoutMs` or disappeared; {@link CreateOutcomeUnknownError}
    * when a POST's answer was lost and the search by its claim tag could not settle whether a server
-   * was created (see `lostCreate.ts`); {@link AbortError} (also at once, before any request, after
-   * {@link close}).
+   * was created (see `lostCreate.ts`); `LedgerConfigError` (a `ConfigError`), before any POST, when
+   * the ledger cannot work for a reason of its setup (a module missing, an unwritable SQLite path,
+   * Redis refusing the credentials; unless `ledgerFallback: 'in-process'`); {@link AbortError} (also
+   * at once, before any request, after {@link close}).
    */
   async createServer(body: CreateServerBody, options: GuardedCreateOptions = {}): Promise<Server> {
     if (!body || typeof body !== 'object') throw new ValidationError('createServer needs the server body');
@@ -372,7 +379,15 @@ export function newGuardState(client: NovaClient, opts: ResolvedOptions, log: Lo
   const clock = client.clock;
   const ledger = opts.ledger ?? new InProcessQuotaLedger({ clock });
   // Made and dropped with the guard: no module state (see `degradedLedger.ts` for why not one per ledger object).
-  const res: DegradedLedger = new DegradedLedger(ledger, clock, { stats, log, ledgerTimeoutMs: opts.ledgerTimeoutMs, longestLeaseMs: (): number => longestLeaseMs(client, opts, res) });
+  const sink = opts.onWarning ?? processWarningSink(LEDGER_WARNING);
+  const res: DegradedLedger = new DegradedLedger(ledger, clock, {
+    stats,
+    log,
+    ledgerTimeoutMs: opts.ledgerTimeoutMs,
+    longestLeaseMs: (): number => longestLeaseMs(client, opts, res),
+    ledgerFallback: opts.ledgerFallback,
+    warn: (cause, message) => warnOncePerCause(sink, cause, message),
+  });
   const g: GuardState = {
     client,
     clock,

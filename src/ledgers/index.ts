@@ -11,4 +11,5 @@
  * @module
  */
 export { LEDGER_ENV, parseLedgerSpec, openLedger } from './open.js';
-export { ledgerOption } from './specLedger.js';
+export { ledgerOption, SpecLedger } from './specLedger.js';
+export { ledgerConfigErrorOf, sqliteOpenError } from './configError.js';

@@ -10,12 +10,13 @@
  */
 import { systemClock, type Clock } from '../core/clock.js';
 import { checkOptions, type OptionsSpec } from '../core/options.js';
-import { componentLogger, type LoggerOption } from '../core/logger.js';
+import type { LoggerOption } from '../core/logger.js';
 import { redactUrlSecrets } from '../core/redact.js';
 import { ValidationError } from '../errors/index.js';
-import { InProcessQuotaLedger, type QuotaLedger } from '../ledger/index.js';
+import type { QuotaLedger } from '../ledger/index.js';
 import type { NovaClient } from '../nova/client.js';
 import { absoluteLedgerPath } from '../sqlite/ledgerPath.js';
+import { sqliteOpenError } from './configError.js';
 
 /** The environment variable that names the ledger when none is given. */
 export const LEDGER_ENV = 'NOVA_GUARD_LEDGER';
@@ -61,7 +62,7 @@ export function parseLedgerSpec(spec: string): LedgerSpec {
 
 /** Options of {@link openLedger}. */
 export interface OpenLedgerOptions {
-  /** pino logger, or an object with pino's level methods; the fallback warning goes there. @default silent */
+  /** pino logger, or an object with pino's level methods, given to the ledger. @default silent */
   readonly logger?: LoggerOption | undefined;
   /** The Nova compute endpoint of the quota. @default `await client.endpoint()` */
   readonly endpoint?: string | undefined;
@@ -79,21 +80,24 @@ export interface OpenLedgerOptions {
 
 const OPTION_NAMES: OptionsSpec<OpenLedgerOptions> = { logger: null, endpoint: null, projectId: null, client: null, clock: null, holder: null, env: null };
 
-let warnedNoSqlite = false;
-
 /**
  * The ledger `spec` names, opened for one endpoint and project.
  * - A `QuotaLedger` object: returned as it is.
  * - `undefined`: `NOVA_GUARD_LEDGER` of `options.env` when set, else `undefined` (none given: use
  *   the default in-process ledger).
  * - `'in-process'`: `undefined` (the default).
- * - `'sqlite:…'`: a `SqliteQuotaLedger`. Where better-sqlite3 cannot be loaded, a warning (once per
- *   process) and an `InProcessQuotaLedger` in its place.
- * - `'redis://…'`, `'rediss://…'`: a `RedisQuotaLedger` (needs ioredis).
- * The caller owns the ledger returned and closes it.
+ * - `'sqlite:…'`: a `SqliteQuotaLedger` (needs better-sqlite3).
+ * - `'redis://…'`, `'rediss://…'`: a `RedisQuotaLedger` (needs ioredis; no connection is awaited:
+ *   refused credentials show at its first call).
+ * The caller owns the ledger returned and closes it. A ledger that cannot work is never replaced by
+ * another: it throws (a `QuotaGuard` can be told to go on without it: `ledgerFallback`).
  * @throws `ValidationError` for a string that is not a ledger spec (before any file or connection),
- * an unknown option, or no endpoint and project id (neither given nor from `client`); what the
- * ledger's constructor throws (a network file system, a corrupt file, ioredis missing: `ConfigError`).
+ * an unknown option, or no endpoint and project id (neither given nor from `client`);
+ * `LedgerConfigError` (a `ConfigError`) naming the cause and the fix when better-sqlite3 or ioredis
+ * cannot be loaded (`reason: 'module-missing'`), the SQLite file or its directory cannot be
+ * created or opened (`'unwritable-path'`) or may not be used (a network file system, a file of
+ * another endpoint or project: `'unusable-path'`); what the ledger's constructor throws otherwise
+ * (a corrupt file: `SqliteLedgerError`).
  */
 export async function openLedger(spec: string | QuotaLedger | undefined, options: OpenLedgerOptions = {}): Promise<QuotaLedger | undefined> {
   checkOptions('openLedger options', options, OPTION_NAMES);
@@ -119,18 +123,10 @@ export async function openLedger(spec: string | QuotaLedger | undefined, options
     const { RedisQuotaLedger } = await import('../redis/index.js');
     return new RedisQuotaLedger({ ...common, url: parsed.url });
   }
-  const { SqliteQuotaLedger, isSqliteUnavailable } = await import('../sqlite/index.js');
+  const { SqliteQuotaLedger } = await import('../sqlite/index.js');
   try {
     return new SqliteQuotaLedger({ ...common, ...(parsed.path === undefined ? {} : { path: parsed.path }) });
   } catch (error) {
-    if (!isSqliteUnavailable(error)) throw error;
-    if (!warnedNoSqlite) {
-      warnedNoSqlite = true;
-      componentLogger(options.logger, 'ledger').warn(
-        { err: error },
-        `${(error as Error).message}; falling back to the in-process ledger: processes of this host do not share claims (Nova's own quota check stays the authority)`,
-      );
-    }
-    return new InProcessQuotaLedger({ clock, endpoint, projectId, ...(options.holder === undefined ? {} : { holder: options.holder }) });
+    throw sqliteOpenError(error);
   }
 }

@@ -11,7 +11,7 @@ import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import type { ResourceAmounts } from '../core/types.js';
-import { ValidationError } from '../errors/index.js';
+import { LedgerConfigError, ValidationError } from '../errors/index.js';
 import { InProcessQuotaLedger, defaultHolder, scopeMismatch } from '../ledger/index.js';
 import type { AcquireRequest, Acquisition, ClaimEnd, LedgerClaim, LedgerPeek, LedgerPlace, LimitsRead, QuotaLedger, UncountedRead } from '../ledger/index.js';
 import { LEDGER_ENV, openLedger, parseLedgerSpec } from './open.js';
@@ -43,7 +43,10 @@ export function ledgerOption(ledger: unknown, clock: Clock, logger: Logger): { l
   return { ledger: owned, owned };
 }
 
-/** Open the ledger `spec` names for `scope` (`openLedger`; `'in-process'` or none: an in-process ledger of the scope). */
+/**
+ * Open the ledger `spec` names for `scope` (`openLedger`; `'in-process'` or none: an in-process
+ * ledger of the scope). Rejects with a `LedgerConfigError` when it cannot work (`openLedger`).
+ */
 async function openFor(spec: string, scope: LedgerScope, clock: Clock, logger: Logger): Promise<QuotaLedger> {
   const opened = await openLedger(spec, { endpoint: scope.endpoint, projectId: scope.projectId, clock, logger });
   return opened ?? new InProcessQuotaLedger({ clock, endpoint: scope.endpoint, projectId: scope.projectId });
@@ -118,10 +121,11 @@ export class SpecLedger implements QuotaLedger {
         return l;
       },
       (error: unknown) => {
-        // A ledger that cannot be opened (a path that cannot be created, a refused file) is down:
-        // the guard skips it at once, probes it, and a process it never answered goes on alone
-        // after NEVER_REACHED_WAIT_MS instead of waiting for it up to maxWaitMs.
-        throw markedDown(error);
+        // A ledger that cannot work for a reason of its setup (a module missing, a path that cannot
+        // be created: LedgerConfigError) is the guard's to report. Any other failure to open (a
+        // corrupt file) is down: the guard skips it at once, probes it, and a process it never
+        // answered goes on alone after NEVER_REACHED_WAIT_MS instead of waiting for it up to maxWaitMs.
+        throw error instanceof LedgerConfigError ? error : markedDown(error);
       },
     );
     this.#opening = opening;
@@ -192,6 +196,24 @@ export class SpecLedger implements QuotaLedger {
     const l = this.#opened;
     return l === undefined ? this.onFreed(listener) : l.onWake(place, listener);
   }
+  /**
+   * Close the opened ledger, which cannot work for a reason of its setup (the guard found a
+   * `LedgerConfigError`): nothing of it is left running (a Redis connection retrying a refused
+   * password would keep the process alive); the next call opens it again (a setup fixed meanwhile is
+   * picked up). Calls already sent to it settle as it closes.
+   */
+  drop(): void {
+    const l = this.#opened;
+    if (l === undefined) return;
+    this.#opened = undefined;
+    if (this.#opening !== undefined) this.#opening = undefined;
+    for (const [listener, off] of this.#listeners) {
+      off?.();
+      this.#listeners.set(listener, undefined);
+    }
+    void l.close().catch(() => undefined);
+  }
+
   /** Closes the opened ledger (or the one still opening, once open). */
   async close(): Promise<void> {
     this.#closed = true;

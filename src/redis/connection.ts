@@ -19,10 +19,10 @@ import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
 import pTimeout from 'p-timeout';
 import type { Clock, Logger } from '../core/index.js';
-import { ConfigError } from '../errors/index.js';
+import { LedgerConfigError } from '../errors/index.js';
 import { pTimeoutTimers } from '../core/clock.js';
 import { redactSecrets, redactUrlSecrets } from '../core/redact.js';
-import { RedisLedgerError, downCode } from './errors.js';
+import { AUTH_CODES, RedisLedgerError, downCode } from './errors.js';
 import * as lua from './scripts.js';
 
 /** The install command named when the optional peer dependency ioredis is missing. */
@@ -30,15 +30,21 @@ export const IOREDIS_INSTALL = 'npm install ioredis@^5';
 
 /**
  * What a failed load of `ioredis` becomes: when the module itself is not installed
- * (`MODULE_NOT_FOUND` / `ERR_MODULE_NOT_FOUND` naming `ioredis`), a {@link ConfigError} naming the
- * optional peer dependency and how to install it; any other error (one of ioredis's own
- * dependencies missing, a syntax error) is returned as it is.
+ * (`MODULE_NOT_FOUND` / `ERR_MODULE_NOT_FOUND` naming `ioredis`), a `LedgerConfigError`
+ * (`reason: 'module-missing'`, a `ConfigError`) naming the optional peer dependency and how to
+ * install it; any other error (one of ioredis's own dependencies missing, a syntax error) is
+ * returned as it is.
  */
 export function ioredisLoadError(error: unknown): unknown {
   const code = (error as { code?: unknown } | null)?.code;
   const message = error instanceof Error ? error.message : String(error);
   if ((code === 'MODULE_NOT_FOUND' || code === 'ERR_MODULE_NOT_FOUND') && /['"]ioredis['"]/.test(message)) {
-    return new ConfigError(`nova-guard/redis needs the optional peer dependency ioredis (5.x), which is not installed: ${IOREDIS_INSTALL}`, { cause: error });
+    return new LedgerConfigError('the Redis ledger needs the optional peer dependency ioredis (5.x), which is not installed', {
+      kind: 'redis',
+      reason: 'module-missing',
+      fix: `${IOREDIS_INSTALL}, or use ledger: 'in-process'`,
+      cause: error,
+    });
   }
   return error;
 }
@@ -47,7 +53,7 @@ export function ioredisLoadError(error: unknown): unknown {
  * The ioredis `Redis` class, loaded on first use (so that `nova-guard/redis` can be imported, and a
  * ledger built on a caller's own client, without a top-level import of the optional peer).
  * @param load - How to load the module. @default `createRequire(import.meta.url)('ioredis')`
- * @throws {@link ConfigError} when ioredis is not installed (see {@link ioredisLoadError}).
+ * @throws `LedgerConfigError` (a `ConfigError`) when ioredis is not installed (see {@link ioredisLoadError}).
  */
 export function loadIoredis(load: () => unknown = () => createRequire(import.meta.url)('ioredis')): typeof Redis {
   try {
@@ -222,7 +228,14 @@ export class RedisConnection {
     }
     if (this.#down || this.#closed) return;
     this.#down = true;
-    this.#init.logger.warn({ err: error === undefined ? undefined : this.redact(error.message) }, 'Redis ledger: connection lost (ioredis reconnects)');
+    const err = error === undefined ? undefined : this.redact(error.message);
+    if (!this.#everReady && AUTH_CODES.has(this.#downCode ?? '')) {
+      // Never connected, credentials refused: a setup error, which the ledger's first call reports
+      // (a guard rejects with a LedgerConfigError naming the fix); a warning here would say "lost".
+      this.#init.logger.debug({ err }, 'Redis ledger: Redis refused the credentials (ioredis retries)');
+      return;
+    }
+    this.#init.logger.warn({ err }, this.#everReady ? 'Redis ledger: connection lost (ioredis reconnects)' : 'Redis ledger: cannot connect yet (ioredis retries)');
   }
 
   #downError(): RedisLedgerError {

@@ -12,6 +12,12 @@ import { NovaGuardError } from '../errors/index.js';
 export const DOWN_CODES = ['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'WRONGPASS', 'NOAUTH', 'NOPERM'] as const;
 
 /**
+ * The {@link DOWN_CODES} that say Redis refused this process's credentials (the URL's password or
+ * ACL user), not that it is down: before the ledger ever answered, a setup error.
+ */
+export const AUTH_CODES: ReadonlySet<string> = new Set(['WRONGPASS', 'NOAUTH', 'NOPERM']);
+
+/**
  * The `DOWN_CODES` (ECONNREFUSED, ENOTFOUND, EHOSTUNREACH, WRONGPASS, NOAUTH, NOPERM) entry `error` carries (its `code`, or a word of its message: Redis's own
  * replies name themselves at the start, `WRONGPASS invalid username-password pair`), or `undefined`.
  */

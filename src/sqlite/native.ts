@@ -8,7 +8,7 @@
  * @module
  */
 import { createRequire } from 'node:module';
-import { ConfigError } from '../errors/index.js';
+import { LedgerConfigError } from '../errors/index.js';
 
 /** A prepared statement (the calls the ledger makes). */
 export interface Statement {
@@ -33,31 +33,41 @@ export type DatabaseConstructor = new (path: string, options?: { timeout?: numbe
 /** Marks the error {@link loadSqlite} throws. */
 const UNAVAILABLE = Symbol.for('nova-guard.sqliteUnavailable');
 
+/** What {@link loadSqlite}'s error tells the user to do. */
+export const SQLITE_FIX =
+  "npm install better-sqlite3@12 (npm downloads a prebuilt binary for this Node.js, or builds it with python3, make and a C++ compiler), or use ledger: 'in-process'";
+
 let loaded: DatabaseConstructor | undefined;
 
 /**
- * better-sqlite3's constructor.
- * @throws `ConfigError` saying that better-sqlite3 (12.x) could not be loaded, with the reason
- * ({@link isSqliteUnavailable} is true for it).
+ * better-sqlite3's constructor, with its native module loaded (one in-memory database is opened
+ * and closed the first time: better-sqlite3 loads its native module only when a database is made,
+ * so a package whose build failed would otherwise pass here and fail later).
+ * @throws `LedgerConfigError` (`reason: 'module-missing'`, a `ConfigError`) saying that
+ * better-sqlite3 (12.x) could not be loaded, with the reason and the fix ({@link isSqliteUnavailable}
+ * is true for it).
  */
 export function loadSqlite(): DatabaseConstructor {
   if (loaded !== undefined) return loaded;
   try {
-    loaded = createRequire(import.meta.url)('better-sqlite3') as DatabaseConstructor;
+    const Sqlite = createRequire(import.meta.url)('better-sqlite3') as DatabaseConstructor;
+    new Sqlite(':memory:').close();
+    loaded = Sqlite;
     return loaded;
   } catch (error) {
     const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
-    const e = new ConfigError(
-      `the SQLite ledger needs the optional dependency better-sqlite3 (12.x), which could not be loaded (${reason}). ` +
-        'Install it (npm install better-sqlite3@12: npm downloads a prebuilt binary for this Node.js, or compiles it with python3, make and a C++ compiler), or use another ledger',
-      { cause: error },
-    );
+    const e = new LedgerConfigError(`the SQLite ledger needs the optional dependency better-sqlite3 (12.x), which could not be loaded (${reason})`, {
+      kind: 'sqlite',
+      reason: 'module-missing',
+      fix: SQLITE_FIX,
+      cause: error,
+    });
     Object.defineProperty(e, UNAVAILABLE, { value: true });
     throw e;
   }
 }
 
-/** True for the `ConfigError` a SQLite ledger throws when the optional dependency better-sqlite3 cannot be loaded. */
+/** True for the `LedgerConfigError` a SQLite ledger throws when the optional dependency better-sqlite3 cannot be loaded. */
 export function isSqliteUnavailable(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[UNAVAILABLE] === true;
 }

@@ -141,7 +141,7 @@ describe('server create: the line printed for each wait', () => {
   it('a wait for a ledger out of reach names the ledger (password redacted) and does not claim the quota is full', () => {
     const line = waitLine({ delayMs: 4400, reason: 'ledger-out-of-reach', shortfalls: short, ledgerOutOfReach: true }, 'redis://:s3cret@127.0.0.1:6379');
     expect(line).toBe(
-      'waiting 4.4 s for the quota ledger redis://[REDACTED]@127.0.0.1:6379, out of reach: no create is admitted without it while other hosts may be admitting on it',
+      'waiting 4.4 s for the quota ledger redis://[REDACTED]@127.0.0.1:6379, out of reach: no create is admitted without it for now (the warning above says until when)',
     );
     expect(line).not.toMatch(/s3cret|free/);
   });

@@ -26,6 +26,9 @@ export const FAST: QuotaGuardOptions = {
   activeIntervalMs: 5,
   activeTimeoutMs: 3000,
   deleteOptions: { intervalMs: 5, timeoutMs: 3000, redeleteAfterMs: 0 },
+  // The ledger fallbacks' process warnings (NovaGuardLedgerWarning) stay out of the suite's output;
+  // test/guard/ledgerOutage.test.ts asserts them with its own hook.
+  onWarning: () => undefined,
 };
 
 /** A guard on a fresh client with {@link FAST} options plus `options`. */

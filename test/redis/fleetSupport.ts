@@ -56,6 +56,8 @@ export interface HostConfig {
   requestTimeoutMs?: number;
   /** A ledger string for the guard (`sqlite:DIR`); wins over `redisUrl`. */
   ledger?: string;
+  /** The guard's `ledgerFallback` (default: the library's, `'throw'`). */
+  ledgerFallback?: 'throw' | 'in-process';
   /** Extra Node.js arguments of the host process (not sent to the worker). */
   nodeArgs?: string[];
 }

@@ -30,6 +30,7 @@ const guard = new QuotaGuard(
     ledger,
     leaseTtlMs: cfg.leaseTtlMs,
     ledgerTimeoutMs: cfg.ledgerTimeoutMs,
+    ledgerFallback: cfg.ledgerFallback,
     minDelayMs: 20,
     baseDelayMs: 50,
     maxDelayMs: 400,

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { ioredisLoadError, loadIoredis } from '../../src/redis/connection.js';
 import { RedisQuotaLedger } from '../../src/redis/index.js';
-import { ConfigError, ValidationError } from '../../src/errors/index.js';
+import { ConfigError, LedgerConfigError, ValidationError } from '../../src/errors/index.js';
 import { NovaClient } from '../../src/nova/index.js';
 
 const ENDPOINT = 'http://nova.example:8774/v2.1';
@@ -15,11 +15,13 @@ describe('ioredis is an optional peer dependency', () => {
   it.each([
     ['MODULE_NOT_FOUND', "Cannot find module 'ioredis'\nRequire stack:\n- /app/node_modules/nova-guard/dist/redis/connection.js"],
     ['ERR_MODULE_NOT_FOUND', "Cannot find package 'ioredis' imported from /app/node_modules/nova-guard/dist/redis/connection.js"],
-  ])('%s for ioredis becomes a ConfigError naming it and how to install it', (code, message) => {
+  ])('%s for ioredis becomes a LedgerConfigError (a ConfigError) naming it and how to install it', (code, message) => {
     const cause = notFound(code, message);
     const e = ioredisLoadError(cause);
     expect(e).toBeInstanceOf(ConfigError);
-    expect((e as Error).message).toBe('nova-guard/redis needs the optional peer dependency ioredis (5.x), which is not installed: npm install ioredis@^5');
+    expect(e).toBeInstanceOf(LedgerConfigError);
+    expect(e).toMatchObject({ kind: 'redis', reason: 'module-missing' });
+    expect((e as Error).message).toBe("the Redis ledger needs the optional peer dependency ioredis (5.x), which is not installed. Fix: npm install ioredis@^5, or use ledger: 'in-process'");
     expect((e as Error).cause).toBe(cause);
     expect(() =>
       loadIoredis(() => {

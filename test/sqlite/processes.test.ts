@@ -104,14 +104,22 @@ describe('SQLite ledger shared by worker processes on one host', () => {
     expect(live(n)).toEqual([]);
   }, 60_000);
 
-  it('where better-sqlite3 cannot load: one warning that says so, the in-process ledger, every job done', async () => {
+  it("where better-sqlite3 cannot load: every create fails with the LedgerConfigError naming the fix, no file made; with ledgerFallback: 'in-process', one warning that says so and every job done", async () => {
     const n = await startNova({ maxTotalCores: 8 });
     const h = fleet.host(n, { holder: 'nonative', workers: 2, jobs: 2, nodeArgs: ['--import', NO_NATIVE] });
     const r = await h.result;
-    expect(r, JSON.stringify(r.errors)).toMatchObject({ done: 4, failed: 0 });
-    const warnings = h.log.filter((l) => /better-sqlite3/.test(l));
+    expect(r).toMatchObject({ done: 0, failed: 4 });
+    expect(r.errors).toHaveLength(1);
+    expect(r.errors[0]).toMatch(/^LedgerConfigError: the SQLite ledger needs the optional dependency better-sqlite3 .*Fix: npm install better-sqlite3@12/);
+    expect(posts403(n) + n.requestsTo('POST', /^\/servers$/).length).toBe(0);
+    expect(readdirSync(dir).filter((f) => f.endsWith('.sqlite'))).toEqual([]);
+    const soft = fleet.host(n, { holder: 'nonative-soft', workers: 2, jobs: 2, ledgerFallback: 'in-process', nodeArgs: ['--import', NO_NATIVE] });
+    const s = await soft.result;
+    expect(s, JSON.stringify(s.errors)).toMatchObject({ done: 4, failed: 0 });
+    expect(s.stats.ledgerFallbacks).toBe(4);
+    const warnings = soft.log.filter((l) => /better-sqlite3/.test(l));
     expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toMatch(/could not be loaded.*falling back to the in-process ledger/);
+    expect(warnings[0]).toMatch(/could not be loaded.*ledgerFallback 'in-process': this process goes on with its own in-process ledger/);
     expect(readdirSync(dir).filter((f) => f.endsWith('.sqlite'))).toEqual([]);
   }, 60_000);
 });
