@@ -210,6 +210,9 @@ export function cliLogger(opts: GlobalOptions, stderrIsTTY: boolean = Boolean(pr
   return pino({ level: 'debug' }, pino.destination(2));
 }
 
+/** A client getter that may be given defaults the user's flags and `OS_*` variables override (see {@link clientFromOptions}). */
+export type ClientGetter = (defaults?: { microversion?: string }) => Promise<NovaClient>;
+
 /**
  * Build a client the way the `openstack` command finds its cloud (python-openstackclient's
  * `--os-*` options, whose defaults are the `OS_*` variables):

@@ -40,13 +40,11 @@ import { terminalSafe } from '../core/table.js';
 import { redactUrlSecrets } from '../core/redact.js';
 import type { LoggerOption } from '../core/logger.js';
 import { signalWords, watchStopSignals } from './interrupt.js';
+import type { ClientGetter } from './common.js';
 import { deleteCommand, keptLines, mayExistLines, pendingLines, watchCreates } from './createSignals.js';
 
 /** What `server create` asks of the client: microversion 2.37, for `networks: 'none' | 'auto'`. */
 export const CREATE_MICROVERSION = '2.37';
-
-/** A client getter that may be given defaults the user's flags and `OS_*` variables override. */
-export type ClientGetter = (defaults?: { microversion?: string }) => Promise<NovaClient>;
 
 interface CreateFlags extends FormatFlags {
   flavor?: string;

@@ -41,7 +41,7 @@ import type { NovaClient } from '../nova/client.js';
 import type { DeleteServerOptions, DeleteSettled } from '../delete/index.js';
 import type { DeleteProgress } from '../delete/index.js';
 import { failureKindWords } from '../delete/failureLog.js';
-import { addDurationOption, ledgerFlag, parseIntFlag, REFUSED_FIRST_CONTACT_MS, refusedHint } from './common.js';
+import { addDurationOption, type ClientGetter, ledgerFlag, parseIntFlag, REFUSED_FIRST_CONTACT_MS, refusedHint } from './common.js';
 import { RefusedFirstContact } from './refusedFirstContact.js';
 import { terminalSafe } from '../core/table.js';
 import { isPathId, notFound, resolveByName, resolveServers } from './resolve.js';
@@ -61,8 +61,16 @@ interface DeleteFlags {
   ledger?: string;
 }
 
+/**
+ * What `server delete` asks of the client unless the user names one (`--os-compute-api-version`,
+ * `OS_COMPUTE_API_VERSION`): 2.1, as `openstack server delete` does. A DELETE and the wait for its 404
+ * need nothing newer, and a pinned microversion spares each short-lived CLI process the read of Nova's
+ * version document (one request a shell job).
+ */
+export const DELETE_MICROVERSION = '2.1';
+
 /** Register `delete` under the `server` command. */
-export function registerServerDeleteCommand(server: Command, getClient: () => Promise<NovaClient>): void {
+export function registerServerDeleteCommand(server: Command, getClient: ClientGetter): void {
   const cmd = server
     .command('delete')
     .description('delete servers; with --wait, wait until Nova has really deleted them. Exit 0 all deleted, 1 a deletion failed, 2 bad usage (a bad flag or id: nothing is deleted)')
@@ -98,7 +106,7 @@ export function registerServerDeleteCommand(server: Command, getClient: () => Pr
             `${bad.map((id) => terminalSafe(JSON.stringify(id), true)).join(', ')}; nothing was deleted`,
         );
       }
-      const client = await getClient();
+      const client = await getClient({ microversion: DELETE_MICROVERSION });
       const freed = options.wait && ledgerSpec !== undefined ? await publishFreedTo(ledgerSpec, client) : undefined;
       const endpoint = (client.toJSON()['endpoint'] as string | undefined) ?? '(the catalog endpoint)';
       const found = await withSlowNotice(`nova at ${endpoint} (looking up ${unique.length === 1 ? 'the server' : `${unique.length} servers`})`, () =>
