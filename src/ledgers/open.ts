@@ -67,7 +67,11 @@ export interface OpenLedgerOptions {
   readonly endpoint?: string | undefined;
   /** The project id of the quota. @default `client.projectId` */
   readonly projectId?: string | undefined;
-  /** The client whose endpoint and project the ledger serves, when `endpoint`/`projectId` are not given. */
+  /**
+   * The client whose endpoint and project the ledger serves, when `endpoint`/`projectId` are not
+   * given. With it, a SQLite or Redis ledger is made by its `forClient`: with the fleet watcher (on
+   * by default), looking with this client.
+   */
   readonly client?: NovaClient | undefined;
   /** Clock of the ledger's timers (leases in the SQLite file are on the host's monotonic clock, read through its `now()`). @default `client.clock`, else systemClock */
   readonly clock?: Clock | undefined;
@@ -87,9 +91,9 @@ let warnedNoSqlite = false;
  * - `undefined`: `NOVA_GUARD_LEDGER` of `options.env` when set, else `undefined` (none given: use
  *   the default in-process ledger).
  * - `'in-process'`: `undefined` (the default).
- * - `'sqlite:…'`: a `SqliteQuotaLedger`. Where better-sqlite3 cannot be loaded, a warning (once per
+ * - `'sqlite:…'`: a `SqliteQuotaLedger` (with `options.client`, `SqliteQuotaLedger.forClient`: its fleet watcher on by default). Where better-sqlite3 cannot be loaded, a warning (once per
  *   process) and an `InProcessQuotaLedger` in its place.
- * - `'redis://…'`, `'rediss://…'`: a `RedisQuotaLedger` (needs ioredis).
+ * - `'redis://…'`, `'rediss://…'`: a `RedisQuotaLedger` (needs ioredis; with `options.client`, `RedisQuotaLedger.forClient`: its fleet watcher on by default).
  * The caller owns the ledger returned and closes it.
  * @throws `ValidationError` for a string that is not a ledger spec (before any file or connection),
  * an unknown option, or no endpoint and project id (neither given nor from `client`); what the
@@ -117,11 +121,12 @@ export async function openLedger(spec: string | QuotaLedger | undefined, options
   const common = { endpoint, projectId, clock, ...(options.holder === undefined ? {} : { holder: options.holder }), ...(options.logger === undefined ? {} : { logger: options.logger }) };
   if (parsed.kind === 'redis') {
     const { RedisQuotaLedger } = await import('../redis/index.js');
-    return new RedisQuotaLedger({ ...common, url: parsed.url });
+    return options.client ? RedisQuotaLedger.forClient(options.client, { ...common, url: parsed.url }) : new RedisQuotaLedger({ ...common, url: parsed.url });
   }
   const { SqliteQuotaLedger, isSqliteUnavailable } = await import('../sqlite/index.js');
   try {
-    return new SqliteQuotaLedger({ ...common, ...(parsed.path === undefined ? {} : { path: parsed.path }) });
+    const sqlite = { ...common, ...(parsed.path === undefined ? {} : { path: parsed.path }) };
+    return options.client ? await SqliteQuotaLedger.forClient(options.client, sqlite) : new SqliteQuotaLedger(sqlite);
   } catch (error) {
     if (!isSqliteUnavailable(error)) throw error;
     if (!warnedNoSqlite) {
