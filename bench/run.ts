@@ -6,7 +6,9 @@
  * virtual time (`bench/fleetSim.ts`, also runnable alone: `node build/bench/fleetSimMain.js`).
  * `--hosts 4 --policies "200 ms,restarted"` runs only those numbers of hosts and the fleet-churn
  * policies whose names contain one of the words (e.g. the Redis ledger's network rows); a filtered
- * run writes `hosts.filtered.json`, never the full results.
+ * run writes `hosts.filtered.json`, never the full results. `NOVA_GUARD_BENCH_REQUESTS=FILE` appends every
+ * request FakeNova answered to FILE and every request each fleet-churn host sent (its number, method,
+ * URL, time) to `FILE.clients`, one JSON line each: which process sends which request per job.
  *
  * @module
  */
