@@ -104,10 +104,18 @@ async function knownProjects(client: NovaClient, learn: boolean): Promise<{ clie
  * fleet per client: a second ledger on the same client, an `InProcessFleet`). A watcher looks with
  * the client's token, so a client whose project is unknown never joins; a ledger without the
  * watcher works as before (each process looks by itself). `why` is told why a default stays off.
+ * A token request that fails (Keystone out of reach) leaves the default off too: the ledger is
+ * still made, as it was before the watcher was its default.
  */
 export async function fleetWatcherWanted(client: NovaClient, fleetWatcher: boolean | undefined, why: (reason: string) => void = () => undefined): Promise<boolean> {
   if (fleetWatcher !== undefined) return fleetWatcher;
-  const known = await knownProjects(client, true);
+  let known: Awaited<ReturnType<typeof knownProjects>>;
+  try {
+    known = await knownProjects(client, true);
+  } catch (error) {
+    why(`the client could not learn its project (its token request failed: ${error instanceof Error ? error.name : 'error'})`);
+    return false;
+  }
   if ((known.client ?? known.token) === undefined) {
     why('the client does not know its project (set projectId on the NovaClient)');
     return false;

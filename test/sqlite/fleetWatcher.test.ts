@@ -128,4 +128,18 @@ describe('fleet watcher on the SQLite ledger by default (issue 31)', () => {
     await expect(SqliteQuotaLedger.forClient(c, { path: dir, holder: 'third', fleetWatcher: true })).rejects.toThrow(ValidationError);
     expect(nova.requests).toEqual([]);
   });
+
+  it('by default a client whose token request fails (Keystone out of reach, its project not known yet) gets the ledger without a watcher, as before the default; fleetWatcher: true refuses it', async () => {
+    const nova = await startNova();
+    let asked = 0;
+    const auth = { getToken: () => (asked++, Promise.reject(new Error('keystone out of reach'))), getProjectId: () => undefined };
+    const c = new NovaClient({ endpoint: nova.endpoint, auth, adapter: nova.adapter });
+    const plain = await SqliteQuotaLedger.forClient(c, { path: dir, projectId: nova.projectId });
+    afterThisTest(() => plain.close());
+    expect(plain.fleetWatcher).toBeUndefined();
+    expect(plain.scope.projectId).toBe(nova.projectId);
+    expect(asked).toBe(1);
+    await expect(SqliteQuotaLedger.forClient(c, { path: dir, projectId: nova.projectId, fleetWatcher: true })).rejects.toThrow(/keystone out of reach/);
+    expect(nova.requests).toEqual([]);
+  });
 });
