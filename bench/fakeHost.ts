@@ -10,6 +10,7 @@
  *
  * @module
  */
+import { appendFileSync } from 'node:fs';
 import { FakeNova, type FakeNovaOptions, type FakeQuotaRecord, type FakeServerInit, type RecordedRequest } from 'nova-guard/testing';
 
 export type { FakeQuotaRecord } from 'nova-guard/testing';
@@ -118,6 +119,9 @@ async function handle(req: HostRequest): Promise<unknown> {
       return Object.fromEntries(req.ids.map((id) => [id, destroyed.get(id) ?? null]));
     case 'takeRequests': {
       const counts = countRequests(nova!.requests);
+      // A debugging aid: every request of the run, one JSON line each, in the file NOVA_GUARD_BENCH_REQUESTS names.
+      const dump = process.env['NOVA_GUARD_BENCH_REQUESTS'];
+      if (dump && nova!.requests.length > 0) appendFileSync(dump, nova!.requests.map((r) => JSON.stringify(r)).join('\n') + '\n{"mark":"take"}\n');
       nova!.clearRequests();
       return counts;
     }

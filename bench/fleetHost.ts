@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { appendFileSync } from 'node:fs';
 import axios, { type AxiosAdapter } from 'axios';
 import { NovaClient, type QuotaLedger } from 'nova-guard';
 import { MIN_FLEET_LEASE_TTL_MS, RedisQuotaLedger } from 'nova-guard/redis';
@@ -87,7 +88,10 @@ async function prepare(task: HostTask): Promise<{ run: () => Promise<HostResult>
   const trace: HostTrace = { createStarts: [], counted: [], deleteReturned: [], limits: 0, limitsWaitMs: 0 };
   // axios's own adapter, timed for GET /limits (the waits for a fresh reading).
   const http = axios.getAdapter('http');
+  // A debugging aid: every request this host sends, one JSON line each, in NOVA_GUARD_BENCH_REQUESTS.clients.
+  const dump = process.env['NOVA_GUARD_BENCH_REQUESTS'];
   const adapter: AxiosAdapter = async (config) => {
+    if (dump) appendFileSync(`${dump}.clients`, JSON.stringify({ host: task.host, method: config.method, url: config.url, params: config.params as unknown, t: Date.now() }) + '\n');
     if (!/\/limits(\?|$)/.test(config.url ?? '')) return http(config);
     const t0 = Date.now();
     try {

@@ -251,6 +251,11 @@ export class DeleteEngine implements DeleteEngineFleet {
     return this.#fleet.attach(link);
   }
 
+  /** Whether a fleet link is attached to this engine (one per client: `attachFleet`). */
+  get fleetAttached(): boolean {
+    return this.#fleet.attached;
+  }
+
   /** The servers the engine's delete waits wait on (see `fleet.ts`). */
   interest(): FleetInterest[] {
     return this.#fleet.interest();

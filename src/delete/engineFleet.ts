@@ -49,6 +49,11 @@ export class EngineFleet {
     return () => void (this.#link === link && ((this.#link = undefined), this.changed()));
   }
 
+  /** Whether a link is attached (one fleet per client: a ledger's default fleet watcher stays off when one is). */
+  get attached(): boolean {
+    return this.#link !== undefined;
+  }
+
   /** Whether the fleet answers for `entry`'s server now (`fleetCovers`): it then gets no looks of its own. */
   covers(entry: Entry): boolean {
     return fleetCovers(this.#link, entry);

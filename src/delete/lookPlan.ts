@@ -25,7 +25,10 @@
  *    none before it; from then on the caller's interval (for the guard's ACTIVE wait, its interval).
  * 5. Otherwise (nothing learned yet, or no deletion or build known): the caller's interval, the
  *    short interval while a create waits for headroom (a wait on a deletion). This is the prior:
- *    until an engine has seen three deletes end in their 404, it looks as it did before.
+ *    until an engine has seen three deletes end in their 404, it looks as it did before. A wait on
+ *    a server whose deletion has just begun skips the look at once when the learned time is at
+ *    least the caller's interval (its first look one interval after the start: the same grid of
+ *    looks, one look fewer: {@link LookPlan.firstDelayMs}).
  *
  * What ends a wait is untouched (`evidence.ts`): only Nova's 404 for the server's own request.
  *
@@ -141,14 +144,24 @@ export class LookPlan {
    * Time from `now` (its start) to the first look of `w` at a server not looked at yet, in ms: at
    * once, unless the engine has learned how long this cloud takes and the server's deletion or build
    * is known to have begun (its DELETE accepted here, or the fleet's hint, `WatchSpec.phase`): then
-   * at the learned time (for a deletion, the caller's interval if sooner). A look later than at
-   * once is never a look more, so the pace does not change it.
+   * at the learned time (for a deletion, the caller's interval if sooner); for a deletion whose
+   * near interval is not shorter than the caller's, one caller's interval after the deletion began
+   * when the learned time is at least that interval (the look at once could not see the 404; the
+   * later looks keep their grid), else at once. A look later than at once is never a look more,
+   * so the pace does not change it.
    */
   firstDelayMs(w: Watch, now: number): number {
     const e = w.entry;
     if (Number.isFinite(e.lastLookAt)) return 0;
     const deleteMs = this.deletes.ms;
-    if (e.deletingSince !== undefined && deleteMs !== undefined && this.#nearIsShorter(w)) return Math.max(0, Math.min(w.intervalMs, e.deletingSince + deleteMs - now));
+    if (e.deletingSince !== undefined && deleteMs !== undefined) {
+      if (this.#nearIsShorter(w)) return Math.max(0, Math.min(w.intervalMs, e.deletingSince + deleteMs - now));
+      // Looks at the caller's interval from the deletion's start (rule 5). When this cloud's deletes
+      // take at least that interval (learned), the look at once is left out: a 404 that comes before
+      // the first interval is over is seen at its end either way, so the grid of looks, and the time
+      // each 404 is seen, stay as they were; only a look that could not see one is saved.
+      if (deleteMs >= w.intervalMs) return Math.max(0, e.deletingSince + w.intervalMs - now);
+    }
     const buildMs = this.builds.ms;
     if (e.building && buildMs !== undefined) return Math.max(0, e.buildSince + buildMs - now);
     return 0;

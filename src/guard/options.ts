@@ -18,6 +18,7 @@ import { checkOptions, type OptionsSpec } from '../core/options.js';
 import { ValidationError } from '../errors/index.js';
 import { componentLogger, type LoggerOption } from '../core/logger.js';
 import type { Clock } from '../core/clock.js';
+import type { NovaClient } from '../nova/index.js';
 import { ledgerOption, type SpecLedger } from '../ledgers/index.js';
 import { is } from '../core/validate.js';
 import type { Headroom, QuotaLedger, Shortfall } from '../ledger/index.js';
@@ -137,7 +138,9 @@ export interface QuotaGuardOptions {
    * wake-ups (protocol: `src/ledger/port.ts`). Share one ledger between guards for one first-come-first-served
    * queue with no over-commit; `RedisQuotaLedger` shares it across hosts, `SqliteQuotaLedger` across
    * processes of one host. Or a string, checked at construction and opened before the first request
-   * (closed by `close()`): `'sqlite:[PATH]'`, `'redis://…'`, `'rediss://…'`, `'in-process'`. A ledger
+   * (closed by `close()`): `'sqlite:[PATH]'`, `'redis://…'`, `'rediss://…'`, `'in-process'`; a SQLite or
+   * Redis ledger so opened is the ledger's `forClient` of this guard's client, with the fleet watcher
+   * on (its default: one elected process looks at Nova for every wait that shares the ledger). A ledger
    * call that rejects or outlives `ledgerTimeoutMs` moves that call to a private in-process ledger
    * (one warning); once this ledger has answered the process (or `everReached`), such a call admits
    * nothing there and waits for this ledger while claims of this process may still be live in it
@@ -339,11 +342,11 @@ export type ResolvedOptions = Required<Omit<QuotaGuardOptions, 'onWait' | 'onRet
     ownedLedger?: SpecLedger | undefined;
   };
 
-/** {@link validateOptions}, with a ledger string (or `NOVA_GUARD_LEDGER`) opened as a ledger the guard owns (`src/ledgers/specLedger.ts`). */
-export function validateGuardOptions(o: QuotaGuardOptions, clock: Clock): ResolvedOptions {
+/** {@link validateOptions}, with a ledger string (or `NOVA_GUARD_LEDGER`) opened as a ledger the guard owns (`src/ledgers/specLedger.ts`; with `client`, by the ledger's `forClient`: its fleet watcher on by default). */
+export function validateGuardOptions(o: QuotaGuardOptions, clock: Clock, client?: NovaClient): ResolvedOptions {
   const given: unknown = (o as QuotaGuardOptions | null | undefined)?.ledger;
   const checked = validateOptions(typeof given === 'string' ? { ...o, ledger: undefined } : o);
-  const { owned } = ledgerOption(checked.ledger ?? given, clock, componentLogger(o.logger, 'quota-guard'));
+  const { owned } = ledgerOption(checked.ledger ?? given, clock, componentLogger(o.logger, 'quota-guard'), client);
   return owned === undefined ? checked : { ...checked, ledger: owned, ownedLedger: owned };
 }
 

@@ -126,7 +126,7 @@ export class QuotaGuard {
   constructor(client: NovaClient, options: QuotaGuardOptions = {}) {
     if (!client || typeof client.getLimits !== 'function') throw new ValidationError('QuotaGuard needs a NovaClient');
     this.client = client;
-    const opts = validateGuardOptions(options, client.clock);
+    const opts = validateGuardOptions(options, client.clock, client);
     const log = componentLogger(options.logger, 'quota-guard');
     if (opts.ledger) checkScopeNow(opts.ledger, client);
     this.#state = newGuardState(client, opts, log, this.stats);

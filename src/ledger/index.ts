@@ -31,7 +31,7 @@ export { InProcessQuotaLedger, READ_GRACE_MS } from './inProcess.js';
 export type { InProcessQuotaLedgerOptions } from './inProcess.js';
 export { ClaimLedger, type Claim } from './claims.js';
 export { PlaceWakes } from './placeWakes.js';
-export { clientScope, scopeMismatch, describeScope, checkScopeNow, bindLedgerScope } from './scope.js';
+export { clientScope, fleetWatcherWanted, scopeMismatch, describeScope, checkScopeNow, bindLedgerScope } from './scope.js';
 export type { ClientScopeOptions } from './scope.js';
 export { isClock, isHolderName, defaultHolder } from './holder.js';
 export {

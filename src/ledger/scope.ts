@@ -97,6 +97,37 @@ async function knownProjects(client: NovaClient, learn: boolean): Promise<{ clie
 }
 
 /**
+ * Whether a ledger's `forClient` starts the fleet watcher (its `fleetWatcher` option): as given when
+ * given; by default (`undefined`) on, unless the client cannot take part: it does not know its
+ * project (asked of its auth provider as {@link clientScope} with `fleet` asks: a Keystone token
+ * request at most, no Nova request), or another fleet link is attached to its delete engine (one
+ * fleet per client: a second ledger on the same client, an `InProcessFleet`). A watcher looks with
+ * the client's token, so a client whose project is unknown never joins; a ledger without the
+ * watcher works as before (each process looks by itself). `why` is told why a default stays off.
+ * A token request that fails (Keystone out of reach) leaves the default off too: the ledger is
+ * still made, as it was before the watcher was its default.
+ */
+export async function fleetWatcherWanted(client: NovaClient, fleetWatcher: boolean | undefined, why: (reason: string) => void = () => undefined): Promise<boolean> {
+  if (fleetWatcher !== undefined) return fleetWatcher;
+  let known: Awaited<ReturnType<typeof knownProjects>>;
+  try {
+    known = await knownProjects(client, true);
+  } catch (error) {
+    why(`the client could not learn its project (its token request failed: ${error instanceof Error ? error.name : 'error'})`);
+    return false;
+  }
+  if ((known.client ?? known.token) === undefined) {
+    why('the client does not know its project (set projectId on the NovaClient)');
+    return false;
+  }
+  if (client.deleteEngine.fleetAttached) {
+    why('another fleet link is attached to this client (one fleet per client)');
+    return false;
+  }
+  return true;
+}
+
+/**
  * The endpoint and project a ledger's `forClient` keys itself by: always the client's own, the Nova
  * its requests (and a fleet watcher's looks) go to.
  *

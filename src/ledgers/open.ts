@@ -68,7 +68,11 @@ export interface OpenLedgerOptions {
   readonly endpoint?: string | undefined;
   /** The project id of the quota. @default `client.projectId` */
   readonly projectId?: string | undefined;
-  /** The client whose endpoint and project the ledger serves, when `endpoint`/`projectId` are not given. */
+  /**
+   * The client whose endpoint and project the ledger serves, when `endpoint`/`projectId` are not
+   * given. With it, a SQLite or Redis ledger is made by its `forClient`: with the fleet watcher (on
+   * by default), looking with this client.
+   */
   readonly client?: NovaClient | undefined;
   /** Clock of the ledger's timers (leases in the SQLite file are on the host's monotonic clock, read through its `now()`). @default `client.clock`, else systemClock */
   readonly clock?: Clock | undefined;
@@ -86,8 +90,10 @@ const OPTION_NAMES: OptionsSpec<OpenLedgerOptions> = { logger: null, endpoint: n
  * - `undefined`: `NOVA_GUARD_LEDGER` of `options.env` when set, else `undefined` (none given: use
  *   the default in-process ledger).
  * - `'in-process'`: `undefined` (the default).
- * - `'sqlite:…'`: a `SqliteQuotaLedger` (needs better-sqlite3).
- * - `'redis://…'`, `'rediss://…'`: a `RedisQuotaLedger` (needs ioredis; no connection is awaited:
+ * - `'sqlite:…'`: a `SqliteQuotaLedger` (needs better-sqlite3; with `options.client`,
+ *   `SqliteQuotaLedger.forClient`: its fleet watcher on by default).
+ * - `'redis://…'`, `'rediss://…'`: a `RedisQuotaLedger` (needs ioredis; with `options.client`,
+ *   `RedisQuotaLedger.forClient`: its fleet watcher on by default; no connection is awaited:
  *   refused credentials show at its first call).
  * The caller owns the ledger returned and closes it. A ledger that cannot work is never replaced by
  * another: it throws (a `QuotaGuard` can be told to go on without it: `ledgerFallback`).
@@ -121,11 +127,12 @@ export async function openLedger(spec: string | QuotaLedger | undefined, options
   const common = { endpoint, projectId, clock, ...(options.holder === undefined ? {} : { holder: options.holder }), ...(options.logger === undefined ? {} : { logger: options.logger }) };
   if (parsed.kind === 'redis') {
     const { RedisQuotaLedger } = await import('../redis/index.js');
-    return new RedisQuotaLedger({ ...common, url: parsed.url });
+    return options.client ? RedisQuotaLedger.forClient(options.client, { ...common, url: parsed.url }) : new RedisQuotaLedger({ ...common, url: parsed.url });
   }
   const { SqliteQuotaLedger } = await import('../sqlite/index.js');
   try {
-    return new SqliteQuotaLedger({ ...common, ...(parsed.path === undefined ? {} : { path: parsed.path }) });
+    const sqlite = { ...common, ...(parsed.path === undefined ? {} : { path: parsed.path }) };
+    return options.client ? await SqliteQuotaLedger.forClient(options.client, sqlite) : new SqliteQuotaLedger(sqlite);
   } catch (error) {
     throw sqliteOpenError(error);
   }

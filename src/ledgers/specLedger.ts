@@ -14,6 +14,7 @@ import type { ResourceAmounts } from '../core/types.js';
 import { LedgerConfigError, ValidationError } from '../errors/index.js';
 import { InProcessQuotaLedger, defaultHolder, scopeMismatch } from '../ledger/index.js';
 import type { AcquireRequest, Acquisition, ClaimEnd, LedgerClaim, LedgerPeek, LedgerPlace, LimitsRead, QuotaLedger, UncountedRead } from '../ledger/index.js';
+import type { NovaClient } from '../nova/client.js';
 import { LEDGER_ENV, openLedger, parseLedgerSpec } from './open.js';
 
 /** The ledger string of the environment (`NOVA_GUARD_LEDGER`), if any. */
@@ -27,7 +28,7 @@ function envSpec(): string | undefined {
  * `ledger`, `NOVA_GUARD_LEDGER`) a {@link SpecLedger} the guard owns (`owned`).
  * @throws `ValidationError` for a string that is not a ledger spec.
  */
-export function ledgerOption(ledger: unknown, clock: Clock, logger: Logger): { ledger: unknown; owned: SpecLedger | undefined } {
+export function ledgerOption(ledger: unknown, clock: Clock, logger: Logger, client?: NovaClient): { ledger: unknown; owned: SpecLedger | undefined } {
   let spec = ledger;
   if (spec === undefined) spec = envSpec();
   if (typeof spec !== 'string') return { ledger, owned: undefined };
@@ -39,16 +40,17 @@ export function ledgerOption(ledger: unknown, clock: Clock, logger: Logger): { l
     throw new ValidationError(`${from}: ${(error as Error).message}`);
   }
   if (kind === 'in-process') return { ledger: undefined, owned: undefined };
-  const owned = new SpecLedger(spec, kind, clock, logger);
+  const owned = new SpecLedger(spec, kind, clock, logger, client);
   return { ledger: owned, owned };
 }
 
 /**
- * Open the ledger `spec` names for `scope` (`openLedger`; `'in-process'` or none: an in-process
- * ledger of the scope). Rejects with a `LedgerConfigError` when it cannot work (`openLedger`).
+ * Open the ledger `spec` names for `scope` (`openLedger`; `'in-process'` or none: an in-process ledger
+ * of the scope); with the guard's `client`, by the ledger's `forClient` (its fleet watcher on by
+ * default). Rejects with a `LedgerConfigError` when it cannot work (`openLedger`).
  */
-async function openFor(spec: string, scope: LedgerScope, clock: Clock, logger: Logger): Promise<QuotaLedger> {
-  const opened = await openLedger(spec, { endpoint: scope.endpoint, projectId: scope.projectId, clock, logger });
+async function openFor(spec: string, scope: LedgerScope, clock: Clock, logger: Logger, client: NovaClient | undefined): Promise<QuotaLedger> {
+  const opened = await openLedger(spec, { endpoint: scope.endpoint, projectId: scope.projectId, clock, logger, ...(client === undefined ? {} : { client }) });
   return opened ?? new InProcessQuotaLedger({ clock, endpoint: scope.endpoint, projectId: scope.projectId });
 }
 
@@ -82,12 +84,14 @@ export class SpecLedger implements QuotaLedger {
   /**
    * @param spec - The ledger string (kept private: a Redis URL may hold a password).
    * @param kind - What `parseLedgerSpec` said of it.
+   * @param client - The guard's client: a SQLite or Redis ledger is opened by its `forClient` (the fleet watcher on by default).
    */
   constructor(
     spec: string,
     kind: string,
     private readonly clock: Clock,
     private readonly logger: Logger,
+    private readonly client?: NovaClient,
   ) {
     this.kind = kind;
     this.#spec = spec;
@@ -113,7 +117,7 @@ export class SpecLedger implements QuotaLedger {
 
   /** Open the ledger for `scope`; a failed opening is tried again by the next call. */
   #open(scope: LedgerScope): Promise<QuotaLedger> {
-    const opening = openFor(this.#spec, scope, this.clock, this.logger).then(
+    const opening = openFor(this.#spec, scope, this.clock, this.logger, this.client).then(
       (l) => {
         this.#opened = l;
         if (this.#closed) void l.close();

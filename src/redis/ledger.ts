@@ -11,7 +11,7 @@ import { componentLogger } from '../core/logger.js';
 import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPeek, LedgerPlace, LimitsRead, LimitsReading, QuotaLedger, UncountedRead } from '../ledger/index.js';
 import type { NovaClient } from '../nova/index.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
-import { clientScope, scopeMismatch } from '../ledger/index.js';
+import { clientScope, fleetWatcherWanted, scopeMismatch } from '../ledger/index.js';
 import { LedgerNews } from './news.js';
 import { RedisConnection, RoundTrips, type LedgerCommand } from './connection.js';
 import { amounts, holderNames, needsArgs } from './codec.js';
@@ -131,32 +131,37 @@ export class RedisQuotaLedger implements QuotaLedger {
    * another Nova. The project is `client.projectId` (or its token's, `AuthProvider.getProjectId`);
    * `options.projectId` may name it for a client that does not know it, never another.
    *
-   * With `fleetWatcher: true` this host joins the fleet of that scope (and may be elected its
-   * watcher, looking with this client): the client must know its project (its `projectId`, a noauth
-   * token's, or its Keystone token's: a Keystone provider that does not know it yet is asked for a
-   * token first), as `InProcessFleet.join` requires. So a host whose client talks to another Nova,
-   * or whose token is another project's, never joins: its 404s would be taken for deletions.
+   * This host joins the fleet of that scope (and may be elected its watcher, looking with this
+   * client): on by default (`fleetWatcher: false` turns it off). The client must know its project
+   * (its `projectId`, a noauth token's, or its Keystone token's: a Keystone provider that does not
+   * know it yet is asked for a token first), as `InProcessFleet.join` requires. So a host whose
+   * client talks to another Nova, or whose token is another project's, never joins: its 404s would
+   * be taken for deletions. By default a client that does not know its project, or whose engine has
+   * another fleet link attached, gets the ledger without the watcher (logged at info,
+   * `fleetWatcherWanted` in `src/ledger/scope.ts`); `fleetWatcher: true` refuses it instead.
    *
    * Makes no Nova request (the catalog and a token: Keystone requests at most), and no Redis
    * connection before these checks pass.
    * @throws `ValidationError` (naming both sides) when `options.endpoint` names another endpoint than
    * the client's, `options.projectId` is not the client's project, the client's `projectId` is not
-   * its token's project, the client has no project id and none is given, or with `fleetWatcher` the
-   * client does not know its project; and what `new RedisQuotaLedger` throws.
+   * its token's project, the client has no project id and none is given, or with `fleetWatcher: true`
+   * the client does not know its project or another fleet link is attached to its engine; and what
+   * `new RedisQuotaLedger` throws.
    */
   static async forClient(client: NovaClient, options: Omit<RedisQuotaLedgerOptions, 'endpoint' | 'projectId'> & { endpoint?: string; projectId?: string }): Promise<RedisQuotaLedger> {
     checkOptionNames('RedisQuotaLedger.forClient options', options);
     const { fleetWatcher, ...rest } = options;
-    const scope = await clientScope('RedisQuotaLedger.forClient', client, options, fleetWatcher === true);
-    const ledger = new RedisQuotaLedger({ ...rest, ...scope });
-    if (fleetWatcher !== true) return ledger;
     const logger = componentLogger(options.logger, 'fleet-watcher');
+    const watch = await fleetWatcherWanted(client, fleetWatcher, (reason) => logger.info({ reason }, 'Redis ledger without the fleet watcher (its default): each host looks by itself'));
+    const scope = await clientScope('RedisQuotaLedger.forClient', client, options, watch);
+    const ledger = new RedisQuotaLedger({ ...rest, ...scope });
+    if (!watch) return ledger;
     const store = new RedisFleetStore(ledger.#conn, ledger.#keys.base, logger);
     ledger.#fleet = await FleetWatcher.start({ store, engine: client.deleteEngine, clock: ledger.#clock, leaseTtlMs: ledger.#opts.fleetLeaseTtlMs, logger }, () => ledger.close());
     return ledger;
   }
 
-  /** This host's part in the fleet watcher (`fleetWatcher: true`, see `src/delete/fleetWatcher.ts`): its counters, whether it watches. */
+  /** This host's part in the fleet watcher (on by default with `forClient`, see `src/delete/fleetWatcher.ts`): its counters, whether it watches. */
   get fleetWatcher(): FleetWatcher | undefined { return this.#fleet; } // prettier-ignore
 
   /**

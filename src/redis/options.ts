@@ -86,8 +86,10 @@ export interface RedisQuotaLedgerOptions {
    * `Date`); the delete waits of every other host consume the publications instead of sending their
    * own GETs and listings, and fall back to their own looks (one warning each time) on a gap or when
    * no publication came within `fleetLeaseTtlMs`. Needs the client whose delete engine takes part:
-   * only {@link RedisQuotaLedger.forClient} takes it (`new RedisQuotaLedger` refuses it).
-   * See `docs/fleet-ledger.md`, "The fleet watcher". @default false
+   * only {@link RedisQuotaLedger.forClient} takes it (`new RedisQuotaLedger` refuses `true`; a ledger
+   * made so has no watcher). See `docs/fleet-ledger.md`, "The fleet watcher".
+   * @default true with `forClient` when its client knows its project and has no other fleet link
+   * (otherwise off, logged at info); `false` turns it off.
    */
   readonly fleetWatcher?: boolean;
   /**

@@ -29,7 +29,7 @@ import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { AbortError, ValidationError, throwIfAborted } from '../errors/index.js';
 import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPeek, LedgerPlace, LimitsRead, LimitsReading, QuotaLedger, RawHeadroom, UncountedRead } from '../ledger/index.js';
 import { rawHeadroomOf } from '../ledger/index.js';
-import { clientScope, scopeMismatch } from '../ledger/index.js';
+import { clientScope, fleetWatcherWanted, scopeMismatch } from '../ledger/index.js';
 import { PlaceWakes } from '../ledger/index.js';
 import type { NovaClient } from '../nova/index.js';
 import { LedgerStore, type AdmitArgs, type AdmitResult, type Caller, type KeptReading, type Room } from './store.js';
@@ -132,26 +132,30 @@ export class SqliteQuotaLedger implements QuotaLedger {
    * A ledger for `client`'s endpoint and project: `endpoint` from `client.endpoint()`, `projectId`
    * from `client.projectId`, unless given (see `clientScope` in `src/guard/ledgerScope.ts`).
    *
-   * With `fleetWatcher: true` the processes that share the file elect one fleet watcher through it
-   * (this one may be elected, looking with this client): as with `RedisQuotaLedger.forClient`, the
-   * client must know its project (its `projectId`, a noauth token's, or its Keystone token's).
+   * The processes that share the file elect one fleet watcher through it (this one may be elected,
+   * looking with this client): on by default (`fleetWatcher: false` turns it off). As with
+   * `RedisQuotaLedger.forClient`, the client must know its project (its `projectId`, a noauth
+   * token's, or its Keystone token's): by default a client that does not, or whose engine has
+   * another fleet link attached, gets the ledger without the watcher (logged at info,
+   * `fleetWatcherWanted` in `src/ledger/scope.ts`); `fleetWatcher: true` refuses it instead.
    * @throws `ValidationError` when the client has no project id and none is given, with
-   * `fleetWatcher` when the client does not know its project or another fleet link is attached to
-   * its engine (one ledger with `fleetWatcher` per client: the ledger is closed first); what the
+   * `fleetWatcher: true` when the client does not know its project or another fleet link is
+   * attached to its engine (one fleet watcher per client: the ledger is closed first); what the
    * constructor throws.
    */
   static async forClient(client: NovaClient, options: Omit<SqliteQuotaLedgerOptions, 'endpoint' | 'projectId'> & { endpoint?: string; projectId?: string }): Promise<SqliteQuotaLedger> {
     checkOptionNames('SqliteQuotaLedger.forClient options', options);
     const { fleetWatcher, ...rest } = options;
-    const ledger = new SqliteQuotaLedger({ ...rest, ...(await clientScope('SqliteQuotaLedger.forClient', client, options, fleetWatcher === true)) });
-    if (fleetWatcher !== true) return ledger;
-    const store = new SqliteFleetStore({ file: ledger.#store, attempts: (fn) => ledger.#attempts(fn) });
     const logger = componentLogger(options.logger, 'fleet-watcher');
+    const watch = await fleetWatcherWanted(client, fleetWatcher, (reason) => logger.info({ reason }, 'SQLite ledger without the fleet watcher (its default): each process looks by itself'));
+    const ledger = new SqliteQuotaLedger({ ...rest, ...(await clientScope('SqliteQuotaLedger.forClient', client, options, watch)) });
+    if (!watch) return ledger;
+    const store = new SqliteFleetStore({ file: ledger.#store, attempts: (fn) => ledger.#attempts(fn) });
     ledger.#fleet = await FleetWatcher.start({ store, engine: client.deleteEngine, clock: ledger.#clock, leaseTtlMs: ledger.#opts.fleetLeaseTtlMs, logger }, () => ledger.close());
     return ledger;
   }
 
-  /** This process's part in the fleet watcher (`fleetWatcher: true`, see `src/delete/fleetWatcher.ts`): its counters, whether it watches. */
+  /** This process's part in the fleet watcher (on by default with `forClient`, see `src/delete/fleetWatcher.ts`): its counters, whether it watches. */
   get fleetWatcher(): FleetWatcher | undefined { return this.#fleet; } // prettier-ignore
 
   /**

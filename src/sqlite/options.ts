@@ -81,7 +81,9 @@ export interface SqliteQuotaLedgerOptions {
    * own looks (one warning each time) on a gap or when no publication came within
    * `fleetLeaseTtlMs`. The same watcher as `RedisQuotaLedger`'s option of this name. Needs the
    * client whose delete engine takes part: only {@link SqliteQuotaLedger.forClient} takes it (`new
-   * SqliteQuotaLedger` refuses it). See `docs/fleet-watcher.md`. @default false
+   * SqliteQuotaLedger` refuses `true`; a ledger made so has no watcher). See `docs/fleet-watcher.md`.
+   * @default true with `forClient` when its client knows its project and has no other fleet link
+   * (otherwise off, logged at info); `false` turns it off.
    */
   readonly fleetWatcher?: boolean;
   /**

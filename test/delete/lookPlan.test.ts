@@ -43,7 +43,7 @@ async function teachDeletes(client: NovaClient, nova: FakeNova): Promise<void> {
 }
 
 describe('looks where a 404 is near (learned from the deletes seen)', () => {
-  it("a caller's interval at or below the confirm interval: learning moves no look (the prior's phase), so the 404 is seen within one interval as before", async () => {
+  it("a caller's interval at or below the confirm interval: learning moves no look of the prior's grid (the 404 seen within one interval as before), and drops the look at once (deletes take longer than an interval here)", async () => {
     const nova = await startNova({ deleteDelayMs: 1000 });
     const client = clientFor(nova);
     const SHORT = { wait: true, intervalMs: 500, jitter: 0, timeoutMs: 120_000 } as const;
@@ -56,9 +56,11 @@ describe('looks where a 404 is near (learned from the deletes seen)', () => {
     const from = Date.now();
     expect((await settle(client.deleteServer(id, SHORT))).outcome).toBe('deleted');
     const looks = getsOf(nova, id, from);
-    // At once after the DELETE, then every 500 ms: Nova destroys it at 1 s, the look at 1 s sees the 404
-    // (a look placed at the learned time, a little before 1 s, saw it still there and the 404 came 500 ms late).
-    expect(looks.map((g) => g.at)).toEqual([0, 500, 1000]);
+    // Every 500 ms from the DELETE, but not at once (issue 31: deletes take 1 s here, more than the
+    // interval, so a look at once could not see the 404): Nova destroys it at 1 s, the look at 1 s sees
+    // the 404 (a look placed at the learned time, a little before 1 s, saw it still there and the 404
+    // came 500 ms late).
+    expect(looks.map((g) => g.at)).toEqual([500, 1000]);
     expect(looks.at(-1)!.status).toBe(404);
   });
 

@@ -120,6 +120,19 @@ describe('openLedger', () => {
     expect(l.scope.projectId).toBe(nova.projectId);
   });
 
+  it('with a client, sqlite: opens through forClient: the fleet watcher is on by default (issue 31); without one, no watcher', async () => {
+    const nova = await startNova();
+    const dir = tempDir();
+    const client = clientFor(nova);
+    const l = (await openLedger(`sqlite:${dir}`, { client })) as SqliteQuotaLedger;
+    toClose.push(l);
+    expect(l.fleetWatcher).toBeDefined();
+    expect(client.deleteEngine.fleetAttached).toBe(true);
+    const plain = (await openLedger(`sqlite:${dir}`, { endpoint: nova.endpoint, projectId: nova.projectId })) as SqliteQuotaLedger;
+    toClose.push(plain);
+    expect(plain.fleetWatcher).toBeUndefined();
+  });
+
   it('bad input is refused before any file or connection: a bad URL, an unknown option (named), no project', async () => {
     await expect(openLedger('sqlite:/nonexistent-nova-guard-test/', { endpoint: ENDPOINT, projectId: 'p', bogusOptionName: 1 } as never)).rejects.toThrow(/bogusOptionName/);
     await expect(openLedger('redis:/nohost', { endpoint: ENDPOINT, projectId: 'p' })).rejects.toThrow(ValidationError);
@@ -143,6 +156,24 @@ describe("QuotaGuard's ledger as a string", () => {
     expect(other.path).toBe(join(dir, readdirSync(dir).find((f) => f.endsWith('.sqlite'))!));
     await guard.close();
     await expect(guard.options.ledger!.peek(async () => ({ absolute: {}, requestId: undefined }), undefined)).rejects.toThrow(/closed/);
+  });
+
+  it("ledger: 'sqlite:DIR' and NOVA_GUARD_LEDGER join the fleet watcher with the guard's client by default (issue 31): its delete waits read the fleet", async () => {
+    const nova = await startNova({ maxTotalCores: 4 });
+    const client = clientFor(nova);
+    const guard = new QuotaGuard(client, { ledger: `sqlite:${tempDir()}`, waitForActive: false });
+    toClose.push(guard);
+    expect(client.deleteEngine.fleetAttached).toBe(false);
+    await guard.createServer({ name: 'a', flavorRef: '2', imageRef: 'img', networks: 'none' });
+    expect(client.deleteEngine.fleetAttached).toBe(true);
+    process.env.NOVA_GUARD_LEDGER = `sqlite:${tempDir()}`;
+    const fromEnv = clientFor(nova);
+    const guard2 = new QuotaGuard(fromEnv, { waitForActive: false });
+    toClose.push(guard2);
+    await guard2.createServer({ name: 'b', flavorRef: '2', imageRef: 'img', networks: 'none' });
+    expect(fromEnv.deleteEngine.fleetAttached).toBe(true);
+    await guard.close();
+    expect(client.deleteEngine.fleetAttached).toBe(false);
   });
 
   it("a ledger opened from a string answers everReached as the opened ledger: false before it opens, true once a SQLite file is open (the guard then waits for it through an outage)", async () => {

@@ -1,5 +1,5 @@
 /**
- * The fleet watcher (`fleetWatcher: true` on `RedisQuotaLedger.forClient`) on a real redis-server and
+ * The fleet watcher (`RedisQuotaLedger.forClient`, on by default since issue 31) on a real redis-server and
  * FakeNova, on the real clock with generous bounds. Each "host" is a NovaClient (its own delete
  * engine) whose requests to FakeNova are counted per client, with its own ledger on the shared Redis.
  * A watcher is "paused" by freezing the timers of its clock (its lease is not renewed, it publishes
@@ -80,7 +80,8 @@ describe.skipIf(!haveRedis)(`fleet watcher on a real redis-server${haveRedis ? '
     await server?.kill();
   });
 
-  async function host(nova: FakeNova, name: string, fleetWatcher = true, ttlMs = TTL): Promise<Host> {
+  /** A host; `'default'`: `fleetWatcher` left out (on by default since issue 31). */
+  async function host(nova: FakeNova, name: string, fleetWatcher: boolean | 'default' = true, ttlMs = TTL): Promise<Host> {
     const sent: Sent = { gets: 0, listings: 0, deletes: 0, all: [] };
     const warnings: string[] = [];
     const clock = pausableClock();
@@ -93,7 +94,7 @@ describe.skipIf(!haveRedis)(`fleet watcher on a real redis-server${haveRedis ? '
       maxRequestsPerSecond: Number.POSITIVE_INFINITY,
     });
     const logger = { info: () => undefined, debug: () => undefined, error: () => undefined, warn: (m: string) => void (m.startsWith('fleet watcher') && warnings.push(m)) };
-    const ledger = await RedisQuotaLedger.forClient(client, { url: server.url, holder: name, fleetWatcher, fleetLeaseTtlMs: ttlMs, clock, logger });
+    const ledger = await RedisQuotaLedger.forClient(client, { url: server.url, holder: name, ...(fleetWatcher === 'default' ? {} : { fleetWatcher }), fleetLeaseTtlMs: ttlMs, clock, logger });
     afterThisTest(async () => {
       clock.resume();
       await ledger.close();
@@ -135,6 +136,21 @@ describe.skipIf(!haveRedis)(`fleet watcher on a real redis-server${haveRedis ? '
     expect(consumer.ledger.fleetWatcher!.stats.proofs).toBe(1);
     expect(consumer.client.deleteEngine.idle).toBe(true);
     expect(hosts.flatMap((h) => h.warnings)).toEqual([]);
+  });
+
+  it("on by default (issue 31): forClient without fleetWatcher joins the fleet, and a consumer's deleteServer({ wait: true }) sends its DELETE only; fleetWatcher: false stays out", async () => {
+    const nova = await startNova({ deleteDelayMs: 200 });
+    const hosts = await Promise.all(['a', 'b'].map((n) => host(nova, n, 'default')));
+    expect(hosts.every((h) => h.ledger.fleetWatcher !== undefined)).toBe(true);
+    expect(await until(settledFleet(hosts), 10 * TTL)).toBe(true);
+    const consumer = hosts.find((h) => !h.ledger.fleetWatcher!.watching)!;
+    const id = nova.addServer({ status: 'ACTIVE' }).id;
+    resetSent(consumer);
+    expect((await consumer.client.deleteServer(id, { wait: true, intervalMs: 100, timeoutMs: 20_000 })).outcome).toBe('deleted');
+    expect(consumer.sent.all).toEqual([`DELETE /servers/${id}`]);
+    const off = await host(nova, 'off', false);
+    expect(off.ledger.fleetWatcher).toBeUndefined();
+    expect(off.client.deleteEngine.fleetAttached).toBe(false);
   });
 
   it("a consumer's waitForActive sends no GET: the watcher's published ACTIVE (the whole body, through the stream) ends it", async () => {
