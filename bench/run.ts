@@ -40,7 +40,7 @@ const flags = new Command('bench')
   .option('--only <names>', 'comma-separated: fleet,churn,hosts,overhead,sim', 'fleet,churn,hosts,overhead,sim')
   .option('--hosts <counts>', 'fleet churn: comma-separated numbers of hosts (default: those of the mode)')
   .option('--policies <words>', 'fleet churn: comma-separated words; only the policies whose names contain one (default: those of the mode)')
-  .option('--sim-jobs <n>', 'jobs of the 30-host simulated day (default: 2,000 quick, 20,000 full; the 300-host day has 10x, at most 4,000 in a quick run)')
+  .option('--sim-jobs <n>', 'jobs of the 30-host simulated day (default: 2,000 quick, 20,000 full; the 300-host day has as many in a full run, 2,400 in a quick one)')
   .parse()
   .opts<{ full?: boolean; smoke?: boolean; only: string; hosts?: string; policies?: string; simJobs?: string }>();
 if (flags.full && flags.smoke) throw new Error('--full and --smoke: pick one');
@@ -333,8 +333,8 @@ function overheadTargets(r: OverheadResult): TargetResult[] {
 const MODE_NOTE: Record<SimMode, string> = {
   quick:
     "Quick run (the default, about 5 minutes on a 2-core machine): every target of issue 31 the fake benches carry, at a smaller size or repetition: fleet wait at N = 1 and 100 (100 samples), " +
-    'the fleet churn\'s target rows once each, overhead over 2 ticks, the simulated day at 2,000 jobs on 30 hosts and 4,000 on 300. `npm run bench -- --full` runs the rest ' +
-    '(N up to 1,000, every fleet-churn policy at 1/2/4/8 hosts with 3 runs of the target rows, the 20,000-job day and the 10x day at 300 hosts). Files: bench/results/*.quick.json, summary.quick.md.',
+    'the fleet churn\'s target rows once each, overhead over 2 ticks, the simulated day at 2,000 jobs on 30 hosts and 2,400 (one per worker) on 300. `npm run bench -- --full` runs the rest ' +
+    '(N up to 1,000, every fleet-churn policy at 1/2/4/8 hosts with 3 runs of the target rows, and the 20,000-job day at 30 and at 300 hosts). Files: bench/results/*.quick.json, summary.quick.md.',
   full: 'Full run (`--full`): every size and repetition. Files: bench/results/*.json, *.svg and summary.md (the committed results).',
   smoke: 'Smoke run (`--smoke`, for CI): tiny sizes, targets printed but not the issue\'s sizes. Files: bench/results/*.smoke.json.',
 };
@@ -488,7 +488,7 @@ async function main(): Promise<void> {
       const c = runs[0]!;
       const fleets = [...new Map(runs.map((r) => [r.hosts, r])).values()];
       say(`## Fleet simulation in virtual time: ${fleets.map((f) => `${f.hosts} hosts x ${f.workersPerHost} workers, ${f.quotaCores} cores, ${f.jobs} jobs`).join('; ')}\n`);
-      if (!full && !smoke) say(`Quick run: a ${c.jobs}-job day at ${c.hosts} hosts and ${fleets[1]?.jobs ?? 0} jobs at ${fleets[1]?.hosts ?? 0} hosts; --full runs the 20,000-job day, the same day without the fleet watcher, and the 10x day at 300 hosts.\n`);
+      if (!full && !smoke) say(`Quick run: a ${c.jobs}-job day at ${c.hosts} hosts and ${fleets[1]?.jobs ?? 0} jobs at ${fleets[1]?.hosts ?? 0} hosts; --full runs the 20,000-job day at 30 hosts (also without the fleet watcher) and at 300 hosts.\n`);
       say(
         `The real QuotaGuard and deleteServer(wait) per host (each host its own NovaClient and QuotaGuard) on one virtual clock, against a FakeNova with the real Nova's timings ` +
           `(BUILD ${c.model.buildMs} ms of which scheduling ${c.model.schedulingMs} ms, DELETED window ${c.model.windowAloneMs.join('-')} ms alone plus ${c.model.windowPerDeleteMs.join('-')} ms per other delete in flight, ` +
