@@ -44,6 +44,10 @@ export interface FleetChurnConfig {
   sqliteMaxHosts?: number;
   /** The Redis network rows (200 ms away, restarted) at this many hosts. @default the largest */
   networkHosts?: number;
+  /** Only the (hosts, policy) pairs this accepts (the quick bench's target rows); all when absent. */
+  select?: (hosts: number, policy: FleetPolicy) => boolean;
+  /** The policies run `runs` times at each size. @default {@link REPEATED_POLICIES} */
+  repeated?: readonly FleetPolicy[];
 }
 
 /** One policy at one number of hosts. */
@@ -192,9 +196,10 @@ export async function runFleetChurn(fake: FakeNovaProcess, cfg: FleetChurnConfig
     const lowerBoundMs = Math.round(Math.max(c.jobsPerWorker * (c.buildDelayMs + c.runMs), (rounds - 1) * holdMs + c.buildDelayMs + c.runMs));
     const networkHere = hosts === (cfg.networkHosts !== undefined && cfg.hosts.includes(cfg.networkHosts) ? cfg.networkHosts : Math.max(...cfg.hosts));
     const runs = [...FLEET_POLICIES, ...(networkHere && cfg.redisLocal ? NETWORK_POLICIES : [])].flatMap((p) =>
-      Array.from({ length: REPEATED_POLICIES.includes(p) ? Math.max(1, cfg.runs ?? 1) : 1 }, (_, i) => ({ policy: p, run: i + 1 })),
+      Array.from({ length: (cfg.repeated ?? REPEATED_POLICIES).includes(p) ? Math.max(1, cfg.runs ?? 1) : 1 }, (_, i) => ({ policy: p, run: i + 1 })),
     );
     for (const { policy, run } of runs) {
+      if (cfg.select && !cfg.select(hosts, policy)) continue;
       if (onRedis(policy) && cfg.redisUrl === undefined) continue;
       if (onSqlite(policy) && hosts > (cfg.sqliteMaxHosts ?? Number.POSITIVE_INFINITY)) continue;
       if (cfg.policyWords && !cfg.policyWords.some((w) => policy.includes(w))) continue;

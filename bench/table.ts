@@ -29,9 +29,17 @@ export interface TargetResult {
   held: boolean;
   /** Why it was missed, when it was. */
   reason?: string;
+  /** Set when this run did not measure the target (a quick run's smaller size): why, and which run does. */
+  skipped?: string;
 }
 
-/** `held:` / `MISSED:` lines. */
+/** `held:` / `MISSED:` / `not run:` lines. */
 export function formatTargets(targets: readonly TargetResult[]): string {
-  return targets.map((t) => `- ${t.held ? 'held' : 'MISSED'}: ${t.target} — measured ${t.measured}${!t.held && t.reason ? ` (${t.reason})` : ''}`).join('\n');
+  return targets
+    .map((t) =>
+      t.skipped !== undefined
+        ? `- not run: ${t.target} — ${t.skipped}`
+        : `- ${t.held ? 'held' : 'MISSED'}: ${t.target} — measured ${t.measured}${!t.held && t.reason ? ` (${t.reason})` : ''}`,
+    )
+    .join('\n');
 }

@@ -48,6 +48,17 @@ export class SharedReadings {
   kept: { stamp: number; seq: number; answeredAt: number; reading: Reading } | undefined;
   /** Admissions decided on a shared reading (no request to Nova). */
   shared = 0;
+  /**
+   * Calls the hosts' guards made on the shared ledger (acquire, bind, release, peek, leave, renew,
+   * claimAnyway, publishFreed, probe): the simulation's count of what the Redis ledger would answer with
+   * one or more Redis commands each (its own retries and pub/sub messages are not counted).
+   */
+  readonly ledgerCalls: Record<string, number> = {};
+
+  /** Count one call on the shared ledger. */
+  count(method: string): void {
+    this.ledgerCalls[method] = (this.ledgerCalls[method] ?? 0) + 1;
+  }
   /** Order of reads sent and deletions confirmed: a reading sent before the last confirmed deletion is never shared (the Redis ledger's `freedSeq`). */
   seq = 0;
   freedSeq = -1;
@@ -143,19 +154,36 @@ export class HostLedger implements QuotaLedger {
 
   bindScope: QuotaLedger['bindScope'] = (scope) => this.#inner.bindScope(scope);
   callBudgetMs: QuotaLedger['callBudgetMs'] = () => this.#inner.callBudgetMs();
-  probe: QuotaLedger['probe'] = () => this.#inner.probe();
+  probe: QuotaLedger['probe'] = () => {
+    this.readings.count('probe');
+    return this.#inner.probe();
+  };
   everReached: QuotaLedger['everReached'] = () => this.#inner.everReached();
-  peek: QuotaLedger['peek'] = (read, signal) => this.#inner.peek(read, signal);
-  leave: QuotaLedger['leave'] = (place) => this.#inner.leave(place);
-  claimAnyway: QuotaLedger['claimAnyway'] = (needs, ttlMs) => this.#inner.claimAnyway(needs, ttlMs);
-  renew: QuotaLedger['renew'] = (claim, ttlMs) => this.#inner.renew(claim, ttlMs);
+  peek: QuotaLedger['peek'] = (read, signal) => {
+    this.readings.count('peek');
+    return this.#inner.peek(read, signal);
+  };
+  leave: QuotaLedger['leave'] = (place) => {
+    this.readings.count('leave');
+    return this.#inner.leave(place);
+  };
+  claimAnyway: QuotaLedger['claimAnyway'] = (needs, ttlMs) => {
+    this.readings.count('claimAnyway');
+    return this.#inner.claimAnyway(needs, ttlMs);
+  };
+  renew: QuotaLedger['renew'] = (claim, ttlMs) => {
+    this.readings.count('renew');
+    return this.#inner.renew(claim, ttlMs);
+  };
   publishFreed: QuotaLedger['publishFreed'] = (serverId) => {
+    this.readings.count('publishFreed');
     this.readings.freedSeq = ++this.readings.seq;
     return this.#inner.publishFreed(serverId);
   };
 
   async acquire(request: AcquireRequest, read: Read, signal: AbortSignal | undefined): Promise<Acquisition> {
     const r = this.readings;
+    r.count('acquire');
     let kept = r.kept && this.now() - r.kept.answeredAt <= SHARED_READING_MS ? r.kept : undefined;
     const pending = r.inFlight;
     if (kept && kept.seq < r.freedSeq) kept = undefined;
@@ -199,11 +227,13 @@ export class HostLedger implements QuotaLedger {
   onWake: QuotaLedger['onWake'] = (place, listener) => this.#inner.onWake(place, listener);
 
   bind(claim: Claim, serverId: string): Promise<void> {
+    this.readings.count('bind');
     this.#servers.set(claim.id, serverId);
     return this.#inner.bind(claim, serverId);
   }
 
   release(claim: Claim, end: Parameters<QuotaLedger['release']>[1]): Promise<void> {
+    this.readings.count('release');
     const serverId = this.#servers.get(claim.id);
     if (serverId !== undefined) {
       this.#servers.delete(claim.id);

@@ -52,3 +52,52 @@ export function inOrderBoundMs(jobs: readonly BoundJob[], workers: number, quota
   }
   return makespan;
 }
+
+/**
+ * The pull-order bound, in ms: a lower bound on the makespan of EVERY scheduler of these jobs whose
+ * `workers` workers take them from one queue in order (job j is pulled no earlier than job j-1) and
+ * keep a job from its pull to the end of its server, under `slotCores` cores at a time (the quota in
+ * whole slots), with each job's own measured time. Unlike {@link inOrderBoundMs} it does not assume
+ * the jobs START in order: a later small job may pass a waiting large one.
+ *
+ * Why it is a bound: when job j is pulled a worker is free, so at most `workers - 1` of the jobs
+ * before it still run, and at least `j - (workers - 1)` of them have ended. Their core-time (at
+ * least that of all the jobs before j but the `workers - 1` largest) was spent before the pull, at
+ * most `slotCores` at a time: `pull(j) >= that / slotCores`. Every job k >= j is pulled no earlier
+ * and then runs its own time: `makespan >= pull(j) + max over k >= j of heldMs(k)`. The bound is the
+ * largest of these over j; with j = the first job it is the longest job.
+ *
+ * It keeps the end-of-day tail every such scheduler pays (the last jobs pulled cannot start before
+ * most of the day's core-time is spent, and run their own time after), which the whole-job bound
+ * (core-time spread evenly over the quota) leaves out. It is not reachable in general: it lets the
+ * `workers - 1` largest jobs run beside the pull for free.
+ *
+ * @param jobs - in queue order (`cores` x `heldMs` is a job's core-time).
+ * @param workers - how many jobs may be held at once.
+ * @param slotCores - the most cores held at once (the quota in whole slots of the flavors' common divisor).
+ */
+export function pullOrderBoundMs(jobs: readonly BoundJob[], workers: number, slotCores: number): number {
+  const n = jobs.length;
+  const pull = new Array<number>(n).fill(0);
+  // The workers - 1 largest core-times before j (smallest on top), and their sum.
+  const largest = new MinHeap<number>((a, b) => a < b);
+  let largestSum = 0;
+  let before = 0;
+  for (let j = 0; j < n; j++) {
+    pull[j] = Math.max(0, before - largestSum) / slotCores;
+    const w = jobs[j]!.cores * jobs[j]!.heldMs;
+    before += w;
+    if (workers - 1 > 0) {
+      largest.push(w);
+      largestSum += w;
+      if (largest.size > workers - 1) largestSum -= largest.pop()!;
+    }
+  }
+  let bound = 0;
+  let longestAfter = 0;
+  for (let j = n - 1; j >= 0; j--) {
+    longestAfter = Math.max(longestAfter, jobs[j]!.heldMs);
+    bound = Math.max(bound, pull[j]! + longestAfter);
+  }
+  return bound;
+}

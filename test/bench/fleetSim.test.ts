@@ -20,6 +20,11 @@ describe('fleet simulation in virtual time (2 hosts x 2 workers, 40 jobs, 8 core
     // The quota bound the day (4 workers want up to 16 cores): the bound is met, not trivially.
     expect(row.peakCores).toBeGreaterThan(4);
     expect(row.makespanS).toBeGreaterThanOrEqual(row.wholeJobBoundS);
+    // The sound bound (with the pull-order tail) is a lower bound of this real run too, and at least the even one.
+    expect(row.boundS).toBeGreaterThanOrEqual(row.wholeJobBoundS);
+    expect(row.makespanS).toBeGreaterThanOrEqual(row.boundS);
+    // Every job's create went through the shared ledger (acquire, bind, release at least).
+    expect(row.ledgerCallsPerJob).toBeGreaterThanOrEqual(3);
   });
 
   it('with the hosts sharing one fleet watcher (InProcessFleet): the same outcome targets, the 404s proved by the watcher, no fallback', async () => {
