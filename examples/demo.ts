@@ -67,25 +67,33 @@ const program = new Command('demo')
 const flags = program.opts<DemoFlags>();
 
 /** A ledger string the demo takes: `in-process`, `sqlite:…` or `redis(s)://…` (the guard checks the rest). */
-const LEDGER_FORMS = /^(in-process|sqlite:.+|rediss?:\/\/.+)$/;
+const LEDGER_FORMS = /^(in-process|sqlite:.*|rediss?:\/\/.+)$/;
 
 /** `--ledger`, or the default: a SQLite file in a fresh temporary directory (`cleanup` removes it). */
 function ledgerSpec(): { spec: string; cleanup: () => void } {
   if (flags.ledger !== undefined) {
-    if (!LEDGER_FORMS.test(flags.ledger)) throw new Error(`--ledger must be sqlite:/abs/file, redis://host:port or in-process, got ${JSON.stringify(flags.ledger)}`);
+    if (!LEDGER_FORMS.test(flags.ledger)) throw new Error(`--ledger must be sqlite:[PATH], redis://host:port or in-process, got ${JSON.stringify(flags.ledger)}`);
     return { spec: flags.ledger, cleanup: () => undefined };
   }
   const dir = mkdtempSync(join(tmpdir(), 'nova-guard-demo-'));
   return { spec: `sqlite:${join(dir, 'ledger.db')}`, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** What the summary says of the ledger, and why quota 403s would appear without a shared one. */
-function ledgerLine(spec: string, hosts: number, quota403s: number): string {
+/** What the summary says of the ledger, and why quota 403s would appear without a shared one (never a success claim when jobs failed). */
+function ledgerLine(spec: string, hosts: number, quota403s: number, failed: number): string {
   const secretless = spec.replace(/\/\/[^@/]*@/, '//***@');
+  const outcome = failed > 0 ? `${failed} jobs failed: see the errors below` : `${quota403s} quota 403s`;
   if (spec === 'in-process') {
-    return `in-process (each of the ${hosts} hosts has its own: they share nothing and race into Nova's quota 403s (${quota403s} here), which the guard absorbs; the default sqlite: ledger or redis:// avoids them)`;
+    return `in-process (each of the ${hosts} hosts has its own: they share nothing and race into Nova's quota 403s (${outcome}), which the guard absorbs; the demo's default, a sqlite: ledger, or redis:// avoids them)`;
   }
-  return `${secretless} (shared by the ${hosts} worker processes: ${quota403s} quota 403s). With --ledger in-process the hosts share nothing and race into Nova's 403s, which the guard absorbs.`;
+  return `${secretless} (shared by the ${hosts} worker processes: ${outcome}). With --ledger in-process the hosts share nothing and race into Nova's 403s, which the guard absorbs.`;
+}
+
+/** Each distinct job error once, with how many jobs met it. */
+function errorLines(results: ReadonlyArray<{ worker: string; errors: readonly string[] }>): string[] {
+  const seen = new Map<string, string[]>();
+  for (const r of results) for (const e of r.errors) seen.set(e, [...(seen.get(e) ?? []), r.worker]);
+  return [...seen].map(([e, workers]) => (workers.length === 1 ? `  ${workers[0]}: ${e}` : `  ${workers.length} jobs (${[...new Set(workers)].join(', ')}): ${e}`));
 }
 
 async function main(): Promise<number> {
@@ -176,7 +184,7 @@ async function demo(spec: string): Promise<number> {
   const rows: Array<[string, string | number]> = [
     ['cloud', real ? (flags.endpoint ?? flags.osCloud ?? '') : `fake Nova behind fake Keystone, ${flags.cores}-core quota, ${flags.deleteDelayMs} ms deletes`],
     ['workers x jobs', `${workers} x ${jobs} (flavor ${flavorRef}: ${vcpus}-core servers) on ${hosts} hosts in this process`],
-    ['ledger', ledgerLine(spec, hosts, guardSum('quota403s'))],
+    ['ledger', ledgerLine(spec, hosts, guardSum('quota403s'), sum('jobsFailed'))],
     ['jobs done', sum('jobsDone')],
     ['jobs failed', sum('jobsFailed')],
     ['waits for headroom', guardSum('waits')],
@@ -190,7 +198,7 @@ async function demo(spec: string): Promise<number> {
   ];
   console.log('\n| nova-guard demo | |\n|---|---|');
   for (const [k, v] of rows) console.log(`| ${k} | ${v} |`);
-  for (const r of results) for (const e of r.errors) console.log(`  ${r.worker}: ${e}`);
+  for (const line of errorLines(results)) console.log(line);
 
   const audit = await auditQuota(client);
   console.log(`\n${formatAudit(audit)}`);
@@ -248,7 +256,7 @@ async function fleet(
   const rows: Array<[string, string | number]> = [
     ['cloud', real ? (flags.endpoint ?? flags.osCloud ?? '') : `fake Nova behind fake Keystone, ${flags.cores}-core quota, ${flags.deleteDelayMs} ms deletes`],
     ['workers x jobs', `${workers} x ${jobs} (flavor ${flavorRef}) on ${hosts} worker processes`],
-    ['ledger', ledgerLine(spec, hosts, guardSum('quota403s'))],
+    ['ledger', ledgerLine(spec, hosts, guardSum('quota403s'), sum('jobsFailed'))],
     ['jobs done', sum('jobsDone')],
     ['jobs failed', sum('jobsFailed')],
     ['waits for headroom', guardSum('waits')],
@@ -263,7 +271,7 @@ async function fleet(
   ];
   console.log('\n| nova-guard demo (fleet) | |\n|---|---|');
   for (const [k, v] of rows) console.log(`| ${k} | ${v} |`);
-  for (const r of results) for (const e of r.errors) console.log(`  ${r.worker}: ${e}`);
+  for (const line of errorLines(results)) console.log(line);
   const audit = await auditQuota(client);
   console.log(`\n${formatAudit(audit)}`);
   // This process's metrics (the hosts' own stay in their processes).

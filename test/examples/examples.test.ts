@@ -11,8 +11,9 @@
  * first when src/ is newer), from JavaScript transpiled into build/ inside the repository.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDIS_SERVER, freePort, spawnRedis } from '../../bench/redisServer.js';
@@ -35,9 +36,9 @@ interface Exit {
   stderr: string;
 }
 
-function run(example: string, args: readonly string[], timeoutMs = 60_000): Promise<Exit> {
+function run(example: string, args: readonly string[], timeoutMs = 60_000, env: NodeJS.ProcessEnv = process.env): Promise<Exit> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [`${OUT}/${example.replace(/\.ts$/, '.js')}`, ...args], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [`${OUT}/${example.replace(/\.ts$/, '.js')}`, ...args], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'], env });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -104,14 +105,41 @@ describe('examples/ run against FakeNova', () => {
   it('demo.ts --ledger in-process: the hosts are clients of one process, each on its own ledger, and the summary says why 403s come', async () => {
     const r = await run('demo.ts', [...RUNS['demo.ts'].filter((a) => a !== '--metrics'), '--ledger', 'in-process']);
     expect(r.code, r.stdout + r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/^\| ledger \| in-process \(each of the 2 hosts has its own: they share nothing and race into Nova's quota 403s \(\d+ here\), which the guard absorbs; /m);
+    expect(r.stdout).toMatch(/^\| ledger \| in-process \(each of the 2 hosts has its own: they share nothing and race into Nova's quota 403s \(\d+ quota 403s\), which the guard absorbs; the demo's default, a sqlite: ledger, or redis:\/\/ avoids them\) \|$/m);
     expect(r.stdout).toMatch(/^\| jobs failed \| 0 \|$/m);
   }, 60_000);
+
+  it('demo.ts --ledger sqlite: (the state directory, as the library takes it): exit 0, 0 quota 403s', async () => {
+    const state = mkdtempSync(join(tmpdir(), 'demo-state-'));
+    try {
+      const small = RUNS['demo.ts'].filter((a) => a !== '--metrics');
+      const r = await run('demo.ts', [...small, '--ledger', 'sqlite:'], 60_000, { ...process.env, XDG_STATE_HOME: state });
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/^\| ledger \| sqlite: \(shared by the 2 worker processes: 0 quota 403s\)/m);
+    } finally {
+      rmSync(state, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('demo.ts run twice on one SQLite file (a new fake Nova each run): the second fails, and its summary says so instead of "0 quota 403s", each error once with its count', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'demo-reuse-'));
+    try {
+      const args = [...RUNS['demo.ts'].filter((a) => a !== '--metrics'), '--ledger', `sqlite:${join(dir, 'l.db')}`];
+      expect((await run('demo.ts', args)).code).toBe(0);
+      const second = await run('demo.ts', args);
+      expect(second.code).toBe(1);
+      expect(second.stdout).toMatch(/^\| ledger \| sqlite:\S+ \(shared by the 2 worker processes: 2 jobs failed: see the errors below\)/m);
+      expect(second.stdout).not.toMatch(/0 quota 403s\)/);
+      expect(second.stdout).toMatch(/^ {2}2 jobs \(.+\): .*LedgerConfigError/m);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 
   it('demo.ts --ledger with something else than a ledger string: exit 1 naming the forms', async () => {
     const r = await run('demo.ts', ['--ledger', 'postgres://x']);
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain('--ledger must be sqlite:/abs/file, redis://host:port or in-process, got "postgres://x"');
+    expect(r.stderr).toContain('--ledger must be sqlite:[PATH], redis://host:port or in-process, got "postgres://x"');
   }, 60_000);
 
   it.skipIf(!existsSync(REDIS_SERVER))('demo.ts --ledger (demoHost.ts processes sharing a Redis): exit 0', async () => {
