@@ -18,7 +18,7 @@
  * - `in-process`: the hosts are clients in this process, each with its own in-process ledger: they
  *   share nothing, so they race into Nova's quota 403s, which their guards absorb.
  */
-import { fork } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -96,8 +96,32 @@ function errorLines(results: ReadonlyArray<{ worker: string; errors: readonly st
   return [...seen].map(([e, workers]) => (workers.length === 1 ? `  ${workers[0]}: ${e}` : `  ${workers.length} jobs (${[...new Set(workers)].join(', ')}): ${e}`));
 }
 
+/** The worker processes running (a fleet run): stopped with the demo on Ctrl-C or SIGTERM. */
+const children = new Set<ChildProcess>();
+
+/** On SIGINT or SIGTERM: stop the worker processes, wait for them, remove the temporary ledger, exit 130 / 143. */
+function stopOnSignals(cleanup: () => void): void {
+  const stop = (signal: NodeJS.Signals): void => {
+    console.error(`demo: ${signal}: stopping ${children.size} worker process(es) and removing the temporary ledger`);
+    const exited = [...children].map((c) => new Promise<void>((resolve) => (c.exitCode !== null || c.signalCode !== null ? resolve() : c.once('exit', () => resolve()))));
+    for (const c of children) c.kill('SIGTERM');
+    const force = setTimeout(() => {
+      for (const c of children) c.kill('SIGKILL');
+    }, 5000);
+    void Promise.all(exited).then(() => {
+      clearTimeout(force);
+      cleanup();
+      process.exit(signal === 'SIGINT' ? 130 : 143);
+    });
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
 async function main(): Promise<number> {
   const { spec, cleanup } = ledgerSpec();
+  stopOnSignals(cleanup);
+  if (!flags.quiet) console.log(`demo: ledger ${spec.replace(/\/\/[^@/]*@/, '//***@')}`);
   try {
     return await demo(spec);
   } finally {
@@ -213,6 +237,8 @@ async function demo(spec: string): Promise<number> {
 function runHost(task: DemoHostTask): Promise<DemoHostResult> {
   return new Promise((resolve, reject) => {
     const child = fork(new URL('./demoHost.js', import.meta.url), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    children.add(child);
+    child.once('exit', () => children.delete(child));
     child.once('message', (m: { result?: DemoHostResult; error?: string }) => (m.result ? resolve(m.result) : reject(new Error(`host ${task.host + 1}: ${m.error}`))));
     child.once('exit', (code) => reject(new Error(`host ${task.host + 1} exited (${code}) without a result`)));
     child.send(task);

@@ -64,6 +64,9 @@ async function run(task: DemoHostTask): Promise<DemoHostResult> {
   }
 }
 
+// The demo stopped (Ctrl-C, a killed parent): its IPC channel closes, and this worker process ends with it.
+process.once('disconnect', () => process.exit(1));
+
 process.once('message', (task: DemoHostTask) => {
   run(task).then(
     (result) => process.send?.({ result }, () => process.exit(0)),

@@ -10,7 +10,7 @@
  * The examples import `nova-guard` as an application does: the package's own exports (dist/, built
  * first when src/ is newer), from JavaScript transpiled into build/ inside the repository.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -135,6 +135,27 @@ describe('examples/ run against FakeNova', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 120_000);
+
+  it('demo.ts stopped by SIGINT to its own process (as a supervisor sends it): exit 130, its worker processes gone, the temporary ledger removed', async () => {
+    const child = spawn(process.execPath, [`${OUT}/demo.js`, '--workers', '2', '--hosts', '2', '--jobs', '50', '--cores', '4', '--test-ms', '200', '--latency-ms', '2'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    const started = new Promise<void>((resolve) =>
+      child.stdout.on('data', (d: Buffer) => {
+        stdout += d.toString();
+        if (/job 1: done/.test(stdout)) resolve();
+      }),
+    );
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    await started;
+    const ledger = /^demo: ledger sqlite:(\S+)$/m.exec(stdout);
+    expect(ledger, stdout).not.toBeNull();
+    expect(existsSync(ledger![1]!)).toBe(true);
+    child.kill('SIGINT');
+    expect(await exited).toBe(130);
+    expect(existsSync(dirname(ledger![1]!))).toBe(false);
+    const left = spawnSync('pgrep', ['-f', `${OUT}/demoHost.js`], { encoding: 'utf8' });
+    expect(left.stdout.trim()).toBe('');
+  }, 60_000);
 
   it('demo.ts --ledger with something else than a ledger string: exit 1 naming the forms', async () => {
     const r = await run('demo.ts', ['--ledger', 'postgres://x']);
