@@ -172,7 +172,8 @@ export class NovaClient {
    * highest that this client (`CLIENT_MAX_MICROVERSION`, 2.93) and Nova (its version document,
    * `GET /v2.1/`, read once per client and shared by concurrent callers) both know, else `'2.1'`
    * (Nova names none this client knows, or the document could not be read: it is read again after
-   * a minute). Never rejects for a failed read.
+   * a minute). Waits for the document at most 5000 ms (half of `requestTimeoutMs` if less). Never
+   * rejects for a failed read.
    * @throws {@link AbortError} when `signal` aborts while the document is read; {@link ValidationError} for an unknown option.
    */
   async resolveMicroversion(options: { signal?: AbortSignal | undefined } = {}): Promise<string> {

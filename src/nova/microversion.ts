@@ -7,8 +7,9 @@
  *    (the highest this client is written and tested for) and the `version` of Nova's version
  *    document (`GET /v2.1/`: `{"version": {"id": "v2.1", "version": "2.93", "min_version": "2.1"}}`,
  *    Nova api-guide "Microversions", "Version discovery");
- * 3. when the document cannot be read, or names no microversions, or Nova's minimum is above this
- *    client's maximum: {@link BASE_MICROVERSION}, the version Nova uses for a request without a header.
+ * 3. when the document cannot be read (or is not one: {@link classifyVersionDocument}), or names no
+ *    microversions, or Nova's minimum is above this client's maximum: {@link BASE_MICROVERSION}, the
+ *    version Nova uses for a request without a header.
  *
  * Features of a request that need a minimum microversion ({@link createServerNeeds},
  * {@link listQueryNeeds}) are checked before the request: below it the call fails with a
