@@ -13,7 +13,7 @@ import { VERSION } from '../core/version.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { StaticTokenProvider, type AuthProvider } from '../auth/provider.js';
 import { checkCloudClientExtras, loadCloudConfig, resolveClientOptions } from '../config/load.js';
-import { ValidationError } from '../errors/index.js';
+import { NovaApiError, ValidationError } from '../errors/index.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../transport/retry.js';
 import { Transport } from '../transport/transport.js';
 import { isServerNotFound } from '../transport/http.js';
@@ -34,9 +34,10 @@ import {
   type DeleteServersResult,
   type UnconfirmedDelete,
 } from '../delete/index.js';
-import { NOVA_CLIENT_DEFAULTS, RAW_REQUEST_SPEC, checkCreateServerBody, checkListServersOptions, checkNovaClientOptions, checkRequestOptions, projectFromNoauthToken } from './options.js';
+import { LIST_SERVERS_DEFAULTS, NOVA_CLIENT_DEFAULTS, RAW_REQUEST_SPEC, checkCreateServerBody, checkListServersOptions, checkNovaClientOptions, checkRequestOptions, projectFromNoauthToken } from './options.js';
 import type { ClientStats, CloudClientOptions, ListServersOptions, ListServersQuery, NovaClientOptions, RawRequest, RawResponse, RequestOptions } from './options.js';
-import { NovaRequester } from './request.js';
+import { NovaRequester, type ChosenMicroversion } from './request.js';
+import { versionWaitMs } from './versionDiscovery.js';
 import { BASE_MICROVERSION, atLeastMicroversion, checkNeeds, createServerNeeds, highestNeed, listQueryNeeds, type MicroversionNeed } from './microversion.js';
 import { parseAbsoluteLimits, parseQuotaSetDetail } from './parse.js';
 import { SignalFanOut } from '../core/signalFanOut.js';
@@ -171,7 +172,8 @@ export class NovaClient {
    * highest that this client (`CLIENT_MAX_MICROVERSION`, 2.93) and Nova (its version document,
    * `GET /v2.1/`, read once per client and shared by concurrent callers) both know, else `'2.1'`
    * (Nova names none this client knows, or the document could not be read: it is read again after
-   * a minute). Never rejects for a failed read.
+   * a minute). Waits for the document at most 5000 ms (half of `requestTimeoutMs` if less). Never
+   * rejects for a failed read.
    * @throws {@link AbortError} when `signal` aborts while the document is read; {@link ValidationError} for an unknown option.
    */
   async resolveMicroversion(options: { signal?: AbortSignal | undefined } = {}): Promise<string> {
@@ -180,26 +182,36 @@ export class NovaClient {
   }
 
   /**
-   * The microversion a call with features `needs` goes at, checked before its request: the call's own
-   * (`microversion` option), the pinned one, else the negotiated one; when the version document could
-   * not be read, the lowest microversion the call's features need (Nova answers 406 if it has not got it).
+   * The microversion a call with features `needs` goes at when it names none and the client is not
+   * pinned, from what Nova's version document said (`chosen`): the negotiated one; when the document
+   * could not be read (in time), the lowest microversion the call's features need (Nova answers 406
+   * if it has not got it). `negotiated`: the call goes at the negotiated microversion.
    * @throws {@link ValidationError} when a feature needs more than the microversion the call must go at.
    */
-  async #callMicroversion(needs: readonly MicroversionNeed[], own: string | undefined, signal: AbortSignal | undefined): Promise<{ version: string; chosen: boolean }> {
+  #choose(needs: readonly MicroversionNeed[], c: ChosenMicroversion): { version: string; negotiated: boolean } {
+    if (c.source === 'unread') return { version: highestNeed(needs) ?? c.version, negotiated: false };
+    if (c.source === 'pinned') {
+      checkNeeds(needs, c.version, `this client is pinned to ${c.version}`);
+      return { version: c.version, negotiated: false };
+    }
+    checkNeeds(needs, c.version, c.range ? `Nova at ${this.#endpoint ?? 'the catalog endpoint'} supports ${c.range.min} to ${c.range.max}` : `Nova at ${this.#endpoint ?? 'the catalog endpoint'} names no microversion this client knows`);
+    return { version: c.version, negotiated: c.source === 'negotiated' };
+  }
+
+  /**
+   * The microversion a call with features `needs` goes at, checked before its request: the call's
+   * own (`microversion` option), the pinned one, else the negotiated one ({@link #choose}), waited
+   * for at most `waitMs` (the call's share of its time: `versionWaitMs`).
+   * @throws {@link ValidationError} when a feature needs more than the microversion the call must go at.
+   */
+  async #callMicroversion(needs: readonly MicroversionNeed[], own: string | undefined, signal: AbortSignal | undefined, waitMs: number): Promise<{ version: string; negotiated: boolean }> {
     if (own !== undefined) {
       checkNeeds(needs, own, `this call is pinned to ${own}`);
-      return { version: own, chosen: false };
+      return { version: own, negotiated: false };
     }
-    if (this.pinnedMicroversion !== undefined) {
-      checkNeeds(needs, this.pinnedMicroversion, `this client is pinned to ${this.pinnedMicroversion}`);
-      return { version: this.pinnedMicroversion, chosen: false };
-    }
+    if (this.pinnedMicroversion !== undefined) return this.#choose(needs, { version: this.pinnedMicroversion, source: 'pinned' });
     // Through the client's fan-out: many calls sharing one signal add one listener to it.
-    const c = await this.#signals.run([signal], (s) => this.#requester.microversion(s));
-    if (c.source === 'unread') return { version: highestNeed(needs) ?? c.version, chosen: true };
-    const range = c.source === 'pinned' ? undefined : c.range;
-    checkNeeds(needs, c.version, range ? `Nova at ${this.#endpoint ?? 'the catalog endpoint'} supports ${range.min} to ${range.max}` : `Nova at ${this.#endpoint ?? 'the catalog endpoint'} names no microversion this client knows`);
-    return { version: c.version, chosen: true };
+    return this.#choose(needs, await this.#signals.run([signal], (s) => this.#requester.microversion(s, waitMs)));
   }
 
   /**
@@ -286,7 +298,7 @@ export class NovaClient {
       } catch (e) {
         return Promise.reject(e as Error);
       }
-      return this.#callMicroversion(needs, undefined, options?.signal).then(({ version }) => this.listServersWithMeta(query, { ...options, microversion: version }));
+      return this.#listChosen(query, options ?? {}, needs);
     }
     if (options?.microversion !== undefined) {
       try {
@@ -300,6 +312,27 @@ export class NovaClient {
       query,
       signal === undefined ? options : { ...options, signal },
     ));
+  }
+
+  /**
+   * A listing whose filters need a microversion (`needs`), at the one chosen for it: the document is
+   * waited for within the listing's own time (at most half of `timeoutMs` and of the per-request
+   * limit, at most 5 s), and the listing gets the rest of `timeoutMs`. A 406 to the negotiated
+   * microversion is answered by listing once more at the one Nova takes (see `NovaRequester.notAccepted`).
+   */
+  async #listChosen(query: ListServersQuery, options: ListServersOptions, needs: readonly MicroversionNeed[]): Promise<{ servers: Server[]; serverDateMs: number | undefined; pages: number }> {
+    const timeoutMs = options.timeoutMs ?? LIST_SERVERS_DEFAULTS.timeoutMs;
+    const perRequestMs = options.requestTimeoutMs ?? this.requestTimeoutMs;
+    const startedAt = this.clock.now();
+    const leftMs = (): number => Math.max(1, Math.floor(timeoutMs - (this.clock.now() - startedAt)));
+    for (let renegotiated = false; ; renegotiated = true) {
+      const { version, negotiated } = await this.#callMicroversion(needs, undefined, options.signal, versionWaitMs(Math.min(leftMs(), perRequestMs)));
+      try {
+        return await this.listServersWithMeta(query, { ...options, microversion: version, timeoutMs: Number.isFinite(timeoutMs) ? leftMs() : timeoutMs });
+      } catch (e) {
+        if (renegotiated || !negotiated || !(e instanceof NovaApiError) || !this.#requester.notAccepted(version, e)) throw e;
+      }
+    }
   }
 
   /**
@@ -320,11 +353,29 @@ export class NovaClient {
     checkRequestOptions('createServer', options);
     checkCreateServerBody(body);
     const fields = body as unknown as Record<string, unknown>;
-    const { version, chosen } = await this.#callMicroversion(createServerNeeds(fields), options.microversion, options.signal);
+    const needs = createServerNeeds(fields);
+    const req = { method: 'POST' as const, path: '/servers', body: { server: body }, ...options };
     // From 2.37 Nova requires `networks`; a body written for 2.1 that names none gets 'auto' when the
     // client chose the microversion (openstacksdk's create_server does the same): Nova's own choice.
-    const sent = chosen && fields['networks'] === undefined && atLeastMicroversion(version, '2.37') ? { ...body, networks: 'auto' as const } : body;
-    const res = await this.request({ method: 'POST', path: '/servers', body: { server: sent }, ...options, microversion: version });
+    const at = (version: string): RawRequest => ({
+      ...req,
+      microversion: version,
+      body: { server: fields['networks'] === undefined && atLeastMicroversion(version, '2.37') ? { ...body, networks: 'auto' as const } : body },
+    });
+    let res: RawResponse;
+    if (options.microversion !== undefined || this.pinnedMicroversion !== undefined) {
+      // Checked before any request.
+      const { version } = await this.#callMicroversion(needs, options.microversion, options.signal, 0);
+      res = await this.request({ ...req, microversion: version });
+    } else {
+      try {
+        checkOptions('request options', req, RAW_REQUEST_SPEC);
+      } catch (e) {
+        return Promise.reject(e as Error);
+      }
+      // Chosen inside the attempt: the version document is waited for within the POST's own time limit.
+      res = await this.#requester.request({ ...req, microversion: undefined }, (c) => at(this.#choose(needs, c).version));
+    }
     return idObjectMember<Server>(res.data, 'server', {
       ...this.#shape('POST', res),
       note: 'Nova accepted the request, so a server may have been created: look for it by name',

@@ -7,8 +7,9 @@
  *    (the highest this client is written and tested for) and the `version` of Nova's version
  *    document (`GET /v2.1/`: `{"version": {"id": "v2.1", "version": "2.93", "min_version": "2.1"}}`,
  *    Nova api-guide "Microversions", "Version discovery");
- * 3. when the document cannot be read, or names no microversions, or Nova's minimum is above this
- *    client's maximum: {@link BASE_MICROVERSION}, the version Nova uses for a request without a header.
+ * 3. when the document cannot be read (or is not one: {@link classifyVersionDocument}), or names no
+ *    microversions, or Nova's minimum is above this client's maximum: {@link BASE_MICROVERSION}, the
+ *    version Nova uses for a request without a header.
  *
  * Features of a request that need a minimum microversion ({@link createServerNeeds},
  * {@link listQueryNeeds}) are checked before the request: below it the call fails with a
@@ -50,24 +51,77 @@ export interface MicroversionRange {
   max: string;
 }
 
+/** `"2.<minor>"` (surrounding white space allowed) in its canonical form `"2.<minor>"`; undefined when it is not one (`latest` neither). */
+export function canonicalMicroversion(version: unknown): string | undefined {
+  if (typeof version !== 'string') return undefined;
+  const m = /^2\.(0|[1-9]\d*)$/.exec(version.trim());
+  return m ? `2.${m[1]}` : undefined;
+}
+
 /**
- * The `v2.1` microversion range of a version document: `{"version": {...}}` (`GET /v2.1/`) or
- * `{"versions": [...]}` (`GET /`). Undefined when the body is not one, or the entry names no
- * microversions (`"version": ""`: a Nova before microversions; nothing but the base is spoken).
+ * What a body answered to a read of the version document is:
+ * - `range`: the `v2.1` entry's microversions, both in canonical form (`"2.60\n"` → `"2.60"`);
+ * - `none`: a version document whose entry names no microversions (`"version": ""`: a Nova before
+ *   microversions; nothing but the base is spoken);
+ * - `invalid` (`why` says what): anything else: an HTML page of a proxy, `{}`, a `version` that is
+ *   not `"2.<minor>"`, or a maximum below the minimum that `clientMax` cannot meet. A maximum below
+ *   the minimum that `clientMax` meets is taken as Nova serving its minimum only (2.1 would be below
+ *   what Nova says it takes).
  */
-export function parseVersionDocument(data: unknown): MicroversionRange | undefined {
-  if (!data || typeof data !== 'object') return undefined;
+export type VersionDocument =
+  | { kind: 'range'; range: MicroversionRange }
+  | { kind: 'none' }
+  | { kind: 'invalid'; why: string };
+
+/** See {@link VersionDocument}: `{"version": {...}}` (`GET /v2.1/`) or `{"versions": [...]}` (`GET /`). */
+export function classifyVersionDocument(data: unknown, clientMax: string = CLIENT_MAX_MICROVERSION): VersionDocument {
+  if (!data || typeof data !== 'object' || Array.isArray(data)) return { kind: 'invalid', why: 'the body is not a JSON object' };
   const body = data as { version?: unknown; versions?: unknown };
-  const entries = body.version !== undefined ? [body.version] : Array.isArray(body.versions) ? body.versions : [];
+  const entries = body.version !== undefined ? [body.version] : Array.isArray(body.versions) ? body.versions : undefined;
+  if (entries === undefined) return { kind: 'invalid', why: 'the body has neither "version" nor "versions"' };
+  let none = false;
   for (const entry of entries) {
     if (!entry || typeof entry !== 'object') continue;
     const { id, version, min_version: min } = entry as { id?: unknown; version?: unknown; min_version?: unknown };
-    if (id !== undefined && id !== 'v2.1') continue;
-    if (typeof version !== 'string' || microversionMinor(version) === undefined || version === 'latest') continue;
-    const lowest = typeof min === 'string' && microversionMinor(min) !== undefined && min !== 'latest' ? min : BASE_MICROVERSION;
-    return { min: lowest, max: version };
+    if (id !== undefined && id !== 'v2.1') {
+      if (typeof version === 'string' && version.trim() === '') none = true; // e.g. the v2.0 entry
+      continue;
+    }
+    if (typeof version === 'string' && version.trim() === '') {
+      none = true;
+      continue;
+    }
+    const max = canonicalMicroversion(version);
+    if (max === undefined) return { kind: 'invalid', why: `the v2.1 entry's version ${JSON.stringify(String(version)).slice(0, 40)} is not 2.<minor>` };
+    const lowest = canonicalMicroversion(min) ?? BASE_MICROVERSION;
+    if (!atLeastMicroversion(max, lowest)) {
+      if (!atLeastMicroversion(clientMax, lowest)) return { kind: 'invalid', why: `its maximum ${max} is below its minimum ${lowest}` };
+      return { kind: 'range', range: { min: lowest, max: lowest } };
+    }
+    return { kind: 'range', range: { min: lowest, max } };
   }
-  return undefined;
+  return none ? { kind: 'none' } : { kind: 'invalid', why: 'no v2.1 entry names its microversions' };
+}
+
+/**
+ * The `v2.1` microversion range of a version document (see {@link classifyVersionDocument}), or
+ * undefined when it names none or is not a version document.
+ */
+export function parseVersionDocument(data: unknown, clientMax: string = CLIENT_MAX_MICROVERSION): MicroversionRange | undefined {
+  const d = classifyVersionDocument(data, clientMax);
+  return d.kind === 'range' ? d.range : undefined;
+}
+
+/**
+ * Nova's range as its 406 to a microversion it does not take states it (`Version 2.93 is not
+ * supported by the API. Minimum is 2.1 and maximum is 2.79.`), or undefined when the message names none.
+ */
+export function rangeOf406(message: string): MicroversionRange | undefined {
+  const m = /Minimum is (\S+?) and maximum is (\S+?)\.?(?:\s|$)/.exec(message);
+  if (!m) return undefined;
+  const min = canonicalMicroversion(m[1]);
+  const max = canonicalMicroversion(m[2]);
+  return min !== undefined && max !== undefined && atLeastMicroversion(max, min) ? { min, max } : undefined;
 }
 
 /**

@@ -51,8 +51,11 @@ export interface NovaClientOptions {
    * Pin the compute API microversion sent with every request: a string `"2.<minor>"` or `"latest"`.
    * Unset (the default), the client negotiates as openstacksdk does: it reads Nova's version document
    * (`GET /v2.1/`) once, on its first request, and speaks the highest microversion both know (at
-   * most 2.93, the highest this client is written for); when that document cannot be read, requests go at 2.1 and
-   * it is read again a minute later. A feature of a call that needs more than the microversion it goes
+   * most 2.93, the highest this client is written for). Each call waits for the document within its
+   * own time limit (at most half of what is left of it, at most 5000 ms); when that document cannot be
+   * read in time (or is not one: a proxy's page), requests go at 2.1 and it is read again a minute
+   * later, never sooner. A 406 to the negotiated microversion makes the client take Nova's stated
+   * maximum (or 2.1 until the next read) and send the request once more. A feature of a call that needs more than the microversion it goes
    * at (`networks: 'none'` 2.37, `tags` 2.52, ...) fails before the request with a
    * {@link ValidationError} naming the microversion.
    * @default negotiated with Nova (2.1 when the version document cannot be read)

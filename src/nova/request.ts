@@ -21,13 +21,13 @@ import type { AuthProvider } from '../auth/provider.js';
 import type { Logger } from '../core/logger.js';
 import { checkDurationMs, checkHeaderToken, checkRetryPolicy } from '../core/validate.js';
 import { SignalFanOut } from '../core/signalFanOut.js';
-import { AuthError, NovaNetworkError, isAbortError, throwIfAborted } from '../errors/index.js';
+import { AuthError, NovaApiError, NovaNetworkError, isAbortError, throwIfAborted } from '../errors/index.js';
 import { isRetryable, networkError, type RequestContext } from '../transport/http.js';
 import { withRetry, type RetryPolicy } from '../transport/retry.js';
 import type { Transport } from '../transport/transport.js';
 import { checkEndpoint, type ClientStats, type RawRequest, type RawResponse } from './options.js';
 import { BASE_MICROVERSION, CLIENT_MAX_MICROVERSION, versionDocumentUrl, type MicroversionRange } from './microversion.js';
-import { VersionDiscovery } from './versionDiscovery.js';
+import { VERSION_READ_MAX_MS, VersionDiscovery, versionWaitMs } from './versionDiscovery.js';
 
 /** What a {@link NovaRequester} works with. */
 export interface RequesterInit {
@@ -71,10 +71,20 @@ export type ChosenMicroversion =
   | { version: string; source: 'negotiated' | 'base'; range: MicroversionRange | undefined }
   | { version: string; source: 'unread'; error: Error };
 
-/** The time limit of a read of the version document, in ms: half of `requestTimeoutMs`, at most 30000. */
+/** The time limit of a read of the version document, in ms: half of `requestTimeoutMs`, at most `VERSION_READ_MAX_MS` (5000). */
 export function versionReadLimitMs(requestTimeoutMs: number): number {
-  return Math.min(requestTimeoutMs / 2, 30_000);
+  return Math.min(requestTimeoutMs / 2, VERSION_READ_MAX_MS);
 }
+
+/**
+ * How a request that names no microversion is made at the one chosen for it (inside its attempt,
+ * once the version document was waited for): the request as sent. It may throw (a
+ * `ValidationError` for a feature the microversion lacks): the attempt then ends with it, unsent.
+ */
+export type PrepareRequest = (chosen: ChosenMicroversion) => RawRequest;
+
+/** A 406 (Nova does not take the microversion). */
+const isNotAcceptable = (error: unknown): error is NovaApiError => error instanceof NovaApiError && error.status === 406;
 
 /** Sends `NovaClient`'s requests: see the module. */
 export class NovaRequester {
@@ -111,20 +121,33 @@ export class NovaRequester {
   /**
    * The microversion of a request that names none: the pinned one (no request), else the highest
    * both know from Nova's version document, read once per client (`versionDiscovery.ts`), else 2.1.
+   * `waitMs`: the longest the caller waits for the document (see `versionWaitMs`); when it passes
+   * first, 2.1 (`unread`). Default: until the read ends (at most {@link versionReadLimitMs}).
    * @throws {@link AbortError} when `signal` aborts while the document is read.
    */
-  async microversion(signal?: AbortSignal): Promise<ChosenMicroversion> {
+  async microversion(signal?: AbortSignal, waitMs?: number): Promise<ChosenMicroversion> {
     const pinned = this.#init.microversion;
     if (pinned !== undefined) return { version: pinned, source: 'pinned' };
-    const d = await this.#discovery.resolve(signal);
+    const d = await this.#discovery.resolve(signal, waitMs);
     if (!d.read) return { version: BASE_MICROVERSION, source: 'unread', error: d.error };
     return d.version === undefined ? { version: BASE_MICROVERSION, source: 'base', range: d.range } : { version: d.version, source: 'negotiated', range: d.range };
   }
 
   /**
+   * A 406 to a request at `version` on an unpinned client: when `version` is the negotiated one,
+   * it is forgotten (see `VersionDiscovery.notAccepted`).
+   * @returns whether the request, sent again, would go at another microversion.
+   */
+  notAccepted(version: string, error: NovaApiError): boolean {
+    if (this.#init.microversion !== undefined || !isNotAcceptable(error)) return false;
+    return this.#discovery.notAccepted(version, error.message);
+  }
+
+  /**
    * One `GET` of the version document (no token: Nova serves it to anyone), one attempt within
-   * {@link versionReadLimitMs}: half of the attempt's time, so that when it hangs the request it was
-   * read for still goes out, at 2.1, within its own time limit.
+   * {@link versionReadLimitMs}; each caller waits for it at most its own share of its time
+   * (`versionWaitMs`), so that when it hangs the request it was read for still goes out, at 2.1,
+   * within its own time limit.
    */
   #readVersionDocument(signal: AbortSignal): Promise<unknown> {
     const { transport, stats, logger } = this.#init;
@@ -169,25 +192,32 @@ export class NovaRequester {
    * (`core/signalFanOut.ts`): p-retry, p-timeout and axios listen to the request's own signal, so
    * many requests sharing one signal add one listener to it, none once they settle.
    */
-  async request<T>(req: RawRequest): Promise<RawResponse<T>> {
+  async request<T>(req: RawRequest, prepare?: PrepareRequest): Promise<RawResponse<T>> {
     checkDurationMs('requestTimeoutMs', req.requestTimeoutMs, { timer: true });
     if (req.retry !== false) checkRetryPolicy('retry', req.retry);
     throwIfAborted(req.signal);
-    if (!req.signal) return this.#request<T>(req);
-    return this.#init.signals.run([req.signal], (signal) => this.#request<T>(signal === undefined ? req : { ...req, signal }));
+    if (!req.signal) return this.#request<T>(req, prepare);
+    return this.#init.signals.run([req.signal], (signal) => this.#request<T>(signal === undefined ? req : { ...req, signal }, prepare));
   }
 
   /**
-   * `req` with the microversion it goes at: its own, the pinned one, or the negotiated one (see
-   * {@link microversion}), under the attempt's `signal`: the document is read inside the attempt's
-   * time limit, after the token was had and checked (a bad token sends nothing at all).
+   * `req` with the microversion it goes at: its own, the pinned one, or the one chosen now (see
+   * {@link microversion}; `prepare` makes the request of it), under the attempt's `signal`: the
+   * document is waited for inside the attempt's time limit, after the token was had and checked (a
+   * bad token sends nothing at all), at most half of the `leftMs` the attempt has left (at most
+   * 5 s); the request gets the rest, at 2.1 if the document is not read by then. `sent.negotiated`:
+   * the negotiated microversion the request goes at, if it does.
    */
-  async #withMicroversion(req: RawRequest, signal: AbortSignal): Promise<RawRequest> {
+  async #withMicroversion(req: RawRequest, signal: AbortSignal, leftMs: number, prepare: PrepareRequest | undefined, sent: { negotiated?: string | undefined }): Promise<RawRequest> {
+    sent.negotiated = undefined;
     if (req.microversion !== undefined || this.#init.microversion !== undefined) return req;
-    return { ...req, microversion: (await this.microversion(signal)).version };
+    const chosen = await this.microversion(signal, versionWaitMs(leftMs));
+    const out = prepare ? prepare(chosen) : { ...req, microversion: chosen.version };
+    if (chosen.source === 'negotiated' && out.microversion === chosen.version) sent.negotiated = chosen.version;
+    return out;
   }
 
-  async #request<T>(req: RawRequest): Promise<RawResponse<T>> {
+  async #request<T>(req: RawRequest, prepare: PrepareRequest | undefined): Promise<RawResponse<T>> {
     const overrides = req.retry ? Object.fromEntries(Object.entries(req.retry).filter(([, v]) => v !== undefined)) : {};
     const policy: RetryPolicy = req.retry === false ? { ...this.#init.retry, retries: 0 } : { ...this.#init.retry, ...overrides };
     const retryable = req.retryOn ?? ((error: unknown): boolean => isRetryable(req.method, error));
@@ -211,7 +241,7 @@ export class NovaRequester {
         attempts = attempt;
         req.onAttempt?.(attempt);
         try {
-          return await this.#attempt<T>(req);
+          return await this.#attempt<T>(req, prepare);
         } catch (error) {
           if (!isAbortError(error) && !req.signal?.aborted) {
             try {
@@ -235,17 +265,36 @@ export class NovaRequester {
     );
   }
 
-  async #attempt<T>(req: RawRequest): Promise<RawResponse<T>> {
-    const first = await this.#limited<T>(req, false);
-    if (first !== REAUTHENTICATE) return first;
-    // The repeat has its own time limit; a second 401 is thrown, never answered REAUTHENTICATE.
-    return (await this.#limited<T>(req, true)) as RawResponse<T>;
+  /**
+   * One attempt: the exchange, repeated once after a 401 (a new token) and once after a 406 to the
+   * negotiated microversion (Nova's stated maximum, or 2.1 until the document is read again; see
+   * `VersionDiscovery.notAccepted`). A 406 to a microversion the user chose is the user's error.
+   */
+  async #attempt<T>(req: RawRequest, prepare: PrepareRequest | undefined, renegotiated = false): Promise<RawResponse<T>> {
+    const sent: { negotiated?: string | undefined } = {};
+    try {
+      const first = await this.#limited<T>(req, false, prepare, sent);
+      if (first !== REAUTHENTICATE) return first;
+      // The repeat has its own time limit; a second 401 is thrown, never answered REAUTHENTICATE.
+      return (await this.#limited<T>(req, true, prepare, sent)) as RawResponse<T>;
+    } catch (error) {
+      if (!isNotAcceptable(error)) throw error;
+      if (sent.negotiated === undefined) {
+        // A call's own microversion: its error. When it is the negotiated one, Nova has said it does not take it.
+        if (req.microversion !== undefined && req.microversion === this.negotiated) this.notAccepted(req.microversion, error);
+        throw error;
+      }
+      if (!this.notAccepted(sent.negotiated, error) || renegotiated || req.signal?.aborted) throw error;
+      this.#init.logger.info({ method: req.method, path: req.path, serverId: req.serverId, refused: sent.negotiated }, 'the negotiated microversion was refused (406): sending the request again once');
+      return this.#attempt<T>(req, prepare, true);
+    }
   }
 
   /** One exchange, the token included, under the request's time limit and signal. */
-  #limited<T>(req: RawRequest, reauthenticated: boolean): Promise<RawResponse<T> | typeof REAUTHENTICATE> {
+  #limited<T>(req: RawRequest, reauthenticated: boolean, prepare: PrepareRequest | undefined, sent: { negotiated?: string | undefined }): Promise<RawResponse<T> | typeof REAUTHENTICATE> {
     const { transport } = this.#init;
     const timeoutMs = req.requestTimeoutMs ?? this.#init.requestTimeoutMs;
+    const startedAt = transport.clock.now();
     let ctx: RequestContext = transport.context(req.method, req.path, req.serverId);
     return transport.withTimeLimit(
       timeoutMs,
@@ -256,7 +305,8 @@ export class NovaRequester {
         const token = await this.#init.auth.getToken({ signal });
         // A provider's token that cannot be a header value is refused, never sent empty or stripped.
         checkHeaderToken("the auth provider's token", token);
-        return this.#exchange<T>(await this.#withMicroversion(req, signal), ctx, token, signal, reauthenticated);
+        const out = await this.#withMicroversion(req, signal, timeoutMs - (transport.clock.now() - startedAt), prepare, sent);
+        return this.#exchange<T>(out, ctx, token, signal, reauthenticated);
       },
       () => transport.redact(networkError('ETIMEDOUT', `no response within ${timeoutMs} ms`, ctx, true)),
     );
