@@ -26,7 +26,7 @@ import { isRetryable, networkError, type RequestContext } from '../transport/htt
 import { withRetry, type RetryPolicy } from '../transport/retry.js';
 import type { Transport } from '../transport/transport.js';
 import { checkEndpoint, type ClientStats, type RawRequest, type RawResponse } from './options.js';
-import { BASE_MICROVERSION, CLIENT_MAX_MICROVERSION, versionDocumentUrl, type MicroversionRange } from './microversion.js';
+import { BASE_MICROVERSION, CLIENT_MAX_MICROVERSION, rangeOf406, versionDocumentUrl, type MicroversionRange } from './microversion.js';
 import { VERSION_READ_MAX_MS, VersionDiscovery, versionWaitMs } from './versionDiscovery.js';
 
 /** What a {@link NovaRequester} works with. */
@@ -285,6 +285,10 @@ export class NovaRequester {
         throw error;
       }
       if (!this.notAccepted(sent.negotiated, error) || renegotiated || req.signal?.aborted) throw error;
+      // A POST goes again only after Nova's own 406 (it states Nova's range, and Nova refuses a
+      // microversion before it does anything): a 406 from something in front of Nova says nothing of
+      // whether the first POST reached it, and a second one could create a second server.
+      if (req.method === 'POST' && rangeOf406(error.message) === undefined) throw error;
       this.#init.logger.info({ method: req.method, path: req.path, serverId: req.serverId, refused: sent.negotiated }, 'the negotiated microversion was refused (406): sending the request again once');
       return this.#attempt<T>(req, prepare, true);
     }

@@ -193,6 +193,17 @@ describe('a 406 to the negotiated microversion', () => {
     expect(c.microversion).toBe('2.93');
   });
 
+  it('a POST refused by a 406 that names no range (something in front of Nova) is not sent again: one POST, the 406 thrown', async () => {
+    const nova = await startNova();
+    const c = clientFor(nova, { microversion: undefined, retry: false });
+    expect(await settle(c.resolveMicroversion())).toBe('2.93');
+    nova.inject({ method: 'POST', path: '/servers', status: 406, body: { computeFault: { code: 406, message: 'Not Acceptable' } } });
+    const e = await rejection(settle(c.createServer({ name: 'x', flavorRef: '1', imageRef: 'cirros', networks: 'none' })));
+    expect((e as NovaApiError).status).toBe(406);
+    expect(nova.requestsTo('POST', '/servers')).toHaveLength(1);
+    expect(nova.listServerStates()).toHaveLength(0);
+  });
+
   it('a pinned client\'s 406 is the user\'s error: not sent again, the document never read', async () => {
     const nova = await startNova({ maxMicroversion: '2.79' });
     const c = clientFor(nova, { microversion: '2.93', retry: false });
