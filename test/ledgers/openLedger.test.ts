@@ -2,7 +2,7 @@
  * A ledger from a string: `openLedger` (the CLI's and the library's one syntax), `NOVA_GUARD_LEDGER`,
  * and QuotaGuard's `ledger: 'sqlite:…'` (resolved through the entry point, real SQLite file, FakeNova).
  */
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
@@ -323,5 +323,43 @@ describe('a Redis ledger URL: its user info never shown, a URL that can never wo
       for (const p of [...secretPieces(pw), ...secretPieces('100%sure'), ...secretPieces('my secret pw')]) expect(all).not.toContain(p);
     }
     expect(nova.requests).toEqual([]);
+  });
+});
+
+describe('sqlite: a path that is not a ledger file is a setup error, not an outage', () => {
+  it("sqlite:/dev/null: openLedger throws a LedgerConfigError ('unusable-path', not a regular file) at once; nothing made next to it", async () => {
+    const before = existsSync('/dev/null-journal');
+    const started = Date.now();
+    const e = await openLedger('sqlite:/dev/null', { endpoint: ENDPOINT, projectId: 'p1' }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(e).toBeInstanceOf(LedgerConfigError);
+    expect(e).toMatchObject({ kind: 'sqlite', reason: 'unusable-path' });
+    expect((e as Error).message).toMatch(/\/dev\/null is not a regular file \(a character device\)/);
+    expect(Date.now() - started).toBeLessThan(3000);
+    if (!before) expect(existsSync('/dev/null-journal')).toBe(false);
+  });
+
+  it("a text file (as sqlite:/etc/passwd): a LedgerConfigError ('unusable-path') saying it is not a nova-guard ledger file; the first create rejects with it, no POST, no fallback, no file made", async () => {
+    const dir = tempDir();
+    const file = join(dir, 'passwd');
+    writeFileSync(file, 'root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/usr/sbin:/usr/sbin/nologin\n');
+    const e = await openLedger(`sqlite:${file}`, { endpoint: ENDPOINT, projectId: 'p1' }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(e).toBeInstanceOf(LedgerConfigError);
+    expect(e).toMatchObject({ kind: 'sqlite', reason: 'unusable-path' });
+    expect((e as Error).message).toContain(`the SQLite ledger ${file} is not a nova-guard ledger file (not a SQLite database): name another path`);
+    const nova = await startNova({ maxTotalCores: 4 });
+    const guard = new QuotaGuard(clientFor(nova), { ledger: `sqlite:${file}`, waitForActive: false, maxWaitMs: 60_000 });
+    toClose.push(guard);
+    const started = Date.now();
+    await expect(guard.createServer({ name: 'a', flavorRef: '2', imageRef: 'img', networks: 'none' })).rejects.toBeInstanceOf(LedgerConfigError);
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(guard.stats.ledgerOutages).toBe(0);
+    expect(nova.requestsTo('POST', /^\/servers$/)).toHaveLength(0);
+    expect(readdirSync(dir)).toEqual(['passwd']);
   });
 });
