@@ -100,7 +100,8 @@ const OPTION_NAMES: OptionsSpec<OpenLedgerOptions> = { logger: null, endpoint: n
  * `LedgerConfigError` (a `ConfigError`) naming the cause and the fix when better-sqlite3 or ioredis
  * cannot be loaded (`reason: 'module-missing'`), the SQLite file or its directory cannot be
  * created or opened (`'unwritable-path'`) or may not be used (a network file system, a file of
- * another endpoint or project: `'unusable-path'`); what the ledger's constructor throws otherwise
+ * another endpoint or project, a path that is not a regular file or a file that is not a SQLite
+ * database: `'unusable-path'`); what the ledger's constructor throws otherwise
  * (a corrupt file: `SqliteLedgerError`).
  */
 export async function openLedger(spec: string | QuotaLedger | undefined, options: OpenLedgerOptions = {}): Promise<QuotaLedger | undefined> {
