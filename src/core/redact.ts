@@ -44,11 +44,35 @@ export function redactSecrets(text: string, secrets: readonly string[]): string 
 const SECRET_PARAM = /([?&#;])([\w.~%[\]-]*?(?:token|pass|pwd|secret|key|auth|credential|sig|session)[\w.~%[\]-]*)=([^&#;\s"'<>]*)/gi;
 
 /**
- * User info of a URL (`http://user:password@host`, also with one slash or none after the scheme).
- * A password may hold any character, `/`, `?`, `#` and `@` included: everything up to the last `@`
- * of the URL (up to a space or a quote) is taken for user info (a path with an `@` is redacted too).
+ * User info of a URL written with one slash or none after the scheme (`http:/user:pw@host`,
+ * `redis:user:pw@host`): up to the `@` (up to a space or a quote). `scheme://` URLs are handled by
+ * {@link redactAuthorities}, which takes any character for user info.
  */
-const USER_INFO = /\b([a-z][a-z0-9+.-]*:\/{0,2})([^\s"'<>]+)@/gi;
+const USER_INFO = /\b([a-z][a-z0-9+.-]*:\/{0,1})(?!\/)([^\s"'<>]+)@/gi;
+
+/** Where a `scheme://` starts in a text. */
+const SCHEME_SLASHES = /\b[a-z][a-z0-9+.-]*:\/\//gi;
+
+/**
+ * `text` with, after each `scheme://`, everything up to the last `@` before the next `scheme://`
+ * (or the end of the text) replaced by `[REDACTED]`: a password may hold any character (a space, a
+ * quote, `<`, `>`, a newline, `/`, `?`, `#`, `@`), so no character can be taken for the end of user
+ * info; the `@` that ends it is the last one. A later `@` in the same text (an address in the words
+ * after the URL) makes more be redacted, never less.
+ */
+function redactAuthorities(text: string): string {
+  const starts: Array<{ at: number; end: number }> = [];
+  for (const m of text.matchAll(SCHEME_SLASHES)) starts.push({ at: m.index, end: m.index + m[0].length });
+  if (starts.length === 0) return text;
+  let out = text.slice(0, starts[0]!.at);
+  for (const [i, s] of starts.entries()) {
+    const next = i + 1 < starts.length ? starts[i + 1]!.at : text.length;
+    const at = text.lastIndexOf('@', next - 1);
+    out += text.slice(s.at, s.end);
+    out += at >= s.end ? `${REDACTED}${text.slice(at, next)}` : text.slice(s.end, next);
+  }
+  return out;
+}
 
 /**
  * `url` without anything that may be user info: everything between `scheme://` and the last `@` is
@@ -61,11 +85,29 @@ export function withoutUserInfo(url: string): string {
 
 /**
  * `text` with what a URL may carry of a secret replaced by `[REDACTED]`: its user info
- * (`http://[REDACTED]@host`) and the values of query or fragment parameters named like a secret
+ * (`http://[REDACTED]@host`; after `scheme://`, everything up to the last `@` before the next URL,
+ * whatever characters it holds) and the values of query or fragment parameters named like a secret
  * (`?token=[REDACTED]`, `&password=[REDACTED]`; see the list above). For URLs that an error echoes
  * (an endpoint refused by validation, a redirect's `Location`, a next link): the caller's own
  * secrets are removed by {@link redactSecrets}, these need no list.
  */
 export function redactUrlSecrets(text: string): string {
-  return text.replace(USER_INFO, `$1${REDACTED}@`).replace(SECRET_PARAM, `$1$2=${REDACTED}`);
+  return redactAuthorities(text).replace(USER_INFO, (all: string, scheme: string, info: string) => (info === REDACTED ? all : `${scheme}${REDACTED}@`)).replace(SECRET_PARAM, `$1$2=${REDACTED}`);
+}
+
+/**
+ * A ledger or connection string as it may be shown in a message: everything that may be user info
+ * replaced by `[REDACTED]`: after the scheme (`redis://`, `redis:/`, `sqlite:`), or from the start
+ * when there is none, everything up to the LAST `@` of the string (a password may hold any
+ * character, `/` and `@` included, so the last `@` is the only sure end), then
+ * {@link redactUrlSecrets} for secret-named query parameters. Leading and trailing spaces are kept
+ * out of the scheme test (`' redis://:pw@h'` is redacted too).
+ */
+export function shownConnectionString(text: string): string {
+  const t = String(text);
+  const at = t.lastIndexOf('@');
+  if (at < 0) return redactUrlSecrets(t);
+  const scheme = /^\s*[a-z][a-z0-9+.-]*:\/{0,2}/i.exec(t)?.[0] ?? '';
+  const start = at >= scheme.length ? scheme.length : 0;
+  return redactUrlSecrets(`${t.slice(0, start)}${REDACTED}${t.slice(at)}`);
 }

@@ -11,10 +11,11 @@
 import { systemClock, type Clock } from '../core/clock.js';
 import { checkOptions, type OptionsSpec } from '../core/options.js';
 import type { LoggerOption } from '../core/logger.js';
-import { redactUrlSecrets } from '../core/redact.js';
+import { shownConnectionString } from '../core/redact.js';
 import { ValidationError } from '../errors/index.js';
 import type { QuotaLedger } from '../ledger/index.js';
 import type { NovaClient } from '../nova/client.js';
+import { checkRedisUrl } from '../redis/url.js';
 import { absoluteLedgerPath } from '../sqlite/ledgerPath.js';
 import { sqliteOpenError } from './configError.js';
 
@@ -30,13 +31,16 @@ export type LedgerSpec = { readonly kind: 'in-process' } | { readonly kind: 'sql
  *   endpoint and project), `sqlite:///abs/path` (the same as `sqlite:/abs/path`). `PATH` is
  *   absolute, or `~` / `~/…` (expanded to this user's home directory); a relative path, `~user/…`
  *   and `:memory:` are refused (processes in different working directories would share nothing);
- * - `redis://[user:password@]host[:port][/db]`, `rediss://…` (TLS);
+ * - `redis://[user:password@]host[:port][/db][?family=4|6]`, `rediss://…` (TLS), checked in full
+ *   before any connection: a password with `/`, `@`, `%`, `#`, `?` or `:` must be percent-encoded
+ *   (`encodeURIComponent`), the path is empty, `/` or a database number, no fragment;
  * - `in-process`: the default ledger of one process.
- * @throws `ValidationError` naming the accepted forms (a password in the string is redacted).
+ * @throws `ValidationError` naming the accepted forms or the rule a Redis URL breaks (everything of
+ * the string up to its last `@`, where user info may be, is never shown).
  */
 export function parseLedgerSpec(spec: string): LedgerSpec {
   const text = typeof spec === 'string' ? spec.trim() : '';
-  const shown = JSON.stringify(redactUrlSecrets(String(spec)));
+  const shown = JSON.stringify(shownConnectionString(text));
   const forms = "'sqlite:[PATH]', 'redis://HOST[:PORT][/DB]', 'rediss://…' or 'in-process'";
   if (text === 'in-process') return { kind: 'in-process' };
   if (/^sqlite:/i.test(text)) {
@@ -48,13 +52,7 @@ export function parseLedgerSpec(spec: string): LedgerSpec {
     return { kind: 'sqlite', path: path === '' ? undefined : absoluteLedgerPath('the SQLite ledger', path, (p) => `sqlite:${p}`) };
   }
   if (/^rediss?:\/\//i.test(text)) {
-    let host: string;
-    try {
-      host = new URL(text).hostname;
-    } catch {
-      host = '';
-    }
-    if (host === '') throw new ValidationError(`the Redis ledger URL has no host: ${shown} (expected redis://HOST[:PORT][/DB])`);
+    checkRedisUrl(text, 'the Redis ledger URL');
     return { kind: 'redis', url: text };
   }
   throw new ValidationError(`a ledger must be ${forms}, got ${shown}`);
@@ -102,7 +100,8 @@ const OPTION_NAMES: OptionsSpec<OpenLedgerOptions> = { logger: null, endpoint: n
  * `LedgerConfigError` (a `ConfigError`) naming the cause and the fix when better-sqlite3 or ioredis
  * cannot be loaded (`reason: 'module-missing'`), the SQLite file or its directory cannot be
  * created or opened (`'unwritable-path'`) or may not be used (a network file system, a file of
- * another endpoint or project: `'unusable-path'`); what the ledger's constructor throws otherwise
+ * another endpoint or project, a path that is not a regular file or a file that is not a SQLite
+ * database: `'unusable-path'`); what the ledger's constructor throws otherwise
  * (a corrupt file: `SqliteLedgerError`).
  */
 export async function openLedger(spec: string | QuotaLedger | undefined, options: OpenLedgerOptions = {}): Promise<QuotaLedger | undefined> {

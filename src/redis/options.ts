@@ -9,11 +9,12 @@ import type { Redis } from 'ioredis';
 import type { Clock } from '../core/index.js';
 import { checkOptions, type OptionsSpec } from '../core/options.js';
 import { checkDurationMs } from '../core/validate.js';
-import { redactUrlSecrets } from '../core/redact.js';
+import { redactUrlSecrets, shownConnectionString } from '../core/redact.js';
 import { isHttpUrl, normaliseEndpoint } from '../core/endpoint.js';
 import { toLogger, type LoggerOption } from '../core/logger.js';
 import { ValidationError } from '../errors/index.js';
 import { isClock, isHolderName } from '../ledger/index.js';
+import { checkRedisUrl } from './url.js';
 
 /** Options of `new RedisQuotaLedger(...)`. */
 export interface RedisQuotaLedgerOptions {
@@ -222,13 +223,8 @@ export function resolveOptions(options: RedisQuotaLedgerOptions): ResolvedOption
   }
   if (options.clock !== undefined && !isClock(options.clock)) throw new ValidationError('RedisQuotaLedger clock must be a Clock (now, wallNow, setTimeout, clearTimeout)');
   if (url !== undefined) {
-    let scheme: string;
-    try {
-      scheme = new URL(url).protocol;
-    } catch {
-      throw new ValidationError(`RedisQuotaLedger url is not a URL: ${JSON.stringify(redactUrlSecrets(String(url)))}`);
-    }
-    if (scheme !== 'redis:' && scheme !== 'rediss:') throw new ValidationError(`RedisQuotaLedger url must be redis:// or rediss://, got ${JSON.stringify(redactUrlSecrets(url))}`);
+    if (!/^rediss?:\/\//i.test(url.trim())) throw new ValidationError(`RedisQuotaLedger url must be redis:// or rediss://, got ${JSON.stringify(shownConnectionString(url))}`);
+    checkRedisUrl(url.trim(), 'RedisQuotaLedger url');
   }
   if (typeof options.endpoint !== 'string' || options.endpoint.trim() === '') throw new ValidationError('RedisQuotaLedger needs endpoint (the Nova compute endpoint)');
   if (!isHttpUrl(options.endpoint)) throw new ValidationError(`RedisQuotaLedger endpoint must be an http:// or https:// URL (the Nova compute endpoint), got ${JSON.stringify(redactUrlSecrets(options.endpoint))}`);

@@ -28,13 +28,14 @@
  *
  * @module
  */
-import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ValidationError } from '../errors/index.js';
 import { NO_NEEDS } from '../ledger/index.js';
 import type { ResourceAmounts } from '../core/index.js';
 import { loadSqlite, type Database, type Statement } from './native.js';
 import { refuseNetworkFileSystem } from './fileSystem.js';
+import { makeDirectory } from './directory.js';
+import { checkLedgerFile } from './ledgerFile.js';
 import { sqliteError } from './errors.js';
 import { NATIVE_BUSY_MS, isBusy } from './busy.js';
 import { bootId } from './hostClock.js';
@@ -112,7 +113,8 @@ export class LedgerStore {
    * file, its owner) is left to the first operation, which is tried again until the lock is free.
    * @param shiftFromWall - (monotonic now - wall now) in ms: moves a schema-1 file's wall-clock times.
    * @throws `ConfigError` when better-sqlite3 cannot be loaded; `ValidationError` when the
-   * directory is on a network file system or the file belongs to another scope;
+   * directory is on a network file system, the file belongs to another scope, the path is not a
+   * regular file (a device, a directory, a FIFO) or a file that is not a SQLite database;
    * `SqliteLedgerError` when the file cannot be created or opened, or is not a SQLite database.
    */
   constructor(path: string, scope: string, shiftFromWall: () => number) {
@@ -122,11 +124,12 @@ export class LedgerStore {
     this.#shiftFromWall = shiftFromWall;
     const dir = dirname(path);
     try {
-      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      makeDirectory(dir, 0o700);
     } catch (error) {
       throw sqliteError(path, 'creating its directory', error);
     }
     refuseNetworkFileSystem(dir);
+    checkLedgerFile(path);
     let db: Database;
     try {
       db = new Sqlite(path, { timeout: NATIVE_BUSY_MS });

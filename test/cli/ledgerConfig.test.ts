@@ -70,3 +70,22 @@ describe('server create with a ledger that cannot work: one line, exit 1', () =>
     for (const line of r.stderr.split('\n').filter((l) => l.startsWith('waiting'))) expect(line).toMatch(/out of reach: no create is admitted without it for now/);
   }, 60_000);
 });
+
+describe('server create with a Redis ledger URL whose password breaks the URL: its user info never on stderr', () => {
+  it("NOVA_GUARD_LEDGER='redis://:my secret pw@' and --ledger with an unencoded '/' and '@': exit 2 (bad input), the rule on stderr, no piece of the password, no POST", async () => {
+    const nova = await startNova({ maxTotalCores: 10 });
+    const env = { OS_ENDPOINT: nova.endpoint, OS_TOKEN: `admin:${nova.projectId}` };
+    for (const [pw, run] of [
+      ['my secret pw', () => runPiped(CREATE, { ...env, NOVA_GUARD_LEDGER: 'redis://:my secret pw@' })],
+      ['quo"te<p4ss>\nw0rd', () => runPiped(CREATE, { ...env, NOVA_GUARD_LEDGER: 'redis://:quo"te<p4ss>\nw0rd@' })],
+      ['s3cr3t@Pr0dPa55w0rdTail/2024', () => runPiped([...CREATE, '--ledger', 'redis://:s3cr3t@Pr0dPa55w0rdTail/2024@127.0.0.1:6379'], env)],
+    ] as const) {
+      const r = await run();
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(/Redis ledger URL "redis:\/\/\[REDACTED\]@/);
+      for (let i = 0; i + 4 <= pw.length; i++) expect(r.stderr, pw.slice(i, i + 4)).not.toContain(pw.slice(i, i + 4));
+      expect(r.stderr).not.toMatch(/ENOTFOUND|in-process ledger|waiting/);
+    }
+    expect(nova.requestsTo('POST', /^\/servers$/)).toHaveLength(0);
+  }, 60_000);
+});

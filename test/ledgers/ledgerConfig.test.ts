@@ -42,8 +42,11 @@ interface ChildResult {
   stderr: string;
 }
 
-/** Run guardChild.mjs with `hide` not installed; `env` over the environment (without NOVA_GUARD_LEDGER unless given). */
-function child(hide: string, cfg: Record<string, unknown>, env: Record<string, string> = {}): Promise<ChildResult> {
+/**
+ * Run guardChild.mjs with `hide` not installed; `env` over the environment (without NOVA_GUARD_LEDGER
+ * unless given). A child still running after `limitMs` is killed and the promise rejects (a hang).
+ */
+function child(hide: string, cfg: Record<string, unknown>, env: Record<string, string> = {}, limitMs = 120_000): Promise<ChildResult> {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'NOVA_GUARD_LEDGER' && k !== 'NODE_OPTIONS')) as Record<string, string>;
   return new Promise((resolve, reject) => {
     const p = spawn(process.execPath, ['--import', HIDE, CHILD, JSON.stringify(cfg)], { env: { ...base, NOVA_GUARD_TEST_HIDE: hide, ...env } });
@@ -52,7 +55,12 @@ function child(hide: string, cfg: Record<string, unknown>, env: Record<string, s
     p.stdout.on('data', (d: Buffer) => (out += d.toString()));
     p.stderr.on('data', (d: Buffer) => (err += d.toString()));
     p.on('error', reject);
+    const limit = setTimeout(() => {
+      p.kill('SIGKILL');
+      reject(new Error(`child still running after ${limitMs} ms (killed): ${out}\n${err}`));
+    }, limitMs);
     p.on('close', (code) => {
+      clearTimeout(limit);
       try {
         resolve({ ...(JSON.parse(out) as Omit<ChildResult, 'stderr'>), stderr: err });
       } catch {
@@ -190,4 +198,17 @@ describe('sqlite: a path that cannot be created (under a regular file: fails for
     expect(b.requestsTo('POST', /^\/servers$/)).toHaveLength(0);
     await other.close();
   });
+});
+
+describe('sqlite: a directory that cannot be made under /proc (Node 20 loops for ever in a recursive mkdirSync there)', () => {
+  it.runIf(existsSync('/proc/self/stat'))('sqlite:/proc/nope/ledger.db: the first create rejects at once with a LedgerConfigError (unwritable-path) naming the directory; the process does not hang', async () => {
+    const r = await child('none', { ledger: 'sqlite:/proc/nope/ledger.db' }, {}, 30_000);
+    expect(r.calls).toHaveLength(1);
+    const [c] = r.calls;
+    expect(c).toMatchObject({ ok: false, name: 'LedgerConfigError', ledgerConfigError: true, kind: 'sqlite', reason: 'unwritable-path' });
+    expect(c!.message).toMatch(/the SQLite ledger cannot create or open \/proc\/nope\/ledger\.db: creating its directory failed \(ENOENT: .*cannot make the directory \/proc\/nope in \/proc/);
+    expect(c!.ms).toBeLessThan(10_000);
+    expect(r.posts).toBe(0);
+    expect(r.stats.ledgerOutages ?? 0).toBe(0);
+  }, 60_000);
 });

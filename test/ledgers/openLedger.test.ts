@@ -2,7 +2,7 @@
  * A ledger from a string: `openLedger` (the CLI's and the library's one syntax), `NOVA_GUARD_LEDGER`,
  * and QuotaGuard's `ledger: 'sqlite:…'` (resolved through the entry point, real SQLite file, FakeNova).
  */
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
@@ -209,5 +209,157 @@ describe("QuotaGuard's ledger as a string", () => {
     toClose.push(guard);
     expect(guard.options.ledger?.kind).toBe('sqlite');
     expect(inspect(guard.options.ledger)).not.toContain('sqlite:');
+  });
+});
+
+/** The password and each piece of it of 4 characters or more. */
+function secretPieces(secret: string): string[] {
+  const out = [secret];
+  for (let i = 0; i + 4 <= secret.length; i++) out.push(secret.slice(i, i + 4));
+  return out;
+}
+
+/** Every way an error may be shown: message, stack, inspected (all of it), JSON. */
+function everyView(error: unknown): string {
+  const e = error as Error;
+  return [e.message, e.stack ?? '', inspect(e, { depth: Infinity, showHidden: true }), JSON.stringify(e), JSON.stringify(Object.getOwnPropertyDescriptors(e))].join('\n');
+}
+
+/** What parseLedgerSpec(spec) throws (fails the test when it throws nothing). */
+function thrownBy(spec: string): unknown {
+  try {
+    parseLedgerSpec(spec);
+  } catch (error) {
+    return error;
+  }
+  throw new Error(`parseLedgerSpec(${JSON.stringify(spec)}) threw nothing`);
+}
+
+describe('a Redis ledger URL: its user info never shown, a URL that can never work refused before any connection', () => {
+  // (no piece of these is a word of the messages: 'pass' would be found in 'password')
+  const PASSWORDS = ['my secret pw', 'quo"te"p4ss', "single'quote", 'angle<br>acket', 'new\nline\np4ss'];
+  it('no host: the password with a space, a quote, <, > or a newline is not in the ValidationError (message, stack, inspect, JSON)', () => {
+    for (const pw of PASSWORDS) {
+      for (const spec of [`redis://:${pw}@`, `rediss://user:${pw}@`, ` redis://:${pw}@ `]) {
+        const e = thrownBy(spec);
+        expect(e, spec).toBeInstanceOf(ValidationError);
+        expect((e as Error).message).toMatch(/the Redis ledger URL "rediss?:\/\/\[REDACTED\]@" (has no host|has user info that does not percent-decode)/);
+        const all = everyView(e);
+        for (const p of secretPieces(pw)) expect(all, `${JSON.stringify(spec)}: ${JSON.stringify(p)}`).not.toContain(p);
+      }
+    }
+  });
+
+  it("an unencoded '/' and '@' in the password: a ValidationError naming the rule, the URL shown without its user info", () => {
+    const pw = 's3cr3t@Pr0dPa55w0rdTail/2024';
+    const e = thrownBy(`redis://:${pw}@127.0.0.1:6379`);
+    expect(e).toBeInstanceOf(ValidationError);
+    expect((e as Error).message).toContain('the Redis ledger URL "redis://[REDACTED]@127.0.0.1:6379"');
+    expect((e as Error).message).toMatch(/a password with '\/', '@', '%'.* must be percent-encoded, e\.g\. encodeURIComponent/);
+    for (const p of secretPieces(pw)) expect(everyView(e)).not.toContain(p);
+    // encoded, the same password is taken
+    expect(parseLedgerSpec(`redis://:${encodeURIComponent(pw)}@127.0.0.1:6379/2`)).toEqual({ kind: 'redis', url: `redis://:${encodeURIComponent(pw)}@127.0.0.1:6379/2` });
+  });
+
+  it("a raw '%', a '#' or '?' in the password, a control character: a ValidationError naming the rule", () => {
+    for (const [spec, pw] of [
+      ['redis://:100%sure@redis.example', '100%sure'],
+      ['redis://:pa55#w0rd1@redis.example:6379', 'pa55#w0rd1'],
+      ['redis://:pa55?w0rd1@redis.example:6379', 'pa55?w0rd1'],
+      ['redis://:tab\tp4ss@redis.example', 'tab\tp4ss'],
+      ['redis://:abc%zzdef@redis.example', 'abc%zzdef'],
+    ] as const) {
+      const e = thrownBy(spec);
+      expect(e, spec).toBeInstanceOf(ValidationError);
+      expect((e as Error).message, spec).toMatch(/must be percent-encoded, e\.g\. encodeURIComponent/);
+      for (const p of secretPieces(pw)) expect(everyView(e), `${spec}: ${p}`).not.toContain(p);
+    }
+  });
+
+  it('the path is empty, / or /DB; no fragment; no query other than ?family=4|6', () => {
+    for (const ok of ['redis://h', 'redis://h/', 'redis://h:6379/15', 'rediss://u:p%2Fw@h:1/0', 'redis://[::1]:6379/1', 'redis://h/?family=6', 'redis://:a:b@h']) {
+      expect(parseLedgerSpec(ok), ok).toMatchObject({ kind: 'redis', url: ok });
+    }
+    for (const [bad, rule] of [
+      ['redis://h/db1', /path that is not \/DB/],
+      ['redis://h/1/2', /path that is not \/DB/],
+      ['redis://h:6379#frag', /fragment/],
+      ['redis://h?password=x', /query parameter "password"/],
+      ['redis://h?family=5', /family/],
+      ['redis://h:0', /port/],
+      ['redis://h:99999', /HOST\[:PORT\]/],
+    ] as const) {
+      expect(() => parseLedgerSpec(bad), bad).toThrow(ValidationError);
+      expect(() => parseLedgerSpec(bad), bad).toThrow(rule);
+    }
+    // a password without its host: not shown either
+    const e = thrownBy('redis://:Sup3rS3cr3tV4lu3');
+    for (const p of secretPieces('Sup3rS3cr3tV4lu3')) expect(everyView(e)).not.toContain(p);
+  });
+
+  it('QuotaGuard and RedisQuotaLedger refuse it at construction: no request, nothing of the password in the error or the log lines', async () => {
+    const { pino } = await import('pino');
+    const { RedisQuotaLedger } = await import('../../src/redis/index.js');
+    const lines: string[] = [];
+    const logger = pino({ level: 'trace' }, { write: (l: string) => void lines.push(l) });
+    const nova = await startNova();
+    const pw = 's3cr3t@Pr0dPa55w0rdTail/2024';
+    for (const url of [`redis://:${pw}@127.0.0.1:6379`, 'redis://:100%sure@127.0.0.1:6379', 'redis://:my secret pw@']) {
+      let error: unknown;
+      try {
+        new QuotaGuard(clientFor(nova), { ledger: url, logger });
+      } catch (e) {
+        error = e;
+      }
+      expect(error, url).toBeInstanceOf(ValidationError);
+      let direct: unknown;
+      try {
+        new RedisQuotaLedger({ url, endpoint: ENDPOINT, projectId: 'p', logger });
+      } catch (e) {
+        direct = e;
+      }
+      expect(direct, url).toBeInstanceOf(ValidationError);
+      const all = `${everyView(error)}\n${everyView(direct)}\n${lines.join('\n')}`;
+      for (const p of [...secretPieces(pw), ...secretPieces('100%sure'), ...secretPieces('my secret pw')]) expect(all).not.toContain(p);
+    }
+    expect(nova.requests).toEqual([]);
+  });
+});
+
+describe('sqlite: a path that is not a ledger file is a setup error, not an outage', () => {
+  it("sqlite:/dev/null: openLedger throws a LedgerConfigError ('unusable-path', not a regular file) at once; nothing made next to it", async () => {
+    const before = existsSync('/dev/null-journal');
+    const started = Date.now();
+    const e = await openLedger('sqlite:/dev/null', { endpoint: ENDPOINT, projectId: 'p1' }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(e).toBeInstanceOf(LedgerConfigError);
+    expect(e).toMatchObject({ kind: 'sqlite', reason: 'unusable-path' });
+    expect((e as Error).message).toMatch(/\/dev\/null is not a regular file \(a character device\)/);
+    expect(Date.now() - started).toBeLessThan(3000);
+    if (!before) expect(existsSync('/dev/null-journal')).toBe(false);
+  });
+
+  it("a text file (as sqlite:/etc/passwd): a LedgerConfigError ('unusable-path') saying it is not a nova-guard ledger file; the first create rejects with it, no POST, no fallback, no file made", async () => {
+    const dir = tempDir();
+    const file = join(dir, 'passwd');
+    writeFileSync(file, 'root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/usr/sbin:/usr/sbin/nologin\n');
+    const e = await openLedger(`sqlite:${file}`, { endpoint: ENDPOINT, projectId: 'p1' }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(e).toBeInstanceOf(LedgerConfigError);
+    expect(e).toMatchObject({ kind: 'sqlite', reason: 'unusable-path' });
+    expect((e as Error).message).toContain(`the SQLite ledger ${file} is not a nova-guard ledger file (not a SQLite database): name another path`);
+    const nova = await startNova({ maxTotalCores: 4 });
+    const guard = new QuotaGuard(clientFor(nova), { ledger: `sqlite:${file}`, waitForActive: false, maxWaitMs: 60_000 });
+    toClose.push(guard);
+    const started = Date.now();
+    await expect(guard.createServer({ name: 'a', flavorRef: '2', imageRef: 'img', networks: 'none' })).rejects.toBeInstanceOf(LedgerConfigError);
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(guard.stats.ledgerOutages).toBe(0);
+    expect(nova.requestsTo('POST', /^\/servers$/)).toHaveLength(0);
+    expect(readdirSync(dir)).toEqual(['passwd']);
   });
 });

@@ -297,17 +297,26 @@ describe('SqliteQuotaLedger files', () => {
     expect(() => l.bindScope({ endpoint: 'HTTP://nova.example:8774/v2.1/', projectId: 'p1' })).not.toThrow();
   });
 
-  it('a file that is not a SQLite database is refused with a SqliteLedgerError that says what to do', () => {
-    const file = join(tempDir(), 'junk.sqlite');
+  it('a file that is not a SQLite database (no SQLite header) is refused with a ValidationError naming it: not a ledger file, name another path; nothing made next to it', () => {
+    const dir = tempDir();
+    const file = join(dir, 'junk.sqlite');
     writeFileSync(file, 'this is not a database, just some text that is long enough '.repeat(200));
+    expect(() => ledger(file)).toThrow(ValidationError);
+    expect(() => ledger(file)).toThrow(`the SQLite ledger ${file} is not a nova-guard ledger file (not a SQLite database): name another path`);
+    expect(readdirSync(dir)).toEqual(['junk.sqlite']);
+  });
+
+  it('a ledger file damaged after its SQLite header (one that was a database) stays a SqliteLedgerError that says what to do', () => {
+    const file = join(tempDir(), 'damaged.sqlite');
+    writeFileSync(file, Buffer.concat([Buffer.from('SQLite format 3\0', 'latin1'), Buffer.alloc(4096, 0x5a)]));
     let error: unknown;
     try {
-      ledger(file);
+      ledger(file).close();
     } catch (e) {
       error = e;
     }
     expect(error).toBeInstanceOf(SqliteLedgerError);
-    expect(error).toMatchObject({ code: 'SQLITE_NOTADB', ledgerDown: true, path: file });
+    expect(error).toMatchObject({ ledgerDown: true, path: file });
     expect((error as Error).message).toMatch(/not a SQLite database or is corrupt.*delete it/);
   });
 

@@ -93,10 +93,11 @@ describe('SQLite ledger shared by worker processes on one host', () => {
     }
   }, 90_000);
 
-  it('a ledger file that is not a database: the processes warn, naming the file, and go on through Nova (no job lost)', async () => {
+  it('a ledger file damaged after its SQLite header (one that was a database): the processes warn, naming the file, and go on through Nova (no job lost)', async () => {
     const n = await startNova({ maxTotalCores: 8 });
     const file = ledgerFile(dir, n.endpoint, n.projectId);
-    writeFileSync(file, 'not a database '.repeat(500));
+    // (a file without the header, a text file, is a setup error: test/sqlite/ledgerFile.test.ts)
+    writeFileSync(file, Buffer.concat([Buffer.from('SQLite format 3\0', 'latin1'), Buffer.from('not a database '.repeat(500))]));
     const h = fleet.host(n, { holder: 'c', workers: 2, jobs: 2 });
     const r = await h.result;
     expect(r, JSON.stringify(r.errors)).toMatchObject({ done: 4, failed: 0 });
