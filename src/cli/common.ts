@@ -261,7 +261,10 @@ export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.Process
   const envEndpoint = env['OS_ENDPOINT'];
   const direct = endpoint && token ? { endpoint, token } : !envAuthUrl && envToken && (endpoint ?? envEndpoint) ? { endpoint: (endpoint ?? envEndpoint)!, token: envToken } : undefined;
   if (direct && !opts.osCloud && !opts.osAuthUrl) {
-    return new NovaClient({ ...common, ...direct });
+    // The project of a ledger and a quota read: --os-project-id (OS_PROJECT_ID), else the client's
+    // own (a noauth token `user:project`), as NovaClient.fromEnv() does.
+    const projectId = opts.osProjectId ?? env['OS_PROJECT_ID'];
+    return new NovaClient({ ...common, ...direct, ...(projectId ? { projectId } : {}) });
   }
   // Half of the token pair and no Keystone or cloud to complete it: say which half is missing (not
   // the "envvars" cloud's missing auth_url, which OS_ENDPOINT alone would otherwise lead to).

@@ -29,6 +29,19 @@ const PATH_CODES = /^(ENOTDIR|EEXIST|EACCES|EPERM|EROFS|ENOENT|SQLITE_CANTOPEN|S
 /** What a {@link LedgerConfigError} for a SQLite file that may not be used tells the user to do. */
 export const SQLITE_USE_FIX = "give a path on a local disk for this endpoint and project (a directory, sqlite:/abs/dir/, gives one file each), or use ledger: 'in-process'";
 
+/** What a {@link LedgerConfigError} for a client without a project id tells the user to do. */
+export const MISSING_PROJECT_FIX = "set OS_PROJECT_ID (or projectId in NovaClient's options / clouds.yaml's auth.project_id)";
+
+/**
+ * The {@link LedgerConfigError} of a ledger named by a string (`kind`: `'sqlite'`, `'redis'`) whose
+ * guard's client has no project id: the ledger serves one endpoint and project and cannot open
+ * (reason `'missing-project'`).
+ */
+export function missingProjectError(kind: string): LedgerConfigError {
+  const name = kind === 'sqlite' ? 'SQLite' : kind === 'redis' ? 'Redis' : kind;
+  return new LedgerConfigError(`the ${name} ledger serves one project and the client has no project id`, { kind, reason: 'missing-project', fix: MISSING_PROJECT_FIX });
+}
+
 /**
  * What opening a SQLite ledger threw, as a {@link LedgerConfigError}: `'unwritable-path'` when it
  * says the file or its directory cannot be created or opened, `'unusable-path'` for the
