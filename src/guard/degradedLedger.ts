@@ -590,12 +590,8 @@ export class DegradedLedger {
   }
 }
 
-/** Most characters of a failure's message a fallback's warning shows. */
-const MAX_CAUSE_CHARS = 300;
-
-/** `error`'s message (a time-out's, a refusal's), on one line and at most {@link MAX_CAUSE_CHARS} long. */
+/** `error`'s message (a time-out's, a refusal's), on one line and at most 300 characters long. */
 function causeText(error: unknown): string {
-  const raw = error instanceof Error ? error.message : String(error);
-  const line = raw.replace(/\s+/g, ' ').trim() || (error instanceof Error ? error.name : 'unknown error');
-  return line.length > MAX_CAUSE_CHARS ? `${line.slice(0, MAX_CAUSE_CHARS - 1)}…` : line;
+  const line = (error instanceof Error ? error.message : String(error)).replace(/\s+/g, ' ').trim() || (error instanceof Error ? error.name : 'unknown error');
+  return line.length > 300 ? `${line.slice(0, 299)}…` : line;
 }

@@ -12,6 +12,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { clientFromOptions } from '../../src/cli/common.js';
 import { ConfigError, LedgerConfigError, NovaClient, QuotaGuard } from '../../src/index.js';
 import { openLedger } from '../../src/ledgers/index.js';
+import type { FakeNova } from '../../src/testing/index.js';
 import { rejection, startNova } from '../helpers.js';
 import { body, FAST, posts } from './fixtures.js';
 
@@ -26,8 +27,8 @@ afterEach(() => {
 });
 
 /** A client of `endpoint` with a plain (not `user:project`) token: no project id. */
-function projectless(nova: { endpoint: string; adapter: NovaClient['adapter'] }): NovaClient {
-  return new NovaClient({ endpoint: nova.endpoint, token: 'plain-token-0123', microversion: '2.79', adapter: nova.adapter as never });
+function projectless(nova: FakeNova): NovaClient {
+  return new NovaClient({ endpoint: nova.endpoint, token: 'plain-token-0123', microversion: '2.79', adapter: nova.adapter });
 }
 
 describe('a ledger named for a client without a project id: a setup error (LedgerConfigError), not a fallback', () => {
