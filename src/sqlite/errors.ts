@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { NovaGuardError } from '../errors/index.js';
+import { NovaGuardError, ValidationError } from '../errors/index.js';
 
 /**
  * The SQLite ledger could not do what was asked: the file is locked by another process for longer
@@ -56,4 +56,24 @@ export function sqliteError(path: string, what: string, error: unknown): SqliteL
     hint = ': the file cannot be opened (its directory must exist and be writable)';
   }
   return new SqliteLedgerError(`SQLite ledger ${path}: ${what} failed (${c ?? 'error'}: ${msg})${hint}`, { path, code: c, cause: error });
+}
+
+/**
+ * The SQLite ledger file belongs to another endpoint or project than the ledger's (the `scope` it
+ * recorded when it was made): a {@link ValidationError} whose `owner` and `scope` say whose
+ * (`"<endpoint> project <id>"`); internal to the ledgers (`src/ledgers/configError.ts` words its fix).
+ */
+export class SqliteScopeError extends ValidationError {
+  /**
+   * @param path - The ledger file.
+   * @param owner - Whose file it is, as shown.
+   * @param scope - Whose file was asked for, as shown.
+   */
+  constructor(
+    readonly path: string,
+    readonly owner: string,
+    readonly scope: string,
+  ) {
+    super(`the SQLite ledger file ${path} belongs to ${owner}, not ${scope}: give each endpoint and project its own file (a directory as the path gives one file each)`);
+  }
 }
