@@ -28,7 +28,7 @@
  *
  * @module
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ValidationError } from '../errors/index.js';
 import { NO_NEEDS } from '../ledger/index.js';
@@ -124,7 +124,8 @@ export class LedgerStore {
     try {
       mkdirSync(dir, { recursive: true, mode: 0o700 });
     } catch (error) {
-      throw sqliteError(path, 'creating its directory', error);
+      const file = fileInTheWay(dir);
+      throw sqliteError(path, 'creating its directory', error, file === undefined ? '' : `: ${file} is a file, not a directory`);
     }
     refuseNetworkFileSystem(dir);
     let db: Database;
@@ -495,5 +496,17 @@ export class LedgerStore {
   /** Close the file (idempotent). */
   close(): void {
     if (this.#db.open) this.#db.close();
+  }
+}
+
+/** The nearest of `dir` and its parents that exists and is not a directory (a regular file), if any. */
+function fileInTheWay(dir: string): string | undefined {
+  for (let p = dir; ; p = dirname(p)) {
+    try {
+      if (!statSync(p).isDirectory()) return p;
+    } catch {
+      // not there (or not readable): look at its parent
+    }
+    if (dirname(p) === p) return undefined;
   }
 }

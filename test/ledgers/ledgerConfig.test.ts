@@ -144,6 +144,9 @@ describe('sqlite: a path that cannot be created (under a regular file: fails for
     expect(e).toMatchObject({ kind: 'sqlite', reason: 'unwritable-path', file: path });
     expect((e as Error).message).toContain(`the SQLite ledger cannot create or open ${path}`);
     expect((e as Error).message).toMatch(/Fix: give a path in a directory this user can create and write/);
+    // plainly why, the file system's code said once (it said "EEXIST: EEXIST: file already exists")
+    expect((e as Error).message).toContain(`(EEXIST: file already exists, mkdir '${file}'): ${file} is a file, not a directory. Fix:`);
+    expect((e as Error).message).not.toContain('EEXIST: EEXIST');
     expect(Date.now() - started).toBeLessThan(2500);
     expect(nova.requestsTo('POST', /^\/servers$/)).toHaveLength(0);
     expect(guard.stats).toMatchObject({ ledgerFallbacks: 0, ledgerOutages: 0 });
