@@ -40,6 +40,7 @@ import { normaliseInterface, selectEndpoint, type EndpointInterface } from './ca
 import { parseTokenBody, type KeystoneTokenInfo } from './token.js';
 import { CREDENTIAL_KEYS, GET_TOKEN_SPEC, KEYSTONE_AUTH_SPEC, MIN_TOKEN_LIFE_MS, checkKeystoneDurations, normaliseAuthUrl, type KeystoneAuthOptions } from './options.js';
 import { checkOptions } from '../core/options.js';
+import { projectFromNoauthToken } from './noauth.js';
 
 export type { KeystoneCredentials, KeystoneMethod } from './authBody.js';
 export { normaliseAuthUrl } from './options.js';
@@ -225,9 +226,13 @@ export class KeystoneAuth implements AuthProvider {
     return selectEndpoint(this.#current?.info.catalog, { serviceType: this.serviceType, interface: this.interface, region: this.regionName });
   }
 
-  /** The project of the current token, else the configured `projectId`; undefined before the first token of an application credential. */
+  /**
+   * The project of the current token, else the configured `projectId`, else, for a token used as it
+   * is (`endpointOverride`, no `authUrl`), the project of a noauth token `user:project` (as
+   * `new NovaClient({ endpoint, token })` does); undefined before the first token of an application credential.
+   */
   getProjectId(): string | undefined {
-    return this.#current?.info.projectId ?? this.#creds.projectId;
+    return this.#current?.info.projectId ?? this.#creds.projectId ?? (this.#direct ? projectFromNoauthToken(this.#creds.token) : undefined);
   }
 
   /** What came with the current token (expiry, project, user, roles, catalog), without the token itself. */

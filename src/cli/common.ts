@@ -100,18 +100,37 @@ const UNITS_HINT = '500ms, 5s, 2m, 1h';
  *
  * @param flag - The flag as the user typed it (an old spelling too), for the message.
  * @param options.allowZero - accept 0 (`0s`, `0ms`); @default false (the value must be positive)
+ * @param options.newFlag - the flag's current spelling when `flag` is an old one (`--timeout` for
+ *   `--timeout-ms`): a bare number is shown in it. @default `flag`
  * @returns the duration in ms.
  * @throws {@link ValidationError} naming the flag (bad usage, exit 2).
  */
-export function parseDurationFlag(value: string, flag: string, options: { allowZero?: boolean } = {}): number {
-  if (/^\d+(\.\d+)?$/.test(value)) {
-    throw new ValidationError(`${flag} ${value}: a duration needs a unit, e.g. ${flag} ${value}s (units: ${UNITS_HINT})`);
-  }
+export function parseDurationFlag(value: string, flag: string, options: { allowZero?: boolean; newFlag?: string } = {}): number {
+  if (/^\d+(\.\d+)?$/.test(value)) throw new ValidationError(`${flag} ${value}: a duration needs a unit: ${bareNumberHint(value, flag, options.newFlag ?? flag)} (units: ${UNITS_HINT})`);
   const ms = WITH_UNIT.test(value) ? parseDuration(value, flag) : Number.NaN;
   if (!Number.isSafeInteger(ms) || ms < 0 || (ms === 0 && !options.allowZero)) {
     throw new ValidationError(`${flag} must be a ${options.allowZero ? '' : 'positive '}duration with a unit (${UNITS_HINT}), got ${JSON.stringify(value)}`);
   }
   return ms;
+}
+
+/**
+ * What a bare number given to a duration flag means in the current spelling `newFlag`: for an old
+ * `-ms` flag (`--timeout-ms 30000`), the milliseconds it always meant (`30000 ms is --timeout 30s`);
+ * for any other, seconds or milliseconds (`--timeout 30s (seconds) or --timeout 30ms`).
+ */
+function bareNumberHint(value: string, flag: string, newFlag: string): string {
+  if (/-ms$/.test(flag)) return `${value} ms is ${newFlag} ${msWithUnit(Number(value))}`;
+  return `${newFlag} ${value}s (seconds) or ${newFlag} ${value}ms`;
+}
+
+/** `ms` written with the largest unit that keeps it exact: 30000 → `30s`, 120000 → `2m`, 1500 → `1.5s`, 250 → `250ms`. */
+export function msWithUnit(ms: number): string {
+  if (!Number.isSafeInteger(ms) || ms === 0) return `${ms}ms`;
+  for (const [unit, size] of [['w', 604_800_000], ['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1000]] as const) {
+    if (ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return ms >= 1000 ? `${ms / 1000}s` : `${ms}ms`;
 }
 
 /** The old spellings already warned about in this process (one line each). */
@@ -152,7 +171,7 @@ export interface DurationOptionSpec {
  * process ({@link warnOldSpelling}) and hands its value to the flag, so the action reads one attribute.
  */
 export function addDurationOption(cmd: Command, spec: DurationOptionSpec): Command {
-  const parse = (typed: string) => (value: string): number => parseDurationFlag(value, typed, { allowZero: spec.allowZero ?? false });
+  const parse = (typed: string) => (value: string): number => parseDurationFlag(value, typed, { allowZero: spec.allowZero ?? false, newFlag: spec.flag });
   const shown = spec.shownDefault === undefined ? '' : ` (default ${spec.shownDefault})`;
   const main = new Option(`${spec.flag} <duration>`, `${spec.description}: ${UNITS_HINT}${shown}`).argParser(parse(spec.flag));
   if (spec.default !== undefined) main.default(spec.default.ms, spec.default.text);
@@ -261,7 +280,10 @@ export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.Process
   const envEndpoint = env['OS_ENDPOINT'];
   const direct = endpoint && token ? { endpoint, token } : !envAuthUrl && envToken && (endpoint ?? envEndpoint) ? { endpoint: (endpoint ?? envEndpoint)!, token: envToken } : undefined;
   if (direct && !opts.osCloud && !opts.osAuthUrl) {
-    return new NovaClient({ ...common, ...direct });
+    // The project of a ledger and a quota read: --os-project-id (OS_PROJECT_ID), else the client's
+    // own (a noauth token `user:project`), as NovaClient.fromEnv() does.
+    const projectId = opts.osProjectId ?? env['OS_PROJECT_ID'];
+    return new NovaClient({ ...common, ...direct, ...(projectId ? { projectId } : {}) });
   }
   // Half of the token pair and no Keystone or cloud to complete it: say which half is missing (not
   // the "envvars" cloud's missing auth_url, which OS_ENDPOINT alone would otherwise lead to).

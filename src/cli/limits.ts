@@ -29,7 +29,7 @@ export function registerLimitsCommand(program: Command, getClient: () => Promise
   ).action(async (flags: FormatFlags & { json?: boolean }) => {
       checkFormatFlags(flags);
       const client = await getClient();
-      const limits = await withWaitNotice(client, (onAttempt) => client.getLimits({ onAttempt }));
+      const limits = await withWaitNotice(client, (hooks) => client.getLimits(hooks));
       const a = limits.absolute;
       const rows: Array<[string, number | undefined, number | undefined]> = [
         ['cores', a.maxTotalCores, a.totalCoresUsed],
@@ -71,7 +71,7 @@ export function registerLimitsCommand(program: Command, getClient: () => Promise
       console.log(formatList(['Verb', 'URI', 'Value', 'Remain', 'Unit', 'Next Available'], [], flags));
       return;
     }
-    const { absolute } = await withWaitNotice(client, (onAttempt) => client.getLimits({ onAttempt }));
+    const { absolute } = await withWaitNotice(client, (hooks) => client.getLimits(hooks));
     const rows = Object.entries(absolute)
       .filter((e): e is [string, number] => typeof e[1] === 'number')
       .map(([k, v]) => [k, nova(v)] as const);

@@ -40,6 +40,7 @@ import { Command, CommanderError } from 'commander';
 import type { NovaClient } from '../nova/client.js';
 import { ConfigError, ValidationError } from '../errors/index.js';
 import { addGlobalOptions, clientFromOptions, describeFailure, type GlobalOptions } from './common.js';
+import { cliMessage } from './ledgerError.js';
 import { registerFakeNovaCommand } from './fakeNova.js';
 import { registerLimitsCommand } from './limits.js';
 import { registerQuotaAuditCommand } from './quotaAudit.js';
@@ -93,8 +94,8 @@ export async function main(argv: string[]): Promise<number> {
       return 2;
     }
     if (e instanceof ConfigError || e instanceof ColumnError) {
-      // Configuration errors and a -c naming no column exit 1 in `openstack`.
-      console.error(`nova-guard: ${e.message}`);
+      // Configuration errors and a -c naming no column exit 1 in `openstack`; a ledger's fix in the CLI's words.
+      console.error(`nova-guard: ${cliMessage(e)}`);
       return 1;
     }
     console.error(terminalSafe(`nova-guard: ${describeFailure(e)}`, true));

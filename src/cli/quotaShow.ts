@@ -47,7 +47,7 @@ export function registerQuotaShowCommand(quota: Command, getClient: () => Promis
     if (projectId === undefined) {
       throw new ConfigError('the token names no project, so there is no project to show: pass one (nova-guard quota show PROJECT_ID), or authenticate with a project-scoped cloud (--os-project-name / OS_PROJECT_NAME)');
     }
-    const detail = await withWaitNotice(client, (onAttempt) => client.getQuotaSetDetail(projectId, { onAttempt }));
+    const detail = await withWaitNotice(client, (hooks) => client.getQuotaSetDetail(projectId, hooks));
     const rows = Object.entries(detail)
       .filter((e): e is [string, QuotaDetailItem] => e[0] !== 'id' && typeof e[1] === 'object' && e[1] !== null)
       .map(([k, v]) => [OSC_NAMES[k] ?? k, v] as const)

@@ -41,6 +41,7 @@ import type { NovaClient } from '../nova/client.js';
 import type { DeleteServerOptions, DeleteSettled } from '../delete/index.js';
 import type { DeleteProgress } from '../delete/index.js';
 import { failureKindWords } from '../delete/failureLog.js';
+import { cliMessage } from './ledgerError.js';
 import { addDurationOption, type ClientGetter, ledgerFlag, parseIntFlag, REFUSED_FIRST_CONTACT_MS, refusedHint } from './common.js';
 import { RefusedFirstContact } from './refusedFirstContact.js';
 import { terminalSafe } from '../core/table.js';
@@ -301,7 +302,7 @@ async function publishFreedTo(spec: string, client: NovaClient): Promise<{ close
   try {
     ledger = await openLedger(spec, { client });
   } catch (e) {
-    console.error(terminalSafe(`Warning: the quota ledger could not be opened (${(e as Error).message}): waiting creates see the freed quota at their next read of the limits`, true));
+    console.error(terminalSafe(`Warning: the quota ledger could not be opened (${cliMessage(e as Error)}): waiting creates see the freed quota at their next read of the limits`, true));
     return undefined;
   }
   if (ledger === undefined) return undefined; // 'in-process': nobody else to tell

@@ -45,7 +45,7 @@ export function registerServerListCommand(server: Command, getClient: () => Prom
     const query: ListServersQuery = {};
     if (flags.name !== undefined) query.name = flags.name;
     if (flags.status !== undefined) query.status = flags.status.toUpperCase();
-    const servers = await withWaitNotice(client, (onAttempt) => client.listServers(query, { onAttempt }));
+    const servers = await withWaitNotice(client, (hooks) => client.listServers(query, hooks));
     const names = await namesFor(client, servers);
     console.log(flags.long ? formatList(LONG_COLUMNS, servers.map((s) => serverLongRow(s, names)), flags) : formatList(LIST_COLUMNS, servers.map((s) => serverRow(s, names)), flags));
   });

@@ -22,7 +22,7 @@ async function findServer(client: NovaClient, nameOrId: string): Promise<Server>
   const found = await resolveServer(client, nameOrId);
   if (found === undefined) throw notFound(nameOrId);
   try {
-    return await withWaitNotice(client, (onAttempt) => client.getServer(found.id, { onAttempt }));
+    return await withWaitNotice(client, (hooks) => client.getServer(found.id, hooks));
   } catch (e) {
     // A UUID no server has as its id may be a server's name (openstack's find_resource).
     if (!found.unverified || !(e instanceof NotFoundError)) throw e;

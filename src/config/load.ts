@@ -296,7 +296,9 @@ export function keystoneOptionsFromCloud(config: CloudConfig): KeystoneAuthOptio
 /**
  * Client options for a cloud ({@link CloudClientSettings}): a {@link KeystoneAuth}, the
  * microversion (`compute_api_version`), TLS options (`cacert` read from its file, `insecure`) and
- * the project id when the cloud names one by id. `extra` wins over all of these.
+ * the project id when the cloud names one by id (`auth.project_id`, `OS_PROJECT_ID`), or, for a token
+ * used as it is (an endpoint and a token, no auth URL), the project of a noauth token `user:project`.
+ * `extra` wins over all of these.
  * @throws {@link ConfigError} when the CA file cannot be read; ValidationError for an unknown name in
  * `extra` (naming the closest, before anything else) and from {@link KeystoneAuth}.
  */
@@ -313,6 +315,7 @@ export function clientOptionsFromCloud<E extends CloudClientExtras = CloudClient
     out.clientKey = loadPem(config.key ?? config.cert, config.key !== undefined ? 'key' : 'cert');
   }
   if (config.api_timeout_ms !== undefined) out.requestTimeoutMs = config.api_timeout_ms;
+  // `auth.project_id` (OS_PROJECT_ID); for a token used as it is, else its noauth project (KeystoneAuth).
   const projectId = auth.getProjectId();
   if (projectId !== undefined) out.projectId = projectId;
   return { ...out, ...clientExtra } as CloudClientResult<E>;

@@ -15,9 +15,11 @@ import { ConfigError } from './base.js';
  * - `'unwritable-path'`: the SQLite file or its directory cannot be created or opened (a
  *   directory without write permission, a path under a regular file, a read-only file system);
  * - `'unusable-path'`: the SQLite file may not be used (a directory on a network file system, a file
- *   of another endpoint or project, a file of an unknown schema).
+ *   of another endpoint or project, a file of an unknown schema);
+ * - `'missing-project'`: the ledger serves one project, and the guard's client has no project id
+ *   (an endpoint and token without `OS_PROJECT_ID` nor a noauth `user:project` token).
  */
-export type LedgerConfigReason = 'module-missing' | 'credentials-refused' | 'unwritable-path' | 'unusable-path';
+export type LedgerConfigReason = 'module-missing' | 'credentials-refused' | 'unwritable-path' | 'unusable-path' | 'missing-project';
 
 /**
  * The quota ledger asked for (`ledger: 'sqlite:…' | 'redis://…'`, `NOVA_GUARD_LEDGER`, the CLI's

@@ -170,6 +170,8 @@ export class DegradedLedger {
   #shareWarned = false;
   /** The setup error of a ledger the guard went on without (`ledgerFallback: 'in-process'`): for the guard's life. */
   #softStart: LedgerConfigError | undefined;
+  /** Why the ledger last failed, in words (its error's message): named by the fallback's warning. */
+  #lastCause: string | undefined;
 
   constructor(ledger: QuotaLedger, clock: Clock, user: DegradedUser) {
     this.ledger = ledger;
@@ -260,11 +262,16 @@ export class DegradedLedger {
     this.#user.warn(`fallback:${this.ledger.kind}`, this.#fallbackMessage(this.ledger.kind));
   }
 
-  /** What a call that goes on without the ledger does, in words (the warning). */
-  #fallbackMessage(kind: string): string {
+  /**
+   * What a call that goes on without the ledger does, in words (the warning), naming the cause: the
+   * message of the ledger's last failure (the ledger's own words, redacted by it), or `cause`.
+   */
+  #fallbackMessage(kind: string, cause?: unknown): string {
+    if (cause !== undefined) this.#lastCause = causeText(cause);
+    const why = this.#lastCause === undefined ? '' : ` (${this.#lastCause})`;
     return this.hadGoodReading
-      ? `quota ledger (${kind}) failed: creates wait for it (other hosts may still admit on it)`
-      : `quota ledger (${kind}) failed: going on with the in-process ledger, Nova's quota check decides the rest`;
+      ? `quota ledger (${kind}) failed${why}: creates wait for it (other hosts may still admit on it)`
+      : `quota ledger (${kind}) failed${why}: going on with the in-process ledger, Nova's quota check decides the rest`;
   }
 
   /** True while the ledger is down (skipped). */
@@ -431,7 +438,7 @@ export class DegradedLedger {
       log.debug(fields, `quota ledger (${ledger.kind}) call cut short by the guarded call's maxWaitMs: going on with the in-process ledger`);
       return;
     }
-    this.#user.warn(`fallback:${ledger.kind}`, this.#fallbackMessage(ledger.kind));
+    this.#user.warn(`fallback:${ledger.kind}`, this.#fallbackMessage(ledger.kind, e));
     // A ledger known down has had its one outage warning.
     if (this.down) {
       log.debug(fields, `quota ledger (${ledger.kind}) failed: going on with the in-process ledger`);
@@ -553,6 +560,7 @@ export class DegradedLedger {
     // Not refused before reaching the store: it may have written there (a claim, a renewal).
     if (sentAtMs !== undefined && !isLedgerDown(error)) this.#landed(sentAtMs);
     this.#failingSinceMs ??= this.#clock.now();
+    this.#lastCause = causeText(error);
     const h = this.#health;
     if (h.outage) return;
     if (timedOut) h.timeouts++;
@@ -580,4 +588,10 @@ export class DegradedLedger {
   #landed(sentAtMs: number): void {
     if (this.#landedMs === undefined || sentAtMs > this.#landedMs) this.#landedMs = sentAtMs;
   }
+}
+
+/** `error`'s message (a time-out's, a refusal's), on one line and at most 300 characters long. */
+function causeText(error: unknown): string {
+  const line = (error instanceof Error ? error.message : String(error)).replace(/\s+/g, ' ').trim() || (error instanceof Error ? error.name : 'unknown error');
+  return line.length > 300 ? `${line.slice(0, 299)}…` : line;
 }

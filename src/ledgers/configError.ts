@@ -10,7 +10,7 @@
  */
 import { LedgerConfigError, ValidationError } from '../errors/index.js';
 import { AUTH_CODES } from '../redis/errors.js';
-import { SqliteLedgerError } from '../sqlite/errors.js';
+import { SqliteLedgerError, SqliteScopeError } from '../sqlite/errors.js';
 
 /** What a {@link LedgerConfigError} for a SQLite path tells the user to do. */
 export const SQLITE_PATH_FIX = "give a path in a directory this user can create and write (sqlite:/abs/dir/ or sqlite:/abs/dir/ledger.sqlite), or use ledger: 'in-process'";
@@ -29,14 +29,36 @@ const PATH_CODES = /^(ENOTDIR|EEXIST|EACCES|EPERM|EROFS|ENOENT|SQLITE_CANTOPEN|S
 /** What a {@link LedgerConfigError} for a SQLite file that may not be used tells the user to do. */
 export const SQLITE_USE_FIX = "give a path on a local disk for this endpoint and project (a directory, sqlite:/abs/dir/, gives one file each), or use ledger: 'in-process'";
 
+/** What a {@link LedgerConfigError} for a client without a project id tells the user to do. */
+export const MISSING_PROJECT_FIX = "set OS_PROJECT_ID (or projectId in NovaClient's options / clouds.yaml's auth.project_id)";
+
+/**
+ * The {@link LedgerConfigError} of a ledger named by a string (`kind`: `'sqlite'`, `'redis'`) whose
+ * guard's client has no project id: the ledger serves one endpoint and project and cannot open
+ * (reason `'missing-project'`).
+ */
+export function missingProjectError(kind: string): LedgerConfigError {
+  const name = kind === 'sqlite' ? 'SQLite' : kind === 'redis' ? 'Redis' : kind;
+  return new LedgerConfigError(`the ${name} ledger serves one project and the client has no project id`, { kind, reason: 'missing-project', fix: MISSING_PROJECT_FIX });
+}
+
+/** What a {@link LedgerConfigError} for a SQLite file of another endpoint or project tells the user to do. */
+export const SQLITE_OTHER_SCOPE_FIX =
+  'delete this file (it holds nothing lasting while no process uses it) or name a directory, sqlite:/abs/dir/, which keeps one file per endpoint and project';
+
 /**
  * What opening a SQLite ledger threw, as a {@link LedgerConfigError}: `'unwritable-path'` when it
  * says the file or its directory cannot be created or opened, `'unusable-path'` for the
  * `ValidationError` of a file that may not be used (a network file system, a file of another
- * endpoint or project or of an unknown schema: its message says which); any other error (a corrupt
+ * endpoint or project, whose fix is to delete it or name a directory, or of an unknown schema: its
+ * message says which); any other error (a corrupt
  * file: an outage) as it is.
  */
 export function sqliteOpenError(error: unknown): unknown {
+  if (error instanceof SqliteScopeError) {
+    const message = `the SQLite ledger file ${error.path} belongs to ${error.owner}, not ${error.scope}`;
+    return new LedgerConfigError(message, { kind: 'sqlite', reason: 'unusable-path', fix: SQLITE_OTHER_SCOPE_FIX, file: error.path, cause: error });
+  }
   if (error instanceof ValidationError) {
     return new LedgerConfigError(error.message, { kind: 'sqlite', reason: 'unusable-path', fix: SQLITE_USE_FIX, cause: error });
   }

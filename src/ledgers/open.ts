@@ -17,7 +17,7 @@ import type { QuotaLedger } from '../ledger/index.js';
 import type { NovaClient } from '../nova/client.js';
 import { checkRedisUrl } from '../redis/url.js';
 import { absoluteLedgerPath } from '../sqlite/ledgerPath.js';
-import { sqliteOpenError } from './configError.js';
+import { missingProjectError, sqliteOpenError } from './configError.js';
 
 /** The environment variable that names the ledger when none is given. */
 export const LEDGER_ENV = 'NOVA_GUARD_LEDGER';
@@ -96,7 +96,8 @@ const OPTION_NAMES: OptionsSpec<OpenLedgerOptions> = { logger: null, endpoint: n
  * The caller owns the ledger returned and closes it. A ledger that cannot work is never replaced by
  * another: it throws (a `QuotaGuard` can be told to go on without it: `ledgerFallback`).
  * @throws `ValidationError` for a string that is not a ledger spec (before any file or connection),
- * an unknown option, or no endpoint and project id (neither given nor from `client`);
+ * an unknown option, or no endpoint and project id (neither given nor a `client`);
+ * `LedgerConfigError` with `reason: 'missing-project'` when `client` has no project id and none is given;
  * `LedgerConfigError` (a `ConfigError`) naming the cause and the fix when better-sqlite3 or ioredis
  * cannot be loaded (`reason: 'module-missing'`), the SQLite file or its directory cannot be
  * created or opened (`'unwritable-path'`) or may not be used (a network file system, a file of
@@ -119,6 +120,7 @@ export async function openLedger(spec: string | QuotaLedger | undefined, options
   const parsed = parseLedgerSpec(text);
   if (parsed.kind === 'in-process') return undefined;
   const projectId = options.projectId ?? options.client?.projectId;
+  if (projectId === undefined && options.client !== undefined) throw missingProjectError(parsed.kind);
   if (projectId === undefined) throw new ValidationError(`the ledger ${JSON.stringify(parsed.kind)} serves one project: give projectId (or a client with one)`);
   const endpoint = options.endpoint ?? (await options.client?.endpoint());
   if (endpoint === undefined) throw new ValidationError(`the ledger ${JSON.stringify(parsed.kind)} serves one endpoint: give endpoint (or a client)`);

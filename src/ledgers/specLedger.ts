@@ -15,6 +15,7 @@ import { LedgerConfigError, ValidationError } from '../errors/index.js';
 import { InProcessQuotaLedger, defaultHolder, scopeMismatch } from '../ledger/index.js';
 import type { AcquireRequest, Acquisition, ClaimEnd, LedgerClaim, LedgerPeek, LedgerPlace, LimitsRead, QuotaLedger, UncountedRead } from '../ledger/index.js';
 import type { NovaClient } from '../nova/client.js';
+import { missingProjectError } from './configError.js';
 import { LEDGER_ENV, openLedger, parseLedgerSpec } from './open.js';
 
 /** The ledger string of the environment (`NOVA_GUARD_LEDGER`), if any. */
@@ -143,7 +144,8 @@ export class SpecLedger implements QuotaLedger {
     if (this.#closed) return Promise.reject(new ValidationError(`the ${this.kind} ledger is closed`));
     if (this.#opening !== undefined) return this.#opening;
     if (this.#scope !== undefined) return this.#open(this.#scope);
-    return Promise.reject(markedDown(new ValidationError(`the ${this.kind} ledger needs the client's project id to open (the client has none)`)));
+    // A ledger named that cannot serve this client is a setup error (never a silent fallback).
+    return Promise.reject(missingProjectError(this.kind));
   }
 
   /** The opened ledger's `acquire`. */

@@ -536,7 +536,10 @@ export class NovaClient {
 
   /**
    * A client from the environment `env` (default `process.env`): `OS_CLOUD` and clouds.yaml, or the
-   * `OS_*` variables alone. Same behaviour and errors as {@link NovaClient.fromCloud}.
+   * `OS_*` variables alone. Same behaviour and errors as {@link NovaClient.fromCloud}. With
+   * `OS_ENDPOINT` and `OS_TOKEN` (no `OS_AUTH_URL`: the token used as it is), `projectId` is
+   * `OS_PROJECT_ID`, else the project of a noauth token `user:project` (as the constructor's), else
+   * undefined (a SQLite or Redis ledger then refuses to open: `LedgerConfigError` `'missing-project'`).
    */
   static async fromEnv(env: Record<string, string | undefined> = process.env, options?: CloudClientOptions): Promise<NovaClient> {
     checkCloudClientExtras('NovaClient.fromEnv', options);

@@ -312,12 +312,8 @@ export function checkEndpoint(endpoint: unknown): void {
   }
 }
 
-/** noauth2 tokens look like `user:project`; their project is the client's default project. */
-export function projectFromNoauthToken(token: string | undefined): string | undefined {
-  if (!token) return undefined;
-  const m = /^[^:\s]+:([^:\s]+)$/.exec(token);
-  return m ? m[1] : undefined;
-}
+/** noauth2 tokens look like `user:project`; their project is the client's default project (`src/auth/noauth.ts`). */
+export { projectFromNoauthToken } from '../auth/noauth.js';
 
 /** Default of {@link NovaClientOptions.maxResponseBytes}: 64 MiB. */
 export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { NovaGuardError } from '../errors/index.js';
+import { NovaGuardError, ValidationError } from '../errors/index.js';
 
 /**
  * The SQLite ledger could not do what was asked: the file is locked by another process for longer
@@ -41,13 +41,19 @@ export class SqliteLedgerError extends NovaGuardError {
 /** SQLite codes that say the file cannot be used at all. */
 const DOWN_CODES = new Set(['SQLITE_NOTADB', 'SQLITE_CORRUPT', 'SQLITE_CANTOPEN', 'SQLITE_READONLY', 'SQLITE_IOERR', 'SQLITE_PERM', 'SQLITE_FULL']);
 
-/** `error` (thrown by better-sqlite3 while using `path`) as a {@link SqliteLedgerError} with a message that says what to do. */
-export function sqliteError(path: string, what: string, error: unknown): SqliteLedgerError {
+/**
+ * `error` (thrown by better-sqlite3 or the file system while using `path`) as a
+ * {@link SqliteLedgerError} with a message that says what to do; `hint` (`: X is a file, not a
+ * directory`) is said when given, else one of SQLite's code.
+ */
+export function sqliteError(path: string, what: string, error: unknown, hint = ''): SqliteLedgerError {
   if (error instanceof SqliteLedgerError) return error;
   const code = (error as { code?: unknown } | null)?.code;
   const c = typeof code === 'string' ? code : undefined;
-  const msg = error instanceof Error ? error.message : String(error);
-  let hint = '';
+  const raw = error instanceof Error ? error.message : String(error);
+  // Node's file system errors start with their code ("EEXIST: file already exists, mkdir …"): said once.
+  const msg = c !== undefined && raw.startsWith(`${c}: `) ? raw.slice(c.length + 2) : raw;
+  if (hint !== '') return new SqliteLedgerError(`SQLite ledger ${path}: ${what} failed (${c ?? 'error'}: ${msg})${hint}`, { path, code: c, cause: error });
   if (c?.startsWith('SQLITE_BUSY') === true || c?.startsWith('SQLITE_LOCKED') === true) {
     hint = ': another process holds the file locked for longer than busyTimeoutMs';
   } else if (c === 'SQLITE_NOTADB' || c?.startsWith('SQLITE_CORRUPT') === true) {
@@ -56,4 +62,24 @@ export function sqliteError(path: string, what: string, error: unknown): SqliteL
     hint = ': the file cannot be opened (its directory must exist and be writable)';
   }
   return new SqliteLedgerError(`SQLite ledger ${path}: ${what} failed (${c ?? 'error'}: ${msg})${hint}`, { path, code: c, cause: error });
+}
+
+/**
+ * The SQLite ledger file belongs to another endpoint or project than the ledger's (the `scope` it
+ * recorded when it was made): a {@link ValidationError} whose `owner` and `scope` say whose
+ * (`"<endpoint> project <id>"`); internal to the ledgers (`src/ledgers/configError.ts` words its fix).
+ */
+export class SqliteScopeError extends ValidationError {
+  /**
+   * @param path - The ledger file.
+   * @param owner - Whose file it is, as shown.
+   * @param scope - Whose file was asked for, as shown.
+   */
+  constructor(
+    readonly path: string,
+    readonly owner: string,
+    readonly scope: string,
+  ) {
+    super(`the SQLite ledger file ${path} belongs to ${owner}, not ${scope}: give each endpoint and project its own file (a directory as the path gives one file each)`);
+  }
 }

@@ -19,6 +19,7 @@
  */
 import { ValidationError } from '../errors/index.js';
 import type { Database } from './native.js';
+import { SqliteScopeError } from './errors.js';
 import { REBOOT_SLACK_MS } from './hostClock.js';
 
 /** The schema version written into `meta`. */
@@ -103,13 +104,13 @@ function shiftTimes(db: Database, shiftMs: number): void {
  * Whose file it is: `scope` (`<endpoint>\n<project>`) is written into a new file, compared on an
  * existing one (a read: no write lock unless the file is new or of schema 1). `write(fn)` runs
  * `fn` in a write transaction; `shiftFromWall()` is (monotonic now - wall now), for schema 1.
- * @throws `ValidationError` when the file belongs to another scope or has an unknown schema.
+ * @throws `SqliteScopeError` (a `ValidationError`) when the file belongs to another scope; `ValidationError` for an unknown schema.
  */
 export function checkOwner(db: Database, path: string, scope: string, write: (fn: () => void) => void, shiftFromWall: () => number): void {
   const show = (s: string): string => JSON.stringify(s.replace('\n', ' project '));
   const judge = (owner: unknown): void => {
     if (owner !== scope) {
-      throw new ValidationError(`the SQLite ledger file ${path} belongs to ${show(String(owner))}, not ${show(scope)}: give each endpoint and project its own file (a directory as the path gives one file each)`);
+      throw new SqliteScopeError(path, show(String(owner)), show(scope));
     }
   };
   const owner = metaOf(db, 'scope');

@@ -126,6 +126,7 @@ export class LedgerStore {
     try {
       makeDirectory(dir, 0o700);
     } catch (error) {
+      // makeDirectory names a regular file in the way ("X is not a directory, so Y cannot be made").
       throw sqliteError(path, 'creating its directory', error);
     }
     refuseNetworkFileSystem(dir);
@@ -500,3 +501,4 @@ export class LedgerStore {
     if (this.#db.open) this.#db.close();
   }
 }
+

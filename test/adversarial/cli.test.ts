@@ -50,7 +50,7 @@ async function run(argv: string[], env: Record<string, string> = {}): Promise<Ru
 
 /** The one message of a refused duration: a bare number needs a unit; anything else is not a duration. */
 function durationRefusal(flag: string, value: string, positive: boolean): string {
-  if (/^\d+(\.\d+)?$/.test(value)) return `${flag} ${value}: a duration needs a unit, e.g. ${flag} ${value}s (units: 500ms, 5s, 2m, 1h)`;
+  if (/^\d+(\.\d+)?$/.test(value)) return `${flag} ${value}: a duration needs a unit: ${flag} ${value}s (seconds) or ${flag} ${value}ms (units: 500ms, 5s, 2m, 1h)`;
   return `${flag} must be a ${positive ? 'positive ' : ''}duration with a unit (500ms, 5s, 2m, 1h), got ${JSON.stringify(value)}`;
 }
 
@@ -123,7 +123,7 @@ describe('nova-guard misuse', () => {
     [['quota', 'audit', '--attempts', '0x3'], '--attempts must be a positive integer, got "0x3"'],
     [['quota', 'audit', '--ghost-concurrency', '2.0'], '--ghost-concurrency must be a positive integer, got "2.0"'],
     [['--request-timeout-ms', '0x100', 'limits'], '--request-timeout-ms must be a positive duration with a unit (500ms, 5s, 2m, 1h), got "0x100"'],
-    [['--request-timeout', '100', 'limits'], '--request-timeout 100: a duration needs a unit, e.g. --request-timeout 100s (units: 500ms, 5s, 2m, 1h)'],
+    [['--request-timeout', '100', 'limits'], '--request-timeout 100: a duration needs a unit: --request-timeout 100s (seconds) or --request-timeout 100ms (units: 500ms, 5s, 2m, 1h)'],
   ])('%j is refused: exit 2, one line', async (argv, message) => {
     const nova = await startNova();
     const r = await run(argv, { NOVA_ENDPOINT: nova.endpoint, NOVA_TOKEN: 'admin:demo' });

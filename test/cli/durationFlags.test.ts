@@ -71,13 +71,28 @@ const FLAGS: ReadonlyArray<readonly [string[], string]> = [
   [['fake-nova', '--port', '0'], '--delete-delay-ms'],
 ];
 
+/** The current spelling of `flag`. */
+const newFlag = (flag: string): string => (flag === '--poll-interval' ? '--interval' : flag.replace(/-ms$/, ''));
+/** A bare number of the test table (ms for an old `-ms` flag) in the new spelling. */
+const AS_MS: Record<string, string> = { '5': '5ms', '2': '2ms', '30000': '30s', '0': '0ms' };
+
+/**
+ * The one message of a bare number: for an old `-ms` flag, the milliseconds it meant in the new
+ * spelling (`30000 ms is --timeout 30s`, not `--timeout-ms 30000s`: 1000 times too long); for any
+ * other flag, seconds or milliseconds.
+ */
+function bareMessage(flag: string, value: string): string {
+  const hint = /-ms$/.test(flag) ? `${value} ms is ${newFlag(flag)} ${AS_MS[value]}` : `${newFlag(flag)} ${value}s (seconds) or ${newFlag(flag)} ${value}ms`;
+  return `${flag} ${value}: a duration needs a unit: ${hint} (units: 500ms, 5s, 2m, 1h)`;
+}
+
 describe('a bare number is refused on every duration flag, with one message', () => {
   it.each(FLAGS.flatMap(([before, flag]) => ['5', '2', '30000', '0'].map((value) => [before, flag, value] as const)))(
     '%j %s %s: exit 2, the flag and an example with a unit, nothing sent',
     async (before, flag, value) => {
       const nova = await startNova();
       const r = await run([...before, flag, value], nova.endpoint);
-      expect(r).toEqual({ code: 2, out: '', err: `nova-guard: ${flag} ${value}: a duration needs a unit, e.g. ${flag} ${value}s (units: 500ms, 5s, 2m, 1h)` });
+      expect(r).toEqual({ code: 2, out: '', err: `nova-guard: ${bareMessage(flag, value)}` });
       expect(nova.requests).toHaveLength(0);
     },
   );
@@ -86,9 +101,23 @@ describe('a bare number is refused on every duration flag, with one message', ()
     const nova = await startNova({ deleteDelayMs: 60_000 });
     const id = nova.addServer({ status: 'ACTIVE' }).id;
     const r = await runPiped(['server', 'delete', '--wait', '--timeout-ms', '5', id], { OS_ENDPOINT: nova.endpoint, OS_TOKEN: `admin:${nova.projectId}` });
-    expect(r).toMatchObject({ code: 2, stdout: '', stderr: 'nova-guard: --timeout-ms 5: a duration needs a unit, e.g. --timeout-ms 5s (units: 500ms, 5s, 2m, 1h)\n' });
+    expect(r).toMatchObject({ code: 2, stdout: '', stderr: 'nova-guard: --timeout-ms 5: a duration needs a unit: 5 ms is --timeout 5ms (units: 500ms, 5s, 2m, 1h)\n' });
     expect(nova.requests).toHaveLength(0);
     expect(nova.getServerState(id)?.taskState ?? null).toBeNull();
+  });
+
+  it.each([
+    [['server', 'delete', 'ci-2', '--wait', '--timeout-ms', '30000'], '--timeout-ms 30000: a duration needs a unit: 30000 ms is --timeout 30s'],
+    [['server', 'delete', 'ci-2', '--wait', '--interval-ms', '1500'], '--interval-ms 1500: a duration needs a unit: 1500 ms is --interval 1.5s'],
+    [['server', 'create', 'x', '--flavor', '1', '--image', 'i', '--max-wait-ms', '600000'], '--max-wait-ms 600000: a duration needs a unit: 600000 ms is --max-wait 10m'],
+    [['limits', '--request-timeout-ms', '250'], '--request-timeout-ms 250: a duration needs a unit: 250 ms is --request-timeout 250ms'],
+    [['fake-nova', '--port', '0', '--delete-delay-ms', '3000'], '--delete-delay-ms 3000: a duration needs a unit: 3000 ms is --delete-delay 3s'],
+    [['server', 'delete', 'ci-2', '--wait', '--timeout', '30'], '--timeout 30: a duration needs a unit: --timeout 30s (seconds) or --timeout 30ms'],
+  ])('%j: the suggestion is the same time in the new spelling (the user\'s case: not 1000 times longer)', async (argv, message) => {
+    const nova = await startNova();
+    const r = await run(argv, nova.endpoint);
+    expect(r).toEqual({ code: 2, out: '', err: `nova-guard: ${message} (units: 500ms, 5s, 2m, 1h)` });
+    expect(nova.requests).toHaveLength(0);
   });
 });
 

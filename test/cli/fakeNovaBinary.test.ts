@@ -127,6 +127,6 @@ describe('nova-guard fake-nova', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toBe('nova-guard: --delete-delay-ms must be a duration with a unit (500ms, 5s, 2m, 1h), got "5 s"\n');
     const bare = await runPiped(['fake-nova', '--build-delay', '500'], {});
-    expect(bare).toMatchObject({ code: 2, stdout: '', stderr: 'nova-guard: --build-delay 500: a duration needs a unit, e.g. --build-delay 500s (units: 500ms, 5s, 2m, 1h)\n' });
+    expect(bare).toMatchObject({ code: 2, stdout: '', stderr: 'nova-guard: --build-delay 500: a duration needs a unit: --build-delay 500s (seconds) or --build-delay 500ms (units: 500ms, 5s, 2m, 1h)\n' });
   });
 });

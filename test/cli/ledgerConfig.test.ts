@@ -35,7 +35,9 @@ describe('server create with a ledger that cannot work: one line, exit 1', () =>
     const r = await runPiped(CREATE, { OS_ENDPOINT: nova.endpoint, OS_TOKEN: `admin:${nova.projectId}`, NOVA_GUARD_LEDGER: `sqlite:${dir}/`, NODE_OPTIONS: `--import=${HIDE}`, NOVA_GUARD_TEST_HIDE: 'better-sqlite3' });
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
-    expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^nova-guard: the SQLite ledger needs the optional dependency better-sqlite3 .*Fix: npm install better-sqlite3@12 .*or use ledger: 'in-process'$/)]);
+    expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^nova-guard: the SQLite ledger needs the optional dependency better-sqlite3 .*Fix: npm install better-sqlite3@12 .*or use --ledger in-process \(or unset NOVA_GUARD_LEDGER\)$/)]);
+    // the CLI's words, not the library's option syntax
+    expect(r.stderr).not.toContain("ledger: 'in-process'");
     expect(readdirSync(dir)).toEqual([]);
     expect(nova.requestsTo('POST', /^\/servers$/)).toHaveLength(0);
   }, 60_000);
@@ -45,7 +47,7 @@ describe('server create with a ledger that cannot work: one line, exit 1', () =>
     const r = await runPiped([...CREATE, '--ledger', `redis://127.0.0.1:${await closedPort()}`], { OS_ENDPOINT: nova.endpoint, OS_TOKEN: `admin:${nova.projectId}`, NODE_OPTIONS: `--import=${HIDE}`, NOVA_GUARD_TEST_HIDE: 'ioredis' });
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
-    expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^nova-guard: the Redis ledger needs the optional peer dependency ioredis \(5\.x\), which is not installed\. Fix: npm install ioredis@\^5/)]);
+    expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^nova-guard: the Redis ledger needs the optional peer dependency ioredis \(5\.x\), which is not installed\. Fix: npm install ioredis@\^5, or use --ledger in-process \(or unset NOVA_GUARD_LEDGER\)$/)]);
     expect(r.stderr).not.toMatch(/in-process ledger|no create is admitted|waiting/);
     expect(nova.requestsTo('POST', /^\/servers$/)).toHaveLength(0);
   }, 60_000);
@@ -57,6 +59,22 @@ describe('server create with a ledger that cannot work: one line, exit 1', () =>
     const r = await runPiped(CREATE, { OS_ENDPOINT: nova.endpoint, OS_TOKEN: `admin:${nova.projectId}`, NOVA_GUARD_LEDGER: `sqlite:${file}/ledger.db` });
     expect(r.code).toBe(1);
     expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(new RegExp(`^nova-guard: the SQLite ledger cannot create or open ${file}/ledger\\.db: .*Fix: give a path in a directory this user can create and write`))]);
+    // plainly why, the file system's code said once, and the fix in the CLI's words
+    expect(r.stderr).toContain(`(ENOTDIR: ${file} is not a directory, so ${file} cannot be made). Fix:`);
+    expect(r.stderr).not.toContain('EEXIST: EEXIST');
+    expect(r.stderr.trimEnd()).toMatch(/or use --ledger in-process \(or unset NOVA_GUARD_LEDGER\)$/);
+    expect(nova.requestsTo('POST', /^\/servers$/)).toHaveLength(0);
+  }, 60_000);
+
+  it('OS_ENDPOINT + a plain OS_TOKEN (no project id) + NOVA_GUARD_LEDGER=sqlite:DIR/: the missing-project error, its fix in the CLI\'s words, no file, no POST', async () => {
+    const nova = await startNova({ maxTotalCores: 10 });
+    const dir = tempDir();
+    const r = await runPiped(CREATE, { OS_ENDPOINT: nova.endpoint, OS_TOKEN: 'plain-token-0123', NOVA_GUARD_LEDGER: `sqlite:${dir}/` });
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n')).toEqual([
+      'nova-guard: the SQLite ledger serves one project and the client has no project id. Fix: set OS_PROJECT_ID (or --os-project-id, or auth.project_id in clouds.yaml)',
+    ]);
+    expect(readdirSync(dir)).toEqual([]);
     expect(nova.requestsTo('POST', /^\/servers$/)).toHaveLength(0);
   }, 60_000);
 

@@ -96,7 +96,7 @@ describe('nova-guard quota audit', () => {
 
   it('--retry-delay 1ms waits 1 ms (a bare --retry-delay 1 is refused: a duration needs a unit)', async () => {
     const nova = await startNova();
-    await expect(audit(clientFor(nova), ['--attempts', '2', '--retry-delay', '1', '--no-ghosts'])).rejects.toThrow('--retry-delay 1: a duration needs a unit, e.g. --retry-delay 1s');
+    await expect(audit(clientFor(nova), ['--attempts', '2', '--retry-delay', '1', '--no-ghosts'])).rejects.toThrow('--retry-delay 1: a duration needs a unit: --retry-delay 1s (seconds) or --retry-delay 1ms');
     nova.addServer({ flavorId: '1' });
     nova.inject({ method: 'GET', path: '/servers/detail', delayMs: 30 });
     const running = audit(clientFor(nova), ['--attempts', '2', '--retry-delay', '1ms', '--no-ghosts']);
@@ -147,7 +147,7 @@ describe('nova-guard quota audit', () => {
     await expect(audit(clientFor(nova), ['--retry-delay', '5s5'])).rejects.toThrow('--retry-delay must be a duration with a unit (500ms, 5s, 2m, 1h), got "5s5"');
     await expect(audit(clientFor(nova), ['--timeout', '1e3'])).rejects.toThrow('--timeout must be a positive duration with a unit (500ms, 5s, 2m, 1h), got "1e3"');
     await expect(audit(clientFor(nova), ['--watch', '--interval', '-5'])).rejects.toThrow(/--interval must be a duration/);
-    await expect(audit(clientFor(nova), ['--watch', '--interval', '30'])).rejects.toThrow('--interval 30: a duration needs a unit, e.g. --interval 30s (units: 500ms, 5s, 2m, 1h)');
+    await expect(audit(clientFor(nova), ['--watch', '--interval', '30'])).rejects.toThrow('--interval 30: a duration needs a unit: --interval 30s (seconds) or --interval 30ms (units: 500ms, 5s, 2m, 1h)');
     await expect(audit(clientFor(nova), ['--watch', '-f', 'yaml'])).rejects.toThrow('--watch prints JSON lines: -c and -f table|value|yaml|csv do not apply to it');
     await expect(audit(clientFor(nova), ['--watch', '-c', 'Drift'])).rejects.toThrow(ValidationError);
     await expect(audit(clientFor(nova), ['--ghost-concurrency', 'x'])).rejects.toThrow(ValidationError);

@@ -125,7 +125,7 @@ describe('nova-guard server reap', () => {
     const nova = await startNova();
     await expect(reap(nova, ['--prefix', 'adt-'])).rejects.toThrow(/--older-than is required/);
     // A bare number is refused (--older-than 2 would have been 2 ms: almost every server), naming a unit.
-    await expect(reap(nova, ['--prefix', 'adt-', '--older-than', '2'])).rejects.toThrow('--older-than 2: a duration needs a unit, e.g. --older-than 2s (units: 500ms, 5s, 2m, 1h)');
+    await expect(reap(nova, ['--prefix', 'adt-', '--older-than', '2'])).rejects.toThrow('--older-than 2: a duration needs a unit: --older-than 2s (seconds) or --older-than 2ms (units: 500ms, 5s, 2m, 1h)');
     await expect(reap(nova, ['--prefix', 'adt-', '--older-than', '7200000'])).rejects.toThrow(/--older-than 7200000: a duration needs a unit/);
     await expect(reap(nova, ['--prefix', 'adt-', '--older-than', '0'])).rejects.toThrow(/--older-than 0: a duration needs a unit/);
     await expect(reap(nova, ['--prefix', 'adt-', '--older-than', '2y'])).rejects.toThrow('--older-than must be a duration with a unit (500ms, 5s, 2m, 1h), got "2y"');

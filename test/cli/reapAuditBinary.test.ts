@@ -76,7 +76,7 @@ describe('server reap: the --older-than safety', () => {
     seed(nova);
     const r = await runPiped(['server', 'reap', '--prefix', 'adt-', '--older-than', value], envOf(nova));
     expect(r).toMatchObject({ code: 2, stdout: '' });
-    expect(r.stderr.trimEnd()).toBe(`nova-guard: --older-than ${value}: a duration needs a unit, e.g. --older-than ${value}s (units: 500ms, 5s, 2m, 1h)`);
+    expect(r.stderr.trimEnd()).toBe(`nova-guard: --older-than ${value}: a duration needs a unit: --older-than ${value}s (seconds) or --older-than ${value}ms (units: 500ms, 5s, 2m, 1h)`);
     expect(nova.requests).toHaveLength(0);
   });
 
@@ -165,7 +165,7 @@ describe('quota audit: output formats and durations', () => {
     const nova = await startNova();
     const r = await runPiped(['quota', 'audit', '--watch', '--interval', value, '--samples', '2', '--no-ghosts'], envOf(nova));
     expect(r).toMatchObject({ code: 2, stdout: '' });
-    expect(r.stderr.trimEnd()).toBe(`nova-guard: --interval ${value}: a duration needs a unit, e.g. --interval ${value}s (units: 500ms, 5s, 2m, 1h)`);
+    expect(r.stderr.trimEnd()).toBe(`nova-guard: --interval ${value}: a duration needs a unit: --interval ${value}s (seconds) or --interval ${value}ms (units: 500ms, 5s, 2m, 1h)`);
     expect(nova.requests).toHaveLength(0);
   });
 

@@ -25,6 +25,11 @@ describe('a refused Nova port', () => {
       new RegExp(`GET ${endpoint.replace(/\./g, '\\.')}${path} failed without a response: ECONNREFUSED; is Nova running at ${endpoint.replace(/\./g, '\\.')}\\?$`),
     );
     expect(r.stderr).not.toContain('secret-token-value');
+    // The notice counts the attempts really made, and promises no total: it said "(attempt 2 of 5)",
+    // "(attempt 3 of 5)", then failed (refusedFirstContactMs cut the retries short).
+    const waits = r.stderr.split('\n').filter((l) => l.startsWith('waiting for nova'));
+    expect(waits).toEqual(waits.map((_, i) => `waiting for nova at ${endpoint} ... (attempt ${i + 2}, connection refused)`));
+    expect(r.stderr).not.toMatch(/ of 5\)/);
     // The process's start included (about 0.3-1.5 s here); the old retries alone waited at least 3.75 s.
     expect(ms).toBeLessThan(3_500);
   });

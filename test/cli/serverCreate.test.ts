@@ -110,7 +110,7 @@ describe('server create: bad usage is exit 2 before any request', () => {
     ['a missing --image', ['--flavor', '1'], /required: --image/],
     ['a --property without =', ['--flavor', '1', '--image', 'i', '--property', 'novalue'], /--property "novalue": give key=value/],
     ['a bad --max-wait-ms', ['--flavor', '1', '--image', 'i', '--max-wait-ms', '10 s'], /--max-wait-ms must be a positive duration/],
-    ['a bare --max-wait', ['--flavor', '1', '--image', 'i', '--max-wait', '600'], /--max-wait 600: a duration needs a unit, e.g. --max-wait 600s/],
+    ['a bare --max-wait', ['--flavor', '1', '--image', 'i', '--max-wait', '600'], /--max-wait 600: a duration needs a unit: --max-wait 600s \(seconds\) or --max-wait 600ms/],
     ['an unsupported --ledger URL', ['--flavor', '1', '--image', 'i', '--ledger', 'ftp://x'], /a ledger must be .*got "ftp:\/\/x"/],
   ];
   for (const [what, args, message] of cases) {

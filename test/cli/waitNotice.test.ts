@@ -1,7 +1,9 @@
 // The "waiting for nova" notice on fake timers: one line per attempt of a request that is retried.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { withWaitNotice } from '../../src/cli/waitNotice.js';
-import { NovaApiError } from '../../src/errors/index.js';
+import { REFUSED_FIRST_CONTACT_MS } from '../../src/cli/common.js';
+import { NovaApiError, NovaNetworkError } from '../../src/errors/index.js';
+import { NovaClient } from '../../src/nova/client.js';
 import { clientFor, fakeMs, settle, startNova, useFakeClock } from '../helpers.js';
 
 useFakeClock();
@@ -24,7 +26,7 @@ describe('withWaitNotice', () => {
     // default policy's later ones are: the quiet-time timer fires during each pause.
     const client = clientFor(nova, { retry: { minDelayMs: 1500, maxDelayMs: 60_000, maxRetryTimeMs: 600_000 } });
     const lines = captureStderr();
-    const failure = await settle(withWaitNotice(client, (onAttempt) => client.getLimits({ onAttempt })).catch((e: unknown) => e));
+    const failure = await settle(withWaitNotice(client, (hooks) => client.getLimits(hooks)).catch((e: unknown) => e));
     expect(failure).toBeInstanceOf(NovaApiError);
     const attempts = lines.map(([, l]) => /\(attempt (\d) of 5\)$/.exec(l)?.[1]);
     // Attempt 1 is still unanswered (pausing before its retry) after the quiet second; then each
@@ -40,7 +42,26 @@ describe('withWaitNotice', () => {
     nova.inject({ method: 'GET', path: '/limits', delayMs: 5000 });
     const client = clientFor(nova);
     const lines = captureStderr();
-    await settle(withWaitNotice(client, (onAttempt) => client.getLimits({ onAttempt })));
+    await settle(withWaitNotice(client, (hooks) => client.getLimits(hooks)));
     expect(lines).toEqual([[1000, `waiting for nova at ${nova.endpoint} ... (attempt 1 of 5)`]]);
+  });
+
+  it("a Nova that refuses every connection from the first (the CLI's refusedFirstContactMs): the lines count the attempts really made and promise no total", async () => {
+    const nova = await startNova();
+    await nova.close(); // its adapter now refuses every request (ECONNREFUSED), as a closed port
+    let sent = 0;
+    const adapter: typeof nova.adapter = (config) => {
+      sent++;
+      return nova.adapter(config);
+    };
+    // The CLI's client: the default retry policy (5 attempts), cut short by refusedFirstContactMs.
+    const client = new NovaClient({ endpoint: nova.endpoint, token: 'admin:demo', microversion: '2.79', adapter, refusedFirstContactMs: REFUSED_FIRST_CONTACT_MS });
+    const lines = captureStderr();
+    const failure = await settle(withWaitNotice(client, (hooks) => client.getLimits(hooks)).catch((e: unknown) => e));
+    expect(failure).toBeInstanceOf(NovaNetworkError);
+    expect(sent).toBeGreaterThan(1);
+    expect(sent).toBeLessThan(5);
+    // one line per retry (attempt 2 to the last one sent), none saying "of 5" (it stopped at 3 of 5)
+    expect(lines.map(([, l]) => l)).toEqual(Array.from({ length: sent - 1 }, (_, i) => `waiting for nova at ${nova.endpoint} ... (attempt ${i + 2}, connection refused)`));
   });
 });

@@ -80,7 +80,8 @@ describe('a ledger that is down', () => {
     // calls after it skip the ledger at once
     expect(waits).toEqual([5000, 2000, 0, 0, 0]);
     // one warning for the whole outage: the first failure's (the outage itself is logged at info level)
-    expect(warnings()).toEqual(["quota ledger (test) failed: going on with the in-process ledger, Nova's quota check decides the rest"]);
+    // naming its cause, not only "failed"
+    expect(warnings()).toEqual(["quota ledger (test) failed (ledger acquire took longer than 2000 ms): going on with the in-process ledger, Nova's quota check decides the rest"]);
     expect(guard.stats.ledgerOutages).toBe(1);
     // call 0: two time-outs and a try cut by its maxWaitMs (5 s); call 1: the third time-out; calls 2-4: skipped
     expect(guard.stats.ledgerFallbacks).toBe(7);

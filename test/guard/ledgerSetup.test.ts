@@ -71,7 +71,10 @@ describe('Redis refusing the credentials before the ledger ever answered: a setu
     expect(guard.stats.ledgerOutages).toBe(1);
     expect(guard.stats.ledgerFallbacks).toBeGreaterThanOrEqual(1);
     // the fallback's one warning (process-wide by default; here this guard's hook)
-    expect(warned).toEqual(['quota ledger (redis) failed: creates wait for it (other hosts may still admit on it)']);
+    // naming its cause (the ledger's own redacted words), not only "failed"
+    expect(warned).toEqual([
+      'quota ledger (redis) failed (Redis ledger: Redis cannot be reached (WRONGPASS invalid username-password pair or user is disabled.)): creates wait for it (other hosts may still admit on it)',
+    ]);
     await guard.close();
   });
 });
@@ -128,7 +131,8 @@ describe('the process warning of a fallback', () => {
     expect(posts(nova)).toHaveLength(4);
     expect(guard.stats.ledgerOutages).toBe(1);
     expect(guard.stats.ledgerFallbacks).toBeGreaterThanOrEqual(4);
-    expect(warned).toEqual(["quota ledger (test) failed: going on with the in-process ledger, Nova's quota check decides the rest"]);
+    // naming its cause, not only "failed"
+    expect(warned).toEqual(["quota ledger (test) failed (connect ECONNREFUSED (ledger acquire)): going on with the in-process ledger, Nova's quota check decides the rest"]);
     await guard.close();
   });
 });

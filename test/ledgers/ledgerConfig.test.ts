@@ -152,6 +152,9 @@ describe('sqlite: a path that cannot be created (under a regular file: fails for
     expect(e).toMatchObject({ kind: 'sqlite', reason: 'unwritable-path', file: path });
     expect((e as Error).message).toContain(`the SQLite ledger cannot create or open ${path}`);
     expect((e as Error).message).toMatch(/Fix: give a path in a directory this user can create and write/);
+    // plainly why, the file system's code said once (it said "EEXIST: EEXIST: file already exists")
+    expect((e as Error).message).toContain(`(ENOTDIR: ${file} is not a directory, so ${file} cannot be made). Fix:`);
+    expect((e as Error).message).not.toContain('EEXIST: EEXIST');
     expect(Date.now() - started).toBeLessThan(2500);
     expect(nova.requestsTo('POST', /^\/servers$/)).toHaveLength(0);
     expect(guard.stats).toMatchObject({ ledgerFallbacks: 0, ledgerOutages: 0 });
@@ -193,8 +196,35 @@ describe('sqlite: a path that cannot be created (under a regular file: fails for
     );
     expect(e).toBeInstanceOf(LedgerConfigError);
     expect(e).toMatchObject({ kind: 'sqlite', reason: 'unusable-path' });
-    expect((e as Error).message).toMatch(/belongs to .*proj-a.*not .*proj-b.*Fix: give a path on a local disk for this endpoint and project/);
+    expect((e as Error).message).toMatch(/belongs to .*proj-a.*not .*proj-b/);
+    // the fix of this cause: the file is not on a network disk, it is another endpoint's or project's
+    expect((e as LedgerConfigError).fix).toBe(
+      'delete this file (it holds nothing lasting while no process uses it) or name a directory, sqlite:/abs/dir/, which keeps one file per endpoint and project',
+    );
+    expect((e as Error).message).not.toMatch(/local disk|give each endpoint/);
+    expect(e).toMatchObject({ file: path });
     expect(Date.now() - started).toBeLessThan(2500);
+    expect(b.requestsTo('POST', /^\/servers$/)).toHaveLength(0);
+    await other.close();
+  });
+
+  it('a SQLite file of another endpoint (fake-nova restarted on another port, same project): the same error, its fix deletes the file or names a directory', async () => {
+    const a = await startNova({ maxTotalCores: 4, projectId: 'demo' });
+    const b = await startNova({ maxTotalCores: 4, projectId: 'demo' });
+    const path = join(tempDir(), 'l.db');
+    const first = new QuotaGuard(clientFor(a), { ledger: `sqlite:${path}`, waitForActive: false });
+    await first.createServer({ name: 'a', flavorRef: '2', imageRef: 'img', networks: 'none' });
+    await first.close();
+    const other = new QuotaGuard(clientFor(b), { ledger: `sqlite:${path}`, waitForActive: false, maxWaitMs: 60_000 });
+    const e = await other.createServer({ name: 'b', flavorRef: '2', imageRef: 'img', networks: 'none' }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(e).toMatchObject({ name: 'LedgerConfigError', kind: 'sqlite', reason: 'unusable-path', file: path });
+    expect((e as Error).message).toBe(
+      `the SQLite ledger file ${path} belongs to "${a.endpoint} project demo", not "${b.endpoint} project demo". ` +
+        'Fix: delete this file (it holds nothing lasting while no process uses it) or name a directory, sqlite:/abs/dir/, which keeps one file per endpoint and project',
+    );
     expect(b.requestsTo('POST', /^\/servers$/)).toHaveLength(0);
     await other.close();
   });
