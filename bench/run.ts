@@ -200,7 +200,7 @@ function churnTargets(rows: ChurnRow[]): TargetResult[] {
       target: 'churn, nova-guard: 0 failed jobs',
       measured: String(g.failedJobs),
       held: g.failedJobs === 0,
-      reason: 'a worker gave up after QuotaGuard maxWaitMs (QuotaWaitTimeoutError): see the errors in bench/results/churn.json',
+      reason: 'a worker gave up after QuotaGuard maxWaitMs (QuotaWaitTimeoutError): see the errors in bench/results/churn.json (a --full run)',
     },
     { target: 'churn, nova-guard: at most 0.2 quota 403s per job', measured: String(g.quota403sPerJob), held: g.quota403sPerJob <= 0.2 },
     {
