@@ -180,11 +180,13 @@ describe.skipIf(!haveRedis)(`fleet ledger under a real network${haveRedis ? '' :
       if (secret !== undefined) for (const log of logs) expect.soft(log.join('\n')).not.toContain(secret);
     }
 
-    it('wrong password: every job done, fast (not the ledger timeout per create), nothing left, no host over the quota, the password never logged', async () => {
+    // A refused password is a setup error (LedgerConfigError, issue 32); with the soft start the hosts
+    // go on with their own ledgers, fast, as before (test/redis/ledgerConfig.test.ts: without it).
+    it('wrong password, soft start (ledgerFallback in-process): every job done, fast (not the ledger timeout per create), nothing left, no host over the quota, the password never logged', async () => {
       extraRedis = await RedisServer.start(['--requirepass', 'the-right-one']);
       const secret = 'wr0ng-pa55word-7f3a';
       const n = await startNova();
-      const hs = runHosts(n, { redisUrl: `redis://:${secret}@127.0.0.1:${extraRedis.port}`, ledgerTimeoutMs, commandTimeoutMs: ledgerTimeoutMs });
+      const hs = runHosts(n, { redisUrl: `redis://:${secret}@127.0.0.1:${extraRedis.port}`, ledgerTimeoutMs, commandTimeoutMs: ledgerTimeoutMs, ledgerFallback: 'in-process' });
       const results = await Promise.all(hs.map((h) => h.result));
       expectFastAndDone('wrong password', n, results, hs.map((h) => h.log), secret);
     }, 120_000);
