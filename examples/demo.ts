@@ -98,10 +98,13 @@ function errorLines(results: ReadonlyArray<{ worker: string; errors: readonly st
 
 /** The worker processes running (a fleet run): stopped with the demo on Ctrl-C or SIGTERM. */
 const children = new Set<ChildProcess>();
+/** Set once a signal stops the demo: the worker processes' exits are then expected, not failures. */
+let stopping = false;
 
 /** On SIGINT or SIGTERM: stop the worker processes, wait for them, remove the temporary ledger, exit 130 / 143. */
 function stopOnSignals(cleanup: () => void): void {
   const stop = (signal: NodeJS.Signals): void => {
+    stopping = true;
     console.error(`demo: ${signal}: stopping ${children.size} worker process(es) and removing the temporary ledger`);
     const exited = [...children].map((c) => new Promise<void>((resolve) => (c.exitCode !== null || c.signalCode !== null ? resolve() : c.once('exit', () => resolve()))));
     for (const c of children) c.kill('SIGTERM');
@@ -313,6 +316,7 @@ main().then(
     process.exitCode = code;
   },
   (e: unknown) => {
+    if (stopping) return; // the signal handler reports and exits
     console.error(`demo failed: ${(e as Error).message}`);
     process.exitCode = 1;
   },

@@ -3,7 +3,10 @@
  * adapter (no socket, so `vi.useFakeTimers()` drives the whole exchange), and {@link settle} to run
  * the fake clock until a call settles.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, beforeEach, vi } from 'vitest';
 import { NovaClient, type NovaClientOptions } from '../src/index.js';
 import { FakeNova, type FakeNovaOptions } from '../src/testing/index.js';
@@ -156,4 +159,11 @@ export async function closedPort(): Promise<number> {
   const port = (server.address() as { port: number }).port;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
+}
+
+/** A fresh temporary directory, removed (with what is in it) after the current test. */
+export function tempDir(prefix = 'nova-guard-test-'): string {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  afterThisTest(() => rmSync(d, { recursive: true, force: true }));
+  return d;
 }

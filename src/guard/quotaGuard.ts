@@ -124,7 +124,10 @@ export class QuotaGuard {
    * rejects with a `LedgerConfigError` (see `ledgerFallback`).
    */
   constructor(client: NovaClient, options: QuotaGuardOptions = {}) {
-    if (!client || typeof client.getLimits !== 'function') throw new ValidationError('QuotaGuard needs a NovaClient');
+    if (!client || typeof client.getLimits !== 'function') {
+      const promise = typeof (client as { then?: unknown } | null | undefined)?.then === 'function';
+      throw new ValidationError(promise ? 'QuotaGuard needs a NovaClient, got a Promise: await it (const nova = await NovaClient.fromEnv())' : 'QuotaGuard needs a NovaClient');
+    }
     this.client = client;
     const opts = validateGuardOptions(options, client.clock, client);
     const log = componentLogger(options.logger, 'quota-guard');

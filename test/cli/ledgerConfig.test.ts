@@ -4,34 +4,24 @@
 // go on with the in-process ledger" / "no create is admitted without it"). The optional module is made
 // unloadable as on a host without a C++ compiler (test/ledgers/hideModule.mjs, preloaded through
 // NODE_OPTIONS: Node's own MODULE_NOT_FOUND). The wrong Redis password: test/redis/ledgerConfig.test.ts.
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_IMAGES } from '../../src/testing/index.js';
-import { closedPort, startNova } from '../helpers.js';
+import { closedPort, startNova, tempDir } from '../helpers.js';
 import { ensureBuilt, runPiped } from './binary.js';
 
 const HIDE = fileURLToPath(new URL('../ledgers/hideModule.mjs', import.meta.url));
 const CREATE = ['server', 'create', 'x', '--flavor', 'm1.tiny', '--image', DEFAULT_IMAGES[0]!.name, '--nic', 'none'];
 
-const dirs: string[] = [];
-function tempDir(): string {
-  const d = mkdtempSync(join(tmpdir(), 'nova-guard-cli-ledger-'));
-  dirs.push(d);
-  return d;
-}
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
 
 beforeAll(() => ensureBuilt(), 180_000);
 
 describe('server create with a ledger that cannot work: one line, exit 1', () => {
   it('NOVA_GUARD_LEDGER=sqlite:DIR where better-sqlite3 is not installed: the error naming npm install better-sqlite3, no file, no POST', async () => {
     const nova = await startNova({ maxTotalCores: 10 });
-    const dir = tempDir();
+    const dir = tempDir('nova-guard-cli-ledger-');
     const r = await runPiped(CREATE, { OS_ENDPOINT: nova.endpoint, OS_TOKEN: `admin:${nova.projectId}`, NOVA_GUARD_LEDGER: `sqlite:${dir}/`, NODE_OPTIONS: `--import=${HIDE}`, NOVA_GUARD_TEST_HIDE: 'better-sqlite3' });
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
@@ -54,7 +44,7 @@ describe('server create with a ledger that cannot work: one line, exit 1', () =>
 
   it('NOVA_GUARD_LEDGER=sqlite: under a regular file: the error naming the path and the fix', async () => {
     const nova = await startNova({ maxTotalCores: 10 });
-    const file = join(tempDir(), 'file.txt');
+    const file = join(tempDir('nova-guard-cli-ledger-'), 'file.txt');
     writeFileSync(file, 'x');
     const r = await runPiped(CREATE, { OS_ENDPOINT: nova.endpoint, OS_TOKEN: `admin:${nova.projectId}`, NOVA_GUARD_LEDGER: `sqlite:${file}/ledger.db` });
     expect(r.code).toBe(1);
@@ -68,7 +58,7 @@ describe('server create with a ledger that cannot work: one line, exit 1', () =>
 
   it('OS_ENDPOINT + a plain OS_TOKEN (no project id) + NOVA_GUARD_LEDGER=sqlite:DIR/: the missing-project error, its fix in the CLI\'s words, no file, no POST', async () => {
     const nova = await startNova({ maxTotalCores: 10 });
-    const dir = tempDir();
+    const dir = tempDir('nova-guard-cli-ledger-');
     const r = await runPiped(CREATE, { OS_ENDPOINT: nova.endpoint, OS_TOKEN: 'plain-token-0123', NOVA_GUARD_LEDGER: `sqlite:${dir}/` });
     expect(r.code).toBe(1);
     expect(r.stderr.trim().split('\n')).toEqual([

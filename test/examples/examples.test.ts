@@ -150,8 +150,12 @@ describe('examples/ run against FakeNova', () => {
     const ledger = /^demo: ledger sqlite:(\S+)$/m.exec(stdout);
     expect(ledger, stdout).not.toBeNull();
     expect(existsSync(ledger![1]!)).toBe(true);
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.kill('SIGINT');
     expect(await exited).toBe(130);
+    expect(stderr).toContain('demo: SIGINT: stopping');
+    expect(stderr).not.toContain('demo failed');
     expect(existsSync(dirname(ledger![1]!))).toBe(false);
     const left = spawnSync('pgrep', ['-f', `${OUT}/demoHost.js`], { encoding: 'utf8' });
     expect(left.stdout.trim()).toBe('');

@@ -154,6 +154,8 @@ describe('quotaGuard() and options', () => {
     await expect(guard.withQuotaGuard({ cores: 1 } as never, async () => 1)).rejects.toThrow('needs must give cores, ramMiB and instances');
     await expect(guard.withQuotaGuard({ flavorRef: '1', count: 0 }, async () => 1)).rejects.toThrow('count must be a positive integer, got 0');
     expect(() => new QuotaGuard(undefined as never)).toThrow('QuotaGuard needs a NovaClient');
+    // NovaClient.fromEnv() and fromCloud() are async: a forgotten await is named (a new user's first trip).
+    expect(() => new QuotaGuard(Promise.resolve({}) as never)).toThrow('QuotaGuard needs a NovaClient, got a Promise: await it (const nova = await NovaClient.fromEnv())');
     expect(nova.requests).toHaveLength(0);
   });
 

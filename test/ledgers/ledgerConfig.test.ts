@@ -7,16 +7,15 @@
  * not touched. Also the SQLite path under a regular file (fails for root too), in this process.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, LedgerConfigError, QuotaGuard } from '../../src/index.js';
 import { openLedger } from '../../src/ledgers/index.js';
 import { ensureBuilt } from '../cli/binary.js';
-import { clientFor, startNova } from '../helpers.js';
+import { clientFor, startNova, tempDir } from '../helpers.js';
 
 const HIDE = fileURLToPath(new URL('./hideModule.mjs', import.meta.url));
 const CHILD = fileURLToPath(new URL('./guardChild.mjs', import.meta.url));
@@ -70,21 +69,12 @@ function child(hide: string, cfg: Record<string, unknown>, env: Record<string, s
   });
 }
 
-const dirs: string[] = [];
-function tempDir(): string {
-  const d = mkdtempSync(join(tmpdir(), 'nova-guard-ledger-config-'));
-  dirs.push(d);
-  return d;
-}
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
 
 beforeAll(() => ensureBuilt(), 180_000);
 
 describe('sqlite: on a host where better-sqlite3 is not installed (no C++ compiler)', () => {
   it('the first create rejects with a LedgerConfigError naming the module and the fix: no POST, no file, nothing on stderr, no silent per-process ledger', async () => {
-    const dir = tempDir();
+    const dir = tempDir('nova-guard-ledger-config-');
     const r = await child('better-sqlite3', { ledger: `sqlite:${dir}/` });
     expect(r.calls).toHaveLength(1);
     const [c] = r.calls;
@@ -99,14 +89,14 @@ describe('sqlite: on a host where better-sqlite3 is not installed (no C++ compil
   }, 60_000);
 
   it('NOVA_GUARD_LEDGER goes the same way: headroom() rejects with the LedgerConfigError', async () => {
-    const dir = tempDir();
+    const dir = tempDir('nova-guard-ledger-config-');
     const r = await child('better-sqlite3', { op: 'headroom' }, { NOVA_GUARD_LEDGER: `sqlite:${dir}/` });
     expect(r.calls[0]).toMatchObject({ ok: false, name: 'LedgerConfigError', reason: 'module-missing', kind: 'sqlite' });
     expect(readdirSync(dir)).toEqual([]);
   }, 60_000);
 
   it("ledgerFallback: 'in-process': the creates go on, each counted in stats.ledgerFallbacks, with one NovaGuardLedgerWarning on stderr for the process", async () => {
-    const dir = tempDir();
+    const dir = tempDir('nova-guard-ledger-config-');
     const r = await child('better-sqlite3', { ledger: `sqlite:${dir}/`, options: { ledgerFallback: 'in-process' }, op: 'two-creates' });
     expect(r.calls.map((c) => c.ok)).toEqual([true, true]);
     expect(r.posts).toBe(2);
@@ -137,7 +127,7 @@ describe('redis:// where ioredis is not installed', () => {
 describe('sqlite: a path that cannot be created (under a regular file: fails for root too)', () => {
   it('the first create rejects with a LedgerConfigError naming the path and the fix, at once, no POST; openLedger throws it too', async () => {
     const nova = await startNova({ maxTotalCores: 4 });
-    const file = join(tempDir(), 'file.txt');
+    const file = join(tempDir('nova-guard-ledger-config-'), 'file.txt');
     writeFileSync(file, 'not a directory');
     const path = `${file}/ledger.db`;
     const warned: string[] = [];
@@ -166,7 +156,7 @@ describe('sqlite: a path that cannot be created (under a regular file: fails for
 
   it("with ledgerFallback: 'in-process' the create goes on at once (no 3 s wait), one warning naming the path", async () => {
     const nova = await startNova({ maxTotalCores: 4 });
-    const file = join(tempDir(), 'file.txt');
+    const file = join(tempDir('nova-guard-ledger-config-'), 'file.txt');
     writeFileSync(file, 'x');
     const warned: string[] = [];
     const guard = new QuotaGuard(clientFor(nova), { ledger: `sqlite:${file}/ledger.db`, ledgerFallback: 'in-process', waitForActive: false, onWarning: (m) => warned.push(m) });
@@ -184,7 +174,7 @@ describe('sqlite: a path that cannot be created (under a regular file: fails for
   it('a SQLite file of another project (given as one file) may not be used: a LedgerConfigError (unusable-path) naming both, not a silent per-process ledger', async () => {
     const a = await startNova({ maxTotalCores: 4, projectId: 'proj-a' });
     const b = await startNova({ maxTotalCores: 4, projectId: 'proj-b' });
-    const path = join(tempDir(), 'one.sqlite');
+    const path = join(tempDir('nova-guard-ledger-config-'), 'one.sqlite');
     const first = new QuotaGuard(clientFor(a), { ledger: `sqlite:${path}`, waitForActive: false });
     await first.createServer({ name: 'a', flavorRef: '2', imageRef: 'img', networks: 'none' });
     await first.close();
@@ -211,7 +201,7 @@ describe('sqlite: a path that cannot be created (under a regular file: fails for
   it('a SQLite file of another endpoint (fake-nova restarted on another port, same project): the same error, its fix deletes the file or names a directory', async () => {
     const a = await startNova({ maxTotalCores: 4, projectId: 'demo' });
     const b = await startNova({ maxTotalCores: 4, projectId: 'demo' });
-    const path = join(tempDir(), 'l.db');
+    const path = join(tempDir('nova-guard-ledger-config-'), 'l.db');
     const first = new QuotaGuard(clientFor(a), { ledger: `sqlite:${path}`, waitForActive: false });
     await first.createServer({ name: 'a', flavorRef: '2', imageRef: 'img', networks: 'none' });
     await first.close();

@@ -4,24 +4,15 @@
  * is not a ledger file to be (a device, a directory, a text file) refused, nothing made next to it
  * (src/sqlite/ledgerFile.ts). Real files, real SQLite.
  */
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../src/errors/index.js';
 import { makeDirectory } from '../../src/sqlite/directory.js';
 import { checkLedgerFile } from '../../src/sqlite/ledgerFile.js';
 import { SqliteQuotaLedger } from '../../src/sqlite/index.js';
+import { tempDir } from '../helpers.js';
 
-const dirs: string[] = [];
-function tempDir(): string {
-  const d = mkdtempSync(join(tmpdir(), 'nova-guard-ledger-file-'));
-  dirs.push(d);
-  return d;
-}
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
 
 /** What `fn` throws (fails the test when it throws nothing). */
 function thrown(fn: () => unknown): Error & { code?: string } {
@@ -35,7 +26,7 @@ function thrown(fn: () => unknown): Error & { code?: string } {
 
 describe('makeDirectory: one level at a time, never recursive', () => {
   it('makes each missing level with mode 0700; an existing directory is left as it is', () => {
-    const root = tempDir();
+    const root = tempDir('nova-guard-ledger-file-');
     const dir = join(root, 'a', 'b', 'c');
     makeDirectory(dir);
     expect(statSync(dir).isDirectory()).toBe(true);
@@ -54,7 +45,7 @@ describe('makeDirectory: one level at a time, never recursive', () => {
   });
 
   it('under a regular file: ENOTDIR naming the file, nothing made', () => {
-    const root = tempDir();
+    const root = tempDir('nova-guard-ledger-file-');
     writeFileSync(join(root, 'file.txt'), 'x');
     const e = thrown(() => makeDirectory(join(root, 'file.txt', 'a', 'b')));
     expect(e.code).toBe('ENOTDIR');
@@ -65,7 +56,7 @@ describe('makeDirectory: one level at a time, never recursive', () => {
 
 describe('checkLedgerFile: a ledger file to be is missing, empty, or starts with the SQLite header', () => {
   it('passes a missing path, an empty file and a SQLite database', () => {
-    const root = tempDir();
+    const root = tempDir('nova-guard-ledger-file-');
     checkLedgerFile(join(root, 'none.sqlite'));
     writeFileSync(join(root, 'empty.sqlite'), '');
     checkLedgerFile(join(root, 'empty.sqlite'));
@@ -74,7 +65,7 @@ describe('checkLedgerFile: a ledger file to be is missing, empty, or starts with
   });
 
   it('refuses a device, a directory, a text file and a file shorter than the header', () => {
-    const root = tempDir();
+    const root = tempDir('nova-guard-ledger-file-');
     expect(() => checkLedgerFile('/dev/null')).toThrow(/the SQLite ledger \/dev\/null is not a regular file \(a character device\)/);
     expect(() => checkLedgerFile(root)).toThrow(/is not a regular file \(a directory\)/);
     writeFileSync(join(root, 'passwd'), 'root:x:0:0:root:/root:/bin/bash\n');
@@ -94,7 +85,7 @@ describe('SqliteQuotaLedger on a path that is not a ledger file: refused before 
   });
 
   it('an empty file is made a ledger', async () => {
-    const file = join(tempDir(), 'empty.sqlite');
+    const file = join(tempDir('nova-guard-ledger-file-'), 'empty.sqlite');
     writeFileSync(file, '');
     const l = new SqliteQuotaLedger({ ...opts, path: file });
     await l.close();
