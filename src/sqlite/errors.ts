@@ -43,17 +43,16 @@ const DOWN_CODES = new Set(['SQLITE_NOTADB', 'SQLITE_CORRUPT', 'SQLITE_CANTOPEN'
 
 /**
  * `error` (thrown by better-sqlite3 or the file system while using `path`) as a
- * {@link SqliteLedgerError} with a message that says what to do; `hint` (`: X is a file, not a
- * directory`) is said when given, else one of SQLite's code.
+ * {@link SqliteLedgerError} with a message that says what to do.
  */
-export function sqliteError(path: string, what: string, error: unknown, hint = ''): SqliteLedgerError {
+export function sqliteError(path: string, what: string, error: unknown): SqliteLedgerError {
   if (error instanceof SqliteLedgerError) return error;
   const code = (error as { code?: unknown } | null)?.code;
   const c = typeof code === 'string' ? code : undefined;
   const raw = error instanceof Error ? error.message : String(error);
   // Node's file system errors start with their code ("EEXIST: file already exists, mkdir …"): said once.
   const msg = c !== undefined && raw.startsWith(`${c}: `) ? raw.slice(c.length + 2) : raw;
-  if (hint !== '') return new SqliteLedgerError(`SQLite ledger ${path}: ${what} failed (${c ?? 'error'}: ${msg})${hint}`, { path, code: c, cause: error });
+  let hint = '';
   if (c?.startsWith('SQLITE_BUSY') === true || c?.startsWith('SQLITE_LOCKED') === true) {
     hint = ': another process holds the file locked for longer than busyTimeoutMs';
   } else if (c === 'SQLITE_NOTADB' || c?.startsWith('SQLITE_CORRUPT') === true) {
