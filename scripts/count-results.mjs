@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 let passed = 0;
 let failed = 0;
 let skipped = 0;
+const failures = [];
 for (const file of process.argv.slice(2)) {
   try {
     const report = JSON.parse(readFileSync(file, 'utf8'));
@@ -17,6 +18,14 @@ for (const file of process.argv.slice(2)) {
       passed += tests.filter((t) => t.status === 'passed').length;
       skipped += tests.filter((t) => t.status === 'pending' || t.status === 'skipped' || t.status === 'todo').length;
       failed += failedTests > 0 ? failedTests : suite.status === 'failed' ? 1 : 0;
+      const where = `${file}: ${String(suite.name ?? '').replace(/^.*?\/test\//, 'test/')}`;
+      for (const t of tests.filter((t) => t.status === 'failed')) {
+        const why = String(t.failureMessages?.[0] ?? '').split('\n')[0].slice(0, 300);
+        failures.push(`${where} > ${t.fullName ?? t.title}${why ? `\n    ${why}` : ''}`);
+      }
+      if (failedTests === 0 && suite.status === 'failed') {
+        failures.push(`${where} (the file failed outside its tests: ${String(suite.message ?? '').split('\n')[0].slice(0, 300)})`);
+      }
     }
     if ((report.testResults ?? []).length === 0) {
       console.error(`count-results: ${file} holds no test results`);
@@ -27,5 +36,7 @@ for (const file of process.argv.slice(2)) {
     failed += 1;
   }
 }
+// The failed tests are named just above the closing line, so that the tail of a long CI log says which.
+if (failures.length > 0) console.log(`Failed:\n${failures.map((f) => `  ${f}`).join('\n')}`);
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exitCode = failed > 0 ? 1 : 0;
