@@ -68,7 +68,7 @@ export { EndpointNotFoundError } from './auth/index.js';
 export { parseQuotaMessage } from './errors/quotaMessage.js';
 
 // The quota guard.
-export { QuotaGuard, InProcessQuotaLedger, waitForActive } from './guard/index.js';
+export { QuotaGuard, InProcessQuotaLedger, waitForActive, waitForOthersRead } from './guard/index.js';
 export { QuotaWaitTimeoutError, QuotaNeverFitsError, QuotaBuildFaultError, ServerBuildError, CreateOutcomeUnknownError } from './guard/index.js';
 export type {
   QuotaGuardOptions,

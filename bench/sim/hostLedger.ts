@@ -15,13 +15,13 @@
  * while a read begun before them is open, so {@link SharedReadings} holds one such read open at all
  * times (an "anchor", renewed every {@link ANCHOR_MS}) and a reading sent before the oldest open
  * anchor is never shared. A call that finds another call's read in flight waits for it (as a Redis
- * holder waits for the holder of the refresh lock), at most {@link MAX_WAIT_FOR_READ_MS}: the guard
- * bounds a ledger call by `ledgerTimeoutMs` except while its OWN read runs, so a longer wait under a
- * slow Nova would send the call to its host's own ledger; past that it reads afresh.
+ * holder waits for the holder of the refresh lock), at most {@link MAX_WAIT_FOR_READ_MS}, through
+ * `waitForOthersRead` (the guard's ledger time limit pauses, as while its own read runs); past that
+ * it reads afresh.
  *
  * @module
  */
-import type { Clock, InProcessQuotaLedger, QuotaLedger } from 'nova-guard';
+import { waitForOthersRead, type Clock, type InProcessQuotaLedger, type QuotaLedger } from 'nova-guard';
 
 type Claim = Parameters<QuotaLedger['bind']>[0];
 type Read = Parameters<QuotaLedger['acquire']>[1];
@@ -32,11 +32,11 @@ type Acquisition = Awaited<ReturnType<QuotaLedger['acquire']>>;
 /** How long a `/limits` reading is shared after it was sent, in ms (the Redis ledger's `limitsMaxAgeMs` default). */
 export const SHARED_READING_MS = 1000;
 /**
- * The longest a call waits for another call's read in flight, in ms: well below the guard's
- * `ledgerTimeoutMs` (2000), which counts such a wait as ledger time (a call past it would go on with
- * its host's own ledger).
+ * The longest a call waits for another call's read in flight, in ms: the Redis ledger's default
+ * `limitsLockMs + commandTimeoutMs`. The wait goes through `waitForOthersRead`, as the Redis ledger's
+ * does: the guard does not count it as ledger time (only the call's `maxWaitMs` bounds it).
  */
-export const MAX_WAIT_FOR_READ_MS = 800;
+export const MAX_WAIT_FOR_READ_MS = 12_000;
 /** How often the anchor read is renewed, in ms. */
 export const ANCHOR_MS = 10_000;
 
@@ -188,12 +188,12 @@ export class HostLedger implements QuotaLedger {
     const pending = r.inFlight;
     if (kept && kept.seq < r.freedSeq) kept = undefined;
     if (!kept && pending && pending.stamp >= r.oldestAnchor && pending.seq > r.freedSeq) {
-      // Another call's read is in flight: wait for it, but never as long as the guard's ledger time limit.
+      // Another call's read is in flight: wait for it (Nova's time, not the ledger's), as a Redis holder waits for the holder of the refresh lock.
       let timer: ReturnType<Clock['setTimeout']> | undefined;
-      const reading = await Promise.race([
-        pending.answer.catch(() => undefined),
-        new Promise<undefined>((resolve) => (timer = this.clock.setTimeout(() => resolve(undefined), MAX_WAIT_FOR_READ_MS))),
-      ]);
+      const reading = await waitForOthersRead(
+        read,
+        Promise.race([pending.answer.catch(() => undefined), new Promise<undefined>((resolve) => (timer = this.clock.setTimeout(() => resolve(undefined), MAX_WAIT_FOR_READ_MS)))]),
+      );
       this.clock.clearTimeout(timer);
       signal?.throwIfAborted();
       if (reading) kept = { stamp: pending.stamp, seq: pending.seq, answeredAt: this.now(), reading };

@@ -325,7 +325,8 @@ export class CallLedger {
   /**
    * `run(ledger, read, signal)` on the call's ledger, where `run` may call `read` (a `GET /limits`).
    * The time limit ({@link CallLedger.limitMs}) counts the ledger's own work, not the time Nova
-   * takes to answer `read`; an error of `read` itself (Nova's) is thrown as it is, never taken for
+   * takes to answer `read`, nor its wait for another holder's read (`read.othersRead`, which only
+   * the call's `maxWaitMs` bounds); an error of `read` itself (Nova's) is thrown as it is, never taken for
    * a ledger failure. `signal` aborting ends the wait at once.
    *
    * The `read` the ledger gets is gated: once this function has settled (the answer came, the
@@ -356,11 +357,12 @@ export class CallLedger {
     const onAbort = (): void => late.abort(signal?.reason);
     signal?.addEventListener('abort', onAbort, { once: true });
     let timer: ReturnType<Clock['setTimeout']> | undefined;
-    let limitMs = this.limitMs();
+    // True while the running limit is the call's maxWaitMs, not the ledger's budget: a timeout then cuts the call short, it is no ledger failure.
+    let cut = false;
     const arm = (): void => {
       g.clock.clearTimeout(timer);
-      limitMs = this.limitMs();
-      const ms = limitMs;
+      const ms = this.limitMs();
+      cut = ms < g.res.budgetMs();
       timer = g.clock.setTimeout(() => late.abort(new TimeoutError(`ledger ${what} took longer than ${ms} ms`)), ms);
     };
     // A Nova request the ledger makes (`read`, `uncounted`): gated; Nova's time is not the ledger's:
@@ -379,7 +381,23 @@ export class CallLedger {
           if (!gate.signal.aborted) arm();
         }
       };
-    const timedRead = timed<{ absolute: AbsoluteLimits; requestId: string | undefined }>(read, 'GET /limits');
+    // The ledger waits for ANOTHER holder's Nova read (`waitForOthersRead`): Nova's time as well, so
+    // the ledger's limit pauses; only what is left of the call's maxWaitMs bounds it (without one,
+    // the longest a Nova read may take plus the budget: a ledger that never ends its wait still fails).
+    const othersRead = async <R>(wait: Promise<R>): Promise<R> => {
+      if (gate.signal.aborted) return wait;
+      g.clock.clearTimeout(timer);
+      const remaining = this.#deadlineMs - g.clock.now();
+      cut = remaining > 0;
+      const ms = cut ? Math.ceil(remaining) : g.client.requestTimeoutMs + g.res.budgetMs();
+      timer = g.clock.setTimeout(() => late.abort(new TimeoutError(`ledger ${what} waited ${ms} ms for another holder's GET /limits`)), ms);
+      try {
+        return await wait;
+      } finally {
+        if (!gate.signal.aborted) arm();
+      }
+    };
+    const timedRead = Object.assign(timed<{ absolute: AbsoluteLimits; requestId: string | undefined }>(read, 'GET /limits'), { othersRead });
     const timedUncounted = uncounted === undefined ? undefined : timed(uncounted, 'listing');
     arm();
     let p: Promise<T> | undefined;
@@ -403,8 +421,8 @@ export class CallLedger {
       if (readFailure) throw readFailure.error;
       throwIfAborted(signal);
       if (this.#setupFailed(e)) return undefined;
-      g.res.failed(e, e instanceof TimeoutError && limitMs >= g.res.budgetMs(), sentAtMs);
-      g.res.noteFallback(ledger, what, e, e instanceof TimeoutError && limitMs < g.res.budgetMs());
+      g.res.failed(e, e instanceof TimeoutError && !cut, sentAtMs);
+      g.res.noteFallback(ledger, what, e, e instanceof TimeoutError && cut);
       this.moveToFallback();
       return undefined;
     } finally {

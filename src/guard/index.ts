@@ -31,7 +31,7 @@ export type { BackoffPolicy } from './retryPolicy.js';
 export { waitForActive, isPastScheduling } from './waitForActive.js';
 export type { WaitForActiveOptions, WaitForActiveResult, ActiveOutcome } from './waitForActive.js';
 export type { QuotaLedger, LimitsReading, LedgerPlace, LedgerClaim, LedgerLimits, RawHeadroom, AdmitRequest, Admission, ClaimEnd, LedgerScope, AcquireRequest, Acquisition, UncountedServer, UncountedRead } from '../ledger/index.js';
-export { isLedgerDown } from '../ledger/index.js';
+export { isLedgerDown, waitForOthersRead } from '../ledger/index.js';
 export { InProcessQuotaLedger } from '../ledger/index.js';
 export type { InProcessQuotaLedgerOptions } from '../ledger/index.js';
 export { CLAIM_ID_KEY, CLAIM_TOKEN_KEY, CLAIM_HOLDER_KEY } from './ledgerUse.js';

@@ -26,7 +26,7 @@ export type {
   LedgerPeek,
   LimitsRead,
 } from './port.js';
-export { isLedgerDown } from './port.js';
+export { isLedgerDown, waitForOthersRead } from './port.js';
 export { InProcessQuotaLedger, READ_GRACE_MS } from './inProcess.js';
 export type { InProcessQuotaLedgerOptions } from './inProcess.js';
 export { ClaimLedger, type Claim } from './claims.js';

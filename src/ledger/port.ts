@@ -213,8 +213,28 @@ export interface LedgerPeek {
   readonly inFlight: ResourceAmounts;
 }
 
-/** A `/limits` read as the guard hands it to a ledger. It may refuse with an `AbortError` (the guard moved on). */
-export type LimitsRead = (signal: AbortSignal | undefined) => Promise<LimitsReading>;
+/**
+ * A `/limits` read as the guard hands it to a ledger. It may refuse with an `AbortError` (the guard
+ * moved on). `othersRead`, when the guard gives it: see {@link waitForOthersRead}.
+ */
+export type LimitsRead = ((signal: AbortSignal | undefined) => Promise<LimitsReading>) & {
+  readonly othersRead?: <T>(wait: Promise<T>) => Promise<T>;
+};
+
+/**
+ * A ledger that waits for ANOTHER holder's `/limits` read (a kept reading being refreshed, a vet's
+ * listing) awaits that wait through this function, never bare: the wait is Nova's time, not the
+ * ledger's, and the guard's ledger time limit (`ledgerTimeoutMs`) pauses during it as it pauses during
+ * the caller's own `read` (only the caller's `maxWaitMs` still bounds it). Without it a slow Nova
+ * (a read over the time limit) would make every waiting holder take the ledger for failed and read
+ * `/limits` itself: more requests to a Nova already slow. The ledger must bound the wait itself (the
+ * Redis and SQLite ledgers: `limitsLockMs + commandTimeoutMs`). A `read` made outside the guard (a
+ * test, a tool) has no `othersRead`: the wait is awaited as it is.
+ * @returns what `wait` resolves; rejects as `wait` does (or as the guard's deadline ends it).
+ */
+export function waitForOthersRead<T>(read: LimitsRead, wait: Promise<T>): Promise<T> {
+  return read.othersRead === undefined ? wait : read.othersRead(wait);
+}
 
 /**
  * The quota a fleet shares: the port every ledger (in-process, SQLite, Redis, a custom one)

@@ -13,7 +13,7 @@ import type { NovaClient } from '../nova/index.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { clientScope, fleetWatcherWanted, scopeMismatch } from '../ledger/index.js';
 import { LedgerNews } from './news.js';
-import { RedisConnection, RoundTrips, type LedgerCommand } from './connection.js';
+import { RedisConnection, type LedgerCommand } from './connection.js';
 import { amounts, holderNames, needsArgs } from './codec.js';
 import { ReadingAges } from './readingAges.js';
 import { acquireOn, limitsOn, type LedgerInternals } from './readings.js';
@@ -70,8 +70,6 @@ export class RedisQuotaLedger implements QuotaLedger {
   readonly #claims = new Map<string, { record: string; expiresAt: number; posting: boolean }>();
   /** When this ledger first saw each reading: the second clock of freshness. */
   readonly #ages: ReadingAges;
-  /** Refreshes of the kept reading as this ledger sees them: for {@link RedisQuotaLedger.callBudgetMs}. */
-  readonly #refreshes = new RoundTrips();
   readonly #internals: LedgerInternals;
   #maxToken = 0;
   #members: readonly string[] = [];
@@ -105,7 +103,6 @@ export class RedisQuotaLedger implements QuotaLedger {
       keepPlace: (id, seq, record) => this.#keepPlace(id, seq, record),
       forgetPlace: (id) => void (this.#places.delete(id) && this.#news.wakes.left(id)),
       remember: (id, needs, token, ttlMs) => this.#remember(id, needs, token, ttlMs),
-      refreshTook: (ms) => this.#refreshes.sample(Math.min(ms, this.#refreshCapMs())),
       sawMembers: (entries) => this.#sawMembers(entries),
     };
     const password = urlPassword(options.url);
@@ -384,27 +381,19 @@ export class RedisQuotaLedger implements QuotaLedger {
   }
 
   /**
-   * How long one call of this ledger may take now, in ms: `max(MIN_CALL_BUDGET_MS,
-   * CALL_ROUND_TRIPS x RTO) + refresh RTO`. RTO is RFC 6298's (`srtt + max(1, 4 rttvar)`) over the
-   * command round trips; `CALL_ROUND_TRIPS` (4) covers the Redis part of the longest call (`acquire`
-   * on a stale reading, or waiting for another holder's refresh: its storeAdmit's one way, the
-   * message's one way, the next acquire). The refresh RTO is the same estimator over the refreshes
-   * of the kept reading this ledger saw (its own: Nova's read or a vet's listing and the script
-   * that keeps it; its waits for another holder's), each capped at `limitsLockMs +
-   * commandTimeoutMs` (the longest such wait): a waiter waits for that holder's Nova read, which
-   * the guard does not pause for (see `docs/fleet-ledger.md`, "The call budget"). `undefined`
-   * before the first answer. The guard takes `max(ledgerTimeoutMs, this)`, capped by the call's
-   * `maxWaitMs`.
+   * How long one call of this ledger may take now, in ms: `max(MIN_CALL_BUDGET_MS, CALL_ROUND_TRIPS
+   * x RTO)`. RTO is RFC 6298's (`srtt + max(1, 4 rttvar)`) over the command round trips;
+   * `CALL_ROUND_TRIPS` (4) covers the Redis part of the longest call (`acquire` on a stale reading, or
+   * waiting for another holder's refresh: its storeAdmit's one way, the message's one way, the next
+   * acquire). The wait for another holder's Nova read is not in it: the ledger awaits it through
+   * `waitForOthersRead`, and the guard pauses the call's limit meanwhile (see `docs/fleet-ledger.md`,
+   * "The call budget"). `undefined` before the first answer. The guard takes `max(ledgerTimeoutMs,
+   * this)`, capped by the call's `maxWaitMs`.
    */
   callBudgetMs(): number | undefined {
     const rto = this.#conn.rtoMs();
-    if (rto === undefined) return undefined;
-    const refresh = this.#refreshes.rtoMs() ?? 0;
-    return Math.ceil(Math.max(MIN_CALL_BUDGET_MS, CALL_ROUND_TRIPS * rto) + Math.min(refresh, this.#refreshCapMs()));
+    return rto === undefined ? undefined : Math.ceil(Math.max(MIN_CALL_BUDGET_MS, CALL_ROUND_TRIPS * rto));
   }
-
-  /** The longest a call waits for another holder's refresh, in ms: the cap of a refresh sample. */
-  #refreshCapMs(): number { return this.#opts.limitsLockMs + this.#opts.commandTimeoutMs; } // prettier-ignore
 
   /** True once this ledger's connection has reached Redis (see `QuotaLedger.everReached`). */
   everReached(): boolean {

@@ -9,14 +9,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock, ResourceAmounts } from '../core/index.js';
 import { throwIfAborted } from '../errors/index.js';
-import type { AcquireRequest, Acquisition, LedgerClaim, LedgerLimits, LedgerPlace, LimitsReading, UncountedRead, UncountedServer } from '../ledger/index.js';
+import { waitForOthersRead, type AcquireRequest, type Acquisition, type LedgerClaim, type LedgerLimits, type LedgerPlace, type LimitsRead, type LimitsReading, type UncountedRead, type UncountedServer } from '../ledger/index.js';
 import type { LedgerCommand } from './connection.js';
 import { amounts, decodeReading, encodeReading, needsArgs } from './codec.js';
 import type { ResolvedOptions } from './options.js';
 import type { ReadingAges } from './readingAges.js';
 
 /** A `/limits` read as the guard hands it to a ledger. */
-type Read = (signal: AbortSignal | undefined) => Promise<LimitsReading>;
+type Read = LimitsRead;
 
 /** What `limitsOn` and `acquireOn` use of the ledger. */
 export interface LedgerInternals {
@@ -36,33 +36,8 @@ export interface LedgerInternals {
   forgetPlace(id: string): void;
   /** A claim this ledger now holds. */
   remember(id: string, needs: ResourceAmounts, token: number, ttlMs: number): LedgerClaim;
-  /**
-   * How long a refresh of the kept reading took, in ms, as this ledger saw it: its own (Nova's
-   * `read` or the listing of a vet, and the script that keeps it), or its wait for another
-   * holder's (from the first answer that said "another holder refreshes" to the answer that ended
-   * the wait). Feeds `RedisQuotaLedger.callBudgetMs`.
-   */
-  refreshTook(ms: number): void;
   /** The live holders of a script's answer (its `holders()` entries), kept for `members()`; returns how many. */
   sawMembers(entries: unknown): number;
-}
-
-/**
- * Times one call's wait for another holder's refresh (or vet) of the kept reading, for
- * `LedgerInternals.refreshTook`: from the first answer that said another holder refreshes
- * (`since`, kept while the wait goes on) to the answer that ended it (`ended`).
- */
-function refreshWait(x: LedgerInternals): { since(at: number): void; ended(): void } {
-  let since: number | undefined;
-  return {
-    since(at) {
-      since ??= at;
-    },
-    ended() {
-      if (since !== undefined) x.refreshTook(x.clock.now() - since);
-      since = undefined;
-    },
-  };
 }
 
 /**
@@ -72,7 +47,8 @@ function refreshWait(x: LedgerInternals): { since(at: number): void; ended(): vo
  * the lock is still this ledger's (a lock that expired while Nova answered means another holder
  * may have refreshed: no admission on this reading, the ledger asks again). While another holder
  * refreshes, this one waits for its "kept reading refreshed" message (or polls every 250 ms), at
- * most `limitsLockMs + commandTimeoutMs`; then it answers "not admitted" on what it has and the
+ * most `limitsLockMs + commandTimeoutMs`, through `waitForOthersRead` (the guard's ledger time limit
+ * pauses: the wait is Nova's time); then it answers "not admitted" on what it has and the
  * guard tries again. A reading is fresh only when Redis's clock and this ledger's own clock both
  * say it is at most `limitsMaxAgeMs` old (see `docs/fleet-ledger.md`, "Clock steps"). With
  * `request.staleShortMs`, a kept reading up to that old (on Redis's clock) that was sent after the
@@ -99,17 +75,13 @@ export async function acquireOn(x: LedgerInternals, request: AcquireRequest, rea
   const common = [placeId, ...needs, Math.ceil(request.ttlMs), x.holder, claimId, request.joinIfShort ? '1' : '0', newPlace, x.opts.placeTtlMs];
   const deadline = x.clock.now() + x.opts.limitsLockMs + x.opts.commandTimeoutMs;
   let last: unknown[] | undefined;
-  const wait = refreshWait(x);
   for (;;) {
     throwIfAborted(signal);
     const sentLocal = x.clock.now();
     const res = (await x.run('novaGuardAcquire', [...common, x.opts.limitsMaxAgeMs, x.opts.limitsLockMs, lock, x.ages.staleSeq(), uncounted ? '1' : '0', x.opts.restartGraceMs, Math.max(0, Math.floor(request.staleShortMs ?? 0))])) as unknown[];
     const state = String(res[0]);
     if (state === 'vet' && uncounted) {
-      wait.ended();
-      const started = x.clock.now();
       await vet(x, uncounted, lock, signal);
-      x.refreshTook(x.clock.now() - started);
       continue;
     }
     // Redis has been up less than restartGraceMs: nothing admitted yet (the guard waits and asks again).
@@ -117,13 +89,10 @@ export async function acquireOn(x: LedgerInternals, request: AcquireRequest, rea
     // Still short on a kept reading no deletion was confirmed after (request.staleShortMs): no read.
     if (state === 'short') return acquisition(x, res, request, claimId, newPlace, undefined, sentLocal);
     if (state === 'fresh') {
-      wait.ended();
       x.ages.saw(Number(res[10]), sentLocal);
       return acquisition(x, res, request, claimId, newPlace, undefined, sentLocal);
     }
     if (state === 'lock') {
-      wait.ended();
-      const started = x.clock.now();
       const sendSeq = Number(res[10]);
       const sentAt = Number(res[11]);
       let reading: LimitsReading;
@@ -137,18 +106,12 @@ export async function acquireOn(x: LedgerInternals, request: AcquireRequest, rea
       }
       x.ages.saw(sendSeq, sentLocal);
       const stored = (await x.run('novaGuardStoreAdmit', [...common, encodeReading(reading), sendSeq, sentAt, lock, x.limitsChannel])) as unknown[];
-      x.refreshTook(x.clock.now() - started);
       if (String(stored[0]) === 'stored') return acquisition(x, stored, request, claimId, newPlace, reading, sentLocal);
       last = stored;
-    } else {
-      last = res;
-      wait.since(sentLocal);
-    }
-    if (x.clock.now() >= deadline) {
-      wait.ended();
-      return acquisition(x, last, request, claimId, newPlace, undefined, sentLocal, true);
-    }
-    if (state !== 'lock') await x.waitForReading(Math.min(250, Math.max(1, deadline - x.clock.now())), signal);
+    } else last = res;
+    if (x.clock.now() >= deadline) return acquisition(x, last, request, claimId, newPlace, undefined, sentLocal, true);
+    // Another holder's Nova read: Nova's time, not the ledger's (the guard's time limit pauses).
+    if (state !== 'lock') await waitForOthersRead(read, x.waitForReading(Math.min(250, Math.max(1, deadline - x.clock.now())), signal));
   }
 }
 
@@ -213,7 +176,6 @@ function acquisition(x: LedgerInternals, res: unknown[], request: AcquireRequest
 export async function limitsOn(x: LedgerInternals, read: Read, signal: AbortSignal | undefined): Promise<LedgerLimits> {
   const lock = randomUUID();
   const deadline = x.clock.now() + x.opts.limitsLockMs + x.opts.commandTimeoutMs;
-  const wait = refreshWait(x);
   for (;;) {
     throwIfAborted(signal);
     const sentLocal = x.clock.now();
@@ -221,12 +183,10 @@ export async function limitsOn(x: LedgerInternals, read: Read, signal: AbortSign
     const [state, json, seq, sentAt, now, sendSeq] = [String(res[0]), String(res[1] ?? ''), Number(res[2]), Number(res[3]), Number(res[4]), Number(res[5])];
     const kept = (): LedgerLimits => ({ ...decodeReading(json), stamp: seq, ageMs: x.ages.ageMs(seq, sentAt, now, sentLocal), shared: true });
     if (state === 'fresh') {
-      wait.ended();
       x.ages.saw(seq, sentLocal);
       return kept();
     }
     if (state === 'lock' || x.clock.now() >= deadline) {
-      wait.ended();
       if (state !== 'lock' && json !== '') return kept();
       let reading: LimitsReading;
       try {
@@ -240,11 +200,9 @@ export async function limitsOn(x: LedgerInternals, read: Read, signal: AbortSign
       x.ages.saw(sendSeq, sentLocal);
       // A reading kept for the others is a bonus; this caller's reading stands even if Redis fails now.
       await x.run('novaGuardLimitsStore', [encodeReading(reading), sendSeq, now, lock, x.limitsChannel]).catch(() => {});
-      if (state === 'lock') x.refreshTook(x.clock.now() - sentLocal);
       return { absolute: reading.absolute, requestId: reading.requestId, stamp: sendSeq, ageMs: 0, shared: false };
     }
-    wait.since(sentLocal);
-    await x.waitForReading(Math.min(250, Math.max(1, deadline - x.clock.now())), signal);
+    await waitForOthersRead(read, x.waitForReading(Math.min(250, Math.max(1, deadline - x.clock.now())), signal));
   }
 }
 

@@ -28,7 +28,7 @@ import { componentLogger } from '../core/logger.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { AbortError, ValidationError, throwIfAborted } from '../errors/index.js';
 import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPeek, LedgerPlace, LimitsRead, LimitsReading, QuotaLedger, RawHeadroom, UncountedRead } from '../ledger/index.js';
-import { rawHeadroomOf } from '../ledger/index.js';
+import { rawHeadroomOf, waitForOthersRead } from '../ledger/index.js';
 import { clientScope, fleetWatcherWanted, scopeMismatch } from '../ledger/index.js';
 import { PlaceWakes } from '../ledger/index.js';
 import type { NovaClient } from '../nova/index.js';
@@ -286,7 +286,8 @@ export class SqliteQuotaLedger implements QuotaLedger {
         const res = await this.#run((t) => this.#store.storeAdmit(t, this.#caller, { ...args, json, seq: sendSeq, sentAt: now, lock, room: roomOfKept(json) }));
         return this.#answer(request, args, res, { absolute: reading.absolute, requestId: reading.requestId, stamp: sendSeq, ageMs: 0, shared: false });
       }
-      await this.#waitForReading(Math.min(this.#opts.pollIntervalMs, Math.max(1, deadline - this.#clock.now())), signal);
+      // Another process's Nova read: Nova's time, not the ledger's (the guard's time limit pauses).
+      await waitForOthersRead(read, this.#waitForReading(Math.min(this.#opts.pollIntervalMs, Math.max(1, deadline - this.#clock.now())), signal));
     }
   }
 
@@ -448,7 +449,8 @@ export class SqliteQuotaLedger implements QuotaLedger {
         if (!this.#closed) await this.#attempts((t) => this.#store.limitsStore(t, this.#caller, { json: encodeReading(reading), seq: sendSeq, sentAt: now, lock })).catch(() => undefined);
         return { absolute: reading.absolute, requestId: reading.requestId, stamp: sendSeq, ageMs: 0, shared: false };
       }
-      await this.#waitForReading(Math.min(this.#opts.pollIntervalMs, Math.max(1, deadline - this.#clock.now())), signal);
+      // Another process's Nova read: Nova's time, not the ledger's (the guard's time limit pauses).
+      await waitForOthersRead(read, this.#waitForReading(Math.min(this.#opts.pollIntervalMs, Math.max(1, deadline - this.#clock.now())), signal));
     }
   }
 

@@ -140,6 +140,7 @@ const NO_OPTIONS: Record<string, string> = {
   'nova-guard:Secret.prototype.toString': 'takes nothing',
   'nova-guard:Secret.prototype.toJSON': 'takes nothing',
   'nova-guard:isAbortError': 'takes an error',
+  'nova-guard:waitForOthersRead': "takes a ledger's read function and a promise",
   'nova-guard:formatAudit': "formats an audit's result (data built by auditQuota), not options",
   'nova-guard:readReaperState': 'takes a file name; the state read is checked by checkState',
   'nova-guard:writeReaperState': "takes a file name and a Reaper's state (data it built)",

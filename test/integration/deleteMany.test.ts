@@ -327,10 +327,13 @@ function expectNoEarlyReportAndNoWorseThanBaseline(m: Measurement, measured = tr
   const baseline = rows.find((r) => r.name.startsWith('baseline'));
   expect(baseline, 'the baseline scenario must have run first (it is the first test of this file)').toBeDefined();
   if (!baseline) return;
-  expect
-    .soft(m.elapsedMs, `${m.name} took ${ms(m.elapsedMs)}; the baseline run ${ms(baseline.elapsedMs)} (bound ${TIME_FACTOR}x + ${TIME_SLACK_MS} ms)`)
-    .toBeLessThanOrEqual(TIME_FACTOR * baseline.elapsedMs + TIME_SLACK_MS);
   if (!m.replay) {
+    // Without the replay, the baseline's own run is the only bound, on another Nova timeline (each
+    // run's Nova deletes at its own pace: 12.9 s against 21.4 s for the last 404 of two runs of one
+    // harness): a loose bound only. With the replay, the same-timeline comparison above decides.
+    expect
+      .soft(m.elapsedMs, `${m.name} took ${ms(m.elapsedMs)}; the baseline run ${ms(baseline.elapsedMs)} (bound ${TIME_FACTOR}x + ${TIME_SLACK_MS} ms)`)
+      .toBeLessThanOrEqual(TIME_FACTOR * baseline.elapsedMs + TIME_SLACK_MS);
     // Without the harness database there is no replay: the measured baseline's count is the bound.
     expect
       .soft(m.requests, `${m.name} sent ${m.requests} requests ${JSON.stringify(m.shapes)}; the baseline run ${baseline.requests} ${JSON.stringify(baseline.shapes)}`)

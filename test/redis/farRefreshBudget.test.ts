@@ -1,18 +1,13 @@
 /**
- * The far-Redis budget (issue 29 item 8): a guard's call that waits for another holder's refresh of
- * the kept `/limits` reading waits for that holder's Nova read and its round trips, which the budget
- * of 4 RTOs of the command round trips did not cover: with Redis 200 ms away and Nova taking 1.5 s
- * to answer `GET /limits`, every such wait ran past `ledgerTimeoutMs` (2 s) and fell back to the
- * in-process ledger (the field case: 125 fallbacks, a slowest create of 45.8 s). The ledger now
- * measures the refreshes it sees (its own, its waits for another's) and adds their RTO to
- * `callBudgetMs`. Real redis-server behind a latency proxy, FakeNova, real clock, generous bounds.
- *
- * The arithmetic, for a waiter: its acquire (1 RTT, 200 ms) answers "another holder refreshes"; that
- * holder's read takes 1500 ms, its storeAdmit 1 RTT, the message half of one, then the waiter's next
- * acquire 1 RTT: about 2200 ms, past the 2000 ms budget of before. Measured refreshes of about
- * 1700-2300 ms put the budget at 4 RTO (~900 ms) + the refresh RTO: about 3000 ms and more. The
- * first round has no refresh measured yet (every ledger is new) and may fall back as before; the
- * second round, on a reading gone stale, must not.
+ * The far-Redis wait (issue 29 item 8, issue 31's 300-host start burst): a guard's call that waits
+ * for another holder's refresh of the kept `/limits` reading waits for that holder's Nova read and
+ * its round trips. With Redis 200 ms away and Nova taking 1.5 s to answer `GET /limits`, such a wait
+ * runs past `ledgerTimeoutMs` (2 s); counted as ledger time, it sent the waiter to the in-process
+ * ledger, which read `/limits` itself (the field case: 125 fallbacks, a slowest create of 45.8 s;
+ * a measured refresh time in the budget fixed it only after each ledger's first wait). The ledger
+ * now awaits that wait through `waitForOthersRead` and the guard pauses the call's limit during it:
+ * no fallback from the first wait on, and the waiters send no `GET /limits` of their own.
+ * Real redis-server behind a latency proxy, FakeNova, real clock, generous bounds.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLatencyProxy } from '../../bench/latencyProxy.js';
@@ -38,7 +33,7 @@ describe.skipIf(!haveRedis)(`a far Redis and a slow GET /limits${haveRedis ? '' 
     await server?.kill();
   });
 
-  it("a call that waits for another holder's refresh fits the measured budget: no fallback once a refresh was measured, every create within maxWaitMs", async () => {
+  it("a call that waits for another holder's refresh is no ledger failure, from the first wait on: no fallback, one GET /limits a round", async () => {
     const proxy = await startLatencyProxy(server.port, RTT_MS);
     afterThisTest(() => proxy.close());
     const nova = await startNova({ maxTotalCores: 100, buildDelayMs: 0, deleteDelayMs: 0, deletedWindowMs: 0 });
@@ -62,17 +57,20 @@ describe.skipIf(!haveRedis)(`a far Redis and a slow GET /limits${haveRedis ? '' 
         }),
       );
     const fallbacks = (): number => hosts.reduce((s, h) => s + h.guard.stats.ledgerFallbacks, 0);
+    const reads = (): number => nova.requestsTo('GET', /\/limits$/).length;
     const first = await round(1);
-    const firstFallbacks = fallbacks();
+    const [firstFallbacks, firstReads] = [fallbacks(), reads()];
     // The kept reading goes stale (and the deletions made it stale already): the next round refreshes.
     await new Promise((r) => setTimeout(r, LIMITS_MAX_AGE_MS + 200));
     const second = await round(2);
-    const secondFallbacks = fallbacks() - firstFallbacks;
-    const budgets = hosts.map((h) => h.ledger.callBudgetMs());
-    console.log(`[farRefreshBudget] fallbacks ${firstFallbacks} then ${secondFallbacks}; creates ${[...first, ...second].map(Math.round).join(', ')} ms; budgets ${budgets.join(', ')} ms`);
-    expect(secondFallbacks).toBe(0);
+    const [secondFallbacks, secondReads] = [fallbacks() - firstFallbacks, reads() - firstReads];
+    console.log(`[farRefreshBudget] fallbacks ${firstFallbacks} then ${secondFallbacks}; GET /limits ${firstReads} then ${secondReads}; creates ${[...first, ...second].map(Math.round).join(', ')} ms`);
+    expect([firstFallbacks, secondFallbacks]).toEqual([0, 0]);
+    // One holder reads for the round; the others take its kept reading. A waiter that fell back (or
+    // read for itself) would make it up to GUARDS. At most one more a round: a reading that went
+    // stale between two holders' turns.
+    expect(firstReads).toBeLessThanOrEqual(2);
+    expect(secondReads).toBeLessThanOrEqual(2);
     for (const ms of [...first, ...second]) expect(ms).toBeLessThan(MAX_WAIT_MS);
-    // The budget covers a waiter's wait: 4 RTT + Nova's read at least.
-    for (const b of budgets) expect(b).toBeGreaterThan(LIMITS_READ_MS + 4 * RTT_MS);
   }, 40_000);
 });

@@ -1,0 +1,73 @@
+// A ledger that waits for another holder's GET /limits (waitForOthersRead): the wait is Nova's time,
+// so the guard's ledger time limit (ledgerTimeoutMs) pauses during it, as it does while the call's
+// own read runs; only the call's maxWaitMs bounds it. Before, a slow Nova (another holder's read
+// over ledgerTimeoutMs) made each waiter take the ledger for failed and read /limits itself.
+// Fake timers, FakeNova adapters.
+import { describe, expect, it } from 'vitest';
+import { InProcessQuotaLedger } from '../../src/ledger/inProcess.js';
+import { waitForOthersRead, type QuotaLedger } from '../../src/ledger/port.js';
+import { QuotaWaitTimeoutError } from '../../src/guard/errors.js';
+import { T0, rejection, settle, useFakeClock } from '../helpers.js';
+import { body, clientFor, guardFor, startNova } from './fixtures.js';
+
+useFakeClock();
+
+/**
+ * The in-process ledger, whose `acquire` first waits `waitMs` (Infinity: for ever) for "another
+ * holder's read", through `waitForOthersRead` (`through: true`) or bare (as a ledger without it).
+ */
+function waitingLedger(inner: InProcessQuotaLedger, waitMs: number, through: boolean): QuotaLedger {
+  const acquire: QuotaLedger['acquire'] = async (request, read, signal, uncounted) => {
+    const wait = new Promise<void>((resolve) => {
+      if (Number.isFinite(waitMs)) setTimeout(resolve, waitMs);
+    });
+    await (through ? waitForOthersRead(read, wait) : wait);
+    return inner.acquire(request, read, signal, uncounted);
+  };
+  return new Proxy(inner, {
+    get(target, name) {
+      if (name === 'acquire') return acquire;
+      if (name === 'kind') return 'waiting';
+      const value: unknown = Reflect.get(target, name, target);
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+describe("a ledger waiting for another holder's GET /limits", () => {
+  it('a wait longer than ledgerTimeoutMs through waitForOthersRead is no ledger failure: no fallback, one read, the server made at once after it', async () => {
+    const nova = await startNova({ maxTotalCores: 10, buildDelayMs: 0 });
+    const ledger = waitingLedger(new InProcessQuotaLedger({ clock: clientFor(nova).clock }), 5000, true);
+    const guard = guardFor(nova, { ledger, ledgerTimeoutMs: 2000, maxWaitMs: 60_000 });
+    const server = await settle(guard.createServer(body('patient')));
+    expect(server.id).toBeTruthy();
+    expect(guard.stats.ledgerFallbacks).toBe(0);
+    expect(nova.requestsTo('GET', '/limits')).toHaveLength(1);
+    const post = nova.requestsTo('POST', '/servers')[0]!;
+    expect(post.timeMs - T0).toBeGreaterThanOrEqual(5000);
+    expect(post.timeMs - T0).toBeLessThan(5100);
+  });
+
+  it('the same wait awaited bare (a ledger without waitForOthersRead) is cut at ledgerTimeoutMs each time: the call never gets its server', async () => {
+    const nova = await startNova({ maxTotalCores: 10, buildDelayMs: 0 });
+    const ledger = waitingLedger(new InProcessQuotaLedger({ clock: clientFor(nova).clock }), 5000, false);
+    const guard = guardFor(nova, { ledger, ledgerTimeoutMs: 2000, maxWaitMs: 20_000 });
+    const e = await settle(rejection(guard.createServer(body('cut'))));
+    expect(e).toBeInstanceOf(QuotaWaitTimeoutError);
+    expect(guard.stats.ledgerFallbacks).toBeGreaterThanOrEqual(1);
+    expect(nova.requestsTo('POST', '/servers')).toHaveLength(0);
+  });
+
+  it('maxWaitMs still bounds the wait: a wait that never ends settles at maxWaitMs with QuotaWaitTimeoutError, no ledger failure counted', async () => {
+    const nova = await startNova({ maxTotalCores: 10, buildDelayMs: 0 });
+    const ledger = waitingLedger(new InProcessQuotaLedger({ clock: clientFor(nova).clock }), Number.POSITIVE_INFINITY, true);
+    const warnings: string[] = [];
+    const guard = guardFor(nova, { ledger, ledgerTimeoutMs: 2000, maxWaitMs: 7000, onWarning: (w) => warnings.push(w) });
+    const e = await settle(rejection(guard.createServer(body('bounded'))));
+    expect(e).toBeInstanceOf(QuotaWaitTimeoutError);
+    expect(Date.now() - T0).toBeGreaterThanOrEqual(7000);
+    expect(Date.now() - T0).toBeLessThan(8000);
+    expect(nova.requestsTo('POST', '/servers')).toHaveLength(0);
+    expect(warnings).toEqual([]);
+  });
+});

@@ -1,0 +1,41 @@
+/**
+ * A slow `GET /limits` and the SQLite ledger (issue 31's start burst, on one host): the processes
+ * that wait for another process's refresh of the kept reading wait for that process's Nova read.
+ * Counted as ledger time, a read over `ledgerTimeoutMs` sent every waiter to its in-process ledger,
+ * which read `/limits` itself: a slow Nova got more reads. The ledger now awaits that wait through
+ * `waitForOthersRead` and the guard pauses the call's limit during it. Several ledger objects on one
+ * real file stand for the processes of one host; FakeNova; real clock, generous bounds.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { QuotaGuard } from '../../src/guard/index.js';
+import { SqliteQuotaLedger } from '../../src/sqlite/index.js';
+import { afterThisTest } from '../cleanup.js';
+import { body, clientFor, startNova } from '../guard/fixtures.js';
+
+/** Longer than the guard's default `ledgerTimeoutMs` (2000 ms). */
+const LIMITS_READ_MS = 3000;
+const PROCESSES = 4;
+
+describe('SqliteQuotaLedger under a GET /limits slower than ledgerTimeoutMs', () => {
+  it("the processes that wait for another's read neither fall back nor read /limits themselves", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nova-guard-slow-read-'));
+    afterThisTest(() => rmSync(dir, { recursive: true, force: true }));
+    const nova = await startNova({ maxTotalCores: 100, buildDelayMs: 0 });
+    nova.inject({ method: 'GET', path: '/limits', delayMs: LIMITS_READ_MS, times: Number.POSITIVE_INFINITY });
+    const guards = Array.from({ length: PROCESSES }, (_, i) => {
+      const ledger = new SqliteQuotaLedger({ path: dir, endpoint: nova.endpoint, projectId: nova.projectId, holder: `p${i}`, limitsMaxAgeMs: 30_000, fleetWatcher: false });
+      afterThisTest(() => ledger.close());
+      const guard = new QuotaGuard(clientFor(nova), { ledger, minDelayMs: 20, baseDelayMs: 50, maxDelayMs: 400, maxWaitMs: 30_000, activeIntervalMs: 20 });
+      afterThisTest(() => guard.close());
+      return guard;
+    });
+    const servers = await Promise.all(guards.map((g, i) => g.createServer(body(`slow-read-${i}`))));
+    expect(new Set(servers.map((s) => s.id)).size).toBe(PROCESSES);
+    expect(guards.map((g) => g.stats.ledgerFallbacks)).toEqual(guards.map(() => 0));
+    // One process reads; the others take the reading it keeps (a waiter that fell back would read too).
+    expect(nova.requestsTo('GET', /\/limits$/).length).toBe(1);
+  }, 40_000);
+});
