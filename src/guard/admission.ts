@@ -189,7 +189,7 @@ export class Admission {
    */
   #staleShortMs(): number | undefined {
     if (this.#waits === 0 || this.#call.deadlineReached) return undefined;
-    if ((this.#waits + 1) % EXPLAIN_EVERY_WAITS === 0 && this.#g.opts.explainShortfall) return undefined;
+    if ((this.#waits + 1) % EXPLAIN_EVERY_WAITS === 0 && this.#explainsWaits()) return undefined;
     return 2 * this.#g.opts.maxDelayMs;
   }
 
@@ -266,7 +266,7 @@ export class Admission {
     this.#waits++;
     g.stats.waits++;
     const outOfReach = call.ledger.waitedForLedger;
-    const why = this.#waits % EXPLAIN_EVERY_WAITS === 0 && !outOfReach ? await this.#explain(shortfalls, readAtMs, false, signal) : undefined;
+    const why = this.#waits % EXPLAIN_EVERY_WAITS === 0 && !outOfReach && this.#explainsWaits() ? await this.#explain(shortfalls, readAtMs, false, signal) : undefined;
     const reason: QuotaWaitReason = outOfReach ? 'ledger-out-of-reach' : shortfalls.length === 0 ? 'ledger-settling' : queued ? 'queued' : 'short';
     const info: QuotaWaitInfo = { needs, reason, shortfalls, ledgerOutOfReach: outOfReach, headroom, delayMs, waits: this.#waits, posts: call.posts, elapsedMs: call.elapsedMs(), shortfallCause: why?.cause, finding: why?.finding };
     try {
@@ -280,6 +280,16 @@ export class Admission {
     else if (reason === 'ledger-settling') g.log.info({ needs, delayMs, waits: this.#waits, ledger: g.ledger.kind }, 'quota ledger admits nothing yet (it settles after a restart): waiting');
     else g.log.info({ needs, shortfalls: describeShortfalls(shortfalls), delayMs, waits: this.#waits, requestId: headroom.requestId }, 'not enough quota headroom: waiting');
     return delayMs;
+  }
+
+  /**
+   * True when the waits of a call are explained (every {@link EXPLAIN_EVERY_WAITS}th): `explainShortfall`
+   * on and an `onWait` hook to hand the answer to. Without a hook nobody reads it, and each check costs
+   * a listing of the whole project (and a fresh `/limits` reading before it); the wait that runs out
+   * is explained either way (its `QuotaWaitTimeoutError` carries the answer).
+   */
+  #explainsWaits(): boolean {
+    return this.#g.opts.explainShortfall && this.#g.opts.onWait !== undefined;
   }
 
   /** The check of a shortfall (option `explainShortfall`) on a listing shared by the client's calls (`explain.ts`), or undefined when off, skipped (a wait's check within the listing interval) or failed (logged). `readAtMs`: when the reading of `shortfalls` answered, on the clock; `final`: the wait ran out. @throws {@link AbortError}. */

@@ -79,8 +79,8 @@ export interface QuotaGuardOptions {
   /** Wait for a created server to leave BUILD (late quota faults, cleanup); with false, an ERROR after the 202 is the caller's: neither deleted nor retried. @default true */
   waitForActive?: boolean;
   /**
-   * When a wait for headroom runs out (and on every `EXPLAIN_EVERY_WAITS`th wait, for
-   * `onWait`), check why with one bounded listing of the project's servers (`GET /servers/detail` at
+   * When a wait for headroom runs out (and, when an `onWait` hook is given, on every
+   * `EXPLAIN_EVERY_WAITS`th wait, for it), check why with one bounded listing of the project's servers (`GET /servers/detail` at
    * microversion 2.69 or later), compared with what `GET /limits` reports as used: the
    * {@link QuotaWaitTimeoutError} then says `shortfallCause` `'busy-fleet'` (the servers hold it) or
    * `'wrong-books'` with a `finding` (`stale-usage`, `stuck-deleting`, `down-cell`); a failed check leaves both undefined. The calls

@@ -17,12 +17,12 @@ useFakeClock();
  * holder's read", through `waitForOthersRead` (`through: true`) or bare (as a ledger without it).
  */
 function waitingLedger(inner: InProcessQuotaLedger, waitMs: number, through: boolean): QuotaLedger {
-  const acquire: QuotaLedger['acquire'] = async (request, read, signal, uncounted) => {
+  const acquire: QuotaLedger['acquire'] = async (request, read, signal) => {
     const wait = new Promise<void>((resolve) => {
       if (Number.isFinite(waitMs)) setTimeout(resolve, waitMs);
     });
     await (through ? waitForOthersRead(read, wait) : wait);
-    return inner.acquire(request, read, signal, uncounted);
+    return inner.acquire(request, read, signal);
   };
   return new Proxy(inner, {
     get(target, name) {

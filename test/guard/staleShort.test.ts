@@ -31,15 +31,34 @@ describe('staleShortMs: what a waiting call lets its ledger answer on a kept rea
     const client = clientFor(nova);
     const { ledger, asked } = recording(client.clock);
     const blocker = await settle(client.createServer(body('blocker')));
-    const guard = guardFor(nova, { ledger, minDelayMs: 100, baseDelayMs: 100, maxDelayMs: 400, maxWaitMs: 60_000 }, client);
+    const causes: unknown[] = [];
+    const guard = guardFor(nova, { ledger, minDelayMs: 100, baseDelayMs: 100, maxDelayMs: 400, maxWaitMs: 60_000, onWait: (w) => causes.push(w.shortfallCause) }, client);
     const created = guard.createServer(body('waiter'));
-    // Waits 1..6 (the 5th explained), then the blocker's confirmed deletion admits it.
+    // Waits 1..6 (the 5th explained, for onWait), then the blocker's confirmed deletion admits it.
     await runUntil(() => asked.length >= 7);
     await settle(client.deleteServer(blocker.id, { wait: true, intervalMs: 50 }));
     await settle(created);
     expect(posts(nova).length).toBe(2);
     // First admission: fresh. Re-checks: 800 (2 x maxDelayMs), except the admission before wait 5 (explained).
     expect(asked.slice(0, 7)).toEqual([0, 800, 800, 800, 0, 800, 800]);
+    expect(causes[4]).toBe('busy-fleet');
+    expect(nova.requestsTo('GET', '/servers/detail').length).toBeGreaterThanOrEqual(1);
+    await guard.close();
+  });
+
+  it('without an onWait hook no wait is explained: no listing of the project and no fresh reading for it while the call waits', async () => {
+    const nova = await startNova({ maxTotalCores: 2, maxTotalInstances: -1, maxTotalRAMSize: -1, buildDelayMs: 50 });
+    const client = clientFor(nova);
+    const { ledger, asked } = recording(client.clock);
+    const blocker = await settle(client.createServer(body('blocker')));
+    const guard = guardFor(nova, { ledger, minDelayMs: 100, baseDelayMs: 100, maxDelayMs: 400, maxWaitMs: 60_000 }, client);
+    const created = guard.createServer(body('waiter'));
+    await runUntil(() => asked.length >= 12);
+    expect(asked.slice(0, 12)).toEqual([0, ...Array(11).fill(800)]);
+    expect(nova.requestsTo('GET', '/servers/detail')).toHaveLength(0);
+    await settle(client.deleteServer(blocker.id, { wait: true, intervalMs: 50 }));
+    await settle(created);
+    expect(posts(nova).length).toBe(2);
     await guard.close();
   });
 
