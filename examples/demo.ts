@@ -25,6 +25,7 @@ import { join } from 'node:path';
 import { Command } from 'commander';
 import { KeystoneAuth, NovaClient, QuotaGuard, auditQuota, formatAudit } from 'nova-guard';
 import { FakeKeystone, FakeNova } from 'nova-guard/testing';
+import { defaultLedgerDir } from 'nova-guard/sqlite';
 import type { DemoHostResult, DemoHostTask } from './demoHost.js';
 import { runWorker, type WorkerStats } from './worker.js';
 import { startPrometheusMetrics } from './prometheus.js';
@@ -86,7 +87,9 @@ function ledgerLine(spec: string, hosts: number, quota403s: number, failed: numb
   if (spec === 'in-process') {
     return `in-process (each of the ${hosts} hosts has its own: they share nothing and race into Nova's quota 403s (${outcome}), which the guard absorbs; the demo's default, a sqlite: ledger, or redis:// avoids them)`;
   }
-  return `${secretless} (shared by the ${hosts} worker processes: ${outcome}). With --ledger in-process the hosts share nothing and race into Nova's 403s, which the guard absorbs.`;
+  // `sqlite:` alone names a file in the library's default directory: say which.
+  const shown = spec === 'sqlite:' ? `sqlite: (a file in ${defaultLedgerDir()})` : secretless;
+  return `${shown} (shared by the ${hosts} worker processes: ${outcome}). With --ledger in-process the hosts share nothing and race into Nova's 403s, which the guard absorbs.`;
 }
 
 /** Each distinct job error once, with how many jobs met it. */

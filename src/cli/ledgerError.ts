@@ -7,24 +7,39 @@
  */
 import { LedgerConfigError } from '../errors/index.js';
 
-/** The library's words in a ledger fix, and the CLI's for them. */
-const CLI_WORDS: ReadonlyArray<readonly [string, string]> = [
-  ["ledger: 'in-process'", '--ledger in-process (or unset NOVA_GUARD_LEDGER)'],
-  ["projectId in NovaClient's options / clouds.yaml's auth.project_id", "--os-project-id, or auth.project_id in clouds.yaml"],
-];
+/** Where the command's ledger string came from: its `--ledger` flag, or `NOVA_GUARD_LEDGER`. */
+export type LedgerSource = 'flag' | 'env';
 
-/** `fix` (a {@link LedgerConfigError}'s) in the CLI's words. */
-export function cliLedgerFix(fix: string): string {
+/**
+ * Where the ledger string of this command line came from: `'flag'` when `argv` has `--ledger`
+ * (it wins over the environment), else `'env'` when `NOVA_GUARD_LEDGER` is set (not blank), else
+ * `'flag'` (nothing else can name a ledger).
+ */
+export function ledgerSource(argv: readonly string[] = process.argv, env: NodeJS.ProcessEnv = process.env): LedgerSource {
+  if (argv.some((a) => a === '--ledger' || a.startsWith('--ledger='))) return 'flag';
+  return (env['NOVA_GUARD_LEDGER'] ?? '').trim() !== '' ? 'env' : 'flag';
+}
+
+/** The library's words in a ledger fix, and the CLI's for them. */
+function cliWords(source: LedgerSource): ReadonlyArray<readonly [string, string]> {
+  return [
+    ["ledger: 'in-process'", source === 'env' ? 'NOVA_GUARD_LEDGER=in-process (or unset it)' : '--ledger in-process'],
+    ["projectId in NovaClient's options / clouds.yaml's auth.project_id", '--os-project-id, or auth.project_id in clouds.yaml'],
+  ];
+}
+
+/** `fix` (a {@link LedgerConfigError}'s) in the CLI's words, for a ledger named by `source`. */
+export function cliLedgerFix(fix: string, source: LedgerSource = ledgerSource()): string {
   let out = fix;
-  for (const [library, cli] of CLI_WORDS) out = out.split(library).join(cli);
+  for (const [library, cli] of cliWords(source)) out = out.split(library).join(cli);
   return out;
 }
 
 /**
  * The message of `error` as the CLI prints it: a {@link LedgerConfigError}'s with its fix in the
- * CLI's words ({@link cliLedgerFix}); any other error's message as it is.
+ * CLI's words ({@link cliLedgerFix}, for the ledger's `source`); any other error's message as it is.
  */
-export function cliMessage(error: Error): string {
+export function cliMessage(error: Error, source: LedgerSource = ledgerSource()): string {
   if (!(error instanceof LedgerConfigError) || !error.message.endsWith(error.fix)) return error.message;
-  return `${error.message.slice(0, error.message.length - error.fix.length)}${cliLedgerFix(error.fix)}`;
+  return `${error.message.slice(0, error.message.length - error.fix.length)}${cliLedgerFix(error.fix, source)}`;
 }
