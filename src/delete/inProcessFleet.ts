@@ -62,6 +62,15 @@ export class InProcessFleet {
   #pending: Published[] = [];
   #flushQueued = false;
   #syncQueued = false;
+  /**
+   * What each member (but the watcher) waits on, as the last sync read it: its interest with the
+   * kept proofs handed, each deadline as clock time. A sync reads again only the members whose
+   * interest changed since ({@link InProcessFleet.#dirty}): reading every member's on each change
+   * made a fleet of N hosts cost N reads a change (quadratic in the fleet over a day).
+   */
+  readonly #interest = new Map<Member, ReadonlyArray<{ readonly serverId: string; readonly deadlineAt: number; readonly want: WantedServer }>>();
+  /** Members whose interest changed since the last sync. */
+  readonly #dirty = new Set<Member>();
   /** Proofs published lately, by server id: the evidence, the epoch that published it and the watcher's clock time. */
   readonly #proofs = new Map<string, { evidence: GoneEvidence; epoch: number; at: number }>();
 
@@ -120,8 +129,12 @@ export class InProcessFleet {
   };
 
   /** A member's interest changed: follow it in a microtask (the watcher's own interest is not the fleet's). */
-  #changed(member: Member): void {
-    if (member === this.#members[0] || this.#syncQueued) return;
+  #changed(member: Member | undefined): void {
+    if (member !== undefined) {
+      if (member === this.#members[0]) return;
+      this.#dirty.add(member);
+    }
+    if (this.#syncQueued) return;
     this.#syncQueued = true;
     queueMicrotask(() => {
       this.#syncQueued = false;
@@ -140,7 +153,9 @@ export class InProcessFleet {
       this.#looks = undefined;
       if (this.#members.length > 0) this.#elect();
     } else {
-      this.#changed(member);
+      this.#interest.delete(member);
+      this.#dirty.delete(member);
+      this.#changed(undefined);
     }
   }
 
@@ -153,25 +168,35 @@ export class InProcessFleet {
     watcher.consumer.stop();
     watcher.engine.fleetChanged();
     this.#looks = new FleetLooks(watcher.engine, (item) => this.#queue(item));
+    // Every member's interest is read again: the old watcher's is gone, the new one's is not the fleet's.
+    this.#interest.clear();
+    for (const m of this.#members) if (m !== watcher) this.#dirty.add(m);
     this.#sync();
     this.#heartbeat();
   }
 
-  /** Follow the interest of every member but the watcher; hand each its kept proofs. */
+  /** Follow the interest of every member but the watcher (read again for those whose interest changed, each handed its kept proofs). */
   #sync(): void {
     const looks = this.#looks;
     const watcher = this.#members[0];
     if (!looks || !watcher) return;
     const now = watcher.engine.clock.now();
     for (const [id, p] of this.#proofs) if (now - p.at > PROOF_RETENTION_MS) this.#proofs.delete(id);
-    const wanted = new Map<string, WantedServer>();
-    for (const m of this.#members) {
-      if (m === watcher) continue;
+    for (const m of this.#dirty) {
+      if (m === watcher || !this.#members.includes(m)) continue;
+      const items = [];
       for (const i of m.engine.interest()) {
         const kept = this.#proofs.get(i.serverId);
         if (kept && m.consumer.proof(i.serverId, kept.evidence, kept.epoch)) continue;
-        wantServer(wanted, i.serverId, i);
+        items.push({ serverId: i.serverId, deadlineAt: now + i.remainingMs, want: i });
       }
+      this.#interest.set(m, items);
+    }
+    this.#dirty.clear();
+    const wanted = new Map<string, WantedServer>();
+    for (const [m, items] of this.#interest) {
+      if (m === watcher) continue;
+      for (const i of items) wantServer(wanted, i.serverId, { ...i.want, remainingMs: Math.max(0, i.deadlineAt - now) });
     }
     looks.follow(wanted);
   }

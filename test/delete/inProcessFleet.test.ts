@@ -36,6 +36,38 @@ async function watcherAndConsumer(nova: FakeNova): Promise<{ a: ReturnType<typeo
 const looks = (sent: readonly string[]): string[] => sent.filter((r) => r.startsWith('GET /servers'));
 
 describe('InProcessFleet', () => {
+  it("a change in one member's waits reads that member's interest only, and the watcher still looks for every member", async () => {
+    const nova = await startNova({ deleteDelayMs: 3000 });
+    const clients = [countedClient(nova), countedClient(nova), countedClient(nova), countedClient(nova)];
+    const fleet = new InProcessFleet();
+    for (const c of clients) await fleet.join(c.client);
+    await vi.advanceTimersByTimeAsync(0);
+    const reads = clients.map((c) => {
+      const engine = c.client.deleteEngine;
+      const counter = { n: 0 };
+      const interest = engine.interest.bind(engine);
+      engine.interest = () => {
+        counter.n++;
+        return interest();
+      };
+      return counter;
+    });
+    const ids = [nova.addServer({ status: 'ACTIVE' }).id, nova.addServer({ status: 'ACTIVE' }).id];
+    const first = clients[1]!.client.deleteServer(ids[0]!, { wait: true, intervalMs: 1000, jitter: 0 });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(reads.map((r) => r.n)).toEqual([0, 1, 0, 0]);
+    const second = clients[3]!.client.deleteServer(ids[1]!, { wait: true, intervalMs: 1000, jitter: 0 });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(reads.map((r) => r.n)).toEqual([0, 1, 0, 1]);
+    expect((await settle(first)).outcome).toBe('deleted');
+    expect((await settle(second)).outcome).toBe('deleted');
+    // Only the watcher (the first member) looked; each consumer sent its DELETE alone.
+    expect(looks(clients[1]!.sent)).toEqual([]);
+    expect(looks(clients[3]!.sent)).toEqual([]);
+    expect(nova.requestsTo('GET', serverPath(ids[1]!)).at(-1)!.status).toBe(404);
+    fleet.close();
+  });
+
   it("a consumer's deleteServer({ wait: true }) sends its DELETE only: the watcher looks, and its 404 ends the wait as deleted", async () => {
     const nova = await startNova({ deleteDelayMs: 3000 });
     const a = countedClient(nova);
