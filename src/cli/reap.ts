@@ -132,7 +132,11 @@ export function formatReap(r: Pick<ReapResult, 'dryRun' | 'deleted' | 'skipped' 
     const detail = s.reason === 'too-young' && olderThanMs !== undefined ? `younger than ${formatDuration(olderThanMs)}` : s.detail;
     rows.push([s.reason === 'dry-run' ? 'would delete' : `skipped (${s.reason})`, s.serverId, s.name ?? '-', formatDuration(s.ageMs), detail]);
   }
-  const head = `${r.dryRun ? 'Dry run: ' : ''}${r.deleted.length} deleted, ${r.failed.length} failed, ${r.skipped.length} skipped, ${r.candidates.length} candidates.`;
+  // A dry run deletes nothing: its head counts what it would delete apart from what it skips.
+  const wouldDelete = r.skipped.filter((s) => s.reason === 'dry-run').length;
+  const head = r.dryRun
+    ? `Dry run: would delete ${wouldDelete}, ${r.skipped.length - wouldDelete} skipped, ${r.candidates.length} candidates.`
+    : `${r.deleted.length} deleted, ${r.failed.length} failed, ${r.skipped.length} skipped, ${r.candidates.length} candidates.`;
   return rows.length > 1 ? `${head}\n${renderTable(rows)}` : head;
 }
 

@@ -47,6 +47,15 @@ describe('nova-guard server reap', () => {
     expect(nova.requests.filter((q) => q.method === 'DELETE').map((q) => q.serverId).sort()).toEqual([a, b].sort());
   });
 
+  it('--dry-run (table): the head counts what it would delete apart from what it skips', async () => {
+    const nova = await startNova();
+    seed(nova);
+    const r = await reap(nova, ['--prefix', 'adt-', '--older-than', '2h', '--dry-run', ...FAST]);
+    expect(r.stdout.split('\n')[0]).toBe('Dry run: would delete 2, 1 skipped, 2 candidates.');
+    expect(r.stdout.match(/^would delete /gm)).toHaveLength(2);
+    expect(nova.requests.filter((q) => q.method === 'DELETE')).toEqual([]);
+  });
+
   it('--dry-run --json: lists what would be deleted, zero DELETEs', async () => {
     const nova = await startNova();
     const ids = seed(nova);
@@ -89,7 +98,7 @@ describe('nova-guard server reap', () => {
       expect((await reap(nova, args)).stdout).toBe('0 deleted, 0 failed, 0 skipped, 0 candidates.');
       const argv = ['--prefix', 'adt-', '--older-than', '2h', '--state-file', file, ...FAST];
       const dry = await reap(nova, [...argv, '--dry-run']);
-      expect(dry.stdout.split('\n')[0]).toBe('Dry run: 0 deleted, 0 failed, 3 skipped, 2 candidates.');
+      expect(dry.stdout.split('\n')[0]).toBe('Dry run: would delete 0, 3 skipped, 2 candidates.');
       const first = await reap(nova, argv);
       expect(first.stdout.split('\n')[0]).toBe('0 deleted, 0 failed, 3 skipped, 2 candidates.');
       expect(first.stdout).toMatch(/skipped \(first-sighting\)/);
