@@ -21,6 +21,7 @@
  */
 import pTimeout, { TimeoutError } from 'p-timeout';
 import type { Clock } from '../core/clock.js';
+import { MAX_TIMER_MS } from '../core/validate.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { AbortError, throwIfAborted } from '../errors/index.js';
 import { NO_NEEDS, addNeeds, type Acquisition, type LedgerPeek, type LedgerPlace, type QuotaLedger, type Shortfall, type UncountedRead } from '../ledger/index.js';
@@ -382,14 +383,16 @@ export class CallLedger {
         }
       };
     // The ledger waits for ANOTHER holder's Nova read (`waitForOthersRead`): Nova's time as well, so
-    // the ledger's limit pauses; only what is left of the call's maxWaitMs bounds it (without one,
-    // the longest a Nova read may take plus the budget: a ledger that never ends its wait still fails).
+    // the ledger's limit pauses; only what is left of the call's maxWaitMs bounds it (without one:
+    // `headroom()`, `maxWaitMs: Infinity`, or past it, the longest a Nova read may take plus the
+    // budget: a ledger that never ends its wait still fails). Every limit is a finite timer delay (a
+    // Node timer given Infinity or more than MAX_TIMER_MS fires after 1 ms: the wait would be cut at once).
     const othersRead = async <R>(wait: Promise<R>): Promise<R> => {
       if (gate.signal.aborted) return wait;
       g.clock.clearTimeout(timer);
       const remaining = this.#deadlineMs - g.clock.now();
-      cut = remaining > 0;
-      const ms = cut ? Math.ceil(remaining) : g.client.requestTimeoutMs + g.res.budgetMs();
+      cut = remaining > 0 && Number.isFinite(remaining);
+      const ms = Math.min(MAX_TIMER_MS, cut ? Math.ceil(remaining) : g.client.requestTimeoutMs + g.res.budgetMs());
       timer = g.clock.setTimeout(() => late.abort(new TimeoutError(`ledger ${what} waited ${ms} ms for another holder's GET /limits`)), ms);
       try {
         return await wait;

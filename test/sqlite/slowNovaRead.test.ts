@@ -39,3 +39,28 @@ describe('SqliteQuotaLedger under a GET /limits slower than ledgerTimeoutMs', ()
     expect(nova.requestsTo('GET', /\/limits$/).length).toBe(1);
   }, 40_000);
 });
+
+describe('SqliteQuotaLedger: headroom() (no deadline) while another process reads a slow GET /limits', () => {
+  // Before: the pause of a call without a deadline armed a timer of Infinity ms (run after 1 ms by
+  // Node): the waiting process fell back at once and read /limits itself, a second read.
+  it("waits for the other process's read: no fallback, one read for both", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nova-guard-slow-read-'));
+    afterThisTest(() => rmSync(dir, { recursive: true, force: true }));
+    const nova = await startNova({ maxTotalCores: 100, buildDelayMs: 0 });
+    nova.inject({ method: 'GET', path: '/limits', delayMs: LIMITS_READ_MS, times: Number.POSITIVE_INFINITY });
+    const guards = Array.from({ length: 2 }, (_, i) => {
+      const ledger = new SqliteQuotaLedger({ path: dir, endpoint: nova.endpoint, projectId: nova.projectId, holder: `h${i}`, limitsMaxAgeMs: 30_000, fleetWatcher: false });
+      afterThisTest(() => ledger.close());
+      const guard = new QuotaGuard(clientFor(nova), { ledger });
+      afterThisTest(() => guard.close());
+      return guard;
+    });
+    const first = guards[0]!.headroom();
+    // The first process holds the refresh lock and waits for Nova.
+    await new Promise((r) => setTimeout(r, 300));
+    const rooms = await Promise.all([first, guards[1]!.headroom()]);
+    expect(rooms.map((r) => r.cores.headroom)).toEqual([100, 100]);
+    expect(guards.map((g) => g.stats.ledgerFallbacks)).toEqual([0, 0]);
+    expect(nova.requestsTo('GET', /\/limits$/).length).toBe(1);
+  }, 40_000);
+});
