@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { InProcessQuotaLedger } from '../../src/ledger/inProcess.js';
 import { waitForOthersRead, type QuotaLedger } from '../../src/ledger/port.js';
 import { QuotaWaitTimeoutError } from '../../src/guard/errors.js';
+import { NovaNetworkError } from '../../src/errors/index.js';
 import { T0, rejection, settle, useFakeClock } from '../helpers.js';
 import { afterThisTest } from '../cleanup.js';
 import { body, clientFor, guardFor, startNova } from './fixtures.js';
@@ -108,16 +109,33 @@ describe("a ledger waiting for another holder's GET /limits", () => {
     expect(Date.now() - T0).toBeLessThan(client.requestTimeoutMs + 2000 + 1000);
   });
 
-  it('maxWaitMs still bounds the wait: a wait that never ends settles at maxWaitMs with QuotaWaitTimeoutError, no ledger failure counted', async () => {
+  // Before: the call was cut at maxWaitMs, went to its in-process ledger and read /limits itself
+  // there (one more read per waiter for a Nova already slow), only to give that claim back (degraded
+  // mode's "wait for the ledger") and report the ledger out of reach, which it was not.
+  it("maxWaitMs still bounds the wait: a wait that never ends settles at maxWaitMs as an unanswered GET /limits, with no read of its own and no fallback", async () => {
     const nova = await startNova({ maxTotalCores: 10, buildDelayMs: 0 });
     const ledger = waitingLedger(new InProcessQuotaLedger({ clock: clientFor(nova).clock }), Number.POSITIVE_INFINITY, true);
     const warnings: string[] = [];
     const guard = guardFor(nova, { ledger, ledgerTimeoutMs: 2000, maxWaitMs: 7000, onWarning: (w) => warnings.push(w) });
     const e = await settle(rejection(guard.createServer(body('bounded'))));
-    expect(e).toBeInstanceOf(QuotaWaitTimeoutError);
+    expect(e).toBeInstanceOf(NovaNetworkError);
+    expect(e).toMatchObject({ timedOut: true, method: 'GET' });
+    expect(e.message).toMatch(/another holder's read/);
     expect(Date.now() - T0).toBeGreaterThanOrEqual(7000);
     expect(Date.now() - T0).toBeLessThan(8000);
+    expect(nova.requestsTo('GET', '/limits')).toHaveLength(0);
     expect(nova.requestsTo('POST', '/servers')).toHaveLength(0);
+    expect(guard.stats.ledgerFallbacks).toBe(0);
     expect(warnings).toEqual([]);
+  });
+
+  it('a wait that begins with less than finalReadMs left of maxWaitMs gets finalReadMs, as the call\'s own read would', async () => {
+    const nova = await startNova({ maxTotalCores: 10, buildDelayMs: 0 });
+    const ledger = waitingLedger(new InProcessQuotaLedger({ clock: clientFor(nova).clock }), 4000, true);
+    const guard = guardFor(nova, { ledger, ledgerTimeoutMs: 2000, maxWaitMs: 1000, finalReadMs: 5000 });
+    const server = await settle(guard.createServer(body('final')));
+    expect(server.id).toBeTruthy();
+    expect(guard.stats.ledgerFallbacks).toBe(0);
+    expect(nova.requestsTo('GET', '/limits')).toHaveLength(1);
   });
 });
