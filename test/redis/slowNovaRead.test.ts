@@ -12,6 +12,7 @@ import { RedisQuotaLedger } from '../../src/redis/index.js';
 import { NovaNetworkError } from '../../src/errors/index.js';
 import { afterThisTest } from '../cleanup.js';
 import { body, clientFor, startNova } from '../guard/fixtures.js';
+import type { FakeNova } from '../../src/testing/index.js';
 import { haveRedis, RedisServer, skipReason } from './support.js';
 
 const LIMITS_READ_MS = 3000;
@@ -95,4 +96,61 @@ describe.skipIf(!haveRedis)(`RedisQuotaLedger under a GET /limits slower than li
     expect(reads).toBe(1);
     expect(waiters.map((g) => g.stats.ledgerFallbacks)).toEqual(waiters.map(() => 0));
   }, 60_000);
+
+  /** Guards on one Redis: `maxWaitMs` each; the first warm (the store vetted, a create made) and its reading gone stale. */
+  async function warmGuards(nova: FakeNova, n: number, maxWaitMs: number, tag: string): Promise<QuotaGuard[]> {
+    const guards = Array.from({ length: n }, (_, i) => {
+      const ledger = new RedisQuotaLedger({ url: server.url, endpoint: nova.endpoint, projectId: nova.projectId, holder: `${tag}${i}`, fleetWatcher: false });
+      afterThisTest(() => ledger.close());
+      const guard = new QuotaGuard(clientFor(nova), { ledger, minDelayMs: 20, baseDelayMs: 50, maxDelayMs: 400, maxWaitMs, activeIntervalMs: 20, onWarning: () => undefined });
+      afterThisTest(() => guard.close());
+      return guard;
+    });
+    await guards[0]!.createServer(body(`${tag}-warm`));
+    await new Promise((r) => setTimeout(r, 1500));
+    return guards;
+  }
+
+  it("an abort during the wait for another holder's read settles at once with AbortError and leaves no claim", async () => {
+    const nova = await startNova({ maxTotalCores: 100, buildDelayMs: 0 });
+    const [holder, waiter] = await warmGuards(nova, 2, 30_000, 'abort');
+    nova.inject({ method: 'GET', path: '/limits', delayMs: LIMITS_READ_MS, times: 1 });
+    const held = holder!.createServer(body('abort-holder'));
+    await new Promise((r) => setTimeout(r, 300));
+    const stop = new AbortController();
+    const waiting = waiter!.createServer(body('abort-waiter'), { signal: stop.signal }).then(() => undefined, (e: unknown) => e as Error);
+    await new Promise((r) => setTimeout(r, 700));
+    const t0 = performance.now();
+    stop.abort();
+    const e = await waiting;
+    const settledMs = performance.now() - t0;
+    expect(e?.name).toBe('AbortError');
+    expect(settledMs).toBeLessThan(500);
+    await held;
+    await new Promise((r) => setTimeout(r, 300));
+    // The holder's claim ended with its server counted; the waiter took none.
+    expect((await holder!.headroom()).cores.inFlight).toBe(0);
+    expect(nova.requestsTo('POST', '/servers')).toHaveLength(2);
+    expect(waiter!.stats.ledgerFallbacks).toBe(0);
+  }, 30_000);
+
+  it("a Redis that stops (SIGSTOP) during the wait for another holder's read: every call still settles by maxWaitMs, degraded mode engages", async () => {
+    const nova = await startNova({ maxTotalCores: 100, buildDelayMs: 0 });
+    const guards = await warmGuards(nova, 3, 8000, 'stop');
+    nova.inject({ method: 'GET', path: '/limits', delayMs: 4000, times: 1 });
+    const t0 = performance.now();
+    const calls = [guards[0]!.createServer(body('stop-holder')).then(() => 'created', (e: unknown) => (e as Error).name)];
+    await new Promise((r) => setTimeout(r, 300));
+    calls.push(...guards.slice(1).map((g, i) => g.createServer(body(`stop-${i}`)).then(() => 'created', (e: unknown) => (e as Error).name)));
+    await new Promise((r) => setTimeout(r, 700));
+    server.pause();
+    try {
+      const ends = await Promise.all(calls.map((c) => c.then((r) => ({ r, ms: performance.now() - t0 }))));
+      console.log(`[slowNovaRead] SIGSTOP: ${ends.map((x) => `${x.r} ${Math.round(x.ms)}`).join(', ')} ms; outages ${guards.map((g) => g.stats.ledgerOutages).join(', ')}`);
+      for (const { ms } of ends) expect(ms).toBeLessThan(8000 + 300 + 3000);
+      expect(guards.map((g) => g.stats.ledgerOutages).reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(1);
+    } finally {
+      server.resume();
+    }
+  }, 40_000);
 });
