@@ -21,8 +21,9 @@
  */
 import pTimeout, { TimeoutError } from 'p-timeout';
 import type { Clock } from '../core/clock.js';
+import { MAX_TIMER_MS } from '../core/validate.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
-import { AbortError, throwIfAborted } from '../errors/index.js';
+import { AbortError, NovaNetworkError, throwIfAborted } from '../errors/index.js';
 import { NO_NEEDS, addNeeds, type Acquisition, type LedgerPeek, type LedgerPlace, type QuotaLedger, type Shortfall, type UncountedRead } from '../ledger/index.js';
 import { holdClaim, holdDegraded } from './ledgerUse.js';
 import type { Claim, GuardState } from './state.js';
@@ -325,9 +326,10 @@ export class CallLedger {
   /**
    * `run(ledger, read, signal)` on the call's ledger, where `run` may call `read` (a `GET /limits`).
    * The time limit ({@link CallLedger.limitMs}) counts the ledger's own work, not the time Nova
-   * takes to answer `read`, nor its wait for another holder's read (`read.othersRead`, which only
-   * the call's `maxWaitMs` bounds); an error of `read` itself (Nova's) is thrown as it is, never taken for
-   * a ledger failure. `signal` aborting ends the wait at once.
+   * takes to answer `read`, nor its wait for another holder's read (`read.othersRead`, bounded as
+   * the call's own read would be: by `maxWaitMs`, at least `finalReadMs`, then a `NovaNetworkError`
+   * (`timedOut`) as for its own read unanswered at the deadline); an error of `read` itself (Nova's)
+   * is thrown as it is, never taken for a ledger failure. `signal` aborting ends the wait at once.
    *
    * The `read` the ledger gets is gated: once this function has settled (the answer came, the
    * ledger was abandoned for the fallback, or the call aborted), a late `read` by the abandoned
@@ -382,15 +384,41 @@ export class CallLedger {
         }
       };
     // The ledger waits for ANOTHER holder's Nova read (`waitForOthersRead`): Nova's time as well, so
-    // the ledger's limit pauses; only what is left of the call's maxWaitMs bounds it (without one,
-    // the longest a Nova read may take plus the budget: a ledger that never ends its wait still fails).
+    // the ledger's limit pauses. With a deadline (maxWaitMs), the wait is bounded as the call's own
+    // read would be (`readLimitMs`): by the deadline, or `finalReadMs` after the wait began when it
+    // began with less left; past that, the call ends as when its own read is unanswered at the
+    // deadline (NovaNetworkError, timedOut): no read of its own at its deadline (a GET /limits more
+    // per waiter for a Nova already slow), and no "ledger out of reach" for a ledger that answered.
+    // Without a deadline (`headroom()`, `maxWaitMs: Infinity`): the longest a Nova read may take plus
+    // the budget; a ledger that never ends its wait then fails as a ledger. The end is fixed at the
+    // first wait of this ledger call (the ledgers wait in slices). Every limit is a finite timer delay
+    // (a Node timer given Infinity or more than MAX_TIMER_MS fires after 1 ms).
+    let othersEnd: number | undefined;
+    const byDeadline = Number.isFinite(this.#deadlineMs);
     const othersRead = async <R>(wait: Promise<R>): Promise<R> => {
       if (gate.signal.aborted) return wait;
       g.clock.clearTimeout(timer);
-      const remaining = this.#deadlineMs - g.clock.now();
-      cut = remaining > 0;
-      const ms = cut ? Math.ceil(remaining) : g.client.requestTimeoutMs + g.res.budgetMs();
-      timer = g.clock.setTimeout(() => late.abort(new TimeoutError(`ledger ${what} waited ${ms} ms for another holder's GET /limits`)), ms);
+      const now = g.clock.now();
+      const readMs = g.client.requestTimeoutMs + g.res.budgetMs();
+      othersEnd ??= byDeadline ? Math.max(this.#deadlineMs, now + Math.min(g.opts.finalReadMs, readMs)) : now + readMs;
+      const ms = Math.min(MAX_TIMER_MS, Math.max(0, Math.ceil(othersEnd - now)));
+      cut = false;
+      timer = g.clock.setTimeout(() => {
+        if (!byDeadline) {
+          late.abort(new TimeoutError(`ledger ${what} waited ${ms} ms for another holder's GET /limits`));
+          return;
+        }
+        const error = new NovaNetworkError({
+          status: 0,
+          code: 'ETIMEDOUT',
+          timedOut: true,
+          method: 'GET',
+          url: '/limits',
+          message: `GET /limits (another holder's read, which this call waited for through the ${ledger.kind} ledger) still unanswered at the guarded call's deadline (maxWaitMs ${g.opts.maxWaitMs} ms, finalReadMs ${g.opts.finalReadMs} ms)`,
+        });
+        readFailure = { error };
+        late.abort(error);
+      }, ms);
       try {
         return await wait;
       } finally {

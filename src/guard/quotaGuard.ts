@@ -227,7 +227,8 @@ export class QuotaGuard {
    * {@link NotFoundError} when `flavorRef` is no flavor id (a flavor name such as `'m1.small'`: the
    * message says so; ids come from `GET /flavors`), before any claim; {@link NovaNetworkError}
    * (`timedOut`) when a read of the wait for headroom (`GET /limits`) is still unanswered at the
-   * call's deadline (`maxWaitMs`, at least `finalReadMs` for a read at its end);
+   * call's deadline (`maxWaitMs`, at least `finalReadMs` for a read at its end), the call's own or
+   * another holder's that its ledger waits for;
    * {@link QuotaNeverFitsError} (the guard's verdict) when `/limits` shows it can never fit (0 POSTs);
    * `QuotaExceededError` (Nova's 403) `permanent: true` when Nova says so (1 POST), `permanent: false`
    * when `maxAttempts` or `maxWaitMs` ran out after quota 403s; {@link QuotaBuildFaultError} (the

@@ -27,6 +27,7 @@ export type {
   LimitsRead,
 } from './port.js';
 export { isLedgerDown, waitForOthersRead } from './port.js';
+export { FreshWhenAsked } from './freshWhenAsked.js';
 export { InProcessQuotaLedger, READ_GRACE_MS } from './inProcess.js';
 export type { InProcessQuotaLedgerOptions } from './inProcess.js';
 export { ClaimLedger, type Claim } from './claims.js';

@@ -225,7 +225,8 @@ export type LimitsRead = ((signal: AbortSignal | undefined) => Promise<LimitsRea
  * A ledger that waits for ANOTHER holder's `/limits` read (a kept reading being refreshed, a vet's
  * listing) awaits that wait through this function, never bare: the wait is Nova's time, not the
  * ledger's, and the guard's ledger time limit (`ledgerTimeoutMs`) pauses during it as it pauses during
- * the caller's own `read` (only the caller's `maxWaitMs` still bounds it). Without it a slow Nova
+ * the caller's own `read` (the caller's `maxWaitMs` still bounds it, as it bounds the caller's own
+ * read: at least `finalReadMs`, then the call ends with `NovaNetworkError`, `timedOut`). Without it a slow Nova
  * (a read over the time limit) would make every waiting holder take the ledger for failed and read
  * `/limits` itself: more requests to a Nova already slow. The ledger must bound the wait itself (the
  * Redis and SQLite ledgers: `limitsLockMs + commandTimeoutMs`). A `read` made outside the guard (a

@@ -44,7 +44,12 @@ export interface RedisQuotaLedgerOptions {
    * `now`, `wallNow`, `setTimeout` and `clearTimeout` functions. @default systemClock
    */
   readonly clock?: Clock;
-  /** A kept `/limits` reading younger than this, in ms, is handed out instead of a new read. @default 1000 */
+  /**
+   * A kept `/limits` reading younger than this, in ms, is handed out instead of a new read. For a
+   * call that waited for another holder's refresh, counted from when it first asked: the reading it
+   * waited for is fresh for it when it was fresh then (a `GET /limits` slower than this still gives
+   * the fleet one read). @default 1000
+   */
   readonly limitsMaxAgeMs?: number;
   /** How long a holder may hold the refresh lock of the kept reading, in ms. @default 10000 */
   readonly limitsLockMs?: number;

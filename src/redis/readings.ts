@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock, ResourceAmounts } from '../core/index.js';
 import { throwIfAborted } from '../errors/index.js';
-import { waitForOthersRead, type AcquireRequest, type Acquisition, type LedgerClaim, type LedgerLimits, type LedgerPlace, type LimitsRead, type LimitsReading, type UncountedRead, type UncountedServer } from '../ledger/index.js';
+import { FreshWhenAsked, waitForOthersRead, type AcquireRequest, type Acquisition, type LedgerClaim, type LedgerLimits, type LedgerPlace, type LimitsRead, type LimitsReading, type UncountedRead, type UncountedServer } from '../ledger/index.js';
 import type { LedgerCommand } from './connection.js';
 import { amounts, decodeReading, encodeReading, needsArgs } from './codec.js';
 import type { ResolvedOptions } from './options.js';
@@ -50,7 +50,9 @@ export interface LedgerInternals {
  * most `limitsLockMs + commandTimeoutMs`, through `waitForOthersRead` (the guard's ledger time limit
  * pauses: the wait is Nova's time); then it answers "not admitted" on what it has and the
  * guard tries again. A reading is fresh only when Redis's clock and this ledger's own clock both
- * say it is at most `limitsMaxAgeMs` old (see `docs/fleet-ledger.md`, "Clock steps"). With
+ * say it is at most `limitsMaxAgeMs` old (see `docs/fleet-ledger.md`, "Clock steps"); after a wait
+ * for another holder's refresh, old counted from the call's first ask (`FreshWhenAsked`: the
+ * reading it waited for is its own, however slow Nova was). With
  * `request.staleShortMs`, a kept reading up to that old (on Redis's clock) that was sent after the
  * last confirmed deletion and leaves the needs short answers "not admitted" at once (state
  * `short`), with no lock and no read: such a reading can only overstate the usage (the claims
@@ -74,11 +76,12 @@ export async function acquireOn(x: LedgerInternals, request: AcquireRequest, rea
   const lock = randomUUID();
   const common = [placeId, ...needs, Math.ceil(request.ttlMs), x.holder, claimId, request.joinIfShort ? '1' : '0', newPlace, x.opts.placeTtlMs];
   const deadline = x.clock.now() + x.opts.limitsLockMs + x.opts.commandTimeoutMs;
+  const fresh = new FreshWhenAsked(x.clock, x.opts.limitsMaxAgeMs);
   let last: unknown[] | undefined;
   for (;;) {
     throwIfAborted(signal);
     const sentLocal = x.clock.now();
-    const res = (await x.run('novaGuardAcquire', [...common, x.opts.limitsMaxAgeMs, x.opts.limitsLockMs, lock, x.ages.staleSeq(), uncounted ? '1' : '0', x.opts.restartGraceMs, Math.max(0, Math.floor(request.staleShortMs ?? 0))])) as unknown[];
+    const res = (await x.run('novaGuardAcquire', [...common, fresh.maxAgeMs(sentLocal), x.opts.limitsLockMs, lock, x.ages.staleSeq(), uncounted ? '1' : '0', x.opts.restartGraceMs, Math.max(0, Math.floor(request.staleShortMs ?? 0))])) as unknown[];
     const state = String(res[0]);
     if (state === 'vet' && uncounted) {
       await vet(x, uncounted, lock, signal);
@@ -108,7 +111,10 @@ export async function acquireOn(x: LedgerInternals, request: AcquireRequest, rea
       const stored = (await x.run('novaGuardStoreAdmit', [...common, encodeReading(reading), sendSeq, sentAt, lock, x.limitsChannel])) as unknown[];
       if (String(stored[0]) === 'stored') return acquisition(x, stored, request, claimId, newPlace, reading, sentLocal);
       last = stored;
-    } else last = res;
+    } else {
+      last = res;
+      fresh.waiting();
+    }
     if (x.clock.now() >= deadline) return acquisition(x, last, request, claimId, newPlace, undefined, sentLocal, true);
     // Another holder's Nova read: Nova's time, not the ledger's (the guard's time limit pauses).
     if (state !== 'lock') await waitForOthersRead(read, x.waitForReading(Math.min(250, Math.max(1, deadline - x.clock.now())), signal));
@@ -176,10 +182,11 @@ function acquisition(x: LedgerInternals, res: unknown[], request: AcquireRequest
 export async function limitsOn(x: LedgerInternals, read: Read, signal: AbortSignal | undefined): Promise<LedgerLimits> {
   const lock = randomUUID();
   const deadline = x.clock.now() + x.opts.limitsLockMs + x.opts.commandTimeoutMs;
+  const fresh = new FreshWhenAsked(x.clock, x.opts.limitsMaxAgeMs);
   for (;;) {
     throwIfAborted(signal);
     const sentLocal = x.clock.now();
-    const res = (await x.run('novaGuardLimitsBegin', [x.opts.limitsMaxAgeMs, x.opts.limitsLockMs, lock, x.ages.staleSeq()])) as unknown[];
+    const res = (await x.run('novaGuardLimitsBegin', [fresh.maxAgeMs(sentLocal), x.opts.limitsLockMs, lock, x.ages.staleSeq()])) as unknown[];
     const [state, json, seq, sentAt, now, sendSeq] = [String(res[0]), String(res[1] ?? ''), Number(res[2]), Number(res[3]), Number(res[4]), Number(res[5])];
     const kept = (): LedgerLimits => ({ ...decodeReading(json), stamp: seq, ageMs: x.ages.ageMs(seq, sentAt, now, sentLocal), shared: true });
     if (state === 'fresh') {
@@ -202,6 +209,7 @@ export async function limitsOn(x: LedgerInternals, read: Read, signal: AbortSign
       await x.run('novaGuardLimitsStore', [encodeReading(reading), sendSeq, now, lock, x.limitsChannel]).catch(() => {});
       return { absolute: reading.absolute, requestId: reading.requestId, stamp: sendSeq, ageMs: 0, shared: false };
     }
+    fresh.waiting();
     await waitForOthersRead(read, x.waitForReading(Math.min(250, Math.max(1, deadline - x.clock.now())), signal));
   }
 }

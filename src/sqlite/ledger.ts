@@ -28,7 +28,7 @@ import { componentLogger } from '../core/logger.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { AbortError, ValidationError, throwIfAborted } from '../errors/index.js';
 import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPeek, LedgerPlace, LimitsRead, LimitsReading, QuotaLedger, RawHeadroom, UncountedRead } from '../ledger/index.js';
-import { rawHeadroomOf, waitForOthersRead } from '../ledger/index.js';
+import { FreshWhenAsked, rawHeadroomOf, waitForOthersRead } from '../ledger/index.js';
 import { clientScope, fleetWatcherWanted, scopeMismatch } from '../ledger/index.js';
 import { PlaceWakes } from '../ledger/index.js';
 import type { NovaClient } from '../nova/index.js';
@@ -266,11 +266,12 @@ export class SqliteQuotaLedger implements QuotaLedger {
     const shortMaxAgeMs = Math.max(0, Math.floor(request.staleShortMs ?? 0));
     const lock = randomUUID();
     const deadline = this.#clock.now() + this.#opts.limitsLockMs + this.#opts.busyTimeoutMs;
+    const fresh = new FreshWhenAsked(this.#clock, this.#opts.limitsMaxAgeMs);
     for (;;) {
       throwIfAborted(signal);
       const local = this.#clock.now();
       const begun = await this.#run((now) =>
-        this.#store.acquireBegin(now, this.#caller, { ...args, maxAgeMs: this.#opts.limitsMaxAgeMs, staleSeq: this.#stale(), shortMaxAgeMs, lock, lockMs: this.#opts.limitsLockMs, roomOf: roomOfKept }),
+        this.#store.acquireBegin(now, this.#caller, { ...args, maxAgeMs: fresh.maxAgeMs(local), staleSeq: this.#stale(), shortMaxAgeMs, lock, lockMs: this.#opts.limitsLockMs, roomOf: roomOfKept }),
       );
       const { state, kept, sendSeq, now } = begun;
       if (state === 'fresh') this.#saw(kept.seq, local);
@@ -287,6 +288,7 @@ export class SqliteQuotaLedger implements QuotaLedger {
         return this.#answer(request, args, res, { absolute: reading.absolute, requestId: reading.requestId, stamp: sendSeq, ageMs: 0, shared: false });
       }
       // Another process's Nova read: Nova's time, not the ledger's (the guard's time limit pauses).
+      fresh.waiting();
       await waitForOthersRead(read, this.#waitForReading(Math.min(this.#opts.pollIntervalMs, Math.max(1, deadline - this.#clock.now())), signal));
     }
   }
@@ -425,17 +427,19 @@ export class SqliteQuotaLedger implements QuotaLedger {
    * last confirmed deletion, and by this process's own clock), else one made through `read` under
    * the file's refresh lock and kept for the others. While another process refreshes, this one
    * polls the file every `pollIntervalMs` for at most `limitsLockMs + busyTimeoutMs`, then hands
-   * out the stale kept reading (or, with none, reads on its own).
+   * out the stale kept reading (or, with none, reads on its own). A reading that was fresh when
+   * this call first asked is fresh for it after such a wait (`FreshWhenAsked`).
    * @throws {@link SqliteLedgerError} when the file fails; `AbortError` when `signal` aborts; what
    * `read` throws (the refresh lock is given back first).
    */
   async limits(read: LimitsRead, signal: AbortSignal | undefined): Promise<LedgerLimits> {
     const lock = randomUUID();
     const deadline = this.#clock.now() + this.#opts.limitsLockMs + this.#opts.busyTimeoutMs;
+    const fresh = new FreshWhenAsked(this.#clock, this.#opts.limitsMaxAgeMs);
     for (;;) {
       throwIfAborted(signal);
       const local = this.#clock.now();
-      const begun = await this.#run((now) => this.#store.limitsBegin(now, this.#caller, { maxAgeMs: this.#opts.limitsMaxAgeMs, staleSeq: this.#stale(), lock, lockMs: this.#opts.limitsLockMs }));
+      const begun = await this.#run((now) => this.#store.limitsBegin(now, this.#caller, { maxAgeMs: fresh.maxAgeMs(local), staleSeq: this.#stale(), lock, lockMs: this.#opts.limitsLockMs }));
       const { state, kept, sendSeq, now } = begun;
       if (state === 'fresh') {
         this.#saw(kept.seq, local);
@@ -450,6 +454,7 @@ export class SqliteQuotaLedger implements QuotaLedger {
         return { absolute: reading.absolute, requestId: reading.requestId, stamp: sendSeq, ageMs: 0, shared: false };
       }
       // Another process's Nova read: Nova's time, not the ledger's (the guard's time limit pauses).
+      fresh.waiting();
       await waitForOthersRead(read, this.#waitForReading(Math.min(this.#opts.pollIntervalMs, Math.max(1, deadline - this.#clock.now())), signal));
     }
   }

@@ -39,3 +39,55 @@ describe('SqliteQuotaLedger under a GET /limits slower than ledgerTimeoutMs', ()
     expect(nova.requestsTo('GET', /\/limits$/).length).toBe(1);
   }, 40_000);
 });
+
+describe('SqliteQuotaLedger under a GET /limits slower than limitsMaxAgeMs (its default, 1 s)', () => {
+  // Before: every reading was stale on arrival (older than limitsMaxAgeMs), so each waiting
+  // process, its wait over, took the refresh lock and read /limits itself, one after another: one
+  // read per process, the last create after all of them (or after limitsLockMs + busyTimeoutMs,
+  // 12 s, on a stale reading). The reading a process waited for is now fresh for it when it was
+  // fresh when the process asked (src/ledger/freshWhenAsked.ts).
+  it('one read for the burst, every create within about one read', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nova-guard-slow-read-'));
+    afterThisTest(() => rmSync(dir, { recursive: true, force: true }));
+    const nova = await startNova({ maxTotalCores: 100, buildDelayMs: 0 });
+    nova.inject({ method: 'GET', path: '/limits', delayMs: LIMITS_READ_MS, times: Number.POSITIVE_INFINITY });
+    const guards = Array.from({ length: PROCESSES + 2 }, (_, i) => {
+      const ledger = new SqliteQuotaLedger({ path: dir, endpoint: nova.endpoint, projectId: nova.projectId, holder: `d${i}`, fleetWatcher: false });
+      afterThisTest(() => ledger.close());
+      const guard = new QuotaGuard(clientFor(nova), { ledger, minDelayMs: 20, baseDelayMs: 50, maxDelayMs: 400, maxWaitMs: 30_000, activeIntervalMs: 20 });
+      afterThisTest(() => guard.close());
+      return guard;
+    });
+    const t0 = performance.now();
+    const took = await Promise.all(guards.map(async (g, i) => (await g.createServer(body(`default-age-${i}`)), performance.now() - t0)));
+    expect(guards.map((g) => g.stats.ledgerFallbacks)).toEqual(guards.map(() => 0));
+    expect(nova.requestsTo('GET', /\/limits$/).length).toBe(1);
+    // A second read in turn would put the slowest create past two reads.
+    expect(Math.max(...took)).toBeLessThan(2 * LIMITS_READ_MS);
+  }, 40_000);
+});
+
+describe('SqliteQuotaLedger: headroom() (no deadline) while another process reads a slow GET /limits', () => {
+  // Before: the pause of a call without a deadline armed a timer of Infinity ms (run after 1 ms by
+  // Node): the waiting process fell back at once and read /limits itself, a second read.
+  it("waits for the other process's read: no fallback, one read for both", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nova-guard-slow-read-'));
+    afterThisTest(() => rmSync(dir, { recursive: true, force: true }));
+    const nova = await startNova({ maxTotalCores: 100, buildDelayMs: 0 });
+    nova.inject({ method: 'GET', path: '/limits', delayMs: LIMITS_READ_MS, times: Number.POSITIVE_INFINITY });
+    const guards = Array.from({ length: 2 }, (_, i) => {
+      const ledger = new SqliteQuotaLedger({ path: dir, endpoint: nova.endpoint, projectId: nova.projectId, holder: `h${i}`, limitsMaxAgeMs: 30_000, fleetWatcher: false });
+      afterThisTest(() => ledger.close());
+      const guard = new QuotaGuard(clientFor(nova), { ledger });
+      afterThisTest(() => guard.close());
+      return guard;
+    });
+    const first = guards[0]!.headroom();
+    // The first process holds the refresh lock and waits for Nova.
+    await new Promise((r) => setTimeout(r, 300));
+    const rooms = await Promise.all([first, guards[1]!.headroom()]);
+    expect(rooms.map((r) => r.cores.headroom)).toEqual([100, 100]);
+    expect(guards.map((g) => g.stats.ledgerFallbacks)).toEqual([0, 0]);
+    expect(nova.requestsTo('GET', /\/limits$/).length).toBe(1);
+  }, 40_000);
+});
