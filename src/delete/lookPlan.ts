@@ -24,11 +24,16 @@
  * 4. It is in BUILD and the engine has learned how long builds take: one look at the learned time,
  *    none before it; from then on the caller's interval (for the guard's ACTIVE wait, its interval).
  * 5. Otherwise (nothing learned yet, or no deletion or build known): the caller's interval, the
- *    short interval while a create waits for headroom (a wait on a deletion). This is the prior:
- *    until an engine has seen three deletes end in their 404, it looks as it did before. A wait on
- *    a server whose deletion has just begun skips the look at once when the learned time is at
- *    least the caller's interval (its first look one interval after the start: the same grid of
- *    looks, one look fewer: {@link LookPlan.firstDelayMs}).
+ *    short interval while a create waits for headroom (a wait on a deletion). This is the prior,
+ *    until an engine has seen three deletes end in their 404, with one change: a wait on a server
+ *    whose deletion has just begun (its DELETE accepted here, or the fleet's hint) does not look at
+ *    once (a look then cannot see the 404) but one near interval after the start, and then on the
+ *    grid of the caller's interval from the start: as many looks as looking at once and every
+ *    interval, and a 404 that comes within the near interval (a fast cloud, a server that never had a
+ *    host) seen then instead of a whole interval late (a fresh client: a CLI process per delete).
+ *    Once learned, a wait whose deletion has just begun skips the look at once when the learned time
+ *    is at least the caller's interval (its first look one interval after the start: the same grid
+ *    of looks, one look fewer: {@link LookPlan.firstDelayMs}).
  *
  * What ends a wait is untouched (`evidence.ts`): only Nova's 404 for the server's own request.
  *
@@ -137,7 +142,21 @@ export class LookPlan {
     const buildMs = this.builds.ms;
     // Not before the learned time (a first look jittered a little early counts as the look at it).
     if (e.building && buildMs !== undefined) return now < e.buildSince + buildMs * (1 - w.jitter) ? e.buildSince + buildMs - now : w.intervalMs;
+    // Nothing learned, a deletion under way since a known time: the grid of the caller's interval from
+    // that start (the first look, a near interval after the start, took the place of the look at once).
+    if (e.deletingSince !== undefined && deleteMs === undefined) return this.#onGrid(w, e.deletingSince, now);
     return this.#d.intervalOf(w);
+  }
+
+  /**
+   * Time from `now` (a look) to the next point of the grid of `w`'s interval (without learning) that
+   * starts at `since`, in ms. A look jittered a little before a point counts as the look at it (the
+   * next one is the point after), so jitter never adds a look.
+   */
+  #onGrid(w: Watch, since: number, now: number): number {
+    const interval = this.#d.intervalOf(w);
+    const next = since + (Math.floor((now - since + w.jitter * interval) / interval) + 1) * interval;
+    return next - now;
   }
 
   /**
@@ -162,6 +181,12 @@ export class LookPlan {
       // each 404 is seen, stay as they were; only a look that could not see one is saved.
       if (deleteMs >= w.intervalMs) return Math.max(0, e.deletingSince + w.intervalMs - now);
     }
+    // Nothing learned yet and the deletion just began (this engine's DELETE accepted, or the fleet's
+    // hint): a look at once could not see its 404 (a DELETE answered 204 leaves the server deleting),
+    // so the first look comes one near interval after the start and the later ones keep the grid of
+    // the caller's interval from the start: as many looks as before, and a 404 that comes within the
+    // near interval (a fast cloud, a server that never had a host) seen then, not a whole interval late.
+    if (e.deletingSince !== undefined && deleteMs === undefined && this.#nearIsShorter(w)) return Math.max(0, e.deletingSince + this.#d.nearOf(w) - now);
     const buildMs = this.builds.ms;
     if (e.building && buildMs !== undefined) return Math.max(0, e.buildSince + buildMs - now);
     return 0;

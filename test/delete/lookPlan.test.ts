@@ -43,6 +43,27 @@ async function teachDeletes(client: NovaClient, nova: FakeNova): Promise<void> {
 }
 
 describe('looks where a 404 is near (learned from the deletes seen)', () => {
+  it('nothing learned (a fresh client): the first look one confirm interval after the DELETE, not at once, then the grid of the caller interval from the DELETE', async () => {
+    const nova = await startNova({ deleteDelayMs: 300 });
+    const client = clientFor(nova);
+    const fast = nova.addServer({ status: 'ACTIVE', flavorId: '1' }).id;
+    let from = Date.now();
+    expect((await settle(client.deleteServer(fast, DELETE))).outcome).toBe('deleted');
+    // Nova destroyed it 0.3 s after its DELETE: seen at 1 s with one GET, where a look at once (200)
+    // and one at 5 s (404) saw it 4.7 s late with two.
+    expect(getsOf(nova, fast, from)).toEqual([{ at: 1000, status: 404 }]);
+    const slowNova = await startNova({ deleteDelayMs: 7000 });
+    const slow = slowNova.addServer({ status: 'ACTIVE', flavorId: '1' }).id;
+    from = Date.now();
+    expect((await settle(clientFor(slowNova).deleteServer(slow, DELETE))).outcome).toBe('deleted');
+    // A longer delete: as many looks as before (1 s, then 5 s and 10 s on the grid from the DELETE).
+    expect(getsOf(slowNova, slow, from)).toEqual([
+      { at: 1000, status: 200 },
+      { at: 5000, status: 200 },
+      { at: 10_000, status: 404 },
+    ]);
+  });
+
   it("a caller's interval at or below the confirm interval: learning moves no look of the prior's grid (the 404 seen within one interval as before), and drops the look at once (deletes take longer than an interval here)", async () => {
     const nova = await startNova({ deleteDelayMs: 1000 });
     const client = clientFor(nova);
@@ -65,20 +86,22 @@ describe('looks where a 404 is near (learned from the deletes seen)', () => {
   });
 
   it('past the learned delete time, a look every confirm interval (1 s): the 404 is seen within a second', async () => {
-    const nova = await startNova({ deleteDelayMs: 3000 });
+    const nova = await startNova({ deleteDelayMs: 3500 });
     const client = clientFor(nova);
     await teachDeletes(client, nova);
-    // Each taught delete: looked at when its DELETE was accepted, then 5 s later (the 404): learned 2.5 s.
+    // Each taught delete: looked at 1 s after its DELETE was accepted (nothing learned: one confirm
+    // interval after the start, not at once), then on the 5 s grid (the 404): learned 3 s.
+    expect(learned(client, 'deletes')).toBe(3000);
     const id = nova.addServer({ status: 'ACTIVE', flavorId: '1' }).id;
     const from = Date.now();
     const r = await settle(client.deleteServer(id, DELETE));
     expect(r.outcome).toBe('deleted');
     const looks = getsOf(nova, id, from);
-    // Its DELETE was accepted here: the first look at the learned time (2.5 s), not at once; then 1 s
-    // later the 404 (Nova destroyed it at 3 s), not at 5 s.
-    expect(looks.map((g) => g.at)).toEqual([2500, 3500]);
+    // Its DELETE was accepted here: the first look at the learned time (3 s), not at once; then 1 s
+    // later the 404 (Nova destroyed it at 3.5 s), not at 5 s.
+    expect(looks.map((g) => g.at)).toEqual([3000, 4000]);
     expect(looks.map((g) => g.status)).toEqual([200, 404]);
-    expect(learned(client, 'deletes')).toBe(2500);
+    expect(learned(client, 'deletes')).toBe(3000);
   });
 
   it('while a create waits: the caller interval (5 s) before the learned time, then the short interval (0.5 s) to the 404', async () => {
@@ -135,10 +158,11 @@ describe('looks where a 404 is near (learned from the deletes seen)', () => {
     };
     const fresh = await run(false);
     const learned = await run(true);
-    // Fresh: 503 at once, 503 10 s later (the pace doubled), then 20 s later the 404. Learned: the
-    // first look at the learned 2.5 s, then the same widened gaps: no look more, no near look while widened.
-    expect(fresh).toEqual([0, 10_000, 30_000]);
-    expect(learned).toEqual([2500, 12_500, 32_500]);
+    // Fresh: 503 a confirm interval after the DELETE (a look at once could not see the 404), 503 10 s
+    // later (the pace doubled), then 20 s later the 404. Learned: the first look at the learned 3 s,
+    // then the same widened gaps: no look more, no near look while widened.
+    expect(fresh).toEqual([1000, 11_000, 31_000]);
+    expect(learned).toEqual([3000, 13_000, 33_000]);
   });
 });
 
@@ -208,7 +232,7 @@ describe('the fleet interest', () => {
 
 describe('the fleet watcher looks by what its engine learned', () => {
   it("a consumer's delete wait: the watcher's first look at the learned delete time, not at once; the 404 within a confirm interval of it", async () => {
-    const nova = await startNova({ deleteDelayMs: 3000 });
+    const nova = await startNova({ deleteDelayMs: 3500 });
     const a = clientFor(nova);
     const b = clientFor(nova);
     const fleet = new InProcessFleet();
@@ -216,7 +240,7 @@ describe('the fleet watcher looks by what its engine learned', () => {
     const mb = await fleet.join(b);
     await vi.advanceTimersByTimeAsync(0);
     expect([ma.watching, mb.consuming]).toEqual([true, true]);
-    // The watcher's engine learns from its own deletes (2.5 s, as above).
+    // The watcher's engine learns from its own deletes (3 s, as above).
     await teachDeletes(a, nova);
     const id = nova.addServer({ status: 'ACTIVE', flavorId: '1' }).id;
     const since = nova.requests.length;
@@ -225,10 +249,10 @@ describe('the fleet watcher looks by what its engine learned', () => {
     expect(r.outcome).toBe('deleted');
     const looks = getsOf(nova, id, from, since);
     const listings = nova.requests.slice(since).filter((q) => q.method === 'GET' && LISTING.test(q.path));
-    // Registered at once (its DELETE accepted): looked at the learned 2.5 s later, then a confirm
-    // interval later (the 404 at 3 s): two requests (the watcher's waits are jittered by 10 %).
+    // Registered at once (its DELETE accepted): looked at the learned 3 s later, then a confirm
+    // interval later (the 404 at 3.5 s): two requests (the watcher's waits are jittered by 10 %).
     expect(looks.map((g) => g.status)).toEqual([200, 404]);
-    expect(looks[0]!.at).toBeGreaterThanOrEqual(2250);
+    expect(looks[0]!.at).toBeGreaterThanOrEqual(2700);
     expect(looks[1]!.at - looks[0]!.at).toBeLessThanOrEqual(1100);
     expect(listings).toEqual([]);
     expect(mb.stats.proofs).toBe(1);

@@ -32,9 +32,11 @@ describe('short looks at deletions while a create waits for headroom', () => {
     await runUntil(() => guard.stats.waits === 1);
     await settle(client.deleteServer(holder, { wait: true, intervalMs: 5000, jitter: 0 }));
     const held = getsOf(nova, holder);
-    // First look at once, then every second until the 404 (3.5 s after the DELETE): not at 5 s.
-    expect(gaps(held.map((g) => g.at))).toEqual([1000, 1000, 1000, 1000]);
-    expect(held.map((g) => g.status)).toEqual([200, 200, 200, 200, 404]);
+    // First look a second after the DELETE (a look at once could not see the 404), then every second
+    // until the 404 (3.5 s after the DELETE): not at 5 s.
+    const deleted = nova.requestsTo('DELETE', `/servers/${holder}`)[0]!.timeMs - T0;
+    expect(held.map((g) => g.at - deleted)).toEqual([1000, 2000, 3000, 4000]);
+    expect(held.map((g) => g.status)).toEqual([200, 200, 200, 404]);
     const s = await settle(created);
     // Nobody waits now: the caller's interval.
     const from = nova.requests.length;
@@ -44,7 +46,9 @@ describe('short looks at deletions while a create waits for headroom', () => {
       .slice(from)
       .filter((q) => q.method === 'GET' && q.path === `/servers/${s.id}`)
       .map((q) => ({ at: q.timeMs - T0, status: q.status }));
-    expect(gaps(own.map((g) => g.at)).slice(-1)).toEqual([5000]);
+    // Nothing learned yet (one delete seen): the first look a confirm interval (1 s) after the DELETE,
+    // the next on the grid of the caller's 5 s from it.
+    expect(gaps(own.map((g) => g.at)).slice(-1)).toEqual([4000]);
     expect(own.map((g) => g.status).slice(-2)).toEqual([200, 404]);
     await guard.close();
   });
