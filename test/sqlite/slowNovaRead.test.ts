@@ -10,8 +10,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { QuotaGuard } from '../../src/guard/index.js';
-import { SqliteQuotaLedger } from '../../src/sqlite/index.js';
+import { QuotaGuard, type QuotaGuardOptions } from '../../src/guard/index.js';
+import { SqliteQuotaLedger, type SqliteQuotaLedgerOptions } from '../../src/sqlite/index.js';
+import type { FakeNova } from '../../src/testing/index.js';
 import { afterThisTest } from '../cleanup.js';
 import { body, clientFor, startNova } from '../guard/fixtures.js';
 
@@ -19,19 +20,31 @@ import { body, clientFor, startNova } from '../guard/fixtures.js';
 const LIMITS_READ_MS = 3000;
 const PROCESSES = 4;
 
+/** Guard options of the creates (scaled to milliseconds). */
+const CREATE = { minDelayMs: 20, baseDelayMs: 50, maxDelayMs: 400, maxWaitMs: 30_000, activeIntervalMs: 20 } as const;
+
+/**
+ * `count` guards, each on its own ledger object on one real SQLite file in a fresh directory (the
+ * processes of one host), over one FakeNova whose `GET /limits` answers after `LIMITS_READ_MS`.
+ */
+async function slowFleet(count: number, ledgerOptions: Partial<SqliteQuotaLedgerOptions>, guardOptions: QuotaGuardOptions): Promise<{ nova: FakeNova; guards: QuotaGuard[] }> {
+  const dir = mkdtempSync(join(tmpdir(), 'nova-guard-slow-read-'));
+  afterThisTest(() => rmSync(dir, { recursive: true, force: true }));
+  const nova = await startNova({ maxTotalCores: 100, buildDelayMs: 0 });
+  nova.inject({ method: 'GET', path: '/limits', delayMs: LIMITS_READ_MS, times: Number.POSITIVE_INFINITY });
+  const guards = Array.from({ length: count }, (_, i) => {
+    const ledger = new SqliteQuotaLedger({ path: dir, endpoint: nova.endpoint, projectId: nova.projectId, holder: `p${i}`, fleetWatcher: false, ...ledgerOptions });
+    afterThisTest(() => ledger.close());
+    const guard = new QuotaGuard(clientFor(nova), { ledger, ...guardOptions });
+    afterThisTest(() => guard.close());
+    return guard;
+  });
+  return { nova, guards };
+}
+
 describe('SqliteQuotaLedger under a GET /limits slower than ledgerTimeoutMs', () => {
   it("the processes that wait for another's read neither fall back nor read /limits themselves", async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'nova-guard-slow-read-'));
-    afterThisTest(() => rmSync(dir, { recursive: true, force: true }));
-    const nova = await startNova({ maxTotalCores: 100, buildDelayMs: 0 });
-    nova.inject({ method: 'GET', path: '/limits', delayMs: LIMITS_READ_MS, times: Number.POSITIVE_INFINITY });
-    const guards = Array.from({ length: PROCESSES }, (_, i) => {
-      const ledger = new SqliteQuotaLedger({ path: dir, endpoint: nova.endpoint, projectId: nova.projectId, holder: `p${i}`, limitsMaxAgeMs: 30_000, fleetWatcher: false });
-      afterThisTest(() => ledger.close());
-      const guard = new QuotaGuard(clientFor(nova), { ledger, minDelayMs: 20, baseDelayMs: 50, maxDelayMs: 400, maxWaitMs: 30_000, activeIntervalMs: 20 });
-      afterThisTest(() => guard.close());
-      return guard;
-    });
+    const { nova, guards } = await slowFleet(PROCESSES, { limitsMaxAgeMs: 30_000 }, CREATE);
     const servers = await Promise.all(guards.map((g, i) => g.createServer(body(`slow-read-${i}`))));
     expect(new Set(servers.map((s) => s.id)).size).toBe(PROCESSES);
     expect(guards.map((g) => g.stats.ledgerFallbacks)).toEqual(guards.map(() => 0));
@@ -47,17 +60,7 @@ describe('SqliteQuotaLedger under a GET /limits slower than limitsMaxAgeMs (its 
   // 12 s, on a stale reading). The reading a process waited for is now fresh for it when it was
   // fresh when the process asked (src/ledger/freshWhenAsked.ts).
   it('one read for the burst, every create within about one read', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'nova-guard-slow-read-'));
-    afterThisTest(() => rmSync(dir, { recursive: true, force: true }));
-    const nova = await startNova({ maxTotalCores: 100, buildDelayMs: 0 });
-    nova.inject({ method: 'GET', path: '/limits', delayMs: LIMITS_READ_MS, times: Number.POSITIVE_INFINITY });
-    const guards = Array.from({ length: PROCESSES + 2 }, (_, i) => {
-      const ledger = new SqliteQuotaLedger({ path: dir, endpoint: nova.endpoint, projectId: nova.projectId, holder: `d${i}`, fleetWatcher: false });
-      afterThisTest(() => ledger.close());
-      const guard = new QuotaGuard(clientFor(nova), { ledger, minDelayMs: 20, baseDelayMs: 50, maxDelayMs: 400, maxWaitMs: 30_000, activeIntervalMs: 20 });
-      afterThisTest(() => guard.close());
-      return guard;
-    });
+    const { nova, guards } = await slowFleet(PROCESSES + 2, {}, CREATE);
     const t0 = performance.now();
     const took = await Promise.all(guards.map(async (g, i) => (await g.createServer(body(`default-age-${i}`)), performance.now() - t0)));
     expect(guards.map((g) => g.stats.ledgerFallbacks)).toEqual(guards.map(() => 0));
@@ -71,17 +74,7 @@ describe('SqliteQuotaLedger: headroom() (no deadline) while another process read
   // Before: the pause of a call without a deadline armed a timer of Infinity ms (run after 1 ms by
   // Node): the waiting process fell back at once and read /limits itself, a second read.
   it("waits for the other process's read: no fallback, one read for both", async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'nova-guard-slow-read-'));
-    afterThisTest(() => rmSync(dir, { recursive: true, force: true }));
-    const nova = await startNova({ maxTotalCores: 100, buildDelayMs: 0 });
-    nova.inject({ method: 'GET', path: '/limits', delayMs: LIMITS_READ_MS, times: Number.POSITIVE_INFINITY });
-    const guards = Array.from({ length: 2 }, (_, i) => {
-      const ledger = new SqliteQuotaLedger({ path: dir, endpoint: nova.endpoint, projectId: nova.projectId, holder: `h${i}`, limitsMaxAgeMs: 30_000, fleetWatcher: false });
-      afterThisTest(() => ledger.close());
-      const guard = new QuotaGuard(clientFor(nova), { ledger });
-      afterThisTest(() => guard.close());
-      return guard;
-    });
+    const { nova, guards } = await slowFleet(2, { limitsMaxAgeMs: 30_000 }, {});
     const first = guards[0]!.headroom();
     // The first process holds the refresh lock and waits for Nova.
     await new Promise((r) => setTimeout(r, 300));
