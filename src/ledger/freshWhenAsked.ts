@@ -18,6 +18,7 @@
  * @module
  */
 import type { Clock } from '../core/clock.js';
+import { waitForOthersRead, type LimitsRead } from './port.js';
 
 /** See the module description. One per ledger call (`acquire`, `limits`). */
 export class FreshWhenAsked {
@@ -31,9 +32,15 @@ export class FreshWhenAsked {
     this.#maxAgeMs = maxAgeMs;
   }
 
-  /** The store just answered that another holder refreshes the kept reading (the first such answer counts). */
-  waiting(): void {
+  /**
+   * The store just answered that another holder refreshes the kept reading (the first such answer
+   * counts): `wait` (the ledger's pause before it asks again) is awaited through
+   * {@link waitForOthersRead}, as Nova's time.
+   * @returns what `wait` resolves; rejects as `wait` does (or as the guard's deadline ends it).
+   */
+  waitForOthers<T>(read: LimitsRead, wait: Promise<T>): Promise<T> {
     this.#since ??= this.#clock.now();
+    return waitForOthersRead(read, wait);
   }
 
   /** The largest age (on the store's clock) of a kept reading that is fresh for an ask sent at `sentAt` (this clock), in whole ms. */

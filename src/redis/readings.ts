@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock, ResourceAmounts } from '../core/index.js';
 import { throwIfAborted } from '../errors/index.js';
-import { FreshWhenAsked, waitForOthersRead, type AcquireRequest, type Acquisition, type LedgerClaim, type LedgerLimits, type LedgerPlace, type LimitsRead, type LimitsReading, type UncountedRead, type UncountedServer } from '../ledger/index.js';
+import { FreshWhenAsked, type AcquireRequest, type Acquisition, type LedgerClaim, type LedgerLimits, type LedgerPlace, type LimitsRead, type LimitsReading, type UncountedRead, type UncountedServer } from '../ledger/index.js';
 import type { LedgerCommand } from './connection.js';
 import { amounts, decodeReading, encodeReading, needsArgs } from './codec.js';
 import type { ResolvedOptions } from './options.js';
@@ -111,13 +111,10 @@ export async function acquireOn(x: LedgerInternals, request: AcquireRequest, rea
       const stored = (await x.run('novaGuardStoreAdmit', [...common, encodeReading(reading), sendSeq, sentAt, lock, x.limitsChannel])) as unknown[];
       if (String(stored[0]) === 'stored') return acquisition(x, stored, request, claimId, newPlace, reading, sentLocal);
       last = stored;
-    } else {
-      last = res;
-      fresh.waiting();
-    }
+    } else last = res;
     if (x.clock.now() >= deadline) return acquisition(x, last, request, claimId, newPlace, undefined, sentLocal, true);
     // Another holder's Nova read: Nova's time, not the ledger's (the guard's time limit pauses).
-    if (state !== 'lock') await waitForOthersRead(read, x.waitForReading(Math.min(250, Math.max(1, deadline - x.clock.now())), signal));
+    if (state !== 'lock') await fresh.waitForOthers(read, x.waitForReading(Math.min(250, Math.max(1, deadline - x.clock.now())), signal));
   }
 }
 
@@ -209,8 +206,7 @@ export async function limitsOn(x: LedgerInternals, read: Read, signal: AbortSign
       await x.run('novaGuardLimitsStore', [encodeReading(reading), sendSeq, now, lock, x.limitsChannel]).catch(() => {});
       return { absolute: reading.absolute, requestId: reading.requestId, stamp: sendSeq, ageMs: 0, shared: false };
     }
-    fresh.waiting();
-    await waitForOthersRead(read, x.waitForReading(Math.min(250, Math.max(1, deadline - x.clock.now())), signal));
+    await fresh.waitForOthers(read, x.waitForReading(Math.min(250, Math.max(1, deadline - x.clock.now())), signal));
   }
 }
 

@@ -28,7 +28,7 @@ import { componentLogger } from '../core/logger.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { AbortError, ValidationError, throwIfAborted } from '../errors/index.js';
 import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPeek, LedgerPlace, LimitsRead, LimitsReading, QuotaLedger, RawHeadroom, UncountedRead } from '../ledger/index.js';
-import { FreshWhenAsked, rawHeadroomOf, waitForOthersRead } from '../ledger/index.js';
+import { FreshWhenAsked, rawHeadroomOf } from '../ledger/index.js';
 import { clientScope, fleetWatcherWanted, scopeMismatch } from '../ledger/index.js';
 import { PlaceWakes } from '../ledger/index.js';
 import type { NovaClient } from '../nova/index.js';
@@ -288,8 +288,7 @@ export class SqliteQuotaLedger implements QuotaLedger {
         return this.#answer(request, args, res, { absolute: reading.absolute, requestId: reading.requestId, stamp: sendSeq, ageMs: 0, shared: false });
       }
       // Another process's Nova read: Nova's time, not the ledger's (the guard's time limit pauses).
-      fresh.waiting();
-      await waitForOthersRead(read, this.#waitForReading(Math.min(this.#opts.pollIntervalMs, Math.max(1, deadline - this.#clock.now())), signal));
+      await fresh.waitForOthers(read, this.#waitForReading(Math.min(this.#opts.pollIntervalMs, Math.max(1, deadline - this.#clock.now())), signal));
     }
   }
 
@@ -454,8 +453,7 @@ export class SqliteQuotaLedger implements QuotaLedger {
         return { absolute: reading.absolute, requestId: reading.requestId, stamp: sendSeq, ageMs: 0, shared: false };
       }
       // Another process's Nova read: Nova's time, not the ledger's (the guard's time limit pauses).
-      fresh.waiting();
-      await waitForOthersRead(read, this.#waitForReading(Math.min(this.#opts.pollIntervalMs, Math.max(1, deadline - this.#clock.now())), signal));
+      await fresh.waitForOthers(read, this.#waitForReading(Math.min(this.#opts.pollIntervalMs, Math.max(1, deadline - this.#clock.now())), signal));
     }
   }
 
