@@ -180,6 +180,7 @@ export class HostLedger implements QuotaLedger {
     this.readings.freedSeq = ++this.readings.seq;
     return this.#inner.publishFreed(serverId);
   };
+  keptSeen: QuotaLedger['keptSeen'] = () => undefined;
 
   async acquire(request: AcquireRequest, read: Read, signal: AbortSignal | undefined): Promise<Acquisition> {
     const r = this.readings;

@@ -326,6 +326,7 @@ const LEDGER_METHODS = [
   'bind',
   'release',
   'publishFreed',
+  'keptSeen',
   'onFreed',
   'onWake',
   'callBudgetMs',

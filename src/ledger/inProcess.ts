@@ -271,9 +271,15 @@ export class InProcessQuotaLedger implements QuotaLedger {
     this.#claims.release(lease.claim, end);
   }
 
+  /** Wakes the listeners and the head of the queue; no kept reading, so no credit (`credit` is ignored). */
   async publishFreed(_serverId: string): Promise<void> {
     callEach(this.#listeners);
     this.#wakes.wakeHead();
+  }
+
+  /** `undefined`: this ledger keeps no reading (every admission reads afresh). */
+  keptSeen(): number | undefined {
+    return undefined;
   }
 
   /**

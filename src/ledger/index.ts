@@ -25,6 +25,7 @@ export type {
   UncountedRead,
   LedgerPeek,
   LimitsRead,
+  FreedCredit,
 } from './port.js';
 export { isLedgerDown, waitForOthersRead } from './port.js';
 export { FreshWhenAsked } from './freshWhenAsked.js';

@@ -205,6 +205,22 @@ export function isLedgerDown(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { ledgerDown?: unknown }).ledgerDown === true;
 }
 
+/**
+ * What the caller of `publishFreed` knows about a deletion it can credit to the kept reading: the
+ * server was created under `claimId` (released as `'counted'`: Nova counted the server), and
+ * `keptSeq` was the newest kept reading the caller knew stored (`keptSeen()`) right before it sent the
+ * DELETE. A reading stored before the DELETE was sent and sent after the claim's `'counted'` release
+ * counted the server; once Nova's 404 confirms the deletion, its usage less the claim's needs is still
+ * a true upper bound of what the fleet holds (creates since are claims; other deletions only free
+ * more). The ledger checks both orders itself, atomically, and credits a claim once per reading.
+ */
+export interface FreedCredit {
+  /** The id of the claim the server was created under (`LedgerClaim.id`). */
+  readonly claimId: string;
+  /** `keptSeen()` taken right before the DELETE was sent. */
+  readonly keptSeq: number;
+}
+
 /** What `peek` hands out: a reading, and what an admission on it would subtract for claims. */
 export interface LedgerPeek {
   /** The reading, as `acquire` would decide on it. */
@@ -314,8 +330,25 @@ export interface QuotaLedger {
   bind(claim: LedgerClaim, serverId: string): Promise<void>;
   /** End a claim (idempotent). */
   release(claim: LedgerClaim, end: ClaimEnd): Promise<void>;
-  /** Tell every holder that quota was freed (a deletion confirmed by Nova's 404). */
-  publishFreed(serverId: string): Promise<void>;
+  /**
+   * Tell every holder that quota was freed (a deletion confirmed by Nova's 404). Without `credit`,
+   * or when the credit does not hold, the kept reading (a ledger that keeps one) stops being fresh:
+   * it may count the server, and the next admission reads `/limits` again. With a `credit` that holds
+   * (see {@link FreedCredit}: the kept reading is still the one seen before the DELETE was sent, and
+   * the claim was released as `'counted'` before that reading was sent), the ledger subtracts the
+   * claim's needs from the kept reading's usage instead, once per claim and reading, and the reading
+   * stays fresh: the freed quota is admitted on without a read. A ledger without a kept reading ignores
+   * `credit`.
+   */
+  publishFreed(serverId: string, credit?: FreedCredit): Promise<void>;
+  /**
+   * The order number (`LedgerLimits.stamp`) of the newest kept reading this ledger object knows was
+   * stored, synchronously, with no request (its own answers, and the store's "reading refreshed" news:
+   * a reading heard of was answered before now); `undefined` for a ledger that keeps no reading, or
+   * before it saw one. The guard takes it right before a DELETE of a server it created is sent, for
+   * {@link FreedCredit.keptSeq}.
+   */
+  keptSeen(): number | undefined;
   /** Listen for freed quota, from this holder or any other; returns the unsubscribe function. */
   onFreed(listener: () => void): () => void;
   /**

@@ -13,7 +13,7 @@ import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import type { ResourceAmounts } from '../core/types.js';
 import { LedgerConfigError, ValidationError } from '../errors/index.js';
 import { InProcessQuotaLedger, defaultHolder, scopeMismatch } from '../ledger/index.js';
-import type { AcquireRequest, Acquisition, ClaimEnd, LedgerClaim, LedgerPeek, LedgerPlace, LimitsRead, QuotaLedger, UncountedRead } from '../ledger/index.js';
+import type { AcquireRequest, Acquisition, ClaimEnd, FreedCredit, LedgerClaim, LedgerPeek, LedgerPlace, LimitsRead, QuotaLedger, UncountedRead } from '../ledger/index.js';
 import type { NovaClient } from '../nova/client.js';
 import { missingProjectError } from './configError.js';
 import { LEDGER_ENV, openLedger, parseLedgerSpec } from './open.js';
@@ -183,9 +183,12 @@ export class SpecLedger implements QuotaLedger {
   async release(claim: LedgerClaim, end: ClaimEnd): Promise<void> {
     if (this.#opened) await this.#opened.release(claim, end);
   }
-  async publishFreed(serverId: string): Promise<void> {
-    if (this.#opened) await this.#opened.publishFreed(serverId);
+  async publishFreed(serverId: string, credit?: FreedCredit): Promise<void> {
+    if (this.#opened) await this.#opened.publishFreed(serverId, credit);
     else for (const [listener] of this.#listeners) listener();
+  }
+  keptSeen(): number | undefined {
+    return this.#opened?.keptSeen();
   }
   onFreed(listener: () => void): () => void {
     this.#listeners.set(listener, this.#opened?.onFreed(listener));

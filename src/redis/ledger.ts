@@ -371,6 +371,11 @@ export class RedisQuotaLedger implements QuotaLedger {
     await this.#quiet('novaGuardFreed', [this.#keys.freedChannel, JSON.stringify({ from: this.#instance, serverId })]);
   }
 
+  /** TODO(credit): the newest kept reading this object knows stored. */
+  keptSeen(): number | undefined {
+    return undefined;
+  }
+
   onFreed(listener: () => void): () => void {
     return this.#news.onFreed(listener);
   }

@@ -384,6 +384,11 @@ export class SqliteQuotaLedger implements QuotaLedger {
     this.#freed.published();
   }
 
+  /** TODO(credit): the newest kept reading this object knows stored. */
+  keptSeen(): number | undefined {
+    return undefined;
+  }
+
   onFreed(listener: () => void): () => void {
     return this.#freed.add(listener);
   }

@@ -20,7 +20,7 @@ const need = (cores: number, ramMiB = 1, instances = 1) => ({ cores, ramMiB, ins
 const cores = (n: number, used = 0) => absoluteFor({ cores: n }, { cores: used });
 
 /** Every member of the port (`src/ledger/port.ts`): none is optional. */
-const MEMBERS = ['kind', 'holder', 'scope', 'bindScope', 'acquire', 'peek', 'leave', 'claimAnyway', 'renew', 'bind', 'release', 'publishFreed', 'onFreed', 'onWake', 'callBudgetMs', 'probe', 'everReached', 'close'] as const;
+const MEMBERS = ['kind', 'holder', 'scope', 'bindScope', 'acquire', 'peek', 'leave', 'claimAnyway', 'renew', 'bind', 'release', 'publishFreed', 'keptSeen', 'onFreed', 'onWake', 'callBudgetMs', 'probe', 'everReached', 'close'] as const;
 
 describe.each(backends())('QuotaLedger conformance: $name', (backend) => {
   const run = backend.skip === undefined ? describe : describe.skip;

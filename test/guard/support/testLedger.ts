@@ -78,6 +78,7 @@ export function faulty(
     bind: wrap('bind') as QuotaLedger['bind'],
     release: wrap('release') as QuotaLedger['release'],
     publishFreed: wrap('publishFreed') as QuotaLedger['publishFreed'],
+    keptSeen: () => inner.keptSeen(),
     onFreed: (l) => inner.onFreed(l),
     onWake: (place, l) => inner.onWake(place, l),
     callBudgetMs: () => budget,
