@@ -47,6 +47,15 @@ export function onDeleteConfirmed(client: DeleteCapable, listener: (serverId: st
 }
 
 /**
+ * Call `listener` whenever a `deleteServer` call for a server starts on `client`: synchronously,
+ * before its DELETE is sent. Returns the function that unsubscribes. The quota guard notes there
+ * which kept `/limits` reading was stored before the DELETE (`src/guard/freedCredits.ts`).
+ */
+export function onDeleteStarted(client: DeleteCapable, listener: (serverId: string) => void): () => void {
+  return client.deleteEngine.ledger.onStart(listener);
+}
+
+/**
  * Ask `client`'s watcher for short looks at the servers it sees deleted: at most `intervalMs` apart
  * (still widened by the poll pace, bounded by the rate limit; see `shortLooks.ts`) until the
  * function returned is called (idempotent). The quota guard asks while a create waits for headroom.

@@ -12,6 +12,7 @@ import type { UnconfirmedDelete } from './types.js';
 export class DeleteLedger {
   readonly #entries = new Map<string, UnconfirmedDelete>();
   readonly #listeners = new Set<(serverId: string) => void>();
+  readonly #starts = new Set<(serverId: string) => void>();
   readonly #wallNow: () => number;
 
   /** @param wallNow - Epoch ms (the client's clock). */
@@ -25,13 +26,29 @@ export class DeleteLedger {
     return () => this.#listeners.delete(listener);
   }
 
+  /**
+   * Call `listener` whenever a `deleteServer` call starts, synchronously, before its DELETE is sent.
+   * Returns the function that unsubscribes.
+   */
+  onStart(listener: (serverId: string) => void): () => void {
+    this.#starts.add(listener);
+    return () => this.#starts.delete(listener);
+  }
+
   /** True while anyone listens for confirmed deletions (a `QuotaGuard` on the client). */
   get listened(): boolean {
     return this.#listeners.size > 0;
   }
 
-  /** A `deleteServer` call for `serverId` starts. */
+  /** A `deleteServer` call for `serverId` starts (its DELETE is sent after this returns). */
   track(serverId: string): void {
+    for (const listener of [...this.#starts]) {
+      try {
+        listener(serverId);
+      } catch {
+        // a listener must not break the deletion
+      }
+    }
     const e = this.#entries.get(serverId);
     if (e) {
       e.calls++;

@@ -69,7 +69,7 @@ import { claimMetadata, releaseClaim } from './ledgerUse.js';
 import { CLAIM_TAG_KEY } from './claimTag.js';
 import { closeWatches, endCallWatch, liveMarks, watchedCreates, type LiveClaimMark, type UnsettledCreate } from './lateCreates.js';
 import { InProcessQuotaLedger, bindLedgerScope, checkScopeNow } from '../ledger/index.js';
-import { onDeleteConfirmed } from '../delete/index.js';
+import { onDeleteConfirmed, onDeleteStarted } from '../delete/index.js';
 import { quotaRetryReasonOf } from './retryPolicy.js';
 import { isThenable, longestLeaseMs, newStats, type Claim, type GuardState } from './state.js';
 import { DegradedLedger } from './degradedLedger.js';
@@ -133,7 +133,12 @@ export class QuotaGuard {
     const log = componentLogger(options.logger, 'quota-guard');
     if (opts.ledger) checkScopeNow(opts.ledger, client);
     this.#state = newGuardState(client, opts, log, this.stats);
-    this.#offConfirmed = onDeleteConfirmed(client, (serverId) => this.#state.res.publishFreed(serverId));
+    const offStarted = onDeleteStarted(client, (serverId) => this.#state.res.deleting(serverId));
+    const offConfirmed = onDeleteConfirmed(client, (serverId) => this.#state.res.publishFreed(serverId));
+    this.#offConfirmed = () => {
+      offStarted();
+      offConfirmed();
+    };
   }
 
   /**

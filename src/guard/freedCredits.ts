@@ -1,0 +1,81 @@
+/**
+ * What a guard knows about the servers it created, for the credit of their deletion to the kept
+ * `/limits` reading (`FreedCredit`, `src/ledger/port.ts`): the claim each server was created under,
+ * once the guard released it as `'counted'` (Nova counts the server), and the newest kept reading its
+ * ledger knew stored right before the DELETE of that server was sent (`keptSeen()`, taken when the
+ * client's `deleteServer` starts for it: its DELETE goes after). At Nova's 404 the guard publishes the
+ * deletion with both, and the ledger checks the orders itself (`publishFreed`).
+ *
+ * A server the guard did not create, one whose claim ended otherwise, or one whose DELETE began
+ * before its claim was released as `'counted'`, gets no credit: its deletion makes the kept reading
+ * stale, as any deletion did before (a reading that may not count it must be read again).
+ *
+ * Bounded: at most {@link MAX_ENTRIES} servers, and none older than {@link MAX_AGE_MS} (a ledger keeps
+ * its `'counted'` records 10 minutes; an older credit would not hold anyway).
+ *
+ * @module
+ */
+import type { Clock } from '../core/clock.js';
+import type { FreedCredit } from '../ledger/index.js';
+
+/** The most servers remembered at once; the oldest goes first. */
+export const MAX_ENTRIES = 10_000;
+/** How long a server is remembered after its claim was counted, in ms. */
+export const MAX_AGE_MS = 60 * 60_000;
+
+interface Entry {
+  readonly claimId: string;
+  readonly atMs: number;
+  keptSeq: number | undefined;
+  deleting: boolean;
+}
+
+/** The credits of one guard (see the module description). */
+export class FreedCredits {
+  readonly #entries = new Map<string, Entry>();
+  readonly #clock: Clock;
+
+  constructor(clock: Clock) {
+    this.#clock = clock;
+  }
+
+  /** The guard released the claim `claimId` of `serverId` as `'counted'` on its shared ledger. */
+  counted(serverId: string, claimId: string): void {
+    const now = this.#clock.now();
+    this.#prune(now);
+    this.#entries.delete(serverId);
+    this.#entries.set(serverId, { claimId, atMs: now, keptSeq: undefined, deleting: false });
+  }
+
+  /**
+   * A `deleteServer` for `serverId` starts: its DELETE is sent after this. `keptSeq`: the ledger's
+   * `keptSeen()` now. Only the first start counts (a later call's DELETE is not the first).
+   */
+  deleting(serverId: string, keptSeq: number | undefined): void {
+    const e = this.#entries.get(serverId);
+    if (e === undefined || e.deleting) return;
+    e.deleting = true;
+    e.keptSeq = keptSeq;
+  }
+
+  /** The credit of `serverId`'s confirmed deletion, if the guard has one; forgets the server. */
+  take(serverId: string): FreedCredit | undefined {
+    const e = this.#entries.get(serverId);
+    if (e === undefined) return undefined;
+    this.#entries.delete(serverId);
+    if (this.#clock.now() - e.atMs > MAX_AGE_MS || e.keptSeq === undefined) return undefined;
+    return { claimId: e.claimId, keptSeq: e.keptSeq };
+  }
+
+  /** How many servers are remembered (for tests). */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  #prune(now: number): void {
+    for (const [id, e] of this.#entries) {
+      if (this.#entries.size < MAX_ENTRIES && now - e.atMs <= MAX_AGE_MS) break;
+      this.#entries.delete(id);
+    }
+  }
+}
