@@ -217,3 +217,23 @@ export function rawHeadroomOf(absolute: AbsoluteLimits): { cores: number | undef
   const h = computeHeadroom(absolute, NO_NEEDS, { readAtMs: 0 });
   return { cores: h.cores.headroom, ramMiB: h.ramMiB.headroom, instances: h.instances.headroom };
 }
+
+/**
+ * A kept reading credited with a deletion it counted (`FreedCredit`, `src/ledger/port.ts`): the used
+ * totals (`totalCoresUsed`, `totalRAMUsed`, `totalInstancesUsed`) less `freed`, never below 0; a total
+ * the reading does not give stays absent. `undefined` when the reading gives none of the three (there
+ * is nothing to credit: the ledger then makes the reading stale as for any deletion). The Redis
+ * ledger's FREED script does the same in Lua (`src/redis/scripts.ts`).
+ */
+export function creditedLimits(absolute: AbsoluteLimits, freed: ResourceAmounts): AbsoluteLimits | undefined {
+  const out: Record<string, unknown> = { ...absolute };
+  let any = false;
+  for (const r of QUOTA_RESOURCES) {
+    const key = LIMIT_KEYS[r].used;
+    const used = (absolute as Record<string, unknown>)[key];
+    if (typeof used !== 'number' || !Number.isFinite(used)) continue;
+    out[key] = Math.max(0, used - freed[AMOUNT_FIELD[r]]);
+    any = true;
+  }
+  return any ? (out as AbsoluteLimits) : undefined;
+}

@@ -43,6 +43,7 @@ export {
   NO_NEEDS,
   neededOf,
   computeHeadroom,
+  creditedLimits,
   checkFit,
   describeShortfalls,
   shortfallResources,

@@ -27,8 +27,8 @@ import { sleep, systemClock, type Clock, type ResourceAmounts, type TimerHandle 
 import { componentLogger } from '../core/logger.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { AbortError, ValidationError, throwIfAborted } from '../errors/index.js';
-import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPeek, LedgerPlace, LimitsRead, LimitsReading, QuotaLedger, RawHeadroom, UncountedRead } from '../ledger/index.js';
-import { FreshWhenAsked, rawHeadroomOf } from '../ledger/index.js';
+import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, FreedCredit, LedgerClaim, LedgerLimits, LedgerPeek, LedgerPlace, LimitsRead, LimitsReading, QuotaLedger, RawHeadroom, UncountedRead } from '../ledger/index.js';
+import { FreshWhenAsked, creditedLimits, rawHeadroomOf } from '../ledger/index.js';
 import { clientScope, fleetWatcherWanted, scopeMismatch } from '../ledger/index.js';
 import { PlaceWakes } from '../ledger/index.js';
 import type { NovaClient } from '../nova/index.js';
@@ -52,6 +52,12 @@ const roomOf = (h: RawHeadroom): Room =>
   });
 /** The room of a reading kept in the file (its JSON). */
 const roomOfKept = (json: string): Room => roomOf(rawHeadroomOf(decodeReading(json).absolute));
+/** A kept reading's JSON with `freed` credited (`creditedLimits`); `undefined` when it has no usage to credit. */
+const creditKept = (json: string, freed: ResourceAmounts): string | undefined => {
+  const reading = decodeReading(json);
+  const absolute = creditedLimits(reading.absolute, freed);
+  return absolute === undefined ? undefined : encodeReading({ absolute, requestId: reading.requestId });
+};
 
 /** Needs as whole, non-negative numbers. */
 function wholeNeeds(where: string, n: ResourceAmounts): ResourceAmounts {
@@ -377,16 +383,27 @@ export class SqliteQuotaLedger implements QuotaLedger {
    * at their next poll of the file (`pollIntervalMs`). The kept `/limits` reading from before this
    * deletion stops being fresh. After `close()`: the local listeners only.
    */
-  async publishFreed(_serverId: string): Promise<void> {
+  async publishFreed(_serverId: string, credit?: FreedCredit): Promise<void> {
     this.#freed.notifyOwn();
     if (this.#closed) return;
-    await this.#run((now) => this.#store.freed(now, this.#caller));
+    const c = credit === undefined ? undefined : { claimId: credit.claimId, keptSeq: credit.keptSeq, apply: creditKept };
+    await this.#run((now) => this.#store.freed(now, this.#caller, c));
     this.#freed.published();
   }
 
-  /** TODO(credit): the newest kept reading this object knows stored. */
+  /**
+   * The order number of the reading kept in the file now, read without a write lock (a reading in
+   * the file was stored; `QuotaLedger.keptSeen`); `undefined` when none is kept, the file cannot be
+   * read, or the ledger is closed.
+   */
   keptSeen(): number | undefined {
-    return undefined;
+    if (this.#closed) return undefined;
+    try {
+      const seq = this.#store.keptSeq();
+      return seq >= 0 ? seq : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   onFreed(listener: () => void): () => void {

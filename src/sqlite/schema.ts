@@ -53,6 +53,7 @@ export const STATEMENTS = {
   liveClaims: 'SELECT cores, ram, inst FROM claims WHERE expires_at > ?',
   liveClaimIds: 'SELECT id FROM claims WHERE expires_at > ? ORDER BY token',
   countedSince: 'SELECT cores, ram, inst FROM counted WHERE ord >= ? AND at > ?',
+  countedOne: 'SELECT cores, ram, inst, ord FROM counted WHERE id = ? AND at > ?',
   place: 'SELECT seq FROM places WHERE id = ?',
   placesBefore: 'SELECT cores, ram, inst FROM places WHERE seq < ? AND id <> ?',
   allPlaces: 'SELECT cores, ram, inst FROM places WHERE id <> ?',

@@ -365,14 +365,35 @@ export class LedgerStore {
   }
 
   /**
-   * A confirmed deletion: its order number becomes `freed_seq` (older readings are no longer fresh),
-   * and `freed_count` (the number of confirmed deletions) goes up by one; returns the new count.
+   * A confirmed deletion: `freed_count` (the number of confirmed deletions) goes up by one (the
+   * answer: the new count, and whether the credit held). With a `credit` that holds (see
+   * `FreedCredit`, `src/ledger/port.ts`: the kept reading is the one of `keptSeq`, the claim's
+   * `'counted'` record is older than that reading and within the retention, and the claim was not
+   * credited into that reading yet), the kept reading becomes `credit.apply(json, needs)` (the
+   * claim's needs subtracted from its usage) and stays fresh; otherwise (or when `apply` answers
+   * `undefined`) the deletion's order number becomes `freed_seq`: older readings are no longer fresh.
    */
-  freed(now: number, caller: Caller): number {
-    return this.#write('publishFreed', now, caller, () => {
-      this.#s.setMeta.run('freed_seq', this.#next('ord'));
-      return this.#next('freed_count');
+  freed(now: number, caller: Caller, credit?: { claimId: string; keptSeq: number; apply: (json: string, needs: ResourceAmounts) => string | undefined }): { count: number; credited: boolean } {
+    return this.#write('publishFreed', now, caller, (now) => {
+      const credited = credit !== undefined && this.#credit(now, credit);
+      if (!credited) this.#s.setMeta.run('freed_seq', this.#next('ord'));
+      return { count: this.#next('freed_count'), credited };
     });
+  }
+
+  /** The credit of {@link freed}, inside its transaction: true when it held and the kept reading was rewritten. */
+  #credit(now: number, c: { claimId: string; keptSeq: number; apply: (json: string, needs: ResourceAmounts) => string | undefined }): boolean {
+    const kept = this.#kept();
+    if (kept.json === undefined || kept.seq !== c.keptSeq) return false;
+    const row = this.#s.countedOne.get(c.claimId, now - COUNTED_RETENTION_MS) as { cores: number; ram: number; inst: number; ord: number } | undefined;
+    if (row === undefined || !(row.ord < kept.seq)) return false;
+    const done = String(this.#meta('limits_credited') ?? '');
+    if (done.split(',').includes(c.claimId)) return false;
+    const json = c.apply(kept.json, { cores: row.cores, ramMiB: row.ram, instances: row.inst });
+    if (json === undefined) return false;
+    this.#s.setMeta.run('limits_json', json);
+    this.#s.setMeta.run('limits_credited', done === '' ? c.claimId : `${done},${c.claimId}`);
+    return true;
   }
 
   /** `freed_count`, read without a write lock (WAL readers do not block). */
@@ -434,6 +455,7 @@ export class LedgerStore {
   #keep(a: { json: string; seq: number; sentAt: number; lock: string }): void {
     if (this.#num('limits_seq', -1) < a.seq) {
       this.#s.setMeta.run('limits_json', a.json);
+      this.#s.setMeta.run('limits_credited', '');
       this.#s.setMeta.run('limits_seq', a.seq);
       this.#s.setMeta.run('limits_sent_at', a.sentAt);
     }

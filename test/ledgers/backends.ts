@@ -83,6 +83,12 @@ export class SteppedWallClock implements Clock {
   }
 }
 
+/** How a test wants a holder made. */
+export interface HolderOptions {
+  /** The kept reading's age limit (SQLite, Redis); default 0 (every admission on its own reading). */
+  readonly limitsMaxAgeMs?: number;
+}
+
 /** One store shared by the holders of one test. */
 export interface TestStore {
   readonly backend: BackendName;
@@ -90,7 +96,7 @@ export interface TestStore {
    * A new ledger object on this store (a second process or host). The in-process ledger has no
    * store apart from its object: it answers the store's one object (the guards of one process).
    */
-  holder(): QuotaLedger;
+  holder(options?: HolderOptions): QuotaLedger;
   /** `ms` pass on the store's clock (manual clock advanced; Redis: a real wait of `ms`). */
   pass(ms: number): Promise<void>;
   /** Before every step: manual clocks move 1 ms (each event its own instant); Redis: nothing. */
@@ -205,8 +211,8 @@ function sqliteBackend(): Backend {
       let n = 0;
       return {
         backend: 'sqlite',
-        holder: () => {
-          const l = new SqliteQuotaLedger({ path, endpoint: ENDPOINT, projectId, clock, holder: `h-sqlite-${++n}`, limitsMaxAgeMs: 0 });
+        holder: (o) => {
+          const l = new SqliteQuotaLedger({ path, endpoint: ENDPOINT, projectId, clock, holder: `h-sqlite-${++n}`, limitsMaxAgeMs: o?.limitsMaxAgeMs ?? 0 });
           made.push(l);
           return l;
         },
@@ -257,8 +263,8 @@ function redisBackend(): Backend {
       let n = 0;
       return {
         backend: 'redis',
-        holder: () => {
-          const l = new RedisQuotaLedger({ url: server!.url, endpoint: ENDPOINT, projectId, holder: `h-redis-${++n}`, limitsMaxAgeMs: 0, clock, keyPrefix: REDIS_KEY_PREFIX });
+        holder: (o) => {
+          const l = new RedisQuotaLedger({ url: server!.url, endpoint: ENDPOINT, projectId, holder: `h-redis-${++n}`, limitsMaxAgeMs: o?.limitsMaxAgeMs ?? 0, clock, keyPrefix: REDIS_KEY_PREFIX });
           made.push(l);
           return l;
         },
