@@ -1,0 +1,74 @@
+/**
+ * The credit of a confirmed deletion to the kept `/limits` reading, end to end through the guard
+ * (`src/guard/freedCredits.ts`, `FreedCredit` in `src/ledger/port.ts`): two processes (two clients,
+ * two guards, two SQLite ledger objects on one real file) fill a quota; a create waits; the first
+ * process deletes a server it created, with `wait`, and the waiting create is admitted at Nova's 404
+ * on the kept reading with that server credited, without another `GET /limits`. A server the guard
+ * did not create is not credited: its deletion makes the kept reading stale and the waiter reads.
+ * FakeNova, real clock, millisecond options.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { SqliteQuotaLedger } from '../../src/sqlite/index.js';
+import { afterThisTest } from '../cleanup.js';
+import { body, clientFor, guardFor, startNova } from './fixtures.js';
+import type { FakeNova } from '../../src/testing/index.js';
+
+/** Two "processes" on one ledger file: each its own client, ledger object and guard. */
+async function twoProcesses(nova: FakeNova) {
+  const dir = mkdtempSync(join(tmpdir(), 'nova-guard-credit-'));
+  afterThisTest(() => rmSync(dir, { recursive: true, force: true }));
+  const one = (holder: string) => {
+    const client = clientFor(nova);
+    const ledger = new SqliteQuotaLedger({ endpoint: nova.endpoint, projectId: nova.projectId, path: dir, holder, limitsMaxAgeMs: 60_000 });
+    const guard = guardFor(nova, { ledger, maxWaitMs: 20_000 }, client);
+    afterThisTest(async () => {
+      await guard.close();
+      await ledger.close();
+    });
+    return { client, ledger, guard };
+  };
+  return { a: one('a'), b: one('b') };
+}
+
+const limitsReads = (nova: FakeNova): number => nova.requestsTo('GET', '/limits').length;
+
+describe('the credit of a confirmed deletion to the kept /limits reading', () => {
+  it('a server the guard created, deleted with wait: the waiting create of another process is admitted on the credited kept reading, no GET /limits after the DELETE', async () => {
+    // 6 cores: a server outside the fleet (2), then s1 (a) and s2 (b), 2 cores each
+    const nova = await startNova({ maxTotalCores: 6 });
+    const outside = nova.addServer({ flavorId: '2', status: 'ACTIVE' });
+    const { a, b } = await twoProcesses(nova);
+    const s1 = await a.guard.createServer(body('s1'));
+    // the outside server goes (no credit: the guard did not create it): the kept reading is stale
+    await a.client.deleteServer(outside.id, { wait: true, intervalMs: 5 });
+    // b reads afresh: the reading counts s1 and is kept
+    const s3 = await b.guard.createServer(body('s3'));
+    const s4 = await b.guard.createServer(body('s4'));
+    // the quota is full: b's next create waits
+    const waiting = b.guard.createServer(body('s5'));
+    await new Promise((r) => setTimeout(r, 100));
+    const readsBefore = limitsReads(nova);
+    await a.client.deleteServer(s1.id, { wait: true, intervalMs: 5 });
+    const s5 = await waiting;
+    expect(nova.getServerState(s5.id)?.status).toBe('ACTIVE');
+    expect(limitsReads(nova) - readsBefore, 'no GET /limits after the credited deletion').toBe(0);
+    for (const s of [s3, s4, s5]) expect(nova.getServerState(s.id)).toBeDefined();
+  });
+
+  it('a server the guard did not create: its deletion makes the kept reading stale, the waiting create reads GET /limits again', async () => {
+    const nova = await startNova({ maxTotalCores: 4 });
+    const outside = nova.addServer({ flavorId: '2', status: 'ACTIVE' });
+    const { a, b } = await twoProcesses(nova);
+    await b.guard.createServer(body('s1'));
+    const waiting = b.guard.createServer(body('s2'));
+    await new Promise((r) => setTimeout(r, 100));
+    const readsBefore = limitsReads(nova);
+    await a.client.deleteServer(outside.id, { wait: true, intervalMs: 5 });
+    const s2 = await waiting;
+    expect(nova.getServerState(s2.id)?.status).toBe('ACTIVE');
+    expect(limitsReads(nova) - readsBefore).toBeGreaterThanOrEqual(1);
+  });
+});
