@@ -131,6 +131,8 @@ export interface FleetSimRow {
   fleet?: { published: number; consumed: number; proofs: number; fallbacks: number; gaps: number; watcherEngine: Record<string, number> };
   /** `/limits` readings the hosts shared (admissions decided without a request to Nova). */
   sharedReadings: number;
+  /** Confirmed deletions credited to the kept reading (it stayed fresh) instead of making it stale. */
+  credits: number;
   /** Admissions per job: the guard's admission attempts (shared readings and own `/limits` reads) over the jobs. */
   admissionsPerJob: number;
   requests: FrontRecord['byKind'];
@@ -423,6 +425,7 @@ export async function runFleetSim(cfg: FleetSimConfig): Promise<FleetSimRow> {
       perJob: { post: per(k.create), delete: per(k.delete), limits: per(k.limits), get: per(k.get), listing: per(k.list), other: per(k.flavor + k.other) },
       ...(fleet ? { fleet: { ...fleetStats, watcherEngine } } : {}),
       sharedReadings: readings.shared,
+      credits: readings.credits,
       ledgerCallsPerJob: round(Object.values(readings.ledgerCalls).reduce((a, b) => a + b, 0) / cfg.jobs, 2),
       ledgerCallsByMethod: Object.fromEntries(Object.entries(readings.ledgerCalls).map(([m, n]) => [m, round(n / cfg.jobs, 2)])),
       admissionsPerJob: round((readings.shared + rec.byKind.limits) / cfg.jobs, 2),

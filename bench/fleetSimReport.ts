@@ -128,7 +128,7 @@ export function simLagTable(rows: readonly FleetSimRow[]): string {
 /** What the simulation's ledger is, and what that leaves unproved (printed with the section). */
 export const SIM_LEDGER_NOTE =
   'Ledger: one nova-guard InProcessQuotaLedger shared by every host (claims, the queue, fencing, counted-release retention and freed-quota wake-ups across hosts, as the Redis ledger shares them), ' +
-  `with /limits readings shared for ${SHARED_READING_MS} ms as the Redis ledger's kept reading. The Redis ledger itself reads Redis's clock and cannot run in virtual time: ` +
+  `with /limits readings shared for ${SHARED_READING_MS} ms as the Redis ledger's kept reading (its default limitsMaxAgeMs), and a confirmed deletion of a server a guard created credited to the kept reading as the Redis ledger's FREED script credits it (FreedCredit). The Redis ledger itself reads Redis's clock and cannot run in virtual time: ` +
   "Redis's network latency, its restarts and outages, and a host's fall-back to its own ledger are not proved here (test/redis/fleetNetwork.test.ts covers them on a real redis-server).";
 
 /** What the bounds are (printed with the section; docs/fleet-simulation.md says more). */

@@ -21,7 +21,7 @@
  *
  * @module
  */
-import { waitForOthersRead, type Clock, type InProcessQuotaLedger, type QuotaLedger } from 'nova-guard';
+import { waitForOthersRead, type Clock, type InProcessQuotaLedger, type QuotaLedger, type ResourceAmounts } from 'nova-guard';
 
 type Claim = Parameters<QuotaLedger['bind']>[0];
 type Read = Parameters<QuotaLedger['acquire']>[1];
@@ -30,13 +30,15 @@ type AcquireRequest = Parameters<QuotaLedger['acquire']>[0];
 type Acquisition = Awaited<ReturnType<QuotaLedger['acquire']>>;
 
 /** How long a `/limits` reading is shared after it was sent, in ms (the Redis ledger's `limitsMaxAgeMs` default). */
-export const SHARED_READING_MS = 1000;
+export const SHARED_READING_MS = 10_000;
 /**
  * The longest a call waits for another call's read in flight, in ms: the Redis ledger's default
  * `limitsLockMs + commandTimeoutMs`. The wait goes through `waitForOthersRead`, as the Redis ledger's
  * does: the guard does not count it as ledger time (only the call's `maxWaitMs` bounds it).
  */
 export const MAX_WAIT_FOR_READ_MS = 12_000;
+/** How long a claim released as `'counted'` is remembered for the credit, in ms (the Redis ledger's retention). */
+export const COUNTED_RETENTION_MS = 10 * 60_000;
 /** How often the anchor read is renewed, in ms. */
 export const ANCHOR_MS = 10_000;
 
@@ -45,7 +47,11 @@ export class SharedReadings {
   /** The read in flight (the newest), for the calls that come meanwhile. */
   inFlight: { stamp: number; seq: number; answer: Promise<Reading> } | undefined;
   /** The newest reading answered: when it was sent (its stamp) and answered. */
-  kept: { stamp: number; seq: number; answeredAt: number; reading: Reading } | undefined;
+  kept: { stamp: number; seq: number; answeredAt: number; reading: Reading; credited?: ReadonlySet<string> } | undefined;
+  /** Claims released as `'counted'`: their order number and needs (the Redis ledger's `counted` records), for the credit. */
+  readonly counted = new Map<string, { seq: number; atMs: number; needs: ResourceAmounts }>();
+  /** Confirmed deletions credited to the kept reading (`FreedCredit`) instead of making it stale. */
+  credits = 0;
   /** Admissions decided on a shared reading (no request to Nova). */
   shared = 0;
   /**
@@ -106,6 +112,14 @@ export class SharedReadings {
     if (this.kept && this.kept.stamp < this.oldestAnchor) this.kept = undefined;
     this.#timer = this.clock.setTimeout(() => this.#openAnchor(), ANCHOR_MS);
   }
+}
+
+/** A reading's usage less `freed` (never below 0), as the ledgers credit a deletion (`creditedLimits` in src/ledger/headroom.ts); undefined when it gives no usage. */
+function creditedLimits(absolute: Reading['absolute'], freed: ResourceAmounts): Reading['absolute'] | undefined {
+  const { totalCoresUsed: c, totalRAMUsed: r, totalInstancesUsed: i } = absolute;
+  if (c === undefined && r === undefined && i === undefined) return undefined;
+  const less = (used: number | undefined, n: number): number | undefined => (used === undefined ? undefined : Math.max(0, used - n));
+  return { ...absolute, totalCoresUsed: less(c, freed.cores), totalRAMUsed: less(r, freed.ramMiB), totalInstancesUsed: less(i, freed.instances) };
 }
 
 /** Headroom before claims, as the guard computes it (limit - used; unlimited or unknown: undefined). */
@@ -175,12 +189,26 @@ export class HostLedger implements QuotaLedger {
     this.readings.count('renew');
     return this.#inner.renew(claim, ttlMs);
   };
-  publishFreed: QuotaLedger['publishFreed'] = (serverId) => {
-    this.readings.count('publishFreed');
-    this.readings.freedSeq = ++this.readings.seq;
+  /**
+   * The Redis ledger's FREED script: with a credit that holds (the kept reading is the one seen before
+   * the DELETE, the claim was released as `'counted'` before that reading was sent, not credited to it
+   * yet), the claim's needs are subtracted from the kept reading, which stays fresh; otherwise the kept
+   * reading is stale.
+   */
+  publishFreed: QuotaLedger['publishFreed'] = (serverId, credit) => {
+    const r = this.readings;
+    r.count('publishFreed');
+    const k = r.kept;
+    const c = credit === undefined ? undefined : r.counted.get(credit.claimId);
+    const absolute = k && c && credit && k.seq === credit.keptSeq && c.seq < k.seq && !k.credited?.has(credit.claimId) ? creditedLimits(k.reading.absolute, c.needs) : undefined;
+    if (k && credit && absolute) {
+      r.kept = { ...k, reading: { ...k.reading, absolute }, credited: new Set([...(k.credited ?? []), credit.claimId]) };
+      r.credits++;
+    } else r.freedSeq = ++r.seq;
     return this.#inner.publishFreed(serverId);
   };
-  keptSeen: QuotaLedger['keptSeen'] = () => undefined;
+  /** The kept reading's order number: the hosts share one view, so what is kept is known at once. */
+  keptSeen: QuotaLedger['keptSeen'] = () => this.readings.kept?.seq;
 
   async acquire(request: AcquireRequest, read: Read, signal: AbortSignal | undefined): Promise<Acquisition> {
     const r = this.readings;
@@ -235,6 +263,16 @@ export class HostLedger implements QuotaLedger {
 
   release(claim: Claim, end: Parameters<QuotaLedger['release']>[1]): Promise<void> {
     this.readings.count('release');
+    if (end === 'counted') {
+      const r = this.readings;
+      const now = this.now();
+      r.counted.set(claim.id, { seq: ++r.seq, atMs: now, needs: claim.needs });
+      // the Redis ledger keeps its counted records 10 minutes
+      for (const [id, c] of r.counted) {
+        if (now - c.atMs <= COUNTED_RETENTION_MS) break;
+        r.counted.delete(id);
+      }
+    }
     const serverId = this.#servers.get(claim.id);
     if (serverId !== undefined) {
       this.#servers.delete(claim.id);

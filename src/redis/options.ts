@@ -48,7 +48,12 @@ export interface RedisQuotaLedgerOptions {
    * A kept `/limits` reading younger than this, in ms, is handed out instead of a new read. For a
    * call that waited for another holder's refresh, counted from when it first asked: the reading it
    * waited for is fresh for it when it was fresh then (a `GET /limits` slower than this still gives
-   * the fleet one read). @default 1000
+   * the fleet one read). Within the fleet the kept reading stays true at any age: the creates since
+   * it are claims, and a deletion confirmed since either is credited to it (a server a guard created,
+   * deleted after the reading was stored, `FreedCredit`) or makes it stale. What the age bounds is
+   * how long a change made outside the ledger goes unseen: a server created by another tool (Nova's
+   * own check answers 403, which the guard absorbs), quota freed by hand, a quota changed.
+   * @default 10000
    */
   readonly limitsMaxAgeMs?: number;
   /** How long a holder may hold the refresh lock of the kept reading, in ms. @default 10000 */
@@ -243,7 +248,7 @@ export function resolveOptions(options: RedisQuotaLedgerOptions): ResolvedOption
   }
   const holder = options.holder ?? `${hostname()}:${process.pid}`;
   if (!isHolderName(holder)) throw new ValidationError(`RedisQuotaLedger holder must be a non-empty string without commas, got ${JSON.stringify(holder)}`);
-  const durations = { limitsMaxAgeMs: 1000, limitsLockMs: 10_000, placeTtlMs: 15_000, commandTimeoutMs: 2000, fleetLeaseTtlMs: 6000, restartGraceMs: 0 } as const;
+  const durations = { limitsMaxAgeMs: 10_000, limitsLockMs: 10_000, placeTtlMs: 15_000, commandTimeoutMs: 2000, fleetLeaseTtlMs: 6000, restartGraceMs: 0 } as const;
   const out: Record<string, number> = {};
   for (const [name, dflt] of Object.entries(durations)) {
     const value = (options as unknown as Record<string, unknown>)[name] ?? dflt;

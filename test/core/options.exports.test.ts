@@ -172,7 +172,7 @@ const NO_OPTIONS: Record<string, string> = {
   'nova-guard/sqlite:defaultLedgerDir': 'takes an environment (a map of variables), not options',
   ...Object.fromEntries(
     // the port's members, and the backends' own join, limits, inFlight and admit (the steps of their acquire)
-    ['join', 'leave', 'limits', 'inFlight', 'admit', 'claimAnyway', 'renew', 'bind', 'release', 'publishFreed', 'onFreed', 'onWake', 'close', 'bindScope', 'acquire', 'peek', 'callBudgetMs', 'probe', 'everReached', 'members'].flatMap((m) => [
+    ['join', 'leave', 'limits', 'inFlight', 'admit', 'claimAnyway', 'renew', 'bind', 'release', 'publishFreed', 'keptSeen', 'onFreed', 'onWake', 'close', 'bindScope', 'acquire', 'peek', 'callBudgetMs', 'probe', 'everReached', 'members'].flatMap((m) => [
       [`nova-guard:InProcessQuotaLedger.prototype.${m}`, LEDGER_PROTOCOL],
       [`nova-guard/redis:RedisQuotaLedger.prototype.${m}`, LEDGER_PROTOCOL],
       [`nova-guard/sqlite:SqliteQuotaLedger.prototype.${m}`, LEDGER_PROTOCOL],

@@ -69,7 +69,7 @@ describe('wake-ups of the calls waiting for headroom', () => {
     // The same ledger, except that its acquire never queues a call (as a Redis answer given up while
     // another holder refreshed): no place, so no wake-up addressed to it.
     const ledger = Object.fromEntries(
-      ['leave', 'peek', 'claimAnyway', 'renew', 'bind', 'release', 'publishFreed', 'onFreed', 'onWake', 'close', 'bindScope', 'callBudgetMs', 'probe', 'everReached'].map((m) => [
+      ['leave', 'peek', 'claimAnyway', 'renew', 'bind', 'release', 'publishFreed', 'keptSeen', 'onFreed', 'onWake', 'close', 'bindScope', 'callBudgetMs', 'probe', 'everReached'].map((m) => [
         m,
         (inner as unknown as Record<string, (...a: unknown[]) => unknown>)[m]!.bind(inner),
       ]),
