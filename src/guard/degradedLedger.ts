@@ -49,9 +49,8 @@ import { ledgerConfigErrorOf } from '../ledgers/index.js';
 import type { Logger } from '../core/logger.js';
 import { callEach } from '../core/listeners.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
-import { AMOUNT_FIELD, InProcessQuotaLedger, QUOTA_RESOURCES, isLedgerDown, type FitVerdict, type Headroom, type QuotaLedger } from '../ledger/index.js';
+import { AMOUNT_FIELD, InProcessQuotaLedger, QUOTA_RESOURCES, isLedgerDown, type FitVerdict, type FreedCredit, type Headroom, type QuotaLedger } from '../ledger/index.js';
 import { ShareRule, shareVerdict, type Fleet, type ShareVerdict } from './degradedShare.js';
-import { FreedCredits } from './freedCredits.js';
 import type { QuotaGuardStats } from './options.js';
 
 /** Time-outs in a row after which a ledger counts as down. */
@@ -153,8 +152,6 @@ export class DegradedLedger {
   readonly fallback: InProcessQuotaLedger;
   /** The share rule's memory: the fleet as last seen, the servers this process holds. */
   readonly share: ShareRule;
-  /** The servers this guard created, for the credit of their deletions to the kept reading (`freedCredits.ts`). */
-  readonly credits: FreedCredits;
   readonly #clock: Clock;
   readonly #user: DegradedUser;
   readonly #health = new LedgerHealth();
@@ -182,7 +179,7 @@ export class DegradedLedger {
     this.#user = user;
     this.fallback = new InProcessQuotaLedger({ clock, holder: ledger.holder });
     this.share = new ShareRule(ledger);
-    this.credits = new FreedCredits(clock);
+
   }
 
   /**
@@ -463,9 +460,8 @@ export class DegradedLedger {
    * and awaited by {@link close}. A failure is logged at debug level (the other holders see the freed
    * quota at their next read). The server is no longer this process's (the share rule).
    */
-  publishFreed(serverId: string): void {
+  publishFreed(serverId: string, credit?: FreedCredit): void {
     this.share.freed(serverId);
-    const credit = this.credits.take(serverId);
     void this.fallback.publishFreed(serverId);
     if (this.ledger === this.fallback) return;
     const p = this.bounded('publishFreed', () => this.ledger.publishFreed(serverId, credit)).catch((e: unknown) => {
@@ -477,21 +473,6 @@ export class DegradedLedger {
     });
     this.#pending.add(p);
     void p.finally(() => this.#pending.delete(p));
-  }
-
-  /**
-   * A `deleteServer` of `serverId` starts on the guard's client (its DELETE goes after): note the
-   * newest kept reading the ledger knows stored, for the credit (`freedCredits.ts`).
-   */
-  deleting(serverId: string): void {
-    if (this.ledger === this.fallback) return;
-    let seen: number | undefined;
-    try {
-      seen = this.ledger.keptSeen();
-    } catch {
-      seen = undefined;
-    }
-    this.credits.deleting(serverId, seen);
   }
 
   /** Listen for freed quota on the ledger and the fallback; returns the unsubscribe function. */

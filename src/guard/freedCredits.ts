@@ -16,7 +16,7 @@
  * @module
  */
 import type { Clock } from '../core/clock.js';
-import type { FreedCredit } from '../ledger/index.js';
+import type { FreedCredit, QuotaLedger } from '../ledger/index.js';
 
 /** The most servers remembered at once; the oldest goes first. */
 export const MAX_ENTRIES = 10_000;
@@ -48,14 +48,19 @@ export class FreedCredits {
   }
 
   /**
-   * A `deleteServer` for `serverId` starts: its DELETE is sent after this. `keptSeq`: the ledger's
-   * `keptSeen()` now. Only the first start counts (a later call's DELETE is not the first).
+   * A `deleteServer` for `serverId` starts: its DELETE is sent after this. Notes `ledger.keptSeen()`
+   * now (a ledger that throws gives no credit). Only the first start counts (a later call's DELETE
+   * is not the first).
    */
-  deleting(serverId: string, keptSeq: number | undefined): void {
+  deleting(serverId: string, ledger: QuotaLedger): void {
     const e = this.#entries.get(serverId);
     if (e === undefined || e.deleting) return;
     e.deleting = true;
-    e.keptSeq = keptSeq;
+    try {
+      e.keptSeq = ledger.keptSeen();
+    } catch {
+      e.keptSeq = undefined;
+    }
   }
 
   /** The credit of `serverId`'s confirmed deletion, if the guard has one; forgets the server. */

@@ -78,6 +78,7 @@ import { LEDGER_WARNING, processWarningSink, warnOncePerCause } from '../core/pr
 import { GuardedCall } from './guardedCall.js';
 import { GUARDED_CALL_SPEC, GUARDED_CREATE_SPEC, NEEDS_OR_FLAVOR_SPEC, flavorIdOf, isFullNeeds, validateNeeds, validateGuardOptions, closeOwnedLedger } from './options.js';
 import type { GuardedCallOptions, GuardedCreateOptions, QuotaGuardOptions, QuotaGuardStats, QuotaNeedsSpec, GuardClaimInfo, ResolvedOptions } from './options.js';
+import { FreedCredits } from './freedCredits.js';
 
 export type { QuotaNeeds, Headroom, ResourceHeadroom, Shortfall } from '../ledger/index.js';
 export { QUOTA_GUARD_DEFAULTS, QUOTA_LEDGER_DEFAULTS } from './options.js';
@@ -133,8 +134,9 @@ export class QuotaGuard {
     const log = componentLogger(options.logger, 'quota-guard');
     if (opts.ledger) checkScopeNow(opts.ledger, client);
     this.#state = newGuardState(client, opts, log, this.stats);
-    const offStarted = onDeleteStarted(client, (serverId) => this.#state.res.deleting(serverId));
-    const offConfirmed = onDeleteConfirmed(client, (serverId) => this.#state.res.publishFreed(serverId));
+    const g = this.#state;
+    const offStarted = onDeleteStarted(client, (serverId) => g.credits.deleting(serverId, g.ledger));
+    const offConfirmed = onDeleteConfirmed(client, (serverId) => g.res.publishFreed(serverId, g.credits.take(serverId)));
     this.#offConfirmed = () => {
       offStarted();
       offConfirmed();
@@ -404,6 +406,7 @@ export function newGuardState(client: NovaClient, opts: ResolvedOptions, log: Lo
     ledger,
     fallback: res.fallback,
     res,
+    credits: new FreedCredits(clock),
     offDegraded: undefined,
     claims: new Set(),
     log,

@@ -11,6 +11,7 @@ import type { ResourceAmounts } from '../core/types.js';
 import type { InProcessQuotaLedger, LedgerClaim, QuotaLedger } from '../ledger/index.js';
 import type { SignalFanOut } from '../core/signalFanOut.js';
 import type { DegradedLedger } from './degradedLedger.js';
+import type { FreedCredits } from './freedCredits.js';
 import type { QuotaGuardStats, QuotaRetryInfo, ResolvedOptions } from './options.js';
 
 /** What the functions of one guard share. */
@@ -25,6 +26,8 @@ export interface GuardState {
   fallback: InProcessQuotaLedger;
   /** The guard's degraded mode over `ledger`: its health, probing, fallback, share rule and redo queue (`degradedLedger.ts`). */
   res: DegradedLedger;
+  /** The servers this guard created, for the credit of their deletions to the kept reading (`freedCredits.ts`). */
+  credits: FreedCredits;
   /** Stops re-claiming this guard's degraded claims when the ledger answers again, once listening (`ledgerUse.ts`, `reclaimDegraded`). */
   offDegraded: (() => void) | undefined;
   /** The claims this guard holds, on whichever ledger they came from. */

@@ -102,6 +102,8 @@ export class SqliteQuotaLedger implements QuotaLedger {
   #wakeListeners = 0;
   #offWakePoll: (() => void) | undefined;
   readonly #places = new Set<string>();
+  /** The refresh locks this object holds (a read of its own for the fleet in flight): given back at `close()`. */
+  readonly #locks = new Set<string>();
   readonly #claims = new Map<string, ResourceAmounts>();
   /** When this process first saw each kept reading (by order number, monotonic clock). */
   readonly #firstSeen = new Map<number, number>();
@@ -290,7 +292,7 @@ export class SqliteQuotaLedger implements QuotaLedger {
         const reading = await this.#read(read, signal, state === 'lock' ? lock : undefined);
         this.#saw(sendSeq, local);
         const json = encodeReading(reading);
-        const res = await this.#run((t) => this.#store.storeAdmit(t, this.#caller, { ...args, json, seq: sendSeq, sentAt: now, lock, room: roomOfKept(json) }));
+        const res = await this.#run((t) => this.#store.storeAdmit(t, this.#caller, { ...args, json, seq: sendSeq, sentAt: now, lock, room: roomOfKept(json) })).finally(() => this.#locks.delete(lock));
         return this.#answer(request, args, res, { absolute: reading.absolute, requestId: reading.requestId, stamp: sendSeq, ageMs: 0, shared: false });
       }
       // Another process's Nova read: Nova's time, not the ledger's (the guard's time limit pauses).
@@ -302,10 +304,12 @@ export class SqliteQuotaLedger implements QuotaLedger {
   async #read(read: LimitsRead, signal: AbortSignal | undefined, lock: string | undefined): Promise<LimitsReading> {
     try {
       throwIfAborted(signal);
+      if (lock !== undefined) this.#locks.add(lock);
       return await read(signal);
     } catch (error) {
-      // a failure: the lock expires by itself
+      // a failure: the lock goes back at once (should that fail, it expires by itself)
       if (lock !== undefined && !this.#closed) await this.#attempts((t) => this.#store.unlock(t, this.#caller, lock)).catch(() => undefined);
+      if (lock !== undefined) this.#locks.delete(lock);
       throw error;
     }
   }
@@ -472,6 +476,7 @@ export class SqliteQuotaLedger implements QuotaLedger {
         this.#saw(sendSeq, local);
         // A reading kept for the others is a bonus; this caller's reading stands even if the file fails now.
         if (!this.#closed) await this.#attempts((t) => this.#store.limitsStore(t, this.#caller, { json: encodeReading(reading), seq: sendSeq, sentAt: now, lock })).catch(() => undefined);
+        this.#locks.delete(lock);
         return { absolute: reading.absolute, requestId: reading.requestId, stamp: sendSeq, ageMs: 0, shared: false };
       }
       // Another process's Nova read: Nova's time, not the ledger's (the guard's time limit pauses).
@@ -521,9 +526,10 @@ export class SqliteQuotaLedger implements QuotaLedger {
     try {
       await this.#fleet?.close();
       // a failure (the file locked beyond busyTimeoutMs): what it held expires by its leases
-      await this.#attempts((now) => this.#store.goodbye(now, this.#caller, [...this.#places], [...this.#claims.keys()])).catch(() => undefined);
+      await this.#attempts((now) => this.#store.goodbye(now, this.#caller, [...this.#places], [...this.#claims.keys()], [...this.#locks])).catch(() => undefined);
     } finally {
       this.#places.clear();
+      this.#locks.clear();
       this.#wakes.clear();
       this.#claims.clear();
       this.#store.close();

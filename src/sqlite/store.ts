@@ -508,11 +508,13 @@ export class LedgerStore {
     }
   }
 
-  /** Leave `places`, drop `claims` (not created) and the caller's holder entry, in one transaction. */
-  goodbye(now: number, caller: Caller, places: readonly string[], claims: readonly string[]): void {
+  /** Leave `places`, drop `claims` (not created) and the caller's holder entry, and give back the refresh lock when it is one of `locks`, in one transaction. */
+  goodbye(now: number, caller: Caller, places: readonly string[], claims: readonly string[], locks: readonly string[] = []): void {
     this.#tx('close', () => {
       for (const id of places) this.#s.dropPlace.run(id);
       for (const id of claims) this.#s.dropClaim.run(id);
+      // a refresh lock of this object's read in flight: the others read at once instead of waiting it out
+      if (locks.includes(String(this.#meta('lock') ?? ''))) this.#s.setMeta.run('lock', '');
       this.#s.goodbye.run(caller.instance);
       void now;
     });
