@@ -6,7 +6,7 @@
  */
 import type { ResourceAmounts } from '../core/index.js';
 import { ValidationError } from '../errors/index.js';
-import type { LimitsReading } from '../ledger/index.js';
+import type { FreedCredit, LimitsReading } from '../ledger/index.js';
 
 /**
  * A reading as kept in Redis: JSON, with an unlimited limit (`Infinity`, Nova's -1) written as
@@ -24,6 +24,19 @@ export function needsArgs(where: string, n: ResourceAmounts): [number, number, n
   const v: [number, number, number] = [n.cores, n.ramMiB, n.instances];
   if (v.some((x) => typeof x !== 'number' || !Number.isFinite(x) || x < 0)) throw new ValidationError(`${where}: needs must be non-negative numbers, got ${JSON.stringify(n)}`);
   return v.map(Math.ceil) as [number, number, number];
+}
+
+/**
+ * A `FreedCredit` as the FREED script's claim id and `keptSeq` arguments (`['', '']`: no credit).
+ * @throws `ValidationError` when `claimId` is not a non-empty string or `keptSeq` not a whole number of at least 0.
+ */
+export function freedCreditArgs(credit: FreedCredit | undefined): [string, string] {
+  if (credit === undefined) return ['', ''];
+  const { claimId, keptSeq } = credit as { claimId?: unknown; keptSeq?: unknown };
+  if (typeof claimId !== 'string' || claimId === '' || typeof keptSeq !== 'number' || !Number.isSafeInteger(keptSeq) || keptSeq < 0) {
+    throw new ValidationError(`publishFreed: credit must be { claimId: a non-empty string, keptSeq: a whole number >= 0 }, got a claimId of type ${typeof claimId} and keptSeq ${typeof keptSeq === 'number' ? keptSeq : `of type ${typeof keptSeq}`}`);
+  }
+  return [claimId, String(keptSeq)];
 }
 
 export function amounts(a: unknown[], from: number): ResourceAmounts {

@@ -8,14 +8,15 @@
 import { randomUUID } from 'node:crypto';
 import { systemClock, type Clock, type ResourceAmounts, type TimerHandle } from '../core/index.js';
 import { componentLogger } from '../core/logger.js';
-import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, LedgerClaim, LedgerLimits, LedgerPeek, LedgerPlace, LimitsRead, LimitsReading, QuotaLedger, UncountedRead } from '../ledger/index.js';
+import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, FreedCredit, LedgerClaim, LedgerLimits, LedgerPeek, LedgerPlace, LimitsRead, LimitsReading, QuotaLedger, UncountedRead } from '../ledger/index.js';
 import type { NovaClient } from '../nova/index.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { clientScope, fleetWatcherWanted, scopeMismatch } from '../ledger/index.js';
 import { LedgerNews } from './news.js';
 import { RedisConnection, type LedgerCommand } from './connection.js';
-import { amounts, holderNames, needsArgs } from './codec.js';
+import { amounts, freedCreditArgs, holderNames, needsArgs } from './codec.js';
 import { ReadingAges } from './readingAges.js';
+import { KeptSeen } from './keptSeen.js';
 import { acquireOn, limitsOn, type LedgerInternals } from './readings.js';
 import { FleetWatcher } from '../delete/fleetWatcher.js';
 import { RedisFleetStore } from './fleetStore.js';
@@ -70,6 +71,8 @@ export class RedisQuotaLedger implements QuotaLedger {
   readonly #claims = new Map<string, { record: string; expiresAt: number; posting: boolean }>();
   /** When this ledger first saw each reading: the second clock of freshness. */
   readonly #ages: ReadingAges;
+  /** The newest kept reading this object knows stored (`keptSeen()`). */
+  readonly #kept = new KeptSeen();
   readonly #internals: LedgerInternals;
   #maxToken = 0;
   #members: readonly string[] = [];
@@ -90,11 +93,12 @@ export class RedisQuotaLedger implements QuotaLedger {
     this.#keys = ledgerKeys(this.#opts.keyPrefix, options.endpoint, options.projectId);
     this.scope = ledgerScope(options.endpoint, options.projectId);
     this.#clock = options.clock ?? systemClock;
-    this.#news = new LedgerNews(this.#instance, this.#keys.limitsChannel, this.#clock);
+    this.#news = new LedgerNews(this.#instance, this.#keys.limitsChannel, this.#clock, this.#kept);
     this.#ages = new ReadingAges(this.#clock, this.#opts.limitsMaxAgeMs);
     this.#internals = {
       run: (name, args) => this.#run(name, args),
       ages: this.#ages,
+      kept: this.#kept,
       clock: this.#clock,
       opts: this.#opts,
       holder: this.holder,
@@ -363,17 +367,33 @@ export class RedisQuotaLedger implements QuotaLedger {
     await this.#quiet('novaGuardRelease', [claim.id, end, needsArgs('release', claim.needs).join(',')]);
   }
 
-  /** Tell every holder that quota was freed. After `close()` (or cut off by it): the local listeners only, quietly. */
-  async publishFreed(serverId: string): Promise<void> {
+  /**
+   * Tell every holder that quota was freed (`QuotaLedger.publishFreed`). One script, atomic: with a
+   * `credit` that holds (the kept reading is still the one of `credit.keptSeq`, it was sent after
+   * the claim `credit.claimId` was released as `'counted'`, and that claim was not credited to it
+   * before) the claim's needs are subtracted from the kept reading's usage and it stays as fresh as
+   * it was; otherwise (no credit, or one that does not hold) the kept reading stops being fresh
+   * and the next admission reads `/limits`. Either way every holder wakes, so a woken waiter never
+   * gets a reading that still counts the deleted server (`docs/fleet-ledger.md`, "The credit of a
+   * confirmed deletion"). After `close()` (or cut off by it): the local listeners only, quietly.
+   * @throws `ValidationError` (before any request) when `credit` is given with a `claimId` that is
+   * not a non-empty string or a `keptSeq` that is not a whole number of at least 0;
+   * {@link RedisLedgerError} when Redis fails.
+   */
+  async publishFreed(serverId: string, credit?: FreedCredit): Promise<void> {
+    const creditArgs = freedCreditArgs(credit);
     this.#news.freed();
-    // One script: the kept /limits reading from before this deletion stops being fresh, and every
-    // holder wakes, so a woken waiter reads quota as Nova counts it after the deletion.
-    await this.#quiet('novaGuardFreed', [this.#keys.freedChannel, JSON.stringify({ from: this.#instance, serverId })]);
+    await this.#quiet('novaGuardFreed', [this.#keys.freedChannel, JSON.stringify({ from: this.#instance, serverId }), ...creditArgs]);
   }
 
-  /** TODO(credit): the newest kept reading this object knows stored. */
+  /**
+   * The order number (`LedgerLimits.stamp`) of the newest kept reading this object knows was stored
+   * in Redis (`QuotaLedger.keptSeen`): from its own script answers that carry the kept reading or say
+   * its own reading was stored, and from every holder's "kept reading refreshed" message. Never the
+   * order number of a read not stored yet. Synchronous, no request; `undefined` before any.
+   */
   keptSeen(): number | undefined {
-    return undefined;
+    return this.#kept.seq;
   }
 
   onFreed(listener: () => void): () => void {

@@ -167,3 +167,57 @@ local function kept(maxAgeMs, staleSeq, shortMaxAgeMs)
 end
 `;
 
+
+/**
+ * The credit of a confirmed deletion to the kept reading (`QuotaLedger.publishFreed` with a
+ * `FreedCredit`; see `docs/fleet-ledger.md`, "The credit of a confirmed deletion"). `creditKept(claimId,
+ * keptSeqText)` answers 1 and subtracts the claim's needs from the kept reading's usage when every
+ * check holds, in this order; else 0 and nothing changes:
+ * 1. a claim id without `,` (the credited list is comma-separated) and a whole `keptSeqText`;
+ * 2. a reading is kept and its `seq` is `keptSeqText` (the caller saw it stored before its DELETE was sent);
+ * 3. the claim was released as `'counted'` (the `counted` zset) with an order number below `seq` (the
+ *    reading was sent after Nova counted the server), and its needs are kept (`countedneeds`);
+ * 4. the claim was not credited to this reading before (`credited`, valid while `creditSeq` is `seq`);
+ * 5. the reading's `absolute` has at least one of `totalCoresUsed`, `totalRAMUsed`,
+ *    `totalInstancesUsed` as a number, and each of those present is at least the claim's need (a
+ *    smaller usage means the reading did not count the server after all).
+ * The kept `json` is rewritten with those usages lowered by the needs (cjson; unlimited limits stay
+ * the string `"Infinity"`), and the claim id joins `credited` (`creditSeq` set to `seq`). `seq`,
+ * `sentAt` and `freedSeq` are not touched: the reading is exactly as fresh as before. Uses HEAD's `split`.
+ */
+export const CREDIT = `
+local function creditKept(claimId, keptSeqText)
+  if claimId == '' or string.find(claimId, ',', 1, true) or not string.match(keptSeqText, '^%d+$') then return 0 end
+  local keptSeq = tonumber(keptSeqText)
+  local k = redis.call('HMGET', KEYS[13], 'json', 'seq', 'creditSeq', 'credited')
+  if not k[1] or tonumber(k[2] or '') ~= keptSeq then return 0 end
+  local at = tonumber(redis.call('ZSCORE', KEYS[3], claimId) or '')
+  if at == nil or at >= keptSeq then return 0 end
+  local v = redis.call('HGET', KEYS[4], claimId)
+  if not v then return 0 end
+  local credited = ''
+  if tonumber(k[3] or '') == keptSeq then credited = k[4] or '' end
+  if string.find(',' .. credited .. ',', ',' .. claimId .. ',', 1, true) then return 0 end
+  local ok, r = pcall(cjson.decode, k[1])
+  if not ok or type(r) ~= 'table' or type(r.absolute) ~= 'table' then return 0 end
+  local a = r.absolute
+  local f = split(v)
+  local used = { 'totalCoresUsed', 'totalRAMUsed', 'totalInstancesUsed' }
+  local any = false
+  for i = 1, 3 do
+    local u = a[used[i]]
+    if type(u) == 'number' then
+      local need = tonumber(f[i])
+      if need == nil or u < need then return 0 end
+      any = true
+    end
+  end
+  if not any then return 0 end
+  for i = 1, 3 do
+    if type(a[used[i]]) == 'number' then a[used[i]] = a[used[i]] - tonumber(f[i]) end
+  end
+  if credited == '' then credited = claimId else credited = credited .. ',' .. claimId end
+  redis.call('HSET', KEYS[13], 'json', cjson.encode(r), 'creditSeq', keptSeqText, 'credited', credited)
+  return 1
+end
+`;

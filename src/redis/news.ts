@@ -1,7 +1,8 @@
 /**
  * The news one Redis ledger hears on its two channels, and who it tells: "quota freed" (a deletion
  * confirmed on any host: every `onFreed` listener, and the oldest waiting place of this process,
- * see `PlaceWakes`) and "kept reading refreshed" (the callers waiting for another holder's read).
+ * see `PlaceWakes`) and "kept reading refreshed" (its order number: noted as a reading known stored,
+ * `KeptSeen`; then the callers waiting for another holder's read).
  *
  * @module
  */
@@ -9,6 +10,7 @@ import type { Clock } from '../core/index.js';
 import { callEach } from '../core/listeners.js';
 import { AbortError } from '../errors/index.js';
 import { PlaceWakes } from '../ledger/index.js';
+import type { KeptSeen } from './keptSeen.js';
 
 /** The listeners of one ledger object for the messages of its scope's channels. */
 export class LedgerNews {
@@ -21,16 +23,22 @@ export class LedgerNews {
    * @param instance - This ledger object's id: its own "freed" messages come back to it and are skipped.
    * @param limitsChannel - The channel of "kept reading refreshed".
    * @param clock - Timers of {@link LedgerNews.waitForReading}.
+   * @param kept - Where the order numbers of "kept reading refreshed" go (a reading stored in Redis).
    */
   constructor(
     private readonly instance: string,
     private readonly limitsChannel: string,
     private readonly clock: Clock,
+    private readonly kept: KeptSeen,
   ) {}
 
-  /** A message arrived on `channel` (any other than the limits channel is "quota freed", JSON `{ from }`). */
+  /**
+   * A message arrived on `channel` (any other than the limits channel is "quota freed", JSON `{ from }`;
+   * on the limits channel, the order number of the reading kept, or `vetted`: ignored by `KeptSeen`).
+   */
   message(channel: string, message: string): void {
     if (channel === this.limitsChannel) {
+      this.kept.note(message);
       callEach(this.#limitsWaiters);
       return;
     }

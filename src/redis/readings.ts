@@ -14,6 +14,7 @@ import type { LedgerCommand } from './connection.js';
 import { amounts, decodeReading, encodeReading, needsArgs } from './codec.js';
 import type { ResolvedOptions } from './options.js';
 import type { ReadingAges } from './readingAges.js';
+import type { KeptSeen } from './keptSeen.js';
 
 /** A `/limits` read as the guard hands it to a ledger. */
 type Read = LimitsRead;
@@ -23,6 +24,8 @@ export interface LedgerInternals {
   /** Run a script with the scope's keys and the holder's arguments. */
   run(name: LedgerCommand, args: ReadonlyArray<string | number>): Promise<unknown>;
   readonly ages: ReadingAges;
+  /** The newest kept reading known stored (`keptSeen()`): every answer that carries one is noted. */
+  readonly kept: KeptSeen;
   readonly clock: Clock;
   readonly opts: ResolvedOptions;
   readonly holder: string;
@@ -83,6 +86,8 @@ export async function acquireOn(x: LedgerInternals, request: AcquireRequest, rea
     const sentLocal = x.clock.now();
     const res = (await x.run('novaGuardAcquire', [...common, fresh.maxAgeMs(sentLocal), x.opts.limitsLockMs, lock, x.ages.staleSeq(), uncounted ? '1' : '0', x.opts.restartGraceMs, Math.max(0, Math.floor(request.staleShortMs ?? 0))])) as unknown[];
     const state = String(res[0]);
+    // The reading kept in Redis when it answered (never the order number of this caller's read to come).
+    x.kept.note(res[15]);
     if (state === 'vet' && uncounted) {
       await vet(x, uncounted, lock, signal);
       continue;
@@ -109,6 +114,8 @@ export async function acquireOn(x: LedgerInternals, request: AcquireRequest, rea
       }
       x.ages.saw(sendSeq, sentLocal);
       const stored = (await x.run('novaGuardStoreAdmit', [...common, encodeReading(reading), sendSeq, sentAt, lock, x.limitsChannel])) as unknown[];
+      // This caller's reading when the script stored it, else the newer one kept.
+      x.kept.note(stored[15]);
       if (String(stored[0]) === 'stored') return acquisition(x, stored, request, claimId, newPlace, reading, sentLocal);
       last = stored;
     } else last = res;
@@ -186,6 +193,8 @@ export async function limitsOn(x: LedgerInternals, read: Read, signal: AbortSign
     const res = (await x.run('novaGuardLimitsBegin', [fresh.maxAgeMs(sentLocal), x.opts.limitsLockMs, lock, x.ages.staleSeq()])) as unknown[];
     const [state, json, seq, sentAt, now, sendSeq] = [String(res[0]), String(res[1] ?? ''), Number(res[2]), Number(res[3]), Number(res[4]), Number(res[5])];
     const kept = (): LedgerLimits => ({ ...decodeReading(json), stamp: seq, ageMs: x.ages.ageMs(seq, sentAt, now, sentLocal), shared: true });
+    // In every state `seq` is the kept reading's (`sendSeq` is the one of a read still to be sent).
+    if (json !== '') x.kept.note(seq);
     if (state === 'fresh') {
       x.ages.saw(seq, sentLocal);
       return kept();
@@ -203,7 +212,10 @@ export async function limitsOn(x: LedgerInternals, read: Read, signal: AbortSign
       }
       x.ages.saw(sendSeq, sentLocal);
       // A reading kept for the others is a bonus; this caller's reading stands even if Redis fails now.
-      await x.run('novaGuardLimitsStore', [encodeReading(reading), sendSeq, now, lock, x.limitsChannel]).catch(() => {});
+      await x.run('novaGuardLimitsStore', [encodeReading(reading), sendSeq, now, lock, x.limitsChannel]).then(
+        (keptSeq) => x.kept.note(keptSeq),
+        () => {},
+      );
       return { absolute: reading.absolute, requestId: reading.requestId, stamp: sendSeq, ageMs: 0, shared: false };
     }
     await fresh.waitForOthers(read, x.waitForReading(Math.min(250, Math.max(1, deadline - x.clock.now())), signal));

@@ -22,7 +22,10 @@
  * 12. `order`   string the order counter (INCR; started at Redis's now + the counted retention)
  * 13. `limits`  hash   the kept reading: `json`, `seq` (its order number when sent), `sentAt`
  *     (Redis ms when sent), `freedSeq` (the order number of the last confirmed deletion), `vetted`
- *     (set once a holder listed the servers Nova does not count yet into the store: see VETTED)
+ *     (set once a holder listed the servers Nova does not count yet into the store: see VETTED),
+ *     `credited` (the claim ids whose confirmed deletion was subtracted from the kept reading,
+ *     comma-separated) valid while `creditSeq` is the kept `seq` (see FREED; dropped whenever
+ *     another reading is kept)
  * 14. `limits:lock` string the refresh lock
  * 15. `settle`  string set by every write-back after a reconnect, with a lease of `placeTtlMs` (the
  *     holder lease) when the store lost its state (`order` missing, or the writing holder's own
@@ -37,7 +40,7 @@
  * @module
  */
 
-import { ADMISSION, HEAD, KEPT, PROLOGUE, ROOM_OF } from './luaChunks.js';
+import { ADMISSION, CREDIT, HEAD, KEPT, PROLOGUE, ROOM_OF } from './luaChunks.js';
 
 /**
  * admit: ARGV 2 place id ('' none), 3-5 needs, 6-8 headroom ('' = unconstrained), 9 stamp (the
@@ -64,11 +67,14 @@ return { fits, token, inflight[1], inflight[2], inflight[3], ahead[1], ahead[2],
  * lists, then VETTED) or says another holder does (`wait`); no admission before. When the kept reading is fresh: admits on it (and, short with no
  * place and asked to, joins). Otherwise takes the refresh lock (`lock`: the caller reads, then
  * storeAdmit) or says another holder refreshes (`wait`). Returns `{state, admitted, token, inFlight
- * x3, ahead x3, json, seq, sentAt, now, holders, joinSeq}`; for `lock`, `seq` and `sentAt` are the
- * caller's read's.
+ * x3, ahead x3, json, seq, sentAt, now, holders, joinSeq, keptSeq}`; for `lock`, `seq` and `sentAt`
+ * are the caller's read's; `keptSeq` is the order number of the reading kept in Redis (-1: none),
+ * in every state (`QuotaLedger.keptSeen`).
  */
 export const ACQUIRE = `${PROLOGUE}${ADMISSION}${ROOM_OF}${KEPT}
 local fresh, json, seq, sentAt, shortOk = kept(tonumber(ARGV[12]), tonumber(ARGV[15]), tonumber(ARGV[18] or '0'))
+local keptSeq = -1
+if json ~= '' then keptSeq = seq end
 if ARGV[16] == '1' and not redis.call('HGET', KEYS[13], 'vetted') then
   local state = 'wait'
   local grace = tonumber(ARGV[17] or '0')
@@ -76,7 +82,7 @@ if ARGV[16] == '1' and not redis.call('HGET', KEYS[13], 'vetted') then
   if grace > 0 then up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)') or '0') end
   if grace > 0 and (up - 1) * 1000 < grace then state = 'young'
   elseif redis.call('SET', KEYS[14], ARGV[14], 'NX', 'PX', ARGV[13]) then state = 'vet' end
-  return { state, 0, 0, 0, 0, 0, 0, 0, 0, json, seq, sentAt, now, holders(), 0 }
+  return { state, 0, 0, 0, 0, 0, 0, 0, 0, json, seq, sentAt, now, holders(), 0, keptSeq }
 end
 if not fresh and shortOk then
   local fits, inflight, ahead = measureOn(roomOf(json), ARGV[2], { ARGV[3], ARGV[4], ARGV[5] }, seq)
@@ -85,40 +91,45 @@ if not fresh and shortOk then
     if ARGV[9] == '1' and ARGV[2] == '' then
       joined = joinQueue(ARGV[10], ARGV[3] .. ',' .. ARGV[4] .. ',' .. ARGV[5], tonumber(ARGV[11]))
     end
-    return { 'short', 0, 0, inflight[1], inflight[2], inflight[3], ahead[1], ahead[2], ahead[3], json, seq, sentAt, now, holders(), joined }
+    return { 'short', 0, 0, inflight[1], inflight[2], inflight[3], ahead[1], ahead[2], ahead[3], json, seq, sentAt, now, holders(), joined, keptSeq }
   end
 end
 if not fresh then
   if redis.call('SET', KEYS[14], ARGV[14], 'NX', 'PX', ARGV[13]) then
-    return { 'lock', 0, 0, 0, 0, 0, 0, 0, 0, json, nextOrder(), now, now, holders(), 0 }
+    return { 'lock', 0, 0, 0, 0, 0, 0, 0, 0, json, nextOrder(), now, now, holders(), 0, keptSeq }
   end
-  return { 'wait', 0, 0, 0, 0, 0, 0, 0, 0, json, seq, sentAt, now, holders(), 0 }
+  return { 'wait', 0, 0, 0, 0, 0, 0, 0, 0, json, seq, sentAt, now, holders(), 0, keptSeq }
 end
 local fits, token, inflight, ahead = admitOn(roomOf(json), ARGV[2], { ARGV[3], ARGV[4], ARGV[5] }, seq, tonumber(ARGV[6]), ARGV[7], ARGV[8])
 local joined = 0
 if fits == 0 and ARGV[9] == '1' and ARGV[2] == '' then
   joined = joinQueue(ARGV[10], ARGV[3] .. ',' .. ARGV[4] .. ',' .. ARGV[5], tonumber(ARGV[11]))
 end
-return { 'fresh', fits, token, inflight[1], inflight[2], inflight[3], ahead[1], ahead[2], ahead[3], json, seq, sentAt, now, holders(), joined }
+return { 'fresh', fits, token, inflight[1], inflight[2], inflight[3], ahead[1], ahead[2], ahead[3], json, seq, sentAt, now, holders(), joined, keptSeq }
 `;
 
 /**
  * storeAdmit: the second half of acquire, after the caller read `/limits` under the lock. ARGV 2-11
  * as acquire, 12 the reading's JSON, 13 its order number (when sent), 14 its Redis time when sent,
- * 15 lock token, 16 channel. Keeps the reading (unless a newer one is kept) and publishes it; when
- * the caller still holds the lock, frees it and admits on the reading (joining as acquire does):
- * state `stored`. When the lock is no longer the caller's (it expired while the caller read), no
- * admission on the reading: state `lost`. Returns the shape of acquire.
+ * 15 lock token, 16 channel. Keeps the reading (unless a newer one is kept: then it is not stored,
+ * and not published) and publishes its order number; when the caller still holds the lock, frees it
+ * and admits on the reading (joining as acquire does): state `stored`. When the lock is no longer
+ * the caller's (it expired while the caller read), no admission on the reading: state `lost`.
+ * Returns the shape of acquire; `keptSeq` is the order number of the reading kept in Redis once the
+ * script ran (the caller's when it stored it, else the newer one kept; -1: none).
  */
 export const STORE_ADMIT = `${PROLOGUE}${ADMISSION}${ROOM_OF}
 local json, seq, sentAt = ARGV[12], tonumber(ARGV[13]), tonumber(ARGV[14])
 local cur = tonumber(redis.call('HGET', KEYS[13], 'seq') or '-1')
+local keptSeq = cur
 if cur < seq then
   redis.call('HSET', KEYS[13], 'json', json, 'seq', seq, 'sentAt', sentAt)
+  redis.call('HDEL', KEYS[13], 'creditSeq', 'credited')
   redis.call('PUBLISH', ARGV[16], seq)
+  keptSeq = seq
 end
 if redis.call('GET', KEYS[14]) ~= ARGV[15] then
-  return { 'lost', 0, 0, 0, 0, 0, 0, 0, 0, json, seq, sentAt, now, holders(), 0 }
+  return { 'lost', 0, 0, 0, 0, 0, 0, 0, 0, json, seq, sentAt, now, holders(), 0, keptSeq }
 end
 redis.call('DEL', KEYS[14])
 local fits, token, inflight, ahead = admitOn(roomOf(json), ARGV[2], { ARGV[3], ARGV[4], ARGV[5] }, seq, tonumber(ARGV[6]), ARGV[7], ARGV[8])
@@ -126,7 +137,7 @@ local joined = 0
 if fits == 0 and ARGV[9] == '1' and ARGV[2] == '' then
   joined = joinQueue(ARGV[10], ARGV[3] .. ',' .. ARGV[4] .. ',' .. ARGV[5], tonumber(ARGV[11]))
 end
-return { 'stored', fits, token, inflight[1], inflight[2], inflight[3], ahead[1], ahead[2], ahead[3], json, seq, sentAt, now, holders(), joined }
+return { 'stored', fits, token, inflight[1], inflight[2], inflight[3], ahead[1], ahead[2], ahead[3], json, seq, sentAt, now, holders(), joined, keptSeq }
 `;
 
 /** claimAnyway: ARGV 2-4 needs, 5 ttlMs, 6 holder, 7 claim id. Returns the token. */
@@ -328,14 +339,19 @@ return { 'wait', json, seq, sentAt, now, nextOrder() }
 /**
  * limitsStore: ARGV 2 json, 3 order number when sent, 4 Redis time when sent, 5 lock token, 6
  * channel. Keeps the reading unless a newer one is kept, frees the lock if it is still this
- * caller's, and publishes the order number.
+ * caller's, and publishes the order number of the reading kept once it ran (the caller's when it
+ * stored it, else the newer one): a message always names a reading stored. Returns that order number.
  */
 export const LIMITS_STORE = `${HEAD}
-local cur = tonumber(redis.call('HGET', KEYS[13], 'seq') or '-1')
-if cur < tonumber(ARGV[3]) then redis.call('HSET', KEYS[13], 'json', ARGV[2], 'seq', ARGV[3], 'sentAt', ARGV[4]) end
+local keptSeq = redis.call('HGET', KEYS[13], 'seq')
+if tonumber(keptSeq or '-1') < tonumber(ARGV[3]) then
+  redis.call('HSET', KEYS[13], 'json', ARGV[2], 'seq', ARGV[3], 'sentAt', ARGV[4])
+  redis.call('HDEL', KEYS[13], 'creditSeq', 'credited')
+  keptSeq = ARGV[3]
+end
 if redis.call('GET', KEYS[14]) == ARGV[5] then redis.call('DEL', KEYS[14]) end
-redis.call('PUBLISH', ARGV[6], ARGV[3])
-return 1
+redis.call('PUBLISH', ARGV[6], keptSeq)
+return keptSeq
 `;
 
 /** limitsUnlock: ARGV 2 lock token: frees the lock after a failed read. */
@@ -381,13 +397,18 @@ return redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. now, '+inf')
 `;
 
 /**
- * freed: ARGV 2 channel, 3 message. Notes the order number of a confirmed deletion (`freedSeq`:
- * readings sent before it are no longer handed out as fresh) and publishes the wake-up, in one
- * step, so a woken waiter never gets a reading from before the deletion.
+ * freed: ARGV 2 channel, 3 message, 4 the credit's claim id ('' none), 5 its `keptSeq` ('' none).
+ * With a credit that holds (see `luaChunks.ts` CREDIT: the kept reading is the one of `keptSeq`, sent
+ * after the claim's `'counted'` release, and the claim not credited to it yet), subtracts the claim's
+ * needs from the kept reading's usage and leaves it as fresh as it was. Otherwise notes the order
+ * number of the confirmed deletion (`freedSeq`: readings sent before it are no longer handed out as
+ * fresh). Either way publishes the wake-up in the same step, so a woken waiter never gets a reading
+ * that still counts the deleted server. Returns 1 when the credit applied, else 0.
  */
-export const FREED = `${HEAD}
-local seq = nextOrder()
-redis.call('HSET', KEYS[13], 'freedSeq', seq)
+export const FREED = `${HEAD}${CREDIT}
+local credited = 0
+if (ARGV[4] or '') ~= '' then credited = creditKept(ARGV[4], ARGV[5] or '') end
+if credited == 0 then redis.call('HSET', KEYS[13], 'freedSeq', nextOrder()) end
 redis.call('PUBLISH', ARGV[2], ARGV[3])
-return seq
+return credited
 `;
