@@ -114,11 +114,12 @@ export class SharedReadings {
   }
 }
 
-/** A reading's usage less `freed` (never below 0), as the ledgers credit a deletion (`creditedLimits` in src/ledger/headroom.ts); undefined when it gives no usage. */
+/** A reading's usage less `freed`, as the ledgers credit a deletion (`creditedLimits` in src/ledger/headroom.ts); undefined when it gives no usage or less than `freed`. */
 function creditedLimits(absolute: Reading['absolute'], freed: ResourceAmounts): Reading['absolute'] | undefined {
   const { totalCoresUsed: c, totalRAMUsed: r, totalInstancesUsed: i } = absolute;
   if (c === undefined && r === undefined && i === undefined) return undefined;
-  const less = (used: number | undefined, n: number): number | undefined => (used === undefined ? undefined : Math.max(0, used - n));
+  if ((c !== undefined && c < freed.cores) || (r !== undefined && r < freed.ramMiB) || (i !== undefined && i < freed.instances)) return undefined;
+  const less = (used: number | undefined, n: number): number | undefined => (used === undefined ? undefined : used - n);
   return { ...absolute, totalCoresUsed: less(c, freed.cores), totalRAMUsed: less(r, freed.ramMiB), totalInstancesUsed: less(i, freed.instances) };
 }
 

@@ -1,7 +1,9 @@
 /**
  * What a guard knows about the servers it created, for the credit of their deletion to the kept
  * `/limits` reading (`FreedCredit`, `src/ledger/port.ts`): the claim each server was created under,
- * once the guard released it as `'counted'` (Nova counts the server), and the newest kept reading its
+ * once the guard saw the server ACTIVE (its claim released as `'counted'`: on a host, Nova counts its
+ * cores and RAM whether it counts from placement or from its cells; a server that went to ERROR
+ * without a host may count as an instance only, so it is never credited), and the newest kept reading its
  * ledger knew stored right before the DELETE of that server was sent (`keptSeen()`, taken when the
  * client's `deleteServer` starts for it: its DELETE goes after). At Nova's 404 the guard publishes the
  * deletion with both, and the ledger checks the orders itself (`publishFreed`).
@@ -39,7 +41,7 @@ export class FreedCredits {
     this.#clock = clock;
   }
 
-  /** The guard released the claim `claimId` of `serverId` as `'counted'` on its shared ledger. */
+  /** The guard saw `serverId` ACTIVE and released its claim `claimId` as `'counted'` on its shared ledger. */
   counted(serverId: string, claimId: string): void {
     const now = this.#clock.now();
     this.#prune(now);

@@ -139,6 +139,9 @@ export class CreateAttempt {
     }
     if (res.outcome === 'active') {
       await releaseClaim(g, claim, 'counted');
+      // ACTIVE: on a host, its cores and RAM counted however Nova counts (placement or legacy); its
+      // deletion may be credited to a kept reading sent after the release (`freedCredits.ts`).
+      if (!claim.degraded && claim.ledger === g.res.ledger) g.credits.counted(id, claim.lc.id);
       return { ...created, ...res.server } as Server;
     }
     if (res.outcome === 'gone') {

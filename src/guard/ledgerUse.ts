@@ -47,8 +47,6 @@ export async function releaseClaim(g: GuardState, claim: Claim, end: 'not-create
   g.claims.delete(claim);
   // Deleted again by the guard (or never made): no longer this process's (the share rule, `degradedShare.ts`).
   if (end === 'not-created' && claim.serverId !== undefined) g.res.share.freed(claim.serverId);
-  // Nova counts the server: its deletion may be credited to a kept reading sent after this release.
-  if (end === 'counted' && claim.serverId !== undefined && !claim.degraded && claim.ledger === g.res.ledger) g.credits.counted(claim.serverId, claim.lc.id);
   g.res.inBackground(claim.ledger, 'release', () => claim.ledger.release(claim.lc, end), (e) =>
     warnOnce(g, 'ledger-release', { ledger: claim.ledger.kind, claimId: claim.lc.id, err: (e as Error)?.message }, 'quota ledger could not release a claim: its lease expires instead'),
   );

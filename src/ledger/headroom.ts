@@ -220,10 +220,11 @@ export function rawHeadroomOf(absolute: AbsoluteLimits): { cores: number | undef
 
 /**
  * A kept reading credited with a deletion it counted (`FreedCredit`, `src/ledger/port.ts`): the used
- * totals (`totalCoresUsed`, `totalRAMUsed`, `totalInstancesUsed`) less `freed`, never below 0; a total
- * the reading does not give stays absent. `undefined` when the reading gives none of the three (there
- * is nothing to credit: the ledger then makes the reading stale as for any deletion). The Redis
- * ledger's FREED script does the same in Lua (`src/redis/scripts.ts`).
+ * totals (`totalCoresUsed`, `totalRAMUsed`, `totalInstancesUsed`) less `freed`; a total the reading
+ * does not give stays absent. `undefined` (no credit: the ledger then makes the reading stale as for
+ * any deletion) when the reading gives none of the three, or when a total it gives is below what
+ * `freed` takes from it (such a reading did not count the server). The Redis ledger's FREED script
+ * does the same in Lua (`CREDIT`, `src/redis/luaChunks.ts`).
  */
 export function creditedLimits(absolute: AbsoluteLimits, freed: ResourceAmounts): AbsoluteLimits | undefined {
   const out: Record<string, unknown> = { ...absolute };
@@ -232,7 +233,9 @@ export function creditedLimits(absolute: AbsoluteLimits, freed: ResourceAmounts)
     const key = LIMIT_KEYS[r].used;
     const used = (absolute as Record<string, unknown>)[key];
     if (typeof used !== 'number' || !Number.isFinite(used)) continue;
-    out[key] = Math.max(0, used - freed[AMOUNT_FIELD[r]]);
+    const less = used - freed[AMOUNT_FIELD[r]];
+    if (less < 0) return undefined;
+    out[key] = less;
     any = true;
   }
   return any ? (out as AbsoluteLimits) : undefined;

@@ -101,11 +101,13 @@ describe.each(backends())('QuotaLedger conformance: $name', (backend) => {
 
     it('credits a confirmed deletion to the kept reading that surely counted it (a ledger with kept readings): the freed cores are admitted on without a read; never twice, never for a claim counted after the reading was sent', async () => {
       await fresh();
+      // a reading with `left` cores left and `used` of each resource used (RAM and instances unlimited)
+      const counted = (left: number, used: number) => absoluteFor({ cores: left }, { cores: used, ramMiB: used, instances: used });
       const x = store.holder({ limitsMaxAgeMs: LONG });
       const y = store.holder({ limitsMaxAgeMs: LONG });
       const z = store.holder({ limitsMaxAgeMs: LONG });
       // x creates srv-1 (2 cores) on a quota of 10 with 4 used by servers outside the fleet
-      const first = await attempt(x, need(2), cores(6, 4));
+      const first = await attempt(x, need(2), counted(6, 4));
       expect(first.read).toBe(true);
       const c1 = claimOf(first);
       await x.bind(c1, 'srv-1');
@@ -114,7 +116,7 @@ describe.each(backends())('QuotaLedger conformance: $name', (backend) => {
       // a deletion without a credit: the kept reading is stale; y reads again and Nova counts srv-1
       store.step();
       await y.publishFreed('srv-outside');
-      const second = await attempt(y, need(2), cores(4, 6));
+      const second = await attempt(y, need(2), counted(4, 6));
       expect(second.read).toBe(true);
       expect(second.admission.admitted).toBe(true);
       const c2 = claimOf(second);
@@ -134,7 +136,7 @@ describe.each(backends())('QuotaLedger conformance: $name', (backend) => {
       store.step();
       await x.publishFreed('srv-1', { claimId: c1.id, keptSeq: kept });
       store.step();
-      const third = await attempt(z, need(2), cores(0, 10));
+      const third = await attempt(z, need(2), counted(0, 10));
       expect(third.read).toBe(false);
       expect(third.admission.admitted).toBe(true);
       expect(third.reading.stamp).toBe(kept);
@@ -144,18 +146,18 @@ describe.each(backends())('QuotaLedger conformance: $name', (backend) => {
       store.step();
       await x.publishFreed('srv-1', { claimId: c1.id, keptSeq: kept });
       store.step();
-      const fourth = await attempt(z, need(2), cores(2, 8));
+      const fourth = await attempt(z, need(2), counted(2, 8));
       expect(fourth.read).toBe(true);
       await z.release(claimOf(fourth), 'not-created');
       // a credit naming a reading that is no longer kept never holds
       store.step();
       await y.publishFreed('srv-2', { claimId: c2.id, keptSeq: kept });
       store.step();
-      const sixth = await attempt(z, need(1), cores(2, 8));
+      const sixth = await attempt(z, need(1), counted(2, 8));
       expect(sixth.read).toBe(true);
       await z.release(claimOf(sixth), 'not-created');
       // a claim released 'counted' after the kept reading was sent is never credited to it
-      const fifth = await attempt(z, need(1), cores(2, 8));
+      const fifth = await attempt(z, need(1), counted(2, 8));
       const c5 = claimOf(fifth);
       await z.bind(c5, 'srv-5');
       store.step();
@@ -164,7 +166,7 @@ describe.each(backends())('QuotaLedger conformance: $name', (backend) => {
       store.step();
       await y.publishFreed('srv-5', { claimId: c5.id, keptSeq: fifth.reading.stamp });
       store.step();
-      expect((await attempt(z, need(1), cores(2, 8))).read).toBe(true);
+      expect((await attempt(z, need(1), counted(2, 8))).read).toBe(true);
     });
 
     it('admits when the needs fit the reading, and hands out a claim with a fencing token', async () => {
