@@ -5,24 +5,18 @@
  * there holds the fleet's headroom for its lease, 2 min). Real redis-server, real clock: outcomes
  * with generous bounds.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RedisQuotaLedger } from '../../src/redis/index.js';
 import { QuotaGuard } from '../../src/guard/index.js';
 import { startLatencyProxy } from '../../bench/latencyProxy.js';
 import { afterThisTest } from '../cleanup.js';
 import { FAST, body, clientFor, startNova } from '../guard/fixtures.js';
-import { haveRedis, RedisServer, skipReason } from './support.js';
+import { haveRedis, skipReason, useRedisServer } from './support.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 describe.skipIf(!haveRedis)(`guard on a slow Redis ledger, aborts at random${haveRedis ? '' : ` (${skipReason})`}`, () => {
-  let server: RedisServer;
-  beforeAll(async () => {
-    server = await RedisServer.start();
-  });
-  afterAll(async () => {
-    await server?.kill();
-  });
+  const server = useRedisServer();
 
   it('40 creates aborted at random moments: every call settles, no claim left in Redis, the quota never passed', async () => {
     const nova = await startNova({ maxTotalCores: 40, buildDelayMs: 30, deleteDelayMs: 10 });

@@ -7,14 +7,14 @@
  * decided by the confirmed deletions only. Real redis-server; real clock with generous bounds.
  */
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RedisQuotaLedger } from '../../src/redis/index.js';
 import { ledgerKeys } from '../../src/redis/options.js';
 import { ValidationError } from '../../src/errors/index.js';
 import type { AcquireRequest, LedgerClaim, LimitsReading } from '../../src/guard/index.js';
 import type { ResourceAmounts } from '../../src/core/types.js';
 import { afterThisTest } from '../cleanup.js';
-import { haveRedis, RedisServer, skipReason, until } from './support.js';
+import { haveRedis, skipReason, until, useRedisServer } from './support.js';
 
 const ENDPOINT = 'http://nova.example:8774/v2.1';
 /** What each server of the tests holds. */
@@ -43,14 +43,8 @@ class Nova {
 }
 
 describe.skipIf(!haveRedis)(`RedisQuotaLedger: the credit of a confirmed deletion${haveRedis ? '' : ` (${skipReason})`}`, () => {
-  let server: RedisServer;
+  const server = useRedisServer();
   let n = 0;
-  beforeAll(async () => {
-    server = await RedisServer.start();
-  });
-  afterAll(async () => {
-    await server?.kill();
-  });
 
   /** A new scope (project) per test. */
   function scope(): string {

@@ -5,23 +5,17 @@
  * with no `GET /limits`. A deletion of a server the guard did not create makes the reading stale (a
  * read), as before. FakeNova, real redis-server, real clock with generous bounds.
  */
-import { describe, expect, it, beforeAll, afterAll } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RedisQuotaLedger } from '../../src/redis/index.js';
 import type { FakeNova } from '../../src/testing/index.js';
 import { afterThisTest } from '../cleanup.js';
 import { body, clientFor, guardFor, startNova } from '../guard/fixtures.js';
-import { haveRedis, RedisServer, skipReason } from './support.js';
+import { haveRedis, skipReason, useRedisServer } from './support.js';
 
 const limitsReads = (nova: FakeNova): number => nova.requestsTo('GET', '/limits').length;
 
 describe.skipIf(!haveRedis)(`QuotaGuard on Redis: the credit of its own deletions${haveRedis ? '' : ` (${skipReason})`}`, () => {
-  let server: RedisServer;
-  beforeAll(async () => {
-    server = await RedisServer.start();
-  });
-  afterAll(async () => {
-    await server?.kill();
-  });
+  const server = useRedisServer();
 
   it('a create after the confirmed deletion of a server the guard created reads no /limits; after a server it did not create, it does', async () => {
     // 4 cores; flavor '2' needs 2.

@@ -7,14 +7,14 @@
  * servers Nova has not counted yet would give it.
  */
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { startLatencyProxy, type LatencyProxy } from '../../bench/latencyProxy.js';
 import { RedisQuotaLedger } from '../../src/redis/index.js';
 import { ledgerKeys } from '../../src/redis/options.js';
 import { ASSERT } from '../../src/redis/scripts.js';
 import type { LedgerClaim } from '../../src/guard/index.js';
 import { afterThisTest } from '../cleanup.js';
-import { haveRedis, RedisServer, skipReason } from './support.js';
+import { haveRedis, skipReason, useRedisServer } from './support.js';
 
 const ENDPOINT = 'http://nova.example:8774/v2.1';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -27,14 +27,8 @@ const PLACE_TTL_MS = 6000;
 const CUT_OFF_MS = 3500;
 
 describe.skipIf(!haveRedis)(`an empty Redis restart with a holder cut off${haveRedis ? '' : ` (${skipReason})`}`, () => {
-  let server: RedisServer;
+  const server = useRedisServer();
   let proxy: LatencyProxy | undefined;
-  beforeAll(async () => {
-    server = await RedisServer.start();
-  });
-  afterAll(async () => {
-    await server?.kill();
-  });
   afterEach(async () => {
     await proxy?.close();
     proxy = undefined;

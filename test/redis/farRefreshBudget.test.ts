@@ -9,13 +9,13 @@
  * no fallback from the first wait on, and the waiters send no `GET /limits` of their own.
  * Real redis-server behind a latency proxy, FakeNova, real clock, generous bounds.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startLatencyProxy } from '../../bench/latencyProxy.js';
 import { QuotaGuard } from '../../src/guard/index.js';
 import { RedisQuotaLedger } from '../../src/redis/index.js';
 import { afterThisTest } from '../cleanup.js';
 import { body, clientFor, startNova } from '../guard/fixtures.js';
-import { haveRedis, RedisServer, skipReason } from './support.js';
+import { haveRedis, skipReason, useRedisServer } from './support.js';
 
 const RTT_MS = 200;
 const LIMITS_READ_MS = 1500;
@@ -25,13 +25,7 @@ const MAX_WAIT_MS = 30_000;
 const LIMITS_MAX_AGE_MS = 3000;
 
 describe.skipIf(!haveRedis)(`a far Redis and a slow GET /limits${haveRedis ? '' : ` (${skipReason})`}`, () => {
-  let server: RedisServer;
-  beforeAll(async () => {
-    server = await RedisServer.start();
-  });
-  afterAll(async () => {
-    await server?.kill();
-  });
+  const server = useRedisServer();
 
   it("a call that waits for another holder's refresh is no ledger failure, from the first wait on: no fallback, one GET /limits a round", async () => {
     const proxy = await startLatencyProxy(server.port, RTT_MS);

@@ -8,7 +8,7 @@
  * project. On a real redis-server, two FakeNovas (the same project id: the worst case, as two
  * regions of one cloud), the real clock with generous bounds.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../src/errors/index.js';
 import { KeystoneAuth } from '../../src/auth/index.js';
 import { NovaClient } from '../../src/nova/index.js';
@@ -16,7 +16,7 @@ import { RedisQuotaLedger } from '../../src/redis/index.js';
 import { FakeKeystone, type FakeNova } from '../../src/testing/index.js';
 import { afterThisTest } from '../cleanup.js';
 import { startNova } from '../helpers.js';
-import { haveRedis, RedisServer, skipReason, until } from './support.js';
+import { haveRedis, skipReason, until, useRedisServer } from './support.js';
 
 /** The fleet watcher's lease in these tests, ms. */
 const TTL = 600;
@@ -26,13 +26,7 @@ const DELETE_MS = 3000;
 let prefixes = 0;
 
 describe.skipIf(!haveRedis)(`a foreign host in a fleet${haveRedis ? '' : ` (${skipReason})`}`, () => {
-  let server: RedisServer;
-  beforeAll(async () => {
-    server = await RedisServer.start();
-  });
-  afterAll(async () => {
-    await server?.kill();
-  });
+  const server = useRedisServer();
 
   function clientOf(nova: FakeNova, token = `admin:${nova.projectId}`): NovaClient {
     return new NovaClient({

@@ -2,7 +2,7 @@
 import { inspect } from 'node:util';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RedisLedgerError, RedisQuotaLedger } from '../../src/redis/index.js';
 import type { RedisQuotaLedgerOptions } from '../../src/redis/index.js';
 import { ValidationError } from '../../src/errors/index.js';
@@ -11,21 +11,15 @@ import type { LedgerClaim } from '../../src/guard/index.js';
 import { afterThisTest } from '../cleanup.js';
 import { startLatencyProxy } from '../../bench/latencyProxy.js';
 import { ledgerKeys } from '../../src/redis/options.js';
-import { haveRedis, RedisServer, skipReason } from './support.js';
+import { haveRedis, RedisServer, skipReason, useRedisServer } from './support.js';
 
 const ENDPOINT = 'http://nova.example:8774/v2.1';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const need = (cores: number, ramMiB = 0, instances = 1) => ({ cores, ramMiB, instances });
 
 describe.skipIf(!haveRedis)(`RedisQuotaLedger on a real redis-server${haveRedis ? '' : ` (${skipReason})`}`, () => {
-  let server: RedisServer;
+  const server = useRedisServer();
   let n = 0;
-  beforeAll(async () => {
-    server = await RedisServer.start();
-  });
-  afterAll(async () => {
-    await server?.kill();
-  });
 
   function ledger(extra: Partial<RedisQuotaLedgerOptions> = {}): RedisQuotaLedger {
     const l = new RedisQuotaLedger({ url: server.url, endpoint: ENDPOINT, projectId: `p${n}`, holder: `h${Math.random().toString(36).slice(2, 8)}`, ...extra });

@@ -5,23 +5,17 @@
  * the live claims of the scope for a reaper. Real redis-server.
  */
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RedisQuotaLedger } from '../../src/redis/index.js';
 import { ValidationError } from '../../src/errors/index.js';
 import { QuotaGuard } from '../../src/guard/index.js';
 import { ledgerKeys } from '../../src/redis/options.js';
 import { afterThisTest } from '../cleanup.js';
 import { FAST, body, clientFor, startNova } from '../guard/fixtures.js';
-import { haveRedis, RedisServer, skipReason } from './support.js';
+import { haveRedis, skipReason, useRedisServer } from './support.js';
 
 describe.skipIf(!haveRedis)(`RedisQuotaLedger scope${haveRedis ? '' : ` (${skipReason})`}`, () => {
-  let server: RedisServer;
-  beforeAll(async () => {
-    server = await RedisServer.start();
-  });
-  afterAll(async () => {
-    await server?.kill();
-  });
+  const server = useRedisServer();
 
   function ledgerFor(endpoint: string, projectId: string): RedisQuotaLedger {
     const l = new RedisQuotaLedger({ url: server.url, endpoint, projectId, holder: 'scope-test' });

@@ -6,23 +6,17 @@
  * FakeNova (in-process adapter), real clock; generous bounds.
  */
 import type { AxiosAdapter } from 'axios';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { NovaNetworkError } from '../../src/errors/index.js';
 import { NovaClient } from '../../src/nova/index.js';
 import { RedisQuotaLedger } from '../../src/redis/index.js';
 import { FakeNova } from '../../src/testing/index.js';
 import { afterThisTest } from '../cleanup.js';
 import { body, guardFor } from '../guard/fixtures.js';
-import { haveRedis, RedisServer, skipReason } from './support.js';
+import { haveRedis, skipReason, useRedisServer } from './support.js';
 
 describe.skipIf(!haveRedis)(`a hung GET /limits through the Redis ledger${haveRedis ? '' : ` (${skipReason})`}`, () => {
-  let server: RedisServer;
-  beforeAll(async () => {
-    server = await RedisServer.start();
-  });
-  afterAll(async () => {
-    await server?.kill();
-  });
+  const server = useRedisServer();
 
   it('settles at about maxWaitMs (1 s, not the 60 s of two 30 s attempts) with NovaNetworkError timedOut; the request aborted; the lock given back', async () => {
     const nova = await FakeNova.start({ maxTotalCores: 8 });

@@ -5,7 +5,7 @@
  * clock; generous bounds.
  */
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { startLatencyProxy, type LatencyProxy } from '../../bench/latencyProxy.js';
 import { RedisQuotaLedger } from '../../src/redis/index.js';
 import { ledgerKeys } from '../../src/redis/options.js';
@@ -15,21 +15,15 @@ import type { NovaClient } from '../../src/nova/index.js';
 import { FakeNova } from '../../src/testing/index.js';
 import { afterThisTest } from '../cleanup.js';
 import { body, clientFor, guardFor } from '../guard/fixtures.js';
-import { haveRedis, RedisServer, skipReason } from './support.js';
+import { haveRedis, skipReason, useRedisServer } from './support.js';
 
 const PLACE_TTL_MS = 6000;
 const need = (cores: number) => ({ cores, ramMiB: 0, instances: 1 });
 const ask = (cores: number): AcquireRequest => ({ place: undefined, needs: need(cores), ttlMs: 60_000, joinIfShort: false });
 
 describe.skipIf(!haveRedis)(`a store never vetted${haveRedis ? '' : ` (${skipReason})`}`, () => {
-  let server: RedisServer;
+  const server = useRedisServer();
   let proxy: LatencyProxy | undefined;
-  beforeAll(async () => {
-    server = await RedisServer.start();
-  });
-  afterAll(async () => {
-    await server?.kill();
-  });
   afterEach(async () => {
     await proxy?.close();
     proxy = undefined;

@@ -6,10 +6,10 @@
  * a 2 s round trip; the link is cut while the SUBSCRIBE waits for its answer, and the ledger closes
  * while it reconnects.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RedisQuotaLedger } from '../../src/redis/index.js';
 import { startLatencyProxy } from '../../bench/latencyProxy.js';
-import { haveRedis, RedisServer, skipReason } from './support.js';
+import { haveRedis, skipReason, useRedisServer } from './support.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 async function until(ok: () => boolean, ms: number): Promise<void> {
@@ -18,13 +18,7 @@ async function until(ok: () => boolean, ms: number): Promise<void> {
 }
 
 describe.skipIf(!haveRedis)(`Redis ledger pub/sub reconnect${haveRedis ? '' : ` (${skipReason})`}`, () => {
-  let server: RedisServer;
-  beforeAll(async () => {
-    server = await RedisServer.start();
-  });
-  afterAll(async () => {
-    await server?.kill();
-  });
+  const server = useRedisServer();
 
   it('after a reconnect the ledger hears "quota freed" again (it subscribes on every ready)', async () => {
     const proxy = await startLatencyProxy(server.port, 0);

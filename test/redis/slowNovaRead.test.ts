@@ -6,14 +6,14 @@
  * for it when it was fresh when the holder first asked (`src/ledger/freshWhenAsked.ts`): one read
  * for the burst. Real redis-server, FakeNova, real clock, generous bounds.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { QuotaGuard } from '../../src/guard/index.js';
 import { RedisQuotaLedger } from '../../src/redis/index.js';
 import { NovaNetworkError } from '../../src/errors/index.js';
 import { afterThisTest } from '../cleanup.js';
 import { body, clientFor, startNova } from '../guard/fixtures.js';
 import type { FakeNova } from '../../src/testing/index.js';
-import { haveRedis, RedisServer, skipReason } from './support.js';
+import { haveRedis, skipReason, useRedisServer } from './support.js';
 
 const LIMITS_READ_MS = 3000;
 const GUARDS = 8;
@@ -21,13 +21,7 @@ const GUARDS = 8;
 const WAITER_MAX_WAIT_MS = 6000;
 
 describe.skipIf(!haveRedis)(`RedisQuotaLedger under a GET /limits slower than limitsMaxAgeMs${haveRedis ? '' : ` (${skipReason})`}`, () => {
-  let server: RedisServer;
-  beforeAll(async () => {
-    server = await RedisServer.start();
-  });
-  afterAll(async () => {
-    await server?.kill();
-  });
+  const server = useRedisServer();
 
   it('one read for a burst of creates and headroom() reads, no fallback, every call within about one read', async () => {
     const nova = await startNova({ maxTotalCores: 100, buildDelayMs: 0 });

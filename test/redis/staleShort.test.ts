@@ -5,11 +5,11 @@
  * that would admit, one a confirmed deletion came after, and one older than `staleShortMs` are read
  * afresh. Real redis-server; real clock with generous bounds.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RedisQuotaLedger } from '../../src/redis/index.js';
 import type { AcquireRequest, LimitsReading } from '../../src/guard/index.js';
 import { afterThisTest } from '../cleanup.js';
-import { haveRedis, RedisServer, skipReason } from './support.js';
+import { haveRedis, skipReason, useRedisServer } from './support.js';
 
 const ENDPOINT = 'http://nova.example:8774/v2.1';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -29,14 +29,8 @@ function reader(absolute: () => Record<string, number>): { read: (signal: AbortS
 }
 
 describe.skipIf(!haveRedis)(`RedisQuotaLedger: a kept reading that still says short${haveRedis ? '' : ` (${skipReason})`}`, () => {
-  let server: RedisServer;
+  const server = useRedisServer();
   let n = 0;
-  beforeAll(async () => {
-    server = await RedisServer.start();
-  });
-  afterAll(async () => {
-    await server?.kill();
-  });
   function ledger(): RedisQuotaLedger {
     n += 1;
     const l = new RedisQuotaLedger({ url: server.url, endpoint: ENDPOINT, projectId: `stale${n}`, holder: `h${n}`, limitsMaxAgeMs: 200 });

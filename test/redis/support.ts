@@ -7,6 +7,7 @@ import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
+import { afterAll, beforeAll } from 'vitest';
 import { REDIS_SERVER, freePort, spawnRedis } from '../../bench/redisServer.js';
 
 export { REDIS_SERVER };
@@ -138,4 +139,26 @@ export async function until(ok: () => boolean, ms: number): Promise<boolean> {
     await sleep(10);
   }
   return true;
+}
+
+/**
+ * A redis-server for the test file calling this (inside its `describe`): started before the file's
+ * tests, killed after them. The object answers as that server (`url`, `port`, `restart()`, `kill()`);
+ * read it inside tests and hooks, not while the file is collected.
+ */
+export function useRedisServer(args: readonly string[] = []): RedisServer {
+  let server: RedisServer | undefined;
+  beforeAll(async () => {
+    server = await RedisServer.start(args);
+  });
+  afterAll(async () => {
+    await server?.kill();
+  });
+  return new Proxy({} as RedisServer, {
+    get(_target, key) {
+      if (server === undefined) throw new Error('useRedisServer: the server starts in beforeAll; read it inside a test or hook');
+      const value: unknown = Reflect.get(server, key, server);
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(server) : value;
+    },
+  });
 }

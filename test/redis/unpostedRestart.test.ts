@@ -13,14 +13,14 @@
  * test has cut a off, emptied the store, let b create and healed the partition (what a slow host
  * between its admission and its POST does, made certain).
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { startLatencyProxy, type LatencyProxy } from '../../bench/latencyProxy.js';
 import { RedisQuotaLedger } from '../../src/redis/index.js';
 import type { LedgerClaim, QuotaLedger } from '../../src/ledger/index.js';
 import { FakeNova } from '../../src/testing/index.js';
 import { afterThisTest } from '../cleanup.js';
 import { body, clientFor, guardFor } from '../guard/fixtures.js';
-import { haveRedis, RedisServer, skipReason, until } from './support.js';
+import { haveRedis, skipReason, until, useRedisServer } from './support.js';
 
 /** The core quota: one server of flavor '2' (2 vcpus). */
 const QUOTA = 2;
@@ -54,14 +54,8 @@ function holdFirstRenew(ledger: RedisQuotaLedger): { ledger: QuotaLedger; reache
 }
 
 describe.skipIf(!haveRedis)(`a create admitted but not POSTed across an empty Redis restart${haveRedis ? '' : ` (${skipReason})`}`, () => {
-  let server: RedisServer;
+  const server = useRedisServer();
   let proxy: LatencyProxy | undefined;
-  beforeAll(async () => {
-    server = await RedisServer.start();
-  });
-  afterAll(async () => {
-    await server?.kill();
-  });
   afterEach(async () => {
     await proxy?.close();
     proxy = undefined;
