@@ -1,5 +1,5 @@
 /**
- * A `GET /limits` slower than the Redis ledger's `limitsMaxAgeMs` (its default, 1 s): a slow Nova.
+ * A `GET /limits` slower than the Redis ledger's `limitsMaxAgeMs` (1 s here; the default is 10 s): a slow Nova.
  * Every reading was stale on arrival, so each holder that waited for another's refresh, its wait
  * over, took the refresh lock and read `/limits` itself, one after another: with 8 guards and a 3 s
  * read, 8 reads and the last create after about 24 s. The reading a holder waited for is now fresh
@@ -27,7 +27,7 @@ describe.skipIf(!haveRedis)(`RedisQuotaLedger under a GET /limits slower than li
     const nova = await startNova({ maxTotalCores: 100, buildDelayMs: 0 });
     nova.inject({ method: 'GET', path: '/limits', delayMs: LIMITS_READ_MS, times: Number.POSITIVE_INFINITY });
     const guards = Array.from({ length: GUARDS }, (_, i) => {
-      const ledger = new RedisQuotaLedger({ url: server.url, endpoint: nova.endpoint, projectId: nova.projectId, holder: `slow${i}`, fleetWatcher: false });
+      const ledger = new RedisQuotaLedger({ url: server.url, endpoint: nova.endpoint, projectId: nova.projectId, holder: `slow${i}`, fleetWatcher: false, limitsMaxAgeMs: 1000 });
       afterThisTest(() => ledger.close());
       const guard = new QuotaGuard(clientFor(nova), { ledger, minDelayMs: 20, baseDelayMs: 50, maxDelayMs: 400, maxWaitMs: 30_000, activeIntervalMs: 20 });
       afterThisTest(() => guard.close());
@@ -59,7 +59,7 @@ describe.skipIf(!haveRedis)(`RedisQuotaLedger under a GET /limits slower than li
   it("waiters whose maxWaitMs runs out during another holder's hung read end as that read does: no read of their own, no fallback", async () => {
     const nova = await startNova({ maxTotalCores: 100, buildDelayMs: 0 });
     const mk = (i: number, maxWaitMs: number): QuotaGuard => {
-      const ledger = new RedisQuotaLedger({ url: server.url, endpoint: nova.endpoint, projectId: nova.projectId, holder: `hung${i}`, fleetWatcher: false });
+      const ledger = new RedisQuotaLedger({ url: server.url, endpoint: nova.endpoint, projectId: nova.projectId, holder: `hung${i}`, fleetWatcher: false, limitsMaxAgeMs: 1000 });
       afterThisTest(() => ledger.close());
       const guard = new QuotaGuard(clientFor(nova), { ledger, minDelayMs: 20, baseDelayMs: 50, maxDelayMs: 400, maxWaitMs, activeIntervalMs: 20, onWarning: () => undefined });
       afterThisTest(() => guard.close());
@@ -94,7 +94,7 @@ describe.skipIf(!haveRedis)(`RedisQuotaLedger under a GET /limits slower than li
   /** Guards on one Redis: `maxWaitMs` each; the first warm (the store vetted, a create made) and its reading gone stale. */
   async function warmGuards(nova: FakeNova, n: number, maxWaitMs: number, tag: string): Promise<QuotaGuard[]> {
     const guards = Array.from({ length: n }, (_, i) => {
-      const ledger = new RedisQuotaLedger({ url: server.url, endpoint: nova.endpoint, projectId: nova.projectId, holder: `${tag}${i}`, fleetWatcher: false });
+      const ledger = new RedisQuotaLedger({ url: server.url, endpoint: nova.endpoint, projectId: nova.projectId, holder: `${tag}${i}`, fleetWatcher: false, limitsMaxAgeMs: 1000 });
       afterThisTest(() => ledger.close());
       const guard = new QuotaGuard(clientFor(nova), { ledger, minDelayMs: 20, baseDelayMs: 50, maxDelayMs: 400, maxWaitMs, activeIntervalMs: 20, onWarning: () => undefined });
       afterThisTest(() => guard.close());
