@@ -69,7 +69,7 @@ import { claimMetadata, releaseClaim } from './ledgerUse.js';
 import { CLAIM_TAG_KEY } from './claimTag.js';
 import { closeWatches, endCallWatch, liveMarks, watchedCreates, type LiveClaimMark, type UnsettledCreate } from './lateCreates.js';
 import { InProcessQuotaLedger, bindLedgerScope, checkScopeNow } from '../ledger/index.js';
-import { onDeleteConfirmed, onDeleteStarted } from '../delete/index.js';
+import { onDeleteAccepted, onDeleteConfirmed, onDeleteStarted } from '../delete/index.js';
 import { quotaRetryReasonOf } from './retryPolicy.js';
 import { isThenable, longestLeaseMs, newStats, type Claim, type GuardState } from './state.js';
 import { DegradedLedger } from './degradedLedger.js';
@@ -135,10 +135,12 @@ export class QuotaGuard {
     if (opts.ledger) checkScopeNow(opts.ledger, client);
     this.#state = newGuardState(client, opts, log, this.stats);
     const g = this.#state;
-    const offStarted = onDeleteStarted(client, (serverId) => g.credits.deleting(serverId, g.ledger));
+    const offStarted = onDeleteStarted(client, (serverId, first) => g.credits.deleting(serverId, g.ledger, first));
+    const offAccepted = onDeleteAccepted(client, (serverId) => g.credits.accepted(serverId));
     const offConfirmed = onDeleteConfirmed(client, (serverId) => g.res.publishFreed(serverId, g.credits.take(serverId)));
     this.#offConfirmed = () => {
       offStarted();
+      offAccepted();
       offConfirmed();
     };
   }

@@ -72,3 +72,33 @@ describe('the credit of a confirmed deletion to the kept /limits reading', () =>
     expect(limitsReads(nova) - readsBefore).toBeGreaterThanOrEqual(1);
   });
 });
+
+describe('no credit for a server gone before this client DELETEd it (a kept reading read after it went never counted it)', () => {
+  it('a server destroyed by someone else, then deleted by its creator (Nova answers 404): no credit, no admission past the quota (FakeNova: no quota 403)', async () => {
+    // 8 cores: two servers outside the fleet (2 each), then s1 of a (2)
+    const nova = await startNova({ maxTotalCores: 8 });
+    const outside1 = nova.addServer({ flavorId: '2', status: 'ACTIVE' });
+    const outside2 = nova.addServer({ flavorId: '2', status: 'ACTIVE' });
+    const { a, b } = await twoProcesses(nova);
+    const s1 = await a.guard.createServer(body('s1'));
+    // a reaper (not this client) destroys s1; then a deletion without a credit makes the kept reading stale
+    nova.destroyServer(s1.id);
+    await a.client.deleteServer(outside2.id, { wait: true, intervalMs: 5 });
+    // b reads afresh (it counts outside1 only: 2 of 8) and fills the quota with s2, s3, s4
+    const mine = [];
+    for (const name of ['s2', 's3', 's4']) mine.push(await b.guard.createServer(body(name)));
+    expect(nova.usage().cores).toBe(8);
+    const readsBefore = limitsReads(nova);
+    // a's cleanup deletes s1: Nova's 404 (already gone). The kept reading never counted s1: no credit.
+    const r = await a.client.deleteServer(s1.id, { wait: true, intervalMs: 5 });
+    expect(r.outcome).toBe('already-gone');
+    // b's next create must not be admitted on a reading that lost 2 cores it never counted
+    const postsBefore = nova.requestsTo('POST', '/servers').length;
+    await expect(b.guard.createServer(body('s5'), { signal: AbortSignal.timeout(1500) })).rejects.toThrow();
+    expect(nova.quotaRecord().quota403s, 'no POST past the quota').toBe(0);
+    expect(nova.requestsTo('POST', '/servers').length - postsBefore, 'no POST while the quota is full').toBe(0);
+    expect(limitsReads(nova) - readsBefore, 'the uncredited deletion made the kept reading stale: read again').toBeGreaterThanOrEqual(1);
+    expect(nova.quotaRecord().peakCores).toBeLessThanOrEqual(8);
+    void outside1;
+  });
+});
