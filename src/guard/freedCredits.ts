@@ -1,7 +1,9 @@
 /**
  * What a guard knows about the servers it created, for the credit of their deletion to the kept
  * `/limits` reading (`FreedCredit`, `src/ledger/port.ts`): the claim each server was created under,
- * once the guard released it as `'counted'` (Nova counts the server), and the newest kept reading its
+ * once the guard released it as `'counted'` on a look that showed the server past scheduling (Nova
+ * counts it from then on; not a claim ended as `'counted'` on an abort, a time limit or a lost lease,
+ * while the server may still be a build request Nova does not count), and the newest kept reading its
  * ledger knew stored right before the DELETE of that server was sent (`keptSeen()`, taken when the
  * client's `deleteServer` starts for it: its DELETE goes after). At Nova's 404 the guard publishes the
  * deletion with both, and the ledger checks the orders itself (`publishFreed`).
@@ -48,7 +50,7 @@ export class FreedCredits {
     this.#clock = clock;
   }
 
-  /** The guard released the claim `claimId` of `serverId` as `'counted'` on its shared ledger. */
+  /** The guard released the claim `claimId` of `serverId` as `'counted'` on its shared ledger, on a look that showed Nova counts the server (`releaseClaim`'s `seenCounted`). */
   counted(serverId: string, claimId: string): void {
     const now = this.#clock.now();
     this.#prune(now);

@@ -131,14 +131,14 @@ export class CreateAttempt {
         signal: this.#signal,
         // Nova counts the server once it is past scheduling: end the claim there, not at ACTIVE, so
         // its cores are not subtracted twice for the rest of the build.
-        onBuild: (s) => (isPastScheduling(s) ? releaseClaim(g, claim, 'counted') : undefined),
+        onBuild: (s) => (isPastScheduling(s) ? releaseClaim(g, claim, 'counted', true) : undefined),
       });
     } catch (e) {
       if (this.#keepOnAbort && (isAbortError(e) || e instanceof AbortError)) return this.#keep(created, e as Error);
       return this.#abandon(created, e);
     }
     if (res.outcome === 'active') {
-      await releaseClaim(g, claim, 'counted');
+      await releaseClaim(g, claim, 'counted', true);
       return { ...created, ...res.server } as Server;
     }
     if (res.outcome === 'gone') {

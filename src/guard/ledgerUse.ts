@@ -39,16 +39,22 @@ export function holdClaim(g: GuardState, lc: LedgerClaim, ledger: QuotaLedger, s
  * End a claim on the ledger it came from (idempotent). The release is sent at once and runs in the
  * background, bounded by `ledgerTimeoutMs` (a hung ledger never delays the guarded call); a failure
  * is logged and the claim's lease, no longer renewed, expires within `leaseTtlMs`.
+ *
+ * `seenCounted`: a look just showed the server past scheduling (`isPastScheduling`: Nova counts it
+ * from now on). Only then may its deletion be credited to a kept reading sent after this release
+ * (`freedCredits.ts`); a claim ended as `'counted'` for another reason (an abort keeping the server,
+ * a time limit, a lease lost, a create whose fate is unknown) may end while the server is still a
+ * build request Nova does not count, and a reading sent then never counted it.
  */
-export async function releaseClaim(g: GuardState, claim: Claim, end: 'not-created' | 'counted'): Promise<void> {
+export async function releaseClaim(g: GuardState, claim: Claim, end: 'not-created' | 'counted', seenCounted = false): Promise<void> {
   if (claim.ended) return;
   claim.ended = true;
   claim.stopRenewal?.();
   g.claims.delete(claim);
   // Deleted again by the guard (or never made): no longer this process's (the share rule, `degradedShare.ts`).
   if (end === 'not-created' && claim.serverId !== undefined) g.res.share.freed(claim.serverId);
-  // Nova counts the server: its deletion may be credited to a kept reading sent after this release.
-  if (end === 'counted' && claim.serverId !== undefined && !claim.degraded && claim.ledger === g.res.ledger) g.credits.counted(claim.serverId, claim.lc.id);
+  // Nova surely counts the server: its deletion may be credited to a kept reading sent after this release.
+  if (end === 'counted' && seenCounted && claim.serverId !== undefined && !claim.degraded && claim.ledger === g.res.ledger) g.credits.counted(claim.serverId, claim.lc.id);
   g.res.inBackground(claim.ledger, 'release', () => claim.ledger.release(claim.lc, end), (e) =>
     warnOnce(g, 'ledger-release', { ledger: claim.ledger.kind, claimId: claim.lc.id, err: (e as Error)?.message }, 'quota ledger could not release a claim: its lease expires instead'),
   );

@@ -140,7 +140,7 @@ async function lookAt(g: GuardState, c: Claim): Promise<void> {
     const s = await g.client.getServer(c.serverId!, { signal: g.closing.signal });
     // Nova counts it once it is past scheduling (as the watched claims end: `guardedCreate.ts`);
     // ending it only when it leaves BUILD subtracted a building server twice (usage and claim).
-    if (isPastScheduling(s)) await releaseClaim(g, c, 'counted');
+    if (isPastScheduling(s)) await releaseClaim(g, c, 'counted', true);
   } catch (e) {
     if (e instanceof NotFoundError) await releaseClaim(g, c, 'not-created');
     // otherwise keep the claim: it errs on the side of waiting

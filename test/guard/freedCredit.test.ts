@@ -102,3 +102,37 @@ describe('no credit for a server gone before this client DELETEd it (a kept read
     void outside1;
   });
 });
+
+describe('no credit for a claim ended as counted before Nova surely counted its server', () => {
+  it('keepOnAbort during scheduling: a reading read then never counted the server; its deletion is not credited (FakeNova: no quota 403, peak within the quota)', async () => {
+    // 8 cores: two servers outside the fleet (2 each); every build waits 1.5 s in scheduling (Nova does not count it yet)
+    const nova = await startNova({ maxTotalCores: 8, buildDelayMs: 2000, schedulingDelayMs: 1500 });
+    nova.addServer({ flavorId: '2', status: 'ACTIVE' });
+    const outside2 = nova.addServer({ flavorId: '2', status: 'ACTIVE' });
+    const { a, b } = await twoProcesses(nova);
+    // a creates s1 and aborts while it is in scheduling, keeping it: its claim ends as 'counted' then
+    const ac = new AbortController();
+    const kept = a.guard.createServer(body('s1'), { signal: ac.signal, keepOnAbort: true }).then(
+      () => undefined,
+      (e: unknown) => (e as { serverId?: string }).serverId,
+    );
+    while (nova.listServerStates().length < 3) await new Promise((r) => setTimeout(r, 5));
+    ac.abort(new Error('stop'));
+    const s1 = (await kept)!;
+    expect(nova.getServerState(s1)?.taskState).toBe('scheduling');
+    await new Promise((r) => setTimeout(r, 50));
+    // a deletion without a credit: b reads afresh while s1 is still in scheduling (the reading counts 2 of 8)
+    await a.client.deleteServer(outside2.id, { wait: true, intervalMs: 5 });
+    const s2 = await b.guard.createServer(body('s2'));
+    // s1 has been counted since; a deletes it (Nova accepts the DELETE, then 404)
+    expect(nova.getServerState(s1)?.status).toBe('ACTIVE');
+    const r = await a.client.deleteServer(s1, { wait: true, intervalMs: 5 });
+    expect(r.outcome).toBe('deleted');
+    // 4 of 8 used (outside1, s2): b fits two more, never a third
+    const more = await Promise.all([b.guard.createServer(body('s3')), b.guard.createServer(body('s4'))]);
+    await expect(b.guard.createServer(body('s5'), { signal: AbortSignal.timeout(1000) })).rejects.toThrow();
+    expect(nova.quotaRecord().quota403s, 'no POST past the quota').toBe(0);
+    expect(nova.quotaRecord().peakCores).toBeLessThanOrEqual(8);
+    expect([s2, ...more].every((s) => nova.getServerState(s.id) !== undefined)).toBe(true);
+  });
+});
