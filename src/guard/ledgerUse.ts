@@ -30,7 +30,7 @@ const METADATA_VALUE_MAX = 255;
  */
 export function holdClaim(g: GuardState, lc: LedgerClaim, ledger: QuotaLedger, sentAtMs: number = g.clock.now()): Claim {
   const now = g.clock.now();
-  const claim: Claim = { lc, ledger, needs: lc.needs, claimedAtMs: now, leaseFromMs: Math.min(sentAtMs, now), coverUntilMs: 0, degraded: false, serverId: undefined, unwatched: false, ended: false, stopRenewal: undefined, look: { running: undefined, endedAtMs: undefined } };
+  const claim: Claim = { lc, ledger, needs: lc.needs, flavorNeeds: false, claimedAtMs: now, leaseFromMs: Math.min(sentAtMs, now), coverUntilMs: 0, degraded: false, serverId: undefined, unwatched: false, ended: false, stopRenewal: undefined, look: { running: undefined, endedAtMs: undefined } };
   g.claims.add(claim);
   return claim;
 }
@@ -44,7 +44,8 @@ export function holdClaim(g: GuardState, lc: LedgerClaim, ledger: QuotaLedger, s
  * from now on). Only then may its deletion be credited to a kept reading sent after this release
  * (`freedCredits.ts`); a claim ended as `'counted'` for another reason (an abort keeping the server,
  * a time limit, a lease lost, a create whose fate is unknown) may end while the server is still a
- * build request Nova does not count, and a reading sent then never counted it.
+ * build request Nova does not count, and a reading sent then never counted it. A claim whose needs
+ * are not its flavor's (`Claim.flavorNeeds`) is never credited either.
  */
 export async function releaseClaim(g: GuardState, claim: Claim, end: 'not-created' | 'counted', seenCounted = false): Promise<void> {
   if (claim.ended) return;
@@ -54,7 +55,7 @@ export async function releaseClaim(g: GuardState, claim: Claim, end: 'not-create
   // Deleted again by the guard (or never made): no longer this process's (the share rule, `degradedShare.ts`).
   if (end === 'not-created' && claim.serverId !== undefined) g.res.share.freed(claim.serverId);
   // Nova surely counts the server: its deletion may be credited to a kept reading sent after this release.
-  if (end === 'counted' && seenCounted && claim.serverId !== undefined && !claim.degraded && claim.ledger === g.res.ledger) g.credits.counted(claim.serverId, claim.lc.id);
+  if (end === 'counted' && seenCounted && claim.flavorNeeds && claim.serverId !== undefined && !claim.degraded && claim.ledger === g.res.ledger) g.credits.counted(claim.serverId, claim.lc.id);
   g.res.inBackground(claim.ledger, 'release', () => claim.ledger.release(claim.lc, end), (e) =>
     warnOnce(g, 'ledger-release', { ledger: claim.ledger.kind, claimId: claim.lc.id, err: (e as Error)?.message }, 'quota ledger could not release a claim: its lease expires instead'),
   );

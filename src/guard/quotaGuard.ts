@@ -279,7 +279,16 @@ export class QuotaGuard {
         const flavor = await readFlavor(this.#state, body.flavorRef, flavorId, callSignal);
         needs = needsFromFlavor(this.#state, flavorId, flavor, 1, given);
       }
-      return this.#guarded(needs, (claim, signal, call) => new CreateAttempt(this.#state, call, body, claim, signal, options.keepOnAbort === true).run(), callSignal);
+      // Needs all from the flavor: what Nova counts for the server (its deletion may be credited, `freedCredits.ts`).
+      const flavorNeeds = given === undefined;
+      return this.#guarded(
+        needs,
+        (claim, signal, call) => {
+          claim.flavorNeeds = flavorNeeds;
+          return new CreateAttempt(this.#state, call, body, claim, signal, options.keepOnAbort === true).run();
+        },
+        callSignal,
+      );
     }));
   }
 

@@ -136,3 +136,26 @@ describe('no credit for a claim ended as counted before Nova surely counted its 
     expect([s2, ...more].every((s) => nova.getServerState(s.id) !== undefined)).toBe(true);
   });
 });
+
+describe('no credit beyond what Nova counts for the server', () => {
+  it('a create whose needs were given above its flavor (createServer needs): its deletion is not credited (FakeNova: no quota 403, peak within the quota)', async () => {
+    // 8 cores: two servers outside the fleet (2 each)
+    const nova = await startNova({ maxTotalCores: 8 });
+    nova.addServer({ flavorId: '2', status: 'ACTIVE' });
+    const outside2 = nova.addServer({ flavorId: '2', status: 'ACTIVE' });
+    const { a, b } = await twoProcesses(nova);
+    // s1: a 2-core flavor, claimed as 4 cores
+    const s1 = await a.guard.createServer(body('s1'), { needs: { cores: 4 } });
+    await a.client.deleteServer(outside2.id, { wait: true, intervalMs: 5 });
+    // b reads afresh (outside1 and s1: 4 of 8) and creates s2
+    const s2 = await b.guard.createServer(body('s2'));
+    const r = await a.client.deleteServer(s1.id, { wait: true, intervalMs: 5 });
+    expect(r.outcome).toBe('deleted');
+    // 4 of 8 used (outside1, s2): b fits two more, never a third
+    const more = await Promise.all([b.guard.createServer(body('s3')), b.guard.createServer(body('s4'))]);
+    await expect(b.guard.createServer(body('s5'), { signal: AbortSignal.timeout(1000) })).rejects.toThrow();
+    expect(nova.quotaRecord().quota403s, 'no POST past the quota').toBe(0);
+    expect(nova.quotaRecord().peakCores).toBeLessThanOrEqual(8);
+    expect([s2, ...more].every((s) => nova.getServerState(s.id) !== undefined)).toBe(true);
+  });
+});
