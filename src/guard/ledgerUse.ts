@@ -30,7 +30,7 @@ const METADATA_VALUE_MAX = 255;
  */
 export function holdClaim(g: GuardState, lc: LedgerClaim, ledger: QuotaLedger, sentAtMs: number = g.clock.now()): Claim {
   const now = g.clock.now();
-  const claim: Claim = { lc, ledger, needs: lc.needs, flavorNeeds: false, claimedAtMs: now, leaseFromMs: Math.min(sentAtMs, now), coverUntilMs: 0, degraded: false, serverId: undefined, unwatched: false, ended: false, stopRenewal: undefined, look: { running: undefined, endedAtMs: undefined } };
+  const claim: Claim = { lc, ledger, needs: lc.needs, flavorNeeds: false, readingStamp: undefined, claimedAtMs: now, leaseFromMs: Math.min(sentAtMs, now), coverUntilMs: 0, degraded: false, serverId: undefined, unwatched: false, ended: false, stopRenewal: undefined, look: { running: undefined, endedAtMs: undefined } };
   g.claims.add(claim);
   return claim;
 }

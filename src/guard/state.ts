@@ -133,6 +133,8 @@ export interface Claim {
    * flavor would subtract more than the reading counted.
    */
   flavorNeeds: boolean;
+  /** The `stamp` of the reading the claim was admitted on, by the guard's ledger (not the fallback's): a quota 403 to its create refutes that reading (`AcquireRequest.refutedStamp`). */
+  readingStamp: number | undefined;
   /** When the claim was taken, on the guard's clock (monotonic ms). */
   readonly claimedAtMs: number;
   /** The created server, once the POST answered 202. */

@@ -184,6 +184,15 @@ export interface AcquireRequest {
    * ignore it. @default undefined
    */
   readonly staleShortMs?: number | undefined;
+  /**
+   * The `stamp` of a reading Nova's own quota check refuted for this call: a create admitted on it
+   * was answered a quota 403 (or failed conductor's quota recheck). A ledger that keeps a shared
+   * reading decides this admission on a reading sent after it (it reads `/limits` again rather than
+   * hand out the same reading until `limitsMaxAgeMs` ages it out: a kept reading can miss what
+   * changed outside the ledger, a server another tool created). Ledgers without a kept reading
+   * ignore it. @default undefined
+   */
+  readonly refutedStamp?: number | undefined;
 }
 
 /**
