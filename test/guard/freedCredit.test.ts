@@ -159,3 +159,46 @@ describe('no credit beyond what Nova counts for the server', () => {
     expect([s2, ...more].every((s) => nova.getServerState(s.id) !== undefined)).toBe(true);
   });
 });
+
+describe('two guards on one client (both hear its confirmed deletions)', () => {
+  it('the creator publishes with the credit, the other without: the server is never subtracted twice (FakeNova: no quota 403)', async () => {
+    const nova = await startNova({ maxTotalCores: 8 });
+    nova.addServer({ flavorId: '2', status: 'ACTIVE' });
+    const outside2 = nova.addServer({ flavorId: '2', status: 'ACTIVE' });
+    const { a, b } = await twoProcesses(nova);
+    const other = guardFor(nova, { ledger: a.ledger, maxWaitMs: 20_000 }, a.client);
+    afterThisTest(() => other.close());
+    const s1 = await a.guard.createServer(body('s1'));
+    await a.client.deleteServer(outside2.id, { wait: true, intervalMs: 5 });
+    // b reads afresh: outside1 and s1, 4 of 8
+    const s2 = await b.guard.createServer(body('s2'));
+    await a.client.deleteServer(s1.id, { wait: true, intervalMs: 5 });
+    // 4 of 8 used (outside1, s2): b fits two more, never a third
+    const more = await Promise.all([b.guard.createServer(body('s3')), b.guard.createServer(body('s4'))]);
+    await expect(b.guard.createServer(body('s5'), { signal: AbortSignal.timeout(1000) })).rejects.toThrow();
+    expect(nova.quotaRecord().quota403s).toBe(0);
+    expect(nova.quotaRecord().peakCores).toBeLessThanOrEqual(8);
+    expect([s2, ...more].every((s) => nova.getServerState(s.id) !== undefined)).toBe(true);
+  });
+});
+
+describe('what the credit cannot see: a change made outside the ledger', () => {
+  it('a server resized to a smaller flavor, then deleted: the credit overstates by the difference; Nova answers one quota 403, which refutes the reading (no second 403)', async () => {
+    const nova = await startNova({ maxTotalCores: 8 });
+    nova.addServer({ flavorId: '2', status: 'ACTIVE' });
+    const outside2 = nova.addServer({ flavorId: '2', status: 'ACTIVE' });
+    const { a, b } = await twoProcesses(nova);
+    const s1 = await a.guard.createServer(body('s1'));
+    // resized from 2 cores to 1 (waiting for confirmation: legacy counting counts the new flavor)
+    nova.causes.resizePending(s1.id, '1');
+    await a.client.deleteServer(outside2.id, { wait: true, intervalMs: 5 });
+    // b reads afresh: outside1 and s1, 3 of 8
+    await b.guard.createServer(body('s2'));
+    await a.client.deleteServer(s1.id, { wait: true, intervalMs: 5 });
+    // 4 of 8 used: four 1-core servers fit; the kept reading, credited 2 cores for s1's 1, says five
+    for (let i = 0; i < 4; i++) await b.guard.createServer(body(`t${i}`, '1'));
+    await expect(b.guard.createServer(body('t4', '1'), { signal: AbortSignal.timeout(1000) })).rejects.toThrow();
+    expect(nova.quotaRecord().quota403s, "one 403: the credit overstated").toBe(1);
+    expect(nova.quotaRecord().peakCores).toBeLessThanOrEqual(8);
+  });
+});
