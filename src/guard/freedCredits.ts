@@ -1,8 +1,8 @@
 /**
  * What a guard knows about the servers it created, for the credit of their deletion to the kept
  * `/limits` reading (`FreedCredit`, `src/ledger/port.ts`): the claim each server was created under,
- * once the guard released it as `'counted'` on a look that showed the server past scheduling (Nova
- * counts it from then on; not a claim ended as `'counted'` on an abort, a time limit or a lost lease,
+ * once the guard released it as `'counted'` on a look that showed the server past scheduling and not
+ * in ERROR (Nova counts it from then on; not a claim ended as `'counted'` on an abort, a time limit or a lost lease,
  * while the server may still be a build request Nova does not count), and the newest kept reading its
  * ledger knew stored right before the DELETE of that server was sent (`keptSeen()`, taken when the
  * client's `deleteServer` starts for it: its DELETE goes after). At Nova's 404 the guard publishes the

@@ -202,3 +202,30 @@ describe('what the credit cannot see: a change made outside the ledger', () => {
     expect(nova.quotaRecord().peakCores).toBeLessThanOrEqual(8);
   });
 });
+
+describe('no credit for a server seen in ERROR', () => {
+  it('an unwatched create (waitForActive: false) whose server went to ERROR (NoValidHost: under placement counting it holds no cores or RAM): its deletion makes the kept reading stale', async () => {
+    const nova = await startNova({ maxTotalCores: 20, buildDelayMs: 100 });
+    const outside = nova.addServer({ flavorId: '2', status: 'ACTIVE' });
+    const { a, b } = await twoProcesses(nova);
+    // a third process: its own client, ledger object and a guard that does not wait for ACTIVE
+    const c = { client: clientFor(nova), ledger: new SqliteQuotaLedger({ endpoint: nova.endpoint, projectId: nova.projectId, path: a.ledger.path, holder: 'c', limitsMaxAgeMs: 60_000 }) };
+    const unwatched = guardFor(nova, { ledger: c.ledger, maxWaitMs: 20_000, waitForActive: false }, c.client);
+    afterThisTest(async () => {
+      await unwatched.close();
+      await c.ledger.close();
+    });
+    nova.failCreatesWithQuotaRecheck(1, 'No valid host was found. There are not enough hosts available.');
+    const s1 = await unwatched.createServer(body('s1'));
+    while (nova.getServerState(s1.id)?.status !== 'ERROR') await new Promise((r) => setTimeout(r, 10));
+    // the guard's next admission looks at s1: past scheduling (ERROR), its claim ends as counted
+    await unwatched.createServer(body('s2'));
+    await a.client.deleteServer(outside.id, { wait: true, intervalMs: 5 });
+    // b reads afresh after that
+    await b.guard.createServer(body('s3'));
+    await c.client.deleteServer(s1.id, { wait: true, intervalMs: 5 });
+    const readsBefore = limitsReads(nova);
+    await b.guard.createServer(body('s4'));
+    expect(limitsReads(nova) - readsBefore, 'not credited: the next admission reads /limits').toBeGreaterThanOrEqual(1);
+  });
+});
