@@ -24,6 +24,7 @@ export const SLOW = [
   'test/sqlite/processes.test.ts',
   'test/delete/fleetStores.test.ts',
   'test/sqlite/fleetProcesses.test.ts',
+  'test/sqlite/creditChurn.test.ts',
   'test/examples/shellWorker.test.ts',
   'test/cli/serverDeleteLedger.test.ts',
   ...CLI_PROCESSES,

@@ -319,6 +319,7 @@ async function sendDelete(
     }
     if (kind === 'delete') engine.noteNovaDate(res.serverDateMs, serverId);
     failures.answered();
+    engine.ledger.accepted(serverId);
     return 'accepted';
   } catch (e) {
     if (isServerNotFound(e, serverId)) {

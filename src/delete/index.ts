@@ -48,11 +48,23 @@ export function onDeleteConfirmed(client: DeleteCapable, listener: (serverId: st
 
 /**
  * Call `listener` whenever a `deleteServer` call for a server starts on `client`: synchronously,
- * before its DELETE is sent. Returns the function that unsubscribes. The quota guard notes there
- * which kept `/limits` reading was stored before the DELETE (`src/guard/freedCredits.ts`).
+ * before its DELETE is sent; `first` when no deletion of that server was pending on the client (every
+ * DELETE of it the client sends until Nova's 404 goes after). Returns the function that unsubscribes.
+ * The quota guard notes there which kept `/limits` reading was stored before the DELETE
+ * (`src/guard/freedCredits.ts`).
  */
-export function onDeleteStarted(client: DeleteCapable, listener: (serverId: string) => void): () => void {
+export function onDeleteStarted(client: DeleteCapable, listener: (serverId: string, first: boolean) => void): () => void {
   return client.deleteEngine.ledger.onStart(listener);
+}
+
+/**
+ * Call `listener` whenever Nova accepts a DELETE (or `forceDelete`) `client` sent (its 204 / 202:
+ * the server still existed when Nova took it; not on Nova's 404). Returns the function that
+ * unsubscribes. The quota guard credits a confirmed deletion only after such an answer
+ * (`src/guard/freedCredits.ts`).
+ */
+export function onDeleteAccepted(client: DeleteCapable, listener: (serverId: string) => void): () => void {
+  return client.deleteEngine.ledger.onAccepted(listener);
 }
 
 /**

@@ -12,7 +12,8 @@ import type { UnconfirmedDelete } from './types.js';
 export class DeleteLedger {
   readonly #entries = new Map<string, UnconfirmedDelete>();
   readonly #listeners = new Set<(serverId: string) => void>();
-  readonly #starts = new Set<(serverId: string) => void>();
+  readonly #starts = new Set<(serverId: string, first: boolean) => void>();
+  readonly #accepts = new Set<(serverId: string) => void>();
   readonly #wallNow: () => number;
 
   /** @param wallNow - Epoch ms (the client's clock). */
@@ -28,11 +29,33 @@ export class DeleteLedger {
 
   /**
    * Call `listener` whenever a `deleteServer` call starts, synchronously, before its DELETE is sent.
-   * Returns the function that unsubscribes.
+   * `first`: no deletion of the server was pending on this client (every DELETE of it this client
+   * sends until Nova confirms the deletion goes after this call). Returns the function that unsubscribes.
    */
-  onStart(listener: (serverId: string) => void): () => void {
+  onStart(listener: (serverId: string, first: boolean) => void): () => void {
     this.#starts.add(listener);
     return () => this.#starts.delete(listener);
+  }
+
+  /**
+   * Call `listener` whenever Nova accepts a DELETE (or `forceDelete`) this client sent for a server
+   * (its 204 / 202: the server still existed when Nova took it; a 404, or a DELETE whose answer was
+   * lost, calls nothing). Returns the function that unsubscribes.
+   */
+  onAccepted(listener: (serverId: string) => void): () => void {
+    this.#accepts.add(listener);
+    return () => this.#accepts.delete(listener);
+  }
+
+  /** Nova accepted a DELETE of `serverId` sent by this client (see {@link onAccepted}). */
+  accepted(serverId: string): void {
+    for (const listener of [...this.#accepts]) {
+      try {
+        listener(serverId);
+      } catch {
+        // a listener must not break the deletion
+      }
+    }
   }
 
   /** True while anyone listens for confirmed deletions (a `QuotaGuard` on the client). */
@@ -42,9 +65,10 @@ export class DeleteLedger {
 
   /** A `deleteServer` call for `serverId` starts (its DELETE is sent after this returns). */
   track(serverId: string): void {
+    const first = !this.#entries.has(serverId);
     for (const listener of [...this.#starts]) {
       try {
-        listener(serverId);
+        listener(serverId, first);
       } catch {
         // a listener must not break the deletion
       }

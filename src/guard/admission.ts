@@ -169,7 +169,7 @@ export class Admission {
     ledger.startAdmission();
     const read = (s: AbortSignal | undefined): ReturnType<typeof readLimits> => withinCallDeadline(g, call, 'GET /limits', (rs) => readLimits(g, rs), s);
     const uncounted = (s: AbortSignal | undefined): ReturnType<typeof listUncounted> => withinCallDeadline(g, call, 'GET /servers/detail', (rs) => listUncounted(g.client, rs), s);
-    const acquired = await ledger.acquire(needs, g.opts.leaseTtlMs, read, signal, uncounted, this.#staleShortMs());
+    const acquired = await ledger.acquire(needs, g.opts.leaseTtlMs, read, signal, uncounted, this.#staleShortMs(), call.refutedStamp);
     const { reading } = acquired.value;
     if (acquired.outOfReach) {
       const headroom = computeHeadroom(reading.absolute, acquired.value.inFlight, { requestId: reading.requestId, readAtMs: g.clock.wallNow() });

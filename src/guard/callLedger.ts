@@ -209,7 +209,8 @@ export class CallLedger {
    * `outOfReach` when the call waits for the ledger (the fallback's claim given back). A late
    * answer of the ledger gives back its claim and place. A place the ledger gives is the call's
    * from then on; a claim it gives is held by the guard (`claim`). `uncounted`: see
-   * `QuotaLedger.acquire`; `staleShortMs`: see `AcquireRequest.staleShortMs`.
+   * `QuotaLedger.acquire`; `staleShortMs`: see `AcquireRequest.staleShortMs`; `refutedStamp`: see
+   * `AcquireRequest.refutedStamp` (the claim notes the stamp of the reading it was admitted on, `Claim.readingStamp`).
    */
   async acquire(
     needs: ResourceAmounts,
@@ -218,6 +219,7 @@ export class CallLedger {
     signal: AbortSignal | undefined,
     uncounted?: UncountedRead,
     staleShortMs?: number,
+    refutedStamp?: number,
   ): Promise<{ value: Acquisition; claim: Claim | undefined; outOfReach: boolean; shortfalls?: Shortfall[] | undefined }> {
     const g = this.#g;
     if (!this.onFallback) {
@@ -225,7 +227,7 @@ export class CallLedger {
       const sentAt = g.clock.now();
       const acquired = await this.#through(
         'acquire',
-        (l, rd, s, u) => l.acquire({ place, needs, ttlMs, joinIfShort: true, ...(staleShortMs ? { staleShortMs } : {}) }, rd, s, u),
+        (l, rd, s, u) => l.acquire({ place, needs, ttlMs, joinIfShort: true, ...(staleShortMs ? { staleShortMs } : {}), ...(refutedStamp !== undefined ? { refutedStamp } : {}) }, rd, s, u),
         read,
         signal,
         async (l, late) => {
@@ -238,7 +240,9 @@ export class CallLedger {
         const a = acquired.value;
         if (a.place && this.#place?.place !== a.place) this.#holdPlace({ ledger: acquired.ledger, place: a.place });
         g.res.noteGoodReading();
-        return { value: a, claim: a.admitted ? holdClaim(g, a.claim, acquired.ledger, sentAt) : undefined, outOfReach: false };
+        const claim = a.admitted ? holdClaim(g, a.claim, acquired.ledger, sentAt) : undefined;
+        if (claim) claim.readingStamp = a.reading.stamp;
+        return { value: a, claim, outOfReach: false };
       }
     }
     const fallback = g.fallback;

@@ -73,6 +73,10 @@ export class GuardedCall {
   heldClaim: Claim | undefined = undefined;
   /** Nova's message of the last quota error of this call. */
   lastQuotaMessage: string | undefined = undefined;
+  /** The newest kept reading a quota error of this call refuted (`AcquireRequest.refutedStamp`): the next admission reads after it. */
+  refutedStamp: number | undefined = undefined;
+  /** The reading stamp of the claim of the last attempt (`Claim.readingStamp`). */
+  #attemptStamp: number | undefined = undefined;
   /** True while an attempt runs. */
   inAttempt = false;
   /** True once an attempt has resolved: an abort can no longer take its result away. */
@@ -177,6 +181,7 @@ export class GuardedCall {
       throw e;
     }
     const { claim, fresh } = admitted;
+    this.#attemptStamp = claim.readingStamp;
     if (fresh) {
       this.posts++;
       this.#g.stats.attempts++;
@@ -218,6 +223,8 @@ export class GuardedCall {
         throw error;
       }
     }
+    // Nova's quota check refuted the reading the attempt was admitted on: the next admission reads after it.
+    if ((plan.reason === 'quota' || plan.reason === 'late-quota-fault') && this.#attemptStamp !== undefined) this.refutedStamp = Math.max(this.refutedStamp ?? -Infinity, this.#attemptStamp);
     if (plan.consume) {
       this.retriesConsumed = ctx.retriesConsumed + 1;
       if (plan.delayMs >= this.remainingMs()) this.deadlineReached = true;

@@ -29,7 +29,7 @@
 import { AbortError, ForbiddenError, NovaNetworkError, QuotaExceededError, RateLimitError, isAbortError } from '../errors/index.js';
 import { parseQuotaMessage } from '../errors/quotaMessage.js';
 import type { CreateServerBody, Server } from '../core/types.js';
-import { bindClaim, releaseClaim } from './ledgerUse.js';
+import { bindClaim, noteCounted, releaseClaim } from './ledgerUse.js';
 import { CreateOutcomeUnknownError, QuotaBuildFaultError, ServerBuildError } from './errors.js';
 import { postOrAdopt } from './lostCreate.js';
 import { isPastScheduling, waitForActive } from './waitForActive.js';
@@ -139,9 +139,11 @@ export class CreateAttempt {
     }
     if (res.outcome === 'active') {
       await releaseClaim(g, claim, 'counted');
-      // ACTIVE: on a host, its cores and RAM counted however Nova counts (placement or legacy); its
-      // deletion may be credited to a kept reading sent after the release (`freedCredits.ts`).
-      if (!claim.degraded && claim.ledger === g.res.ledger) g.credits.counted(id, claim.lc.id);
+      // ACTIVE: on a host, its cores and RAM counted however Nova counts (placement or legacy): its
+      // deletion may be credited to a kept reading sent after the release (`freedCredits.ts`). Not at
+      // the look past scheduling: a build that fails after it may leave an ERROR server that counts as
+      // an instance only.
+      noteCounted(g, claim);
       return { ...created, ...res.server } as Server;
     }
     if (res.outcome === 'gone') {

@@ -30,7 +30,7 @@ const METADATA_VALUE_MAX = 255;
  */
 export function holdClaim(g: GuardState, lc: LedgerClaim, ledger: QuotaLedger, sentAtMs: number = g.clock.now()): Claim {
   const now = g.clock.now();
-  const claim: Claim = { lc, ledger, needs: lc.needs, claimedAtMs: now, leaseFromMs: Math.min(sentAtMs, now), coverUntilMs: 0, degraded: false, serverId: undefined, unwatched: false, ended: false, stopRenewal: undefined, look: { running: undefined, endedAtMs: undefined } };
+  const claim: Claim = { lc, ledger, needs: lc.needs, flavorNeeds: false, readingStamp: undefined, claimedAtMs: now, leaseFromMs: Math.min(sentAtMs, now), coverUntilMs: 0, degraded: false, serverId: undefined, unwatched: false, ended: false, stopRenewal: undefined, look: { running: undefined, endedAtMs: undefined } };
   g.claims.add(claim);
   return claim;
 }
@@ -39,17 +39,35 @@ export function holdClaim(g: GuardState, lc: LedgerClaim, ledger: QuotaLedger, s
  * End a claim on the ledger it came from (idempotent). The release is sent at once and runs in the
  * background, bounded by `ledgerTimeoutMs` (a hung ledger never delays the guarded call); a failure
  * is logged and the claim's lease, no longer renewed, expires within `leaseTtlMs`.
+ *
+ * `seenCounted`: a look just showed the server past scheduling (`isPastScheduling`: Nova counts it
+ * from now on). Only then may its deletion be credited to a kept reading sent after this release
+ * (`freedCredits.ts`); a claim ended as `'counted'` for another reason (an abort keeping the server,
+ * a time limit, a lease lost, a create whose fate is unknown) may end while the server is still a
+ * build request Nova does not count, and a reading sent then never counted it. A claim whose needs
+ * are not its flavor's (`Claim.flavorNeeds`) is never credited either.
  */
-export async function releaseClaim(g: GuardState, claim: Claim, end: 'not-created' | 'counted'): Promise<void> {
+export async function releaseClaim(g: GuardState, claim: Claim, end: 'not-created' | 'counted', seenCounted = false): Promise<void> {
   if (claim.ended) return;
   claim.ended = true;
   claim.stopRenewal?.();
   g.claims.delete(claim);
   // Deleted again by the guard (or never made): no longer this process's (the share rule, `degradedShare.ts`).
   if (end === 'not-created' && claim.serverId !== undefined) g.res.share.freed(claim.serverId);
+  // Nova surely counts the server: its deletion may be credited to a kept reading sent after this release.
+  if (end === 'counted' && seenCounted) noteCounted(g, claim);
   g.res.inBackground(claim.ledger, 'release', () => claim.ledger.release(claim.lc, end), (e) =>
     warnOnce(g, 'ledger-release', { ledger: claim.ledger.kind, claimId: claim.lc.id, err: (e as Error)?.message }, 'quota ledger could not release a claim: its lease expires instead'),
   );
+}
+
+/**
+ * Nova surely counts the server of `claim` (ended as `'counted'`): remember it for the credit of its
+ * deletion (`freedCredits.ts`), when the claim's needs are its flavor's and it is on the guard's own
+ * ledger (not a degraded claim).
+ */
+export function noteCounted(g: GuardState, claim: Claim): void {
+  if (claim.flavorNeeds && claim.serverId !== undefined && !claim.degraded && claim.ledger === g.res.ledger) g.credits.counted(claim.serverId, claim.lc.id);
 }
 
 /**

@@ -43,7 +43,7 @@ import { warnOnce, type Claim, type GuardState } from './state.js';
 import { NovaNetworkError } from '../errors/index.js';
 import { withTimeLimit } from '../transport/timeLimit.js';
 import type { GuardedCall } from './guardedCall.js';
-import { countsTowardUsage, embeddedFlavor, flavorSize, type FlavorSize } from '../core/counting.js';
+import { countsTowardUsage, embeddedFlavor, flavorSize, statusOf, type FlavorSize } from '../core/counting.js';
 import type { Server } from '../core/types.js';
 import { AuthError, isAbortError } from '../errors/index.js';
 import { presenceMicroversion } from '../delete/index.js';
@@ -140,7 +140,9 @@ async function lookAt(g: GuardState, c: Claim): Promise<void> {
     const s = await g.client.getServer(c.serverId!, { signal: g.closing.signal });
     // Nova counts it once it is past scheduling (as the watched claims end: `guardedCreate.ts`);
     // ending it only when it leaves BUILD subtracted a building server twice (usage and claim).
-    if (isPastScheduling(s)) await releaseClaim(g, c, 'counted');
+    // A server in ERROR (NoValidHost, a failed build) may hold no cores or RAM under placement
+    // counting: its deletion is not credited to a kept reading (`freedCredits.ts`).
+    if (isPastScheduling(s)) await releaseClaim(g, c, 'counted', statusOf(s) !== 'ERROR');
   } catch (e) {
     if (e instanceof NotFoundError) await releaseClaim(g, c, 'not-created');
     // otherwise keep the claim: it errs on the side of waiting

@@ -69,7 +69,7 @@ import { claimMetadata, releaseClaim } from './ledgerUse.js';
 import { CLAIM_TAG_KEY } from './claimTag.js';
 import { closeWatches, endCallWatch, liveMarks, watchedCreates, type LiveClaimMark, type UnsettledCreate } from './lateCreates.js';
 import { InProcessQuotaLedger, bindLedgerScope, checkScopeNow } from '../ledger/index.js';
-import { onDeleteConfirmed, onDeleteStarted } from '../delete/index.js';
+import { onDeleteAccepted, onDeleteConfirmed, onDeleteStarted } from '../delete/index.js';
 import { quotaRetryReasonOf } from './retryPolicy.js';
 import { isThenable, longestLeaseMs, newStats, type Claim, type GuardState } from './state.js';
 import { DegradedLedger } from './degradedLedger.js';
@@ -135,10 +135,12 @@ export class QuotaGuard {
     if (opts.ledger) checkScopeNow(opts.ledger, client);
     this.#state = newGuardState(client, opts, log, this.stats);
     const g = this.#state;
-    const offStarted = onDeleteStarted(client, (serverId) => g.credits.deleting(serverId, g.ledger));
+    const offStarted = onDeleteStarted(client, (serverId, first) => g.credits.deleting(serverId, g.ledger, first));
+    const offAccepted = onDeleteAccepted(client, (serverId) => g.credits.accepted(serverId));
     const offConfirmed = onDeleteConfirmed(client, (serverId) => g.res.publishFreed(serverId, g.credits.take(serverId)));
     this.#offConfirmed = () => {
       offStarted();
+      offAccepted();
       offConfirmed();
     };
   }
@@ -277,7 +279,16 @@ export class QuotaGuard {
         const flavor = await readFlavor(this.#state, body.flavorRef, flavorId, callSignal);
         needs = needsFromFlavor(this.#state, flavorId, flavor, 1, given);
       }
-      return this.#guarded(needs, (claim, signal, call) => new CreateAttempt(this.#state, call, body, claim, signal, options.keepOnAbort === true).run(), callSignal);
+      // Needs all from the flavor: what Nova counts for the server (its deletion may be credited, `freedCredits.ts`).
+      const flavorNeeds = given === undefined;
+      return this.#guarded(
+        needs,
+        (claim, signal, call) => {
+          claim.flavorNeeds = flavorNeeds;
+          return new CreateAttempt(this.#state, call, body, claim, signal, options.keepOnAbort === true).run();
+        },
+        callSignal,
+      );
     }));
   }
 

@@ -126,6 +126,15 @@ export interface Claim {
   /** True for a claim admitted on the fallback in degraded mode, to re-claim on the ledger when it answers (`ledgerUse.ts`, `reclaimDegraded`). */
   degraded: boolean;
   readonly needs: ResourceAmounts;
+  /**
+   * True when `needs` are exactly what Nova counts for the server the claim creates: a
+   * `createServer` whose needs all came from its flavor (none given in its options). Only such a
+   * claim's deletion may be credited to a kept reading (`freedCredits.ts`): needs given above the
+   * flavor would subtract more than the reading counted.
+   */
+  flavorNeeds: boolean;
+  /** The `stamp` of the reading the claim was admitted on, by the guard's ledger (not the fallback's): a quota 403 to its create refutes that reading (`AcquireRequest.refutedStamp`). */
+  readingStamp: number | undefined;
   /** When the claim was taken, on the guard's clock (monotonic ms). */
   readonly claimedAtMs: number;
   /** The created server, once the POST answered 202. */

@@ -184,6 +184,15 @@ export interface AcquireRequest {
    * ignore it. @default undefined
    */
   readonly staleShortMs?: number | undefined;
+  /**
+   * The `stamp` of a reading Nova's own quota check refuted for this call: a create admitted on it
+   * was answered a quota 403 (or failed conductor's quota recheck). A ledger that keeps a shared
+   * reading decides this admission on a reading sent after it (it reads `/limits` again rather than
+   * hand out the same reading until `limitsMaxAgeMs` ages it out: a kept reading can miss what
+   * changed outside the ledger, a server another tool created). Ledgers without a kept reading
+   * ignore it. @default undefined
+   */
+  readonly refutedStamp?: number | undefined;
 }
 
 /**
@@ -207,9 +216,11 @@ export function isLedgerDown(error: unknown): boolean {
 
 /**
  * What the caller of `publishFreed` knows about a deletion it can credit to the kept reading: the
- * server was created under `claimId` (released as `'counted'`: Nova counted the server), and
- * `keptSeq` was the newest kept reading the caller knew stored (`keptSeen()`) right before it sent the
- * DELETE. A reading stored before the DELETE was sent and sent after the claim's `'counted'` release
+ * server was created under `claimId` (released as `'counted'` on a look that showed Nova counts it;
+ * the claim's needs are exactly what Nova counts for it, its flavor's), and `keptSeq` was the newest
+ * kept reading the caller knew stored (`keptSeen()`) right before it sent the DELETE, which Nova
+ * accepted (204: the server still existed; a 404 means someone else deleted it, maybe before that
+ * reading). A reading stored before the DELETE was sent and sent after the claim's `'counted'` release
  * counted the server; once Nova's 404 confirms the deletion, its usage less the claim's needs is still
  * a true upper bound of what the fleet holds (creates since are claims; other deletions only free
  * more). The ledger checks both orders itself, atomically, and credits a claim once per reading.

@@ -80,11 +80,13 @@ export async function acquireOn(x: LedgerInternals, request: AcquireRequest, rea
   const common = [placeId, ...needs, Math.ceil(request.ttlMs), x.holder, claimId, request.joinIfShort ? '1' : '0', newPlace, x.opts.placeTtlMs];
   const deadline = x.clock.now() + x.opts.limitsLockMs + x.opts.commandTimeoutMs;
   const fresh = new FreshWhenAsked(x.clock, x.opts.limitsMaxAgeMs);
+  // A reading Nova's quota check refuted for this call (and any older) is not fresh for it.
+  const refuted = typeof request.refutedStamp === 'number' && Number.isFinite(request.refutedStamp) ? request.refutedStamp : -1;
   let last: unknown[] | undefined;
   for (;;) {
     throwIfAborted(signal);
     const sentLocal = x.clock.now();
-    const res = (await x.run('novaGuardAcquire', [...common, fresh.maxAgeMs(sentLocal), x.opts.limitsLockMs, lock, x.ages.staleSeq(), uncounted ? '1' : '0', x.opts.restartGraceMs, Math.max(0, Math.floor(request.staleShortMs ?? 0))])) as unknown[];
+    const res = (await x.run('novaGuardAcquire', [...common, fresh.maxAgeMs(sentLocal), x.opts.limitsLockMs, lock, Math.max(x.ages.staleSeq(), refuted), uncounted ? '1' : '0', x.opts.restartGraceMs, Math.max(0, Math.floor(request.staleShortMs ?? 0))])) as unknown[];
     const state = String(res[0]);
     // The reading kept in Redis when it answered (never the order number of this caller's read to come).
     x.kept.note(res[15]);

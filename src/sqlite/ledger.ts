@@ -272,6 +272,8 @@ export class SqliteQuotaLedger implements QuotaLedger {
     const join = request.joinIfShort && request.place === undefined ? { placeId: randomUUID(), placeTtlMs: this.#opts.placeTtlMs } : undefined;
     const args: AdmitArgs = { placeId: request.place?.id ?? '', needs, ttlMs: Math.ceil(request.ttlMs), holder: this.holder, claimId: randomUUID(), join };
     const shortMaxAgeMs = Math.max(0, Math.floor(request.staleShortMs ?? 0));
+    // A reading Nova's quota check refuted for this call (and any older) is not fresh for it.
+    const refuted = typeof request.refutedStamp === 'number' && Number.isFinite(request.refutedStamp) ? request.refutedStamp : -1;
     const lock = randomUUID();
     const deadline = this.#clock.now() + this.#opts.limitsLockMs + this.#opts.busyTimeoutMs;
     const fresh = new FreshWhenAsked(this.#clock, this.#opts.limitsMaxAgeMs);
@@ -279,7 +281,7 @@ export class SqliteQuotaLedger implements QuotaLedger {
       throwIfAborted(signal);
       const local = this.#clock.now();
       const begun = await this.#run((now) =>
-        this.#store.acquireBegin(now, this.#caller, { ...args, maxAgeMs: fresh.maxAgeMs(local), staleSeq: this.#stale(), shortMaxAgeMs, lock, lockMs: this.#opts.limitsLockMs, roomOf: roomOfKept }),
+        this.#store.acquireBegin(now, this.#caller, { ...args, maxAgeMs: fresh.maxAgeMs(local), staleSeq: Math.max(this.#stale(), refuted), shortMaxAgeMs, lock, lockMs: this.#opts.limitsLockMs, roomOf: roomOfKept }),
       );
       const { state, kept, sendSeq, now } = begun;
       if (state === 'fresh') this.#saw(kept.seq, local);

@@ -56,8 +56,9 @@ export interface SqliteQuotaLedgerOptions {
    * the fleet one read). Within the fleet the kept reading stays true at any age: the creates since
    * it are claims, and a deletion confirmed since either is credited to it (a server a guard created,
    * deleted after the reading was stored, `FreedCredit`) or makes it stale. What the age bounds is
-   * how long a change made outside the ledger goes unseen: a server created by another tool (Nova's
-   * own check answers 403, which the guard absorbs), quota freed by hand, a quota changed.
+   * how long a change made outside the ledger goes unseen: a server created by another tool or resized
+   * (Nova's own check answers a quota 403, which refutes the reading: the refused call's next admission
+   * reads `/limits` again, `AcquireRequest.refutedStamp`), quota freed by hand, a quota changed.
    * @default 10000
    */
   readonly limitsMaxAgeMs?: number;

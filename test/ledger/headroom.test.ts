@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseAbsoluteLimits } from '../../src/nova/client.js';
-import { checkFit, computeHeadroom, describeShortfalls, shortfallResources, NO_NEEDS, creditedLimits } from '../../src/ledger/headroom.js';
+import { checkFit, computeHeadroom, describeShortfalls, shortfallResources, NO_NEEDS } from '../../src/ledger/headroom.js';
 import { ClaimLedger } from '../../src/ledger/claims.js';
 
 const meta = { requestId: 'req-1', readAtMs: 1000 };
@@ -135,19 +135,3 @@ describe('unified limits: a limit of 0 with usage above it', () => {
   });
 });
 
-describe('creditedLimits: a kept reading credited with a deletion it counted', () => {
-  const freed = { cores: 2, ramMiB: 2048, instances: 1 };
-  it('subtracts the freed cores, RAM (MiB) and instance from the used totals; limits and unlimited (Infinity) stay', () => {
-    const credited = creditedLimits({ maxTotalCores: 10, totalCoresUsed: 6, maxTotalRAMSize: Infinity, totalRAMUsed: 4096, maxTotalInstances: 5, totalInstancesUsed: 3 }, freed);
-    expect(credited).toEqual({ maxTotalCores: 10, totalCoresUsed: 4, maxTotalRAMSize: Infinity, totalRAMUsed: 2048, maxTotalInstances: 5, totalInstancesUsed: 2 });
-  });
-  it('a total the reading does not give stays absent', () => {
-    expect(creditedLimits({ maxTotalCores: 10, totalCoresUsed: 6 }, freed)).toEqual({ maxTotalCores: 10, totalCoresUsed: 4 });
-  });
-  it('no credit (undefined) for a reading with no usage, or with a total below what the deletion frees (it did not count the server)', () => {
-    expect(creditedLimits({}, freed)).toBeUndefined();
-    expect(creditedLimits({ maxTotalCores: 10 }, freed)).toBeUndefined();
-    expect(creditedLimits({ maxTotalCores: 10, totalCoresUsed: 1, totalRAMUsed: 4096, totalInstancesUsed: 3 }, freed)).toBeUndefined();
-    expect(creditedLimits({ maxTotalCores: 10, totalCoresUsed: 6, totalRAMUsed: 4096, totalInstancesUsed: 0 }, freed)).toBeUndefined();
-  });
-});

@@ -169,6 +169,25 @@ describe.each(backends())('QuotaLedger conformance: $name', (backend) => {
       expect((await attempt(z, need(1), counted(2, 8))).read).toBe(true);
     });
 
+    it('a reading refuted by Nova for a call (refutedStamp: its create met a quota 403) is not admitted on again for that call: it reads afresh (a ledger with kept readings); other calls still use the kept reading', async () => {
+      await fresh();
+      const x = store.holder({ limitsMaxAgeMs: LONG });
+      const first = await attempt(x, need(1), cores(4));
+      expect(first.read).toBe(true);
+      await x.release(claimOf(first), 'not-created');
+      store.step();
+      const shared = await admitAsGuard(x, { needs: need(1), place: undefined, ttlMs: LONG }, cores(4));
+      // the in-process ledger reads every time
+      expect(shared.read).toBe(backend.name === 'inProcess');
+      await x.release(claimOf(shared), 'not-created');
+      store.step();
+      await store.beforeReading();
+      const refuted = await x.acquire({ place: undefined, needs: need(1), ttlMs: LONG, joinIfShort: false, refutedStamp: shared.reading.stamp }, async () => ({ absolute: cores(4), requestId: 'req-after-403' }), undefined);
+      expect(refuted.reading.requestId).toBe('req-after-403');
+      expect(refuted.reading.stamp).toBeGreaterThan(shared.reading.stamp);
+      if (refuted.admitted) await x.release(refuted.claim, 'not-created');
+    });
+
     it('admits when the needs fit the reading, and hands out a claim with a fencing token', async () => {
       await fresh();
       const x = await attempt(a, need(2), cores(2));
