@@ -217,6 +217,8 @@ export class HostLedger implements QuotaLedger {
     let kept = r.kept && this.now() - r.kept.answeredAt <= SHARED_READING_MS ? r.kept : undefined;
     const pending = r.inFlight;
     if (kept && kept.seq < r.freedSeq) kept = undefined;
+    // a reading Nova's quota check refuted for this call is not admitted on again (`refutedStamp`)
+    if (kept && request.refutedStamp !== undefined && kept.stamp <= request.refutedStamp) kept = undefined;
     if (!kept && pending && pending.stamp >= r.oldestAnchor && pending.seq > r.freedSeq) {
       // Another call's read is in flight: wait for it (Nova's time, not the ledger's), as a Redis holder waits for the holder of the refresh lock.
       let timer: ReturnType<Clock['setTimeout']> | undefined;
