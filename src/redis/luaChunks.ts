@@ -33,12 +33,19 @@ end
 
 /**
  * Shared prologue: drops every expired lease (claims, places, holders) and old `'counted'` records,
- * and renews the caller's holder entry (never shortening it).
+ * and renews the caller's holder entry (never shortening it). A claim that lapsed makes the kept
+ * reading stale (`freedSeq`): its holder died or hung, and its server, POSTed or not, may exist
+ * while no kept reading counts it; the next admission reads `/limits` again instead of admitting on
+ * a reading that misses it for up to `limitsMaxAgeMs`.
  */
 export const PROLOGUE = `${HEAD}
 local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
 for _, id in ipairs(gone) do redis.call('HDEL', KEYS[1], id) end
-if #gone > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now) end
+if #gone > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+  -- a claim that lapsed (its holder died or hung) may have a server no kept reading counts: stale
+  redis.call('HSET', KEYS[13], 'freedSeq', nextOrder())
+end
 local left = redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', now)
 for _, id in ipairs(left) do redis.call('HDEL', KEYS[7], id); redis.call('ZREM', KEYS[5], id) end
 if #left > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now) end

@@ -213,7 +213,8 @@ export class LedgerStore {
   #write<T>(what: string, now: number, caller: Caller, fn: (now: number) => T): T {
     return this.#tx(what, () => {
       const at = timeOfWrite(this.#db, now, this.#boot);
-      this.#s.dropClaims.run(at);
+      // a claim that lapsed (its holder died or hung) may have a server no kept reading counts: stale
+      if (this.#s.dropClaims.run(at).changes > 0) this.#s.setMeta.run('freed_seq', this.#next('ord'));
       this.#s.dropPlaces.run(at);
       this.#s.dropCounted.run(at - COUNTED_RETENTION_MS);
       this.#s.dropHolders.run(at);

@@ -188,6 +188,27 @@ describe.each(backends())('QuotaLedger conformance: $name', (backend) => {
       if (refuted.admitted) await x.release(refuted.claim, 'not-created');
     });
 
+    it('a claim that lapses (its holder died: no renewal) makes the kept reading stale: the next admission reads, it never admits on a reading that may miss the lapsed claim\'s server', async () => {
+      await fresh();
+      const x = store.holder({ limitsMaxAgeMs: LONG });
+      const y = store.holder({ limitsMaxAgeMs: LONG });
+      store.step();
+      await store.beforeReading();
+      const dying = await x.acquire({ place: undefined, needs: need(2), ttlMs: 300, joinIfShort: false }, async () => ({ absolute: cores(4), requestId: 'req-1' }), undefined);
+      expect(dying.admitted).toBe(true);
+      // on the kept reading, another call is admitted without a read while the claim lives
+      store.step();
+      const kept = await admitAsGuard(y, { needs: need(1), place: undefined, ttlMs: LONG }, cores(4));
+      expect(kept.read).toBe(backend.name === 'inProcess');
+      await y.release(claimOf(kept), 'not-created');
+      // the holder is gone: its claim lapses (its server may exist, uncounted by the kept reading)
+      await store.pass(400);
+      store.step();
+      const after = await admitAsGuard(y, { needs: need(1), place: undefined, ttlMs: LONG }, cores(2, 2));
+      expect(after.read).toBe(true);
+      expect(after.reading.requestId).toBe('req-conformance');
+    });
+
     it('admits when the needs fit the reading, and hands out a claim with a fencing token', async () => {
       await fresh();
       const x = await attempt(a, need(2), cores(2));
