@@ -345,7 +345,7 @@ export interface QuotaLedger {
    * Tell every holder that quota was freed (a deletion confirmed by Nova's 404). Without `credit`,
    * or when the credit does not hold, the kept reading (a ledger that keeps one) stops being fresh:
    * it may count the server, and the next admission reads `/limits` again. With a `credit` that holds
-   * (see {@link FreedCredit}: the kept reading is still the one seen before the DELETE was sent, and
+   * (see `FreedCredit`: the kept reading is still the one seen before the DELETE was sent, and
    * the claim was released as `'counted'` before that reading was sent), the ledger subtracts the
    * claim's needs from the kept reading's usage instead, once per claim and reading, and the reading
    * stays fresh: the freed quota is admitted on without a read. A ledger without a kept reading ignores
@@ -357,7 +357,7 @@ export interface QuotaLedger {
    * stored, synchronously, with no request (its own answers, and the store's "reading refreshed" news:
    * a reading heard of was answered before now); `undefined` for a ledger that keeps no reading, or
    * before it saw one. The guard takes it right before a DELETE of a server it created is sent, for
-   * {@link FreedCredit.keptSeq}.
+   * `FreedCredit.keptSeq`.
    */
   keptSeen(): number | undefined;
   /** Listen for freed quota, from this holder or any other; returns the unsubscribe function. */
