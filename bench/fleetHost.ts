@@ -13,9 +13,6 @@ import { SqliteQuotaLedger } from 'nova-guard/sqlite';
 import { policies, type ChurnConfig } from './churn.js';
 import { MICROVERSION } from './stats.js';
 
-/** The ledgers' default `limitsMaxAgeMs` (10 s), which the bench scales like the poll interval. */
-const LIMITS_MAX_AGE_MS = 10_000;
-
 /**
  * The policies of the fleet churn: the churn's three, nova-guard on either ledger, and nova-guard on
  * the Redis ledger with its Redis 200 ms away (a latency proxy) or restarted (empty) mid-run, and
@@ -107,8 +104,7 @@ async function prepare(task: HostTask): Promise<{ run: () => Promise<HostResult>
   const client = new NovaClient({ endpoint: task.endpoint, token: `admin:${task.projectId}`, microversion: MICROVERSION, maxRequestsPerSecond: 10 * cfg.scale, adapter });
   let ledger: QuotaLedger | undefined;
   if (onRedis(task.policy)) {
-    // The kept reading's age scaled like the poll interval (the ledgers' default 10 s / scale).
-    const opts = { url: task.redisUrl!, endpoint: task.endpoint, projectId: task.projectId, keyPrefix: task.keyPrefix, holder: `host${task.host}:${process.pid}`, limitsMaxAgeMs: LIMITS_MAX_AGE_MS / cfg.scale };
+    const opts = { url: task.redisUrl!, endpoint: task.endpoint, projectId: task.projectId, keyPrefix: task.keyPrefix, holder: `host${task.host}:${process.pid}` };
     // The fleet watcher's lease TTL sets how often hosts read publications and the watcher follows
     // new interest (every TTL/8, at most 250 ms): scaled like the poll interval (6 s / scale), but at
     // least the shortest TTL taken. Unscaled, a read every 250 ms would be 5 poll intervals here where
@@ -116,7 +112,7 @@ async function prepare(task: HostTask): Promise<{ run: () => Promise<HostResult>
     const fleetLeaseTtlMs = Math.max(MIN_FLEET_LEASE_TTL_MS, 6000 / cfg.scale);
     ledger = task.policy.includes('fleet watcher') ? await RedisQuotaLedger.forClient(client, { ...opts, fleetWatcher: true, fleetLeaseTtlMs }) : new RedisQuotaLedger(opts);
   } else if (onSqlite(task.policy)) {
-    const opts = { path: task.sqliteDir!, endpoint: task.endpoint, projectId: task.projectId, holder: `proc${task.host}:${process.pid}`, limitsMaxAgeMs: LIMITS_MAX_AGE_MS / cfg.scale };
+    const opts = { path: task.sqliteDir!, endpoint: task.endpoint, projectId: task.projectId, holder: `proc${task.host}:${process.pid}` };
     // The fleet watcher's lease scaled as the Redis row's (see above).
     const fleetLeaseTtlMs = Math.max(MIN_FLEET_LEASE_TTL_MS, 6000 / cfg.scale);
     ledger = task.policy.includes('fleet watcher') ? await SqliteQuotaLedger.forClient(client, { ...opts, fleetWatcher: true, fleetLeaseTtlMs }) : new SqliteQuotaLedger(opts);
