@@ -15,6 +15,7 @@ import { SqliteQuotaLedger } from '../../src/sqlite/index.js';
 import { afterThisTest } from '../cleanup.js';
 import { body, clientFor, guardFor, startNova } from './fixtures.js';
 import type { FakeNova } from '../../src/testing/index.js';
+import type { QuotaGuard } from '../../src/guard/quotaGuard.js';
 
 /** Two "processes" on one ledger file: each its own client, ledger object and guard. */
 async function twoProcesses(nova: FakeNova) {
@@ -34,6 +35,15 @@ async function twoProcesses(nova: FakeNova) {
 }
 
 const limitsReads = (nova: FakeNova): number => nova.requestsTo('GET', '/limits').length;
+
+/** 4 of 8 cores used: `guard` creates two more 2-core servers and never a third; no POST past the quota (FakeNova: no quota 403, peak within 8). */
+async function fitsTwoMoreOnly(nova: FakeNova, guard: QuotaGuard, s2: { id: string }): Promise<void> {
+  const more = await Promise.all([guard.createServer(body('s3')), guard.createServer(body('s4'))]);
+  await expect(guard.createServer(body('s5'), { signal: AbortSignal.timeout(1000) })).rejects.toThrow();
+  expect(nova.quotaRecord().quota403s, 'no POST past the quota').toBe(0);
+  expect(nova.quotaRecord().peakCores).toBeLessThanOrEqual(8);
+  expect([s2, ...more].every((s) => nova.getServerState(s.id) !== undefined)).toBe(true);
+}
 
 describe('the credit of a confirmed deletion to the kept /limits reading', () => {
   it('a server the guard created, deleted with wait: the waiting create of another process is admitted on the credited kept reading, no GET /limits after the DELETE', async () => {
@@ -129,11 +139,7 @@ describe('no credit for a claim ended as counted before Nova surely counted its 
     const r = await a.client.deleteServer(s1, { wait: true, intervalMs: 5 });
     expect(r.outcome).toBe('deleted');
     // 4 of 8 used (outside1, s2): b fits two more, never a third
-    const more = await Promise.all([b.guard.createServer(body('s3')), b.guard.createServer(body('s4'))]);
-    await expect(b.guard.createServer(body('s5'), { signal: AbortSignal.timeout(1000) })).rejects.toThrow();
-    expect(nova.quotaRecord().quota403s, 'no POST past the quota').toBe(0);
-    expect(nova.quotaRecord().peakCores).toBeLessThanOrEqual(8);
-    expect([s2, ...more].every((s) => nova.getServerState(s.id) !== undefined)).toBe(true);
+    await fitsTwoMoreOnly(nova, b.guard, s2);
   });
 });
 
@@ -152,11 +158,7 @@ describe('no credit beyond what Nova counts for the server', () => {
     const r = await a.client.deleteServer(s1.id, { wait: true, intervalMs: 5 });
     expect(r.outcome).toBe('deleted');
     // 4 of 8 used (outside1, s2): b fits two more, never a third
-    const more = await Promise.all([b.guard.createServer(body('s3')), b.guard.createServer(body('s4'))]);
-    await expect(b.guard.createServer(body('s5'), { signal: AbortSignal.timeout(1000) })).rejects.toThrow();
-    expect(nova.quotaRecord().quota403s, 'no POST past the quota').toBe(0);
-    expect(nova.quotaRecord().peakCores).toBeLessThanOrEqual(8);
-    expect([s2, ...more].every((s) => nova.getServerState(s.id) !== undefined)).toBe(true);
+    await fitsTwoMoreOnly(nova, b.guard, s2);
   });
 });
 
@@ -174,11 +176,7 @@ describe('two guards on one client (both hear its confirmed deletions)', () => {
     const s2 = await b.guard.createServer(body('s2'));
     await a.client.deleteServer(s1.id, { wait: true, intervalMs: 5 });
     // 4 of 8 used (outside1, s2): b fits two more, never a third
-    const more = await Promise.all([b.guard.createServer(body('s3')), b.guard.createServer(body('s4'))]);
-    await expect(b.guard.createServer(body('s5'), { signal: AbortSignal.timeout(1000) })).rejects.toThrow();
-    expect(nova.quotaRecord().quota403s).toBe(0);
-    expect(nova.quotaRecord().peakCores).toBeLessThanOrEqual(8);
-    expect([s2, ...more].every((s) => nova.getServerState(s.id) !== undefined)).toBe(true);
+    await fitsTwoMoreOnly(nova, b.guard, s2);
   });
 });
 
