@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { callEach } from '../core/listeners.js';
 import type { UnconfirmedDelete } from './types.js';
 
 /** The unconfirmed deletions of one client. */
@@ -49,13 +50,8 @@ export class DeleteLedger {
 
   /** Nova accepted a DELETE of `serverId` sent by this client (see {@link onAccepted}). */
   accepted(serverId: string): void {
-    for (const listener of [...this.#accepts]) {
-      try {
-        listener(serverId);
-      } catch {
-        // a listener must not break the deletion
-      }
-    }
+    // a listener must not break the deletion
+    callEach(this.#accepts, serverId);
   }
 
   /** True while anyone listens for confirmed deletions (a `QuotaGuard` on the client). */
@@ -66,13 +62,8 @@ export class DeleteLedger {
   /** A `deleteServer` call for `serverId` starts (its DELETE is sent after this returns). */
   track(serverId: string): void {
     const first = !this.#entries.has(serverId);
-    for (const listener of [...this.#starts]) {
-      try {
-        listener(serverId, first);
-      } catch {
-        // a listener must not break the deletion
-      }
-    }
+    // a listener must not break the deletion
+    callEach(this.#starts, serverId, first);
     const e = this.#entries.get(serverId);
     if (e) {
       e.calls++;
@@ -89,13 +80,8 @@ export class DeleteLedger {
    */
   confirm(serverId: string): void {
     if (!this.#entries.delete(serverId)) return;
-    for (const listener of [...this.#listeners]) {
-      try {
-        listener(serverId);
-      } catch {
-        // a listener must not break the deletion
-      }
-    }
+    // a listener must not break the deletion
+    callEach(this.#listeners, serverId);
   }
 
   /** The call ended: confirmed (removed, listeners told unless it was already), only requested, or failed with `error`. */

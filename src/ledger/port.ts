@@ -196,6 +196,16 @@ export interface AcquireRequest {
 }
 
 /**
+ * The order number below which no kept reading is fresh for `request` (its `refutedStamp`, a reading
+ * Nova's quota check refuted for the call); -1 when it names none. A ledger with a kept reading
+ * raises its own "too old" order number to at least this.
+ */
+export function refutedOrder(request: AcquireRequest): number {
+  const r = request.refutedStamp;
+  return typeof r === 'number' && Number.isFinite(r) ? r : -1;
+}
+
+/**
  * `acquire`'s answer: the admission, the reading it was decided on (raw, before claims), and the
  * place taken when `joinIfShort` asked for one.
  */

@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock, ResourceAmounts } from '../core/index.js';
 import { throwIfAborted } from '../errors/index.js';
-import { FreshWhenAsked, type AcquireRequest, type Acquisition, type LedgerClaim, type LedgerLimits, type LedgerPlace, type LimitsRead, type LimitsReading, type UncountedRead, type UncountedServer } from '../ledger/index.js';
+import { FreshWhenAsked, refutedOrder, type AcquireRequest, type Acquisition, type LedgerClaim, type LedgerLimits, type LedgerPlace, type LimitsRead, type LimitsReading, type UncountedRead, type UncountedServer } from '../ledger/index.js';
 import type { LedgerCommand } from './connection.js';
 import { amounts, decodeReading, encodeReading, needsArgs } from './codec.js';
 import type { ResolvedOptions } from './options.js';
@@ -81,7 +81,7 @@ export async function acquireOn(x: LedgerInternals, request: AcquireRequest, rea
   const deadline = x.clock.now() + x.opts.limitsLockMs + x.opts.commandTimeoutMs;
   const fresh = new FreshWhenAsked(x.clock, x.opts.limitsMaxAgeMs);
   // A reading Nova's quota check refuted for this call (and any older) is not fresh for it.
-  const refuted = typeof request.refutedStamp === 'number' && Number.isFinite(request.refutedStamp) ? request.refutedStamp : -1;
+  const refuted = refutedOrder(request);
   let last: unknown[] | undefined;
   for (;;) {
     throwIfAborted(signal);

@@ -28,7 +28,7 @@ import { componentLogger } from '../core/logger.js';
 import { ledgerScope, sameScope, type LedgerScope } from '../core/endpoint.js';
 import { AbortError, ValidationError, throwIfAborted } from '../errors/index.js';
 import type { AcquireRequest, Acquisition, Admission, AdmitRequest, ClaimEnd, FreedCredit, LedgerClaim, LedgerLimits, LedgerPeek, LedgerPlace, LimitsRead, LimitsReading, QuotaLedger, RawHeadroom, UncountedRead } from '../ledger/index.js';
-import { FreshWhenAsked, creditedLimits, rawHeadroomOf } from '../ledger/index.js';
+import { FreshWhenAsked, creditedLimits, rawHeadroomOf, refutedOrder } from '../ledger/index.js';
 import { clientScope, fleetWatcherWanted, scopeMismatch } from '../ledger/index.js';
 import { PlaceWakes } from '../ledger/index.js';
 import type { NovaClient } from '../nova/index.js';
@@ -273,7 +273,7 @@ export class SqliteQuotaLedger implements QuotaLedger {
     const args: AdmitArgs = { placeId: request.place?.id ?? '', needs, ttlMs: Math.ceil(request.ttlMs), holder: this.holder, claimId: randomUUID(), join };
     const shortMaxAgeMs = Math.max(0, Math.floor(request.staleShortMs ?? 0));
     // A reading Nova's quota check refuted for this call (and any older) is not fresh for it.
-    const refuted = typeof request.refutedStamp === 'number' && Number.isFinite(request.refutedStamp) ? request.refutedStamp : -1;
+    const refuted = refutedOrder(request);
     const lock = randomUUID();
     const deadline = this.#clock.now() + this.#opts.limitsLockMs + this.#opts.busyTimeoutMs;
     const fresh = new FreshWhenAsked(this.#clock, this.#opts.limitsMaxAgeMs);
