@@ -10,9 +10,10 @@
  * 1. Waits past their deadline end as `timeout` (the timer is set for the earliest deadline too, so
  *    a slow request never holds a wait past it).
  * 2. One server pending (or `coalesce: false`): each due server gets its own `GET /servers/{id}`.
- * 3. Two or more pending: one `changes-since` listing answers the servers not yet seen `DELETED`;
+ * 3. Two or more pending: one `changes-since` listing answers the servers not yet under way;
  *    one brief `GET /servers` tells which of those under way Nova no longer lists (a trigger only: each
- *    gets its own GET at once, once per server); every server the listings could not answer (absent,
+ *    gets its own GET at once, once per server); a tick that wants both sends one listing of the whole
+ *    project (`GET /servers/detail`) instead; every server the listings could not answer (absent,
  *    not anchored, listing failed: an error or the request time limit; a slow answer is an answer)
  *    gets its own GET. A failed listing is never a failed wait. A round goes out only when a wait is
  *    due, and when each wait is due is the look plan's (`lookPlan.ts`): often only where a 404 (or

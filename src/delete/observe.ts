@@ -122,13 +122,30 @@ export function foreignProject(servers: readonly Server[], projectId: string | u
  * @throws {@link InvalidResponseError} when it lists a server of another project than the client's
  * (`tenant_id`, see {@link foreignProject}): a failed listing, never evidence.
  */
-export async function listChangedSince(
-  api: ServerApi,
-  sinceNovaMs: number,
-  signal: AbortSignal,
-  requestTimeoutMs: number,
-): Promise<{ byId: Map<string, Server>; serverDateMs: number | undefined; pages: number }> {
-  const { servers, serverDateMs, pages } = await api.listServersWithMeta({ 'changes-since': isoSeconds(sinceNovaMs) }, { signal, requestTimeoutMs, retry: false });
+export function listChangedSince(api: ServerApi, sinceNovaMs: number, signal: AbortSignal, requestTimeoutMs: number): Promise<DetailListing> {
+  return listDetail(api, { 'changes-since': isoSeconds(sinceNovaMs) }, signal, requestTimeoutMs);
+}
+
+/**
+ * `GET /servers/detail` without a filter: every server the project has, with its body (a server Nova
+ * has destroyed is not in it, one showing `DELETED` whose row is not destroyed yet is). It answers
+ * what a `changes-since` listing and a brief listing answer together, in one request.
+ * @throws {@link InvalidResponseError} as {@link listChangedSince}.
+ */
+export function listWhole(api: ServerApi, signal: AbortSignal, requestTimeoutMs: number): Promise<DetailListing> {
+  return listDetail(api, {}, signal, requestTimeoutMs);
+}
+
+/** A detail listing: the bodies by id, Nova's `Date` of its first page (epoch ms), and the pages read. */
+export interface DetailListing {
+  readonly byId: Map<string, Server>;
+  readonly serverDateMs: number | undefined;
+  readonly pages: number;
+}
+
+/** `GET /servers/detail` with `query`, refused as a failed listing when it shows another project's server. */
+async function listDetail(api: ServerApi, query: Record<string, string>, signal: AbortSignal, requestTimeoutMs: number): Promise<DetailListing> {
+  const { servers, serverDateMs, pages } = await api.listServersWithMeta(query, { signal, requestTimeoutMs, retry: false });
   const foreign = foreignProject(servers, api.projectId);
   if (foreign !== undefined) {
     throw new InvalidResponseError({

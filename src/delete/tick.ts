@@ -12,7 +12,7 @@ import { statusOf } from '../core/counting.js';
 import { AbortError, NovaApiError } from '../errors/index.js';
 import { isTransient } from '../transport/http.js';
 import { absenceTriggers, judgeNotFound, live } from './evidence.js';
-import { CHANGES_SINCE_MARGIN_MS, listChangedSince, listIds, lookById, type Observation } from './observe.js';
+import { CHANGES_SINCE_MARGIN_MS, listChangedSince, listIds, listWhole, lookById, type Observation } from './observe.js';
 import type { DeleteEngineStats, ServerApi } from './types.js';
 import { lookTimeoutMs, type Entry } from './watch.js';
 
@@ -131,14 +131,23 @@ export class Tick {
       // Status for the servers not yet under way (and now and then for the others: an ERROR shows only so).
       // A listing goes out only when a wait that is due now needs it; the others ride along.
       const statusRefreshMs = STATUS_REFRESH_INTERVALS * plan.ownIntervalMs;
-      const needStatus = plan.entries.filter((e) => live(e) && (!e.underway || plan.now - e.statusAt >= statusRefreshMs));
-      const single = await this.#statusListing(needStatus.some((e) => plan.due.has(e)) ? needStatus : []);
-      // Presence for the servers under way, those the status listing has just shown so included. The
-      // servers the status listing could not answer get their GETs meanwhile, not after a slow listing.
-      const answered = new Set(single);
+      const pending = plan.entries.filter(live);
+      const needStatus = pending.filter((e) => !e.underway || plan.now - e.statusAt >= statusRefreshMs);
+      const statusWanted = needStatus.some((e) => plan.due.has(e));
+      // Status wanted while servers are under way (their presence wanted too): one listing of the
+      // whole project answers both, where a `changes-since` and a brief listing took two requests.
+      if (statusWanted && pending.some((e) => e.underway)) {
+        await this.#lookEach(await this.#wholeListing(pending));
+        return;
+      }
+      const { missing, shown } = await this.#statusListing(statusWanted ? needStatus : []);
+      // Presence for the servers under way, except those the status listing has just shown present (a
+      // status other than `DELETED`: a row Nova may have destroyed shows so). The servers the status
+      // listing could not answer get their GETs meanwhile, not after a slow listing.
+      const answered = new Set([...missing, ...shown]);
       const underway = plan.entries.filter((e) => live(e) && e.underway && !answered.has(e));
       const presence = this.#presenceListing(underway.some((e) => plan.due.has(e) || e.seenDeleted) ? underway : []).then((look) => this.#lookEach(look));
-      await Promise.all([this.#lookEach(single), presence]);
+      await Promise.all([this.#lookEach(missing), presence]);
     } catch (error) {
       // Not expected (each step catches its own); a tick must never reject.
       for (const e of plan.entries) if (live(e)) this.#engine.fail(e, error);
@@ -219,11 +228,12 @@ export class Tick {
   }
 
   /**
-   * The `changes-since` listing for the servers not yet seen `DELETED`: delivers the bodies it shows
-   * and returns the servers it could not answer.
+   * The `changes-since` listing for the servers not yet under way (and those whose status is due
+   * again): delivers the bodies it shows; returns the servers it could not answer (`missing`, the due
+   * ones) and those it showed present (`shown`: a status other than `DELETED`).
    */
-  async #statusListing(wanted: Entry[]): Promise<Entry[]> {
-    if (wanted.length === 0) return [];
+  async #statusListing(wanted: Entry[]): Promise<{ missing: Entry[]; shown: Entry[] }> {
+    if (wanted.length === 0) return { missing: [], shown: [] };
     const engine = this.#engine;
     const plan = this.#plan;
     const since = Math.min(
@@ -236,19 +246,21 @@ export class Tick {
         return this.#bounded((signal, limitMs) => listChangedSince(engine.api, since - CHANGES_SINCE_MARGIN_MS - plan.widenMs, signal, limitMs));
       }, plan.signal);
     } catch (error) {
-      if (error instanceof AbortError && plan.signal.aborted) return [];
+      if (error instanceof AbortError && plan.signal.aborted) return { missing: [], shown: [] };
       engine.stats.listingFailures++;
       engine.listed(false, plan.intervalMs);
-      return wanted.filter((e) => plan.due.has(e));
+      return { missing: wanted.filter((e) => plan.due.has(e)), shown: [] };
     }
     engine.listed(true, plan.intervalMs, listed.serverDateMs);
     const missing: Entry[] = [];
+    const shown: Entry[] = [];
     let missingAnchored = false;
     for (const e of wanted) {
       const server = listed.byId.get(e.serverId);
       e.lastListed = server !== undefined && statusOf(server) !== 'DELETED';
       if (server && live(e)) {
         engine.deliver(e, { gone: false, server });
+        if (e.lastListed) shown.push(e);
         // An absent server is only "not seen": its own GET answers for it.
       } else if (live(e)) {
         missing.push(e);
@@ -257,7 +269,49 @@ export class Tick {
     }
     if (missingAnchored) engine.missing();
     engine.stats.fallbackGets += missing.filter((e) => plan.due.has(e)).length;
-    return missing.filter((e) => plan.due.has(e));
+    return { missing: missing.filter((e) => plan.due.has(e)), shown };
+  }
+
+  /**
+   * The whole project's detail listing, for a tick that wants status and presence at once: a server
+   * it shows is delivered with its body (present, `DELETED` included: a row Nova has destroyed is not
+   * listed); one it does not show is only "not seen" (rules of evidence, `evidence.ts`): its own GET
+   * when due, or now once per server under way ({@link absenceTriggers}), whose 404 is the proof.
+   * When the listing fails, the due ones are looked at.
+   */
+  async #wholeListing(pending: Entry[]): Promise<Entry[]> {
+    const engine = this.#engine;
+    const plan = this.#plan;
+    let listed: Awaited<ReturnType<typeof listWhole>>;
+    try {
+      listed = await engine.listing(() => {
+        engine.stats.listings++;
+        return this.#bounded((signal, limitMs) => listWhole(engine.api, signal, limitMs));
+      }, plan.signal);
+    } catch (error) {
+      if (error instanceof AbortError && plan.signal.aborted) return [];
+      engine.stats.listingFailures++;
+      engine.listed(false, plan.intervalMs);
+      return pending.filter((e) => live(e) && plan.due.has(e));
+    }
+    engine.listed(true, plan.intervalMs, listed.serverDateMs);
+    const look: Entry[] = [];
+    for (const e of pending) {
+      if (!live(e)) continue;
+      const server = listed.byId.get(e.serverId);
+      e.lastListed = server !== undefined;
+      if (server) {
+        engine.deliver(e, { gone: false, server });
+      } else if (plan.due.has(e)) {
+        if (!e.underway) engine.stats.fallbackGets++;
+        look.push(e);
+      } else if (e.underway && absenceTriggers(e)) {
+        e.absenceLooked = true;
+        engine.stats.absenceGets++;
+        look.push(e);
+      }
+    }
+    return look;
   }
 
   /**

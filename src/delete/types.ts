@@ -239,7 +239,7 @@ export interface DeleteEngineStats {
   ticks: number;
   /** `GET /servers/{id}` sent by the engine (single waits, fallbacks, confirmations). */
   gets: number;
-  /** `changes-since` listings sent. */
+  /** Detail listings sent: `changes-since`, or the whole project's when a tick wants status and presence at once. */
   listings: number;
   /** Brief `GET /servers` listings sent. */
   briefListings: number;

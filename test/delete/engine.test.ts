@@ -133,7 +133,7 @@ describe('one pending wait: its own GET on its own schedule', () => {
 });
 
 describe('many pending waits: shared listings', () => {
-  it('one changes-since listing to see them under way (again every 3 intervals), then one brief listing an interval; the last ones confirmed by their own 404', async () => {
+  it('one changes-since listing to see them under way, then one brief listing an interval, and every 3 intervals one whole listing for status and presence at once; the last ones confirmed by their own 404', async () => {
     const { nova, client } = setup();
     for (const id of ids(20)) nova.add(id, { deletedAfterMs: 1200, goneAfterMs: 2600 });
     for (const id of ids(20)) await client.requestDelete(id);
@@ -145,12 +145,10 @@ describe('many pending waits: shared listings', () => {
     }
     const gets = nova.seen.filter((q) => q.method === 'GET');
     expect(describeSeen(gets.filter((q) => q.serverId === undefined))).toEqual([
-      '0 GET /servers/detail?changes-since 200', // all 20 under way (task_state deleting)
-      '0 GET /servers 200', // all 20 listed
+      '0 GET /servers/detail?changes-since 200', // all 20 under way (task_state deleting), so present: no brief listing
       '1000 GET /servers 200', // still listed: a look every intervalMs
       '2000 GET /servers 200',
-      '3000 GET /servers/detail?changes-since 200', // their status again every 3 intervals
-      '3000 GET /servers 200', // empty: Nova lists nothing any more
+      '3000 GET /servers/detail 200', // status again every 3 intervals, and presence: one listing, empty
     ]);
     // An empty listing proves nothing: each server's own GET shows its 404.
     const single = gets.filter((q) => q.serverId !== undefined);

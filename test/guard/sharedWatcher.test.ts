@@ -16,7 +16,8 @@ useFakeClock();
 const BUILD_MS = 10_000;
 
 const ownGets = (nova: FakeNova): number => nova.requests.filter((r) => r.method === 'GET' && /^\/servers\/[0-9a-f-]{36}$/.test(r.path)).length;
-const statusListings = (nova: FakeNova): number => nova.requests.filter((r) => r.method === 'GET' && r.path === '/servers/detail' && r.query['changes-since'] !== undefined).length;
+/** Detail listings: `changes-since`, or the whole project's when a tick wants status and presence at once. */
+const statusListings = (nova: FakeNova): number => nova.requests.filter((r) => r.method === 'GET' && r.path === '/servers/detail').length;
 
 describe('the ACTIVE wait reads the client watcher', () => {
   it('5 concurrent guarded creates on one client: one changes-since listing a tick, no per-server GET', async () => {

@@ -62,7 +62,7 @@ export class ScriptedNova {
   /** The highest minor microversion this Nova has (a higher one gets 406, as Nova answers). */
   maxMicroversionMinor = 93;
   /** Called for every request: return a fault, or undefined for the normal answer. */
-  fault: (req: { method: string; path: string; serverId: string | undefined; listing: 'changes-since' | 'brief' | undefined }) => Fault | undefined = () => undefined;
+  fault: (req: { method: string; path: string; serverId: string | undefined; listing: 'changes-since' | 'whole' | 'brief' | undefined }) => Fault | undefined = () => undefined;
 
   add(id: string, timeline: Timeline): void {
     this.servers.set(id, { id, timeline, deleteAcceptedAt: undefined });
@@ -108,7 +108,7 @@ export class ScriptedNova {
     const method = String(config.method ?? 'get').toUpperCase();
     const m = /^\/servers\/([^/]+)(\/action)?$/.exec(path);
     const serverId = m && m[1] !== 'detail' ? decodeURIComponent(m[1]!) : undefined;
-    const listing = path === '/servers/detail' ? 'changes-since' : path === '/servers' ? 'brief' : undefined;
+    const listing = path === '/servers/detail' ? (query['changes-since'] === undefined ? 'whole' : 'changes-since') : path === '/servers' ? 'brief' : undefined;
     const now = Date.now();
     const headers = config.headers as { get?: (name: string) => unknown } | undefined;
     const mvHeader = headers?.get?.('X-OpenStack-Nova-API-Version');
@@ -181,7 +181,8 @@ export class ScriptedNova {
       for (const s of this.servers.values()) {
         if (s.timeline.unknown) continue;
         const st = this.#state(s, now);
-        if (Number.isFinite(since) && st.updatedAt + this.skewMs < since) continue;
+        // As Nova: a plain listing hides destroyed servers; `changes-since` shows them as DELETED.
+        if (Number.isFinite(since) ? st.updatedAt + this.skewMs < since : st.gone) continue;
         servers.push(this.#body(s, st, fault?.kind === 'lowercase'));
       }
       return respond(200, { servers });
