@@ -123,6 +123,36 @@ function creditedLimits(absolute: Reading['absolute'], freed: ResourceAmounts): 
   return { ...absolute, totalCoresUsed: less(c, freed.cores), totalRAMUsed: less(r, freed.ramMiB), totalInstancesUsed: less(i, freed.instances) };
 }
 
+/** The needs of the claims released as `'counted'` at or after `stamp` (what an admission on a reading sent then subtracts for them). */
+function lateCounted(r: SharedReadings, stamp: number): ResourceAmounts {
+  const late = { cores: 0, ramMiB: 0, instances: 0 };
+  for (const c of r.counted.values()) {
+    if (c.atMs < stamp) continue;
+    late.cores += c.needs.cores;
+    late.ramMiB += c.needs.ramMiB;
+    late.instances += c.needs.instances;
+  }
+  return late;
+}
+
+/**
+ * A short admission that would fit without subtracting `late` (the claims released as `'counted'`
+ * after the reading was sent): the rule of the ledgers' `countsTwice`.
+ */
+function countsTwice(
+  needs: ResourceAmounts,
+  headroom: ReturnType<typeof rawHeadroom>,
+  admission: { inFlight: ResourceAmounts; ahead: ResourceAmounts },
+  late: ResourceAmounts,
+): boolean {
+  if (late.cores === 0 && late.ramMiB === 0 && late.instances === 0) return false;
+  return (['cores', 'ramMiB', 'instances'] as const).every((k) => {
+    const room = headroom[k];
+    const want = needs[k] + admission.ahead[k];
+    return room === undefined || want <= 0 || room - (admission.inFlight[k] - late[k]) - admission.ahead[k] - needs[k] >= 0;
+  });
+}
+
 /** Headroom before claims, as the guard computes it (limit - used; unlimited or unknown: undefined). */
 function rawHeadroom(absolute: Reading['absolute']): { cores: number | undefined; ramMiB: number | undefined; instances: number | undefined } {
   const h = (max: number | undefined, used: number | undefined): number | undefined => (max === undefined || max < 0 || used === undefined ? undefined : max - used);
@@ -233,10 +263,16 @@ export class HostLedger implements QuotaLedger {
     if (kept && kept.stamp >= r.oldestAnchor && kept.seq > r.freedSeq) {
       r.shared++;
       const reading = kept.reading;
-      const admission = await this.#inner.admit({ place: request.place, needs: request.needs, headroom: rawHeadroom(reading.absolute), stamp: kept.stamp, ttlMs: request.ttlMs });
+      const headroom = rawHeadroom(reading.absolute);
+      const admission = await this.#inner.admit({ place: request.place, needs: request.needs, headroom, stamp: kept.stamp, ttlMs: request.ttlMs });
       const shared = { absolute: reading.absolute, requestId: reading.requestId, stamp: kept.stamp, ageMs: this.now() - kept.stamp, shared: true };
-      if (admission.admitted || !request.joinIfShort || request.place !== undefined) return { ...admission, reading: shared };
-      return { ...admission, reading: shared, place: await this.#inner.join(request.needs) };
+      // Short only by claims released as 'counted' after it was sent: read again, as the ledgers do.
+      if (!admission.admitted && !countsTwice(request.needs, headroom, admission, lateCounted(r, kept.stamp))) {
+        if (!request.joinIfShort || request.place !== undefined) return { ...admission, reading: shared };
+        return { ...admission, reading: shared, place: await this.#inner.join(request.needs) };
+      }
+      if (admission.admitted) return { ...admission, reading: shared };
+      r.shared--;
     }
     // A read of its own, kept for the calls that come after it (the newest send time wins).
     const sharedRead: Read = async (s) => {

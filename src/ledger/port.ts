@@ -24,7 +24,10 @@
  *    Nova may not count in that reading (active claims, and claims released as `'counted'` at or
  *    after `stamp`) and the needs of every place queued ahead, and if `needs` still fits takes a
  *    claim: a lease of `ttlMs` with a fencing token. When short and the call holds no place, it
- *    queues the call (oldest first across all holders) and hands out the place.
+ *    queues the call (oldest first across all holders) and hands out the place. A kept reading (one
+ *    not read for this call) that leaves the needs short only because of claims released as
+ *    `'counted'` after it was sent is not answered on: their servers may be in its usage already
+ *    (Nova counted them before the guard saw it), so the ledger reads again, as for a stale reading.
  * 3. While short: wait for a wake-up (`onWake(place)`: the head of the queue when a deletion is
  *    confirmed anywhere in the fleet, the next place when the head leaves; `onFreed` for every
  *    confirmed deletion) or the guard's backoff, then 2 again. `leave(place)` when the call ends,

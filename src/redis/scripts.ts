@@ -60,7 +60,8 @@ return { fits, token, inflight[1], inflight[2], inflight[3], ahead[1], ahead[2],
  * not count yet ('1'), 17 restartGraceMs, 18 staleShortMs (0: off).
  * A kept reading that is not fresh but `shortOk` (see KEPT) and leaves the needs short answers
  * `short` (not admitted, joining as below) with no lock and no read: only an admission needs a
- * fresh reading.
+ * fresh reading. A kept reading, fresh or `shortOk`, that is short only because of claims released
+ * as `'counted'` after it was sent (`countsTwice`) is treated as stale: lock and read.
  * A store not `vetted` (new, or emptied by a restart: the two look the same) and a caller that can
  * list: while Redis has been up less than restartGraceMs (its `uptime_in_seconds` less one, for
  * its rounding), `young` (no admission, no lock); else takes the refresh lock (`vet`: the caller
@@ -83,6 +84,10 @@ if ARGV[16] == '1' and not redis.call('HGET', KEYS[13], 'vetted') then
   if grace > 0 and (up - 1) * 1000 < grace then state = 'young'
   elseif redis.call('SET', KEYS[14], ARGV[14], 'NX', 'PX', ARGV[13]) then state = 'vet' end
   return { state, 0, 0, 0, 0, 0, 0, 0, 0, json, seq, sentAt, now, holders(), 0, keptSeq }
+end
+-- Short only by claims released after it was sent: read again rather than answer on it.
+if json ~= '' and (fresh or shortOk) and countsTwice(roomOf(json), ARGV[2], { ARGV[3], ARGV[4], ARGV[5] }, seq) then
+  fresh, shortOk = false, false
 end
 if not fresh and shortOk then
   local fits, inflight, ahead = measureOn(roomOf(json), ARGV[2], { ARGV[3], ARGV[4], ARGV[5] }, seq)

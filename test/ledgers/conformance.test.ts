@@ -209,6 +209,42 @@ describe.each(backends())('QuotaLedger conformance: $name', (backend) => {
       expect(after.reading.requestId).toBe('req-conformance');
     });
 
+    it("a kept reading short only by claims released 'counted' after it was sent is not answered on (it may count their servers twice): the admission reads again; short for another reason, it is answered on", async () => {
+      await fresh();
+      const x = store.holder({ limitsMaxAgeMs: LONG });
+      const y = store.holder({ limitsMaxAgeMs: LONG });
+      // x's create of 2 cores is admitted on a quota of 6 with nothing used
+      const first = await attempt(x, need(2), cores(6));
+      expect(first.admission.admitted).toBe(true);
+      // Nova counts x's server; a reading is sent now (4 left, 2 used) while x's claim still lives
+      store.step();
+      await store.beforeReading();
+      const r1 = await y.acquire({ place: undefined, needs: need(1), ttlMs: LONG, joinIfShort: false, refutedStamp: first.reading.stamp }, async () => ({ absolute: cores(4, 2), requestId: 'req-r1' }), undefined);
+      expect(r1.reading.requestId).toBe('req-r1');
+      if (r1.admitted) await y.release(r1.claim, 'not-created');
+      // then x sees its server past scheduling: the claim ends 'counted', after r1 was sent
+      await x.release(claimOf(first), 'counted');
+      // 3 cores: on r1 less x's claim only 2 are left, but r1 counts x's server already: 4 are
+      store.step();
+      await store.beforeReading();
+      const three = await admitAsGuard(y, { needs: need(3), place: undefined, ttlMs: LONG }, cores(4, 2));
+      expect(three.read).toBe(true);
+      expect(three.admission.admitted).toBe(true);
+      // the same with staleShortMs (a waiting call's re-check): read, never "short" on r1
+      await y.release(claimOf(three), 'not-created');
+      store.step();
+      await store.beforeReading();
+      const again = await admitAsGuard(x, { needs: need(3), place: undefined, ttlMs: LONG, staleShortMs: LONG }, cores(4, 2));
+      expect(again.admission.admitted).toBe(true);
+      // short with or without the late claims: answered on the kept reading (a ledger with kept readings)
+      store.step();
+      const five = await admitAsGuard(y, { needs: need(5), place: undefined, ttlMs: LONG, staleShortMs: LONG }, cores(1, 5));
+      expect(five.admission.admitted).toBe(false);
+      expect(five.read).toBe(backend.name === 'inProcess');
+      if (five.place !== undefined) await y.leave(five.place);
+      await x.release(claimOf(again), 'not-created');
+    });
+
     it('admits when the needs fit the reading, and hands out a claim with a fencing token', async () => {
       await fresh();
       const x = await attempt(a, need(2), cores(2));
