@@ -30,7 +30,7 @@ type AcquireRequest = Parameters<QuotaLedger['acquire']>[0];
 type Acquisition = Awaited<ReturnType<QuotaLedger['acquire']>>;
 
 /** How long a `/limits` reading is shared after it was sent, in ms (the Redis ledger's `limitsMaxAgeMs` default). */
-export const SHARED_READING_MS = 1000;
+export const SHARED_READING_MS = 10_000;
 /**
  * The longest a call waits for another call's read in flight, in ms: the Redis ledger's default
  * `limitsLockMs + commandTimeoutMs`. The wait goes through `waitForOthersRead`, as the Redis ledger's

@@ -53,11 +53,12 @@ export interface SqliteQuotaLedgerOptions {
    * A kept `/limits` reading younger than this, in ms, is handed out instead of a new read. For a
    * call that waited for another holder's refresh, counted from when it first asked: the reading it
    * waited for is fresh for it when it was fresh then (a `GET /limits` slower than this still gives
-   * the fleet one read). A longer age saves reads (a deletion is credited to the kept reading,
-   * `FreedCredit`), but a reading sent while servers were already counted by Nova and their claims
-   * not yet ended counts them twice, and says "short" for as long as it is kept: on a real Nova a
-   * 10 s age stalled waiting creates for up to 10 s (`docs/performance.md`).
-   * @default 1000
+   * the fleet one read). A confirmed deletion of a server a guard created is credited to the kept
+   * reading (`FreedCredit`), so it stays fresh; a kept reading short only because of claims released
+   * after it was sent is not answered on (it may count their servers twice): the call reads again.
+   * What it can miss is a change outside the ledger (a server another tool created): Nova's quota
+   * check answers that create with a 403, and the call's next admission reads again (`refutedStamp`).
+   * @default 10000
    */
   readonly limitsMaxAgeMs?: number;
   /** How long a holder may hold the refresh lock of the kept reading, in ms. @default 10000 */
@@ -203,7 +204,7 @@ export function resolveOptions(options: SqliteQuotaLedgerOptions): ResolvedSqlit
   }
   const holder = options.holder ?? defaultHolder();
   if (!isHolderName(holder)) throw new ValidationError(`SqliteQuotaLedger holder must be a non-empty string without commas, got ${JSON.stringify(holder)}`);
-  const durations = { limitsMaxAgeMs: 1000, limitsLockMs: 10_000, placeTtlMs: 15_000, busyTimeoutMs: 2000, pollIntervalMs: 25, fleetLeaseTtlMs: 6000 } as const;
+  const durations = { limitsMaxAgeMs: 10_000, limitsLockMs: 10_000, placeTtlMs: 15_000, busyTimeoutMs: 2000, pollIntervalMs: 25, fleetLeaseTtlMs: 6000 } as const;
   const out: Record<string, number> = {};
   for (const [name, dflt] of Object.entries(durations)) {
     const value = (options as unknown as Record<string, unknown>)[name] ?? dflt;
