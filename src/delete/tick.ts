@@ -302,16 +302,29 @@ export class Tick {
       e.lastListed = server !== undefined;
       if (server) {
         engine.deliver(e, { gone: false, server });
-      } else if (plan.due.has(e)) {
-        if (!e.underway) engine.stats.fallbackGets++;
-        look.push(e);
-      } else if (e.underway && absenceTriggers(e)) {
-        e.absenceLooked = true;
-        engine.stats.absenceGets++;
+      } else if (!e.underway) {
+        if (plan.due.has(e)) {
+          engine.stats.fallbackGets++;
+          look.push(e);
+        }
+      } else if (this.#looksAtAbsent(e)) {
         look.push(e);
       }
     }
     return look;
+  }
+
+  /**
+   * A server under way that a listing of present servers did not show: it gets its own GET when due,
+   * or now, once per server ({@link absenceTriggers}); the 404 of that GET is the proof, the absence
+   * none.
+   */
+  #looksAtAbsent(e: Entry): boolean {
+    if (this.#plan.due.has(e)) return true;
+    if (!absenceTriggers(e)) return false;
+    e.absenceLooked = true;
+    this.#engine.stats.absenceGets++;
+    return true;
   }
 
   /**
@@ -336,12 +349,7 @@ export class Tick {
       for (const e of underway) {
         e.lastListed = ids.has(e.serverId);
         if (e.lastListed) engine.present(e);
-        else if (plan.due.has(e)) look.push(e);
-        else if (absenceTriggers(e)) {
-          e.absenceLooked = true;
-          engine.stats.absenceGets++;
-          look.push(e);
-        }
+        else if (this.#looksAtAbsent(e)) look.push(e);
       }
       return look;
     } catch (error) {
