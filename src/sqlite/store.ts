@@ -264,7 +264,7 @@ export class LedgerStore {
    * A kept reading of order number `stamp` leaves the needs short only because of claims released
    * as `'counted'` after it was sent: their servers may be in its usage already (Nova counted them
    * before the guard saw it and ended their claims), so "short" on it may count them twice. Such a
-   * reading is not answered on: the caller reads `/limits` (see `KeptReading` in `ledger/port.ts`).
+   * reading is not answered on: the caller reads `/limits` (the protocol, step 2, in `ledger/port.ts`).
    */
   #mayCountTwice(now: number, a: AdmitArgs & { room: Room; stamp: number }): boolean {
     const ahead = this.#ahead(a.placeId);
