@@ -4,7 +4,8 @@
  * sequence (`limitsMaxAgeMs` far longer than it), creates, releases `'counted'` (also while another
  * holder's reading is in flight, the case the double-count rule reads again for), releases
  * `'not-created'`, confirmed deletions published with and without a credit (`FreedCredit`), places
- * queued ahead and `staleShortMs` re-checks, by two or three holders of one store. A simulated Nova
+ * queued ahead and `staleShortMs` re-checks, by two or three holders of one store, the store
+ * emptied under them where it can be (Redis restarted empty: the settle of the write-backs). A simulated Nova
  * answers each `/limits` read from what exists at that moment. After every admission, what the fleet
  * holds (the servers Nova counts plus the claims whose server is not created yet) must be within the
  * quota. The differential test (`differential.property.test.ts`) decides on fresh readings only; this
@@ -27,7 +28,8 @@ type Op =
   | { k: 'notCreated'; i: number }
   | { k: 'delete'; i: number; credit: boolean; h: number }
   | { k: 'leave'; i: number }
-  | { k: 'pass'; ms: number };
+  | { k: 'pass'; ms: number }
+  | { k: 'empty'; endSettle: boolean };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 5, arbitrary: fc.record({ k: fc.constant('acquire' as const), h: fc.nat(2), cores: fc.integer({ min: 1, max: 4 }), join: fc.boolean(), staleShort: fc.boolean(), duringRead: fc.constantFrom('none' as const, 'counted' as const, 'create' as const) }) },
@@ -37,6 +39,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ k: fc.constant('delete' as const), i: fc.nat(20), credit: fc.boolean(), h: fc.nat(2) }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('leave' as const), i: fc.nat(5) }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('pass' as const), ms: fc.integer({ min: 1, max: 50 }) }) },
+  { weight: 1, arbitrary: fc.record({ k: fc.constant('empty' as const), endSettle: fc.boolean() }) },
 );
 
 interface Held {
@@ -61,10 +64,18 @@ async function play(store: TestStore, ops: readonly Op[]): Promise<void> {
     const open = held.filter(ok);
     return open.length === 0 ? undefined : open[i % open.length];
   };
-  const create = (c: Held): void => {
+  // The guard's create: it renews the claim right before its POST (the fencing point: from then on
+  // the claim is posting); a claim the store lost meanwhile (only admitted when it was emptied) is
+  // not renewed, and nothing is created on it.
+  const create = async (c: Held): Promise<void> => {
+    if (!(await c.ledger.renew(c.claim, LONG))) {
+      c.ended = true;
+      return;
+    }
     c.created = true;
     novaUsed += c.cores;
     c.serverId = `srv-${++servers}`;
+    await c.ledger.bind(c.claim, c.serverId);
   };
   const releaseCounted = async (c: Held): Promise<void> => {
     c.counted = true;
@@ -85,7 +96,7 @@ async function play(store: TestStore, ops: readonly Op[]): Promise<void> {
             if (c) await releaseCounted(c);
           } else if (op.duringRead === 'create') {
             const c = pick(0, (x) => !x.ended && !x.created);
-            if (c) create(c);
+            if (c) await create(c);
           }
           return { absolute, requestId: 'req-kept' };
         };
@@ -106,7 +117,7 @@ async function play(store: TestStore, ops: readonly Op[]): Promise<void> {
       }
       case 'create': {
         const c = pick(op.i, (x) => !x.ended && !x.created);
-        if (c) create(c);
+        if (c) await create(c);
         break;
       }
       case 'counted': {
@@ -147,6 +158,17 @@ async function play(store: TestStore, ops: readonly Op[]): Promise<void> {
       }
       case 'pass':
         await store.pass(op.ms);
+        break;
+      case 'empty':
+        // The store loses its state (Redis restarted empty); its holders write their claims back
+        // (nothing is admitted while that settles), the settle maybe over at once.
+        if (store.emptied === undefined) break;
+        await store.emptied();
+        places.length = 0;
+        // The claims only admitted (none here is posting but those created) are gone with the store:
+        // their renewal would answer false, and the guard creates nothing on them.
+        for (const c of held) if (!c.ended && !c.created) c.ended = true;
+        if (op.endSettle) await store.settle?.end();
         break;
     }
   }
