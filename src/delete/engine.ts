@@ -106,7 +106,7 @@ export class DeleteEngine implements DeleteEngineFleet {
     this.ledger = new DeleteLedger(() => this.clock.wallNow());
     this.outbound = new Outbound(this.clock, api.logger, options.maxRequestsPerSecond ?? 10);
     const counted = (): void => void this.stats.briefListings++;
-    this.#presence = new PresenceCheck({ api, send: (fn, signal) => this.outbound.listing(fn, signal), microversion: () => this.#listings.presenceMicroversion, counted });
+    this.#presence = new PresenceCheck({ api, send: (fn, signal) => this.outbound.listing(fn, signal), microversion: () => this.#listings.presenceMicroversion, counted, unsupported: () => this.#listings.presenceUnsupported() });
     const wake = (): void => void (this.#ticking || this.#reschedule());
     this.#fleet = new EngineFleet({ clock: this.clock, entries: this.#entries, memory: this.#memory, nearOf: (w) => this.shortLooks.nearOf(w), deliver: (e, obs) => this.#deliver(e, obs), wake });
     this.#tickSide = {

@@ -14,7 +14,7 @@
  * @module
  */
 import { AbortGroups } from '../core/abortGroups.js';
-import { AbortError, OrphanedServerError } from '../errors/index.js';
+import { AbortError, NovaApiError, OrphanedServerError } from '../errors/index.js';
 import { withRetry } from '../transport/retry.js';
 import { listIds } from './observe.js';
 import type { ServerApi } from './types.js';
@@ -28,6 +28,12 @@ export interface PresenceCheckDeps {
   microversion: () => string | undefined;
   /** Count one brief listing sent. */
   counted: () => void;
+  /**
+   * Nova answered 406 to the brief listing at {@link PresenceCheckDeps.microversion} (a Nova older
+   * than 2.69): list at the client's own microversion from now on (`ListingPolicy.presenceUnsupported`).
+   * @default nothing (the check then lists at the client's microversion this once only)
+   */
+  unsupported?: () => void;
 }
 
 interface Shared {
@@ -64,12 +70,7 @@ export class PresenceCheck {
     if (!shared) {
       const controller = new AbortController();
       const s: Shared = { controller, users: 0, promise: Promise.resolve(new Set<string>()) };
-      s.promise = this.#d
-        .send(() => {
-          this.#d.counted();
-          return listIds(this.#d.api, controller.signal, this.#d.api.requestTimeoutMs, this.#d.microversion());
-        }, controller.signal)
-        .then((r) => r.ids)
+      s.promise = this.#list(controller.signal)
         .finally(() => {
           if (this.#shared === s) this.#shared = undefined;
         });
@@ -109,6 +110,32 @@ export class PresenceCheck {
         },
       );
     });
+  }
+
+  /**
+   * One brief listing at the check's microversion. A 406 to it (a Nova older than 2.69, which the
+   * check may meet before any other brief listing does: a single wait, a DELETE answered 404) is no
+   * failed check: the engine lists at the client's own microversion from now on, and this check is
+   * sent again at once at that one. Before, the check was sent at 2.69 again and again, each time
+   * refused: a 404 it had to check was never confirmed (the wait ended as a timeout on a server
+   * really gone), at one more refused request each look.
+   */
+  async #list(signal: AbortSignal): Promise<ReadonlySet<string>> {
+    const once = (microversion: string | undefined): Promise<ReadonlySet<string>> =>
+      this.#d
+        .send(() => {
+          this.#d.counted();
+          return listIds(this.#d.api, signal, this.#d.api.requestTimeoutMs, microversion);
+        }, signal)
+        .then((r) => r.ids);
+    const microversion = this.#d.microversion();
+    try {
+      return await once(microversion);
+    } catch (error) {
+      if (microversion === undefined || !(error instanceof NovaApiError) || error.status !== 406) throw error;
+      this.#d.unsupported?.();
+      return once(undefined);
+    }
   }
 
   /**

@@ -231,6 +231,37 @@ describe('the brief listing is asked at microversion 2.69 or later', () => {
   });
 });
 
+describe('a Nova older than 2.69 meets the check of a 404 first (no shared listing before it)', () => {
+  const line = (q: Seen): string => `${at(q)} ${q.method} ${q.path} ${q.status} ${q.microversion ?? ''}`;
+
+  // Before: the check's brief listing was asked at 2.69 every time and refused (406) every time, so
+  // a 404 that needed its check was never confirmed: the wait ended as a timeout on a server really
+  // gone, after a refused listing beside each of its GETs (40 requests in 20 s).
+  it('waitForDelete of a server nothing showed: after the 406 the check lists at the client microversion, deleted at once; later checks ask no 2.69', async () => {
+    const { nova, client } = setup({ microversion: '2.1' });
+    nova.maxMicroversionMinor = 65;
+    const [a, b] = ids(2) as [string, string];
+    const first = await run(waitForDelete(client, a, { intervalMs: 1000, timeoutMs: 20_000, jitter: 0 }));
+    expect(first.value).toMatchObject({ outcome: 'deleted' });
+    expect(first.settledAt).toBe(0);
+    expect(nova.seen.map(line)).toEqual([`0 GET /servers/${a} 404 2.1`, '0 GET /servers 406 2.69', '0 GET /servers 200 2.1']);
+    const second = await run(waitForDelete(client, b, { intervalMs: 1000, timeoutMs: 20_000, jitter: 0 }));
+    expect(second.value).toMatchObject({ outcome: 'deleted' });
+    expect(nova.seen.slice(3).map((q) => line(q).replace(/^\d+ /, ''))).toEqual([`GET /servers/${b} 404 2.1`, 'GET /servers 200 2.1']);
+  });
+
+  it('deleteServer of a server already gone (its DELETE answers 404): already-gone after one refused listing, not a timeout', async () => {
+    const { nova, client } = setup({ microversion: '2.1' });
+    nova.maxMicroversionMinor = 65;
+    const [a] = ids(1) as [string];
+    const r = await run(client.deleteServer(a, { wait: true, intervalMs: 1000, timeoutMs: 20_000, jitter: 0 }));
+    expect(r.value).toMatchObject({ outcome: 'already-gone' });
+    expect(r.settledAt).toBeLessThan(1000);
+    expect(nova.seen.filter((q) => q.status === 406)).toHaveLength(1);
+    expect(client.unconfirmedDeletes()).toEqual([]);
+  });
+});
+
 describe('one rate limit for everything the engine sends', () => {
   it('maxRequestsPerSecond bounds DELETEs and looks together in every one-second window', async () => {
     const { nova, client } = setup({ maxRequestsPerSecond: 5, coalesce: false });

@@ -12,8 +12,8 @@ import { clientFor } from '../../helpers.js';
 export type Cut = (ids: readonly string[]) => readonly string[];
 
 /**
- * A client of `nova` whose brief listings (`GET /servers`) after the first keep only what `cut` keeps
- * (no next link), its requests recorded (`METHOD /path`). `answer` may answer a request in Nova's
+ * A client of `nova` whose brief listings (`GET /servers`) and whole-project detail listings (`GET
+ * /servers/detail` with no `changes-since`) after the first keep only what `cut` keeps (no next link), its requests recorded (`METHOD /path`). `answer` may answer a request in Nova's
  * place (a proxy's page): return undefined to let it through.
  */
 export function cutClient(
@@ -22,7 +22,7 @@ export function cutClient(
   answer: (method: string, path: string, config: InternalAxiosRequestConfig) => AxiosResponse | undefined = () => undefined,
 ): { client: NovaClient; sent: string[] } {
   const sent: string[] = [];
-  let briefs = 0;
+  let listings = 0;
   const adapter: AxiosAdapter = async (config) => {
     const url = new URL(config.url ?? '', config.baseURL ?? nova.endpoint);
     const path = url.pathname.replace(/^\/v2\.1/, '');
@@ -31,7 +31,10 @@ export function cutClient(
     const mine = answer(method, path, config);
     if (mine) return mine;
     const res = await nova.adapter(config);
-    if (method !== 'GET' || path !== '/servers' || res.status !== 200 || ++briefs === 1) return res;
+    // The whole project's detail listing (no `changes-since`) stands in for a brief one when a round
+    // wants status too: it is cut the same way.
+    const whole = path === '/servers/detail' && (config.params as Record<string, unknown> | undefined)?.['changes-since'] === undefined;
+    if (method !== 'GET' || (path !== '/servers' && !whole) || res.status !== 200 || ++listings === 1) return res;
     const raw = typeof res.data === 'string' ? res.data : JSON.stringify(res.data);
     const body = JSON.parse(raw) as { servers: Array<{ id: string }> };
     const kept = new Set(cut(body.servers.map((s) => s.id)));
