@@ -380,20 +380,25 @@ export const REFUSED_FIRST_CONTACT_MS = 1000;
 /**
  * For a refused connection to Nova (`ECONNREFUSED`; the error or its `cause`): `; is Nova running
  * at URL?`, the compute endpoint of the request (its URL without the resource path, query or any
- * secret); else `''`.
+ * secret); for Keystone's token request, `; is Keystone running at URL?` (the identity endpoint);
+ * else `''`.
  */
 export function refusedHint(error: unknown): string {
   // The refusal itself, or the error it caused (a deletion given up on).
   const e = error instanceof NovaNetworkError ? error : error instanceof Error ? error.cause : undefined;
   if (!(e instanceof NovaNetworkError) || e.code !== 'ECONNREFUSED' || e.url === undefined) return '';
   let base: string;
+  let service = 'Nova';
   try {
     const u = new URL(e.url);
-    base = `${u.origin}${u.pathname.replace(/\/(servers|flavors|images|limits|os-[a-z-]+|extensions)(\/.*)?$/, '')}`;
+    // Keystone's token request (`.../v3/auth/tokens`): the refused service is Keystone, not Nova.
+    const keystone = /\/auth\/tokens\/?$/.test(u.pathname);
+    if (keystone) service = 'Keystone';
+    base = `${u.origin}${u.pathname.replace(keystone ? /\/auth\/tokens\/?$/ : /\/(servers|flavors|images|limits|os-[a-z-]+|extensions)(\/.*)?$/, '')}`;
   } catch {
     return '';
   }
-  return `; is Nova running at ${redactUrlSecrets(withoutUserInfo(base))}?`;
+  return `; is ${service} running at ${redactUrlSecrets(withoutUserInfo(base))}?`;
 }
 
 /** An error as one line: for HTTP errors also the request, the request id and, on a 404, a hint; a refused connection asks whether Nova runs at the endpoint. */

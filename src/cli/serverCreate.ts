@@ -277,15 +277,18 @@ export function registerServerCreateCommand(server: Command, getClient: ClientGe
 
 /**
  * Print the created server as `openstack server create` does: the server as Nova shows it now (the
- * POST's answer has only id, links and adminPass), or with `--wait` as the wait last saw it.
+ * POST's answer has only id, links and adminPass), or with `--wait` as the wait last saw it. Unlike
+ * openstack, never its `adminPass`: the server's password is a secret (the library's `createServer`
+ * returns it to a caller that needs it).
  */
 async function showCreated(client: NovaClient, created: Server, c: { flavor: { id: string; name: string }; image: { id: string; name?: string | undefined }; flags: CreateFlags }): Promise<void> {
   const { flavor, image, flags } = c;
   const names = { flavors: new Map([[flavor.id, flavor.name]]), images: image.name ? new Map([[image.id, image.name]]) : undefined };
   let out: string;
   try {
-    // As openstack: the server as Nova shows it now (the POST's answer has only id, links and adminPass).
-    const shown = flags.wait ? created : { ...(await client.getServer(created.id)), ...(created['adminPass'] !== undefined ? { adminPass: created['adminPass'] } : {}) };
+    // As openstack: the server as Nova shows it now (the POST's answer has only id, links and adminPass),
+    // without its adminPass (a secret).
+    const { adminPass: _secret, ...shown } = flags.wait ? created : await client.getServer(created.id);
     out = formatOne(serverFields(shown, names), flags);
   } catch (e) {
     if (e instanceof ColumnError) {

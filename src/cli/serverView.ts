@@ -2,7 +2,7 @@
  * A server as `openstack server show` and `openstack server create` print it (python-openstackclient
  * `compute/v2/server.py` `_prep_server_detail`), and as a row of `openstack server list`:
  *
- * - the fields of `GET /servers/{id}` (plus `adminPass` of the create's answer), sorted by name,
+ * - the fields of `GET /servers/{id}` (never an `adminPass`: a secret), sorted by name,
  *   without `links`; `tenant_id` as `project_id`, `metadata` as `properties` (`k='v', ...`),
  *   `os-extended-volumes:volumes_attached` as `volumes_attached`, `security_groups` as `name='x'`;
  * - `flavor` as `NAME (ID)` (before microversion 2.47; from 2.47 Nova embeds the flavor: its

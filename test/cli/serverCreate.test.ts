@@ -55,6 +55,18 @@ describe('server create: the guarded create, printed as openstack server create'
     expect(posts(nova)).toBe(1);
   });
 
+  it("never prints the server's adminPass (a secret), with or without --wait, in any format", async () => {
+    const nova = await startNova({ buildDelayMs: 20 });
+    for (const extra of [[], ['--wait'], ['-f', 'json'], ['-f', 'yaml', '--wait']]) {
+      const r = await runCli('server', registerServerCreateCommand, clientFor(nova), ['create', `pw-${extra.join('')}`, '--flavor', 'm1.tiny', '--image', CIRROS.name, '--nic', 'none', ...extra]);
+      expect(r.exitCode).toBe(0);
+      expect(r.stdout).toMatch(/\bid\b/);
+      expect(r.stdout).not.toMatch(/adminPass/);
+    }
+    // Nova did hand out passwords: they are in the POST answers the client received, not in the output.
+    expect(posts(nova)).toBe(4);
+  });
+
   it('a -c that names no column of the server fails and leaves no server behind (it was created before the columns could be checked)', async () => {
     const nova = await startNova({ buildDelayMs: 20, deleteDelayMs: 10 });
     const r = await runMain(['--os-endpoint', nova.endpoint, '--os-token', `admin:${nova.projectId}`, 'server', 'create', 'a', '--flavor', '1', '--image', CIRROS.id, '-c', 'nosuchcol']);
