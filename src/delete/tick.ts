@@ -134,9 +134,11 @@ export class Tick {
       const pending = plan.entries.filter(live);
       const needStatus = pending.filter((e) => !e.underway || plan.now - e.statusAt >= statusRefreshMs);
       const statusWanted = needStatus.some((e) => plan.due.has(e));
-      // Status wanted while servers are under way (their presence wanted too): one listing of the
-      // whole project answers both, where a `changes-since` and a brief listing took two requests.
-      if (statusWanted && pending.some((e) => e.underway)) {
+      const presenceWanted = pending.some((e) => e.underway && (plan.due.has(e) || e.seenDeleted));
+      // Status and presence wanted at once: one listing of the whole project answers both, where a
+      // `changes-since` and a brief listing took two requests. Status alone: the `changes-since`
+      // listing (a small answer in a project with many servers).
+      if (statusWanted && presenceWanted) {
         await this.#lookEach(await this.#wholeListing(pending));
         return;
       }

@@ -36,3 +36,28 @@ describe('shared listings only for due waits', () => {
     await Promise.all(active);
   });
 });
+
+describe('one listing a tick, the lightest that answers it', () => {
+  it('BUILD servers waited on every 2 s beside deletes under way waited on every 10 s: a changes-since listing for the statuses, the whole project only when a delete wait is due too', async () => {
+    const nova = await startNova({ buildDelayMs: 60_000, deleteDelayMs: 60_000, deletedWindowMs: 0 });
+    const client = clientFor(nova);
+    const building = [nova.addServer({ status: 'BUILD' }).id, nova.addServer({ status: 'BUILD' }).id];
+    const deleting = [nova.addServer({ status: 'ACTIVE' }).id, nova.addServer({ status: 'ACTIVE' }).id];
+    const stop = new AbortController();
+    const deletes = deleting.map((id) => client.deleteServer(id, { wait: true, intervalMs: 10_000, jitter: 0, signal: stop.signal }).catch(() => undefined));
+    await vi.advanceTimersByTimeAsync(3_000);
+    const active = building.map((id) => waitForActive(client, id, { intervalMs: 2000, jitter: 0, timeoutMs: 60_000, signal: stop.signal }).catch(() => undefined));
+    const from = nova.requests.length;
+    await vi.advanceTimersByTimeAsync(20_500);
+    const listings = nova.requests.slice(from).filter((q) => q.method === 'GET' && (q.path === '/servers/detail' || q.path === '/servers'));
+    const whole = listings.filter((q) => q.path === '/servers/detail' && q.query['changes-since'] === undefined);
+    const changed = listings.filter((q) => q.path === '/servers/detail' && q.query['changes-since'] !== undefined);
+    // The BUILD statuses every 2 s: about 10 listings, most of them changes-since.
+    expect(listings.length).toBeGreaterThanOrEqual(9);
+    expect(changed.length).toBeGreaterThanOrEqual(6);
+    // The whole project only with a delete wait due (every 10 s, and its status refresh): at most 3 in 20 s.
+    expect(whole.length).toBeLessThanOrEqual(3);
+    stop.abort();
+    await Promise.all([...deletes, ...active]);
+  });
+});
