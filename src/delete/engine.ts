@@ -78,8 +78,6 @@ export class DeleteEngine implements DeleteEngineFleet {
   /** What is remembered of servers between waits: the Date of their accepted DELETE, their faults. */
   readonly #memory = new ServerMemory();
   #offsetMs: number | undefined;
-  /** The jitter draw of the shared tick running (one for every wait it answers), undefined between ticks. */
-  #tickRandom: number | undefined;
   #waits = 0;
   #timer: TimerHandle | undefined;
   #timerAt = Number.POSITIVE_INFINITY;
@@ -279,14 +277,9 @@ export class DeleteEngine implements DeleteEngineFleet {
     return this.outbound.pace.widen(Math.min(this.#watchIntervalMs ?? intervalMs / 2, confirmIntervalMs));
   }
 
-  /**
-   * When `w` looks next after a look at clock time `now`: as the look plan says (`lookPlan.ts`, the
-   * pace included), jittered. The waits a shared tick answers share that tick's one jitter draw:
-   * each drawn on its own, the next tick came at the earliest of them (about `1 - jitter` of the
-   * interval with many waits: 10 % more listings than one wait's schedule).
-   */
+  /** When `w` looks next after a look at clock time `now`: as the look plan says (`lookPlan.ts`, the pace included), jittered. */
   #nextLookAt(w: Watch, now: number): number {
-    return now + jitteredMs(this.lookPlan.delayMs(w, now), w.jitter, this.#tickRandom ?? Math.random());
+    return now + jitteredMs(this.lookPlan.delayMs(w, now), w.jitter);
   }
 
   /** Short looks were asked for: a wait on a deletion looks next within its short interval (widened by the pace). */
@@ -357,7 +350,6 @@ export class DeleteEngine implements DeleteEngineFleet {
     if (due.length === 0) return;
     const controller = new AbortController();
     this.#ticking = controller;
-    this.#tickRandom = shared ? Math.random() : undefined;
     this.#lastTickAt = now;
     this.stats.ticks++;
     let interval = Number.POSITIVE_INFINITY;
@@ -385,10 +377,7 @@ export class DeleteEngine implements DeleteEngineFleet {
     })
       .run()
       .finally(() => {
-        if (this.#ticking === controller) {
-          this.#ticking = undefined;
-          this.#tickRandom = undefined;
-        }
+        if (this.#ticking === controller) this.#ticking = undefined;
         this.#reschedule();
       });
   }
