@@ -31,9 +31,8 @@ export interface PresenceCheckDeps {
   /**
    * Nova answered 406 to the brief listing at {@link PresenceCheckDeps.microversion} (a Nova older
    * than 2.69): list at the client's own microversion from now on (`ListingPolicy.presenceUnsupported`).
-   * @default nothing (the check then lists at the client's microversion this once only)
    */
-  unsupported?: () => void;
+  unsupported: () => void;
 }
 
 interface Shared {
@@ -133,7 +132,7 @@ export class PresenceCheck {
       return await once(microversion);
     } catch (error) {
       if (microversion === undefined || !(error instanceof NovaApiError) || error.status !== 406) throw error;
-      this.#d.unsupported?.();
+      this.#d.unsupported();
       return once(undefined);
     }
   }

@@ -134,7 +134,9 @@ export class Tick {
       const pending = plan.entries.filter(live);
       const needStatus = pending.filter((e) => !e.underway || plan.now - e.statusAt >= statusRefreshMs);
       const statusWanted = needStatus.some((e) => plan.due.has(e));
-      const presenceWanted = pending.some((e) => e.underway && (plan.due.has(e) || e.seenDeleted));
+      // A server under way wants a look when due, or near its 404 (`DELETED`) at every round.
+      const wantsLook = (e: Entry): boolean => e.underway && (plan.due.has(e) || e.seenDeleted);
+      const presenceWanted = pending.some(wantsLook);
       // Status and presence wanted at once: one listing of the whole project answers both, where a
       // `changes-since` and a brief listing took two requests. Status alone: the `changes-since`
       // listing (a small answer in a project with many servers).
@@ -148,7 +150,7 @@ export class Tick {
       // listing could not answer get their GETs meanwhile, not after a slow listing.
       const answered = new Set([...missing, ...shown]);
       const underway = plan.entries.filter((e) => live(e) && e.underway && !answered.has(e));
-      const presence = this.#presenceListing(underway.some((e) => plan.due.has(e) || e.seenDeleted) ? underway : []).then((look) => this.#lookEach(look));
+      const presence = this.#presenceListing(underway.some(wantsLook) ? underway : []).then((look) => this.#lookEach(look));
       await Promise.all([this.#lookEach(missing), presence]);
     } catch (error) {
       // Not expected (each step catches its own); a tick must never reject.

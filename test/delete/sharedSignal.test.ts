@@ -49,7 +49,7 @@ describe('the 404 checks of one tick, under the tick signal', () => {
   it('20 callers of one presence listing on one signal: one listener on it, an abort rejects each with AbortError, none left', async () => {
     const shared = new AbortController();
     // A listing that never answers: the callers wait until the signal aborts.
-    const check = new PresenceCheck({ api: {} as never, send: () => new Promise<never>(() => undefined), microversion: () => undefined, counted: () => undefined });
+    const check = new PresenceCheck({ api: {} as never, send: () => new Promise<never>(() => undefined), microversion: () => undefined, counted: () => undefined, unsupported: () => undefined });
     const calls = Array.from({ length: 20 }, () => check.listed(shared.signal).then(() => 'listed', (e: unknown) => e));
     expect(getEventListeners(shared.signal, 'abort')).toHaveLength(1);
     shared.abort(new Error('tick over'));
