@@ -332,6 +332,20 @@ async function sendDelete(
 }
 
 /**
+ * A batch's waits start once no DELETE was answered for this many times its slowest DELETE so far (and
+ * for its `intervalMs`): see {@link deleteServers}.
+ * @default 2
+ */
+const STALL_SLOWEST_FACTOR = 2;
+
+/**
+ * The longest a batch's accepted servers wait for its other DELETEs to be answered, in its
+ * `intervalMs` (a DELETE retried with backoff counts as slow: it must not hold the others long).
+ * @default 4
+ */
+const STALL_MAX_INTERVALS = 4;
+
+/**
  * Delete many servers: the DELETEs go out paced by the client's rate limit, at most `concurrency` in
  * flight, and each server's wait starts as soon as its DELETE is accepted, so all of them are waited
  * for together (one shared listing a tick). Each settles on its own (`Promise.allSettled`): one
@@ -347,12 +361,15 @@ export async function deleteServers(client: DeleteCapable, ids: readonly string[
   const unique = [...new Set(ids.map(canonicalServerId))]; // Nova's form: `A…` and `a…` are one server
   const limit = pLimit(concurrency ?? DELETE_DEFAULTS.concurrency);
   const firstDeletes: Array<Promise<unknown>> = [];
-  // The waits start when every first DELETE has been answered, or `intervalMs` after the latest answer
-  // when no other came (a DELETE that hangs must not hold the waits of the servers already accepted;
-  // before any answer there is nothing to wait for, so a slow Nova's first answers start their waits
-  // together instead of one alone with its own GET).
+  // The waits start when every first DELETE has been answered, or when no answer came for `intervalMs`
+  // and for twice the slowest DELETE of the batch so far, at most 4 intervals (a DELETE that hangs must not hold the waits of
+  // the servers already accepted; a Nova that answers each DELETE in a second is not hanging, and looks
+  // sent while it still works through the batch's DELETEs find every server there: osc-lib's loop
+  // sends none then). Before any answer there is nothing to wait for, so a slow Nova's first answers
+  // start their waits together instead of one alone with its own GET.
   const clock = client.deleteEngine.clock;
-  const stallMs = one.intervalMs ?? DELETE_DEFAULTS.intervalMs;
+  const intervalMs = one.intervalMs ?? DELETE_DEFAULTS.intervalMs;
+  let slowestMs = 0;
   let stall: TimerHandle | undefined;
   let released = false;
   let resolveWaits: () => void = () => undefined;
@@ -365,11 +382,18 @@ export async function deleteServers(client: DeleteCapable, ids: readonly string[
   const progress = (): void => {
     if (released) return;
     clock.clearTimeout(stall);
-    stall = clock.setTimeout(releaseWaits, stallMs);
+    stall = clock.setTimeout(releaseWaits, Math.max(intervalMs, Math.min(STALL_SLOWEST_FACTOR * slowestMs, STALL_MAX_INTERVALS * intervalMs)));
   };
   const batch: Batch = {
     gate: (fn) => {
-      const p = limit(fn);
+      const p = limit(async () => {
+        const startedAt = clock.now();
+        try {
+          return await fn();
+        } finally {
+          slowestMs = Math.max(slowestMs, clock.now() - startedAt);
+        }
+      });
       firstDeletes.push(p);
       p.then(progress, progress);
       if (firstDeletes.length === unique.length) void Promise.allSettled(firstDeletes).then(releaseWaits);

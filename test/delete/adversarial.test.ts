@@ -201,6 +201,24 @@ describe('deleteServers: the batch barrier', () => {
   });
 });
 
+describe('deleteServers: the batch barrier on a Nova that answers each DELETE slowly', () => {
+  it('no look goes out while the batch\'s DELETEs are still being answered a second apart (none could see a 404)', async () => {
+    const { nova, client } = hostileSetup({ requestTimeoutMs: 30_000 });
+    const ids = ['00000001-0000-4000-8000-000000000000', '00000002-0000-4000-8000-000000000000', '00000003-0000-4000-8000-000000000000', '00000004-0000-4000-8000-000000000000', '00000005-0000-4000-8000-000000000000', '00000006-0000-4000-8000-000000000000'];
+    for (const id of ids) nova.add(id, { deletedAfterMs: 200, goneAfterMs: 8000 });
+    // Every DELETE is answered after 900 ms: with the engine's DELETE window, answers come 900 ms
+    // apart, more than the 500 ms interval.
+    nova.fault = ({ method }) => (method === 'DELETE' ? { kind: 'delay', ms: 900 } : undefined);
+    const r = await run(client.deleteServers(ids, { wait: true, intervalMs: 500, timeoutMs: 60_000, jitter: 0 }));
+    expect(r.value?.succeeded).toEqual(ids);
+    const deletesDone = Math.max(...nova.seen.filter((q) => q.method === 'DELETE').map((q) => q.at - T0)) + 900;
+    const firstLook = Math.min(...nova.seen.filter((q) => q.method === 'GET').map((q) => q.at - T0));
+    // Before: the waits started 500 ms after an answer, while 4 DELETEs were still unanswered.
+    expect(firstLook).toBeGreaterThanOrEqual(deletesDone);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
 describe('the rate limit never holds a call past its deadline or its abort', () => {
   it('deleteServer calls queued behind the rate limit settle at timeoutMs, and their queued DELETEs are never sent', async () => {
     const { nova, client } = hostileSetup({ maxRequestsPerSecond: 1 });

@@ -248,7 +248,12 @@ async function scenario(name: string, run: (ids: string[], reported: (id: string
       dbQueries: dbTraces[0]?.looks ?? 0,
       reappeared: [...httpTraces, ...dbTraces].filter((t) => t.reappeared).length,
     },
-    notes: db ? out.notes : [...out.notes, 'no harness database: the 404 times come from the HTTP witness alone'],
+    notes: [
+      ...(db ? out.notes : [...out.notes, 'no harness database: the 404 times come from the HTTP witness alone']),
+      // Where the looks fell: sent before the last DELETE was answered, and each listing's time from it (s).
+      `looks during the DELETE phase ${requests.filter((r) => r.method === 'GET' && r.atMs < deletesDoneMs).length}`,
+      `listings at ${requests.filter((r) => r.method === 'GET' && !/\/servers\/[0-9a-f-]{36}$/.test(r.path)).map((r) => ((r.atMs - deletesDoneMs) / 1000).toFixed(2)).join(' ')}`,
+    ],
   };
   rows.push(m);
   console.log(`[deleteMany] ${name}: ${JSON.stringify(summary(m))}`);
