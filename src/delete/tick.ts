@@ -134,8 +134,10 @@ export class Tick {
       const pending = plan.entries.filter(live);
       const needStatus = pending.filter((e) => !e.underway || plan.now - e.statusAt >= statusRefreshMs);
       const statusWanted = needStatus.some((e) => plan.due.has(e));
-      // A server under way wants a look when due, or near its 404 (`DELETED`) at every round.
-      const wantsLook = (e: Entry): boolean => e.underway && (plan.due.has(e) || e.seenDeleted);
+      // A server under way wants a look when due, or near its 404 (`DELETED`) at every round; so does
+      // one whose DELETE this engine saw accepted, before any look showed it deleting (its first
+      // status would show it `DELETED` or deleting, and a presence listing would follow at once).
+      const wantsLook = (e: Entry): boolean => (e.underway || e.deletingSince !== undefined) && (plan.due.has(e) || e.seenDeleted);
       const presenceWanted = pending.some(wantsLook);
       // Status and presence wanted at once: one listing of the whole project answers both, where a
       // `changes-since` and a brief listing took two requests. Status alone: the `changes-since`

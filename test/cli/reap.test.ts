@@ -102,10 +102,11 @@ describe('nova-guard server reap', () => {
       const first = await reap(nova, argv);
       expect(first.stdout.split('\n')[0]).toBe('0 deleted, 0 failed, 3 skipped, 2 candidates.');
       expect(first.stdout).toMatch(/skipped \(first-sighting\)/);
+      // One listing a run (the deleting run's waits list the project as well: `test/delete/tick.test.ts`).
+      expect(listings(nova)).toHaveLength(3);
       const second = await reap(nova, argv);
       expect(second.stdout.split('\n')[0]).toBe('2 deleted, 0 failed, 1 skipped, 2 candidates.');
       expect(nova.requests.filter((q) => q.method === 'DELETE').map((q) => q.serverId).sort()).toEqual([...ids].sort());
-      expect(listings(nova)).toHaveLength(4);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -61,3 +61,20 @@ describe('one listing a tick, the lightest that answers it', () => {
     await Promise.all([...deletes, ...active]);
   });
 });
+
+describe('the first round of a batch of deletes', () => {
+  it('deleteServers: the first look is one whole listing for status and presence, not a changes-since listing and a brief one at the same instant', async () => {
+    const nova = await startNova({ deleteDelayMs: 5_000, deletedWindowMs: 4_000 });
+    const client = clientFor(nova);
+    const ids = Array.from({ length: 6 }, () => nova.addServer({ status: 'ACTIVE' }).id);
+    const done = client.deleteServers(ids, { wait: true, intervalMs: 500, jitter: 0 });
+    await vi.advanceTimersByTimeAsync(1_000);
+    const listings = nova.requests.filter((q) => q.method === 'GET' && (q.path === '/servers/detail' || q.path === '/servers'));
+    const first = listings[0]!;
+    // One listing, the whole project's detail, and no other listing sent at its instant.
+    expect([first.path, first.query['changes-since']]).toEqual(['/servers/detail', undefined]);
+    expect(listings.filter((q) => q.timeMs === first.timeMs)).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect((await done).succeeded).toHaveLength(6);
+  });
+});
