@@ -3,7 +3,9 @@
  * `find_resource`): an exact id first, else an exact name; none is `No Flavor found for x` /
  * `No Image found for x`, several `More than one Flavor exists with the name 'x'.` (failures, exit 1).
  *
- * - Flavors: `GET /flavors` (Nova API reference, "List Flavors": ids and names).
+ * - Flavors: `GET /flavors/detail` (Nova API reference, "List Flavors With Details": ids, names,
+ *   vcpus and RAM), through the client, which keeps each flavor: the guard's needs of the flavor
+ *   found then cost no `GET /flavors/{id}` (one flavor request a create, not two).
  * - Images: a UUID is taken as an image id without a request (the POST tells when it is not one);
  *   a name is looked up in Nova's image proxy, `GET /images` at microversion 2.1 (Nova API reference,
  *   "Images (DEPRECATED)": removed at 2.36, so the call pins 2.1), which lists Glance's images.
@@ -30,10 +32,9 @@ function named(items: unknown): Named[] {
     .map((x) => ({ id: x['id'] as string, name: typeof x['name'] === 'string' ? x['name'] : '' }));
 }
 
-/** `GET /flavors`: every flavor's id and name. */
+/** `GET /flavors/detail`: every flavor's id and name (the client keeps the flavors: {@link NovaClient.listFlavors}). */
 export async function listFlavors(client: NovaClient): Promise<Named[]> {
-  const res = await client.request<{ flavors?: unknown }>({ method: 'GET', path: '/flavors' });
-  return named(res.data?.flavors);
+  return named(await client.listFlavors());
 }
 
 /** `GET /images` at microversion 2.1 (Nova's image proxy): every image's id and name. */

@@ -19,7 +19,7 @@ import { Transport } from '../transport/transport.js';
 import { isServerNotFound } from '../transport/http.js';
 import { checkPathId, is, normaliseServerId } from '../core/validate.js';
 import { checkOptions } from '../core/options.js';
-import { idObjectMember, objectMember, type ShapeContext } from '../transport/responseShape.js';
+import { idObjectListMember, idObjectMember, objectMember, type ShapeContext } from '../transport/responseShape.js';
 import { componentLogger, type Logger } from '../core/logger.js';
 import type { CreateServerBody, Flavor, Limits, QuotaSetDetail, Server } from '../core/types.js';
 import {
@@ -473,6 +473,21 @@ export class NovaClient {
       p.catch(() => this.#flavors.delete(key));
     }
     return p;
+  }
+
+  /**
+   * `GET /flavors/detail` (Nova API reference, "List Flavors With Details"): every flavor the project
+   * may use, with its vcpus and RAM, in one request. Each flavor listed is kept in the cache of
+   * {@link getFlavor} (a flavor's vcpus and RAM never change), so a create of a flavor found here
+   * needs no `GET /flavors/{id}`. One page: Nova lists up to its `max_limit` (1,000 by default).
+   * @throws {@link InvalidResponseError} when a 2xx body has no `flavors` list of objects with ids.
+   */
+  async listFlavors(options: RequestOptions = {}): Promise<Flavor[]> {
+    checkRequestOptions('listFlavors', options);
+    const res = await this.request({ method: 'GET', path: '/flavors/detail', ...options });
+    const flavors = idObjectListMember<Flavor>(res.data, 'flavors', this.#shape('GET', res));
+    for (const f of flavors) if (!this.#flavors.has(f.id)) this.#flavors.set(f.id, Promise.resolve(f));
+    return flavors;
   }
 
   /**

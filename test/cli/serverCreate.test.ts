@@ -55,6 +55,16 @@ describe('server create: the guarded create, printed as openstack server create'
     expect(posts(nova)).toBe(1);
   });
 
+  it('one flavor request a create, by name or by id: the listing with details gives the needs too (no GET /flavors/{id})', async () => {
+    for (const flavor of ['m1.tiny', '1']) {
+      const nova = await startNova({ buildDelayMs: 20 });
+      const r = await runCli('server', registerServerCreateCommand, clientFor(nova), ['create', 'ci-1', '--flavor', flavor, '--image', CIRROS.id, '--nic', 'none']);
+      expect(r.exitCode, r.stderr).toBe(0);
+      expect(nova.requests.filter((q) => q.method === 'GET' && q.path.startsWith('/flavors')).map((q) => q.path)).toEqual(['/flavors/detail']);
+      expect(posts(nova)).toBe(1);
+    }
+  });
+
   it("never prints the server's adminPass (a secret), with or without --wait, in any format", async () => {
     const nova = await startNova({ buildDelayMs: 20 });
     for (const extra of [[], ['--wait'], ['-f', 'json'], ['-f', 'yaml', '--wait']]) {

@@ -78,6 +78,7 @@ const TAKES_OPTIONS: Record<string, (env: Env) => unknown> = {
   'nova-guard:NovaClient.prototype.listServers': (e) => e.client.listServers({}, bogus({})),
   'nova-guard:NovaClient.prototype.listServersWithMeta': (e) => e.client.listServersWithMeta({}, bogus({})),
   'nova-guard:NovaClient.prototype.getFlavor': (e) => e.client.getFlavor('1', bogus({})),
+  'nova-guard:NovaClient.prototype.listFlavors': (e) => e.client.listFlavors(bogus({})),
   'nova-guard:NovaClient.prototype.resolveMicroversion': (e) => e.client.resolveMicroversion(bogus({})),
   'nova-guard:NovaClient.prototype.getLimits': (e) => e.client.getLimits(bogus({})),
   'nova-guard:NovaClient.prototype.getQuotaSetDetail': (e) => e.client.getQuotaSetDetail('p', bogus({})),

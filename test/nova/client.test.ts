@@ -188,6 +188,19 @@ describe('servers', () => {
     expect(f2).toBe(f1);
     expect(nova.requestsTo('GET', '/flavors/2')).toHaveLength(1);
   });
+
+  it('listFlavors: GET /flavors/detail once; the flavors it listed need no GET /flavors/{id}; a garbled body is InvalidResponseError', async () => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    const flavors = await client.listFlavors();
+    expect(flavors.find((f) => f.id === '2')).toMatchObject({ id: '2', vcpus: 2, ram: 2048 });
+    expect(await client.getFlavor('2')).toMatchObject({ id: '2', vcpus: 2, ram: 2048 });
+    expect(nova.requestsTo('GET', '/flavors/2')).toHaveLength(0);
+    expect(nova.requestsTo('GET', '/flavors/detail')).toHaveLength(1);
+    nova.inject({ method: 'GET', path: '/flavors/detail', status: 200, body: { flavors: [{ name: 'no id' }] } });
+    await expect(clientFor(nova).listFlavors()).rejects.toMatchObject({ name: 'InvalidResponseError' });
+    await expect(client.listFlavors({ bogus: 1 } as never)).rejects.toMatchObject({ name: 'ValidationError' });
+  });
 });
 
 describe('retries', () => {
