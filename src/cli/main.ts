@@ -54,13 +54,18 @@ import { VERSION } from '../core/version.js';
 import { ColumnError } from './format.js';
 import { registerQuotaShowCommand } from './quotaShow.js';
 
-/** Build the program (exported for tests). */
-export function buildProgram(): Command {
+/** What a run of the program built: its client, once a command asked for one (for the failure line's hints). */
+export interface ProgramRun {
+  client?: NovaClient;
+}
+
+/** Build the program (exported for tests); `run.client` is set when a command builds its client. */
+export function buildProgram(run: ProgramRun = {}): Command {
   const program = addGlobalOptions(new Command('nova-guard'))
     .description('Delete-and-wait, quota headroom and quota audit for OpenStack Nova')
     .version(VERSION)
     .exitOverride();
-  const getClient = (defaults?: { microversion?: string }): Promise<NovaClient> => clientFromOptions(program.opts<GlobalOptions>(), process.env, defaults);
+  const getClient = async (defaults?: { microversion?: string }): Promise<NovaClient> => (run.client = await clientFromOptions(program.opts<GlobalOptions>(), process.env, defaults));
   const server = program.command('server').description('server commands');
   registerServerCreateCommand(server, getClient);
   registerServerListCommand(server, getClient);
@@ -80,7 +85,8 @@ export function buildProgram(): Command {
  * left as it was (the commands set it while they run), so a second call never inherits the first's.
  */
 export async function main(argv: string[]): Promise<number> {
-  const program = buildProgram();
+  const run: ProgramRun = {};
+  const program = buildProgram(run);
   const before = process.exitCode;
   process.exitCode = undefined;
   try {
@@ -98,7 +104,7 @@ export async function main(argv: string[]): Promise<number> {
       console.error(`nova-guard: ${cliMessage(e)}`);
       return 1;
     }
-    console.error(terminalSafe(`nova-guard: ${describeFailure(e)}`, true));
+    console.error(terminalSafe(`nova-guard: ${describeFailure(e, run.client)}`, true));
     return 1;
   } finally {
     process.exitCode = before;
