@@ -15,9 +15,10 @@
  * result, while `-c`, `-f value` and `-f yaml` show their list (one row per server, one per resource).
  * Every duration flag (`--timeout`, `--interval`, `--max-wait`, `--older-than`, `--request-timeout`,
  * ...) takes a number with a unit, `500ms`/`30s`/`5m`/`2h` (and `1d`, `1w`); a bare number is refused
- * with one message naming the flag (exit 2). The old spellings (`--timeout-ms`, `--interval-ms`,
- * `--max-wait-ms`, `--poll-interval`, `--request-timeout-ms`, `--build-delay-ms`, `--delete-delay-ms`)
- * still work and print one deprecation line each on stderr (`addDurationOption` in `common.ts`).
+ * with one message naming the flag (exit 2). The old spellings (`server delete --timeout-ms` and
+ * `--interval-ms`, `server create --max-wait-ms`, `server reap --poll-interval`, `--request-timeout-ms`,
+ * `fake-nova --build-delay-ms` and `--delete-delay-ms`) still work and print one deprecation line
+ * each on stderr (`addDurationOption` in `common.ts`).
  * - `fake-nova [--port 0] [--cores 20] [--build-delay 500ms] [--delete-delay 3s]` (a free port by default; prints the URL, and one
  *   line of what it served when stopped)
  *
