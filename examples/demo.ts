@@ -67,6 +67,22 @@ const program = new Command('demo')
   .parse();
 const flags = program.opts<DemoFlags>();
 
+/** `--name`'s value as a whole number >= 1. @throws Error naming the flag otherwise. */
+function countFlag(name: string, text: string): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(n) || n < 1) throw new Error(`--${name} must be a whole number >= 1, got ${JSON.stringify(text)}`);
+  return n;
+}
+
+/**
+ * The workers and the hosts they are spread over: never more hosts than workers (a host without a
+ * worker is neither started nor counted, so `--workers 1` runs on 1 worker process, not 2).
+ */
+function sizes(): { workers: number; hosts: number } {
+  const workers = countFlag('workers', flags.workers);
+  return { workers, hosts: Math.min(countFlag('hosts', flags.hosts), workers) };
+}
+
 /** A ledger string the demo takes: `in-process`, `sqlite:…` or `redis(s)://…` (the guard checks the rest). */
 const LEDGER_FORMS = /^(in-process|sqlite:.*|rediss?:\/\/.+)$/;
 
@@ -80,16 +96,22 @@ function ledgerSpec(): { spec: string; cleanup: () => void } {
   return { spec: `sqlite:${join(dir, 'ledger.db')}`, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
+/** `1 host`, `2 hosts`. */
+function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
 /** What the summary says of the ledger, and why quota 403s would appear without a shared one (never a success claim when jobs failed). */
 function ledgerLine(spec: string, hosts: number, quota403s: number, failed: number): string {
   const secretless = spec.replace(/\/\/[^@/]*@/, '//***@');
   const outcome = failed > 0 ? `${failed} jobs failed: see the errors below` : `${quota403s} quota 403s`;
   if (spec === 'in-process') {
+    if (hosts === 1) return `in-process (one host, whose workers share its guard: ${outcome})`;
     return `in-process (each of the ${hosts} hosts has its own: they share nothing and race into Nova's quota 403s (${outcome}), which the guard absorbs; the demo's default, a sqlite: ledger, or redis:// avoids them)`;
   }
   // `sqlite:` alone names a file in the library's default directory: say which.
   const shown = spec === 'sqlite:' ? `sqlite: (a file in ${defaultLedgerDir()})` : secretless;
-  return `${shown} (shared by the ${hosts} worker processes: ${outcome}). With --ledger in-process the hosts share nothing and race into Nova's 403s, which the guard absorbs.`;
+  return `${shown} (${hosts === 1 ? 'used by the 1 worker process' : `shared by the ${hosts} worker processes`}: ${outcome}). With --ledger in-process the hosts share nothing and race into Nova's 403s, which the guard absorbs.`;
 }
 
 /** Each distinct job error once, with how many jobs met it. */
@@ -125,6 +147,7 @@ function stopOnSignals(cleanup: () => void): void {
 }
 
 async function main(): Promise<number> {
+  sizes(); // bad --workers / --hosts: said before anything starts
   const { spec, cleanup } = ledgerSpec();
   stopOnSignals(cleanup);
   if (!flags.quiet) console.log(`demo: ledger ${spec.replace(/\/\/[^@/]*@/, '//***@')}`);
@@ -139,7 +162,7 @@ async function demo(spec: string): Promise<number> {
   const started = performance.now();
   const metrics = flags.metrics ? await startPrometheusMetrics() : undefined;
   const real = Boolean(flags.endpoint || flags.osCloud);
-  const hosts = Math.max(1, Number(flags.hosts));
+  const { workers, hosts } = sizes();
   let fake: FakeNova | undefined;
   let keystone: FakeKeystone | undefined;
   const clients: NovaClient[] = [];
@@ -187,7 +210,6 @@ async function demo(spec: string): Promise<number> {
     maxWaitMs: 60000,
     activeIntervalMs: 100,
   }));
-  const workers = Number(flags.workers);
   const jobs = Number(flags.jobs);
   const results: WorkerStats[] = await Promise.all(
     Array.from({ length: workers }, (_, i) =>
@@ -213,7 +235,7 @@ async function demo(spec: string): Promise<number> {
   const sum = (k: keyof WorkerStats): number => results.reduce((n, r) => n + (r[k] as number), 0);
   const rows: Array<[string, string | number]> = [
     ['cloud', real ? (flags.endpoint ?? flags.osCloud ?? '') : `fake Nova behind fake Keystone, ${flags.cores}-core quota, ${flags.deleteDelayMs} ms deletes`],
-    ['workers x jobs', `${workers} x ${jobs} (flavor ${flavorRef}: ${vcpus}-core servers) on ${hosts} hosts in this process`],
+    ['workers x jobs', `${workers} x ${jobs} (flavor ${flavorRef}: ${vcpus}-core servers) on ${plural(hosts, 'host')} in this process`],
     ['ledger', ledgerLine(spec, hosts, guardSum('quota403s'), sum('jobsFailed'))],
     ['jobs done', sum('jobsDone')],
     ['jobs failed', sum('jobsFailed')],
@@ -261,8 +283,7 @@ async function fleet(
   keystone: FakeKeystone | undefined,
   metrics: Awaited<ReturnType<typeof startPrometheusMetrics>> | undefined,
 ): Promise<number> {
-  const hosts = Math.max(1, Number(flags.hosts));
-  const workers = Number(flags.workers);
+  const { workers, hosts } = sizes();
   const jobs = Number(flags.jobs);
   const flavorRef = flags.flavor ?? process.env['NOVA_FLAVOR_ID'] ?? '2';
   const imageRef = flags.image ?? process.env['NOVA_IMAGE_ID'] ?? 'cirros';
@@ -287,7 +308,7 @@ async function fleet(
   const real = Boolean(flags.endpoint || flags.osCloud);
   const rows: Array<[string, string | number]> = [
     ['cloud', real ? (flags.endpoint ?? flags.osCloud ?? '') : `fake Nova behind fake Keystone, ${flags.cores}-core quota, ${flags.deleteDelayMs} ms deletes`],
-    ['workers x jobs', `${workers} x ${jobs} (flavor ${flavorRef}) on ${hosts} worker processes`],
+    ['workers x jobs', `${workers} x ${jobs} (flavor ${flavorRef}) on ${plural(hosts, 'worker process', 'worker processes')}`],
     ['ledger', ledgerLine(spec, hosts, guardSum('quota403s'), sum('jobsFailed'))],
     ['jobs done', sum('jobsDone')],
     ['jobs failed', sum('jobsFailed')],

@@ -15,6 +15,7 @@ import type { Logger } from '../core/logger.js';
 import { parseDuration } from '../core/duration.js';
 import { redactUrlSecrets, withoutUserInfo } from '../core/redact.js';
 import { LEDGER_ENV, parseLedgerSpec } from '../ledgers/index.js';
+import { noteGivenToken, tokenHint } from './tokenHint.js';
 import { withSlowNotice } from './waitNotice.js';
 
 /** Global options every subcommand accepts (like the `openstack` command's `--os-*` options). */
@@ -278,12 +279,21 @@ export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.Process
   // auth URL is the token as it is, without Keystone.
   const envToken = env['OS_TOKEN'];
   const envEndpoint = env['OS_ENDPOINT'];
-  const direct = endpoint && token ? { endpoint, token } : !envAuthUrl && envToken && (endpoint ?? envEndpoint) ? { endpoint: (endpoint ?? envEndpoint)!, token: envToken } : undefined;
+  // Where the token came from, for the hint a 401 gets (`tokenHint`): never the token itself.
+  const tokenWhere = opts.osToken !== undefined ? '--os-token' : opts.token !== undefined ? '--token' : 'NOVA_TOKEN';
+  const direct =
+    endpoint && token
+      ? { endpoint, token, where: tokenWhere }
+      : !envAuthUrl && envToken && (endpoint ?? envEndpoint)
+        ? { endpoint: (endpoint ?? envEndpoint)!, token: envToken, where: 'OS_TOKEN' }
+        : undefined;
   if (direct && !opts.osCloud && !opts.osAuthUrl) {
     // The project of a ledger and a quota read: --os-project-id (OS_PROJECT_ID), else the client's
     // own (a noauth token `user:project`), as NovaClient.fromEnv() does.
     const projectId = opts.osProjectId ?? env['OS_PROJECT_ID'];
-    return new NovaClient({ ...common, ...direct, ...(projectId ? { projectId } : {}) });
+    const client = new NovaClient({ ...common, endpoint: direct.endpoint, token: direct.token, ...(projectId ? { projectId } : {}) });
+    noteGivenToken(client, direct.where);
+    return client;
   }
   // Half of the token pair and no Keystone or cloud to complete it: say which half is missing (not
   // the "envvars" cloud's missing auth_url, which OS_ENDPOINT alone would otherwise lead to).
@@ -339,8 +349,31 @@ export async function clientFromOptions(opts: GlobalOptions, env: NodeJS.Process
     throw e;
   }
   const authUrl = config.auth.auth_url;
+  const given = config.auth_type === 'token' ? keystoneTokenWhere(config, opts, merged) : undefined;
   const resolved = authUrl === undefined ? resolveClientOptions(config, overrides) : withSlowNotice(`keystone at ${authUrl}`, () => resolveClientOptions(config, overrides));
-  return new NovaClient(await resolved);
+  let clientOptions: NovaClientOptions;
+  try {
+    clientOptions = await resolved;
+  } catch (e) {
+    // Keystone refused the given token before there was a client: the error carries where it came from.
+    if (given !== undefined && e instanceof Error) noteGivenToken(e, given);
+    throw e;
+  }
+  const client = new NovaClient(clientOptions);
+  if (given !== undefined) noteGivenToken(client, given);
+  return client;
+}
+
+/**
+ * Where the token of a cloud with `auth_type` token came from: `--os-token`, `OS_TOKEN` or
+ * `OS_AUTH_TOKEN` for the environment cloud, else the cloud's `auth.token` in clouds.yaml.
+ */
+function keystoneTokenWhere(config: CloudConfig, opts: GlobalOptions, env: NodeJS.ProcessEnv): string {
+  const fileCloud = Boolean(opts.osCloud || env['OS_CLOUD']);
+  if (!fileCloud && opts.osToken !== undefined) return '--os-token';
+  if (!fileCloud && env['OS_TOKEN']) return 'OS_TOKEN';
+  if (!fileCloud && env['OS_AUTH_TOKEN']) return 'OS_AUTH_TOKEN';
+  return `cloud '${config.name}' (auth.token)`;
 }
 
 /** The `--os-*` flags (beyond the five above) and the `OS_*` variables they stand for. */
@@ -401,9 +434,14 @@ export function refusedHint(error: unknown): string {
   return `; is ${service} running at ${redactUrlSecrets(withoutUserInfo(base))}?`;
 }
 
-/** An error as one line: for HTTP errors also the request, the request id and, on a 404, a hint; a refused connection asks whether Nova runs at the endpoint. */
-export function describeFailure(e: unknown): string {
-  if (!(e instanceof NovaApiError)) return (e as Error).message;
+/**
+ * An error as one line: for HTTP errors also the request, the request id and, on a 404, a hint; a
+ * refused connection asks whether Nova runs at the endpoint; a 401 to a token the user gave asks
+ * whether that token (named by its variable or flag: `OS_TOKEN`) is expired or wrong (`tokenHint`).
+ * @param client - The client the request went through, when the caller has it (for `tokenHint`).
+ */
+export function describeFailure(e: unknown, client?: object): string {
+  if (!(e instanceof NovaApiError)) return `${(e as Error).message}${tokenHint(e, client)}`;
   if (refusedHint(e) !== '') return `${e.message}${refusedHint(e)}`;
   // Network errors already name the request in their message.
   const named = e.url !== undefined && e.message.includes(e.url);
@@ -415,7 +453,7 @@ export function describeFailure(e: unknown): string {
         : '';
   const hint =
     e.status === 404 && e.url && !/\/v2(\.1)?(\/|$)/.test(e.url) ? '; the compute endpoint usually ends in /v2.1' : '';
-  return `${e.message}${where}${hint}`;
+  return `${e.message}${where}${hint}${tokenHint(e, client)}`;
 }
 
 /**

@@ -15,9 +15,10 @@
  * result, while `-c`, `-f value` and `-f yaml` show their list (one row per server, one per resource).
  * Every duration flag (`--timeout`, `--interval`, `--max-wait`, `--older-than`, `--request-timeout`,
  * ...) takes a number with a unit, `500ms`/`30s`/`5m`/`2h` (and `1d`, `1w`); a bare number is refused
- * with one message naming the flag (exit 2). The old spellings (`--timeout-ms`, `--interval-ms`,
- * `--max-wait-ms`, `--poll-interval`, `--request-timeout-ms`, `--build-delay-ms`, `--delete-delay-ms`)
- * still work and print one deprecation line each on stderr (`addDurationOption` in `common.ts`).
+ * with one message naming the flag (exit 2). The old spellings (`server delete --timeout-ms` and
+ * `--interval-ms`, `server create --max-wait-ms`, `server reap --poll-interval`, `--request-timeout-ms`,
+ * `fake-nova --build-delay-ms` and `--delete-delay-ms`) still work and print one deprecation line
+ * each on stderr (`addDurationOption` in `common.ts`).
  * - `fake-nova [--port 0] [--cores 20] [--build-delay 500ms] [--delete-delay 3s]` (a free port by default; prints the URL, and one
  *   line of what it served when stopped)
  *
@@ -54,13 +55,18 @@ import { VERSION } from '../core/version.js';
 import { ColumnError } from './format.js';
 import { registerQuotaShowCommand } from './quotaShow.js';
 
-/** Build the program (exported for tests). */
-export function buildProgram(): Command {
+/** What a run of the program built: its client, once a command asked for one (for the failure line's hints). */
+export interface ProgramRun {
+  client?: NovaClient;
+}
+
+/** Build the program (exported for tests); `run.client` is set when a command builds its client. */
+export function buildProgram(run: ProgramRun = {}): Command {
   const program = addGlobalOptions(new Command('nova-guard'))
     .description('Delete-and-wait, quota headroom and quota audit for OpenStack Nova')
     .version(VERSION)
     .exitOverride();
-  const getClient = (defaults?: { microversion?: string }): Promise<NovaClient> => clientFromOptions(program.opts<GlobalOptions>(), process.env, defaults);
+  const getClient = async (defaults?: { microversion?: string }): Promise<NovaClient> => (run.client = await clientFromOptions(program.opts<GlobalOptions>(), process.env, defaults));
   const server = program.command('server').description('server commands');
   registerServerCreateCommand(server, getClient);
   registerServerListCommand(server, getClient);
@@ -80,7 +86,8 @@ export function buildProgram(): Command {
  * left as it was (the commands set it while they run), so a second call never inherits the first's.
  */
 export async function main(argv: string[]): Promise<number> {
-  const program = buildProgram();
+  const run: ProgramRun = {};
+  const program = buildProgram(run);
   const before = process.exitCode;
   process.exitCode = undefined;
   try {
@@ -98,7 +105,7 @@ export async function main(argv: string[]): Promise<number> {
       console.error(`nova-guard: ${cliMessage(e)}`);
       return 1;
     }
-    console.error(terminalSafe(`nova-guard: ${describeFailure(e)}`, true));
+    console.error(terminalSafe(`nova-guard: ${describeFailure(e, run.client)}`, true));
     return 1;
   } finally {
     process.exitCode = before;

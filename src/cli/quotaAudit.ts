@@ -148,9 +148,9 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
       ...(flags.timeout !== undefined ? { timeoutMs: flags.timeout } : {}),
       ...(flags.stuckBuildAfter !== undefined ? { stuckBuildAfterMs: flags.stuckBuildAfter } : {}),
     };
-    const failed = (e: unknown): void => {
+    const failed = (e: unknown, client: object): void => {
       if (e instanceof ValidationError) throw e;
-      console.error(terminalSafe(`nova-guard quota audit: ${(e as Error).name}: ${describeFailure(e)}`, true));
+      console.error(terminalSafe(`nova-guard quota audit: ${(e as Error).name}: ${describeFailure(e, client)}`, true));
       process.exitCode = 1;
     };
     if (flags.watch) {
@@ -167,7 +167,7 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
         console.log(JSON.stringify({ type: 'summary', trend: w.trend, persistent: w.persistent, settled: w.settled, findings: w.last.findings }, jsonReplacer));
         process.exitCode = watchExitCode(w);
       } catch (e) {
-        failed(e);
+        failed(e, client);
       }
       return;
     }
@@ -183,7 +183,7 @@ export function registerQuotaAuditCommand(quota: Command, getClient: () => Promi
         await sleep(retryDelayMs);
       }
     } catch (e) {
-      failed(e);
+      failed(e, client);
       return;
     }
     const result = audit!;

@@ -269,7 +269,7 @@ export function registerReapCommand(server: Command, getClient: () => Promise<No
         process.exitCode = stop.exitCode;
         return;
       }
-      console.error(terminalSafe(`nova-guard server reap: ${(e as Error).name}: ${describeFailure(e)}`, true));
+      console.error(terminalSafe(`nova-guard server reap: ${(e as Error).name}: ${describeFailure(e, client)}`, true));
       process.exitCode = 1;
       return;
     } finally {

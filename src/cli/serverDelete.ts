@@ -43,6 +43,7 @@ import type { DeleteProgress } from '../delete/index.js';
 import { failureKindWords } from '../delete/failureLog.js';
 import { cliMessage } from './ledgerError.js';
 import { addDurationOption, type ClientGetter, ledgerFlag, parseIntFlag, REFUSED_FIRST_CONTACT_MS, refusedHint } from './common.js';
+import { tokenHint } from './tokenHint.js';
 import { RefusedFirstContact } from './refusedFirstContact.js';
 import { terminalSafe } from '../core/table.js';
 import { isPathId, notFound, resolveByName, resolveServers } from './resolve.js';
@@ -131,7 +132,7 @@ export function registerServerDeleteCommand(server: Command, getClient: ClientGe
       };
       const fail = (given: string, error: Error): void => {
         failed++;
-        report(`Failed to delete server with name or ID '${given}': ${error.message}${refusedHint(error)}`);
+        report(`Failed to delete server with name or ID '${given}': ${error.message}${refusedHint(error)}${tokenHint(error, client)}`);
       };
       for (const f of found.failures) fail(f.nameOrId, f.error);
       const latest = new Map<string, DeleteProgress>();

@@ -15,6 +15,7 @@
  *
  * @module
  */
+import { closestOption } from '../core/options.js';
 import { MAX_TIMER_MS, isPlainObject } from '../core/validate.js';
 import { homedir } from 'node:os';
 import { ConfigError } from '../errors/index.js';
@@ -133,7 +134,7 @@ export function resolveCloud(name: string, rawEntry: unknown, source: CloudSourc
   // `auth_token` / `auth-token` (`OS_AUTH_TOKEN`) is the token (openstacksdk `_fix_backwards_auth`).
   for (const o of [raw, rawAuth]) if (o['token'] === undefined && o['auth_token'] !== undefined) o['token'] = o['auth_token'];
   for (const k of [...AUTH_KEYS, 'endpoint']) if (rawAuth[k] === undefined && raw[k] !== undefined) rawAuth[k] = raw[k];
-  warnUnsupported(where, raw, rawAuth, warnings);
+  const misspelt = warnUnsupported(where, raw, rawAuth, warnings);
 
   const auth: CloudAuth = {};
   for (const k of AUTH_KEYS) {
@@ -174,7 +175,7 @@ export function resolveCloud(name: string, rawEntry: unknown, source: CloudSourc
     str(where, 'auth.endpoint', rawAuth['endpoint']);
   if (override !== undefined && !/^https?:\/\/[^/]+/i.test(override)) throw where.error('compute_endpoint_override', `must be an http(s) URL`);
 
-  requireFields(where, authType, auth, override);
+  requireFields(where, authType, auth, override, misspelt);
   return {
     name,
     auth_type: authType,
@@ -253,14 +254,23 @@ const TOP_KEYS: ReadonlySet<string> = new Set([
   'identity_api_version', 'endpoint', 'tenant_name', 'tenant_id', 'auth_token', 'profile', 'cloud',
 ]);
 
+/** The top-level keys a misspelled one is compared with: {@link TOP_KEYS} without the refused `profile` and `cloud`. */
+const READ_TOP_KEYS: readonly string[] = [...TOP_KEYS].filter((k) => k !== 'profile' && k !== 'cloud');
+
 /** The keys of other services (`image_api_version`, `volume_endpoint_override`, ...), which a Nova worker has no use for. */
 const OTHER_SERVICE_KEY = /^(?!compute_|identity_)[a-z0-9]+(_[a-z0-9]+)*_(api_version|endpoint_override|endpoint|service_type|service_name|interface)$/;
 
 /**
  * One warning per setting nova-guard does not support (names only, never values): an unknown
  * top-level or `auth:` key, settings of other services, an `identity_api_version` other than 3.
+ * A misspelled key (`usernme`, `auth_ulr`) gets the closest key nova-guard reads, as an unknown
+ * option name does (`closestOption`: ` (did you mean auth.username?)`; for the environment cloud the
+ * variable, `OS_USERNAME`); a key openstacksdk knows but nova-guard does not read gets none unless it
+ * happens to be that close to one.
+ * @returns The known auth keys a misspelled key stands for, each with the key as written
+ * (`username` → `auth.usernme`), for the "missing" error of a required one.
  */
-function warnUnsupported(where: Where, raw: Record<string, unknown>, rawAuth: Record<string, unknown>, warnings: string[]): void {
+function warnUnsupported(where: Where, raw: Record<string, unknown>, rawAuth: Record<string, unknown>, warnings: string[]): Map<string, string> {
   const authKeys: ReadonlySet<string> = new Set([...AUTH_KEYS, 'endpoint', 'tenant_name', 'tenant_id', 'auth_token']);
   const other: string[] = [];
   const unknown: string[] = [];
@@ -268,19 +278,34 @@ function warnUnsupported(where: Where, raw: Record<string, unknown>, rawAuth: Re
     if (TOP_KEYS.has(k) || authKeys.has(k)) continue;
     (OTHER_SERVICE_KEY.test(k) ? other : unknown).push(k);
   }
-  for (const k of unknown) warnings.push(`${where.text}: ${k} is not supported by nova-guard and is ignored`);
+  const meant = new Map<string, string>();
+  const written = (k: string, inAuth: boolean): string => (where.source.env ? envVarFor(k) : inAuth ? `auth.${k}` : k);
+  const suggestion = (k: string, known: readonly string[], inAuth: boolean): string => {
+    const closest = closestOption(k, known);
+    if (closest === undefined) return '';
+    if ((AUTH_KEYS as readonly string[]).includes(closest) && !meant.has(closest)) meant.set(closest, written(k, inAuth));
+    return ` (did you mean ${where.source.env ? envVarFor(closest) : inAuth ? `auth.${closest}` : closest}?)`;
+  };
+  // `auth` (the block) only when no setting is close: `auth_ulr` is `auth_url`, not the block it starts like.
+  const topKnown = [...READ_TOP_KEYS.filter((k) => k !== 'auth'), ...AUTH_KEYS];
+  for (const k of unknown) warnings.push(`${where.text}: ${k} is not supported by nova-guard and is ignored${suggestion(k, topKnown, false) || suggestion(k, ['auth'], false)}`);
   if (other.length > 0) warnings.push(`${where.text}: settings of other services are ignored (${other.join(', ')})`);
   for (const k of Object.keys(rawAuth)) {
-    if (!authKeys.has(k)) warnings.push(`${where.text}: auth.${k} is not supported by nova-guard and is ignored`);
+    if (!authKeys.has(k)) warnings.push(`${where.text}: auth.${k} is not supported by nova-guard and is ignored${suggestion(k, AUTH_KEYS, true)}`);
   }
   const idv = raw['identity_api_version'];
   if (idv !== undefined && idv !== null && idv !== '' && String(idv) !== '3' && String(idv) !== '3.0') {
     warnings.push(`${where.text}: identity_api_version ${String(idv)} is not supported and is ignored: nova-guard speaks Keystone v3`);
   }
+  return meant;
 }
 
-function requireFields(where: Where, authType: CloudAuthType, auth: CloudAuth, override: string | undefined): void {
-  const missing = (key: string, extra = ''): ConfigError => where.error(key, `is missing${extra}`);
+function requireFields(where: Where, authType: CloudAuthType, auth: CloudAuth, override: string | undefined, misspelt: ReadonlyMap<string, string>): void {
+  const missing = (key: string, extra = ''): ConfigError => {
+    // A required key given misspelled (`usernme`): say which key was found, as the warning does.
+    const found = misspelt.get(key.replace(/^auth\./, ''));
+    return where.error(key, `is missing${extra}${found !== undefined ? `; ${found} is ${where.source.env ? 'set' : 'given'}, a misspelling?` : ''}`);
+  };
   if (authType === 'token') {
     if (auth.token === undefined) throw missing('auth.token');
     if (auth.auth_url === undefined && override === undefined) throw missing('auth.auth_url', ' (or give compute_endpoint_override to use the token as it is)');

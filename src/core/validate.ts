@@ -250,6 +250,18 @@ export const is = Object.freeze({
   function: ((value, name) => {
     if (typeof value !== 'function') throw new ValidationError(`${name} must be a function`);
   }) as OptionCheck,
+  /**
+   * A function of the given shape: the message says what it is called with and must return
+   * (`signature`, e.g. `(token: string) => boolean`, and `hint`), and the kind of value it got (a
+   * string is never shown: it may be a secret given in the wrong place).
+   */
+  functionOf(signature: string, hint = ''): OptionCheck {
+    return (value, name) => {
+      if (typeof value === 'function') return;
+      const got = value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : typeof value === 'string' ? 'a string' : String(value);
+      throw new ValidationError(`${name} must be a function ${signature}${hint ? ` ${hint}` : ''}, got ${got}`);
+    };
+  },
   /** An `AbortSignal`. */
   signal: ((value, name) => {
     if (!(value instanceof AbortSignal)) throw new ValidationError(`${name} must be an AbortSignal`);

@@ -108,6 +108,37 @@ describe('clouds.yaml parity with openstacksdk', () => {
     expect(env.warnings).toEqual(['environment cloud "envvars": passcode is not supported by nova-guard and is ignored']);
   });
 
+  it('a misspelled key gets the closest key nova-guard reads (did you mean ...?), as an unknown option name does; never a value', () => {
+    clouds(
+      'clouds:\n  c:\n    auth: {auth_url: "http://k:5000", usernme: u, username: u, password: pw-secret, project_nam: p-secret-ish, project_name: p}\n' +
+        '    regoin_name: R1\n    verfy: false\n    auth_ulr: http://x\n    timeout: 30\n    auht: {}\n',
+    );
+    const { warnings } = load({});
+    const where = `cloud "c" in ${join(cwd, 'clouds.yaml')}`;
+    expect(warnings).toEqual([
+      `${where}: regoin_name is not supported by nova-guard and is ignored (did you mean region_name?)`,
+      `${where}: verfy is not supported by nova-guard and is ignored (did you mean verify?)`,
+      `${where}: auth_ulr is not supported by nova-guard and is ignored (did you mean auth_url?)`,
+      `${where}: timeout is not supported by nova-guard and is ignored (did you mean api_timeout?)`,
+      `${where}: auht is not supported by nova-guard and is ignored (did you mean auth?)`,
+      `${where}: auth.usernme is not supported by nova-guard and is ignored (did you mean auth.username?)`,
+      `${where}: auth.project_nam is not supported by nova-guard and is ignored (did you mean auth.project_name?)`,
+    ]);
+    expect(warnings.join('\n')).not.toContain('secret-ish');
+    // A required key misspelled: the "missing" error names the key found (the warnings are not given when the cloud fails).
+    clouds('clouds:\n  c:\n    auth: {auth_url: "http://k:5000", usernme: u, password: pw, project_name: p}\n');
+    expect(() => load({})).toThrow(`${where}: auth.username is missing; auth.usernme is given, a misspelling?`);
+    // The environment cloud: the variables.
+    const env = load({ OS_AUTH_URL: 'http://k', OS_USERNAME: 'u', OS_PASSWORD: 'pw', OS_PROJECT_NAM: 'p', OS_PROJECT_ID: 'p' });
+    expect(env.warnings).toEqual(['environment cloud "envvars": project_nam is not supported by nova-guard and is ignored (did you mean OS_PROJECT_NAME?)']);
+    expect(() => load({ OS_AUTH_URL: 'http://k', OS_USERNME: 'u', OS_PASSWORD: 'pw' })).toThrow(
+      'environment cloud "envvars": auth.username is missing; OS_USERNME is set, a misspelling? (set OS_USERNAME)',
+    );
+    // Keys openstacksdk knows that nova-guard does not read get no suggestion.
+    clouds(`clouds:\n  c:\n${BASE}    floating_ip_source: x\n    split_loggers: true\n`);
+    expect(load({}).warnings.join('\n')).not.toContain('did you mean');
+  });
+
   it('searches the macOS and Windows config folders of openstacksdk (platformdirs)', () => {
     expect(searchDirs({ env: {}, cwd: '/w', homeDir: '/Users/me', platform: 'darwin' })).toEqual([
       '/w',

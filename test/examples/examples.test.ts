@@ -102,6 +102,21 @@ describe('examples/ run against FakeNova', () => {
     expect(r.stdout).toContain('nova_guard_');
   }, 60_000);
 
+  it('demo.ts --workers 1: runs and says 1 worker process (it printed "on 2 worker processes", forking an idle one); a bad --workers is refused before anything starts', async () => {
+    const one = RUNS['demo.ts'].filter((a) => a !== '--metrics').map((a, i, all) => (all[i - 1] === '--workers' ? '1' : a));
+    const r = await run('demo.ts', one);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^\| workers x jobs \| 1 x 1 \(flavor 2\) on 1 worker process \|$/m);
+    expect(r.stdout).toMatch(/^\| ledger \| sqlite:\S+ \(used by the 1 worker process: 0 quota 403s\)\./m);
+    const inProcess = await run('demo.ts', [...one, '--ledger', 'in-process']);
+    expect(inProcess.code, inProcess.stdout + inProcess.stderr).toBe(0);
+    expect(inProcess.stdout).toMatch(/^\| workers x jobs \| 1 x 1 \(flavor 2: 2-core servers\) on 1 host in this process \|$/m);
+    const bad = await run('demo.ts', ['--workers', '0']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr.trim()).toBe('demo failed: --workers must be a whole number >= 1, got "0"');
+    expect(bad.stdout).toBe('');
+  }, 90_000);
+
   it('demo.ts --ledger in-process: the hosts are clients of one process, each on its own ledger, and the summary says why 403s come', async () => {
     const r = await run('demo.ts', [...RUNS['demo.ts'].filter((a) => a !== '--metrics'), '--ledger', 'in-process']);
     expect(r.code, r.stdout + r.stderr).toBe(0);

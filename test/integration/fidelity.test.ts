@@ -342,6 +342,28 @@ describe.each([
     expect(fault.message).toMatch(/^Invalid input for field\/attribute server\. .*'networks' is a required property$/);
   });
 
+  it('400s on create for a key the schema does not know: in server (byte for byte), misspelled networks, beside server', async () => {
+    const server = { name: 'x', imageRef: t.imageId, flavorRef: t.flavors.vcpus1, networks: 'none' };
+    const repr = `{'name': 'x', 'imageRef': '${t.imageId}', 'flavorRef': '${t.flavors.vcpus1}', 'networks': 'none'`;
+    const bogus = await raw(t, 'POST', '/servers', { body: { server: { ...server, bogus: 1 } } });
+    expect(bogus.status).toBe(400);
+    expect(bogus.text).toBe(badRequestBody(`Invalid input for field/attribute server. Value: ${repr}, 'bogus': 1}. Additional properties are not allowed ('bogus' was unexpected)`));
+    expect(bogus.contentType).toBe(ERROR_CONTENT_TYPE);
+
+    // Before 2.37 networks is optional, so the misspelling itself is named.
+    const misspelled = await raw(t, 'POST', '/servers', { microversion: '2.1', body: { server: { name: 'x', imageRef: t.imageId, flavorRef: t.flavors.vcpus1, network: [] } } });
+    expect(misspelled.status).toBe(400);
+    expect((misspelled.json as { badRequest: { message: string } }).badRequest.message).toMatch(/\. Additional properties are not allowed \('network' was unexpected\)$/);
+
+    // A key the microversion does not know yet: description arrived at 2.19.
+    const early = await raw(t, 'POST', '/servers', { microversion: '2.18', body: { server: { name: 'x', imageRef: t.imageId, flavorRef: t.flavors.vcpus1, description: 'd' } } });
+    expect((early.json as { badRequest: { message: string } }).badRequest.message).toMatch(/\('description' was unexpected\)$/);
+
+    const beside = await raw(t, 'POST', '/servers', { body: { server, bogus: 1 } });
+    expect(beside.status).toBe(400);
+    expect(beside.text).toBe(badRequestBody("Additional properties are not allowed ('bogus' was unexpected)"));
+  });
+
   // Causes of quota drift made by hand (FakeNova: `nova.causes`; real Nova: the harness's databases).
   const listed = async (id: string): Promise<string[]> => {
     const res = await raw(t, 'GET', '/servers/detail');

@@ -44,3 +44,83 @@ describe('FakeNova create body validation per microversion, as Nova\'s schema', 
     expect(recent.status).toBe(202);
   });
 });
+
+describe("FakeNova refuses create-body keys Nova's schema does not know (additionalProperties false)", () => {
+  const post = (body: unknown, microversion = '2.79') => call(nova!, 'POST', '/servers', { microversion, body });
+  const ok = { name: 'a', flavorRef: '1', networks: 'none' };
+
+  it('an unknown key in server: 400 with the server dict and the key, byte for byte; nothing created', async () => {
+    nova = await FakeNova.start();
+    const res = await post({ server: { ...ok, bogus: 1 } });
+    expect(res.status).toBe(400);
+    expect(res.text).toBe(
+      '{"badRequest": {"code": 400, "message": "Invalid input for field/attribute server. ' +
+        "Value: {'name': 'a', 'flavorRef': '1', 'networks': 'none', 'bogus': 1}. Additional properties are not allowed ('bogus' was unexpected)\"}}",
+    );
+    expect(nova.usage().instances).toBe(0);
+  });
+
+  it('several unknown keys are named sorted, with "were"', async () => {
+    nova = await FakeNova.start();
+    const res = await post({ server: { ...ok, zz: 1, aa: 2 } });
+    expect(res.json.badRequest.message).toMatch(/\. Additional properties are not allowed \('aa', 'zz' were unexpected\)$/);
+  });
+
+  it('a misspelled networks: 400 naming it before 2.37; from 2.37 the missing networks comes first, as in Nova', async () => {
+    nova = await FakeNova.start();
+    const old = await post({ server: { name: 'a', flavorRef: '1', network: [] } }, '2.1');
+    expect(old.status).toBe(400);
+    expect(old.json.badRequest.message).toBe(
+      "Invalid input for field/attribute server. Value: {'name': 'a', 'flavorRef': '1', 'network': []}. Additional properties are not allowed ('network' was unexpected)",
+    );
+    const recent = await post({ server: { name: 'a', flavorRef: '1', network: 'auto' } });
+    expect(recent.json.badRequest.message).toBe(
+      "Invalid input for field/attribute server. Value: {'name': 'a', 'flavorRef': '1', 'network': 'auto'}. 'networks' is a required property",
+    );
+  });
+
+  it('a wrong property type is named before a missing required one, as jsonschema orders them', async () => {
+    nova = await FakeNova.start();
+    const res = await post({ server: { name: 5 } });
+    expect(res.json.badRequest.message).toBe("Invalid input for field/attribute name. Value: 5. 5 is not of type 'string'");
+  });
+
+  it('an unknown key beside server: 400 with the bare jsonschema message; the scheduler hints are allowed', async () => {
+    nova = await FakeNova.start();
+    const res = await post({ server: ok, bogus: 1 });
+    expect(res.status).toBe(400);
+    expect(res.text).toBe('{"badRequest": {"code": 400, "message": "Additional properties are not allowed (\'bogus\' was unexpected)"}}');
+    // The server's own errors come first.
+    expect((await post({ server: { ...ok, x: 1 }, bogus: 1 })).json.badRequest.message).toMatch(/\('x' was unexpected\)$/);
+    expect((await post({ server: ok, 'os:scheduler_hints': { group: '00000000-0000-4000-8000-000000000000' } })).status).toBe(202);
+    expect((await post({ server: ok, 'OS-SCH-HNT:scheduler_hints': {} })).status).toBe(202);
+  });
+
+  it('the keys follow the microversion: description from 2.19, tags 2.52, personality until 2.56, host 2.74, hostname 2.90', async () => {
+    nova = await FakeNova.start({ maxTotalInstances: 100, maxTotalCores: 100, maxTotalRAMSize: 100_000 });
+    const cases: Array<[string, Record<string, unknown>, string, string]> = [
+      ['description', { description: 'd' }, '2.18', '2.19'],
+      ['tags', { tags: ['t'] }, '2.51', '2.52'],
+      ['trusted_image_certificates', { trusted_image_certificates: ['c'] }, '2.62', '2.63'],
+      ['host', { host: 'h' }, '2.73', '2.74'],
+      ['hypervisor_hostname', { hypervisor_hostname: 'h' }, '2.73', '2.74'],
+      ['hostname', { hostname: 'h' }, '2.89', '2.90'],
+    ];
+    for (const [key, extra, before, from] of cases) {
+      const networks = (v: string): unknown => (Number(v.split('.')[1]) >= 37 ? 'none' : []);
+      const refused = await post({ server: { name: 'a', flavorRef: '1', networks: networks(before), ...extra } }, before);
+      expect(refused.json.badRequest?.message, `${key} at ${before}`).toMatch(new RegExp(`\\('${key}' was unexpected\\)$`));
+      expect((await post({ server: { name: 'a', flavorRef: '1', networks: networks(from), ...extra } }, from)).status, `${key} at ${from}`).toBe(202);
+    }
+    expect((await post({ server: { ...ok, personality: [] } }, '2.56')).status).toBe(202);
+    expect((await post({ server: { ...ok, personality: [] } }, '2.57')).json.badRequest.message).toMatch(/\('personality' was unexpected\)$/);
+  });
+
+  it('every key nova-guard sends (name, flavorRef, imageRef, networks, metadata, key_name, user_data, min_count, max_count) is accepted', async () => {
+    nova = await FakeNova.start();
+    const res = await post({
+      server: { name: 'a', flavorRef: '1', imageRef: 'img', networks: 'auto', metadata: { k: 'v' }, key_name: 'k', user_data: 'aGk=', min_count: 1, max_count: 1 },
+    });
+    expect(res.status, res.text).toBe(202);
+  });
+});

@@ -28,6 +28,15 @@ describe('FakeNova start/close', () => {
     await expect(FakeNova.start({ maxTotalCores: -2 })).rejects.toThrow(/maxTotalCores/);
     await expect(FakeNova.start({ maxMicroversion: 'x' })).rejects.toThrow(/maxMicroversion/);
   });
+
+  it('validateToken that is not a function says what it takes (it said only "must be a function"); a token string is never shown', async () => {
+    const expected =
+      "validateToken must be a function (token: string) => boolean returning true for a token Nova accepts (with FakeKeystone: (token) => keystone.isValid(token)), got ";
+    await expect(FakeNova.start({ validateToken: true as never })).rejects.toThrow(expected + 'true');
+    const e = await FakeNova.start({ validateToken: 'admin:Sekrit' as never }).catch((err: unknown) => err as Error);
+    expect(e).toMatchObject({ name: 'ValidationError', message: expected + 'a string' });
+    expect((e as Error).message).not.toContain('Sekrit');
+  });
 });
 
 describe.each(FRONTS)('servers (%s front)', (front) => {

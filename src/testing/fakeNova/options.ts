@@ -100,7 +100,7 @@ export const FAKE_NOVA_SPEC: OptionsSpec<FakeNovaOptions> = {
   softDelete: is.boolean,
   reclaimIntervalMs: null,
   quotaLagMs: null,
-  validateToken: is.function,
+  validateToken: is.functionOf('(token: string) => boolean', "returning true for a token Nova accepts (with FakeKeystone: (token) => keystone.isValid(token))"),
   keystoneUri: is.string({ nonEmpty: true }),
   pageSize: null,
   minMicroversion: is.string(),

@@ -106,6 +106,9 @@ export interface FakeNovaOptions {
   /**
    * When set, a request whose `X-Auth-Token` is missing or fails gets keystonemiddleware's 401
    * (`{"error": {...}}` plus `WWW-Authenticate`). Without it any token (or none) is accepted, as noauth2.
+   * A function of the token that returns true to accept it, e.g. `(token) => keystone.isValid(token)`
+   * with `FakeKeystone`; anything else (`true`, a token string) is refused by `FakeNova.start`
+   * with a `ValidationError` that says so.
    */
   validateToken?: (token: string) => boolean;
   /** The `uri` of the `WWW-Authenticate: Keystone uri="..."` header on a 401. Default `'http://127.0.0.1:5000/'`. */

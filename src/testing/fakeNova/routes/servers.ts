@@ -5,6 +5,7 @@
  * @module
  */
 import { randomBytes } from 'node:crypto';
+import { unexpectedServerKeys, unexpectedTopKeys } from '../createKeys.js';
 import { checkCreateQuota } from '../quota.js';
 import { pyRepr } from '../pyjson.js';
 import { fault, type Reply } from '../respond.js';
@@ -180,15 +181,14 @@ export function createServer(e: Engine, ctx: Ctx): Reply {
     return validationError('server', server, `${pyRepr(server)} is not of type 'object'`);
   }
   const s = server as Record<string, unknown>;
-  const required = ['name', 'flavorRef'];
-  if (atLeast(ctx.version, 37)) required.push('networks');
-  for (const key of required) {
-    if (!(key in s)) return validationError('server', s, `'${key}' is a required property`);
+  // Nova's schema checks the properties given first, then the required ones, then the unknown ones
+  // (jsonschema follows the schema's keyword order: properties, required, additionalProperties).
+  if ('name' in s) {
+    if (typeof s.name !== 'string') return validationError('name', s.name, `${pyRepr(s.name)} is not of type 'string'`);
+    if (s.name.length < 1) return validationError('name', s.name, "'' is too short");
+    if (s.name.length > 255) return validationError('name', s.name, `${pyRepr(s.name)} is too long`);
   }
-  if (typeof s.name !== 'string') return validationError('name', s.name, `${pyRepr(s.name)} is not of type 'string'`);
-  if (s.name.length < 1) return validationError('name', s.name, "'' is too short");
-  if (s.name.length > 255) return validationError('name', s.name, `${pyRepr(s.name)} is too long`);
-  if (typeof s.flavorRef !== 'string' && typeof s.flavorRef !== 'number') {
+  if ('flavorRef' in s && typeof s.flavorRef !== 'string' && typeof s.flavorRef !== 'number') {
     return validationError('flavorRef', s.flavorRef, `${pyRepr(s.flavorRef)} is not of type 'string', 'integer'`);
   }
   if (s.networks !== undefined && atLeast(ctx.version, 37)) {
@@ -210,6 +210,16 @@ export function createServer(e: Engine, ctx: Ctx): Reply {
   if (typeof minRaw === 'object') return minRaw;
   const maxRaw = countParam(s.max_count, 'max_count');
   if (typeof maxRaw === 'object') return maxRaw;
+  const required = ['name', 'flavorRef'];
+  if (atLeast(ctx.version, 37)) required.push('networks');
+  for (const key of required) {
+    if (!(key in s)) return validationError('server', s, `'${key}' is a required property`);
+  }
+  // A misspelled or unknown key (`network`, `bogus`) is refused, as the schema has additionalProperties false.
+  const unexpected = unexpectedServerKeys(s, ctx.version);
+  if (unexpected !== undefined) return validationError('server', s, unexpected);
+  const unexpectedTop = unexpectedTopKeys(body as Record<string, unknown>, ctx.version);
+  if (unexpectedTop !== undefined) return fault(400, unexpectedTop);
   const minCount = minRaw ?? 1;
   const maxCount = maxRaw ?? minCount;
   if (minCount > maxCount) return fault(400, 'min_count must be <= max_count');
@@ -226,7 +236,7 @@ export function createServer(e: Engine, ctx: Ctx): Reply {
 
   const imageRef = typeof s.imageRef === 'string' ? s.imageRef.split('/').filter(Boolean).pop() ?? '' : '';
   const created = e.compute.create({
-    name: s.name,
+    name: s.name as string,
     flavor,
     imageRef,
     metadata: metadata as Record<string, string>,
