@@ -260,7 +260,10 @@ describe.each(backends())('QuotaLedger conformance: $name', (backend) => {
       const late = await admitAsGuard(y, { needs: need(2), place: undefined, ttlMs: LONG }, cores(4));
       expect(late.read).toBe(!keeps);
       expect(late.reading.stamp).toBe(keeps ? r1.reading.stamp : late.reading.stamp);
-      // Nova counts its server; the claim ends 'counted', after r1 was sent: r1 cannot count it
+      // its create made srv-late (bound, as the guard does after the 202); Nova counts it and the
+      // claim ends 'counted', after r1 was sent: r1 cannot count it
+      store.step();
+      await y.bind(claimOf(late), 'srv-late');
       store.step();
       await y.release(claimOf(late), 'counted');
       // 3 cores: short on r1 only because of that claim, and truly short (Nova: 2 left)
@@ -290,6 +293,9 @@ describe.each(backends())('QuotaLedger conformance: $name', (backend) => {
       store.step();
       const c = await admitAsGuard(z, { needs: need(1), place: undefined, ttlMs: LONG }, cores(4, 4));
       expect(c.read).toBe(!keeps);
+      store.step();
+      await x.bind(claimOf(d), 'srv-d');
+      await z.bind(claimOf(c), 'srv-c');
       store.step();
       await x.release(claimOf(d), 'counted');
       store.step();
