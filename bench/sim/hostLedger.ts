@@ -17,7 +17,10 @@
  * anchor is never shared. A call that finds another call's read in flight waits for it (as a Redis
  * holder waits for the holder of the refresh lock), at most {@link MAX_WAIT_FOR_READ_MS}, through
  * `waitForOthersRead` (the guard's ledger time limit pauses, as while its own read runs); past that
- * it reads afresh.
+ * it reads afresh. A shared reading short only because of claims released as `'counted'` after it
+ * was sent, and admitted before it was stored (or taken with `claimAnyway`), is read again, as the
+ * ledgers' `countsTwice` rule does; short with the late claims admitted after it was stored, it is
+ * answered on (their POSTs went after Nova's answer).
  *
  * @module
  */
@@ -45,11 +48,17 @@ export const ANCHOR_MS = 10_000;
 /** The `/limits` reading the hosts share, and the anchor reads that keep its releases (one per fleet). */
 export class SharedReadings {
   /** The read in flight (the newest), for the calls that come meanwhile. */
-  inFlight: { stamp: number; seq: number; answer: Promise<Reading> } | undefined;
-  /** The newest reading answered: when it was sent (its stamp) and answered. */
-  kept: { stamp: number; seq: number; answeredAt: number; reading: Reading; credited?: ReadonlySet<string> } | undefined;
-  /** Claims released as `'counted'`: their order number and needs (the Redis ledger's `counted` records), for the credit. */
-  readonly counted = new Map<string, { seq: number; atMs: number; needs: ResourceAmounts }>();
+  inFlight: { stamp: number; seq: number; answer: Promise<Reading>; storedSeq?: number } | undefined;
+  /** The newest reading answered: when it was sent (its stamp) and answered, and the order number taken when it was stored. */
+  kept: { stamp: number; seq: number; answeredAt: number; storedSeq: number; reading: Reading; credited?: ReadonlySet<string> } | undefined;
+  /**
+   * Claims released as `'counted'`: their order number, needs and the order number at their admission
+   * (the Redis ledger's `counted` records; `admittedSeq` undefined: taken with `claimAnyway`), for the
+   * credit and the double-count rule.
+   */
+  readonly counted = new Map<string, { seq: number; atMs: number; needs: ResourceAmounts; admittedSeq: number | undefined }>();
+  /** Live claims admitted by `acquire`: the order number at their admission (the 7th field of a Redis claim record). */
+  readonly admitted = new Map<string, number>();
   /** Confirmed deletions credited to the kept reading (`FreedCredit`) instead of making it stale. */
   credits = 0;
   /** Admissions decided on a shared reading (no request to Nova). */
@@ -123,11 +132,17 @@ function creditedLimits(absolute: Reading['absolute'], freed: ResourceAmounts): 
   return { ...absolute, totalCoresUsed: less(c, freed.cores), totalRAMUsed: less(r, freed.ramMiB), totalInstancesUsed: less(i, freed.instances) };
 }
 
-/** The needs of the claims released as `'counted'` at or after `stamp` (what an admission on a reading sent then subtracts for them). */
-function lateCounted(r: SharedReadings, stamp: number): ResourceAmounts {
+/**
+ * The needs of the claims released as `'counted'` at or after `stamp` (what an admission on a reading
+ * sent then subtracts for them) that the reading may count already: admitted before it was stored
+ * (order number `storedSeq`), or taken with `claimAnyway`. A claim admitted after it was stored was
+ * POSTed after Nova answered it.
+ */
+function lateCounted(r: SharedReadings, stamp: number, storedSeq: number): ResourceAmounts {
   const late = { cores: 0, ramMiB: 0, instances: 0 };
   for (const c of r.counted.values()) {
     if (c.atMs < stamp) continue;
+    if (c.admittedSeq !== undefined && c.admittedSeq >= storedSeq) continue;
     late.cores += c.needs.cores;
     late.ramMiB += c.needs.ramMiB;
     late.instances += c.needs.instances;
@@ -137,7 +152,8 @@ function lateCounted(r: SharedReadings, stamp: number): ResourceAmounts {
 
 /**
  * A short admission that would fit without subtracting `late` (the claims released as `'counted'`
- * after the reading was sent): the rule of the ledgers' `countsTwice`.
+ * after the reading was sent that it may count already, {@link lateCounted}): the rule of the
+ * ledgers' `countsTwice`.
  */
 function countsTwice(
   needs: ResourceAmounts,
@@ -258,7 +274,7 @@ export class HostLedger implements QuotaLedger {
       );
       this.clock.clearTimeout(timer);
       signal?.throwIfAborted();
-      if (reading) kept = { stamp: pending.stamp, seq: pending.seq, answeredAt: this.now(), reading };
+      if (reading) kept = { stamp: pending.stamp, seq: pending.seq, answeredAt: this.now(), storedSeq: pending.storedSeq ?? Number.POSITIVE_INFINITY, reading };
     }
     if (kept && kept.stamp >= r.oldestAnchor && kept.seq > r.freedSeq) {
       r.shared++;
@@ -266,12 +282,15 @@ export class HostLedger implements QuotaLedger {
       const headroom = rawHeadroom(reading.absolute);
       const admission = await this.#inner.admit({ place: request.place, needs: request.needs, headroom, stamp: kept.stamp, ttlMs: request.ttlMs });
       const shared = { absolute: reading.absolute, requestId: reading.requestId, stamp: kept.stamp, ageMs: this.now() - kept.stamp, shared: true };
-      // Short only by claims released as 'counted' after it was sent: read again, as the ledgers do.
-      if (!admission.admitted && !countsTwice(request.needs, headroom, admission, lateCounted(r, kept.stamp))) {
+      // Short only by claims released as 'counted' after it was sent that it may count: read again, as the ledgers do.
+      if (!admission.admitted && !countsTwice(request.needs, headroom, admission, lateCounted(r, kept.stamp, kept.storedSeq))) {
         if (!request.joinIfShort || request.place !== undefined) return { ...admission, reading: shared };
         return { ...admission, reading: shared, place: await this.#inner.join(request.needs) };
       }
-      if (admission.admitted) return { ...admission, reading: shared };
+      if (admission.admitted) {
+        r.admitted.set(admission.claim.id, r.seq);
+        return { ...admission, reading: shared };
+      }
       r.shared--;
     }
     // A read of its own, kept for the calls that come after it (the newest send time wins).
@@ -279,17 +298,21 @@ export class HostLedger implements QuotaLedger {
       const stamp = this.now();
       const seq = ++r.seq;
       const answer = read(s);
-      const entry = { stamp, seq, answer };
+      const entry: NonNullable<SharedReadings['inFlight']> = { stamp, seq, answer };
       r.inFlight = entry;
       try {
         const reading = await answer;
-        if (!r.kept || r.kept.seq < seq) r.kept = { stamp, seq, answeredAt: this.now(), reading };
+        // its answer is in: a claim admitted from now on is POSTed after Nova answered it
+        entry.storedSeq = ++r.seq;
+        if (!r.kept || r.kept.seq < seq) r.kept = { stamp, seq, answeredAt: this.now(), storedSeq: entry.storedSeq, reading };
         return reading;
       } finally {
         if (r.inFlight === entry) r.inFlight = undefined;
       }
     };
-    return this.#inner.acquire(request, sharedRead, signal);
+    const own = await this.#inner.acquire(request, sharedRead, signal);
+    if (own.admitted) r.admitted.set(own.claim.id, r.seq);
+    return own;
   }
   onFreed: QuotaLedger['onFreed'] = (listener) => this.#inner.onFreed(listener);
   onWake: QuotaLedger['onWake'] = (place, listener) => this.#inner.onWake(place, listener);
@@ -305,13 +328,14 @@ export class HostLedger implements QuotaLedger {
     if (end === 'counted') {
       const r = this.readings;
       const now = this.now();
-      r.counted.set(claim.id, { seq: ++r.seq, atMs: now, needs: claim.needs });
+      r.counted.set(claim.id, { seq: ++r.seq, atMs: now, needs: claim.needs, admittedSeq: r.admitted.get(claim.id) });
       // the Redis ledger keeps its counted records 10 minutes
       for (const [id, c] of r.counted) {
         if (now - c.atMs <= COUNTED_RETENTION_MS) break;
         r.counted.delete(id);
       }
     }
+    this.readings.admitted.delete(claim.id);
     const serverId = this.#servers.get(claim.id);
     if (serverId !== undefined) {
       this.#servers.delete(claim.id);

@@ -26,8 +26,13 @@
  *    claim: a lease of `ttlMs` with a fencing token. When short and the call holds no place, it
  *    queues the call (oldest first across all holders) and hands out the place. A kept reading (one
  *    not read for this call) that leaves the needs short only because of claims released as
- *    `'counted'` after it was sent is not answered on: their servers may be in its usage already
- *    (Nova counted them before the guard saw it), so the ledger reads again, as for a stale reading.
+ *    `'counted'` after it was sent, and that it may count, is not answered on: their servers may be
+ *    in its usage already (Nova counted them before the guard saw it), so the ledger reads again,
+ *    as for a stale reading. It may count a claim admitted before it was stored (its answer
+ *    received), even after it was sent (Nova may take the POST in before it answers), and a claim
+ *    of unknown admission (`claimAnyway`: its POST may be older than the claim); not one admitted
+ *    after it was stored, whose POST went after Nova's answer: short with such claims subtracted,
+ *    the kept reading answers "short" without a read. The rule never admits.
  * 3. While short: wait for a wake-up (`onWake(place)`: the head of the queue when a deletion is
  *    confirmed anywhere in the fleet, the next place when the head leaves; `onFreed` for every
  *    confirmed deletion) or the guard's backoff, then 2 again. `leave(place)` when the call ends,

@@ -62,11 +62,17 @@ if instance ~= '' then zaddLater(KEYS[11], now + holderTtl, instance) end
  * needs of every place queued ahead; claim when `needs` still fits every constrained resource the
  * call or the places ahead need (`room[r]` nil: unknown or unlimited), and no holder's write-back after a reconnect is settling
  * (the `settle` key: nothing is admitted while it lives). `needStr` are the needs as given (for the record).
- * `measureOn` is the check alone (no claim). `countsTwice`: short on a kept reading only because of
- * the claims released as `'counted'` after it was sent (the caller reads again instead).
+ * `measureOn` is the check alone (no claim); with `admittedFrom` it subtracts, of the claims released
+ * as `'counted'` at or after `stamp`, only those admitted at or after that order number (the 7th
+ * field of a claim record, copied into its `countedneeds` record on release; none: before every
+ * reading). `countsTwice`: short on a kept reading only because of the claims released as `'counted'`
+ * after it was sent that it may count already (admitted before it was stored; `storedOrd`, nil when
+ * not known: every late claim); the caller reads again instead. A claim admitted after the reading
+ * was stored has its POST sent after Nova answered it: it stays subtracted. `admitOn` writes the
+ * `order` counter's value at the admission into the claim record (`cores,ramMiB,instances,token,holder,serverId,admitted`).
  */
 export const ADMISSION = `
-local function measureOn(room, placeId, needStr, stamp)
+local function measureOn(room, placeId, needStr, stamp, admittedFrom)
   local need = { tonumber(needStr[1]), tonumber(needStr[2]), tonumber(needStr[3]) }
   local inflight = { 0, 0, 0 }
   local claims = redis.call('HGETALL', KEYS[1])
@@ -79,7 +85,9 @@ local function measureOn(room, placeId, needStr, stamp)
     local v = redis.call('HGET', KEYS[4], id)
     if v then
       local f = split(v)
-      for r = 1, 3 do inflight[r] = inflight[r] + tonumber(f[r]) end
+      if admittedFrom == nil or (tonumber(f[4]) or -1) >= admittedFrom then
+        for r = 1, 3 do inflight[r] = inflight[r] + tonumber(f[r]) end
+      end
     end
   end
   local ahead = { 0, 0, 0 }
@@ -106,18 +114,22 @@ local function measureOn(room, placeId, needStr, stamp)
   end
   return fits, inflight, ahead
 end
--- Short on the reading of order number stamp only because of claims released as 'counted' after it
--- was sent (their servers may be in its usage already): such a kept reading is not answered on.
-local function countsTwice(room, placeId, needStr, stamp)
+-- Short on the reading of order number stamp, stored at order number storedOrd, only because of
+-- claims released as 'counted' after it was sent and admitted before it was stored (their servers
+-- may be in its usage already): such a kept reading is not answered on. A late claim admitted after
+-- it was stored cannot be in it and stays subtracted. storedOrd nil (not known): every late claim.
+local function countsTwice(room, placeId, needStr, stamp, storedOrd)
   if measureOn(room, placeId, needStr, stamp) == 1 then return false end
-  return measureOn(room, placeId, needStr, '+inf') == 1
+  return measureOn(room, placeId, needStr, stamp, storedOrd or math.huge) == 1
 end
 local function admitOn(room, placeId, needStr, stamp, ttlMs, holder, claimId)
   local fits, inflight, ahead = measureOn(room, placeId, needStr, stamp)
   local token = 0
   if fits == 1 then
     token = redis.call('INCR', KEYS[8])
-    redis.call('HSET', KEYS[1], claimId, needStr[1] .. ',' .. needStr[2] .. ',' .. needStr[3] .. ',' .. token .. ',' .. holder .. ',')
+    -- the order of its admission (no INCR): its POST comes later, after any reading stored by now
+    local admitted = redis.call('GET', KEYS[12]) or ''
+    redis.call('HSET', KEYS[1], claimId, needStr[1] .. ',' .. needStr[2] .. ',' .. needStr[3] .. ',' .. token .. ',' .. holder .. ',,' .. admitted)
     redis.call('ZADD', KEYS[2], now + ttlMs, claimId)
     if placeId ~= '' then
       redis.call('ZREM', KEYS[5], placeId); redis.call('ZREM', KEYS[6], placeId); redis.call('HDEL', KEYS[7], placeId)

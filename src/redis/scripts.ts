@@ -8,10 +8,12 @@
  * `docs/fleet-ledger.md`, "Clock steps", for what a step does to every script.
  *
  * Keys of one ledger scope (see `options.ts` `ledgerKeys`), in the order every script receives them:
- * 1. `claims`   hash   claim id -> `cores,ramMiB,instances,token,holder,serverId`
+ * 1. `claims`   hash   claim id -> `cores,ramMiB,instances,token,holder,serverId,admitted` (`admitted`:
+ *    the `order` number at its admission by an admission script; empty for claimAnyway, a write-back
+ *    and a listed server: taken as admitted before every reading)
  * 2. `claimexp` zset   claim id -> lease expiry (Redis ms)
  * 3. `counted`  zset   claim id -> the `order` number of its release as `'counted'`
- * 4. `countedneeds` hash claim id -> `cores,ramMiB,instances`
+ * 4. `countedneeds` hash claim id -> `cores,ramMiB,instances,admitted` (`admitted` as in `claims`)
  * 5. `queue`    zset   place id -> join order (the `seq` counter)
  * 6. `placeexp` zset   place id -> lease expiry (Redis ms)
  * 7. `places`   hash   place id -> `cores,ramMiB,instances`
@@ -21,7 +23,8 @@
  * 11. `holders` zset   holder instance id -> expiry (Redis ms): the live holders of the scope
  * 12. `order`   string the order counter (INCR; started at Redis's now + the counted retention)
  * 13. `limits`  hash   the kept reading: `json`, `seq` (its order number when sent), `sentAt`
- *     (Redis ms when sent), `freedSeq` (the order number of the last confirmed deletion), `vetted`
+ *     (Redis ms when sent), `storedOrd` (the order number taken when it was stored, its answer
+ *     received; valid while `storedFor` is its `seq`), `freedSeq` (the order number of the last confirmed deletion), `vetted`
  *     (set once a holder listed the servers Nova does not count yet into the store: see VETTED),
  *     `credited` (the claim ids whose confirmed deletion was subtracted from the kept reading,
  *     comma-separated) valid while `creditSeq` is the kept `seq` (see FREED; dropped whenever
@@ -61,7 +64,8 @@ return { fits, token, inflight[1], inflight[2], inflight[3], ahead[1], ahead[2],
  * A kept reading that is not fresh but `shortOk` (see KEPT) and leaves the needs short answers
  * `short` (not admitted, joining as below) with no lock and no read: only an admission needs a
  * fresh reading. A kept reading, fresh or `shortOk`, that is short only because of claims released
- * as `'counted'` after it was sent (`countsTwice`) is treated as stale: lock and read.
+ * as `'counted'` after it was sent and admitted before it was stored (`countsTwice`) is treated as
+ * stale: lock and read.
  * A store not `vetted` (new, or emptied by a restart: the two look the same) and a caller that can
  * list: while Redis has been up less than restartGraceMs (its `uptime_in_seconds` less one, for
  * its rounding), `young` (no admission, no lock); else takes the refresh lock (`vet`: the caller
@@ -85,8 +89,11 @@ if ARGV[16] == '1' and not redis.call('HGET', KEYS[13], 'vetted') then
   elseif redis.call('SET', KEYS[14], ARGV[14], 'NX', 'PX', ARGV[13]) then state = 'vet' end
   return { state, 0, 0, 0, 0, 0, 0, 0, 0, json, seq, sentAt, now, holders(), 0, keptSeq }
 end
--- Short only by claims released after it was sent: read again rather than answer on it.
-if json ~= '' and (fresh or shortOk) and countsTwice(roomOf(json), ARGV[2], { ARGV[3], ARGV[4], ARGV[5] }, seq) then
+-- Short only by claims released after it was sent that it may count: read again rather than answer on it.
+local stored = redis.call('HMGET', KEYS[13], 'storedOrd', 'storedFor')
+local storedOrd = nil
+if tonumber(stored[2] or '') == seq then storedOrd = tonumber(stored[1] or '') end
+if json ~= '' and (fresh or shortOk) and countsTwice(roomOf(json), ARGV[2], { ARGV[3], ARGV[4], ARGV[5] }, seq, storedOrd) then
   fresh, shortOk = false, false
 end
 if not fresh and shortOk then
@@ -128,7 +135,7 @@ local json, seq, sentAt = ARGV[12], tonumber(ARGV[13]), tonumber(ARGV[14])
 local cur = tonumber(redis.call('HGET', KEYS[13], 'seq') or '-1')
 local keptSeq = cur
 if cur < seq then
-  redis.call('HSET', KEYS[13], 'json', json, 'seq', seq, 'sentAt', sentAt)
+  redis.call('HSET', KEYS[13], 'json', json, 'seq', seq, 'sentAt', sentAt, 'storedOrd', nextOrder(), 'storedFor', seq)
   redis.call('HDEL', KEYS[13], 'creditSeq', 'credited')
   redis.call('PUBLISH', ARGV[16], seq)
   keptSeq = seq
@@ -165,28 +172,34 @@ end
 return 0
 `;
 
-/** bind: ARGV 2 claim id, 3 server id. Returns 1 when the claim is live. */
+/** bind: ARGV 2 claim id, 3 server id (the record's admission order kept). Returns 1 when the claim is live. */
 export const BIND = `${PROLOGUE}
 local v = redis.call('HGET', KEYS[1], ARGV[2])
 if not v then return 0 end
 local f = split(v)
-redis.call('HSET', KEYS[1], ARGV[2], f[1] .. ',' .. f[2] .. ',' .. f[3] .. ',' .. f[4] .. ',' .. f[5] .. ',' .. ARGV[3])
+local admitted = ''
+if tonumber(f[7] or '') then admitted = ',' .. f[7] end
+redis.call('HSET', KEYS[1], ARGV[2], f[1] .. ',' .. f[2] .. ',' .. f[3] .. ',' .. f[4] .. ',' .. f[5] .. ',' .. ARGV[3] .. admitted)
 return 1
 `;
 
 /**
  * release: ARGV 2 claim id, 3 end ('counted' | 'not-created'), 4 needs as `cores,ramMiB,instances`.
  * A `'counted'` end is kept (with its order number, and its time for dropping it after the
- * retention), so an admission on a reading sent before Nova counted the server still subtracts it.
+ * retention), so an admission on a reading sent before Nova counted the server still subtracts it;
+ * with it the claim's admission order (its record's 7th field, when the claim is still there).
  * Idempotent.
  */
 export const RELEASE = `${PROLOGUE}
+local rec = redis.call('HGET', KEYS[1], ARGV[2])
 redis.call('HDEL', KEYS[1], ARGV[2])
 redis.call('ZREM', KEYS[2], ARGV[2])
 if ARGV[3] == 'counted' and not redis.call('ZSCORE', KEYS[3], ARGV[2]) then
+  local admitted = ''
+  if rec and tonumber(split(rec)[7] or '') then admitted = ',' .. split(rec)[7] end
   redis.call('ZADD', KEYS[3], nextOrder(), ARGV[2])
   redis.call('ZADD', KEYS[10], now, ARGV[2])
-  redis.call('HSET', KEYS[4], ARGV[2], ARGV[4])
+  redis.call('HSET', KEYS[4], ARGV[2], ARGV[4] .. admitted)
 end
 return 1
 `;
@@ -350,7 +363,7 @@ return { 'wait', json, seq, sentAt, now, nextOrder() }
 export const LIMITS_STORE = `${HEAD}
 local keptSeq = redis.call('HGET', KEYS[13], 'seq')
 if tonumber(keptSeq or '-1') < tonumber(ARGV[3]) then
-  redis.call('HSET', KEYS[13], 'json', ARGV[2], 'seq', ARGV[3], 'sentAt', ARGV[4])
+  redis.call('HSET', KEYS[13], 'json', ARGV[2], 'seq', ARGV[3], 'sentAt', ARGV[4], 'storedOrd', nextOrder(), 'storedFor', ARGV[3])
   redis.call('HDEL', KEYS[13], 'creditSeq', 'credited')
   keptSeq = ARGV[3]
 end

@@ -14,6 +14,9 @@
  * TABLE IF NOT EXISTS`, once per file), a process of a nova-guard that does not know them never
  * reads them, and a new number would make such a process refuse the file: on one host, processes
  * of the two versions keep sharing their claims. Their times move with the others' across a reboot.
+ * So did `claim_admitted` (claim id -> the `ord` order number at its admission, kept while the claim
+ * lives or its `'counted'` record is kept; see `store.ts`): a process that does not know it admits
+ * claims without a row there, and a claim without a row is taken as admitted before every reading.
  *
  * @module
  */
@@ -37,6 +40,7 @@ CREATE TABLE IF NOT EXISTS fleet_pubs (seq INTEGER PRIMARY KEY, epoch INTEGER NO
 CREATE TABLE IF NOT EXISTS fleet_interest (member TEXT NOT NULL, server_id TEXT NOT NULL, expires_at REAL NOT NULL, interval_ms REAL NOT NULL, confirm_ms REAL NOT NULL, whole INTEGER NOT NULL, PRIMARY KEY (member, server_id)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS fleet_proofs (server_id TEXT PRIMARY KEY, epoch INTEGER NOT NULL, evidence TEXT NOT NULL, at REAL NOT NULL) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS fleet_proofs_at ON fleet_proofs (at);
+CREATE TABLE IF NOT EXISTS claim_admitted (id TEXT PRIMARY KEY, ord INTEGER NOT NULL) WITHOUT ROWID;
 `;
 /** The statements of the ledger, prepared once the tables exist. */
 export const STATEMENTS = {
@@ -54,6 +58,10 @@ export const STATEMENTS = {
   liveClaimIds: 'SELECT id FROM claims WHERE expires_at > ? ORDER BY token',
   countedSince: 'SELECT cores, ram, inst FROM counted WHERE ord >= ? AND at > ?',
   countedOne: 'SELECT cores, ram, inst, ord FROM counted WHERE id = ? AND at > ?',
+  countedSinceAdmittedFrom: 'SELECT c.cores, c.ram, c.inst FROM counted c JOIN claim_admitted a ON a.id = c.id WHERE c.ord >= ? AND c.at > ? AND a.ord >= ?',
+  addAdmitted: 'INSERT OR REPLACE INTO claim_admitted (id, ord) VALUES (?, ?)',
+  dropAdmitted: 'DELETE FROM claim_admitted WHERE id = ?',
+  dropAdmittedGone: 'DELETE FROM claim_admitted WHERE id NOT IN (SELECT id FROM claims) AND id NOT IN (SELECT id FROM counted)',
   place: 'SELECT seq FROM places WHERE id = ?',
   placesBefore: 'SELECT cores, ram, inst FROM places WHERE seq < ? AND id <> ?',
   allPlaces: 'SELECT cores, ram, inst FROM places WHERE id <> ?',
@@ -70,7 +78,7 @@ export const STATEMENTS = {
 /** The name of one of {@link STATEMENTS}. */
 export type StatementName = keyof typeof STATEMENTS;
 
-const OBJECTS = ['meta', 'claims', 'counted', 'places', 'holders', 'places_seq', 'fleet_lease', 'fleet_pubs', 'fleet_interest', 'fleet_proofs', 'fleet_proofs_at'];
+const OBJECTS = ['meta', 'claims', 'counted', 'places', 'holders', 'places_seq', 'fleet_lease', 'fleet_pubs', 'fleet_interest', 'fleet_proofs', 'fleet_proofs_at', 'claim_admitted'];
 
 /**
  * WAL mode, `synchronous = NORMAL`, and the tables. On a file that has them (every open but the

@@ -8,12 +8,16 @@
  *   of the host's monotonic clock (`hostClock.ts`: never stepped, the same in every process);
  * - `counted(id, cores, ram, inst, ord, at)`: claims released as `'counted'`, by the order number of
  *   their release (kept {@link COUNTED_RETENTION_MS});
+ * - `claim_admitted(id, ord)`: the order number (`ord`, not moved) at each claim's admission by
+ *   `admit`, while its claim or its `'counted'` record is kept (none for `claimAnyway`: its POST
+ *   may be older than the claim; a claim without a row counts as admitted before every reading);
  * - `places(id, seq, cores, ram, inst, expires_at)`: the queue, oldest `seq` first;
  * - `holders(instance, expires_at)`: the live holders (heartbeat);
  * - `meta(key, value)`: `scope` (the endpoint and project the file belongs to), `schema`, the
  *   counters `token` (fencing tokens), `seq` (join order), `ord` (order of readings, counted
  *   releases and confirmed deletions), the kept reading (`limits_json`, `limits_seq`,
- *   `limits_sent_at`), `freed_seq` (order number of the last confirmed deletion), `freed_count`, the refresh
+ *   `limits_sent_at`; `limits_stored_ord`: the order number taken when it was stored, valid while
+ *   `limits_stored_for` is its `limits_seq`), `freed_seq` (order number of the last confirmed deletion), `freed_count`, the refresh
  *   lock (`lock`, `lock_expires_at`), and the clock's `boot` id and highest reading `mono_high`
  *   (`schema.ts` `timeOfWrite`).
  *
@@ -50,6 +54,8 @@ export interface KeptReading {
   readonly seq: number;
   readonly sentAt: number;
   readonly freedSeq: number;
+  /** The order number taken when it was stored (its answer received); `Infinity` when unknown (stored by an older nova-guard). */
+  readonly storedOrd: number;
 }
 
 /** What `admit` decided. */
@@ -214,9 +220,10 @@ export class LedgerStore {
     return this.#tx(what, () => {
       const at = timeOfWrite(this.#db, now, this.#boot);
       // a claim that lapsed (its holder died or hung) may have a server no kept reading counts: stale
-      if (this.#s.dropClaims.run(at).changes > 0) this.#s.setMeta.run('freed_seq', this.#next('ord'));
+      const lapsed = this.#s.dropClaims.run(at).changes > 0;
+      if (lapsed) this.#s.setMeta.run('freed_seq', this.#next('ord'));
       this.#s.dropPlaces.run(at);
-      this.#s.dropCounted.run(at - COUNTED_RETENTION_MS);
+      if (this.#s.dropCounted.run(at - COUNTED_RETENTION_MS).changes > 0 || lapsed) this.#s.dropAdmittedGone.run();
       this.#s.dropHolders.run(at);
       this.#s.holder.run(caller.instance, at + caller.holderTtlMs);
       return fn(at);
@@ -235,10 +242,14 @@ export class LedgerStore {
     });
   }
 
-  /** Live claims plus the claims released as `'counted'` at or after `stamp` (an order number). */
-  #inFlight(now: number, stamp: number): ResourceAmounts {
+  /**
+   * Live claims plus the claims released as `'counted'` at or after `stamp` (an order number); with
+   * `admittedFrom`, only those of them admitted at or after that order number (`claim_admitted`).
+   */
+  #inFlight(now: number, stamp: number, admittedFrom?: number): ResourceAmounts {
     const live = sum(this.#s.liveClaims.all(now) as Row[]);
-    const late = sum(this.#s.countedSince.all(stamp, now - COUNTED_RETENTION_MS) as Row[]);
+    const since = now - COUNTED_RETENTION_MS;
+    const late = sum((admittedFrom === undefined ? this.#s.countedSince.all(stamp, since) : this.#s.countedSinceAdmittedFrom.all(stamp, since, admittedFrom)) as Row[]);
     return { cores: live.cores + late.cores, ramMiB: live.ramMiB + late.ramMiB, instances: live.instances + late.instances };
   }
 
@@ -261,15 +272,19 @@ export class LedgerStore {
   }
 
   /**
-   * A kept reading of order number `stamp` leaves the needs short only because of claims released
-   * as `'counted'` after it was sent: their servers may be in its usage already (Nova counted them
-   * before the guard saw it and ended their claims), so "short" on it may count them twice. Such a
-   * reading is not answered on: the caller reads `/limits` (the protocol, step 2, in `ledger/port.ts`).
+   * A kept reading of order number `stamp`, stored at order number `storedOrd`, leaves the needs
+   * short only because of claims released as `'counted'` after it was sent that it may count
+   * already: admitted before it was stored (or not known when), so their POST may have reached Nova
+   * before Nova answered it, and Nova may have counted their servers before the guard saw it and
+   * ended their claims. "Short" on it may then count them twice, and the caller reads `/limits`
+   * instead (the protocol, step 2, in `ledger/port.ts`). A late claim admitted after the reading was
+   * stored cannot be in it (its POST was sent after Nova's answer came): it stays subtracted, and a
+   * reading short with it is answered on.
    */
-  #mayCountTwice(now: number, a: AdmitArgs & { room: Room; stamp: number }): boolean {
+  #mayCountTwice(now: number, a: AdmitArgs & { room: Room; stamp: number }, storedOrd: number): boolean {
     const ahead = this.#ahead(a.placeId);
     if (this.#fits(a, this.#inFlight(now, a.stamp), ahead)) return false;
-    return this.#fits(a, sum(this.#s.liveClaims.all(now) as Row[]), ahead);
+    return this.#fits(a, this.#inFlight(now, a.stamp, storedOrd), ahead);
   }
 
   /**
@@ -292,6 +307,8 @@ export class LedgerStore {
     if (fits && claim) {
       token = this.#next('token');
       this.#s.addClaim.run(a.claimId, a.needs.cores, a.needs.ramMiB, a.needs.instances, token, a.holder, now + a.ttlMs);
+      // the order of its admission: its POST comes later, so a reading stored before now cannot count its server
+      this.#s.addAdmitted.run(a.claimId, this.#num('ord'));
       if (a.placeId !== '') this.#s.dropPlace.run(a.placeId);
     }
     if (!fits && a.join !== undefined && a.placeId === '') {
@@ -308,7 +325,9 @@ export class LedgerStore {
    * transaction: a fresh kept reading is admitted on at once (state `fresh`, with `result`); a kept
    * reading that is not fresh but at most `shortMaxAgeMs` old and sent after the last confirmed
    * deletion, and that leaves the needs short, answers short (state `short`, with `result`: no
-   * claim, the call queued when asked); otherwise the refresh lock (`lock`) or `wait`. `roomOf`
+   * claim, the call queued when asked); otherwise the refresh lock (`lock`) or `wait`. A kept
+   * reading short only by late `'counted'` claims it may count already (admitted before it was
+   * stored, or with no `claim_admitted` row: `#mayCountTwice`) is taken as not fresh. `roomOf`
    * turns a kept reading's JSON into the room of each resource.
    */
   acquireBegin(
@@ -322,7 +341,7 @@ export class LedgerStore {
       const recent = (maxAgeMs: number): boolean => json !== undefined && kept.sentAt <= now && now - kept.sentAt <= maxAgeMs && kept.seq > kept.freedSeq;
       const on = json === undefined ? undefined : { ...a, room: a.roomOf(json), stamp: kept.seq };
       // Short only by claims released after it was sent: read again rather than answer on it.
-      const usable = (maxAgeMs: number): boolean => on !== undefined && recent(maxAgeMs) && !this.#mayCountTwice(now, on);
+      const usable = (maxAgeMs: number): boolean => on !== undefined && recent(maxAgeMs) && !this.#mayCountTwice(now, on, kept.storedOrd);
       if (kept.seq > a.staleSeq && usable(a.maxAgeMs)) return { state: 'fresh' as const, kept, sendSeq: 0, now, result: this.#admitIn(now, on!, true) };
       if (a.shortMaxAgeMs > 0 && usable(a.shortMaxAgeMs)) {
         const result = this.#admitIn(now, on!, false);
@@ -382,6 +401,7 @@ export class LedgerStore {
     this.#write('release', now, caller, (now) => {
       this.#s.dropClaim.run(claimId);
       if (counted) this.#s.addCounted.run(claimId, needs.cores, needs.ramMiB, needs.instances, this.#next('ord'), now);
+      else this.#s.dropAdmitted.run(claimId);
     });
   }
 
@@ -445,7 +465,10 @@ export class LedgerStore {
 
   #kept(): KeptReading {
     const json = this.#meta('limits_json');
-    return { json: typeof json === 'string' ? json : undefined, seq: this.#num('limits_seq', -1), sentAt: this.#num('limits_sent_at', -1), freedSeq: this.#num('freed_seq', -1) };
+    const seq = this.#num('limits_seq', -1);
+    // stored by an older nova-guard (no order of its storing): every late claim may be in it
+    const storedOrd = this.#num('limits_stored_for', -1) === seq ? this.#num('limits_stored_ord', Infinity) : Infinity;
+    return { json: typeof json === 'string' ? json : undefined, seq, sentAt: this.#num('limits_sent_at', -1), freedSeq: this.#num('freed_seq', -1), storedOrd };
   }
 
   /**
@@ -487,6 +510,9 @@ export class LedgerStore {
       this.#s.setMeta.run('limits_credited', '');
       this.#s.setMeta.run('limits_seq', a.seq);
       this.#s.setMeta.run('limits_sent_at', a.sentAt);
+      // its answer is in: a claim admitted from now on is POSTed after Nova answered it
+      this.#s.setMeta.run('limits_stored_ord', this.#next('ord'));
+      this.#s.setMeta.run('limits_stored_for', a.seq);
     }
     if (this.#meta('lock') === a.lock) this.#s.setMeta.run('lock', '');
   }
@@ -541,7 +567,10 @@ export class LedgerStore {
   goodbye(now: number, caller: Caller, places: readonly string[], claims: readonly string[], locks: readonly string[] = []): void {
     this.#tx('close', () => {
       for (const id of places) this.#s.dropPlace.run(id);
-      for (const id of claims) this.#s.dropClaim.run(id);
+      for (const id of claims) {
+        this.#s.dropClaim.run(id);
+        this.#s.dropAdmitted.run(id);
+      }
       // a refresh lock of this object's read in flight: the others read at once instead of waiting it out
       if (locks.includes(String(this.#meta('lock') ?? ''))) this.#s.setMeta.run('lock', '');
       this.#s.goodbye.run(caller.instance);

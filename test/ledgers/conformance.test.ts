@@ -245,6 +245,124 @@ describe.each(backends())('QuotaLedger conformance: $name', (backend) => {
       await x.release(claimOf(again), 'not-created');
     });
 
+    it("a late 'counted' claim admitted after the kept reading was stored cannot be in it: short only by such claims, the kept reading is answered on without a read; short only by late claims admitted before it was stored, it is read again", async () => {
+      await fresh();
+      const keeps = backend.name !== 'inProcess';
+      const x = store.holder({ limitsMaxAgeMs: LONG });
+      const y = store.holder({ limitsMaxAgeMs: LONG });
+      const z = store.holder({ limitsMaxAgeMs: LONG });
+      // r1 is read and stored: 4 cores left, nothing used (its own admission given back)
+      const r1 = await attempt(x, need(1), cores(4));
+      expect(r1.read).toBe(true);
+      await x.release(claimOf(r1), 'not-created');
+      // then y's create of 2 cores is admitted on the kept r1 (its POST comes after r1's answer)
+      store.step();
+      const late = await admitAsGuard(y, { needs: need(2), place: undefined, ttlMs: LONG }, cores(4));
+      expect(late.read).toBe(!keeps);
+      expect(late.reading.stamp).toBe(keeps ? r1.reading.stamp : late.reading.stamp);
+      // its create made srv-late (bound, as the guard does after the 202); Nova counts it and the
+      // claim ends 'counted', after r1 was sent: r1 cannot count it
+      store.step();
+      await y.bind(claimOf(late), 'srv-late');
+      store.step();
+      await y.release(claimOf(late), 'counted');
+      // 3 cores: short on r1 only because of that claim, and truly short (Nova: 2 left)
+      store.step();
+      const three = await admitAsGuard(z, { needs: need(3), place: undefined, ttlMs: LONG }, cores(2, 2));
+      expect(three.admission.admitted).toBe(false);
+      expect(three.read).toBe(!keeps);
+      expect(three.place).toBeDefined();
+      // a waiting call's re-check (staleShortMs): "short" on r1 too, no read
+      store.step();
+      const again = await admitAsGuard(z, { needs: need(3), place: three.place, ttlMs: LONG, staleShortMs: LONG }, cores(2, 2));
+      expect(again.admission.admitted).toBe(false);
+      expect(again.read).toBe(!keeps);
+      await z.leave(three.place!);
+
+      // Mixed: d admitted before r2 was stored (r2 may count its server), c after it
+      store.step();
+      await store.beforeReading();
+      const d = await attempt(x, need(2), cores(6, 2));
+      expect(d.admission.admitted).toBe(true);
+      // r2 is sent while Nova counts d's server (4 left, 4 used: y's server and d's), d's claim still live
+      store.step();
+      await store.beforeReading();
+      const r2 = await y.acquire({ place: undefined, needs: need(1), ttlMs: LONG, joinIfShort: false, refutedStamp: d.reading.stamp }, async () => ({ absolute: cores(4, 4), requestId: 'req-r2' }), undefined);
+      expect(r2.reading.requestId).toBe('req-r2');
+      if (r2.admitted) await y.release(r2.claim, 'not-created');
+      store.step();
+      const c = await admitAsGuard(z, { needs: need(1), place: undefined, ttlMs: LONG }, cores(4, 4));
+      expect(c.read).toBe(!keeps);
+      store.step();
+      await x.bind(claimOf(d), 'srv-d');
+      await z.bind(claimOf(c), 'srv-c');
+      store.step();
+      await x.release(claimOf(d), 'counted');
+      store.step();
+      await z.release(claimOf(c), 'counted');
+      // 4 cores: on r2 less d and c only 1 is left; r2 may count d (not c): at best 3: short, no read
+      store.step();
+      const four = await admitAsGuard(y, { needs: need(4), place: undefined, ttlMs: LONG }, cores(3, 5));
+      expect(four.admission.admitted).toBe(false);
+      expect(four.read).toBe(!keeps);
+      if (four.place !== undefined) await y.leave(four.place);
+      // 3 cores: short on r2 less d and c, fits when d is left out: read again (Nova: 3 left)
+      store.step();
+      await store.beforeReading();
+      const threeMore = await admitAsGuard(y, { needs: need(3), place: undefined, ttlMs: LONG }, cores(3, 5));
+      expect(threeMore.read).toBe(true);
+      expect(threeMore.reading.requestId).toBe('req-conformance');
+      expect(threeMore.admission.admitted).toBe(true);
+      await y.release(claimOf(threeMore), 'not-created');
+    });
+
+    it("a late 'counted' claim admitted while the kept reading's read was in flight (after it was sent, before it was stored), or taken with claimAnyway (its POST may be older than the claim), may be in it: short only by that claim, the admission reads again", async () => {
+      await fresh();
+      const x = store.holder({ limitsMaxAgeMs: LONG });
+      const y = store.holder({ limitsMaxAgeMs: LONG });
+      // r0 is kept: 6 cores left, nothing used
+      const r0 = await attempt(x, need(1), cores(6));
+      await x.release(claimOf(r0), 'not-created');
+      // x reads r1 (its own r0 refuted); while r1 is in flight, y's create of 2 cores is admitted on r0
+      // and POSTed: Nova may count it before it answers r1, and it does (4 left, 2 used)
+      let e: LedgerClaim | undefined;
+      store.step();
+      await store.beforeReading();
+      const r1 = await x.acquire(
+        { place: undefined, needs: need(1), ttlMs: LONG, joinIfShort: false, refutedStamp: r0.reading.stamp },
+        async () => {
+          store.step();
+          e = claimOf(await admitAsGuard(y, { needs: need(2), place: undefined, ttlMs: LONG }, cores(6)));
+          return { absolute: cores(4, 2), requestId: 'req-r1' };
+        },
+        undefined,
+      );
+      expect(r1.reading.requestId).toBe('req-r1');
+      if (r1.admitted) await x.release(r1.claim, 'not-created');
+      // y sees its server past scheduling after r1 was sent: 'counted'
+      store.step();
+      await y.release(e!, 'counted');
+      // 3 cores: on r1 less y's claim 2 are left, but r1 counts its server: 4 are. Read again
+      store.step();
+      await store.beforeReading();
+      const three = await admitAsGuard(y, { needs: need(3), place: undefined, ttlMs: LONG }, cores(4, 2));
+      expect(three.read).toBe(true);
+      expect(three.admission.admitted).toBe(true);
+      await y.release(claimOf(three), 'not-created');
+      // a claim taken without a check (claimAnyway: a create whose POST may be older than the claim)
+      // after that reading was stored, then counted: it may be in the reading too. Read again
+      store.step();
+      const anyway = await x.claimAnyway(need(2), LONG);
+      store.step();
+      await x.release(anyway, 'counted');
+      store.step();
+      await store.beforeReading();
+      const after = await admitAsGuard(y, { needs: need(3), place: undefined, ttlMs: LONG }, cores(4, 2));
+      expect(after.read).toBe(true);
+      expect(after.admission.admitted).toBe(true);
+      await y.release(claimOf(after), 'not-created');
+    });
+
     it('admits when the needs fit the reading, and hands out a claim with a fencing token', async () => {
       await fresh();
       const x = await attempt(a, need(2), cores(2));

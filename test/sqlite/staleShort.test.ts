@@ -14,6 +14,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AcquireRequest, LimitsReading } from '../../src/ledger/index.js';
 import { SqliteQuotaLedger } from '../../src/sqlite/index.js';
+import { loadSqlite } from '../../src/sqlite/native.js';
+import { COUNTED_RETENTION_MS } from '../../src/sqlite/store.js';
 import { ManualClock } from '../ledgers/backends.js';
 
 const ENDPOINT = 'http://nova.example:8774/v2.1';
@@ -40,7 +42,7 @@ describe('SqliteQuotaLedger.acquire: a kept reading that still says short', () =
     for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
   });
   /** Two ledger objects (two processes) on one new file, on one manual clock. */
-  function file(): { a: SqliteQuotaLedger; b: SqliteQuotaLedger; clock: ManualClock } {
+  function file(): { a: SqliteQuotaLedger; b: SqliteQuotaLedger; clock: ManualClock; path: string } {
     const dir = mkdtempSync(join(tmpdir(), 'nova-guard-stale-short-'));
     dirs.push(dir);
     const clock = new ManualClock();
@@ -49,7 +51,7 @@ describe('SqliteQuotaLedger.acquire: a kept reading that still says short', () =
       made.push(l);
       return l;
     };
-    return { a: open('a'), b: open('b'), clock };
+    return { a: open('a'), b: open('b'), clock, path: join(dir, 'l.sqlite') };
   }
 
   it('a fresh kept reading is admitted on without a read, by the other process too: one GET /limits for both', async () => {
@@ -112,5 +114,56 @@ describe('SqliteQuotaLedger.acquire: a kept reading that still says short', () =
     clock.advance(300);
     await a.acquire(ask({ staleShortMs: 10_000 }), nova.read, undefined);
     expect(nova.calls()).toBe(3);
+  });
+
+  it("a file shared with an older nova-guard: a late 'counted' claim it admitted (no claim_admitted row), or any late claim on a reading it stored, may be in the kept reading: read again", async () => {
+    for (const older of ['claim', 'reading'] as const) {
+      const { a, b, path } = file();
+      const nova = reader(() => ({ maxTotalCores: 4, totalCoresUsed: 0 }));
+      const first = await a.acquire(ask(), nova.read, undefined);
+      if (first.admitted) await a.release(first.claim, 'not-created');
+      // b's create is admitted on the kept reading, after it was stored; Nova counts it: 'counted'
+      const late = await b.acquire(ask(), nova.read, undefined);
+      expect(late).toMatchObject({ admitted: true, reading: { shared: true } });
+      if (late.admitted) await b.release(late.claim, 'counted');
+      expect(nova.calls()).toBe(1);
+      // what an older nova-guard leaves: no admission order for its claim, none for the reading it stored
+      const db = new (loadSqlite())(path);
+      if (older === 'claim') db.prepare('DELETE FROM claim_admitted').run();
+      else db.prepare("UPDATE meta SET value = -1 WHERE key = 'limits_stored_for'").run();
+      db.close();
+      const three = await a.acquire(ask({ needs: { cores: 3, ramMiB: 0, instances: 1 } }), nova.read, undefined);
+      expect(nova.calls(), older).toBe(2);
+      expect(three.reading.shared).toBe(false);
+    }
+  });
+
+  it("short only by a late 'counted' claim admitted after the kept reading was stored: answered on, no read (the file's claim_admitted row and the reading's stored order)", async () => {
+    const { a, b, path, clock } = file();
+    const nova = reader(() => ({ maxTotalCores: 4, totalCoresUsed: 0 }));
+    const first = await a.acquire(ask(), nova.read, undefined);
+    if (first.admitted) await a.release(first.claim, 'not-created');
+    const late = await b.acquire(ask(), nova.read, undefined);
+    if (late.admitted) await b.release(late.claim, 'counted');
+    const three = await a.acquire(ask({ needs: { cores: 3, ramMiB: 0, instances: 1 } }), nova.read, undefined);
+    expect(three).toMatchObject({ admitted: false, reading: { shared: true, requestId: 'req-1' }, inFlight: { cores: 2 } });
+    expect(nova.calls()).toBe(1);
+    const db = new (loadSqlite())(path, { fileMustExist: true });
+    const meta = (k: string): number => Number((db.prepare('SELECT value FROM meta WHERE key = ?').get(k) as { value: unknown }).value);
+    const admitted = db.prepare('SELECT id, ord FROM claim_admitted').all() as Array<{ id: string; ord: number }>;
+    const storedFor = meta('limits_stored_for');
+    const storedOrd = meta('limits_stored_ord');
+    db.close();
+    // the release kept the row; its order is at or after the reading's store, which is after its send
+    expect(admitted).toEqual([{ id: late.admitted ? late.claim.id : '', ord: expect.any(Number) }]);
+    expect(storedFor).toBe(first.reading.stamp);
+    expect(storedOrd).toBeGreaterThan(first.reading.stamp);
+    expect(admitted[0]!.ord).toBeGreaterThanOrEqual(storedOrd);
+    // once the 'counted' record is dropped (its retention over), so is its row
+    clock.advance(COUNTED_RETENTION_MS + 1);
+    await a.acquire(ask(), nova.read, undefined);
+    const after = new (loadSqlite())(path, { fileMustExist: true });
+    expect(after.prepare('SELECT count(*) AS n FROM claim_admitted WHERE id = ?').get(late.admitted ? late.claim.id : '')).toEqual({ n: 0 });
+    after.close();
   });
 });
