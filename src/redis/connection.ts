@@ -21,7 +21,7 @@ import pTimeout from 'p-timeout';
 import type { Clock, Logger } from '../core/index.js';
 import { LedgerConfigError } from '../errors/index.js';
 import { pTimeoutTimers } from '../core/clock.js';
-import { redactSecrets, redactUrlSecrets } from '../core/redact.js';
+import { redactSecrets, redactUrlSecrets, shownConnectionString } from '../core/redact.js';
 import { AUTH_CODES, RedisLedgerError, downCode } from './errors.js';
 import * as lua from './scripts.js';
 
@@ -235,11 +235,19 @@ export class RedisConnection {
       this.#init.logger.debug({ err }, 'Redis ledger: Redis refused the credentials (ioredis retries)');
       return;
     }
+    if (!this.#everReady && this.#downCode !== undefined) {
+      // Never connected, and why is known (a refused connection, a host name that does not
+      // resolve): the calls waiting reject at once with it, and their caller (a guard) says what it
+      // does about it, with the URL. A second warning here, at the same moment, would say less.
+      this.#init.logger.debug({ err }, 'Redis ledger: cannot connect yet (ioredis retries)');
+      return;
+    }
     this.#init.logger.warn({ err }, this.#everReady ? 'Redis ledger: connection lost (ioredis reconnects)' : 'Redis ledger: cannot connect yet (ioredis retries)');
   }
 
   #downError(): RedisLedgerError {
-    return new RedisLedgerError(`Redis ledger: Redis cannot be reached (${this.#lastError ?? this.#downCode ?? 'down'})`, { downCode: this.#downCode });
+    const at = this.#init.url === undefined ? '' : ` at ${this.redact(shownConnectionString(this.#init.url))}`;
+    return new RedisLedgerError(`Redis ledger${at}: Redis cannot be reached (${this.#lastError ?? this.#downCode ?? 'down'})`, { downCode: this.#downCode });
   }
 
   /** `text` without the URL's password or user info. */
