@@ -83,7 +83,7 @@ export async function checkLedgerHost(spec: string, source: LedgerSource, { cloc
     { clock },
   );
   if (!missing) return;
-  throw new LedgerConfigError(`the Redis ledger's host name ${host} (${where} ${shownConnectionString(spec.trim())}) does not resolve (getaddrinfo ENOTFOUND ${host}, for ${windowMs} ms)`, {
+  throw new LedgerConfigError(`the Redis ledger's host name ${host} (${where} ${shownConnectionString(spec.trim())}) does not resolve (getaddrinfo ENOTFOUND ${host}, looked up for ${windowMs} ms)`, {
     kind: 'redis',
     reason: 'host-not-found',
     fix: `check the host name in ${where}, or use ${source === 'env' ? 'NOVA_GUARD_LEDGER=in-process (or unset it)' : '--ledger in-process'}`,
