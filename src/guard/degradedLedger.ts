@@ -163,6 +163,8 @@ export class DegradedLedger {
   #hadGoodReading = false;
   /** Ledger calls sent in the background that {@link close} waits for (`publishFreed`). */
   readonly #pending = new Set<Promise<unknown>>();
+  /** Aborted by {@link close}: ends the time limit of a probe in flight (its timer would hold the process up to the budget). */
+  readonly #closing = new AbortController();
   /** A failure of the ledger was logged as a warning (the next ones at debug level). */
   #fallbackWarned = false;
   /** When the last call that may have reached the store was sent, on the clock (ms). */
@@ -495,8 +497,9 @@ export class DegradedLedger {
     };
   }
 
-  /** At the guard's `close()`: wait for the background calls ({@link publishFreed}, each bounded). */
+  /** At the guard's `close()`: stop waiting for a probe in flight, and wait for the background calls ({@link publishFreed}, each bounded). */
   async close(): Promise<void> {
+    this.#closing.abort();
     await Promise.allSettled([...this.#pending]);
   }
 
@@ -519,7 +522,7 @@ export class DegradedLedger {
     } catch (e) {
       p = Promise.reject(e);
     }
-    pTimeout(p, { milliseconds: limitMs, customTimers: pTimeoutTimers(this.#clock) }).then(
+    pTimeout(p, { milliseconds: limitMs, signal: this.#closing.signal, customTimers: pTimeoutTimers(this.#clock) }).then(
       () => {
         o.probing = false;
         this.succeeded(undefined, true);

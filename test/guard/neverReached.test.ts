@@ -5,7 +5,7 @@
 // in-process ledger" at the moment the creates started to wait. Fake timers, FakeNova.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { InProcessQuotaLedger } from '../../src/ledger/inProcess.js';
-import { T0, settle, useFakeClock } from '../helpers.js';
+import { T0, runUntil, settle, untilReal, useFakeClock } from '../helpers.js';
 import type { QuotaWaitInfo } from '../../src/guard/options.js';
 import { QuotaWaitTimeoutError } from '../../src/guard/errors.js';
 import { body, clientFor, guardFor, posts, startNova } from './fixtures.js';
@@ -70,5 +70,27 @@ describe('a ledger never reached since start-up', () => {
       `quota ledger (test) is down: connect ECONNREFUSED (ledger acquire); skipping it and probing it from 1000 ms to every 5000 ms; it was never reached: creates wait up to 3000 ms more for it (it may be starting), then ${ALONE}`,
     ]);
     expect(r.warned).toEqual([`quota ledger (test) failed (connect ECONNREFUSED (ledger acquire)): creates wait up to 3000 ms more for it (it may be starting), then ${ALONE}`]);
+  });
+});
+
+describe('closing a guard whose ledger is down', () => {
+  it('ends the time limit of a probe in flight: no timer of the guard is left to hold the process', async () => {
+    const nova = await startNova({ maxTotalCores: 100 });
+    // down from the start; its probe hangs (a Redis that takes a connection and never answers)
+    const ledger = faulty(new InProcessQuotaLedger({ clock: clientFor(nova).clock }), (m) => (m === 'probe' ? 'hang' : 'down'));
+    // a probe's time limit (the ledger's budget) of a minute: still running when the create is done
+    const guard = guardFor(nova, { ...DEFAULT_BACKOFF, ledger, ledgerTimeoutMs: 60_000 });
+    let created = false;
+    const create = guard.createServer(body('c0')).finally(() => (created = true));
+    // timer by timer up to the POST, then real I/O only (the clock held): the probe is still running
+    await runUntil(() => posts(nova).length === 1);
+    await untilReal(() => created);
+    await create;
+    expect(posts(nova)[0]!.timeMs - T0).toBe(3000);
+    expect(ledger.calls.filter(([m]) => m === 'probe')).toHaveLength(1);
+    let closed = false;
+    void guard.close().finally(() => (closed = true));
+    await untilReal(() => closed);
+    expect(vi.getTimerCount()).toBe(0);
   });
 });
