@@ -18,7 +18,8 @@
  * (0 ms of ledger time) and goes on with the fallback; the ledger is probed (`ledger.probe()`) at
  * most once per probe interval: 1 s after the
  * outage began, then doubling up to 5 s, each interval jittered down by up to a fifth. Probing is
- * lazy: it is triggered by guard activity. One warning when the outage begins, one when a probe
+ * lazy: it is triggered by guard activity. One warning when the outage begins (saying what creates
+ * do from then, with the real wait: `degradedWords.ts`), one when a probe
  * finds it back ("is back after N ms"); the guard counts the outage in `stats.ledgerOutages`.
  *
  * The rule of an admission on the fallback ({@link DegradedLedger.fallbackRule}), for a call that a
