@@ -25,6 +25,15 @@ import { redactSecrets, redactUrlSecrets, shownConnectionString } from '../core/
 import { AUTH_CODES, RedisLedgerError, downCode } from './errors.js';
 import * as lua from './scripts.js';
 
+/**
+ * How long ioredis's `disconnect()` lets a socket close by itself before it destroys it, in ms
+ * (ioredis's option `disconnectTimeout`, 2000 by default; the subscriber takes it too). A socket
+ * that never connected (a refused or unresolved Redis, still retrying) does not close by itself:
+ * with the default its timer held a process that had closed its guard 2 s longer (`server create`
+ * exited 2 s after printing the server). A connection that answered `QUIT` closes well within it.
+ */
+export const DISCONNECT_TIMEOUT_MS = 200;
+
 /** The install command named when the optional peer dependency ioredis is missing. */
 export const IOREDIS_INSTALL = 'npm install ioredis@^5';
 
@@ -174,7 +183,7 @@ export class RedisConnection {
   constructor(init: ConnectionInit) {
     this.#init = init;
     this.#own = init.redis === undefined;
-    const timeouts = { enableOfflineQueue: false, commandTimeout: init.commandTimeoutMs, maxRetriesPerRequest: 0 };
+    const timeouts = { enableOfflineQueue: false, commandTimeout: init.commandTimeoutMs, maxRetriesPerRequest: 0, disconnectTimeout: DISCONNECT_TIMEOUT_MS };
     this.#client = init.redis ?? new (loadIoredis())(init.url!, timeouts);
     for (const [name, lua] of Object.entries(COMMANDS)) this.#client.defineCommand(name, { lua, numberOfKeys: SCRIPT_KEYS });
     // The subscriber subscribes on every `ready` (the first connect and each reconnect) by itself:

@@ -73,8 +73,13 @@ describe('server create with a ledger that cannot work: one line, exit 1', () =>
   it('a Redis that refuses the connection (a password in the URL) is an outage, not a setup error: the create goes on; one warning, true and agreeing with the wait lines (their total is the wait it says), no password, no process warning', async () => {
     const nova = await startNova({ maxTotalCores: 10 });
     const port = await closedPort();
+    const started = performance.now();
     const r = await runPiped([...CREATE, '-f', 'value', '-c', 'id', '--ledger', `redis://:${PASSWORD}@127.0.0.1:${port}`], { OS_ENDPOINT: nova.endpoint, OS_TOKEN: `admin:${nova.projectId}` });
+    const endedMs = performance.now() - started;
     expect(r.code).toBe(0);
+    // the process ends soon after it prints the server (it printed after closing the guard): before,
+    // a probe's time limit and ioredis's disconnect timer of the never-connected socket held it 2 s
+    expect(endedMs - r.firstStdoutMs!).toBeLessThan(1500);
     expect(r.stdout.trim()).toMatch(/^[0-9a-f-]{36}$/);
     const lines = r.stderr.trim().split('\n');
     const waits = lines.filter((l) => l.startsWith('waiting'));
