@@ -20,10 +20,12 @@ export function ledgerSource(argv: readonly string[] = process.argv, env: NodeJS
   return (env['NOVA_GUARD_LEDGER'] ?? '').trim() !== '' ? 'env' : 'flag';
 }
 
-/** The library's words in a ledger fix, and the CLI's for them. */
+/** The library's words in a ledger fix or warning, and the CLI's for them. */
 function cliWords(source: LedgerSource): ReadonlyArray<readonly [string, string]> {
   return [
     ["ledger: 'in-process'", source === 'env' ? 'NOVA_GUARD_LEDGER=in-process (or unset it)' : '--ledger in-process'],
+    // A guard's warning naming where its ledger string came from (the CLI gives it as the option).
+    ['the `ledger` option', source === 'env' ? 'NOVA_GUARD_LEDGER' : '--ledger'],
     ["projectId in NovaClient's options / clouds.yaml's auth.project_id", '--os-project-id, or auth.project_id in clouds.yaml'],
   ];
 }

@@ -23,6 +23,9 @@
  * otherwise); without either, `auto` (as openstack does at 2.37 and later).
  *
  * `--ledger URL` (or `NOVA_GUARD_LEDGER`): the quota ledger shared with other processes (`openLedger`).
+ * A Redis ledger whose host name does not resolve is a typo until shown otherwise: exit 1 before any
+ * request (`ledgerHost.ts`); a Redis that refuses the connection or goes away later is an outage the
+ * guard rides out (its one warning says what creates do meanwhile).
  *
  * @module
  */
@@ -42,6 +45,8 @@ import type { LoggerOption } from '../core/logger.js';
 import { signalWords, watchStopSignals } from './interrupt.js';
 import type { ClientGetter } from './common.js';
 import { deleteCommand, keptLines, mayExistLines, pendingLines, watchCreates } from './createSignals.js';
+import { cliLedgerFix, ledgerSource } from './ledgerError.js';
+import { checkLedgerHost } from './ledgerHost.js';
 
 /** What `server create` asks of the client: microversion 2.37, for `networks: 'none' | 'auto'`. */
 export const CREATE_MICROVERSION = '2.37';
@@ -100,8 +105,9 @@ export function propertiesOf(props: readonly string[] = []): Record<string, stri
  *   ledger admits nothing yet (it settles after Redis started or restarted)`;
  * - `ledger-out-of-reach`: `waiting 2 s for the quota ledger URL, out of reach: no create is
  *   admitted without it for now (...)`: the shortfalls are no reading of the quota and are not shown
- *   as "0 free"; the guard's one warning of the outage (printed before) says until when: up to 3 s
- *   for a ledger never reached (it may be starting), while claims may be live for one that was.
+ *   as "0 free"; the guard's one warning of the outage (printed before) says until when: the time
+ *   left of the 3 s it waits for a ledger never reached (it may be starting; the waits end then),
+ *   while claims may be live for one that was.
  * `ledger` is the `--ledger`/`NOVA_GUARD_LEDGER` string, printed with its password redacted.
  */
 export function waitLine(w: Pick<QuotaWaitInfo, 'delayMs' | 'shortfalls' | 'ledgerOutOfReach' | 'reason'>, ledger?: string): string {
@@ -126,14 +132,16 @@ const LEDGER_COMPONENTS: ReadonlySet<string> = new Set(['ledger', 'redis-ledger'
  * that prints only the warnings about the shared quota ledger, as `Warning: ...` lines on stderr
  * (`print`): a Redis ledger out of reach, a SQLite ledger that cannot load and falls back to the
  * in-process one. Without them a worker would not learn that its processes stopped sharing the
- * quota. The guard's other warnings repeat what the command prints itself (retries, Ctrl-C).
+ * quota. The guard's other warnings repeat what the command prints itself (retries, Ctrl-C). Their
+ * library words for where the ledger came from are the CLI's (`cliLedgerFix`, for `source`).
+ * @param source - Where the ledger string came from. @default `ledgerSource()` (this process's argv and environment)
  */
-export function createLogger(client: Pick<NovaClient, 'logger'>, print: (line: string) => void = (line) => console.error(line)): LoggerOption {
+export function createLogger(client: Pick<NovaClient, 'logger'>, print: (line: string) => void = (line) => console.error(line), source = ledgerSource()): LoggerOption {
   // A logger of its own (the client's carries the binding component 'nova', which the guard's would repeat).
   if (client.logger.isLevelEnabled('debug')) return cliLogger({ debug: true });
   const quiet = (): void => undefined;
   const warn = (message: string, fields: Record<string, unknown>): void => {
-    if (LEDGER_COMPONENTS.has(String(fields['component'])) || 'ledger' in fields) print(`Warning: ${terminalSafe(message, true)}`);
+    if (LEDGER_COMPONENTS.has(String(fields['component'])) || 'ledger' in fields) print(`Warning: ${terminalSafe(cliLedgerFix(message, source), true)}`);
   };
   return { level: 'warn', debug: quiet, info: quiet, warn, error: warn };
 }
@@ -178,6 +186,8 @@ export function registerServerCreateCommand(server: Command, getClient: ClientGe
     // The ledger string is checked now; the guard opens it for the client's endpoint and project
     // before its first request and closes it in close() (NOVA_GUARD_LEDGER when no --ledger).
     const ledgerSpec = ledgerFlag(flags.ledger);
+    // A Redis host name that does not resolve: a typo, said before any request (exit 1).
+    if (ledgerSpec !== undefined) await checkLedgerHost(ledgerSpec, ledgerSource());
     const flavorRef = flags.flavor;
     const client = await getClient({ microversion: CREATE_MICROVERSION });
     const [flavor, image] = await Promise.all([findFlavor(client, flavorRef), findImage(client, flags.image)]);
@@ -190,6 +200,8 @@ export function registerServerCreateCommand(server: Command, getClient: ClientGe
       logger: createLogger(client),
       onWait: (w) => console.error(waitLine(w, ledgerSpec)),
       onRetry: (r) => console.error(`retrying the create in ${Math.round(r.delayMs / 100) / 10} s (${r.reason}: ${terminalSafe(r.error.message, true)})`),
+      // The logger prints the ledger's warnings (createLogger): Node's process warning would repeat them.
+      onWarning: () => undefined,
     };
     if (ledgerSpec !== undefined) options.ledger = ledgerSpec;
     if (maxWaitMs !== undefined) options.maxWaitMs = maxWaitMs;

@@ -17,9 +17,12 @@ import { ConfigError } from './base.js';
  * - `'unusable-path'`: the SQLite file may not be used (a directory on a network file system, a file
  *   of another endpoint or project, a file of an unknown schema);
  * - `'missing-project'`: the ledger serves one project, and the guard's client has no project id
- *   (an endpoint and token without `OS_PROJECT_ID` nor a noauth `user:project` token).
+ *   (an endpoint and token without `OS_PROJECT_ID` nor a noauth `user:project` token);
+ * - `'host-not-found'`: the CLI's `server create` found that the Redis ledger's host name does not
+ *   resolve (`ENOTFOUND`) before any request (the library rides that out in degraded mode, its
+ *   warning naming the host name to check).
  */
-export type LedgerConfigReason = 'module-missing' | 'credentials-refused' | 'unwritable-path' | 'unusable-path' | 'missing-project';
+export type LedgerConfigReason = 'module-missing' | 'credentials-refused' | 'unwritable-path' | 'unusable-path' | 'missing-project' | 'host-not-found';
 
 /**
  * The quota ledger asked for (`ledger: 'sqlite:…' | 'redis://…'`, `NOVA_GUARD_LEDGER`, the CLI's

@@ -251,7 +251,8 @@ export class Admission {
   }
 
   /**
-   * A wait begins: its delay (the call's next backoff step, at most what is left of `maxWaitMs`),
+   * A wait begins: its delay (the call's next backoff step, at most what is left of `maxWaitMs`, and
+   * for a ledger never reached at most what is left of its wait, `DegradedLedger.neverReachedWaitLeftMs`),
    * counted, explained every {@link EXPLAIN_EVERY_WAITS} waits, reported through `onWait` and the
    * logger, with its reason ({@link QuotaWaitReason}; `queued`: the needs fit alone, not after the
    * places queued ahead). Resolves the delay, in ms.
@@ -261,7 +262,10 @@ export class Admission {
     const call = this.#call;
     const needs = this.#needs;
     const stepMs = stepDelayMs(call.firstDelayMs, this.#waits + call.retriesConsumed, g.opts.maxDelayMs);
-    const delayMs = Math.min(stepMs, Math.ceil(remaining));
+    let delayMs = Math.min(stepMs, Math.ceil(remaining));
+    // A wait for a ledger never reached ends with its time left (`NEVER_REACHED_WAIT_MS`, the number
+    // its warning prints): then the call admits alone, never one backoff step later.
+    if (call.ledger.waitedForLedger && !g.res.hadGoodReading) delayMs = Math.min(delayMs, Math.ceil(g.res.neverReachedWaitLeftMs()));
     if (delayMs >= remaining) call.deadlineReached = true;
     this.#waits++;
     g.stats.waits++;

@@ -18,7 +18,8 @@
  * (0 ms of ledger time) and goes on with the fallback; the ledger is probed (`ledger.probe()`) at
  * most once per probe interval: 1 s after the
  * outage began, then doubling up to 5 s, each interval jittered down by up to a fifth. Probing is
- * lazy: it is triggered by guard activity. One warning when the outage begins, one when a probe
+ * lazy: it is triggered by guard activity. One warning when the outage begins (saying what creates
+ * do from then, with the real wait: `degradedWords.ts`), one when a probe
  * finds it back ("is back after N ms"); the guard counts the outage in `stats.ledgerOutages`.
  *
  * The rule of an admission on the fallback ({@link DegradedLedger.fallbackRule}), for a call that a
@@ -51,6 +52,7 @@ import { callEach } from '../core/listeners.js';
 import type { AbsoluteLimits, ResourceAmounts } from '../core/types.js';
 import { AMOUNT_FIELD, InProcessQuotaLedger, QUOTA_RESOURCES, isLedgerDown, type FitVerdict, type FreedCredit, type Headroom, type QuotaLedger } from '../ledger/index.js';
 import { ShareRule, shareVerdict, type Fleet, type ShareVerdict } from './degradedShare.js';
+import { causeText, fallbackWords, outageWords, type DegradedMoment } from './degradedWords.js';
 import type { QuotaGuardStats } from './options.js';
 
 /** Time-outs in a row after which a ledger counts as down. */
@@ -83,6 +85,8 @@ export interface DegradedUser {
   readonly ledgerFallback: 'throw' | 'in-process';
   /** The guard's warning of a fallback, once per cause (`onWarning`, or once per process: `process.emitWarning`). */
   readonly warn: (cause: string, message: string) => void;
+  /** Where the ledger came from, as a warning names it for a host name to check (`degradedWords.ts`). */
+  readonly ledgerSource: string;
 }
 
 /** An outage in progress. */
@@ -160,6 +164,8 @@ export class DegradedLedger {
   #hadGoodReading = false;
   /** Ledger calls sent in the background that {@link close} waits for (`publishFreed`). */
   readonly #pending = new Set<Promise<unknown>>();
+  /** Aborted by {@link close}: ends the time limit of a probe in flight (its timer would hold the process up to the budget). */
+  readonly #closing = new AbortController();
   /** A failure of the ledger was logged as a warning (the next ones at debug level). */
   #fallbackWarned = false;
   /** When the last call that may have reached the store was sent, on the clock (ms). */
@@ -170,8 +176,8 @@ export class DegradedLedger {
   #shareWarned = false;
   /** The setup error of a ledger the guard went on without (`ledgerFallback: 'in-process'`): for the guard's life. */
   #softStart: LedgerConfigError | undefined;
-  /** Why the ledger last failed, in words (its error's message): named by the fallback's warning. */
-  #lastCause: string | undefined;
+  /** The ledger's last failure: its message and setup hint are named by the fallback's warning (`degradedWords.ts`). */
+  #lastError: unknown;
 
   constructor(ledger: QuotaLedger, clock: Clock, user: DegradedUser) {
     this.ledger = ledger;
@@ -179,7 +185,6 @@ export class DegradedLedger {
     this.#user = user;
     this.fallback = new InProcessQuotaLedger({ clock, holder: ledger.holder });
     this.share = new ShareRule(ledger);
-
   }
 
   /**
@@ -196,14 +201,20 @@ export class DegradedLedger {
   }
 
   /**
-   * True while a process that has no good reading of the ledger (and whose ledger never reached its
-   * store: `everReached` false so far) should still wait for it: its calls have not been failing
-   * (an outage, or failures that do not make one: rejections that are not `ledgerDown`) for
-   * {@link NEVER_REACHED_WAIT_MS} yet.
+   * How much longer, in ms, a process with no good reading of the ledger (whose ledger never reached
+   * its store) waits for it: {@link NEVER_REACHED_WAIT_MS} from its calls' first failure (an outage,
+   * or failures that do not make one), all of it before one. An admission's wait for the ledger ends
+   * by then (`admission.ts`): the number the warnings print is the wait.
    */
-  get mayReachSoon(): boolean {
+  neverReachedWaitLeftMs(): number {
     const since = this.#failingSinceMs ?? this.#health.outage?.sinceMs;
-    return since === undefined || this.#clock.now() - since < NEVER_REACHED_WAIT_MS;
+    return since === undefined ? NEVER_REACHED_WAIT_MS : Math.max(0, since + NEVER_REACHED_WAIT_MS - this.#clock.now());
+  }
+
+  /** What the warnings of this moment depend on (`degradedWords.ts`). */
+  #moment(kind: string = this.ledger.kind): DegradedMoment {
+    const reached = this.hadGoodReading;
+    return { kind, reached, waitLeftMs: reached ? 0 : this.neverReachedWaitLeftMs(), source: this.#user.ledgerSource };
   }
 
   /** The ledger answered an admission of this process. The first time, the recovery listeners run ({@link onRecovered}). */
@@ -268,11 +279,8 @@ export class DegradedLedger {
    * message of the ledger's last failure (the ledger's own words, redacted by it), or `cause`.
    */
   #fallbackMessage(kind: string, cause?: unknown): string {
-    if (cause !== undefined) this.#lastCause = causeText(cause);
-    const why = this.#lastCause === undefined ? '' : ` (${this.#lastCause})`;
-    return this.hadGoodReading
-      ? `quota ledger (${kind}) failed${why}: creates wait for it (other hosts may still admit on it)`
-      : `quota ledger (${kind}) failed${why}: going on with the in-process ledger, Nova's quota check decides the rest`;
+    if (cause !== undefined) this.#lastError = cause;
+    return fallbackWords(this.#moment(kind), this.#lastError === undefined ? undefined : causeText(this.#lastError), this.#lastError);
   }
 
   /** True while the ledger is down (skipped). */
@@ -322,7 +330,7 @@ export class DegradedLedger {
   fallbackRule(fallbackForOutage: boolean): FallbackRule {
     if (this.#softStart !== undefined) return 'alone';
     if (!fallbackForOutage && !this.down) return 'alone';
-    if (!this.hadGoodReading) return this.mayReachSoon ? 'wait' : 'alone';
+    if (!this.hadGoodReading) return this.neverReachedWaitLeftMs() > 0 ? 'wait' : 'alone';
     // The ledger answered since (a probe, while this admission was on the fallback): back to it next.
     if (this.#failingSinceMs === undefined) return 'wait';
     const goneAt = this.claimsGoneAtMs();
@@ -490,8 +498,9 @@ export class DegradedLedger {
     };
   }
 
-  /** At the guard's `close()`: wait for the background calls ({@link publishFreed}, each bounded). */
+  /** At the guard's `close()`: stop waiting for a probe in flight, and wait for the background calls ({@link publishFreed}, each bounded). */
   async close(): Promise<void> {
+    this.#closing.abort();
     await Promise.allSettled([...this.#pending]);
   }
 
@@ -514,7 +523,7 @@ export class DegradedLedger {
     } catch (e) {
       p = Promise.reject(e);
     }
-    pTimeout(p, { milliseconds: limitMs, customTimers: pTimeoutTimers(this.#clock) }).then(
+    pTimeout(p, { milliseconds: limitMs, signal: this.#closing.signal, customTimers: pTimeoutTimers(this.#clock) }).then(
       () => {
         o.probing = false;
         this.succeeded(undefined, true);
@@ -561,7 +570,7 @@ export class DegradedLedger {
     // Not refused before reaching the store: it may have written there (a claim, a renewal).
     if (sentAtMs !== undefined && !isLedgerDown(error)) this.#landed(sentAtMs);
     this.#failingSinceMs ??= this.#clock.now();
-    this.#lastCause = causeText(error);
+    this.#lastError = error;
     const h = this.#health;
     if (h.outage) return;
     if (timedOut) h.timeouts++;
@@ -570,15 +579,9 @@ export class DegradedLedger {
     h.begin(this.#clock.now());
     this.#shareWarned = false;
     this.#user.stats.ledgerOutages++;
-    const detail = this.hadGoodReading
-      ? '; meanwhile guarded creates of this process wait for it while claims of this process may still be live in it, then admit within their share of the quota'
-      : `; it was never reached: creates wait up to ${NEVER_REACHED_WAIT_MS} ms for it (it may be starting), then go on with the in-process ledger and Nova's check only`;
-    const why = timedOut && !isLedgerDown(error) ? `${TIMEOUTS_FOR_DOWN} time-outs in a row` : ((error as Error)?.message ?? String(error));
+    const why = timedOut && !isLedgerDown(error) ? `${TIMEOUTS_FOR_DOWN} time-outs in a row` : causeText(error);
     const level = h.streakWarned ? 'info' : 'warn';
-    this.#user.log[level](
-      { ledger: this.ledger.kind, err: (error as Error)?.message },
-      `quota ledger (${this.ledger.kind}) is down: ${why}; skipping it and probing it from ${FIRST_PROBE_MS} ms to every ${MAX_PROBE_MS} ms${detail}`,
-    );
+    this.#user.log[level]({ ledger: this.ledger.kind, err: (error as Error)?.message }, outageWords(this.#moment(), why, error, { firstMs: FIRST_PROBE_MS, maxMs: MAX_PROBE_MS }));
   }
 
   /** A call sent at `sentAtMs` may have reached the store (its outcome is not known: the caller aborted). */
@@ -589,10 +592,4 @@ export class DegradedLedger {
   #landed(sentAtMs: number): void {
     if (this.#landedMs === undefined || sentAtMs > this.#landedMs) this.#landedMs = sentAtMs;
   }
-}
-
-/** `error`'s message (a time-out's, a refusal's), on one line and at most 300 characters long. */
-function causeText(error: unknown): string {
-  const line = (error instanceof Error ? error.message : String(error)).replace(/\s+/g, ' ').trim() || (error instanceof Error ? error.name : 'unknown error');
-  return line.length > 300 ? `${line.slice(0, 299)}…` : line;
 }

@@ -393,6 +393,15 @@ export function quotaGuard(client: NovaClient, options: QuotaGuardOptions = {}):
 }
 
 /**
+ * Where the guard's ledger came from, as its warnings name it for a host name to check
+ * (`degradedWords.ts`): the `ledger` option, `NOVA_GUARD_LEDGER`, or the ledger object's URL.
+ */
+function ledgerSourceWords(opts: ResolvedOptions): string {
+  const from = opts.ownedLedger?.from;
+  return from === undefined ? "the ledger object's URL" : from === 'NOVA_GUARD_LEDGER' ? 'NOVA_GUARD_LEDGER' : 'the `ledger` option';
+}
+
+/**
  * The state of a new guard on `client`: the `ledger` option or a new in-process ledger on the
  * client's clock, a private in-process fallback ledger with the same holder, and `onRetry` with its
  * exceptions caught (logged, ignored).
@@ -409,6 +418,7 @@ export function newGuardState(client: NovaClient, opts: ResolvedOptions, log: Lo
     longestLeaseMs: (): number => longestLeaseMs(client, opts, res),
     ledgerFallback: opts.ledgerFallback,
     warn: (cause, message) => warnOncePerCause(sink, cause, message),
+    ledgerSource: ledgerSourceWords(opts),
   });
   const g: GuardState = {
     client,

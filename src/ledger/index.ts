@@ -27,7 +27,7 @@ export type {
   LimitsRead,
   FreedCredit,
 } from './port.js';
-export { isLedgerDown, refutedOrder, waitForOthersRead } from './port.js';
+export { isLedgerDown, ledgerDownCode, refutedOrder, waitForOthersRead } from './port.js';
 export { FreshWhenAsked } from './freshWhenAsked.js';
 export { InProcessQuotaLedger, READ_GRACE_MS } from './inProcess.js';
 export type { InProcessQuotaLedgerOptions } from './inProcess.js';

@@ -233,6 +233,15 @@ export function isLedgerDown(error: unknown): boolean {
 }
 
 /**
+ * The code of an {@link isLedgerDown} error that says why (its `downCode`, as `RedisLedgerError`
+ * gives it: `ENOTFOUND` for a host name that does not resolve, `ECONNREFUSED`...), or `undefined`.
+ */
+export function ledgerDownCode(error: unknown): string | undefined {
+  const code = isLedgerDown(error) ? (error as { downCode?: unknown }).downCode : undefined;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/**
  * What the caller of `publishFreed` knows about a deletion it can credit to the kept reading: the
  * server was created under `claimId` (released as `'counted'` on a look that showed Nova counts it;
  * the claim's needs are exactly what Nova counts for it, its flavor's), and `keptSeq` was the newest

@@ -41,7 +41,7 @@ export function ledgerOption(ledger: unknown, clock: Clock, logger: Logger, clie
     throw new ValidationError(`${from}: ${(error as Error).message}`);
   }
   if (kind === 'in-process') return { ledger: undefined, owned: undefined };
-  const owned = new SpecLedger(spec, kind, clock, logger, client);
+  const owned = new SpecLedger(spec, kind, clock, logger, client, from);
   return { ledger: owned, owned };
 }
 
@@ -86,6 +86,7 @@ export class SpecLedger implements QuotaLedger {
    * @param spec - The ledger string (kept private: a Redis URL may hold a password).
    * @param kind - What `parseLedgerSpec` said of it.
    * @param client - The guard's client: a SQLite or Redis ledger is opened by its `forClient` (the fleet watcher on by default).
+   * @param from - Where `spec` came from: the guard's `ledger` option or `NOVA_GUARD_LEDGER`.
    */
   constructor(
     spec: string,
@@ -93,6 +94,7 @@ export class SpecLedger implements QuotaLedger {
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly client?: NovaClient,
+    readonly from: 'ledger' | 'NOVA_GUARD_LEDGER' = 'ledger',
   ) {
     this.kind = kind;
     this.#spec = spec;

@@ -21,9 +21,18 @@ import pTimeout from 'p-timeout';
 import type { Clock, Logger } from '../core/index.js';
 import { LedgerConfigError } from '../errors/index.js';
 import { pTimeoutTimers } from '../core/clock.js';
-import { redactSecrets, redactUrlSecrets } from '../core/redact.js';
+import { redactSecrets, redactUrlSecrets, shownConnectionString } from '../core/redact.js';
 import { AUTH_CODES, RedisLedgerError, downCode } from './errors.js';
 import * as lua from './scripts.js';
+
+/**
+ * How long ioredis's `disconnect()` lets a socket close by itself before it destroys it, in ms
+ * (ioredis's option `disconnectTimeout`, 2000 by default; the subscriber takes it too). A socket
+ * that never connected (a refused or unresolved Redis, still retrying) does not close by itself:
+ * with the default its timer held a process that had closed its guard 2 s longer (`server create`
+ * exited 2 s after printing the server). A connection that answered `QUIT` closes well within it.
+ */
+export const DISCONNECT_TIMEOUT_MS = 200;
 
 /** The install command named when the optional peer dependency ioredis is missing. */
 export const IOREDIS_INSTALL = 'npm install ioredis@^5';
@@ -174,7 +183,7 @@ export class RedisConnection {
   constructor(init: ConnectionInit) {
     this.#init = init;
     this.#own = init.redis === undefined;
-    const timeouts = { enableOfflineQueue: false, commandTimeout: init.commandTimeoutMs, maxRetriesPerRequest: 0 };
+    const timeouts = { enableOfflineQueue: false, commandTimeout: init.commandTimeoutMs, maxRetriesPerRequest: 0, disconnectTimeout: DISCONNECT_TIMEOUT_MS };
     this.#client = init.redis ?? new (loadIoredis())(init.url!, timeouts);
     for (const [name, lua] of Object.entries(COMMANDS)) this.#client.defineCommand(name, { lua, numberOfKeys: SCRIPT_KEYS });
     // The subscriber subscribes on every `ready` (the first connect and each reconnect) by itself:
@@ -235,11 +244,19 @@ export class RedisConnection {
       this.#init.logger.debug({ err }, 'Redis ledger: Redis refused the credentials (ioredis retries)');
       return;
     }
+    if (!this.#everReady && this.#downCode !== undefined) {
+      // Never connected, and why is known (a refused connection, a host name that does not
+      // resolve): the calls waiting reject at once with it, and their caller (a guard) says what it
+      // does about it, with the URL. A second warning here, at the same moment, would say less.
+      this.#init.logger.debug({ err }, 'Redis ledger: cannot connect yet (ioredis retries)');
+      return;
+    }
     this.#init.logger.warn({ err }, this.#everReady ? 'Redis ledger: connection lost (ioredis reconnects)' : 'Redis ledger: cannot connect yet (ioredis retries)');
   }
 
   #downError(): RedisLedgerError {
-    return new RedisLedgerError(`Redis ledger: Redis cannot be reached (${this.#lastError ?? this.#downCode ?? 'down'})`, { downCode: this.#downCode });
+    const at = this.#init.url === undefined ? '' : ` at ${this.redact(shownConnectionString(this.#init.url))}`;
+    return new RedisLedgerError(`Redis ledger${at}: Redis cannot be reached (${this.#lastError ?? this.#downCode ?? 'down'})`, { downCode: this.#downCode });
   }
 
   /** `text` without the URL's password or user info. */

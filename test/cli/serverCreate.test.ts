@@ -196,4 +196,13 @@ describe('server create: the warnings it prints without --debug', () => {
       'Warning: Redis ledger: connection lost (ioredis reconnects)',
     ]);
   });
+
+  it('names where the ledger came from in the CLI\'s words: --ledger, or NOVA_GUARD_LEDGER, not the library\'s `ledger` option', () => {
+    const message = 'quota ledger (redis) is down: Redis ledger at redis://[REDACTED]@nosuchhost:6379: Redis cannot be reached (getaddrinfo ENOTFOUND nosuchhost); its host name does not resolve: check it in the `ledger` option; skipping it';
+    for (const [source, where] of [['flag', '--ledger'], ['env', 'NOVA_GUARD_LEDGER']] as const) {
+      const printed: string[] = [];
+      toLogger(createLogger({ logger: pino({ level: 'silent' }) }, (l) => printed.push(l), source)).child({ component: 'quota-guard' }).warn({ ledger: 'redis' }, message);
+      expect(printed).toEqual([`Warning: ${message.replace('the `ledger` option', where)}`]);
+    }
+  });
 });

@@ -81,7 +81,10 @@ describe('a ledger that is down', () => {
     expect(waits).toEqual([5000, 2000, 0, 0, 0]);
     // one warning for the whole outage: the first failure's (the outage itself is logged at info level)
     // naming its cause, not only "failed"
-    expect(warnings()).toEqual(["quota ledger (test) failed (ledger acquire took longer than 2000 ms): going on with the in-process ledger, Nova's quota check decides the rest"]);
+    // and saying what the calls do from then: they wait 3000 ms more (the first POST at 5 s), then admit alone
+    expect(warnings()).toEqual([
+      "quota ledger (test) failed (ledger acquire took longer than 2000 ms): creates wait up to 3000 ms more for it (it may be starting), then admit with the in-process ledger (this process alone; Nova's quota check decides the rest) until it is back",
+    ]);
     expect(guard.stats.ledgerOutages).toBe(1);
     // call 0: two time-outs and a try cut by its maxWaitMs (5 s); call 1: the third time-out; calls 2-4: skipped
     expect(guard.stats.ledgerFallbacks).toBe(7);

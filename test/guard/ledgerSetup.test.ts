@@ -132,7 +132,9 @@ describe('the process warning of a fallback', () => {
     expect(guard.stats.ledgerOutages).toBe(1);
     expect(guard.stats.ledgerFallbacks).toBeGreaterThanOrEqual(4);
     // naming its cause, not only "failed"
-    expect(warned).toEqual(["quota ledger (test) failed (connect ECONNREFUSED (ledger acquire)): going on with the in-process ledger, Nova's quota check decides the rest"]);
+    expect(warned).toEqual([
+      "quota ledger (test) failed (connect ECONNREFUSED (ledger acquire)): creates wait up to 3000 ms more for it (it may be starting), then admit with the in-process ledger (this process alone; Nova's quota check decides the rest) until it is back",
+    ]);
     await guard.close();
   });
 });

@@ -9,10 +9,11 @@ import type { Logger } from '../../../src/core/logger.js';
 
 /**
  * What a call does: forward (`ok`), reject (`reject`), reject as a store that cannot be reached
- * (`down`: the error is marked `ledgerDown`), never settle (`hang`), answer `false` (`lose`: a renew
+ * (`down`: the error is marked `ledgerDown`; `notfound`: also `downCode: 'ENOTFOUND'`, a host name that
+ * does not resolve), never settle (`hang`), answer `false` (`lose`: a renew
  * that finds the lease lost), forward after 500 ms (`late`), or forward after that many ms.
  */
-export type Fault = 'ok' | 'reject' | 'down' | 'hang' | 'lose' | 'late' | number;
+export type Fault = 'ok' | 'reject' | 'down' | 'notfound' | 'hang' | 'lose' | 'late' | number;
 
 /** What the test ledger says of itself. */
 export interface TestLedgerExtras {
@@ -45,6 +46,8 @@ export function faulty(
     const f = fault(method, args);
     if (f === 'reject') throw new Error(`ledger ${method} failed`);
     if (f === 'down') throw Object.assign(new Error(`connect ECONNREFUSED (ledger ${method})`), { ledgerDown: true });
+    // As a Redis ledger whose URL's host name does not resolve says it (RedisLedgerError: downCode, the URL redacted).
+    if (f === 'notfound') throw Object.assign(new Error('Redis ledger at redis://[REDACTED]@nosuchhost:6379: Redis cannot be reached (getaddrinfo ENOTFOUND nosuchhost)'), { ledgerDown: true, downCode: 'ENOTFOUND' });
     if (f === 'hang') return new Promise(() => undefined);
     if (f === 'lose') return false;
     if (f === 'late') await sleep(500);
