@@ -33,6 +33,8 @@ export interface LedgerHostOptions {
   readonly clock?: Clock;
   /** How long a name that does not resolve is looked at again before the error, in ms. @default NEVER_REACHED_WAIT_MS (3000) */
   readonly windowMs?: number;
+  /** The resolver: a function that resolves for a name that resolves, or rejects with the resolver's error (its `code`). @default `lookup` of `node:dns/promises` */
+  readonly lookup?: (host: string) => Promise<unknown>;
 }
 
 /** The host name of a `redis://` / `rediss://` ledger string, or `undefined` (another ledger, an IP address). */
@@ -50,9 +52,9 @@ export function ledgerHostName(spec: string): string | undefined {
 }
 
 /** `true` when `host` does not resolve (`ENOTFOUND`); `false` for an address or any other outcome. */
-async function notFound(host: string, clock: Clock): Promise<boolean> {
+async function notFound(host: string, clock: Clock, lookup: (host: string) => Promise<unknown>): Promise<boolean> {
   try {
-    await pTimeout(dnsLookup(host), { milliseconds: LOOKUP_LIMIT_MS, customTimers: pTimeoutTimers(clock) });
+    await pTimeout(lookup(host), { milliseconds: LOOKUP_LIMIT_MS, customTimers: pTimeoutTimers(clock) });
     return false;
   } catch (e) {
     return (e as { code?: unknown } | null)?.code === 'ENOTFOUND';
@@ -65,7 +67,7 @@ async function notFound(host: string, clock: Clock): Promise<boolean> {
  * @param source - Where `spec` came from (`--ledger` or `NOVA_GUARD_LEDGER`), named by the error.
  * @throws {@link LedgerConfigError} (`reason: 'host-not-found'`) when the name did not resolve at any look within `windowMs`.
  */
-export async function checkLedgerHost(spec: string, source: LedgerSource, { clock = systemClock, windowMs = NEVER_REACHED_WAIT_MS }: LedgerHostOptions = {}): Promise<void> {
+export async function checkLedgerHost(spec: string, source: LedgerSource, { clock = systemClock, windowMs = NEVER_REACHED_WAIT_MS, lookup = dnsLookup }: LedgerHostOptions = {}): Promise<void> {
   const host = ledgerHostName(spec);
   if (host === undefined) return;
   const startMs = clock.now();
@@ -74,7 +76,7 @@ export async function checkLedgerHost(spec: string, source: LedgerSource, { cloc
     `the quota ledger host ${host} to resolve`,
     async () => {
       for (;;) {
-        if (!(await notFound(host, clock))) return false;
+        if (!(await notFound(host, clock, lookup))) return false;
         const leftMs = startMs + windowMs - clock.now();
         if (leftMs <= 0) return true;
         await sleep(clock, Math.min(LOOK_AGAIN_MS, leftMs));
