@@ -19,8 +19,7 @@ import { Transport } from '../transport/transport.js';
 import { isServerNotFound } from '../transport/http.js';
 import { checkPathId, is, normaliseServerId } from '../core/validate.js';
 import { checkOptions } from '../core/options.js';
-import { idObjectListMember, idObjectMember, invalidResponse, objectMember, type ShapeContext } from '../transport/responseShape.js';
-import { flavorSize } from '../core/counting.js';
+import { idObjectMember, objectMember, type ShapeContext } from '../transport/responseShape.js';
 import { componentLogger, type Logger } from '../core/logger.js';
 import type { CreateServerBody, Flavor, Limits, QuotaSetDetail, Server } from '../core/types.js';
 import {
@@ -40,20 +39,14 @@ import type { ClientStats, CloudClientOptions, ListServersOptions, ListServersQu
 import { NovaRequester, type ChosenMicroversion } from './request.js';
 import { versionWaitMs } from './versionDiscovery.js';
 import { BASE_MICROVERSION, atLeastMicroversion, checkNeeds, createServerNeeds, highestNeed, listQueryNeeds, type MicroversionNeed } from './microversion.js';
-import { nextPageQuery, parseAbsoluteLimits, parseQuotaSetDetail } from './parse.js';
+import { parseAbsoluteLimits, parseQuotaSetDetail } from './parse.js';
+import { listFlavorPages, trustedFlavors } from './flavorList.js';
 import { SignalFanOut } from '../core/signalFanOut.js';
 import { listServerPages } from './list.js';
 import { ProjectListing } from './projectListing.js';
 
 export type { ClientStats, CloudClientOptions, ListServersOptions, ListServersQuery, NovaClientOptions, RawRequest, RawResponse, RequestOptions, RetryOptions } from './options.js';
 export { parseAbsoluteLimits } from './parse.js';
-
-/**
- * Most pages `listFlavors` follows (at Nova's usual 1,000 flavors a page): a listing whose every page
- * links to another is an error, not a request loop.
- * @default 100
- */
-const FLAVOR_LIST_MAX_PAGES = 100;
 
 
 /**
@@ -483,10 +476,11 @@ export class NovaClient {
   }
 
   /**
-   * `GET /flavors/detail` (Nova API reference, "List Flavors With Details"): every flavor the project
-   * may use, with its vcpus and RAM. Nova lists up to its `max_limit` (1,000 by default) a page, with
-   * a `flavors_links` "next" link when more follow: the pages are followed (at most
-   * 100), so a flavor of a later page is found too.
+   * `GET /flavors/detail?is_public=None` (Nova API reference, "List Flavors With Details"): every
+   * flavor the caller may use, with its vcpus and RAM (for an admin every flavor, private ones too,
+   * as openstacksdk lists them; for a member the public ones and those shared with its project). Nova lists up to its `max_limit` (1,000 by default) a page, with
+   * a `flavors_links` "next" link when more follow: the pages are followed (at most 100: see
+   * `flavorList.ts`), so a flavor of a later page is found too.
    *
    * A flavor listed with a usable `vcpus` and `ram` (non-negative numbers), once in the listing, is kept
    * in the cache of {@link getFlavor} (a flavor's vcpus and RAM never change), so a create of a flavor
@@ -499,28 +493,8 @@ export class NovaClient {
    */
   async listFlavors(options: RequestOptions = {}): Promise<Flavor[]> {
     checkRequestOptions('listFlavors', options);
-    const flavors: Flavor[] = [];
-    const seenMarkers = new Set<string>();
-    let query: Record<string, string> = {};
-    for (let pages = 1; ; pages++) {
-      const res = await this.request({ method: 'GET', path: '/flavors/detail', ...(pages > 1 ? { query } : {}), ...options });
-      const page = idObjectListMember<Flavor>(res.data, 'flavors', this.#shape('GET', res));
-      flavors.push(...page);
-      const next = nextPageQuery(res.data, this.#shape('GET', res), seenMarkers, page.length === 0, 'flavors_links');
-      if (next === undefined) break;
-      if (pages >= FLAVOR_LIST_MAX_PAGES) {
-        throw invalidResponse(this.#shape('GET', res), `page ${pages} of GET /flavors/detail still has a flavors_links next link: a flavor listing is not followed past ${FLAVOR_LIST_MAX_PAGES} pages`);
-      }
-      query = { ...query, ...next };
-    }
-    // Kept only when the listing says one thing of the flavor, with a usable vcpus and ram.
-    const sizes = new Map<string, string | undefined>();
-    for (const f of flavors) {
-      const size = flavorSize(f as { vcpus?: unknown; ram?: unknown });
-      const said = size === undefined ? undefined : `${size.vcpus}/${size.ram}`;
-      sizes.set(f.id, sizes.has(f.id) && sizes.get(f.id) !== said ? undefined : said);
-    }
-    for (const f of flavors) if (sizes.get(f.id) !== undefined && !this.#flavors.has(f.id)) this.#flavors.set(f.id, Promise.resolve(f));
+    const flavors = await listFlavorPages({ request: (req) => this.request(req), shape: (res) => this.#shape('GET', res) }, options);
+    for (const f of trustedFlavors(flavors)) if (!this.#flavors.has(f.id)) this.#flavors.set(f.id, Promise.resolve(f));
     return flavors;
   }
 

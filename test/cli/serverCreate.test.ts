@@ -85,6 +85,19 @@ describe('server create: the guarded create, printed as openstack server create'
     expect(posts(nova)).toBe(1);
   });
 
+  it('--flavor NAME of a private flavor an admin uses: found (an admin\'s listing shows only public flavors unless asked with is_public=None, as openstack asks); a member that may not use it gets "No Flavor found"', async () => {
+    const flavors = [
+      { id: '1', name: 'm1.tiny', vcpus: 1, ram: 512, disk: 1 },
+      { id: 'ci-private', name: 'ci.private', vcpus: 2, ram: 1024, disk: 1, isPublic: false },
+    ];
+    const nova = await startNova({ buildDelayMs: 20, flavors });
+    const r = await runCli('server', registerServerCreateCommand, clientFor(nova), ['create', 'ci-1', '--flavor', 'ci.private', '--image', CIRROS.id, '--nic', 'none']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(nova.listServerStates()[0]?.flavorId).toBe('ci-private');
+    const member = clientFor(nova, { token: `member:${nova.projectId}` });
+    await expect(runCli('server', registerServerCreateCommand, member, ['create', 'ci-2', '--flavor', 'ci.private', '--image', CIRROS.id, '--nic', 'none'])).rejects.toThrow('No Flavor found for ci.private');
+  });
+
   it("never prints the server's adminPass (a secret), with or without --wait, in any format", async () => {
     const nova = await startNova({ buildDelayMs: 20 });
     for (const extra of [[], ['--wait'], ['-f', 'json'], ['-f', 'yaml', '--wait']]) {
