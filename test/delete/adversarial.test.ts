@@ -253,6 +253,22 @@ describe('deleteServers: the first round and the barrier under faults', () => {
     await vi.advanceTimersByTimeAsync(60_000);
     expect(vi.getTimerCount()).toBe(0);
   });
+
+  it.each([12_000, 15_000])('a batch whose timeoutMs (%i ms) ends before the barrier would: the accepted servers are still looked at, one interval before their deadline, and end deleted', async (timeoutMs) => {
+    const { nova, client } = hostileSetup({ requestTimeoutMs: 60_000 });
+    for (const id of ids) nova.add(id, { deletedAfterMs: 300, goneAfterMs: 1000 });
+    let n = 0;
+    // DELETEs answered 3 s apart, the last one never: the barrier would hold the waits until 2 x 3 s
+    // after the last answer (15 s), or for ever with no answer at all; the calls end at timeoutMs.
+    nova.fault = ({ method }) => (method === 'DELETE' ? (n++ < 3 ? { kind: 'delay', ms: 3000 } : { kind: 'hang' }) : undefined);
+    const r = await run(client.deleteServers(ids, { wait: true, timeoutMs, jitter: 0, concurrency: 1 }));
+    expect(r.value?.succeeded).toEqual(ids.slice(0, 3));
+    expect(r.value?.failed.map((f) => [f.serverId, f.error.name])).toEqual([[ids[3], 'DeleteTimeoutError']]);
+    for (const id of r.value!.succeeded) expect(nova.goneAt(id)! - T0).toBeLessThanOrEqual(r.settledAt);
+    expect(r.settledAt).toBeLessThanOrEqual(timeoutMs);
+    await vi.advanceTimersByTimeAsync(120_000);
+    expect(vi.getTimerCount()).toBe(0);
+  });
 });
 
 describe('the rate limit never holds a call past its deadline or its abort', () => {
