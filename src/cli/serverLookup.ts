@@ -5,7 +5,10 @@
  *
  * - Flavors: `GET /flavors/detail` (Nova API reference, "List Flavors With Details": ids, names,
  *   vcpus and RAM), through the client, which keeps each flavor: the guard's needs of the flavor
- *   found then cost no `GET /flavors/{id}` (one flavor request a create, not two).
+ *   found then cost no `GET /flavors/{id}` (one flavor request a create, not two). It asks
+ *   `is_public=None` (an admin's private flavors too, as openstacksdk asks) and follows its
+ *   `flavors_links` next pages; a given id the listing does not show is read with `GET /flavors/{id}`,
+ *   as openstack gets an id first.
  * - Images: a UUID is taken as an image id without a request (the POST tells when it is not one);
  *   a name is looked up in Nova's image proxy, `GET /images` at microversion 2.1 (Nova API reference,
  *   "Images (DEPRECATED)": removed at 2.36, so the call pins 2.1), which lists Glance's images.
@@ -14,6 +17,7 @@
  */
 import type { NovaClient } from '../nova/client.js';
 import { isServerId } from '../core/validate.js';
+import { NotFoundError, ValidationError } from '../errors/index.js';
 
 /** A flavor or image that cannot be found (or not uniquely): exit 1, as openstack's `CommandError`. */
 export class LookupError extends Error {}
@@ -53,9 +57,23 @@ export function pick(items: readonly Named[], given: string, kind: 'Flavor' | 'I
   return byName[0]!;
 }
 
-/** The flavor `given` (id or name). @throws {@link LookupError}; API errors as they are. */
+/**
+ * The flavor `given` (id or name): in the listing, else, when the listing has none of that id or name,
+ * `GET /flavors/{given}` (a flavor the listing leaves out is found by its id, as openstack's
+ * `find_resource` gets an id first). @throws {@link LookupError}; API errors as they are.
+ */
 export async function findFlavor(client: NovaClient, given: string): Promise<Named> {
-  return pick(await listFlavors(client), given, 'Flavor');
+  try {
+    return pick(await listFlavors(client), given, 'Flavor');
+  } catch (e) {
+    if (!(e instanceof LookupError) || !e.message.startsWith('No Flavor found')) throw e;
+    const flavor = await client.getFlavor(given).catch((error: unknown) => {
+      if (error instanceof NotFoundError || error instanceof ValidationError) return undefined;
+      throw error;
+    });
+    if (flavor === undefined || flavor.id !== given) throw e;
+    return { id: flavor.id, name: typeof flavor.name === 'string' ? flavor.name : '' };
+  }
 }
 
 /**

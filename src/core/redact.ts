@@ -24,7 +24,8 @@ export function secretForms(secret: string): string[] {
 
 /**
  * Replace every occurrence of each secret in `text` (in any of its {@link secretForms}) by
- * `[REDACTED]`. Secrets shorter than 4 characters are left alone (redacting every `a` of a message
+ * `[REDACTED]`, and every run of at least 10 characters that is the start of one (a secret of 16
+ * characters or more echoed cut short). Secrets shorter than 4 characters are left alone (redacting every `a` of a message
  * would make it unreadable; such secrets are not in use).
  */
 export function redactSecrets(text: string, secrets: readonly string[]): string {
@@ -32,8 +33,40 @@ export function redactSecrets(text: string, secrets: readonly string[]): string 
   for (const s of secrets) {
     if (typeof s !== 'string' || s.length < 4) continue;
     for (const form of secretForms(s)) out = out.split(form).join(REDACTED);
+    if (s.length >= PREFIX_RUN_MIN_SECRET) out = redactPrefixRuns(out, s);
   }
   return out;
+}
+
+/** The shortest start of a secret taken for a piece of it when echoed cut short (a proxy's `token gAAAAABk…`), in characters. */
+const PREFIX_RUN = 10;
+
+/** Secrets shorter than this are redacted whole only (a start of {@link PREFIX_RUN} of them would be most of them anyway). */
+const PREFIX_RUN_MIN_SECRET = 16;
+
+/**
+ * `text` with every run that starts as `secret` does, for at least {@link PREFIX_RUN} characters, replaced
+ * by `[REDACTED]` as far as it matches the secret: a server or proxy that echoes a token cut short
+ * (`X-Auth-Token gAAAAABk4x…`, a body excerpt cut by the server) shows part of it.
+ */
+function redactPrefixRuns(text: string, secret: string): string {
+  const start = secret.slice(0, PREFIX_RUN);
+  let out = '';
+  let from = 0;
+  for (let at = text.indexOf(start); at !== -1; at = text.indexOf(start, from)) {
+    let end = at + PREFIX_RUN;
+    while (end < text.length && end - at < secret.length && text[end] === secret[end - at]) end++;
+    // A run that ends at a tag may go on after it (`S3cr3t-XY<b>ZZY`): left for the error excerpt,
+    // which redacts the text with its tags taken out (`textSnippet`), so the secret goes whole.
+    if (text[end] === '<') {
+      out += text.slice(from, end);
+      from = end;
+      continue;
+    }
+    out += text.slice(from, at) + REDACTED;
+    from = end;
+  }
+  return out + text.slice(from);
 }
 
 /**

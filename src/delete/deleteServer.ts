@@ -22,7 +22,7 @@
  */
 import { traceDeleteWait } from '../core/telemetry.js';
 import pLimit from 'p-limit';
-import { untilSettledOrAborted, type TimerHandle } from '../core/clock.js';
+import { timeoutSignal, untilSettledOrAborted, type TimerHandle } from '../core/clock.js';
 import { startCall, type Call } from './call.js';
 import { canonicalServerId, normaliseServerId } from '../core/validate.js';
 import { isDeleting } from '../core/counting.js';
@@ -158,10 +158,19 @@ async function deleteOne(
   if (!options.wait) return (engine.follows.follow(serverId, options), done('delete-requested')); // followed to its 404 while a guard listens
   if (batch.waitAfter) {
     // The other DELETEs of the batch first: no listing competes with them, and all waits start together.
-    await untilSettledOrAborted(batch.waitAfter, call.signal).catch((e: unknown) => {
-      if (call.timedOut()) throw timeout();
-      throw new AbortError(`Deletion of server ${serverId} was aborted`, { cause: e, serverId });
-    });
+    // Not past one interval before this call's deadline: a wait held until its deadline would end
+    // "timed out" for a server gone long before, never looked at.
+    const lastChanceMs = call.startedAt + call.timeoutMs - (options.intervalMs ?? DELETE_DEFAULTS.intervalMs) - engine.clock.now();
+    const lastChance = Number.isFinite(lastChanceMs) ? timeoutSignal(engine.clock, Math.max(0, lastChanceMs), () => undefined) : undefined;
+    const held = lastChance ? Promise.race([batch.waitAfter, new Promise((resolve) => lastChance.signal.addEventListener('abort', resolve, { once: true }))]) : batch.waitAfter;
+    try {
+      await untilSettledOrAborted(held, call.signal).catch((e: unknown) => {
+        if (call.timedOut()) throw timeout();
+        throw new AbortError(`Deletion of server ${serverId} was aborted`, { cause: e, serverId });
+      });
+    } finally {
+      lastChance?.dispose();
+    }
   }
 
   const redeleteAfterMs = options.redeleteAfterMs ?? DELETE_DEFAULTS.redeleteAfterMs;
@@ -366,7 +375,8 @@ export async function deleteServers(client: DeleteCapable, ids: readonly string[
   // the servers already accepted; a Nova that answers each DELETE in a second is not hanging, and looks
   // sent while it still works through the batch's DELETEs find every server there: osc-lib's loop
   // sends none then). Before any answer there is nothing to wait for, so a slow Nova's first answers
-  // start their waits together instead of one alone with its own GET.
+  // start their waits together instead of one alone with its own GET. No wait is held past one
+  // interval before its own deadline (`deleteOne`).
   const clock = client.deleteEngine.clock;
   const intervalMs = one.intervalMs ?? DELETE_DEFAULTS.intervalMs;
   let slowestMs = 0;

@@ -19,7 +19,7 @@ import { Transport } from '../transport/transport.js';
 import { isServerNotFound } from '../transport/http.js';
 import { checkPathId, is, normaliseServerId } from '../core/validate.js';
 import { checkOptions } from '../core/options.js';
-import { idObjectListMember, idObjectMember, objectMember, type ShapeContext } from '../transport/responseShape.js';
+import { idObjectMember, objectMember, type ShapeContext } from '../transport/responseShape.js';
 import { componentLogger, type Logger } from '../core/logger.js';
 import type { CreateServerBody, Flavor, Limits, QuotaSetDetail, Server } from '../core/types.js';
 import {
@@ -40,13 +40,13 @@ import { NovaRequester, type ChosenMicroversion } from './request.js';
 import { versionWaitMs } from './versionDiscovery.js';
 import { BASE_MICROVERSION, atLeastMicroversion, checkNeeds, createServerNeeds, highestNeed, listQueryNeeds, type MicroversionNeed } from './microversion.js';
 import { parseAbsoluteLimits, parseQuotaSetDetail } from './parse.js';
+import { listFlavorPages, trustedFlavors } from './flavorList.js';
 import { SignalFanOut } from '../core/signalFanOut.js';
 import { listServerPages } from './list.js';
 import { ProjectListing } from './projectListing.js';
 
 export type { ClientStats, CloudClientOptions, ListServersOptions, ListServersQuery, NovaClientOptions, RawRequest, RawResponse, RequestOptions, RetryOptions } from './options.js';
 export { parseAbsoluteLimits } from './parse.js';
-
 
 
 /**
@@ -476,17 +476,25 @@ export class NovaClient {
   }
 
   /**
-   * `GET /flavors/detail` (Nova API reference, "List Flavors With Details"): every flavor the project
-   * may use, with its vcpus and RAM, in one request. Each flavor listed is kept in the cache of
-   * {@link getFlavor} (a flavor's vcpus and RAM never change), so a create of a flavor found here
-   * needs no `GET /flavors/{id}`. One page: Nova lists up to its `max_limit` (1,000 by default).
-   * @throws {@link InvalidResponseError} when a 2xx body has no `flavors` list of objects with ids.
+   * `GET /flavors/detail?is_public=None` (Nova API reference, "List Flavors With Details"): every
+   * flavor the caller may use, with its vcpus and RAM (for an admin every flavor, private ones too,
+   * as openstacksdk lists them; for a member the public ones and those shared with its project). Nova lists up to its `max_limit` (1,000 by default) a page, with
+   * a `flavors_links` "next" link when more follow: the pages are followed (at most 100: see
+   * `flavorList.ts`), so a flavor of a later page is found too.
+   *
+   * A flavor listed with a usable `vcpus` and `ram` (non-negative numbers), once in the listing, is kept
+   * in the cache of {@link getFlavor} (a flavor's vcpus and RAM never change), so a create of a flavor
+   * found here needs no `GET /flavors/{id}`. One listed without them (a proxy's or hand-made answer),
+   * or twice with two sizes, is not kept: `getFlavor` reads it, and the guard never takes its needs
+   * from a listing it cannot trust (a missing `vcpus` would count as 0 cores).
+   * @throws {@link InvalidResponseError} when a 2xx body has no `flavors` list of objects with ids, or
+   * its `flavors_links` next link cannot be followed (no marker, a marker already followed, more than
+   * 100 pages).
    */
   async listFlavors(options: RequestOptions = {}): Promise<Flavor[]> {
     checkRequestOptions('listFlavors', options);
-    const res = await this.request({ method: 'GET', path: '/flavors/detail', ...options });
-    const flavors = idObjectListMember<Flavor>(res.data, 'flavors', this.#shape('GET', res));
-    for (const f of flavors) if (!this.#flavors.has(f.id)) this.#flavors.set(f.id, Promise.resolve(f));
+    const flavors = await listFlavorPages({ request: (req) => this.request(req), shape: (res) => this.#shape('GET', res) }, options);
+    for (const f of trustedFlavors(flavors)) if (!this.#flavors.has(f.id)) this.#flavors.set(f.id, Promise.resolve(f));
     return flavors;
   }
 

@@ -61,7 +61,8 @@ export function parseQuotaSetDetail(quotaSet: Record<string, unknown>): QuotaSet
 }
 
 /**
- * The query of the next page of a `GET /servers/detail` listing: the `servers_links` "next" link's
+ * The query of the next page of a `GET /servers/detail` listing (or of `GET /flavors/detail`, with
+ * `linksKey` `flavors_links`): the `servers_links` "next" link's
  * query (only its query: the next page is read from the client's endpoint, never another host), or
  * undefined on the last page (no next link, or `pageEmpty`). Records the marker in `seenMarkers`.
  * @throws {@link InvalidResponseError} when the link has no href, is not a URL, has no `marker` (Nova's next link
@@ -71,21 +72,27 @@ export function parseQuotaSetDetail(quotaSet: Record<string, unknown>): QuotaSet
  * the query, a pagination bug: a silently truncated listing would make an audit drift and a reaper
  * miss servers).
  */
-export function nextPageQuery(body: unknown, ctx: ShapeContext, seenMarkers: Set<string>, pageEmpty: boolean): Record<string, string> | undefined {
-  const links = optionalObjectListMember<{ rel?: unknown; href?: unknown }>(body, 'servers_links', ctx);
+export function nextPageQuery(
+  body: unknown,
+  ctx: ShapeContext,
+  seenMarkers: Set<string>,
+  pageEmpty: boolean,
+  linksKey: 'servers_links' | 'flavors_links' = 'servers_links',
+): Record<string, string> | undefined {
+  const links = optionalObjectListMember<{ rel?: unknown; href?: unknown }>(body, linksKey, ctx);
   const next = links.find((l) => l.rel === 'next');
   if (next === undefined || pageEmpty) return undefined;
   const href = next.href;
-  if (typeof href !== 'string' || href === '') throw invalidResponse(ctx, 'the servers_links next link has no href: the next page cannot be read, and the listing would be truncated');
+  if (typeof href !== 'string' || href === '') throw invalidResponse(ctx, `the ${linksKey} next link has no href: the next page cannot be read, and the listing would be truncated`);
   let query: Record<string, string>;
   try {
     query = Object.fromEntries(new URL(href, 'http://x').searchParams.entries());
   } catch {
-    throw invalidResponse(ctx, `the servers_links next link ${JSON.stringify(href.slice(0, 200))} is not a URL`);
+    throw invalidResponse(ctx, `the ${linksKey} next link ${JSON.stringify(href.slice(0, 200))} is not a URL`);
   }
   const marker = query['marker'];
-  if (!marker) throw invalidResponse(ctx, `the servers_links next link ${JSON.stringify(href.slice(0, 200))} names no marker: the next page cannot be read, and the listing would be truncated`);
-  if (seenMarkers.has(marker)) throw invalidResponse(ctx, `the servers_links next link asks again for marker ${JSON.stringify(marker)}: the pagination loops`);
+  if (!marker) throw invalidResponse(ctx, `the ${linksKey} next link ${JSON.stringify(href.slice(0, 200))} names no marker: the next page cannot be read, and the listing would be truncated`);
+  if (seenMarkers.has(marker)) throw invalidResponse(ctx, `the ${linksKey} next link asks again for marker ${JSON.stringify(marker)}: the pagination loops`);
   seenMarkers.add(marker);
   return query;
 }

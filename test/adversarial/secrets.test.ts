@@ -78,6 +78,23 @@ describe('Keystone errors that echo the request body', () => {
     expect(redactSecrets('caf\\u00e9-secret', ['café-secret'])).toBe('[REDACTED]');
     expect(redactSecrets('abc', ['abc'])).toBe('abc');
   });
+
+  it('a server that echoes the start of a token cut short (a proxy\'s "token gAAAAA-super-s... rejected") shows none of it', async () => {
+    for (const cut of [10, 16, 24, TOKEN.length - 1]) {
+      const s = await scripted((_q, res) => reply(res, 401, `401 Unauthorized: X-Auth-Token ${TOKEN.slice(0, cut)}... rejected`, { 'Content-Type': 'text/plain' }));
+      const e = await rejection(new NovaClient({ microversion: '2.1', endpoint: s.endpoint, token: TOKEN }).getLimits());
+      expect(e.message).toContain('X-Auth-Token [REDACTED]... rejected');
+      expect(inspect(e)).not.toContain(TOKEN.slice(0, 10));
+    }
+    // Cut short right before a tag of an error page: redacted too (with the page's tags taken out).
+    const html = await scripted((_q, res) => reply(res, 502, `<html><p>upstream: token ${TOKEN.slice(0, 14)}</p><p>bye</p></html>`, { 'Content-Type': 'text/html' }));
+    const e = await rejection(new NovaClient({ microversion: '2.1', endpoint: html.endpoint, token: TOKEN, retry: { retries: 0 } }).getLimits());
+    expect(inspect(e)).not.toContain(TOKEN.slice(0, 10));
+    expect(e.message).toContain('[REDACTED]');
+    // A shorter run of its start is left (it says nothing of the token), and so is any other text.
+    expect(redactSecrets('gAAAAA-su and gAAAAA-sup', [TOKEN])).toBe('gAAAAA-su and [REDACTED]');
+    expect(redactSecrets('no secret here', [TOKEN])).toBe('no secret here');
+  });
 });
 
 describe('an endpoint from the auth provider', () => {

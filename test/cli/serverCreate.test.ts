@@ -65,6 +65,39 @@ describe('server create: the guarded create, printed as openstack server create'
     }
   });
 
+  it('--flavor NAME on the second page of GET /flavors/detail (flavors_links next) is found, not "No Flavor found"', async () => {
+    const nova = await startNova({ buildDelayMs: 20 });
+    const next = [{ rel: 'next', href: `${nova.endpoint}/flavors/detail?marker=1` }];
+    nova.inject({ method: 'GET', path: '/flavors/detail', status: 200, body: { flavors: [{ id: '1', name: 'm1.tiny', vcpus: 1, ram: 512 }], flavors_links: next } });
+    const r = await runCli('server', registerServerCreateCommand, clientFor(nova), ['create', 'ci-1', '--flavor', 'm1.small', '--image', CIRROS.id, '--nic', 'none']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(nova.listServerStates()[0]?.flavorId).toBe('2');
+  });
+
+  it('--flavor ID of a flavor the listing does not show (a private flavor an admin lists only with is_public): found by GET /flavors/{id}, as openstack does', async () => {
+    const nova = await startNova({ buildDelayMs: 20 });
+    nova.inject({ method: 'GET', path: '/flavors/detail', status: 200, body: { flavors: [{ id: '1', name: 'm1.tiny', vcpus: 1, ram: 512 }] } });
+    const r = await runCli('server', registerServerCreateCommand, clientFor(nova), ['create', 'ci-1', '--flavor', '3', '--image', CIRROS.id, '--nic', 'none']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(nova.listServerStates()[0]?.flavorId).toBe('3');
+    // A name that is no flavor still fails as openstack fails (its GET /flavors/m9.huge answered 404).
+    await expect(runCli('server', registerServerCreateCommand, clientFor(nova), ['create', 'ci-2', '--flavor', 'm9.huge', '--image', CIRROS.id, '--nic', 'none'])).rejects.toThrow('No Flavor found for m9.huge');
+    expect(posts(nova)).toBe(1);
+  });
+
+  it('--flavor NAME of a private flavor an admin uses: found (an admin\'s listing shows only public flavors unless asked with is_public=None, as openstack asks); a member that may not use it gets "No Flavor found"', async () => {
+    const flavors = [
+      { id: '1', name: 'm1.tiny', vcpus: 1, ram: 512, disk: 1 },
+      { id: 'ci-private', name: 'ci.private', vcpus: 2, ram: 1024, disk: 1, isPublic: false },
+    ];
+    const nova = await startNova({ buildDelayMs: 20, flavors });
+    const r = await runCli('server', registerServerCreateCommand, clientFor(nova), ['create', 'ci-1', '--flavor', 'ci.private', '--image', CIRROS.id, '--nic', 'none']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(nova.listServerStates()[0]?.flavorId).toBe('ci-private');
+    const member = clientFor(nova, { token: `member:${nova.projectId}` });
+    await expect(runCli('server', registerServerCreateCommand, member, ['create', 'ci-2', '--flavor', 'ci.private', '--image', CIRROS.id, '--nic', 'none'])).rejects.toThrow('No Flavor found for ci.private');
+  });
+
   it("never prints the server's adminPass (a secret), with or without --wait, in any format", async () => {
     const nova = await startNova({ buildDelayMs: 20 });
     for (const extra of [[], ['--wait'], ['-f', 'json'], ['-f', 'yaml', '--wait']]) {

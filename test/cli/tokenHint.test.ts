@@ -4,6 +4,7 @@
  * wrong?`, as a refused connection asks whether Nova runs (`refusedHint`). A password's 401 gets no
  * token hint, and the token itself is never printed. In process, against FakeNova and FakeKeystone.
  */
+import http from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import { FakeKeystone, FakeNova } from '../../src/testing/index.js';
@@ -90,5 +91,36 @@ describe('a rejected token names where it came from', () => {
     expect(r.err).not.toContain('token in');
     const ok = await run(['limits'], { OS_AUTH_URL: keystone.authUrl, OS_USERNAME: 'ci-bot', OS_PASSWORD: PASSWORD, OS_PROJECT_NAME: 'ci', OS_USER_DOMAIN_NAME: 'Default', OS_PROJECT_DOMAIN_NAME: 'Default' });
     expect(ok.code, ok.err).toBe(0);
+  });
+});
+
+describe('a rejected token is never shown, whole or in part, whatever the 401 echoes', () => {
+  const LONG = 'gAAAAABk-expired-Sekrit-4c1d-0123456789abcdef';
+
+  it('Nova or Keystone echoing the token cut short, percent-encoded or in the request body they got: the failure line names OS_TOKEN and shows none of it', async () => {
+    // A Keystone (and a Nova behind it) that answer every request 401, echoing what they got.
+    const echo = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        res.writeHead(401, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { code: 401, title: 'Unauthorized', message: `token ${LONG.slice(0, 20)}... (${encodeURIComponent(LONG)}) rejected; got ${body}` } }));
+      });
+    });
+    await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
+    const base = `http://127.0.0.1:${(echo.address() as { port: number }).port}`;
+    try {
+      const viaKeystone = await run(['limits'], { OS_AUTH_URL: `${base}/v3`, OS_TOKEN: LONG, OS_PROJECT_NAME: 'ci', OS_PROJECT_DOMAIN_NAME: 'Default' });
+      const viaNova = await run(['limits'], { OS_ENDPOINT: `${base}/v2.1`, OS_TOKEN: LONG });
+      for (const r of [viaKeystone, viaNova]) {
+        expect(r.code).toBe(1);
+        expect(r.err).toContain(`; is the token in OS_TOKEN ${HINT}`);
+        expect(r.err).toContain('[REDACTED]');
+        expect(r.err).not.toContain(LONG.slice(0, 10));
+        expect(r.err).not.toContain('Sekrit');
+      }
+    } finally {
+      await new Promise((r) => echo.close(r));
+    }
   });
 });

@@ -219,6 +219,58 @@ describe('deleteServers: the batch barrier on a Nova that answers each DELETE sl
   });
 });
 
+describe('deleteServers: the first round and the barrier under faults', () => {
+  const ids = [1, 2, 3, 4].map((i) => `0000000${i}-0000-4000-8000-000000000000`);
+
+  it('a DELETE answered 204 and lost by Nova (the server stays ACTIVE) in a batch whose first round is one whole listing: sent again after redeleteAfterMs, deleted only at its 404', async () => {
+    const { nova, client, front } = hostileSetup({ requestTimeoutMs: 5000 });
+    for (const id of ids) nova.add(id, { deletedAfterMs: 300, goneAfterMs: 2000 });
+    let lost = 0;
+    // The first DELETE of the second server is answered by a proxy and never reaches Nova.
+    front.override = ({ config, method, path }) => (method === 'DELETE' && path === `/servers/${ids[1]}` && lost++ === 0 ? reply(config, 204, '') : undefined);
+    const r = await run(client.deleteServers(ids, { wait: true, intervalMs: 1000, redeleteAfterMs: 3000, timeoutMs: 60_000, jitter: 0 }));
+    expect(r.value?.succeeded).toEqual(ids);
+    const lostOne = r.value!.results[1]!;
+    expect(lostOne.status === 'fulfilled' && lostOne.value.deleteAttempts).toBe(2);
+    for (const id of ids) expect(nova.goneAt(id)! - T0).toBeLessThanOrEqual(r.settledAt);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('a DELETE that hangs after slow ones: the accepted servers are waited for (the barrier at most 4 intervals after the last answer), the hung one times out at its deadline, nothing left running', async () => {
+    const { nova, client } = hostileSetup({ requestTimeoutMs: 30_000 });
+    for (const id of ids) nova.add(id, { deletedAfterMs: 300, goneAfterMs: 2000 });
+    let n = 0;
+    nova.fault = ({ method }) => (method === 'DELETE' ? (n++ < 3 ? { kind: 'delay', ms: 1500 } : { kind: 'hang' }) : undefined);
+    const r = await run(client.deleteServers(ids, { wait: true, intervalMs: 500, timeoutMs: 10_000, jitter: 0, concurrency: 1 }));
+    expect(r.value?.succeeded).toEqual(ids.slice(0, 3));
+    expect(r.value?.failed.map((f) => [f.serverId, f.error.name])).toEqual([[ids[3], 'DeleteTimeoutError']]);
+    expect(r.settledAt).toBeLessThanOrEqual(10_000);
+    // The waits started 2 x the slowest DELETE (1.5 s) after the last answer (4.5 s), not later.
+    const firstLook = Math.min(...nova.seen.filter((q) => q.method === 'GET').map((q) => q.at - T0));
+    expect(firstLook).toBeGreaterThanOrEqual(4500);
+    expect(firstLook).toBeLessThanOrEqual(4500 + 4 * 500 + 10);
+    for (const id of r.value!.succeeded) expect(nova.goneAt(id)! - T0).toBeLessThanOrEqual(r.settledAt);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it.each([12_000, 15_000])('a batch whose timeoutMs (%i ms) ends before the barrier would: the accepted servers are still looked at, one interval before their deadline, and end deleted', async (timeoutMs) => {
+    const { nova, client } = hostileSetup({ requestTimeoutMs: 60_000 });
+    for (const id of ids) nova.add(id, { deletedAfterMs: 300, goneAfterMs: 1000 });
+    let n = 0;
+    // DELETEs answered 3 s apart, the last one never: the barrier would hold the waits until 2 x 3 s
+    // after the last answer (15 s), or for ever with no answer at all; the calls end at timeoutMs.
+    nova.fault = ({ method }) => (method === 'DELETE' ? (n++ < 3 ? { kind: 'delay', ms: 3000 } : { kind: 'hang' }) : undefined);
+    const r = await run(client.deleteServers(ids, { wait: true, timeoutMs, jitter: 0, concurrency: 1 }));
+    expect(r.value?.succeeded).toEqual(ids.slice(0, 3));
+    expect(r.value?.failed.map((f) => [f.serverId, f.error.name])).toEqual([[ids[3], 'DeleteTimeoutError']]);
+    for (const id of r.value!.succeeded) expect(nova.goneAt(id)! - T0).toBeLessThanOrEqual(r.settledAt);
+    expect(r.settledAt).toBeLessThanOrEqual(timeoutMs);
+    await vi.advanceTimersByTimeAsync(120_000);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
 describe('the rate limit never holds a call past its deadline or its abort', () => {
   it('deleteServer calls queued behind the rate limit settle at timeoutMs, and their queued DELETEs are never sent', async () => {
     const { nova, client } = hostileSetup({ maxRequestsPerSecond: 1 });

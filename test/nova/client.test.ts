@@ -201,6 +201,48 @@ describe('servers', () => {
     await expect(clientFor(nova).listFlavors()).rejects.toMatchObject({ name: 'InvalidResponseError' });
     await expect(client.listFlavors({ bogus: 1 } as never)).rejects.toMatchObject({ name: 'ValidationError' });
   });
+
+  it('listFlavors keeps only flavors whose vcpus and ram it can trust: one listed without vcpus, or twice with two sizes, is read with GET /flavors/{id}', async () => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    // A proxy's (or a hand-made) listing: m1.small without vcpus, m1.medium twice with two sizes.
+    nova.inject({
+      method: 'GET',
+      path: '/flavors/detail',
+      status: 200,
+      body: {
+        flavors: [
+          { id: '1', name: 'm1.tiny', vcpus: 1, ram: 512 },
+          { id: '2', name: 'm1.small', ram: 2048 },
+          { id: '3', name: 'm1.medium', vcpus: 1, ram: 512 },
+          { id: '3', name: 'm1.medium', vcpus: 4, ram: 4096 },
+        ],
+      },
+    });
+    await client.listFlavors();
+    // The guard's needs come from getFlavor: never 0 cores for m1.small, never 1 core for m1.medium.
+    expect(await client.getFlavor('2')).toMatchObject({ id: '2', vcpus: 2, ram: 2048 });
+    expect(await client.getFlavor('3')).toMatchObject({ id: '3', vcpus: 4, ram: 4096 });
+    expect(await client.getFlavor('1')).toMatchObject({ id: '1', vcpus: 1, ram: 512 });
+    expect(nova.requestsTo('GET', '/flavors/2')).toHaveLength(1);
+    expect(nova.requestsTo('GET', '/flavors/3')).toHaveLength(1);
+    expect(nova.requestsTo('GET', '/flavors/1')).toHaveLength(0);
+  });
+
+  it('listFlavors follows flavors_links next pages (Nova pages at its max_limit, 1,000 by default) and stops a listing that loops', async () => {
+    const nova = await startNova();
+    const client = clientFor(nova);
+    const next = (marker: string) => [{ rel: 'next', href: `${nova.endpoint}/flavors/detail?limit=1&marker=${marker}` }];
+    nova.inject({ method: 'GET', path: '/flavors/detail', status: 200, body: { flavors: [{ id: '1', name: 'm1.tiny', vcpus: 1, ram: 512 }], flavors_links: next('1') } });
+    nova.inject({ method: 'GET', path: '/flavors/detail', status: 200, body: { flavors: [{ id: '2', name: 'm1.small', vcpus: 2, ram: 2048 }] } });
+    const flavors = await client.listFlavors();
+    expect(flavors.map((f) => f.id)).toEqual(['1', '2']);
+    expect(nova.requestsTo('GET', '/flavors/detail').map((r) => r.query['marker'])).toEqual([undefined, '1']);
+    // A next link that asks for the same marker again: an error, never a listing read for ever.
+    nova.inject({ method: 'GET', path: '/flavors/detail', status: 200, body: { flavors: [{ id: '1', name: 'm1.tiny', vcpus: 1, ram: 512 }], flavors_links: next('1') }, times: Infinity });
+    await expect(clientFor(nova).listFlavors()).rejects.toMatchObject({ name: 'InvalidResponseError' });
+    nova.clearFaults();
+  });
 });
 
 describe('retries', () => {

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FakeNova } from '../../src/testing/index.js';
-import { startNova as start } from '../helpers.js';
+import { clientFor, startNova as start } from '../helpers.js';
 import { FRONTS, until, via } from './fakeNovaFetch.js';
 
 // On fake timers (requests still go over the socket or the adapter): a state that lasts a few ms,
@@ -372,5 +372,21 @@ describe.each(FRONTS)('delete timeline (%s front)', (front) => {
     const f = await call(n, 'POST', `/servers/${id}/action`, { body: { forceDelete: null }, token: 'alice:demo' });
     expect(f.status).toBe(409);
     expect((await call(n, 'DELETE', `/servers/${id}`)).status).toBe(204);
+  });
+});
+
+describe('private flavors (isPublic false): GET /flavors/detail as Nova filters it', () => {
+  it("an admin's listing shows public flavors only, all with is_public=None, the private ones with is_public=false; a member's shows the public ones only (a private flavor of the fake is shared with no project)", async () => {
+    const nova = await start({ flavors: [{ id: '1', name: 'm1.tiny', vcpus: 1, ram: 512, disk: 1 }, { id: 'p', name: 'ci.private', vcpus: 2, ram: 1024, disk: 1, isPublic: false }] });
+    const ids = async (token: string, query: Record<string, string> = {}) => {
+      const res = await clientFor(nova, { token: `${token}:${nova.projectId}` }).request<{ flavors: Array<{ id: string; 'os-flavor-access:is_public': boolean }> }>({ method: 'GET', path: '/flavors/detail', query });
+      return res.data.flavors.map((f) => `${f.id}:${f['os-flavor-access:is_public']}`);
+    };
+    expect(await ids('admin')).toEqual(['1:true']);
+    expect(await ids('admin', { is_public: 'None' })).toEqual(['1:true', 'p:false']);
+    expect(await ids('admin', { is_public: 'false' })).toEqual(['p:false']);
+    expect(await ids('member')).toEqual(['1:true']);
+    expect(await ids('member', { is_public: 'None' })).toEqual(['1:true']);
+    await expect(ids('admin', { is_public: 'maybe' })).rejects.toMatchObject({ status: 400 });
   });
 });

@@ -79,6 +79,7 @@ const FLAVOR_SPEC: OptionsSpec<FakeFlavor> = {
   vcpus: null,
   ram: null,
   disk: is.integer(),
+  isPublic: is.boolean,
 };
 
 /**

@@ -20,6 +20,14 @@ export interface FakeFlavor {
   ram: number;
   /** Root disk in GiB. */
   disk: number;
+  /**
+   * A public flavor (`os-flavor-access:is_public`). A private one is shared with no project: only an
+   * admin sees and uses it, and an admin's `GET /flavors/detail` lists it only with `is_public=None`
+   * or `false` (Nova filters an admin's listing by `is_public`, public by default); a member's
+   * listing, `GET /flavors/{id}` and create do not find it.
+   * @default true
+   */
+  isPublic?: boolean;
 }
 
 /** What a server does when it is deleted (Nova's terminate path on the compute host). */

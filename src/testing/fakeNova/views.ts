@@ -157,7 +157,7 @@ export function flavorDetail(f: FakeFlavor, ctx: ViewContext): Record<string, un
     'OS-FLV-EXT-DATA:ephemeral': 0,
     'OS-FLV-DISABLED:disabled': false,
     vcpus: f.vcpus,
-    'os-flavor-access:is_public': true,
+    'os-flavor-access:is_public': f.isPublic !== false,
     rxtx_factor: new PyFloat(1),
     links: links(ctx, 'flavors', f.id),
   };

@@ -11,16 +11,34 @@ import { fault, type Reply } from '../respond.js';
 import { flavorBrief, flavorDetail } from '../views.js';
 import type { Ctx, Engine } from './context.js';
 
-/** `GET /flavors`, `/flavors/detail`. */
+/**
+ * `GET /flavors`, `/flavors/detail`. An admin's listing is filtered by `is_public` (absent: public
+ * only; `None`, any case: all; else a boolean, `Invalid is_public filter [x]` otherwise), a member's
+ * shows the public flavors only (a private flavor of the fake is shared with no project; Nova adds
+ * those shared with the caller's project). Source: `nova/api/openstack/compute/flavors.py`
+ * `_get_flavors`, `_parse_is_public`; `nova/objects/flavor.py` `_flavor_get_all_from_db`.
+ */
 export function listFlavors(e: Engine, ctx: Ctx, detail: boolean): Reply {
-  const flavors = [...e.flavors.values()].map((f) => (detail ? flavorDetail(f, ctx.view) : flavorBrief(f, ctx.view)));
+  let publicOnly: boolean | undefined;
+  if (ctx.admin) {
+    const given = ctx.query['is_public'];
+    if (given === undefined) publicOnly = true;
+    else if (given.toLowerCase() === 'none') publicOnly = undefined;
+    else if (/^(1|t|true|on|y|yes)$/i.test(given)) publicOnly = true;
+    else if (/^(0|f|false|off|n|no)$/i.test(given)) publicOnly = false;
+    else return fault(400, `Invalid is_public filter [${given}]`);
+  }
+  else publicOnly = true;
+  const flavors = [...e.flavors.values()]
+    .filter((f) => publicOnly === undefined || (f.isPublic !== false) === publicOnly)
+    .map((f) => (detail ? flavorDetail(f, ctx.view) : flavorBrief(f, ctx.view)));
   return { status: 200, body: { flavors } };
 }
 
-/** `GET /flavors/{id}`. */
+/** `GET /flavors/{id}` (a private flavor: for an admin only, see {@link listFlavors}). */
 export function showFlavor(e: Engine, ctx: Ctx, id: string): Reply {
   const f = e.flavors.get(id);
-  if (!f) return fault(404, `Flavor ${id} could not be found.`);
+  if (!f || (f.isPublic === false && !ctx.admin)) return fault(404, `Flavor ${id} could not be found.`);
   return { status: 200, body: { flavor: flavorDetail(f, ctx.view) } };
 }
 

@@ -226,7 +226,8 @@ export function createServer(e: Engine, ctx: Ctx): Reply {
 
   const flavorId = String(s.flavorRef).split('/').filter(Boolean).pop() ?? '';
   const flavor = e.flavors.get(flavorId);
-  if (!flavor) return fault(400, `Flavor ${flavorId} could not be found.`);
+  // A private flavor is not shared with the fake's project: only an admin finds it.
+  if (!flavor || (flavor.isPublic === false && !ctx.admin)) return fault(400, `Flavor ${flavorId} could not be found.`);
 
   const verdict = checkCreateQuota(flavor, minCount, maxCount, e.countedUsage(), e.quota.limits);
   if (!verdict.ok) {
