@@ -190,6 +190,9 @@ export function registerServerCreateCommand(server: Command, getClient: ClientGe
       logger: createLogger(client),
       onWait: (w) => console.error(waitLine(w, ledgerSpec)),
       onRetry: (r) => console.error(`retrying the create in ${Math.round(r.delayMs / 100) / 10} s (${r.reason}: ${terminalSafe(r.error.message, true)})`),
+      // The guard's fallback warnings (a ledger out of reach, degraded mode) as the command's other
+      // `Warning: ...` lines, not Node's `(node:PID) NovaGuardLedgerWarning: ...` with its --trace-warnings hint.
+      onWarning: (message) => console.error(`Warning: ${terminalSafe(message, true)}`),
     };
     if (ledgerSpec !== undefined) options.ledger = ledgerSpec;
     if (maxWaitMs !== undefined) options.maxWaitMs = maxWaitMs;

@@ -77,6 +77,10 @@ describe('server create with a ledger that cannot work: one line, exit 1', () =>
     expect(r.stderr).toMatch(/Warning: quota ledger \(redis\) is down: .*it was never reached: creates wait up to 3000 ms for it \(it may be starting\), then go on with the in-process ledger/);
     expect(r.stderr).not.toMatch(/while other hosts may be admitting on it|connection lost/);
     for (const line of r.stderr.split('\n').filter((l) => l.startsWith('waiting'))) expect(line).toMatch(/out of reach: no create is admitted without it for now/);
+    // the guard's fallback warning is one of the command's `Warning:` lines, not Node's default print of
+    // process.emitWarning (before: `(node:PID) NovaGuardLedgerWarning: …` and `(Use \`node --trace-warnings ...\``)
+    expect(r.stderr).toMatch(/^Warning: quota ledger \(redis\) failed \(Redis ledger: Redis cannot be reached .*\): going on with the in-process ledger/m);
+    expect(r.stderr).not.toMatch(/\(node:\d+\)|NovaGuardLedgerWarning|--trace-warnings/);
   }, 60_000);
 });
 
