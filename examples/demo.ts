@@ -30,6 +30,13 @@ import type { DemoHostResult, DemoHostTask } from './demoHost.js';
 import { runWorker, type WorkerStats } from './worker.js';
 import { startPrometheusMetrics } from './prometheus.js';
 
+/**
+ * The line above `--metrics` with worker processes: the metrics printed are this process's (its
+ * Keystone token, the audit); each worker process keeps its own. A Prometheus comment line.
+ */
+const FLEET_METRICS_NOTE =
+  "# the metrics of this process only (its Keystone token and the quota audit): the worker processes' creates and deletes are counted in their own processes; --ledger in-process --metrics shows the job's";
+
 interface DemoFlags {
   endpoint?: string;
   token?: string;
@@ -327,8 +334,9 @@ async function fleet(
   for (const line of errorLines(results)) console.log(line);
   const audit = await auditQuota(client);
   console.log(`\n${formatAudit(audit)}`);
-  // This process's metrics (the hosts' own stay in their processes).
-  if (metrics) console.log(`\n${await metrics.text()}`);
+  // This process's metrics (the hosts' own stay in their processes): said, so that a reader does not
+  // take the few requests of the token and the audit for the job's.
+  if (metrics) console.log(`\n${FLEET_METRICS_NOTE}\n${await metrics.text()}`);
   await metrics?.shutdown();
   await fake?.close();
   await keystone?.stop();

@@ -101,6 +101,9 @@ export function propertiesOf(props: readonly string[] = []): Record<string, stri
  * The stderr line of one wait of `server create`, by its reason ({@link QuotaWaitInfo.reason}):
  * - `short`: `waiting 2 s for quota headroom: cores needs 4, 0 free`;
  * - `queued`: `waiting 2 s for the creates queued ahead: cores needs 6 with theirs, 4 free`;
+ * - on the waits where the guard checked why it is short (`shortfallCause`), the `short` and
+ *   `queued` lines end with what it found: `; the project's servers hold this quota (a busy fleet)`,
+ *   or `; Nova's books are wrong (stale-usage): ...` with what an operator can do;
  * - `ledger-settling`: `waiting 2 s for the quota ledger URL to admit: the quota has room, but the
  *   ledger admits nothing yet (it settles after Redis started or restarted)`;
  * - `ledger-out-of-reach`: `waiting 2 s for the quota ledger URL, out of reach: no create is
@@ -110,7 +113,7 @@ export function propertiesOf(props: readonly string[] = []): Record<string, stri
  *   while claims may be live for one that was.
  * `ledger` is the `--ledger`/`NOVA_GUARD_LEDGER` string, printed with its password redacted.
  */
-export function waitLine(w: Pick<QuotaWaitInfo, 'delayMs' | 'shortfalls' | 'ledgerOutOfReach' | 'reason'>, ledger?: string): string {
+export function waitLine(w: Pick<QuotaWaitInfo, 'delayMs' | 'shortfalls' | 'ledgerOutOfReach' | 'reason' | 'shortfallCause' | 'finding'>, ledger?: string): string {
   const secs = `${Math.round(w.delayMs / 100) / 10} s`;
   const which = ledger === undefined ? 'the quota ledger' : `the quota ledger ${redactUrlSecrets(ledger)}`;
   const free = (s: QuotaWaitInfo['shortfalls'][number]): string => `${s.headroom === Number.POSITIVE_INFINITY ? 'unlimited' : s.headroom} free`;
@@ -120,8 +123,21 @@ export function waitLine(w: Pick<QuotaWaitInfo, 'delayMs' | 'shortfalls' | 'ledg
   if (w.reason === 'ledger-settling' || w.shortfalls.length === 0) {
     return `waiting ${secs} for ${which} to admit: the quota has room, but the ledger admits nothing yet (it settles after Redis started or restarted)`;
   }
-  if (w.reason === 'queued') return `waiting ${secs} for the creates queued ahead: ${w.shortfalls.map((s) => `${s.resource} needs ${s.needed} with theirs, ${free(s)}`).join(', ')}`;
-  return `waiting ${secs} for quota headroom: ${w.shortfalls.map((s) => `${s.resource} needs ${s.needed}, ${free(s)}`).join(', ')}`;
+  if (w.reason === 'queued') return `waiting ${secs} for the creates queued ahead: ${w.shortfalls.map((s) => `${s.resource} needs ${s.needed} with theirs, ${free(s)}`).join(', ')}${whyShort(w)}`;
+  return `waiting ${secs} for quota headroom: ${w.shortfalls.map((s) => `${s.resource} needs ${s.needed}, ${free(s)}`).join(', ')}${whyShort(w)}`;
+}
+
+/**
+ * What the guard's check of the shortfall found (every `EXPLAIN_EVERY_WAITS`th wait, one listing
+ * the guard sends because `server create` gives an `onWait`), in the words of
+ * `QuotaWaitTimeoutError`'s message; `''` on the other waits.
+ */
+function whyShort(w: Pick<QuotaWaitInfo, 'shortfallCause' | 'finding'>): string {
+  if (w.shortfallCause === 'busy-fleet') return "; the project's servers hold this quota (a busy fleet)";
+  if (w.shortfallCause === 'wrong-books' && w.finding !== undefined) {
+    return `; Nova's books are wrong (${w.finding.kind}): ${terminalSafe(w.finding.evidence, true)}${w.finding.operatorCan ? ` (an operator can: ${terminalSafe(w.finding.operatorCan, true)})` : ''}`;
+  }
+  return '';
 }
 
 /** Components whose warnings `server create` prints without `--debug`: the shared ledger's. */

@@ -193,6 +193,26 @@ describe('server create: the line printed for each wait', () => {
   it('a wait for quota headroom says how long it waits, then what is short', () => {
     expect(waitLine({ delayMs: 2049, reason: 'short', shortfalls: short, ledgerOutOfReach: false })).toBe('waiting 2 s for quota headroom: cores needs 4, 0 free');
   });
+  it("on a wait where the guard checked why it is short, the line says what it found (before: the check's listing was sent and its answer dropped)", () => {
+    expect(waitLine({ delayMs: 29_100, reason: 'short', shortfalls: short, ledgerOutOfReach: false, shortfallCause: 'busy-fleet' })).toBe(
+      "waiting 29.1 s for quota headroom: cores needs 4, 0 free; the project's servers hold this quota (a busy fleet)",
+    );
+    const finding = {
+      kind: 'stale-usage' as const,
+      transient: false,
+      needsOperator: true,
+      serverIds: [],
+      holds: { cores: 4, ramMiB: 0, instances: 0 },
+      evidence: 'Nova reports 20 cores used, its servers account for 16',
+      projectCan: 'nothing',
+      operatorCan: 'nova-manage placement heal_allocations',
+    };
+    expect(waitLine({ delayMs: 2000, reason: 'queued', shortfalls: short, ledgerOutOfReach: false, shortfallCause: 'wrong-books', finding })).toBe(
+      "waiting 2 s for the creates queued ahead: cores needs 4 with theirs, 0 free; Nova's books are wrong (stale-usage): Nova reports 20 cores used, its servers account for 16 (an operator can: nova-manage placement heal_allocations)",
+    );
+    // the other waits: no check, nothing added
+    expect(waitLine({ delayMs: 2000, reason: 'short', shortfalls: short, ledgerOutOfReach: false, shortfallCause: undefined })).toBe('waiting 2 s for quota headroom: cores needs 4, 0 free');
+  });
   it('a wait for a ledger out of reach names the ledger (password redacted) and does not claim the quota is full', () => {
     const line = waitLine({ delayMs: 4400, reason: 'ledger-out-of-reach', shortfalls: short, ledgerOutOfReach: true }, 'redis://:s3cret@127.0.0.1:6379');
     expect(line).toBe(

@@ -100,6 +100,9 @@ describe('examples/ run against FakeNova', () => {
     expect(r.stdout).toMatch(/^\| jobs failed \| 0 \|$/m);
     expect(existsSync(dirname(ledger![1]!))).toBe(false);
     expect(r.stdout).toContain('nova_guard_');
+    // the metrics are this process's (its token, the audit), not the worker processes' creates: said
+    // above them (before: a reader found 1 POST and a few GETs and took them for the job's)
+    expect(r.stdout).toMatch(/^# the metrics of this process only .* --ledger in-process --metrics shows the job's$/m);
   }, 60_000);
 
   it('demo.ts --workers 1: runs and says 1 worker process (it printed "on 2 worker processes", forking an idle one); a bad --workers is refused before anything starts', async () => {
