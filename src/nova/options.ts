@@ -8,7 +8,8 @@ import type { Clock } from '../core/clock.js';
 import type { LoggerOption } from '../core/logger.js';
 import type { AuthProvider } from '../auth/provider.js';
 import { NOVA_CLIENT_OPTION_NAMES, type CloudClientExtras } from '../config/load.js';
-import { checkOptions, type OptionsSpec } from '../core/options.js';
+import { checkOptions, closestOption, type OptionsSpec } from '../core/options.js';
+import { EVER_SERVER_KEYS } from '../core/createServerKeys.js';
 import { redactUrlSecrets, withoutUserInfo } from '../core/redact.js';
 import { ValidationError } from '../errors/index.js';
 import { is, retryPolicyOption } from '../core/validate.js';
@@ -395,4 +396,21 @@ export function checkCreateServerBody(body: unknown): void {
   const { name, flavorRef } = body as { name?: unknown; flavorRef?: unknown };
   if (typeof name !== 'string' || name.length === 0) throw new ValidationError('createServer: body.name must be a non-empty string');
   if (flavorRef === undefined || String(flavorRef).length === 0) throw new ValidationError('createServer: body.flavorRef is required');
+  checkServerKeys(body as Record<string, unknown>);
+}
+
+/**
+ * Refuse, before any request, a key of the `server` body that Nova's create schema accepts at no
+ * microversion (`src/core/createServerKeys.ts`): Nova would answer 400 (a typo such as `network`, or
+ * `count`, which is `withQuotaGuard`'s). A key only some microversions accept is left to the request.
+ * @throws {@link ValidationError} naming the key and the closest one Nova accepts.
+ */
+export function checkServerKeys(body: Record<string, unknown>): void {
+  const unknown = Object.keys(body).filter((k) => !EVER_SERVER_KEYS.includes(k));
+  if (unknown.length === 0) return;
+  const hint = (k: string): string => {
+    const near = closestOption(k, EVER_SERVER_KEYS);
+    return near === undefined ? '' : ` (did you mean ${near}?)`;
+  };
+  throw new ValidationError(`createServer: ${unknown.map((k) => `body.${k}${hint(k)}`).join(', ')} ${unknown.length === 1 ? 'is not a key' : 'are not keys'} of Nova's create-server body at any microversion (Nova answers 400)`);
 }

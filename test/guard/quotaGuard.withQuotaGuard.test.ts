@@ -150,6 +150,14 @@ describe('quotaGuard() and options', () => {
     await expect(guard.createServer({ name: 'x', flavorRef: '1', max_count: 2 })).rejects.toThrow(
       'QuotaGuard.createServer creates one server; body.max_count must be 1 or absent (use withQuotaGuard for multi-create)',
     );
+    // A key Nova's create accepts at no microversion (withQuotaGuard's `count`, a misspelled `network`):
+    // Nova would answer 400 after the wait for headroom; refused at once, with the closest key.
+    await expect(guard.createServer({ ...body('x'), count: 2 } as never)).rejects.toThrow(
+      "createServer: body.count (did you mean min_count?) is not a key of Nova's create-server body at any microversion (Nova answers 400)",
+    );
+    await expect(guard.createServer({ ...body('x'), network: 'auto', bogus: 1 } as never)).rejects.toThrow(
+      "createServer: body.network (did you mean networks?), body.bogus are not keys of Nova's create-server body at any microversion (Nova answers 400)",
+    );
     await expect(guard.createServer(body('x'), { needs: { cores: -1 } })).rejects.toThrow('needs.cores must be a non-negative number, got -1');
     await expect(guard.withQuotaGuard({ cores: 1 } as never, async () => 1)).rejects.toThrow('needs must give cores, ramMiB and instances');
     await expect(guard.withQuotaGuard({ flavorRef: '1', count: 0 }, async () => 1)).rejects.toThrow('count must be a positive integer, got 0');

@@ -166,6 +166,14 @@ describe('servers', () => {
     expect(s.id).toMatch(/^[0-9a-f-]{36}$/);
     expect(nova.getServerState(s.id)?.name).toBe('w1');
     await expect(client.createServer({ name: '', flavorRef: '1' })).rejects.toBeInstanceOf(ValidationError);
+    // A key no microversion of Nova's create accepts: refused before the POST; one that some accept
+    // (description, from 2.19) is the request's (Nova, or FakeNova, answers at its microversion).
+    const before = nova.requests.length;
+    await expect(client.createServer({ name: 'w2', flavorRef: '1', imageRef: 'img', netwroks: 'none' } as never)).rejects.toThrow(
+      "createServer: body.netwroks (did you mean networks?) is not a key of Nova's create-server body at any microversion (Nova answers 400)",
+    );
+    expect(nova.requests).toHaveLength(before);
+    expect((await client.createServer({ name: 'w3', flavorRef: '1', imageRef: 'img', networks: 'none', description: 'ci' })).id).toMatch(/^[0-9a-f-]{36}$/);
   });
 
   it('getServer of an unknown id throws NotFoundError with Nova\'s message and the request id', async () => {

@@ -1,5 +1,6 @@
 /**
- * The keys Nova's `POST /servers` schema accepts, per microversion, and its refusal of any other
+ * The refusal of the keys Nova's `POST /servers` schema does not accept at a microversion (the table:
+ * `src/core/createServerKeys.ts`)
  * (`additionalProperties: false` at both levels of the body). Source: `nova/api/openstack/compute/schemas/servers.py`
  * (`create`, `create_v219` ... `create_v294`) and the `@validation.schema` ranges on `ServersController.create`;
  * the message is jsonschema's (`Additional properties are not allowed ('x' was unexpected)`, the keys sorted).
@@ -9,51 +10,16 @@
  *
  * @module
  */
+import { PERSONALITY_REMOVED_MINOR, SERVER_KEYS_2_1, SERVER_KEYS_ADDED, TOP_KEYS } from '../../core/createServerKeys.js';
 import type { Microversion } from './microversion.js';
 import { pyRepr } from './pyjson.js';
 import { atLeast } from './views.js';
-
-/** Keys of `server` in every microversion from 2.1 (`personality` until 2.56). */
-const SERVER_KEYS_2_1 = [
-  'name',
-  'imageRef',
-  'flavorRef',
-  'adminPass',
-  'metadata',
-  'networks',
-  'OS-DCF:diskConfig',
-  'accessIPv4',
-  'accessIPv6',
-  'availability_zone',
-  'block_device_mapping',
-  'block_device_mapping_v2',
-  'config_drive',
-  'key_name',
-  'min_count',
-  'max_count',
-  'return_reservation_id',
-  'security_groups',
-  'user_data',
-];
-
-/** Keys of `server` added later, with the microversion (minor of 2.x) that added them. */
-const SERVER_KEYS_ADDED: ReadonlyArray<[string, number]> = [
-  ['description', 19],
-  ['tags', 52],
-  ['trusted_image_certificates', 63],
-  ['host', 74],
-  ['hypervisor_hostname', 74],
-  ['hostname', 90],
-];
-
-/** Keys beside `server` at the top of the body. */
-const TOP_KEYS = new Set(['server', 'os:scheduler_hints', 'OS-SCH-HNT:scheduler_hints']);
 
 /** The keys `server` may have at `version`. */
 export function serverKeysAt(version: Microversion): Set<string> {
   const keys = new Set(SERVER_KEYS_2_1);
   // `personality` (file injection) was removed at 2.57.
-  if (!atLeast(version, 57)) keys.add('personality');
+  if (!atLeast(version, PERSONALITY_REMOVED_MINOR)) keys.add('personality');
   for (const [key, minor] of SERVER_KEYS_ADDED) if (atLeast(version, minor)) keys.add(key);
   return keys;
 }
