@@ -124,7 +124,8 @@ export class DeleteEngine implements DeleteEngineFleet {
       presenceUnsupported: () => this.#listings.presenceUnsupported(),
       deliver: (e, obs, sentAt) => {
         if (sentAt !== undefined) this.#fleet.ownLook(e.serverId, obs, sentAt);
-        this.#deliver(e, obs);
+        // No `sentAt`: a shared listing's answer (see `#nextLookAt`).
+        this.#deliver(e, obs, sentAt === undefined);
       },
       present: (e) => this.#present(e),
       orphan: (e) => this.#orphan(e),
@@ -277,9 +278,17 @@ export class DeleteEngine implements DeleteEngineFleet {
     return this.outbound.pace.widen(Math.min(this.#watchIntervalMs ?? intervalMs / 2, confirmIntervalMs));
   }
 
-  /** When `w` looks next after a look at clock time `now`: as the look plan says (`lookPlan.ts`, the pace included), jittered. */
-  #nextLookAt(w: Watch, now: number): number {
-    return now + jitteredMs(this.lookPlan.delayMs(w, now), w.jitter);
+  /**
+   * When `w` looks next after a look at clock time `now`: as the look plan says (`lookPlan.ts`, the
+   * pace included), jittered. After a shared listing (`listed`), the jitter only delays: the next
+   * round comes when the first of the waits it answered is due, and with each wait's jitter drawn
+   * both ways the earliest of many draws came about `jitter` of an interval early (a listing every
+   * 0.9 interval for 40 waits at jitter 0.1: 10 % more listings than one wait's own schedule, more
+   * looks than osc-lib's loop on a slow Nova). Drawn from [1, 1 + jitter] times the delay, the round
+   * comes at the interval; one wait alone still spreads its looks.
+   */
+  #nextLookAt(w: Watch, now: number, listed = false): number {
+    return now + jitteredMs(this.lookPlan.delayMs(w, now), w.jitter, listed ? 0.5 + Math.random() / 2 : Math.random());
   }
 
   /** Short looks were asked for: a wait on a deletion looks next within its short interval (widened by the pace). */
@@ -382,7 +391,7 @@ export class DeleteEngine implements DeleteEngineFleet {
       });
   }
 
-  #deliver(entry: Entry, obs: Observation): void {
+  #deliver(entry: Entry, obs: Observation, listed = false): void {
     this.lookPlan.observed(entry, obs, this.clock.now());
     if (showsDeleted(obs)) entry.seenDeleted = true;
     if (!obs.gone) {
@@ -413,7 +422,7 @@ export class DeleteEngine implements DeleteEngineFleet {
       }
       if (!entry.watches.includes(w)) continue; // the callback settled it (an abort)
       if (w.until ? w.until(obs) : end !== undefined) this.#settle(w, w.end);
-      else w.nextAt = this.#nextLookAt(w, now);
+      else w.nextAt = this.#nextLookAt(w, now, listed);
     }
     if (obs.gone) {
       this.#memory.forget(entry.serverId);
@@ -426,7 +435,7 @@ export class DeleteEngine implements DeleteEngineFleet {
   #present(entry: Entry): void {
     const now = this.clock.now();
     this.lookPlan.observed(entry, undefined, now);
-    lookedPresent(entry, (w) => this.#nextLookAt(w, now));
+    lookedPresent(entry, (w) => this.#nextLookAt(w, now, true));
   }
 
   /** Its GET answered 404, yet Nova still lists it: every wait on it fails; it stays unconfirmed. */

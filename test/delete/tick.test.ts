@@ -78,3 +78,21 @@ describe('the first round of a batch of deletes', () => {
     expect((await done).succeeded).toHaveLength(6);
   });
 });
+
+describe('the pace of shared rounds', () => {
+  it('40 waits at 500 ms with jitter 0.1: a shared listing every 500 ms at least, not at the earliest of 40 jitter draws (about 450 ms)', async () => {
+    const nova = await startNova({ deleteDelayMs: 12_000, deletedWindowMs: 6_000 });
+    const client = clientFor(nova);
+    const ids = Array.from({ length: 40 }, () => nova.addServer({ status: 'ACTIVE' }).id);
+    const done = client.deleteServers(ids, { wait: true, intervalMs: 500, jitter: 0.1 });
+    await vi.advanceTimersByTimeAsync(10_000);
+    const rounds = [...new Set(nova.requests.filter((q) => q.method === 'GET' && (q.path === '/servers/detail' || q.path === '/servers')).map((q) => q.timeMs))];
+    expect(rounds.length).toBeGreaterThanOrEqual(10);
+    const gaps = rounds.slice(1).map((t, i) => t - rounds[i]!);
+    // FakeNova answers at once on fake timers: a gap is the pace itself.
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(500);
+    expect(Math.max(...gaps)).toBeLessThanOrEqual(560);
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect((await done).succeeded).toHaveLength(40);
+  });
+});
