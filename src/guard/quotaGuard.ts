@@ -55,7 +55,7 @@
  */
 import { withOperation } from '../core/telemetry.js';
 import type { NovaClient } from '../nova/client.js';
-import { checkServerKeys } from '../nova/options.js';
+import { checkCreateServerBody } from '../nova/options.js';
 import { AbortError, NovaGuardError, ValidationError, throwIfAborted } from '../errors/index.js';
 import { componentLogger, type Logger } from '../core/logger.js';
 import { untilSettledOrAborted } from '../core/clock.js';
@@ -256,9 +256,8 @@ export class QuotaGuard {
   async createServer(body: CreateServerBody, options: GuardedCreateOptions = {}): Promise<Server> {
     if (!body || typeof body !== 'object') throw new ValidationError('createServer needs the server body');
     checkOptions('createServer options', options, GUARDED_CREATE_SPEC);
-    if (typeof body.name !== 'string' || body.name.length === 0) throw new ValidationError('createServer: body.name must be a non-empty string');
-    if (body.flavorRef === undefined || String(body.flavorRef).length === 0) throw new ValidationError('createServer: body.flavorRef is required');
-    checkServerKeys(body as unknown as Record<string, unknown>);
+    // The client's own checks of the body (name, flavorRef, keys no microversion accepts), before any wait.
+    checkCreateServerBody(body);
     for (const k of ['min_count', 'max_count'] as const) {
       if (body[k] !== undefined && body[k] !== 1) {
         throw new ValidationError(`QuotaGuard.createServer creates one server; body.${k} must be 1 or absent (use withQuotaGuard for multi-create)`);

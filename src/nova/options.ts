@@ -405,7 +405,7 @@ export function checkCreateServerBody(body: unknown): void {
  * `count`, which is `withQuotaGuard`'s). A key only some microversions accept is left to the request.
  * @throws {@link ValidationError} naming the key and the closest one Nova accepts.
  */
-export function checkServerKeys(body: Record<string, unknown>): void {
+function checkServerKeys(body: Record<string, unknown>): void {
   const unknown = Object.keys(body).filter((k) => !EVER_SERVER_KEYS.includes(k));
   if (unknown.length === 0) return;
   const hint = (k: string): string => {
